@@ -1,0 +1,228 @@
+#include "bloom/blocked_filter.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace bloom {
+namespace {
+
+static_assert(std::endian::native == std::endian::little,
+              "pages are persisted as little-endian words");
+
+// Odd multipliers for the bit positions (the first eight are Parquet's split-block salts).
+constexpr uint32_t kSalts[kMaxHashCount] = {
+    0x47b6137bU, 0x44974d91U, 0x8824ad5bU, 0xa2b7289dU, 0x705495c7U, 0x2df1424bU, 0x9efc4947U,
+    0x5c6bfb31U, 0x3bd5a0f1U, 0xd8e1f3a5U, 0x6a2b7c4fU, 0x9f3e1a27U, 0x1c5d8e93U, 0xb47a2c6dU,
+    0x7e94f0b9U, 0xc2a6d54bU, 0x4d8f6e35U, 0xe1b3c7a9U, 0x29c5f81dU, 0x93e7a46bU, 0x5f1d2b87U,
+    0xa8c49e53U, 0x36f8b1c1U, 0xcb5e7d2fU, 0x715a3e99U, 0xe63c9b05U, 0x0f4d62a3U, 0x8b2e9d7dU,
+    0x52c71fe9U, 0xd93a4657U, 0x24e6b8c3U, 0xbd7f1a31U};
+
+// Filters of at least this many bytes are mmap'ed (zero pages are free until touched) and
+// asked for transparent huge pages, which cut TLB misses on random access to large filters.
+constexpr uint64_t kMmapThreshold = 2 << 20;
+
+// Words are only ever accessed through atomic_ref (words_ is a pointer to non-const even in
+// const methods, so reads need no cast).
+inline uint64_t LoadWord(uint64_t& word) {
+  return std::atomic_ref<uint64_t>(word).load(std::memory_order_acquire);
+}
+
+// The masks of the item's k bits in the 8 words of its block.
+inline void BitMasks(uint64_t hash, uint32_t k, uint64_t (&masks)[kBlockWords]) {
+  const auto key = static_cast<uint32_t>(hash);
+  for (uint32_t i = 0; i < k; ++i) {
+    const uint32_t bit = (key * kSalts[i]) >> 23;  // top 9 bits: a position in [0, 512)
+    masks[bit >> 6] |= uint64_t{1} << (bit & 63);
+  }
+}
+
+inline uint64_t CeilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<BlockedBloomFilter>> BlockedBloomFilter::Create(
+    BlockedLayout layout) {
+  if (layout.num_blocks == 0 || layout.num_blocks > kMaxBlocks || layout.hash_count == 0 ||
+      layout.hash_count > kMaxHashCount) {
+    return absl::InvalidArgumentError(absl::StrCat("invalid layout: ", layout.num_blocks,
+                                                   " blocks, ", layout.hash_count, " hashes"));
+  }
+  const uint64_t bytes = layout.bytes();
+  void* memory = nullptr;
+  const bool mapped = bytes >= kMmapThreshold;
+  if (mapped) {
+    memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (memory == MAP_FAILED) memory = nullptr;
+    if (memory != nullptr) madvise(memory, bytes, MADV_HUGEPAGE);  // a hint; failure is fine
+  } else {
+    memory = std::aligned_alloc(kBlockBytes, bytes);
+    if (memory != nullptr) std::memset(memory, 0, bytes);
+  }
+  if (memory == nullptr) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot allocate ", bytes, " bytes for filter bits"));
+  }
+  return std::unique_ptr<BlockedBloomFilter>(
+      new BlockedBloomFilter(layout, static_cast<uint64_t*>(memory), mapped));
+}
+
+BlockedBloomFilter::BlockedBloomFilter(BlockedLayout layout, uint64_t* words, bool mapped)
+    : layout_(layout), words_(words), mapped_(mapped) {
+  const uint64_t dirty_words = CeilDiv(num_pages(), 64);
+  dirty_ = std::make_unique<uint64_t[]>(dirty_words);  // value-initialised: all clean
+}
+
+BlockedBloomFilter::~BlockedBloomFilter() {
+  if (mapped_) {
+    munmap(words_, layout_.bytes());
+  } else {
+    std::free(words_);
+  }
+}
+
+uint64_t* BlockedBloomFilter::BlockFor(uint64_t hash) const {
+  const uint64_t block = ((hash >> 32) * layout_.num_blocks) >> 32;
+  return words_ + block * kBlockWords;
+}
+
+bool BlockedBloomFilter::AddToBlock(uint64_t* block, uint64_t hash) {
+  uint64_t masks[kBlockWords] = {};
+  BitMasks(hash, layout_.hash_count, masks);
+  bool changed = false;
+  for (uint32_t w = 0; w < kBlockWords; ++w) {
+    if (masks[w] == 0) continue;
+    std::atomic_ref<uint64_t> word(block[w]);
+    // Read first: most adds of a filled filter change nothing, and a plain load does not take
+    // the cache line exclusive the way an atomic OR does.
+    if ((word.load(std::memory_order_relaxed) & masks[w]) != masks[w]) {
+      word.fetch_or(masks[w], std::memory_order_acq_rel);
+      changed = true;
+    }
+  }
+  if (changed) MarkPageDirty(static_cast<uint64_t>(block - words_) / kBlockWords / kBlocksPerPage);
+  return changed;
+}
+
+bool BlockedBloomFilter::Add(uint64_t hash) { return AddToBlock(BlockFor(hash), hash); }
+
+bool BlockedBloomFilter::MightContain(uint64_t hash) const {
+  uint64_t* block = BlockFor(hash);
+  uint64_t masks[kBlockWords] = {};
+  BitMasks(hash, layout_.hash_count, masks);
+  for (uint32_t w = 0; w < kBlockWords; ++w) {
+    if ((LoadWord(block[w]) & masks[w]) != masks[w]) return false;
+  }
+  return true;
+}
+
+// How many items ahead to prefetch: enough to cover a DRAM miss with the work of the items in
+// between (measured with benchmarks/filter_benchmark: 8-16 are alike, 4 is slower).
+constexpr size_t kPrefetchDistance = 12;
+
+void BlockedBloomFilter::AddMany(absl::Span<const uint64_t> hashes) {
+  const size_t n = hashes.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kPrefetchDistance < n) {
+      __builtin_prefetch(BlockFor(hashes[i + kPrefetchDistance]), /*rw=*/1);
+    }
+    AddToBlock(BlockFor(hashes[i]), hashes[i]);
+  }
+}
+
+void BlockedBloomFilter::MightContainMany(absl::Span<const uint64_t> hashes,
+                                          bool* present) const {
+  const size_t n = hashes.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kPrefetchDistance < n) __builtin_prefetch(BlockFor(hashes[i + kPrefetchDistance]));
+    if (!present[i]) present[i] = MightContain(hashes[i]);
+  }
+}
+
+uint64_t BlockedBloomFilter::num_pages() const { return CeilDiv(layout_.bytes(), kPageBytes); }
+
+uint64_t BlockedBloomFilter::page_size(uint64_t page) const {
+  const uint64_t begin = page * kPageBytes;
+  return std::min<uint64_t>(kPageBytes, layout_.bytes() - begin);
+}
+
+void BlockedBloomFilter::ReadPage(uint64_t page, char* out) const {
+  uint64_t* first = words_ + page * (kPageBytes / 8);
+  const uint64_t words = page_size(page) / 8;
+  for (uint64_t i = 0; i < words; ++i) {
+    const uint64_t value = LoadWord(first[i]);
+    std::memcpy(out + i * 8, &value, 8);
+  }
+}
+
+absl::Status BlockedBloomFilter::OrPage(uint64_t page, absl::string_view bytes) {
+  if (page >= num_pages() || bytes.size() != page_size(page)) {
+    return absl::InvalidArgumentError(absl::StrCat("page ", page, " of ", bytes.size(),
+                                                   " bytes does not fit a filter of ",
+                                                   num_pages(), " pages"));
+  }
+  uint64_t* first = words_ + page * (kPageBytes / 8);
+  for (uint64_t i = 0; i < bytes.size() / 8; ++i) {
+    uint64_t value;
+    std::memcpy(&value, bytes.data() + i * 8, 8);
+    if (value != 0) std::atomic_ref<uint64_t>(first[i]).fetch_or(value, std::memory_order_relaxed);
+  }
+  return absl::OkStatus();
+}
+
+std::vector<uint64_t> BlockedBloomFilter::TakeDirtyPages() {
+  std::vector<uint64_t> pages;
+  const uint64_t dirty_words = CeilDiv(num_pages(), 64);
+  for (uint64_t w = 0; w < dirty_words; ++w) {
+    std::atomic_ref<uint64_t> word(dirty_[w]);
+    if (word.load(std::memory_order_relaxed) == 0) continue;
+    for (uint64_t bits = word.exchange(0, std::memory_order_acq_rel); bits != 0;
+         bits &= bits - 1) {
+      pages.push_back(w * 64 + std::countr_zero(bits));
+    }
+  }
+  return pages;
+}
+
+void BlockedBloomFilter::MarkPageDirty(uint64_t page) {
+  std::atomic_ref<uint64_t> word(dirty_[page / 64]);
+  const uint64_t bit = uint64_t{1} << (page % 64);
+  if ((word.load(std::memory_order_relaxed) & bit) == 0) {
+    word.fetch_or(bit, std::memory_order_acq_rel);
+  }
+}
+
+void BlockedBloomFilter::MarkAllPagesDirty() {
+  for (uint64_t page = 0; page < num_pages(); ++page) MarkPageDirty(page);
+}
+
+uint64_t BlockedBloomFilter::CountSetBits() const {
+  uint64_t total = 0;
+  const uint64_t words = layout_.bytes() / 8;
+  for (uint64_t i = 0; i < words; ++i) total += std::popcount(LoadWord(words_[i]));
+  return total;
+}
+
+double BlockedBloomFilter::EstimatedFalsePositiveRate() const {
+  double fpr_by_fill[kBlockBits + 1];
+  for (uint32_t x = 0; x <= kBlockBits; ++x) {
+    fpr_by_fill[x] = std::pow(static_cast<double>(x) / kBlockBits, layout_.hash_count);
+  }
+  double sum = 0;
+  for (uint64_t b = 0; b < layout_.num_blocks; ++b) {
+    uint32_t set = 0;
+    for (uint32_t w = 0; w < kBlockWords; ++w) set += std::popcount(LoadWord(words_[b * 8 + w]));
+    sum += fpr_by_fill[set];
+  }
+  return sum / static_cast<double>(layout_.num_blocks);
+}
+
+}  // namespace bloom

@@ -1,0 +1,94 @@
+// A Bloom filter bit array made of 512-bit blocks (see sizing.h for the layout and its maths).
+//
+// Example:
+//   auto filter = BlockedBloomFilter::Create(*ChooseLayout(1'000'000, 0.01));
+//   uint64_t h = HashItem("user:42", seed);
+//   (*filter)->Add(h);
+//   bool maybe = (*filter)->MightContain(h);  // true; false would mean "never added"
+//
+// An item's 64-bit hash picks its block from the high 32 bits (multiply-shift "fastrange") and
+// its k bit positions from the low 32 bits (multiply-shift by k odd constants, as in the
+// split-block filters of Apache Parquet), so one hash serves every probe.
+//
+// The bits are also addressed as pages of kPageBytes, the unit the storage layer persists: every
+// add that sets a new bit marks its page dirty, and TakeDirtyPages() hands the set over.
+//
+// Thread-safety: Add*, MightContain*, ReadPage, CountSetBits and the dirty-page calls are safe to
+// call concurrently from any number of threads without locks: bits only ever go from 0 to 1, by
+// atomic OR on 64-bit words, and a reader sees each word either before or after an OR. A reader
+// racing with an Add of the same item may answer either way; once Add returns, every later
+// MightContain of that item answers true. OrPage is for loading and must not race with readers
+// that need a consistent answer (it is still data-race free).
+#ifndef BLOOM_BLOCKED_FILTER_H_
+#define BLOOM_BLOCKED_FILTER_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "bloom/sizing.h"
+
+namespace bloom {
+
+class BlockedBloomFilter {
+ public:
+  static constexpr uint32_t kPageBytes = 16 * 1024;
+  static constexpr uint32_t kBlocksPerPage = kPageBytes / kBlockBytes;
+
+  // Allocates zeroed bits for `layout`. ResourceExhausted if the memory cannot be had;
+  // InvalidArgument for a layout outside the limits of sizing.h.
+  static absl::StatusOr<std::unique_ptr<BlockedBloomFilter>> Create(BlockedLayout layout);
+
+  BlockedBloomFilter(const BlockedBloomFilter&) = delete;
+  BlockedBloomFilter& operator=(const BlockedBloomFilter&) = delete;
+  ~BlockedBloomFilter();
+
+  const BlockedLayout& layout() const { return layout_; }
+
+  // Sets the item's bits; returns true if at least one of them was 0 before.
+  bool Add(uint64_t hash);
+  // Adds every hash, prefetching blocks ahead so that cache misses overlap.
+  void AddMany(absl::Span<const uint64_t> hashes);
+
+  bool MightContain(uint64_t hash) const;
+  // For each i with present[i] == false, sets present[i] = MightContain(hashes[i]).
+  // `present` has hashes.size() elements. Prefetches like AddMany.
+  void MightContainMany(absl::Span<const uint64_t> hashes, bool* present) const;
+
+  // Pages: page p covers bytes [p * kPageBytes, min((p + 1) * kPageBytes, layout().bytes())).
+  uint64_t num_pages() const;
+  uint64_t page_size(uint64_t page) const;
+  // Copies page `page` as little-endian 64-bit words into `out` (page_size(page) bytes).
+  void ReadPage(uint64_t page, char* out) const;
+  // ORs `bytes` (exactly page_size(page) bytes) into page `page`; InvalidArgument otherwise.
+  absl::Status OrPage(uint64_t page, absl::string_view bytes);
+
+  // Returns the pages dirtied since the previous call (ascending) and clears the set.
+  std::vector<uint64_t> TakeDirtyPages();
+  void MarkPageDirty(uint64_t page);
+  void MarkAllPagesDirty();
+
+  // Number of bits set; O(bits).
+  uint64_t CountSetBits() const;
+  // Expected FPR of a query for an absent item given the current bits: the mean over blocks of
+  // (bits set in block / 512)^k. O(bits).
+  double EstimatedFalsePositiveRate() const;
+
+ private:
+  BlockedBloomFilter(BlockedLayout layout, uint64_t* words, bool mapped);
+
+  uint64_t* BlockFor(uint64_t hash) const;
+  bool AddToBlock(uint64_t* block, uint64_t hash);
+
+  const BlockedLayout layout_;
+  uint64_t* const words_;  // layout_.bytes() bytes, 64-byte aligned; accessed via atomic_ref
+  const bool mapped_;      // allocated with mmap (large filters) rather than aligned_alloc
+  std::unique_ptr<uint64_t[]> dirty_;  // one bit per page; accessed via atomic_ref
+};
+
+}  // namespace bloom
+
+#endif  // BLOOM_BLOCKED_FILTER_H_

@@ -1,0 +1,145 @@
+#include "bloom/blocked_filter.h"
+
+#include <cmath>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/random/random.h"
+#include "bloom/hash.h"
+#include "bloom/scalable_filter.h"
+#include "gtest/gtest.h"
+
+namespace bloom {
+namespace {
+
+std::unique_ptr<BlockedBloomFilter> MakeFilter(uint64_t capacity, double p) {
+  absl::StatusOr<BlockedLayout> layout = ChooseLayout(capacity, p);
+  EXPECT_TRUE(layout.ok()) << layout.status();
+  absl::StatusOr<std::unique_ptr<BlockedBloomFilter>> filter = BlockedBloomFilter::Create(*layout);
+  EXPECT_TRUE(filter.ok()) << filter.status();
+  return *std::move(filter);
+}
+
+std::vector<uint64_t> RandomHashes(size_t n, absl::BitGen& gen) {
+  std::vector<uint64_t> hashes(n);
+  for (uint64_t& h : hashes) h = absl::Uniform<uint64_t>(gen);
+  return hashes;
+}
+
+TEST(BlockedBloomFilterTest, RejectsInvalidLayouts) {
+  EXPECT_FALSE(BlockedBloomFilter::Create({0, 7}).ok());
+  EXPECT_FALSE(BlockedBloomFilter::Create({10, 0}).ok());
+  EXPECT_FALSE(BlockedBloomFilter::Create({10, kMaxHashCount + 1}).ok());
+}
+
+TEST(BlockedBloomFilterTest, AddReportsNewOnlyOnce) {
+  auto filter = MakeFilter(1000, 0.01);
+  const uint64_t h = HashItem("hello", 42);
+  EXPECT_FALSE(filter->MightContain(h));
+  EXPECT_TRUE(filter->Add(h));
+  EXPECT_FALSE(filter->Add(h));
+  EXPECT_TRUE(filter->MightContain(h));
+}
+
+TEST(BlockedBloomFilterTest, NoFalseNegatives) {
+  absl::BitGen gen;
+  auto filter = MakeFilter(200'000, 0.001);
+  const std::vector<uint64_t> hashes = RandomHashes(200'000, gen);
+  filter->AddMany(absl::MakeSpan(hashes).subspan(0, 100'000));
+  for (size_t i = 100'000; i < hashes.size(); ++i) filter->Add(hashes[i]);
+  std::vector<char> present(hashes.size(), 0);
+  filter->MightContainMany(hashes, reinterpret_cast<bool*>(present.data()));
+  for (size_t i = 0; i < hashes.size(); ++i) {
+    ASSERT_TRUE(present[i]) << i;
+    ASSERT_TRUE(filter->MightContain(hashes[i])) << i;
+  }
+}
+
+// Fill to capacity with real item strings, probe 1,000,000 absent items: the measured FPR must
+// be at most p plus three standard deviations of the binomial estimate.
+class FalsePositiveRateTest : public ::testing::TestWithParam<double> {};
+
+TEST_P(FalsePositiveRateTest, MeasuredRateAtCapacityIsWithinTarget) {
+  const double p = GetParam();
+  const uint64_t capacity = 1'000'000;
+  const uint64_t seed = 0x5eed;
+  auto filter = MakeFilter(capacity, p);
+  for (uint64_t i = 0; i < capacity; ++i) filter->Add(HashItem("member:" + std::to_string(i), seed));
+  const int probes = 1'000'000;
+  int false_positives = 0;
+  for (int i = 0; i < probes; ++i) {
+    false_positives += filter->MightContain(HashItem("absent:" + std::to_string(i), seed));
+  }
+  const double measured = static_cast<double>(false_positives) / probes;
+  const double tolerance = 3 * std::sqrt(p * (1 - p) / probes);
+  EXPECT_LE(measured, p + tolerance) << "measured " << measured << " for p=" << p;
+  // The estimate from the bits agrees with the measurement.
+  EXPECT_NEAR(filter->EstimatedFalsePositiveRate(), measured, 0.15 * p + tolerance);
+  // The layout is not wasteful either: the measured rate is above half the target.
+  EXPECT_GT(measured, p / 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Rates, FalsePositiveRateTest, ::testing::Values(0.01, 0.001));
+
+TEST(BlockedBloomFilterTest, CardinalityEstimateIsClose) {
+  absl::BitGen gen;
+  auto filter = MakeFilter(100'000, 0.01);
+  const std::vector<uint64_t> hashes = RandomHashes(80'000, gen);
+  filter->AddMany(hashes);
+  const double estimate = EstimateCardinality(filter->CountSetBits(), filter->layout());
+  EXPECT_NEAR(estimate, 80'000, 80'000 * 0.03);
+}
+
+TEST(BlockedBloomFilterTest, PagesRoundTripAndTrackDirt) {
+  absl::BitGen gen;
+  auto source = MakeFilter(50'000, 0.01);  // ~60 KB: several pages, the last one short
+  ASSERT_GT(source->num_pages(), 2u);
+  EXPECT_TRUE(source->TakeDirtyPages().empty());
+  const std::vector<uint64_t> hashes = RandomHashes(50'000, gen);
+  source->AddMany(hashes);
+  const std::vector<uint64_t> dirty = source->TakeDirtyPages();
+  EXPECT_EQ(dirty.size(), source->num_pages());
+  EXPECT_TRUE(source->TakeDirtyPages().empty());
+
+  auto copy = MakeFilter(50'000, 0.01);
+  for (uint64_t page = 0; page < source->num_pages(); ++page) {
+    std::string bytes(source->page_size(page), '\0');
+    source->ReadPage(page, bytes.data());
+    ASSERT_TRUE(copy->OrPage(page, bytes).ok());
+  }
+  EXPECT_EQ(copy->CountSetBits(), source->CountSetBits());
+  for (uint64_t h : hashes) ASSERT_TRUE(copy->MightContain(h));
+
+  EXPECT_FALSE(copy->OrPage(0, "short").ok());
+  EXPECT_FALSE(copy->OrPage(copy->num_pages(), std::string(16384, '\0')).ok());
+
+  // Re-adding present items dirties nothing; one new item dirties exactly its page.
+  source->AddMany(hashes);
+  EXPECT_TRUE(source->TakeDirtyPages().empty());
+}
+
+TEST(BlockedBloomFilterTest, ConcurrentAddersAndReadersSeeNoFalseNegatives) {
+  auto filter = MakeFilter(400'000, 0.01);
+  constexpr int kThreads = 4;
+  std::vector<std::vector<uint64_t>> per_thread(kThreads);
+  absl::BitGen gen;
+  for (auto& hashes : per_thread) hashes = RandomHashes(100'000, gen);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (uint64_t h : per_thread[t]) {
+        filter->Add(h);
+        // Our own add is visible at once, whatever the other threads do.
+        if (!filter->MightContain(h)) ADD_FAILURE() << "false negative right after add";
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  for (const auto& hashes : per_thread) {
+    for (uint64_t h : hashes) ASSERT_TRUE(filter->MightContain(h));
+  }
+}
+
+}  // namespace
+}  // namespace bloom

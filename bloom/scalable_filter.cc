@@ -1,0 +1,323 @@
+#include "bloom/scalable_filter.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace bloom {
+namespace {
+
+// Error-rate tightening ratio r of the chain.
+constexpr double kTightening = 0.5;
+
+// capacity * expansion^index, saturating at UINT64_MAX.
+uint64_t SaturatingGrowth(uint64_t capacity, uint32_t expansion, int index) {
+  uint64_t value = capacity;
+  for (int i = 0; i < index; ++i) {
+    if (value > std::numeric_limits<uint64_t>::max() / expansion) {
+      return std::numeric_limits<uint64_t>::max();
+    }
+    value *= expansion;
+  }
+  return value;
+}
+
+}  // namespace
+
+absl::StatusOr<FilterSpec> NormalizeSpec(const FilterSpec& spec) {
+  FilterSpec out = spec;
+  if (spec.capacity == 0) return absl::InvalidArgumentError("spec.capacity must be at least 1");
+  if (!(spec.error_rate > 0 && spec.error_rate < 1)) {  // also rejects NaN
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.error_rate must be greater than 0 and less than 1, got ", spec.error_rate));
+  }
+  if (spec.expansion > kMaxExpansion) {
+    return absl::InvalidArgumentError(absl::StrCat("spec.expansion must be 0 (default ",
+                                                   kDefaultExpansion, ") or 1..", kMaxExpansion,
+                                                   ", got ", spec.expansion));
+  }
+  if (spec.non_scaling && spec.expansion > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.expansion must be 0 or 1 for a non_scaling filter, got ", spec.expansion));
+  }
+  if (out.expansion == 0) out.expansion = spec.non_scaling ? 1 : kDefaultExpansion;
+  return out;
+}
+
+absl::StatusOr<SubFilterShape> SubFilterShapeFor(const FilterSpec& spec, int index) {
+  if (index < 0 || index >= kMaxSubFilters || (spec.non_scaling && index > 0)) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("a filter has at most ", spec.non_scaling ? 1 : kMaxSubFilters,
+                     " sub-filters; reserve a larger capacity or expansion"));
+  }
+  SubFilterShape shape;
+  shape.capacity = SaturatingGrowth(spec.capacity, spec.expansion, index);
+  shape.error_rate = spec.non_scaling
+                         ? spec.error_rate
+                         : spec.error_rate * (1 - kTightening) * std::pow(kTightening, index);
+  absl::StatusOr<BlockedLayout> layout = ChooseLayout(shape.capacity, shape.error_rate);
+  if (!layout.ok()) return layout.status();
+  shape.layout = *layout;
+  return shape;
+}
+
+SubFilter::SubFilter(int index, SubFilterShape shape, std::unique_ptr<BlockedBloomFilter> bits)
+    : index_(index), shape_(shape), bits_(std::move(bits)) {}
+
+uint64_t SubFilter::ReserveUpTo(uint64_t count) {
+  uint64_t current = items_added_.load(std::memory_order_relaxed);
+  while (true) {
+    if (current >= shape_.capacity) return 0;
+    const uint64_t take = std::min(count, shape_.capacity - current);
+    if (items_added_.compare_exchange_weak(current, current + take, std::memory_order_acq_rel)) {
+      return take;
+    }
+  }
+}
+
+bool SubFilter::ReserveExactly(uint64_t count) {
+  uint64_t current = items_added_.load(std::memory_order_relaxed);
+  while (true) {
+    if (current > shape_.capacity || count > shape_.capacity - current) return false;
+    if (items_added_.compare_exchange_weak(current, current + count, std::memory_order_acq_rel)) {
+      return true;
+    }
+  }
+}
+
+void SubFilter::Unreserve(uint64_t count) {
+  items_added_.fetch_sub(count, std::memory_order_acq_rel);
+}
+
+double EstimateCardinality(uint64_t set_bits, const BlockedLayout& layout) {
+  const double bits = static_cast<double>(layout.bits());
+  // A full filter says only "at least this many"; cap the fill just below 1.
+  const double fill = std::min(static_cast<double>(set_bits), bits - 0.5) / bits;
+  const double per_item = 1 - std::pow(1.0 - 1.0 / kBlockBits, layout.hash_count);
+  return -static_cast<double>(layout.num_blocks) * std::log1p(-fill) / per_item;
+}
+
+absl::StatusOr<std::unique_ptr<ScalableFilter>> ScalableFilter::Create(const FilterSpec& spec,
+                                                                       uint64_t seed) {
+  std::unique_ptr<ScalableFilter> filter = CreateEmpty(spec, seed);
+  absl::StatusOr<std::unique_ptr<SubFilter>> first = filter->MakeNextSubFilter();
+  if (!first.ok()) return first.status();
+  filter->AppendSubFilter(*std::move(first));
+  return filter;
+}
+
+std::unique_ptr<ScalableFilter> ScalableFilter::CreateEmpty(const FilterSpec& spec,
+                                                            uint64_t seed) {
+  return std::unique_ptr<ScalableFilter>(new ScalableFilter(spec, seed));
+}
+
+int ScalableFilter::num_sub_filters() const {
+  const SubFilter* last = newest();
+  return last == nullptr ? 0 : last->index() + 1;
+}
+
+SubFilter* ScalableFilter::sub_filter(int index) const {
+  SubFilter* sub = first();
+  for (int i = 0; sub != nullptr && i < index; ++i) sub = sub->next();
+  return sub;
+}
+
+absl::StatusOr<std::unique_ptr<SubFilter>> ScalableFilter::MakeNextSubFilter() const {
+  const int index = num_sub_filters();
+  absl::StatusOr<SubFilterShape> shape = SubFilterShapeFor(spec_, index);
+  if (!shape.ok()) return shape.status();
+  absl::StatusOr<std::unique_ptr<BlockedBloomFilter>> bits =
+      BlockedBloomFilter::Create(shape->layout);
+  if (!bits.ok()) return bits.status();
+  return std::make_unique<SubFilter>(index, *shape, *std::move(bits));
+}
+
+void ScalableFilter::AppendSubFilter(std::unique_ptr<SubFilter> sub) {
+  SubFilter* raw = sub.get();
+  SubFilter* last = newest();
+  if (last == nullptr) {
+    first_ = std::move(sub);
+  } else {
+    last->next_owner_ = std::move(sub);
+    last->next_.store(raw, std::memory_order_release);
+  }
+  newest_.store(raw, std::memory_order_release);
+}
+
+void ScalableFilter::MightContainMany(absl::Span<const uint64_t> hashes, bool* present) const {
+  // Newest first: the newest sub-filter is the largest and holds the most items.
+  // The chain is singly linked oldest-to-newest and short, so collect it once.
+  SubFilter* chain[kMaxSubFilters];
+  int n = 0;
+  for (SubFilter* sub = first(); sub != nullptr; sub = sub->next()) chain[n++] = sub;
+  for (int i = n - 1; i >= 0; --i) chain[i]->bits().MightContainMany(hashes, present);
+}
+
+ScalableFilter::ReserveOutcome ScalableFilter::Reserve(uint64_t& remaining,
+                                                       std::vector<Run>& runs) {
+  if (remaining == 0) return ReserveOutcome::kReserved;
+  SubFilter* sub = newest();
+  if (spec_.non_scaling) {
+    if (!sub->ReserveExactly(remaining)) return ReserveOutcome::kFull;
+    runs.push_back({sub->index(), remaining});
+    remaining = 0;
+    return ReserveOutcome::kReserved;
+  }
+  const uint64_t taken = sub->ReserveUpTo(remaining);
+  if (taken > 0) {
+    if (!runs.empty() && runs.back().sub_filter == sub->index()) {
+      runs.back().count += taken;
+    } else {
+      runs.push_back({sub->index(), taken});
+    }
+    remaining -= taken;
+  }
+  return remaining == 0 ? ReserveOutcome::kReserved : ReserveOutcome::kNeedsSubFilter;
+}
+
+absl::Status ScalableFilter::Add(absl::Span<const uint64_t> hashes, bool* added,
+                                 NewSubFilterHook on_new_sub_filter,
+                                 BeforeApplyHook before_apply) {
+  const size_t n = hashes.size();
+  std::fill(added, added + n, false);
+  // `added` doubles as the "present" scratch array, then is inverted into its final meaning.
+  MightContainMany(hashes, added);
+  std::vector<uint64_t> new_hashes;
+  absl::flat_hash_set<uint64_t> seen;
+  for (size_t i = 0; i < n; ++i) {
+    const bool is_new = !added[i] && (n == 1 || seen.insert(hashes[i]).second);
+    added[i] = is_new;
+    if (is_new) new_hashes.push_back(hashes[i]);
+  }
+  if (new_hashes.empty()) return absl::OkStatus();
+
+  std::vector<Run> runs;
+  uint64_t remaining = new_hashes.size();
+  while (true) {
+    const SubFilter* newest_seen = newest();
+    const ReserveOutcome outcome = Reserve(remaining, runs);
+    if (outcome == ReserveOutcome::kReserved) break;
+    if (outcome == ReserveOutcome::kFull) {
+      std::fill(added, added + n, false);
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "filter is full: non_scaling with capacity ", newest_seen->shape().capacity, ", ",
+          newest_seen->items_added(), " items added, this request adds ", new_hashes.size(),
+          " new items"));
+    }
+    if (absl::Status grown = Grow(newest_seen, on_new_sub_filter); !grown.ok()) {
+      Unreserve(runs);
+      std::fill(added, added + n, false);
+      return grown;
+    }
+  }
+  if (absl::Status journalled = before_apply(runs, new_hashes); !journalled.ok()) {
+    Unreserve(runs);
+    std::fill(added, added + n, false);
+    return journalled;
+  }
+  Apply(runs, new_hashes);
+  return absl::OkStatus();
+}
+
+absl::Status ScalableFilter::Add(absl::Span<const uint64_t> hashes, bool* added) {
+  return Add(
+      hashes, added, [](const SubFilter&) { return absl::OkStatus(); },
+      [](absl::Span<const Run>, absl::Span<const uint64_t>) { return absl::OkStatus(); });
+}
+
+absl::Status ScalableFilter::Grow(const SubFilter* full, NewSubFilterHook on_new_sub_filter) {
+  absl::MutexLock lock(&growth_mu_);
+  if (newest() != full) return absl::OkStatus();  // another add opened it meanwhile
+  absl::StatusOr<std::unique_ptr<SubFilter>> sub = MakeNextSubFilter();
+  if (!sub.ok()) return sub.status();
+  if (absl::Status persisted = on_new_sub_filter(**sub); !persisted.ok()) return persisted;
+  AppendSubFilter(*std::move(sub));
+  return absl::OkStatus();
+}
+
+absl::Status ScalableFilter::Replay(absl::Span<const Run> runs,
+                                    absl::Span<const uint64_t> new_hashes) {
+  uint64_t total = 0;
+  for (const Run& run : runs) {
+    SubFilter* sub = sub_filter(run.sub_filter);
+    if (run.sub_filter < 0 || sub == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("journal names sub-filter ", run.sub_filter, " of ", num_sub_filters()));
+    }
+    total += run.count;
+  }
+  if (total != new_hashes.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("journal runs count ", total, " items for ",
+                                                   new_hashes.size(), " hashes"));
+  }
+  for (const Run& run : runs) {
+    SubFilter* sub = sub_filter(run.sub_filter);
+    sub->set_items_added(sub->items_added() + run.count);
+  }
+  Apply(runs, new_hashes);
+  return absl::OkStatus();
+}
+
+void ScalableFilter::Unreserve(absl::Span<const Run> runs) {
+  for (const Run& run : runs) sub_filter(run.sub_filter)->Unreserve(run.count);
+}
+
+void ScalableFilter::Apply(absl::Span<const Run> runs, absl::Span<const uint64_t> new_hashes) {
+  size_t offset = 0;
+  for (const Run& run : runs) {
+    sub_filter(run.sub_filter)->bits().AddMany(new_hashes.subspan(offset, run.count));
+    offset += run.count;
+  }
+}
+
+uint64_t ScalableFilter::items_added() const {
+  uint64_t total = 0;
+  for (SubFilter* sub = first(); sub != nullptr; sub = sub->next()) total += sub->items_added();
+  return total;
+}
+
+uint64_t ScalableFilter::size_bytes() const {
+  uint64_t total = 0;
+  for (SubFilter* sub = first(); sub != nullptr; sub = sub->next()) {
+    total += sub->shape().layout.bytes();
+  }
+  return total;
+}
+
+ScalableFilterStats ScalableFilter::ComputeStats() const {
+  ScalableFilterStats stats;
+  uint64_t set_bits_total = 0, bits_total = 0;
+  double all_clear = 1;  // probability that no sub-filter answers "maybe"
+  for (SubFilter* sub = first(); sub != nullptr; sub = sub->next()) {
+    const BlockedLayout& layout = sub->shape().layout;
+    const uint64_t set_bits = sub->bits().CountSetBits();
+    SubFilterStats s;
+    s.capacity = sub->shape().capacity;
+    s.error_rate = sub->shape().error_rate;
+    s.bits = layout.bits();
+    s.hash_count = layout.hash_count;
+    s.items_added = sub->items_added();
+    s.fill_ratio = static_cast<double>(set_bits) / static_cast<double>(layout.bits());
+    s.estimated_cardinality = EstimateCardinality(set_bits, layout);
+    s.estimated_error_rate = sub->bits().EstimatedFalsePositiveRate();
+    stats.capacity = s.capacity > UINT64_MAX - stats.capacity ? UINT64_MAX  // saturating
+                                                              : stats.capacity + s.capacity;
+    stats.size_bytes += layout.bytes();
+    stats.items_added += s.items_added;
+    stats.estimated_cardinality += s.estimated_cardinality;
+    set_bits_total += set_bits;
+    bits_total += layout.bits();
+    all_clear *= 1 - s.estimated_error_rate;
+    stats.sub_filters.push_back(s);
+  }
+  stats.fill_ratio =
+      bits_total == 0 ? 0 : static_cast<double>(set_bits_total) / static_cast<double>(bits_total);
+  stats.estimated_error_rate = 1 - all_clear;
+  return stats;
+}
+
+}  // namespace bloom

@@ -1,0 +1,205 @@
+// A scalable Bloom filter (Almeida et al., "Scalable Bloom Filters", 2007; as RedisBloom): a chain
+// of blocked sub-filters that grows as items arrive while the compound FPR stays under the
+// requested rate.
+//
+// Sub-filter i has capacity `capacity * expansion^i` and error rate `error_rate * (1-r) * r^i`
+// with r = 1/2, so sum_i error_i < error_rate however far the chain grows. A non-scaling filter
+// has one sub-filter at the full `error_rate` and refuses adds beyond its capacity.
+//
+// Add() runs in steps so that the storage layer can persist an add before it is visible:
+//   1. MightContainMany(): items that are present already (or twice in the batch) are not new.
+//   2. Reserve() room for the new items in the newest sub-filter; when it is full, open the next
+//      one under the growth lock, calling `on_new_sub_filter` (storage persists its metadata)
+//      before publishing it.
+//   3. Call `before_apply` with where the new items go (storage writes its journal), then set
+//      the bits. If a hook fails, the reservations are undone and no bit is set.
+//
+// Thread-safety: Add() and MightContainMany() run concurrently without locks: sub-filters are
+// only appended (published with release stores) and never removed while the ScalableFilter
+// lives, slot reservation is a CAS loop on each sub-filter's counter, and the bits are atomic
+// (blocked_filter.h). Opening a sub-filter is serialised by growth_mu_. AppendSubFilter() is for
+// loading, before the filter is shared.
+// Two concurrent adds of the same new item may both count it as new; the bits are the same.
+#ifndef BLOOM_SCALABLE_FILTER_H_
+#define BLOOM_SCALABLE_FILTER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "bloom/blocked_filter.h"
+#include "bloom/hash.h"
+
+namespace bloom {
+
+inline constexpr uint32_t kDefaultExpansion = 2;
+inline constexpr uint32_t kMaxExpansion = 32768;
+// A chain never grows past this: sub-filter 63 already has error rate error_rate / 2^64.
+inline constexpr int kMaxSubFilters = 64;
+
+struct FilterSpec {
+  uint64_t capacity = 0;    // items the first sub-filter holds at error_rate; >= 1
+  double error_rate = 0;    // target FPR of the whole filter, in (0, 1)
+  uint32_t expansion = 0;   // growth factor of each new sub-filter; 0 means kDefaultExpansion
+  bool non_scaling = false; // refuse adds beyond capacity instead of growing
+
+  friend bool operator==(const FilterSpec&, const FilterSpec&) = default;
+};
+
+// Checks every field and replaces expansion 0 by the default. InvalidArgument names the field.
+absl::StatusOr<FilterSpec> NormalizeSpec(const FilterSpec& spec);
+
+struct SubFilterShape {
+  uint64_t capacity = 0;
+  double error_rate = 0;
+  BlockedLayout layout;
+};
+
+// The shape of sub-filter `index` of a normalized spec. ResourceExhausted when it cannot exist
+// (index >= kMaxSubFilters, or too large to address).
+absl::StatusOr<SubFilterShape> SubFilterShapeFor(const FilterSpec& spec, int index);
+
+class SubFilter {
+ public:
+  SubFilter(int index, SubFilterShape shape, std::unique_ptr<BlockedBloomFilter> bits);
+
+  int index() const { return index_; }
+  const SubFilterShape& shape() const { return shape_; }
+  BlockedBloomFilter& bits() const { return *bits_; }
+
+  // Items counted into this sub-filter (reserved by adds in flight or done).
+  uint64_t items_added() const { return items_added_.load(std::memory_order_acquire); }
+  // Sets the counter; for loading only, before the filter is shared.
+  void set_items_added(uint64_t n) { items_added_.store(n, std::memory_order_release); }
+
+  // Reserves min(count, room left) slots and returns how many.
+  uint64_t ReserveUpTo(uint64_t count);
+  // Reserves exactly `count` slots, or none if they do not fit.
+  bool ReserveExactly(uint64_t count);
+  void Unreserve(uint64_t count);
+
+  // The next (newer) sub-filter, or nullptr.
+  SubFilter* next() const { return next_.load(std::memory_order_acquire); }
+
+ private:
+  friend class ScalableFilter;
+
+  const int index_;
+  const SubFilterShape shape_;
+  const std::unique_ptr<BlockedBloomFilter> bits_;
+  std::atomic<uint64_t> items_added_{0};
+  std::unique_ptr<SubFilter> next_owner_;  // written once, by the appending thread
+  std::atomic<SubFilter*> next_{nullptr};
+};
+
+struct SubFilterStats {
+  uint64_t capacity = 0;
+  double error_rate = 0;
+  uint64_t bits = 0;
+  uint32_t hash_count = 0;
+  uint64_t items_added = 0;
+  double fill_ratio = 0;
+  double estimated_cardinality = 0;
+  double estimated_error_rate = 0;
+};
+
+struct ScalableFilterStats {
+  uint64_t capacity = 0;    // sum over sub-filters
+  uint64_t size_bytes = 0;  // bytes of bits
+  uint64_t items_added = 0;
+  double estimated_cardinality = 0;
+  double fill_ratio = 0;            // set bits / bits, over all sub-filters
+  double estimated_error_rate = 0;  // 1 - prod_i (1 - estimated_error_rate_i)
+  std::vector<SubFilterStats> sub_filters;
+};
+
+// Cardinality estimate for a blocked filter from its fill: with Poisson block loads,
+// E[set bits / bits] = 1 - exp(-lambda * (1 - (1 - 1/512)^k)), inverted for lambda.
+double EstimateCardinality(uint64_t set_bits, const BlockedLayout& layout);
+
+class ScalableFilter {
+ public:
+  // `spec` must be normalized. Creates sub-filter 0.
+  static absl::StatusOr<std::unique_ptr<ScalableFilter>> Create(const FilterSpec& spec,
+                                                                uint64_t seed);
+  // For loading stored filters: no sub-filter yet; AppendSubFilter() the stored ones.
+  static std::unique_ptr<ScalableFilter> CreateEmpty(const FilterSpec& spec, uint64_t seed);
+
+  ScalableFilter(const ScalableFilter&) = delete;
+  ScalableFilter& operator=(const ScalableFilter&) = delete;
+
+  const FilterSpec& spec() const { return spec_; }
+  uint64_t seed() const { return seed_; }
+  uint64_t Hash(absl::string_view item) const { return HashItem(item, seed_); }
+
+  int num_sub_filters() const;
+  SubFilter* first() const { return first_.get(); }
+  SubFilter* newest() const { return newest_.load(std::memory_order_acquire); }
+  // Sub-filter `index`, or nullptr; O(index).
+  SubFilter* sub_filter(int index) const;
+
+  // Builds the sub-filter that would come next (not yet appended).
+  absl::StatusOr<std::unique_ptr<SubFilter>> MakeNextSubFilter() const;
+  // Appends `sub` (whose index must be num_sub_filters()). For loading: not thread-safe.
+  void AppendSubFilter(std::unique_ptr<SubFilter> sub);
+
+  // For each i with present[i] == false, sets it if any sub-filter might contain hashes[i].
+  void MightContainMany(absl::Span<const uint64_t> hashes, bool* present) const;
+
+  // Where the new items of one add go: the first runs[0].count new hashes to sub-filter
+  // runs[0].sub_filter, the next runs[1].count to runs[1].sub_filter, and so on.
+  struct Run {
+    int sub_filter;
+    uint64_t count;
+  };
+  using NewSubFilterHook = absl::FunctionRef<absl::Status(const SubFilter&)>;
+  using BeforeApplyHook =
+      absl::FunctionRef<absl::Status(absl::Span<const Run>, absl::Span<const uint64_t>)>;
+
+  // Adds the items with these hashes; added[i] (hashes.size() elements) tells whether item i
+  // was new. Errors: ResourceExhausted when a non-scaling filter lacks room for all the new
+  // items or the chain cannot grow; any error of a hook. On error nothing was added.
+  absl::Status Add(absl::Span<const uint64_t> hashes, bool* added,
+                   NewSubFilterHook on_new_sub_filter, BeforeApplyHook before_apply);
+  // Add() without persistence, for in-memory use.
+  absl::Status Add(absl::Span<const uint64_t> hashes, bool* added);
+
+  // Sets the bits of a journalled add again (recovery); InvalidArgument if a run names a
+  // sub-filter that does not exist or the counts do not match.
+  absl::Status Replay(absl::Span<const Run> runs, absl::Span<const uint64_t> new_hashes);
+
+  uint64_t items_added() const;
+  uint64_t size_bytes() const;
+  // O(bits): counts set bits.
+  ScalableFilterStats ComputeStats() const;
+
+ private:
+  ScalableFilter(const FilterSpec& spec, uint64_t seed) : spec_(spec), seed_(seed) {}
+
+  enum class ReserveOutcome { kReserved, kNeedsSubFilter, kFull };
+  // Reserves room for `remaining` new items, appending where they go to `runs` and decreasing
+  // `remaining`. kNeedsSubFilter: the newest sub-filter is full (the rest stays in `remaining`).
+  // kFull: a non-scaling filter lacks room for all of them; nothing was reserved.
+  ReserveOutcome Reserve(uint64_t& remaining, std::vector<Run>& runs);
+  void Unreserve(absl::Span<const Run> runs);
+  // Opens the sub-filter after `full`, unless another thread already did.
+  absl::Status Grow(const SubFilter* full, NewSubFilterHook on_new_sub_filter);
+  void Apply(absl::Span<const Run> runs, absl::Span<const uint64_t> new_hashes);
+
+  const FilterSpec spec_;
+  const uint64_t seed_;
+  absl::Mutex growth_mu_;  // serialises opening sub-filters (not the reads of the chain)
+  std::unique_ptr<SubFilter> first_;  // written once, before or by the first append
+  std::atomic<SubFilter*> newest_{nullptr};
+};
+
+}  // namespace bloom
+
+#endif  // BLOOM_SCALABLE_FILTER_H_

@@ -1,0 +1,220 @@
+#include "bloom/scalable_filter.h"
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/random/random.h"
+#include "gtest/gtest.h"
+
+namespace bloom {
+namespace {
+
+FilterSpec Spec(uint64_t capacity, double p, uint32_t expansion = 0, bool non_scaling = false) {
+  absl::StatusOr<FilterSpec> spec = NormalizeSpec({capacity, p, expansion, non_scaling});
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  return *spec;
+}
+
+std::unique_ptr<ScalableFilter> MakeFilter(const FilterSpec& spec) {
+  absl::StatusOr<std::unique_ptr<ScalableFilter>> filter = ScalableFilter::Create(spec, 1234);
+  EXPECT_TRUE(filter.ok()) << filter.status();
+  return *std::move(filter);
+}
+
+std::vector<uint64_t> Hashes(const ScalableFilter& filter, const std::string& prefix, int begin,
+                             int end) {
+  std::vector<uint64_t> hashes;
+  for (int i = begin; i < end; ++i) hashes.push_back(filter.Hash(prefix + std::to_string(i)));
+  return hashes;
+}
+
+std::vector<char> AddAll(ScalableFilter& filter, const std::vector<uint64_t>& hashes,
+                         absl::Status* status = nullptr) {
+  std::vector<char> added(hashes.size());
+  absl::Status s = filter.Add(hashes, reinterpret_cast<bool*>(added.data()));
+  if (status != nullptr) {
+    *status = s;
+  } else {
+    EXPECT_TRUE(s.ok()) << s;
+  }
+  return added;
+}
+
+TEST(NormalizeSpecTest, ValidatesEachFieldByName) {
+  struct Case {
+    FilterSpec spec;
+    const char* field;
+  };
+  const double nan = std::nan("");
+  const double inf = std::numeric_limits<double>::infinity();
+  for (const Case& c : {Case{{0, 0.01, 0, false}, "capacity"}, Case{{10, 0, 0, false}, "error_rate"},
+                        Case{{10, 1, 0, false}, "error_rate"}, Case{{10, nan, 0, false}, "error_rate"},
+                        Case{{10, inf, 0, false}, "error_rate"},
+                        Case{{10, 0.01, 32769, false}, "expansion"},
+                        Case{{10, 0.01, 2, true}, "expansion"}}) {
+    absl::StatusOr<FilterSpec> spec = NormalizeSpec(c.spec);
+    ASSERT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument) << c.field;
+    EXPECT_NE(spec.status().message().find(c.field), absl::string_view::npos)
+        << spec.status().message();
+  }
+  EXPECT_EQ(NormalizeSpec({10, 0.01, 0, false})->expansion, kDefaultExpansion);
+  EXPECT_EQ(NormalizeSpec({10, 0.01, 0, true})->expansion, 1u);
+  EXPECT_EQ(NormalizeSpec({10, 0.01, 32768, false})->expansion, 32768u);
+}
+
+TEST(SubFilterShapeTest, GrowsCapacityAndTightensErrorRate) {
+  const FilterSpec spec = Spec(1000, 0.01, 4);
+  double total_error = 0;
+  for (int i = 0; i < 5; ++i) {
+    absl::StatusOr<SubFilterShape> shape = SubFilterShapeFor(spec, i);
+    ASSERT_TRUE(shape.ok()) << shape.status();
+    EXPECT_EQ(shape->capacity, 1000 * static_cast<uint64_t>(std::pow(4, i)));
+    EXPECT_DOUBLE_EQ(shape->error_rate, 0.01 * 0.5 * std::pow(0.5, i));
+    total_error += shape->error_rate;
+  }
+  EXPECT_LT(total_error, 0.01);
+  EXPECT_EQ(SubFilterShapeFor(spec, kMaxSubFilters).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  // Capacity saturates rather than overflowing, and then the layout is too large.
+  EXPECT_EQ(SubFilterShapeFor(Spec(1'000'000, 0.01, 32768), 5).status().code(),
+            absl::StatusCode::kResourceExhausted);
+}
+
+TEST(ScalableFilterTest, DuplicatesInOneBatchCountOnce) {
+  auto filter = MakeFilter(Spec(100, 0.01));
+  const uint64_t a = filter->Hash("a"), b = filter->Hash("b");
+  const std::vector<char> added = AddAll(*filter, {a, b, a, a});
+  EXPECT_EQ(added, (std::vector<char>{1, 1, 0, 0}));
+  EXPECT_EQ(filter->items_added(), 2u);
+  EXPECT_EQ(AddAll(*filter, {b}), std::vector<char>{0});
+}
+
+TEST(ScalableFilterTest, ScalesPastCapacityWithNoFalseNegativesAndBoundedFpr) {
+  const double p = 0.01;
+  auto filter = MakeFilter(Spec(10'000, p));
+  const std::vector<uint64_t> members = Hashes(*filter, "m", 0, 100'000);  // 10x capacity
+  for (size_t i = 0; i < members.size(); i += 1000) {
+    AddAll(*filter, std::vector<uint64_t>(members.begin() + i, members.begin() + i + 1000));
+  }
+  EXPECT_GE(filter->num_sub_filters(), 4);
+  EXPECT_GE(filter->items_added(), 99'000u);  // a few members are false positives of others
+  EXPECT_LE(filter->items_added(), 100'000u);
+  for (SubFilter* sub = filter->first(); sub != nullptr; sub = sub->next()) {
+    EXPECT_LE(sub->items_added(), sub->shape().capacity);
+  }
+  std::vector<char> present(members.size());
+  filter->MightContainMany(members, reinterpret_cast<bool*>(present.data()));
+  for (size_t i = 0; i < members.size(); ++i) ASSERT_TRUE(present[i]) << i;
+
+  const std::vector<uint64_t> absent = Hashes(*filter, "absent", 0, 1'000'000);
+  std::vector<char> hits(absent.size());
+  filter->MightContainMany(absent, reinterpret_cast<bool*>(hits.data()));
+  int false_positives = 0;
+  for (char hit : hits) false_positives += hit;
+  const double measured = false_positives / 1e6;
+  EXPECT_LE(measured, p + 3 * std::sqrt(p / 1e6)) << measured;
+  const ScalableFilterStats stats = filter->ComputeStats();
+  EXPECT_NEAR(stats.estimated_error_rate, measured, 0.2 * p);
+  EXPECT_NEAR(stats.estimated_cardinality, 100'000, 5'000);
+  EXPECT_EQ(stats.sub_filters.size(), static_cast<size_t>(filter->num_sub_filters()));
+}
+
+TEST(ScalableFilterTest, NonScalingRefusesWholeBatchBeyondCapacity) {
+  auto filter = MakeFilter(Spec(100, 0.01, 0, /*non_scaling=*/true));
+  AddAll(*filter, Hashes(*filter, "x", 0, 90));
+  EXPECT_EQ(filter->items_added(), 90u);
+  absl::Status status;
+  const std::vector<uint64_t> overflow = Hashes(*filter, "y", 0, 20);
+  const std::vector<char> added = AddAll(*filter, overflow, &status);
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted) << status;
+  EXPECT_NE(status.message().find("full"), absl::string_view::npos);
+  EXPECT_EQ(filter->items_added(), 90u);
+  EXPECT_EQ(filter->num_sub_filters(), 1);
+  for (char a : added) EXPECT_FALSE(a);
+  // Nothing of the refused batch became visible (up to the false-positive rate).
+  std::vector<char> present(overflow.size());
+  filter->MightContainMany(overflow, reinterpret_cast<bool*>(present.data()));
+  int visible = 0;
+  for (char v : present) visible += v;
+  EXPECT_LE(visible, 2);
+  AddAll(*filter, Hashes(*filter, "z", 0, 10));  // exactly fills it
+  EXPECT_EQ(filter->items_added(), 100u);
+}
+
+TEST(ScalableFilterTest, FailingJournalHookAddsNothing) {
+  auto filter = MakeFilter(Spec(1000, 0.01));
+  const std::vector<uint64_t> hashes = Hashes(*filter, "x", 0, 100);
+  std::vector<char> added(hashes.size());
+  absl::Status status = filter->Add(
+      hashes, reinterpret_cast<bool*>(added.data()),
+      [](const SubFilter&) { return absl::OkStatus(); },
+      [](absl::Span<const ScalableFilter::Run>, absl::Span<const uint64_t>) {
+        return absl::UnavailableError("disk on fire");
+      });
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(filter->items_added(), 0u);
+  EXPECT_EQ(filter->ComputeStats().fill_ratio, 0);
+}
+
+TEST(ScalableFilterTest, FailingGrowthHookLeavesChainAndCountsUnchanged) {
+  auto filter = MakeFilter(Spec(10, 0.01));
+  AddAll(*filter, Hashes(*filter, "x", 0, 10));
+  const std::vector<uint64_t> more = Hashes(*filter, "y", 0, 5);
+  std::vector<char> added(more.size());
+  absl::Status status = filter->Add(
+      more, reinterpret_cast<bool*>(added.data()),
+      [](const SubFilter&) { return absl::ResourceExhaustedError("memory limit"); },
+      [](absl::Span<const ScalableFilter::Run>, absl::Span<const uint64_t>) {
+        return absl::OkStatus();
+      });
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(filter->num_sub_filters(), 1);
+  EXPECT_EQ(filter->items_added(), 10u);
+}
+
+TEST(ScalableFilterTest, ReplayRestoresBitsAndCountsAndRejectsBadRuns) {
+  auto filter = MakeFilter(Spec(1000, 0.01));
+  const std::vector<uint64_t> hashes = Hashes(*filter, "x", 0, 10);
+  const ScalableFilter::Run run{0, 10};
+  ASSERT_TRUE(filter->Replay({&run, 1}, hashes).ok());
+  EXPECT_EQ(filter->items_added(), 10u);
+  std::vector<char> present(hashes.size());
+  filter->MightContainMany(hashes, reinterpret_cast<bool*>(present.data()));
+  for (char v : present) EXPECT_TRUE(v);
+  const ScalableFilter::Run bad_index{3, 10}, bad_count{0, 9};
+  EXPECT_FALSE(filter->Replay({&bad_index, 1}, hashes).ok());
+  EXPECT_FALSE(filter->Replay({&bad_count, 1}, hashes).ok());
+}
+
+TEST(ScalableFilterTest, ConcurrentAddsThatGrowTheChainLoseNothing) {
+  auto filter = MakeFilter(Spec(1000, 0.01, 2));
+  constexpr int kThreads = 4, kPerThread = 20'000, kBatch = 100;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      const std::vector<uint64_t> mine = Hashes(*filter, "t" + std::to_string(t) + ":", 0, kPerThread);
+      std::vector<char> readback(kBatch);
+      for (int i = 0; i < kPerThread; i += kBatch) {
+        std::vector<uint64_t> batch(mine.begin() + i, mine.begin() + i + kBatch);
+        std::vector<char> added(kBatch);
+        ASSERT_TRUE(filter->Add(batch, reinterpret_cast<bool*>(added.data())).ok());
+        std::fill(readback.begin(), readback.end(), 0);
+        filter->MightContainMany(batch, reinterpret_cast<bool*>(readback.data()));
+        for (char v : readback) ASSERT_TRUE(v);
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_GE(filter->num_sub_filters(), 6);
+  for (SubFilter* sub = filter->first(); sub != nullptr; sub = sub->next()) {
+    EXPECT_LE(sub->items_added(), sub->shape().capacity);
+  }
+  EXPECT_LE(filter->items_added(), static_cast<uint64_t>(kThreads * kPerThread));
+  EXPECT_GE(filter->items_added(), static_cast<uint64_t>(kThreads * kPerThread * 0.98));
+}
+
+}  // namespace
+}  // namespace bloom

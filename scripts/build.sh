@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Configures and builds bloom-server into ./build (or $BUILD_DIR).
+# Extra arguments are passed to cmake's configure step, e.g. -DBLOOM_SANITIZE=thread.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build}
+BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo}
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE" "$@" >/dev/null
+cmake --build "$BUILD_DIR" -j "$(nproc)"
