@@ -1,0 +1,48 @@
+// Test helpers: status assertions and a unique temporary directory.
+#ifndef COMMON_TESTING_H_
+#define COMMON_TESTING_H_
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "gtest/gtest.h"
+
+#define ASSERT_OK(expr)                                   \
+  do {                                                    \
+    const auto& bloom_test_status_ = (expr);              \
+    ASSERT_TRUE(bloom_test_status_.ok()) << bloom_test_status_; \
+  } while (0)
+#define EXPECT_OK(expr)                                   \
+  do {                                                    \
+    const auto& bloom_test_status_ = (expr);              \
+    EXPECT_TRUE(bloom_test_status_.ok()) << bloom_test_status_; \
+  } while (0)
+
+namespace bloomtest {
+
+// A fresh directory under the test temp dir, removed with its contents on destruction.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = ::testing::TempDir() + "bloom-test-XXXXXX";
+    char* made = mkdtemp(pattern.data());
+    if (made == nullptr) ADD_FAILURE() << "mkdtemp failed for " << pattern;
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace bloomtest
+
+#endif  // COMMON_TESTING_H_

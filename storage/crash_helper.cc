@@ -1,0 +1,53 @@
+// Test helper for filter_store_test: opens a store, adds batches of items, prints
+// "acked <batch>" after each acknowledged Add, optionally checkpoints, then kills itself with
+// SIGKILL (a crash: no destructor, no Close, no flush).
+//
+// Usage: storage_crash_helper DIR FILTER BATCHES BATCH_SIZE CHECKPOINT_AFTER_BATCH SYNC
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "storage/filter_store.h"
+
+int main(int argc, char** argv) {
+  if (argc != 7) {
+    std::fprintf(stderr, "usage: %s DIR FILTER BATCHES BATCH_SIZE CHECKPOINT_AFTER SYNC\n", argv[0]);
+    return 2;
+  }
+  storage::StoreOptions options;
+  options.data_dir = argv[1];
+  options.sync = std::string(argv[6]) == "1";
+  options.background_checkpoints = false;
+  const std::string filter = argv[2];
+  const int batches = std::atoi(argv[3]);
+  const int batch_size = std::atoi(argv[4]);
+  const int checkpoint_after = std::atoi(argv[5]);
+  auto store = storage::FilterStore::Open(options);
+  if (!store.ok()) {
+    std::fprintf(stderr, "open: %s\n", store.status().ToString().c_str());
+    return 1;
+  }
+  // Small capacity: the filter grows sub-filters during the run.
+  const bloom::FilterSpec spec{static_cast<uint64_t>(batch_size) * 2, 0.01, 2, false};
+  for (int b = 0; b < batches; ++b) {
+    std::vector<std::string> items;
+    for (int i = 0; i < batch_size; ++i) items.push_back(filter + "-" + std::to_string(b) + "-" + std::to_string(i));
+    std::vector<absl::string_view> views(items.begin(), items.end());
+    auto added = (*store)->Add(filter, views, &spec);
+    if (!added.ok()) {
+      std::fprintf(stderr, "add: %s\n", added.status().ToString().c_str());
+      return 1;
+    }
+    std::printf("acked %d\n", b);
+    std::fflush(stdout);
+    if (b == checkpoint_after) {
+      if (absl::Status s = (*store)->CheckpointAll(); !s.ok()) return 1;
+      std::printf("checkpointed %d\n", b);
+      std::fflush(stdout);
+    }
+  }
+  std::raise(SIGKILL);
+  return 3;  // unreachable
+}

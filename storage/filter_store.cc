@@ -1,0 +1,320 @@
+#include "storage/filter_store.h"
+
+#include <algorithm>
+
+#include <optional>
+
+#include "absl/hash/hash.h"
+#include "absl/strings/escaping.h"
+#include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "common/status_macros.h"
+#include "rocksdb/write_batch.h"
+#include "storage/encoding.h"
+#include "storage/rocksdb_status.h"
+
+namespace storage {
+namespace {
+
+constexpr size_t kMaxNameLength = 255;
+constexpr size_t kDefaultPageSize = 100;
+constexpr absl::string_view kNextGenerationKey = "next_generation";
+
+bool IsNameChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '.' || c == ':' || c == '/' || c == '-';
+}
+
+std::string DescribeSpec(const bloom::FilterSpec& spec) {
+  return absl::StrCat("capacity=", spec.capacity, " error_rate=", spec.error_rate,
+                      " expansion=", spec.expansion,
+                      " non_scaling=", spec.non_scaling ? "true" : "false");
+}
+
+uint64_t RandomSeed() {
+  thread_local absl::BitGen gen;  // seeded from OS entropy
+  return absl::Uniform<uint64_t>(gen);
+}
+
+}  // namespace
+
+absl::Status ValidateFilterName(absl::string_view name, absl::string_view field) {
+  if (name.empty() || name.size() > kMaxNameLength) {
+    return absl::InvalidArgumentError(absl::StrCat(field, " must be 1 to ", kMaxNameLength,
+                                                   " characters long, got ", name.size()));
+  }
+  for (char c : name) {
+    if (!IsNameChar(c)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, " may only contain letters, digits and _ . : / -; got '",
+          absl::CHexEscape(absl::string_view(&c, 1)), "'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+FilterStore::FilterStore(const StoreOptions& options, std::unique_ptr<Database> db)
+    : options_(options), db_(std::move(db)), budget_(options.memory_limit_bytes) {}
+
+absl::StatusOr<std::unique_ptr<FilterStore>> FilterStore::Open(const StoreOptions& options) {
+  if (options.data_dir.empty()) return absl::InvalidArgumentError("data_dir must be set");
+  ASSIGN_OR_RETURN(std::unique_ptr<Database> db, Database::Open(options.data_dir));
+  auto store = std::unique_ptr<FilterStore>(new FilterStore(options, std::move(db)));
+  RETURN_IF_ERROR(store->Load());
+  if (options.background_checkpoints) {
+    store->checkpointer_ = std::thread([s = store.get()] { s->CheckpointLoop(); });
+  }
+  return store;
+}
+
+FilterStore::~FilterStore() {
+  if (absl::Status closed = Close(); !closed.ok()) {
+    bloomlog::LogError(absl::StrCat("closing the filter store: ", closed.message()));
+  }
+}
+
+absl::Status FilterStore::Close() {
+  if (!stop_checkpointer_.HasBeenNotified()) stop_checkpointer_.Notify();
+  if (checkpointer_.joinable()) checkpointer_.join();
+  absl::WriterMutexLock lock(&lifecycle_mu_);
+  if (closed_.load()) return absl::OkStatus();
+  absl::Status result;
+  for (const std::shared_ptr<StoredFilter>& filter : Snapshot()) {
+    result.Update(filter->Checkpoint(options_.sync));
+  }
+  result.Update(db_->Close());
+  closed_.store(true);
+  return result;
+}
+
+absl::Status FilterStore::CheckOpen() const {
+  if (closed_.load()) return absl::FailedPreconditionError("the filter store is closed");
+  return absl::OkStatus();
+}
+
+FilterStore::Shard& FilterStore::ShardFor(absl::string_view name) const {
+  return shards_[absl::Hash<absl::string_view>()(name) % shards_.size()];
+}
+
+absl::Mutex& FilterStore::NameLock(absl::string_view name) const {
+  return name_locks_[(absl::Hash<absl::string_view>()(name) >> 8) % name_locks_.size()];
+}
+
+std::shared_ptr<StoredFilter> FilterStore::Find(absl::string_view name) const {
+  Shard& shard = ShardFor(name);
+  absl::ReaderMutexLock lock(&shard.mu);
+  auto it = shard.filters.find(name);
+  return it == shard.filters.end() ? nullptr : it->second;
+}
+
+absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::FindUsable(
+    absl::string_view name) const {
+  RETURN_IF_ERROR(ValidateFilterName(name));
+  std::shared_ptr<StoredFilter> filter = Find(name);
+  if (filter == nullptr) return absl::NotFoundError(absl::StrCat("filter '", name, "' not found"));
+  RETURN_IF_ERROR(filter->Usable());
+  return filter;
+}
+
+void FilterStore::Insert(std::shared_ptr<StoredFilter> filter) {
+  Shard& shard = ShardFor(filter->name());
+  absl::MutexLock lock(&shard.mu);
+  shard.filters[filter->name()] = std::move(filter);
+}
+
+void FilterStore::Remove(const std::string& name) {
+  Shard& shard = ShardFor(name);
+  absl::MutexLock lock(&shard.mu);
+  shard.filters.erase(name);
+}
+
+std::vector<std::shared_ptr<StoredFilter>> FilterStore::Snapshot() const {
+  std::vector<std::shared_ptr<StoredFilter>> all;
+  for (Shard& shard : shards_) {
+    absl::ReaderMutexLock lock(&shard.mu);
+    for (const auto& [name, filter] : shard.filters) all.push_back(filter);
+  }
+  return all;
+}
+
+size_t FilterStore::num_filters() const {
+  size_t n = 0;
+  for (Shard& shard : shards_) {
+    absl::ReaderMutexLock lock(&shard.mu);
+    n += shard.filters.size();
+  }
+  return n;
+}
+
+absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::FindOrCreate(
+    absl::string_view name, const bloom::FilterSpec& spec, bool& created) {
+  absl::MutexLock name_lock(&NameLock(name));
+  created = false;
+  if (std::shared_ptr<StoredFilter> existing = Find(name)) return existing;
+
+  ASSIGN_OR_RETURN(const bloom::SubFilterShape first, bloom::SubFilterShapeFor(spec, 0));
+  const uint64_t bytes = first.layout.bytes();
+  RETURN_IF_ERROR(budget_.Charge(bytes, absl::StrCat("filter '", name, "'")));
+  FilterRecord record;
+  record.generation = next_generation_.fetch_add(1);
+  record.seed = RandomSeed();
+  record.created_at_micros = absl::ToUnixMicros(absl::Now());
+  record.spec = spec;
+  record.sub_filters.push_back(
+      {first.capacity, first.error_rate, first.layout.num_blocks, first.layout.hash_count, 0});
+  absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> filter =
+      StoredFilter::BuildFilter(record);
+  absl::Status status = filter.status();
+  if (status.ok()) {
+    rocksdb::WriteBatch batch;
+    batch.Put(db_->filters(), std::string(name), EncodeFilterRecord(record));
+    batch.Put(std::string(kNextGenerationKey), absl::StrCat(record.generation + 1));
+    status = db_->Write(batch, options_.sync, "reserving a filter");
+  }
+  if (!status.ok()) {
+    budget_.Release(bytes);
+    return status;
+  }
+  auto stored = std::make_shared<StoredFilter>(std::string(name), record, *std::move(filter),
+                                               db_.get(), &budget_, bytes);
+  Insert(stored);
+  created = true;
+  return stored;
+}
+
+absl::StatusOr<FilterStore::ReserveResult> FilterStore::Reserve(absl::string_view name,
+                                                                const bloom::FilterSpec& spec) {
+  absl::ReaderMutexLock lifecycle(&lifecycle_mu_);
+  RETURN_IF_ERROR(CheckOpen());
+  RETURN_IF_ERROR(ValidateFilterName(name));
+  ASSIGN_OR_RETURN(const bloom::FilterSpec normalized, bloom::NormalizeSpec(spec));
+  ReserveResult result;
+  ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> filter,
+                   FindOrCreate(name, normalized, result.created));
+  RETURN_IF_ERROR(filter->Usable());
+  if (!result.created && !(filter->filter()->spec() == normalized)) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        "filter '", name, "' already exists with a different spec (",
+        DescribeSpec(filter->filter()->spec()), "; requested ", DescribeSpec(normalized), ")"));
+  }
+  ASSIGN_OR_RETURN(result.info, filter->Info());
+  return result;
+}
+
+absl::StatusOr<std::vector<bool>> FilterStore::Add(absl::string_view name,
+                                                   absl::Span<const absl::string_view> items,
+                                                   const bloom::FilterSpec* create_if_missing) {
+  absl::ReaderMutexLock lifecycle(&lifecycle_mu_);
+  RETURN_IF_ERROR(CheckOpen());
+  RETURN_IF_ERROR(ValidateFilterName(name));
+  std::optional<bloom::FilterSpec> spec;
+  if (create_if_missing != nullptr) {
+    ASSIGN_OR_RETURN(spec, bloom::NormalizeSpec(*create_if_missing));
+  }
+  // A concurrent Delete can remove the filter between lookup and add; with create_if_missing
+  // the caller wants it to exist, so look again.
+  for (int attempt = 0;; ++attempt) {
+    std::shared_ptr<StoredFilter> filter = Find(name);
+    if (filter == nullptr) {
+      if (!spec.has_value()) {
+        return absl::NotFoundError(absl::StrCat("filter '", name, "' not found"));
+      }
+      bool created = false;
+      ASSIGN_OR_RETURN(filter, FindOrCreate(name, *spec, created));
+    }
+    RETURN_IF_ERROR(filter->Usable());
+    std::vector<uint64_t> hashes(items.size());
+    for (size_t i = 0; i < items.size(); ++i) hashes[i] = filter->filter()->Hash(items[i]);
+    std::unique_ptr<bool[]> added(new bool[items.size()]);
+    absl::Status status = filter->Add(hashes, added.get(), options_.sync);
+    if (status.ok()) return std::vector<bool>(added.get(), added.get() + items.size());
+    if (!absl::IsNotFound(status) || !spec.has_value() || attempt == 2) return status;
+  }
+}
+
+absl::StatusOr<std::vector<bool>> FilterStore::MightContain(
+    absl::string_view name, absl::Span<const absl::string_view> items) {
+  absl::ReaderMutexLock lifecycle(&lifecycle_mu_);
+  RETURN_IF_ERROR(CheckOpen());
+  ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> filter, FindUsable(name));
+  std::vector<uint64_t> hashes(items.size());
+  for (size_t i = 0; i < items.size(); ++i) hashes[i] = filter->filter()->Hash(items[i]);
+  std::unique_ptr<bool[]> present(new bool[items.size()]);
+  RETURN_IF_ERROR(filter->MightContain(hashes, present.get()));
+  return std::vector<bool>(present.get(), present.get() + items.size());
+}
+
+absl::StatusOr<FilterInfo> FilterStore::Stats(absl::string_view name) {
+  absl::ReaderMutexLock lifecycle(&lifecycle_mu_);
+  RETURN_IF_ERROR(CheckOpen());
+  ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> filter, FindUsable(name));
+  return filter->Info();
+}
+
+absl::Status FilterStore::Delete(absl::string_view name) {
+  absl::ReaderMutexLock lifecycle(&lifecycle_mu_);
+  RETURN_IF_ERROR(CheckOpen());
+  RETURN_IF_ERROR(ValidateFilterName(name));
+  absl::MutexLock name_lock(&NameLock(name));
+  std::shared_ptr<StoredFilter> filter = Find(name);
+  if (filter == nullptr) return absl::NotFoundError(absl::StrCat("filter '", name, "' not found"));
+  RETURN_IF_ERROR(filter->Delete(options_.sync));
+  Remove(filter->name());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<FilterStore::ListPage> FilterStore::List(absl::string_view prefix,
+                                                        size_t page_size,
+                                                        absl::string_view page_token) {
+  absl::ReaderMutexLock lifecycle(&lifecycle_mu_);
+  RETURN_IF_ERROR(CheckOpen());
+  if (!page_token.empty()) RETURN_IF_ERROR(ValidateFilterName(page_token, "page_token"));
+  if (page_size == 0) page_size = kDefaultPageSize;
+  ListPage page;
+  std::unique_ptr<rocksdb::Iterator> it = db_->Scan(db_->filters());
+  const std::string start = page_token.empty() ? std::string(prefix) : std::string(page_token);
+  for (it->Seek(start); it->Valid(); it->Next()) {
+    const absl::string_view name(it->key().data(), it->key().size());
+    if (name.substr(0, prefix.size()) != prefix) break;
+    if (!page_token.empty() && name <= page_token) continue;
+    std::shared_ptr<StoredFilter> filter = Find(name);
+    if (filter == nullptr || !filter->Usable().ok()) continue;  // mid-reserve, deleted, broken
+    if (page.filters.size() == page_size) {
+      page.next_page_token = page.filters.back().name;
+      break;
+    }
+    absl::StatusOr<FilterInfo> info = filter->Info();
+    if (info.ok()) page.filters.push_back(*std::move(info));
+  }
+  RETURN_IF_ERROR(FromRocksDb(it->status(), "listing filters"));
+  return page;
+}
+
+absl::Status FilterStore::CheckpointAll() {
+  absl::ReaderMutexLock lifecycle(&lifecycle_mu_);
+  RETURN_IF_ERROR(CheckOpen());
+  absl::Status result;
+  for (const std::shared_ptr<StoredFilter>& filter : Snapshot()) {
+    result.Update(filter->Checkpoint(options_.sync));
+  }
+  return result;
+}
+
+void FilterStore::CheckpointLoop() {
+  while (!stop_checkpointer_.WaitForNotificationWithTimeout(absl::Seconds(1))) {
+    absl::ReaderMutexLock lifecycle(&lifecycle_mu_);
+    if (closed_.load()) return;
+    const absl::Time now = absl::Now();
+    for (const std::shared_ptr<StoredFilter>& filter : Snapshot()) {
+      if (stop_checkpointer_.HasBeenNotified()) return;
+      if (!filter->CheckpointDue(now, options_.checkpoint_interval)) continue;
+      if (absl::Status s = filter->Checkpoint(options_.sync); !s.ok()) {
+        bloomlog::LogError(absl::StrCat("checkpoint of filter '", filter->name(),
+                                        "' failed (will retry): ", s.message()));
+      }
+    }
+  }
+}
+
+}  // namespace storage

@@ -1,0 +1,164 @@
+// FilterStore: named scalable Bloom filters, in memory for speed, persisted in RocksDB.
+//
+// Example:
+//   absl::StatusOr<std::unique_ptr<FilterStore>> store = FilterStore::Open({.data_dir = dir});
+//   (*store)->Reserve("users", {.capacity = 1'000'000, .error_rate = 0.01});
+//   std::vector<absl::string_view> items = {"alice", "bob"};
+//   absl::StatusOr<std::vector<bool>> added = (*store)->Add("users", items, nullptr);
+//   absl::StatusOr<std::vector<bool>> present = (*store)->MightContain("users", items);
+//   (*store)->Close();
+//
+// Durability: when Add returns OK, its items are in RocksDB's WAL (fsynced too with
+// `sync`), and after a crash and Open they read as present. An Add is atomic: on error none of
+// its items was added. See stored_filter.h for the journal and checkpoint design.
+//
+// Errors (absl codes, which are gRPC's): INVALID_ARGUMENT for a bad name or spec (the message
+// names the field); NOT_FOUND for a missing filter; ALREADY_EXISTS for a Reserve that
+// conflicts with an existing spec; RESOURCE_EXHAUSTED for a full non-scaling filter or the
+// memory limit; DATA_LOSS for a filter whose stored data is unreadable (the others still
+// work); UNAVAILABLE when RocksDB cannot write (e.g. disk full); FAILED_PRECONDITION after
+// Close.
+//
+// Thread-safety: every method is thread-safe. Operations on one filter run in parallel without
+// a global lock; Reserve/Delete of one name are serialised (by a lock striped over names).
+#ifndef STORAGE_FILTER_STORE_H_
+#define STORAGE_FILTER_STORE_H_
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "bloom/scalable_filter.h"
+#include "storage/database.h"
+#include "storage/memory_budget.h"
+#include "storage/stored_filter.h"
+
+namespace storage {
+
+struct StoreOptions {
+  std::string data_dir;
+  // fsync the WAL before acknowledging an Add (survives power loss, not only crashes).
+  bool sync = false;
+  // Bytes of filter bits the store may hold; 0 means no limit.
+  uint64_t memory_limit_bytes = 0;
+  // A filter with unpersisted changes is checkpointed at least this often.
+  absl::Duration checkpoint_interval = absl::Seconds(30);
+  // Run the background checkpointer (tests turn it off to control checkpoints).
+  bool background_checkpoints = true;
+};
+
+// Names are 1-255 characters of [A-Za-z0-9_.:/-]. InvalidArgument naming `field` otherwise.
+absl::Status ValidateFilterName(absl::string_view name, absl::string_view field = "name");
+
+struct LoadReport {
+  size_t filters = 0;
+  size_t unreadable = 0;
+  uint64_t pages = 0;
+  uint64_t journal_records = 0;
+  absl::Duration elapsed;
+};
+
+class FilterStore {
+ public:
+  // Opens (or creates) the store and loads every filter: checkpointed pages, then the journal.
+  static absl::StatusOr<std::unique_ptr<FilterStore>> Open(const StoreOptions& options);
+
+  FilterStore(const FilterStore&) = delete;
+  FilterStore& operator=(const FilterStore&) = delete;
+  // Calls Close() if it was not called.
+  ~FilterStore();
+
+  // Stops the checkpointer, checkpoints every filter, closes RocksDB. Later calls on the store
+  // answer FAILED_PRECONDITION. Idempotent.
+  absl::Status Close();
+
+  struct ReserveResult {
+    bool created = false;
+    FilterInfo info;
+  };
+  // Creates `name` with `spec`. If it exists with the same (normalized) spec: created=false;
+  // with another spec: ALREADY_EXISTS.
+  absl::StatusOr<ReserveResult> Reserve(absl::string_view name, const bloom::FilterSpec& spec);
+
+  // Adds items; result[i] tells whether items[i] was new. Missing filter: NOT_FOUND, unless
+  // `create_if_missing` is given, then it is created with that spec (even when many callers
+  // race). An existing filter keeps its own spec.
+  absl::StatusOr<std::vector<bool>> Add(absl::string_view name,
+                                        absl::Span<const absl::string_view> items,
+                                        const bloom::FilterSpec* create_if_missing);
+  // result[i] false means items[i] was never added.
+  absl::StatusOr<std::vector<bool>> MightContain(absl::string_view name,
+                                                 absl::Span<const absl::string_view> items);
+  absl::StatusOr<FilterInfo> Stats(absl::string_view name);
+  // Deletes `name`; it can be reserved again at once. NOT_FOUND if missing.
+  absl::Status Delete(absl::string_view name);
+
+  struct ListPage {
+    std::vector<FilterInfo> filters;
+    std::string next_page_token;  // empty on the last page
+  };
+  // Filters whose name starts with `prefix`, in name order, after `page_token` (the previous
+  // page's next_page_token; empty for the first page). Unreadable filters are skipped.
+  absl::StatusOr<ListPage> List(absl::string_view prefix, size_t page_size,
+                                absl::string_view page_token);
+
+  // Checkpoints every filter with changes now.
+  absl::Status CheckpointAll();
+
+  const LoadReport& load_report() const { return load_report_; }
+  size_t num_filters() const;
+  uint64_t memory_used() const { return budget_.used(); }
+  Database& database() { return *db_; }
+
+ private:
+  FilterStore(const StoreOptions& options, std::unique_ptr<Database> db);
+
+  absl::Status Load();  // recovery.cc
+  std::shared_ptr<StoredFilter> Find(absl::string_view name) const;
+  absl::StatusOr<std::shared_ptr<StoredFilter>> FindUsable(absl::string_view name) const;
+  // Creates `name` or returns the existing filter (`created` says which). Does not compare specs.
+  absl::StatusOr<std::shared_ptr<StoredFilter>> FindOrCreate(absl::string_view name,
+                                                             const bloom::FilterSpec& spec,
+                                                             bool& created);
+  void Insert(std::shared_ptr<StoredFilter> filter);
+  void Remove(const std::string& name);
+  std::vector<std::shared_ptr<StoredFilter>> Snapshot() const;
+  absl::Status CheckOpen() const ABSL_SHARED_LOCKS_REQUIRED(lifecycle_mu_);
+  void CheckpointLoop();
+
+  struct Shard {
+    mutable absl::Mutex mu;
+    absl::flat_hash_map<std::string, std::shared_ptr<StoredFilter>> filters ABSL_GUARDED_BY(mu);
+  };
+  Shard& ShardFor(absl::string_view name) const;
+  absl::Mutex& NameLock(absl::string_view name) const;
+
+  const StoreOptions options_;
+  std::unique_ptr<Database> db_;
+  MemoryBudget budget_;
+  std::atomic<uint64_t> next_generation_{1};
+  std::atomic<bool> closed_{false};
+  LoadReport load_report_;
+  mutable std::array<Shard, 16> shards_;
+  mutable std::array<absl::Mutex, 64> name_locks_;  // serialise Reserve/Delete per name
+  // Shared by every operation, exclusive for Close(): nothing touches RocksDB after it closed.
+  mutable absl::Mutex lifecycle_mu_;
+  absl::Notification stop_checkpointer_;
+  std::thread checkpointer_;
+};
+
+}  // namespace storage
+
+#endif  // STORAGE_FILTER_STORE_H_

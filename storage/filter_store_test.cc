@@ -1,0 +1,367 @@
+#include "storage/filter_store.h"
+
+#include <sys/wait.h>
+
+#include <atomic>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/testing.h"
+#include "gtest/gtest.h"
+#include "rocksdb/statistics.h"
+
+namespace storage {
+namespace {
+
+using bloom::FilterSpec;
+
+std::vector<std::string> Items(absl::string_view prefix, int begin, int end) {
+  std::vector<std::string> items;
+  for (int i = begin; i < end; ++i) items.push_back(absl::StrCat(prefix, i));
+  return items;
+}
+
+std::vector<absl::string_view> Views(const std::vector<std::string>& items) {
+  return {items.begin(), items.end()};
+}
+
+class FilterStoreTest : public ::testing::Test {
+ protected:
+  void Open(StoreOptions options = {}) {
+    store_.reset();
+    options.data_dir = dir_.path();
+    absl::StatusOr<std::unique_ptr<FilterStore>> store = FilterStore::Open(options);
+    ASSERT_OK(store.status());
+    store_ = *std::move(store);
+  }
+  void SetUp() override {
+    StoreOptions options;
+    options.background_checkpoints = false;
+    Open(options);
+  }
+
+  // Every item must read as present.
+  void ExpectAllPresent(absl::string_view filter, const std::vector<std::string>& items) {
+    absl::StatusOr<std::vector<bool>> present = store_->MightContain(filter, Views(items));
+    ASSERT_OK(present.status());
+    for (size_t i = 0; i < items.size(); ++i) {
+      ASSERT_TRUE((*present)[i]) << "false negative for " << items[i];
+    }
+  }
+
+  // Runs the crash helper (which ends with SIGKILL) and returns how many batches it acked.
+  int RunCrashHelper(const std::string& filter, int batches, int batch_size, int checkpoint_after,
+                     bool sync) {
+    store_.reset();  // the helper needs the directory lock
+    const std::string command =
+        absl::StrCat(CRASH_HELPER_PATH, " ", dir_.path(), " ", filter, " ", batches, " ",
+                     batch_size, " ", checkpoint_after, " ", sync ? 1 : 0);
+    FILE* out = popen(command.c_str(), "r");
+    if (out == nullptr) {
+      ADD_FAILURE() << "popen failed";
+      return 0;
+    }
+    int acked = 0;
+    char line[128];
+    while (std::fgets(line, sizeof(line), out) != nullptr) {
+      if (absl::StartsWith(line, "acked ")) ++acked;
+    }
+    const int status = pclose(out);
+    EXPECT_TRUE(WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGKILL))
+        << "helper should die by SIGKILL, status " << status;
+    return acked;
+  }
+
+  bloomtest::TempDir dir_;
+  std::unique_ptr<FilterStore> store_;
+};
+
+TEST_F(FilterStoreTest, ReserveAddContainAndStats) {
+  absl::StatusOr<FilterStore::ReserveResult> reserved = store_->Reserve("users", {1000, 0.01});
+  ASSERT_OK(reserved.status());
+  EXPECT_TRUE(reserved->created);
+  EXPECT_EQ(reserved->info.spec.expansion, 2u);
+  EXPECT_EQ(reserved->info.stats.sub_filters.size(), 1u);
+
+  const std::vector<std::string> items = {"alice", "bob", "alice"};
+  absl::StatusOr<std::vector<bool>> added = store_->Add("users", Views(items), nullptr);
+  ASSERT_OK(added.status());
+  EXPECT_EQ(*added, (std::vector<bool>{true, true, false}));
+  const std::vector<std::string> probe = {"alice", "carol"};
+  absl::StatusOr<std::vector<bool>> present = store_->MightContain("users", Views(probe));
+  ASSERT_OK(present.status());
+  EXPECT_EQ(*present, (std::vector<bool>{true, false}));
+
+  absl::StatusOr<FilterInfo> info = store_->Stats("users");
+  ASSERT_OK(info.status());
+  EXPECT_EQ(info->stats.items_added, 2u);
+  EXPECT_EQ(info->checks, 2u);
+  EXPECT_EQ(info->check_hits, 1u);
+  EXPECT_GT(info->stats.fill_ratio, 0);
+  EXPECT_NEAR(info->stats.estimated_cardinality, 2, 1);
+}
+
+TEST_F(FilterStoreTest, ReserveIsIdempotentForTheSameSpecOnly) {
+  ASSERT_OK(store_->Reserve("f", {1000, 0.01, 0, false}).status());
+  absl::StatusOr<FilterStore::ReserveResult> again = store_->Reserve("f", {1000, 0.01, 2, false});
+  ASSERT_OK(again.status());  // expansion 0 means 2: the same spec
+  EXPECT_FALSE(again->created);
+  absl::StatusOr<FilterStore::ReserveResult> other = store_->Reserve("f", {1000, 0.02});
+  EXPECT_EQ(other.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_TRUE(absl::StrContains(other.status().message(), "error_rate=0.02"));
+}
+
+TEST_F(FilterStoreTest, ErrorsCarryTheirCodes) {
+  const std::vector<std::string> items = {"x"};
+  EXPECT_EQ(store_->Add("missing", Views(items), nullptr).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->MightContain("missing", Views(items)).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->Stats("missing").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->Delete("missing").code(), absl::StatusCode::kNotFound);
+  for (const std::string& bad : {std::string(""), std::string(256, 'a'), std::string("a b"),
+                                 std::string("caf\xc3\xa9"), std::string("x\0y", 3)}) {
+    absl::Status s = store_->Reserve(bad, {10, 0.01}).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_TRUE(absl::StrContains(s.message(), "name")) << s;
+  }
+  EXPECT_OK(store_->Reserve(std::string(255, 'a'), {10, 0.01}).status());
+  EXPECT_OK(store_->Reserve("A-z_0.9:/x", {10, 0.01}).status());
+  absl::Status bad_spec = store_->Reserve("ok", {10, 1.5}).status();
+  EXPECT_EQ(bad_spec.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(bad_spec.message(), "error_rate"));
+}
+
+TEST_F(FilterStoreTest, CreateIfMissingCreatesOnceEvenWhenRacing) {
+  const FilterSpec spec{500, 0.01};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      const std::vector<std::string> items = Items(absl::StrCat("t", t, "-"), 0, 100);
+      ASSERT_OK(store_->Add("raced", Views(items), &spec).status());
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(store_->num_filters(), 1u);
+  for (int t = 0; t < 8; ++t) ExpectAllPresent("raced", Items(absl::StrCat("t", t, "-"), 0, 100));
+  // An existing filter keeps its spec; create_if_missing does not change it.
+  const FilterSpec other{7, 0.5};
+  const std::vector<std::string> more = {"z"};
+  ASSERT_OK(store_->Add("raced", Views(more), &other).status());
+  EXPECT_EQ(store_->Stats("raced")->spec.capacity, 500u);
+}
+
+TEST_F(FilterStoreTest, CleanReopenKeepsItemsCountersAndSpec) {
+  ASSERT_OK(store_->Reserve("keep", {1000, 0.001, 4, false}).status());
+  const std::vector<std::string> items = Items("k", 0, 5000);  // grows to several sub-filters
+  ASSERT_OK(store_->Add("keep", Views(items), nullptr).status());
+  absl::StatusOr<FilterInfo> before = store_->Stats("keep");
+  ASSERT_OK(before.status());
+  ASSERT_OK(store_->Close());
+  Open();
+  absl::StatusOr<FilterInfo> after = store_->Stats("keep");
+  ASSERT_OK(after.status());
+  EXPECT_EQ(after->spec, before->spec);
+  EXPECT_EQ(after->created_at, before->created_at);
+  EXPECT_EQ(after->stats.items_added, before->stats.items_added);
+  EXPECT_EQ(after->stats.sub_filters.size(), before->stats.sub_filters.size());
+  EXPECT_EQ(after->stats.fill_ratio, before->stats.fill_ratio);
+  ExpectAllPresent("keep", items);
+  EXPECT_EQ(store_->load_report().journal_records, 0u);  // Close checkpointed everything
+}
+
+TEST_F(FilterStoreTest, KillNineAfterAcknowledgedAddsLosesNothing) {
+  const int batches = 30, batch_size = 500;
+  const int acked = RunCrashHelper("crashy", batches, batch_size, /*checkpoint_after=*/-1, false);
+  ASSERT_EQ(acked, batches);
+  Open();
+  EXPECT_GT(store_->load_report().journal_records, 0u);
+  for (int b = 0; b < acked; ++b) {
+    ExpectAllPresent("crashy", Items(absl::StrCat("crashy-", b, "-"), 0, batch_size));
+  }
+  absl::StatusOr<FilterInfo> info = store_->Stats("crashy");
+  ASSERT_OK(info.status());
+  EXPECT_GE(info->stats.sub_filters.size(), 4u);  // it grew during the run
+  // Every item is new except rare false positives among themselves.
+  EXPECT_GE(info->stats.items_added, static_cast<uint64_t>(acked * batch_size * 0.99));
+  EXPECT_LE(info->stats.items_added, static_cast<uint64_t>(acked * batch_size));
+}
+
+TEST_F(FilterStoreTest, KillNineAfterCheckpointReplaysOnlyTheRestOfTheJournal) {
+  const int batches = 20, batch_size = 300;
+  const int acked = RunCrashHelper("mixed", batches, batch_size, /*checkpoint_after=*/9, true);
+  ASSERT_EQ(acked, batches);
+  Open();
+  EXPECT_EQ(store_->load_report().journal_records, 10u);  // batches 10..19 only
+  EXPECT_GT(store_->load_report().pages, 0u);
+  for (int b = 0; b < acked; ++b) {
+    ExpectAllPresent("mixed", Items(absl::StrCat("mixed-", b, "-"), 0, batch_size));
+  }
+  const uint64_t items_added = store_->Stats("mixed")->stats.items_added;
+  EXPECT_GE(items_added, static_cast<uint64_t>(acked * batch_size * 0.99));
+  // A second crash-free cycle keeps the exact counters: replay is not double counted.
+  ASSERT_OK(store_->Close());
+  Open();
+  EXPECT_EQ(store_->Stats("mixed")->stats.items_added, items_added);
+}
+
+TEST_F(FilterStoreTest, DeleteIsImmediateAndTheNameCanBeReservedAgain) {
+  ASSERT_OK(store_->Reserve("gone", {1000, 0.01}).status());
+  const std::vector<std::string> items = Items("g", 0, 1000);
+  ASSERT_OK(store_->Add("gone", Views(items), nullptr).status());
+  ASSERT_OK(store_->CheckpointAll());
+  ASSERT_OK(store_->Add("gone", Views(Items("h", 0, 10)), nullptr).status());  // journal too
+  const uint64_t memory_before = store_->memory_used();
+  ASSERT_OK(store_->Delete("gone"));
+  EXPECT_LT(store_->memory_used(), memory_before);
+  EXPECT_EQ(store_->Stats("gone").status().code(), absl::StatusCode::kNotFound);
+  ASSERT_OK(store_->Reserve("gone", {50, 0.1}).status());
+  absl::StatusOr<std::vector<bool>> present = store_->MightContain("gone", Views(items));
+  ASSERT_OK(present.status());
+  int hits = 0;
+  for (bool p : *present) hits += p;
+  EXPECT_LT(hits, 150);  // the new filter is empty: only false positives at 10%
+  ASSERT_OK(store_->Close());
+  Open();
+  EXPECT_EQ(store_->Stats("gone")->spec.capacity, 50u);
+  EXPECT_EQ(store_->Stats("gone")->stats.items_added, 0u);
+}
+
+TEST_F(FilterStoreTest, CorruptMetadataIsDataLossForThatFilterOnly) {
+  ASSERT_OK(store_->Reserve("good", {100, 0.01}).status());
+  ASSERT_OK(store_->Reserve("bad", {100, 0.01}).status());
+  ASSERT_OK(store_->Add("good", Views(Items("x", 0, 10)), nullptr).status());
+  ASSERT_OK(store_->Close());
+  {
+    absl::StatusOr<std::unique_ptr<Database>> db = Database::Open(dir_.path());
+    ASSERT_OK(db.status());
+    rocksdb::WriteBatch batch;
+    batch.Put((*db)->filters(), "bad", "garbage");
+    ASSERT_OK((*db)->Write(batch, true, "test"));
+  }
+  Open();
+  EXPECT_EQ(store_->load_report().unreadable, 1u);
+  absl::Status bad = store_->Stats("bad").status();
+  EXPECT_EQ(bad.code(), absl::StatusCode::kDataLoss);
+  EXPECT_TRUE(absl::StrContains(bad.message(), "bad")) << bad;
+  EXPECT_EQ(store_->Add("bad", Views(Items("y", 0, 1)), nullptr).status().code(),
+            absl::StatusCode::kDataLoss);
+  ExpectAllPresent("good", Items("x", 0, 10));
+  ASSERT_OK(store_->Delete("bad"));  // an unreadable filter can still be deleted
+  ASSERT_OK(store_->Reserve("bad", {100, 0.01}).status());
+}
+
+TEST_F(FilterStoreTest, MemoryLimitRefusesNewFiltersAndGrowth) {
+  StoreOptions options;
+  options.background_checkpoints = false;
+  options.memory_limit_bytes = 64 << 10;
+  Open(options);
+  absl::Status too_big = store_->Reserve("big", {1'000'000, 0.01}).status();
+  EXPECT_EQ(too_big.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(absl::StrContains(too_big.message(), "memory limit")) << too_big;
+  ASSERT_OK(store_->Reserve("grows", {10'000, 0.01}).status());  // ~12 KB
+  absl::Status growth;
+  for (int b = 0; b < 100 && growth.ok(); ++b) {
+    growth = store_->Add("grows", Views(Items(absl::StrCat(b, "-"), 0, 1000)), nullptr).status();
+  }
+  EXPECT_EQ(growth.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_LE(store_->memory_used(), options.memory_limit_bytes);
+}
+
+TEST_F(FilterStoreTest, NonScalingFullFilterRefusesTheWholeBatch) {
+  ASSERT_OK(store_->Reserve("fixed", {100, 0.01, 0, true}).status());
+  ASSERT_OK(store_->Add("fixed", Views(Items("a", 0, 95)), nullptr).status());
+  absl::Status full = store_->Add("fixed", Views(Items("b", 0, 10)), nullptr).status();
+  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(store_->Stats("fixed")->stats.items_added, 95u);
+  ASSERT_OK(store_->Close());
+  Open();
+  EXPECT_EQ(store_->Stats("fixed")->stats.items_added, 95u);
+}
+
+TEST_F(FilterStoreTest, SecondOpenOfTheSameDirectoryFailsFast) {
+  StoreOptions options;
+  options.data_dir = dir_.path();
+  absl::StatusOr<std::unique_ptr<FilterStore>> second = FilterStore::Open(options);
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(absl::StrContains(second.status().message(), "in use")) << second.status();
+}
+
+TEST_F(FilterStoreTest, ListPagesInNameOrderWithPrefix) {
+  for (const char* name : {"user:3", "user:1", "team:1", "user:2", "user:10"}) {
+    ASSERT_OK(store_->Reserve(name, {10, 0.01}).status());
+  }
+  absl::StatusOr<FilterStore::ListPage> page = store_->List("user:", 2, "");
+  ASSERT_OK(page.status());
+  ASSERT_EQ(page->filters.size(), 2u);
+  EXPECT_EQ(page->filters[0].name, "user:1");
+  EXPECT_EQ(page->filters[1].name, "user:10");
+  page = store_->List("user:", 2, page->next_page_token);
+  ASSERT_OK(page.status());
+  ASSERT_EQ(page->filters.size(), 2u);
+  EXPECT_EQ(page->filters[0].name, "user:2");
+  EXPECT_EQ(page->filters[1].name, "user:3");
+  EXPECT_TRUE(page->next_page_token.empty());
+  EXPECT_EQ(store_->List("", 0, "")->filters.size(), 5u);
+  EXPECT_EQ(store_->List("", 10, "bad token!").status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(FilterStoreTest, JournalCostsAboutEightBytesPerNewItem) {
+  ASSERT_OK(store_->Reserve("cost", {200'000, 0.01}).status());
+  rocksdb::Statistics* stats = store_->database().statistics();
+  const uint64_t wal_before = stats->getTickerCount(rocksdb::WAL_FILE_BYTES);
+  const int items = 100'000;
+  for (int b = 0; b < items; b += 1000) {
+    ASSERT_OK(store_->Add("cost", Views(Items(absl::StrCat("c", b, "-"), 0, 1000)), nullptr)
+                  .status());
+  }
+  const double per_item =
+      static_cast<double>(stats->getTickerCount(rocksdb::WAL_FILE_BYTES) - wal_before) / items;
+  EXPECT_LE(per_item, 16.0);
+  EXPECT_GE(per_item, 8.0);  // the hashes themselves: a sanity check of the measurement
+}
+
+TEST_F(FilterStoreTest, ConcurrentAddsReadsAndCheckpointsLoseNothing) {
+  StoreOptions options;
+  options.checkpoint_interval = absl::Milliseconds(1);  // checkpoint all the time
+  Open(options);
+  ASSERT_OK(store_->Reserve("busy", {2000, 0.01}).status());
+  std::atomic<bool> stop{false};
+  std::thread checkpointer([&] {
+    while (!stop.load()) ASSERT_OK(store_->CheckpointAll());
+  });
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 3; ++t) {
+    writers.emplace_back([&, t] {
+      for (int b = 0; b < 40; ++b) {
+        const std::vector<std::string> items = Items(absl::StrCat("w", t, "-", b, "-"), 0, 100);
+        ASSERT_OK(store_->Add("busy", Views(items), nullptr).status());
+        ExpectAllPresent("busy", items);
+      }
+    });
+  }
+  for (auto& writer : writers) writer.join();
+  stop.store(true);
+  checkpointer.join();
+  const uint64_t items_added = store_->Stats("busy")->stats.items_added;
+  ASSERT_OK(store_->Close());
+  Open();
+  for (int t = 0; t < 3; ++t) {
+    for (int b = 0; b < 40; ++b) ExpectAllPresent("busy", Items(absl::StrCat("w", t, "-", b, "-"), 0, 100));
+  }
+  EXPECT_EQ(store_->Stats("busy")->stats.items_added, items_added);
+}
+
+TEST_F(FilterStoreTest, ClosedStoreAnswersFailedPrecondition) {
+  ASSERT_OK(store_->Close());
+  ASSERT_OK(store_->Close());  // idempotent
+  EXPECT_EQ(store_->Stats("x").status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace storage

@@ -1,0 +1,294 @@
+#include "storage/stored_filter.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "rocksdb/write_batch.h"
+
+namespace storage {
+namespace {
+
+// Checkpoints write pages in batches of about this size, so a 1 GB filter does not become one
+// 1 GB RocksDB write. Earlier batches landing without the final one is harmless: pages only
+// gain bits, and the journal after the old checkpoint_seq is still there to replay.
+constexpr size_t kPageBatchBytes = 8 << 20;
+
+// The journal is checkpointed once it reaches this fraction of the filter's bits (or the
+// interval passes), which bounds both replay time at start-up and amortised checkpoint writes.
+constexpr double kJournalToBitsRatio = 0.5;
+constexpr uint64_t kMinJournalBytesForEarlyCheckpoint = 1 << 20;
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> StoredFilter::BuildFilter(
+    const FilterRecord& record) {
+  std::unique_ptr<bloom::ScalableFilter> filter =
+      bloom::ScalableFilter::CreateEmpty(record.spec, record.seed);
+  for (size_t i = 0; i < record.sub_filters.size(); ++i) {
+    const SubFilterRecord& s = record.sub_filters[i];
+    bloom::SubFilterShape shape{s.capacity, s.error_rate, {s.num_blocks, s.hash_count}};
+    absl::StatusOr<std::unique_ptr<bloom::BlockedBloomFilter>> bits =
+        bloom::BlockedBloomFilter::Create(shape.layout);
+    if (!bits.ok()) return bits.status();
+    auto sub = std::make_unique<bloom::SubFilter>(static_cast<int>(i), shape, *std::move(bits));
+    sub->set_items_added(s.items_added);
+    filter->AppendSubFilter(std::move(sub));
+  }
+  return filter;
+}
+
+StoredFilter::StoredFilter(std::string name, const FilterRecord& record,
+                           std::unique_ptr<bloom::ScalableFilter> filter, Database* db,
+                           MemoryBudget* budget, uint64_t charged_bytes)
+    : name_(std::move(name)),
+      generation_(record.generation),
+      seed_(record.seed),
+      created_at_micros_(record.created_at_micros),
+      spec_(record.spec),
+      filter_(std::move(filter)),
+      db_(db),
+      budget_(budget),
+      charged_bytes_(charged_bytes),
+      next_seq_(record.checkpoint_seq + 1),
+      checks_(record.checks),
+      check_hits_(record.check_hits),
+      checks_at_checkpoint_(record.checks),
+      last_checkpoint_micros_(absl::ToUnixMicros(absl::Now())) {
+  absl::MutexLock lock(&meta_mu_);
+  persisted_.checkpoint_seq = record.checkpoint_seq;
+  persisted_.checks = record.checks;
+  persisted_.check_hits = record.check_hits;
+  for (const SubFilterRecord& s : record.sub_filters) persisted_.items_added.push_back(s.items_added);
+}
+
+StoredFilter::StoredFilter(std::string name, absl::Status error, Database* db)
+    : name_(std::move(name)),
+      generation_(0),
+      seed_(0),
+      created_at_micros_(0),
+      db_(db),
+      budget_(nullptr),
+      charged_bytes_(0),
+      load_error_(std::move(error)),
+      last_checkpoint_micros_(0) {}
+
+StoredFilter::~StoredFilter() {
+  if (budget_ != nullptr) budget_->Release(charged_bytes_.load());
+}
+
+absl::Status StoredFilter::Usable() const {
+  if (deleted_.load(std::memory_order_acquire)) {
+    return absl::NotFoundError(absl::StrCat("filter '", name_, "' not found"));
+  }
+  return load_error_;
+}
+
+void StoredFilter::MarkUnreadable(absl::Status error) {
+  if (load_error_.ok()) {
+    load_error_ = absl::DataLossError(
+        absl::StrCat("filter '", name_, "' is unreadable (delete it to reuse the name): ",
+                     error.message()));
+  }
+}
+
+uint64_t StoredFilter::checkpoint_seq() const {
+  absl::MutexLock lock(&meta_mu_);
+  return persisted_.checkpoint_seq;
+}
+
+void StoredFilter::FinishRecovery(uint64_t next_seq, uint64_t replayed_bytes) {
+  next_seq_.store(next_seq);
+  journal_bytes_.store(replayed_bytes);
+}
+
+absl::Status StoredFilter::Add(absl::Span<const uint64_t> hashes, bool* added, bool sync) {
+  absl::ReaderMutexLock lock(&apply_mu_);
+  if (absl::Status usable = Usable(); !usable.ok()) return usable;
+  return filter_->Add(
+      hashes, added,
+      [&](const bloom::SubFilter& sub) { return PersistNewSubFilter(sub, sync); },
+      [&](absl::Span<const Run> runs, absl::Span<const uint64_t> new_hashes) {
+        return Journal(runs, new_hashes, sync);
+      });
+}
+
+absl::Status StoredFilter::PersistNewSubFilter(const bloom::SubFilter& sub, bool sync) {
+  const uint64_t bytes = sub.shape().layout.bytes();
+  if (absl::Status charged = budget_->Charge(
+          bytes, absl::StrCat("growing filter '", name_, "' to ", sub.index() + 1, " sub-filters"));
+      !charged.ok()) {
+    return charged;
+  }
+  absl::MutexLock lock(&meta_mu_);
+  rocksdb::WriteBatch batch;
+  batch.Put(db_->filters(), name_, EncodeFilterRecord(MakeRecord(persisted_, &sub)));
+  if (absl::Status written = db_->Write(batch, sync, "persisting a new sub-filter");
+      !written.ok()) {
+    budget_->Release(bytes);
+    return written;
+  }
+  charged_bytes_.fetch_add(bytes);
+  return absl::OkStatus();
+}
+
+absl::Status StoredFilter::Journal(absl::Span<const Run> runs, absl::Span<const uint64_t> hashes,
+                                   bool sync) {
+  const uint64_t seq = next_seq_.fetch_add(1);
+  const std::string record = EncodeJournalRecord(runs, hashes);
+  rocksdb::WriteBatch batch;
+  batch.Put(db_->journal(), JournalKey(generation_, seq), record);
+  absl::Status written = db_->Write(batch, sync, "journaling an add");
+  if (written.ok()) journal_bytes_.fetch_add(record.size());
+  return written;
+}
+
+absl::Status StoredFilter::MightContain(absl::Span<const uint64_t> hashes, bool* present) {
+  if (absl::Status usable = Usable(); !usable.ok()) return usable;
+  std::fill(present, present + hashes.size(), false);
+  filter_->MightContainMany(hashes, present);
+  checks_.fetch_add(hashes.size(), std::memory_order_relaxed);
+  check_hits_.fetch_add(std::count(present, present + hashes.size(), true),
+                        std::memory_order_relaxed);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<FilterInfo> StoredFilter::Info() const {
+  if (absl::Status usable = Usable(); !usable.ok()) return usable;
+  FilterInfo info;
+  info.name = name_;
+  info.spec = spec_;
+  info.created_at = absl::FromUnixMicros(created_at_micros_);
+  info.stats = filter_->ComputeStats();
+  info.checks = checks_.load(std::memory_order_relaxed);
+  info.check_hits = check_hits_.load(std::memory_order_relaxed);
+  return info;
+}
+
+FilterRecord StoredFilter::MakeRecord(const PersistedState& state,
+                                      const bloom::SubFilter* extra) const {
+  FilterRecord record;
+  record.generation = generation_;
+  record.seed = seed_;
+  record.created_at_micros = created_at_micros_;
+  record.spec = spec_;
+  record.checkpoint_seq = state.checkpoint_seq;
+  record.checks = state.checks;
+  record.check_hits = state.check_hits;
+  auto append = [&](const bloom::SubFilter& sub) {
+    const size_t i = record.sub_filters.size();
+    const bloom::SubFilterShape& shape = sub.shape();
+    record.sub_filters.push_back(
+        {shape.capacity, shape.error_rate, shape.layout.num_blocks, shape.layout.hash_count,
+         i < state.items_added.size() ? state.items_added[i] : 0});
+  };
+  for (const bloom::SubFilter* sub = filter_->first(); sub != nullptr; sub = sub->next()) {
+    append(*sub);
+  }
+  if (extra != nullptr) append(*extra);
+  return record;
+}
+
+absl::Status StoredFilter::Checkpoint(bool sync) {
+  absl::MutexLock checkpoint_lock(&checkpoint_mu_);
+  PersistedState next;
+  std::vector<std::vector<uint64_t>> dirty;
+  uint64_t journal_bytes = 0;
+  {
+    absl::WriterMutexLock lock(&apply_mu_);
+    if (!Usable().ok()) return absl::OkStatus();
+    next.checkpoint_seq = next_seq_.load() - 1;
+    next.checks = checks_.load();
+    next.check_hits = check_hits_.load();
+    journal_bytes = journal_bytes_.exchange(0);
+    bool any_dirty = false;
+    for (bloom::SubFilter* sub = filter_->first(); sub != nullptr; sub = sub->next()) {
+      next.items_added.push_back(sub->items_added());
+      dirty.push_back(sub->bits().TakeDirtyPages());
+      any_dirty |= !dirty.back().empty();
+    }
+    absl::MutexLock meta(&meta_mu_);
+    if (!any_dirty && next.checkpoint_seq == persisted_.checkpoint_seq &&
+        next.checks == persisted_.checks) {
+      return absl::OkStatus();
+    }
+  }
+  absl::Status status = WritePages(dirty, sync);
+  if (status.ok()) {
+    absl::MutexLock meta(&meta_mu_);
+    rocksdb::WriteBatch batch;
+    batch.Put(db_->filters(), name_, EncodeFilterRecord(MakeRecord(next, nullptr)));
+    batch.DeleteRange(db_->journal(), GenerationPrefix(generation_),
+                      JournalKey(generation_, next.checkpoint_seq + 1));
+    status = db_->Write(batch, sync, "writing a checkpoint");
+    if (status.ok()) {
+      checks_at_checkpoint_.store(next.checks);
+      persisted_ = std::move(next);
+    }
+  }
+  if (!status.ok()) {
+    // Nothing is lost (the journal is intact); make the next checkpoint try again.
+    for (size_t i = 0; i < dirty.size(); ++i) {
+      for (uint64_t page : dirty[i]) {
+        filter_->sub_filter(static_cast<int>(i))->bits().MarkPageDirty(page);
+      }
+    }
+    journal_bytes_.fetch_add(journal_bytes);
+    return status;
+  }
+  last_checkpoint_micros_.store(absl::ToUnixMicros(absl::Now()));
+  return absl::OkStatus();
+}
+
+absl::Status StoredFilter::WritePages(const std::vector<std::vector<uint64_t>>& dirty, bool sync) {
+  rocksdb::WriteBatch batch;
+  std::string page_bytes;
+  for (size_t i = 0; i < dirty.size(); ++i) {
+    const bloom::BlockedBloomFilter& bits = filter_->sub_filter(static_cast<int>(i))->bits();
+    for (uint64_t page : dirty[i]) {
+      page_bytes.resize(bits.page_size(page));
+      bits.ReadPage(page, page_bytes.data());
+      batch.Put(db_->blocks(), BlockKey(generation_, static_cast<uint32_t>(i), static_cast<uint32_t>(page)),
+                page_bytes);
+      if (batch.GetDataSize() >= kPageBatchBytes) {
+        if (absl::Status s = db_->Write(batch, sync, "writing checkpoint pages"); !s.ok()) return s;
+        batch.Clear();
+      }
+    }
+  }
+  if (batch.Count() == 0) return absl::OkStatus();
+  return db_->Write(batch, sync, "writing checkpoint pages");
+}
+
+bool StoredFilter::CheckpointDue(absl::Time now, absl::Duration interval) const {
+  if (!Usable().ok()) return false;
+  const uint64_t journal = journal_bytes_.load(std::memory_order_relaxed);
+  const bool changed = journal > 0 || checks_.load(std::memory_order_relaxed) !=
+                                          checks_at_checkpoint_.load(std::memory_order_relaxed);
+  if (!changed) return false;
+  if (journal >= kMinJournalBytesForEarlyCheckpoint &&
+      static_cast<double>(journal) >= kJournalToBitsRatio * filter_->size_bytes()) {
+    return true;
+  }
+  return now - absl::FromUnixMicros(last_checkpoint_micros_.load()) >= interval;
+}
+
+absl::Status StoredFilter::Delete(bool sync) {
+  absl::MutexLock checkpoint_lock(&checkpoint_mu_);
+  absl::WriterMutexLock lock(&apply_mu_);
+  if (deleted_.load()) return Usable();
+  rocksdb::WriteBatch batch;
+  batch.Delete(db_->filters(), name_);
+  if (filter_ != nullptr) {  // an unreadable record's generation is unknown: its data stays
+    batch.DeleteRange(db_->blocks(), GenerationPrefix(generation_),
+                      GenerationPrefix(generation_ + 1));
+    batch.DeleteRange(db_->journal(), GenerationPrefix(generation_),
+                      GenerationPrefix(generation_ + 1));
+  }
+  if (absl::Status written = db_->Write(batch, sync, "deleting a filter"); !written.ok()) {
+    return written;
+  }
+  deleted_.store(true, std::memory_order_release);
+  return absl::OkStatus();
+}
+
+}  // namespace storage

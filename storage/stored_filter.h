@@ -1,0 +1,146 @@
+// One named filter: its in-memory ScalableFilter and how its changes reach RocksDB.
+//
+// Write path of an Add (see bloom/scalable_filter.h for the steps): reserve room, write one
+// journal record (the new items' hashes and their sub-filters) in one RocksDB write, then set
+// the bits. So every bit a reader can see is already in the WAL, and an acknowledged add
+// survives a crash. Opening a sub-filter first persists the metadata record that lists it.
+//
+// Checkpoint: under a brief exclusive lock, take the journal sequence S that every finished add
+// is covered by, the item counters, and the set of dirty pages; then, with adds running again,
+// write those pages and finally (one batch) the metadata with checkpoint_seq S and the counters,
+// plus a range delete of the journal up to S. Pages copied after S may hold newer bits: harmless,
+// since replaying a journal record onto bits that have it already changes nothing (OR is
+// idempotent), while the counters are exact as of S.
+//
+// Locks, always taken in this order:
+//   checkpoint_mu_  serialises Checkpoint() and Delete() (a delete must not interleave with a
+//                   checkpoint that is still writing pages of this generation);
+//   apply_mu_       shared by every Add from its journal write to its bit update; exclusive for
+//                   the checkpoint snapshot and for Delete, so neither sees a half-applied add;
+//   growth_mu_      (inside ScalableFilter) serialises opening sub-filters;
+//   meta_mu_        serialises writes of the metadata record and guards persisted_.
+// MightContain and Info take no lock.
+//
+// Thread-safety: all public methods are thread-safe, except the recovery methods (marked),
+// which run before the filter is shared.
+#ifndef STORAGE_STORED_FILTER_H_
+#define STORAGE_STORED_FILTER_H_
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "bloom/scalable_filter.h"
+#include "storage/database.h"
+#include "storage/encoding.h"
+#include "storage/memory_budget.h"
+
+namespace storage {
+
+// What Stats reports about a filter.
+struct FilterInfo {
+  std::string name;
+  bloom::FilterSpec spec;  // normalized
+  absl::Time created_at;
+  bloom::ScalableFilterStats stats;
+  uint64_t checks = 0;      // MightContain items checked
+  uint64_t check_hits = 0;  // ... of which answered "maybe present"
+};
+
+class StoredFilter {
+ public:
+  // Builds the in-memory filter described by `record` (zeroed bits, counters from the record).
+  static absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> BuildFilter(
+      const FilterRecord& record);
+
+  // A readable filter; `charged_bytes` of `budget` are released when it is destroyed.
+  StoredFilter(std::string name, const FilterRecord& record,
+               std::unique_ptr<bloom::ScalableFilter> filter, Database* db, MemoryBudget* budget,
+               uint64_t charged_bytes);
+  // An unreadable one: every operation but Delete answers `error` (DATA_LOSS).
+  StoredFilter(std::string name, absl::Status error, Database* db);
+  ~StoredFilter();
+
+  StoredFilter(const StoredFilter&) = delete;
+  StoredFilter& operator=(const StoredFilter&) = delete;
+
+  const std::string& name() const { return name_; }
+  uint64_t generation() const { return generation_; }
+  // Null for an unreadable filter.
+  const bloom::ScalableFilter* filter() const { return filter_.get(); }
+  // OK, or why this filter cannot be used (NOT_FOUND once deleted, DATA_LOSS if unreadable).
+  absl::Status Usable() const;
+
+  // Adds items by hash (filter()->Hash); see ScalableFilter::Add for `added` and errors.
+  // Also UNAVAILABLE/DATA_LOSS when RocksDB refuses the write; then nothing was added.
+  absl::Status Add(absl::Span<const uint64_t> hashes, bool* added, bool sync);
+  // present[i] (hashes.size() elements, any initial value) = might contain hashes[i].
+  absl::Status MightContain(absl::Span<const uint64_t> hashes, bool* present);
+  // O(bits): counts set bits.
+  absl::StatusOr<FilterInfo> Info() const;
+
+  // Persists dirty pages and counters and trims the journal. A no-op when nothing changed.
+  absl::Status Checkpoint(bool sync);
+  // Whether the checkpointer should call Checkpoint() now: there are unpersisted changes and
+  // either `interval` passed since the last checkpoint or the journal reached half the bits.
+  bool CheckpointDue(absl::Time now, absl::Duration interval) const;
+  // Deletes the filter's metadata, bits and journal (range deletes: O(1) here, space comes back
+  // with compaction). Afterwards every operation answers NOT_FOUND.
+  absl::Status Delete(bool sync);
+
+  // Recovery, before the filter is shared.
+  bloom::ScalableFilter* mutable_filter() { return filter_.get(); }
+  uint64_t checkpoint_seq() const;
+  void MarkUnreadable(absl::Status error);
+  // `next_seq` follows the last replayed journal record; `replayed_bytes` of journal are
+  // pending a checkpoint.
+  void FinishRecovery(uint64_t next_seq, uint64_t replayed_bytes);
+
+ private:
+  struct PersistedState {
+    uint64_t checkpoint_seq = 0;
+    uint64_t checks = 0;
+    uint64_t check_hits = 0;
+    std::vector<uint64_t> items_added;  // per sub-filter, as of checkpoint_seq
+  };
+
+  absl::Status PersistNewSubFilter(const bloom::SubFilter& sub, bool sync);
+  absl::Status Journal(absl::Span<const Run> runs, absl::Span<const uint64_t> hashes, bool sync);
+  // The metadata record for `state`, listing the chain plus `extra` (a sub-filter being opened).
+  FilterRecord MakeRecord(const PersistedState& state, const bloom::SubFilter* extra) const;
+  absl::Status WritePages(const std::vector<std::vector<uint64_t>>& dirty, bool sync);
+
+  const std::string name_;
+  const uint64_t generation_;
+  const uint64_t seed_;
+  const int64_t created_at_micros_;
+  const bloom::FilterSpec spec_;
+  const std::unique_ptr<bloom::ScalableFilter> filter_;
+  Database* const db_;
+  MemoryBudget* const budget_;
+  std::atomic<uint64_t> charged_bytes_;
+  absl::Status load_error_;  // set only during recovery
+
+  absl::Mutex checkpoint_mu_ ABSL_ACQUIRED_BEFORE(apply_mu_);
+  mutable absl::Mutex apply_mu_ ABSL_ACQUIRED_BEFORE(meta_mu_);
+  mutable absl::Mutex meta_mu_;
+  std::atomic<bool> deleted_{false};  // written with apply_mu_ held exclusively
+  std::atomic<uint64_t> next_seq_{1};
+  std::atomic<uint64_t> journal_bytes_{0};  // journalled since the last checkpoint
+  std::atomic<uint64_t> checks_{0};
+  std::atomic<uint64_t> check_hits_{0};
+  std::atomic<uint64_t> checks_at_checkpoint_{0};
+  std::atomic<int64_t> last_checkpoint_micros_;
+  PersistedState persisted_ ABSL_GUARDED_BY(meta_mu_);
+};
+
+}  // namespace storage
+
+#endif  // STORAGE_STORED_FILTER_H_
