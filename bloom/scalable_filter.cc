@@ -230,7 +230,7 @@ absl::Status ScalableFilter::Add(absl::Span<const uint64_t> hashes, bool* added)
 }
 
 absl::Status ScalableFilter::Grow(const SubFilter* full, NewSubFilterHook on_new_sub_filter) {
-  absl::MutexLock lock(&growth_mu_);
+  bloomsync::MutexLock lock(&growth_mu_);
   if (newest() != full) return absl::OkStatus();  // another add opened it meanwhile
   absl::StatusOr<std::unique_ptr<SubFilter>> sub = MakeNextSubFilter();
   if (!sub.ok()) return sub.status();

@@ -31,7 +31,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "bloom/blocked_filter.h"
@@ -195,7 +195,7 @@ class ScalableFilter {
 
   const FilterSpec spec_;
   const uint64_t seed_;
-  absl::Mutex growth_mu_;  // serialises opening sub-filters (not the reads of the chain)
+  bloomsync::Mutex growth_mu_;  // serialises opening sub-filters (not the reads of the chain)
   std::unique_ptr<SubFilter> first_;  // written once, before or by the first append
   std::atomic<SubFilter*> newest_{nullptr};
 };

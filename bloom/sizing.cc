@@ -9,7 +9,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 
 namespace bloom {
 namespace {
@@ -50,7 +50,7 @@ class ExactTables {
  public:
   double Fpr(double lambda, uint32_t k) {
     const LoadRange range = PoissonRange(lambda);
-    absl::MutexLock lock(&mu_);
+    bloomsync::MutexLock lock(&mu_);
     Table& table = tables_[k];
     Extend(k, range.hi, table);
     double sum = 0;
@@ -70,7 +70,7 @@ class ExactTables {
   // 1 - 1e-9, the exact value is even closer to 1: report 1 (conservative) and stop extending.
   static constexpr double kSaturated = 1.0 - 1e-9;
 
-  static void Extend(uint32_t k, uint64_t max_load, Table& t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  void Extend(uint32_t k, uint64_t max_load, Table& t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (t.f.empty()) {
       t.occupancy.assign(kBlockBits + 1, 0.0);
       t.occupancy[0] = 1.0;
@@ -94,10 +94,9 @@ class ExactTables {
     p[0] = 0;
   }
 
-  static absl::Mutex mu_;
+  bloomsync::Mutex mu_;
   std::array<Table, kMaxHashCount + 1> tables_ ABSL_GUARDED_BY(mu_);
 };
-absl::Mutex ExactTables::mu_(absl::kConstInit);
 
 ExactTables& Tables() {
   static auto* tables = new ExactTables();
@@ -144,14 +143,14 @@ BestLoad BestLoadFor(double error_rate) {
 // BestLoadFor memoised: filters of one service mostly share a handful of error rates, and each
 // search costs milliseconds.
 BestLoad CachedBestLoadFor(double error_rate) {
-  static absl::Mutex mu(absl::kConstInit);
-  static auto* cache = new absl::flat_hash_map<double, BestLoad>();  // guarded by mu
+  static auto* mu = new bloomsync::Mutex();
+  static auto* cache = new absl::flat_hash_map<double, BestLoad>();  // guarded by *mu
   {
-    absl::MutexLock lock(&mu);
+    bloomsync::MutexLock lock(mu);
     if (auto it = cache->find(error_rate); it != cache->end()) return it->second;
   }
   const BestLoad best = BestLoadFor(error_rate);
-  absl::MutexLock lock(&mu);
+  bloomsync::MutexLock lock(mu);
   if (cache->size() > 4096) cache->clear();  // bounded: hostile callers may send many rates
   cache->emplace(error_rate, best);
   return best;

@@ -75,9 +75,13 @@ FilterStore::~FilterStore() {
 }
 
 absl::Status FilterStore::Close() {
-  if (!stop_checkpointer_.HasBeenNotified()) stop_checkpointer_.Notify();
+  {
+    std::lock_guard<std::mutex> lock(stop_mu_);
+    stop_requested_ = true;
+  }
+  stop_cv_.notify_all();
   if (checkpointer_.joinable()) checkpointer_.join();
-  absl::WriterMutexLock lock(&lifecycle_mu_);
+  bloomsync::WriterMutexLock lock(&lifecycle_mu_);
   if (closed_.load()) return absl::OkStatus();
   absl::Status result;
   for (const std::shared_ptr<StoredFilter>& filter : Snapshot()) {
@@ -97,13 +101,13 @@ FilterStore::Shard& FilterStore::ShardFor(absl::string_view name) const {
   return shards_[absl::Hash<absl::string_view>()(name) % shards_.size()];
 }
 
-absl::Mutex& FilterStore::NameLock(absl::string_view name) const {
+bloomsync::Mutex& FilterStore::NameLock(absl::string_view name) const {
   return name_locks_[(absl::Hash<absl::string_view>()(name) >> 8) % name_locks_.size()];
 }
 
 std::shared_ptr<StoredFilter> FilterStore::Find(absl::string_view name) const {
   Shard& shard = ShardFor(name);
-  absl::ReaderMutexLock lock(&shard.mu);
+  bloomsync::ReaderMutexLock lock(&shard.mu);
   auto it = shard.filters.find(name);
   return it == shard.filters.end() ? nullptr : it->second;
 }
@@ -119,20 +123,20 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::FindUsable(
 
 void FilterStore::Insert(std::shared_ptr<StoredFilter> filter) {
   Shard& shard = ShardFor(filter->name());
-  absl::MutexLock lock(&shard.mu);
+  bloomsync::MutexLock lock(&shard.mu);
   shard.filters[filter->name()] = std::move(filter);
 }
 
 void FilterStore::Remove(const std::string& name) {
   Shard& shard = ShardFor(name);
-  absl::MutexLock lock(&shard.mu);
+  bloomsync::MutexLock lock(&shard.mu);
   shard.filters.erase(name);
 }
 
 std::vector<std::shared_ptr<StoredFilter>> FilterStore::Snapshot() const {
   std::vector<std::shared_ptr<StoredFilter>> all;
   for (Shard& shard : shards_) {
-    absl::ReaderMutexLock lock(&shard.mu);
+    bloomsync::ReaderMutexLock lock(&shard.mu);
     for (const auto& [name, filter] : shard.filters) all.push_back(filter);
   }
   return all;
@@ -141,7 +145,7 @@ std::vector<std::shared_ptr<StoredFilter>> FilterStore::Snapshot() const {
 size_t FilterStore::num_filters() const {
   size_t n = 0;
   for (Shard& shard : shards_) {
-    absl::ReaderMutexLock lock(&shard.mu);
+    bloomsync::ReaderMutexLock lock(&shard.mu);
     n += shard.filters.size();
   }
   return n;
@@ -149,7 +153,7 @@ size_t FilterStore::num_filters() const {
 
 absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::FindOrCreate(
     absl::string_view name, const bloom::FilterSpec& spec, bool& created) {
-  absl::MutexLock name_lock(&NameLock(name));
+  bloomsync::MutexLock name_lock(&NameLock(name));
   created = false;
   if (std::shared_ptr<StoredFilter> existing = Find(name)) return existing;
 
@@ -185,7 +189,7 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::FindOrCreate(
 
 absl::StatusOr<FilterStore::ReserveResult> FilterStore::Reserve(absl::string_view name,
                                                                 const bloom::FilterSpec& spec) {
-  absl::ReaderMutexLock lifecycle(&lifecycle_mu_);
+  bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
   RETURN_IF_ERROR(CheckOpen());
   RETURN_IF_ERROR(ValidateFilterName(name));
   ASSIGN_OR_RETURN(const bloom::FilterSpec normalized, bloom::NormalizeSpec(spec));
@@ -205,7 +209,7 @@ absl::StatusOr<FilterStore::ReserveResult> FilterStore::Reserve(absl::string_vie
 absl::StatusOr<std::vector<bool>> FilterStore::Add(absl::string_view name,
                                                    absl::Span<const absl::string_view> items,
                                                    const bloom::FilterSpec* create_if_missing) {
-  absl::ReaderMutexLock lifecycle(&lifecycle_mu_);
+  bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
   RETURN_IF_ERROR(CheckOpen());
   RETURN_IF_ERROR(ValidateFilterName(name));
   std::optional<bloom::FilterSpec> spec;
@@ -235,7 +239,7 @@ absl::StatusOr<std::vector<bool>> FilterStore::Add(absl::string_view name,
 
 absl::StatusOr<std::vector<bool>> FilterStore::MightContain(
     absl::string_view name, absl::Span<const absl::string_view> items) {
-  absl::ReaderMutexLock lifecycle(&lifecycle_mu_);
+  bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
   RETURN_IF_ERROR(CheckOpen());
   ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> filter, FindUsable(name));
   std::vector<uint64_t> hashes(items.size());
@@ -246,17 +250,17 @@ absl::StatusOr<std::vector<bool>> FilterStore::MightContain(
 }
 
 absl::StatusOr<FilterInfo> FilterStore::Stats(absl::string_view name) {
-  absl::ReaderMutexLock lifecycle(&lifecycle_mu_);
+  bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
   RETURN_IF_ERROR(CheckOpen());
   ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> filter, FindUsable(name));
   return filter->Info();
 }
 
 absl::Status FilterStore::Delete(absl::string_view name) {
-  absl::ReaderMutexLock lifecycle(&lifecycle_mu_);
+  bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
   RETURN_IF_ERROR(CheckOpen());
   RETURN_IF_ERROR(ValidateFilterName(name));
-  absl::MutexLock name_lock(&NameLock(name));
+  bloomsync::MutexLock name_lock(&NameLock(name));
   std::shared_ptr<StoredFilter> filter = Find(name);
   if (filter == nullptr) return absl::NotFoundError(absl::StrCat("filter '", name, "' not found"));
   RETURN_IF_ERROR(filter->Delete(options_.sync));
@@ -267,7 +271,7 @@ absl::Status FilterStore::Delete(absl::string_view name) {
 absl::StatusOr<FilterStore::ListPage> FilterStore::List(absl::string_view prefix,
                                                         size_t page_size,
                                                         absl::string_view page_token) {
-  absl::ReaderMutexLock lifecycle(&lifecycle_mu_);
+  bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
   RETURN_IF_ERROR(CheckOpen());
   if (!page_token.empty()) RETURN_IF_ERROR(ValidateFilterName(page_token, "page_token"));
   if (page_size == 0) page_size = kDefaultPageSize;
@@ -292,7 +296,7 @@ absl::StatusOr<FilterStore::ListPage> FilterStore::List(absl::string_view prefix
 }
 
 absl::Status FilterStore::CheckpointAll() {
-  absl::ReaderMutexLock lifecycle(&lifecycle_mu_);
+  bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
   RETURN_IF_ERROR(CheckOpen());
   absl::Status result;
   for (const std::shared_ptr<StoredFilter>& filter : Snapshot()) {
@@ -301,13 +305,19 @@ absl::Status FilterStore::CheckpointAll() {
   return result;
 }
 
+bool FilterStore::WaitForStop(absl::Duration timeout) {
+  std::unique_lock<std::mutex> lock(stop_mu_);
+  return stop_cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout),
+                           [this] { return stop_requested_; });
+}
+
 void FilterStore::CheckpointLoop() {
-  while (!stop_checkpointer_.WaitForNotificationWithTimeout(absl::Seconds(1))) {
-    absl::ReaderMutexLock lifecycle(&lifecycle_mu_);
+  while (!WaitForStop(absl::Seconds(1))) {
+    bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
     if (closed_.load()) return;
     const absl::Time now = absl::Now();
     for (const std::shared_ptr<StoredFilter>& filter : Snapshot()) {
-      if (stop_checkpointer_.HasBeenNotified()) return;
+      if (WaitForStop(absl::ZeroDuration())) return;
       if (!filter->CheckpointDue(now, options_.checkpoint_interval)) continue;
       if (absl::Status s = filter->Checkpoint(options_.sync); !s.ok()) {
         bloomlog::LogError(absl::StrCat("checkpoint of filter '", filter->name(),

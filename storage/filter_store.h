@@ -26,6 +26,8 @@
 
 #include <array>
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <thread>
@@ -36,8 +38,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
+#include "common/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "bloom/scalable_filter.h"
@@ -137,13 +138,15 @@ class FilterStore {
   std::vector<std::shared_ptr<StoredFilter>> Snapshot() const;
   absl::Status CheckOpen() const ABSL_SHARED_LOCKS_REQUIRED(lifecycle_mu_);
   void CheckpointLoop();
+  // Waits up to `timeout` for Close() to ask the checkpointer to stop; true if it did.
+  bool WaitForStop(absl::Duration timeout);
 
   struct Shard {
-    mutable absl::Mutex mu;
+    mutable bloomsync::Mutex mu;
     absl::flat_hash_map<std::string, std::shared_ptr<StoredFilter>> filters ABSL_GUARDED_BY(mu);
   };
   Shard& ShardFor(absl::string_view name) const;
-  absl::Mutex& NameLock(absl::string_view name) const;
+  bloomsync::Mutex& NameLock(absl::string_view name) const;
 
   const StoreOptions options_;
   std::unique_ptr<Database> db_;
@@ -152,10 +155,13 @@ class FilterStore {
   std::atomic<bool> closed_{false};
   LoadReport load_report_;
   mutable std::array<Shard, 16> shards_;
-  mutable std::array<absl::Mutex, 64> name_locks_;  // serialise Reserve/Delete per name
+  mutable std::array<bloomsync::Mutex, 64> name_locks_;  // serialise Reserve/Delete per name
   // Shared by every operation, exclusive for Close(): nothing touches RocksDB after it closed.
-  mutable absl::Mutex lifecycle_mu_;
-  absl::Notification stop_checkpointer_;
+  mutable bloomsync::Mutex lifecycle_mu_;
+  // Wakes the checkpointer early when Close() asks it to stop.
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;
+  bool stop_requested_ = false;  // guarded by stop_mu_
   std::thread checkpointer_;
 };
 

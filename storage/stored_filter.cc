@@ -54,7 +54,7 @@ StoredFilter::StoredFilter(std::string name, const FilterRecord& record,
       check_hits_(record.check_hits),
       checks_at_checkpoint_(record.checks),
       last_checkpoint_micros_(absl::ToUnixMicros(absl::Now())) {
-  absl::MutexLock lock(&meta_mu_);
+  bloomsync::MutexLock lock(&meta_mu_);
   persisted_.checkpoint_seq = record.checkpoint_seq;
   persisted_.checks = record.checks;
   persisted_.check_hits = record.check_hits;
@@ -92,7 +92,7 @@ void StoredFilter::MarkUnreadable(absl::Status error) {
 }
 
 uint64_t StoredFilter::checkpoint_seq() const {
-  absl::MutexLock lock(&meta_mu_);
+  bloomsync::MutexLock lock(&meta_mu_);
   return persisted_.checkpoint_seq;
 }
 
@@ -102,7 +102,7 @@ void StoredFilter::FinishRecovery(uint64_t next_seq, uint64_t replayed_bytes) {
 }
 
 absl::Status StoredFilter::Add(absl::Span<const uint64_t> hashes, bool* added, bool sync) {
-  absl::ReaderMutexLock lock(&apply_mu_);
+  bloomsync::ReaderMutexLock lock(&apply_mu_);
   if (absl::Status usable = Usable(); !usable.ok()) return usable;
   return filter_->Add(
       hashes, added,
@@ -119,7 +119,7 @@ absl::Status StoredFilter::PersistNewSubFilter(const bloom::SubFilter& sub, bool
       !charged.ok()) {
     return charged;
   }
-  absl::MutexLock lock(&meta_mu_);
+  bloomsync::MutexLock lock(&meta_mu_);
   rocksdb::WriteBatch batch;
   batch.Put(db_->filters(), name_, EncodeFilterRecord(MakeRecord(persisted_, &sub)));
   if (absl::Status written = db_->Write(batch, sync, "persisting a new sub-filter");
@@ -189,12 +189,12 @@ FilterRecord StoredFilter::MakeRecord(const PersistedState& state,
 }
 
 absl::Status StoredFilter::Checkpoint(bool sync) {
-  absl::MutexLock checkpoint_lock(&checkpoint_mu_);
+  bloomsync::MutexLock checkpoint_lock(&checkpoint_mu_);
   PersistedState next;
   std::vector<std::vector<uint64_t>> dirty;
   uint64_t journal_bytes = 0;
   {
-    absl::WriterMutexLock lock(&apply_mu_);
+    bloomsync::WriterMutexLock lock(&apply_mu_);
     if (!Usable().ok()) return absl::OkStatus();
     next.checkpoint_seq = next_seq_.load() - 1;
     next.checks = checks_.load();
@@ -206,7 +206,7 @@ absl::Status StoredFilter::Checkpoint(bool sync) {
       dirty.push_back(sub->bits().TakeDirtyPages());
       any_dirty |= !dirty.back().empty();
     }
-    absl::MutexLock meta(&meta_mu_);
+    bloomsync::MutexLock meta(&meta_mu_);
     if (!any_dirty && next.checkpoint_seq == persisted_.checkpoint_seq &&
         next.checks == persisted_.checks) {
       return absl::OkStatus();
@@ -214,7 +214,7 @@ absl::Status StoredFilter::Checkpoint(bool sync) {
   }
   absl::Status status = WritePages(dirty, sync);
   if (status.ok()) {
-    absl::MutexLock meta(&meta_mu_);
+    bloomsync::MutexLock meta(&meta_mu_);
     rocksdb::WriteBatch batch;
     batch.Put(db_->filters(), name_, EncodeFilterRecord(MakeRecord(next, nullptr)));
     batch.DeleteRange(db_->journal(), GenerationPrefix(generation_),
@@ -273,8 +273,8 @@ bool StoredFilter::CheckpointDue(absl::Time now, absl::Duration interval) const 
 }
 
 absl::Status StoredFilter::Delete(bool sync) {
-  absl::MutexLock checkpoint_lock(&checkpoint_mu_);
-  absl::WriterMutexLock lock(&apply_mu_);
+  bloomsync::MutexLock checkpoint_lock(&checkpoint_mu_);
+  bloomsync::WriterMutexLock lock(&apply_mu_);
   if (deleted_.load()) return Usable();
   rocksdb::WriteBatch batch;
   batch.Delete(db_->filters(), name_);

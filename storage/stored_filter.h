@@ -34,7 +34,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "bloom/scalable_filter.h"
@@ -128,9 +128,9 @@ class StoredFilter {
   std::atomic<uint64_t> charged_bytes_;
   absl::Status load_error_;  // set only during recovery
 
-  absl::Mutex checkpoint_mu_ ABSL_ACQUIRED_BEFORE(apply_mu_);
-  mutable absl::Mutex apply_mu_ ABSL_ACQUIRED_BEFORE(meta_mu_);
-  mutable absl::Mutex meta_mu_;
+  bloomsync::Mutex checkpoint_mu_ ABSL_ACQUIRED_BEFORE(apply_mu_);
+  mutable bloomsync::Mutex apply_mu_ ABSL_ACQUIRED_BEFORE(meta_mu_);
+  mutable bloomsync::Mutex meta_mu_;
   std::atomic<bool> deleted_{false};  // written with apply_mu_ held exclusively
   std::atomic<uint64_t> next_seq_{1};
   std::atomic<uint64_t> journal_bytes_{0};  // journalled since the last checkpoint
