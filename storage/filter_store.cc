@@ -295,6 +295,75 @@ absl::StatusOr<FilterStore::ListPage> FilterStore::List(absl::string_view prefix
   return page;
 }
 
+PendingImport::PendingImport(std::string name, MemoryBudget* budget)
+    : name_(std::move(name)),
+      budget_(budget),
+      parser_([this](uint64_t bytes) {
+        RETURN_IF_ERROR(budget_->Charge(bytes, absl::StrCat("importing filter '", name_, "'")));
+        charged_ = bytes;
+        return absl::OkStatus();
+      }) {}
+
+PendingImport::~PendingImport() {
+  if (charged_ > 0) budget_->Release(charged_);
+}
+
+absl::Status FilterStore::Export(absl::string_view name,
+                                 const std::function<absl::Status(absl::string_view)>& sink) {
+  std::shared_ptr<StoredFilter> filter;
+  FilterRecord record;
+  {
+    bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
+    RETURN_IF_ERROR(CheckOpen());
+    ASSIGN_OR_RETURN(filter, FindUsable(name));
+    ASSIGN_OR_RETURN(record, filter->SnapshotRecord());
+  }
+  // The bits are read without holding the store: a slow reader must not block Close(); the
+  // shared_ptr keeps the filter's memory alive even if it is deleted meanwhile.
+  return WriteDump(record, *filter->filter(), sink);
+}
+
+absl::StatusOr<std::unique_ptr<PendingImport>> FilterStore::BeginImport(absl::string_view name) {
+  bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
+  RETURN_IF_ERROR(CheckOpen());
+  RETURN_IF_ERROR(ValidateFilterName(name));
+  if (Find(name) != nullptr) {
+    return absl::AlreadyExistsError(absl::StrCat("filter '", name, "' already exists"));
+  }
+  return std::unique_ptr<PendingImport>(new PendingImport(std::string(name), &budget_));
+}
+
+absl::StatusOr<FilterInfo> FilterStore::CommitImport(PendingImport& import) {
+  bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
+  RETURN_IF_ERROR(CheckOpen());
+  ASSIGN_OR_RETURN(DumpParser::Result dump, import.parser_.Finish());
+  const std::string& name = import.name();
+  bloomsync::MutexLock name_lock(&NameLock(name));
+  if (Find(name) != nullptr) {
+    return absl::AlreadyExistsError(absl::StrCat("filter '", name, "' already exists"));
+  }
+  FilterRecord record = std::move(dump.record);
+  record.generation = next_generation_.fetch_add(1);
+  record.checkpoint_seq = 0;
+  record.created_at_micros = absl::ToUnixMicros(absl::Now());
+  // Claim the generation durably first: if we crash while writing pages, they belong to a
+  // generation nobody will reuse.
+  rocksdb::WriteBatch claim;
+  claim.Put(std::string(kNextGenerationKey), absl::StrCat(record.generation + 1));
+  RETURN_IF_ERROR(db_->Write(claim, options_.sync, "importing a filter"));
+  auto stored = std::make_shared<StoredFilter>(name, record, std::move(dump.filter), db_.get(),
+                                               &budget_, import.charged_);
+  import.charged_ = 0;  // the StoredFilter owns the charge now
+  for (bloom::SubFilter* sub = stored->mutable_filter()->first(); sub != nullptr;
+       sub = sub->next()) {
+    sub->bits().MarkAllPagesDirty();
+  }
+  // A checkpoint writes every page and then the metadata that makes the filter exist.
+  RETURN_IF_ERROR(stored->Checkpoint(options_.sync));
+  Insert(stored);
+  return stored->Info();
+}
+
 absl::Status FilterStore::CheckpointAll() {
   bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
   RETURN_IF_ERROR(CheckOpen());

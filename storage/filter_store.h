@@ -27,6 +27,7 @@
 #include <array>
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <memory>
 #include <string>
@@ -43,10 +44,36 @@
 #include "absl/types/span.h"
 #include "bloom/scalable_filter.h"
 #include "storage/database.h"
+#include "storage/dump.h"
 #include "storage/memory_budget.h"
 #include "storage/stored_filter.h"
 
 namespace storage {
+
+class FilterStore;
+
+// An Import in progress: feed it the dump's chunks, then FilterStore::CommitImport(). Memory
+// for the filter is charged when the dump's header arrives and released if it is never
+// committed. Not thread-safe; must not outlive its FilterStore.
+class PendingImport {
+ public:
+  ~PendingImport();
+  PendingImport(const PendingImport&) = delete;
+  PendingImport& operator=(const PendingImport&) = delete;
+
+  // INVALID_ARGUMENT / DATA_LOSS / RESOURCE_EXHAUSTED as in DumpParser; sticky.
+  absl::Status Append(absl::string_view data) { return parser_.Append(data); }
+  const std::string& name() const { return name_; }
+
+ private:
+  friend class FilterStore;
+  PendingImport(std::string name, MemoryBudget* budget);
+
+  const std::string name_;
+  MemoryBudget* const budget_;
+  uint64_t charged_ = 0;
+  DumpParser parser_;
+};
 
 struct StoreOptions {
   std::string data_dir;
@@ -114,6 +141,17 @@ class FilterStore {
   // page's next_page_token; empty for the first page). Unreadable filters are skipped.
   absl::StatusOr<ListPage> List(absl::string_view prefix, size_t page_size,
                                 absl::string_view page_token);
+
+  // Streams the dump of `name` (dump.h) to `sink` in chunks of at most 1 MiB.
+  absl::Status Export(absl::string_view name,
+                      const std::function<absl::Status(absl::string_view)>& sink);
+  // Starts importing a dump as the new filter `name`: INVALID_ARGUMENT for a bad name,
+  // ALREADY_EXISTS if it is taken.
+  absl::StatusOr<std::unique_ptr<PendingImport>> BeginImport(absl::string_view name);
+  // Creates the filter once the whole dump arrived: an identical filter (spec, seed, bits,
+  // counters) under the new name. Nothing is created on error (ALREADY_EXISTS if the name was
+  // taken meanwhile, or the dump's error).
+  absl::StatusOr<FilterInfo> CommitImport(PendingImport& import);
 
   // Checkpoints every filter with changes now.
   absl::Status CheckpointAll();

@@ -357,6 +357,92 @@ TEST_F(FilterStoreTest, ConcurrentAddsReadsAndCheckpointsLoseNothing) {
   EXPECT_EQ(store_->Stats("busy")->stats.items_added, items_added);
 }
 
+std::string ExportAll(FilterStore& store, absl::string_view name, int* chunks = nullptr) {
+  std::string dump;
+  int n = 0;
+  absl::Status s = store.Export(name, [&](absl::string_view chunk) {
+    EXPECT_LE(chunk.size(), kMaxDumpChunkBytes);
+    dump.append(chunk.data(), chunk.size());
+    ++n;
+    return absl::OkStatus();
+  });
+  EXPECT_TRUE(s.ok()) << s;
+  if (chunks != nullptr) *chunks = n;
+  return dump;
+}
+
+// Feeds `dump` in chunks of `chunk` bytes and commits.
+absl::StatusOr<FilterInfo> ImportAll(FilterStore& store, absl::string_view name,
+                                     absl::string_view dump, size_t chunk = 4096) {
+  absl::StatusOr<std::unique_ptr<PendingImport>> import = store.BeginImport(name);
+  if (!import.ok()) return import.status();
+  for (size_t i = 0; i < dump.size(); i += chunk) {
+    if (absl::Status s = (*import)->Append(dump.substr(i, chunk)); !s.ok()) return s;
+  }
+  return store.CommitImport(**import);
+}
+
+TEST_F(FilterStoreTest, ExportImportRecreatesAnIdenticalFilter) {
+  ASSERT_OK(store_->Reserve("src", {20'000, 0.01, 3, false}).status());
+  const std::vector<std::string> items = Items("e", 0, 100'000);  // several sub-filters, >1 MiB
+  ASSERT_OK(store_->Add("src", Views(items), nullptr).status());
+  int chunks = 0;
+  const std::string dump = ExportAll(*store_, "src", &chunks);
+  EXPECT_GT(chunks, 1);
+  absl::StatusOr<FilterInfo> imported = ImportAll(*store_, "copy", dump, 100'000);
+  ASSERT_OK(imported.status());
+  absl::StatusOr<FilterInfo> source = store_->Stats("src");
+  EXPECT_EQ(imported->spec, source->spec);
+  EXPECT_EQ(imported->stats.items_added, source->stats.items_added);
+  EXPECT_EQ(imported->stats.fill_ratio, source->stats.fill_ratio);
+  EXPECT_EQ(imported->stats.sub_filters.size(), source->stats.sub_filters.size());
+  // Identical answers, false positives included (same seed, same bits).
+  const std::vector<std::string> probe = Items("probe", 0, 20'000);
+  EXPECT_EQ(*store_->MightContain("copy", Views(probe)), *store_->MightContain("src", Views(probe)));
+  ExpectAllPresent("copy", items);
+  // It is a real, persistent filter of its own.
+  ASSERT_OK(store_->Delete("src"));
+  ASSERT_OK(store_->Close());
+  Open();
+  ExpectAllPresent("copy", items);
+  EXPECT_EQ(store_->Stats("copy")->stats.items_added, imported->stats.items_added);
+}
+
+TEST_F(FilterStoreTest, BadDumpsCreateNothing) {
+  ASSERT_OK(store_->Reserve("src", {1000, 0.01}).status());
+  ASSERT_OK(store_->Add("src", Views(Items("d", 0, 500)), nullptr).status());
+  const std::string dump = ExportAll(*store_, "src");
+  std::string flipped_bits = dump;
+  flipped_bits[dump.size() / 2] ^= 1;
+  std::string flipped_header = dump;
+  flipped_header[20] ^= 1;
+  struct Case {
+    std::string name, dump;
+    absl::StatusCode code;
+  };
+  const std::vector<Case> cases = {
+      {"truncated", dump.substr(0, dump.size() - 1), absl::StatusCode::kInvalidArgument},
+      {"header-only", dump.substr(0, 30), absl::StatusCode::kInvalidArgument},
+      {"empty", "", absl::StatusCode::kInvalidArgument},
+      {"foreign", "GIF89a and then some bytes that are not a dump", absl::StatusCode::kInvalidArgument},
+      {"bits-flipped", flipped_bits, absl::StatusCode::kDataLoss},
+      {"header-flipped", flipped_header, absl::StatusCode::kDataLoss},
+      {"trailing", dump + "x", absl::StatusCode::kInvalidArgument},
+  };
+  const uint64_t memory = store_->memory_used();
+  for (const Case& c : cases) {
+    EXPECT_EQ(ImportAll(*store_, c.name, c.dump).status().code(), c.code) << c.name;
+    EXPECT_EQ(store_->Stats(c.name).status().code(), absl::StatusCode::kNotFound) << c.name;
+  }
+  EXPECT_EQ(store_->memory_used(), memory);  // failed imports gave their memory back
+  EXPECT_EQ(ImportAll(*store_, "src", dump).status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(ImportAll(*store_, "bad name", dump).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  ASSERT_OK(store_->Close());
+  Open();
+  EXPECT_EQ(store_->num_filters(), 1u);
+}
+
 TEST_F(FilterStoreTest, ClosedStoreAnswersFailedPrecondition) {
   ASSERT_OK(store_->Close());
   ASSERT_OK(store_->Close());  // idempotent

@@ -164,6 +164,17 @@ absl::StatusOr<FilterInfo> StoredFilter::Info() const {
   return info;
 }
 
+absl::StatusOr<FilterRecord> StoredFilter::SnapshotRecord() const {
+  if (absl::Status usable = Usable(); !usable.ok()) return usable;
+  PersistedState live;
+  live.checks = checks_.load();
+  live.check_hits = check_hits_.load();
+  for (const bloom::SubFilter* sub = filter_->first(); sub != nullptr; sub = sub->next()) {
+    live.items_added.push_back(sub->items_added());
+  }
+  return MakeRecord(live, nullptr);
+}
+
 FilterRecord StoredFilter::MakeRecord(const PersistedState& state,
                                       const bloom::SubFilter* extra) const {
   FilterRecord record;

@@ -85,6 +85,8 @@ class StoredFilter {
   absl::Status MightContain(absl::Span<const uint64_t> hashes, bool* present);
   // O(bits): counts set bits.
   absl::StatusOr<FilterInfo> Info() const;
+  // The metadata record with live counters (for Export).
+  absl::StatusOr<FilterRecord> SnapshotRecord() const;
 
   // Persists dirty pages and counters and trims the journal. A no-op when nothing changed.
   absl::Status Checkpoint(bool sync);

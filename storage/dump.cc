@@ -1,0 +1,174 @@
+#include "storage/dump.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "storage/stored_filter.h"
+
+namespace storage {
+namespace {
+
+constexpr absl::string_view kDumpMagic = "BLMD";
+constexpr uint16_t kDumpVersion = 1;
+constexpr size_t kPreambleBytes = 4 + 2 + 4;
+// A FilterRecord with the maximum number of sub-filters is far below this.
+constexpr uint32_t kMaxHeaderBytes = 64 << 10;
+
+template <typename T>
+void AppendFixed(std::string& out, T value) {
+  out.append(reinterpret_cast<const char*>(&value), sizeof(T));
+}
+
+}  // namespace
+
+absl::Status WriteDump(const FilterRecord& record, const bloom::ScalableFilter& filter,
+                       const std::function<absl::Status(absl::string_view)>& sink) {
+  XXH3_state_t* hash = XXH3_createState();
+  XXH3_64bits_reset(hash);
+  std::string chunk;
+  chunk.reserve(kMaxDumpChunkBytes);
+  auto flush = [&]() -> absl::Status {
+    if (chunk.empty()) return absl::OkStatus();
+    XXH3_64bits_update(hash, chunk.data(), chunk.size());
+    absl::Status status = sink(chunk);
+    chunk.clear();
+    return status;
+  };
+  const std::string header = EncodeFilterRecord(record);
+  chunk.append(kDumpMagic.data(), kDumpMagic.size());
+  AppendFixed<uint16_t>(chunk, kDumpVersion);
+  AppendFixed<uint32_t>(chunk, static_cast<uint32_t>(header.size()));
+  chunk += header;
+  absl::Status status;
+  std::string page;
+  for (const bloom::SubFilter* sub = filter.first(); sub != nullptr && status.ok();
+       sub = sub->next()) {
+    const bloom::BlockedBloomFilter& bits = sub->bits();
+    for (uint64_t p = 0; p < bits.num_pages() && status.ok(); ++p) {
+      page.resize(bits.page_size(p));
+      bits.ReadPage(p, page.data());
+      if (chunk.size() + page.size() > kMaxDumpChunkBytes) status = flush();
+      chunk += page;
+    }
+  }
+  if (status.ok()) status = flush();
+  if (status.ok()) {
+    AppendFixed<uint64_t>(chunk, XXH3_64bits_digest(hash));
+    status = sink(chunk);
+  }
+  XXH3_freeState(hash);
+  return status;
+}
+
+DumpParser::DumpParser(std::function<absl::Status(uint64_t bytes)> reserve_memory)
+    : reserve_memory_(std::move(reserve_memory)), hash_(XXH3_createState()) {
+  XXH3_64bits_reset(hash_);
+}
+
+DumpParser::~DumpParser() { XXH3_freeState(hash_); }
+
+absl::Status DumpParser::Append(absl::string_view data) {
+  while (error_.ok() && !data.empty()) {
+    // Takes up to `want` bytes into pending_; true once it holds them all.
+    auto gather = [&](size_t want) {
+      const size_t take = std::min(want - pending_.size(), data.size());
+      pending_.append(data.data(), take);
+      if (stage_ != Stage::kChecksum) XXH3_64bits_update(hash_, data.data(), take);
+      data.remove_prefix(take);
+      return pending_.size() == want;
+    };
+    switch (stage_) {
+      case Stage::kPreamble: {
+        if (!gather(kPreambleBytes)) break;
+        uint16_t version;
+        std::memcpy(&version, pending_.data() + 4, 2);
+        std::memcpy(&header_length_, pending_.data() + 6, 4);
+        if (absl::string_view(pending_).substr(0, 4) != kDumpMagic) {
+          error_ = absl::InvalidArgumentError("not a bloom-server dump (bad magic bytes)");
+        } else if (version != kDumpVersion) {
+          error_ = absl::InvalidArgumentError(absl::StrCat(
+              "dump format version ", version, " is not supported (this server reads ",
+              kDumpVersion, ")"));
+        } else if (header_length_ == 0 || header_length_ > kMaxHeaderBytes) {
+          error_ = absl::InvalidArgumentError(
+              absl::StrCat("dump header length ", header_length_, " is invalid"));
+        }
+        pending_.clear();
+        stage_ = Stage::kHeader;
+        break;
+      }
+      case Stage::kHeader: {
+        if (!gather(header_length_)) break;
+        absl::StatusOr<FilterRecord> record = DecodeFilterRecord(pending_);
+        pending_.clear();
+        if (!record.ok()) {
+          error_ = absl::DataLossError(absl::StrCat("dump header: ", record.status().message()));
+          break;
+        }
+        record_ = *std::move(record);
+        error_ = StartBits();
+        break;
+      }
+      case Stage::kBits:
+        error_ = ConsumeBits(data);
+        break;
+      case Stage::kChecksum: {
+        if (!gather(sizeof(uint64_t))) break;
+        uint64_t stored;
+        std::memcpy(&stored, pending_.data(), sizeof(stored));
+        if (stored != XXH3_64bits_digest(hash_)) {
+          error_ = absl::DataLossError("dump checksum mismatch: the dump is corrupt");
+        }
+        stage_ = Stage::kDone;
+        break;
+      }
+      case Stage::kDone:
+        error_ = absl::InvalidArgumentError(
+            absl::StrCat("dump has ", data.size(), " bytes after its checksum"));
+        break;
+    }
+  }
+  return error_;
+}
+
+absl::Status DumpParser::StartBits() {
+  uint64_t bytes = 0;
+  for (const SubFilterRecord& s : record_.sub_filters) bytes += s.num_blocks * bloom::kBlockBytes;
+  if (absl::Status reserved = reserve_memory_(bytes); !reserved.ok()) return reserved;
+  absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> filter =
+      StoredFilter::BuildFilter(record_);
+  if (!filter.ok()) return filter.status();
+  filter_ = *std::move(filter);
+  stage_ = Stage::kBits;
+  sub_ = 0;
+  page_ = 0;
+  return absl::OkStatus();
+}
+
+absl::Status DumpParser::ConsumeBits(absl::string_view& data) {
+  bloom::BlockedBloomFilter& bits = filter_->sub_filter(sub_)->bits();
+  const size_t want = bits.page_size(page_);
+  const size_t take = std::min(want - pending_.size(), data.size());
+  XXH3_64bits_update(hash_, data.data(), take);
+  pending_.append(data.data(), take);
+  data.remove_prefix(take);
+  if (pending_.size() < want) return absl::OkStatus();
+  if (absl::Status s = bits.OrPage(page_, pending_); !s.ok()) return s;
+  pending_.clear();
+  if (++page_ == bits.num_pages()) {
+    page_ = 0;
+    if (++sub_ == filter_->num_sub_filters()) stage_ = Stage::kChecksum;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<DumpParser::Result> DumpParser::Finish() {
+  if (!error_.ok()) return error_;
+  if (stage_ != Stage::kDone) {
+    return absl::InvalidArgumentError("dump is truncated: the stream ended before its checksum");
+  }
+  return Result{std::move(record_), std::move(filter_)};
+}
+
+}  // namespace storage

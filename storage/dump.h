@@ -1,0 +1,74 @@
+// The Export/Import dump of one filter: self-describing, versioned and checksummed.
+//
+//   "BLMD"  u16 version (1)  u32 header length  header  bits...  u64 XXH3-64 of all before it
+//
+// The header is a FilterRecord (encoding.h: spec, seed, creation time, counters, and every
+// sub-filter's shape, with its own checksum); the bits follow sub-filter by sub-filter, each
+// num_blocks * 64 bytes of little-endian words. A dump is streamed in chunks of any size.
+//
+// Thread-safety: DumpParser is not thread-safe (one import stream owns it).
+#ifndef STORAGE_DUMP_H_
+#define STORAGE_DUMP_H_
+
+#include <xxhash.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "bloom/scalable_filter.h"
+#include "storage/encoding.h"
+
+namespace storage {
+
+inline constexpr size_t kMaxDumpChunkBytes = 1 << 20;
+
+// Streams the dump of `filter` (described by `record`, whose sub-filter list must match it) to
+// `sink` in chunks of at most kMaxDumpChunkBytes. Stops early with the sink's error.
+absl::Status WriteDump(const FilterRecord& record, const bloom::ScalableFilter& filter,
+                       const std::function<absl::Status(absl::string_view)>& sink);
+
+// Parses a dump as it arrives. Errors: INVALID_ARGUMENT for data that is not a dump of a
+// version this server reads, or truncated or overlong; DATA_LOSS when a checksum fails;
+// RESOURCE_EXHAUSTED when `reserve_memory` (called with the bits' size once the header is
+// known, before allocating) refuses.
+class DumpParser {
+ public:
+  explicit DumpParser(std::function<absl::Status(uint64_t bytes)> reserve_memory);
+  ~DumpParser();
+  DumpParser(const DumpParser&) = delete;
+  DumpParser& operator=(const DumpParser&) = delete;
+
+  absl::Status Append(absl::string_view data);
+
+  struct Result {
+    FilterRecord record;  // generation and checkpoint_seq are meaningless
+    std::unique_ptr<bloom::ScalableFilter> filter;
+  };
+  // The filter, once every byte and the checksum arrived.
+  absl::StatusOr<Result> Finish();
+
+ private:
+  enum class Stage { kPreamble, kHeader, kBits, kChecksum, kDone };
+  absl::Status ConsumeBits(absl::string_view& data);
+  absl::Status StartBits();
+
+  std::function<absl::Status(uint64_t)> reserve_memory_;
+  XXH3_state_t* hash_;
+  Stage stage_ = Stage::kPreamble;
+  std::string pending_;  // bytes of the current preamble, header, page or checksum
+  uint32_t header_length_ = 0;
+  FilterRecord record_;
+  std::unique_ptr<bloom::ScalableFilter> filter_;
+  int sub_ = 0;
+  uint64_t page_ = 0;
+  absl::Status error_;  // sticky: once failed, every call answers it
+};
+
+}  // namespace storage
+
+#endif  // STORAGE_DUMP_H_
