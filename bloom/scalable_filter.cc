@@ -28,21 +28,23 @@ uint64_t SaturatingGrowth(uint64_t capacity, uint32_t expansion, int index) {
 
 }  // namespace
 
-absl::StatusOr<FilterSpec> NormalizeSpec(const FilterSpec& spec) {
+absl::StatusOr<FilterSpec> NormalizeSpec(const FilterSpec& spec, absl::string_view field) {
   FilterSpec out = spec;
-  if (spec.capacity == 0) return absl::InvalidArgumentError("spec.capacity must be at least 1");
+  if (spec.capacity == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ".capacity must be at least 1"));
+  }
   if (!(spec.error_rate > 0 && spec.error_rate < 1)) {  // also rejects NaN
     return absl::InvalidArgumentError(absl::StrCat(
-        "spec.error_rate must be greater than 0 and less than 1, got ", spec.error_rate));
+        field, ".error_rate must be greater than 0 and less than 1, got ", spec.error_rate));
   }
   if (spec.expansion > kMaxExpansion) {
-    return absl::InvalidArgumentError(absl::StrCat("spec.expansion must be 0 (default ",
+    return absl::InvalidArgumentError(absl::StrCat(field, ".expansion must be 0 (default ",
                                                    kDefaultExpansion, ") or 1..", kMaxExpansion,
                                                    ", got ", spec.expansion));
   }
   if (spec.non_scaling && spec.expansion > 1) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "spec.expansion must be 0 or 1 for a non_scaling filter, got ", spec.expansion));
+        field, ".expansion must be 0 or 1 for a non_scaling filter, got ", spec.expansion));
   }
   if (out.expansion == 0) out.expansion = spec.non_scaling ? 1 : kDefaultExpansion;
   return out;

@@ -53,8 +53,9 @@ struct FilterSpec {
   friend bool operator==(const FilterSpec&, const FilterSpec&) = default;
 };
 
-// Checks every field and replaces expansion 0 by the default. InvalidArgument names the field.
-absl::StatusOr<FilterSpec> NormalizeSpec(const FilterSpec& spec);
+// Checks every field and replaces expansion 0 by the default. InvalidArgument names the field
+// as `field`.capacity etc.
+absl::StatusOr<FilterSpec> NormalizeSpec(const FilterSpec& spec, absl::string_view field = "spec");
 
 struct SubFilterShape {
   uint64_t capacity = 0;

@@ -214,7 +214,7 @@ absl::StatusOr<std::vector<bool>> FilterStore::Add(absl::string_view name,
   RETURN_IF_ERROR(ValidateFilterName(name));
   std::optional<bloom::FilterSpec> spec;
   if (create_if_missing != nullptr) {
-    ASSIGN_OR_RETURN(spec, bloom::NormalizeSpec(*create_if_missing));
+    ASSIGN_OR_RETURN(spec, bloom::NormalizeSpec(*create_if_missing, "create_if_missing"));
   }
   // A concurrent Delete can remove the filter between lookup and add; with create_if_missing
   // the caller wants it to exist, so look again.

@@ -1,0 +1,195 @@
+#include "client/bloom_client.h"
+
+#include <grpcpp/client_context.h>
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace bloomclient {
+namespace {
+
+std::vector<std::string> Decimal(absl::Span<const int64_t> values) {
+  std::vector<std::string> items;
+  items.reserve(values.size());
+  for (int64_t v : values) items.push_back(absl::StrCat(v));
+  return items;
+}
+
+}  // namespace
+
+absl::Status FromGrpcStatus(const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+}
+
+std::unique_ptr<BloomClient> BloomClient::Connect(const std::string& target,
+                                                  ClientOptions options) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);  // a MightContain answer grows with its batch
+  args.SetMaxSendMessageSize(-1);
+  return std::make_unique<BloomClient>(
+      grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args), options);
+}
+
+BloomClient::BloomClient(std::shared_ptr<grpc::Channel> channel, ClientOptions options)
+    : stub_(bloom::v1::BloomFilterService::NewStub(std::move(channel))), options_(options) {}
+
+void BloomClient::SetDeadline(grpc::ClientContext& context) const {
+  context.set_deadline(std::chrono::system_clock::now() +
+                       absl::ToChronoNanoseconds(options_.timeout));
+}
+
+absl::StatusOr<bloom::v1::ReserveResponse> BloomClient::Reserve(
+    absl::string_view name, const bloom::v1::FilterSpec& spec) {
+  grpc::ClientContext context;
+  SetDeadline(context);
+  bloom::v1::ReserveRequest request;
+  request.set_name(std::string(name));
+  *request.mutable_spec() = spec;
+  bloom::v1::ReserveResponse response;
+  absl::Status status = FromGrpcStatus(stub_->Reserve(&context, request, &response));
+  if (!status.ok()) return status;
+  return response;
+}
+
+absl::StatusOr<std::vector<bool>> BloomClient::Batched(
+    absl::Span<const std::string> items,
+    const std::function<absl::Status(absl::Span<const std::string>, std::vector<bool>&)>& call) {
+  std::vector<bool> results;
+  results.reserve(items.size());
+  const size_t batch = std::max<size_t>(1, options_.batch_size);
+  for (size_t begin = 0; begin < items.size() || begin == 0; begin += batch) {
+    absl::Status status = call(items.subspan(begin, batch), results);
+    if (!status.ok()) return status;
+    if (items.empty()) break;  // one request, so the server can answer INVALID_ARGUMENT
+  }
+  return results;
+}
+
+absl::StatusOr<std::vector<bool>> BloomClient::Add(absl::string_view name,
+                                                   absl::Span<const std::string> items,
+                                                   const bloom::v1::FilterSpec* create_if_missing) {
+  return Batched(items, [&](absl::Span<const std::string> batch, std::vector<bool>& out) {
+    grpc::ClientContext context;
+    SetDeadline(context);
+    bloom::v1::AddRequest request;
+    request.set_name(std::string(name));
+    request.mutable_items()->Add(batch.begin(), batch.end());
+    if (create_if_missing != nullptr) *request.mutable_create_if_missing() = *create_if_missing;
+    bloom::v1::AddResponse response;
+    absl::Status status = FromGrpcStatus(stub_->Add(&context, request, &response));
+    if (status.ok()) out.insert(out.end(), response.added().begin(), response.added().end());
+    return status;
+  });
+}
+
+absl::StatusOr<std::vector<bool>> BloomClient::AddIntegers(
+    absl::string_view name, absl::Span<const int64_t> values,
+    const bloom::v1::FilterSpec* create_if_missing) {
+  return Add(name, Decimal(values), create_if_missing);
+}
+
+absl::StatusOr<std::vector<bool>> BloomClient::MightContain(absl::string_view name,
+                                                            absl::Span<const std::string> items) {
+  return Batched(items, [&](absl::Span<const std::string> batch, std::vector<bool>& out) {
+    grpc::ClientContext context;
+    SetDeadline(context);
+    bloom::v1::MightContainRequest request;
+    request.set_name(std::string(name));
+    request.mutable_items()->Add(batch.begin(), batch.end());
+    bloom::v1::MightContainResponse response;
+    absl::Status status = FromGrpcStatus(stub_->MightContain(&context, request, &response));
+    if (status.ok()) out.insert(out.end(), response.present().begin(), response.present().end());
+    return status;
+  });
+}
+
+absl::StatusOr<std::vector<bool>> BloomClient::MightContainIntegers(
+    absl::string_view name, absl::Span<const int64_t> values) {
+  return MightContain(name, Decimal(values));
+}
+
+absl::StatusOr<bloom::v1::FilterStats> BloomClient::Stats(absl::string_view name) {
+  grpc::ClientContext context;
+  SetDeadline(context);
+  bloom::v1::StatsRequest request;
+  request.set_name(std::string(name));
+  bloom::v1::StatsResponse response;
+  absl::Status status = FromGrpcStatus(stub_->Stats(&context, request, &response));
+  if (!status.ok()) return status;
+  return response.stats();
+}
+
+absl::Status BloomClient::Delete(absl::string_view name) {
+  grpc::ClientContext context;
+  SetDeadline(context);
+  bloom::v1::DeleteRequest request;
+  request.set_name(std::string(name));
+  bloom::v1::DeleteResponse response;
+  return FromGrpcStatus(stub_->Delete(&context, request, &response));
+}
+
+absl::StatusOr<bloom::v1::ListResponse> BloomClient::List(absl::string_view prefix,
+                                                          uint32_t page_size,
+                                                          absl::string_view page_token) {
+  grpc::ClientContext context;
+  SetDeadline(context);
+  bloom::v1::ListRequest request;
+  request.set_prefix(std::string(prefix));
+  request.set_page_size(page_size);
+  request.set_page_token(std::string(page_token));
+  bloom::v1::ListResponse response;
+  absl::Status status = FromGrpcStatus(stub_->List(&context, request, &response));
+  if (!status.ok()) return status;
+  return response;
+}
+
+absl::Status BloomClient::Export(absl::string_view name, std::ostream& out) {
+  grpc::ClientContext context;
+  // Dumps can be large: no fixed deadline, but the server stops if we go away.
+  bloom::v1::ExportRequest request;
+  request.set_name(std::string(name));
+  std::unique_ptr<grpc::ClientReader<bloom::v1::ExportChunk>> reader =
+      stub_->Export(&context, request);
+  bloom::v1::ExportChunk chunk;
+  while (reader->Read(&chunk)) {
+    out.write(chunk.data().data(), static_cast<std::streamsize>(chunk.data().size()));
+    if (!out) {
+      context.TryCancel();
+      reader->Finish().ok();  // drain: the write error is what the caller needs to hear
+      return absl::UnavailableError("cannot write the export output");
+    }
+  }
+  return FromGrpcStatus(reader->Finish());
+}
+
+absl::StatusOr<bloom::v1::FilterStats> BloomClient::Import(absl::string_view name,
+                                                           std::istream& in) {
+  grpc::ClientContext context;
+  bloom::v1::ImportResponse response;
+  std::unique_ptr<grpc::ClientWriter<bloom::v1::ImportChunk>> writer =
+      stub_->Import(&context, &response);
+  bloom::v1::ImportChunk chunk;
+  chunk.set_name(std::string(name));
+  std::string buffer(1 << 20, '\0');
+  bool first = true;
+  while (true) {
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    const std::streamsize got = in.gcount();
+    if (got == 0 && !first) break;
+    chunk.set_data(buffer.data(), static_cast<size_t>(got));
+    if (!writer->Write(chunk)) break;  // the server ended the call: Finish() says why
+    chunk.clear_name();
+    first = false;
+    if (got == 0) break;
+  }
+  writer->WritesDone();
+  absl::Status status = FromGrpcStatus(writer->Finish());
+  if (!status.ok()) return status;
+  return response.stats();
+}
+
+}  // namespace bloomclient

@@ -1,0 +1,99 @@
+// BloomClient: a small C++ client for bloom-server.
+//
+//   auto client = bloomclient::BloomClient::Connect("127.0.0.1:50051");
+//   bloom::v1::FilterSpec spec;
+//   spec.set_capacity(1'000'000);
+//   spec.set_error_rate(0.01);
+//   client->Reserve("users", spec);                       // safe from every replica
+//   client->Add("users", {"alice", "bob"});
+//   absl::StatusOr<std::vector<bool>> seen = client->MightContain("users", {"alice", "carol"});
+//   client->AddIntegers("ids", {1001, 1002});           // sent as "1001", "1002"
+//
+// Every call has a deadline (ClientOptions::timeout). Lists of items longer than
+// ClientOptions::batch_size are sent as several requests, in order; each request is atomic on
+// the server, the list as a whole is not. Errors keep the server's gRPC code, so callers can
+// branch on absl::IsNotFound(status) etc.
+//
+// Thread-safety: a BloomClient is safe to use from many threads at once (gRPC stubs are).
+#ifndef CLIENT_BLOOM_CLIENT_H_
+#define CLIENT_BLOOM_CLIENT_H_
+
+#include <grpcpp/channel.h>
+
+#include <cstdint>
+#include <functional>
+#include <istream>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "bloom/v1/bloom.grpc.pb.h"
+
+namespace bloomclient {
+
+struct ClientOptions {
+  absl::Duration timeout = absl::Seconds(10);  // per request
+  size_t batch_size = 10'000;                  // items per Add/MightContain request
+};
+
+// The one place where a grpc::Status becomes an absl::Status (same code, same message).
+absl::Status FromGrpcStatus(const grpc::Status& status);
+
+class BloomClient {
+ public:
+  // A plaintext channel to `target` ("host:port"); gRPC connects on first use.
+  static std::unique_ptr<BloomClient> Connect(const std::string& target,
+                                              ClientOptions options = {});
+  BloomClient(std::shared_ptr<grpc::Channel> channel, ClientOptions options);
+
+  absl::StatusOr<bloom::v1::ReserveResponse> Reserve(absl::string_view name,
+                                                     const bloom::v1::FilterSpec& spec);
+
+  // added[i]: items[i] was (probably) new. With `create_if_missing`, a missing filter is
+  // created with that spec.
+  absl::StatusOr<std::vector<bool>> Add(absl::string_view name,
+                                        absl::Span<const std::string> items,
+                                        const bloom::v1::FilterSpec* create_if_missing = nullptr);
+  absl::StatusOr<std::vector<bool>> AddIntegers(
+      absl::string_view name, absl::Span<const int64_t> values,
+      const bloom::v1::FilterSpec* create_if_missing = nullptr);
+  // present[i] false: items[i] was never added.
+  absl::StatusOr<std::vector<bool>> MightContain(absl::string_view name,
+                                                 absl::Span<const std::string> items);
+  absl::StatusOr<std::vector<bool>> MightContainIntegers(absl::string_view name,
+                                                         absl::Span<const int64_t> values);
+
+  absl::StatusOr<bloom::v1::FilterStats> Stats(absl::string_view name);
+  absl::Status Delete(absl::string_view name);
+  absl::StatusOr<bloom::v1::ListResponse> List(absl::string_view prefix = "",
+                                               uint32_t page_size = 0,
+                                               absl::string_view page_token = "");
+
+  // Writes the dump of `name` to `out`. The deadline is ClientOptions::timeout per MiB + 1.
+  absl::Status Export(absl::string_view name, std::ostream& out);
+  // Creates `name` from a dump read from `in`.
+  absl::StatusOr<bloom::v1::FilterStats> Import(absl::string_view name, std::istream& in);
+
+  // Raw stub access, for calls this wrapper does not cover.
+  bloom::v1::BloomFilterService::Stub& stub() { return *stub_; }
+
+ private:
+  void SetDeadline(grpc::ClientContext& context) const;
+  // Sends `items` in batches through `call`, concatenating the answers.
+  absl::StatusOr<std::vector<bool>> Batched(
+      absl::Span<const std::string> items,
+      const std::function<absl::Status(absl::Span<const std::string>, std::vector<bool>&)>& call);
+
+  std::unique_ptr<bloom::v1::BloomFilterService::Stub> stub_;
+  const ClientOptions options_;
+};
+
+}  // namespace bloomclient
+
+#endif  // CLIENT_BLOOM_CLIENT_H_

@@ -1,0 +1,321 @@
+// bloom-cli: command-line client for bloom-server.
+#include <google/protobuf/util/json_util.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "client/bloom_client.h"
+
+namespace {
+
+constexpr char kUsage[] = R"(usage: bloom-cli [--server=HOST:PORT] [--timeout=10s] [--json] COMMAND ...
+
+commands:
+  reserve NAME --capacity=N --error-rate=P [--expansion=E] [--non-scaling]
+  add NAME ITEM...            add items given as arguments
+  add NAME --file=PATH|-      add one item per line (bulk load in batches)
+        [--create-capacity=N --create-error-rate=P]   create the filter if missing
+  check NAME ITEM...          "maybe" (probably added) or "no" (never added) per item
+  check NAME --file=PATH|-
+  stats NAME
+  list [--prefix=P] [--page-size=N]       every page, in name order
+  delete NAME
+  export NAME [--out=FILE]    dump to FILE (default: stdout)
+  import NAME [--in=FILE]     create NAME from a dump (default: stdin)
+
+The server defaults to $BLOOM_SERVER, else 127.0.0.1:50051. Exit status: 0 on success,
+1 on an error from the server (one line on stderr), 2 on bad usage.
+)";
+
+struct Args {
+  std::vector<std::string> positional;
+  std::map<std::string, std::string> options;  // --key=value; --flag maps to "true"
+
+  bool Has(const std::string& key) const { return options.count(key) > 0; }
+  std::string Get(const std::string& key, const std::string& fallback = "") const {
+    auto it = options.find(key);
+    return it == options.end() ? fallback : it->second;
+  }
+};
+
+Args Parse(int argc, char** argv) {
+  Args args;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (absl::StartsWith(arg, "--")) {
+      const size_t eq = arg.find('=');
+      if (eq == std::string::npos) {
+        args.options[arg.substr(2)] = "true";
+      } else {
+        args.options[arg.substr(2, eq - 2)] = arg.substr(eq + 1);
+      }
+    } else {
+      args.positional.push_back(arg);
+    }
+  }
+  return args;
+}
+
+int Usage(absl::string_view problem) {
+  std::fprintf(stderr, "bloom-cli: %s\n\n%s", std::string(problem).c_str(), kUsage);
+  return 2;
+}
+
+int Error(const absl::Status& status) {
+  std::fprintf(stderr, "bloom-cli: %s: %s\n", absl::StatusCodeToString(status.code()).c_str(),
+               std::string(status.message()).c_str());
+  return 1;
+}
+
+void PrintJson(const google::protobuf::Message& message) {
+  std::string json;
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.always_print_primitive_fields = true;
+  options.preserve_proto_field_names = true;
+  if (!google::protobuf::util::MessageToJsonString(message, &json, options).ok()) json = "{}";
+  std::cout << json;
+}
+
+void PrintStats(const bloom::v1::FilterStats& s) {
+  std::cout << absl::StrFormat(
+      "name:                  %s\n"
+      "capacity:              %d (spec %d, error_rate %g, expansion %d%s)\n"
+      "size_bytes:            %d\n"
+      "sub_filters:           %d\n"
+      "items_added:           %d\n"
+      "estimated_cardinality: %d\n"
+      "fill_ratio:            %.4f\n"
+      "estimated_error_rate:  %.3g\n"
+      "checks:                %d (%d present)\n",
+      s.name(), s.capacity(), s.spec().capacity(), s.spec().error_rate(), s.spec().expansion(),
+      s.spec().non_scaling() ? ", non_scaling" : "", s.size_bytes(), s.sub_filters(),
+      s.items_added(), s.estimated_cardinality(), s.fill_ratio(), s.estimated_error_rate(),
+      s.checks(), s.check_hits());
+}
+
+bool ParseSpec(const Args& args, const std::string& capacity_key, const std::string& rate_key,
+               bloom::v1::FilterSpec& spec) {
+  uint64_t capacity = 0;
+  double rate = 0;
+  uint32_t expansion = 0;
+  if (!absl::SimpleAtoi(args.Get(capacity_key), &capacity) ||
+      !absl::SimpleAtod(args.Get(rate_key), &rate) ||
+      (args.Has("expansion") && !absl::SimpleAtoi(args.Get("expansion"), &expansion))) {
+    return false;
+  }
+  spec.set_capacity(capacity);
+  spec.set_error_rate(rate);
+  spec.set_expansion(expansion);
+  spec.set_non_scaling(args.Has("non-scaling"));
+  return true;
+}
+
+// Streams lines of `path` ("-" = stdin) in batches to `process`, with a progress line on a
+// terminal. Returns the first error.
+absl::Status ForEachBatch(const std::string& path, size_t batch_size,
+                          const std::function<absl::Status(const std::vector<std::string>&)>& process) {
+  std::ifstream file;
+  std::istream* in = &std::cin;
+  uint64_t total_bytes = 0;
+  if (path != "-") {
+    file.open(path, std::ios::binary | std::ios::ate);
+    if (!file) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+    total_bytes = static_cast<uint64_t>(file.tellg());
+    file.seekg(0);
+    in = &file;
+  }
+  const bool progress = isatty(STDERR_FILENO) != 0;
+  const absl::Time start = absl::Now();
+  std::vector<std::string> batch;
+  uint64_t done = 0, bytes = 0;
+  std::string line;
+  auto flush = [&]() -> absl::Status {
+    if (batch.empty()) return absl::OkStatus();
+    absl::Status status = process(batch);
+    done += batch.size();
+    batch.clear();
+    if (progress) {
+      const double seconds = std::max(1e-3, absl::ToDoubleSeconds(absl::Now() - start));
+      if (total_bytes > 0) {
+        const int percent = static_cast<int>(100.0 * bytes / total_bytes);
+        const int bar = percent / 4;
+        std::fprintf(stderr, "\r[%-25s] %3d%%  %llu items  %.0f items/s",
+                     std::string(bar, '#').c_str(), percent,
+                     static_cast<unsigned long long>(done), done / seconds);
+      } else {
+        std::fprintf(stderr, "\r%llu items  %.0f items/s", static_cast<unsigned long long>(done),
+                     done / seconds);
+      }
+    }
+    return status;
+  };
+  while (std::getline(*in, line)) {
+    bytes += line.size() + 1;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    batch.push_back(std::move(line));
+    if (batch.size() == batch_size) {
+      if (absl::Status s = flush(); !s.ok()) return s;
+    }
+  }
+  absl::Status status = flush();
+  if (progress) std::fprintf(stderr, "\n");
+  return status;
+}
+
+int Run(const Args& args) {
+  if (args.positional.empty()) return Usage("no command");
+  const std::string& command = args.positional[0];
+  const char* env_server = std::getenv("BLOOM_SERVER");
+  const std::string server = args.Get("server", env_server != nullptr ? env_server : "127.0.0.1:50051");
+  bloomclient::ClientOptions options;
+  if (args.Has("timeout") && !absl::ParseDuration(args.Get("timeout"), &options.timeout)) {
+    return Usage("--timeout must be a duration such as 10s");
+  }
+  const bool json = args.Has("json");
+  auto client = bloomclient::BloomClient::Connect(server, options);
+  const std::string name = args.positional.size() > 1 ? args.positional[1] : "";
+  if (command != "list" && name.empty()) return Usage(absl::StrCat(command, " needs a NAME"));
+  const std::vector<std::string> items(args.positional.begin() + std::min<size_t>(2, args.positional.size()),
+                                       args.positional.end());
+
+  if (command == "reserve") {
+    bloom::v1::FilterSpec spec;
+    if (!ParseSpec(args, "capacity", "error-rate", spec)) {
+      return Usage("reserve needs --capacity=N and --error-rate=P");
+    }
+    absl::StatusOr<bloom::v1::ReserveResponse> r = client->Reserve(name, spec);
+    if (!r.ok()) return Error(r.status());
+    if (json) {
+      PrintJson(*r);
+    } else {
+      std::cout << (r->created() ? "created " : "exists (same spec) ") << name << "\n";
+    }
+    return 0;
+  }
+  if (command == "add" || command == "check") {
+    const bool add = command == "add";
+    bloom::v1::FilterSpec create;
+    const bool create_if_missing = args.Has("create-capacity");
+    if (create_if_missing && !ParseSpec(args, "create-capacity", "create-error-rate", create)) {
+      return Usage("--create-capacity needs --create-error-rate");
+    }
+    if (args.Has("file")) {
+      uint64_t total = 0, hits = 0;
+      absl::Status status = ForEachBatch(
+          args.Get("file"), options.batch_size, [&](const std::vector<std::string>& batch) {
+            absl::StatusOr<std::vector<bool>> r =
+                add ? client->Add(name, batch, create_if_missing ? &create : nullptr)
+                    : client->MightContain(name, batch);
+            if (!r.ok()) return r.status();
+            total += r->size();
+            for (bool b : *r) hits += b;
+            return absl::OkStatus();
+          });
+      if (!status.ok()) return Error(status);
+      if (json) {
+        std::cout << absl::StrFormat("{\"items\": %d, \"%s\": %d}\n", total,
+                                     add ? "new" : "present", hits);
+      } else {
+        std::cout << absl::StrFormat("%d items: %d %s\n", total, hits,
+                                     add ? "new" : "maybe present");
+      }
+      return 0;
+    }
+    if (items.empty()) return Usage(absl::StrCat(command, " needs items or --file"));
+    absl::StatusOr<std::vector<bool>> r =
+        add ? client->Add(name, items, create_if_missing ? &create : nullptr)
+            : client->MightContain(name, items);
+    if (!r.ok()) return Error(r.status());
+    if (json) {
+      std::cout << "{\"" << (add ? "added" : "present") << "\": [";
+      for (size_t i = 0; i < r->size(); ++i) std::cout << (i ? ", " : "") << ((*r)[i] ? "true" : "false");
+      std::cout << "]}\n";
+    } else {
+      for (size_t i = 0; i < r->size(); ++i) {
+        std::cout << items[i] << "\t"
+                  << (add ? ((*r)[i] ? "new" : "present") : ((*r)[i] ? "maybe" : "no")) << "\n";
+      }
+    }
+    return 0;
+  }
+  if (command == "stats") {
+    absl::StatusOr<bloom::v1::FilterStats> s = client->Stats(name);
+    if (!s.ok()) return Error(s.status());
+    json ? PrintJson(*s) : PrintStats(*s);
+    return 0;
+  }
+  if (command == "list") {
+    uint32_t page_size = 0;
+    if (args.Has("page-size") && !absl::SimpleAtoi(args.Get("page-size"), &page_size)) {
+      return Usage("--page-size must be a number");
+    }
+    bloom::v1::ListResponse all;
+    std::string token;
+    do {
+      absl::StatusOr<bloom::v1::ListResponse> page = client->List(args.Get("prefix"), page_size, token);
+      if (!page.ok()) return Error(page.status());
+      for (const auto& f : page->filters()) *all.add_filters() = f;
+      token = page->next_page_token();
+    } while (!token.empty());
+    if (json) {
+      PrintJson(all);
+    } else {
+      for (const auto& f : all.filters()) {
+        std::cout << absl::StrFormat("%s\titems_added=%d\tsize_bytes=%d\tsub_filters=%d\n",
+                                     f.name(), f.items_added(), f.size_bytes(), f.sub_filters());
+      }
+    }
+    return 0;
+  }
+  if (command == "delete") {
+    if (absl::Status s = client->Delete(name); !s.ok()) return Error(s);
+    if (!json) std::cout << "deleted " << name << "\n";
+    return 0;
+  }
+  if (command == "export") {
+    const std::string out_path = args.Get("out", "-");
+    std::ofstream file;
+    if (out_path != "-") {
+      file.open(out_path, std::ios::binary);
+      if (!file) return Error(absl::UnavailableError(absl::StrCat("cannot write ", out_path)));
+    }
+    absl::Status s = client->Export(name, out_path == "-" ? std::cout : file);
+    return s.ok() ? 0 : Error(s);
+  }
+  if (command == "import") {
+    const std::string in_path = args.Get("in", "-");
+    std::ifstream file;
+    if (in_path != "-") {
+      file.open(in_path, std::ios::binary);
+      if (!file) return Error(absl::NotFoundError(absl::StrCat("cannot open ", in_path)));
+    }
+    absl::StatusOr<bloom::v1::FilterStats> s = client->Import(name, in_path == "-" ? std::cin : file);
+    if (!s.ok()) return Error(s.status());
+    json ? PrintJson(*s) : PrintStats(*s);
+    return 0;
+  }
+  return Usage(absl::StrCat("unknown command '", command, "'"));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Args args = Parse(argc, argv);
+  if (args.Has("help") || args.Has("h")) {
+    std::cout << kUsage;
+    return 0;
+  }
+  return Run(args);
+}

@@ -1,0 +1,178 @@
+#include "service/bloom_service.h"
+
+#include <algorithm>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/log.h"
+#include "common/status_macros.h"
+#include "service/convert.h"
+
+namespace service {
+namespace {
+
+constexpr uint32_t kDefaultPageSize = 100;
+constexpr uint32_t kMaxPageSize = 1000;
+
+// Logs one line per request at debug level (request logging is too much for info).
+class RequestLog {
+ public:
+  RequestLog(const char* method, absl::string_view name, size_t items = 0)
+      : method_(method), name_(name), items_(items), start_(absl::Now()) {}
+  grpc::Status Done(const absl::Status& status) const {
+    if (bloomlog::Enabled(bloomlog::Level::kDebug)) {
+      bloomlog::LogDebug(absl::StrCat("rpc ", method_, " name=", name_, " items=", items_,
+                                      " code=", absl::StatusCodeToString(status.code()),
+                                      " took=", absl::FormatDuration(absl::Now() - start_)));
+    }
+    return ToGrpcStatus(status);
+  }
+
+ private:
+  const char* method_;
+  std::string name_;
+  size_t items_;
+  absl::Time start_;
+};
+
+}  // namespace
+
+BloomService::BloomService(storage::FilterStore* store, ServiceLimits limits)
+    : store_(store), limits_(limits) {}
+
+template <typename Request>
+absl::Status BloomService::CollectItems(const Request& request,
+                                        std::vector<absl::string_view>& items) const {
+  const size_t count = static_cast<size_t>(request.items_size()) + request.raw_items_size();
+  if (count == 0 || count > limits_.max_batch) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("items: a request carries 1 to ", limits_.max_batch,
+                     " items (items and raw_items together), got ", count));
+  }
+  items.reserve(count);
+  auto collect = [&](const auto& field, const char* field_name) -> absl::Status {
+    for (int i = 0; i < field.size(); ++i) {
+      if (field[i].size() > limits_.max_item_bytes) {
+        return absl::InvalidArgumentError(absl::StrCat(field_name, "[", i, "] is ",
+                                                       field[i].size(), " bytes; the limit is ",
+                                                       limits_.max_item_bytes));
+      }
+      items.emplace_back(field[i]);
+    }
+    return absl::OkStatus();
+  };
+  RETURN_IF_ERROR(collect(request.items(), "items"));
+  return collect(request.raw_items(), "raw_items");
+}
+
+grpc::Status BloomService::Reserve(grpc::ServerContext*, const bloom::v1::ReserveRequest* request,
+                                   bloom::v1::ReserveResponse* response) {
+  RequestLog log("Reserve", request->name());
+  if (!request->has_spec()) return log.Done(absl::InvalidArgumentError("spec is required"));
+  absl::StatusOr<storage::FilterStore::ReserveResult> result =
+      store_->Reserve(request->name(), FromProto(request->spec()));
+  if (result.ok()) {
+    response->set_created(result->created);
+    ToProto(result->info, response->mutable_stats());
+  }
+  return log.Done(result.status());
+}
+
+grpc::Status BloomService::Add(grpc::ServerContext*, const bloom::v1::AddRequest* request,
+                               bloom::v1::AddResponse* response) {
+  RequestLog log("Add", request->name(), request->items_size() + request->raw_items_size());
+  std::vector<absl::string_view> items;
+  if (absl::Status valid = CollectItems(*request, items); !valid.ok()) return log.Done(valid);
+  bloom::FilterSpec create_spec;
+  if (request->has_create_if_missing()) create_spec = FromProto(request->create_if_missing());
+  absl::StatusOr<std::vector<bool>> added = store_->Add(
+      request->name(), items, request->has_create_if_missing() ? &create_spec : nullptr);
+  if (added.ok()) {
+    response->mutable_added()->Reserve(static_cast<int>(added->size()));
+    for (bool a : *added) response->add_added(a);
+  }
+  return log.Done(added.status());
+}
+
+grpc::Status BloomService::MightContain(grpc::ServerContext*,
+                                        const bloom::v1::MightContainRequest* request,
+                                        bloom::v1::MightContainResponse* response) {
+  RequestLog log("MightContain", request->name(),
+                 request->items_size() + request->raw_items_size());
+  std::vector<absl::string_view> items;
+  if (absl::Status valid = CollectItems(*request, items); !valid.ok()) return log.Done(valid);
+  absl::StatusOr<std::vector<bool>> present = store_->MightContain(request->name(), items);
+  if (present.ok()) {
+    response->mutable_present()->Reserve(static_cast<int>(present->size()));
+    for (bool p : *present) response->add_present(p);
+  }
+  return log.Done(present.status());
+}
+
+grpc::Status BloomService::Stats(grpc::ServerContext*, const bloom::v1::StatsRequest* request,
+                                 bloom::v1::StatsResponse* response) {
+  RequestLog log("Stats", request->name());
+  absl::StatusOr<storage::FilterInfo> info = store_->Stats(request->name());
+  if (info.ok()) ToProto(*info, response->mutable_stats());
+  return log.Done(info.status());
+}
+
+grpc::Status BloomService::Delete(grpc::ServerContext*, const bloom::v1::DeleteRequest* request,
+                                  bloom::v1::DeleteResponse*) {
+  RequestLog log("Delete", request->name());
+  return log.Done(store_->Delete(request->name()));
+}
+
+grpc::Status BloomService::List(grpc::ServerContext*, const bloom::v1::ListRequest* request,
+                                bloom::v1::ListResponse* response) {
+  RequestLog log("List", request->prefix());
+  // As in Google's AIP-158: 0 means the default, larger values are coerced to the maximum.
+  const uint32_t page_size = request->page_size() == 0
+                                 ? kDefaultPageSize
+                                 : std::min(request->page_size(), kMaxPageSize);
+  absl::StatusOr<storage::FilterStore::ListPage> page =
+      store_->List(request->prefix(), page_size, request->page_token());
+  if (page.ok()) {
+    for (const storage::FilterInfo& info : page->filters) ToProto(info, response->add_filters());
+    response->set_next_page_token(page->next_page_token);
+  }
+  return log.Done(page.status());
+}
+
+grpc::Status BloomService::Export(grpc::ServerContext* context,
+                                  const bloom::v1::ExportRequest* request,
+                                  grpc::ServerWriter<bloom::v1::ExportChunk>* writer) {
+  RequestLog log("Export", request->name());
+  bloom::v1::ExportChunk chunk;
+  absl::Status status = store_->Export(request->name(), [&](absl::string_view data) {
+    if (context->IsCancelled()) return absl::CancelledError("the client cancelled the export");
+    chunk.set_data(data.data(), data.size());
+    if (!writer->Write(chunk)) return absl::CancelledError("the client went away");
+    return absl::OkStatus();
+  });
+  return log.Done(status);
+}
+
+grpc::Status BloomService::Import(grpc::ServerContext* context,
+                                  grpc::ServerReader<bloom::v1::ImportChunk>* reader,
+                                  bloom::v1::ImportResponse* response) {
+  bloom::v1::ImportChunk chunk;
+  if (!reader->Read(&chunk)) {
+    return RequestLog("Import", "").Done(
+        absl::InvalidArgumentError("Import needs at least one chunk, the first with a name"));
+  }
+  RequestLog log("Import", chunk.name());
+  absl::StatusOr<std::unique_ptr<storage::PendingImport>> import =
+      store_->BeginImport(chunk.name());
+  if (!import.ok()) return log.Done(import.status());
+  do {
+    if (context->IsCancelled()) return log.Done(absl::CancelledError("the import was cancelled"));
+    if (absl::Status s = (*import)->Append(chunk.data()); !s.ok()) return log.Done(s);
+  } while (reader->Read(&chunk));
+  absl::StatusOr<storage::FilterInfo> info = store_->CommitImport(**import);
+  if (info.ok()) ToProto(*info, response->mutable_stats());
+  return log.Done(info.status());
+}
+
+}  // namespace service

@@ -1,0 +1,61 @@
+// BloomService: bloom.v1.BloomFilterService over a storage::FilterStore.
+//
+// It validates what the store does not know about (batch and item limits, required fields,
+// streaming order), converts messages, and turns every absl::Status into a grpc::Status with
+// the same code. See protos/bloom/v1/bloom.proto for the contract.
+//
+// Thread-safety: every method is thread-safe; the store does the synchronisation.
+#ifndef SERVICE_BLOOM_SERVICE_H_
+#define SERVICE_BLOOM_SERVICE_H_
+
+#include <cstddef>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "bloom/v1/bloom.grpc.pb.h"
+#include "storage/filter_store.h"
+
+namespace service {
+
+struct ServiceLimits {
+  size_t max_batch = 100'000;        // items (plus raw_items) per Add/MightContain
+  size_t max_item_bytes = 64 << 10;  // bytes per item
+};
+
+class BloomService final : public bloom::v1::BloomFilterService::Service {
+ public:
+  // `store` must outlive the service.
+  BloomService(storage::FilterStore* store, ServiceLimits limits);
+
+  grpc::Status Reserve(grpc::ServerContext* context, const bloom::v1::ReserveRequest* request,
+                       bloom::v1::ReserveResponse* response) override;
+  grpc::Status Add(grpc::ServerContext* context, const bloom::v1::AddRequest* request,
+                   bloom::v1::AddResponse* response) override;
+  grpc::Status MightContain(grpc::ServerContext* context,
+                            const bloom::v1::MightContainRequest* request,
+                            bloom::v1::MightContainResponse* response) override;
+  grpc::Status Stats(grpc::ServerContext* context, const bloom::v1::StatsRequest* request,
+                     bloom::v1::StatsResponse* response) override;
+  grpc::Status Delete(grpc::ServerContext* context, const bloom::v1::DeleteRequest* request,
+                      bloom::v1::DeleteResponse* response) override;
+  grpc::Status List(grpc::ServerContext* context, const bloom::v1::ListRequest* request,
+                    bloom::v1::ListResponse* response) override;
+  grpc::Status Export(grpc::ServerContext* context, const bloom::v1::ExportRequest* request,
+                      grpc::ServerWriter<bloom::v1::ExportChunk>* writer) override;
+  grpc::Status Import(grpc::ServerContext* context,
+                      grpc::ServerReader<bloom::v1::ImportChunk>* reader,
+                      bloom::v1::ImportResponse* response) override;
+
+ private:
+  // Checks the batch limits and lists items then raw_items as views into the request.
+  template <typename Request>
+  absl::Status CollectItems(const Request& request, std::vector<absl::string_view>& items) const;
+
+  storage::FilterStore* const store_;
+  const ServiceLimits limits_;
+};
+
+}  // namespace service
+
+#endif  // SERVICE_BLOOM_SERVICE_H_

@@ -1,0 +1,56 @@
+// BloomServer: the gRPC server around a BloomService, with gRPC health checking
+// (grpc.health.v1, SERVING while it serves) and server reflection (for grpcurl).
+//
+//   absl::StatusOr<std::unique_ptr<BloomServer>> server = BloomServer::Start(store, options);
+//   ... (*server)->port() ...
+//   (*server)->Shutdown();
+//
+// Thread-safety: not thread-safe; one owner starts and shuts it down.
+#ifndef SERVICE_SERVER_H_
+#define SERVICE_SERVER_H_
+
+#include <grpcpp/server.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "service/bloom_service.h"
+#include "storage/filter_store.h"
+
+namespace service {
+
+struct ServerOptions {
+  // host:port; port 0 picks a free port (see BloomServer::port()).
+  std::string listen = "127.0.0.1:50051";
+  ServiceLimits limits;
+  // How long Shutdown() lets in-flight calls finish before cancelling them.
+  absl::Duration shutdown_grace = absl::Seconds(5);
+};
+
+class BloomServer {
+ public:
+  // Serves `store` (which must outlive the server). UNAVAILABLE if the address cannot be bound.
+  static absl::StatusOr<std::unique_ptr<BloomServer>> Start(storage::FilterStore* store,
+                                                            const ServerOptions& options);
+  ~BloomServer();
+
+  int port() const { return port_; }
+  // Reports NOT_SERVING, stops accepting calls, and waits for in-flight ones (up to the grace
+  // period, then cancels them).
+  void Shutdown();
+
+ private:
+  BloomServer(std::unique_ptr<BloomService> service, ServerOptions options)
+      : service_(std::move(service)), options_(std::move(options)) {}
+
+  std::unique_ptr<BloomService> service_;
+  const ServerOptions options_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+};
+
+}  // namespace service
+
+#endif  // SERVICE_SERVER_H_
