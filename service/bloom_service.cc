@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "service/convert.h"
@@ -15,11 +16,27 @@ namespace {
 constexpr uint32_t kDefaultPageSize = 100;
 constexpr uint32_t kMaxPageSize = 1000;
 
-// Logs one line per request at debug level (request logging is too much for info).
-class RequestLog {
+}  // namespace
+
+// One call in progress: counts it for Drain(), refuses it while draining, and logs one line per
+// request at debug level when it is done (request logging is too much for info).
+class CallScope {
  public:
-  RequestLog(const char* method, absl::string_view name, size_t items = 0)
-      : method_(method), name_(name), items_(items), start_(absl::Now()) {}
+  CallScope(BloomService* service, const char* method, absl::string_view name, size_t items = 0)
+      : service_(service), method_(method), name_(name), items_(items), start_(absl::Now()) {
+    // Count first, then check: Drain() sets draining_ and then waits for the count, so a call
+    // either sees draining_ or is waited for.
+    service_->in_flight_.fetch_add(1);
+    admitted_ = !service_->draining_.load();
+  }
+  ~CallScope() { service_->in_flight_.fetch_sub(1); }
+  CallScope(const CallScope&) = delete;
+  CallScope& operator=(const CallScope&) = delete;
+
+  bool admitted() const { return admitted_; }
+  grpc::Status Refused() const {
+    return Done(absl::UnavailableError("the server is shutting down; retry another replica"));
+  }
   grpc::Status Done(const absl::Status& status) const {
     if (bloomlog::Enabled(bloomlog::Level::kDebug)) {
       bloomlog::LogDebug(absl::StrCat("rpc ", method_, " name=", name_, " items=", items_,
@@ -30,12 +47,15 @@ class RequestLog {
   }
 
  private:
+  BloomService* const service_;
   const char* method_;
   std::string name_;
   size_t items_;
   absl::Time start_;
+  bool admitted_ = false;
 };
 
+namespace {
 }  // namespace
 
 BloomService::BloomService(storage::FilterStore* store, ServiceLimits limits)
@@ -68,7 +88,8 @@ absl::Status BloomService::CollectItems(const Request& request,
 
 grpc::Status BloomService::Reserve(grpc::ServerContext*, const bloom::v1::ReserveRequest* request,
                                    bloom::v1::ReserveResponse* response) {
-  RequestLog log("Reserve", request->name());
+  CallScope log(this, "Reserve", request->name());
+  if (!log.admitted()) return log.Refused();
   if (!request->has_spec()) return log.Done(absl::InvalidArgumentError("spec is required"));
   absl::StatusOr<storage::FilterStore::ReserveResult> result =
       store_->Reserve(request->name(), FromProto(request->spec()));
@@ -81,7 +102,8 @@ grpc::Status BloomService::Reserve(grpc::ServerContext*, const bloom::v1::Reserv
 
 grpc::Status BloomService::Add(grpc::ServerContext*, const bloom::v1::AddRequest* request,
                                bloom::v1::AddResponse* response) {
-  RequestLog log("Add", request->name(), request->items_size() + request->raw_items_size());
+  CallScope log(this, "Add", request->name(), request->items_size() + request->raw_items_size());
+  if (!log.admitted()) return log.Refused();
   std::vector<absl::string_view> items;
   if (absl::Status valid = CollectItems(*request, items); !valid.ok()) return log.Done(valid);
   bloom::FilterSpec create_spec;
@@ -98,8 +120,9 @@ grpc::Status BloomService::Add(grpc::ServerContext*, const bloom::v1::AddRequest
 grpc::Status BloomService::MightContain(grpc::ServerContext*,
                                         const bloom::v1::MightContainRequest* request,
                                         bloom::v1::MightContainResponse* response) {
-  RequestLog log("MightContain", request->name(),
-                 request->items_size() + request->raw_items_size());
+  CallScope log(this, "MightContain", request->name(),
+                request->items_size() + request->raw_items_size());
+  if (!log.admitted()) return log.Refused();
   std::vector<absl::string_view> items;
   if (absl::Status valid = CollectItems(*request, items); !valid.ok()) return log.Done(valid);
   absl::StatusOr<std::vector<bool>> present = store_->MightContain(request->name(), items);
@@ -112,7 +135,8 @@ grpc::Status BloomService::MightContain(grpc::ServerContext*,
 
 grpc::Status BloomService::Stats(grpc::ServerContext*, const bloom::v1::StatsRequest* request,
                                  bloom::v1::StatsResponse* response) {
-  RequestLog log("Stats", request->name());
+  CallScope log(this, "Stats", request->name());
+  if (!log.admitted()) return log.Refused();
   absl::StatusOr<storage::FilterInfo> info = store_->Stats(request->name());
   if (info.ok()) ToProto(*info, response->mutable_stats());
   return log.Done(info.status());
@@ -120,13 +144,15 @@ grpc::Status BloomService::Stats(grpc::ServerContext*, const bloom::v1::StatsReq
 
 grpc::Status BloomService::Delete(grpc::ServerContext*, const bloom::v1::DeleteRequest* request,
                                   bloom::v1::DeleteResponse*) {
-  RequestLog log("Delete", request->name());
+  CallScope log(this, "Delete", request->name());
+  if (!log.admitted()) return log.Refused();
   return log.Done(store_->Delete(request->name()));
 }
 
 grpc::Status BloomService::List(grpc::ServerContext*, const bloom::v1::ListRequest* request,
                                 bloom::v1::ListResponse* response) {
-  RequestLog log("List", request->prefix());
+  CallScope log(this, "List", request->prefix());
+  if (!log.admitted()) return log.Refused();
   // As in Google's AIP-158: 0 means the default, larger values are coerced to the maximum.
   const uint32_t page_size = request->page_size() == 0
                                  ? kDefaultPageSize
@@ -143,7 +169,8 @@ grpc::Status BloomService::List(grpc::ServerContext*, const bloom::v1::ListReque
 grpc::Status BloomService::Export(grpc::ServerContext* context,
                                   const bloom::v1::ExportRequest* request,
                                   grpc::ServerWriter<bloom::v1::ExportChunk>* writer) {
-  RequestLog log("Export", request->name());
+  CallScope log(this, "Export", request->name());
+  if (!log.admitted()) return log.Refused();
   bloom::v1::ExportChunk chunk;
   absl::Status status = store_->Export(request->name(), [&](absl::string_view data) {
     if (context->IsCancelled()) return absl::CancelledError("the client cancelled the export");
@@ -157,12 +184,13 @@ grpc::Status BloomService::Export(grpc::ServerContext* context,
 grpc::Status BloomService::Import(grpc::ServerContext* context,
                                   grpc::ServerReader<bloom::v1::ImportChunk>* reader,
                                   bloom::v1::ImportResponse* response) {
+  CallScope log(this, "Import", "");
+  if (!log.admitted()) return log.Refused();
   bloom::v1::ImportChunk chunk;
   if (!reader->Read(&chunk)) {
-    return RequestLog("Import", "").Done(
+    return log.Done(
         absl::InvalidArgumentError("Import needs at least one chunk, the first with a name"));
   }
-  RequestLog log("Import", chunk.name());
   absl::StatusOr<std::unique_ptr<storage::PendingImport>> import =
       store_->BeginImport(chunk.name());
   if (!import.ok()) return log.Done(import.status());
@@ -173,6 +201,15 @@ grpc::Status BloomService::Import(grpc::ServerContext* context,
   absl::StatusOr<storage::FilterInfo> info = store_->CommitImport(**import);
   if (info.ok()) ToProto(*info, response->mutable_stats());
   return log.Done(info.status());
+}
+
+bool BloomService::Drain(absl::Time deadline) {
+  draining_.store(true);
+  while (in_flight_.load() > 0) {
+    if (absl::Now() >= deadline) return false;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return true;
 }
 
 }  // namespace service

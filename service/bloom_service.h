@@ -8,11 +8,13 @@
 #ifndef SERVICE_BLOOM_SERVICE_H_
 #define SERVICE_BLOOM_SERVICE_H_
 
+#include <atomic>
 #include <cstddef>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "bloom/v1/bloom.grpc.pb.h"
 #include "storage/filter_store.h"
 
@@ -47,13 +49,21 @@ class BloomService final : public bloom::v1::BloomFilterService::Service {
                       grpc::ServerReader<bloom::v1::ImportChunk>* reader,
                       bloom::v1::ImportResponse* response) override;
 
+  // Graceful shutdown, step 1: from now on new calls are refused with UNAVAILABLE (clients
+  // retry them elsewhere), and this waits until the calls already running have finished, or
+  // until `deadline`. Returns whether they all finished.
+  bool Drain(absl::Time deadline);
+
  private:
+  friend class CallScope;
   // Checks the batch limits and lists items then raw_items as views into the request.
   template <typename Request>
   absl::Status CollectItems(const Request& request, std::vector<absl::string_view>& items) const;
 
   storage::FilterStore* const store_;
   const ServiceLimits limits_;
+  std::atomic<bool> draining_{false};
+  std::atomic<int> in_flight_{0};
 };
 
 }  // namespace service

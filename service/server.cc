@@ -9,6 +9,7 @@
 #include <climits>
 
 #include "absl/strings/str_cat.h"
+#include "common/log.h"
 
 namespace service {
 
@@ -41,8 +42,13 @@ BloomServer::~BloomServer() { Shutdown(); }
 void BloomServer::Shutdown() {
   if (server_ == nullptr) return;
   server_->GetHealthCheckService()->SetServingStatus(false);
-  server_->Shutdown(std::chrono::system_clock::now() +
-                    absl::ToChronoNanoseconds(options_.shutdown_grace));
+  // gRPC's own Shutdown(deadline) also waits for clients to close their connections after its
+  // GOAWAY, which an idle client only reads on its next call: every shutdown would last the
+  // whole grace period. So drain the calls ourselves, then close the connections at once.
+  if (!service_->Drain(absl::Now() + options_.shutdown_grace)) {
+    bloomlog::LogWarning("calls still running after the shutdown grace period are cancelled");
+  }
+  server_->Shutdown(std::chrono::system_clock::now());
   server_->Wait();
   server_.reset();
 }

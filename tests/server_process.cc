@@ -1,0 +1,134 @@
+#include "tests/server_process.h"
+
+#include <signal.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/time/clock.h"
+
+namespace bloomtest {
+namespace {
+
+// Everything the child needs is built before fork(): after it, a multithreaded parent's child
+// may only make async-signal-safe calls (no allocation) until exec.
+pid_t Spawn(const std::vector<std::string>& args, const std::vector<std::string>& env,
+            const std::string& log_path) {
+  std::vector<std::string> argv_storage = {BLOOM_SERVER_PATH};
+  argv_storage.insert(argv_storage.end(), args.begin(), args.end());
+  std::vector<std::string> env_storage(env.begin(), env.end());
+  for (char** e = environ; *e != nullptr; ++e) env_storage.emplace_back(*e);
+  std::vector<char*> argv, envp;
+  for (std::string& a : argv_storage) argv.push_back(a.data());
+  for (std::string& e : env_storage) envp.push_back(e.data());
+  argv.push_back(nullptr);
+  envp.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid != 0) return pid;
+  const int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd >= 0) {
+    dup2(fd, STDOUT_FILENO);
+    dup2(fd, STDERR_FILENO);
+  }
+  execve(BLOOM_SERVER_PATH, argv.data(), envp.data());
+  _exit(127);
+}
+
+int DecodeWaitStatus(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return -WTERMSIG(status);
+  return -1000;
+}
+
+}  // namespace
+
+std::unique_ptr<ServerProcess> ServerProcess::Start(const std::string& data_dir,
+                                                    const std::vector<std::string>& args,
+                                                    const std::vector<std::string>& env,
+                                                    absl::Duration timeout) {
+  auto server = std::unique_ptr<ServerProcess>(new ServerProcess());
+  server->scratch_ = std::make_unique<TempDir>();
+  const std::string port_file = server->scratch_->path() + "/port";
+  server->log_path_ = server->scratch_->path() + "/server.log";
+  std::vector<std::string> all = {"--listen=127.0.0.1:0", "--data_dir=" + data_dir,
+                                  "--port_file=" + port_file};
+  all.insert(all.end(), args.begin(), args.end());
+  server->pid_ = Spawn(all, env, server->log_path_);
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    std::ifstream in(port_file);
+    int port = 0;
+    if (in >> port && port > 0) {
+      server->port_ = port;
+      return server;
+    }
+    int status = 0;
+    if (waitpid(server->pid_, &status, WNOHANG) == server->pid_) {
+      server->pid_ = -1;
+      ADD_FAILURE() << "bloom-server exited early: " << server->ReadLog();
+      return nullptr;
+    }
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  ADD_FAILURE() << "bloom-server did not start in time: " << server->ReadLog();
+  return nullptr;
+}
+
+ServerProcess::~ServerProcess() {
+  if (pid_ > 0) Kill();
+}
+
+std::string ServerProcess::ReadLog() const {
+  std::ifstream in(log_path_);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+int ServerProcess::WaitForExit(absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  int status = 0;
+  while (absl::Now() < deadline) {
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return DecodeWaitStatus(status);
+    }
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  kill(pid_, SIGKILL);
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+  ADD_FAILURE() << "bloom-server did not exit in time";
+  return -1000;
+}
+
+int ServerProcess::Terminate(absl::Duration timeout) {
+  if (pid_ <= 0) return -1000;
+  kill(pid_, SIGTERM);
+  return WaitForExit(timeout);
+}
+
+void ServerProcess::Kill() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGKILL);
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+}
+
+int ServerProcess::RunToExit(const std::vector<std::string>& args, std::string* output,
+                             absl::Duration timeout) {
+  ServerProcess process;
+  process.scratch_ = std::make_unique<TempDir>();
+  process.log_path_ = process.scratch_->path() + "/server.log";
+  process.pid_ = Spawn(args, {}, process.log_path_);
+  const int status = process.WaitForExit(timeout);
+  if (output != nullptr) *output = process.ReadLog();
+  return status;
+}
+
+}  // namespace bloomtest

@@ -1,0 +1,57 @@
+// Runs the real bloom-server binary for integration tests: a fresh temporary data directory
+// (unless one is given), port 0, and --port_file to learn the bound port.
+//
+// Thread-safety: not thread-safe; owned by one test.
+#ifndef TESTS_SERVER_PROCESS_H_
+#define TESTS_SERVER_PROCESS_H_
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "common/testing.h"
+
+namespace bloomtest {
+
+class ServerProcess {
+ public:
+  // Starts bloom-server with `args` added; waits (up to `timeout`) until it serves. Returns
+  // nullptr, with a test failure, if it does not.
+  static std::unique_ptr<ServerProcess> Start(const std::string& data_dir,
+                                              const std::vector<std::string>& args = {},
+                                              const std::vector<std::string>& env = {},
+                                              absl::Duration timeout = absl::Seconds(30));
+  ~ServerProcess();  // SIGKILL if still running
+
+  int port() const { return port_; }
+  std::string target() const { return "127.0.0.1:" + std::to_string(port_); }
+  pid_t pid() const { return pid_; }
+  const std::string& log_path() const { return log_path_; }
+  std::string ReadLog() const;
+
+  // Sends SIGTERM and waits; returns the exit status (or -signal if killed by one).
+  int Terminate(absl::Duration timeout = absl::Seconds(20));
+  // SIGKILL, like a crash.
+  void Kill();
+
+  // Runs bloom-server to completion (for runs expected to fail fast) and returns its exit
+  // status; its output goes to *output.
+  static int RunToExit(const std::vector<std::string>& args, std::string* output,
+                       absl::Duration timeout = absl::Seconds(20));
+
+ private:
+  ServerProcess() = default;
+  int WaitForExit(absl::Duration timeout);
+
+  pid_t pid_ = -1;
+  int port_ = 0;
+  std::string log_path_;
+  std::unique_ptr<TempDir> scratch_;  // port file and log
+};
+
+}  // namespace bloomtest
+
+#endif  // TESTS_SERVER_PROCESS_H_
