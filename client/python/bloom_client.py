@@ -1,0 +1,132 @@
+"""A small Python client for bloom-server.
+
+    from bloom_client import BloomClient
+
+    client = BloomClient("127.0.0.1:50051")
+    client.reserve("users", capacity=1_000_000, error_rate=0.01)  # safe from every replica
+    client.add("users", ["alice", "bob"])            # -> [True, True]
+    client.might_contain("users", ["alice", 1001])   # -> [True, False]
+
+Items may be str (UTF-8), bytes, or int (sent as its decimal string, like the C++ client), and
+they are all sent as bytes: the text "a" and the bytes b"a" are the same item. Lists longer than
+`batch_size` are sent as several requests, in order (each request is atomic, the list is not).
+Errors are grpc.RpcError with the server's status code, e.g. grpc.StatusCode.NOT_FOUND.
+
+Needs Debian's python3-grpcio and python3-protobuf, and the stubs generated from
+protos/bloom/v1/bloom.proto (the build puts them in build/protos/python: add that directory to
+PYTHONPATH).
+
+Thread-safety: a BloomClient may be shared by threads (gRPC channels and stubs are).
+"""
+
+import grpc
+
+from bloom.v1 import bloom_pb2
+from bloom.v1 import bloom_pb2_grpc
+
+__all__ = ["BloomClient"]
+
+_DUMP_CHUNK = 1 << 20
+
+
+def _as_bytes(item):
+    if isinstance(item, bytes):
+        return item
+    if isinstance(item, str):
+        return item.encode("utf-8")
+    if isinstance(item, bool):  # bool is an int subclass; refuse rather than send "True"
+        raise TypeError("items must be str, bytes or int, not bool")
+    if isinstance(item, int):
+        return str(item).encode("ascii")
+    raise TypeError(f"items must be str, bytes or int, not {type(item).__name__}")
+
+
+def _spec(capacity, error_rate, expansion=0, non_scaling=False):
+    return bloom_pb2.FilterSpec(capacity=capacity, error_rate=error_rate,
+                                expansion=expansion, non_scaling=non_scaling)
+
+
+class BloomClient:
+    """Client of one bloom-server (plaintext gRPC)."""
+
+    def __init__(self, target="127.0.0.1:50051", timeout=10.0, batch_size=10_000, channel=None):
+        self._channel = channel or grpc.insecure_channel(
+            target, options=[("grpc.max_receive_message_length", -1),
+                             ("grpc.max_send_message_length", -1)])
+        self._stub = bloom_pb2_grpc.BloomFilterServiceStub(self._channel)
+        self._timeout = timeout
+        self._batch_size = max(1, batch_size)
+
+    def close(self):
+        self._channel.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def reserve(self, name, capacity, error_rate, expansion=0, non_scaling=False):
+        """Creates a filter; returns True if created, False if it existed with the same spec."""
+        response = self._stub.Reserve(
+            bloom_pb2.ReserveRequest(name=name,
+                                     spec=_spec(capacity, error_rate, expansion, non_scaling)),
+            timeout=self._timeout)
+        return response.created
+
+    def add(self, name, items, create_if_missing=None):
+        """Adds items; returns for each whether it was (probably) new.
+
+        create_if_missing: a dict like {"capacity": 1000, "error_rate": 0.01} to create a
+        missing filter instead of failing with NOT_FOUND.
+        """
+        spec = _spec(**create_if_missing) if create_if_missing else None
+        return self._batched(items, lambda batch: self._stub.Add(
+            bloom_pb2.AddRequest(name=name, raw_items=batch, create_if_missing=spec),
+            timeout=self._timeout).added)
+
+    def might_contain(self, name, items):
+        """For each item: False means it was never added, True that it probably was."""
+        return self._batched(items, lambda batch: self._stub.MightContain(
+            bloom_pb2.MightContainRequest(name=name, raw_items=batch),
+            timeout=self._timeout).present)
+
+    def stats(self, name):
+        """The filter's bloom.v1.FilterStats."""
+        return self._stub.Stats(bloom_pb2.StatsRequest(name=name), timeout=self._timeout).stats
+
+    def delete(self, name):
+        self._stub.Delete(bloom_pb2.DeleteRequest(name=name), timeout=self._timeout)
+
+    def list(self, prefix=""):
+        """Yields the FilterStats of every filter whose name starts with prefix, in name order."""
+        token = ""
+        while True:
+            page = self._stub.List(bloom_pb2.ListRequest(prefix=prefix, page_token=token),
+                                   timeout=self._timeout)
+            yield from page.filters
+            token = page.next_page_token
+            if not token:
+                return
+
+    def export(self, name):
+        """The filter's dump, as bytes."""
+        return b"".join(chunk.data for chunk in
+                        self._stub.Export(bloom_pb2.ExportRequest(name=name)))
+
+    def import_dump(self, name, dump):
+        """Creates filter `name` from a dump made by export(); returns its FilterStats."""
+        def chunks():
+            yield bloom_pb2.ImportChunk(name=name, data=dump[:_DUMP_CHUNK])
+            for offset in range(_DUMP_CHUNK, len(dump), _DUMP_CHUNK):
+                yield bloom_pb2.ImportChunk(data=dump[offset:offset + _DUMP_CHUNK])
+        return self._stub.Import(chunks()).stats
+
+    def _batched(self, items, call):
+        raw = [_as_bytes(item) for item in items]
+        if not raw:
+            return list(call([]))  # the server answers INVALID_ARGUMENT
+        results = []
+        for start in range(0, len(raw), self._batch_size):
+            results.extend(call(raw[start:start + self._batch_size]))
+        return results

@@ -1,0 +1,106 @@
+"""Tests of the Python client against a real bloom-server (started on port 0, temp data dir).
+
+Run by ctest with BLOOM_SERVER_BIN and PYTHONPATH set; needs Debian's /usr/bin/python3.
+"""
+
+import os
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+import grpc
+
+import example
+from bloom_client import BloomClient
+
+
+class ServerFixture:
+    def __init__(self):
+        self.dir = tempfile.TemporaryDirectory(prefix="bloom-py-")
+        port_file = os.path.join(self.dir.name, "port")
+        self.log = open(os.path.join(self.dir.name, "log"), "w+")
+        self.proc = subprocess.Popen(
+            [os.environ["BLOOM_SERVER_BIN"], "--listen=127.0.0.1:0",
+             f"--data_dir={self.dir.name}/data", f"--port_file={port_file}"],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 30
+        while not os.path.exists(port_file):
+            if self.proc.poll() is not None or time.time() > deadline:
+                raise RuntimeError("bloom-server did not start")
+            time.sleep(0.01)
+        with open(port_file) as f:
+            self.target = f"127.0.0.1:{int(f.read())}"
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        code = self.proc.wait(timeout=20)
+        self.log.close()
+        self.dir.cleanup()
+        return code
+
+
+class BloomClientTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = ServerFixture()
+        cls.client = BloomClient(cls.server.target, batch_size=100)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.client.close()
+        assert cls.server.stop() == 0
+
+    def test_reserve_add_check_stats(self):
+        self.assertTrue(self.client.reserve("py:users", capacity=1000, error_rate=0.01))
+        self.assertFalse(self.client.reserve("py:users", capacity=1000, error_rate=0.01))
+        self.assertEqual(self.client.add("py:users", ["alice", b"bob", 1001, "alice"]),
+                         [True, True, True, False])
+        # str, bytes and decimal int forms of an item are the same item.
+        self.assertEqual(self.client.might_contain("py:users", [b"alice", "bob", "1001", "carol"]),
+                         [True, True, True, False])
+        stats = self.client.stats("py:users")
+        self.assertEqual(stats.items_added, 3)
+        self.assertEqual(stats.spec.expansion, 2)
+
+    def test_batches_are_split_in_order(self):
+        items = [f"item-{i}" for i in range(1050)]  # 11 requests of at most 100
+        added = self.client.add("py:batched", items,
+                                create_if_missing={"capacity": 5000, "error_rate": 0.001})
+        self.assertEqual(len(added), 1050)
+        self.assertTrue(all(self.client.might_contain("py:batched", items)))
+
+    def test_errors_keep_their_grpc_code(self):
+        with self.assertRaises(grpc.RpcError) as missing:
+            self.client.might_contain("py:missing", ["x"])
+        self.assertEqual(missing.exception.code(), grpc.StatusCode.NOT_FOUND)
+        with self.assertRaises(grpc.RpcError) as bad:
+            self.client.reserve("py:bad", capacity=10, error_rate=1.5)
+        self.assertEqual(bad.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("error_rate", bad.exception.details())
+        with self.assertRaises(TypeError):
+            self.client.add("py:users", [1.5])
+
+    def test_list_export_import_delete(self):
+        self.client.reserve("py:list:a", capacity=10, error_rate=0.1)
+        self.client.reserve("py:list:b", capacity=10, error_rate=0.1)
+        self.client.add("py:list:a", ["x", "y"])
+        self.assertEqual([f.name for f in self.client.list("py:list:")],
+                         ["py:list:a", "py:list:b"])
+        dump = self.client.export("py:list:a")
+        copy = self.client.import_dump("py:list:copy", dump)
+        self.assertEqual(copy.items_added, 2)
+        self.assertEqual(self.client.might_contain("py:list:copy", ["x", "y"]), [True, True])
+        self.client.delete("py:list:a")
+        with self.assertRaises(grpc.RpcError) as gone:
+            self.client.stats("py:list:a")
+        self.assertEqual(gone.exception.code(), grpc.StatusCode.NOT_FOUND)
+
+    def test_example_runs(self):
+        example.main(self.server.target)
+        self.assertEqual(self.client.might_contain("example:user-ids", [1500]), [True])
+
+
+if __name__ == "__main__":
+    unittest.main()
