@@ -88,6 +88,12 @@ absl::Status BloomService::CollectItems(const Request& request,
 
 grpc::Status BloomService::Reserve(grpc::ServerContext*, const bloom::v1::ReserveRequest* request,
                                    bloom::v1::ReserveResponse* response) {
+  return HandleReserve(*request, response);
+}
+
+grpc::Status BloomService::HandleReserve(const bloom::v1::ReserveRequest& req,
+                                         bloom::v1::ReserveResponse* response) {
+  const bloom::v1::ReserveRequest* request = &req;
   CallScope log(this, "Reserve", request->name());
   if (!log.admitted()) return log.Refused();
   if (!request->has_spec()) return log.Done(absl::InvalidArgumentError("spec is required"));
@@ -102,6 +108,12 @@ grpc::Status BloomService::Reserve(grpc::ServerContext*, const bloom::v1::Reserv
 
 grpc::Status BloomService::Add(grpc::ServerContext*, const bloom::v1::AddRequest* request,
                                bloom::v1::AddResponse* response) {
+  return HandleAdd(*request, response);
+}
+
+grpc::Status BloomService::HandleAdd(const bloom::v1::AddRequest& req,
+                                     bloom::v1::AddResponse* response) {
+  const bloom::v1::AddRequest* request = &req;
   CallScope log(this, "Add", request->name(), request->items_size() + request->raw_items_size());
   if (!log.admitted()) return log.Refused();
   std::vector<absl::string_view> items;
@@ -120,6 +132,12 @@ grpc::Status BloomService::Add(grpc::ServerContext*, const bloom::v1::AddRequest
 grpc::Status BloomService::MightContain(grpc::ServerContext*,
                                         const bloom::v1::MightContainRequest* request,
                                         bloom::v1::MightContainResponse* response) {
+  return HandleMightContain(*request, response);
+}
+
+grpc::Status BloomService::HandleMightContain(const bloom::v1::MightContainRequest& req,
+                                              bloom::v1::MightContainResponse* response) {
+  const bloom::v1::MightContainRequest* request = &req;
   CallScope log(this, "MightContain", request->name(),
                 request->items_size() + request->raw_items_size());
   if (!log.admitted()) return log.Refused();
@@ -135,6 +153,12 @@ grpc::Status BloomService::MightContain(grpc::ServerContext*,
 
 grpc::Status BloomService::Stats(grpc::ServerContext*, const bloom::v1::StatsRequest* request,
                                  bloom::v1::StatsResponse* response) {
+  return HandleStats(*request, response);
+}
+
+grpc::Status BloomService::HandleStats(const bloom::v1::StatsRequest& req,
+                                       bloom::v1::StatsResponse* response) {
+  const bloom::v1::StatsRequest* request = &req;
   CallScope log(this, "Stats", request->name());
   if (!log.admitted()) return log.Refused();
   absl::StatusOr<storage::FilterInfo> info = store_->Stats(request->name());
@@ -144,6 +168,11 @@ grpc::Status BloomService::Stats(grpc::ServerContext*, const bloom::v1::StatsReq
 
 grpc::Status BloomService::Delete(grpc::ServerContext*, const bloom::v1::DeleteRequest* request,
                                   bloom::v1::DeleteResponse*) {
+  return HandleDelete(*request);
+}
+
+grpc::Status BloomService::HandleDelete(const bloom::v1::DeleteRequest& req) {
+  const bloom::v1::DeleteRequest* request = &req;
   CallScope log(this, "Delete", request->name());
   if (!log.admitted()) return log.Refused();
   return log.Done(store_->Delete(request->name()));
@@ -151,6 +180,12 @@ grpc::Status BloomService::Delete(grpc::ServerContext*, const bloom::v1::DeleteR
 
 grpc::Status BloomService::List(grpc::ServerContext*, const bloom::v1::ListRequest* request,
                                 bloom::v1::ListResponse* response) {
+  return HandleList(*request, response);
+}
+
+grpc::Status BloomService::HandleList(const bloom::v1::ListRequest& req,
+                                      bloom::v1::ListResponse* response) {
+  const bloom::v1::ListRequest* request = &req;
   CallScope log(this, "List", request->prefix());
   if (!log.admitted()) return log.Refused();
   // As in Google's AIP-158: 0 means the default, larger values are coerced to the maximum.
@@ -210,6 +245,54 @@ bool BloomService::Drain(absl::Time deadline) {
     absl::SleepFor(absl::Milliseconds(5));
   }
   return true;
+}
+
+namespace {
+
+// A callback unary call answered inline, on the gRPC thread that received it.
+template <typename Handler>
+grpc::ServerUnaryReactor* Inline(grpc::CallbackServerContext* context, Handler handler) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(handler());
+  return reactor;
+}
+
+}  // namespace
+
+grpc::ServerUnaryReactor* BloomCallbackService::Reserve(grpc::CallbackServerContext* context,
+                                                        const bloom::v1::ReserveRequest* request,
+                                                        bloom::v1::ReserveResponse* response) {
+  return Inline(context, [&] { return core_->HandleReserve(*request, response); });
+}
+
+grpc::ServerUnaryReactor* BloomCallbackService::Add(grpc::CallbackServerContext* context,
+                                                    const bloom::v1::AddRequest* request,
+                                                    bloom::v1::AddResponse* response) {
+  return Inline(context, [&] { return core_->HandleAdd(*request, response); });
+}
+
+grpc::ServerUnaryReactor* BloomCallbackService::MightContain(
+    grpc::CallbackServerContext* context, const bloom::v1::MightContainRequest* request,
+    bloom::v1::MightContainResponse* response) {
+  return Inline(context, [&] { return core_->HandleMightContain(*request, response); });
+}
+
+grpc::ServerUnaryReactor* BloomCallbackService::Stats(grpc::CallbackServerContext* context,
+                                                      const bloom::v1::StatsRequest* request,
+                                                      bloom::v1::StatsResponse* response) {
+  return Inline(context, [&] { return core_->HandleStats(*request, response); });
+}
+
+grpc::ServerUnaryReactor* BloomCallbackService::Delete(grpc::CallbackServerContext* context,
+                                                       const bloom::v1::DeleteRequest* request,
+                                                       bloom::v1::DeleteResponse*) {
+  return Inline(context, [&] { return core_->HandleDelete(*request); });
+}
+
+grpc::ServerUnaryReactor* BloomCallbackService::List(grpc::CallbackServerContext* context,
+                                                     const bloom::v1::ListRequest* request,
+                                                     bloom::v1::ListResponse* response) {
+  return Inline(context, [&] { return core_->HandleList(*request, response); });
 }
 
 }  // namespace service

@@ -4,6 +4,10 @@
 // streaming order), converts messages, and turns every absl::Status into a grpc::Status with
 // the same code. See protos/bloom/v1/bloom.proto for the contract.
 //
+// BloomCallbackService serves the same handlers through gRPC's callback API (unary methods run
+// inline on gRPC's threads; the two streaming methods stay synchronous); which one a server uses
+// is chosen with ServerOptions::model.
+//
 // Thread-safety: every method is thread-safe; the store does the synchronisation.
 #ifndef SERVICE_BLOOM_SERVICE_H_
 #define SERVICE_BLOOM_SERVICE_H_
@@ -49,6 +53,18 @@ class BloomService final : public bloom::v1::BloomFilterService::Service {
                       grpc::ServerReader<bloom::v1::ImportChunk>* reader,
                       bloom::v1::ImportResponse* response) override;
 
+  // The unary handlers, shared by this synchronous service and BloomCallbackService.
+  grpc::Status HandleReserve(const bloom::v1::ReserveRequest& request,
+                             bloom::v1::ReserveResponse* response);
+  grpc::Status HandleAdd(const bloom::v1::AddRequest& request, bloom::v1::AddResponse* response);
+  grpc::Status HandleMightContain(const bloom::v1::MightContainRequest& request,
+                                  bloom::v1::MightContainResponse* response);
+  grpc::Status HandleStats(const bloom::v1::StatsRequest& request,
+                           bloom::v1::StatsResponse* response);
+  grpc::Status HandleDelete(const bloom::v1::DeleteRequest& request);
+  grpc::Status HandleList(const bloom::v1::ListRequest& request,
+                          bloom::v1::ListResponse* response);
+
   // Graceful shutdown, step 1: from now on new calls are refused with UNAVAILABLE (clients
   // retry them elsewhere), and this waits until the calls already running have finished, or
   // until `deadline`. Returns whether they all finished.
@@ -64,6 +80,51 @@ class BloomService final : public bloom::v1::BloomFilterService::Service {
   const ServiceLimits limits_;
   std::atomic<bool> draining_{false};
   std::atomic<int> in_flight_{0};
+};
+
+using CallbackUnaryBase = bloom::v1::BloomFilterService::WithCallbackMethod_Reserve<
+    bloom::v1::BloomFilterService::WithCallbackMethod_Add<
+        bloom::v1::BloomFilterService::WithCallbackMethod_MightContain<
+            bloom::v1::BloomFilterService::WithCallbackMethod_Stats<
+                bloom::v1::BloomFilterService::WithCallbackMethod_Delete<
+                    bloom::v1::BloomFilterService::WithCallbackMethod_List<
+                        bloom::v1::BloomFilterService::Service>>>>>>;
+
+class BloomCallbackService final : public CallbackUnaryBase {
+ public:
+  // `core` must outlive this service.
+  explicit BloomCallbackService(BloomService* core) : core_(core) {}
+
+  grpc::ServerUnaryReactor* Reserve(grpc::CallbackServerContext* context,
+                                    const bloom::v1::ReserveRequest* request,
+                                    bloom::v1::ReserveResponse* response) override;
+  grpc::ServerUnaryReactor* Add(grpc::CallbackServerContext* context,
+                                const bloom::v1::AddRequest* request,
+                                bloom::v1::AddResponse* response) override;
+  grpc::ServerUnaryReactor* MightContain(grpc::CallbackServerContext* context,
+                                         const bloom::v1::MightContainRequest* request,
+                                         bloom::v1::MightContainResponse* response) override;
+  grpc::ServerUnaryReactor* Stats(grpc::CallbackServerContext* context,
+                                  const bloom::v1::StatsRequest* request,
+                                  bloom::v1::StatsResponse* response) override;
+  grpc::ServerUnaryReactor* Delete(grpc::CallbackServerContext* context,
+                                   const bloom::v1::DeleteRequest* request,
+                                   bloom::v1::DeleteResponse* response) override;
+  grpc::ServerUnaryReactor* List(grpc::CallbackServerContext* context,
+                                 const bloom::v1::ListRequest* request,
+                                 bloom::v1::ListResponse* response) override;
+  grpc::Status Export(grpc::ServerContext* context, const bloom::v1::ExportRequest* request,
+                      grpc::ServerWriter<bloom::v1::ExportChunk>* writer) override {
+    return core_->Export(context, request, writer);
+  }
+  grpc::Status Import(grpc::ServerContext* context,
+                      grpc::ServerReader<bloom::v1::ImportChunk>* reader,
+                      bloom::v1::ImportResponse* response) override {
+    return core_->Import(context, reader, response);
+  }
+
+ private:
+  BloomService* const core_;
 };
 
 }  // namespace service

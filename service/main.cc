@@ -42,6 +42,9 @@ ABSL_FLAG(absl::Duration, checkpoint_interval, absl::Seconds(30),
           "a filter with unpersisted changes is checkpointed at least this often");
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(5),
           "on SIGTERM, how long in-flight calls may run before they are cancelled");
+ABSL_FLAG(std::string, server_model, "sync",
+          "gRPC server API: sync (a pool thread per call) or callback (unary calls inline on "
+          "gRPC's threads); see the README's performance section");
 ABSL_FLAG(std::string, port_file, "",
           "if set, the bound port is written to this file once serving (for tests and tools)");
 
@@ -50,7 +53,7 @@ namespace {
 constexpr const char* kFlagNames[] = {
     "listen",   "data_dir",     "sync",     "memory_limit",        "max_batch",
     "max_item_bytes", "log_level", "log_json", "checkpoint_interval", "shutdown_grace",
-    "port_file"};
+    "port_file", "server_model"};
 
 // Applies BLOOM_<FLAG> environment variables as flag values; the command line parsed later
 // overrides them.
@@ -175,6 +178,12 @@ int main(int argc, char** argv) {
   server_options.limits.max_batch = absl::GetFlag(FLAGS_max_batch);
   server_options.limits.max_item_bytes = absl::GetFlag(FLAGS_max_item_bytes);
   server_options.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
+  const std::string model = absl::GetFlag(FLAGS_server_model);
+  if (model == "callback") {
+    server_options.model = service::ServerModel::kCallback;
+  } else if (model != "sync") {
+    return Fail("--server_model must be sync or callback");
+  }
   absl::StatusOr<std::unique_ptr<service::BloomServer>> server =
       service::BloomServer::Start(store->get(), server_options);
   if (!server.ok()) return Fail(server.status().ToString());

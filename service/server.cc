@@ -22,7 +22,12 @@ absl::StatusOr<std::unique_ptr<BloomServer>> BloomServer::Start(storage::FilterS
 
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &server->port_);
-  builder.RegisterService(server->service_.get());
+  if (options.model == ServerModel::kCallback) {
+    server->callback_service_ = std::make_unique<BloomCallbackService>(server->service_.get());
+    builder.RegisterService(server->callback_service_.get());
+  } else {
+    builder.RegisterService(server->service_.get());
+  }
   // The largest request the limits allow: every item at its maximum size, plus framing.
   const double largest = static_cast<double>(options.limits.max_batch) *
                              (static_cast<double>(options.limits.max_item_bytes) + 16) +

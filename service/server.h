@@ -21,7 +21,13 @@
 
 namespace service {
 
+enum class ServerModel {
+  kSync,      // gRPC's synchronous API: a pool thread per running call
+  kCallback,  // gRPC's callback API: unary calls handled inline on gRPC's threads
+};
+
 struct ServerOptions {
+  ServerModel model = ServerModel::kSync;
   // host:port; port 0 picks a free port (see BloomServer::port()).
   std::string listen = "127.0.0.1:50051";
   ServiceLimits limits;
@@ -46,6 +52,7 @@ class BloomServer {
       : service_(std::move(service)), options_(std::move(options)) {}
 
   std::unique_ptr<BloomService> service_;
+  std::unique_ptr<BloomCallbackService> callback_service_;  // with ServerModel::kCallback
   const ServerOptions options_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;

@@ -15,7 +15,7 @@ constexpr size_t kPageBatchBytes = 8 << 20;
 
 // The journal is checkpointed once it reaches this fraction of the filter's bits (or the
 // interval passes), which bounds both replay time at start-up and amortised checkpoint writes.
-constexpr double kJournalToBitsRatio = 0.5;
+constexpr double kJournalToBitsRatio = 1.0;
 constexpr uint64_t kMinJournalBytesForEarlyCheckpoint = 1 << 20;
 
 }  // namespace

@@ -91,7 +91,7 @@ class StoredFilter {
   // Persists dirty pages and counters and trims the journal. A no-op when nothing changed.
   absl::Status Checkpoint(bool sync);
   // Whether the checkpointer should call Checkpoint() now: there are unpersisted changes and
-  // either `interval` passed since the last checkpoint or the journal reached half the bits.
+  // either `interval` passed since the last checkpoint or the journal grew as large as the bits.
   bool CheckpointDue(absl::Time now, absl::Duration interval) const;
   // Deletes the filter's metadata, bits and journal (range deletes: O(1) here, space comes back
   // with compaction). Afterwards every operation answers NOT_FOUND.
