@@ -2,9 +2,12 @@
 
 #include <grpcpp/client_context.h>
 #include <grpcpp/create_channel.h>
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/security/credentials.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <mutex>
 
 #include "absl/strings/str_cat.h"
 
@@ -35,7 +38,40 @@ std::unique_ptr<BloomClient> BloomClient::Connect(const std::string& target,
 }
 
 BloomClient::BloomClient(std::shared_ptr<grpc::Channel> channel, ClientOptions options)
-    : stub_(bloom::v1::BloomFilterService::NewStub(std::move(channel))), options_(options) {}
+    : channel_(channel),
+      stub_(bloom::v1::BloomFilterService::NewStub(std::move(channel))),
+      options_(options) {}
+
+absl::StatusOr<bool> BloomClient::Serving() {
+  // grpc.health.v1.Health/Check by hand (Debian ships no generated health stubs): the request
+  // HealthCheckRequest{service: ""} is empty; the answer's field 1 is the status, 1 = SERVING.
+  grpc::GenericStub generic(channel_);
+  grpc::ClientContext context;
+  SetDeadline(context);
+  grpc::Slice empty;
+  grpc::ByteBuffer request(&empty, 1), response;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  grpc::Status status;
+  generic.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request,
+                    &response, [&](grpc::Status s) {
+                      std::lock_guard<std::mutex> lock(mu);
+                      status = std::move(s);
+                      done = true;
+                      cv.notify_one();
+                    });
+  std::unique_lock<std::mutex> lock(mu);
+  cv.wait(lock, [&] { return done; });
+  if (!status.ok()) return FromGrpcStatus(status);
+  std::vector<grpc::Slice> slices;
+  if (!response.Dump(&slices).ok()) return absl::InternalError("unreadable health response");
+  std::string bytes;
+  for (const grpc::Slice& slice : slices) {
+    bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  }
+  return bytes == std::string("\x08\x01", 2);
+}
 
 void BloomClient::SetDeadline(grpc::ClientContext& context) const {
   context.set_deadline(std::chrono::system_clock::now() +

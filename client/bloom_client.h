@@ -80,6 +80,9 @@ class BloomClient {
   // Creates `name` from a dump read from `in`.
   absl::StatusOr<bloom::v1::FilterStats> Import(absl::string_view name, std::istream& in);
 
+  // Asks the server's grpc.health.v1 service (overall status): true when SERVING.
+  absl::StatusOr<bool> Serving();
+
   // Raw stub access, for calls this wrapper does not cover.
   bloom::v1::BloomFilterService::Stub& stub() { return *stub_; }
 
@@ -90,6 +93,7 @@ class BloomClient {
       absl::Span<const std::string> items,
       const std::function<absl::Status(absl::Span<const std::string>, std::vector<bool>&)>& call);
 
+  std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<bloom::v1::BloomFilterService::Stub> stub_;
   const ClientOptions options_;
 };

@@ -32,6 +32,7 @@ commands:
   delete NAME
   export NAME [--out=FILE]    dump to FILE (default: stdout)
   import NAME [--in=FILE]     create NAME from a dump (default: stdin)
+  health                      exit 0 if the server reports SERVING (grpc.health.v1)
 
 The server defaults to $BLOOM_SERVER, else 127.0.0.1:50051. Exit status: 0 on success,
 1 on an error from the server (one line on stderr), 2 on bad usage.
@@ -185,6 +186,12 @@ int Run(const Args& args) {
   }
   const bool json = args.Has("json");
   auto client = bloomclient::BloomClient::Connect(server, options);
+  if (command == "health") {
+    absl::StatusOr<bool> serving = client->Serving();
+    if (!serving.ok()) return Error(serving.status());
+    std::cout << (*serving ? "SERVING" : "NOT_SERVING") << "\n";
+    return *serving ? 0 : 1;
+  }
   const std::string name = args.positional.size() > 1 ? args.positional[1] : "";
   if (command != "list" && name.empty()) return Usage(absl::StrCat(command, " needs a NAME"));
   const std::vector<std::string> items(args.positional.begin() + std::min<size_t>(2, args.positional.size()),

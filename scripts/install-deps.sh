@@ -9,7 +9,7 @@ PACKAGES=(
   libabsl-dev librocksdb-dev libxxhash-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-grpcio python3-protobuf
-  libhiredis-dev redis-server
+  libhiredis-dev redis-server libyaml-cpp-dev
 )
 
 missing=()

@@ -19,6 +19,7 @@
 #include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -33,7 +34,8 @@ ABSL_FLAG(std::string, data_dir, "./bloom-data", "directory of the RocksDB data"
 ABSL_FLAG(bool, sync, false,
           "fsync the write-ahead log before acknowledging an Add (survives power loss; slower)");
 ABSL_FLAG(std::string, memory_limit, "0",
-          "bytes of filter bits the server may hold, e.g. 536870912, 512Mi, 4Gi; 0 = no limit");
+          "bytes of filter bits the server may hold, e.g. 536870912, 512Mi, 4Gi, or a share of "
+          "the container's memory limit such as 75%; 0 = no limit");
 ABSL_FLAG(uint64_t, max_batch, 100'000, "most items (items + raw_items) in one request");
 ABSL_FLAG(uint64_t, max_item_bytes, 64 << 10, "largest item, in bytes");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error");
@@ -121,6 +123,37 @@ int WaitForShutdownSignal() {
   return byte;
 }
 
+// The memory this process may use: $BLOOM_CONTAINER_MEMORY_BYTES (Kubernetes' downward API,
+// resourceFieldRef limits.memory), else the cgroup v2 or v1 limit, else physical memory.
+uint64_t ContainerMemoryBytes() {
+  uint64_t bytes = 0;
+  if (const char* env = std::getenv("BLOOM_CONTAINER_MEMORY_BYTES");
+      env != nullptr && absl::SimpleAtoi(env, &bytes) && bytes > 0) {
+    return bytes;
+  }
+  for (const char* path : {"/sys/fs/cgroup/memory.max",
+                           "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+    std::ifstream in(path);
+    std::string text;
+    // "max" (v2) or a huge number (v1) mean no limit.
+    if (in >> text && absl::SimpleAtoi(text, &bytes) && bytes > 0 && bytes < (1ULL << 60)) {
+      return bytes;
+    }
+  }
+  return static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+// "75%": that share of ContainerMemoryBytes(); otherwise ParseBytes.
+bool ParseMemoryLimit(absl::string_view text, uint64_t& bytes) {
+  if (absl::ConsumeSuffix(&text, "%")) {
+    double percent = 0;
+    if (!absl::SimpleAtod(text, &percent) || !(percent > 0 && percent <= 100)) return false;
+    bytes = static_cast<uint64_t>(static_cast<double>(ContainerMemoryBytes()) * percent / 100);
+    return true;
+  }
+  return ParseBytes(text, bytes);
+}
+
 int Fail(absl::string_view message) {
   bloomlog::LogError(message);
   return 1;
@@ -143,8 +176,10 @@ int main(int argc, char** argv) {
   bloomlog::SetLevel(level);
   bloomlog::SetJson(absl::GetFlag(FLAGS_log_json));
   uint64_t memory_limit = 0;
-  if (!ParseBytes(absl::GetFlag(FLAGS_memory_limit), memory_limit)) {
-    std::fprintf(stderr, "bloom-server: --memory_limit must be bytes, e.g. 536870912 or 512Mi\n");
+  if (!ParseMemoryLimit(absl::GetFlag(FLAGS_memory_limit), memory_limit)) {
+    std::fprintf(stderr,
+                 "bloom-server: --memory_limit must be bytes (536870912, 512Mi) or a share of "
+                 "the container's memory (75%%)\n");
     return 2;
   }
   if (absl::GetFlag(FLAGS_max_batch) == 0 || absl::GetFlag(FLAGS_max_item_bytes) == 0) {

@@ -1,0 +1,205 @@
+// Checks of the Helm chart (helm/bloom-server): lint, render, and assert what operators rely
+// on in the rendered manifests. Runs the real helm (scripts/install-helm.sh puts it in
+// .tools/helm; $BLOOM_HELM overrides).
+#include <sys/wait.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "gtest/gtest.h"
+
+namespace {
+
+struct CommandResult {
+  int exit_code;
+  std::string out;
+};
+
+CommandResult Shell(const std::string& command) {
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  CommandResult run{-1, ""};
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) run.out.append(buffer, n);
+  const int status = pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+std::string Helm() {
+  const char* env = std::getenv("BLOOM_HELM");
+  return env != nullptr ? env : BLOOM_DEFAULT_HELM;
+}
+
+const std::string kChart = std::string(BLOOM_SOURCE_DIR) + "/helm/bloom-server";
+
+// Renders the chart with `args` and indexes the documents by "Kind/name".
+std::map<std::string, YAML::Node> Render(const std::string& args = "") {
+  const CommandResult run = Shell(absl::StrCat(Helm(), " template rel ", kChart, " ", args));
+  EXPECT_EQ(run.exit_code, 0) << run.out;
+  std::map<std::string, YAML::Node> objects;
+  for (const YAML::Node& doc : YAML::LoadAll(run.out)) {
+    if (!doc.IsMap()) continue;
+    objects[doc["kind"].as<std::string>() + "/" + doc["metadata"]["name"].as<std::string>()] = doc;
+  }
+  return objects;
+}
+
+std::map<std::string, std::string> Env(const YAML::Node& container) {
+  std::map<std::string, std::string> env;
+  for (const YAML::Node& e : container["env"]) {
+    env[e["name"].as<std::string>()] = e["value"] ? e["value"].as<std::string>() : "<valueFrom>";
+  }
+  return env;
+}
+
+class HelmChartTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const CommandResult version = Shell(Helm() + " version --short");
+    ASSERT_EQ(version.exit_code, 0) << "helm not found at " << Helm()
+                                    << "; run scripts/install-helm.sh: " << version.out;
+  }
+};
+
+TEST_F(HelmChartTest, LintsStrictlyWithDefaultsAndWithEverythingOn) {
+  CommandResult run = Shell(absl::StrCat(Helm(), " lint --strict ", kChart));
+  EXPECT_EQ(run.exit_code, 0) << run.out;
+  run = Shell(absl::StrCat(Helm(), " lint --strict ", kChart, " -f ", BLOOM_SOURCE_DIR,
+                           "/tests/helm/all-features.yaml"));
+  EXPECT_EQ(run.exit_code, 0) << run.out;
+}
+
+TEST_F(HelmChartTest, StatefulSetHasVolumeProbesAndSecurity) {
+  auto objects = Render();
+  ASSERT_EQ(objects.count("StatefulSet/rel-bloom-server"), 1u) << "no StatefulSet/rel-bloom-server";
+  const YAML::Node sts = objects.at("StatefulSet/rel-bloom-server");
+  EXPECT_EQ(sts["spec"]["podManagementPolicy"].as<std::string>(), "Parallel");
+  EXPECT_EQ(sts["spec"]["serviceName"].as<std::string>(), "rel-bloom-server-headless");
+  const YAML::Node claim = sts["spec"]["volumeClaimTemplates"][0];
+  EXPECT_EQ(claim["metadata"]["name"].as<std::string>(), "data");
+  EXPECT_EQ(claim["spec"]["resources"]["requests"]["storage"].as<std::string>(), "10Gi");
+
+  const YAML::Node pod = sts["spec"]["template"]["spec"];
+  EXPECT_FALSE(pod["automountServiceAccountToken"].as<bool>());
+  EXPECT_GE(pod["terminationGracePeriodSeconds"].as<int>(), 10);
+  EXPECT_TRUE(pod["securityContext"]["runAsNonRoot"].as<bool>());
+  EXPECT_EQ(pod["securityContext"]["runAsUser"].as<int>(), 10001);
+  EXPECT_EQ(pod["securityContext"]["runAsGroup"].as<int>(), 10001);
+  EXPECT_EQ(pod["securityContext"]["seccompProfile"]["type"].as<std::string>(), "RuntimeDefault");
+
+  const YAML::Node container = pod["containers"][0];
+  const YAML::Node security = container["securityContext"];
+  EXPECT_TRUE(security["readOnlyRootFilesystem"].as<bool>());
+  EXPECT_FALSE(security["allowPrivilegeEscalation"].as<bool>());
+  EXPECT_EQ(security["capabilities"]["drop"][0].as<std::string>(), "ALL");
+  for (const char* probe : {"startupProbe", "livenessProbe", "readinessProbe"}) {
+    ASSERT_TRUE(container[probe]["grpc"]) << probe << " is not a gRPC probe";
+    EXPECT_EQ(container[probe]["grpc"]["port"].as<int>(), 50051) << probe;
+  }
+  // The startup probe allows minutes for loading big filters.
+  EXPECT_GE(container["startupProbe"]["periodSeconds"].as<int>() *
+                container["startupProbe"]["failureThreshold"].as<int>(),
+            120);
+  EXPECT_EQ(container["ports"][0]["name"].as<std::string>(), "grpc");
+  EXPECT_EQ(container["ports"][0]["containerPort"].as<int>(), 50051);
+  bool data_mounted = false;
+  for (const YAML::Node& mount : container["volumeMounts"]) {
+    data_mounted |= mount["name"].as<std::string>() == "data" &&
+                    mount["mountPath"].as<std::string>() == "/data";
+  }
+  EXPECT_TRUE(data_mounted);
+  EXPECT_TRUE(container["resources"]["limits"]["memory"]) << "no memory limit";
+  EXPECT_TRUE(container["resources"]["requests"]["cpu"]) << "no cpu request";
+}
+
+TEST_F(HelmChartTest, EnvironmentIsWiredToValuesAndEveryVariableIsAServerFlag) {
+  auto objects = Render(
+      "--set config.maxBatch=500 --set config.sync=true --set config.logLevel=debug "
+      "--set config.memoryLimit=3Gi --set config.listen=0.0.0.0:6000");
+  const YAML::Node container =
+      objects.at("StatefulSet/rel-bloom-server")["spec"]["template"]["spec"]["containers"][0];
+  std::map<std::string, std::string> env = Env(container);
+  EXPECT_EQ(env["BLOOM_MAX_BATCH"], "500");
+  EXPECT_EQ(env["BLOOM_SYNC"], "true");
+  EXPECT_EQ(env["BLOOM_LOG_LEVEL"], "debug");
+  EXPECT_EQ(env["BLOOM_MEMORY_LIMIT"], "3Gi");
+  EXPECT_EQ(env["BLOOM_LISTEN"], "0.0.0.0:6000");
+  EXPECT_EQ(container["readinessProbe"]["grpc"]["port"].as<int>(), 6000);
+  EXPECT_EQ(env["BLOOM_CONTAINER_MEMORY_BYTES"], "<valueFrom>");
+  // Defaults: the memory limit is derived from the container's limit.
+  env = Env(Render().at("StatefulSet/rel-bloom-server")["spec"]["template"]["spec"]["containers"][0]);
+  EXPECT_EQ(env["BLOOM_MEMORY_LIMIT"], "75%");
+
+  // Each BLOOM_<FLAG> must be a flag the server knows, or the server would ignore it.
+  const CommandResult help = Shell(absl::StrCat(BLOOM_SERVER_PATH, " --helpfull"));
+  for (const auto& [name, value] : env) {
+    if (name == "BLOOM_CONTAINER_MEMORY_BYTES") continue;  // read by --memory_limit=N%
+    std::string flag = absl::AsciiStrToLower(name.substr(strlen("BLOOM_")));
+    EXPECT_TRUE(absl::StrContains(help.out, "-" + flag + " ")) << name << " is no server flag";
+  }
+}
+
+TEST_F(HelmChartTest, ServicesPdbAndOptionalObjects) {
+  auto objects = Render();
+  ASSERT_EQ(objects.count("Service/rel-bloom-server"), 1u) << "no Service/rel-bloom-server";
+  const YAML::Node service = objects.at("Service/rel-bloom-server");
+  EXPECT_EQ(service["spec"]["type"].as<std::string>(), "ClusterIP");
+  EXPECT_EQ(service["spec"]["ports"][0]["name"].as<std::string>(), "grpc");
+  EXPECT_EQ(service["spec"]["ports"][0]["appProtocol"].as<std::string>(), "grpc");
+  ASSERT_EQ(objects.count("Service/rel-bloom-server-headless"), 1u) << "no Service/rel-bloom-server-headless";
+  const YAML::Node headless = objects.at("Service/rel-bloom-server-headless");
+  EXPECT_EQ(headless["spec"]["clusterIP"].as<std::string>(), "None");
+  EXPECT_EQ(objects.count("PodDisruptionBudget/rel-bloom-server"), 1u);
+  EXPECT_EQ(objects.count("NetworkPolicy/rel-bloom-server"), 0u);
+  EXPECT_EQ(objects.count("ServiceMonitor/rel-bloom-server"), 0u);
+  ASSERT_EQ(objects.count("Pod/rel-bloom-server-test-health"), 1u) << "no Pod/rel-bloom-server-test-health";
+  const YAML::Node test_pod = objects.at("Pod/rel-bloom-server-test-health");
+  EXPECT_EQ(test_pod["metadata"]["annotations"]["helm.sh/hook"].as<std::string>(), "test");
+
+  objects = Render(absl::StrCat("-f ", BLOOM_SOURCE_DIR, "/tests/helm/all-features.yaml"));
+  ASSERT_EQ(objects.count("NetworkPolicy/rel-bloom-server"), 1u) << "no NetworkPolicy/rel-bloom-server";
+  const YAML::Node policy = objects.at("NetworkPolicy/rel-bloom-server");
+  EXPECT_EQ(policy["spec"]["ingress"][0]["from"][0]["podSelector"]["matchLabels"]
+                   ["bloom-server-client"].as<std::string>(),
+            "true");
+  EXPECT_EQ(objects.count("ServiceMonitor/rel-bloom-server"), 1u);
+  const YAML::Node sts = objects.at("StatefulSet/rel-bloom-server");
+  EXPECT_EQ(sts["spec"]["replicas"].as<int>(), 3);
+  EXPECT_EQ(sts["spec"]["volumeClaimTemplates"][0]["spec"]["storageClassName"].as<std::string>(),
+            "fast");
+  const YAML::Node pod = sts["spec"]["template"]["spec"];
+  EXPECT_EQ(pod["imagePullSecrets"][0]["name"].as<std::string>(), "regcred");
+  EXPECT_EQ(pod["nodeSelector"]["disktype"].as<std::string>(), "ssd");
+  EXPECT_TRUE(pod["tolerations"]);
+  EXPECT_TRUE(pod["affinity"]["podAntiAffinity"]);
+  EXPECT_EQ(sts["spec"]["template"]["metadata"]["labels"]["team"].as<std::string>(), "search");
+}
+
+TEST_F(HelmChartTest, SchemaRejectsWrongTypesUnknownKeysAndBadEnums) {
+  struct Case {
+    std::string set;
+    std::string message;
+  };
+  for (const Case& c : {Case{"replicas=two", "replicas"}, Case{"bogus=1", "bogus"},
+                        Case{"config.logLevel=loud", "logLevel"},
+                        Case{"config.memoryLimit=lots", "memoryLimit"},
+                        Case{"persistence.size=big", "size"},
+                        Case{"image.pullPolicy=Sometimes", "pullPolicy"},
+                        Case{"config.unknownOption=1", "unknownOption"}}) {
+    const CommandResult run = Shell(absl::StrCat(Helm(), " template rel ", kChart, " --set ", c.set));
+    EXPECT_NE(run.exit_code, 0) << c.set << " was accepted";
+    EXPECT_TRUE(absl::StrContains(run.out, c.message)) << c.set << ": " << run.out;
+  }
+}
+
+}  // namespace
