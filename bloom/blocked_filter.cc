@@ -18,13 +18,14 @@ namespace {
 static_assert(std::endian::native == std::endian::little,
               "pages are persisted as little-endian words");
 
-// Odd multipliers for the bit positions (the first eight are Parquet's split-block salts).
-constexpr uint32_t kSalts[kMaxHashCount] = {
-    0x47b6137bU, 0x44974d91U, 0x8824ad5bU, 0xa2b7289dU, 0x705495c7U, 0x2df1424bU, 0x9efc4947U,
-    0x5c6bfb31U, 0x3bd5a0f1U, 0xd8e1f3a5U, 0x6a2b7c4fU, 0x9f3e1a27U, 0x1c5d8e93U, 0xb47a2c6dU,
-    0x7e94f0b9U, 0xc2a6d54bU, 0x4d8f6e35U, 0xe1b3c7a9U, 0x29c5f81dU, 0x93e7a46bU, 0x5f1d2b87U,
-    0xa8c49e53U, 0x36f8b1c1U, 0xcb5e7d2fU, 0x715a3e99U, 0xe63c9b05U, 0x0f4d62a3U, 0x8b2e9d7dU,
-    0x52c71fe9U, 0xd93a4657U, 0x24e6b8c3U, 0xbd7f1a31U};
+// splitmix64's finaliser (Steele et al.): a bijection whose output bits are close to independent.
+inline uint64_t Mix(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
 
 // Filters of at least this many bytes are mmap'ed (zero pages are free until touched) and
 // asked for transparent huge pages, which cut TLB misses on random access to large filters.
@@ -36,11 +37,17 @@ inline uint64_t LoadWord(uint64_t& word) {
   return std::atomic_ref<uint64_t>(word).load(std::memory_order_acquire);
 }
 
-// The masks of the item's k bits in the 8 words of its block.
+// The masks of the item's k bits in the 8 words of its block: 9-bit positions taken from a
+// mixed stream of the hash, 7 per 64-bit draw. (Multiply-shift by k fixed constants of one
+// 32-bit key, as split-block filters do, correlates the positions enough to measure 0.4% more
+// false positives than the model at 1%; independent positions match it.)
 inline void BitMasks(uint64_t hash, uint32_t k, uint64_t (&masks)[kBlockWords]) {
-  const auto key = static_cast<uint32_t>(hash);
+  uint64_t stream = Mix(hash);
   for (uint32_t i = 0; i < k; ++i) {
-    const uint32_t bit = (key * kSalts[i]) >> 23;  // top 9 bits: a position in [0, 512)
+    // Each 64-bit draw mixes the hash with its own counter (never the used-up stream).
+    if (i != 0 && i % 7 == 0) stream = Mix(hash + (i / 7) * 0x9e3779b97f4a7c15ULL);
+    const uint32_t bit = static_cast<uint32_t>(stream & (kBlockBits - 1));
+    stream >>= 9;
     masks[bit >> 6] |= uint64_t{1} << (bit & 63);
   }
 }

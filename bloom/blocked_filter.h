@@ -7,8 +7,8 @@
 //   bool maybe = (*filter)->MightContain(h);  // true; false would mean "never added"
 //
 // An item's 64-bit hash picks its block from the high 32 bits (multiply-shift "fastrange") and
-// its k bit positions from the low 32 bits (multiply-shift by k odd constants, as in the
-// split-block filters of Apache Parquet), so one hash serves every probe.
+// its k bit positions from 9-bit chunks of the hash run through splitmix64's mixer, so one hash
+// serves every probe and the positions are independent, as the sizing model assumes.
 //
 // The bits are also addressed as pages of kPageBytes, the unit the storage layer persists: every
 // add that sets a new bit marks its page dirty, and TakeDirtyPages() hands the set over.

@@ -91,14 +91,13 @@ grpc::Status BloomService::Reserve(grpc::ServerContext*, const bloom::v1::Reserv
   return HandleReserve(*request, response);
 }
 
-grpc::Status BloomService::HandleReserve(const bloom::v1::ReserveRequest& req,
+grpc::Status BloomService::HandleReserve(const bloom::v1::ReserveRequest& request,
                                          bloom::v1::ReserveResponse* response) {
-  const bloom::v1::ReserveRequest* request = &req;
-  CallScope log(this, "Reserve", request->name());
+  CallScope log(this, "Reserve", request.name());
   if (!log.admitted()) return log.Refused();
-  if (!request->has_spec()) return log.Done(absl::InvalidArgumentError("spec is required"));
+  if (!request.has_spec()) return log.Done(absl::InvalidArgumentError("spec is required"));
   absl::StatusOr<storage::FilterStore::ReserveResult> result =
-      store_->Reserve(request->name(), FromProto(request->spec()));
+      store_->Reserve(request.name(), FromProto(request.spec()));
   if (result.ok()) {
     response->set_created(result->created);
     ToProto(result->info, response->mutable_stats());
@@ -111,17 +110,16 @@ grpc::Status BloomService::Add(grpc::ServerContext*, const bloom::v1::AddRequest
   return HandleAdd(*request, response);
 }
 
-grpc::Status BloomService::HandleAdd(const bloom::v1::AddRequest& req,
+grpc::Status BloomService::HandleAdd(const bloom::v1::AddRequest& request,
                                      bloom::v1::AddResponse* response) {
-  const bloom::v1::AddRequest* request = &req;
-  CallScope log(this, "Add", request->name(), request->items_size() + request->raw_items_size());
+  CallScope log(this, "Add", request.name(), request.items_size() + request.raw_items_size());
   if (!log.admitted()) return log.Refused();
   std::vector<absl::string_view> items;
-  if (absl::Status valid = CollectItems(*request, items); !valid.ok()) return log.Done(valid);
+  if (absl::Status valid = CollectItems(request, items); !valid.ok()) return log.Done(valid);
   bloom::FilterSpec create_spec;
-  if (request->has_create_if_missing()) create_spec = FromProto(request->create_if_missing());
+  if (request.has_create_if_missing()) create_spec = FromProto(request.create_if_missing());
   absl::StatusOr<std::vector<bool>> added = store_->Add(
-      request->name(), items, request->has_create_if_missing() ? &create_spec : nullptr);
+      request.name(), items, request.has_create_if_missing() ? &create_spec : nullptr);
   if (added.ok()) {
     response->mutable_added()->Reserve(static_cast<int>(added->size()));
     for (bool a : *added) response->add_added(a);
@@ -135,15 +133,14 @@ grpc::Status BloomService::MightContain(grpc::ServerContext*,
   return HandleMightContain(*request, response);
 }
 
-grpc::Status BloomService::HandleMightContain(const bloom::v1::MightContainRequest& req,
+grpc::Status BloomService::HandleMightContain(const bloom::v1::MightContainRequest& request,
                                               bloom::v1::MightContainResponse* response) {
-  const bloom::v1::MightContainRequest* request = &req;
-  CallScope log(this, "MightContain", request->name(),
-                request->items_size() + request->raw_items_size());
+  CallScope log(this, "MightContain", request.name(),
+                request.items_size() + request.raw_items_size());
   if (!log.admitted()) return log.Refused();
   std::vector<absl::string_view> items;
-  if (absl::Status valid = CollectItems(*request, items); !valid.ok()) return log.Done(valid);
-  absl::StatusOr<std::vector<bool>> present = store_->MightContain(request->name(), items);
+  if (absl::Status valid = CollectItems(request, items); !valid.ok()) return log.Done(valid);
+  absl::StatusOr<std::vector<bool>> present = store_->MightContain(request.name(), items);
   if (present.ok()) {
     response->mutable_present()->Reserve(static_cast<int>(present->size()));
     for (bool p : *present) response->add_present(p);
@@ -156,12 +153,11 @@ grpc::Status BloomService::Stats(grpc::ServerContext*, const bloom::v1::StatsReq
   return HandleStats(*request, response);
 }
 
-grpc::Status BloomService::HandleStats(const bloom::v1::StatsRequest& req,
+grpc::Status BloomService::HandleStats(const bloom::v1::StatsRequest& request,
                                        bloom::v1::StatsResponse* response) {
-  const bloom::v1::StatsRequest* request = &req;
-  CallScope log(this, "Stats", request->name());
+  CallScope log(this, "Stats", request.name());
   if (!log.admitted()) return log.Refused();
-  absl::StatusOr<storage::FilterInfo> info = store_->Stats(request->name());
+  absl::StatusOr<storage::FilterInfo> info = store_->Stats(request.name());
   if (info.ok()) ToProto(*info, response->mutable_stats());
   return log.Done(info.status());
 }
@@ -171,11 +167,10 @@ grpc::Status BloomService::Delete(grpc::ServerContext*, const bloom::v1::DeleteR
   return HandleDelete(*request);
 }
 
-grpc::Status BloomService::HandleDelete(const bloom::v1::DeleteRequest& req) {
-  const bloom::v1::DeleteRequest* request = &req;
-  CallScope log(this, "Delete", request->name());
+grpc::Status BloomService::HandleDelete(const bloom::v1::DeleteRequest& request) {
+  CallScope log(this, "Delete", request.name());
   if (!log.admitted()) return log.Refused();
-  return log.Done(store_->Delete(request->name()));
+  return log.Done(store_->Delete(request.name()));
 }
 
 grpc::Status BloomService::List(grpc::ServerContext*, const bloom::v1::ListRequest* request,
@@ -183,17 +178,16 @@ grpc::Status BloomService::List(grpc::ServerContext*, const bloom::v1::ListReque
   return HandleList(*request, response);
 }
 
-grpc::Status BloomService::HandleList(const bloom::v1::ListRequest& req,
+grpc::Status BloomService::HandleList(const bloom::v1::ListRequest& request,
                                       bloom::v1::ListResponse* response) {
-  const bloom::v1::ListRequest* request = &req;
-  CallScope log(this, "List", request->prefix());
+  CallScope log(this, "List", request.prefix());
   if (!log.admitted()) return log.Refused();
   // As in Google's AIP-158: 0 means the default, larger values are coerced to the maximum.
-  const uint32_t page_size = request->page_size() == 0
+  const uint32_t page_size = request.page_size() == 0
                                  ? kDefaultPageSize
-                                 : std::min(request->page_size(), kMaxPageSize);
+                                 : std::min(request.page_size(), kMaxPageSize);
   absl::StatusOr<storage::FilterStore::ListPage> page =
-      store_->List(request->prefix(), page_size, request->page_token());
+      store_->List(request.prefix(), page_size, request.page_token());
   if (page.ok()) {
     for (const storage::FilterInfo& info : page->filters) ToProto(info, response->add_filters());
     response->set_next_page_token(page->next_page_token);

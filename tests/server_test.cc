@@ -340,32 +340,10 @@ TEST_F(ServerTest, DataSurvivesSigtermAndKillNine) {
 TEST_F(ServerTest, HealthIsServingAndReflectionListsTheService) {
   auto channel = grpc::CreateChannel(server_->target(), grpc::InsecureChannelCredentials());
   grpc::GenericStub generic(channel);
-  // grpc.health.v1.Health/Check with an empty HealthCheckRequest: SERVING is field 1 = 1.
-  grpc::ClientContext health_context;
-  grpc::ByteBuffer request, response;
-  grpc::Slice empty;
-  request = grpc::ByteBuffer(&empty, 1);
-  std::mutex mu;
-  std::condition_variable done_cv;
-  bool done = false;
-  grpc::Status health_status;
-  generic.UnaryCall(&health_context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request,
-                    &response, [&](grpc::Status s) {
-                      std::lock_guard<std::mutex> lock(mu);
-                      health_status = s;
-                      done = true;
-                      done_cv.notify_all();
-                    });
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    done_cv.wait(lock, [&] { return done; });
-  }
-  ASSERT_TRUE(health_status.ok()) << health_status.error_message();
-  std::vector<grpc::Slice> slices;
-  ASSERT_TRUE(response.Dump(&slices).ok());
-  std::string bytes;
-  for (const grpc::Slice& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
-  EXPECT_EQ(bytes, std::string("\x08\x01", 2));  // status: SERVING
+  // grpc.health.v1.Health/Check, as Kubernetes' gRPC probes and grpcurl call it.
+  absl::StatusOr<bool> serving = client_->Serving();
+  ASSERT_OK(serving.status());
+  EXPECT_TRUE(*serving);
 
   // grpc.reflection.v1alpha.ServerReflection: list_services (field 7, empty string).
   grpc::ClientContext reflection_context;
@@ -384,9 +362,9 @@ TEST_F(ServerTest, HealthIsServingAndReflectionListsTheService) {
   grpc::ByteBuffer list_response;
   call->Read(&list_response, reinterpret_cast<void*>(3));
   ASSERT_TRUE(cq.Next(&tag, &ok) && ok);
-  slices.clear();
+  std::vector<grpc::Slice> slices;
   ASSERT_TRUE(list_response.Dump(&slices).ok());
-  bytes.clear();
+  std::string bytes;
   for (const grpc::Slice& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
   EXPECT_TRUE(absl::StrContains(bytes, "bloom.v1.BloomFilterService")) << bytes;
   EXPECT_TRUE(absl::StrContains(bytes, "grpc.health.v1.Health")) << bytes;
@@ -428,6 +406,13 @@ TEST_F(ServerTest, MemoryLimitRefusesFiltersThatDoNotFit) {
   EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_TRUE(absl::StrContains(status.message(), "memory limit")) << status;
   EXPECT_OK(client_->Reserve("small", Spec(1000, 0.01)).status());
+
+  // A share of the container's memory (Kubernetes passes the limit through the downward API).
+  StartServer({"--memory_limit=50%"}, {"BLOOM_CONTAINER_MEMORY_BYTES=4000000"});
+  EXPECT_TRUE(absl::StrContains(server_->ReadLog(), "memory_limit=2000000")) << server_->ReadLog();
+  EXPECT_EQ(client_->Reserve("too-big", Spec(2'000'000, 0.01)).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_OK(client_->Reserve("fits", Spec(100'000, 0.01)).status());
 }
 
 }  // namespace
