@@ -35,7 +35,8 @@ class PlainBloomFilter {
  public:
   PlainBloomFilter(uint64_t capacity, double p) {
     bits_ = static_cast<uint64_t>(std::ceil(capacity * bloom::StandardBitsPerItem(p)));
-    k_ = std::max(1, static_cast<int>(std::lround(bits_ / static_cast<double>(capacity) * std::log(2))));
+    k_ = std::max(
+        1, static_cast<int>(std::lround(bits_ / static_cast<double>(capacity) * std::log(2))));
     words_.assign((bits_ + 63) / 64, 0);
   }
   void Add(uint64_t hash) {

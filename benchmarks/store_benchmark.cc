@@ -116,8 +116,12 @@ void BM_Restart(benchmark::State& state) {
   }
   std::filesystem::remove_all(restart_dir);
 }
-BENCHMARK(BM_Restart)->Arg(10'000'000)->Arg(100'000'000)->Unit(benchmark::kMillisecond)
-    ->Iterations(3)->UseRealTime();
+BENCHMARK(BM_Restart)
+    ->Arg(10'000'000)
+    ->Arg(100'000'000)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3)
+    ->UseRealTime();
 
 }  // namespace
 

@@ -147,8 +147,7 @@ void BlockedBloomFilter::AddMany(absl::Span<const uint64_t> hashes) {
   }
 }
 
-void BlockedBloomFilter::MightContainMany(absl::Span<const uint64_t> hashes,
-                                          bool* present) const {
+void BlockedBloomFilter::MightContainMany(absl::Span<const uint64_t> hashes, bool* present) const {
   const size_t n = hashes.size();
   for (size_t i = 0; i < n; ++i) {
     if (i + kPrefetchDistance < n) __builtin_prefetch(BlockFor(hashes[i + kPrefetchDistance]));
@@ -175,8 +174,8 @@ void BlockedBloomFilter::ReadPage(uint64_t page, char* out) const {
 absl::Status BlockedBloomFilter::OrPage(uint64_t page, absl::string_view bytes) {
   if (page >= num_pages() || bytes.size() != page_size(page)) {
     return absl::InvalidArgumentError(absl::StrCat("page ", page, " of ", bytes.size(),
-                                                   " bytes does not fit a filter of ",
-                                                   num_pages(), " pages"));
+                                                   " bytes does not fit a filter of ", num_pages(),
+                                                   " pages"));
   }
   uint64_t* first = words_ + page * (kPageBytes / 8);
   for (uint64_t i = 0; i < bytes.size() / 8; ++i) {
@@ -193,8 +192,7 @@ std::vector<uint64_t> BlockedBloomFilter::TakeDirtyPages() {
   for (uint64_t w = 0; w < dirty_words; ++w) {
     std::atomic_ref<uint64_t> word(dirty_[w]);
     if (word.load(std::memory_order_relaxed) == 0) continue;
-    for (uint64_t bits = word.exchange(0, std::memory_order_acq_rel); bits != 0;
-         bits &= bits - 1) {
+    for (uint64_t bits = word.exchange(0, std::memory_order_acq_rel); bits != 0; bits &= bits - 1) {
       pages.push_back(w * 64 + std::countr_zero(bits));
     }
   }

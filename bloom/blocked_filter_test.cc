@@ -65,7 +65,8 @@ TEST_P(FalsePositiveRateTest, MeasuredRateAtCapacityIsWithinTarget) {
   const uint64_t capacity = 1'000'000;
   const uint64_t seed = 0x5eed;
   auto filter = MakeFilter(capacity, p);
-  for (uint64_t i = 0; i < capacity; ++i) filter->Add(HashItem("member:" + std::to_string(i), seed));
+  for (uint64_t i = 0; i < capacity; ++i)
+    filter->Add(HashItem("member:" + std::to_string(i), seed));
   const int probes = 1'000'000;
   int false_positives = 0;
   for (int i = 0; i < probes; ++i) {

@@ -112,8 +112,7 @@ absl::StatusOr<std::unique_ptr<ScalableFilter>> ScalableFilter::Create(const Fil
   return filter;
 }
 
-std::unique_ptr<ScalableFilter> ScalableFilter::CreateEmpty(const FilterSpec& spec,
-                                                            uint64_t seed) {
+std::unique_ptr<ScalableFilter> ScalableFilter::CreateEmpty(const FilterSpec& spec, uint64_t seed) {
   return std::unique_ptr<ScalableFilter>(new ScalableFilter(spec, seed));
 }
 
@@ -182,8 +181,7 @@ ScalableFilter::ReserveOutcome ScalableFilter::Reserve(uint64_t& remaining,
 }
 
 absl::Status ScalableFilter::Add(absl::Span<const uint64_t> hashes, bool* added,
-                                 NewSubFilterHook on_new_sub_filter,
-                                 BeforeApplyHook before_apply) {
+                                 NewSubFilterHook on_new_sub_filter, BeforeApplyHook before_apply) {
   const size_t n = hashes.size();
   std::fill(added, added + n, false);
   // `added` doubles as the "present" scratch array, then is inverted into its final meaning.
@@ -205,10 +203,10 @@ absl::Status ScalableFilter::Add(absl::Span<const uint64_t> hashes, bool* added,
     if (outcome == ReserveOutcome::kReserved) break;
     if (outcome == ReserveOutcome::kFull) {
       std::fill(added, added + n, false);
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "filter is full: non_scaling with capacity ", newest_seen->shape().capacity, ", ",
-          newest_seen->items_added(), " items added, this request adds ", new_hashes.size(),
-          " new items"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("filter is full: non_scaling with capacity ", newest_seen->shape().capacity,
+                       ", ", newest_seen->items_added(), " items added, this request adds ",
+                       new_hashes.size(), " new items"));
     }
     if (absl::Status grown = Grow(newest_seen, on_new_sub_filter); !grown.ok()) {
       Unreserve(runs);
@@ -253,8 +251,8 @@ absl::Status ScalableFilter::Replay(absl::Span<const Run> runs,
     total += run.count;
   }
   if (total != new_hashes.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("journal runs count ", total, " items for ",
-                                                   new_hashes.size(), " hashes"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("journal runs count ", total, " items for ", new_hashes.size(), " hashes"));
   }
   for (const Run& run : runs) {
     SubFilter* sub = sub_filter(run.sub_filter);

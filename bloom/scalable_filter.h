@@ -31,11 +31,11 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
-#include "common/mutex.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "bloom/blocked_filter.h"
 #include "bloom/hash.h"
+#include "common/mutex.h"
 
 namespace bloom {
 
@@ -45,10 +45,10 @@ inline constexpr uint32_t kMaxExpansion = 32768;
 inline constexpr int kMaxSubFilters = 64;
 
 struct FilterSpec {
-  uint64_t capacity = 0;    // items the first sub-filter holds at error_rate; >= 1
-  double error_rate = 0;    // target FPR of the whole filter, in (0, 1)
-  uint32_t expansion = 0;   // growth factor of each new sub-filter; 0 means kDefaultExpansion
-  bool non_scaling = false; // refuse adds beyond capacity instead of growing
+  uint64_t capacity = 0;     // items the first sub-filter holds at error_rate; >= 1
+  double error_rate = 0;     // target FPR of the whole filter, in (0, 1)
+  uint32_t expansion = 0;    // growth factor of each new sub-filter; 0 means kDefaultExpansion
+  bool non_scaling = false;  // refuse adds beyond capacity instead of growing
 
   friend bool operator==(const FilterSpec&, const FilterSpec&) = default;
 };
@@ -196,7 +196,7 @@ class ScalableFilter {
 
   const FilterSpec spec_;
   const uint64_t seed_;
-  bloomsync::Mutex growth_mu_;  // serialises opening sub-filters (not the reads of the chain)
+  bloomsync::Mutex growth_mu_;        // serialises opening sub-filters (not the reads of the chain)
   std::unique_ptr<SubFilter> first_;  // written once, before or by the first append
   std::atomic<SubFilter*> newest_{nullptr};
 };

@@ -50,11 +50,11 @@ TEST(NormalizeSpecTest, ValidatesEachFieldByName) {
   };
   const double nan = std::nan("");
   const double inf = std::numeric_limits<double>::infinity();
-  for (const Case& c : {Case{{0, 0.01, 0, false}, "capacity"}, Case{{10, 0, 0, false}, "error_rate"},
-                        Case{{10, 1, 0, false}, "error_rate"}, Case{{10, nan, 0, false}, "error_rate"},
-                        Case{{10, inf, 0, false}, "error_rate"},
-                        Case{{10, 0.01, 32769, false}, "expansion"},
-                        Case{{10, 0.01, 2, true}, "expansion"}}) {
+  for (const Case& c :
+       {Case{{0, 0.01, 0, false}, "capacity"}, Case{{10, 0, 0, false}, "error_rate"},
+        Case{{10, 1, 0, false}, "error_rate"}, Case{{10, nan, 0, false}, "error_rate"},
+        Case{{10, inf, 0, false}, "error_rate"}, Case{{10, 0.01, 32769, false}, "expansion"},
+        Case{{10, 0.01, 2, true}, "expansion"}}) {
     absl::StatusOr<FilterSpec> spec = NormalizeSpec(c.spec);
     ASSERT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument) << c.field;
     EXPECT_NE(spec.status().message().find(c.field), absl::string_view::npos)
@@ -195,7 +195,8 @@ TEST(ScalableFilterTest, ConcurrentAddsThatGrowTheChainLoseNothing) {
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
-      const std::vector<uint64_t> mine = Hashes(*filter, "t" + std::to_string(t) + ":", 0, kPerThread);
+      const std::vector<uint64_t> mine =
+          Hashes(*filter, "t" + std::to_string(t) + ":", 0, kPerThread);
       std::vector<char> readback(kBatch);
       for (int i = 0; i < kPerThread; i += kBatch) {
         std::vector<uint64_t> batch(mine.begin() + i, mine.begin() + i + kBatch);

@@ -175,9 +175,9 @@ absl::StatusOr<BlockedLayout> ChooseLayout(uint64_t capacity, double error_rate)
   }
   const double blocks = std::ceil(static_cast<double>(capacity) / best.items_per_block);
   if (!(blocks <= static_cast<double>(kMaxBlocks))) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "capacity ", capacity, " at error_rate ", error_rate, " needs ", blocks,
-        " blocks of 64 bytes; a sub-filter holds at most ", kMaxBlocks));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("capacity ", capacity, " at error_rate ", error_rate, " needs ", blocks,
+                     " blocks of 64 bytes; a sub-filter holds at most ", kMaxBlocks));
   }
   return BlockedLayout{std::max<uint64_t>(1, static_cast<uint64_t>(blocks)), best.hash_count};
 }

@@ -78,8 +78,8 @@ void BloomClient::SetDeadline(grpc::ClientContext& context) const {
                        absl::ToChronoNanoseconds(options_.timeout));
 }
 
-absl::StatusOr<bloom::v1::ReserveResponse> BloomClient::Reserve(
-    absl::string_view name, const bloom::v1::FilterSpec& spec) {
+absl::StatusOr<bloom::v1::ReserveResponse> BloomClient::Reserve(absl::string_view name,
+                                                                const bloom::v1::FilterSpec& spec) {
   grpc::ClientContext context;
   SetDeadline(context);
   bloom::v1::ReserveRequest request;

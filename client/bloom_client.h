@@ -57,8 +57,7 @@ class BloomClient {
 
   // added[i]: items[i] was (probably) new. With `create_if_missing`, a missing filter is
   // created with that spec.
-  absl::StatusOr<std::vector<bool>> Add(absl::string_view name,
-                                        absl::Span<const std::string> items,
+  absl::StatusOr<std::vector<bool>> Add(absl::string_view name, absl::Span<const std::string> items,
                                         const bloom::v1::FilterSpec* create_if_missing = nullptr);
   absl::StatusOr<std::vector<bool>> AddIntegers(
       absl::string_view name, absl::Span<const int64_t> values,

@@ -18,7 +18,8 @@
 
 namespace {
 
-constexpr char kUsage[] = R"(usage: bloom-cli [--server=HOST:PORT] [--timeout=10s] [--json] COMMAND ...
+constexpr char kUsage[] =
+    R"(usage: bloom-cli [--server=HOST:PORT] [--timeout=10s] [--json] COMMAND ...
 
 commands:
   reserve NAME --capacity=N --error-rate=P [--expansion=E] [--non-scaling]
@@ -124,8 +125,9 @@ bool ParseSpec(const Args& args, const std::string& capacity_key, const std::str
 
 // Streams lines of `path` ("-" = stdin) in batches to `process`, with a progress line on a
 // terminal. Returns the first error.
-absl::Status ForEachBatch(const std::string& path, size_t batch_size,
-                          const std::function<absl::Status(const std::vector<std::string>&)>& process) {
+absl::Status ForEachBatch(
+    const std::string& path, size_t batch_size,
+    const std::function<absl::Status(const std::vector<std::string>&)>& process) {
   std::ifstream file;
   std::istream* in = &std::cin;
   uint64_t total_bytes = 0;
@@ -152,8 +154,8 @@ absl::Status ForEachBatch(const std::string& path, size_t batch_size,
         const int percent = static_cast<int>(100.0 * bytes / total_bytes);
         const int bar = percent / 4;
         std::fprintf(stderr, "\r[%-25s] %3d%%  %llu items  %.0f items/s",
-                     std::string(bar, '#').c_str(), percent,
-                     static_cast<unsigned long long>(done), done / seconds);
+                     std::string(bar, '#').c_str(), percent, static_cast<unsigned long long>(done),
+                     done / seconds);
       } else {
         std::fprintf(stderr, "\r%llu items  %.0f items/s", static_cast<unsigned long long>(done),
                      done / seconds);
@@ -179,7 +181,8 @@ int Run(const Args& args) {
   if (args.positional.empty()) return Usage("no command");
   const std::string& command = args.positional[0];
   const char* env_server = std::getenv("BLOOM_SERVER");
-  const std::string server = args.Get("server", env_server != nullptr ? env_server : "127.0.0.1:50051");
+  const std::string server =
+      args.Get("server", env_server != nullptr ? env_server : "127.0.0.1:50051");
   bloomclient::ClientOptions options;
   if (args.Has("timeout") && !absl::ParseDuration(args.Get("timeout"), &options.timeout)) {
     return Usage("--timeout must be a duration such as 10s");
@@ -194,8 +197,8 @@ int Run(const Args& args) {
   }
   const std::string name = args.positional.size() > 1 ? args.positional[1] : "";
   if (command != "list" && name.empty()) return Usage(absl::StrCat(command, " needs a NAME"));
-  const std::vector<std::string> items(args.positional.begin() + std::min<size_t>(2, args.positional.size()),
-                                       args.positional.end());
+  const std::vector<std::string> items(
+      args.positional.begin() + std::min<size_t>(2, args.positional.size()), args.positional.end());
 
   if (command == "reserve") {
     bloom::v1::FilterSpec spec;
@@ -247,7 +250,8 @@ int Run(const Args& args) {
     if (!r.ok()) return Error(r.status());
     if (json) {
       std::cout << "{\"" << (add ? "added" : "present") << "\": [";
-      for (size_t i = 0; i < r->size(); ++i) std::cout << (i ? ", " : "") << ((*r)[i] ? "true" : "false");
+      for (size_t i = 0; i < r->size(); ++i)
+        std::cout << (i ? ", " : "") << ((*r)[i] ? "true" : "false");
       std::cout << "]}\n";
     } else {
       for (size_t i = 0; i < r->size(); ++i) {
@@ -271,7 +275,8 @@ int Run(const Args& args) {
     bloom::v1::ListResponse all;
     std::string token;
     do {
-      absl::StatusOr<bloom::v1::ListResponse> page = client->List(args.Get("prefix"), page_size, token);
+      absl::StatusOr<bloom::v1::ListResponse> page =
+          client->List(args.Get("prefix"), page_size, token);
       if (!page.ok()) return Error(page.status());
       for (const auto& f : page->filters()) *all.add_filters() = f;
       token = page->next_page_token();
@@ -308,7 +313,8 @@ int Run(const Args& args) {
       file.open(in_path, std::ios::binary);
       if (!file) return Error(absl::NotFoundError(absl::StrCat("cannot open ", in_path)));
     }
-    absl::StatusOr<bloom::v1::FilterStats> s = client->Import(name, in_path == "-" ? std::cin : file);
+    absl::StatusOr<bloom::v1::FilterStats> s =
+        client->Import(name, in_path == "-" ? std::cin : file);
     if (!s.ok()) return Error(s.status());
     json ? PrintJson(*s) : PrintStats(*s);
     return 0;

@@ -72,12 +72,12 @@ bool Enabled(Level level) { return static_cast<int>(level) >= min_level.load(); 
 
 void Log(Level level, absl::string_view message) {
   if (!Enabled(level)) return;
-  const std::string time = absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone());
-  std::string line =
-      json_lines.load()
-          ? absl::StrCat("{\"time\":\"", time, "\",\"level\":\"", LevelName(level),
-                         "\",\"msg\":\"", JsonEscape(message), "\"}\n")
-          : absl::StrCat(time, " ", LevelName(level), " ", message, "\n");
+  const std::string time =
+      absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone());
+  std::string line = json_lines.load()
+                         ? absl::StrCat("{\"time\":\"", time, "\",\"level\":\"", LevelName(level),
+                                        "\",\"msg\":\"", JsonEscape(message), "\"}\n")
+                         : absl::StrCat(time, " ", LevelName(level), " ", message, "\n");
   std::fwrite(line.data(), 1, line.size(), stderr);  // one write per line: no interleaving
 }
 

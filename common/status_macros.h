@@ -11,17 +11,16 @@
 #define BLOOM_STATUS_CONCAT_INNER(a, b) a##b
 #define BLOOM_STATUS_CONCAT(a, b) BLOOM_STATUS_CONCAT_INNER(a, b)
 
-#define RETURN_IF_ERROR(expr)                                       \
-  do {                                                              \
-    if (::absl::Status bloom_status_ = (expr); !bloom_status_.ok()) \
-      return bloom_status_;                                         \
+#define RETURN_IF_ERROR(expr)                                                             \
+  do {                                                                                    \
+    if (::absl::Status bloom_status_ = (expr); !bloom_status_.ok()) return bloom_status_; \
   } while (0)
 
 #define ASSIGN_OR_RETURN(lhs, expr) \
   BLOOM_ASSIGN_OR_RETURN_IMPL(BLOOM_STATUS_CONCAT(bloom_statusor_, __LINE__), lhs, expr)
 
-#define BLOOM_ASSIGN_OR_RETURN_IMPL(statusor, lhs, expr) \
-  auto statusor = (expr);                                \
+#define BLOOM_ASSIGN_OR_RETURN_IMPL(statusor, lhs, expr)   \
+  auto statusor = (expr);                                  \
   if (!statusor.ok()) return std::move(statusor).status(); \
   lhs = *std::move(statusor)
 

@@ -8,14 +8,14 @@
 
 #include "gtest/gtest.h"
 
-#define ASSERT_OK(expr)                                   \
-  do {                                                    \
-    const auto& bloom_test_status_ = (expr);              \
+#define ASSERT_OK(expr)                                         \
+  do {                                                          \
+    const auto& bloom_test_status_ = (expr);                    \
     ASSERT_TRUE(bloom_test_status_.ok()) << bloom_test_status_; \
   } while (0)
-#define EXPECT_OK(expr)                                   \
-  do {                                                    \
-    const auto& bloom_test_status_ = (expr);              \
+#define EXPECT_OK(expr)                                         \
+  do {                                                          \
+    const auto& bloom_test_status_ = (expr);                    \
     EXPECT_TRUE(bloom_test_status_.ok()) << bloom_test_status_; \
   } while (0)
 

@@ -55,8 +55,7 @@ class CallScope {
   bool admitted_ = false;
 };
 
-namespace {
-}  // namespace
+namespace {}  // namespace
 
 BloomService::BloomService(storage::FilterStore* store, ServiceLimits limits)
     : store_(store), limits_(limits) {}
@@ -74,8 +73,8 @@ absl::Status BloomService::CollectItems(const Request& request,
   auto collect = [&](const auto& field, const char* field_name) -> absl::Status {
     for (int i = 0; i < field.size(); ++i) {
       if (field[i].size() > limits_.max_item_bytes) {
-        return absl::InvalidArgumentError(absl::StrCat(field_name, "[", i, "] is ",
-                                                       field[i].size(), " bytes; the limit is ",
+        return absl::InvalidArgumentError(absl::StrCat(field_name, "[", i, "] is ", field[i].size(),
+                                                       " bytes; the limit is ",
                                                        limits_.max_item_bytes));
       }
       items.emplace_back(field[i]);
@@ -118,8 +117,8 @@ grpc::Status BloomService::HandleAdd(const bloom::v1::AddRequest& request,
   if (absl::Status valid = CollectItems(request, items); !valid.ok()) return log.Done(valid);
   bloom::FilterSpec create_spec;
   if (request.has_create_if_missing()) create_spec = FromProto(request.create_if_missing());
-  absl::StatusOr<std::vector<bool>> added = store_->Add(
-      request.name(), items, request.has_create_if_missing() ? &create_spec : nullptr);
+  absl::StatusOr<std::vector<bool>> added =
+      store_->Add(request.name(), items, request.has_create_if_missing() ? &create_spec : nullptr);
   if (added.ok()) {
     response->mutable_added()->Reserve(static_cast<int>(added->size()));
     for (bool a : *added) response->add_added(a);
@@ -183,9 +182,8 @@ grpc::Status BloomService::HandleList(const bloom::v1::ListRequest& request,
   CallScope log(this, "List", request.prefix());
   if (!log.admitted()) return log.Refused();
   // As in Google's AIP-158: 0 means the default, larger values are coerced to the maximum.
-  const uint32_t page_size = request.page_size() == 0
-                                 ? kDefaultPageSize
-                                 : std::min(request.page_size(), kMaxPageSize);
+  const uint32_t page_size =
+      request.page_size() == 0 ? kDefaultPageSize : std::min(request.page_size(), kMaxPageSize);
   absl::StatusOr<storage::FilterStore::ListPage> page =
       store_->List(request.prefix(), page_size, request.page_token());
   if (page.ok()) {

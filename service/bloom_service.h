@@ -62,8 +62,7 @@ class BloomService final : public bloom::v1::BloomFilterService::Service {
   grpc::Status HandleStats(const bloom::v1::StatsRequest& request,
                            bloom::v1::StatsResponse* response);
   grpc::Status HandleDelete(const bloom::v1::DeleteRequest& request);
-  grpc::Status HandleList(const bloom::v1::ListRequest& request,
-                          bloom::v1::ListResponse* response);
+  grpc::Status HandleList(const bloom::v1::ListRequest& request, bloom::v1::ListResponse* response);
 
   // Graceful shutdown, step 1: from now on new calls are refused with UNAVAILABLE (clients
   // retry them elsewhere), and this waits until the calls already running have finished, or

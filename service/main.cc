@@ -19,10 +19,10 @@
 #include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/ascii.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "common/log.h"
 #include "service/server.h"
@@ -52,10 +52,10 @@ ABSL_FLAG(std::string, port_file, "",
 
 namespace {
 
-constexpr const char* kFlagNames[] = {
-    "listen",   "data_dir",     "sync",     "memory_limit",        "max_batch",
-    "max_item_bytes", "log_level", "log_json", "checkpoint_interval", "shutdown_grace",
-    "port_file", "server_model"};
+constexpr const char* kFlagNames[] = {"listen",         "data_dir",  "sync",
+                                      "memory_limit",   "max_batch", "max_item_bytes",
+                                      "log_level",      "log_json",  "checkpoint_interval",
+                                      "shutdown_grace", "port_file", "server_model"};
 
 // Applies BLOOM_<FLAG> environment variables as flag values; the command line parsed later
 // overrides them.
@@ -81,9 +81,9 @@ bool ParseBytes(absl::string_view text, uint64_t& bytes) {
     const char* text;
     uint64_t factor;
   };
-  constexpr Suffix kSuffixes[] = {{"Ki", 1ULL << 10}, {"Mi", 1ULL << 20}, {"Gi", 1ULL << 30},
-                                  {"Ti", 1ULL << 40}, {"K", 1000ULL},     {"M", 1000'000ULL},
-                                  {"G", 1000'000'000ULL}, {"T", 1000'000'000'000ULL}};
+  constexpr Suffix kSuffixes[] = {
+      {"Ki", 1ULL << 10}, {"Mi", 1ULL << 20}, {"Gi", 1ULL << 30},     {"Ti", 1ULL << 40},
+      {"K", 1000ULL},     {"M", 1000'000ULL}, {"G", 1000'000'000ULL}, {"T", 1000'000'000'000ULL}};
   uint64_t factor = 1;
   for (const Suffix& s : kSuffixes) {
     if (absl::EndsWith(text, s.text)) {
@@ -131,8 +131,8 @@ uint64_t ContainerMemoryBytes() {
       env != nullptr && absl::SimpleAtoi(env, &bytes) && bytes > 0) {
     return bytes;
   }
-  for (const char* path : {"/sys/fs/cgroup/memory.max",
-                           "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+  for (const char* path :
+       {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
     std::ifstream in(path);
     std::string text;
     // "max" (v2) or a huge number (v1) mean no limit.
@@ -140,7 +140,8 @@ uint64_t ContainerMemoryBytes() {
       return bytes;
     }
   }
-  return static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  return static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) *
+         static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
 // "75%": that share of ContainerMemoryBytes(); otherwise ParseBytes.
@@ -202,10 +203,9 @@ int main(int argc, char** argv) {
       storage::FilterStore::Open(store_options);
   if (!store.ok()) return Fail(absl::StrCat("cannot open the store: ", store.status().ToString()));
   const storage::LoadReport& report = (*store)->load_report();
-  bloomlog::LogInfo(absl::StrCat("loaded ", report.filters, " filters (", report.pages,
-                                 " pages, ", report.journal_records, " journal records, ",
-                                 report.unreadable, " unreadable, ",
-                                 (*store)->memory_used(), " bytes) in ",
+  bloomlog::LogInfo(absl::StrCat("loaded ", report.filters, " filters (", report.pages, " pages, ",
+                                 report.journal_records, " journal records, ", report.unreadable,
+                                 " unreadable, ", (*store)->memory_used(), " bytes) in ",
                                  absl::FormatDuration(report.elapsed)));
 
   service::ServerOptions server_options;
@@ -222,8 +222,8 @@ int main(int argc, char** argv) {
   absl::StatusOr<std::unique_ptr<service::BloomServer>> server =
       service::BloomServer::Start(store->get(), server_options);
   if (!server.ok()) return Fail(server.status().ToString());
-  bloomlog::LogInfo(absl::StrCat("serving on ", server_options.listen, " (port ",
-                                 (*server)->port(), ")"));
+  bloomlog::LogInfo(
+      absl::StrCat("serving on ", server_options.listen, " (port ", (*server)->port(), ")"));
   const std::string port_file = absl::GetFlag(FLAGS_port_file);
   if (!port_file.empty()) {
     // Write then rename, so a reader never sees a half-written file.
@@ -242,7 +242,7 @@ int main(int argc, char** argv) {
   if (absl::Status closed = (*store)->Close(); !closed.ok()) {
     return Fail(absl::StrCat("closing the store: ", closed.ToString()));
   }
-  bloomlog::LogInfo(absl::StrCat("shut down cleanly in ",
-                                 absl::FormatDuration(absl::Now() - stop_start)));
+  bloomlog::LogInfo(
+      absl::StrCat("shut down cleanly in ", absl::FormatDuration(absl::Now() - stop_start)));
   return 0;
 }

@@ -13,7 +13,8 @@
 
 int main(int argc, char** argv) {
   if (argc != 7) {
-    std::fprintf(stderr, "usage: %s DIR FILTER BATCHES BATCH_SIZE CHECKPOINT_AFTER SYNC\n", argv[0]);
+    std::fprintf(stderr, "usage: %s DIR FILTER BATCHES BATCH_SIZE CHECKPOINT_AFTER SYNC\n",
+                 argv[0]);
     return 2;
   }
   storage::StoreOptions options;
@@ -33,7 +34,8 @@ int main(int argc, char** argv) {
   const bloom::FilterSpec spec{static_cast<uint64_t>(batch_size) * 2, 0.01, 2, false};
   for (int b = 0; b < batches; ++b) {
     std::vector<std::string> items;
-    for (int i = 0; i < batch_size; ++i) items.push_back(filter + "-" + std::to_string(b) + "-" + std::to_string(i));
+    for (int i = 0; i < batch_size; ++i)
+      items.push_back(filter + "-" + std::to_string(b) + "-" + std::to_string(i));
     std::vector<absl::string_view> views(items.begin(), items.end());
     auto added = (*store)->Add(filter, views, &spec);
     if (!added.ok()) {

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "rocksdb/options.h"
 #include "rocksdb/table.h"
+#include "common/status_macros.h"
 #include "storage/encoding.h"
 #include "storage/rocksdb_status.h"
 
@@ -23,17 +24,27 @@ rocksdb::ColumnFamilyOptions BitsFamilyOptions() {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& dir) {
+absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& dir,
+                                                         rocksdb::Env* env) {
+  auto database = std::unique_ptr<Database>(new Database(dir, env));
+  database->statistics_ = rocksdb::CreateDBStatistics();
+  if (absl::Status opened = database->OpenRocksDb(); !opened.ok()) return opened;
+  return database;
+}
+
+absl::Status Database::OpenRocksDb() {
   rocksdb::DBOptions options;
+  if (env_ != nullptr) options.env = env_;
   options.create_if_missing = true;
   options.create_missing_column_families = true;
   options.max_background_jobs = 2;
   // Bound the WAL: once it passes this, RocksDB flushes the column families that pin old logs.
   options.max_total_wal_size = 512 << 20;
   options.keep_log_file_num = 4;
-  auto database = std::unique_ptr<Database>(new Database());
-  database->statistics_ = rocksdb::CreateDBStatistics();
-  options.statistics = database->statistics_;
+  // Recovery from write errors is driven by Write() (Resume) and Reopen(), not by RocksDB's
+  // background retries.
+  options.max_bgerror_resume_count = 0;
+  options.statistics = statistics_;
 
   const std::vector<rocksdb::ColumnFamilyDescriptor> families = {
       {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()},
@@ -42,43 +53,50 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& dir)
       {"journal", BitsFamilyOptions()},
   };
   rocksdb::DB* raw = nullptr;
-  rocksdb::Status status =
-      rocksdb::DB::Open(options, dir, families, &database->handles_, &raw);
+  rocksdb::Status status = rocksdb::DB::Open(options, dir_, families, &handles_, &raw);
   if (!status.ok()) {
     if (status.IsIOError() && absl::StrContains(status.ToString(), "lock")) {
       return absl::FailedPreconditionError(
-          absl::StrCat("data dir ", dir, " is in use by another bloom-server process (",
+          absl::StrCat("data dir ", dir_, " is in use by another bloom-server process (",
                        status.ToString(), ")"));
     }
-    return FromRocksDb(status, absl::StrCat("opening RocksDB in ", dir));
+    return FromRocksDb(status, absl::StrCat("opening RocksDB in ", dir_));
   }
-  database->db_.reset(raw);
+  db_.reset(raw);
 
   std::string version;
   status = raw->Get(rocksdb::ReadOptions(), std::string(kFormatVersionKey), &version);
   if (status.IsNotFound()) {
     rocksdb::WriteBatch batch;
     batch.Put(std::string(kFormatVersionKey), absl::StrCat(kFormatVersion));
-    if (absl::Status written = database->Write(batch, /*sync=*/true, "writing format version");
-        !written.ok()) {
-      return written;
-    }
-  } else if (!status.ok()) {
-    return FromRocksDb(status, "reading format version");
-  } else {
-    uint32_t found = 0;
-    if (!absl::SimpleAtoi(version, &found) || found != kFormatVersion) {
-      return absl::FailedPreconditionError(absl::StrCat("data dir ", dir, " has format version '",
-                                                        version, "'; this server reads ",
-                                                        kFormatVersion));
-    }
+    return Write(batch, /*sync=*/true, "writing format version");
   }
-  return database;
+  if (!status.ok()) return FromRocksDb(status, "reading format version");
+  uint32_t found = 0;
+  if (!absl::SimpleAtoi(version, &found) || found != kFormatVersion) {
+    return absl::FailedPreconditionError(absl::StrCat("data dir ", dir_, " has format version '",
+                                                      version, "'; this server reads ",
+                                                      kFormatVersion));
+  }
+  return absl::OkStatus();
 }
 
-Database::~Database() { Close().IgnoreError(); }
+absl::Status Database::Reopen() {
+  CloseRocksDb().IgnoreError();  // a DB that failed writes may fail to close cleanly too
+  RETURN_IF_ERROR(OpenRocksDb());
+  needs_resume_.store(false);
+  needs_reopen_.store(false);
+  return absl::OkStatus();
+}
 
-absl::Status Database::Close() {
+Database::~Database() {
+  // Callers Close() explicitly to see errors; a destructor can only drop them.
+  Close().IgnoreError();
+}
+
+absl::Status Database::Close() { return CloseRocksDb(); }
+
+absl::Status Database::CloseRocksDb() {
   if (db_ == nullptr) return absl::OkStatus();
   absl::Status result;
   for (rocksdb::ColumnFamilyHandle* handle : handles_) {
@@ -101,10 +119,36 @@ absl::Status Database::Write(rocksdb::WriteBatch& batch, bool sync, absl::string
   static std::mutex* tsan_write_mu = new std::mutex();
   std::lock_guard<std::mutex> lock(*tsan_write_mu);
 #endif
-  return FromRocksDb(db_->Write(options, &batch), context);
+  if (db_ == nullptr) {
+    return absl::UnavailableError(
+        absl::StrCat(context, ": storage is being reopened after a write error"));
+  }
+  if (needs_resume_.load()) {
+    // Resume() flushes and switches to a new WAL; while the cause persists it fails again.
+    rocksdb::Status resumed = db_->Resume();
+    if (!resumed.ok()) {
+      if (!resumed.IsBusy()) needs_reopen_.store(true);
+      bloomsync::MutexLock lock(&error_mu_);
+      return absl::UnavailableError(absl::StrCat(context, ": storage is recovering from a write error (",
+                                                 last_write_error_, "): ", resumed.ToString()));
+    }
+    needs_resume_.store(false);
+  }
+  rocksdb::Status status = db_->Write(options, &batch);
+  if (status.IsIOError()) {
+    needs_resume_.store(true);
+    bloomsync::MutexLock lock(&error_mu_);
+    last_write_error_ = status.ToString();
+    if (status.IsNoSpace()) last_write_error_ += " (disk full)";
+  }
+  return FromRocksDb(status, context);
 }
 
 std::unique_ptr<rocksdb::Iterator> Database::Scan(rocksdb::ColumnFamilyHandle* family) const {
+  if (db_ == nullptr) {
+    return std::unique_ptr<rocksdb::Iterator>(rocksdb::NewErrorIterator(
+        rocksdb::Status::Aborted("storage is being reopened after a write error")));
+  }
   rocksdb::ReadOptions options;
   options.fill_cache = false;
   options.readahead_size = 4 << 20;

@@ -5,12 +5,14 @@
 #ifndef STORAGE_DATABASE_H_
 #define STORAGE_DATABASE_H_
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/mutex.h"
 #include "rocksdb/db.h"
 #include "rocksdb/statistics.h"
 #include "rocksdb/write_batch.h"
@@ -19,9 +21,11 @@ namespace storage {
 
 class Database {
  public:
-  // Opens or creates the DB in `dir`. FailedPrecondition when another process holds the
-  // directory's lock or the data has a newer format; otherwise the RocksDB error.
-  static absl::StatusOr<std::unique_ptr<Database>> Open(const std::string& dir);
+  // Opens or creates the DB in `dir`, on `env` (nullptr: the default, real file system).
+  // FailedPrecondition when another process holds the directory's lock or the data has a newer
+  // format; otherwise the RocksDB error.
+  static absl::StatusOr<std::unique_ptr<Database>> Open(const std::string& dir,
+                                                        rocksdb::Env* env = nullptr);
 
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;
@@ -39,17 +43,36 @@ class Database {
   // Applies `batch` atomically. With `sync`, the WAL is fsynced before returning (concurrent
   // writers share one fsync: RocksDB's write group); without, the WAL is in the OS page cache,
   // which survives a process crash but not a power loss.
+  // After an I/O error (e.g. disk full) RocksDB refuses writes until it recovers: the next
+  // Write() calls DB::Resume() first, and every refusal names the original error. If RocksDB
+  // gives up on recovering (it escalates a disk-full error to fatal when its own retry fails
+  // while the disk is still full), NeedsReopen() turns true.
   absl::Status Write(rocksdb::WriteBatch& batch, bool sync, absl::string_view context);
+
+  // Whether RocksDB must be closed and opened again before it accepts writes.
+  bool NeedsReopen() const { return needs_reopen_.load(); }
+  // Closes and reopens RocksDB (same directory and Env). The caller must ensure nothing else
+  // uses this Database meanwhile (FilterStore holds its lifecycle lock exclusively). On error
+  // the Database stays closed: writes and scans answer UNAVAILABLE until a Reopen() succeeds.
+  absl::Status Reopen();
 
   // A full scan of one column family, without polluting the block cache.
   std::unique_ptr<rocksdb::Iterator> Scan(rocksdb::ColumnFamilyHandle* family) const;
 
  private:
-  Database() = default;
+  Database(std::string dir, rocksdb::Env* env) : dir_(std::move(dir)), env_(env) {}
+  absl::Status OpenRocksDb();
+  absl::Status CloseRocksDb();
 
+  const std::string dir_;
+  rocksdb::Env* const env_;
   std::shared_ptr<rocksdb::Statistics> statistics_;
   std::unique_ptr<rocksdb::DB> db_;
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;  // default, filters, blocks, journal
+  std::atomic<bool> needs_resume_{false};  // a write failed with an I/O error
+  std::atomic<bool> needs_reopen_{false};  // Resume() failed for good
+  mutable bloomsync::Mutex error_mu_;
+  std::string last_write_error_ ABSL_GUARDED_BY(error_mu_);
 };
 
 }  // namespace storage

@@ -87,9 +87,9 @@ absl::Status DumpParser::Append(absl::string_view data) {
         if (absl::string_view(pending_).substr(0, 4) != kDumpMagic) {
           error_ = absl::InvalidArgumentError("not a bloom-server dump (bad magic bytes)");
         } else if (version != kDumpVersion) {
-          error_ = absl::InvalidArgumentError(absl::StrCat(
-              "dump format version ", version, " is not supported (this server reads ",
-              kDumpVersion, ")"));
+          error_ = absl::InvalidArgumentError(absl::StrCat("dump format version ", version,
+                                                           " is not supported (this server reads ",
+                                                           kDumpVersion, ")"));
         } else if (header_length_ == 0 || header_length_ > kMaxHeaderBytes) {
           error_ = absl::InvalidArgumentError(
               absl::StrCat("dump header length ", header_length_, " is invalid"));

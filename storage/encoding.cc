@@ -191,8 +191,8 @@ absl::Status DecodeJournalRecord(absl::string_view bytes, std::vector<Run>& runs
     total += count;
   }
   if (in.remaining() != total * 8) {
-    return absl::DataLossError(absl::StrCat("journal record holds ", in.remaining(),
-                                            " hash bytes for ", total, " items"));
+    return absl::DataLossError(
+        absl::StrCat("journal record holds ", in.remaining(), " hash bytes for ", total, " items"));
   }
   hashes.resize(total);
   absl::string_view raw;

@@ -39,8 +39,7 @@ TEST(FilterRecordTest, RoundTrips) {
 TEST(FilterRecordTest, EveryTruncationAndBitFlipIsDataLoss) {
   const std::string bytes = EncodeFilterRecord(SampleRecord());
   for (size_t len = 0; len < bytes.size(); ++len) {
-    EXPECT_EQ(DecodeFilterRecord(bytes.substr(0, len)).status().code(),
-              absl::StatusCode::kDataLoss)
+    EXPECT_EQ(DecodeFilterRecord(bytes.substr(0, len)).status().code(), absl::StatusCode::kDataLoss)
         << len;
   }
   for (size_t i = 0; i < bytes.size(); ++i) {

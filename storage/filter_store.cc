@@ -1,12 +1,11 @@
 #include "storage/filter_store.h"
 
 #include <algorithm>
-
 #include <optional>
 
 #include "absl/hash/hash.h"
-#include "absl/strings/escaping.h"
 #include "absl/random/random.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "common/status_macros.h"
@@ -46,9 +45,9 @@ absl::Status ValidateFilterName(absl::string_view name, absl::string_view field)
   }
   for (char c : name) {
     if (!IsNameChar(c)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, " may only contain letters, digits and _ . : / -; got '",
-          absl::CHexEscape(absl::string_view(&c, 1)), "'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, " may only contain letters, digits and _ . : / -; got '",
+                       absl::CHexEscape(absl::string_view(&c, 1)), "'"));
     }
   }
   return absl::OkStatus();
@@ -59,7 +58,7 @@ FilterStore::FilterStore(const StoreOptions& options, std::unique_ptr<Database> 
 
 absl::StatusOr<std::unique_ptr<FilterStore>> FilterStore::Open(const StoreOptions& options) {
   if (options.data_dir.empty()) return absl::InvalidArgumentError("data_dir must be set");
-  ASSIGN_OR_RETURN(std::unique_ptr<Database> db, Database::Open(options.data_dir));
+  ASSIGN_OR_RETURN(std::unique_ptr<Database> db, Database::Open(options.data_dir, options.env));
   auto store = std::unique_ptr<FilterStore>(new FilterStore(options, std::move(db)));
   RETURN_IF_ERROR(store->Load());
   if (options.background_checkpoints) {
@@ -167,8 +166,7 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::FindOrCreate(
   record.spec = spec;
   record.sub_filters.push_back(
       {first.capacity, first.error_rate, first.layout.num_blocks, first.layout.hash_count, 0});
-  absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> filter =
-      StoredFilter::BuildFilter(record);
+  absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> filter = StoredFilter::BuildFilter(record);
   absl::Status status = filter.status();
   if (status.ok()) {
     rocksdb::WriteBatch batch;
@@ -268,8 +266,7 @@ absl::Status FilterStore::Delete(absl::string_view name) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<FilterStore::ListPage> FilterStore::List(absl::string_view prefix,
-                                                        size_t page_size,
+absl::StatusOr<FilterStore::ListPage> FilterStore::List(absl::string_view prefix, size_t page_size,
                                                         absl::string_view page_token) {
   bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
   RETURN_IF_ERROR(CheckOpen());
@@ -296,9 +293,7 @@ absl::StatusOr<FilterStore::ListPage> FilterStore::List(absl::string_view prefix
 }
 
 PendingImport::PendingImport(std::string name, MemoryBudget* budget)
-    : name_(std::move(name)),
-      budget_(budget),
-      parser_([this](uint64_t bytes) {
+    : name_(std::move(name)), budget_(budget), parser_([this](uint64_t bytes) {
         RETURN_IF_ERROR(budget_->Charge(bytes, absl::StrCat("importing filter '", name_, "'")));
         charged_ = bytes;
         return absl::OkStatus();
@@ -382,6 +377,20 @@ bool FilterStore::WaitForStop(absl::Duration timeout) {
 
 void FilterStore::CheckpointLoop() {
   while (!WaitForStop(absl::Seconds(1))) {
+    if (db_->NeedsReopen()) {
+      // No operation runs while the lifecycle lock is held exclusively, so RocksDB can be
+      // closed and opened under them: the filters stay in memory, and every acknowledged
+      // write is in the WAL that the reopen replays.
+      bloomsync::WriterMutexLock lifecycle(&lifecycle_mu_);
+      if (closed_.load()) return;
+      absl::Status reopened = db_->Reopen();
+      if (reopened.ok()) {
+        bloomlog::LogWarning("RocksDB reopened after a write error; writes are accepted again");
+      } else {
+        bloomlog::LogError(absl::StrCat("reopening RocksDB failed (will retry): ",
+                                        reopened.message()));
+      }
+    }
     bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
     if (closed_.load()) return;
     const absl::Time now = absl::Now();

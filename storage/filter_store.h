@@ -28,8 +28,8 @@
 #include <atomic>
 #include <condition_variable>
 #include <functional>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -39,10 +39,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "common/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "bloom/scalable_filter.h"
+#include "common/mutex.h"
 #include "storage/database.h"
 #include "storage/dump.h"
 #include "storage/memory_budget.h"
@@ -85,6 +85,9 @@ struct StoreOptions {
   absl::Duration checkpoint_interval = absl::Seconds(30);
   // Run the background checkpointer (tests turn it off to control checkpoints).
   bool background_checkpoints = true;
+  // The RocksDB Env (file system) to run on; null: the real one. Tests inject faults with it.
+  // Must outlive the store.
+  rocksdb::Env* env = nullptr;
 };
 
 // Names are 1-255 characters of [A-Za-z0-9_.:/-]. InvalidArgument naming `field` otherwise.

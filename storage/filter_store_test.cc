@@ -307,8 +307,7 @@ TEST_F(FilterStoreTest, ListPagesInNameOrderWithPrefix) {
   EXPECT_EQ(page->filters[1].name, "user:3");
   EXPECT_TRUE(page->next_page_token.empty());
   EXPECT_EQ(store_->List("", 0, "")->filters.size(), 5u);
-  EXPECT_EQ(store_->List("", 10, "bad token!").status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_->List("", 10, "bad token!").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(FilterStoreTest, JournalCostsAboutEightBytesPerNewItem) {
@@ -317,8 +316,8 @@ TEST_F(FilterStoreTest, JournalCostsAboutEightBytesPerNewItem) {
   const uint64_t wal_before = stats->getTickerCount(rocksdb::WAL_FILE_BYTES);
   const int items = 100'000;
   for (int b = 0; b < items; b += 1000) {
-    ASSERT_OK(store_->Add("cost", Views(Items(absl::StrCat("c", b, "-"), 0, 1000)), nullptr)
-                  .status());
+    ASSERT_OK(
+        store_->Add("cost", Views(Items(absl::StrCat("c", b, "-"), 0, 1000)), nullptr).status());
   }
   const double per_item =
       static_cast<double>(stats->getTickerCount(rocksdb::WAL_FILE_BYTES) - wal_before) / items;
@@ -352,7 +351,8 @@ TEST_F(FilterStoreTest, ConcurrentAddsReadsAndCheckpointsLoseNothing) {
   ASSERT_OK(store_->Close());
   Open();
   for (int t = 0; t < 3; ++t) {
-    for (int b = 0; b < 40; ++b) ExpectAllPresent("busy", Items(absl::StrCat("w", t, "-", b, "-"), 0, 100));
+    for (int b = 0; b < 40; ++b)
+      ExpectAllPresent("busy", Items(absl::StrCat("w", t, "-", b, "-"), 0, 100));
   }
   EXPECT_EQ(store_->Stats("busy")->stats.items_added, items_added);
 }
@@ -398,7 +398,8 @@ TEST_F(FilterStoreTest, ExportImportRecreatesAnIdenticalFilter) {
   EXPECT_EQ(imported->stats.sub_filters.size(), source->stats.sub_filters.size());
   // Identical answers, false positives included (same seed, same bits).
   const std::vector<std::string> probe = Items("probe", 0, 20'000);
-  EXPECT_EQ(*store_->MightContain("copy", Views(probe)), *store_->MightContain("src", Views(probe)));
+  EXPECT_EQ(*store_->MightContain("copy", Views(probe)),
+            *store_->MightContain("src", Views(probe)));
   ExpectAllPresent("copy", items);
   // It is a real, persistent filter of its own.
   ASSERT_OK(store_->Delete("src"));
@@ -424,7 +425,8 @@ TEST_F(FilterStoreTest, BadDumpsCreateNothing) {
       {"truncated", dump.substr(0, dump.size() - 1), absl::StatusCode::kInvalidArgument},
       {"header-only", dump.substr(0, 30), absl::StatusCode::kInvalidArgument},
       {"empty", "", absl::StatusCode::kInvalidArgument},
-      {"foreign", "GIF89a and then some bytes that are not a dump", absl::StatusCode::kInvalidArgument},
+      {"foreign", "GIF89a and then some bytes that are not a dump",
+       absl::StatusCode::kInvalidArgument},
       {"bits-flipped", flipped_bits, absl::StatusCode::kDataLoss},
       {"header-flipped", flipped_header, absl::StatusCode::kDataLoss},
       {"trailing", dump + "x", absl::StatusCode::kInvalidArgument},

@@ -23,9 +23,9 @@ class MemoryBudget {
     uint64_t used = used_.load(std::memory_order_relaxed);
     do {
       if (limit_ != 0 && (bytes > limit_ || used > limit_ - bytes)) {
-        return absl::ResourceExhaustedError(
-            absl::StrCat(what, " needs ", bytes, " bytes; the server's memory limit is ", limit_,
-                         " bytes with ", used, " in use"));
+        return absl::ResourceExhaustedError(absl::StrCat(what, " needs ", bytes,
+                                                         " bytes; the server's memory limit is ",
+                                                         limit_, " bytes with ", used, " in use"));
       }
     } while (!used_.compare_exchange_weak(used, used + bytes, std::memory_order_relaxed));
     return absl::OkStatus();

@@ -125,7 +125,8 @@ absl::Status FilterStore::Load() {
     }
   }
   if (orphans > 0) {
-    bloomlog::LogDebug(absl::StrCat(orphans, " pages/journal records belong to no readable filter"));
+    bloomlog::LogDebug(
+        absl::StrCat(orphans, " pages/journal records belong to no readable filter"));
   }
   load_report_.elapsed = absl::Now() - start;
   return absl::OkStatus();

@@ -58,7 +58,8 @@ StoredFilter::StoredFilter(std::string name, const FilterRecord& record,
   persisted_.checkpoint_seq = record.checkpoint_seq;
   persisted_.checks = record.checks;
   persisted_.check_hits = record.check_hits;
-  for (const SubFilterRecord& s : record.sub_filters) persisted_.items_added.push_back(s.items_added);
+  for (const SubFilterRecord& s : record.sub_filters)
+    persisted_.items_added.push_back(s.items_added);
 }
 
 StoredFilter::StoredFilter(std::string name, absl::Status error, Database* db)
@@ -85,9 +86,8 @@ absl::Status StoredFilter::Usable() const {
 
 void StoredFilter::MarkUnreadable(absl::Status error) {
   if (load_error_.ok()) {
-    load_error_ = absl::DataLossError(
-        absl::StrCat("filter '", name_, "' is unreadable (delete it to reuse the name): ",
-                     error.message()));
+    load_error_ = absl::DataLossError(absl::StrCat(
+        "filter '", name_, "' is unreadable (delete it to reuse the name): ", error.message()));
   }
 }
 
@@ -105,8 +105,7 @@ absl::Status StoredFilter::Add(absl::Span<const uint64_t> hashes, bool* added, b
   bloomsync::ReaderMutexLock lock(&apply_mu_);
   if (absl::Status usable = Usable(); !usable.ok()) return usable;
   return filter_->Add(
-      hashes, added,
-      [&](const bloom::SubFilter& sub) { return PersistNewSubFilter(sub, sync); },
+      hashes, added, [&](const bloom::SubFilter& sub) { return PersistNewSubFilter(sub, sync); },
       [&](absl::Span<const Run> runs, absl::Span<const uint64_t> new_hashes) {
         return Journal(runs, new_hashes, sync);
       });
@@ -188,9 +187,9 @@ FilterRecord StoredFilter::MakeRecord(const PersistedState& state,
   auto append = [&](const bloom::SubFilter& sub) {
     const size_t i = record.sub_filters.size();
     const bloom::SubFilterShape& shape = sub.shape();
-    record.sub_filters.push_back(
-        {shape.capacity, shape.error_rate, shape.layout.num_blocks, shape.layout.hash_count,
-         i < state.items_added.size() ? state.items_added[i] : 0});
+    record.sub_filters.push_back({shape.capacity, shape.error_rate, shape.layout.num_blocks,
+                                  shape.layout.hash_count,
+                                  i < state.items_added.size() ? state.items_added[i] : 0});
   };
   for (const bloom::SubFilter* sub = filter_->first(); sub != nullptr; sub = sub->next()) {
     append(*sub);
@@ -258,7 +257,8 @@ absl::Status StoredFilter::WritePages(const std::vector<std::vector<uint64_t>>& 
     for (uint64_t page : dirty[i]) {
       page_bytes.resize(bits.page_size(page));
       bits.ReadPage(page, page_bytes.data());
-      batch.Put(db_->blocks(), BlockKey(generation_, static_cast<uint32_t>(i), static_cast<uint32_t>(page)),
+      batch.Put(db_->blocks(),
+                BlockKey(generation_, static_cast<uint32_t>(i), static_cast<uint32_t>(page)),
                 page_bytes);
       if (batch.GetDataSize() >= kPageBatchBytes) {
         if (absl::Status s = db_->Write(batch, sync, "writing checkpoint pages"); !s.ok()) return s;

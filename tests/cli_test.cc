@@ -25,8 +25,8 @@ class CliTest : public ::testing::Test {
     ASSERT_NE(server_, nullptr);
   }
   Result Cli(const std::string& args) {
-    const std::string command = absl::StrCat(BLOOM_CLI_PATH, " --server=", server_->target(), " ",
-                                             args, " 2>&1");
+    const std::string command =
+        absl::StrCat(BLOOM_CLI_PATH, " --server=", server_->target(), " ", args, " 2>&1");
     FILE* pipe = popen(command.c_str(), "r");
     Result result{-1, ""};
     char buffer[4096];

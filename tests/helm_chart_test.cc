@@ -66,8 +66,8 @@ class HelmChartTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const CommandResult version = Shell(Helm() + " version --short");
-    ASSERT_EQ(version.exit_code, 0) << "helm not found at " << Helm()
-                                    << "; run scripts/install-helm.sh: " << version.out;
+    ASSERT_EQ(version.exit_code, 0)
+        << "helm not found at " << Helm() << "; run scripts/install-helm.sh: " << version.out;
   }
 };
 
@@ -137,7 +137,8 @@ TEST_F(HelmChartTest, EnvironmentIsWiredToValuesAndEveryVariableIsAServerFlag) {
   EXPECT_EQ(container["readinessProbe"]["grpc"]["port"].as<int>(), 6000);
   EXPECT_EQ(env["BLOOM_CONTAINER_MEMORY_BYTES"], "<valueFrom>");
   // Defaults: the memory limit is derived from the container's limit.
-  env = Env(Render().at("StatefulSet/rel-bloom-server")["spec"]["template"]["spec"]["containers"][0]);
+  env =
+      Env(Render().at("StatefulSet/rel-bloom-server")["spec"]["template"]["spec"]["containers"][0]);
   EXPECT_EQ(env["BLOOM_MEMORY_LIMIT"], "75%");
 
   // Each BLOOM_<FLAG> must be a flag the server knows, or the server would ignore it.
@@ -156,22 +157,26 @@ TEST_F(HelmChartTest, ServicesPdbAndOptionalObjects) {
   EXPECT_EQ(service["spec"]["type"].as<std::string>(), "ClusterIP");
   EXPECT_EQ(service["spec"]["ports"][0]["name"].as<std::string>(), "grpc");
   EXPECT_EQ(service["spec"]["ports"][0]["appProtocol"].as<std::string>(), "grpc");
-  ASSERT_EQ(objects.count("Service/rel-bloom-server-headless"), 1u) << "no Service/rel-bloom-server-headless";
+  ASSERT_EQ(objects.count("Service/rel-bloom-server-headless"), 1u)
+      << "no Service/rel-bloom-server-headless";
   const YAML::Node headless = objects.at("Service/rel-bloom-server-headless");
   EXPECT_EQ(headless["spec"]["clusterIP"].as<std::string>(), "None");
   EXPECT_EQ(objects.count("PodDisruptionBudget/rel-bloom-server"), 1u);
   EXPECT_EQ(objects.count("NetworkPolicy/rel-bloom-server"), 0u);
   EXPECT_EQ(objects.count("ServiceMonitor/rel-bloom-server"), 0u);
-  ASSERT_EQ(objects.count("Pod/rel-bloom-server-test-health"), 1u) << "no Pod/rel-bloom-server-test-health";
+  ASSERT_EQ(objects.count("Pod/rel-bloom-server-test-health"), 1u)
+      << "no Pod/rel-bloom-server-test-health";
   const YAML::Node test_pod = objects.at("Pod/rel-bloom-server-test-health");
   EXPECT_EQ(test_pod["metadata"]["annotations"]["helm.sh/hook"].as<std::string>(), "test");
 
   objects = Render(absl::StrCat("-f ", BLOOM_SOURCE_DIR, "/tests/helm/all-features.yaml"));
-  ASSERT_EQ(objects.count("NetworkPolicy/rel-bloom-server"), 1u) << "no NetworkPolicy/rel-bloom-server";
+  ASSERT_EQ(objects.count("NetworkPolicy/rel-bloom-server"), 1u)
+      << "no NetworkPolicy/rel-bloom-server";
   const YAML::Node policy = objects.at("NetworkPolicy/rel-bloom-server");
-  EXPECT_EQ(policy["spec"]["ingress"][0]["from"][0]["podSelector"]["matchLabels"]
-                   ["bloom-server-client"].as<std::string>(),
-            "true");
+  EXPECT_EQ(
+      policy["spec"]["ingress"][0]["from"][0]["podSelector"]["matchLabels"]["bloom-server-client"]
+          .as<std::string>(),
+      "true");
   EXPECT_EQ(objects.count("ServiceMonitor/rel-bloom-server"), 1u);
   const YAML::Node sts = objects.at("StatefulSet/rel-bloom-server");
   EXPECT_EQ(sts["spec"]["replicas"].as<int>(), 3);
@@ -190,13 +195,13 @@ TEST_F(HelmChartTest, SchemaRejectsWrongTypesUnknownKeysAndBadEnums) {
     std::string set;
     std::string message;
   };
-  for (const Case& c : {Case{"replicas=two", "replicas"}, Case{"bogus=1", "bogus"},
-                        Case{"config.logLevel=loud", "logLevel"},
-                        Case{"config.memoryLimit=lots", "memoryLimit"},
-                        Case{"persistence.size=big", "size"},
-                        Case{"image.pullPolicy=Sometimes", "pullPolicy"},
-                        Case{"config.unknownOption=1", "unknownOption"}}) {
-    const CommandResult run = Shell(absl::StrCat(Helm(), " template rel ", kChart, " --set ", c.set));
+  for (const Case& c :
+       {Case{"replicas=two", "replicas"}, Case{"bogus=1", "bogus"},
+        Case{"config.logLevel=loud", "logLevel"}, Case{"config.memoryLimit=lots", "memoryLimit"},
+        Case{"persistence.size=big", "size"}, Case{"image.pullPolicy=Sometimes", "pullPolicy"},
+        Case{"config.unknownOption=1", "unknownOption"}}) {
+    const CommandResult run =
+        Shell(absl::StrCat(Helm(), " template rel ", kChart, " --set ", c.set));
     EXPECT_NE(run.exit_code, 0) << c.set << " was accepted";
     EXPECT_TRUE(absl::StrContains(run.out, c.message)) << c.set << ": " << run.out;
   }

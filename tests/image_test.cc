@@ -39,15 +39,16 @@ std::set<std::string> RuntimePackages() {
   for (absl::string_view line :
        absl::StrSplit(ReadFile(absl::StrCat(BLOOM_SOURCE_DIR, "/scripts/runtime-packages.txt")),
                       '\n', absl::SkipWhitespace())) {
-    if (!absl::StartsWith(line, "#")) packages.insert(std::string(absl::StripAsciiWhitespace(line)));
+    if (!absl::StartsWith(line, "#"))
+      packages.insert(std::string(absl::StripAsciiWhitespace(line)));
   }
   return packages;
 }
 
 // The Debian package owning `library`; dpkg may record it under /lib or /usr/lib (merged /usr).
 std::string OwningPackage(const std::string& library) {
-  for (const std::string& path : {library, absl::StrCat("/usr", library),
-                                  std::string(absl::StripPrefix(library, "/usr"))}) {
+  for (const std::string& path :
+       {library, absl::StrCat("/usr", library), std::string(absl::StripPrefix(library, "/usr"))}) {
     std::string out = Shell(absl::StrCat("dpkg -S '", path, "' 2>/dev/null"));
     if (!out.empty()) return std::string(out.substr(0, out.find(':')));
   }
@@ -70,8 +71,8 @@ TEST(ImageTest, RuntimePackagesCoverEverySharedLibrary) {
           std::string(absl::StripAsciiWhitespace(Shell(absl::StrCat("readlink -f '", path, "'"))));
       const std::string package = OwningPackage(resolved);
       ASSERT_FALSE(package.empty()) << "no Debian package owns " << resolved;
-      EXPECT_TRUE(packages.count(package)) << binary << " needs " << resolved << " from "
-                                           << package << ", missing in runtime-packages.txt";
+      EXPECT_TRUE(packages.count(package)) << binary << " needs " << resolved << " from " << package
+                                           << ", missing in runtime-packages.txt";
       ++libraries;
     }
     EXPECT_GT(libraries, 5) << ldd;

@@ -1,7 +1,7 @@
 #include "tests/server_process.h"
 
-#include <signal.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,8 +16,8 @@ namespace {
 
 // Everything the child needs is built before fork(): after it, a multithreaded parent's child
 // may only make async-signal-safe calls (no allocation) until exec.
-pid_t Spawn(const std::vector<std::string>& args, const std::vector<std::string>& env,
-            const std::string& log_path) {
+pid_t SpawnProcess(const std::vector<std::string>& args, const std::vector<std::string>& env,
+                   const std::string& log_path) {
   std::vector<std::string> argv_storage = {BLOOM_SERVER_PATH};
   argv_storage.insert(argv_storage.end(), args.begin(), args.end());
   std::vector<std::string> env_storage(env.begin(), env.end());
@@ -57,7 +57,7 @@ std::unique_ptr<ServerProcess> ServerProcess::Start(const std::string& data_dir,
   std::vector<std::string> all = {"--listen=127.0.0.1:0", "--data_dir=" + data_dir,
                                   "--port_file=" + port_file};
   all.insert(all.end(), args.begin(), args.end());
-  server->pid_ = Spawn(all, env, server->log_path_);
+  server->pid_ = SpawnProcess(all, env, server->log_path_);
   const absl::Time deadline = absl::Now() + timeout;
   while (absl::Now() < deadline) {
     std::ifstream in(port_file);
@@ -76,6 +76,21 @@ std::unique_ptr<ServerProcess> ServerProcess::Start(const std::string& data_dir,
   }
   ADD_FAILURE() << "bloom-server did not start in time: " << server->ReadLog();
   return nullptr;
+}
+
+std::unique_ptr<ServerProcess> ServerProcess::Spawn(const std::string& data_dir,
+                                                    const std::vector<std::string>& args) {
+  auto server = std::unique_ptr<ServerProcess>(new ServerProcess());
+  server->scratch_ = std::make_unique<TempDir>();
+  server->log_path_ = server->scratch_->path() + "/server.log";
+  std::vector<std::string> all = {"--listen=127.0.0.1:0", "--data_dir=" + data_dir};
+  all.insert(all.end(), args.begin(), args.end());
+  server->pid_ = SpawnProcess(all, {}, server->log_path_);
+  return server;
+}
+
+void ServerProcess::Signal(int signal) {
+  if (pid_ > 0) kill(pid_, signal);
 }
 
 ServerProcess::~ServerProcess() {
@@ -125,7 +140,7 @@ int ServerProcess::RunToExit(const std::vector<std::string>& args, std::string* 
   ServerProcess process;
   process.scratch_ = std::make_unique<TempDir>();
   process.log_path_ = process.scratch_->path() + "/server.log";
-  process.pid_ = Spawn(args, {}, process.log_path_);
+  process.pid_ = SpawnProcess(args, {}, process.log_path_);
   const int status = process.WaitForExit(timeout);
   if (output != nullptr) *output = process.ReadLog();
   return status;

@@ -32,6 +32,12 @@ class ServerProcess {
   const std::string& log_path() const { return log_path_; }
   std::string ReadLog() const;
 
+  // Starts bloom-server without waiting for it to serve (to kill it during start-up).
+  static std::unique_ptr<ServerProcess> Spawn(const std::string& data_dir,
+                                              const std::vector<std::string>& args = {});
+  // Sends `signal` without waiting.
+  void Signal(int signal);
+
   // Sends SIGTERM and waits; returns the exit status (or -signal if killed by one).
   int Terminate(absl::Duration timeout = absl::Seconds(20));
   // SIGKILL, like a crash.

@@ -4,8 +4,8 @@
 #include <grpcpp/security/credentials.h>
 
 #include <atomic>
-#include <iostream>
 #include <cmath>
+#include <iostream>
 #include <limits>
 #include <sstream>
 #include <string>
@@ -151,7 +151,7 @@ struct BadRequest {
 template <typename Request, typename Response>
 std::function<grpc::Status(bloom::v1::BloomFilterService::Stub&)> Unary(
     grpc::Status (bloom::v1::BloomFilterService::Stub::*method)(grpc::ClientContext*,
-                                                                 const Request&, Response*),
+                                                                const Request&, Response*),
     Request request) {
   return [method, request](bloom::v1::BloomFilterService::Stub& stub) {
     grpc::ClientContext context;
@@ -202,7 +202,8 @@ TEST_F(ServerTest, EveryMalformedRequestGetsItsCodeAndTheServerKeepsServing) {
   const grpc::StatusCode kInvalid = grpc::StatusCode::INVALID_ARGUMENT;
   const std::vector<BadRequest> cases = {
       {"empty name", Unary(&S::Reserve, ReserveOf("", 0.01)), kInvalid, "name"},
-      {"256-char name", Unary(&S::Reserve, ReserveOf(std::string(256, 'n'), 0.01)), kInvalid, "name"},
+      {"256-char name", Unary(&S::Reserve, ReserveOf(std::string(256, 'n'), 0.01)), kInvalid,
+       "name"},
       {"space in name", Unary(&S::Reserve, ReserveOf("a b", 0.01)), kInvalid, "name"},
       {"unicode name", Unary(&S::Reserve, ReserveOf("caf\xc3\xa9", 0.01)), kInvalid, "name"},
       {"missing spec", Unary(&S::Reserve, no_spec), kInvalid, "spec"},
@@ -218,14 +219,14 @@ TEST_F(ServerTest, EveryMalformedRequestGetsItsCodeAndTheServerKeepsServing) {
        kInvalid, "spec.expansion"},
       {"huge capacity", Unary(&S::Reserve, ReserveOf("x", 1e-9, 1ULL << 62)),
        grpc::StatusCode::RESOURCE_EXHAUSTED, "capacity"},
-      {"other spec", Unary(&S::Reserve, ReserveOf("canary", 0.5)),
-       grpc::StatusCode::ALREADY_EXISTS, "different spec"},
+      {"other spec", Unary(&S::Reserve, ReserveOf("canary", 0.5)), grpc::StatusCode::ALREADY_EXISTS,
+       "different spec"},
       {"add to missing", Unary(&S::Add, WithItems<bloom::v1::AddRequest>("missing", 1)),
        grpc::StatusCode::NOT_FOUND, "missing"},
       {"add nothing", Unary(&S::Add, WithItems<bloom::v1::AddRequest>("canary", 0)), kInvalid,
        "items"},
-      {"add too many", Unary(&S::Add, WithItems<bloom::v1::AddRequest>("canary", 1001)),
-       kInvalid, "items"},
+      {"add too many", Unary(&S::Add, WithItems<bloom::v1::AddRequest>("canary", 1001)), kInvalid,
+       "items"},
       {"add item too big", Unary(&S::Add, WithItems<bloom::v1::AddRequest>("canary", 2, 1025)),
        kInvalid, "items[0]"},
       {"add raw item too big",
@@ -246,8 +247,7 @@ TEST_F(ServerTest, EveryMalformedRequestGetsItsCodeAndTheServerKeepsServing) {
        "name"},
       {"stats missing", Unary(&S::Stats, stats_missing), grpc::StatusCode::NOT_FOUND, "missing"},
       {"stats bad name", Unary(&S::Stats, stats_bad), kInvalid, "name"},
-      {"delete missing", Unary(&S::Delete, delete_missing), grpc::StatusCode::NOT_FOUND,
-       "missing"},
+      {"delete missing", Unary(&S::Delete, delete_missing), grpc::StatusCode::NOT_FOUND, "missing"},
       {"list bad token", Unary(&S::List, bad_token), kInvalid, "page_token"},
   };
   for (const BadRequest& c : cases) {
@@ -277,8 +277,7 @@ TEST_F(ServerTest, ExportOfMissingFilterAndBadImportsCreateNothing) {
   EXPECT_EQ(client_->Import("c2", truncated_in).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(client_->Import("c3", junk_in).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(client_->Import("canary", taken_in).status().code(),
-            absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(client_->Import("canary", taken_in).status().code(), absl::StatusCode::kAlreadyExists);
   EXPECT_EQ(client_->Import("bad name", bad_name_in).status().code(),
             absl::StatusCode::kInvalidArgument);
   // An Import stream with no chunk at all.
@@ -309,7 +308,8 @@ TEST_F(ServerTest, ManyClientsRacingToCreateTheSameFilterCreateItOnce) {
   }
   for (auto& thread : threads) thread.join();
   EXPECT_EQ(created.load(), 1);
-  for (int t = 0; t < kClients; ++t) ExpectAllPresent("lazy", Items(absl::StrCat("c", t, "-"), 100));
+  for (int t = 0; t < kClients; ++t)
+    ExpectAllPresent("lazy", Items(absl::StrCat("c", t, "-"), 100));
   EXPECT_GE(client_->Stats("lazy")->items_added(), static_cast<uint64_t>(kClients * 99));
 }
 
@@ -348,9 +348,8 @@ TEST_F(ServerTest, HealthIsServingAndReflectionListsTheService) {
   // grpc.reflection.v1alpha.ServerReflection: list_services (field 7, empty string).
   grpc::ClientContext reflection_context;
   grpc::CompletionQueue cq;
-  auto call = generic.PrepareCall(&reflection_context,
-                                  "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
-                                  &cq);
+  auto call = generic.PrepareCall(
+      &reflection_context, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", &cq);
   void* tag;
   bool ok;
   call->StartCall(reinterpret_cast<void*>(1));
@@ -365,7 +364,8 @@ TEST_F(ServerTest, HealthIsServingAndReflectionListsTheService) {
   std::vector<grpc::Slice> slices;
   ASSERT_TRUE(list_response.Dump(&slices).ok());
   std::string bytes;
-  for (const grpc::Slice& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  for (const grpc::Slice& s : slices)
+    bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
   EXPECT_TRUE(absl::StrContains(bytes, "bloom.v1.BloomFilterService")) << bytes;
   EXPECT_TRUE(absl::StrContains(bytes, "grpc.health.v1.Health")) << bytes;
   call->WritesDone(reinterpret_cast<void*>(4));
@@ -380,8 +380,8 @@ TEST_F(ServerTest, HealthIsServingAndReflectionListsTheService) {
 
 TEST_F(ServerTest, SecondServerOnTheSameDataDirFailsFast) {
   std::string output;
-  const int status = ServerProcess::RunToExit(
-      {"--listen=127.0.0.1:0", "--data_dir=" + data_dir_.path()}, &output);
+  const int status =
+      ServerProcess::RunToExit({"--listen=127.0.0.1:0", "--data_dir=" + data_dir_.path()}, &output);
   EXPECT_NE(status, 0);
   EXPECT_TRUE(absl::StrContains(output, "in use by another bloom-server")) << output;
   ASSERT_OK(client_->Reserve("still-here", Spec(10, 0.01)).status());
