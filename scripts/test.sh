@@ -1,9 +1,25 @@
 #!/usr/bin/env bash
-# The one command that installs what is missing, builds, and runs every test.
-# CI (.ci/run) calls exactly this.
+# The one command that installs what is missing, builds, and runs every test. CI (.ci/run)
+# calls exactly this. In order:
+#   1. the ordinary build: unit, integration, crash, Python client, Helm chart and image checks;
+#   2. the fuzzers, $BLOOM_FUZZ_SECONDS (default 60) each (scripts/fuzz.sh);
+#   3. the unit and integration tests again under AddressSanitizer + UBSan, then under
+#      ThreadSanitizer (the crash, chart and image checks do not change with a sanitizer).
+# BLOOM_QUICK=1 stops after step 1, for a quick edit-and-test loop.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
 ./scripts/install-helm.sh >/dev/null   # for the Helm chart checks (tests/helm_chart_test.cc)
 ./scripts/build.sh
 ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -j 2 --timeout 900
+if [[ "${BLOOM_QUICK:-0}" == 1 ]]; then exit 0; fi
+
+./scripts/fuzz.sh "${BLOOM_FUZZ_SECONDS:-60}"
+
+for sanitizer in address thread; do
+  echo "== tests under -DBLOOM_SANITIZE=$sanitizer"
+  BUILD_DIR="build-$sanitizer" ./scripts/build.sh -DBLOOM_SANITIZE="$sanitizer" \
+    -DBLOOM_BUILD_BENCHMARKS=OFF
+  ctest --test-dir "build-$sanitizer" --output-on-failure -j 2 --timeout 900 \
+    -E 'CrashTest|HelmChartTest|ImageTest'
+done

@@ -182,7 +182,8 @@ Request WithItems(const std::string& name, int count, size_t item_bytes = 4, boo
 }
 
 TEST_F(ServerTest, EveryMalformedRequestGetsItsCodeAndTheServerKeepsServing) {
-  ASSERT_OK(client_->Add("canary", {"alive"}, new bloom::v1::FilterSpec(Spec(100, 0.01))).status());
+  const bloom::v1::FilterSpec canary_spec = Spec(100, 0.01);
+  ASSERT_OK(client_->Add("canary", {"alive"}, &canary_spec).status());
   ASSERT_OK(client_->Reserve("fixed", Spec(10, 0.01, 0, true)).status());
   ASSERT_OK(client_->Add("fixed", Items("f", 9)).status());
   using S = bloom::v1::BloomFilterService::Stub;
@@ -263,7 +264,8 @@ TEST_F(ServerTest, EveryMalformedRequestGetsItsCodeAndTheServerKeepsServing) {
 }
 
 TEST_F(ServerTest, ExportOfMissingFilterAndBadImportsCreateNothing) {
-  ASSERT_OK(client_->Add("canary", {"alive"}, new bloom::v1::FilterSpec(Spec(100, 0.01))).status());
+  const bloom::v1::FilterSpec canary_spec = Spec(100, 0.01);
+  ASSERT_OK(client_->Add("canary", {"alive"}, &canary_spec).status());
   std::stringstream out;
   EXPECT_TRUE(absl::IsNotFound(client_->Export("missing", out)));
   std::stringstream dump;
