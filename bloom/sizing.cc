@@ -26,7 +26,8 @@ LoadRange PoissonRange(double lambda) {
 
 double PoissonWeight(double lambda, uint64_t j) {
   const double jd = static_cast<double>(j);
-  return std::exp(-lambda + jd * std::log(lambda) - std::lgamma(jd + 1));
+  int sign = 0;  // lgamma_r, not lgamma: lgamma writes the global signgam (a data race)
+  return std::exp(-lambda + jd * std::log(lambda) - lgamma_r(jd + 1, &sign));
 }
 
 // Approximate f_k(j) = (1 - (1 - 1/512)^{kj})^k. It ignores the spread of the number of occupied

@@ -23,9 +23,8 @@ TEST(CorpusReplayTest, EveryInputRunsCleanly) {
       const std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
                                     std::istreambuf_iterator<char>());
       SCOPED_TRACE(entry.path().string());
-      EXPECT_EQ(LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(bytes.data()),
-                                       bytes.size()),
-                0);
+      EXPECT_EQ(
+          LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), 0);
       ++inputs;
     }
   }

@@ -30,8 +30,8 @@ Harness& GetHarness() {
     options.background_checkpoints = false;
     options.memory_limit_bytes = 256 << 20;
     h->store = *storage::FilterStore::Open(options);
-    h->service = std::make_unique<service::BloomService>(h->store.get(),
-                                                         service::ServiceLimits{1000, 1024});
+    h->service =
+        std::make_unique<service::BloomService>(h->store.get(), service::ServiceLimits{1000, 1024});
     // Filters for the fuzzer's Adds and queries to find.
     h->store->Reserve("f", {1000, 0.01}).IgnoreError();
     h->store->Reserve("fixed", {10, 0.1, 0, true}).IgnoreError();

@@ -3,8 +3,11 @@
 # calls exactly this. In order:
 #   1. the ordinary build: unit, integration, crash, Python client, Helm chart and image checks;
 #   2. the fuzzers, $BLOOM_FUZZ_SECONDS (default 60) each (scripts/fuzz.sh);
-#   3. the unit and integration tests again under AddressSanitizer + UBSan, then under
-#      ThreadSanitizer (the crash, chart and image checks do not change with a sanitizer).
+#   3. the unit and integration tests again under AddressSanitizer + UBSan; then under
+#      ThreadSanitizer everything below the gRPC transport (unit, storage, service handlers,
+#      fuzz corpora): Debian's gRPC is not built with TSAN, so TSAN cannot see its
+#      synchronisation and reports every call through it. The crash, soak, chart and image
+#      checks do not change with a sanitizer.
 # BLOOM_QUICK=1 stops after step 1, for a quick edit-and-test loop.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,10 +19,13 @@ if [[ "${BLOOM_QUICK:-0}" == 1 ]]; then exit 0; fi
 
 ./scripts/fuzz.sh "${BLOOM_FUZZ_SECONDS:-60}"
 
+not_under_sanitizers='CrashTest|SoakTest|HelmChartTest|ImageTest'
+over_grpc='ServerTest|CliTest|RaceTest|python_client'
 for sanitizer in address thread; do
   echo "== tests under -DBLOOM_SANITIZE=$sanitizer"
   BUILD_DIR="build-$sanitizer" ./scripts/build.sh -DBLOOM_SANITIZE="$sanitizer" \
     -DBLOOM_BUILD_BENCHMARKS=OFF
-  ctest --test-dir "build-$sanitizer" --output-on-failure -j 2 --timeout 900 \
-    -E 'CrashTest|HelmChartTest|ImageTest'
+  exclude="$not_under_sanitizers"
+  if [[ $sanitizer == thread ]]; then exclude="$exclude|$over_grpc"; fi
+  ctest --test-dir "build-$sanitizer" --output-on-failure -j 2 --timeout 900 -E "$exclude"
 done

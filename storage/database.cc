@@ -5,9 +5,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "rocksdb/options.h"
 #include "rocksdb/table.h"
-#include "common/status_macros.h"
 #include "storage/encoding.h"
 #include "storage/rocksdb_status.h"
 
@@ -129,7 +129,8 @@ absl::Status Database::Write(rocksdb::WriteBatch& batch, bool sync, absl::string
     if (!resumed.ok()) {
       if (!resumed.IsBusy()) needs_reopen_.store(true);
       bloomsync::MutexLock lock(&error_mu_);
-      return absl::UnavailableError(absl::StrCat(context, ": storage is recovering from a write error (",
+      return absl::UnavailableError(absl::StrCat(context,
+                                                 ": storage is recovering from a write error (",
                                                  last_write_error_, "): ", resumed.ToString()));
     }
     needs_resume_.store(false);

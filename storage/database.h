@@ -69,8 +69,8 @@ class Database {
   std::shared_ptr<rocksdb::Statistics> statistics_;
   std::unique_ptr<rocksdb::DB> db_;
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;  // default, filters, blocks, journal
-  std::atomic<bool> needs_resume_{false};  // a write failed with an I/O error
-  std::atomic<bool> needs_reopen_{false};  // Resume() failed for good
+  std::atomic<bool> needs_resume_{false};              // a write failed with an I/O error
+  std::atomic<bool> needs_reopen_{false};              // Resume() failed for good
   mutable bloomsync::Mutex error_mu_;
   std::string last_write_error_ ABSL_GUARDED_BY(error_mu_);
 };

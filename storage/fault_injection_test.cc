@@ -133,7 +133,7 @@ TEST_P(FaultInjectionTest, DiskFullFailsAddsCleanlyAndTheStoreRecovers) {
   ASSERT_OK(present.status());
   int visible = 0;
   for (bool p : *present) visible += p;
-  EXPECT_LE(visible, 30);  // only false positives at 1%
+  EXPECT_LE(visible, 30);    // only false positives at 1%
   ExpectAllPresent(before);  // reads keep working
   EXPECT_FALSE(store_->CheckpointAll().ok());
   EXPECT_FALSE(store_->Reserve("other", {10, 0.01}).ok());

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <optional>
+#include <random>
 
 #include "absl/hash/hash.h"
-#include "absl/random/random.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
@@ -31,9 +31,11 @@ std::string DescribeSpec(const bloom::FilterSpec& spec) {
                       " non_scaling=", spec.non_scaling ? "true" : "false");
 }
 
+// A filter's hash seed: unpredictable (the kernel's entropy), so nobody can precompute items
+// that flood a given filter.
 uint64_t RandomSeed() {
-  thread_local absl::BitGen gen;  // seeded from OS entropy
-  return absl::Uniform<uint64_t>(gen);
+  std::random_device entropy;
+  return (static_cast<uint64_t>(entropy()) << 32) ^ entropy();
 }
 
 }  // namespace
@@ -387,8 +389,8 @@ void FilterStore::CheckpointLoop() {
       if (reopened.ok()) {
         bloomlog::LogWarning("RocksDB reopened after a write error; writes are accepted again");
       } else {
-        bloomlog::LogError(absl::StrCat("reopening RocksDB failed (will retry): ",
-                                        reopened.message()));
+        bloomlog::LogError(
+            absl::StrCat("reopening RocksDB failed (will retry): ", reopened.message()));
       }
     }
     bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);

@@ -169,10 +169,15 @@ TEST(SoakTest, SixtyFourClientsMixingAllRpcs) {
         const absl::Time start = absl::Now();
         absl::Status status;
         switch (rng() % 10) {
-          case 0: case 1: case 2:
+          case 0:
+          case 1:
+          case 2:
             status = client->Add(name, items).status();
             break;
-          case 3: case 4: case 5: case 6:
+          case 3:
+          case 4:
+          case 5:
+          case 6:
             status = client->MightContain(name, items).status();
             break;
           case 7:
