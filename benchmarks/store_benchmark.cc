@@ -7,6 +7,7 @@
 // from 1 or 2 threads, and the RocksDB bytes written per key (WAL; WAL + flush + compaction).
 // Restart: FilterStore::Open time for a filter of N items at 1%, journal already checkpointed.
 #include <benchmark/benchmark.h>
+#include <malloc.h>
 #include <stdlib.h>
 
 #include <filesystem>
@@ -122,6 +123,36 @@ BENCHMARK(BM_Restart)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3)
     ->UseRealTime();
+
+// Not a timing: the heap a filter costs beyond its bits, for many small per-user filters.
+// heap in use (glibc mallinfo2) after reserving N filters of capacity 1000, minus the bits and
+// RocksDB's memtables (which hold the new metadata records until they are flushed).
+void BM_PerFilterOverhead(benchmark::State& state) {
+  const int filters = static_cast<int>(state.range(0));
+  for (auto _ : state) {
+    const std::string overhead_dir = MakeTempDir();
+    auto s = OpenStore(overhead_dir, false);
+    uint64_t memtables_before = 0, memtables_after = 0;
+    s->database().db()->GetIntProperty("rocksdb.cur-size-all-mem-tables", &memtables_before);
+    const uint64_t bits_before = s->memory_used();
+    const size_t heap_before = mallinfo2().uordblks;
+    for (int i = 0; i < filters; ++i) {
+      if (!s->Reserve(absl::StrCat("user:", i), {1000, 0.01}).ok()) std::abort();
+    }
+    const size_t heap_after = mallinfo2().uordblks;
+    s->database().db()->GetIntProperty("rocksdb.cur-size-all-mem-tables", &memtables_after);
+    const double bits = static_cast<double>(s->memory_used() - bits_before);
+    const double heap = static_cast<double>(heap_after - heap_before);
+    const double memtables = static_cast<double>(memtables_after - memtables_before);
+    state.counters["bits_B_per_filter"] = bits / filters;
+    state.counters["overhead_B_per_filter"] = (heap - bits - memtables) / filters;
+    state.counters["memtable_B_per_filter"] = memtables / filters;
+    if (!s->Close().ok()) std::abort();
+    s.reset();
+    std::filesystem::remove_all(overhead_dir);
+  }
+}
+BENCHMARK(BM_PerFilterOverhead)->Arg(100'000)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -1,0 +1,223 @@
+#include "bench/targets.h"
+
+#include <hiredis/hiredis.h>
+
+#include <cmath>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "bench/murmur3.h"
+#include "client/bloom_client.h"
+
+namespace bench {
+namespace {
+
+class BloomTarget : public Target {
+ public:
+  BloomTarget(const std::string& address, uint64_t capacity, double error_rate) {
+    bloomclient::ClientOptions options;
+    options.batch_size = 1 << 20;  // bloom-bench sends each batch as one request
+    client_ = bloomclient::BloomClient::Connect(address, options);
+    spec_.set_capacity(capacity);
+    spec_.set_error_rate(error_rate);
+  }
+  absl::Status Prepare(const std::string& name, uint64_t capacity, double error_rate) override {
+    bloom::v1::FilterSpec spec;
+    spec.set_capacity(capacity);
+    spec.set_error_rate(error_rate);
+    absl::Status deleted = client_->Delete(name);
+    if (!deleted.ok() && !absl::IsNotFound(deleted)) return deleted;
+    return client_->Reserve(name, spec).status();
+  }
+  absl::Status Add(const std::string& name, const std::vector<std::string>& keys,
+                   std::vector<bool>& added) override {
+    absl::StatusOr<std::vector<bool>> r = client_->Add(name, keys, &spec_);
+    if (!r.ok()) return r.status();
+    added = *std::move(r);
+    return absl::OkStatus();
+  }
+  absl::Status MightContain(const std::string& name, const std::vector<std::string>& keys,
+                            std::vector<bool>& present) override {
+    absl::StatusOr<std::vector<bool>> r = client_->MightContain(name, keys);
+    if (!r.ok()) return r.status();
+    present = *std::move(r);
+    return absl::OkStatus();
+  }
+
+ private:
+  std::unique_ptr<bloomclient::BloomClient> client_;
+  bloom::v1::FilterSpec spec_;
+};
+
+struct RedisDeleter {
+  void operator()(redisContext* c) const { redisFree(c); }
+  void operator()(redisReply* r) const { freeReplyObject(r); }
+};
+using RedisReply = std::unique_ptr<redisReply, RedisDeleter>;
+
+class RedisConnection {
+ public:
+  static absl::StatusOr<RedisConnection> Connect(const std::string& address) {
+    std::vector<std::string> parts = absl::StrSplit(address, ':');
+    int port = 0;
+    if (parts.size() != 2 || !absl::SimpleAtoi(parts[1], &port)) {
+      return absl::InvalidArgumentError(absl::StrCat("bad redis address ", address));
+    }
+    redisContext* c = redisConnect(parts[0].c_str(), port);
+    if (c == nullptr || c->err) {
+      std::string error = c != nullptr ? c->errstr : "out of memory";
+      if (c != nullptr) redisFree(c);
+      return absl::UnavailableError(absl::StrCat("redis ", address, ": ", error));
+    }
+    return RedisConnection(c);
+  }
+  redisContext* get() const { return context_.get(); }
+  // Reads one pipelined reply.
+  absl::StatusOr<RedisReply> Read() {
+    void* reply = nullptr;
+    if (redisGetReply(get(), &reply) != REDIS_OK || reply == nullptr) {
+      return absl::UnavailableError(absl::StrCat("redis: ", get()->errstr));
+    }
+    RedisReply owned(static_cast<redisReply*>(reply));
+    if (owned->type == REDIS_REPLY_ERROR) {
+      return absl::InternalError(absl::StrCat("redis: ", owned->str));
+    }
+    return owned;
+  }
+  absl::StatusOr<RedisReply> Command(const std::vector<std::string>& args) {
+    std::vector<const char*> argv;
+    std::vector<size_t> lengths;
+    for (const std::string& a : args) {
+      argv.push_back(a.data());
+      lengths.push_back(a.size());
+    }
+    redisAppendCommandArgv(get(), static_cast<int>(args.size()), argv.data(), lengths.data());
+    return Read();
+  }
+
+ private:
+  explicit RedisConnection(redisContext* c) : context_(c) {}
+  std::unique_ptr<redisContext, RedisDeleter> context_;
+};
+
+// A classic Bloom filter over a Redis bitmap: m and k from the textbook formulas, k bit
+// offsets per key by double hashing of MurmurHash3-128 (Guava's scheme), pipelined
+// SETBIT/GETBIT: k commands per key.
+class RedisBitmapTarget : public Target {
+ public:
+  RedisBitmapTarget(RedisConnection connection, uint64_t capacity, double error_rate)
+      : redis_(std::move(connection)) {
+    bits_ = static_cast<uint64_t>(std::ceil(-static_cast<double>(capacity) * std::log(error_rate) /
+                                            (std::log(2) * std::log(2))));
+    k_ = std::max(
+        1, static_cast<int>(std::lround(static_cast<double>(bits_) / capacity * std::log(2))));
+  }
+  absl::Status Prepare(const std::string& name, uint64_t, double) override {
+    if (auto r = redis_.Command({"DEL", name}); !r.ok()) return r.status();
+    return redis_.Command({"SETBIT", name, absl::StrCat(bits_ - 1), "0"}).status();
+  }
+  absl::Status Add(const std::string& name, const std::vector<std::string>& keys,
+                   std::vector<bool>& added) override {
+    return Run("SETBIT", name, keys, added, /*want_zero=*/true);
+  }
+  absl::Status MightContain(const std::string& name, const std::vector<std::string>& keys,
+                            std::vector<bool>& present) override {
+    return Run("GETBIT", name, keys, present, /*want_zero=*/false);
+  }
+
+ private:
+  // SETBIT: result[i] = some bit was 0 before (new); GETBIT: result[i] = every bit is 1.
+  absl::Status Run(const char* command, const std::string& name,
+                   const std::vector<std::string>& keys, std::vector<bool>& result,
+                   bool want_zero) {
+    for (const std::string& key : keys) {
+      const Hash128 h = Murmur3_128(key);
+      uint64_t combined = h.h1;
+      for (int i = 0; i < k_; ++i, combined += h.h2) {
+        const uint64_t offset = (combined & 0x7fffffffffffffffULL) % bits_;
+        if (want_zero) {
+          redisAppendCommand(redis_.get(), "SETBIT %b %llu 1", name.data(), name.size(),
+                             static_cast<unsigned long long>(offset));
+        } else {
+          redisAppendCommand(redis_.get(), "GETBIT %b %llu", name.data(), name.size(),
+                             static_cast<unsigned long long>(offset));
+        }
+      }
+    }
+    result.assign(keys.size(), !want_zero);
+    for (size_t i = 0; i < keys.size(); ++i) {
+      for (int j = 0; j < k_; ++j) {
+        absl::StatusOr<RedisReply> reply = redis_.Read();
+        if (!reply.ok()) return reply.status();
+        if ((*reply)->integer == 0) result[i] = want_zero;  // new bit / a missing bit
+      }
+    }
+    (void)command;
+    return absl::OkStatus();
+  }
+
+  RedisConnection redis_;
+  uint64_t bits_;
+  int k_;
+};
+
+// RedisBloom's BF.MADD / BF.MEXISTS: one command per batch.
+class RedisBfTarget : public Target {
+ public:
+  explicit RedisBfTarget(RedisConnection connection) : redis_(std::move(connection)) {}
+  absl::Status Prepare(const std::string& name, uint64_t capacity, double error_rate) override {
+    if (auto r = redis_.Command({"DEL", name}); !r.ok()) return r.status();
+    absl::Status status =
+        redis_.Command({"BF.RESERVE", name, absl::StrCat(error_rate), absl::StrCat(capacity)})
+            .status();
+    if (!status.ok() &&
+        absl::StrContains(absl::AsciiStrToLower(status.message()), "unknown command")) {
+      return absl::UnimplementedError("this Redis server has no Bloom module (BF.* commands)");
+    }
+    return status;
+  }
+  absl::Status Add(const std::string& name, const std::vector<std::string>& keys,
+                   std::vector<bool>& added) override {
+    return Run("BF.MADD", name, keys, added);
+  }
+  absl::Status MightContain(const std::string& name, const std::vector<std::string>& keys,
+                            std::vector<bool>& present) override {
+    return Run("BF.MEXISTS", name, keys, present);
+  }
+
+ private:
+  absl::Status Run(const char* command, const std::string& name,
+                   const std::vector<std::string>& keys, std::vector<bool>& result) {
+    std::vector<std::string> args = {command, name};
+    args.insert(args.end(), keys.begin(), keys.end());
+    absl::StatusOr<RedisReply> reply = redis_.Command(args);
+    if (!reply.ok()) return reply.status();
+    result.clear();
+    for (size_t i = 0; i < (*reply)->elements; ++i)
+      result.push_back((*reply)->element[i]->integer != 0);
+    return absl::OkStatus();
+  }
+
+  RedisConnection redis_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Target>> MakeTarget(const std::string& kind,
+                                                   const std::string& address, uint64_t capacity,
+                                                   double error_rate) {
+  if (kind == "bloom") return std::make_unique<BloomTarget>(address, capacity, error_rate);
+  if (kind == "redis-bitmap" || kind == "redis-bf") {
+    absl::StatusOr<RedisConnection> connection = RedisConnection::Connect(address);
+    if (!connection.ok()) return connection.status();
+    if (kind == "redis-bf") return std::make_unique<RedisBfTarget>(*std::move(connection));
+    return std::make_unique<RedisBitmapTarget>(*std::move(connection), capacity, error_rate);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("--target must be bloom, redis-bitmap or redis-bf, got ", kind));
+}
+
+}  // namespace bench

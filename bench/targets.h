@@ -1,0 +1,40 @@
+// The systems bloom-bench drives: bloom-server over gRPC, and Redis two ways (a client-side
+// Bloom filter over a bitmap, as Redisson and common tutorials do, and RedisBloom's BF.*).
+//
+// Thread-safety: a Target is one connection, used by one client thread.
+#ifndef BENCH_TARGETS_H_
+#define BENCH_TARGETS_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace bench {
+
+class Target {
+ public:
+  virtual ~Target() = default;
+  // Creates filter `name` for `capacity` items at `error_rate` (empty). UNIMPLEMENTED when the
+  // target cannot do it (a Redis server without the Bloom module).
+  virtual absl::Status Prepare(const std::string& name, uint64_t capacity, double error_rate) = 0;
+  // One round trip: adds `keys`; added[i] = key i was new.
+  virtual absl::Status Add(const std::string& name, const std::vector<std::string>& keys,
+                           std::vector<bool>& added) = 0;
+  // One round trip: present[i] = key i might be in the filter.
+  virtual absl::Status MightContain(const std::string& name, const std::vector<std::string>& keys,
+                                    std::vector<bool>& present) = 0;
+};
+
+// "bloom" (address host:port), "redis-bitmap" or "redis-bf" (address host:port). Filters are
+// created on first use by the bloom target (create_if_missing) with `capacity`/`error_rate`.
+absl::StatusOr<std::unique_ptr<Target>> MakeTarget(const std::string& kind,
+                                                   const std::string& address, uint64_t capacity,
+                                                   double error_rate);
+
+}  // namespace bench
+
+#endif  // BENCH_TARGETS_H_
