@@ -2,6 +2,9 @@
 #ifndef COMMON_TESTING_H_
 #define COMMON_TESTING_H_
 
+#include <sys/wait.h>
+
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -42,6 +45,24 @@ class TempDir {
  private:
   std::string path_;
 };
+
+struct CommandResult {
+  int exit_code;    // -1 if it did not exit normally
+  std::string out;  // stdout and stderr
+};
+
+// Runs `command` with /bin/sh and returns its exit code and output.
+inline CommandResult RunCommand(const std::string& command) {
+  CommandResult result{-1, ""};
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.out.append(buffer, n);
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
 
 }  // namespace bloomtest
 

@@ -18,21 +18,9 @@
 
 namespace {
 
-struct CommandResult {
-  int exit_code;
-  std::string out;
-};
+using bloomtest::CommandResult;
 
-CommandResult Shell(const std::string& command) {
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  CommandResult result{-1, ""};
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.out.append(buffer, n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
+CommandResult Shell(const std::string& command) { return bloomtest::RunCommand(command); }
 
 TEST(BenchSmokeTest, BloomServerMixedWorkloadVerifies) {
   bloomtest::TempDir data;

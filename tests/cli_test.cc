@@ -13,10 +13,7 @@
 
 namespace {
 
-struct Result {
-  int exit_code;
-  std::string out;  // stdout and stderr
-};
+using Result = bloomtest::CommandResult;
 
 class CliTest : public ::testing::Test {
  protected:
@@ -25,16 +22,8 @@ class CliTest : public ::testing::Test {
     ASSERT_NE(server_, nullptr);
   }
   Result Cli(const std::string& args) {
-    const std::string command =
-        absl::StrCat(BLOOM_CLI_PATH, " --server=", server_->target(), " ", args, " 2>&1");
-    FILE* pipe = popen(command.c_str(), "r");
-    Result result{-1, ""};
-    char buffer[4096];
-    size_t n;
-    while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.out.append(buffer, n);
-    const int status = pclose(pipe);
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return result;
+    return bloomtest::RunCommand(
+        absl::StrCat(BLOOM_CLI_PATH, " --server=", server_->target(), " ", args));
   }
 
   bloomtest::TempDir data_, files_;

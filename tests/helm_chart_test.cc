@@ -15,25 +15,14 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/testing.h"
 #include "gtest/gtest.h"
 
 namespace {
 
-struct CommandResult {
-  int exit_code;
-  std::string out;
-};
+using bloomtest::CommandResult;
 
-CommandResult Shell(const std::string& command) {
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  CommandResult run{-1, ""};
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) run.out.append(buffer, n);
-  const int status = pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
-}
+CommandResult Shell(const std::string& command) { return bloomtest::RunCommand(command); }
 
 std::string Helm() {
   const char* env = std::getenv("BLOOM_HELM");

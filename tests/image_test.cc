@@ -13,19 +13,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/testing.h"
 #include "gtest/gtest.h"
 
 namespace {
 
-std::string Shell(const std::string& command) {
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string out;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.append(buffer, n);
-  pclose(pipe);
-  return out;
-}
+std::string Shell(const std::string& command) { return bloomtest::RunCommand(command).out; }
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
@@ -49,8 +42,9 @@ std::set<std::string> RuntimePackages() {
 std::string OwningPackage(const std::string& library) {
   for (const std::string& path :
        {library, absl::StrCat("/usr", library), std::string(absl::StripPrefix(library, "/usr"))}) {
-    std::string out = Shell(absl::StrCat("dpkg -S '", path, "' 2>/dev/null"));
-    if (!out.empty()) return std::string(out.substr(0, out.find(':')));
+    const bloomtest::CommandResult owner =
+        bloomtest::RunCommand(absl::StrCat("dpkg -S '", path, "'"));
+    if (owner.exit_code == 0) return owner.out.substr(0, owner.out.find(':'));
   }
   return "";
 }
