@@ -16,7 +16,7 @@ BUILD=${BUILD_DIR:-build}
 DURATION=${DURATION:-10s}
 SCENARIOS=${SCENARIOS:-"1 2 3 5"}
 QUICK=${QUICK:-0}
-BENCH="$BUILD/bench/bloom-bench"
+BENCH="$BUILD/loadtest/bloom-bench"
 SERVER="$BUILD/service/bloom-server"
 for tool in "$BENCH" "$SERVER" redis-server; do
   command -v "$tool" >/dev/null || [[ -x "$tool" ]] || { echo "compare.sh: $tool missing: run ./scripts/test.sh first"; exit 2; }

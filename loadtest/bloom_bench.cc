@@ -26,7 +26,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "bench/targets.h"
+#include "loadtest/targets.h"
 
 ABSL_FLAG(std::string, target, "bloom", "bloom, redis-bitmap or redis-bf");
 ABSL_FLAG(std::string, address, "127.0.0.1:50051", "host:port of the target");
@@ -140,8 +140,8 @@ int main(int argc, char** argv) {
 
   // Prepare the filters (the redis-bf target reports a server without the module here).
   {
-    absl::StatusOr<std::unique_ptr<bench::Target>> target =
-        bench::MakeTarget(kind, address, capacity, error_rate);
+    absl::StatusOr<std::unique_ptr<loadtest::Target>> target =
+        loadtest::MakeTarget(kind, address, capacity, error_rate);
     if (!target.ok()) {
       std::fprintf(stderr, "bloom-bench: %s\n", target.status().ToString().c_str());
       return 1;
@@ -173,7 +173,7 @@ int main(int argc, char** argv) {
     std::vector<std::thread> threads;
     for (int c = 0; c < clients; ++c) {
       threads.emplace_back([&] {
-        auto target = *bench::MakeTarget(kind, address, capacity, error_rate);
+        auto target = *loadtest::MakeTarget(kind, address, capacity, error_rate);
         std::vector<std::string> keys;
         std::vector<bool> added;
         for (uint64_t first; (first = next.fetch_add(10'000)) < preload;) {
@@ -209,13 +209,13 @@ int main(int argc, char** argv) {
   for (int c = 0; c < clients; ++c) {
     threads.emplace_back([&, c] {
       ClientResult& r = results[c];
-      absl::StatusOr<std::unique_ptr<bench::Target>> made =
-          bench::MakeTarget(kind, address, capacity, error_rate);
+      absl::StatusOr<std::unique_ptr<loadtest::Target>> made =
+          loadtest::MakeTarget(kind, address, capacity, error_rate);
       if (!made.ok()) {
         r.error = made.status().ToString();
         return;
       }
-      bench::Target& target = **made;
+      loadtest::Target& target = **made;
       std::mt19937_64 rng(c * 7919 + 1);
       std::vector<std::string> keys;
       std::vector<uint64_t> ids;

@@ -1,15 +1,15 @@
 // MurmurHash3 x64 128-bit (Austin Appleby's public-domain algorithm), as Guava's
 // murmur3_128 and the Redis-bitmap Bloom filters of common Java tutorials use: the baseline's
 // hashing, so that bloom-bench's Redis bitmap mode does what those clients do.
-#ifndef BENCH_MURMUR3_H_
-#define BENCH_MURMUR3_H_
+#ifndef LOADTEST_MURMUR3_H_
+#define LOADTEST_MURMUR3_H_
 
 #include <cstdint>
 #include <cstring>
 
 #include "absl/strings/string_view.h"
 
-namespace bench {
+namespace loadtest {
 
 struct Hash128 {
   uint64_t h1, h2;
@@ -118,6 +118,6 @@ inline Hash128 Murmur3_128(absl::string_view data, uint64_t seed = 0) {
   return {h1, h2};
 }
 
-}  // namespace bench
+}  // namespace loadtest
 
-#endif  // BENCH_MURMUR3_H_
+#endif  // LOADTEST_MURMUR3_H_

@@ -1,4 +1,4 @@
-#include "bench/targets.h"
+#include "loadtest/targets.h"
 
 #include <hiredis/hiredis.h>
 
@@ -9,10 +9,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "bench/murmur3.h"
+#include "loadtest/murmur3.h"
 #include "client/bloom_client.h"
 
-namespace bench {
+namespace loadtest {
 namespace {
 
 class BloomTarget : public Target {
@@ -220,4 +220,4 @@ absl::StatusOr<std::unique_ptr<Target>> MakeTarget(const std::string& kind,
       absl::StrCat("--target must be bloom, redis-bitmap or redis-bf, got ", kind));
 }
 
-}  // namespace bench
+}  // namespace loadtest

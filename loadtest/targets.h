@@ -2,8 +2,8 @@
 // Bloom filter over a bitmap, as Redisson and common tutorials do, and RedisBloom's BF.*).
 //
 // Thread-safety: a Target is one connection, used by one client thread.
-#ifndef BENCH_TARGETS_H_
-#define BENCH_TARGETS_H_
+#ifndef LOADTEST_TARGETS_H_
+#define LOADTEST_TARGETS_H_
 
 #include <cstdint>
 #include <memory>
@@ -13,7 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-namespace bench {
+namespace loadtest {
 
 class Target {
  public:
@@ -35,6 +35,6 @@ absl::StatusOr<std::unique_ptr<Target>> MakeTarget(const std::string& kind,
                                                    const std::string& address, uint64_t capacity,
                                                    double error_rate);
 
-}  // namespace bench
+}  // namespace loadtest
 
-#endif  // BENCH_TARGETS_H_
+#endif  // LOADTEST_TARGETS_H_
