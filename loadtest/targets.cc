@@ -42,6 +42,10 @@ class BloomTarget : public Target {
   absl::Status MightContain(const std::string& name, const std::vector<std::string>& keys,
                             std::vector<bool>& present) override {
     absl::StatusOr<std::vector<bool>> r = client_->MightContain(name, keys);
+    if (absl::IsNotFound(r.status())) {  // a filter not created yet holds nothing
+      present.assign(keys.size(), false);
+      return absl::OkStatus();
+    }
     if (!r.ok()) return r.status();
     present = *std::move(r);
     return absl::OkStatus();
