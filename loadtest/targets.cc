@@ -9,8 +9,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "loadtest/murmur3.h"
 #include "client/bloom_client.h"
+#include "loadtest/murmur3.h"
 
 namespace loadtest {
 namespace {
@@ -125,24 +125,24 @@ class RedisBitmapTarget : public Target {
   }
   absl::Status Add(const std::string& name, const std::vector<std::string>& keys,
                    std::vector<bool>& added) override {
-    return Run("SETBIT", name, keys, added, /*want_zero=*/true);
+    return Run(name, keys, added, /*set_bits=*/true);
   }
   absl::Status MightContain(const std::string& name, const std::vector<std::string>& keys,
                             std::vector<bool>& present) override {
-    return Run("GETBIT", name, keys, present, /*want_zero=*/false);
+    return Run(name, keys, present, /*set_bits=*/false);
   }
 
  private:
-  // SETBIT: result[i] = some bit was 0 before (new); GETBIT: result[i] = every bit is 1.
-  absl::Status Run(const char* command, const std::string& name,
-                   const std::vector<std::string>& keys, std::vector<bool>& result,
-                   bool want_zero) {
+  // set_bits (SETBIT): result[i] = some bit was 0 before (the key was new);
+  // otherwise (GETBIT): result[i] = every bit is 1 (the key might be present).
+  absl::Status Run(const std::string& name, const std::vector<std::string>& keys,
+                   std::vector<bool>& result, bool set_bits) {
     for (const std::string& key : keys) {
       const Hash128 h = Murmur3_128(key);
       uint64_t combined = h.h1;
       for (int i = 0; i < k_; ++i, combined += h.h2) {
         const uint64_t offset = (combined & 0x7fffffffffffffffULL) % bits_;
-        if (want_zero) {
+        if (set_bits) {
           redisAppendCommand(redis_.get(), "SETBIT %b %llu 1", name.data(), name.size(),
                              static_cast<unsigned long long>(offset));
         } else {
@@ -151,15 +151,14 @@ class RedisBitmapTarget : public Target {
         }
       }
     }
-    result.assign(keys.size(), !want_zero);
+    result.assign(keys.size(), !set_bits);
     for (size_t i = 0; i < keys.size(); ++i) {
       for (int j = 0; j < k_; ++j) {
         absl::StatusOr<RedisReply> reply = redis_.Read();
         if (!reply.ok()) return reply.status();
-        if ((*reply)->integer == 0) result[i] = want_zero;  // new bit / a missing bit
+        if ((*reply)->integer == 0) result[i] = set_bits;  // a new bit / a missing bit
       }
     }
-    (void)command;
     return absl::OkStatus();
   }
 
