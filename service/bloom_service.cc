@@ -13,7 +13,6 @@
 namespace service {
 namespace {
 
-constexpr uint32_t kDefaultPageSize = 100;
 constexpr uint32_t kMaxPageSize = 1000;
 
 }  // namespace
@@ -181,9 +180,9 @@ grpc::Status BloomService::HandleList(const bloom::v1::ListRequest& request,
                                       bloom::v1::ListResponse* response) {
   CallScope log(this, "List", request.prefix());
   if (!log.admitted()) return log.Refused();
-  // As in Google's AIP-158: 0 means the default, larger values are coerced to the maximum.
-  const uint32_t page_size =
-      request.page_size() == 0 ? kDefaultPageSize : std::min(request.page_size(), kMaxPageSize);
+  // As in Google's AIP-158, larger values are coerced to the maximum; 0 gets the store's
+  // default page size (100).
+  const uint32_t page_size = std::min(request.page_size(), kMaxPageSize);
   absl::StatusOr<storage::FilterStore::ListPage> page =
       store_->List(request.prefix(), page_size, request.page_token());
   if (page.ok()) {

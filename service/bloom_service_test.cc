@@ -21,7 +21,8 @@ class BloomServiceTest : public ::testing::Test {
     storage::StoreOptions options;
     options.data_dir = dir_.path();
     options.checkpoint_interval = absl::Milliseconds(20);
-    absl::StatusOr<std::unique_ptr<storage::FilterStore>> store = storage::FilterStore::Open(options);
+    absl::StatusOr<std::unique_ptr<storage::FilterStore>> store =
+        storage::FilterStore::Open(options);
     ASSERT_OK(store.status());
     store_ = *std::move(store);
     service_ = std::make_unique<BloomService>(store_.get(), ServiceLimits{100, 64});

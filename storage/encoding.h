@@ -30,6 +30,8 @@ namespace storage {
 
 inline constexpr uint32_t kFormatVersion = 1;
 inline constexpr absl::string_view kFormatVersionKey = "format_version";
+// default CF: a floor for the next filter generation (recovery also takes max live + 1).
+inline constexpr absl::string_view kNextGenerationKey = "next_generation";
 
 struct SubFilterRecord {
   uint64_t capacity = 0;

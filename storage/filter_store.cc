@@ -18,7 +18,6 @@ namespace {
 
 constexpr size_t kMaxNameLength = 255;
 constexpr size_t kDefaultPageSize = 100;
-constexpr absl::string_view kNextGenerationKey = "next_generation";
 
 bool IsNameChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||

@@ -19,8 +19,6 @@
 namespace storage {
 namespace {
 
-constexpr absl::string_view kNextGenerationKey = "next_generation";
-
 struct Replayed {
   uint64_t max_seq = 0;
   uint64_t bytes = 0;

@@ -42,9 +42,7 @@ StoredFilter::StoredFilter(std::string name, const FilterRecord& record,
                            MemoryBudget* budget, uint64_t charged_bytes)
     : name_(std::move(name)),
       generation_(record.generation),
-      seed_(record.seed),
       created_at_micros_(record.created_at_micros),
-      spec_(record.spec),
       filter_(std::move(filter)),
       db_(db),
       budget_(budget),
@@ -65,7 +63,6 @@ StoredFilter::StoredFilter(std::string name, const FilterRecord& record,
 StoredFilter::StoredFilter(std::string name, absl::Status error, Database* db)
     : name_(std::move(name)),
       generation_(0),
-      seed_(0),
       created_at_micros_(0),
       db_(db),
       budget_(nullptr),
@@ -155,7 +152,7 @@ absl::StatusOr<FilterInfo> StoredFilter::Info() const {
   if (absl::Status usable = Usable(); !usable.ok()) return usable;
   FilterInfo info;
   info.name = name_;
-  info.spec = spec_;
+  info.spec = filter_->spec();
   info.created_at = absl::FromUnixMicros(created_at_micros_);
   info.stats = filter_->ComputeStats();
   info.checks = checks_.load(std::memory_order_relaxed);
@@ -178,9 +175,9 @@ FilterRecord StoredFilter::MakeRecord(const PersistedState& state,
                                       const bloom::SubFilter* extra) const {
   FilterRecord record;
   record.generation = generation_;
-  record.seed = seed_;
+  record.seed = filter_->seed();
   record.created_at_micros = created_at_micros_;
-  record.spec = spec_;
+  record.spec = filter_->spec();
   record.checkpoint_seq = state.checkpoint_seq;
   record.checks = state.checks;
   record.check_hits = state.check_hits;

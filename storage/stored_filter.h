@@ -121,9 +121,7 @@ class StoredFilter {
 
   const std::string name_;
   const uint64_t generation_;
-  const uint64_t seed_;
   const int64_t created_at_micros_;
-  const bloom::FilterSpec spec_;
   const std::unique_ptr<bloom::ScalableFilter> filter_;
   Database* const db_;
   MemoryBudget* const budget_;
