@@ -41,6 +41,9 @@ absl::Status Database::OpenRocksDb() {
   // Bound the WAL: once it passes this, RocksDB flushes the column families that pin old logs.
   options.max_total_wal_size = 512 << 20;
   options.keep_log_file_num = 4;
+  // One memtable budget for all column families (each would otherwise buffer up to 64 MB
+  // before flushing), so the server's memory beyond its filters stays bounded.
+  options.db_write_buffer_size = 64 << 20;
   // Recovery from write errors is driven by Write() (Resume) and Reopen(), not by RocksDB's
   // background retries.
   options.max_bgerror_resume_count = 0;
