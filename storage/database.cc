@@ -148,6 +148,30 @@ absl::Status Database::Write(rocksdb::WriteBatch& batch, bool sync, absl::string
   return FromRocksDb(status, context);
 }
 
+RocksDbFigures Database::Figures() const {
+  RocksDbFigures figures;
+  if (db_ == nullptr) return figures;
+  // A property RocksDB does not know reads as 0: figures are best effort, never an error.
+  auto property = [&](rocksdb::ColumnFamilyHandle* family, const rocksdb::Slice& name) {
+    uint64_t value = 0;
+    return db_->GetIntProperty(family, name, &value) ? value : 0;
+  };
+  for (rocksdb::ColumnFamilyHandle* family : handles_) {
+    figures.live_sst_bytes += property(family, rocksdb::DB::Properties::kLiveSstFilesSize);
+    figures.pending_compaction_bytes +=
+        property(family, rocksdb::DB::Properties::kEstimatePendingCompactionBytes);
+    figures.memtable_bytes += property(family, rocksdb::DB::Properties::kCurSizeAllMemTables);
+  }
+  figures.write_stopped =
+      property(db_->DefaultColumnFamily(), rocksdb::DB::Properties::kIsWriteStopped) != 0;
+  figures.delayed_write_rate =
+      property(db_->DefaultColumnFamily(), rocksdb::DB::Properties::kActualDelayedWriteRate);
+  if (statistics_ != nullptr) {
+    figures.write_stall_micros = statistics_->getTickerCount(rocksdb::STALL_MICROS);
+  }
+  return figures;
+}
+
 std::unique_ptr<rocksdb::Iterator> Database::Scan(rocksdb::ColumnFamilyHandle* family) const {
   if (db_ == nullptr) {
     return std::unique_ptr<rocksdb::Iterator>(rocksdb::NewErrorIterator(

@@ -19,6 +19,16 @@
 
 namespace storage {
 
+// RocksDB's own figures, summed over the column families (for monitoring).
+struct RocksDbFigures {
+  uint64_t live_sst_bytes = 0;
+  uint64_t pending_compaction_bytes = 0;  // RocksDB's estimate
+  uint64_t memtable_bytes = 0;
+  bool write_stopped = false;        // writes are stalled right now
+  uint64_t delayed_write_rate = 0;   // bytes/s while writes are slowed down, else 0
+  uint64_t write_stall_micros = 0;   // total time writes waited in stalls, since open
+};
+
 class Database {
  public:
   // Opens or creates the DB in `dir`, on `env` (nullptr: the default, real file system).
@@ -55,6 +65,9 @@ class Database {
   // uses this Database meanwhile (FilterStore holds its lifecycle lock exclusively). On error
   // the Database stays closed: writes and scans answer UNAVAILABLE until a Reopen() succeeds.
   absl::Status Reopen();
+
+  // Reads RocksDB's properties; zeros for a closed DB. Must not race with Reopen() or Close().
+  RocksDbFigures Figures() const;
 
   // A full scan of one column family, without polluting the block cache.
   std::unique_ptr<rocksdb::Iterator> Scan(rocksdb::ColumnFamilyHandle* family) const;

@@ -151,6 +151,25 @@ size_t FilterStore::num_filters() const {
   return n;
 }
 
+StoreFigures FilterStore::Figures() const {
+  StoreFigures figures;
+  figures.memory_used_bytes = budget_.used();
+  figures.memory_limit_bytes = budget_.limit();
+  figures.checkpoints = checkpoints_.load(std::memory_order_relaxed);
+  figures.checkpoint_failures = checkpoint_failures_.load(std::memory_order_relaxed);
+  const absl::Time now = absl::Now();
+  for (const std::shared_ptr<StoredFilter>& filter : Snapshot()) {
+    ++figures.filters;
+    const uint64_t pending = filter->journal_bytes();
+    if (pending == 0) continue;
+    figures.journal_pending_bytes += pending;
+    figures.checkpoint_lag = std::max(figures.checkpoint_lag, now - filter->last_checkpoint());
+  }
+  bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);  // not while RocksDB is reopened
+  if (!closed_.load()) figures.rocksdb = db_->Figures();
+  return figures;
+}
+
 absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::FindOrCreate(
     absl::string_view name, const bloom::FilterSpec& spec, bool& created) {
   bloomsync::MutexLock name_lock(&NameLock(name));
@@ -398,7 +417,9 @@ void FilterStore::CheckpointLoop() {
     for (const std::shared_ptr<StoredFilter>& filter : Snapshot()) {
       if (WaitForStop(absl::ZeroDuration())) return;
       if (!filter->CheckpointDue(now, options_.checkpoint_interval)) continue;
-      if (absl::Status s = filter->Checkpoint(options_.sync); !s.ok()) {
+      absl::Status s = filter->Checkpoint(options_.sync);
+      (s.ok() ? checkpoints_ : checkpoint_failures_).fetch_add(1, std::memory_order_relaxed);
+      if (!s.ok()) {
         bloomlog::LogError(absl::StrCat("checkpoint of filter '", filter->name(),
                                         "' failed (will retry): ", s.message()));
       }

@@ -101,6 +101,21 @@ struct LoadReport {
   absl::Duration elapsed;
 };
 
+// Figures for monitoring (FilterStore::Figures()).
+struct StoreFigures {
+  size_t filters = 0;
+  uint64_t memory_used_bytes = 0;
+  uint64_t memory_limit_bytes = 0;  // 0: no limit
+  // Journal written since the filters' last checkpoints: what a restart would replay.
+  uint64_t journal_pending_bytes = 0;
+  // Since the last checkpoint of the filter that has waited longest with unpersisted changes;
+  // zero when every change is checkpointed.
+  absl::Duration checkpoint_lag;
+  uint64_t checkpoints = 0;         // by the background checkpointer, since start
+  uint64_t checkpoint_failures = 0;
+  RocksDbFigures rocksdb;
+};
+
 class FilterStore {
  public:
   // Opens (or creates) the store and loads every filter: checkpointed pages, then the journal.
@@ -159,6 +174,9 @@ class FilterStore {
   // Checkpoints every filter with changes now.
   absl::Status CheckpointAll();
 
+  // O(filters); for a metrics scrape, not for hot paths.
+  StoreFigures Figures() const;
+
   const LoadReport& load_report() const { return load_report_; }
   size_t num_filters() const;
   uint64_t memory_used() const { return budget_.used(); }
@@ -194,6 +212,8 @@ class FilterStore {
   MemoryBudget budget_;
   std::atomic<uint64_t> next_generation_{1};
   std::atomic<bool> closed_{false};
+  std::atomic<uint64_t> checkpoints_{0};
+  std::atomic<uint64_t> checkpoint_failures_{0};
   LoadReport load_report_;
   mutable std::array<Shard, 16> shards_;
   mutable std::array<bloomsync::Mutex, 64> name_locks_;  // serialise Reserve/Delete per name

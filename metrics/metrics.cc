@@ -1,0 +1,230 @@
+#include "metrics/metrics.h"
+
+#include <prometheus/collectable.h>
+#include <prometheus/counter.h>
+#include <prometheus/exposer.h>
+#include <prometheus/family.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include <exception>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "metrics/process_figures.h"
+
+namespace metrics {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+MetricFamily Single(std::string name, std::string help, MetricType type, double value) {
+  ClientMetric metric;
+  if (type == MetricType::Counter) {
+    metric.counter.value = value;
+  } else {
+    metric.gauge.value = value;
+  }
+  return MetricFamily{std::move(name), std::move(help), type, {std::move(metric)}};
+}
+
+MetricFamily Gauge(std::string name, std::string help, double value) {
+  return Single(std::move(name), std::move(help), MetricType::Gauge, value);
+}
+
+MetricFamily Counter(std::string name, std::string help, double value) {
+  return Single(std::move(name), std::move(help), MetricType::Counter, value);
+}
+
+// The figures that are state rather than events, read when Prometheus scrapes.
+class StateCollector final : public prometheus::Collectable {
+ public:
+  explicit StateCollector(storage::FilterStore* store) : store_(store) {}
+
+  std::vector<MetricFamily> Collect() const override {
+    std::vector<MetricFamily> families;
+    if (store_ != nullptr) AddStore(families);
+    AddProcess(families);
+    return families;
+  }
+
+ private:
+  void AddStore(std::vector<MetricFamily>& out) const {
+    const storage::StoreFigures f = store_->Figures();
+    out.push_back(Gauge("bloom_filters", "Filters in memory.", static_cast<double>(f.filters)));
+    out.push_back(Gauge("bloom_filter_memory_bytes",
+                        "Bytes of filter bits in memory (what --memory_limit limits).",
+                        static_cast<double>(f.memory_used_bytes)));
+    out.push_back(Gauge("bloom_memory_limit_bytes",
+                        "The --memory_limit for filter bits in bytes; 0 means no limit.",
+                        static_cast<double>(f.memory_limit_bytes)));
+    out.push_back(Gauge("bloom_journal_pending_bytes",
+                        "Journal bytes not yet covered by a checkpoint (replayed on restart).",
+                        static_cast<double>(f.journal_pending_bytes)));
+    out.push_back(Gauge("bloom_checkpoint_lag_seconds",
+                        "Age of the oldest unpersisted change's checkpoint: seconds since the "
+                        "last checkpoint of the filter that has waited longest; 0 if none waits.",
+                        absl::ToDoubleSeconds(f.checkpoint_lag)));
+    MetricFamily checkpoints{"bloom_checkpoints_total",
+                             "Background checkpoints of a filter, by result.",
+                             MetricType::Counter,
+                             {}};
+    for (const auto& [result, count] :
+         {std::pair{"ok", f.checkpoints}, std::pair{"error", f.checkpoint_failures}}) {
+      ClientMetric metric;
+      metric.label = {{"result", result}};
+      metric.counter.value = static_cast<double>(count);
+      checkpoints.metric.push_back(std::move(metric));
+    }
+    out.push_back(std::move(checkpoints));
+    const storage::RocksDbFigures& db = f.rocksdb;
+    out.push_back(Gauge("bloom_rocksdb_live_sst_bytes", "Size of RocksDB's live SST files.",
+                        static_cast<double>(db.live_sst_bytes)));
+    out.push_back(Gauge("bloom_rocksdb_pending_compaction_bytes",
+                        "RocksDB's estimate of the bytes compaction still has to rewrite.",
+                        static_cast<double>(db.pending_compaction_bytes)));
+    out.push_back(Gauge("bloom_rocksdb_memtable_bytes", "Bytes in RocksDB's memtables.",
+                        static_cast<double>(db.memtable_bytes)));
+    out.push_back(Gauge("bloom_rocksdb_write_stopped",
+                        "1 while RocksDB stops writes (a write stall), else 0.",
+                        db.write_stopped ? 1 : 0));
+    out.push_back(Gauge("bloom_rocksdb_delayed_write_rate_bytes",
+                        "The rate RocksDB slows writes down to, in bytes/s; 0 when not slowed.",
+                        static_cast<double>(db.delayed_write_rate)));
+    out.push_back(Counter("bloom_rocksdb_write_stall_seconds_total",
+                          "Time writes spent waiting in RocksDB write stalls.",
+                          static_cast<double>(db.write_stall_micros) / 1e6));
+  }
+
+  static void AddProcess(std::vector<MetricFamily>& out) {
+    const ProcessFigures p = ReadProcessFigures();
+    out.push_back(Counter("process_cpu_seconds_total", "User and system CPU time spent.",
+                          p.cpu_seconds));
+    out.push_back(Gauge("process_resident_memory_bytes", "Resident memory size in bytes.",
+                        static_cast<double>(p.resident_bytes)));
+    out.push_back(Gauge("process_virtual_memory_bytes", "Virtual memory size in bytes.",
+                        static_cast<double>(p.virtual_bytes)));
+    out.push_back(Gauge("process_open_fds", "Open file descriptors.",
+                        static_cast<double>(p.open_fds)));
+    out.push_back(Gauge("process_max_fds", "The limit of open file descriptors.",
+                        static_cast<double>(p.max_fds)));
+    out.push_back(Gauge("process_start_time_seconds", "Start time since the epoch, in seconds.",
+                        p.start_time_seconds));
+  }
+
+  storage::FilterStore* const store_;
+};
+
+// Latency buckets from 50 µs (a cached single-key call) to 10 s (a large import).
+const prometheus::Histogram::BucketBoundaries& LatencyBuckets() {
+  static const auto* const kBuckets = new prometheus::Histogram::BucketBoundaries{
+      0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+      0.05,    0.1,    0.25,    0.5,    1,     2.5,    5,     10};
+  return *kBuckets;
+}
+
+}  // namespace
+
+const char* RpcName(Rpc rpc) {
+  static constexpr const char* kNames[kNumRpcs] = {"Reserve", "Add",  "MightContain", "Stats",
+                                                   "Delete",  "List", "Export",       "Import"};
+  return kNames[static_cast<size_t>(rpc)];
+}
+
+std::unique_ptr<ServerMetrics> ServerMetrics::Create(storage::FilterStore* store) {
+  return std::unique_ptr<ServerMetrics>(new ServerMetrics(store));
+}
+
+ServerMetrics::ServerMetrics(storage::FilterStore* store)
+    : registry_(std::make_shared<prometheus::Registry>()),
+      state_(std::make_shared<StateCollector>(store)) {
+  requests_ = &prometheus::BuildCounter()
+                   .Name("bloom_rpc_requests_total")
+                   .Help("Finished bloom.v1 RPCs by method and gRPC status code.")
+                   .Register(*registry_);
+  auto& durations = prometheus::BuildHistogram()
+                        .Name("bloom_rpc_duration_seconds")
+                        .Help("Time from a call's arrival in the handler to its answer.")
+                        .Register(*registry_);
+  for (size_t i = 0; i < kNumRpcs; ++i) {
+    durations_[i] = &durations.Add({{"method", RpcName(static_cast<Rpc>(i))}}, LatencyBuckets());
+  }
+  items_added_ = &prometheus::BuildCounter()
+                      .Name("bloom_items_added_total")
+                      .Help("Items in successful Add calls (new or not).")
+                      .Register(*registry_)
+                      .Add({});
+  items_checked_ = &prometheus::BuildCounter()
+                        .Name("bloom_items_checked_total")
+                        .Help("Items in successful MightContain calls.")
+                        .Register(*registry_)
+                        .Add({});
+  auto& auth_failures = prometheus::BuildCounter()
+                            .Name("bloom_auth_failures_total")
+                            .Help("Calls refused by token authentication, by gRPC status code.")
+                            .Register(*registry_);
+  unauthenticated_ = &auth_failures.Add({{"code", "UNAUTHENTICATED"}});
+  permission_denied_ = &auth_failures.Add({{"code", "PERMISSION_DENIED"}});
+}
+
+ServerMetrics::~ServerMetrics() = default;
+
+absl::Status ServerMetrics::Serve(const std::string& listen) {
+  // prometheus-cpp (CivetWeb) reports a bind failure by throwing; it stops here.
+  try {
+    exposer_ = std::make_unique<prometheus::Exposer>(listen);
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve metrics on ", listen, " (address in use or invalid?): ",
+                     e.what()));
+  }
+  exposer_->RegisterCollectable(registry_);
+  exposer_->RegisterCollectable(state_);
+  const std::vector<int> ports = exposer_->GetListeningPorts();
+  port_ = ports.empty() ? 0 : ports.front();
+  return absl::OkStatus();
+}
+
+prometheus::Counter& ServerMetrics::RequestCounter(Rpc rpc, absl::StatusCode code) {
+  size_t code_index = static_cast<size_t>(code);
+  if (code_index >= kNumCodes) code_index = static_cast<size_t>(absl::StatusCode::kUnknown);
+  std::atomic<prometheus::Counter*>& slot = request_series_[static_cast<size_t>(rpc)][code_index];
+  prometheus::Counter* counter = slot.load(std::memory_order_acquire);
+  if (counter == nullptr) {
+    // Family::Add returns the same series for the same labels, so racing threads agree.
+    counter = &requests_->Add(
+        {{"method", RpcName(rpc)},
+         {"code", absl::StatusCodeToString(static_cast<absl::StatusCode>(code_index))}});
+    slot.store(counter, std::memory_order_release);
+  }
+  return *counter;
+}
+
+void ServerMetrics::RecordRpc(Rpc rpc, absl::StatusCode code, absl::Duration latency,
+                              size_t items) {
+  RequestCounter(rpc, code).Increment();
+  durations_[static_cast<size_t>(rpc)]->Observe(absl::ToDoubleSeconds(latency));
+  if (code != absl::StatusCode::kOk || items == 0) return;
+  if (rpc == Rpc::kAdd) items_added_->Increment(static_cast<double>(items));
+  if (rpc == Rpc::kMightContain) items_checked_->Increment(static_cast<double>(items));
+}
+
+void ServerMetrics::RecordAuthFailure(absl::StatusCode code) {
+  (code == absl::StatusCode::kPermissionDenied ? permission_denied_ : unauthenticated_)
+      ->Increment();
+}
+
+std::string ServerMetrics::Render() const {
+  std::vector<MetricFamily> families = registry_->Collect();
+  for (MetricFamily& family : state_->Collect()) families.push_back(std::move(family));
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, families);
+  return out.str();
+}
+
+}  // namespace metrics

@@ -1,0 +1,92 @@
+// ServerMetrics: bloom-server's Prometheus metrics, served as text on http://<listen>/metrics.
+//
+//   absl::StatusOr<std::unique_ptr<ServerMetrics>> metrics = ServerMetrics::Create(store);
+//   (*metrics)->Serve("0.0.0.0:9090");                    // optional: Render() works without
+//   (*metrics)->RecordRpc(Rpc::kAdd, absl::StatusCode::kOk, latency, items);
+//
+// Two kinds of figures:
+// - events, counted as they happen (RecordRpc, RecordAuthFailure): bloom_rpc_requests_total,
+//   bloom_rpc_duration_seconds, bloom_items_added_total, bloom_items_checked_total,
+//   bloom_auth_failures_total;
+// - state, read at scrape time from the store, RocksDB and /proc: bloom_filters,
+//   bloom_filter_memory_bytes, bloom_journal_pending_bytes, bloom_checkpoint_lag_seconds,
+//   bloom_rocksdb_*, process_* (the standard names Prometheus client libraries use).
+// The README's observability section lists every metric.
+//
+// Thread-safety: every method is thread-safe. RecordRpc is on the request path: after the
+// first call per (method, code) it takes no lock but prometheus-cpp's per-histogram one.
+#ifndef METRICS_METRICS_H_
+#define METRICS_METRICS_H_
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "storage/filter_store.h"
+
+namespace prometheus {
+class Collectable;
+class Counter;
+class Exposer;
+class Histogram;
+class Registry;
+template <typename T>
+class Family;
+}  // namespace prometheus
+
+namespace metrics {
+
+// The RPCs of bloom.v1.BloomFilterService.
+enum class Rpc { kReserve, kAdd, kMightContain, kStats, kDelete, kList, kExport, kImport };
+inline constexpr size_t kNumRpcs = 8;
+const char* RpcName(Rpc rpc);
+
+class ServerMetrics {
+ public:
+  // `store` (may be null in tests) must outlive the metrics.
+  static std::unique_ptr<ServerMetrics> Create(storage::FilterStore* store);
+  ~ServerMetrics();
+  ServerMetrics(const ServerMetrics&) = delete;
+  ServerMetrics& operator=(const ServerMetrics&) = delete;
+
+  // Serves GET /metrics on `listen` ("host:port"; port 0 picks one, see port()). UNAVAILABLE
+  // if the address cannot be bound. Call at most once.
+  absl::Status Serve(const std::string& listen);
+  int port() const { return port_; }
+
+  // One finished call: its status code and latency; `items` counts toward items added (Add)
+  // or checked (MightContain) when the call succeeded.
+  void RecordRpc(Rpc rpc, absl::StatusCode code, absl::Duration latency, size_t items);
+  // A call refused by token authentication (UNAUTHENTICATED or PERMISSION_DENIED).
+  void RecordAuthFailure(absl::StatusCode code);
+
+  // Everything in the Prometheus text format, as a scrape would return it.
+  std::string Render() const;
+
+ private:
+  explicit ServerMetrics(storage::FilterStore* store);
+  prometheus::Counter& RequestCounter(Rpc rpc, absl::StatusCode code);
+
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::shared_ptr<prometheus::Collectable> state_;  // reads the store, RocksDB and /proc
+  prometheus::Family<prometheus::Counter>* requests_;
+  std::array<prometheus::Histogram*, kNumRpcs> durations_{};
+  // Series of requests_ by [rpc][code], created on first use (Family::Add locks).
+  static constexpr size_t kNumCodes = 17;
+  std::array<std::array<std::atomic<prometheus::Counter*>, kNumCodes>, kNumRpcs> request_series_{};
+  prometheus::Counter* items_added_;
+  prometheus::Counter* items_checked_;
+  prometheus::Counter* unauthenticated_;
+  prometheus::Counter* permission_denied_;
+  std::unique_ptr<prometheus::Exposer> exposer_;
+  int port_ = 0;
+};
+
+}  // namespace metrics
+
+#endif  // METRICS_METRICS_H_
