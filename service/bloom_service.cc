@@ -17,47 +17,99 @@ constexpr uint32_t kMaxPageSize = 1000;
 
 }  // namespace
 
-// One call in progress: counts it for Drain(), refuses it while draining, and logs one line per
-// request at debug level when it is done (request logging is too much for info).
+// One call in progress: counts it for Drain(), checks that it may run (not draining, deadline
+// not passed, token and role), and when done records its metrics and logs one line at debug
+// level (request logging is too much for info).
 class CallScope {
  public:
-  CallScope(BloomService* service, const char* method, absl::string_view name, size_t items = 0)
-      : service_(service), method_(method), name_(name), items_(items), start_(absl::Now()) {
+  CallScope(BloomService* service, metrics::Rpc rpc, grpc::ServerContextBase* context,
+            absl::string_view name, size_t items = 0)
+      : service_(service),
+        rpc_(rpc),
+        context_(context),
+        name_(name),
+        items_(items),
+        start_(absl::Now()) {
     // Count first, then check: Drain() sets draining_ and then waits for the count, so a call
     // either sees draining_ or is waited for.
     service_->in_flight_.fetch_add(1);
-    admitted_ = !service_->draining_.load();
   }
   ~CallScope() { service_->in_flight_.fetch_sub(1); }
   CallScope(const CallScope&) = delete;
   CallScope& operator=(const CallScope&) = delete;
 
-  bool admitted() const { return admitted_; }
-  grpc::Status Refused() const {
-    return Done(absl::UnavailableError("the server is shutting down; retry another replica"));
+  // OK if the call may run.
+  absl::Status Admit() {
+    if (service_->draining_.load()) {
+      return absl::UnavailableError("the server is shutting down; retry another replica");
+    }
+    if (context_ != nullptr && context_->deadline() < std::chrono::system_clock::now()) {
+      return absl::DeadlineExceededError("the call's deadline passed before it was handled");
+    }
+    if (service_->hooks_.auth == nullptr) return absl::OkStatus();
+    absl::optional<absl::string_view> authorization;
+    if (context_ != nullptr) {
+      const auto& metadata = context_->client_metadata();
+      if (auto it = metadata.find("authorization"); it != metadata.end()) {
+        authorization = absl::string_view(it->second.data(), it->second.size());
+      }
+    }
+    const bool writes = rpc_ == metrics::Rpc::kReserve || rpc_ == metrics::Rpc::kAdd ||
+                        rpc_ == metrics::Rpc::kDelete || rpc_ == metrics::Rpc::kImport;
+    absl::StatusOr<Caller> caller = service_->hooks_.auth->Authorize(
+        authorization, writes ? Role::kWrite : Role::kRead, metrics::RpcName(rpc_));
+    if (caller.ok()) {
+      caller_ = std::move(caller->label);
+      return absl::OkStatus();
+    }
+    if (service_->hooks_.metrics != nullptr) {
+      service_->hooks_.metrics->RecordAuthFailure(caller.status().code());
+    }
+    LogAuthFailure(caller.status());
+    return caller.status();
   }
+
   grpc::Status Done(const absl::Status& status) const {
+    const absl::Duration took = absl::Now() - start_;
+    if (service_->hooks_.metrics != nullptr) {
+      service_->hooks_.metrics->RecordRpc(rpc_, status.code(), took, items_);
+    }
     if (bloomlog::Enabled(bloomlog::Level::kDebug)) {
-      bloomlog::LogDebug(absl::StrCat("rpc ", method_, " name=", name_, " items=", items_,
-                                      " code=", absl::StatusCodeToString(status.code()),
-                                      " took=", absl::FormatDuration(absl::Now() - start_)));
+      bloomlog::LogDebug(absl::StrCat(
+          "rpc ", metrics::RpcName(rpc_), " name=", name_, " items=", items_,
+          caller_.empty() ? "" : absl::StrCat(" caller=", caller_),
+          " code=", absl::StatusCodeToString(status.code()), " took=", absl::FormatDuration(took)));
     }
     return ToGrpcStatus(status);
   }
 
  private:
+  // At most one line per second, so a client retrying with a bad token cannot flood the log.
+  // The token itself is never logged.
+  void LogAuthFailure(const absl::Status& status) const {
+    const int64_t now = absl::ToUnixMicros(absl::Now());
+    int64_t last = service_->last_auth_log_micros_.load();
+    if (now - last < 1'000'000 ||
+        !service_->last_auth_log_micros_.compare_exchange_strong(last, now)) {
+      return;
+    }
+    bloomlog::LogWarning(absl::StrCat(
+        "refused ", metrics::RpcName(rpc_), " from ", context_ ? context_->peer() : "in-process",
+        ": ", absl::StatusCodeToString(status.code()), ": ", status.message(),
+        " (further refusals this second are counted in bloom_auth_failures_total, not logged)"));
+  }
+
   BloomService* const service_;
-  const char* method_;
+  const metrics::Rpc rpc_;
+  grpc::ServerContextBase* const context_;
   std::string name_;
   size_t items_;
   absl::Time start_;
-  bool admitted_ = false;
+  std::string caller_;  // the token's label
 };
 
-namespace {}  // namespace
-
-BloomService::BloomService(storage::FilterStore* store, ServiceLimits limits)
-    : store_(store), limits_(limits) {}
+BloomService::BloomService(storage::FilterStore* store, ServiceLimits limits, ServiceHooks hooks)
+    : store_(store), limits_(limits), hooks_(hooks) {}
 
 template <typename Request>
 absl::Status BloomService::CollectItems(const Request& request,
@@ -84,15 +136,17 @@ absl::Status BloomService::CollectItems(const Request& request,
   return collect(request.raw_items(), "raw_items");
 }
 
-grpc::Status BloomService::Reserve(grpc::ServerContext*, const bloom::v1::ReserveRequest* request,
+grpc::Status BloomService::Reserve(grpc::ServerContext* context,
+                                   const bloom::v1::ReserveRequest* request,
                                    bloom::v1::ReserveResponse* response) {
-  return HandleReserve(*request, response);
+  return HandleReserve(*request, response, context);
 }
 
 grpc::Status BloomService::HandleReserve(const bloom::v1::ReserveRequest& request,
-                                         bloom::v1::ReserveResponse* response) {
-  CallScope log(this, "Reserve", request.name());
-  if (!log.admitted()) return log.Refused();
+                                         bloom::v1::ReserveResponse* response,
+                                         grpc::ServerContextBase* context) {
+  CallScope log(this, metrics::Rpc::kReserve, context, request.name());
+  if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
   if (!request.has_spec()) return log.Done(absl::InvalidArgumentError("spec is required"));
   absl::StatusOr<storage::FilterStore::ReserveResult> result =
       store_->Reserve(request.name(), FromProto(request.spec()));
@@ -103,15 +157,17 @@ grpc::Status BloomService::HandleReserve(const bloom::v1::ReserveRequest& reques
   return log.Done(result.status());
 }
 
-grpc::Status BloomService::Add(grpc::ServerContext*, const bloom::v1::AddRequest* request,
+grpc::Status BloomService::Add(grpc::ServerContext* context, const bloom::v1::AddRequest* request,
                                bloom::v1::AddResponse* response) {
-  return HandleAdd(*request, response);
+  return HandleAdd(*request, response, context);
 }
 
 grpc::Status BloomService::HandleAdd(const bloom::v1::AddRequest& request,
-                                     bloom::v1::AddResponse* response) {
-  CallScope log(this, "Add", request.name(), request.items_size() + request.raw_items_size());
-  if (!log.admitted()) return log.Refused();
+                                     bloom::v1::AddResponse* response,
+                                     grpc::ServerContextBase* context) {
+  CallScope log(this, metrics::Rpc::kAdd, context, request.name(),
+                request.items_size() + request.raw_items_size());
+  if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
   std::vector<absl::string_view> items;
   if (absl::Status valid = CollectItems(request, items); !valid.ok()) return log.Done(valid);
   bloom::FilterSpec create_spec;
@@ -125,17 +181,18 @@ grpc::Status BloomService::HandleAdd(const bloom::v1::AddRequest& request,
   return log.Done(added.status());
 }
 
-grpc::Status BloomService::MightContain(grpc::ServerContext*,
+grpc::Status BloomService::MightContain(grpc::ServerContext* context,
                                         const bloom::v1::MightContainRequest* request,
                                         bloom::v1::MightContainResponse* response) {
-  return HandleMightContain(*request, response);
+  return HandleMightContain(*request, response, context);
 }
 
 grpc::Status BloomService::HandleMightContain(const bloom::v1::MightContainRequest& request,
-                                              bloom::v1::MightContainResponse* response) {
-  CallScope log(this, "MightContain", request.name(),
+                                              bloom::v1::MightContainResponse* response,
+                                              grpc::ServerContextBase* context) {
+  CallScope log(this, metrics::Rpc::kMightContain, context, request.name(),
                 request.items_size() + request.raw_items_size());
-  if (!log.admitted()) return log.Refused();
+  if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
   std::vector<absl::string_view> items;
   if (absl::Status valid = CollectItems(request, items); !valid.ok()) return log.Done(valid);
   absl::StatusOr<std::vector<bool>> present = store_->MightContain(request.name(), items);
@@ -146,40 +203,46 @@ grpc::Status BloomService::HandleMightContain(const bloom::v1::MightContainReque
   return log.Done(present.status());
 }
 
-grpc::Status BloomService::Stats(grpc::ServerContext*, const bloom::v1::StatsRequest* request,
+grpc::Status BloomService::Stats(grpc::ServerContext* context,
+                                 const bloom::v1::StatsRequest* request,
                                  bloom::v1::StatsResponse* response) {
-  return HandleStats(*request, response);
+  return HandleStats(*request, response, context);
 }
 
 grpc::Status BloomService::HandleStats(const bloom::v1::StatsRequest& request,
-                                       bloom::v1::StatsResponse* response) {
-  CallScope log(this, "Stats", request.name());
-  if (!log.admitted()) return log.Refused();
+                                       bloom::v1::StatsResponse* response,
+                                       grpc::ServerContextBase* context) {
+  CallScope log(this, metrics::Rpc::kStats, context, request.name());
+  if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
   absl::StatusOr<storage::FilterInfo> info = store_->Stats(request.name());
   if (info.ok()) ToProto(*info, response->mutable_stats());
   return log.Done(info.status());
 }
 
-grpc::Status BloomService::Delete(grpc::ServerContext*, const bloom::v1::DeleteRequest* request,
+grpc::Status BloomService::Delete(grpc::ServerContext* context,
+                                  const bloom::v1::DeleteRequest* request,
                                   bloom::v1::DeleteResponse*) {
-  return HandleDelete(*request);
+  return HandleDelete(*request, context);
 }
 
-grpc::Status BloomService::HandleDelete(const bloom::v1::DeleteRequest& request) {
-  CallScope log(this, "Delete", request.name());
-  if (!log.admitted()) return log.Refused();
+grpc::Status BloomService::HandleDelete(const bloom::v1::DeleteRequest& request,
+                                        grpc::ServerContextBase* context) {
+  CallScope log(this, metrics::Rpc::kDelete, context, request.name());
+  if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
   return log.Done(store_->Delete(request.name()));
 }
 
-grpc::Status BloomService::List(grpc::ServerContext*, const bloom::v1::ListRequest* request,
+grpc::Status BloomService::List(grpc::ServerContext* context,
+                                const bloom::v1::ListRequest* request,
                                 bloom::v1::ListResponse* response) {
-  return HandleList(*request, response);
+  return HandleList(*request, response, context);
 }
 
 grpc::Status BloomService::HandleList(const bloom::v1::ListRequest& request,
-                                      bloom::v1::ListResponse* response) {
-  CallScope log(this, "List", request.prefix());
-  if (!log.admitted()) return log.Refused();
+                                      bloom::v1::ListResponse* response,
+                                      grpc::ServerContextBase* context) {
+  CallScope log(this, metrics::Rpc::kList, context, request.prefix());
+  if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
   // As in Google's AIP-158, larger values are coerced to the maximum; 0 gets the store's
   // default page size (100).
   const uint32_t page_size = std::min(request.page_size(), kMaxPageSize);
@@ -195,8 +258,8 @@ grpc::Status BloomService::HandleList(const bloom::v1::ListRequest& request,
 grpc::Status BloomService::Export(grpc::ServerContext* context,
                                   const bloom::v1::ExportRequest* request,
                                   grpc::ServerWriter<bloom::v1::ExportChunk>* writer) {
-  CallScope log(this, "Export", request->name());
-  if (!log.admitted()) return log.Refused();
+  CallScope log(this, metrics::Rpc::kExport, context, request->name());
+  if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
   bloom::v1::ExportChunk chunk;
   absl::Status status = store_->Export(request->name(), [&](absl::string_view data) {
     if (context->IsCancelled()) return absl::CancelledError("the client cancelled the export");
@@ -210,8 +273,8 @@ grpc::Status BloomService::Export(grpc::ServerContext* context,
 grpc::Status BloomService::Import(grpc::ServerContext* context,
                                   grpc::ServerReader<bloom::v1::ImportChunk>* reader,
                                   bloom::v1::ImportResponse* response) {
-  CallScope log(this, "Import", "");
-  if (!log.admitted()) return log.Refused();
+  CallScope log(this, metrics::Rpc::kImport, context, "");
+  if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
   bloom::v1::ImportChunk chunk;
   if (!reader->Read(&chunk)) {
     return log.Done(
@@ -253,37 +316,37 @@ grpc::ServerUnaryReactor* Inline(grpc::CallbackServerContext* context, Handler h
 grpc::ServerUnaryReactor* BloomCallbackService::Reserve(grpc::CallbackServerContext* context,
                                                         const bloom::v1::ReserveRequest* request,
                                                         bloom::v1::ReserveResponse* response) {
-  return Inline(context, [&] { return core_->HandleReserve(*request, response); });
+  return Inline(context, [&] { return core_->HandleReserve(*request, response, context); });
 }
 
 grpc::ServerUnaryReactor* BloomCallbackService::Add(grpc::CallbackServerContext* context,
                                                     const bloom::v1::AddRequest* request,
                                                     bloom::v1::AddResponse* response) {
-  return Inline(context, [&] { return core_->HandleAdd(*request, response); });
+  return Inline(context, [&] { return core_->HandleAdd(*request, response, context); });
 }
 
 grpc::ServerUnaryReactor* BloomCallbackService::MightContain(
     grpc::CallbackServerContext* context, const bloom::v1::MightContainRequest* request,
     bloom::v1::MightContainResponse* response) {
-  return Inline(context, [&] { return core_->HandleMightContain(*request, response); });
+  return Inline(context, [&] { return core_->HandleMightContain(*request, response, context); });
 }
 
 grpc::ServerUnaryReactor* BloomCallbackService::Stats(grpc::CallbackServerContext* context,
                                                       const bloom::v1::StatsRequest* request,
                                                       bloom::v1::StatsResponse* response) {
-  return Inline(context, [&] { return core_->HandleStats(*request, response); });
+  return Inline(context, [&] { return core_->HandleStats(*request, response, context); });
 }
 
 grpc::ServerUnaryReactor* BloomCallbackService::Delete(grpc::CallbackServerContext* context,
                                                        const bloom::v1::DeleteRequest* request,
                                                        bloom::v1::DeleteResponse*) {
-  return Inline(context, [&] { return core_->HandleDelete(*request); });
+  return Inline(context, [&] { return core_->HandleDelete(*request, context); });
 }
 
 grpc::ServerUnaryReactor* BloomCallbackService::List(grpc::CallbackServerContext* context,
                                                      const bloom::v1::ListRequest* request,
                                                      bloom::v1::ListResponse* response) {
-  return Inline(context, [&] { return core_->HandleList(*request, response); });
+  return Inline(context, [&] { return core_->HandleList(*request, response, context); });
 }
 
 }  // namespace service

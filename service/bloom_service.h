@@ -20,6 +20,8 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "bloom/v1/bloom.grpc.pb.h"
+#include "metrics/metrics.h"
+#include "service/auth.h"
 #include "storage/filter_store.h"
 
 namespace service {
@@ -29,10 +31,18 @@ struct ServiceLimits {
   size_t max_item_bytes = 64 << 10;  // bytes per item
 };
 
+// Optional collaborators; each may be null (then that feature is off). They must outlive the
+// service.
+struct ServiceHooks {
+  // Token authentication: every call but health checking needs a token with the right role.
+  const TokenAuthenticator* auth = nullptr;
+  metrics::ServerMetrics* metrics = nullptr;
+};
+
 class BloomService final : public bloom::v1::BloomFilterService::Service {
  public:
   // `store` must outlive the service.
-  BloomService(storage::FilterStore* store, ServiceLimits limits);
+  BloomService(storage::FilterStore* store, ServiceLimits limits, ServiceHooks hooks = {});
 
   grpc::Status Reserve(grpc::ServerContext* context, const bloom::v1::ReserveRequest* request,
                        bloom::v1::ReserveResponse* response) override;
@@ -53,16 +63,24 @@ class BloomService final : public bloom::v1::BloomFilterService::Service {
                       grpc::ServerReader<bloom::v1::ImportChunk>* reader,
                       bloom::v1::ImportResponse* response) override;
 
-  // The unary handlers, shared by this synchronous service and BloomCallbackService.
+  // The unary handlers, shared by this synchronous service and BloomCallbackService. `context`
+  // gives the call's metadata (the token) and deadline; null for in-process calls (tests,
+  // fuzzing), which then carry no token.
   grpc::Status HandleReserve(const bloom::v1::ReserveRequest& request,
-                             bloom::v1::ReserveResponse* response);
-  grpc::Status HandleAdd(const bloom::v1::AddRequest& request, bloom::v1::AddResponse* response);
+                             bloom::v1::ReserveResponse* response,
+                             grpc::ServerContextBase* context = nullptr);
+  grpc::Status HandleAdd(const bloom::v1::AddRequest& request, bloom::v1::AddResponse* response,
+                         grpc::ServerContextBase* context = nullptr);
   grpc::Status HandleMightContain(const bloom::v1::MightContainRequest& request,
-                                  bloom::v1::MightContainResponse* response);
+                                  bloom::v1::MightContainResponse* response,
+                                  grpc::ServerContextBase* context = nullptr);
   grpc::Status HandleStats(const bloom::v1::StatsRequest& request,
-                           bloom::v1::StatsResponse* response);
-  grpc::Status HandleDelete(const bloom::v1::DeleteRequest& request);
-  grpc::Status HandleList(const bloom::v1::ListRequest& request, bloom::v1::ListResponse* response);
+                           bloom::v1::StatsResponse* response,
+                           grpc::ServerContextBase* context = nullptr);
+  grpc::Status HandleDelete(const bloom::v1::DeleteRequest& request,
+                            grpc::ServerContextBase* context = nullptr);
+  grpc::Status HandleList(const bloom::v1::ListRequest& request, bloom::v1::ListResponse* response,
+                          grpc::ServerContextBase* context = nullptr);
 
   // Graceful shutdown, step 1: from now on new calls are refused with UNAVAILABLE (clients
   // retry them elsewhere), and this waits until the calls already running have finished, or
@@ -77,7 +95,9 @@ class BloomService final : public bloom::v1::BloomFilterService::Service {
 
   storage::FilterStore* const store_;
   const ServiceLimits limits_;
+  const ServiceHooks hooks_;
   std::atomic<bool> draining_{false};
+  std::atomic<int64_t> last_auth_log_micros_{0};  // auth failures are logged at most 1/s
   std::atomic<int> in_flight_{0};
 };
 

@@ -2,11 +2,9 @@
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/resource_quota.h>
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
-
-#include <algorithm>
-#include <climits>
 
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
@@ -17,28 +15,52 @@ absl::StatusOr<std::unique_ptr<BloomServer>> BloomServer::Start(storage::FilterS
                                                                 const ServerOptions& options) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  auto server = std::unique_ptr<BloomServer>(
-      new BloomServer(std::make_unique<BloomService>(store, options.limits), options));
+  auto server = std::unique_ptr<BloomServer>(new BloomServer(
+      std::make_unique<BloomService>(store, options.limits, options.hooks), options));
 
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (options.tls.enabled()) {
+    absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> tls =
+        MakeTlsServerCredentials(options.tls);
+    if (!tls.ok()) return tls.status();
+    credentials = *tls;
+  }
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &server->port_);
+  builder.AddListeningPort(options.listen, credentials, &server->port_);
   if (options.model == ServerModel::kCallback) {
     server->callback_service_ = std::make_unique<BloomCallbackService>(server->service_.get());
     builder.RegisterService(server->callback_service_.get());
   } else {
     builder.RegisterService(server->service_.get());
   }
-  // The largest request the limits allow: every item at its maximum size, plus framing.
-  const double largest = static_cast<double>(options.limits.max_batch) *
-                             (static_cast<double>(options.limits.max_item_bytes) + 16) +
-                         (1 << 20);
-  builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<double>(largest, INT_MAX)));
+  builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_concurrent_streams);
+  if (options.max_threads > 0) {
+    grpc::ResourceQuota quota("bloom-server");
+    quota.SetMaxThreads(options.max_threads);
+    builder.SetResourceQuota(quota);
+  }
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", options.listen, " (address in use or invalid?)"));
   }
   server->server_->GetHealthCheckService()->SetServingStatus(true);
+
+  if (!options.health_listen.empty()) {
+    // A server with no service of ours: gRPC adds only its default health service.
+    grpc::ServerBuilder health;
+    health.AddListeningPort(options.health_listen, grpc::InsecureServerCredentials(),
+                            &server->health_port_);
+    server->health_server_ = health.BuildAndStart();
+    if (server->health_server_ == nullptr || server->health_port_ == 0) {
+      server->health_server_.reset();
+      server->Shutdown();
+      return absl::UnavailableError(absl::StrCat("cannot listen on ", options.health_listen,
+                                                 " for health checks (address in use?)"));
+    }
+    server->health_server_->GetHealthCheckService()->SetServingStatus(true);
+  }
   return server;
 }
 
@@ -47,6 +69,9 @@ BloomServer::~BloomServer() { Shutdown(); }
 void BloomServer::Shutdown() {
   if (server_ == nullptr) return;
   server_->GetHealthCheckService()->SetServingStatus(false);
+  if (health_server_ != nullptr) {
+    health_server_->GetHealthCheckService()->SetServingStatus(false);
+  }
   // gRPC's own Shutdown(deadline) also waits for clients to close their connections after its
   // GOAWAY, which an idle client only reads on its next call: every shutdown would last the
   // whole grace period. So drain the calls ourselves, then close the connections at once.
@@ -56,6 +81,11 @@ void BloomServer::Shutdown() {
   server_->Shutdown(std::chrono::system_clock::now());
   server_->Wait();
   server_.reset();
+  if (health_server_ != nullptr) {
+    health_server_->Shutdown(std::chrono::system_clock::now());
+    health_server_->Wait();
+    health_server_.reset();
+  }
 }
 
 }  // namespace service

@@ -1,5 +1,6 @@
 // BloomServer: the gRPC server around a BloomService, with gRPC health checking
-// (grpc.health.v1, SERVING while it serves) and server reflection (for grpcurl).
+// (grpc.health.v1, SERVING while it serves; never behind a token) and server reflection (for
+// grpcurl), over plaintext or TLS.
 //
 //   absl::StatusOr<std::unique_ptr<BloomServer>> server = BloomServer::Start(store, options);
 //   ... (*server)->port() ...
@@ -17,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "service/bloom_service.h"
+#include "service/tls.h"
 #include "storage/filter_store.h"
 
 namespace service {
@@ -30,7 +32,18 @@ struct ServerOptions {
   ServerModel model = ServerModel::kSync;
   // host:port; port 0 picks a free port (see BloomServer::port()).
   std::string listen = "127.0.0.1:50051";
+  // Without cert/key files the server speaks plaintext.
+  TlsOptions tls;
+  // If set ("host:port"), a second, plaintext server that answers only grpc.health.v1: for
+  // Kubernetes' gRPC probes, which speak neither TLS nor tokens. Port 0 picks one.
+  std::string health_listen;
   ServiceLimits limits;
+  ServiceHooks hooks;
+  // Transport guards: concurrent calls per connection, the largest request, and the threads
+  // the synchronous model may run calls on (0: gRPC's default).
+  int max_concurrent_streams = 100;
+  int max_message_bytes = 64 << 20;
+  int max_threads = 0;
   // How long Shutdown() lets in-flight calls finish before cancelling them.
   absl::Duration shutdown_grace = absl::Seconds(5);
 };
@@ -43,6 +56,7 @@ class BloomServer {
   ~BloomServer();
 
   int port() const { return port_; }
+  int health_port() const { return health_port_; }
   // Reports NOT_SERVING, stops accepting calls, and waits for in-flight ones (up to the grace
   // period, then cancels them).
   void Shutdown();
@@ -55,7 +69,9 @@ class BloomServer {
   std::unique_ptr<BloomCallbackService> callback_service_;  // with ServerModel::kCallback
   const ServerOptions options_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<grpc::Server> health_server_;
   int port_ = 0;
+  int health_port_ = 0;
 };
 
 }  // namespace service

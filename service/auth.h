@@ -1,0 +1,96 @@
+// TokenAuthenticator: bearer-token authentication with a role per token.
+//
+// The token file holds no tokens, only their SHA-256 digests, one per line:
+//
+//   # sha256(token) in hex                                          role   label (optional)
+//   9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08 write  ingest-job
+//   60303ae22b998861bce3b28f33eec1be758a213c86c93c076dbe9f558c11c752 read   web-frontend
+//
+// `read` may call MightContain, Stats, List and Export; `write` may call everything. The label
+// names the caller in logs (the token never appears in a log). Make tokens long and random
+// (e.g. `openssl rand -hex 32`) and hash them with `bloom-cli hash-token` or
+// `printf %s "$TOKEN" | sha256sum`: a digest of a random 256-bit token cannot be brute-forced,
+// so a fast hash is enough.
+//
+// A caller sends `authorization: Bearer <token>` metadata. Authorize() hashes it and compares
+// the digest with every entry in constant time (no early exit, CRYPTO_memcmp), so timing tells
+// nothing about which bytes matched.
+//
+// Thread-safety: every method is thread-safe. Reload swaps the whole table at once; calls in
+// flight finish with the table they started with.
+#ifndef SERVICE_AUTH_H_
+#define SERVICE_AUTH_H_
+
+#include <sys/types.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/optional.h"
+#include "common/mutex.h"
+
+namespace service {
+
+enum class Role { kRead, kWrite };
+
+// What an authenticated caller is.
+struct Caller {
+  Role role = Role::kRead;
+  std::string label;  // from the token file; "" if the line had none
+};
+
+class TokenAuthenticator {
+ public:
+  // Reads the token file. INVALID_ARGUMENT naming the line for a malformed one (bad digest,
+  // unknown role, a digest listed twice); NOT_FOUND / PERMISSION_DENIED if it cannot be read.
+  static absl::StatusOr<std::unique_ptr<TokenAuthenticator>> Load(const std::string& path);
+
+  // `authorization` is the call's authorization metadata, if any. UNAUTHENTICATED when it is
+  // missing, not a Bearer token, or no entry matches; PERMISSION_DENIED when the token's role
+  // is read and `required` is write (`method` names the call in the message).
+  absl::StatusOr<Caller> Authorize(absl::optional<absl::string_view> authorization,
+                                   Role required, absl::string_view method) const;
+
+  // Re-reads the file when its size, modification time or inode changed since the last load
+  // (Kubernetes updates a mounted Secret by swapping a symlink), or always with `force`.
+  // Returns whether a new table was loaded. On error the previous table stays in force.
+  absl::StatusOr<bool> Reload(bool force);
+
+  size_t size() const;
+  const std::string& path() const { return path_; }
+
+  // The lowercase hex SHA-256 of `token`, as the token file lists it.
+  static std::string HashToken(absl::string_view token);
+
+ private:
+  using Digest = std::array<uint8_t, 32>;
+  struct Entry {
+    Digest digest;
+    Caller caller;
+  };
+  struct FileVersion {
+    int64_t mtime_ns = 0;
+    off_t size = 0;
+    ino_t inode = 0;
+    bool operator==(const FileVersion&) const = default;
+  };
+  explicit TokenAuthenticator(std::string path) : path_(std::move(path)) {}
+  // Parses the file into entries and records the version it read.
+  static absl::Status Parse(const std::string& path, std::vector<Entry>& entries,
+                            FileVersion& version);
+
+  const std::string path_;
+  mutable bloomsync::Mutex mu_;
+  std::shared_ptr<const std::vector<Entry>> entries_ ABSL_GUARDED_BY(mu_);
+  FileVersion version_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace service
+
+#endif  // SERVICE_AUTH_H_

@@ -1,0 +1,132 @@
+#include "service/auth.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "common/testing.h"
+#include "gtest/gtest.h"
+
+namespace service {
+namespace {
+
+class AuthTest : public ::testing::Test {
+ protected:
+  std::string WriteTokens(const std::string& text) {
+    // Write then rename, as a Secret update or an editor does: a new inode each time.
+    const std::string tmp = path_ + ".tmp";
+    std::ofstream(tmp) << text;
+    EXPECT_EQ(std::rename(tmp.c_str(), path_.c_str()), 0);
+    return path_;
+  }
+
+  bloomtest::TempDir dir_;
+  const std::string path_ = dir_.path() + "/tokens";
+};
+
+TEST_F(AuthTest, HashIsTheSha256HexDigest) {
+  // sha256("test"), as `printf %s test | sha256sum` prints it.
+  EXPECT_EQ(TokenAuthenticator::HashToken("test"),
+            "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08");
+}
+
+TEST_F(AuthTest, RolesDecideWhatATokenMayDo) {
+  WriteTokens(absl::StrCat("# comment\n\n", TokenAuthenticator::HashToken("writer-secret"),
+                           " write ingest\n", TokenAuthenticator::HashToken("reader-secret"),
+                           "\tread\n"));
+  absl::StatusOr<std::unique_ptr<TokenAuthenticator>> auth = TokenAuthenticator::Load(path_);
+  ASSERT_OK(auth.status());
+  EXPECT_EQ((*auth)->size(), 2u);
+
+  absl::StatusOr<Caller> writer = (*auth)->Authorize("Bearer writer-secret", Role::kWrite, "Add");
+  ASSERT_OK(writer.status());
+  EXPECT_EQ(writer->role, Role::kWrite);
+  EXPECT_EQ(writer->label, "ingest");
+  EXPECT_OK((*auth)->Authorize("bearer writer-secret", Role::kRead, "Stats").status());
+  EXPECT_OK((*auth)->Authorize("Bearer reader-secret", Role::kRead, "MightContain").status());
+
+  absl::Status denied = (*auth)->Authorize("Bearer reader-secret", Role::kWrite, "Add").status();
+  EXPECT_EQ(denied.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_NE(denied.message().find("Add needs a token with role write"), std::string::npos);
+  EXPECT_EQ(denied.message().find("reader-secret"), std::string::npos) << "token leaked";
+}
+
+TEST_F(AuthTest, MissingMalformedOrUnknownTokensAreUnauthenticated) {
+  WriteTokens(TokenAuthenticator::HashToken("good") + " write\n");
+  absl::StatusOr<std::unique_ptr<TokenAuthenticator>> auth = TokenAuthenticator::Load(path_);
+  ASSERT_OK(auth.status());
+  for (absl::optional<absl::string_view> header :
+       {absl::optional<absl::string_view>(), absl::optional<absl::string_view>("good"),
+        absl::optional<absl::string_view>("Basic good"),
+        absl::optional<absl::string_view>("Bearer "),
+        absl::optional<absl::string_view>("Bearer goo"),
+        absl::optional<absl::string_view>("Bearer good2"),
+        absl::optional<absl::string_view>(
+            "Bearer " + TokenAuthenticator::HashToken("good"))}) {  // the digest is no token
+    absl::Status status = (*auth)->Authorize(header, Role::kRead, "Stats").status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kUnauthenticated)
+        << (header ? *header : "<none>") << ": " << status;
+  }
+}
+
+TEST_F(AuthTest, MalformedFilesAreRefusedWithTheLine) {
+  const std::string digest = TokenAuthenticator::HashToken("x");
+  struct Case {
+    std::string text;
+    std::string expected;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"plain-token write\n", "line 1: the first field must be 64 hex digits"},
+           {"# ok\n" + digest + " admin\n", "line 2: role must be read or write, not 'admin'"},
+           {digest + "\n", "line 1: expected"},
+           {digest + " read a b\n", "line 1: expected"},
+           {digest + " read\n" + digest + " write\n", "line 2: this token digest is listed twice"},
+       }) {
+    WriteTokens(c.text);
+    absl::Status status = TokenAuthenticator::Load(path_).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << c.text;
+    EXPECT_NE(status.message().find(c.expected), std::string::npos) << status;
+  }
+  EXPECT_EQ(TokenAuthenticator::Load(dir_.path() + "/missing").status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(AuthTest, ReloadPicksUpChangesAndKeepsTheOldTableOnErrors) {
+  WriteTokens(TokenAuthenticator::HashToken("old") + " write\n");
+  absl::StatusOr<std::unique_ptr<TokenAuthenticator>> auth = TokenAuthenticator::Load(path_);
+  ASSERT_OK(auth.status());
+  absl::StatusOr<bool> unchanged = (*auth)->Reload(/*force=*/false);
+  ASSERT_OK(unchanged.status());
+  EXPECT_FALSE(*unchanged);
+
+  // Rotation: the new token works, the old one stops working.
+  WriteTokens(TokenAuthenticator::HashToken("new") + " read\n");
+  absl::StatusOr<bool> changed = (*auth)->Reload(/*force=*/false);
+  ASSERT_OK(changed.status());
+  EXPECT_TRUE(*changed);
+  EXPECT_OK((*auth)->Authorize("Bearer new", Role::kRead, "Stats").status());
+  EXPECT_EQ((*auth)->Authorize("Bearer old", Role::kRead, "Stats").status().code(),
+            absl::StatusCode::kUnauthenticated);
+
+  // A broken file is reported and the previous table stays in force.
+  WriteTokens("garbage\n");
+  EXPECT_EQ((*auth)->Reload(/*force=*/false).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_OK((*auth)->Authorize("Bearer new", Role::kRead, "Stats").status());
+  // The same broken version is not re-read on every poll.
+  absl::StatusOr<bool> again = (*auth)->Reload(/*force=*/false);
+  ASSERT_OK(again.status());
+  EXPECT_FALSE(*again);
+
+  // An empty file is valid: it revokes every token.
+  WriteTokens("# nobody\n");
+  ASSERT_OK((*auth)->Reload(/*force=*/true).status());
+  EXPECT_EQ((*auth)->size(), 0u);
+  EXPECT_EQ((*auth)->Authorize("Bearer new", Role::kRead, "Stats").status().code(),
+            absl::StatusCode::kUnauthenticated);
+}
+
+}  // namespace
+}  // namespace service
