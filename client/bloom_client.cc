@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <fstream>
 #include <mutex>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
 
@@ -28,13 +30,58 @@ absl::Status FromGrpcStatus(const grpc::Status& status) {
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
 }
 
-std::unique_ptr<BloomClient> BloomClient::Connect(const std::string& target,
-                                                  ClientOptions options) {
+namespace {
+
+grpc::ChannelArguments DefaultChannelArguments() {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);  // a MightContain answer grows with its batch
   args.SetMaxSendMessageSize(-1);
+  return args;
+}
+
+absl::StatusOr<std::string> ReadPem(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read the ", what, " file ", path));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+std::unique_ptr<BloomClient> BloomClient::Connect(const std::string& target,
+                                                  ClientOptions options) {
   return std::make_unique<BloomClient>(
-      grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args), options);
+      grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(),
+                                DefaultChannelArguments()),
+      options);
+}
+
+absl::StatusOr<std::unique_ptr<BloomClient>> BloomClient::Open(const std::string& target,
+                                                               ClientOptions options) {
+  if (!options.tls.enabled) return Connect(target, std::move(options));
+  const ClientTls& tls = options.tls;
+  if (tls.cert_file.empty() != tls.key_file.empty()) {
+    return absl::InvalidArgumentError("a client certificate needs both cert_file and key_file");
+  }
+  grpc::SslCredentialsOptions ssl;
+  if (!tls.ca_file.empty()) {
+    absl::StatusOr<std::string> ca = ReadPem(tls.ca_file, "CA");
+    if (!ca.ok()) return ca.status();
+    ssl.pem_root_certs = *ca;
+  }
+  if (!tls.cert_file.empty()) {
+    absl::StatusOr<std::string> cert = ReadPem(tls.cert_file, "client certificate");
+    if (!cert.ok()) return cert.status();
+    absl::StatusOr<std::string> key = ReadPem(tls.key_file, "client key");
+    if (!key.ok()) return key.status();
+    ssl.pem_cert_chain = *cert;
+    ssl.pem_private_key = *key;
+  }
+  grpc::ChannelArguments args = DefaultChannelArguments();
+  if (!tls.server_name.empty()) args.SetSslTargetNameOverride(tls.server_name);
+  return std::make_unique<BloomClient>(
+      grpc::CreateCustomChannel(target, grpc::SslCredentials(ssl), args), std::move(options));
 }
 
 BloomClient::BloomClient(std::shared_ptr<grpc::Channel> channel, ClientOptions options)
@@ -47,7 +94,7 @@ absl::StatusOr<bool> BloomClient::Serving() {
   // HealthCheckRequest{service: ""} is empty; the answer's field 1 is the status, 1 = SERVING.
   grpc::GenericStub generic(channel_);
   grpc::ClientContext context;
-  SetDeadline(context);
+  Prepare(context);
   grpc::Slice empty;
   grpc::ByteBuffer request(&empty, 1), response;
   std::mutex mu;
@@ -73,15 +120,18 @@ absl::StatusOr<bool> BloomClient::Serving() {
   return bytes == std::string("\x08\x01", 2);
 }
 
-void BloomClient::SetDeadline(grpc::ClientContext& context) const {
-  context.set_deadline(std::chrono::system_clock::now() +
-                       absl::ToChronoNanoseconds(options_.timeout));
+void BloomClient::Prepare(grpc::ClientContext& context, bool deadline) const {
+  if (deadline) {
+    context.set_deadline(std::chrono::system_clock::now() +
+                         absl::ToChronoNanoseconds(options_.timeout));
+  }
+  if (!options_.token.empty()) context.AddMetadata("authorization", "Bearer " + options_.token);
 }
 
 absl::StatusOr<bloom::v1::ReserveResponse> BloomClient::Reserve(absl::string_view name,
                                                                 const bloom::v1::FilterSpec& spec) {
   grpc::ClientContext context;
-  SetDeadline(context);
+  Prepare(context);
   bloom::v1::ReserveRequest request;
   request.set_name(std::string(name));
   *request.mutable_spec() = spec;
@@ -110,7 +160,7 @@ absl::StatusOr<std::vector<bool>> BloomClient::Add(absl::string_view name,
                                                    const bloom::v1::FilterSpec* create_if_missing) {
   return Batched(items, [&](absl::Span<const std::string> batch, std::vector<bool>& out) {
     grpc::ClientContext context;
-    SetDeadline(context);
+    Prepare(context);
     bloom::v1::AddRequest request;
     request.set_name(std::string(name));
     request.mutable_items()->Add(batch.begin(), batch.end());
@@ -132,7 +182,7 @@ absl::StatusOr<std::vector<bool>> BloomClient::MightContain(absl::string_view na
                                                             absl::Span<const std::string> items) {
   return Batched(items, [&](absl::Span<const std::string> batch, std::vector<bool>& out) {
     grpc::ClientContext context;
-    SetDeadline(context);
+    Prepare(context);
     bloom::v1::MightContainRequest request;
     request.set_name(std::string(name));
     request.mutable_items()->Add(batch.begin(), batch.end());
@@ -150,7 +200,7 @@ absl::StatusOr<std::vector<bool>> BloomClient::MightContainIntegers(
 
 absl::StatusOr<bloom::v1::FilterStats> BloomClient::Stats(absl::string_view name) {
   grpc::ClientContext context;
-  SetDeadline(context);
+  Prepare(context);
   bloom::v1::StatsRequest request;
   request.set_name(std::string(name));
   bloom::v1::StatsResponse response;
@@ -161,7 +211,7 @@ absl::StatusOr<bloom::v1::FilterStats> BloomClient::Stats(absl::string_view name
 
 absl::Status BloomClient::Delete(absl::string_view name) {
   grpc::ClientContext context;
-  SetDeadline(context);
+  Prepare(context);
   bloom::v1::DeleteRequest request;
   request.set_name(std::string(name));
   bloom::v1::DeleteResponse response;
@@ -172,7 +222,7 @@ absl::StatusOr<bloom::v1::ListResponse> BloomClient::List(absl::string_view pref
                                                           uint32_t page_size,
                                                           absl::string_view page_token) {
   grpc::ClientContext context;
-  SetDeadline(context);
+  Prepare(context);
   bloom::v1::ListRequest request;
   request.set_prefix(std::string(prefix));
   request.set_page_size(page_size);
@@ -186,6 +236,7 @@ absl::StatusOr<bloom::v1::ListResponse> BloomClient::List(absl::string_view pref
 absl::Status BloomClient::Export(absl::string_view name, std::ostream& out) {
   grpc::ClientContext context;
   // Dumps can be large: no fixed deadline, but the server stops if we go away.
+  Prepare(context, /*deadline=*/false);
   bloom::v1::ExportRequest request;
   request.set_name(std::string(name));
   std::unique_ptr<grpc::ClientReader<bloom::v1::ExportChunk>> reader =
@@ -205,6 +256,7 @@ absl::Status BloomClient::Export(absl::string_view name, std::ostream& out) {
 absl::StatusOr<bloom::v1::FilterStats> BloomClient::Import(absl::string_view name,
                                                            std::istream& in) {
   grpc::ClientContext context;
+  Prepare(context, /*deadline=*/false);
   bloom::v1::ImportResponse response;
   std::unique_ptr<grpc::ClientWriter<bloom::v1::ImportChunk>> writer =
       stub_->Import(&context, &response);

@@ -37,9 +37,21 @@
 
 namespace bloomclient {
 
+// TLS settings of a client (see BloomClient::Open).
+struct ClientTls {
+  bool enabled = false;
+  std::string ca_file;      // PEM roots to verify the server with; "" = the system's roots
+  std::string cert_file;    // PEM client certificate and key, for servers that require mTLS
+  std::string key_file;
+  std::string server_name;  // the name to verify in the server's certificate, if not the host
+};
+
 struct ClientOptions {
   absl::Duration timeout = absl::Seconds(10);  // per request
   size_t batch_size = 10'000;                  // items per Add/MightContain request
+  // Sent as "authorization: Bearer <token>" with every call; "" = none.
+  std::string token;
+  ClientTls tls;
 };
 
 // The one place where a grpc::Status becomes an absl::Status (same code, same message).
@@ -47,9 +59,14 @@ absl::Status FromGrpcStatus(const grpc::Status& status);
 
 class BloomClient {
  public:
-  // A plaintext channel to `target` ("host:port"); gRPC connects on first use.
+  // A plaintext channel to `target` ("host:port"); gRPC connects on first use. options.tls
+  // is ignored: use Open() for TLS.
   static std::unique_ptr<BloomClient> Connect(const std::string& target,
                                               ClientOptions options = {});
+  // Like Connect, over TLS when options.tls.enabled. NOT_FOUND / INVALID_ARGUMENT when a TLS
+  // file cannot be read or only one of cert_file and key_file is given.
+  static absl::StatusOr<std::unique_ptr<BloomClient>> Open(const std::string& target,
+                                                           ClientOptions options = {});
   BloomClient(std::shared_ptr<grpc::Channel> channel, ClientOptions options);
 
   absl::StatusOr<bloom::v1::ReserveResponse> Reserve(absl::string_view name,
@@ -86,7 +103,8 @@ class BloomClient {
   bloom::v1::BloomFilterService::Stub& stub() { return *stub_; }
 
  private:
-  void SetDeadline(grpc::ClientContext& context) const;
+  // Adds the token and, with `deadline`, ClientOptions::timeout.
+  void Prepare(grpc::ClientContext& context, bool deadline = true) const;
   // Sends `items` in batches through `call`, concatenating the answers.
   absl::StatusOr<std::vector<bool>> Batched(
       absl::Span<const std::string> items,

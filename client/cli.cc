@@ -1,5 +1,6 @@
 // bloom-cli: command-line client for bloom-server.
 #include <google/protobuf/util/json_util.h>
+#include <openssl/sha.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -9,9 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "client/bloom_client.h"
@@ -19,7 +22,7 @@
 namespace {
 
 constexpr char kUsage[] =
-    R"(usage: bloom-cli [--server=HOST:PORT] [--timeout=10s] [--json] COMMAND ...
+    R"(usage: bloom-cli [--server=HOST:PORT] [--timeout=10s] [--json] [security] COMMAND ...
 
 commands:
   reserve NAME --capacity=N --error-rate=P [--expansion=E] [--non-scaling]
@@ -34,6 +37,14 @@ commands:
   export NAME [--out=FILE]    dump to FILE (default: stdout)
   import NAME [--in=FILE]     create NAME from a dump (default: stdin)
   health                      exit 0 if the server reports SERVING (grpc.health.v1)
+  hash-token                  read a token on stdin, print the line digest for a token file
+
+security (for servers with TLS or --auth_token_file):
+  --tls                       connect with TLS (verified against the system's roots)
+  --tls-ca=FILE               ... or against these PEM roots (implies --tls)
+  --tls-cert=FILE --tls-key=FILE   client certificate for mutual TLS (implies --tls)
+  --tls-server-name=NAME      the name to verify in the server's certificate
+  --token-file=FILE           send the token in FILE; default: $BLOOM_TOKEN if set
 
 The server defaults to $BLOOM_SERVER, else 127.0.0.1:50051. Exit status: 0 on success,
 1 on an error from the server (one line on stderr), 2 on bad usage.
@@ -177,6 +188,21 @@ absl::Status ForEachBatch(
   return status;
 }
 
+// The token file line digest: lowercase hex SHA-256 of the token read from stdin (one line;
+// surrounding whitespace is not part of it).
+int HashToken() {
+  std::string token;
+  std::getline(std::cin, token);
+  token = std::string(absl::StripAsciiWhitespace(token));
+  if (token.empty()) return Usage("hash-token reads a token on stdin");
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(token.data()), token.size(), digest);
+  std::cout << absl::BytesToHexString(absl::string_view(reinterpret_cast<char*>(digest),
+                                                        sizeof(digest)))
+            << "\n";
+  return 0;
+}
+
 int Run(const Args& args) {
   if (args.positional.empty()) return Usage("no command");
   const std::string& command = args.positional[0];
@@ -187,8 +213,26 @@ int Run(const Args& args) {
   if (args.Has("timeout") && !absl::ParseDuration(args.Get("timeout"), &options.timeout)) {
     return Usage("--timeout must be a duration such as 10s");
   }
+  if (command == "hash-token") return HashToken();
+  options.tls.ca_file = args.Get("tls-ca");
+  options.tls.cert_file = args.Get("tls-cert");
+  options.tls.key_file = args.Get("tls-key");
+  options.tls.server_name = args.Get("tls-server-name");
+  options.tls.enabled = args.Has("tls") || !options.tls.ca_file.empty() ||
+                        !options.tls.cert_file.empty();
+  if (args.Has("token-file")) {
+    std::ifstream in(args.Get("token-file"));
+    if (!in || !std::getline(in, options.token) || options.token.empty()) {
+      return Usage(absl::StrCat("cannot read a token from --token-file=", args.Get("token-file")));
+    }
+  } else if (const char* token = std::getenv("BLOOM_TOKEN"); token != nullptr) {
+    options.token = token;
+  }
   const bool json = args.Has("json");
-  auto client = bloomclient::BloomClient::Connect(server, options);
+  absl::StatusOr<std::unique_ptr<bloomclient::BloomClient>> opened =
+      bloomclient::BloomClient::Open(server, options);
+  if (!opened.ok()) return Usage(opened.status().message());
+  bloomclient::BloomClient* client = opened->get();
   if (command == "health") {
     absl::StatusOr<bool> serving = client->Serving();
     if (!serving.ok()) return Error(serving.status());

@@ -4,10 +4,12 @@
 // BLOOM_LISTEN), which suits Kubernetes; a command-line flag wins over the environment.
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -25,6 +27,8 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "common/log.h"
+#include "metrics/metrics.h"
+#include "service/auth.h"
 #include "service/server.h"
 #include "storage/filter_store.h"
 
@@ -48,14 +52,38 @@ ABSL_FLAG(std::string, server_model, "sync",
           "gRPC server API: sync (a pool thread per call) or callback (unary calls inline on "
           "gRPC's threads); see the README's performance section");
 ABSL_FLAG(std::string, port_file, "",
-          "if set, the bound port is written to this file once serving (for tests and tools)");
+          "if set, written once serving: the gRPC port on the first line, then 'metrics <port>' "
+          "and 'health <port>' lines for those listeners (for tests and tools)");
+ABSL_FLAG(std::string, tls_cert_file, "",
+          "PEM certificate chain for TLS; with --tls_key_file turns TLS on (re-read on change)");
+ABSL_FLAG(std::string, tls_key_file, "", "PEM private key of --tls_cert_file");
+ABSL_FLAG(std::string, tls_client_ca_file, "",
+          "PEM CA bundle: require client certificates signed by it (mutual TLS)");
+ABSL_FLAG(absl::Duration, tls_reload_interval, absl::Seconds(5),
+          "how often the TLS files are checked for changes (rotation without restart)");
+ABSL_FLAG(std::string, auth_token_file, "",
+          "file of '<sha256 of token> <read|write> [label]' lines; if set, every call but health "
+          "checking needs 'authorization: Bearer <token>' (re-read on change and on SIGHUP)");
+ABSL_FLAG(std::string, metrics_listen, "",
+          "host:port to serve Prometheus metrics on (GET /metrics); empty = off");
+ABSL_FLAG(std::string, health_listen, "",
+          "host:port of a plaintext gRPC server answering only grpc.health.v1, for Kubernetes "
+          "probes when the main port needs TLS or mTLS; empty = off");
+ABSL_FLAG(int32_t, max_concurrent_streams, 100, "most concurrent calls per client connection");
+ABSL_FLAG(std::string, max_message_bytes, "64Mi", "largest request message, e.g. 4Mi, 64Mi");
+ABSL_FLAG(int32_t, max_threads, 0,
+          "most threads the sync server model runs calls on (0: gRPC's default)");
 
 namespace {
 
 constexpr const char* kFlagNames[] = {"listen",         "data_dir",  "sync",
                                       "memory_limit",   "max_batch", "max_item_bytes",
                                       "log_level",      "log_json",  "checkpoint_interval",
-                                      "shutdown_grace", "port_file", "server_model"};
+                                      "shutdown_grace", "port_file", "server_model",
+                                      "tls_cert_file",  "tls_key_file", "tls_client_ca_file",
+                                      "tls_reload_interval", "auth_token_file", "metrics_listen",
+                                      "health_listen", "max_concurrent_streams",
+                                      "max_message_bytes", "max_threads"};
 
 // Applies BLOOM_<FLAG> environment variables as flag values; the command line parsed later
 // overrides them.
@@ -113,14 +141,50 @@ bool InstallShutdownHandlers() {
   action.sa_handler = OnShutdownSignal;
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESTART;
-  return sigaction(SIGTERM, &action, nullptr) == 0 && sigaction(SIGINT, &action, nullptr) == 0;
+  return sigaction(SIGTERM, &action, nullptr) == 0 && sigaction(SIGINT, &action, nullptr) == 0 &&
+         sigaction(SIGHUP, &action, nullptr) == 0;
 }
 
-int WaitForShutdownSignal() {
+// Waits up to `timeout` for a signal; 0 if none came.
+int WaitForSignal(absl::Duration timeout) {
+  pollfd fd{shutdown_pipe[0], POLLIN, 0};
+  if (poll(&fd, 1, static_cast<int>(absl::ToInt64Milliseconds(timeout))) <= 0) return 0;
   char byte = 0;
   while (read(shutdown_pipe[0], &byte, 1) < 0 && errno == EINTR) {
   }
   return byte;
+}
+
+// Re-reads the token file (always on SIGHUP, else when it changed) and logs the outcome.
+void ReloadCredentials(service::TokenAuthenticator* auth, const service::TlsOptions& tls,
+                       bool sighup) {
+  if (sighup && tls.enabled()) {
+    // gRPC's file watcher loads certificate changes itself; say whether they are usable.
+    absl::Status checked = service::CheckTlsFiles(tls);
+    if (checked.ok()) {
+      bloomlog::LogInfo(absl::StrCat("SIGHUP: TLS files are valid; they are in use within ",
+                                     absl::FormatDuration(tls.reload_interval)));
+    } else {
+      bloomlog::LogError(absl::StrCat("SIGHUP: TLS files are not usable: ", checked.message()));
+    }
+  }
+  if (auth == nullptr) return;
+  absl::StatusOr<bool> reloaded = auth->Reload(/*force=*/sighup);
+  if (!reloaded.ok()) {
+    bloomlog::LogError(absl::StrCat("token file not reloaded, the previous tokens stay in force: ",
+                                    reloaded.status().message()));
+  } else if (*reloaded) {
+    bloomlog::LogInfo(absl::StrCat("token file reloaded: ", auth->size(), " tokens"));
+  }
+}
+
+// Whether "host:port" names a loopback host.
+bool IsLoopback(absl::string_view listen) {
+  const size_t colon = listen.rfind(':');
+  absl::string_view host = colon == absl::string_view::npos ? listen : listen.substr(0, colon);
+  absl::ConsumePrefix(&host, "[");
+  absl::ConsumeSuffix(&host, "]");
+  return host == "localhost" || host == "::1" || absl::StartsWith(host, "127.");
 }
 
 // The memory this process may use: $BLOOM_CONTAINER_MEMORY_BYTES (Kubernetes' downward API,
@@ -187,6 +251,44 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bloom-server: --max_batch and --max_item_bytes must be positive\n");
     return 2;
   }
+  uint64_t max_message_bytes = 0;
+  if (!ParseBytes(absl::GetFlag(FLAGS_max_message_bytes), max_message_bytes) ||
+      max_message_bytes < 1024 || max_message_bytes > INT32_MAX) {
+    std::fprintf(stderr, "bloom-server: --max_message_bytes must be 1Ki to 2Gi, e.g. 64Mi\n");
+    return 2;
+  }
+  if (absl::GetFlag(FLAGS_max_concurrent_streams) < 1 || absl::GetFlag(FLAGS_max_threads) < 0) {
+    std::fprintf(stderr,
+                 "bloom-server: --max_concurrent_streams must be positive and --max_threads "
+                 "not negative\n");
+    return 2;
+  }
+
+  // Security settings are checked before the store opens, so a bad file fails fast.
+  service::TlsOptions tls;
+  tls.cert_file = absl::GetFlag(FLAGS_tls_cert_file);
+  tls.key_file = absl::GetFlag(FLAGS_tls_key_file);
+  tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca_file);
+  tls.reload_interval = absl::GetFlag(FLAGS_tls_reload_interval);
+  if (!tls.client_ca_file.empty() && !tls.enabled()) {
+    return Fail("--tls_client_ca_file needs --tls_cert_file and --tls_key_file");
+  }
+  if (tls.enabled()) {
+    if (absl::Status checked = service::CheckTlsFiles(tls); !checked.ok()) {
+      return Fail(absl::StrCat("TLS: ", checked.message()));
+    }
+  }
+  std::unique_ptr<service::TokenAuthenticator> auth;
+  if (const std::string token_file = absl::GetFlag(FLAGS_auth_token_file); !token_file.empty()) {
+    absl::StatusOr<std::unique_ptr<service::TokenAuthenticator>> loaded =
+        service::TokenAuthenticator::Load(token_file);
+    if (!loaded.ok()) return Fail(absl::StrCat("auth: ", loaded.status().message()));
+    auth = std::move(*loaded);
+    if (auth->size() == 0) {
+      bloomlog::LogWarning(absl::StrCat("the token file ", token_file,
+                                        " holds no tokens: every call but health is refused"));
+    }
+  }
 
   if (!InstallShutdownHandlers()) return Fail("cannot install signal handlers");
 
@@ -208,8 +310,25 @@ int main(int argc, char** argv) {
                                  " unreadable, ", (*store)->memory_used(), " bytes) in ",
                                  absl::FormatDuration(report.elapsed)));
 
+  std::unique_ptr<metrics::ServerMetrics> server_metrics =
+      metrics::ServerMetrics::Create(store->get());
+  if (const std::string listen = absl::GetFlag(FLAGS_metrics_listen); !listen.empty()) {
+    if (absl::Status serving = server_metrics->Serve(listen); !serving.ok()) {
+      return Fail(serving.ToString());
+    }
+    bloomlog::LogInfo(absl::StrCat("serving metrics on http://", listen, "/metrics (port ",
+                                   server_metrics->port(), ")"));
+  }
+
   service::ServerOptions server_options;
   server_options.listen = absl::GetFlag(FLAGS_listen);
+  server_options.tls = tls;
+  server_options.health_listen = absl::GetFlag(FLAGS_health_listen);
+  server_options.hooks.auth = auth.get();
+  server_options.hooks.metrics = server_metrics.get();
+  server_options.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
+  server_options.max_message_bytes = static_cast<int>(max_message_bytes);
+  server_options.max_threads = absl::GetFlag(FLAGS_max_threads);
   server_options.limits.max_batch = absl::GetFlag(FLAGS_max_batch);
   server_options.limits.max_item_bytes = absl::GetFlag(FLAGS_max_item_bytes);
   server_options.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
@@ -222,19 +341,48 @@ int main(int argc, char** argv) {
   absl::StatusOr<std::unique_ptr<service::BloomServer>> server =
       service::BloomServer::Start(store->get(), server_options);
   if (!server.ok()) return Fail(server.status().ToString());
-  bloomlog::LogInfo(
-      absl::StrCat("serving on ", server_options.listen, " (port ", (*server)->port(), ")"));
+  bloomlog::LogInfo(absl::StrCat(
+      "serving on ", server_options.listen, " (port ", (*server)->port(), ", ",
+      tls.enabled() ? (tls.client_ca_file.empty() ? "TLS" : "mutual TLS") : "plaintext",
+      auth != nullptr ? ", token auth" : ", no auth", ")"));
+  if (!server_options.health_listen.empty()) {
+    bloomlog::LogInfo(absl::StrCat("serving health checks on ", server_options.health_listen,
+                                   " (port ", (*server)->health_port(), ", plaintext)"));
+  }
+  if (!IsLoopback(server_options.listen)) {
+    if (!tls.enabled()) {
+      bloomlog::LogWarning(absl::StrCat(
+          "listening on the non-loopback address ", server_options.listen,
+          " without TLS: traffic", auth != nullptr ? " and tokens" : "",
+          " can be read on the network; set --tls_cert_file and --tls_key_file"));
+    }
+    if (auth == nullptr) {
+      bloomlog::LogWarning(absl::StrCat("listening on the non-loopback address ",
+                                        server_options.listen,
+                                        " without authentication: anyone who can reach it may "
+                                        "read and write every filter; set --auth_token_file"));
+    }
+  }
   const std::string port_file = absl::GetFlag(FLAGS_port_file);
   if (!port_file.empty()) {
     // Write then rename, so a reader never sees a half-written file.
     const std::string tmp = port_file + ".tmp";
-    std::ofstream(tmp) << (*server)->port() << "\n";
+    {
+      std::ofstream out(tmp);
+      out << (*server)->port() << "\n";
+      if (server_metrics->port() != 0) out << "metrics " << server_metrics->port() << "\n";
+      if ((*server)->health_port() != 0) out << "health " << (*server)->health_port() << "\n";
+    }
     if (std::rename(tmp.c_str(), port_file.c_str()) != 0) {
       return Fail(absl::StrCat("cannot write --port_file ", port_file));
     }
   }
 
-  const int signal_number = WaitForShutdownSignal();
+  int signal_number = 0;
+  while (signal_number != SIGTERM && signal_number != SIGINT) {
+    signal_number = WaitForSignal(absl::Seconds(1));
+    ReloadCredentials(auth.get(), tls, signal_number == SIGHUP);
+  }
   const absl::Time stop_start = absl::Now();
   bloomlog::LogInfo(absl::StrCat("received ", signal_number == SIGTERM ? "SIGTERM" : "SIGINT",
                                  ": shutting down"));

@@ -64,6 +64,12 @@ std::unique_ptr<ServerProcess> ServerProcess::Start(const std::string& data_dir,
     int port = 0;
     if (in >> port && port > 0) {
       server->port_ = port;
+      std::string listener;
+      int other = 0;
+      while (in >> listener >> other) {
+        if (listener == "metrics") server->metrics_port_ = other;
+        if (listener == "health") server->health_port_ = other;
+      }
       return server;
     }
     int status = 0;

@@ -27,6 +27,9 @@ class ServerProcess {
   ~ServerProcess();  // SIGKILL if still running
 
   int port() const { return port_; }
+  // The --metrics_listen and --health_listen ports; 0 if the server has none.
+  int metrics_port() const { return metrics_port_; }
+  int health_port() const { return health_port_; }
   std::string target() const { return "127.0.0.1:" + std::to_string(port_); }
   pid_t pid() const { return pid_; }
   const std::string& log_path() const { return log_path_; }
@@ -54,6 +57,8 @@ class ServerProcess {
 
   pid_t pid_ = -1;
   int port_ = 0;
+  int metrics_port_ = 0;
+  int health_port_ = 0;
   std::string log_path_;
   std::unique_ptr<TempDir> scratch_;  // port file and log
 };

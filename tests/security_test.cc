@@ -1,0 +1,338 @@
+// TLS, mutual TLS, certificate rotation, token roles and token reload, against the real
+// bloom-server binary. Certificates come from a test CA made with openssl at test time.
+#include <signal.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "client/bloom_client.h"
+#include "common/testing.h"
+#include "gtest/gtest.h"
+#include "tests/server_process.h"
+
+namespace {
+
+using bloomclient::BloomClient;
+using bloomclient::ClientOptions;
+using bloomtest::RunCommand;
+using bloomtest::ServerProcess;
+
+// Two independent CAs, each with a server certificate (127.0.0.1 and localhost) and a client
+// certificate, in one directory: ca1.crt, server1.{crt,key}, client1.{crt,key}, and the same
+// with 2.
+class TestPki {
+ public:
+  TestPki() {
+    for (const char* n : {"1", "2"}) {
+      Run(absl::StrCat("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
+                       "-keyout ca", n, ".key -out ca", n, ".crt -days 2 -subj /CN=test-ca-", n));
+      Issue(absl::StrCat("server", n), absl::StrCat("ca", n),
+            "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n");
+      Issue(absl::StrCat("client", n), absl::StrCat("ca", n),
+            "extendedKeyUsage=clientAuth\n");
+    }
+  }
+  std::string Path(const std::string& file) const { return dir_.path() + "/" + file; }
+
+ private:
+  void Run(const std::string& command) {
+    bloomtest::CommandResult result = RunCommand("cd " + dir_.path() + " && " + command);
+    ASSERT_EQ(result.exit_code, 0) << command << "\n" << result.out;
+  }
+  void Issue(const std::string& name, const std::string& ca, const std::string& extensions) {
+    std::ofstream(Path(name + ".ext")) << extensions;
+    Run(absl::StrCat("openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ",
+                     name, ".key -out ", name, ".csr -subj /CN=", name));
+    Run(absl::StrCat("openssl x509 -req -in ", name, ".csr -CA ", ca, ".crt -CAkey ", ca,
+                     ".key -CAcreateserial -days 2 -out ", name, ".crt -extfile ", name, ".ext"));
+  }
+
+  bloomtest::TempDir dir_;
+};
+
+std::unique_ptr<BloomClient> TlsClient(const ServerProcess& server, const std::string& ca,
+                                       const std::string& cert = "", const std::string& key = "",
+                                       const std::string& token = "") {
+  ClientOptions options;
+  options.timeout = absl::Seconds(5);
+  options.tls.enabled = true;
+  options.tls.ca_file = ca;
+  options.tls.cert_file = cert;
+  options.tls.key_file = key;
+  options.token = token;
+  absl::StatusOr<std::unique_ptr<BloomClient>> client = BloomClient::Open(server.target(), options);
+  EXPECT_TRUE(client.ok()) << client.status();
+  return client.ok() ? std::move(*client) : nullptr;
+}
+
+// A call that reaches the service: NOT_FOUND for a filter that does not exist.
+absl::StatusCode Probe(BloomClient& client) { return client.Stats("absent").status().code(); }
+
+class SecurityTest : public ::testing::Test {
+ protected:
+  TestPki pki_;
+  bloomtest::TempDir data_;
+};
+
+TEST_F(SecurityTest, TlsServesTlsClientsAndRefusesOthers) {
+  auto server = ServerProcess::Start(data_.path(), {"--tls_cert_file=" + pki_.Path("server1.crt"),
+                                                   "--tls_key_file=" + pki_.Path("server1.key")});
+  ASSERT_NE(server, nullptr);
+  EXPECT_NE(server->ReadLog().find("TLS, no auth"), std::string::npos) << server->ReadLog();
+
+  auto good = TlsClient(*server, pki_.Path("ca1.crt"));
+  ASSERT_NE(good, nullptr);
+  EXPECT_EQ(Probe(*good), absl::StatusCode::kNotFound);
+  bloom::v1::FilterSpec spec;
+  spec.set_capacity(1000);
+  spec.set_error_rate(0.01);
+  ASSERT_OK(good->Reserve("f", spec).status());
+  ASSERT_OK(good->Add("f", {"a"}).status());
+
+  // Plaintext cannot talk to a TLS port, nor can a client that does not trust the server.
+  ClientOptions plain_options;
+  plain_options.timeout = absl::Seconds(3);
+  auto plain = BloomClient::Connect(server->target(), plain_options);
+  EXPECT_EQ(Probe(*plain), absl::StatusCode::kUnavailable);
+  auto untrusting = TlsClient(*server, pki_.Path("ca2.crt"));
+  ASSERT_NE(untrusting, nullptr);
+  EXPECT_EQ(Probe(*untrusting), absl::StatusCode::kUnavailable);
+}
+
+TEST_F(SecurityTest, MutualTlsNeedsAClientCertificateFromTheCa) {
+  auto server = ServerProcess::Start(data_.path(),
+                                     {"--tls_cert_file=" + pki_.Path("server1.crt"),
+                                      "--tls_key_file=" + pki_.Path("server1.key"),
+                                      "--tls_client_ca_file=" + pki_.Path("ca1.crt")});
+  ASSERT_NE(server, nullptr);
+  auto without = TlsClient(*server, pki_.Path("ca1.crt"));
+  EXPECT_EQ(Probe(*without), absl::StatusCode::kUnavailable);
+  auto foreign = TlsClient(*server, pki_.Path("ca1.crt"), pki_.Path("client2.crt"),
+                           pki_.Path("client2.key"));
+  EXPECT_EQ(Probe(*foreign), absl::StatusCode::kUnavailable);
+  auto member = TlsClient(*server, pki_.Path("ca1.crt"), pki_.Path("client1.crt"),
+                          pki_.Path("client1.key"));
+  EXPECT_EQ(Probe(*member), absl::StatusCode::kNotFound);
+}
+
+TEST_F(SecurityTest, RotatedCertificatesAreServedWithoutARestart) {
+  bloomtest::TempDir live;
+  const std::string cert = live.path() + "/tls.crt", key = live.path() + "/tls.key";
+  auto install = [&](const std::string& name) {
+    // Key first, then certificate, each replaced atomically (as a Secret update is).
+    for (const auto& [from, to] : {std::pair{pki_.Path(name + ".key"), key},
+                                   std::pair{pki_.Path(name + ".crt"), cert}}) {
+      ASSERT_EQ(RunCommand("cp " + from + " " + to + ".new && mv " + to + ".new " + to).exit_code,
+                0);
+    }
+  };
+  install("server1");
+  auto server = ServerProcess::Start(data_.path(), {"--tls_cert_file=" + cert,
+                                                   "--tls_key_file=" + key,
+                                                   "--tls_reload_interval=1s"});
+  ASSERT_NE(server, nullptr);
+  auto old_client = TlsClient(*server, pki_.Path("ca1.crt"));
+  ASSERT_EQ(Probe(*old_client), absl::StatusCode::kNotFound);
+  auto new_client = TlsClient(*server, pki_.Path("ca2.crt"));
+  ASSERT_EQ(Probe(*new_client), absl::StatusCode::kUnavailable);
+
+  install("server2");
+  kill(server->pid(), SIGHUP);  // logs whether the new files are usable
+  absl::StatusCode code = absl::StatusCode::kUnavailable;
+  for (absl::Time deadline = absl::Now() + absl::Seconds(15);
+       code != absl::StatusCode::kNotFound && absl::Now() < deadline;) {
+    absl::SleepFor(absl::Milliseconds(250));
+    new_client = TlsClient(*server, pki_.Path("ca2.crt"));
+    code = Probe(*new_client);
+  }
+  EXPECT_EQ(code, absl::StatusCode::kNotFound) << "the new certificate was never served";
+  // Same process; the connection made before the rotation still works.
+  EXPECT_EQ(Probe(*old_client), absl::StatusCode::kNotFound);
+  EXPECT_NE(server->ReadLog().find("SIGHUP: TLS files are valid"), std::string::npos)
+      << server->ReadLog();
+}
+
+TEST_F(SecurityTest, TheHealthPortAnswersProbesInPlaintextAndNothingElse) {
+  auto server = ServerProcess::Start(data_.path(),
+                                     {"--tls_cert_file=" + pki_.Path("server1.crt"),
+                                      "--tls_key_file=" + pki_.Path("server1.key"),
+                                      "--tls_client_ca_file=" + pki_.Path("ca1.crt"),
+                                      "--health_listen=127.0.0.1:0"});
+  ASSERT_NE(server, nullptr);
+  ASSERT_GT(server->health_port(), 0);
+  auto health = BloomClient::Connect(absl::StrCat("127.0.0.1:", server->health_port()));
+  absl::StatusOr<bool> serving = health->Serving();
+  ASSERT_OK(serving.status());
+  EXPECT_TRUE(*serving);
+  EXPECT_EQ(Probe(*health), absl::StatusCode::kUnimplemented);
+}
+
+// Token roles: every RPC with no token, a wrong token, a read token and a write token.
+TEST_F(SecurityTest, TokensAndRolesGateEveryRpc) {
+  bloomtest::TempDir secrets;
+  const std::string tokens = secrets.path() + "/tokens";
+  std::ofstream(tokens) << absl::StrCat(
+      RunCommand("printf %s reader-token | sha256sum | cut -d' ' -f1").out.substr(0, 64),
+      " read dashboards\n",
+      RunCommand("printf %s writer-token | sha256sum | cut -d' ' -f1").out.substr(0, 64),
+      " write ingest\n");
+  auto server = ServerProcess::Start(data_.path(), {"--auth_token_file=" + tokens});
+  ASSERT_NE(server, nullptr);
+
+  auto client = [&](const std::string& token) {
+    ClientOptions options;
+    options.timeout = absl::Seconds(5);
+    options.token = token;
+    return BloomClient::Connect(server->target(), options);
+  };
+  auto none = client(""), wrong = client("guess"), reader = client("reader-token"),
+       writer = client("writer-token");
+  bloom::v1::FilterSpec spec;
+  spec.set_capacity(1000);
+  spec.set_error_rate(0.01);
+  ASSERT_OK(writer->Reserve("f", spec).status());
+  ASSERT_OK(writer->Add("f", {"a"}).status());
+  std::stringstream dump;
+  ASSERT_OK(writer->Export("f", dump));
+
+  using Code = absl::StatusCode;
+  struct Rpc {
+    const char* name;
+    bool writes;
+    std::function<Code(BloomClient&)> call;
+  };
+  const std::vector<Rpc> rpcs = {
+      {"Reserve", true, [&](BloomClient& c) { return c.Reserve("g", spec).status().code(); }},
+      {"Add", true, [](BloomClient& c) { return c.Add("f", {"b"}).status().code(); }},
+      {"MightContain", false,
+       [](BloomClient& c) { return c.MightContain("f", {"a"}).status().code(); }},
+      {"Stats", false, [](BloomClient& c) { return c.Stats("f").status().code(); }},
+      {"List", false, [](BloomClient& c) { return c.List().status().code(); }},
+      {"Export", false,
+       [](BloomClient& c) {
+         std::stringstream out;
+         return c.Export("f", out).code();
+       }},
+      {"Import", true,
+       [&](BloomClient& c) {
+         std::stringstream in(dump.str());
+         return c.Import("imported", in).status().code();
+       }},
+      {"Delete", true, [](BloomClient& c) { return c.Delete("g").code(); }},
+  };
+  for (const Rpc& rpc : rpcs) {
+    SCOPED_TRACE(rpc.name);
+    EXPECT_EQ(rpc.call(*none), Code::kUnauthenticated);
+    EXPECT_EQ(rpc.call(*wrong), Code::kUnauthenticated);
+    EXPECT_EQ(rpc.call(*reader), rpc.writes ? Code::kPermissionDenied : Code::kOk);
+    EXPECT_EQ(rpc.call(*writer), Code::kOk);
+  }
+  // Health stays open for probes.
+  absl::StatusOr<bool> serving = none->Serving();
+  ASSERT_OK(serving.status());
+  EXPECT_TRUE(*serving);
+  // Refusals are logged, tokens never.
+  const std::string log = server->ReadLog();
+  EXPECT_NE(log.find("refused"), std::string::npos) << log;
+  EXPECT_EQ(log.find("guess"), std::string::npos) << log;
+  EXPECT_EQ(log.find("reader-token"), std::string::npos) << log;
+}
+
+TEST_F(SecurityTest, TokenFileChangesApplyWithoutARestart) {
+  bloomtest::TempDir secrets;
+  const std::string tokens = secrets.path() + "/tokens";
+  auto write_tokens = [&](const std::string& token, const char* role) {
+    std::ofstream(tokens + ".new") << RunCommand("printf %s " + token + " | sha256sum").out.substr(0, 64)
+                                   << " " << role << "\n";
+    ASSERT_EQ(std::rename((tokens + ".new").c_str(), tokens.c_str()), 0);
+  };
+  write_tokens("first", "write");
+  auto server = ServerProcess::Start(data_.path(), {"--auth_token_file=" + tokens});
+  ASSERT_NE(server, nullptr);
+  ClientOptions first_options, second_options;
+  first_options.token = "first";
+  second_options.token = "second";
+  auto first = BloomClient::Connect(server->target(), first_options);
+  auto second = BloomClient::Connect(server->target(), second_options);
+  EXPECT_EQ(Probe(*first), absl::StatusCode::kNotFound);
+  EXPECT_EQ(Probe(*second), absl::StatusCode::kUnauthenticated);
+
+  // A change is noticed by polling (about once a second) ...
+  write_tokens("second", "read");
+  absl::StatusCode code = absl::StatusCode::kUnauthenticated;
+  for (absl::Time deadline = absl::Now() + absl::Seconds(10);
+       code == absl::StatusCode::kUnauthenticated && absl::Now() < deadline;) {
+    absl::SleepFor(absl::Milliseconds(100));
+    code = Probe(*second);
+  }
+  EXPECT_EQ(code, absl::StatusCode::kNotFound);
+  EXPECT_EQ(Probe(*first), absl::StatusCode::kUnauthenticated);  // revoked
+
+  // ... a broken file keeps the tokens in force and is reported ...
+  std::ofstream(tokens) << "not a digest\n";
+  kill(server->pid(), SIGHUP);
+  absl::SleepFor(absl::Milliseconds(500));
+  EXPECT_EQ(Probe(*second), absl::StatusCode::kNotFound);
+  EXPECT_NE(server->ReadLog().find("token file not reloaded"), std::string::npos);
+
+  // ... and SIGHUP reloads at once.
+  write_tokens("first", "write");
+  kill(server->pid(), SIGHUP);
+  code = absl::StatusCode::kUnauthenticated;
+  for (absl::Time deadline = absl::Now() + absl::Seconds(5);
+       code == absl::StatusCode::kUnauthenticated && absl::Now() < deadline;) {
+    absl::SleepFor(absl::Milliseconds(20));
+    code = Probe(*first);
+  }
+  EXPECT_EQ(code, absl::StatusCode::kNotFound);
+}
+
+TEST_F(SecurityTest, BadSecuritySettingsFailFastWithAClearMessage) {
+  bloomtest::TempDir secrets;
+  std::ofstream(secrets.path() + "/tokens") << "secret write\n";
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"--tls_cert_file=" + pki_.Path("server1.crt"),
+        "--tls_key_file=" + pki_.Path("server2.key")},
+       "does not belong to the certificate"},
+      {{"--tls_cert_file=" + pki_.Path("server1.crt")}, "both a certificate file and a key file"},
+      {{"--tls_cert_file=" + pki_.Path("missing.crt"),
+        "--tls_key_file=" + pki_.Path("server1.key")},
+       "cannot read the TLS certificate file"},
+      {{"--tls_cert_file=" + pki_.Path("server1.key"),
+        "--tls_key_file=" + pki_.Path("server1.key")},
+       "holds no PEM certificate"},
+      {{"--tls_client_ca_file=" + pki_.Path("ca1.crt")}, "needs --tls_cert_file"},
+      {{"--auth_token_file=" + secrets.path() + "/tokens"}, "line 1: the first field must be"},
+      {{"--auth_token_file=" + secrets.path() + "/absent"}, "token file"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {"--listen=127.0.0.1:0", "--data_dir=" + data_.path()};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    std::string output;
+    EXPECT_EQ(ServerProcess::RunToExit(args, &output), 1) << output;
+    EXPECT_NE(output.find(c.message), std::string::npos) << c.message << "\n" << output;
+  }
+}
+
+TEST_F(SecurityTest, NonLoopbackWithoutTlsOrAuthWarns) {
+  auto server = ServerProcess::Start(data_.path(), {"--listen=0.0.0.0:0"});
+  ASSERT_NE(server, nullptr);
+  const std::string log = server->ReadLog();
+  EXPECT_NE(log.find("without TLS"), std::string::npos) << log;
+  EXPECT_NE(log.find("without authentication"), std::string::npos) << log;
+
+  bloomtest::TempDir data2;
+  auto local = ServerProcess::Start(data2.path());
+  ASSERT_NE(local, nullptr);
+  EXPECT_EQ(local->ReadLog().find("without TLS"), std::string::npos);
+}
+
+}  // namespace
