@@ -1,0 +1,105 @@
+// /metrics on the running server: values move with traffic, and the text passes
+// `promtool check metrics` (Debian's prometheus package).
+#include <fstream>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "client/bloom_client.h"
+#include "common/testing.h"
+#include "gtest/gtest.h"
+#include "tests/server_process.h"
+
+namespace {
+
+using bloomtest::ServerProcess;
+
+// The body of GET /metrics.
+std::string Scrape(int port) {
+  const std::string response = bloomtest::HttpGet(port, "/metrics");
+  const size_t body = response.find("\r\n\r\n");
+  EXPECT_NE(body, std::string::npos) << response;
+  EXPECT_NE(response.find(" 200 "), std::string::npos) << response;
+  return body == std::string::npos ? "" : response.substr(body + 4);
+}
+
+// The value of the sample `series` (name and labels as exposed), or -1 if absent.
+double Sample(const std::string& text, absl::string_view series) {
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (!absl::ConsumePrefix(&line, series) || !absl::ConsumePrefix(&line, " ")) continue;
+    double value = 0;
+    if (absl::SimpleAtod(line.substr(0, line.find(' ')), &value)) return value;
+  }
+  return -1;
+}
+
+TEST(ObservabilityTest, MetricsFollowTrafficAndPassPromtool) {
+  bloomtest::TempDir data;
+  auto server = ServerProcess::Start(data.path(), {"--metrics_listen=127.0.0.1:0"});
+  ASSERT_NE(server, nullptr);
+  ASSERT_GT(server->metrics_port(), 0);
+
+  const std::string before = Scrape(server->metrics_port());
+  EXPECT_EQ(Sample(before, "bloom_filters"), 0) << before;
+  EXPECT_EQ(Sample(before, "bloom_items_added_total"), 0);
+
+  auto client = bloomclient::BloomClient::Connect(server->target());
+  bloom::v1::FilterSpec spec;
+  spec.set_capacity(100'000);
+  spec.set_error_rate(0.01);
+  ASSERT_OK(client->Reserve("users", spec).status());
+  std::vector<std::string> items;
+  for (int i = 0; i < 2500; ++i) items.push_back("user-" + std::to_string(i));
+  ASSERT_OK(client->Add("users", items).status());
+  ASSERT_OK(client->MightContain("users", {"user-1", "nobody"}).status());
+  EXPECT_EQ(client->Stats("missing").status().code(), absl::StatusCode::kNotFound);
+
+  const std::string after = Scrape(server->metrics_port());
+  EXPECT_EQ(Sample(after, R"(bloom_rpc_requests_total{code="OK",method="Reserve"})"), 1) << after;
+  EXPECT_EQ(Sample(after, R"(bloom_rpc_requests_total{code="OK",method="Add"})"), 1);
+  EXPECT_EQ(Sample(after, R"(bloom_rpc_requests_total{code="NOT_FOUND",method="Stats"})"), 1);
+  EXPECT_EQ(Sample(after, "bloom_items_added_total"), 2500);
+  EXPECT_EQ(Sample(after, "bloom_items_checked_total"), 2);
+  EXPECT_EQ(Sample(after, R"(bloom_rpc_duration_seconds_count{method="Add"})"), 1);
+  EXPECT_EQ(Sample(after, "bloom_filters"), 1);
+  EXPECT_GT(Sample(after, "bloom_filter_memory_bytes"), 100'000);
+  EXPECT_GT(Sample(after, "bloom_journal_pending_bytes"), 2500 * 8 - 1);  // 8 B per new item
+  EXPECT_GT(Sample(after, "process_resident_memory_bytes"), Sample(after, "bloom_filter_memory_bytes"));
+  EXPECT_GE(Sample(after, "bloom_rocksdb_live_sst_bytes"), 0);
+  EXPECT_EQ(Sample(after, "bloom_rocksdb_write_stopped"), 0);
+
+  // The exposition format is what Prometheus accepts.
+  bloomtest::TempDir scratch;
+  const std::string file = scratch.path() + "/metrics.txt";
+  std::ofstream(file) << after;
+  bloomtest::CommandResult check = bloomtest::RunCommand("promtool check metrics < " + file);
+  EXPECT_EQ(check.exit_code, 0) << check.out;
+}
+
+TEST(ObservabilityTest, AuthFailuresAreCountedAndHealthNeedsNoToken) {
+  bloomtest::TempDir data, secrets;
+  const std::string tokens = secrets.path() + "/tokens";
+  std::ofstream(tokens) << bloomtest::RunCommand("printf %s s3cret | sha256sum").out.substr(0, 64)
+                        << " read\n";
+  auto server = ServerProcess::Start(
+      data.path(), {"--metrics_listen=127.0.0.1:0", "--auth_token_file=" + tokens});
+  ASSERT_NE(server, nullptr);
+  auto anonymous = bloomclient::BloomClient::Connect(server->target());
+  EXPECT_EQ(anonymous->Stats("x").status().code(), absl::StatusCode::kUnauthenticated);
+  absl::StatusOr<bool> serving = anonymous->Serving();
+  ASSERT_OK(serving.status());
+  EXPECT_TRUE(*serving);
+  bloomclient::ClientOptions options;
+  options.token = "s3cret";
+  auto reader = bloomclient::BloomClient::Connect(server->target(), options);
+  EXPECT_EQ(reader->Delete("x").code(), absl::StatusCode::kPermissionDenied);
+
+  const std::string text = Scrape(server->metrics_port());
+  EXPECT_EQ(Sample(text, R"(bloom_auth_failures_total{code="UNAUTHENTICATED"})"), 1) << text;
+  EXPECT_EQ(Sample(text, R"(bloom_auth_failures_total{code="PERMISSION_DENIED"})"), 1);
+  EXPECT_EQ(Sample(text, R"(bloom_rpc_requests_total{code="UNAUTHENTICATED",method="Stats"})"),
+            1);
+}
+
+}  // namespace
