@@ -10,6 +10,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-grpcio python3-protobuf
   libhiredis-dev redis-server libyaml-cpp-dev
+  prometheus-cpp-dev libssl-dev openssl prometheus
   clang-14 libclang-rt-14-dev
 )
 

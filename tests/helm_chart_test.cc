@@ -130,9 +130,18 @@ TEST_F(HelmChartTest, EnvironmentIsWiredToValuesAndEveryVariableIsAServerFlag) {
       Env(Render().at("StatefulSet/rel-bloom-server")["spec"]["template"]["spec"]["containers"][0]);
   EXPECT_EQ(env["BLOOM_MEMORY_LIMIT"], "75%");
 
-  // Each BLOOM_<FLAG> must be a flag the server knows, or the server would ignore it.
+  // Each BLOOM_<FLAG> must be a flag the server knows, or the server would ignore it; the
+  // all-features render adds the TLS and auth variables.
+  for (const auto& [name, value] : Env(Render(absl::StrCat("-f ", BLOOM_SOURCE_DIR,
+                                                           "/tests/helm/all-features.yaml"))
+                                           .at("StatefulSet/rel-bloom-server")["spec"]["template"]
+                                                             ["spec"]["containers"][0])) {
+    env[name] = value;
+  }
+  EXPECT_EQ(env.count("BLOOM_TLS_CLIENT_CA_FILE"), 1u);
   const CommandResult help = Shell(absl::StrCat(BLOOM_SERVER_PATH, " --helpfull"));
   for (const auto& [name, value] : env) {
+    if (!absl::StartsWith(name, "BLOOM_")) continue;        // config.extraEnv
     if (name == "BLOOM_CONTAINER_MEMORY_BYTES") continue;  // read by --memory_limit=N%
     std::string flag = absl::AsciiStrToLower(name.substr(strlen("BLOOM_")));
     EXPECT_TRUE(absl::StrContains(help.out, "-" + flag + " ")) << name << " is no server flag";
@@ -179,6 +188,64 @@ TEST_F(HelmChartTest, ServicesPdbAndOptionalObjects) {
   EXPECT_EQ(sts["spec"]["template"]["metadata"]["labels"]["team"].as<std::string>(), "search");
 }
 
+TEST_F(HelmChartTest, MetricsAreServedAndAnnotatedByDefault) {
+  auto objects = Render();
+  const YAML::Node pod_template = objects.at("StatefulSet/rel-bloom-server")["spec"]["template"];
+  const YAML::Node container = pod_template["spec"]["containers"][0];
+  EXPECT_EQ(Env(container)["BLOOM_METRICS_LISTEN"], "0.0.0.0:9090");
+  EXPECT_EQ(pod_template["metadata"]["annotations"]["prometheus.io/scrape"].as<std::string>(),
+            "true");
+  EXPECT_EQ(pod_template["metadata"]["annotations"]["prometheus.io/port"].as<std::string>(),
+            "9090");
+  objects = Render("--set metrics.enabled=false");
+  const YAML::Node off = objects.at("StatefulSet/rel-bloom-server")["spec"]["template"];
+  EXPECT_EQ(Env(off["spec"]["containers"][0]).count("BLOOM_METRICS_LISTEN"), 0u);
+  EXPECT_FALSE(off["metadata"]["annotations"]);
+}
+
+TEST_F(HelmChartTest, TlsAndAuthMountSecretsAndProbeTheHealthPort) {
+  auto objects = Render(absl::StrCat("-f ", BLOOM_SOURCE_DIR, "/tests/helm/all-features.yaml"));
+  const YAML::Node pod = objects.at("StatefulSet/rel-bloom-server")["spec"]["template"]["spec"];
+  const YAML::Node container = pod["containers"][0];
+  std::map<std::string, std::string> env = Env(container);
+  EXPECT_EQ(env["BLOOM_TLS_CERT_FILE"], "/etc/bloom/tls/tls.crt");
+  EXPECT_EQ(env["BLOOM_TLS_KEY_FILE"], "/etc/bloom/tls/tls.key");
+  EXPECT_EQ(env["BLOOM_TLS_CLIENT_CA_FILE"], "/etc/bloom/client-ca/ca.crt");
+  EXPECT_EQ(env["BLOOM_AUTH_TOKEN_FILE"], "/etc/bloom/auth/tokens");
+  EXPECT_EQ(env["BLOOM_HEALTH_LISTEN"], "0.0.0.0:8086");
+  // The kubelet cannot speak TLS: every probe goes to the plaintext health-only port.
+  for (const char* probe : {"startupProbe", "livenessProbe", "readinessProbe"}) {
+    EXPECT_EQ(container[probe]["grpc"]["port"].as<int>(), 8086) << probe;
+  }
+  std::map<std::string, std::string> secrets;  // volume name -> Secret
+  for (const YAML::Node& volume : pod["volumes"]) {
+    if (volume["secret"]) {
+      secrets[volume["name"].as<std::string>()] = volume["secret"]["secretName"].as<std::string>();
+    }
+  }
+  EXPECT_EQ(secrets["tls"], "bloom-tls");
+  EXPECT_EQ(secrets["client-ca"], "bloom-client-ca");
+  EXPECT_EQ(secrets["auth"], "bloom-tokens");
+  std::map<std::string, std::string> mounts;
+  for (const YAML::Node& mount : container["volumeMounts"]) {
+    EXPECT_FALSE(mount["subPath"]) << "subPath mounts never see Secret updates";
+    mounts[mount["name"].as<std::string>()] = mount["mountPath"].as<std::string>();
+  }
+  EXPECT_EQ(mounts["tls"], "/etc/bloom/tls");
+  EXPECT_EQ(mounts["client-ca"], "/etc/bloom/client-ca");
+  EXPECT_EQ(mounts["auth"], "/etc/bloom/auth");
+  // helm test asks the health port, which needs neither TLS nor a token.
+  const YAML::Node test_pod = objects.at("Pod/rel-bloom-server-test-health");
+  EXPECT_EQ(test_pod["spec"]["containers"][0]["args"][0].as<std::string>(),
+            "--server=rel-bloom-server:8086");
+
+  // Turning TLS on without naming the Secret is an error, not a pod that cannot start.
+  const CommandResult run =
+      Shell(absl::StrCat(Helm(), " template rel ", kChart, " --set tls.enabled=true"));
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_TRUE(absl::StrContains(run.out, "tls.secretName is required")) << run.out;
+}
+
 TEST_F(HelmChartTest, SchemaRejectsWrongTypesUnknownKeysAndBadEnums) {
   struct Case {
     std::string set;
@@ -188,7 +255,8 @@ TEST_F(HelmChartTest, SchemaRejectsWrongTypesUnknownKeysAndBadEnums) {
        {Case{"replicas=two", "replicas"}, Case{"bogus=1", "bogus"},
         Case{"config.logLevel=loud", "logLevel"}, Case{"config.memoryLimit=lots", "memoryLimit"},
         Case{"persistence.size=big", "size"}, Case{"image.pullPolicy=Sometimes", "pullPolicy"},
-        Case{"config.unknownOption=1", "unknownOption"}}) {
+        Case{"config.unknownOption=1", "unknownOption"}, Case{"tls.enabled=yes", "enabled"},
+        Case{"auth.secretKey=a/b", "secretKey"}, Case{"health.port=0", "port"}}) {
     const CommandResult run =
         Shell(absl::StrCat(Helm(), " template rel ", kChart, " --set ", c.set));
     EXPECT_NE(run.exit_code, 0) << c.set << " was accepted";

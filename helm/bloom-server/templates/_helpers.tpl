@@ -48,3 +48,12 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- define "bloom-server.grpcPort" -}}
 {{- regexFind "[0-9]+$" .Values.config.listen -}}
 {{- end -}}
+
+{{/* The port the kubelet probes: the plaintext health-only port when the gRPC port needs TLS. */}}
+{{- define "bloom-server.probePort" -}}
+{{- if .Values.tls.enabled -}}
+{{- .Values.health.port -}}
+{{- else -}}
+{{- include "bloom-server.grpcPort" . -}}
+{{- end -}}
+{{- end -}}
