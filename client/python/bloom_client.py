@@ -16,6 +16,11 @@ Needs Debian's python3-grpcio and python3-protobuf, and the stubs generated from
 protos/bloom/v1/bloom.proto (the build puts them in build/protos/python: add that directory to
 PYTHONPATH).
 
+Security: `token` is sent as "authorization: Bearer <token>" with every call (servers started
+with --auth_token_file); `tls=True` connects with TLS, verified against `root_certificates`
+(PEM bytes; None = the system's roots), with `private_key` and `certificate_chain` (PEM bytes)
+as the client certificate for servers that require mutual TLS.
+
 Thread-safety: a BloomClient may be shared by threads (gRPC channels and stubs are).
 """
 
@@ -47,12 +52,20 @@ def _spec(capacity, error_rate, expansion=0, non_scaling=False):
 
 
 class BloomClient:
-    """Client of one bloom-server (plaintext gRPC)."""
+    """Client of one bloom-server (plaintext or TLS gRPC)."""
 
-    def __init__(self, target="127.0.0.1:50051", timeout=10.0, batch_size=10_000, channel=None):
-        self._channel = channel or grpc.insecure_channel(
-            target, options=[("grpc.max_receive_message_length", -1),
-                             ("grpc.max_send_message_length", -1)])
+    def __init__(self, target="127.0.0.1:50051", timeout=10.0, batch_size=10_000, channel=None,
+                 token=None, tls=False, root_certificates=None, private_key=None,
+                 certificate_chain=None):
+        options = [("grpc.max_receive_message_length", -1),
+                   ("grpc.max_send_message_length", -1)]
+        if channel is None and (tls or root_certificates or certificate_chain):
+            credentials = grpc.ssl_channel_credentials(
+                root_certificates=root_certificates, private_key=private_key,
+                certificate_chain=certificate_chain)
+            channel = grpc.secure_channel(target, credentials, options=options)
+        self._channel = channel or grpc.insecure_channel(target, options=options)
+        self._metadata = (("authorization", f"Bearer {token}"),) if token else None
         self._stub = bloom_pb2_grpc.BloomFilterServiceStub(self._channel)
         self._timeout = timeout
         self._batch_size = max(1, batch_size)
@@ -71,7 +84,7 @@ class BloomClient:
         response = self._stub.Reserve(
             bloom_pb2.ReserveRequest(name=name,
                                      spec=_spec(capacity, error_rate, expansion, non_scaling)),
-            timeout=self._timeout)
+            timeout=self._timeout, metadata=self._metadata)
         return response.created
 
     def add(self, name, items, create_if_missing=None):
@@ -83,27 +96,27 @@ class BloomClient:
         spec = _spec(**create_if_missing) if create_if_missing else None
         return self._batched(items, lambda batch: self._stub.Add(
             bloom_pb2.AddRequest(name=name, raw_items=batch, create_if_missing=spec),
-            timeout=self._timeout).added)
+            timeout=self._timeout, metadata=self._metadata).added)
 
     def might_contain(self, name, items):
         """For each item: False means it was never added, True that it probably was."""
         return self._batched(items, lambda batch: self._stub.MightContain(
             bloom_pb2.MightContainRequest(name=name, raw_items=batch),
-            timeout=self._timeout).present)
+            timeout=self._timeout, metadata=self._metadata).present)
 
     def stats(self, name):
         """The filter's bloom.v1.FilterStats."""
-        return self._stub.Stats(bloom_pb2.StatsRequest(name=name), timeout=self._timeout).stats
+        return self._stub.Stats(bloom_pb2.StatsRequest(name=name), timeout=self._timeout, metadata=self._metadata).stats
 
     def delete(self, name):
-        self._stub.Delete(bloom_pb2.DeleteRequest(name=name), timeout=self._timeout)
+        self._stub.Delete(bloom_pb2.DeleteRequest(name=name), timeout=self._timeout, metadata=self._metadata)
 
     def list(self, prefix=""):
         """Yields the FilterStats of every filter whose name starts with prefix, in name order."""
         token = ""
         while True:
             page = self._stub.List(bloom_pb2.ListRequest(prefix=prefix, page_token=token),
-                                   timeout=self._timeout)
+                                   timeout=self._timeout, metadata=self._metadata)
             yield from page.filters
             token = page.next_page_token
             if not token:
@@ -112,7 +125,8 @@ class BloomClient:
     def export(self, name):
         """The filter's dump, as bytes."""
         return b"".join(chunk.data for chunk in
-                        self._stub.Export(bloom_pb2.ExportRequest(name=name)))
+                        self._stub.Export(bloom_pb2.ExportRequest(name=name),
+                                          metadata=self._metadata))
 
     def import_dump(self, name, dump):
         """Creates filter `name` from a dump made by export(); returns its FilterStats."""
@@ -120,7 +134,7 @@ class BloomClient:
             yield bloom_pb2.ImportChunk(name=name, data=dump[:_DUMP_CHUNK])
             for offset in range(_DUMP_CHUNK, len(dump), _DUMP_CHUNK):
                 yield bloom_pb2.ImportChunk(data=dump[offset:offset + _DUMP_CHUNK])
-        return self._stub.Import(chunks()).stats
+        return self._stub.Import(chunks(), metadata=self._metadata).stats
 
     def _batched(self, items, call):
         raw = [_as_bytes(item) for item in items]

@@ -3,6 +3,7 @@
 Run by ctest with BLOOM_SERVER_BIN and PYTHONPATH set; needs Debian's /usr/bin/python3.
 """
 
+import hashlib
 import os
 import signal
 import subprocess
@@ -17,13 +18,13 @@ from bloom_client import BloomClient
 
 
 class ServerFixture:
-    def __init__(self):
+    def __init__(self, extra_args=()):
         self.dir = tempfile.TemporaryDirectory(prefix="bloom-py-")
         port_file = os.path.join(self.dir.name, "port")
         self.log = open(os.path.join(self.dir.name, "log"), "w+")
         self.proc = subprocess.Popen(
             [os.environ["BLOOM_SERVER_BIN"], "--listen=127.0.0.1:0",
-             f"--data_dir={self.dir.name}/data", f"--port_file={port_file}"],
+             f"--data_dir={self.dir.name}/data", f"--port_file={port_file}", *extra_args],
             stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 30
         while not os.path.exists(port_file):
@@ -31,7 +32,7 @@ class ServerFixture:
                 raise RuntimeError("bloom-server did not start")
             time.sleep(0.01)
         with open(port_file) as f:
-            self.target = f"127.0.0.1:{int(f.read())}"
+            self.target = f"127.0.0.1:{int(f.readline())}"
 
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)
@@ -100,6 +101,48 @@ class BloomClientTest(unittest.TestCase):
     def test_example_runs(self):
         example.main(self.server.target)
         self.assertEqual(self.client.might_contain("example:user-ids", [1500]), [True])
+
+
+def _make_tls_files(directory):
+    """A CA and a server certificate for 127.0.0.1, made with openssl; returns their paths."""
+    def run(*args):
+        subprocess.run(args, cwd=directory, check=True, capture_output=True)
+    run("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+        "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=py-test-ca")
+    run("openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+        "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost")
+    with open(os.path.join(directory, "ext"), "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    run("openssl", "x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+        "-CAcreateserial", "-days", "2", "-out", "server.crt", "-extfile", "ext")
+    return [os.path.join(directory, name) for name in ("ca.crt", "server.crt", "server.key")]
+
+
+class SecureServerTest(unittest.TestCase):
+    """TLS plus a token file: the client's tls and token arguments."""
+
+    def test_tls_and_token(self):
+        with tempfile.TemporaryDirectory(prefix="bloom-py-tls-") as secrets:
+            ca, cert, key = _make_tls_files(secrets)
+            tokens = os.path.join(secrets, "tokens")
+            with open(tokens, "w") as f:
+                f.write(hashlib.sha256(b"py-writer").hexdigest() + " write\n")
+            server = ServerFixture([f"--tls_cert_file={cert}", f"--tls_key_file={key}",
+                                    f"--auth_token_file={tokens}"])
+            try:
+                with open(ca, "rb") as f:
+                    roots = f.read()
+                with BloomClient(server.target, tls=True, root_certificates=roots,
+                                 token="py-writer") as client:
+                    self.assertTrue(client.reserve("secure", capacity=100, error_rate=0.01))
+                    self.assertEqual(client.add("secure", ["a"]), [True])
+                    self.assertEqual(client.might_contain("secure", ["a", "b"]), [True, False])
+                with BloomClient(server.target, tls=True, root_certificates=roots) as anonymous:
+                    with self.assertRaises(grpc.RpcError) as caught:
+                        anonymous.stats("secure")
+                    self.assertEqual(caught.exception.code(), grpc.StatusCode.UNAUTHENTICATED)
+            finally:
+                self.assertEqual(server.stop(), 0)
 
 
 if __name__ == "__main__":
