@@ -85,4 +85,34 @@ TEST_F(CliTest, ExportImportListDelete) {
   EXPECT_TRUE(absl::StartsWith(r.out, "bloom-cli: ALREADY_EXISTS")) << r.out;
 }
 
+// hash-token makes the token file's digest; --token-file and $BLOOM_TOKEN send the token.
+TEST(CliSecurityTest, HashTokenAndTokenSources) {
+  bloomtest::TempDir data, secrets;
+  Result hashed = bloomtest::RunCommand(absl::StrCat("printf 'cli-secret\\n' | ", BLOOM_CLI_PATH,
+                                                     " hash-token"));
+  ASSERT_EQ(hashed.exit_code, 0) << hashed.out;
+  // The same digest sha256sum gives for the token without its newline.
+  EXPECT_EQ(hashed.out, bloomtest::RunCommand("printf %s cli-secret | sha256sum").out.substr(0, 64) +
+                            "\n");
+  const std::string tokens = secrets.path() + "/tokens", token = secrets.path() + "/token";
+  std::ofstream(tokens) << hashed.out.substr(0, 64) << " write cli\n";
+  std::ofstream(token) << "cli-secret\n";
+  auto server = bloomtest::ServerProcess::Start(data.path(), {"--auth_token_file=" + tokens});
+  ASSERT_NE(server, nullptr);
+  const std::string cli = absl::StrCat(BLOOM_CLI_PATH, " --server=", server->target(), " ");
+
+  Result anonymous = bloomtest::RunCommand(cli + "list");
+  EXPECT_EQ(anonymous.exit_code, 1);
+  EXPECT_TRUE(absl::StrContains(anonymous.out, "UNAUTHENTICATED")) << anonymous.out;
+  Result from_file = bloomtest::RunCommand(cli + "--token-file=" + token +
+                                           " reserve t --capacity=100 --error-rate=0.01");
+  EXPECT_EQ(from_file.exit_code, 0) << from_file.out;
+  Result from_env = bloomtest::RunCommand("BLOOM_TOKEN=cli-secret " + cli + "add t x");
+  EXPECT_EQ(from_env.exit_code, 0) << from_env.out;
+  Result health = bloomtest::RunCommand(cli + "health");  // no token needed
+  EXPECT_EQ(health.exit_code, 0) << health.out;
+  Result missing = bloomtest::RunCommand(cli + "--token-file=/nonexistent list");
+  EXPECT_EQ(missing.exit_code, 2) << missing.out;
+}
+
 }  // namespace
