@@ -40,8 +40,8 @@ namespace bloomclient {
 // TLS settings of a client (see BloomClient::Open).
 struct ClientTls {
   bool enabled = false;
-  std::string ca_file;      // PEM roots to verify the server with; "" = the system's roots
-  std::string cert_file;    // PEM client certificate and key, for servers that require mTLS
+  std::string ca_file;    // PEM roots to verify the server with; "" = the system's roots
+  std::string cert_file;  // PEM client certificate and key, for servers that require mTLS
   std::string key_file;
   std::string server_name;  // the name to verify in the server's certificate, if not the host
 };

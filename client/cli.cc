@@ -14,8 +14,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "client/bloom_client.h"
 
@@ -197,8 +197,8 @@ int HashToken() {
   if (token.empty()) return Usage("hash-token reads a token on stdin");
   unsigned char digest[SHA256_DIGEST_LENGTH];
   SHA256(reinterpret_cast<const unsigned char*>(token.data()), token.size(), digest);
-  std::cout << absl::BytesToHexString(absl::string_view(reinterpret_cast<char*>(digest),
-                                                        sizeof(digest)))
+  std::cout << absl::BytesToHexString(
+                   absl::string_view(reinterpret_cast<char*>(digest), sizeof(digest)))
             << "\n";
   return 0;
 }
@@ -218,8 +218,8 @@ int Run(const Args& args) {
   options.tls.cert_file = args.Get("tls-cert");
   options.tls.key_file = args.Get("tls-key");
   options.tls.server_name = args.Get("tls-server-name");
-  options.tls.enabled = args.Has("tls") || !options.tls.ca_file.empty() ||
-                        !options.tls.cert_file.empty();
+  options.tls.enabled =
+      args.Has("tls") || !options.tls.ca_file.empty() || !options.tls.cert_file.empty();
   if (args.Has("token-file")) {
     std::ifstream in(args.Get("token-file"));
     if (!in || !std::getline(in, options.token) || options.token.empty()) {

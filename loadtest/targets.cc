@@ -131,6 +131,33 @@ class RedisBitmapTarget : public Target {
                             std::vector<bool>& present) override {
     return Run(name, keys, present, /*set_bits=*/false);
   }
+  // The bitmap SETBIT would build, made here and written with SETRANGE: a 100M-key preload
+  // takes seconds instead of the ~25 minutes of 700M pipelined SETBITs.
+  absl::Status BulkLoad(const std::string& name, uint64_t count) override {
+    std::string bitmap((bits_ + 7) / 8, '\0');
+    for (uint64_t id = 0; id < count; ++id) {
+      const Hash128 h = Murmur3_128(absl::StrCat(id));
+      uint64_t combined = h.h1;
+      for (int i = 0; i < k_; ++i, combined += h.h2) {
+        const uint64_t offset = (combined & 0x7fffffffffffffffULL) % bits_;
+        bitmap[offset / 8] |= static_cast<char>(0x80 >> (offset % 8));  // Redis: MSB first
+      }
+    }
+    constexpr size_t kChunk = 4 << 20;
+    for (size_t at = 0; at < bitmap.size(); at += kChunk) {
+      const size_t length = std::min(kChunk, bitmap.size() - at);
+      redisReply* reply = static_cast<redisReply*>(
+          redisCommand(redis_.get(), "SETRANGE %b %llu %b", name.data(), name.size(),
+                       static_cast<unsigned long long>(at), bitmap.data() + at, length));
+      if (reply == nullptr)
+        return absl::UnavailableError(absl::StrCat("redis: ", redis_.get()->errstr));
+      const bool error = reply->type == REDIS_REPLY_ERROR;
+      const std::string message = error ? reply->str : "";
+      freeReplyObject(reply);
+      if (error) return absl::InternalError(absl::StrCat("redis SETRANGE: ", message));
+    }
+    return absl::OkStatus();
+  }
 
  private:
   // set_bits (SETBIT): result[i] = some bit was 0 before (the key was new);

@@ -27,6 +27,12 @@ class Target {
   // One round trip: present[i] = key i might be in the filter.
   virtual absl::Status MightContain(const std::string& name, const std::vector<std::string>& keys,
                                     std::vector<bool>& present) = 0;
+  // Loads the keys "0" .. "count-1" into `name` as fast as the target allows (preloading is not
+  // measured); the end state is the same as adding them. UNIMPLEMENTED: the caller adds them in
+  // batches instead.
+  virtual absl::Status BulkLoad(const std::string& name, uint64_t count) {
+    return absl::UnimplementedError("no bulk load");
+  }
 };
 
 // "bloom" (address host:port), "redis-bitmap" or "redis-bf" (address host:port). Filters are

@@ -103,14 +103,14 @@ class StateCollector final : public prometheus::Collectable {
 
   static void AddProcess(std::vector<MetricFamily>& out) {
     const ProcessFigures p = ReadProcessFigures();
-    out.push_back(Counter("process_cpu_seconds_total", "User and system CPU time spent.",
-                          p.cpu_seconds));
+    out.push_back(
+        Counter("process_cpu_seconds_total", "User and system CPU time spent.", p.cpu_seconds));
     out.push_back(Gauge("process_resident_memory_bytes", "Resident memory size in bytes.",
                         static_cast<double>(p.resident_bytes)));
     out.push_back(Gauge("process_virtual_memory_bytes", "Virtual memory size in bytes.",
                         static_cast<double>(p.virtual_bytes)));
-    out.push_back(Gauge("process_open_fds", "Open file descriptors.",
-                        static_cast<double>(p.open_fds)));
+    out.push_back(
+        Gauge("process_open_fds", "Open file descriptors.", static_cast<double>(p.open_fds)));
     out.push_back(Gauge("process_max_fds", "The limit of open file descriptors.",
                         static_cast<double>(p.max_fds)));
     out.push_back(Gauge("process_start_time_seconds", "Start time since the epoch, in seconds.",
@@ -179,9 +179,8 @@ absl::Status ServerMetrics::Serve(const std::string& listen) {
   try {
     exposer_ = std::make_unique<prometheus::Exposer>(listen);
   } catch (const std::exception& e) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot serve metrics on ", listen, " (address in use or invalid?): ",
-                     e.what()));
+    return absl::UnavailableError(absl::StrCat("cannot serve metrics on ", listen,
+                                               " (address in use or invalid?): ", e.what()));
   }
   exposer_->RegisterCollectable(registry_);
   exposer_->RegisterCollectable(state_);

@@ -83,8 +83,7 @@ TEST_F(MetricsTest, StoreFiguresFollowTheStore) {
   ASSERT_OK(store_->Add("a", items, nullptr).status());
   text = metrics_->Render();
   EXPECT_EQ(Sample(text, "bloom_filters"), 1);
-  EXPECT_EQ(Sample(text, "bloom_filter_memory_bytes"),
-            static_cast<double>(store_->memory_used()));
+  EXPECT_EQ(Sample(text, "bloom_filter_memory_bytes"), static_cast<double>(store_->memory_used()));
   EXPECT_GT(Sample(text, "bloom_filter_memory_bytes"), 100'000);  // ~1 byte per item at 1%
   EXPECT_GT(Sample(text, "bloom_journal_pending_bytes"), 0);
   EXPECT_GT(Sample(text, "bloom_rocksdb_memtable_bytes"), 0);

@@ -65,8 +65,8 @@ absl::Status TokenAuthenticator::Parse(const std::string& path, std::vector<Entr
     const std::vector<absl::string_view> fields =
         absl::StrSplit(text, absl::ByAnyChar(" \t"), absl::SkipEmpty());
     auto bad = [&](absl::string_view why) {
-      return absl::InvalidArgumentError(absl::StrCat("token file ", path, " line ", number, ": ",
-                                                     why));
+      return absl::InvalidArgumentError(
+          absl::StrCat("token file ", path, " line ", number, ": ", why));
     };
     if (fields.size() < 2 || fields.size() > 3) {
       return bad("expected '<sha256 hex> <read|write> [label]'");
@@ -138,8 +138,7 @@ absl::StatusOr<Caller> TokenAuthenticator::Authorize(
   absl::string_view token = absl::StripAsciiWhitespace(*authorization);
   // The scheme is case-insensitive (RFC 9110).
   if (token.size() < 7 || !absl::EqualsIgnoreCase(token.substr(0, 7), "bearer ")) {
-    return absl::UnauthenticatedError(
-        "the authorization metadata must be 'Bearer <token>'");
+    return absl::UnauthenticatedError("the authorization metadata must be 'Bearer <token>'");
   }
   token = absl::StripLeadingAsciiWhitespace(token.substr(7));
   const std::array<uint8_t, 32> digest = Sha256(token);
@@ -159,11 +158,10 @@ absl::StatusOr<Caller> TokenAuthenticator::Authorize(
   }
   if (match == nullptr) return absl::UnauthenticatedError("the token is not valid");
   if (required == Role::kWrite && match->caller.role != Role::kWrite) {
-    return absl::PermissionDeniedError(
-        absl::StrCat(method, " needs a token with role ", RoleName(Role::kWrite),
-                     "; this token",
-                     match->caller.label.empty() ? "" : absl::StrCat(" (", match->caller.label, ")"),
-                     " has role ", RoleName(match->caller.role)));
+    return absl::PermissionDeniedError(absl::StrCat(
+        method, " needs a token with role ", RoleName(Role::kWrite), "; this token",
+        match->caller.label.empty() ? "" : absl::StrCat(" (", match->caller.label, ")"),
+        " has role ", RoleName(match->caller.role)));
   }
   return match->caller;
 }

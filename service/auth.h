@@ -54,8 +54,8 @@ class TokenAuthenticator {
   // `authorization` is the call's authorization metadata, if any. UNAUTHENTICATED when it is
   // missing, not a Bearer token, or no entry matches; PERMISSION_DENIED when the token's role
   // is read and `required` is write (`method` names the call in the message).
-  absl::StatusOr<Caller> Authorize(absl::optional<absl::string_view> authorization,
-                                   Role required, absl::string_view method) const;
+  absl::StatusOr<Caller> Authorize(absl::optional<absl::string_view> authorization, Role required,
+                                   absl::string_view method) const;
 
   // Re-reads the file when its size, modification time or inode changed since the last load
   // (Kubernetes updates a mounted Secret by swapping a symlink), or always with `force`.

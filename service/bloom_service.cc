@@ -232,8 +232,7 @@ grpc::Status BloomService::HandleDelete(const bloom::v1::DeleteRequest& request,
   return log.Done(store_->Delete(request.name()));
 }
 
-grpc::Status BloomService::List(grpc::ServerContext* context,
-                                const bloom::v1::ListRequest* request,
+grpc::Status BloomService::List(grpc::ServerContext* context, const bloom::v1::ListRequest* request,
                                 bloom::v1::ListResponse* response) {
   return HandleList(*request, response, context);
 }

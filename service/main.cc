@@ -8,8 +8,8 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -48,9 +48,11 @@ ABSL_FLAG(absl::Duration, checkpoint_interval, absl::Seconds(30),
           "a filter with unpersisted changes is checkpointed at least this often");
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(5),
           "on SIGTERM, how long in-flight calls may run before they are cancelled");
-ABSL_FLAG(std::string, server_model, "sync",
-          "gRPC server API: sync (a pool thread per call) or callback (unary calls inline on "
-          "gRPC's threads); see the README's performance section");
+ABSL_FLAG(std::string, server_model, "auto",
+          "gRPC server API: callback (unary calls inline on gRPC's threads: fewer thread hops, "
+          "less CPU per call), sync (a pool thread per call; suits --sync, whose handlers wait "
+          "for fsync), or auto (callback, or sync with --sync); see the README's performance "
+          "section");
 ABSL_FLAG(std::string, port_file, "",
           "if set, written once serving: the gRPC port on the first line, then 'metrics <port>' "
           "and 'health <port>' lines for those listeners (for tests and tools)");
@@ -76,14 +78,28 @@ ABSL_FLAG(int32_t, max_threads, 0,
 
 namespace {
 
-constexpr const char* kFlagNames[] = {"listen",         "data_dir",  "sync",
-                                      "memory_limit",   "max_batch", "max_item_bytes",
-                                      "log_level",      "log_json",  "checkpoint_interval",
-                                      "shutdown_grace", "port_file", "server_model",
-                                      "tls_cert_file",  "tls_key_file", "tls_client_ca_file",
-                                      "tls_reload_interval", "auth_token_file", "metrics_listen",
-                                      "health_listen", "max_concurrent_streams",
-                                      "max_message_bytes", "max_threads"};
+constexpr const char* kFlagNames[] = {"listen",
+                                      "data_dir",
+                                      "sync",
+                                      "memory_limit",
+                                      "max_batch",
+                                      "max_item_bytes",
+                                      "log_level",
+                                      "log_json",
+                                      "checkpoint_interval",
+                                      "shutdown_grace",
+                                      "port_file",
+                                      "server_model",
+                                      "tls_cert_file",
+                                      "tls_key_file",
+                                      "tls_client_ca_file",
+                                      "tls_reload_interval",
+                                      "auth_token_file",
+                                      "metrics_listen",
+                                      "health_listen",
+                                      "max_concurrent_streams",
+                                      "max_message_bytes",
+                                      "max_threads"};
 
 // Applies BLOOM_<FLAG> environment variables as flag values; the command line parsed later
 // overrides them.
@@ -332,17 +348,18 @@ int main(int argc, char** argv) {
   server_options.limits.max_batch = absl::GetFlag(FLAGS_max_batch);
   server_options.limits.max_item_bytes = absl::GetFlag(FLAGS_max_item_bytes);
   server_options.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
-  const std::string model = absl::GetFlag(FLAGS_server_model);
+  std::string model = absl::GetFlag(FLAGS_server_model);
+  if (model == "auto") model = store_options.sync ? "sync" : "callback";
   if (model == "callback") {
     server_options.model = service::ServerModel::kCallback;
   } else if (model != "sync") {
-    return Fail("--server_model must be sync or callback");
+    return Fail("--server_model must be auto, sync or callback");
   }
   absl::StatusOr<std::unique_ptr<service::BloomServer>> server =
       service::BloomServer::Start(store->get(), server_options);
   if (!server.ok()) return Fail(server.status().ToString());
   bloomlog::LogInfo(absl::StrCat(
-      "serving on ", server_options.listen, " (port ", (*server)->port(), ", ",
+      "serving on ", server_options.listen, " (port ", (*server)->port(), ", ", model, " model, ",
       tls.enabled() ? (tls.client_ca_file.empty() ? "TLS" : "mutual TLS") : "plaintext",
       auth != nullptr ? ", token auth" : ", no auth", ")"));
   if (!server_options.health_listen.empty()) {
@@ -351,10 +368,10 @@ int main(int argc, char** argv) {
   }
   if (!IsLoopback(server_options.listen)) {
     if (!tls.enabled()) {
-      bloomlog::LogWarning(absl::StrCat(
-          "listening on the non-loopback address ", server_options.listen,
-          " without TLS: traffic", auth != nullptr ? " and tokens" : "",
-          " can be read on the network; set --tls_cert_file and --tls_key_file"));
+      bloomlog::LogWarning(
+          absl::StrCat("listening on the non-loopback address ", server_options.listen,
+                       " without TLS: traffic", auth != nullptr ? " and tokens" : "",
+                       " can be read on the network; set --tls_cert_file and --tls_key_file"));
     }
     if (auth == nullptr) {
       bloomlog::LogWarning(absl::StrCat("listening on the non-loopback address ",

@@ -67,8 +67,8 @@ absl::Status CheckTlsFiles(const TlsOptions& options) {
   BioPtr key_bio = MemoryBio(*key_pem);
   KeyPtr key(PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr), &EVP_PKEY_free);
   if (key == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        options.key_file, " holds no unencrypted PEM private key: ", OpenSslError()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(options.key_file, " holds no unencrypted PEM private key: ", OpenSslError()));
   }
   if (X509_check_private_key(cert->get(), key.get()) != 1) {
     ERR_clear_error();
@@ -79,8 +79,7 @@ absl::Status CheckTlsFiles(const TlsOptions& options) {
   if (!options.client_ca_file.empty()) {
     absl::StatusOr<std::string> ca_pem = ReadFile(options.client_ca_file, "client CA");
     if (!ca_pem.ok()) return ca_pem.status();
-    if (absl::StatusOr<X509Ptr> ca = ParseCertificate(*ca_pem, options.client_ca_file);
-        !ca.ok()) {
+    if (absl::StatusOr<X509Ptr> ca = ParseCertificate(*ca_pem, options.client_ca_file); !ca.ok()) {
       return ca.status();
     }
   }
@@ -108,7 +107,8 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeTlsServerCredential
     tls.watch_root_certs();
     tls.set_cert_request_type(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
   }
-  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::experimental::TlsServerCredentials(tls);
+  std::shared_ptr<grpc::ServerCredentials> credentials =
+      grpc::experimental::TlsServerCredentials(tls);
   if (credentials == nullptr) return absl::InternalError("gRPC refused the TLS options");
   return credentials;
 }

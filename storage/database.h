@@ -24,9 +24,9 @@ struct RocksDbFigures {
   uint64_t live_sst_bytes = 0;
   uint64_t pending_compaction_bytes = 0;  // RocksDB's estimate
   uint64_t memtable_bytes = 0;
-  bool write_stopped = false;        // writes are stalled right now
-  uint64_t delayed_write_rate = 0;   // bytes/s while writes are slowed down, else 0
-  uint64_t write_stall_micros = 0;   // total time writes waited in stalls, since open
+  bool write_stopped = false;       // writes are stalled right now
+  uint64_t delayed_write_rate = 0;  // bytes/s while writes are slowed down, else 0
+  uint64_t write_stall_micros = 0;  // total time writes waited in stalls, since open
 };
 
 class Database {

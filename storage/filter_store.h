@@ -111,7 +111,7 @@ struct StoreFigures {
   // Since the last checkpoint of the filter that has waited longest with unpersisted changes;
   // zero when every change is checkpointed.
   absl::Duration checkpoint_lag;
-  uint64_t checkpoints = 0;         // by the background checkpointer, since start
+  uint64_t checkpoints = 0;  // by the background checkpointer, since start
   uint64_t checkpoint_failures = 0;
   RocksDbFigures rocksdb;
 };

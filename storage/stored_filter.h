@@ -95,7 +95,9 @@ class StoredFilter {
   bool CheckpointDue(absl::Time now, absl::Duration interval) const;
   // Journal bytes written since the last checkpoint (what a restart would replay).
   uint64_t journal_bytes() const { return journal_bytes_.load(std::memory_order_relaxed); }
-  absl::Time last_checkpoint() const { return absl::FromUnixMicros(last_checkpoint_micros_.load()); }
+  absl::Time last_checkpoint() const {
+    return absl::FromUnixMicros(last_checkpoint_micros_.load());
+  }
   // Deletes the filter's metadata, bits and journal (range deletes: O(1) here, space comes back
   // with compaction). Afterwards every operation answers NOT_FOUND.
   absl::Status Delete(bool sync);

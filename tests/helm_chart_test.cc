@@ -132,16 +132,15 @@ TEST_F(HelmChartTest, EnvironmentIsWiredToValuesAndEveryVariableIsAServerFlag) {
 
   // Each BLOOM_<FLAG> must be a flag the server knows, or the server would ignore it; the
   // all-features render adds the TLS and auth variables.
-  for (const auto& [name, value] : Env(Render(absl::StrCat("-f ", BLOOM_SOURCE_DIR,
-                                                           "/tests/helm/all-features.yaml"))
-                                           .at("StatefulSet/rel-bloom-server")["spec"]["template"]
-                                                             ["spec"]["containers"][0])) {
+  for (const auto& [name, value] :
+       Env(Render(absl::StrCat("-f ", BLOOM_SOURCE_DIR, "/tests/helm/all-features.yaml"))
+               .at("StatefulSet/rel-bloom-server")["spec"]["template"]["spec"]["containers"][0])) {
     env[name] = value;
   }
   EXPECT_EQ(env.count("BLOOM_TLS_CLIENT_CA_FILE"), 1u);
   const CommandResult help = Shell(absl::StrCat(BLOOM_SERVER_PATH, " --helpfull"));
   for (const auto& [name, value] : env) {
-    if (!absl::StartsWith(name, "BLOOM_")) continue;        // config.extraEnv
+    if (!absl::StartsWith(name, "BLOOM_")) continue;       // config.extraEnv
     if (name == "BLOOM_CONTAINER_MEMORY_BYTES") continue;  // read by --memory_limit=N%
     std::string flag = absl::AsciiStrToLower(name.substr(strlen("BLOOM_")));
     EXPECT_TRUE(absl::StrContains(help.out, "-" + flag + " ")) << name << " is no server flag";

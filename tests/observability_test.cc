@@ -65,7 +65,8 @@ TEST(ObservabilityTest, MetricsFollowTrafficAndPassPromtool) {
   EXPECT_EQ(Sample(after, "bloom_filters"), 1);
   EXPECT_GT(Sample(after, "bloom_filter_memory_bytes"), 100'000);
   EXPECT_GT(Sample(after, "bloom_journal_pending_bytes"), 2500 * 8 - 1);  // 8 B per new item
-  EXPECT_GT(Sample(after, "process_resident_memory_bytes"), Sample(after, "bloom_filter_memory_bytes"));
+  EXPECT_GT(Sample(after, "process_resident_memory_bytes"),
+            Sample(after, "bloom_filter_memory_bytes"));
   EXPECT_GE(Sample(after, "bloom_rocksdb_live_sst_bytes"), 0);
   EXPECT_EQ(Sample(after, "bloom_rocksdb_write_stopped"), 0);
 
@@ -98,8 +99,7 @@ TEST(ObservabilityTest, AuthFailuresAreCountedAndHealthNeedsNoToken) {
   const std::string text = Scrape(server->metrics_port());
   EXPECT_EQ(Sample(text, R"(bloom_auth_failures_total{code="UNAUTHENTICATED"})"), 1) << text;
   EXPECT_EQ(Sample(text, R"(bloom_auth_failures_total{code="PERMISSION_DENIED"})"), 1);
-  EXPECT_EQ(Sample(text, R"(bloom_rpc_requests_total{code="UNAUTHENTICATED",method="Stats"})"),
-            1);
+  EXPECT_EQ(Sample(text, R"(bloom_rpc_requests_total{code="UNAUTHENTICATED",method="Stats"})"), 1);
 }
 
 }  // namespace

@@ -28,12 +28,13 @@ class TestPki {
  public:
   TestPki() {
     for (const char* n : {"1", "2"}) {
-      Run(absl::StrCat("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
-                       "-keyout ca", n, ".key -out ca", n, ".crt -days 2 -subj /CN=test-ca-", n));
+      Run(
+          absl::StrCat("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
+                       "-keyout ca",
+                       n, ".key -out ca", n, ".crt -days 2 -subj /CN=test-ca-", n));
       Issue(absl::StrCat("server", n), absl::StrCat("ca", n),
             "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n");
-      Issue(absl::StrCat("client", n), absl::StrCat("ca", n),
-            "extendedKeyUsage=clientAuth\n");
+      Issue(absl::StrCat("client", n), absl::StrCat("ca", n), "extendedKeyUsage=clientAuth\n");
     }
   }
   std::string Path(const std::string& file) const { return dir_.path() + "/" + file; }
@@ -80,7 +81,7 @@ class SecurityTest : public ::testing::Test {
 
 TEST_F(SecurityTest, TlsServesTlsClientsAndRefusesOthers) {
   auto server = ServerProcess::Start(data_.path(), {"--tls_cert_file=" + pki_.Path("server1.crt"),
-                                                   "--tls_key_file=" + pki_.Path("server1.key")});
+                                                    "--tls_key_file=" + pki_.Path("server1.key")});
   ASSERT_NE(server, nullptr);
   EXPECT_NE(server->ReadLog().find("TLS, no auth"), std::string::npos) << server->ReadLog();
 
@@ -104,18 +105,18 @@ TEST_F(SecurityTest, TlsServesTlsClientsAndRefusesOthers) {
 }
 
 TEST_F(SecurityTest, MutualTlsNeedsAClientCertificateFromTheCa) {
-  auto server = ServerProcess::Start(data_.path(),
-                                     {"--tls_cert_file=" + pki_.Path("server1.crt"),
-                                      "--tls_key_file=" + pki_.Path("server1.key"),
-                                      "--tls_client_ca_file=" + pki_.Path("ca1.crt")});
+  auto server =
+      ServerProcess::Start(data_.path(), {"--tls_cert_file=" + pki_.Path("server1.crt"),
+                                          "--tls_key_file=" + pki_.Path("server1.key"),
+                                          "--tls_client_ca_file=" + pki_.Path("ca1.crt")});
   ASSERT_NE(server, nullptr);
   auto without = TlsClient(*server, pki_.Path("ca1.crt"));
   EXPECT_EQ(Probe(*without), absl::StatusCode::kUnavailable);
-  auto foreign = TlsClient(*server, pki_.Path("ca1.crt"), pki_.Path("client2.crt"),
-                           pki_.Path("client2.key"));
+  auto foreign =
+      TlsClient(*server, pki_.Path("ca1.crt"), pki_.Path("client2.crt"), pki_.Path("client2.key"));
   EXPECT_EQ(Probe(*foreign), absl::StatusCode::kUnavailable);
-  auto member = TlsClient(*server, pki_.Path("ca1.crt"), pki_.Path("client1.crt"),
-                          pki_.Path("client1.key"));
+  auto member =
+      TlsClient(*server, pki_.Path("ca1.crt"), pki_.Path("client1.crt"), pki_.Path("client1.key"));
   EXPECT_EQ(Probe(*member), absl::StatusCode::kNotFound);
 }
 
@@ -124,16 +125,16 @@ TEST_F(SecurityTest, RotatedCertificatesAreServedWithoutARestart) {
   const std::string cert = live.path() + "/tls.crt", key = live.path() + "/tls.key";
   auto install = [&](const std::string& name) {
     // Key first, then certificate, each replaced atomically (as a Secret update is).
-    for (const auto& [from, to] : {std::pair{pki_.Path(name + ".key"), key},
-                                   std::pair{pki_.Path(name + ".crt"), cert}}) {
+    for (const auto& [from, to] :
+         {std::pair{pki_.Path(name + ".key"), key}, std::pair{pki_.Path(name + ".crt"), cert}}) {
       ASSERT_EQ(RunCommand("cp " + from + " " + to + ".new && mv " + to + ".new " + to).exit_code,
                 0);
     }
   };
   install("server1");
-  auto server = ServerProcess::Start(data_.path(), {"--tls_cert_file=" + cert,
-                                                   "--tls_key_file=" + key,
-                                                   "--tls_reload_interval=1s"});
+  auto server = ServerProcess::Start(
+      data_.path(),
+      {"--tls_cert_file=" + cert, "--tls_key_file=" + key, "--tls_reload_interval=1s"});
   ASSERT_NE(server, nullptr);
   auto old_client = TlsClient(*server, pki_.Path("ca1.crt"));
   ASSERT_EQ(Probe(*old_client), absl::StatusCode::kNotFound);
@@ -157,11 +158,10 @@ TEST_F(SecurityTest, RotatedCertificatesAreServedWithoutARestart) {
 }
 
 TEST_F(SecurityTest, TheHealthPortAnswersProbesInPlaintextAndNothingElse) {
-  auto server = ServerProcess::Start(data_.path(),
-                                     {"--tls_cert_file=" + pki_.Path("server1.crt"),
-                                      "--tls_key_file=" + pki_.Path("server1.key"),
-                                      "--tls_client_ca_file=" + pki_.Path("ca1.crt"),
-                                      "--health_listen=127.0.0.1:0"});
+  auto server = ServerProcess::Start(
+      data_.path(),
+      {"--tls_cert_file=" + pki_.Path("server1.crt"), "--tls_key_file=" + pki_.Path("server1.key"),
+       "--tls_client_ca_file=" + pki_.Path("ca1.crt"), "--health_listen=127.0.0.1:0"});
   ASSERT_NE(server, nullptr);
   ASSERT_GT(server->health_port(), 0);
   auto health = BloomClient::Connect(absl::StrCat("127.0.0.1:", server->health_port()));
@@ -246,8 +246,9 @@ TEST_F(SecurityTest, TokenFileChangesApplyWithoutARestart) {
   bloomtest::TempDir secrets;
   const std::string tokens = secrets.path() + "/tokens";
   auto write_tokens = [&](const std::string& token, const char* role) {
-    std::ofstream(tokens + ".new") << RunCommand("printf %s " + token + " | sha256sum").out.substr(0, 64)
-                                   << " " << role << "\n";
+    std::ofstream(tokens + ".new")
+        << RunCommand("printf %s " + token + " | sha256sum").out.substr(0, 64) << " " << role
+        << "\n";
     ASSERT_EQ(std::rename((tokens + ".new").c_str(), tokens.c_str()), 0);
   };
   write_tokens("first", "write");

@@ -39,15 +39,15 @@ start_server() {
   local kind=$1 dir
   dir=$(mktemp -d "$work/$kind-XXXX")
   case $kind in
-    bloom|bloom-sync|bloom-callback)
+    bloom|bloom-sync|bloom-syncmodel)
       local flags=()
       [[ $kind == bloom-sync ]] && flags+=(--sync)
-      [[ $kind == bloom-callback ]] && flags+=(--server_model=callback)
+      [[ $kind == bloom-syncmodel ]] && flags+=(--server_model=sync)
       "$SERVER" --listen=127.0.0.1:0 --port_file="$dir/port" --data_dir="$dir/data" \
         --max_batch=100000 "${flags[@]}" >"$dir/log" 2>&1 &
       SERVER_PID=$!
       for _ in $(seq 200); do [[ -s $dir/port ]] && break; sleep 0.05; done
-      ADDRESS="127.0.0.1:$(cat "$dir/port")"
+      ADDRESS="127.0.0.1:$(head -1 "$dir/port")"
       ;;
     redis-aof|redis-mem)
       local port appendonly=no
@@ -102,8 +102,8 @@ for s in $SCENARIOS; do
     3) args=(--mix=both --keys=uniform --key_space=1000000 --capacity=1000000
              --preload=$((100000 / small)) --batch=1 --clients=50)
        every_target "3 single-key MightContain+Add, 50 clients" "${args[@]}"
-       # The unbatched case is where the gRPC server model matters.
-       run "3 single-key MightContain+Add, 50 clients" bloom-callback bloom "${args[@]}" ;;
+       # The unbatched case is where the gRPC server model matters (the default is callback).
+       run "3 single-key MightContain+Add, 50 clients" bloom-syncmodel bloom "${args[@]}" ;;
     4) every_target "4 100M-item filter, uniform queries" --mix=query --keys=uniform \
          --key_space=100000000 --capacity=$((100000000 / small)) --preload=$((100000000 / small)) \
          --batch=1000 --clients=8 ;;
