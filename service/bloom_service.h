@@ -21,6 +21,7 @@
 #include "absl/time/time.h"
 #include "bloom/v1/bloom.grpc.pb.h"
 #include "metrics/metrics.h"
+#include "service/arena_allocator.h"
 #include "service/auth.h"
 #include "storage/filter_store.h"
 
@@ -111,8 +112,14 @@ using CallbackUnaryBase = bloom::v1::BloomFilterService::WithCallbackMethod_Rese
 
 class BloomCallbackService final : public CallbackUnaryBase {
  public:
-  // `core` must outlive this service.
-  explicit BloomCallbackService(BloomService* core) : core_(core) {}
+  // `core` must outlive this service. With `arenas`, Add and MightContain messages live on a
+  // per-call protobuf Arena (arena_allocator.h).
+  BloomCallbackService(BloomService* core, bool arenas) : core_(core) {
+    if (arenas) {
+      SetMessageAllocatorFor_Add(&add_allocator_);
+      SetMessageAllocatorFor_MightContain(&might_contain_allocator_);
+    }
+  }
 
   grpc::ServerUnaryReactor* Reserve(grpc::CallbackServerContext* context,
                                     const bloom::v1::ReserveRequest* request,
@@ -144,6 +151,9 @@ class BloomCallbackService final : public CallbackUnaryBase {
 
  private:
   BloomService* const core_;
+  ArenaAllocator<bloom::v1::AddRequest, bloom::v1::AddResponse> add_allocator_;
+  ArenaAllocator<bloom::v1::MightContainRequest, bloom::v1::MightContainResponse>
+      might_contain_allocator_;
 };
 
 }  // namespace service
