@@ -61,8 +61,9 @@ TEST_F(AuthTest, MissingMalformedOrUnknownTokensAreUnauthenticated) {
   EXPECT_EQ((*auth)->Authorize(absl::nullopt, Role::kRead, "Stats").status().code(),
             absl::StatusCode::kUnauthenticated);
   const std::vector<std::string> headers = {
-      "good", "Basic good", "Bearer ", "Bearer goo", "Bearer good2",
-      "Bearer " + TokenAuthenticator::HashToken("good")};  // the digest is no token
+      "good",         "Basic good",
+      "Bearer ",      "Bearer goo",
+      "Bearer good2", "Bearer " + TokenAuthenticator::HashToken("good")};  // the digest is no token
   for (const std::string& header : headers) {
     absl::Status status = (*auth)->Authorize(header, Role::kRead, "Stats").status();
     EXPECT_EQ(status.code(), absl::StatusCode::kUnauthenticated) << header << ": " << status;

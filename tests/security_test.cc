@@ -2,9 +2,13 @@
 // bloom-server binary. Certificates come from a test CA made with openssl at test time.
 #include <signal.h>
 
+#include <atomic>
 #include <cstdio>
 #include <fstream>
+#include <functional>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -334,6 +338,36 @@ TEST_F(SecurityTest, NonLoopbackWithoutTlsOrAuthWarns) {
   auto local = ServerProcess::Start(data2.path());
   ASSERT_NE(local, nullptr);
   EXPECT_EQ(local->ReadLog().find("without TLS"), std::string::npos);
+}
+
+// Transport guards: an oversized request is refused with RESOURCE_EXHAUSTED (nothing
+// allocated for it beyond gRPC's read), and the server goes on serving.
+TEST_F(SecurityTest, OversizedRequestsAreRefusedAndTheServerServesOn) {
+  auto server = ServerProcess::Start(data_.path(),
+                                     {"--max_message_bytes=64Ki", "--max_concurrent_streams=4"});
+  ASSERT_NE(server, nullptr);
+  auto client = BloomClient::Connect(server->target());
+  bloom::v1::FilterSpec spec;
+  spec.set_capacity(1000);
+  spec.set_error_rate(0.01);
+  ASSERT_OK(client->Reserve("f", spec).status());
+  const std::vector<std::string> big(1, std::string(100 << 10, 'x'));
+  absl::Status refused = client->Add("f", big).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
+  // Calls within the limits still work, also many at once on one connection (gRPC queues
+  // streams beyond max_concurrent_streams instead of failing them).
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 16; ++i) {
+    threads.emplace_back([&, i] {
+      if (client->Add("f", {absl::StrCat("item-", i)}).ok()) ++ok;
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(ok.load(), 16);
+  absl::StatusOr<std::vector<bool>> present = client->MightContain("f", {"item-3", "item-15"});
+  ASSERT_OK(present.status());
+  EXPECT_EQ(*present, std::vector<bool>({true, true}));
 }
 
 }  // namespace
