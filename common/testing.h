@@ -90,6 +90,18 @@ inline std::string HttpGet(int port, const std::string& path) {
   return response;
 }
 
+// The value of the sample `series` (metric name plus labels exactly as exposed, e.g.
+// `bloom_rpc_requests_total{code="OK",method="Add"}`) in Prometheus text, or -1 if absent.
+inline double PrometheusSample(const std::string& text, const std::string& series) {
+  size_t at = 0;
+  while ((at = text.find(series + " ", at)) != std::string::npos) {
+    if (at == 0 || text[at - 1] == '\n')
+      return std::strtod(text.c_str() + at + series.size(), nullptr);
+    at += series.size();
+  }
+  return -1;
+}
+
 }  // namespace bloomtest
 
 #endif  // COMMON_TESTING_H_

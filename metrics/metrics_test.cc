@@ -14,17 +14,6 @@
 namespace metrics {
 namespace {
 
-// The value of the sample line that starts with `series` (name plus labels), or -1 if none.
-double Sample(const std::string& text, absl::string_view series) {
-  for (absl::string_view line : absl::StrSplit(text, '\n')) {
-    if (!absl::ConsumePrefix(&line, series) || !absl::ConsumePrefix(&line, " ")) continue;
-    double value = 0;
-    const size_t space = line.find(' ');  // an optional timestamp follows
-    if (absl::SimpleAtod(line.substr(0, space), &value)) return value;
-  }
-  return -1;
-}
-
 class MetricsTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -49,17 +38,29 @@ TEST_F(MetricsTest, CountsRpcsByMethodAndCode) {
   metrics_->RecordRpc(Rpc::kAdd, absl::StatusCode::kNotFound, absl::Microseconds(80), 7);
   metrics_->RecordRpc(Rpc::kMightContain, absl::StatusCode::kOk, absl::Microseconds(60), 42);
   const std::string text = metrics_->Render();
-  EXPECT_EQ(Sample(text, R"(bloom_rpc_requests_total{code="OK",method="Add"})"), 2) << text;
-  EXPECT_EQ(Sample(text, R"(bloom_rpc_requests_total{code="NOT_FOUND",method="Add"})"), 1);
-  EXPECT_EQ(Sample(text, R"(bloom_rpc_requests_total{code="OK",method="MightContain"})"), 1);
+  EXPECT_EQ(
+      bloomtest::PrometheusSample(text, R"(bloom_rpc_requests_total{code="OK",method="Add"})"), 2)
+      << text;
+  EXPECT_EQ(bloomtest::PrometheusSample(
+                text, R"(bloom_rpc_requests_total{code="NOT_FOUND",method="Add"})"),
+            1);
+  EXPECT_EQ(bloomtest::PrometheusSample(
+                text, R"(bloom_rpc_requests_total{code="OK",method="MightContain"})"),
+            1);
   // Items count only for successful calls.
-  EXPECT_EQ(Sample(text, "bloom_items_added_total"), 1500);
-  EXPECT_EQ(Sample(text, "bloom_items_checked_total"), 42);
-  EXPECT_EQ(Sample(text, R"(bloom_rpc_duration_seconds_count{method="Add"})"), 3);
+  EXPECT_EQ(bloomtest::PrometheusSample(text, "bloom_items_added_total"), 1500);
+  EXPECT_EQ(bloomtest::PrometheusSample(text, "bloom_items_checked_total"), 42);
+  EXPECT_EQ(bloomtest::PrometheusSample(text, R"(bloom_rpc_duration_seconds_count{method="Add"})"),
+            3);
   // 80 µs and 120 µs are at most 250 µs; 3 ms is not.
-  EXPECT_EQ(Sample(text, R"(bloom_rpc_duration_seconds_bucket{method="Add",le="0.00025"})"), 2);
-  EXPECT_EQ(Sample(text, R"(bloom_rpc_duration_seconds_bucket{method="Add",le="+Inf"})"), 3);
-  EXPECT_NEAR(Sample(text, R"(bloom_rpc_duration_seconds_sum{method="Add"})"), 0.0032, 1e-9);
+  EXPECT_EQ(bloomtest::PrometheusSample(
+                text, R"(bloom_rpc_duration_seconds_bucket{method="Add",le="0.00025"})"),
+            2);
+  EXPECT_EQ(bloomtest::PrometheusSample(
+                text, R"(bloom_rpc_duration_seconds_bucket{method="Add",le="+Inf"})"),
+            3);
+  EXPECT_NEAR(bloomtest::PrometheusSample(text, R"(bloom_rpc_duration_seconds_sum{method="Add"})"),
+              0.0032, 1e-9);
 }
 
 TEST_F(MetricsTest, CountsAuthFailuresByCode) {
@@ -67,42 +68,48 @@ TEST_F(MetricsTest, CountsAuthFailuresByCode) {
   metrics_->RecordAuthFailure(absl::StatusCode::kUnauthenticated);
   metrics_->RecordAuthFailure(absl::StatusCode::kPermissionDenied);
   const std::string text = metrics_->Render();
-  EXPECT_EQ(Sample(text, R"(bloom_auth_failures_total{code="UNAUTHENTICATED"})"), 2);
-  EXPECT_EQ(Sample(text, R"(bloom_auth_failures_total{code="PERMISSION_DENIED"})"), 1);
+  EXPECT_EQ(
+      bloomtest::PrometheusSample(text, R"(bloom_auth_failures_total{code="UNAUTHENTICATED"})"), 2);
+  EXPECT_EQ(
+      bloomtest::PrometheusSample(text, R"(bloom_auth_failures_total{code="PERMISSION_DENIED"})"),
+      1);
 }
 
 TEST_F(MetricsTest, StoreFiguresFollowTheStore) {
   std::string text = metrics_->Render();
-  EXPECT_EQ(Sample(text, "bloom_filters"), 0) << text;
-  EXPECT_EQ(Sample(text, "bloom_filter_memory_bytes"), 0);
-  EXPECT_EQ(Sample(text, "bloom_memory_limit_bytes"), 1 << 30);
-  EXPECT_EQ(Sample(text, "bloom_journal_pending_bytes"), 0);
+  EXPECT_EQ(bloomtest::PrometheusSample(text, "bloom_filters"), 0) << text;
+  EXPECT_EQ(bloomtest::PrometheusSample(text, "bloom_filter_memory_bytes"), 0);
+  EXPECT_EQ(bloomtest::PrometheusSample(text, "bloom_memory_limit_bytes"), 1 << 30);
+  EXPECT_EQ(bloomtest::PrometheusSample(text, "bloom_journal_pending_bytes"), 0);
 
   ASSERT_OK(store_->Reserve("a", {.capacity = 100'000, .error_rate = 0.01}).status());
   std::vector<absl::string_view> items = {"x", "y", "z"};
   ASSERT_OK(store_->Add("a", items, nullptr).status());
   text = metrics_->Render();
-  EXPECT_EQ(Sample(text, "bloom_filters"), 1);
-  EXPECT_EQ(Sample(text, "bloom_filter_memory_bytes"), static_cast<double>(store_->memory_used()));
-  EXPECT_GT(Sample(text, "bloom_filter_memory_bytes"), 100'000);  // ~1 byte per item at 1%
-  EXPECT_GT(Sample(text, "bloom_journal_pending_bytes"), 0);
-  EXPECT_GT(Sample(text, "bloom_rocksdb_memtable_bytes"), 0);
+  EXPECT_EQ(bloomtest::PrometheusSample(text, "bloom_filters"), 1);
+  EXPECT_EQ(bloomtest::PrometheusSample(text, "bloom_filter_memory_bytes"),
+            static_cast<double>(store_->memory_used()));
+  EXPECT_GT(bloomtest::PrometheusSample(text, "bloom_filter_memory_bytes"),
+            100'000);  // ~1 byte per item at 1%
+  EXPECT_GT(bloomtest::PrometheusSample(text, "bloom_journal_pending_bytes"), 0);
+  EXPECT_GT(bloomtest::PrometheusSample(text, "bloom_rocksdb_memtable_bytes"), 0);
 
   ASSERT_OK(store_->CheckpointAll());
   text = metrics_->Render();
-  EXPECT_EQ(Sample(text, "bloom_journal_pending_bytes"), 0);
-  EXPECT_EQ(Sample(text, "bloom_checkpoint_lag_seconds"), 0);
+  EXPECT_EQ(bloomtest::PrometheusSample(text, "bloom_journal_pending_bytes"), 0);
+  EXPECT_EQ(bloomtest::PrometheusSample(text, "bloom_checkpoint_lag_seconds"), 0);
 }
 
 TEST_F(MetricsTest, ProcessFiguresArePlausible) {
   const std::string text = metrics_->Render();
-  EXPECT_GT(Sample(text, "process_resident_memory_bytes"), 1 << 20);
-  EXPECT_GT(Sample(text, "process_open_fds"), 2);
-  EXPECT_GT(Sample(text, "process_max_fds"), Sample(text, "process_open_fds"));
+  EXPECT_GT(bloomtest::PrometheusSample(text, "process_resident_memory_bytes"), 1 << 20);
+  EXPECT_GT(bloomtest::PrometheusSample(text, "process_open_fds"), 2);
+  EXPECT_GT(bloomtest::PrometheusSample(text, "process_max_fds"),
+            bloomtest::PrometheusSample(text, "process_open_fds"));
   // Started within the last hour (the test process just started).
   const double now = absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch());
-  EXPECT_NEAR(Sample(text, "process_start_time_seconds"), now, 3600);
-  EXPECT_GE(Sample(text, "process_cpu_seconds_total"), 0);
+  EXPECT_NEAR(bloomtest::PrometheusSample(text, "process_start_time_seconds"), now, 3600);
+  EXPECT_GE(bloomtest::PrometheusSample(text, "process_cpu_seconds_total"), 0);
 }
 
 TEST_F(MetricsTest, ServesTheTextFormatOverHttp) {
@@ -124,7 +131,7 @@ TEST_F(MetricsTest, ServeReportsAnAddressInUse) {
   absl::Status status = second->Serve(absl::StrCat("127.0.0.1:", metrics_->port()));
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
   // Without a store the process figures are still there.
-  EXPECT_GT(Sample(second->Render(), "process_open_fds"), 0);
+  EXPECT_GT(bloomtest::PrometheusSample(second->Render(), "process_open_fds"), 0);
 }
 
 }  // namespace

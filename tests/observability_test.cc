@@ -24,16 +24,6 @@ std::string Scrape(int port) {
   return body == std::string::npos ? "" : response.substr(body + 4);
 }
 
-// The value of the sample `series` (name and labels as exposed), or -1 if absent.
-double Sample(const std::string& text, absl::string_view series) {
-  for (absl::string_view line : absl::StrSplit(text, '\n')) {
-    if (!absl::ConsumePrefix(&line, series) || !absl::ConsumePrefix(&line, " ")) continue;
-    double value = 0;
-    if (absl::SimpleAtod(line.substr(0, line.find(' ')), &value)) return value;
-  }
-  return -1;
-}
-
 TEST(ObservabilityTest, MetricsFollowTrafficAndPassPromtool) {
   bloomtest::TempDir data;
   auto server = ServerProcess::Start(data.path(), {"--metrics_listen=127.0.0.1:0"});
@@ -41,8 +31,8 @@ TEST(ObservabilityTest, MetricsFollowTrafficAndPassPromtool) {
   ASSERT_GT(server->metrics_port(), 0);
 
   const std::string before = Scrape(server->metrics_port());
-  EXPECT_EQ(Sample(before, "bloom_filters"), 0) << before;
-  EXPECT_EQ(Sample(before, "bloom_items_added_total"), 0);
+  EXPECT_EQ(bloomtest::PrometheusSample(before, "bloom_filters"), 0) << before;
+  EXPECT_EQ(bloomtest::PrometheusSample(before, "bloom_items_added_total"), 0);
 
   auto client = bloomclient::BloomClient::Connect(server->target());
   bloom::v1::FilterSpec spec;
@@ -56,19 +46,27 @@ TEST(ObservabilityTest, MetricsFollowTrafficAndPassPromtool) {
   EXPECT_EQ(client->Stats("missing").status().code(), absl::StatusCode::kNotFound);
 
   const std::string after = Scrape(server->metrics_port());
-  EXPECT_EQ(Sample(after, R"(bloom_rpc_requests_total{code="OK",method="Reserve"})"), 1) << after;
-  EXPECT_EQ(Sample(after, R"(bloom_rpc_requests_total{code="OK",method="Add"})"), 1);
-  EXPECT_EQ(Sample(after, R"(bloom_rpc_requests_total{code="NOT_FOUND",method="Stats"})"), 1);
-  EXPECT_EQ(Sample(after, "bloom_items_added_total"), 2500);
-  EXPECT_EQ(Sample(after, "bloom_items_checked_total"), 2);
-  EXPECT_EQ(Sample(after, R"(bloom_rpc_duration_seconds_count{method="Add"})"), 1);
-  EXPECT_EQ(Sample(after, "bloom_filters"), 1);
-  EXPECT_GT(Sample(after, "bloom_filter_memory_bytes"), 100'000);
-  EXPECT_GT(Sample(after, "bloom_journal_pending_bytes"), 2500 * 8 - 1);  // 8 B per new item
-  EXPECT_GT(Sample(after, "process_resident_memory_bytes"),
-            Sample(after, "bloom_filter_memory_bytes"));
-  EXPECT_GE(Sample(after, "bloom_rocksdb_live_sst_bytes"), 0);
-  EXPECT_EQ(Sample(after, "bloom_rocksdb_write_stopped"), 0);
+  EXPECT_EQ(
+      bloomtest::PrometheusSample(after, R"(bloom_rpc_requests_total{code="OK",method="Reserve"})"),
+      1)
+      << after;
+  EXPECT_EQ(
+      bloomtest::PrometheusSample(after, R"(bloom_rpc_requests_total{code="OK",method="Add"})"), 1);
+  EXPECT_EQ(bloomtest::PrometheusSample(
+                after, R"(bloom_rpc_requests_total{code="NOT_FOUND",method="Stats"})"),
+            1);
+  EXPECT_EQ(bloomtest::PrometheusSample(after, "bloom_items_added_total"), 2500);
+  EXPECT_EQ(bloomtest::PrometheusSample(after, "bloom_items_checked_total"), 2);
+  EXPECT_EQ(bloomtest::PrometheusSample(after, R"(bloom_rpc_duration_seconds_count{method="Add"})"),
+            1);
+  EXPECT_EQ(bloomtest::PrometheusSample(after, "bloom_filters"), 1);
+  EXPECT_GT(bloomtest::PrometheusSample(after, "bloom_filter_memory_bytes"), 100'000);
+  EXPECT_GT(bloomtest::PrometheusSample(after, "bloom_journal_pending_bytes"),
+            2500 * 8 - 1);  // 8 B per new item
+  EXPECT_GT(bloomtest::PrometheusSample(after, "process_resident_memory_bytes"),
+            bloomtest::PrometheusSample(after, "bloom_filter_memory_bytes"));
+  EXPECT_GE(bloomtest::PrometheusSample(after, "bloom_rocksdb_live_sst_bytes"), 0);
+  EXPECT_EQ(bloomtest::PrometheusSample(after, "bloom_rocksdb_write_stopped"), 0);
 
   // The exposition format is what Prometheus accepts.
   bloomtest::TempDir scratch;
@@ -97,9 +95,15 @@ TEST(ObservabilityTest, AuthFailuresAreCountedAndHealthNeedsNoToken) {
   EXPECT_EQ(reader->Delete("x").code(), absl::StatusCode::kPermissionDenied);
 
   const std::string text = Scrape(server->metrics_port());
-  EXPECT_EQ(Sample(text, R"(bloom_auth_failures_total{code="UNAUTHENTICATED"})"), 1) << text;
-  EXPECT_EQ(Sample(text, R"(bloom_auth_failures_total{code="PERMISSION_DENIED"})"), 1);
-  EXPECT_EQ(Sample(text, R"(bloom_rpc_requests_total{code="UNAUTHENTICATED",method="Stats"})"), 1);
+  EXPECT_EQ(
+      bloomtest::PrometheusSample(text, R"(bloom_auth_failures_total{code="UNAUTHENTICATED"})"), 1)
+      << text;
+  EXPECT_EQ(
+      bloomtest::PrometheusSample(text, R"(bloom_auth_failures_total{code="PERMISSION_DENIED"})"),
+      1);
+  EXPECT_EQ(bloomtest::PrometheusSample(
+                text, R"(bloom_rpc_requests_total{code="UNAUTHENTICATED",method="Stats"})"),
+            1);
 }
 
 }  // namespace
