@@ -54,7 +54,7 @@ std::unique_ptr<BloomClient> BloomClient::Connect(const std::string& target,
   return std::make_unique<BloomClient>(
       grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(),
                                 DefaultChannelArguments()),
-      options);
+      std::move(options));
 }
 
 absl::StatusOr<std::unique_ptr<BloomClient>> BloomClient::Open(const std::string& target,
@@ -87,7 +87,7 @@ absl::StatusOr<std::unique_ptr<BloomClient>> BloomClient::Open(const std::string
 BloomClient::BloomClient(std::shared_ptr<grpc::Channel> channel, ClientOptions options)
     : channel_(channel),
       stub_(bloom::v1::BloomFilterService::NewStub(std::move(channel))),
-      options_(options) {}
+      options_(std::move(options)) {}
 
 absl::StatusOr<bool> BloomClient::Serving() {
   // grpc.health.v1.Health/Check by hand (Debian ships no generated health stubs): the request

@@ -46,7 +46,7 @@ class StateCollector final : public prometheus::Collectable {
  public:
   explicit StateCollector(storage::FilterStore* store) : store_(store) {}
 
-  std::vector<MetricFamily> Collect() const override {
+  [[nodiscard]] std::vector<MetricFamily> Collect() const override {
     std::vector<MetricFamily> families;
     if (store_ != nullptr) AddStore(families);
     AddProcess(families);
@@ -122,10 +122,10 @@ class StateCollector final : public prometheus::Collectable {
 
 // Latency buckets from 50 µs (a cached single-key call) to 10 s (a large import).
 const prometheus::Histogram::BucketBoundaries& LatencyBuckets() {
-  static const auto* const kBuckets = new prometheus::Histogram::BucketBoundaries{
+  static const auto* const buckets = new prometheus::Histogram::BucketBoundaries{
       0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
       0.05,    0.1,    0.25,    0.5,    1,     2.5,    5,     10};
-  return *kBuckets;
+  return *buckets;
 }
 
 }  // namespace
@@ -190,7 +190,7 @@ absl::Status ServerMetrics::Serve(const std::string& listen) {
 }
 
 prometheus::Counter& ServerMetrics::RequestCounter(Rpc rpc, absl::StatusCode code) {
-  size_t code_index = static_cast<size_t>(code);
+  auto code_index = static_cast<size_t>(code);
   if (code_index >= kNumCodes) code_index = static_cast<size_t>(absl::StatusCode::kUnknown);
   std::atomic<prometheus::Counter*>& slot = request_series_[static_cast<size_t>(rpc)][code_index];
   prometheus::Counter* counter = slot.load(std::memory_order_acquire);

@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -47,16 +48,16 @@ ProcessFigures ReadProcessFigures() {
     std::istringstream fields(line.substr(close + 2));
     std::string field;
     // Fields from 3 (state): utime is 14, stime 15, starttime 22, vsize 23, rss 24.
-    unsigned long long utime = 0, stime = 0, start = 0, vsize = 0, rss = 0;
+    uint64_t utime = 0, stime = 0, start = 0, vsize = 0, rss = 0;
     for (int index = 3; index <= 24 && fields >> field; ++index) {
-      const unsigned long long value = std::strtoull(field.c_str(), nullptr, 10);
+      const uint64_t value = std::strtoull(field.c_str(), nullptr, 10);
       if (index == 14) utime = value;
       if (index == 15) stime = value;
       if (index == 22) start = value;
       if (index == 23) vsize = value;
       if (index == 24) rss = value;
     }
-    const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
+    const auto ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
     figures.cpu_seconds = static_cast<double>(utime + stime) / ticks;
     figures.start_time_seconds = BootTimeSeconds() + static_cast<double>(start) / ticks;
     figures.virtual_bytes = vsize;

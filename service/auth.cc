@@ -82,7 +82,7 @@ absl::Status TokenAuthenticator::Parse(const std::string& path, std::vector<Entr
     } else {
       return bad(absl::StrCat("role must be read or write, not '", fields[1], "'"));
     }
-    if (fields.size() == 3) entry.caller.label = std::string(fields[2]);
+    if (fields.size() == 3) entry.caller.label.assign(fields[2].data(), fields[2].size());
     for (const Entry& other : entries) {
       if (other.digest == entry.digest) return bad("this token digest is listed twice");
     }

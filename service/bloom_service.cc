@@ -69,7 +69,7 @@ class CallScope {
     return caller.status();
   }
 
-  grpc::Status Done(const absl::Status& status) const {
+  [[nodiscard]] grpc::Status Done(const absl::Status& status) const {
     const absl::Duration took = absl::Now() - start_;
     if (service_->hooks_.metrics != nullptr) {
       service_->hooks_.metrics->RecordRpc(rpc_, status.code(), took, items_);

@@ -26,7 +26,7 @@ absl::StatusOr<std::string> ReadFile(const std::string& path, const char* what) 
 
 // OpenSSL's reason for the last failure (and clears its error queue).
 std::string OpenSslError() {
-  const unsigned long code = ERR_get_error();
+  const auto code = ERR_get_error();  // unsigned long in OpenSSL's API
   ERR_clear_error();
   if (code == 0) return "no PEM data found";
   char buffer[256];
@@ -39,7 +39,7 @@ using X509Ptr = std::unique_ptr<X509, decltype(&X509_free)>;
 using KeyPtr = std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)>;
 
 BioPtr MemoryBio(const std::string& pem) {
-  return BioPtr(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), &BIO_free);
+  return {BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), &BIO_free};
 }
 
 absl::StatusOr<X509Ptr> ParseCertificate(const std::string& pem, const std::string& path) {
