@@ -141,9 +141,21 @@ BestLoad BestLoadFor(double error_rate) {
   return best;
 }
 
-// BestLoadFor memoised: filters of one service mostly share a handful of error rates, and each
-// search costs milliseconds.
-BestLoad CachedBestLoadFor(double error_rate) {
+// `error_rate` rounded down to two significant digits (0.0137 -> 0.013): sizing for it meets the
+// asked rate and costs at most ~1.5% more bits, and there are only ~90 such rates per decade,
+// so a caller sending endless distinct rates cannot make the server run endless searches.
+double SizingRate(double error_rate) {
+  const double scale = std::pow(10.0, std::floor(std::log10(error_rate)) - 1);
+  double rounded = std::floor(error_rate / scale + 1e-9) * scale;
+  // Floating point may land a hair above the asked rate; never size for a looser one.
+  while (rounded > error_rate) rounded = std::nextafter(rounded, 0.0);
+  return rounded > 0 ? rounded : error_rate;
+}
+
+// BestLoadFor memoised by SizingRate: filters of one service mostly share a handful of error
+// rates, and each search costs tens of milliseconds.
+BestLoad CachedBestLoadFor(double asked_rate) {
+  const double error_rate = SizingRate(asked_rate);
   static auto* mu = new bloomsync::Mutex();
   static auto* cache = new absl::flat_hash_map<double, BestLoad>();  // guarded by *mu
   {

@@ -39,6 +39,29 @@ TEST(ChooseLayoutTest, ChosenLayoutMeetsTheRateAndOneLessBlockDoesNot) {
   }
 }
 
+// Odd rates are sized for the rate rounded down to two significant digits: still within the
+// asked rate, at most a few percent more bits, and the many rates of one band share one search
+// (a hostile caller cannot make the server search once per distinct rate).
+TEST(ChooseLayoutTest, OddRatesShareTheLayoutOfTheirTwoDigitRate) {
+  const uint64_t n = 1'000'000;
+  for (double p : {0.0137, 0.01999, 0.00251, 3.3333e-5, 0.5}) {
+    absl::StatusOr<BlockedLayout> layout = ChooseLayout(n, p);
+    ASSERT_TRUE(layout.ok()) << layout.status();
+    const double load = static_cast<double>(n) / static_cast<double>(layout->num_blocks);
+    EXPECT_LE(BlockedFalsePositiveRate(load, layout->hash_count), p) << p;
+    // Rounding costs little: 5% more items per block would already exceed the asked rate.
+    EXPECT_GT(BlockedFalsePositiveRate(load * 1.05, layout->hash_count), p) << p;
+  }
+  absl::StatusOr<BlockedLayout> band = ChooseLayout(n, 0.013);
+  ASSERT_TRUE(band.ok());
+  for (double p : {0.0130001, 0.0133, 0.0137, 0.01399999}) {
+    absl::StatusOr<BlockedLayout> layout = ChooseLayout(n, p);
+    ASSERT_TRUE(layout.ok());
+    EXPECT_EQ(layout->num_blocks, band->num_blocks) << p;
+    EXPECT_EQ(layout->hash_count, band->hash_count) << p;
+  }
+}
+
 TEST(SizingTest, BitsPerItemWithinIssueBoundOfSplitBlockReference) {
   // The requirement: at most 1.15x the bits of a split-block filter sized by its exact formula.
   for (double p : {0.01, 0.001, 1e-4, 1e-6}) {
