@@ -45,19 +45,19 @@ std::string TokenAuthenticator::HashToken(absl::string_view token) {
       absl::string_view(reinterpret_cast<const char*>(digest.data()), digest.size()));
 }
 
-absl::Status TokenAuthenticator::Parse(const std::string& path, std::vector<Entry>& entries,
-                                       FileVersion& version) {
+TokenAuthenticator::FileVersion TokenAuthenticator::VersionOf(const std::string& path) {
   struct stat info {};
-  if (stat(path.c_str(), &info) != 0) {
-    const std::string reason = std::strerror(errno);
-    return errno == ENOENT
-               ? absl::NotFoundError(absl::StrCat("token file ", path, ": ", reason))
-               : absl::PermissionDeniedError(absl::StrCat("token file ", path, ": ", reason));
-  }
-  version = {static_cast<int64_t>(info.st_mtim.tv_sec) * 1'000'000'000 + info.st_mtim.tv_nsec,
-             info.st_size, info.st_ino};
+  if (stat(path.c_str(), &info) != 0) return {};
+  return {static_cast<int64_t>(info.st_mtim.tv_sec) * 1'000'000'000 + info.st_mtim.tv_nsec,
+          info.st_size, info.st_ino};
+}
+
+absl::Status TokenAuthenticator::Parse(const std::string& path, std::vector<Entry>& entries) {
   std::ifstream in(path);
-  if (!in) return absl::PermissionDeniedError(absl::StrCat("cannot read token file ", path));
+  if (!in) {
+    const std::string message = absl::StrCat("token file ", path, ": ", std::strerror(errno));
+    return errno == ENOENT ? absl::NotFoundError(message) : absl::PermissionDeniedError(message);
+  }
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
     absl::string_view text = absl::StripAsciiWhitespace(line);
@@ -100,21 +100,17 @@ absl::StatusOr<std::unique_ptr<TokenAuthenticator>> TokenAuthenticator::Load(
 }
 
 absl::StatusOr<bool> TokenAuthenticator::Reload(bool force) {
+  // Taken before reading: a change made while we read shows up as a new version next time.
+  const FileVersion version = VersionOf(path_);
   if (!force) {
-    struct stat info {};
-    if (stat(path_.c_str(), &info) == 0) {
-      const FileVersion current{
-          static_cast<int64_t>(info.st_mtim.tv_sec) * 1'000'000'000 + info.st_mtim.tv_nsec,
-          info.st_size, info.st_ino};
-      bloomsync::ReaderMutexLock lock(&mu_);
-      if (current == version_) return false;
-    }
+    bloomsync::ReaderMutexLock lock(&mu_);
+    if (version == version_) return false;
   }
   auto entries = std::make_shared<std::vector<Entry>>();
-  FileVersion version;
-  if (absl::Status parsed = Parse(path_, *entries, version); !parsed.ok()) {
+  if (absl::Status parsed = Parse(path_, *entries); !parsed.ok()) {
     bloomsync::MutexLock lock(&mu_);
-    version_ = version;  // do not retry (and log) the same broken version every poll
+    // Do not retry (and log) the same broken or missing file on every poll.
+    version_ = version;
     return parsed;
   }
   bloomsync::MutexLock lock(&mu_);

@@ -81,9 +81,9 @@ class TokenAuthenticator {
     bool operator==(const FileVersion&) const = default;
   };
   explicit TokenAuthenticator(std::string path) : path_(std::move(path)) {}
-  // Parses the file into entries and records the version it read.
-  static absl::Status Parse(const std::string& path, std::vector<Entry>& entries,
-                            FileVersion& version);
+  // The file's identity for change detection; all zero when it cannot be stat'ed.
+  static FileVersion VersionOf(const std::string& path);
+  static absl::Status Parse(const std::string& path, std::vector<Entry>& entries);
 
   const std::string path_;
   mutable bloomsync::Mutex mu_;

@@ -118,6 +118,14 @@ TEST_F(AuthTest, ReloadPicksUpChangesAndKeepsTheOldTableOnErrors) {
   ASSERT_OK(again.status());
   EXPECT_FALSE(*again);
 
+  // A file that disappears (a Secret being replaced) is reported once; the tokens stay.
+  ASSERT_EQ(std::remove(path_.c_str()), 0);
+  EXPECT_EQ((*auth)->Reload(/*force=*/false).status().code(), absl::StatusCode::kNotFound);
+  absl::StatusOr<bool> still_missing = (*auth)->Reload(/*force=*/false);
+  ASSERT_OK(still_missing.status());
+  EXPECT_FALSE(*still_missing);
+  EXPECT_OK((*auth)->Authorize("Bearer new", Role::kRead, "Stats").status());
+
   // An empty file is valid: it revokes every token.
   WriteTokens("# nobody\n");
   ASSERT_OK((*auth)->Reload(/*force=*/true).status());
