@@ -345,7 +345,8 @@ int main(int argc, char** argv) {
   server_options.tls = tls;
   server_options.health_listen = absl::GetFlag(FLAGS_health_listen);
   server_options.hooks.auth = auth.get();
-  server_options.hooks.metrics = server_metrics.get();
+  // Without a metrics listener nobody reads the figures: skip recording them per call.
+  if (server_metrics->port() != 0) server_options.hooks.metrics = server_metrics.get();
   server_options.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
   server_options.max_message_bytes = static_cast<int>(max_message_bytes);
   server_options.max_threads = absl::GetFlag(FLAGS_max_threads);
