@@ -3,9 +3,6 @@
 #include <fstream>
 #include <string>
 
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 #include "client/bloom_client.h"
 #include "common/testing.h"
 #include "gtest/gtest.h"
