@@ -1,5 +1,6 @@
 #include "service/server.h"
 
+#include <grpc/grpc.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/resource_quota.h>
@@ -7,6 +8,7 @@
 #include <grpcpp/server_builder.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/log.h"
 
 namespace service {
@@ -87,6 +89,15 @@ void BloomServer::Shutdown() {
     health_server_->Wait();
     health_server_.reset();
   }
+}
+
+bool WaitForGrpcLibraryShutdown(absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (grpc_is_initialized() != 0) {
+    if (absl::Now() >= deadline) return false;
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  return true;
 }
 
 }  // namespace service

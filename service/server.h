@@ -76,6 +76,13 @@ class BloomServer {
   int health_port_ = 0;
 };
 
+// Call at exit, after every gRPC object of the process is destroyed: waits (up to `timeout`)
+// until gRPC's library has finished shutting down. gRPC 1.51 finishes that on a detached thread
+// when its last reference goes on one of its own threads; a process that returned from main
+// meanwhile would run exit handlers (and LeakSanitizer's check) beside a thread still tearing
+// gRPC down. Returns whether gRPC finished in time.
+bool WaitForGrpcLibraryShutdown(absl::Duration timeout);
+
 }  // namespace service
 
 #endif  // SERVICE_SERVER_H_

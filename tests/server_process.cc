@@ -5,10 +5,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 
 namespace bloomtest {
@@ -101,6 +103,18 @@ void ServerProcess::Signal(int signal) {
 
 ServerProcess::~ServerProcess() {
   if (pid_ > 0) Kill();
+  // A failing test shows what the server said: ctest prints the test's output on failure, and
+  // the log itself goes away with scratch_.
+  if (::testing::Test::HasFailure()) PrintLogTail("the test failed");
+}
+
+void ServerProcess::PrintLogTail(absl::string_view why) const {
+  if (log_path_.empty()) return;
+  std::string log = ReadLog();
+  constexpr size_t kTailBytes = 16 << 10;
+  if (log.size() > kTailBytes) log = "[...]" + log.substr(log.size() - kTailBytes);
+  std::fprintf(stderr, "---- bloom-server log (%s), %s ----\n%s---- end of log ----\n",
+               std::string(why).c_str(), log_path_.c_str(), log.c_str());
 }
 
 std::string ServerProcess::ReadLog() const {
@@ -130,7 +144,9 @@ int ServerProcess::WaitForExit(absl::Duration timeout) {
 int ServerProcess::Terminate(absl::Duration timeout) {
   if (pid_ <= 0) return -1000;
   kill(pid_, SIGTERM);
-  return WaitForExit(timeout);
+  const int status = WaitForExit(timeout);
+  if (status != 0) PrintLogTail(absl::StrCat("exit status ", status, " after SIGTERM"));
+  return status;
 }
 
 void ServerProcess::Kill() {

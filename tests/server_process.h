@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/testing.h"
 
@@ -24,7 +25,9 @@ class ServerProcess {
                                               const std::vector<std::string>& args = {},
                                               const std::vector<std::string>& env = {},
                                               absl::Duration timeout = absl::Seconds(30));
-  ~ServerProcess();  // SIGKILL if still running
+  // SIGKILL if still running. If the current test has failed, prints the tail of the server's
+  // log to stderr first (the log is deleted with the server's scratch directory).
+  ~ServerProcess();
 
   int port() const { return port_; }
   // The --metrics_listen and --health_listen ports; 0 if the server has none.
@@ -41,7 +44,8 @@ class ServerProcess {
   // Sends `signal` without waiting.
   void Signal(int signal);
 
-  // Sends SIGTERM and waits; returns the exit status (or -signal if killed by one).
+  // Sends SIGTERM and waits; returns the exit status (or -signal if killed by one). Anything
+  // but 0 also prints the tail of the log to stderr.
   int Terminate(absl::Duration timeout = absl::Seconds(20));
   // SIGKILL, like a crash.
   void Kill();
@@ -54,6 +58,7 @@ class ServerProcess {
  private:
   ServerProcess() = default;
   int WaitForExit(absl::Duration timeout);
+  void PrintLogTail(absl::string_view why) const;
 
   pid_t pid_ = -1;
   int port_ = 0;

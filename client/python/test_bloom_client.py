@@ -7,6 +7,7 @@ import hashlib
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
@@ -18,10 +19,22 @@ from bloom_client import BloomClient
 
 
 class ServerFixture:
+    """A bloom-server on port 0 with a fresh temp data dir.
+
+    Its log is printed to stderr when it exits non-zero on SIGTERM, and when a test fails
+    while it runs (see LoggedTestCase), so a rare failure can be diagnosed from the CI log.
+    """
+
+    all = []  # every fixture of this run, for LoggedTestCase
+
     def __init__(self, extra_args=()):
         self.dir = tempfile.TemporaryDirectory(prefix="bloom-py-")
+        self.log_path = os.path.join(self.dir.name, "log")
+        self.final_log = None  # the log's text, kept when stop() removes the directory
+        self.stopped_at = None
+        ServerFixture.all.append(self)
         port_file = os.path.join(self.dir.name, "port")
-        self.log = open(os.path.join(self.dir.name, "log"), "w+")
+        self.log = open(self.log_path, "w+")
         self.proc = subprocess.Popen(
             [os.environ["BLOOM_SERVER_BIN"], "--listen=127.0.0.1:0",
              f"--data_dir={self.dir.name}/data", f"--port_file={port_file}", *extra_args],
@@ -29,20 +42,52 @@ class ServerFixture:
         deadline = time.time() + 30
         while not os.path.exists(port_file):
             if self.proc.poll() is not None or time.time() > deadline:
+                self.print_log("bloom-server did not start")
                 raise RuntimeError("bloom-server did not start")
             time.sleep(0.01)
         with open(port_file) as f:
             self.target = f"127.0.0.1:{int(f.readline())}"
 
+    def log_text(self):
+        if self.final_log is not None:
+            return self.final_log
+        with open(self.log_path, errors="replace") as f:
+            return f.read()
+
+    def print_log(self, why, tail_bytes=16384):
+        text = self.log_text()[-tail_bytes:]
+        print(f"---- bloom-server log ({why}) ----\n{text}---- end of log ----",
+              file=sys.stderr, flush=True)
+
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)
         code = self.proc.wait(timeout=20)
         self.log.close()
+        self.final_log = self.log_text()
+        self.stopped_at = time.monotonic()
+        if code != 0:
+            self.print_log(f"exit status {code} after SIGTERM")
         self.dir.cleanup()
         return code
 
 
-class BloomClientTest(unittest.TestCase):
+class LoggedTestCase(unittest.TestCase):
+    """A test case that prints the logs of the servers it ran against when it fails."""
+
+    def run(self, result=None):
+        if result is None:
+            return super().run(result)
+        started = time.monotonic()
+        problems = len(result.failures) + len(result.errors)
+        super().run(result)
+        if len(result.failures) + len(result.errors) > problems:
+            for fixture in ServerFixture.all:
+                if fixture.stopped_at is None or fixture.stopped_at >= started:
+                    fixture.print_log(f"{self.id()} failed")
+        return result
+
+
+class BloomClientTest(LoggedTestCase):
     @classmethod
     def setUpClass(cls):
         cls.server = ServerFixture()
@@ -118,7 +163,7 @@ def _make_tls_files(directory):
     return [os.path.join(directory, name) for name in ("ca.crt", "server.crt", "server.key")]
 
 
-class SecureServerTest(unittest.TestCase):
+class SecureServerTest(LoggedTestCase):
     """TLS plus a token file: the client's tls and token arguments."""
 
     def test_tls_and_token(self):
