@@ -131,8 +131,17 @@ const prometheus::Histogram::BucketBoundaries& LatencyBuckets() {
 }  // namespace
 
 const char* RpcName(Rpc rpc) {
-  static constexpr const char* kNames[kNumRpcs] = {"Reserve", "Add",  "MightContain", "Stats",
-                                                   "Delete",  "List", "Export",       "Import"};
+  static constexpr const char* kNames[kNumRpcs] = {"Reserve",
+                                                   "Add",
+                                                   "MightContain",
+                                                   "Stats",
+                                                   "Delete",
+                                                   "List",
+                                                   "Export",
+                                                   "Import",
+                                                   "Pipeline",
+                                                   "Pipeline.Add",
+                                                   "Pipeline.MightContain"};
   return kNames[static_cast<size_t>(rpc)];
 }
 
@@ -156,12 +165,12 @@ ServerMetrics::ServerMetrics(storage::FilterStore* store)
   }
   items_added_ = &prometheus::BuildCounter()
                       .Name("bloom_items_added_total")
-                      .Help("Items in successful Add calls (new or not).")
+                      .Help("Items in successful Add calls and Pipeline adds (new or not).")
                       .Register(*registry_)
                       .Add({});
   items_checked_ = &prometheus::BuildCounter()
                         .Name("bloom_items_checked_total")
-                        .Help("Items in successful MightContain calls.")
+                        .Help("Items in successful MightContain calls and Pipeline checks.")
                         .Register(*registry_)
                         .Add({});
   auto& auth_failures = prometheus::BuildCounter()
@@ -209,8 +218,12 @@ void ServerMetrics::RecordRpc(Rpc rpc, absl::StatusCode code, absl::Duration lat
   RequestCounter(rpc, code).Increment();
   durations_[static_cast<size_t>(rpc)]->Observe(absl::ToDoubleSeconds(latency));
   if (code != absl::StatusCode::kOk || items == 0) return;
-  if (rpc == Rpc::kAdd) items_added_->Increment(static_cast<double>(items));
-  if (rpc == Rpc::kMightContain) items_checked_->Increment(static_cast<double>(items));
+  if (rpc == Rpc::kAdd || rpc == Rpc::kPipelineAdd) {
+    items_added_->Increment(static_cast<double>(items));
+  }
+  if (rpc == Rpc::kMightContain || rpc == Rpc::kPipelineMightContain) {
+    items_checked_->Increment(static_cast<double>(items));
+  }
 }
 
 void ServerMetrics::RecordAuthFailure(absl::StatusCode code) {

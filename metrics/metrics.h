@@ -42,8 +42,22 @@ class Family;
 namespace metrics {
 
 // The RPCs of bloom.v1.BloomFilterService.
-enum class Rpc { kReserve, kAdd, kMightContain, kStats, kDelete, kList, kExport, kImport };
-inline constexpr size_t kNumRpcs = 8;
+// The RPCs, and the operations of a Pipeline stream ("Pipeline.Add", "Pipeline.MightContain"),
+// which are counted apart from the stream that carries them ("Pipeline").
+enum class Rpc {
+  kReserve,
+  kAdd,
+  kMightContain,
+  kStats,
+  kDelete,
+  kList,
+  kExport,
+  kImport,
+  kPipeline,
+  kPipelineAdd,
+  kPipelineMightContain,
+};
+inline constexpr size_t kNumRpcs = 11;
 const char* RpcName(Rpc rpc);
 
 class ServerMetrics {

@@ -153,13 +153,18 @@ absl::StatusOr<Caller> TokenAuthenticator::Authorize(
     }
   }
   if (match == nullptr) return absl::UnauthenticatedError("the token is not valid");
-  if (required == Role::kWrite && match->caller.role != Role::kWrite) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        method, " needs a token with role ", RoleName(Role::kWrite), "; this token",
-        match->caller.label.empty() ? "" : absl::StrCat(" (", match->caller.label, ")"),
-        " has role ", RoleName(match->caller.role)));
+  if (absl::Status allowed = RequireRole(match->caller, required, method); !allowed.ok()) {
+    return allowed;
   }
   return match->caller;
+}
+
+absl::Status RequireRole(const Caller& caller, Role required, absl::string_view method) {
+  if (required != Role::kWrite || caller.role == Role::kWrite) return absl::OkStatus();
+  return absl::PermissionDeniedError(
+      absl::StrCat(method, " needs a token with role ", RoleName(Role::kWrite), "; this token",
+                   caller.label.empty() ? "" : absl::StrCat(" (", caller.label, ")"), " has role ",
+                   RoleName(caller.role)));
 }
 
 }  // namespace service

@@ -45,6 +45,10 @@ struct Caller {
   std::string label;  // from the token file; "" if the line had none
 };
 
+// OK if `caller` may call `method`, which needs `required`; PERMISSION_DENIED naming both roles
+// otherwise. (Authorize() applies it; a stream authenticated once applies it per operation.)
+absl::Status RequireRole(const Caller& caller, Role required, absl::string_view method);
+
 class TokenAuthenticator {
  public:
   // Reads the token file. INVALID_ARGUMENT naming the line for a malformed one (bad digest,

@@ -46,7 +46,10 @@ class CallScope {
     if (context_ != nullptr && context_->deadline() < std::chrono::system_clock::now()) {
       return absl::DeadlineExceededError("the call's deadline passed before it was handled");
     }
-    if (service_->hooks_.auth == nullptr) return absl::OkStatus();
+    if (service_->hooks_.auth == nullptr) {
+      caller_.role = Role::kWrite;  // without token auth every caller may write
+      return absl::OkStatus();
+    }
     absl::optional<absl::string_view> authorization;
     if (context_ != nullptr) {
       const auto& metadata = context_->client_metadata();
@@ -59,7 +62,7 @@ class CallScope {
     absl::StatusOr<Caller> caller = service_->hooks_.auth->Authorize(
         authorization, writes ? Role::kWrite : Role::kRead, metrics::RpcName(rpc_));
     if (caller.ok()) {
-      caller_ = std::move(caller->label);
+      caller_ = *std::move(caller);
       return absl::OkStatus();
     }
     if (service_->hooks_.metrics != nullptr) {
@@ -69,6 +72,9 @@ class CallScope {
     return caller.status();
   }
 
+  // After Admit() succeeded with token auth: the token's role and label.
+  const Caller& caller() const { return caller_; }
+
   [[nodiscard]] grpc::Status Done(const absl::Status& status) const {
     const absl::Duration took = absl::Now() - start_;
     if (service_->hooks_.metrics != nullptr) {
@@ -77,7 +83,7 @@ class CallScope {
     if (bloomlog::Enabled(bloomlog::Level::kDebug)) {
       bloomlog::LogDebug(absl::StrCat(
           "rpc ", metrics::RpcName(rpc_), " name=", name_, " items=", items_,
-          caller_.empty() ? "" : absl::StrCat(" caller=", caller_),
+          caller_.label.empty() ? "" : absl::StrCat(" caller=", caller_.label),
           " code=", absl::StatusCodeToString(status.code()), " took=", absl::FormatDuration(took)));
     }
     return ToGrpcStatus(status);
@@ -105,7 +111,7 @@ class CallScope {
   std::string name_;
   size_t items_;
   absl::Time start_;
-  std::string caller_;  // the token's label
+  Caller caller_;  // who the token says the caller is (default: no token needed)
 };
 
 BloomService::BloomService(storage::FilterStore* store, ServiceLimits limits, ServiceHooks hooks)
@@ -120,7 +126,7 @@ absl::Status BloomService::CollectItems(const Request& request,
         absl::StrCat("items: a request carries 1 to ", limits_.max_batch,
                      " items (items and raw_items together), got ", count));
   }
-  items.reserve(count);
+  items.reserve(items.size() + count);
   auto collect = [&](const auto& field, const char* field_name) -> absl::Status {
     for (int i = 0; i < field.size(); ++i) {
       if (field[i].size() > limits_.max_item_bytes) {
@@ -135,6 +141,10 @@ absl::Status BloomService::CollectItems(const Request& request,
   RETURN_IF_ERROR(collect(request.items(), "items"));
   return collect(request.raw_items(), "raw_items");
 }
+template absl::Status BloomService::CollectItems(const bloom::v1::AddRequest&,
+                                                 std::vector<absl::string_view>&) const;
+template absl::Status BloomService::CollectItems(const bloom::v1::MightContainRequest&,
+                                                 std::vector<absl::string_view>&) const;
 
 grpc::Status BloomService::Reserve(grpc::ServerContext* context,
                                    const bloom::v1::ReserveRequest* request,
@@ -168,17 +178,21 @@ grpc::Status BloomService::HandleAdd(const bloom::v1::AddRequest& request,
   CallScope log(this, metrics::Rpc::kAdd, context, request.name(),
                 request.items_size() + request.raw_items_size());
   if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
+  return log.Done(RunAdd(request, response));
+}
+
+absl::Status BloomService::RunAdd(const bloom::v1::AddRequest& request,
+                                  bloom::v1::AddResponse* response) {
   std::vector<absl::string_view> items;
-  if (absl::Status valid = CollectItems(request, items); !valid.ok()) return log.Done(valid);
+  RETURN_IF_ERROR(CollectItems(request, items));
   bloom::FilterSpec create_spec;
   if (request.has_create_if_missing()) create_spec = FromProto(request.create_if_missing());
   absl::StatusOr<std::vector<bool>> added =
       store_->Add(request.name(), items, request.has_create_if_missing() ? &create_spec : nullptr);
-  if (added.ok()) {
-    response->mutable_added()->Reserve(static_cast<int>(added->size()));
-    for (bool a : *added) response->add_added(a);
-  }
-  return log.Done(added.status());
+  if (!added.ok()) return added.status();
+  response->mutable_added()->Reserve(static_cast<int>(added->size()));
+  for (bool a : *added) response->add_added(a);
+  return absl::OkStatus();
 }
 
 grpc::Status BloomService::MightContain(grpc::ServerContext* context,
@@ -193,14 +207,28 @@ grpc::Status BloomService::HandleMightContain(const bloom::v1::MightContainReque
   CallScope log(this, metrics::Rpc::kMightContain, context, request.name(),
                 request.items_size() + request.raw_items_size());
   if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
+  return log.Done(RunMightContain(request, response));
+}
+
+absl::Status BloomService::RunMightContain(const bloom::v1::MightContainRequest& request,
+                                           bloom::v1::MightContainResponse* response) {
   std::vector<absl::string_view> items;
-  if (absl::Status valid = CollectItems(request, items); !valid.ok()) return log.Done(valid);
+  RETURN_IF_ERROR(CollectItems(request, items));
   absl::StatusOr<std::vector<bool>> present = store_->MightContain(request.name(), items);
-  if (present.ok()) {
-    response->mutable_present()->Reserve(static_cast<int>(present->size()));
-    for (bool p : *present) response->add_present(p);
+  if (!present.ok()) return present.status();
+  response->mutable_present()->Reserve(static_cast<int>(present->size()));
+  for (bool p : *present) response->add_present(p);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Caller> BloomService::AdmitStream(grpc::ServerContextBase* context) {
+  CallScope scope(this, metrics::Rpc::kPipeline, context, "");
+  if (absl::Status admitted = scope.Admit(); !admitted.ok()) {
+    // The refused stream is counted here; an admitted one when it ends (pipeline.cc).
+    (void)scope.Done(admitted);
+    return admitted;
   }
-  return log.Done(present.status());
+  return scope.caller();
 }
 
 grpc::Status BloomService::Stats(grpc::ServerContext* context,
@@ -293,7 +321,10 @@ grpc::Status BloomService::Import(grpc::ServerContext* context,
 
 bool BloomService::Drain(absl::Time deadline) {
   draining_.store(true);
-  while (in_flight_.load() > 0) {
+  // Pipeline streams live as long as their clients like: ask them to answer what they have
+  // read and end, then wait for them as for every other call.
+  pipelines_.ShutdownAll();
+  while (in_flight_.load() > 0 || !pipelines_.empty()) {
     if (absl::Now() >= deadline) return false;
     absl::SleepFor(absl::Milliseconds(5));
   }
@@ -340,6 +371,11 @@ grpc::ServerUnaryReactor* BloomCallbackService::Delete(grpc::CallbackServerConte
                                                        const bloom::v1::DeleteRequest* request,
                                                        bloom::v1::DeleteResponse*) {
   return Inline(context, [&] { return core_->HandleDelete(*request, context); });
+}
+
+grpc::ServerBidiReactor<bloom::v1::PipelineRequest, bloom::v1::PipelineResponse>*
+BloomService::Pipeline(grpc::CallbackServerContext* context) {
+  return pipelines_.Start(this, context);
 }
 
 grpc::ServerUnaryReactor* BloomCallbackService::List(grpc::CallbackServerContext* context,

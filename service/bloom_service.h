@@ -5,8 +5,8 @@
 // the same code. See protos/bloom/v1/bloom.proto for the contract.
 //
 // BloomCallbackService serves the same handlers through gRPC's callback API (unary methods run
-// inline on gRPC's threads; the two streaming methods stay synchronous); which one a server uses
-// is chosen with ServerOptions::model.
+// inline on gRPC's threads; Export and Import stay synchronous); which one a server uses is
+// chosen with ServerOptions::model. Pipeline is a callback stream in both (pipeline.h).
 //
 // Thread-safety: every method is thread-safe; the store does the synchronisation.
 #ifndef SERVICE_BLOOM_SERVICE_H_
@@ -23,6 +23,7 @@
 #include "metrics/metrics.h"
 #include "service/arena_allocator.h"
 #include "service/auth.h"
+#include "service/pipeline.h"
 #include "storage/filter_store.h"
 
 namespace service {
@@ -30,6 +31,8 @@ namespace service {
 struct ServiceLimits {
   size_t max_batch = 100'000;        // items (plus raw_items) per Add/MightContain
   size_t max_item_bytes = 64 << 10;  // bytes per item
+  // Operations a Pipeline stream reads ahead of its answers before it stops reading.
+  size_t pipeline_window = 64;
 };
 
 // Optional collaborators; each may be null (then that feature is off). They must outlive the
@@ -40,7 +43,11 @@ struct ServiceHooks {
   metrics::ServerMetrics* metrics = nullptr;
 };
 
-class BloomService final : public bloom::v1::BloomFilterService::Service {
+// Pipeline is served through the callback API in both server models: a stream needs no thread.
+using SyncServiceBase = bloom::v1::BloomFilterService::WithCallbackMethod_Pipeline<
+    bloom::v1::BloomFilterService::Service>;
+
+class BloomService final : public SyncServiceBase {
  public:
   // `store` must outlive the service.
   BloomService(storage::FilterStore* store, ServiceLimits limits, ServiceHooks hooks = {});
@@ -83,16 +90,35 @@ class BloomService final : public bloom::v1::BloomFilterService::Service {
   grpc::Status HandleList(const bloom::v1::ListRequest& request, bloom::v1::ListResponse* response,
                           grpc::ServerContextBase* context = nullptr);
 
+  grpc::ServerBidiReactor<bloom::v1::PipelineRequest, bloom::v1::PipelineResponse>* Pipeline(
+      grpc::CallbackServerContext* context) override;
+
+  // The work of an admitted Add or MightContain: checks the batch, runs it on the store, fills
+  // the response. Shared by the unary handlers and Pipeline's operations.
+  absl::Status RunAdd(const bloom::v1::AddRequest& request, bloom::v1::AddResponse* response);
+  absl::Status RunMightContain(const bloom::v1::MightContainRequest& request,
+                               bloom::v1::MightContainResponse* response);
+  // Admits a Pipeline stream as a read call (not draining, deadline ahead, a valid token from
+  // its metadata) and returns the caller, whose role each operation is checked against. A
+  // refusal is counted and logged like a refused call.
+  absl::StatusOr<Caller> AdmitStream(grpc::ServerContextBase* context);
+  bool draining() const { return draining_.load(); }
+  const ServiceLimits& limits() const { return limits_; }
+  storage::FilterStore* store() const { return store_; }
+  // Checks the batch limits of an Add/MightContainRequest and appends its items, then its
+  // raw_items, to `items` as views into the request.
+  template <typename Request>
+  absl::Status CollectItems(const Request& request, std::vector<absl::string_view>& items) const;
+  const ServiceHooks& hooks() const { return hooks_; }
+
   // Graceful shutdown, step 1: from now on new calls are refused with UNAVAILABLE (clients
-  // retry them elsewhere), and this waits until the calls already running have finished, or
-  // until `deadline`. Returns whether they all finished.
+  // retry them elsewhere), Pipeline streams answer the operations they have read and end with
+  // UNAVAILABLE, and this waits until the calls and streams have finished, or until
+  // `deadline`. Returns whether they all finished.
   bool Drain(absl::Time deadline);
 
  private:
   friend class CallScope;
-  // Checks the batch limits and lists items then raw_items as views into the request.
-  template <typename Request>
-  absl::Status CollectItems(const Request& request, std::vector<absl::string_view>& items) const;
 
   storage::FilterStore* const store_;
   const ServiceLimits limits_;
@@ -100,6 +126,7 @@ class BloomService final : public bloom::v1::BloomFilterService::Service {
   std::atomic<bool> draining_{false};
   std::atomic<int64_t> last_auth_log_micros_{0};  // auth failures are logged at most 1/s
   std::atomic<int> in_flight_{0};
+  PipelineStreams pipelines_;
 };
 
 using CallbackUnaryBase = bloom::v1::BloomFilterService::WithCallbackMethod_Reserve<
@@ -107,8 +134,7 @@ using CallbackUnaryBase = bloom::v1::BloomFilterService::WithCallbackMethod_Rese
         bloom::v1::BloomFilterService::WithCallbackMethod_MightContain<
             bloom::v1::BloomFilterService::WithCallbackMethod_Stats<
                 bloom::v1::BloomFilterService::WithCallbackMethod_Delete<
-                    bloom::v1::BloomFilterService::WithCallbackMethod_List<
-                        bloom::v1::BloomFilterService::Service>>>>>>;
+                    bloom::v1::BloomFilterService::WithCallbackMethod_List<SyncServiceBase>>>>>>;
 
 class BloomCallbackService final : public CallbackUnaryBase {
  public:
@@ -147,6 +173,10 @@ class BloomCallbackService final : public CallbackUnaryBase {
                       grpc::ServerReader<bloom::v1::ImportChunk>* reader,
                       bloom::v1::ImportResponse* response) override {
     return core_->Import(context, reader, response);
+  }
+  grpc::ServerBidiReactor<bloom::v1::PipelineRequest, bloom::v1::PipelineResponse>* Pipeline(
+      grpc::CallbackServerContext* context) override {
+    return core_->Pipeline(context);
   }
 
  private:

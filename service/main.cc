@@ -76,6 +76,9 @@ ABSL_FLAG(std::string, health_listen, "",
           "probes when the main port needs TLS or mTLS; empty = off");
 ABSL_FLAG(int32_t, max_concurrent_streams, 100, "most concurrent calls per client connection");
 ABSL_FLAG(std::string, max_message_bytes, "64Mi", "largest request message, e.g. 4Mi, 64Mi");
+ABSL_FLAG(uint64_t, pipeline_window, 64,
+          "operations a Pipeline stream reads ahead of their answers before it stops reading "
+          "(back-pressure on a client that sends faster than it reads)");
 ABSL_FLAG(int32_t, max_threads, 0,
           "most threads the sync server model runs calls on (0: gRPC's default)");
 
@@ -103,7 +106,8 @@ constexpr const char* kFlagNames[] = {"listen",
                                       "max_concurrent_streams",
                                       "max_message_bytes",
                                       "max_threads",
-                                      "protobuf_arenas"};
+                                      "protobuf_arenas",
+                                      "pipeline_window"};
 
 // Applies BLOOM_<FLAG> environment variables as flag values; the command line parsed later
 // overrides them.
@@ -267,8 +271,11 @@ int main(int argc, char** argv) {
                  "the container's memory (75%%)\n");
     return 2;
   }
-  if (absl::GetFlag(FLAGS_max_batch) == 0 || absl::GetFlag(FLAGS_max_item_bytes) == 0) {
-    std::fprintf(stderr, "bloom-server: --max_batch and --max_item_bytes must be positive\n");
+  if (absl::GetFlag(FLAGS_max_batch) == 0 || absl::GetFlag(FLAGS_max_item_bytes) == 0 ||
+      absl::GetFlag(FLAGS_pipeline_window) == 0) {
+    std::fprintf(stderr,
+                 "bloom-server: --max_batch, --max_item_bytes and --pipeline_window must be "
+                 "positive\n");
     return 2;
   }
   uint64_t max_message_bytes = 0;
@@ -353,6 +360,7 @@ int main(int argc, char** argv) {
   server_options.protobuf_arenas = absl::GetFlag(FLAGS_protobuf_arenas);
   server_options.limits.max_batch = absl::GetFlag(FLAGS_max_batch);
   server_options.limits.max_item_bytes = absl::GetFlag(FLAGS_max_item_bytes);
+  server_options.limits.pipeline_window = absl::GetFlag(FLAGS_pipeline_window);
   server_options.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
   std::string model = absl::GetFlag(FLAGS_server_model);
   if (model == "auto") model = store_options.sync ? "sync" : "callback";

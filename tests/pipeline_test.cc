@@ -1,0 +1,369 @@
+// The Pipeline stream's contract against the real bloom-server: order and ids, per-operation
+// errors that leave the stream going, roles, stream-level errors, back-pressure on a client
+// that stops reading, cancellation and shutdown.
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+#include <signal.h>
+
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "bloom/v1/bloom.grpc.pb.h"
+#include "common/testing.h"
+#include "gtest/gtest.h"
+#include "tests/server_process.h"
+
+namespace {
+
+using bloom::v1::BloomFilterService;
+using bloom::v1::PipelineRequest;
+using bloom::v1::PipelineResponse;
+using bloomtest::ServerProcess;
+using Stream = grpc::ClientReaderWriter<PipelineRequest, PipelineResponse>;
+
+PipelineRequest AddOp(uint64_t id, const std::string& name, std::vector<std::string> items) {
+  PipelineRequest request;
+  request.set_id(id);
+  request.mutable_add()->set_name(name);
+  for (std::string& item : items) request.mutable_add()->add_items(std::move(item));
+  return request;
+}
+
+PipelineRequest CheckOp(uint64_t id, const std::string& name, std::vector<std::string> items) {
+  PipelineRequest request;
+  request.set_id(id);
+  request.mutable_might_contain()->set_name(name);
+  for (std::string& item : items) request.mutable_might_contain()->add_items(std::move(item));
+  return request;
+}
+
+// A thread writing to a stream. Join() on the normal path; on a failed ASSERT the destructor
+// cancels the stream first, so the thread cannot stay blocked in a write.
+class StreamWriter {
+ public:
+  StreamWriter(grpc::ClientContext& context, std::function<void()> body)
+      : context_(context), thread_(std::move(body)) {}
+  ~StreamWriter() {
+    if (thread_.joinable()) {
+      context_.TryCancel();
+      thread_.join();
+    }
+  }
+  void Join() { thread_.join(); }
+
+ private:
+  grpc::ClientContext& context_;
+  std::thread thread_;
+};
+
+class PipelineTest : public ::testing::Test {
+ protected:
+  void Start(std::vector<std::string> args = {}) {
+    args.push_back("--max_item_bytes=1024");
+    server_ = ServerProcess::Start(data_.path(), args);
+    ASSERT_NE(server_, nullptr);
+    stub_ = BloomFilterService::NewStub(
+        grpc::CreateChannel(server_->target(), grpc::InsecureChannelCredentials()));
+  }
+
+  void Reserve(const std::string& name, uint64_t capacity, bool non_scaling = false) {
+    bloom::v1::ReserveRequest request;
+    request.set_name(name);
+    request.mutable_spec()->set_capacity(capacity);
+    request.mutable_spec()->set_error_rate(0.01);
+    request.mutable_spec()->set_non_scaling(non_scaling);
+    bloom::v1::ReserveResponse response;
+    grpc::ClientContext context;
+    ASSERT_TRUE(stub_->Reserve(&context, request, &response).ok());
+  }
+
+  // Sends one operation and reads its answer.
+  static PipelineResponse RoundTrip(Stream& stream, const PipelineRequest& request) {
+    PipelineResponse response;
+    EXPECT_TRUE(stream.Write(request));
+    EXPECT_TRUE(stream.Read(&response));
+    EXPECT_EQ(response.id(), request.id());
+    return response;
+  }
+
+  bloomtest::TempDir data_;
+  std::unique_ptr<ServerProcess> server_;
+  std::unique_ptr<BloomFilterService::Stub> stub_;
+};
+
+TEST_F(PipelineTest, AnswersEveryOperationInOrderWithItsId) {
+  Start();
+  Reserve("a", 10000);
+  Reserve("b", 10000);
+  grpc::ClientContext context;
+  std::unique_ptr<Stream> stream = stub_->Pipeline(&context);
+  // Sent without waiting, so the server serves many together; each check follows the add of
+  // the same item, so it must see it.
+  constexpr int kOps = 600;
+  StreamWriter writer(context, [&] {
+    for (int i = 0; i < kOps; i += 3) {
+      const std::string filter = i % 2 == 0 ? "a" : "b";
+      if (!stream->Write(AddOp(1000 + i, filter, {absl::StrCat("x", i)})) ||
+          !stream->Write(AddOp(1000 + i + 1, filter, {absl::StrCat("x", i)})) ||
+          !stream->Write(
+              CheckOp(1000 + i + 2, filter, {absl::StrCat("x", i), absl::StrCat("never", i)}))) {
+        return;
+      }
+    }
+    stream->WritesDone();
+  });
+  int false_positives = 0;
+  for (int i = 0; i < kOps; ++i) {
+    PipelineResponse response;
+    ASSERT_TRUE(stream->Read(&response)) << "answer " << i;
+    ASSERT_EQ(response.id(), static_cast<uint64_t>(1000 + i));
+    switch (i % 3) {
+      case 0:  // first add of the item: new (or a rare false positive)
+        ASSERT_TRUE(response.has_add()) << response.DebugString();
+        ASSERT_EQ(response.add().added_size(), 1);
+        false_positives += response.add().added(0) ? 0 : 1;
+        break;
+      case 1:  // the same item again: never new
+        ASSERT_TRUE(response.has_add());
+        ASSERT_EQ(response.add().added_size(), 1);
+        EXPECT_FALSE(response.add().added(0)) << "answer " << i;
+        break;
+      default:
+        ASSERT_TRUE(response.has_might_contain());
+        ASSERT_EQ(response.might_contain().present_size(), 2);
+        EXPECT_TRUE(response.might_contain().present(0)) << "false negative, answer " << i;
+        false_positives += response.might_contain().present(1) ? 1 : 0;
+    }
+  }
+  writer.Join();
+  PipelineResponse extra;
+  EXPECT_FALSE(stream->Read(&extra));
+  EXPECT_TRUE(stream->Finish().ok());
+  EXPECT_LT(false_positives, 20);  // 400 chances at about 1%
+}
+
+TEST_F(PipelineTest, AFailingOperationGetsItsErrorAndTheStreamGoesOn) {
+  Start();
+  Reserve("full", 10, /*non_scaling=*/true);
+  Reserve("ok", 100);
+  grpc::ClientContext context;
+  std::unique_ptr<Stream> stream = stub_->Pipeline(&context);
+
+  PipelineResponse missing = RoundTrip(*stream, CheckOp(1, "missing", {"x"}));
+  ASSERT_TRUE(missing.has_error());
+  EXPECT_EQ(missing.error().code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_TRUE(absl::StrContains(missing.error().message(), "missing")) << missing.error().message();
+
+  PipelineResponse big = RoundTrip(*stream, AddOp(2, "ok", {"fine", std::string(2000, 'x')}));
+  ASSERT_TRUE(big.has_error());
+  EXPECT_EQ(big.error().code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(absl::StrContains(big.error().message(), "items[1]")) << big.error().message();
+
+  PipelineResponse empty = RoundTrip(*stream, AddOp(3, "ok", {}));
+  ASSERT_TRUE(empty.has_error());
+  EXPECT_EQ(empty.error().code(), grpc::StatusCode::INVALID_ARGUMENT);
+
+  PipelineResponse bad_name = RoundTrip(*stream, AddOp(4, "no spaces", {"x"}));
+  ASSERT_TRUE(bad_name.has_error());
+  EXPECT_EQ(bad_name.error().code(), grpc::StatusCode::INVALID_ARGUMENT);
+
+  std::vector<std::string> many;
+  for (int i = 0; i < 100; ++i) many.push_back(absl::StrCat("item", i));
+  PipelineResponse full = RoundTrip(*stream, AddOp(5, "full", many));
+  ASSERT_TRUE(full.has_error());
+  EXPECT_EQ(full.error().code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+
+  // Nothing of the failed operations was added; the stream still serves.
+  PipelineResponse after = RoundTrip(*stream, CheckOp(6, "ok", {"fine"}));
+  ASSERT_TRUE(after.has_might_contain());
+  EXPECT_FALSE(after.might_contain().present(0));
+  PipelineResponse added = RoundTrip(*stream, AddOp(7, "ok", {"fine"}));
+  ASSERT_TRUE(added.has_add());
+  EXPECT_TRUE(added.add().added(0));
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
+TEST_F(PipelineTest, ARequestWithoutAnOperationEndsTheStreamAfterEarlierAnswers) {
+  Start();
+  Reserve("f", 100);
+  grpc::ClientContext context;
+  std::unique_ptr<Stream> stream = stub_->Pipeline(&context);
+  ASSERT_TRUE(stream->Write(AddOp(1, "f", {"a"})));
+  PipelineRequest nothing;
+  nothing.set_id(2);
+  ASSERT_TRUE(stream->Write(nothing));
+  PipelineResponse response;
+  ASSERT_TRUE(stream->Read(&response));
+  EXPECT_EQ(response.id(), 1u);
+  EXPECT_TRUE(response.has_add());
+  EXPECT_FALSE(stream->Read(&response));
+  const grpc::Status status = stream->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(absl::StrContains(status.error_message(), "id 2")) << status.error_message();
+}
+
+TEST_F(PipelineTest, TokensAreCheckedAtStartAndRolesPerOperation) {
+  bloomtest::TempDir secrets;
+  const std::string tokens = secrets.path() + "/tokens";
+  std::ofstream(tokens) << absl::StrCat(
+      bloomtest::RunCommand("printf %s reader-token | sha256sum | cut -d' ' -f1").out.substr(0, 64),
+      " read reader\n",
+      bloomtest::RunCommand("printf %s writer-token | sha256sum | cut -d' ' -f1").out.substr(0, 64),
+      " write writer\n");
+  Start({"--auth_token_file=" + tokens});
+  auto open = [&](grpc::ClientContext& context, const std::string& token) {
+    if (!token.empty()) context.AddMetadata("authorization", "Bearer " + token);
+    return stub_->Pipeline(&context);
+  };
+  {
+    grpc::ClientContext context;
+    std::unique_ptr<Stream> stream = open(context, "");
+    PipelineResponse response;
+    EXPECT_FALSE(stream->Read(&response));  // ended before anything was read
+    EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  }
+  {
+    grpc::ClientContext context;
+    std::unique_ptr<Stream> stream = open(context, "wrong-token");
+    stream->Write(AddOp(1, "f", {"a"}));
+    EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  }
+  {
+    grpc::ClientContext context;
+    std::unique_ptr<Stream> stream = open(context, "writer-token");
+    PipelineRequest create = AddOp(1, "f", {"a"});
+    create.mutable_add()->mutable_create_if_missing()->set_capacity(100);
+    create.mutable_add()->mutable_create_if_missing()->set_error_rate(0.01);
+    PipelineResponse response = RoundTrip(*stream, create);
+    EXPECT_TRUE(response.has_add()) << response.DebugString();
+    stream->WritesDone();
+    EXPECT_TRUE(stream->Finish().ok());
+  }
+  {
+    grpc::ClientContext context;
+    std::unique_ptr<Stream> stream = open(context, "reader-token");
+    PipelineResponse denied = RoundTrip(*stream, AddOp(1, "f", {"b"}));
+    ASSERT_TRUE(denied.has_error());
+    EXPECT_EQ(denied.error().code(), grpc::StatusCode::PERMISSION_DENIED);
+    EXPECT_TRUE(absl::StrContains(denied.error().message(), "reader")) << denied.error().message();
+    PipelineResponse check = RoundTrip(*stream, CheckOp(2, "f", {"a", "b"}));
+    ASSERT_TRUE(check.has_might_contain());
+    EXPECT_TRUE(check.might_contain().present(0));
+    EXPECT_FALSE(check.might_contain().present(1));  // the denied add added nothing
+    stream->WritesDone();
+    EXPECT_TRUE(stream->Finish().ok());
+  }
+}
+
+// A client that writes without reading: the server holds at most its window of operations
+// (the small answers wait in transport buffers), keeps serving everyone else, and everything
+// is answered in order once the client reads.
+TEST_F(PipelineTest, AClientThatWritesWithoutReadingLosesNothing) {
+  Start({"--pipeline_window=8"});
+  Reserve("f", 100000);
+  grpc::ClientContext context;
+  std::unique_ptr<Stream> stream = stub_->Pipeline(&context);
+  constexpr int kOps = 20000;
+  StreamWriter writer(context, [&] {
+    for (int i = 0; i < kOps; ++i) {
+      if (!stream->Write(AddOp(i, "f", {absl::StrCat("item-", i, std::string(200, 'p'))}))) return;
+    }
+    stream->WritesDone();
+  });
+  absl::SleepFor(absl::Milliseconds(500));
+  // Meanwhile the server serves other calls.
+  bloom::v1::MightContainRequest check;
+  check.set_name("f");
+  check.add_items("item-0");
+  bloom::v1::MightContainResponse present;
+  grpc::ClientContext unary;
+  unary.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  EXPECT_TRUE(stub_->MightContain(&unary, check, &present).ok());
+  for (int i = 0; i < kOps; ++i) {
+    PipelineResponse response;
+    ASSERT_TRUE(stream->Read(&response)) << "answer " << i;
+    ASSERT_EQ(response.id(), static_cast<uint64_t>(i));
+    ASSERT_TRUE(response.has_add());
+  }
+  writer.Join();
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
+TEST_F(PipelineTest, CancelledStreamsLeaveTheServerServing) {
+  Start();
+  Reserve("f", 1000);
+  for (int round = 0; round < 20; ++round) {
+    grpc::ClientContext context;
+    std::unique_ptr<Stream> stream = stub_->Pipeline(&context);
+    for (int i = 0; i < 50; ++i) stream->Write(AddOp(i, "f", {absl::StrCat(round, "-", i)}));
+    context.TryCancel();
+    EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  }
+  grpc::ClientContext context;
+  std::unique_ptr<Stream> stream = stub_->Pipeline(&context);
+  PipelineResponse response = RoundTrip(*stream, CheckOp(1, "f", {"x"}));
+  EXPECT_TRUE(response.has_might_contain());
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
+// SIGTERM: open streams answer what they read and end UNAVAILABLE, at once rather than after
+// the grace period; acknowledged adds survive the restart.
+TEST_F(PipelineTest, ShutdownEndsOpenStreamsUnavailableAndKeepsTheirAdds) {
+  Start({"--shutdown_grace=30s"});
+  Reserve("f", 1000);
+  grpc::ClientContext context;
+  std::unique_ptr<Stream> stream = stub_->Pipeline(&context);
+  PipelineResponse added = RoundTrip(*stream, AddOp(1, "f", {"kept"}));
+  ASSERT_TRUE(added.has_add());
+  const absl::Time start = absl::Now();
+  server_->Signal(SIGTERM);
+  PipelineResponse more;
+  EXPECT_FALSE(stream->Read(&more));
+  EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(server_->Terminate(), 0);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+
+  Start();
+  grpc::ClientContext again;
+  std::unique_ptr<Stream> reopened = stub_->Pipeline(&again);
+  PipelineResponse check = RoundTrip(*reopened, CheckOp(2, "f", {"kept"}));
+  ASSERT_TRUE(check.has_might_contain());
+  EXPECT_TRUE(check.might_contain().present(0));
+  reopened->WritesDone();
+  EXPECT_TRUE(reopened->Finish().ok());
+}
+
+// With --sync the unary calls run on the synchronous model; Pipeline is a callback stream there
+// too, and its adds are fsynced before they are answered.
+TEST_F(PipelineTest, ServesUnderTheSyncModel) {
+  Start({"--sync"});
+  Reserve("f", 1000);
+  grpc::ClientContext context;
+  std::unique_ptr<Stream> stream = stub_->Pipeline(&context);
+  StreamWriter writer(context, [&] {
+    for (int i = 0; i < 200; ++i) {
+      if (!stream->Write(AddOp(i, "f", {absl::StrCat("s", i)}))) return;
+    }
+    stream->WritesDone();
+  });
+  for (int i = 0; i < 200; ++i) {
+    PipelineResponse response;
+    ASSERT_TRUE(stream->Read(&response));
+    ASSERT_EQ(response.id(), static_cast<uint64_t>(i));
+    ASSERT_TRUE(response.has_add()) << response.DebugString();
+  }
+  writer.Join();
+  EXPECT_TRUE(stream->Finish().ok());
+  EXPECT_TRUE(absl::StrContains(server_->ReadLog(), "sync model"));
+}
+
+}  // namespace
