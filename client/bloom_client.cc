@@ -87,7 +87,21 @@ absl::StatusOr<std::unique_ptr<BloomClient>> BloomClient::Open(const std::string
 BloomClient::BloomClient(std::shared_ptr<grpc::Channel> channel, ClientOptions options)
     : channel_(channel),
       stub_(bloom::v1::BloomFilterService::NewStub(std::move(channel))),
-      options_(std::move(options)) {}
+      options_(std::move(options)) {
+  if (options_.pipelined) {
+    coalescer_ = std::make_unique<Coalescer>(
+        stub_.get(), Coalescer::Options{.streams = options_.pipeline_streams,
+                                        .max_items = options_.batch_size,
+                                        .timeout = options_.timeout,
+                                        .token = options_.token});
+  }
+}
+
+BloomClient::~BloomClient() = default;
+
+bool BloomClient::Coalesces(absl::Span<const std::string> items) const {
+  return coalescer_ != nullptr && !items.empty() && items.size() <= options_.batch_size;
+}
 
 absl::StatusOr<bool> BloomClient::Serving() {
   // grpc.health.v1.Health/Check by hand (Debian ships no generated health stubs): the request
@@ -158,6 +172,7 @@ absl::StatusOr<std::vector<bool>> BloomClient::Batched(
 absl::StatusOr<std::vector<bool>> BloomClient::Add(absl::string_view name,
                                                    absl::Span<const std::string> items,
                                                    const bloom::v1::FilterSpec* create_if_missing) {
+  if (Coalesces(items)) return coalescer_->Add(name, items, create_if_missing);
   return Batched(items, [&](absl::Span<const std::string> batch, std::vector<bool>& out) {
     grpc::ClientContext context;
     Prepare(context);
@@ -180,6 +195,7 @@ absl::StatusOr<std::vector<bool>> BloomClient::AddIntegers(
 
 absl::StatusOr<std::vector<bool>> BloomClient::MightContain(absl::string_view name,
                                                             absl::Span<const std::string> items) {
+  if (Coalesces(items)) return coalescer_->MightContain(name, items);
   return Batched(items, [&](absl::Span<const std::string> batch, std::vector<bool>& out) {
     grpc::ClientContext context;
     Prepare(context);

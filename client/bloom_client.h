@@ -14,6 +14,12 @@
 // the server, the list as a whole is not. Errors keep the server's gRPC code, so callers can
 // branch on absl::IsNotFound(status) etc.
 //
+// Pipelined mode (ClientOptions::pipelined): Add and MightContain calls of up to batch_size
+// items travel over bloom.v1.Pipeline streams, and concurrent calls on the same filter are
+// coalesced into one operation (coalescer.h). Use it when many threads make small calls: the
+// server then pays per batch, not per call. A broken stream fails its unanswered calls with
+// UNAVAILABLE (retry them; an add is idempotent).
+//
 // Thread-safety: a BloomClient is safe to use from many threads at once (gRPC stubs are).
 #ifndef CLIENT_BLOOM_CLIENT_H_
 #define CLIENT_BLOOM_CLIENT_H_
@@ -34,6 +40,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "bloom/v1/bloom.grpc.pb.h"
+#include "client/coalescer.h"
 
 namespace bloomclient {
 
@@ -52,6 +59,9 @@ struct ClientOptions {
   // Sent as "authorization: Bearer <token>" with every call; "" = none.
   std::string token;
   ClientTls tls;
+  // Add/MightContain over coalescing Pipeline streams (see above), and how many streams.
+  bool pipelined = false;
+  size_t pipeline_streams = 1;
 };
 
 // The one place where a grpc::Status becomes an absl::Status (same code, same message).
@@ -68,6 +78,9 @@ class BloomClient {
   static absl::StatusOr<std::unique_ptr<BloomClient>> Open(const std::string& target,
                                                            ClientOptions options = {});
   BloomClient(std::shared_ptr<grpc::Channel> channel, ClientOptions options);
+  ~BloomClient();
+  BloomClient(const BloomClient&) = delete;
+  BloomClient& operator=(const BloomClient&) = delete;
 
   absl::StatusOr<bloom::v1::ReserveResponse> Reserve(absl::string_view name,
                                                      const bloom::v1::FilterSpec& spec);
@@ -110,9 +123,13 @@ class BloomClient {
       absl::Span<const std::string> items,
       const std::function<absl::Status(absl::Span<const std::string>, std::vector<bool>&)>& call);
 
+  // Whether a call with `items` goes through the coalescer.
+  bool Coalesces(absl::Span<const std::string> items) const;
+
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<bloom::v1::BloomFilterService::Stub> stub_;
   const ClientOptions options_;
+  std::unique_ptr<Coalescer> coalescer_;  // pipelined mode; uses stub_, so declared after it
 };
 
 }  // namespace bloomclient

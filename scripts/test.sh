@@ -20,7 +20,7 @@ if [[ "${BLOOM_QUICK:-0}" == 1 ]]; then exit 0; fi
 ./scripts/fuzz.sh "${BLOOM_FUZZ_SECONDS:-60}"
 
 not_under_sanitizers='CrashTest|SoakTest|HelmChartTest|ImageTest'
-over_grpc='ServerTest|CliTest|CliSecurityTest|SecurityTest|ObservabilityTest|RaceTest|BenchSmokeTest|python_client|shutdown_stress'
+over_grpc='ServerTest|CliTest|CliSecurityTest|SecurityTest|ObservabilityTest|RaceTest|BenchSmokeTest|python_client|shutdown_stress|PipelineTest|CoalescingClientTest'
 for sanitizer in address thread; do
   echo "== tests under -DBLOOM_SANITIZE=$sanitizer"
   BUILD_DIR="build-$sanitizer" ./scripts/build.sh -DBLOOM_SANITIZE="$sanitizer" \

@@ -1,0 +1,310 @@
+#include "client/coalescer.h"
+
+#include <grpcpp/client_context.h>
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
+#include "absl/strings/str_cat.h"
+#include "absl/types/optional.h"
+#include "client/bloom_client.h"
+
+namespace bloomclient {
+
+using bloom::v1::PipelineRequest;
+using bloom::v1::PipelineResponse;
+
+// One caller's Add or MightContain, and where its answer goes.
+struct Coalescer::Call {
+  bool add = false;
+  std::string name;
+  absl::optional<bloom::v1::FilterSpec> create_if_missing;
+  std::vector<std::string> items;  // copied: the caller may time out and return early
+  bool alone = false;              // retried alone after its merged operation failed
+
+  std::mutex mu;
+  std::condition_variable answered;
+  bool done = false;
+  absl::StatusOr<std::vector<bool>> result;
+
+  void Answer(absl::StatusOr<std::vector<bool>> answer) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (done) return;
+      done = true;
+      result = std::move(answer);
+    }
+    answered.notify_one();
+  }
+
+  // Whether `other` may travel in the same operation.
+  bool SameOperation(const Call& other) const {
+    if (alone || other.alone || add != other.add || name != other.name) return false;
+    if (create_if_missing.has_value() != other.create_if_missing.has_value()) return false;
+    return !create_if_missing.has_value() ||
+           create_if_missing->SerializeAsString() == other.create_if_missing->SerializeAsString();
+  }
+};
+
+// A Pipeline stream with its context. Shared by the lane, its reader thread and a sender, so
+// that a stream that breaks while a batch is being written stays valid until the write ends.
+struct PipelineStream {
+  grpc::ClientContext context;
+  std::unique_ptr<grpc::ClientReaderWriter<PipelineRequest, PipelineResponse>> rw;
+  std::mutex write_mu;  // one writer at a time
+};
+
+// One Pipeline stream and the calls waiting for it or answered on it.
+class Coalescer::Lane {
+ public:
+  Lane(bloom::v1::BloomFilterService::Stub* stub, const Options& options)
+      : stub_(stub), options_(options) {}
+
+  ~Lane() {
+    std::shared_ptr<PipelineStream> stream;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stream = stream_;
+      if (stream != nullptr && !in_flight_.empty()) stream->context.TryCancel();
+    }
+    if (stream != nullptr) {
+      // Nothing is in flight (callers are gone): end the stream cleanly, the reader then
+      // reads its end.
+      std::lock_guard<std::mutex> write_lock(stream->write_mu);
+      stream->rw->WritesDone();
+    }
+    if (reader_.joinable()) reader_.join();
+    for (std::thread& old : finished_readers_) old.join();
+  }
+
+  void Submit(std::shared_ptr<Call> call) {
+    std::vector<PipelineRequest> batch;
+    std::shared_ptr<PipelineStream> stream;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      waiting_.push_back(std::move(call));
+      if (sending_) return;  // the answer to what is in flight sends it
+      sending_ = true;
+      if (!OpenStreamLocked()) return;
+      batch = TakeBatchLocked();
+      stream = stream_;
+    }
+    Send(*stream, batch);
+  }
+
+ private:
+  // Opens a stream if there is none; false (and every waiting call failed) if it cannot.
+  bool OpenStreamLocked() {
+    if (stream_ != nullptr) return true;
+    if (reader_.joinable()) finished_readers_.push_back(std::move(reader_));
+    auto stream = std::make_shared<PipelineStream>();
+    if (!options_.token.empty()) {
+      stream->context.AddMetadata("authorization", "Bearer " + options_.token);
+    }
+    stream->rw = stub_->Pipeline(&stream->context);
+    if (stream->rw == nullptr) {
+      FailLocked(absl::UnavailableError("cannot open a Pipeline stream"));
+      return false;
+    }
+    stream_ = stream;
+    reader_ = std::thread([this, stream] { ReadAnswers(*stream); });
+    return true;
+  }
+
+  // Turns every waiting call into operations, one per run of calls that may share one, and
+  // registers them as in flight.
+  std::vector<PipelineRequest> TakeBatchLocked() {
+    std::vector<PipelineRequest> batch;
+    absl::flat_hash_map<std::string, size_t> open;  // key -> index in batch of its operation
+    for (std::shared_ptr<Call>& call : waiting_) {
+      std::string key;
+      if (!call->alone) {
+        key = absl::StrCat(call->add ? "a" : "c", call->name.size(), ":", call->name);
+        if (call->create_if_missing.has_value()) {
+          absl::StrAppend(&key, call->create_if_missing->SerializeAsString());
+        }
+      }
+      size_t index = batch.size();
+      if (auto it = open.find(key);
+          !call->alone && it != open.end() &&
+          in_flight_[batch[it->second].id()].items + call->items.size() <= options_.max_items) {
+        index = it->second;
+      } else {
+        PipelineRequest& request = batch.emplace_back();
+        request.set_id(next_id_++);
+        if (call->add) {
+          request.mutable_add()->set_name(call->name);
+          if (call->create_if_missing.has_value()) {
+            *request.mutable_add()->mutable_create_if_missing() = *call->create_if_missing;
+          }
+        } else {
+          request.mutable_might_contain()->set_name(call->name);
+        }
+        if (!call->alone) open[key] = index;
+      }
+      PipelineRequest& request = batch[index];
+      auto* items = call->add ? request.mutable_add()->mutable_raw_items()
+                              : request.mutable_might_contain()->mutable_raw_items();
+      for (const std::string& item : call->items) items->Add()->assign(item);
+      Operation& operation = in_flight_[request.id()];
+      operation.items += call->items.size();
+      operation.calls.push_back(std::move(call));
+    }
+    waiting_.clear();
+    return batch;
+  }
+
+  static void Send(PipelineStream& stream, const std::vector<PipelineRequest>& batch) {
+    std::lock_guard<std::mutex> write_lock(stream.write_mu);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      grpc::WriteOptions options;
+      if (i + 1 < batch.size()) options.set_buffer_hint();  // one flush for the whole batch
+      // A failed write means a broken stream: the reader sees it and fails the calls.
+      if (!stream.rw->Write(batch[i], options)) return;
+    }
+  }
+
+  void ReadAnswers(PipelineStream& stream) {
+    PipelineResponse response;
+    while (stream.rw->Read(&response)) {
+      Operation operation;
+      std::vector<PipelineRequest> next;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = in_flight_.find(response.id());
+        if (it == in_flight_.end()) continue;  // not ours: ignore
+        operation = std::move(it->second);
+        in_flight_.erase(it);
+        if (response.has_error() && operation.calls.size() > 1 && RetryAlone(response)) {
+          for (std::shared_ptr<Call>& call : operation.calls) {
+            call->alone = true;
+            waiting_.push_back(std::move(call));
+          }
+          operation.calls.clear();
+        }
+        if (in_flight_.empty()) {
+          if (waiting_.empty()) {
+            sending_ = false;
+          } else {
+            next = TakeBatchLocked();
+          }
+        }
+      }
+      if (!next.empty()) Send(stream, next);
+      Deliver(response, operation);
+    }
+    const grpc::Status status = stream.rw->Finish();
+    // A refused token is the caller's to fix, not a broken stream to retry.
+    const bool refused = status.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
+                         status.error_code() == grpc::StatusCode::PERMISSION_DENIED;
+    std::lock_guard<std::mutex> lock(mu_);
+    FailLocked(refused ? FromGrpcStatus(status)
+                       : absl::UnavailableError(absl::StrCat(
+                             "the Pipeline stream ended: ",
+                             status.ok() ? "by the server" : status.error_message(), " (code ",
+                             static_cast<int>(status.error_code()), "); an add may be retried")));
+    if (stream_.get() == &stream) stream_.reset();  // the next call opens a new one
+  }
+
+  // Whether a merged operation's error may belong to one of its calls only.
+  static bool RetryAlone(const PipelineResponse& response) {
+    const auto code = static_cast<grpc::StatusCode>(response.error().code());
+    return code == grpc::StatusCode::INVALID_ARGUMENT ||
+           code == grpc::StatusCode::RESOURCE_EXHAUSTED;
+  }
+
+  struct Operation {
+    size_t items = 0;
+    std::vector<std::shared_ptr<Call>> calls;  // in item order
+  };
+
+  static void Deliver(const PipelineResponse& response, Operation& operation) {
+    if (response.has_error()) {
+      const absl::Status status(static_cast<absl::StatusCode>(response.error().code()),
+                                response.error().message());
+      for (const std::shared_ptr<Call>& call : operation.calls) call->Answer(status);
+      return;
+    }
+    const auto& answers =
+        response.has_add() ? response.add().added() : response.might_contain().present();
+    size_t next = 0;
+    for (const std::shared_ptr<Call>& call : operation.calls) {
+      if (next + call->items.size() > static_cast<size_t>(answers.size())) {
+        call->Answer(absl::InternalError("the server answered fewer items than were sent"));
+        continue;
+      }
+      call->Answer(
+          std::vector<bool>(answers.begin() + next, answers.begin() + next + call->items.size()));
+      next += call->items.size();
+    }
+  }
+
+  void FailLocked(const absl::Status& status) {
+    for (auto& [id, operation] : in_flight_) {
+      for (const std::shared_ptr<Call>& call : operation.calls) call->Answer(status);
+    }
+    in_flight_.clear();
+    for (const std::shared_ptr<Call>& call : waiting_) call->Answer(status);
+    waiting_.clear();
+    sending_ = false;
+  }
+
+  bloom::v1::BloomFilterService::Stub* const stub_;
+  const Options& options_;
+
+  std::mutex mu_;
+  std::deque<std::shared_ptr<Call>> waiting_;  // not yet sent
+  absl::flat_hash_map<uint64_t, Operation> in_flight_;
+  bool sending_ = false;  // a batch is in flight; its last answer sends what waits
+  uint64_t next_id_ = 1;
+  std::shared_ptr<PipelineStream> stream_;  // null until the first call, and once broken
+  std::thread reader_;
+  std::vector<std::thread> finished_readers_;  // readers of broken streams, joined at the end
+};
+
+Coalescer::Coalescer(bloom::v1::BloomFilterService::Stub* stub, Options options)
+    : options_(std::move(options)) {
+  const size_t streams = options_.streams == 0 ? 1 : options_.streams;
+  for (size_t i = 0; i < streams; ++i) lanes_.push_back(std::make_unique<Lane>(stub, options_));
+}
+
+Coalescer::~Coalescer() = default;
+
+absl::StatusOr<std::vector<bool>> Coalescer::Add(absl::string_view name,
+                                                 absl::Span<const std::string> items,
+                                                 const bloom::v1::FilterSpec* create_if_missing) {
+  auto call = std::make_shared<Call>();
+  call->add = true;
+  call->name = std::string(name);
+  if (create_if_missing != nullptr) call->create_if_missing = *create_if_missing;
+  call->items.assign(items.begin(), items.end());
+  return Submit(std::move(call));
+}
+
+absl::StatusOr<std::vector<bool>> Coalescer::MightContain(absl::string_view name,
+                                                          absl::Span<const std::string> items) {
+  auto call = std::make_shared<Call>();
+  call->name = std::string(name);
+  call->items.assign(items.begin(), items.end());
+  return Submit(std::move(call));
+}
+
+absl::StatusOr<std::vector<bool>> Coalescer::Submit(std::shared_ptr<Call> call) {
+  Lane& lane = *lanes_[absl::Hash<std::string>()(call->name) % lanes_.size()];
+  lane.Submit(call);
+  std::unique_lock<std::mutex> lock(call->mu);
+  if (!call->answered.wait_for(lock, absl::ToChronoNanoseconds(options_.timeout),
+                               [&] { return call->done; })) {
+    // The operation may still complete on the server; its answer is then dropped.
+    return absl::DeadlineExceededError(
+        absl::StrCat("no answer within ", absl::FormatDuration(options_.timeout)));
+  }
+  return std::move(call->result);
+}
+
+}  // namespace bloomclient

@@ -1,0 +1,68 @@
+// Coalescer: BloomClient's pipelined mode (ClientOptions::pipelined). Single-key (or small)
+// Add/MightContain calls from many threads share a few Pipeline streams, and calls on the same
+// filter that wait together go out as one operation with all their items.
+//
+// Batching without a timer, as RocksDB's write thread does it: a call that finds its stream
+// idle is sent at once, alone; calls that arrive while an operation is in flight wait, and
+// when the answers come back the stream's reader thread sends everything that gathered
+// meanwhile, one operation per (kind, filter, create spec). Under load batches grow by
+// themselves; alone, a call costs one round trip.
+//
+// Each caller blocks only for its own answer (at most ClientOptions::timeout:
+// DEADLINE_EXCEEDED). A failed operation fails the calls in it with its code; where a merged
+// operation fails for what one call could have caused (INVALID_ARGUMENT, RESOURCE_EXHAUSTED),
+// its calls are retried alone, so each gets the answer it would have got by itself. A broken
+// stream fails its unanswered calls with UNAVAILABLE (an add is idempotent: retry it), or with
+// UNAUTHENTICATED / PERMISSION_DENIED when the server refused the stream's token, and the next
+// call opens a new stream.
+//
+// Thread-safety: thread-safe. Callers must not be inside a call when it is destroyed.
+#ifndef CLIENT_COALESCER_H_
+#define CLIENT_COALESCER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "bloom/v1/bloom.grpc.pb.h"
+
+namespace bloomclient {
+
+class Coalescer {
+ public:
+  struct Options {
+    size_t streams = 1;        // Pipeline streams; a call picks one by its filter's name
+    size_t max_items = 10000;  // items in one operation
+    absl::Duration timeout = absl::Seconds(10);
+    std::string token;  // sent as "authorization: Bearer <token>" when the stream opens
+  };
+  // `stub` must outlive the coalescer.
+  Coalescer(bloom::v1::BloomFilterService::Stub* stub, Options options);
+  ~Coalescer();
+  Coalescer(const Coalescer&) = delete;
+  Coalescer& operator=(const Coalescer&) = delete;
+
+  // As BloomClient::Add / MightContain for up to max_items items.
+  absl::StatusOr<std::vector<bool>> Add(absl::string_view name, absl::Span<const std::string> items,
+                                        const bloom::v1::FilterSpec* create_if_missing);
+  absl::StatusOr<std::vector<bool>> MightContain(absl::string_view name,
+                                                 absl::Span<const std::string> items);
+
+ private:
+  class Lane;
+  struct Call;
+  absl::StatusOr<std::vector<bool>> Submit(std::shared_ptr<Call> call);
+
+  const Options options_;
+  std::vector<std::unique_ptr<Lane>> lanes_;
+};
+
+}  // namespace bloomclient
+
+#endif  // CLIENT_COALESCER_H_

@@ -1,0 +1,195 @@
+// BloomClient's pipelined mode against the real server: many threads' single-key calls share a
+// Pipeline stream and coalesce into fewer operations, each caller gets its own answer and its
+// own error, and a broken stream fails its calls with UNAVAILABLE, then reconnects.
+#include <signal.h>
+
+#include <atomic>
+#include <barrier>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "client/bloom_client.h"
+#include "common/testing.h"
+#include "gtest/gtest.h"
+#include "tests/server_process.h"
+
+namespace {
+
+using bloomclient::BloomClient;
+using bloomclient::ClientOptions;
+using bloomtest::ServerProcess;
+
+bloom::v1::FilterSpec Spec(uint64_t capacity) {
+  bloom::v1::FilterSpec spec;
+  spec.set_capacity(capacity);
+  spec.set_error_rate(0.01);
+  return spec;
+}
+
+ClientOptions Pipelined(size_t streams = 1) {
+  ClientOptions options;
+  options.pipelined = true;
+  options.pipeline_streams = streams;
+  return options;
+}
+
+std::string Scrape(int port) {
+  const std::string response = bloomtest::HttpGet(port, "/metrics");
+  const size_t body = response.find("\r\n\r\n");
+  return body == std::string::npos ? "" : response.substr(body + 4);
+}
+
+class CoalescingClientTest : public ::testing::Test {
+ protected:
+  bloomtest::TempDir data_;
+};
+
+TEST_F(CoalescingClientTest, ManyThreadsSingleKeyCallsCoalesceAndEachGetsItsAnswer) {
+  auto server = ServerProcess::Start(data_.path(), {"--metrics_listen=127.0.0.1:0"});
+  ASSERT_NE(server, nullptr);
+  auto client = BloomClient::Connect(server->target(), Pipelined(2));
+  for (const char* name : {"f0", "f1", "f2"})
+    ASSERT_OK(client->Reserve(name, Spec(100000)).status());
+
+  constexpr int kThreads = 50, kCalls = 200;
+  std::atomic<int> failures{0}, not_new{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      const std::string filter = absl::StrCat("f", t % 3);
+      for (int i = 0; i < kCalls; ++i) {
+        const std::string item = absl::StrCat("t", t, "-", i);
+        absl::StatusOr<std::vector<bool>> added = client->Add(filter, {item});
+        if (!added.ok() || added->size() != 1) {
+          ++failures;
+          continue;
+        }
+        if (!(*added)[0]) ++not_new;
+        absl::StatusOr<std::vector<bool>> present =
+            client->MightContain(filter, {item, absl::StrCat("never-", t, "-", i)});
+        // The caller's own add was answered, so it must read present.
+        if (!present.ok() || present->size() != 2 || !(*present)[0]) ++failures;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_LT(not_new.load(), kThreads * kCalls / 50);  // false positives at about 1%
+
+  // Every item through a plain client: nothing lost, nothing misattributed.
+  auto plain = BloomClient::Connect(server->target());
+  for (int t = 0; t < kThreads; ++t) {
+    std::vector<std::string> items;
+    for (int i = 0; i < kCalls; ++i) items.push_back(absl::StrCat("t", t, "-", i));
+    absl::StatusOr<std::vector<bool>> present =
+        plain->MightContain(absl::StrCat("f", t % 3), items);
+    ASSERT_OK(present.status());
+    for (size_t i = 0; i < items.size(); ++i) ASSERT_TRUE((*present)[i]) << items[i];
+  }
+
+  // The calls were coalesced: fewer operations reached the server than calls were made.
+  const std::string metrics = Scrape(server->metrics_port());
+  const double adds = bloomtest::PrometheusSample(
+      metrics, R"(bloom_rpc_requests_total{code="OK",method="Pipeline.Add"})");
+  EXPECT_GT(adds, 0) << metrics;
+  EXPECT_LT(adds, kThreads * kCalls * 0.9) << metrics;
+  EXPECT_EQ(bloomtest::PrometheusSample(metrics, "bloom_items_added_total"), kThreads * kCalls);
+}
+
+TEST_F(CoalescingClientTest, EachCallGetsItsOwnError) {
+  auto server = ServerProcess::Start(data_.path(), {"--max_item_bytes=100"});
+  ASSERT_NE(server, nullptr);
+  auto client = BloomClient::Connect(server->target(), Pipelined());
+  ASSERT_OK(client->Reserve("f", Spec(1000)).status());
+
+  absl::StatusOr<std::vector<bool>> missing = client->MightContain("missing", {"x"});
+  EXPECT_TRUE(absl::IsNotFound(missing.status())) << missing.status();
+
+  // Rounds of 16 callers at once, one of them with an item over the limit: only that one fails,
+  // even when they travelled in one operation.
+  constexpr int kThreads = 16, kRounds = 30;
+  std::barrier start(kThreads);
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < kRounds; ++round) {
+        start.arrive_and_wait();
+        const bool bad = t == round % kThreads;
+        const std::string item = bad ? std::string(200, 'x') : absl::StrCat("ok-", t, "-", round);
+        absl::StatusOr<std::vector<bool>> added = client->Add("f", {item});
+        if (bad ? !absl::IsInvalidArgument(added.status()) : !added.ok()) ++wrong;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(wrong.load(), 0);
+
+  // create_if_missing travels with the call.
+  bloom::v1::FilterSpec spec = Spec(50);
+  absl::StatusOr<std::vector<bool>> created = client->Add("made", {"a"}, &spec);
+  ASSERT_OK(created.status());
+  absl::StatusOr<bloom::v1::FilterStats> stats = client->Stats("made");
+  ASSERT_OK(stats.status());
+  EXPECT_EQ(stats->spec().capacity(), 50u);
+}
+
+TEST_F(CoalescingClientTest, ABrokenStreamFailsItsCallsUnavailableThenReconnects) {
+  auto server = ServerProcess::Start(data_.path());
+  ASSERT_NE(server, nullptr);
+  const int port = server->port();
+  auto client = BloomClient::Connect(server->target(), Pipelined());
+  ASSERT_OK(client->Reserve("f", Spec(1000)).status());
+  ASSERT_OK(client->Add("f", {"before"}).status());
+
+  server->Kill();
+  absl::StatusOr<std::vector<bool>> during = client->MightContain("f", {"before"});
+  EXPECT_TRUE(absl::IsUnavailable(during.status())) << during.status();
+
+  server = ServerProcess::Start(data_.path(), {absl::StrCat("--listen=127.0.0.1:", port)});
+  ASSERT_NE(server, nullptr);
+  // gRPC reconnects with backoff: the first calls may still fail UNAVAILABLE.
+  absl::StatusOr<std::vector<bool>> after = absl::UnavailableError("not tried");
+  for (int attempt = 0; attempt < 100 && absl::IsUnavailable(after.status()); ++attempt) {
+    after = client->MightContain("f", {"before"});
+    if (absl::IsUnavailable(after.status())) absl::SleepFor(absl::Milliseconds(100));
+  }
+  ASSERT_OK(after.status());
+  EXPECT_TRUE((*after)[0]);  // the acknowledged add survived kill -9
+}
+
+TEST_F(CoalescingClientTest, TokensAndRolesApply) {
+  bloomtest::TempDir secrets;
+  const std::string tokens = secrets.path() + "/tokens";
+  std::ofstream(tokens) << absl::StrCat(
+      bloomtest::RunCommand("printf %s reader-token | sha256sum | cut -d' ' -f1").out.substr(0, 64),
+      " read\n",
+      bloomtest::RunCommand("printf %s writer-token | sha256sum | cut -d' ' -f1").out.substr(0, 64),
+      " write\n");
+  auto server = ServerProcess::Start(data_.path(), {"--auth_token_file=" + tokens});
+  ASSERT_NE(server, nullptr);
+  ClientOptions writer_options = Pipelined(), reader_options = Pipelined(),
+                anonymous_options = Pipelined();
+  writer_options.token = "writer-token";
+  reader_options.token = "reader-token";
+  auto writer = BloomClient::Connect(server->target(), writer_options);
+  auto reader = BloomClient::Connect(server->target(), reader_options);
+  auto anonymous = BloomClient::Connect(server->target(), anonymous_options);
+  bloom::v1::FilterSpec spec = Spec(100);
+  ASSERT_OK(writer->Add("f", {"a"}, &spec).status());
+  absl::StatusOr<std::vector<bool>> denied = reader->Add("f", {"b"});
+  EXPECT_EQ(denied.status().code(), absl::StatusCode::kPermissionDenied) << denied.status();
+  absl::StatusOr<std::vector<bool>> read = reader->MightContain("f", {"a", "b"});
+  ASSERT_OK(read.status());
+  EXPECT_EQ(*read, std::vector<bool>({true, false}));
+  absl::StatusOr<std::vector<bool>> refused = anonymous->MightContain("f", {"a"});
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnauthenticated) << refused.status();
+  EXPECT_TRUE(absl::StrContains(refused.status().message(), "token")) << refused.status();
+}
+
+}  // namespace
