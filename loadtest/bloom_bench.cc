@@ -26,9 +26,18 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "loadtest/echo_server.h"
 #include "loadtest/targets.h"
 
 ABSL_FLAG(std::string, target, "bloom", "bloom, redis-bitmap or redis-bf");
+ABSL_FLAG(std::string, transport, "unary",
+          "bloom target: unary (calls), pipeline (a raw Pipeline stream per client, one "
+          "operation in flight) or client (all clients share the client library's pipelined "
+          "mode, which coalesces their calls)");
+ABSL_FLAG(std::string, serve_echo, "",
+          "instead of a benchmark, serve the bare echo service (the gRPC floor) on this "
+          "host:port until SIGTERM; see --port_file");
+ABSL_FLAG(std::string, port_file, "", "with --serve_echo: write the bound port here");
 ABSL_FLAG(std::string, address, "127.0.0.1:50051", "host:port of the target");
 ABSL_FLAG(int, clients, 8, "concurrent clients (threads, one connection each)");
 ABSL_FLAG(int, batch, 1000, "keys per request");
@@ -125,6 +134,10 @@ std::string FilterName(int index) { return absl::StrCat("bench-", index); }
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
+  if (const std::string echo = absl::GetFlag(FLAGS_serve_echo); !echo.empty()) {
+    return loadtest::RunEchoServer(echo, absl::GetFlag(FLAGS_port_file));
+  }
+  const std::string transport = absl::GetFlag(FLAGS_transport);
   const std::string kind = absl::GetFlag(FLAGS_target), address = absl::GetFlag(FLAGS_address);
   const int clients = absl::GetFlag(FLAGS_clients), batch = absl::GetFlag(FLAGS_batch);
   const std::string mix = absl::GetFlag(FLAGS_mix), keys_kind = absl::GetFlag(FLAGS_keys);
@@ -141,7 +154,7 @@ int main(int argc, char** argv) {
   // Prepare the filters (the redis-bf target reports a server without the module here).
   {
     absl::StatusOr<std::unique_ptr<loadtest::Target>> target =
-        loadtest::MakeTarget(kind, address, capacity, error_rate);
+        loadtest::MakeTarget(kind, address, capacity, error_rate, transport);
     if (!target.ok()) {
       std::fprintf(stderr, "bloom-bench: %s\n", target.status().ToString().c_str());
       return 1;
@@ -172,7 +185,7 @@ int main(int argc, char** argv) {
   const uint64_t preload = std::min(absl::GetFlag(FLAGS_preload), key_space);
   bool bulk_loaded = false;
   if (preload > 0 && filters == 1) {
-    absl::Status bulk = (*loadtest::MakeTarget(kind, address, capacity, error_rate))
+    absl::Status bulk = (*loadtest::MakeTarget(kind, address, capacity, error_rate, transport))
                             ->BulkLoad(FilterName(0), preload);
     if (!bulk.ok() && !absl::IsUnimplemented(bulk)) {
       std::fprintf(stderr, "bloom-bench: bulk preload failed: %s\n", bulk.ToString().c_str());
@@ -189,7 +202,7 @@ int main(int argc, char** argv) {
     std::vector<std::thread> threads;
     for (int c = 0; c < clients; ++c) {
       threads.emplace_back([&] {
-        auto target = *loadtest::MakeTarget(kind, address, capacity, error_rate);
+        auto target = *loadtest::MakeTarget(kind, address, capacity, error_rate, transport);
         std::vector<std::string> keys;
         std::vector<bool> added;
         for (uint64_t first; (first = next.fetch_add(10'000)) < preload;) {
@@ -226,7 +239,7 @@ int main(int argc, char** argv) {
     threads.emplace_back([&, c] {
       ClientResult& r = results[c];
       absl::StatusOr<std::unique_ptr<loadtest::Target>> made =
-          loadtest::MakeTarget(kind, address, capacity, error_rate);
+          loadtest::MakeTarget(kind, address, capacity, error_rate, transport);
       if (!made.ok()) {
         r.error = made.status().ToString();
         return;
@@ -316,7 +329,9 @@ int main(int argc, char** argv) {
   const double cpu_per_million = total.keys > 0 ? cpu / (total.keys / 1e6) : 0;
   const double fpr =
       total.absent_probes ? static_cast<double>(total.false_positives) / total.absent_probes : 0;
-  const std::string label = absl::GetFlag(FLAGS_label).empty() ? kind : absl::GetFlag(FLAGS_label);
+  const std::string label = absl::GetFlag(FLAGS_label).empty()
+                                ? (kind == "bloom" ? absl::StrCat(kind, "/", transport) : kind)
+                                : absl::GetFlag(FLAGS_label);
   if (absl::GetFlag(FLAGS_json)) {
     std::printf(
         "{\"label\":\"%s\",\"target\":\"%s\",\"clients\":%d,\"batch\":%d,\"mix\":\"%s\","

@@ -1,8 +1,11 @@
 #include "loadtest/targets.h"
 
+#include <grpcpp/create_channel.h>
 #include <hiredis/hiredis.h>
 
 #include <cmath>
+#include <map>
+#include <mutex>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -15,12 +18,33 @@
 namespace loadtest {
 namespace {
 
+// The pipelined client every "client"-transport thread shares: its coalescing of concurrent
+// calls is what is measured. Made on first use, kept for the process.
+std::shared_ptr<bloomclient::BloomClient> SharedPipelinedClient(const std::string& address) {
+  static std::mutex mu;
+  static auto* clients = new std::map<std::string, std::shared_ptr<bloomclient::BloomClient>>;
+  std::lock_guard<std::mutex> lock(mu);
+  std::shared_ptr<bloomclient::BloomClient>& client = (*clients)[address];
+  if (client == nullptr) {
+    bloomclient::ClientOptions options;
+    options.pipelined = true;
+    client = bloomclient::BloomClient::Connect(address, options);
+  }
+  return client;
+}
+
+// bloom-server through the C++ client: unary calls (a connection per target), or the shared
+// pipelined client.
 class BloomTarget : public Target {
  public:
-  BloomTarget(const std::string& address, uint64_t capacity, double error_rate) {
-    bloomclient::ClientOptions options;
-    options.batch_size = 1 << 20;  // bloom-bench sends each batch as one request
-    client_ = bloomclient::BloomClient::Connect(address, options);
+  BloomTarget(const std::string& address, uint64_t capacity, double error_rate, bool shared) {
+    if (shared) {
+      client_ = SharedPipelinedClient(address);
+    } else {
+      bloomclient::ClientOptions options;
+      options.batch_size = 1 << 20;  // bloom-bench sends each batch as one request
+      client_ = bloomclient::BloomClient::Connect(address, options);
+    }
     spec_.set_capacity(capacity);
     spec_.set_error_rate(error_rate);
   }
@@ -52,8 +76,75 @@ class BloomTarget : public Target {
   }
 
  private:
-  std::unique_ptr<bloomclient::BloomClient> client_;
+  std::shared_ptr<bloomclient::BloomClient> client_;
   bloom::v1::FilterSpec spec_;
+};
+
+// bloom-server over a raw Pipeline stream with one operation in flight: what any client
+// generated from the .proto gets without coalescing. One stream per target.
+class PipelineTarget : public BloomTarget {
+ public:
+  PipelineTarget(const std::string& address, uint64_t capacity, double error_rate)
+      : BloomTarget(address, capacity, error_rate, /*shared=*/false) {
+    stub_ = bloom::v1::BloomFilterService::NewStub(
+        grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+    stream_ = stub_->Pipeline(&context_);
+    spec_.set_capacity(capacity);
+    spec_.set_error_rate(error_rate);
+  }
+  ~PipelineTarget() override {
+    stream_->WritesDone();
+    (void)stream_->Finish();
+  }
+  absl::Status Add(const std::string& name, const std::vector<std::string>& keys,
+                   std::vector<bool>& added) override {
+    request_.Clear();
+    bloom::v1::AddRequest* add = request_.mutable_add();
+    add->set_name(name);
+    add->mutable_items()->Add(keys.begin(), keys.end());
+    *add->mutable_create_if_missing() = spec_;
+    return RoundTrip(added);
+  }
+  absl::Status MightContain(const std::string& name, const std::vector<std::string>& keys,
+                            std::vector<bool>& present) override {
+    request_.Clear();
+    bloom::v1::MightContainRequest* check = request_.mutable_might_contain();
+    check->set_name(name);
+    check->mutable_items()->Add(keys.begin(), keys.end());
+    absl::Status status = RoundTrip(present);
+    if (absl::IsNotFound(status)) {  // a filter not created yet holds nothing
+      present.assign(keys.size(), false);
+      return absl::OkStatus();
+    }
+    return status;
+  }
+
+ private:
+  absl::Status RoundTrip(std::vector<bool>& answers) {
+    request_.set_id(++next_id_);
+    if (!stream_->Write(request_) || !stream_->Read(&response_)) {
+      return absl::UnavailableError(
+          absl::StrCat("the Pipeline stream broke: ", stream_->Finish().error_message()));
+    }
+    if (response_.id() != next_id_) return absl::InternalError("answer out of order");
+    if (response_.has_error()) {
+      return absl::Status(static_cast<absl::StatusCode>(response_.error().code()),
+                          response_.error().message());
+    }
+    const auto& bits =
+        response_.has_add() ? response_.add().added() : response_.might_contain().present();
+    answers.assign(bits.begin(), bits.end());
+    return absl::OkStatus();
+  }
+
+  std::unique_ptr<bloom::v1::BloomFilterService::Stub> stub_;
+  grpc::ClientContext context_;
+  std::unique_ptr<grpc::ClientReaderWriter<bloom::v1::PipelineRequest, bloom::v1::PipelineResponse>>
+      stream_;
+  bloom::v1::PipelineRequest request_;
+  bloom::v1::PipelineResponse response_;
+  bloom::v1::FilterSpec spec_;
+  uint64_t next_id_ = 0;
 };
 
 struct RedisDeleter {
@@ -197,7 +288,10 @@ class RedisBitmapTarget : public Target {
 // RedisBloom's BF.MADD / BF.MEXISTS: one command per batch.
 class RedisBfTarget : public Target {
  public:
-  explicit RedisBfTarget(RedisConnection connection) : redis_(std::move(connection)) {}
+  RedisBfTarget(RedisConnection connection, uint64_t capacity, double error_rate)
+      : redis_(std::move(connection)),
+        capacity_(absl::StrCat(capacity)),
+        error_rate_(absl::StrCat(error_rate)) {}
   absl::Status Prepare(const std::string& name, uint64_t capacity, double error_rate) override {
     if (auto r = redis_.Command({"DEL", name}); !r.ok()) return r.status();
     absl::Status status =
@@ -209,9 +303,14 @@ class RedisBfTarget : public Target {
     }
     return status;
   }
+  // BF.INSERT creates a missing filter with the bench's capacity and error rate, as the bloom
+  // target's create_if_missing does (BF.MADD would create it with the module's defaults).
   absl::Status Add(const std::string& name, const std::vector<std::string>& keys,
                    std::vector<bool>& added) override {
-    return Run("BF.MADD", name, keys, added);
+    std::vector<std::string> args = {"BF.INSERT", name,        "CAPACITY", capacity_,
+                                     "ERROR",     error_rate_, "ITEMS"};
+    args.insert(args.end(), keys.begin(), keys.end());
+    return Reply(redis_.Command(args), added);
   }
   absl::Status MightContain(const std::string& name, const std::vector<std::string>& keys,
                             std::vector<bool>& present) override {
@@ -223,7 +322,9 @@ class RedisBfTarget : public Target {
                    const std::vector<std::string>& keys, std::vector<bool>& result) {
     std::vector<std::string> args = {command, name};
     args.insert(args.end(), keys.begin(), keys.end());
-    absl::StatusOr<RedisReply> reply = redis_.Command(args);
+    return Reply(redis_.Command(args), result);
+  }
+  static absl::Status Reply(absl::StatusOr<RedisReply> reply, std::vector<bool>& result) {
     if (!reply.ok()) return reply.status();
     result.clear();
     for (size_t i = 0; i < (*reply)->elements; ++i)
@@ -232,18 +333,31 @@ class RedisBfTarget : public Target {
   }
 
   RedisConnection redis_;
+  const std::string capacity_, error_rate_;
 };
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Target>> MakeTarget(const std::string& kind,
                                                    const std::string& address, uint64_t capacity,
-                                                   double error_rate) {
-  if (kind == "bloom") return std::make_unique<BloomTarget>(address, capacity, error_rate);
+                                                   double error_rate,
+                                                   const std::string& transport) {
+  if (kind == "bloom") {
+    if (transport == "unary" || transport == "client") {
+      return std::make_unique<BloomTarget>(address, capacity, error_rate, transport == "client");
+    }
+    if (transport == "pipeline") {
+      return std::make_unique<PipelineTarget>(address, capacity, error_rate);
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat("--transport must be unary, pipeline or client, got ", transport));
+  }
   if (kind == "redis-bitmap" || kind == "redis-bf") {
     absl::StatusOr<RedisConnection> connection = RedisConnection::Connect(address);
     if (!connection.ok()) return connection.status();
-    if (kind == "redis-bf") return std::make_unique<RedisBfTarget>(*std::move(connection));
+    if (kind == "redis-bf") {
+      return std::make_unique<RedisBfTarget>(*std::move(connection), capacity, error_rate);
+    }
     return std::make_unique<RedisBitmapTarget>(*std::move(connection), capacity, error_rate);
   }
   return absl::InvalidArgumentError(

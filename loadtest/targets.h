@@ -1,7 +1,8 @@
 // The systems bloom-bench drives: bloom-server over gRPC, and Redis two ways (a client-side
 // Bloom filter over a bitmap, as Redisson and common tutorials do, and RedisBloom's BF.*).
 //
-// Thread-safety: a Target is one connection, used by one client thread.
+// Thread-safety: a Target is one connection (or a share of the pipelined client), used by one
+// client thread.
 #ifndef LOADTEST_TARGETS_H_
 #define LOADTEST_TARGETS_H_
 
@@ -37,9 +38,13 @@ class Target {
 
 // "bloom" (address host:port), "redis-bitmap" or "redis-bf" (address host:port). Filters are
 // created on first use by the bloom target (create_if_missing) with `capacity`/`error_rate`.
+// `transport` (bloom only): "unary" calls, one connection per target; "pipeline", a raw
+// Pipeline stream per target with one operation in flight; "client", every target sharing one
+// pipelined BloomClient, which coalesces their concurrent calls.
 absl::StatusOr<std::unique_ptr<Target>> MakeTarget(const std::string& kind,
                                                    const std::string& address, uint64_t capacity,
-                                                   double error_rate);
+                                                   double error_rate,
+                                                   const std::string& transport = "unary");
 
 }  // namespace loadtest
 

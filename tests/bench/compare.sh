@@ -1,20 +1,30 @@
 #!/usr/bin/env bash
 # Side-by-side benchmark: bloom-server against Redis on this machine, identical workloads, one
 # run. Starts each server on loopback with a temp dir, runs bloom-bench, stops it by PID, and
-# prints a table with ratios against the Redis bitmap baseline (a client-side Bloom filter over
-# SETBIT/GETBIT, as Redisson and common tutorials do). RedisBloom's BF.* mode runs only when
-# the Redis server has the module (Debian's does not); otherwise it is reported as skipped.
+# prints a table with server CPU per key (from /proc) beside keys/s, and ratios against
+# RedisBloom (BF.*) where it runs, else against the Redis bitmap baseline (a client-side Bloom
+# filter over SETBIT/GETBIT, as Redisson and common tutorials do).
 #
-#   tests/bench/compare.sh                 # scenarios 1, 2, 3, 5 (10 s each)
-#   SCENARIOS="1 2 3 4 5" tests/bench/compare.sh   # 4: a 100M-item filter (minutes to load)
+# RedisBloom is not a Debian package: build its module yourself and pass its path in
+# REDIS_MODULE (the README says how); without it the BF.* rows say skipped.
+#
+# bloom-server is driven three ways (bloom-bench --transport): unary calls, a raw Pipeline
+# stream per client with one operation in flight, and the C++ client's pipelined mode shared by
+# all clients (coalescing). The "echo" rows are the floor: a bare gRPC service answering the
+# same messages without any filter work (bloom-bench --serve_echo).
+#
+#   tests/bench/compare.sh                 # scenarios 1 2 3 5 6 (10 s each)
+#   SCENARIOS="1 2 3 4 5 6" tests/bench/compare.sh   # 4: a 100M-item filter (minutes to load)
 #   DURATION=3s QUICK=1 tests/bench/compare.sh     # smaller sizes
+#   REDIS_MODULE=/tmp/redisbloom/redisbloom.so tests/bench/compare.sh
 #
 # Needs the README's set-up (./scripts/test.sh or ./scripts/run.sh has built everything).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD_DIR:-build}
 DURATION=${DURATION:-10s}
-SCENARIOS=${SCENARIOS:-"1 2 3 5"}
+SCENARIOS=${SCENARIOS:-"1 2 3 5 6"}
+REDIS_MODULE=${REDIS_MODULE:-}
 QUICK=${QUICK:-0}
 BENCH="$BUILD/loadtest/bloom-bench"
 SERVER="$BUILD/service/bloom-server"
@@ -50,12 +60,21 @@ start_server() {
       for _ in $(seq 200); do [[ -s $dir/port ]] && break; sleep 0.05; done
       ADDRESS="127.0.0.1:$(head -1 "$dir/port")"
       ;;
-    redis-aof|redis-mem)
-      local port appendonly=no
+    echo)
+      "$BENCH" --serve_echo=127.0.0.1:0 --port_file="$dir/port" >"$dir/log" 2>&1 &
+      SERVER_PID=$!
+      for _ in $(seq 200); do [[ -s $dir/port ]] && break; sleep 0.05; done
+      ADDRESS="127.0.0.1:$(head -1 "$dir/port")"
+      ;;
+    redis-aof|redis-mem|redis-always)
+      local port appendonly=no fsync=everysec module=()
       port=$(free_port)
-      [[ $kind == redis-aof ]] && appendonly=yes
+      [[ $kind != redis-mem ]] && appendonly=yes
+      [[ $kind == redis-always ]] && fsync=always
+      [[ -n $REDIS_MODULE ]] && module=(--loadmodule "$REDIS_MODULE")
       redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --save "" \
-        --appendonly "$appendonly" --appendfsync everysec --daemonize no >"$dir/log" 2>&1 &
+        --appendonly "$appendonly" --appendfsync "$fsync" --daemonize no "${module[@]}" \
+        >"$dir/log" 2>&1 &
       SERVER_PID=$!
       for _ in $(seq 200); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.05; done
       ADDRESS="127.0.0.1:$port"
@@ -69,17 +88,20 @@ stop_server() {
   wait "$SERVER_PID" 2>/dev/null || true
 }
 
-# run SCENARIO SERVER_KIND BENCH_TARGET ARGS...
+# run SCENARIO SERVER_KIND BENCH_TARGET[/TRANSPORT] ARGS...
 run() {
-  local scenario=$1 server=$2 target=$3
+  local scenario=$1 server=$2 target=$3 transport=unary
   shift 3
+  if [[ $target == */* ]]; then transport=${target#*/}; target=${target%%/*}; fi
   start_server "$server"
-  if ! "$BENCH" --target="$target" --address="$ADDRESS" --server_pid="$SERVER_PID" --json \
-      --label="$scenario|$server|$target" --duration="$DURATION" "$@" >"$work/out" 2>"$work/err"; then
-    echo "compare.sh: $scenario on $server/$target failed:"; cat "$work/err" "$work/out"; stop_server; exit 1
+  if ! "$BENCH" --target="$target" --transport="$transport" --address="$ADDRESS" \
+      --server_pid="$SERVER_PID" --json --label="$scenario|$server|$target/$transport" \
+      --duration="$DURATION" "$@" >"$work/out" 2>"$work/err"; then
+    echo "compare.sh: $scenario on $server/$target/$transport failed:"; cat "$work/err" "$work/out"
+    stop_server; exit 1
   fi
   if grep -q '^{' "$work/out"; then grep '^{' "$work/out" >>"$results"; else
-    echo "{\"label\":\"$scenario|$server|$target\",\"skipped\":\"$(tr -d '"\n' <"$work/out")\"}" >>"$results"; fi
+    echo "{\"label\":\"$scenario|$server|$target/$transport\",\"skipped\":\"$(tr -d '"\n' <"$work/out")\"}" >>"$results"; fi
   stop_server
 }
 
@@ -91,6 +113,20 @@ every_target() {  # every_target SCENARIO ARGS...: the same workload against eac
   run "$scenario" redis-mem redis-bitmap "$@"
   run "$scenario" redis-aof redis-bitmap "$@"
   run "$scenario" redis-mem redis-bf "$@"
+  run "$scenario" redis-aof redis-bf "$@"
+}
+
+unbatched() {  # unbatched SCENARIO ARGS...: small calls, where the transport decides
+  local scenario=$1
+  shift
+  run "$scenario" bloom bloom/unary "$@"
+  run "$scenario" bloom bloom/pipeline "$@"
+  run "$scenario" bloom bloom/client "$@"
+  run "$scenario" echo bloom/unary "$@"
+  run "$scenario" echo bloom/pipeline "$@"
+  run "$scenario" redis-mem redis-bitmap "$@"
+  run "$scenario" redis-mem redis-bf "$@"
+  run "$scenario" redis-aof redis-bf "$@"
 }
 
 small=1; [[ $QUICK == 1 ]] && small=10
@@ -99,43 +135,59 @@ for s in $SCENARIOS; do
     1) args=(--mix=query --capacity=$((1000000 / small)) --preload=$((1000000 / small))
              --batch=1000 --clients=8)
        every_target "1 batched MightContain, 1M filter, batch 1000, 8 clients" "${args[@]}"
+       run "1 batched MightContain, 1M filter, batch 1000, 8 clients" bloom bloom/pipeline "${args[@]}"
        # What protobuf arenas buy (they are on by default with the callback model).
        run "1 batched MightContain, 1M filter, batch 1000, 8 clients" bloom-noarena bloom "${args[@]}" ;;
-    2) every_target "2 batched Add of unique keys, batch 1000, 8 clients" --mix=add --keys=unique \
-         --capacity=$((10000000 / small)) --ops=$((10000000 / small)) --batch=1000 --clients=8 ;;
+    2) args=(--mix=add --keys=unique --capacity=$((10000000 / small)) --ops=$((10000000 / small))
+             --batch=1000 --clients=8)
+       every_target "2 batched Add of unique keys, batch 1000, 8 clients" "${args[@]}"
+       run "2 batched Add of unique keys, batch 1000, 8 clients" redis-always redis-bf "${args[@]}" ;;
     3) args=(--mix=both --keys=uniform --key_space=1000000 --capacity=1000000
              --preload=$((100000 / small)) --batch=1 --clients=50)
-       every_target "3 single-key MightContain+Add, 50 clients" "${args[@]}"
+       unbatched "3 single-key MightContain+Add, 50 clients" "${args[@]}"
+       run "3 single-key MightContain+Add, 50 clients" bloom-sync bloom/client "${args[@]}"
+       run "3 single-key MightContain+Add, 50 clients" redis-always redis-bf "${args[@]}"
        # The unbatched case is where the gRPC server model matters (the default is callback).
-       run "3 single-key MightContain+Add, 50 clients" bloom-syncmodel bloom "${args[@]}"
-       run "3 single-key MightContain+Add, 50 clients" bloom-noarena bloom "${args[@]}" ;;
+       run "3 single-key MightContain+Add, 50 clients" bloom-syncmodel bloom "${args[@]}" ;;
     4) every_target "4 100M-item filter, uniform queries" --mix=query --keys=uniform \
          --key_space=100000000 --capacity=$((100000000 / small)) --preload=$((100000000 / small)) \
          --batch=1000 --clients=8 ;;
-    5) every_target "5 100,000 filters of capacity 1000, random filter per op" --mix=both \
-         --keys=uniform --key_space=10000000 --capacity=1000 --filters=$((100000 / small)) \
-         --batch=1 --clients=8 ;;
+    5) unbatched "5 100,000 filters of capacity 1000, random filter per op, 50 clients" \
+         --mix=both --keys=uniform --key_space=10000000 --capacity=1000 \
+         --filters=$((100000 / small)) --batch=1 --clients=50 ;;
+    6) unbatched "6 MightContain, 10 keys per call, 50 clients" --mix=query --keys=uniform \
+         --key_space=1000000 --capacity=1000000 --preload=$((1000000 / small)) --batch=10 \
+         --clients=50 ;;
   esac
 done
 
 /usr/bin/python3 - "$results" <<'PY'
 import json, sys
 rows = [json.loads(line) for line in open(sys.argv[1])]
+# Baselines per scenario: RedisBloom in memory, else the Redis bitmap in memory.
 baseline = {}
 for r in rows:
     scenario, server, target = r["label"].split("|")
-    if target == "redis-bitmap" and "keys_per_second" in r:
-        baseline.setdefault(scenario, {})[server] = r["keys_per_second"]
-print(f"{'scenario':58} {'system':24} {'keys/s':>12} {'vs bitmap':>9} {'p50 us':>9} {'p99 us':>9} {'CPU s/Mkey':>10} {'RSS MB':>8}")
+    if server == "redis-mem" and "keys_per_second" in r:
+        kind = "bf" if target.startswith("redis-bf") else "bitmap"
+        baseline.setdefault(scenario, {})[kind] = r
+print(f"{'scenario':62} {'system':24} {'keys/s':>10} {'vs base':>8} {'p50 us':>8} "
+      f"{'p99 us':>8} {'CPU us/key':>10} {'CPU vs base':>11} {'RSS MB':>7}")
 for r in rows:
     scenario, server, target = r["label"].split("|")
-    system = f"{server}/{target}" if target != "bloom" else server
+    system = f"{server}/{target.removesuffix('/unary')}"
     if "skipped" in r:
-        print(f"{scenario:58} {system:24} skipped: {r['skipped'][:60]}")
+        print(f"{scenario:62} {system:24} skipped: {r['skipped'][:60]}")
         continue
-    base = baseline.get(scenario, {}).get("redis-mem")
-    ratio = f"{r['keys_per_second'] / base:.1f}x" if base else "-"
-    print(f"{scenario:58} {system:24} {r['keys_per_second']:12.0f} {ratio:>9} "
-          f"{r['latency_us']['p50']:9.0f} {r['latency_us']['p99']:9.0f} "
-          f"{r['server_cpu_seconds_per_million_keys']:10.3f} {r['server_rss_bytes']/1e6:8.1f}")
+    base = baseline.get(scenario, {})
+    base = base.get("bf") or base.get("bitmap")
+    cpu = r["server_cpu_seconds_per_million_keys"]
+    ratio = f"{r['keys_per_second'] / base['keys_per_second']:.2f}x" if base else "-"
+    base_cpu = base["server_cpu_seconds_per_million_keys"] if base else 0
+    cpu_ratio = f"{cpu / base_cpu:.2f}x" if base_cpu else "-"
+    print(f"{scenario:62} {system:24} {r['keys_per_second']:10.0f} {ratio:>8} "
+          f"{r['latency_us']['p50']:8.0f} {r['latency_us']['p99']:8.0f} {cpu:10.3f} "
+          f"{cpu_ratio:>11} {r['server_rss_bytes']/1e6:7.1f}")
+print("base: RedisBloom (redis-mem/redis-bf) where it ran, else the Redis bitmap (redis-mem); "
+      "CPU us/key = server CPU seconds per million keys")
 PY
