@@ -21,6 +21,12 @@ with --auth_token_file); `tls=True` connects with TLS, verified against `root_ce
 (PEM bytes; None = the system's roots), with `private_key` and `certificate_chain` (PEM bytes)
 as the client certificate for servers that require mutual TLS.
 
+Pipelined mode: with `pipelined=True`, add() and might_contain() calls of up to batch_size items
+travel over bloom.v1.Pipeline streams, and concurrent calls on the same filter from many threads
+are coalesced into one operation (bloom_pipeline.py): the server then pays per batch, not per
+call. Errors keep their codes (bloom_pipeline.PipelineError is a grpc.RpcError); a broken stream
+fails its unanswered calls with UNAVAILABLE (retry them: an add is idempotent).
+
 Thread-safety: a BloomClient may be shared by threads (gRPC channels and stubs are).
 """
 
@@ -28,8 +34,9 @@ import grpc
 
 from bloom.v1 import bloom_pb2
 from bloom.v1 import bloom_pb2_grpc
+from bloom_pipeline import Coalescer, PipelineError
 
-__all__ = ["BloomClient"]
+__all__ = ["BloomClient", "PipelineError"]
 
 _DUMP_CHUNK = 1 << 20
 
@@ -56,7 +63,7 @@ class BloomClient:
 
     def __init__(self, target="127.0.0.1:50051", timeout=10.0, batch_size=10_000, channel=None,
                  token=None, tls=False, root_certificates=None, private_key=None,
-                 certificate_chain=None):
+                 certificate_chain=None, pipelined=False, pipeline_streams=1):
         options = [("grpc.max_receive_message_length", -1),
                    ("grpc.max_send_message_length", -1)]
         if channel is None and (tls or root_certificates or certificate_chain):
@@ -69,8 +76,12 @@ class BloomClient:
         self._stub = bloom_pb2_grpc.BloomFilterServiceStub(self._channel)
         self._timeout = timeout
         self._batch_size = max(1, batch_size)
+        self._coalescer = Coalescer(self._stub, self._metadata, self._batch_size, timeout,
+                                    pipeline_streams) if pipelined else None
 
     def close(self):
+        if self._coalescer is not None:
+            self._coalescer.close()
         self._channel.close()
 
     def __enter__(self):
@@ -94,12 +105,16 @@ class BloomClient:
         missing filter instead of failing with NOT_FOUND.
         """
         spec = _spec(**create_if_missing) if create_if_missing else None
+        if self._coalesces(items):
+            return self._coalescer.call(True, name, [_as_bytes(i) for i in items], spec)
         return self._batched(items, lambda batch: self._stub.Add(
             bloom_pb2.AddRequest(name=name, raw_items=batch, create_if_missing=spec),
             timeout=self._timeout, metadata=self._metadata).added)
 
     def might_contain(self, name, items):
         """For each item: False means it was never added, True that it probably was."""
+        if self._coalesces(items):
+            return self._coalescer.call(False, name, [_as_bytes(i) for i in items])
         return self._batched(items, lambda batch: self._stub.MightContain(
             bloom_pb2.MightContainRequest(name=name, raw_items=batch),
             timeout=self._timeout, metadata=self._metadata).present)
@@ -135,6 +150,9 @@ class BloomClient:
             for offset in range(_DUMP_CHUNK, len(dump), _DUMP_CHUNK):
                 yield bloom_pb2.ImportChunk(data=dump[offset:offset + _DUMP_CHUNK])
         return self._stub.Import(chunks(), metadata=self._metadata).stats
+
+    def _coalesces(self, items):
+        return self._coalescer is not None and 0 < len(items) <= self._batch_size
 
     def _batched(self, items, call):
         raw = [_as_bytes(item) for item in items]

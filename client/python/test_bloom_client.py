@@ -9,8 +9,10 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
+import urllib.request
 
 import grpc
 
@@ -47,6 +49,10 @@ class ServerFixture:
             time.sleep(0.01)
         with open(port_file) as f:
             self.target = f"127.0.0.1:{int(f.readline())}"
+            self.metrics_port = None
+            for line in f:
+                if line.startswith("metrics "):
+                    self.metrics_port = int(line.split()[1])
 
     def log_text(self):
         if self.final_log is not None:
@@ -148,6 +154,74 @@ class BloomClientTest(LoggedTestCase):
         self.assertEqual(self.client.might_contain("example:user-ids", [1500]), [True])
 
 
+def _metric(port, series):
+    """The value of one Prometheus series scraped from the server's /metrics."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        for line in response.read().decode().splitlines():
+            if line.startswith(series + " "):
+                return float(line.split()[-1])
+    return 0.0
+
+
+class PipelinedClientTest(LoggedTestCase):
+    """pipelined=True: many threads' single-key calls coalesce over a Pipeline stream."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = ServerFixture(["--metrics_listen=127.0.0.1:0"])
+        cls.client = BloomClient(cls.server.target, pipelined=True)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.client.close()
+        assert cls.server.stop() == 0
+
+    def test_threads_coalesce_and_each_gets_its_answer(self):
+        self.client.reserve("pp:users", capacity=100000, error_rate=0.01)
+        threads, calls, failures = 20, 100, []
+
+        def work(t):
+            for i in range(calls):
+                item = f"t{t}-{i}"
+                try:
+                    added = self.client.add("pp:users", [item])
+                    present = self.client.might_contain("pp:users", [item, f"never-{t}-{i}"])
+                except grpc.RpcError as error:
+                    failures.append(repr(error))
+                    continue
+                if len(added) != 1 or len(present) != 2 or not present[0]:
+                    failures.append(f"{item}: added={added} present={present}")
+
+        workers = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        self.assertEqual(failures, [])
+        items = [f"t{t}-{i}" for t in range(threads) for i in range(calls)]
+        with BloomClient(self.server.target) as plain:
+            self.assertTrue(all(plain.might_contain("pp:users", items)))
+        operations = _metric(self.server.metrics_port,
+                             'bloom_rpc_requests_total{code="OK",method="Pipeline.Add"}')
+        self.assertGreater(operations, 0)
+        self.assertLess(operations, threads * calls)  # coalesced: fewer operations than calls
+
+    def test_errors_keep_their_codes(self):
+        with self.assertRaises(grpc.RpcError) as missing:
+            self.client.might_contain("pp:missing", ["x"])
+        self.assertEqual(missing.exception.code(), grpc.StatusCode.NOT_FOUND)
+        self.assertIn("pp:missing", missing.exception.details())
+        self.client.reserve("pp:errors", capacity=100, error_rate=0.01)
+        with self.assertRaises(grpc.RpcError) as too_big:
+            self.client.add("pp:errors", [b"x" * 70000])  # over the default 64 KiB per item
+        self.assertEqual(too_big.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertEqual(self.client.add("pp:errors", ["fine"]), [True])
+        self.assertEqual(self.client.add("pp:made", ["a"],
+                                         create_if_missing={"capacity": 50, "error_rate": 0.01}),
+                         [True])
+        self.assertEqual(self.client.stats("pp:made").spec.capacity, 50)
+
+
 def _make_tls_files(directory):
     """A CA and a server certificate for 127.0.0.1, made with openssl; returns their paths."""
     def run(*args):
@@ -182,6 +256,15 @@ class SecureServerTest(LoggedTestCase):
                     self.assertTrue(client.reserve("secure", capacity=100, error_rate=0.01))
                     self.assertEqual(client.add("secure", ["a"]), [True])
                     self.assertEqual(client.might_contain("secure", ["a", "b"]), [True, False])
+                with BloomClient(server.target, tls=True, root_certificates=roots,
+                                 token="py-writer", pipelined=True) as pipelined:
+                    self.assertEqual(pipelined.add("secure", ["c"]), [True])
+                    self.assertEqual(pipelined.might_contain("secure", ["c", "d"]), [True, False])
+                with BloomClient(server.target, tls=True, root_certificates=roots,
+                                 pipelined=True) as anonymous:
+                    with self.assertRaises(grpc.RpcError) as refused:
+                        anonymous.might_contain("secure", ["c"])
+                    self.assertEqual(refused.exception.code(), grpc.StatusCode.UNAUTHENTICATED)
                 with BloomClient(server.target, tls=True, root_certificates=roots) as anonymous:
                     with self.assertRaises(grpc.RpcError) as caught:
                         anonymous.stats("secure")

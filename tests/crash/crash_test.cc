@@ -1,4 +1,5 @@
-// Crash test: concurrent writers add unique items to a real bloom-server while a killer sends
+// Crash test: concurrent writers (unary calls, and a pipelined client whose calls coalesce over a
+// Pipeline stream) add unique items to a real bloom-server while a killer sends
 // SIGKILL at random moments (during adds and checkpoints, during start-up recovery, during a
 // SIGTERM shutdown). After every restart, every item whose Add was acknowledged must read as
 // present, counters must cover them, reserved filters keep their spec, deleted ones stay deleted.
@@ -10,6 +11,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <string>
@@ -113,8 +115,10 @@ class CrashTest : public ::testing::TestWithParam<bool> {
 TEST_P(CrashTest, AcknowledgedAddsSurviveKillNine) {
   const int cycles = EnvInt("BLOOM_CRASH_CYCLES", 20);
   const uint64_t min_items = EnvInt("BLOOM_CRASH_MIN_ITEMS", 1'000'000);
-  constexpr int kWriters = 4;
-  constexpr uint32_t kBatch = 1000;
+  // Writers 0-3 make unary calls of 1000 items; 4 and 5 share one pipelined client (their
+  // calls of 100 items coalesce over a Pipeline stream).
+  constexpr int kWriters = 6;
+  constexpr uint32_t kBatch = 1000, kPipelinedBatch = 100;
   bloomtest::TempDir data;
   std::mt19937_64 rng(GetParam() ? 7 : 11);
   std::vector<uint64_t> next_item(kWriters, 0);
@@ -152,15 +156,21 @@ TEST_P(CrashTest, AcknowledgedAddsSurviveKillNine) {
     std::atomic<bool> stop{false};
     std::mutex acked_mu;
     std::vector<std::thread> writers;
+    bloomclient::ClientOptions pipelined;
+    pipelined.pipelined = true;
+    std::shared_ptr<BloomClient> shared_pipelined =
+        BloomClient::Connect(server->target(), pipelined);
     for (int w = 0; w < kWriters; ++w) {
       writers.emplace_back([&, w] {
-        auto writer_client = BloomClient::Connect(server->target());
+        std::shared_ptr<BloomClient> writer_client =
+            w >= 4 ? shared_pipelined : BloomClient::Connect(server->target());
         const bloom::v1::FilterSpec lazy_spec = Spec(50'000, 0.001);
+        const uint32_t count = w >= 4 ? kPipelinedBatch : kBatch;
         while (!stop.load()) {
           AckedBatch batch{
               w == 3 ? absl::StrCat("lazy-", cycle % 4) : absl::StrCat("scaling-", w % 3), w,
-              next_item[w], kBatch};
-          next_item[w] += kBatch;  // never reuse ids, acknowledged or not
+              next_item[w], count};
+          next_item[w] += count;  // never reuse ids, acknowledged or not
           absl::StatusOr<std::vector<bool>> added =
               writer_client->Add(batch.filter, BatchItems(batch), w == 3 ? &lazy_spec : nullptr);
           if (added.ok()) {

@@ -1,0 +1,217 @@
+"""The Python client's pipelined mode: concurrent small calls coalesced over Pipeline streams.
+
+BloomClient(..., pipelined=True) sends add() and might_contain() calls of up to batch_size
+items over bloom.v1.Pipeline streams. Calls on the same filter from many threads that wait
+together go out as one operation with all their items, with no timer: a call that finds its
+stream idle is sent at once; calls arriving while an operation is in flight gather, and the
+answer to that operation sends them (as RocksDB's write thread batches writers).
+
+Each caller waits only for its own answer (at most the client's timeout: DEADLINE_EXCEEDED).
+A merged operation failing with INVALID_ARGUMENT or RESOURCE_EXHAUSTED is retried one call at a
+time, so each call gets the answer it would get alone. A broken stream fails its unanswered
+calls with UNAVAILABLE (an add is idempotent: retry it), or with the server's UNAUTHENTICATED /
+PERMISSION_DENIED when it refused the token; the next call opens a new stream.
+
+Errors are PipelineError, a grpc.RpcError with code() and details() like the unary calls'.
+
+Thread-safety: a Coalescer may be used from many threads at once.
+"""
+
+import queue
+import threading
+
+import grpc
+
+from bloom.v1 import bloom_pb2
+
+_CODES = {code.value[0]: code for code in grpc.StatusCode}
+_RETRY_ALONE = (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED)
+_REFUSED = (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED)
+
+
+class PipelineError(grpc.RpcError):
+    """A failed pipelined call: code() and details() as a unary call's grpc.RpcError."""
+
+    def __init__(self, code, details):
+        super().__init__(f"{code.name}: {details}")
+        self._code = code
+        self._details = details
+
+    def code(self):
+        return self._code
+
+    def details(self):
+        return self._details
+
+
+class _Call:
+    __slots__ = ("add", "name", "create", "items", "alone", "done", "result", "error")
+
+    def __init__(self, add, name, create, items):
+        self.add, self.name, self.create, self.items = add, name, create, items
+        self.alone = False
+        self.done = threading.Event()
+        self.result = None
+        self.error = None
+
+    def key(self):
+        create = self.create.SerializeToString() if self.create is not None else b""
+        return (self.add, self.name, create)
+
+    def answer(self, result=None, error=None):
+        if not self.done.is_set():
+            self.result, self.error = result, error
+            self.done.set()
+
+
+class _Lane:
+    """One Pipeline stream and the calls waiting for it or answered on it."""
+
+    def __init__(self, stub, metadata, max_items):
+        self._stub = stub
+        self._metadata = metadata
+        self._max_items = max_items
+        self._lock = threading.Lock()
+        self._waiting = []
+        self._in_flight = {}  # operation id -> [item count, calls in item order]
+        self._sending = False  # an operation is in flight; its answer sends what waits
+        self._next_id = 1
+        self._requests = None  # the open stream's request queue; None: no stream
+        self._responses = None
+
+    def submit(self, call):
+        with self._lock:
+            self._waiting.append(call)
+            if self._sending:
+                return
+            self._sending = True
+            if self._requests is None:
+                self._open()
+            requests, batch = self._requests, self._take_batch()
+        for request in batch:
+            requests.put(request)
+
+    def close(self):
+        with self._lock:
+            requests, responses = self._requests, self._responses
+            self._requests = None
+        if requests is not None:
+            requests.put(None)  # ends the request stream: the server finishes it
+            responses.cancel()
+
+    def _open(self):
+        requests = queue.SimpleQueue()
+        self._requests = requests
+        self._responses = self._stub.Pipeline(iter(requests.get, None), metadata=self._metadata)
+        threading.Thread(target=self._read, args=(requests, self._responses), daemon=True,
+                         name="bloom-pipeline-reader").start()
+
+    def _take_batch(self):
+        """Every waiting call as operations, one per run of calls that may share one."""
+        batch, open_ops = [], {}
+        for call in self._waiting:
+            key = None if call.alone else call.key()
+            request = open_ops.get(key) if key is not None else None
+            if request is not None and \
+                    self._in_flight[request.id][0] + len(call.items) > self._max_items:
+                request = None
+            if request is None:
+                request = bloom_pb2.PipelineRequest(id=self._next_id)
+                self._next_id += 1
+                if call.add:
+                    request.add.name = call.name
+                    if call.create is not None:
+                        request.add.create_if_missing.CopyFrom(call.create)
+                else:
+                    request.might_contain.name = call.name
+                batch.append(request)
+                self._in_flight[request.id] = [0, []]
+                if key is not None:
+                    open_ops[key] = request
+            op = request.add if call.add else request.might_contain
+            op.raw_items.extend(call.items)
+            entry = self._in_flight[request.id]
+            entry[0] += len(call.items)
+            entry[1].append(call)
+        self._waiting = []
+        return batch
+
+    def _read(self, requests, responses):
+        error = None
+        try:
+            for response in responses:
+                self._answer(requests, response)
+        except grpc.RpcError as e:
+            error = e
+        code = error.code() if error is not None else grpc.StatusCode.OK
+        if code in _REFUSED:
+            failure = PipelineError(code, error.details())
+        else:
+            details = error.details() if error is not None else "by the server"
+            failure = PipelineError(
+                grpc.StatusCode.UNAVAILABLE,
+                f"the Pipeline stream ended: {details} ({code.name}); an add may be retried")
+        with self._lock:
+            if self._requests is requests:
+                self._requests = None
+            calls = [call for _, op_calls in self._in_flight.values() for call in op_calls]
+            calls += self._waiting
+            self._in_flight, self._waiting, self._sending = {}, [], False
+        for call in calls:
+            call.answer(error=failure)
+
+    def _answer(self, requests, response):
+        batch = []
+        with self._lock:
+            entry = self._in_flight.pop(response.id, None)
+            if entry is None:
+                return
+            calls = entry[1]
+            if response.HasField("error") and len(calls) > 1 and \
+                    _CODES.get(response.error.code) in _RETRY_ALONE:
+                for call in calls:
+                    call.alone = True
+                self._waiting.extend(calls)
+                calls = []
+            if not self._in_flight:
+                if self._waiting:
+                    batch = self._take_batch()
+                else:
+                    self._sending = False
+        for request in batch:
+            requests.put(request)
+        if response.HasField("error"):
+            failure = PipelineError(_CODES.get(response.error.code, grpc.StatusCode.UNKNOWN),
+                                    response.error.message)
+            for call in calls:
+                call.answer(error=failure)
+            return
+        answers = response.add.added if response.HasField("add") \
+            else response.might_contain.present
+        start = 0
+        for call in calls:
+            call.answer(result=list(answers[start:start + len(call.items)]))
+            start += len(call.items)
+
+
+class Coalescer:
+    """Pipelined add/might_contain over `streams` Pipeline streams (a call picks one by filter)."""
+
+    def __init__(self, stub, metadata, max_items, timeout, streams=1):
+        self._lanes = [_Lane(stub, metadata, max_items) for _ in range(max(1, streams))]
+        self._timeout = timeout
+
+    def call(self, add, name, items, create=None):
+        """items: a non-empty list of bytes; returns a list of bool or raises PipelineError."""
+        call = _Call(add, name, create, items)
+        self._lanes[hash(name) % len(self._lanes)].submit(call)
+        if not call.done.wait(self._timeout):
+            raise PipelineError(grpc.StatusCode.DEADLINE_EXCEEDED,
+                                f"no answer within {self._timeout} s")
+        if call.error is not None:
+            raise call.error
+        return call.result
+
+    def close(self):
+        for lane in self._lanes:
+            lane.close()
