@@ -56,7 +56,54 @@ struct Coalescer::Call {
 struct PipelineStream {
   grpc::ClientContext context;
   std::unique_ptr<grpc::ClientReaderWriter<PipelineRequest, PipelineResponse>> rw;
-  std::mutex write_mu;  // one writer at a time
+  std::mutex write_mu;    // one writer at a time
+  bool finished = false;  // Finish() was called (guarded by write_mu)
+
+  // Batches the reader thread hands to the writer thread: the reader must never block in a
+  // write (the server may be waiting for it to read answers before it reads more requests).
+  std::mutex queue_mu;
+  std::condition_variable queued;
+  std::deque<std::vector<PipelineRequest>> queue;
+  bool closing = false;
+  std::thread writer;
+
+  void Write(const std::vector<PipelineRequest>& batch) {
+    std::lock_guard<std::mutex> write_lock(write_mu);
+    if (finished) return;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      grpc::WriteOptions options;
+      if (i + 1 < batch.size()) options.set_buffer_hint();  // one flush for the whole batch
+      // A failed write means a broken stream: the reader sees it and fails the calls.
+      if (!rw->Write(batch[i], options)) return;
+    }
+  }
+  void Enqueue(std::vector<PipelineRequest> batch) {
+    {
+      std::lock_guard<std::mutex> lock(queue_mu);
+      queue.push_back(std::move(batch));
+    }
+    queued.notify_one();
+  }
+  void WriteQueued() {
+    std::unique_lock<std::mutex> lock(queue_mu);
+    for (;;) {
+      queued.wait(lock, [&] { return closing || !queue.empty(); });
+      if (queue.empty()) return;  // closing
+      std::vector<PipelineRequest> batch = std::move(queue.front());
+      queue.pop_front();
+      lock.unlock();
+      Write(batch);
+      lock.lock();
+    }
+  }
+  void StopWriter() {
+    {
+      std::lock_guard<std::mutex> lock(queue_mu);
+      closing = true;
+      queue.clear();
+    }
+    queued.notify_one();
+  }
 };
 
 // One Pipeline stream and the calls waiting for it or answered on it.
@@ -76,9 +123,9 @@ class Coalescer::Lane {
       // Nothing is in flight (callers are gone): end the stream cleanly, the reader then
       // reads its end.
       std::lock_guard<std::mutex> write_lock(stream->write_mu);
-      stream->rw->WritesDone();
+      if (!stream->finished) stream->rw->WritesDone();
     }
-    if (reader_.joinable()) reader_.join();
+    if (reader_.joinable()) reader_.join();  // it stops its stream's writer when it ends
     for (std::thread& old : finished_readers_) old.join();
   }
 
@@ -94,7 +141,7 @@ class Coalescer::Lane {
       batch = TakeBatchLocked();
       stream = stream_;
     }
-    Send(*stream, batch);
+    stream->Write(batch);  // inline: the caller waits for its answer anyway
   }
 
  private:
@@ -112,6 +159,7 @@ class Coalescer::Lane {
       return false;
     }
     stream_ = stream;
+    stream->writer = std::thread([stream] { stream->WriteQueued(); });
     reader_ = std::thread([this, stream] { ReadAnswers(*stream); });
     return true;
   }
@@ -159,16 +207,6 @@ class Coalescer::Lane {
     return batch;
   }
 
-  static void Send(PipelineStream& stream, const std::vector<PipelineRequest>& batch) {
-    std::lock_guard<std::mutex> write_lock(stream.write_mu);
-    for (size_t i = 0; i < batch.size(); ++i) {
-      grpc::WriteOptions options;
-      if (i + 1 < batch.size()) options.set_buffer_hint();  // one flush for the whole batch
-      // A failed write means a broken stream: the reader sees it and fails the calls.
-      if (!stream.rw->Write(batch[i], options)) return;
-    }
-  }
-
   void ReadAnswers(PipelineStream& stream) {
     PipelineResponse response;
     while (stream.rw->Read(&response)) {
@@ -195,10 +233,19 @@ class Coalescer::Lane {
           }
         }
       }
-      if (!next.empty()) Send(stream, next);
+      if (!next.empty()) stream.Enqueue(std::move(next));
       Deliver(response, operation);
     }
-    const grpc::Status status = stream.rw->Finish();
+    // The stream is over (Read failed): no write can succeed any more. Stop the writer, then
+    // finish with no write in progress.
+    stream.StopWriter();
+    stream.writer.join();
+    grpc::Status status;
+    {
+      std::lock_guard<std::mutex> write_lock(stream.write_mu);
+      status = stream.rw->Finish();
+      stream.finished = true;
+    }
     // A refused token is the caller's to fix, not a broken stream to retry.
     const bool refused = status.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
                          status.error_code() == grpc::StatusCode::PERMISSION_DENIED;

@@ -101,6 +101,36 @@ TEST_F(CoalescingClientTest, ManyThreadsSingleKeyCallsCoalesceAndEachGetsItsAnsw
   EXPECT_EQ(bloomtest::PrometheusSample(metrics, "bloom_items_added_total"), kThreads * kCalls);
 }
 
+// Large concurrent calls on many filters: batches of operations whose requests and answers
+// exceed HTTP/2's flow-control windows. Neither side may wait on the other forever.
+TEST_F(CoalescingClientTest, LargeConcurrentCallsOnManyFiltersComplete) {
+  auto server = ServerProcess::Start(data_.path());
+  ASSERT_NE(server, nullptr);
+  auto client = BloomClient::Connect(server->target(), Pipelined());
+  constexpr int kThreads = 32, kCalls = 10, kItems = 5000;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      const std::string filter = absl::StrCat("big-", t);
+      const bloom::v1::FilterSpec spec = Spec(kItems * kCalls);
+      for (int call = 0; call < kCalls; ++call) {
+        std::vector<std::string> items;
+        for (int i = 0; i < kItems; ++i) items.push_back(absl::StrCat(call, "-", i, "-padding"));
+        absl::StatusOr<std::vector<bool>> added = client->Add(filter, items, &spec);
+        absl::StatusOr<std::vector<bool>> present = client->MightContain(filter, items);
+        if (!added.ok() || !present.ok() || present->size() != items.size()) {
+          ++failures;
+          continue;
+        }
+        for (bool p : *present) failures += p ? 0 : 1;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
 TEST_F(CoalescingClientTest, EachCallGetsItsOwnError) {
   auto server = ServerProcess::Start(data_.path(), {"--max_item_bytes=100"});
   ASSERT_NE(server, nullptr);
