@@ -327,7 +327,7 @@ absl::StatusOr<std::vector<bool>> Coalescer::Add(absl::string_view name,
                                                  const bloom::v1::FilterSpec* create_if_missing) {
   auto call = std::make_shared<Call>();
   call->add = true;
-  call->name = std::string(name);
+  call->name.assign(name.data(), name.size());
   if (create_if_missing != nullptr) call->create_if_missing = *create_if_missing;
   call->items.assign(items.begin(), items.end());
   return Submit(std::move(call));
@@ -336,7 +336,7 @@ absl::StatusOr<std::vector<bool>> Coalescer::Add(absl::string_view name,
 absl::StatusOr<std::vector<bool>> Coalescer::MightContain(absl::string_view name,
                                                           absl::Span<const std::string> items) {
   auto call = std::make_shared<Call>();
-  call->name = std::string(name);
+  call->name.assign(name.data(), name.size());
   call->items.assign(items.begin(), items.end());
   return Submit(std::move(call));
 }

@@ -1,8 +1,8 @@
 #include "loadtest/echo_server.h"
 
 #include <grpcpp/server_builder.h>
-#include <signal.h>
 
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <memory>

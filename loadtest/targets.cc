@@ -128,8 +128,7 @@ class PipelineTarget : public BloomTarget {
     }
     if (response_.id() != next_id_) return absl::InternalError("answer out of order");
     if (response_.has_error()) {
-      return absl::Status(static_cast<absl::StatusCode>(response_.error().code()),
-                          response_.error().message());
+      return {static_cast<absl::StatusCode>(response_.error().code()), response_.error().message()};
     }
     const auto& bits =
         response_.has_add() ? response_.add().added() : response_.might_contain().present();

@@ -73,7 +73,7 @@ class CallScope {
   }
 
   // After Admit() succeeded with token auth: the token's role and label.
-  const Caller& caller() const { return caller_; }
+  [[nodiscard]] const Caller& caller() const { return caller_; }
 
   [[nodiscard]] grpc::Status Done(const absl::Status& status) const {
     const absl::Duration took = absl::Now() - start_;

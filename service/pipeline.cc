@@ -25,7 +25,7 @@ namespace {
 void SetError(const absl::Status& status, PipelineResponse& response) {
   bloom::v1::OperationError* error = response.mutable_error();
   error->set_code(static_cast<int32_t>(status.code()));
-  error->set_message(std::string(status.message()));
+  error->set_message(status.message().data(), status.message().size());
 }
 
 const std::string& OperationName(const PipelineRequest& request) {

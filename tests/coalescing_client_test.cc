@@ -1,8 +1,6 @@
 // BloomClient's pipelined mode against the real server: many threads' single-key calls share a
 // Pipeline stream and coalesce into fewer operations, each caller gets its own answer and its
 // own error, and a broken stream fails its calls with UNAVAILABLE, then reconnects.
-#include <signal.h>
-
 #include <atomic>
 #include <barrier>
 #include <fstream>
@@ -113,9 +111,10 @@ TEST_F(CoalescingClientTest, LargeConcurrentCallsOnManyFiltersComplete) {
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       const std::string filter = absl::StrCat("big-", t);
-      const bloom::v1::FilterSpec spec = Spec(kItems * kCalls);
+      const bloom::v1::FilterSpec spec = Spec(uint64_t{kItems} * kCalls);
       for (int call = 0; call < kCalls; ++call) {
         std::vector<std::string> items;
+        items.reserve(kItems);
         for (int i = 0; i < kItems; ++i) items.push_back(absl::StrCat(call, "-", i, "-padding"));
         absl::StatusOr<std::vector<bool>> added = client->Add(filter, items, &spec);
         absl::StatusOr<std::vector<bool>> present = client->MightContain(filter, items);

@@ -3,8 +3,8 @@
 // that stops reading, cancellation and shutdown.
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
-#include <signal.h>
 
+#include <csignal>
 #include <fstream>
 #include <functional>
 #include <memory>
