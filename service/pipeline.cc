@@ -93,7 +93,9 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
               "PipelineRequest id ", read_buffer_.id(), " has neither add nor might_contain"));
         }
         stop_reading_ = true;
-      } else if (!broken_) {
+      } else if (!stop_reading_) {
+        // (A read that completes after shutdown or a break decided to stop is dropped: its
+        // operation was never acknowledged.)
         const size_t bytes = read_buffer_.ByteSizeLong();
         unanswered_bytes_ += bytes;
         ++unanswered_;
