@@ -4,6 +4,7 @@
 #include <hiredis/hiredis.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 
@@ -28,6 +29,10 @@ std::shared_ptr<bloomclient::BloomClient> SharedPipelinedClient(const std::strin
   if (client == nullptr) {
     bloomclient::ClientOptions options;
     options.pipelined = true;
+    // BLOOM_BENCH_PIPELINE_STREAMS: streams of the shared client (default 1).
+    if (const char* streams = std::getenv("BLOOM_BENCH_PIPELINE_STREAMS"); streams != nullptr) {
+      options.pipeline_streams = std::max(1, std::atoi(streams));
+    }
     client = bloomclient::BloomClient::Connect(address, options);
   }
   return client;

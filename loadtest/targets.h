@@ -40,7 +40,8 @@ class Target {
 // created on first use by the bloom target (create_if_missing) with `capacity`/`error_rate`.
 // `transport` (bloom only): "unary" calls, one connection per target; "pipeline", a raw
 // Pipeline stream per target with one operation in flight; "client", every target sharing one
-// pipelined BloomClient, which coalesces their concurrent calls.
+// pipelined BloomClient, which coalesces their concurrent calls (over
+// $BLOOM_BENCH_PIPELINE_STREAMS streams, default 1; a filter's calls always share one).
 absl::StatusOr<std::unique_ptr<Target>> MakeTarget(const std::string& kind,
                                                    const std::string& address, uint64_t capacity,
                                                    double error_rate,
