@@ -68,6 +68,12 @@ inline CommandResult RunCommand(const std::string& command) {
   return result;
 }
 
+// The SHA-256 hex digest of `token` for a --auth_token_file line, made by sha256sum rather than
+// by the server's own code. `token` must not contain a single quote.
+inline std::string TokenDigest(const std::string& token) {
+  return RunCommand("printf %s '" + token + "' | sha256sum").out.substr(0, 64);
+}
+
 // GET http://127.0.0.1:<port><path> with HTTP/1.0; returns the whole response (status line,
 // headers, body), or "" if the connection failed.
 inline std::string HttpGet(int port, const std::string& path) {

@@ -195,11 +195,8 @@ TEST_F(CoalescingClientTest, ABrokenStreamFailsItsCallsUnavailableThenReconnects
 TEST_F(CoalescingClientTest, TokensAndRolesApply) {
   bloomtest::TempDir secrets;
   const std::string tokens = secrets.path() + "/tokens";
-  std::ofstream(tokens) << absl::StrCat(
-      bloomtest::RunCommand("printf %s reader-token | sha256sum | cut -d' ' -f1").out.substr(0, 64),
-      " read\n",
-      bloomtest::RunCommand("printf %s writer-token | sha256sum | cut -d' ' -f1").out.substr(0, 64),
-      " write\n");
+  std::ofstream(tokens) << absl::StrCat(bloomtest::TokenDigest("reader-token"), " read\n",
+                                        bloomtest::TokenDigest("writer-token"), " write\n");
   auto server = ServerProcess::Start(data_.path(), {"--auth_token_file=" + tokens});
   ASSERT_NE(server, nullptr);
   ClientOptions writer_options = Pipelined(), reader_options = Pipelined(),

@@ -76,8 +76,7 @@ TEST(ObservabilityTest, MetricsFollowTrafficAndPassPromtool) {
 TEST(ObservabilityTest, AuthFailuresAreCountedAndHealthNeedsNoToken) {
   bloomtest::TempDir data, secrets;
   const std::string tokens = secrets.path() + "/tokens";
-  std::ofstream(tokens) << bloomtest::RunCommand("printf %s s3cret | sha256sum").out.substr(0, 64)
-                        << " read\n";
+  std::ofstream(tokens) << bloomtest::TokenDigest("s3cret") << " read\n";
   auto server = ServerProcess::Start(
       data.path(), {"--metrics_listen=127.0.0.1:0", "--auth_token_file=" + tokens});
   ASSERT_NE(server, nullptr);

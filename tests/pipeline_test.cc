@@ -213,11 +213,8 @@ TEST_F(PipelineTest, ARequestWithoutAnOperationEndsTheStreamAfterEarlierAnswers)
 TEST_F(PipelineTest, TokensAreCheckedAtStartAndRolesPerOperation) {
   bloomtest::TempDir secrets;
   const std::string tokens = secrets.path() + "/tokens";
-  std::ofstream(tokens) << absl::StrCat(
-      bloomtest::RunCommand("printf %s reader-token | sha256sum | cut -d' ' -f1").out.substr(0, 64),
-      " read reader\n",
-      bloomtest::RunCommand("printf %s writer-token | sha256sum | cut -d' ' -f1").out.substr(0, 64),
-      " write writer\n");
+  std::ofstream(tokens) << absl::StrCat(bloomtest::TokenDigest("reader-token"), " read reader\n",
+                                        bloomtest::TokenDigest("writer-token"), " write writer\n");
   Start({"--auth_token_file=" + tokens});
   auto open = [&](grpc::ClientContext& context, const std::string& token) {
     if (!token.empty()) context.AddMetadata("authorization", "Bearer " + token);

@@ -179,11 +179,9 @@ TEST_F(SecurityTest, TheHealthPortAnswersProbesInPlaintextAndNothingElse) {
 TEST_F(SecurityTest, TokensAndRolesGateEveryRpc) {
   bloomtest::TempDir secrets;
   const std::string tokens = secrets.path() + "/tokens";
-  std::ofstream(tokens) << absl::StrCat(
-      RunCommand("printf %s reader-token | sha256sum | cut -d' ' -f1").out.substr(0, 64),
-      " read dashboards\n",
-      RunCommand("printf %s writer-token | sha256sum | cut -d' ' -f1").out.substr(0, 64),
-      " write ingest\n");
+  std::ofstream(tokens) << absl::StrCat(bloomtest::TokenDigest("reader-token"),
+                                        " read dashboards\n",
+                                        bloomtest::TokenDigest("writer-token"), " write ingest\n");
   auto server = ServerProcess::Start(data_.path(), {"--auth_token_file=" + tokens});
   ASSERT_NE(server, nullptr);
 
@@ -250,9 +248,7 @@ TEST_F(SecurityTest, TokenFileChangesApplyWithoutARestart) {
   bloomtest::TempDir secrets;
   const std::string tokens = secrets.path() + "/tokens";
   auto write_tokens = [&](const std::string& token, const char* role) {
-    std::ofstream(tokens + ".new")
-        << RunCommand("printf %s " + token + " | sha256sum").out.substr(0, 64) << " " << role
-        << "\n";
+    std::ofstream(tokens + ".new") << bloomtest::TokenDigest(token) << " " << role << "\n";
     ASSERT_EQ(std::rename((tokens + ".new").c_str(), tokens.c_str()), 0);
   };
   write_tokens("first", "write");

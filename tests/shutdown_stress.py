@@ -31,20 +31,13 @@ import time
 import grpc
 
 
-def make_tls_files(directory):
-    def run(*args):
-        subprocess.run(args, cwd=directory, check=True, capture_output=True)
-    run("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
-        "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=stress-ca")
-    run("openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-        "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost")
-    with open(os.path.join(directory, "ext"), "w") as f:
-        f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
-    run("openssl", "x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
-        "-CAcreateserial", "-days", "2", "-out", "server.crt", "-extfile", "ext")
+def make_secrets(directory):
+    """TLS files (the Python client test's test CA) and a token file; returns the CA's PEM."""
+    from test_bloom_client import make_tls_files
+    ca, _, _ = make_tls_files(directory)
     with open(os.path.join(directory, "tokens"), "w") as f:
         f.write(hashlib.sha256(b"stress-writer").hexdigest() + " write stress\n")
-    with open(os.path.join(directory, "ca.crt"), "rb") as f:
+    with open(ca, "rb") as f:
         return f.read()
 
 
@@ -166,7 +159,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="bloom-shutdown-stress-") as work:
         secrets = os.path.join(work, "secrets")
         os.mkdir(secrets)
-        roots = make_tls_files(secrets)
+        roots = make_secrets(secrets)
         try:
             for cycle in range(1, args.cycles + 1):
                 try:

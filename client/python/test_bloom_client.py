@@ -222,7 +222,7 @@ class PipelinedClientTest(LoggedTestCase):
         self.assertEqual(self.client.stats("pp:made").spec.capacity, 50)
 
 
-def _make_tls_files(directory):
+def make_tls_files(directory):
     """A CA and a server certificate for 127.0.0.1, made with openssl; returns their paths."""
     def run(*args):
         subprocess.run(args, cwd=directory, check=True, capture_output=True)
@@ -242,7 +242,7 @@ class SecureServerTest(LoggedTestCase):
 
     def test_tls_and_token(self):
         with tempfile.TemporaryDirectory(prefix="bloom-py-tls-") as secrets:
-            ca, cert, key = _make_tls_files(secrets)
+            ca, cert, key = make_tls_files(secrets)
             tokens = os.path.join(secrets, "tokens")
             with open(tokens, "w") as f:
                 f.write(hashlib.sha256(b"py-writer").hexdigest() + " write\n")
