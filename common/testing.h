@@ -75,7 +75,7 @@ inline std::string TokenDigest(const std::string& token) {
 }
 
 // GET http://127.0.0.1:<port><path> with HTTP/1.0; returns the whole response (status line,
-// headers, body), or "" if the connection failed.
+// headers, body), or "" if the connection failed; what arrived if nothing came for 20 s.
 inline std::string HttpGet(int port, const std::string& path) {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return "";
@@ -84,6 +84,8 @@ inline std::string HttpGet(int port, const std::string& path) {
   address.sin_port = htons(static_cast<uint16_t>(port));
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   std::string response;
+  const timeval timeout{.tv_sec = 20, .tv_usec = 0};  // a test must not hang on a stuck server
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
   if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0) {
     const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
     if (write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {

@@ -120,6 +120,10 @@ class StateCollector final : public prometheus::Collectable {
   storage::FilterStore* const store_;
 };
 
+// The metrics listener's workers and how long one may wait for a request (see Serve()).
+constexpr int kMetricsWorkers = 8;
+constexpr int kMetricsRequestTimeoutMs = 3000;
+
 // Latency buckets from 50 µs (a cached single-key call) to 10 s (a large import).
 const prometheus::Histogram::BucketBoundaries& LatencyBuckets() {
   static const auto* const buckets = new prometheus::Histogram::BucketBoundaries{
@@ -186,7 +190,12 @@ ServerMetrics::~ServerMetrics() = default;
 absl::Status ServerMetrics::Serve(const std::string& listen) {
   // prometheus-cpp (CivetWeb) reports a bind failure by throwing; it stops here.
   try {
-    exposer_ = std::make_unique<prometheus::Exposer>(listen);
+    // Enough workers, and a time limit per request, so that a few clients that open a
+    // connection and never finish their request cannot hold every worker: prometheus-cpp's
+    // default is 2 workers and civetweb's 30 s to read a request.
+    exposer_ = std::make_unique<prometheus::Exposer>(std::vector<std::string>{
+        "listening_ports", listen, "num_threads", std::to_string(kMetricsWorkers),
+        "request_timeout_ms", std::to_string(kMetricsRequestTimeoutMs)});
   } catch (const std::exception& e) {
     return absl::UnavailableError(absl::StrCat("cannot serve metrics on ", listen,
                                                " (address in use or invalid?): ", e.what()));

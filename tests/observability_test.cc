@@ -2,7 +2,9 @@
 // `promtool check metrics` (Debian's prometheus package).
 #include <fstream>
 #include <string>
+#include <vector>
 
+#include "absl/time/clock.h"
 #include "client/bloom_client.h"
 #include "common/testing.h"
 #include "gtest/gtest.h"
@@ -100,6 +102,44 @@ TEST(ObservabilityTest, AuthFailuresAreCountedAndHealthNeedsNoToken) {
   EXPECT_EQ(bloomtest::PrometheusSample(
                 text, R"(bloom_rpc_requests_total{code="UNAUTHENTICATED",method="Stats"})"),
             1);
+}
+
+// Clients that open a connection to /metrics and never finish their request (issue 15's attack:
+// three of them blinded the exporter, which had two workers and no request timeout) neither
+// block scrapes nor hold a worker for long.
+TEST(ObservabilityTest, SlowClientsCannotBlindTheMetricsEndpoint) {
+  bloomtest::TempDir data;
+  auto server = ServerProcess::Start(data.path(), {"--metrics_listen=127.0.0.1:0"});
+  ASSERT_NE(server, nullptr);
+  std::vector<int> slow;
+  for (int i = 0; i < 6; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(server->metrics_port()));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+    const std::string partial = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+    ASSERT_EQ(write(fd, partial.data(), partial.size()), static_cast<ssize_t>(partial.size()));
+    slow.push_back(fd);
+  }
+  const absl::Time start = absl::Now();
+  const std::string text = Scrape(server->metrics_port());
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+  EXPECT_GE(bloomtest::PrometheusSample(text, "bloom_filters"), 0) << text;
+  // The server gives up on each slow request after its timeout and closes the connection.
+  for (int fd : slow) {
+    const timeval timeout{.tv_sec = 20, .tv_usec = 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+    char buffer[512];
+    ssize_t n = 0;
+    while ((n = read(fd, buffer, sizeof(buffer))) > 0) {
+    }
+    EXPECT_EQ(n, 0) << "a slow connection was not closed";
+    close(fd);
+  }
+  EXPECT_LT(absl::Now() - start, absl::Seconds(15));
 }
 
 }  // namespace
