@@ -1,8 +1,8 @@
 #include "storage/filter_store.h"
 
 #include <algorithm>
-#include <optional>
 #include <atomic>
+#include <optional>
 #include <random>
 
 #include "absl/hash/hash.h"
@@ -46,6 +46,16 @@ uint64_t RandomSeed() {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return z ^ (z >> 31);
+}
+
+// How often Reserve and Add with create_if_missing look again for a filter that a racing Delete
+// removed under them before they give up with ABORTED.
+constexpr int kDeleteRaceRetries = 64;
+
+absl::Status DeleteRaceError(absl::string_view name) {
+  return absl::AbortedError(absl::StrCat("filter '", name,
+                                         "' was deleted and created again by other callers "
+                                         "throughout this call; retry it"));
 }
 
 }  // namespace
@@ -222,17 +232,24 @@ absl::StatusOr<FilterStore::ReserveResult> FilterStore::Reserve(absl::string_vie
   RETURN_IF_ERROR(CheckOpen());
   RETURN_IF_ERROR(ValidateFilterName(name));
   ASSIGN_OR_RETURN(const bloom::FilterSpec normalized, bloom::NormalizeSpec(spec));
-  ReserveResult result;
-  ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> filter,
-                   FindOrCreate(name, normalized, result.created));
-  RETURN_IF_ERROR(filter->Usable());
-  if (!result.created && !(filter->filter()->spec() == normalized)) {
-    return absl::AlreadyExistsError(absl::StrCat(
-        "filter '", name, "' already exists with a different spec (",
-        DescribeSpec(filter->filter()->spec()), "; requested ", DescribeSpec(normalized), ")"));
+  // A Delete racing this Reserve can remove the filter it found or made before it answers:
+  // look again (Reserve never answers NOT_FOUND).
+  for (int attempt = 0; attempt < kDeleteRaceRetries; ++attempt) {
+    ReserveResult result;
+    ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> filter,
+                     FindOrCreate(name, normalized, result.created));
+    absl::StatusOr<FilterInfo> info = filter->Info();  // NOT_FOUND once deleted
+    if (absl::IsNotFound(info.status())) continue;
+    if (!info.ok()) return info.status();
+    if (!result.created && !(filter->filter()->spec() == normalized)) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          "filter '", name, "' already exists with a different spec (",
+          DescribeSpec(filter->filter()->spec()), "; requested ", DescribeSpec(normalized), ")"));
+    }
+    result.info = *std::move(info);
+    return result;
   }
-  ASSIGN_OR_RETURN(result.info, filter->Info());
-  return result;
+  return DeleteRaceError(name);
 }
 
 absl::StatusOr<std::vector<bool>> FilterStore::Add(absl::string_view name,
@@ -247,8 +264,13 @@ absl::StatusOr<std::vector<bool>> FilterStore::Add(absl::string_view name,
   }
   // A concurrent Delete can remove the filter between lookup and add; with create_if_missing
   // the caller wants it to exist, so look again.
-  for (int attempt = 0;; ++attempt) {
+  for (int attempt = 0; attempt < kDeleteRaceRetries; ++attempt) {
     std::shared_ptr<StoredFilter> filter = Find(name);
+    // A filter being deleted is still found until Delete removes it (under the name lock,
+    // which FindOrCreate waits for): create a fresh one rather than spin on the old one.
+    if (filter != nullptr && spec.has_value() && absl::IsNotFound(filter->Usable())) {
+      filter = nullptr;
+    }
     if (filter == nullptr) {
       if (!spec.has_value()) {
         return absl::NotFoundError(absl::StrCat("filter '", name, "' not found"));
@@ -256,14 +278,17 @@ absl::StatusOr<std::vector<bool>> FilterStore::Add(absl::string_view name,
       bool created = false;
       ASSIGN_OR_RETURN(filter, FindOrCreate(name, *spec, created));
     }
-    RETURN_IF_ERROR(filter->Usable());
-    std::vector<uint64_t> hashes(items.size());
-    for (size_t i = 0; i < items.size(); ++i) hashes[i] = filter->filter()->Hash(items[i]);
+    absl::Status status = filter->Usable();
     std::unique_ptr<bool[]> added(new bool[items.size()]);
-    absl::Status status = filter->Add(hashes, added.get(), options_.sync);
+    if (status.ok()) {
+      std::vector<uint64_t> hashes(items.size());
+      for (size_t i = 0; i < items.size(); ++i) hashes[i] = filter->filter()->Hash(items[i]);
+      status = filter->Add(hashes, added.get(), options_.sync);
+    }
     if (status.ok()) return std::vector<bool>(added.get(), added.get() + items.size());
-    if (!absl::IsNotFound(status) || !spec.has_value() || attempt == 2) return status;
+    if (!absl::IsNotFound(status) || !spec.has_value()) return status;
   }
+  return DeleteRaceError(name);
 }
 
 absl::StatusOr<std::vector<bool>> FilterStore::MightContain(
