@@ -233,7 +233,13 @@ class Coalescer::Lane {
           }
         }
       }
-      if (!next.empty()) stream.Enqueue(std::move(next));
+      if (!next.empty()) {
+        if (SafeToWriteInline(next)) {
+          stream.Write(next);
+        } else {
+          stream.Enqueue(std::move(next));
+        }
+      }
       Deliver(response, operation);
     }
     // The stream is over (Read failed): no write can succeed any more. Stop the writer, then
@@ -256,6 +262,19 @@ class Coalescer::Lane {
                              status.ok() ? "by the server" : status.error_message(), " (code ",
                              static_cast<int>(status.error_code()), "); an add may be retried")));
     if (stream_.get() == &stream) stream_.reset();  // the next call opens a new one
+  }
+
+  // Whether the reader thread may write `batch` itself instead of handing it to the writer
+  // thread (a thread hop that cost a quarter of the calls per second with 50 one-key callers).
+  // A batch is sent only when nothing of this stream is in flight, and a server stops reading
+  // a stream only with --pipeline_window operations (default 64) or 4 MiB of requests
+  // unanswered: a small batch is read whole even while this thread is not reading answers.
+  static bool SafeToWriteInline(const std::vector<PipelineRequest>& batch) {
+    constexpr size_t kInlineOperations = 8, kInlineBytes = 1 << 20;
+    if (batch.size() > kInlineOperations) return false;
+    size_t bytes = 0;
+    for (const PipelineRequest& request : batch) bytes += request.ByteSizeLong();
+    return bytes <= kInlineBytes;
   }
 
   // Whether a merged operation's error may belong to one of its calls only.

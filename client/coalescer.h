@@ -16,6 +16,10 @@
 // UNAUTHENTICATED / PERMISSION_DENIED when the server refused the stream's token, and the next
 // call opens a new stream.
 //
+// Threads: each stream has a reader thread, which also sends small follow-up batches, and a
+// writer thread for large ones, so the reader never blocks on a write the server cannot take
+// until answers are read (assumes the server's --pipeline_window is at least 8).
+//
 // Thread-safety: thread-safe. Callers must not be inside a call when it is destroyed.
 #ifndef CLIENT_COALESCER_H_
 #define CLIENT_COALESCER_H_
