@@ -80,9 +80,11 @@ class BloomTarget : public Target {
     return absl::OkStatus();
   }
 
+ protected:
+  bloom::v1::FilterSpec spec_;  // create_if_missing for adds
+
  private:
   std::shared_ptr<bloomclient::BloomClient> client_;
-  bloom::v1::FilterSpec spec_;
 };
 
 // bloom-server over a raw Pipeline stream with one operation in flight: what any client
@@ -94,8 +96,6 @@ class PipelineTarget : public BloomTarget {
     stub_ = bloom::v1::BloomFilterService::NewStub(
         grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
     stream_ = stub_->Pipeline(&context_);
-    spec_.set_capacity(capacity);
-    spec_.set_error_rate(error_rate);
   }
   ~PipelineTarget() override {
     stream_->WritesDone();
@@ -147,7 +147,6 @@ class PipelineTarget : public BloomTarget {
       stream_;
   bloom::v1::PipelineRequest request_;
   bloom::v1::PipelineResponse response_;
-  bloom::v1::FilterSpec spec_;
   uint64_t next_id_ = 0;
 };
 
