@@ -65,10 +65,8 @@ class CallScope {
       caller_ = *std::move(caller);
       return absl::OkStatus();
     }
-    if (service_->hooks_.metrics != nullptr) {
-      service_->hooks_.metrics->RecordAuthFailure(caller.status().code());
-    }
-    LogAuthFailure(caller.status());
+    service_->RecordAuthRefusal(caller.status(), metrics::RpcName(rpc_),
+                                context_ ? context_->peer() : "in-process");
     return caller.status();
   }
 
@@ -92,19 +90,6 @@ class CallScope {
  private:
   // At most one line per second, so a client retrying with a bad token cannot flood the log.
   // The token itself is never logged.
-  void LogAuthFailure(const absl::Status& status) const {
-    const int64_t now = absl::ToUnixMicros(absl::Now());
-    int64_t last = service_->last_auth_log_micros_.load();
-    if (now - last < 1'000'000 ||
-        !service_->last_auth_log_micros_.compare_exchange_strong(last, now)) {
-      return;
-    }
-    bloomlog::LogWarning(absl::StrCat(
-        "refused ", metrics::RpcName(rpc_), " from ", context_ ? context_->peer() : "in-process",
-        ": ", absl::StatusCodeToString(status.code()), ": ", status.message(),
-        " (further refusals this second are counted in bloom_auth_failures_total, not logged)"));
-  }
-
   BloomService* const service_;
   const metrics::Rpc rpc_;
   grpc::ServerContextBase* const context_;
@@ -317,6 +302,20 @@ grpc::Status BloomService::Import(grpc::ServerContext* context,
   absl::StatusOr<storage::FilterInfo> info = store_->CommitImport(**import);
   if (info.ok()) ToProto(*info, response->mutable_stats());
   return log.Done(info.status());
+}
+
+void BloomService::RecordAuthRefusal(const absl::Status& status, absl::string_view method,
+                                     absl::string_view peer) {
+  if (hooks_.metrics != nullptr) hooks_.metrics->RecordAuthFailure(status.code());
+  const int64_t now = absl::ToUnixMicros(absl::Now());
+  int64_t last = last_auth_log_micros_.load();
+  if (now - last < 1'000'000 || !last_auth_log_micros_.compare_exchange_strong(last, now)) {
+    return;
+  }
+  bloomlog::LogWarning(absl::StrCat(
+      "refused ", method, " from ", peer, ": ", absl::StatusCodeToString(status.code()), ": ",
+      status.message(),
+      " (further refusals this second are counted in bloom_auth_failures_total, not logged)"));
 }
 
 bool BloomService::Drain(absl::Time deadline) {

@@ -103,6 +103,10 @@ class BloomService final : public SyncServiceBase {
   // refusal is counted and logged like a refused call.
   absl::StatusOr<Caller> AdmitStream(grpc::ServerContextBase* context);
   bool draining() const { return draining_.load(); }
+  // Counts a call refused for its token (bloom_auth_failures_total) and logs it, at most one
+  // log line a second. Used by the handlers and by the transport's TokenGate.
+  void RecordAuthRefusal(const absl::Status& status, absl::string_view method,
+                         absl::string_view peer);
   const ServiceLimits& limits() const { return limits_; }
   storage::FilterStore* store() const { return store_; }
   // Checks the batch limits of an Add/MightContainRequest and appends its items, then its

@@ -8,8 +8,10 @@
 #include <grpcpp/server_builder.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "common/log.h"
+#include "service/token_gate.h"
 
 namespace service {
 
@@ -20,12 +22,33 @@ absl::StatusOr<std::unique_ptr<BloomServer>> BloomServer::Start(storage::FilterS
   auto server = std::unique_ptr<BloomServer>(new BloomServer(
       std::make_unique<BloomService>(store, options.limits, options.hooks), options));
 
-  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  std::shared_ptr<grpc::ServerCredentials> credentials;
   if (options.tls.enabled()) {
     absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> tls =
         MakeTlsServerCredentials(options.tls);
     if (!tls.ok()) return tls.status();
     credentials = *tls;
+  }
+  if (options.hooks.auth != nullptr) {
+    // Refuse token-less calls before their messages are read (token_gate.h).
+    BloomService* service = server->service_.get();
+    metrics::ServerMetrics* metrics = options.hooks.metrics;
+    server->gate_ = std::make_unique<TokenGate>(
+        options.hooks.auth, [service, metrics](const absl::Status& status, absl::string_view path) {
+          absl::string_view method = path;
+          if (absl::ConsumePrefix(&method, "/bloom.v1.BloomFilterService/") && metrics != nullptr) {
+            for (size_t i = 0; i < metrics::kNumRpcs; ++i) {
+              const auto rpc = static_cast<metrics::Rpc>(i);
+              if (method == metrics::RpcName(rpc)) {
+                metrics->RecordRpc(rpc, status.code(), absl::ZeroDuration(), 0);
+              }
+            }
+          }
+          service->RecordAuthRefusal(status, path, "a peer (refused before its request)");
+        });
+    credentials = GateCredentials(std::move(credentials), server->gate_.get());
+  } else if (credentials == nullptr) {
+    credentials = grpc::InsecureServerCredentials();
   }
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, credentials, &server->port_);

@@ -19,6 +19,7 @@
 #include "absl/time/time.h"
 #include "service/bloom_service.h"
 #include "service/tls.h"
+#include "service/token_gate.h"
 #include "storage/filter_store.h"
 
 namespace service {
@@ -68,6 +69,7 @@ class BloomServer {
       : service_(std::move(service)), options_(std::move(options)) {}
 
   std::unique_ptr<BloomService> service_;
+  std::unique_ptr<TokenGate> gate_;  // with token auth; outlives the servers
   std::unique_ptr<BloomCallbackService> callback_service_;  // with ServerModel::kCallback
   const ServerOptions options_;
   std::unique_ptr<grpc::Server> server_;

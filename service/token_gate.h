@@ -1,0 +1,61 @@
+// Token checks at the transport: a call without a valid token is refused as its headers arrive,
+// before gRPC reads (and buffers) any of its messages.
+//
+// The handlers check the token's role per call (auth.h); that happens only once a unary call's
+// whole request has been received, so a peer without a token could make the server buffer up
+// to max_concurrent_streams x max_message_bytes per connection. The gate closes that: gRPC runs
+// it from its server auth filter on each call's initial metadata, and a refusal cancels the
+// stream (UNAUTHENTICATED) before its DATA frames are accepted.
+//
+//   std::shared_ptr<grpc::ServerCredentials> creds =
+//       GateCredentials(base_credentials_or_null_for_plaintext, gate);
+//
+// Health checking and server reflection pass without a token, as they always have (probes and
+// grpcurl need them); every other method needs one that the authenticator knows. Roles are
+// still checked by the handlers.
+//
+// Thread-safety: TokenGate is immutable after construction and thread-safe; the authenticator
+// and the refusal callback must be thread-safe.
+#ifndef SERVICE_TOKEN_GATE_H_
+#define SERVICE_TOKEN_GATE_H_
+
+#include <grpcpp/security/server_credentials.h>
+
+#include <functional>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/optional.h"
+#include "service/auth.h"
+
+namespace service {
+
+class TokenGate {
+ public:
+  // Sees each refused call's status and path, for metrics and logs.
+  using RefusalCallback = std::function<void(const absl::Status&, absl::string_view path)>;
+
+  // `auth` must outlive the gate. `on_refusal` may be empty.
+  TokenGate(const TokenAuthenticator* auth, RefusalCallback on_refusal)
+      : auth_(auth), on_refusal_(std::move(on_refusal)) {}
+
+  // OK if a call to `path` ("/package.Service/Method") with this authorization metadata may
+  // proceed to its handler; UNAUTHENTICATED otherwise.
+  absl::Status Check(absl::string_view path,
+                     absl::optional<absl::string_view> authorization) const;
+
+ private:
+  const TokenAuthenticator* const auth_;
+  const RefusalCallback on_refusal_;
+};
+
+// Server credentials that run `gate` on every call: `base` (TLS credentials) with the gate as
+// their auth metadata processor, or, when `base` is null, plaintext credentials with the gate.
+// `gate` must outlive every server built with the result.
+std::shared_ptr<grpc::ServerCredentials> GateCredentials(
+    std::shared_ptr<grpc::ServerCredentials> base, const TokenGate* gate);
+
+}  // namespace service
+
+#endif  // SERVICE_TOKEN_GATE_H_
