@@ -74,11 +74,17 @@ ABSL_FLAG(std::string, metrics_listen, "",
 ABSL_FLAG(std::string, health_listen, "",
           "host:port of a plaintext gRPC server answering only grpc.health.v1, for Kubernetes "
           "probes when the main port needs TLS or mTLS; empty = off");
-ABSL_FLAG(int32_t, max_concurrent_streams, 100, "most concurrent calls per client connection");
-ABSL_FLAG(std::string, max_message_bytes, "64Mi", "largest request message, e.g. 4Mi, 64Mi");
+// Defaults sized so that one connection at both limits (64 x 16 MiB of buffered requests) fits
+// in a 2 GiB container beside the filters; --transport_memory bounds all connections together.
+ABSL_FLAG(int32_t, max_concurrent_streams, 64, "most concurrent calls per client connection");
+ABSL_FLAG(std::string, max_message_bytes, "16Mi", "largest request message, e.g. 4Mi, 16Mi");
 ABSL_FLAG(uint64_t, pipeline_window, 64,
           "operations a Pipeline stream reads ahead of their answers before it stops reading "
           "(back-pressure on a client that sends faster than it reads)");
+ABSL_FLAG(std::string, transport_memory, "256Mi",
+          "most bytes gRPC may buffer for received requests, over all connections (its "
+          "ResourceQuota); past it, flow-control windows shrink and calls are cancelled "
+          "(RESOURCE_EXHAUSTED). Bytes or a share of the container's memory (10%); 0 = no bound");
 ABSL_FLAG(int32_t, max_threads, 0,
           "most threads the sync server model runs calls on (0: gRPC's default)");
 
@@ -106,6 +112,7 @@ constexpr const char* kFlagNames[] = {"listen",
                                       "max_concurrent_streams",
                                       "max_message_bytes",
                                       "max_threads",
+                                      "transport_memory",
                                       "protobuf_arenas",
                                       "pipeline_window"};
 
@@ -284,6 +291,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bloom-server: --max_message_bytes must be 1Ki to 2Gi, e.g. 64Mi\n");
     return 2;
   }
+  uint64_t transport_memory = 0;
+  if (!ParseMemoryLimit(absl::GetFlag(FLAGS_transport_memory), transport_memory) ||
+      transport_memory > INT64_MAX) {
+    std::fprintf(stderr,
+                 "bloom-server: --transport_memory must be bytes (268435456, 256Mi) or a share "
+                 "of the container's memory (10%%)\n");
+    return 2;
+  }
   if (absl::GetFlag(FLAGS_max_concurrent_streams) < 1 || absl::GetFlag(FLAGS_max_threads) < 0) {
     std::fprintf(stderr,
                  "bloom-server: --max_concurrent_streams must be positive and --max_threads "
@@ -357,6 +372,7 @@ int main(int argc, char** argv) {
   server_options.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
   server_options.max_message_bytes = static_cast<int>(max_message_bytes);
   server_options.max_threads = absl::GetFlag(FLAGS_max_threads);
+  server_options.transport_memory_bytes = static_cast<int64_t>(transport_memory);
   server_options.protobuf_arenas = absl::GetFlag(FLAGS_protobuf_arenas);
   server_options.limits.max_batch = absl::GetFlag(FLAGS_max_batch);
   server_options.limits.max_item_bytes = absl::GetFlag(FLAGS_max_item_bytes);

@@ -61,11 +61,12 @@ absl::StatusOr<std::unique_ptr<BloomServer>> BloomServer::Start(storage::FilterS
   }
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_concurrent_streams);
-  if (options.max_threads > 0) {
-    grpc::ResourceQuota quota("bloom-server");
-    quota.SetMaxThreads(options.max_threads);
-    builder.SetResourceQuota(quota);
+  grpc::ResourceQuota quota("bloom-server");
+  if (options.max_threads > 0) quota.SetMaxThreads(options.max_threads);
+  if (options.transport_memory_bytes > 0) {
+    quota.Resize(static_cast<size_t>(options.transport_memory_bytes));
   }
+  builder.SetResourceQuota(quota);
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
     return absl::UnavailableError(

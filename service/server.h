@@ -44,9 +44,12 @@ struct ServerOptions {
   ServiceHooks hooks;
   // Transport guards: concurrent calls per connection, the largest request, and the threads
   // the synchronous model may run calls on (0: gRPC's default).
-  int max_concurrent_streams = 100;
-  int max_message_bytes = 64 << 20;
+  int max_concurrent_streams = 64;
+  int max_message_bytes = 16 << 20;
   int max_threads = 0;
+  // What gRPC may hold in buffers of received data across all connections (its ResourceQuota);
+  // past it, it shrinks flow-control windows and cancels calls. 0: unbounded.
+  int64_t transport_memory_bytes = 0;
   // How long Shutdown() lets in-flight calls finish before cancelling them.
   absl::Duration shutdown_grace = absl::Seconds(5);
 };

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -167,5 +168,25 @@ int ServerProcess::RunToExit(const std::vector<std::string>& args, std::string* 
   if (output != nullptr) *output = process.ReadLog();
   return status;
 }
+
+namespace {
+
+uint64_t StatusFieldKb(pid_t pid, absl::string_view field) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (absl::StartsWith(line, field)) {
+      uint64_t kb = 0;
+      std::istringstream(line.substr(field.size())) >> kb;
+      return kb;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+uint64_t ServerProcess::ResidentKb() const { return StatusFieldKb(pid_, "VmRSS:"); }
+uint64_t ServerProcess::PeakResidentKb() const { return StatusFieldKb(pid_, "VmHWM:"); }
 
 }  // namespace bloomtest

@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,6 +37,10 @@ class ServerProcess {
   std::string target() const { return "127.0.0.1:" + std::to_string(port_); }
   pid_t pid() const { return pid_; }
   const std::string& log_path() const { return log_path_; }
+  // The server's resident memory now (VmRSS) and at its peak so far (VmHWM), in KiB; 0 if it
+  // is not running.
+  uint64_t ResidentKb() const;
+  uint64_t PeakResidentKb() const;
   std::string ReadLog() const;
 
   // Starts bloom-server without waiting for it to serve (to kill it during start-up).

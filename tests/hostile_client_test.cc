@@ -1,0 +1,163 @@
+// Issue 15's transport attacks against the real bloom-server binary, made by a raw HTTP/2
+// client (tests/hostile/h2_attacks.py) that does what no gRPC library would. Each test checks
+// the server's peak resident memory (VmHWM) and that it serves normal calls afterwards.
+//
+// Larger runs (several connections, longer floods) are scripts in the README's "Security"
+// section; these are the sizes that fit a 2-core CI machine in seconds.
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "client/bloom_client.h"
+#include "common/testing.h"
+#include "gtest/gtest.h"
+#include "tests/server_process.h"
+#include "tests/test_pki.h"
+
+namespace {
+
+using bloomclient::BloomClient;
+using bloomclient::ClientOptions;
+using bloomtest::ServerProcess;
+
+constexpr char kToken[] = "hostile-test-token";
+
+// What the attack script printed: one JSON object of numbers and booleans.
+class AttackReport {
+ public:
+  explicit AttackReport(std::string json) : json_(std::move(json)) {}
+  // The value of `"key": <value>` (-1 if absent); true and false read as 1 and 0.
+  int64_t Number(const std::string& key) const {
+    const size_t at = json_.find("\"" + key + "\": ");
+    if (at == std::string::npos) return -1;
+    const size_t start = at + key.size() + 4;
+    const std::string value = json_.substr(start, json_.find_first_of(",}", start) - start);
+    if (value == "true") return 1;
+    if (value == "false") return 0;
+    int64_t number = -1;
+    return absl::SimpleAtoi(value, &number) ? number : -1;
+  }
+  const std::string& text() const { return json_; }
+
+ private:
+  std::string json_;
+};
+
+AttackReport Attack(const ServerProcess& server, const std::vector<std::string>& args) {
+  const std::string command =
+      absl::StrCat("python3 " BLOOM_SOURCE_DIR "/tests/hostile/h2_attacks.py --port ",
+                   server.port(), " ", absl::StrJoin(args, " "));
+  bloomtest::CommandResult result = bloomtest::RunCommand(command);
+  EXPECT_EQ(result.exit_code, 0) << command << "\n" << result.out;
+  return AttackReport(result.out);
+}
+
+class HostileClientTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    tokens_ = secrets_.path() + "/tokens";
+    std::ofstream(tokens_) << bloomtest::TokenDigest(kToken) << " write attacker-with-token\n";
+  }
+
+  // Reserve, Add and MightContain with the token, over `options`' transport.
+  static void ExpectServing(const ServerProcess& server, ClientOptions options = {}) {
+    options.token = kToken;
+    options.timeout = absl::Seconds(10);
+    absl::StatusOr<std::unique_ptr<BloomClient>> client = BloomClient::Open(server.target(), options);
+    ASSERT_OK(client.status());
+    bloom::v1::FilterSpec spec;
+    spec.set_capacity(1000);
+    spec.set_error_rate(0.01);
+    ASSERT_OK((*client)->Reserve("after-the-attack", spec).status());
+    ASSERT_OK((*client)->Add("after-the-attack", {"x"}).status());
+    absl::StatusOr<std::vector<bool>> found = (*client)->MightContain("after-the-attack", {"x"});
+    ASSERT_OK(found.status());
+    EXPECT_TRUE((*found)[0]);
+  }
+
+  bloomtest::TempDir data_, secrets_;
+  std::string tokens_;
+};
+
+// Attack 1: 50 calls on one connection without a token, each announcing a 64 MiB message and
+// sending 60 MiB of it, then stalling. Before the token gate the server buffered every byte
+// (3 GB, OOM-killed); now each call is refused as its headers arrive and flow control stops
+// the rest at the connection's first window.
+TEST_F(HostileClientTest, TokenlessStalledMessagesAreRefusedBeforeTheyAreRead) {
+  auto server = ServerProcess::Start(data_.path(),
+                                     {"--auth_token_file=" + tokens_, "--memory_limit=1Gi"});
+  ASSERT_NE(server, nullptr);
+  const AttackReport report = Attack(*server, {"--hold 1", "stalled-messages", "--streams 50",
+                                               "--announce 64Mi", "--send 60Mi"});
+  EXPECT_EQ(report.Number("streams_ended_by_server"), 50) << report.text();
+  EXPECT_LT(report.Number("bytes_sent"), 1 << 20) << report.text();
+  EXPECT_LT(server->PeakResidentKb(), 150u << 10);
+  ExpectServing(*server);
+  EXPECT_NE(server->ReadLog().find("refused /bloom.v1.BloomFilterService/Add"), std::string::npos);
+}
+
+// The same over TLS, where the gate is TLS credentials' auth metadata processor.
+TEST_F(HostileClientTest, TokenlessStalledMessagesOverTlsAreRefusedBeforeTheyAreRead) {
+  bloomtest::TestPki pki;
+  auto server = ServerProcess::Start(
+      data_.path(), {"--auth_token_file=" + tokens_, "--memory_limit=1Gi",
+                     "--tls_cert_file=" + pki.Path("server1.crt"),
+                     "--tls_key_file=" + pki.Path("server1.key")});
+  ASSERT_NE(server, nullptr);
+  const AttackReport report = Attack(*server, {"--tls", "--hold 1", "stalled-messages",
+                                               "--streams 50", "--send 60Mi"});
+  EXPECT_EQ(report.Number("streams_ended_by_server"), 50) << report.text();
+  // Over TLS the first flow-control windows let a little more through before the refusals.
+  EXPECT_LT(report.Number("bytes_sent"), 8 << 20) << report.text();
+  EXPECT_LT(server->PeakResidentKb(), 150u << 10);
+  ClientOptions tls;
+  tls.tls.enabled = true;
+  tls.tls.ca_file = pki.Path("ca1.crt");
+  ExpectServing(*server, tls);
+}
+
+// A client with a valid token does the same: gRPC 1.51 grants each call flow-control window
+// for its whole announced message, so only the transport quota (--transport_memory) bounds what
+// it buffers: past it, gRPC cancels calls (RESOURCE_EXHAUSTED). Unbounded, this run holds
+// about 1 GB (64 calls x 15 MiB).
+TEST_F(HostileClientTest, StalledMessagesOfATokenHolderAreBoundedByTheTransportQuota) {
+  auto server = ServerProcess::Start(data_.path(), {"--auth_token_file=" + tokens_,
+                                                    "--memory_limit=1Gi",
+                                                    "--transport_memory=64Mi"});
+  ASSERT_NE(server, nullptr);
+  const AttackReport report =
+      Attack(*server, {"--token", kToken, "--hold 1", "stalled-messages", "--streams 64",
+                       "--announce 16Mi", "--send 15Mi"});
+  EXPECT_GT(report.Number("streams_ended_by_server"), 32) << report.text();
+  EXPECT_LT(server->PeakResidentKb(), 600u << 10) << report.text();
+  ExpectServing(*server);
+}
+
+// Attack 2's mitigation: with mutual TLS, a peer without a client certificate never reaches
+// HTTP/2, so it cannot start the CONTINUATION flood that gRPC 1.51 does not bound.
+TEST_F(HostileClientTest, ContinuationFloodWithoutAClientCertificateNeverReachesHttp2) {
+  bloomtest::TestPki pki;
+  auto server = ServerProcess::Start(
+      data_.path(), {"--auth_token_file=" + tokens_, "--tls_cert_file=" + pki.Path("server1.crt"),
+                     "--tls_key_file=" + pki.Path("server1.key"),
+                     "--tls_client_ca_file=" + pki.Path("ca1.crt")});
+  ASSERT_NE(server, nullptr);
+  const AttackReport report = Attack(*server, {"--tls", "--hold 0", "continuation-flood",
+                                               "--flood_bytes 512Mi", "--max_seconds 10"});
+  // Refused during the handshake, or the first write after it fails (TLS 1.3 reports a
+  // rejected client certificate after the client's side of the handshake).
+  EXPECT_TRUE(report.Number("connection_refused") == 1 || report.Number("connection_closed") == 1)
+      << report.text();
+  EXPECT_LT(report.Number("bytes_sent"), 8 << 20) << report.text();
+  EXPECT_LT(server->PeakResidentKb(), 150u << 10);
+  ClientOptions mtls;
+  mtls.tls.enabled = true;
+  mtls.tls.ca_file = pki.Path("ca1.crt");
+  mtls.tls.cert_file = pki.Path("client1.crt");
+  mtls.tls.key_file = pki.Path("client1.key");
+  ExpectServing(*server, mtls);
+}
+
+}  // namespace
