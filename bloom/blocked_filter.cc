@@ -101,7 +101,7 @@ uint64_t* BlockedBloomFilter::BlockFor(uint64_t hash) const {
   return words_ + block * kBlockWords;
 }
 
-bool BlockedBloomFilter::AddToBlock(uint64_t* block, uint64_t hash) {
+uint32_t BlockedBloomFilter::AddToBlock(uint64_t* block, uint64_t hash) {
   uint64_t masks[kBlockWords] = {};
   BitMasks(hash, layout_.hash_count, masks);
   // First find which words lack bits, without branches per word (they mispredict) and without
@@ -113,16 +113,23 @@ bool BlockedBloomFilter::AddToBlock(uint64_t* block, uint64_t hash) {
     masks[w] = missing;
     words_to_set |= static_cast<uint32_t>(missing != 0) << w;
   }
-  if (words_to_set == 0) return false;
+  if (words_to_set == 0) return 0;
+  uint32_t newly_set = 0;
   for (; words_to_set != 0; words_to_set &= words_to_set - 1) {
     const int w = std::countr_zero(words_to_set);
-    std::atomic_ref<uint64_t>(block[w]).fetch_or(masks[w], std::memory_order_acq_rel);
+    const uint64_t before =
+        std::atomic_ref<uint64_t>(block[w]).fetch_or(masks[w], std::memory_order_acq_rel);
+    newly_set += std::popcount(masks[w] & ~before);
   }
   MarkPageDirty(static_cast<uint64_t>(block - words_) / kBlockWords / kBlocksPerPage);
-  return true;
+  return newly_set;
 }
 
-bool BlockedBloomFilter::Add(uint64_t hash) { return AddToBlock(BlockFor(hash), hash); }
+bool BlockedBloomFilter::Add(uint64_t hash) {
+  const uint32_t newly_set = AddToBlock(BlockFor(hash), hash);
+  if (newly_set != 0) set_bits_.fetch_add(newly_set, std::memory_order_relaxed);
+  return newly_set != 0;
+}
 
 bool BlockedBloomFilter::MightContain(uint64_t hash) const {
   uint64_t* block = BlockFor(hash);
@@ -139,12 +146,14 @@ constexpr size_t kPrefetchDistance = 12;
 
 void BlockedBloomFilter::AddMany(absl::Span<const uint64_t> hashes) {
   const size_t n = hashes.size();
+  uint64_t newly_set = 0;  // one shared counter update per batch, not per item
   for (size_t i = 0; i < n; ++i) {
     if (i + kPrefetchDistance < n) {
       __builtin_prefetch(BlockFor(hashes[i + kPrefetchDistance]), /*rw=*/1);
     }
-    AddToBlock(BlockFor(hashes[i]), hashes[i]);
+    newly_set += AddToBlock(BlockFor(hashes[i]), hashes[i]);
   }
+  if (newly_set != 0) set_bits_.fetch_add(newly_set, std::memory_order_relaxed);
 }
 
 void BlockedBloomFilter::MightContainMany(absl::Span<const uint64_t> hashes, bool* present) const {
@@ -178,11 +187,16 @@ absl::Status BlockedBloomFilter::OrPage(uint64_t page, absl::string_view bytes) 
                                                    " pages"));
   }
   uint64_t* first = words_ + page * (kPageBytes / 8);
+  uint64_t newly_set = 0;
   for (uint64_t i = 0; i < bytes.size() / 8; ++i) {
     uint64_t value;
     std::memcpy(&value, bytes.data() + i * 8, 8);
-    if (value != 0) std::atomic_ref<uint64_t>(first[i]).fetch_or(value, std::memory_order_relaxed);
+    if (value == 0) continue;
+    const uint64_t before =
+        std::atomic_ref<uint64_t>(first[i]).fetch_or(value, std::memory_order_relaxed);
+    newly_set += std::popcount(value & ~before);
   }
+  if (newly_set != 0) set_bits_.fetch_add(newly_set, std::memory_order_relaxed);
   return absl::OkStatus();
 }
 
@@ -219,17 +233,11 @@ uint64_t BlockedBloomFilter::CountSetBits() const {
 }
 
 double BlockedBloomFilter::EstimatedFalsePositiveRate() const {
-  double fpr_by_fill[kBlockBits + 1];
-  for (uint32_t x = 0; x <= kBlockBits; ++x) {
-    fpr_by_fill[x] = std::pow(static_cast<double>(x) / kBlockBits, layout_.hash_count);
-  }
-  double sum = 0;
-  for (uint64_t b = 0; b < layout_.num_blocks; ++b) {
-    uint32_t set = 0;
-    for (uint32_t w = 0; w < kBlockWords; ++w) set += std::popcount(LoadWord(words_[b * 8 + w]));
-    sum += fpr_by_fill[set];
-  }
-  return sum / static_cast<double>(layout_.num_blocks);
+  if (set_bits() == 0) return 0;
+  if (set_bits() >= layout_.bits()) return 1;
+  const double items = EstimateCardinality(set_bits(), layout_);
+  return BlockedFalsePositiveRate(items / static_cast<double>(layout_.num_blocks),
+                                  layout_.hash_count);
 }
 
 }  // namespace bloom

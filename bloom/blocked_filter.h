@@ -22,6 +22,7 @@
 #ifndef BLOOM_BLOCKED_FILTER_H_
 #define BLOOM_BLOCKED_FILTER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -71,22 +72,27 @@ class BlockedBloomFilter {
   void MarkPageDirty(uint64_t page);
   void MarkAllPagesDirty();
 
-  // Number of bits set; O(bits).
+  // Number of bits set, kept as bits are set (each Add and OrPage counts the bits it turned
+  // from 0 to 1, from the words' previous values, so racing adds count each bit once). O(1).
+  uint64_t set_bits() const { return set_bits_.load(std::memory_order_relaxed); }
+  // Number of bits set by scanning them; O(bits). For tests and checks of set_bits().
   uint64_t CountSetBits() const;
-  // Expected FPR of a query for an absent item given the current bits: the mean over blocks of
-  // (bits set in block / 512)^k. O(bits).
+  // Expected FPR of a query for an absent item given the current fill: the items the fill
+  // implies (EstimateCardinality), spread over blocks as Poisson loads (sizing.h). O(1).
   double EstimatedFalsePositiveRate() const;
 
  private:
   BlockedBloomFilter(BlockedLayout layout, uint64_t* words, bool mapped);
 
   uint64_t* BlockFor(uint64_t hash) const;
-  bool AddToBlock(uint64_t* block, uint64_t hash);
+  // Sets the item's bits in `block`; returns how many were 0 before.
+  uint32_t AddToBlock(uint64_t* block, uint64_t hash);
 
   const BlockedLayout layout_;
   uint64_t* const words_;  // layout_.bytes() bytes, 64-byte aligned; accessed via atomic_ref
   const bool mapped_;      // allocated with mmap (large filters) rather than aligned_alloc
   std::unique_ptr<uint64_t[]> dirty_;  // one bit per page; accessed via atomic_ref
+  std::atomic<uint64_t> set_bits_{0};
 };
 
 }  // namespace bloom

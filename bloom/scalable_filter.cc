@@ -95,14 +95,6 @@ void SubFilter::Unreserve(uint64_t count) {
   items_added_.fetch_sub(count, std::memory_order_acq_rel);
 }
 
-double EstimateCardinality(uint64_t set_bits, const BlockedLayout& layout) {
-  const double bits = static_cast<double>(layout.bits());
-  // A full filter says only "at least this many"; cap the fill just below 1.
-  const double fill = std::min(static_cast<double>(set_bits), bits - 0.5) / bits;
-  const double per_item = 1 - std::pow(1.0 - 1.0 / kBlockBits, layout.hash_count);
-  return -static_cast<double>(layout.num_blocks) * std::log1p(-fill) / per_item;
-}
-
 absl::StatusOr<std::unique_ptr<ScalableFilter>> ScalableFilter::Create(const FilterSpec& spec,
                                                                        uint64_t seed) {
   std::unique_ptr<ScalableFilter> filter = CreateEmpty(spec, seed);
@@ -294,7 +286,7 @@ ScalableFilterStats ScalableFilter::ComputeStats() const {
   double all_clear = 1;  // probability that no sub-filter answers "maybe"
   for (SubFilter* sub = first(); sub != nullptr; sub = sub->next()) {
     const BlockedLayout& layout = sub->shape().layout;
-    const uint64_t set_bits = sub->bits().CountSetBits();
+    const uint64_t set_bits = sub->bits().set_bits();
     SubFilterStats s;
     s.capacity = sub->shape().capacity;
     s.error_rate = sub->shape().error_rate;

@@ -121,10 +121,6 @@ struct ScalableFilterStats {
   std::vector<SubFilterStats> sub_filters;
 };
 
-// Cardinality estimate for a blocked filter from its fill: with Poisson block loads,
-// E[set bits / bits] = 1 - exp(-lambda * (1 - (1 - 1/512)^k)), inverted for lambda.
-double EstimateCardinality(uint64_t set_bits, const BlockedLayout& layout);
-
 class ScalableFilter {
  public:
   // `spec` must be normalized. Creates sub-filter 0.

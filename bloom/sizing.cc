@@ -176,6 +176,14 @@ double BlockedFalsePositiveRate(double items_per_block, uint32_t hash_count) {
   return Tables().Fpr(items_per_block, hash_count);
 }
 
+double EstimateCardinality(uint64_t set_bits, const BlockedLayout& layout) {
+  const double bits = static_cast<double>(layout.bits());
+  // A full filter says only "at least this many"; cap the fill just below 1.
+  const double fill = std::min(static_cast<double>(set_bits), bits - 0.5) / bits;
+  const double per_item = 1 - std::pow(1.0 - 1.0 / kBlockBits, layout.hash_count);
+  return -static_cast<double>(layout.num_blocks) * std::log1p(-fill) / per_item;
+}
+
 absl::StatusOr<BlockedLayout> ChooseLayout(uint64_t capacity, double error_rate) {
   if (capacity == 0) return absl::InvalidArgumentError("capacity must be at least 1");
   if (!(error_rate > 0 && error_rate < 1)) {

@@ -51,6 +51,10 @@ struct BlockedLayout {
 // average (Poisson mixture over block loads), with `hash_count` bits per item.
 double BlockedFalsePositiveRate(double items_per_block, uint32_t hash_count);
 
+// Cardinality estimate for a blocked filter from its fill: with Poisson block loads,
+// E[set bits / bits] = 1 - exp(-lambda * (1 - (1 - 1/512)^k)), inverted for lambda.
+double EstimateCardinality(uint64_t set_bits, const BlockedLayout& layout);
+
 // The smallest layout whose expected FPR with `capacity` items is <= `error_rate`.
 // InvalidArgument for capacity 0 or error_rate outside (0, 1); ResourceExhausted when the filter
 // would need more than kMaxBlocks blocks.
