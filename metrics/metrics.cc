@@ -57,6 +57,24 @@ class StateCollector final : public prometheus::Collectable {
   void AddStore(std::vector<MetricFamily>& out) const {
     const storage::StoreFigures f = store_->Figures();
     out.push_back(Gauge("bloom_filters", "Filters in memory.", static_cast<double>(f.filters)));
+    MetricFamily unavailable{"bloom_filters_unavailable",
+                             "Filters that cannot be used, by reason: unreadable (DATA_LOSS) or "
+                             "not_loaded (did not fit --memory_limit at start-up; "
+                             "RESOURCE_EXHAUSTED until a restart with a larger limit).",
+                             MetricType::Gauge,
+                             {}};
+    for (const auto& [reason, count] : {std::pair{"unreadable", f.unreadable_filters},
+                                        std::pair{"not_loaded", f.unloaded_filters}}) {
+      ClientMetric metric;
+      metric.label = {{"reason", reason}};
+      metric.gauge.value = static_cast<double>(count);
+      unavailable.metric.push_back(std::move(metric));
+    }
+    out.push_back(std::move(unavailable));
+    out.push_back(Gauge("bloom_orphans_deleted_at_start",
+                        "Pages and journal records that belonged to no filter (left by a crash "
+                        "during an Import or a Delete), deleted when the server started.",
+                        static_cast<double>(f.orphans_deleted_at_start)));
     out.push_back(Gauge("bloom_filter_memory_bytes",
                         "Bytes of filter bits in memory (what --memory_limit limits).",
                         static_cast<double>(f.memory_used_bytes)));

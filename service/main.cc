@@ -37,9 +37,10 @@ ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
 ABSL_FLAG(std::string, data_dir, "./bloom-data", "directory of the RocksDB data");
 ABSL_FLAG(bool, sync, false,
           "fsync the write-ahead log before acknowledging an Add (survives power loss; slower)");
-ABSL_FLAG(std::string, memory_limit, "0",
+ABSL_FLAG(std::string, memory_limit, "75%",
           "bytes of filter bits the server may hold, e.g. 536870912, 512Mi, 4Gi, or a share of "
-          "the container's memory limit such as 75%; 0 = no limit");
+          "the container's memory limit (the machine's memory outside a container) such as "
+          "75%; 0 = no limit");
 ABSL_FLAG(uint64_t, max_batch, 100'000, "most items (items + raw_items) in one request");
 ABSL_FLAG(uint64_t, max_item_bytes, 64 << 10, "largest item, in bytes");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error");
@@ -349,7 +350,8 @@ int main(int argc, char** argv) {
   const storage::LoadReport& report = (*store)->load_report();
   bloomlog::LogInfo(absl::StrCat("loaded ", report.filters, " filters (", report.pages, " pages, ",
                                  report.journal_records, " journal records, ", report.unreadable,
-                                 " unreadable, ", (*store)->memory_used(), " bytes) in ",
+                                 " unreadable, ", report.not_loaded,
+                                 " not loaded for the memory limit, ", (*store)->memory_used(), " bytes) in ",
                                  absl::FormatDuration(report.elapsed)));
 
   std::unique_ptr<metrics::ServerMetrics> server_metrics =

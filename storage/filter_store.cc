@@ -176,11 +176,16 @@ StoreFigures FilterStore::Figures() const {
   StoreFigures figures;
   figures.memory_used_bytes = budget_.used();
   figures.memory_limit_bytes = budget_.limit();
+  figures.orphans_deleted_at_start = load_report_.orphans_deleted;
   figures.checkpoints = checkpoints_.load(std::memory_order_relaxed);
   figures.checkpoint_failures = checkpoint_failures_.load(std::memory_order_relaxed);
   const absl::Time now = absl::Now();
   for (const std::shared_ptr<StoredFilter>& filter : Snapshot()) {
     ++figures.filters;
+    if (const absl::Status usable = filter->Usable(); !usable.ok()) {
+      if (usable.code() == absl::StatusCode::kDataLoss) ++figures.unreadable_filters;
+      if (usable.code() == absl::StatusCode::kResourceExhausted) ++figures.unloaded_filters;
+    }
     const uint64_t pending = filter->journal_bytes();
     if (pending == 0) continue;
     figures.journal_pending_bytes += pending;

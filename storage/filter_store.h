@@ -36,6 +36,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/btree_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -96,6 +97,10 @@ absl::Status ValidateFilterName(absl::string_view name, absl::string_view field 
 struct LoadReport {
   size_t filters = 0;
   size_t unreadable = 0;
+  // Filters left on disk because they did not fit the memory limit (RESOURCE_EXHAUSTED on use).
+  size_t not_loaded = 0;
+  // Pages and journal records that belonged to no filter, deleted (see recovery.cc).
+  uint64_t orphans_deleted = 0;
   uint64_t pages = 0;
   uint64_t journal_records = 0;
   absl::Duration elapsed;
@@ -104,6 +109,12 @@ struct LoadReport {
 // Figures for monitoring (FilterStore::Figures()).
 struct StoreFigures {
   size_t filters = 0;
+  // Of those, filters that answer DATA_LOSS (their stored data is unreadable) and filters left
+  // on disk at start-up because they did not fit the memory limit (RESOURCE_EXHAUSTED).
+  size_t unreadable_filters = 0;
+  size_t unloaded_filters = 0;
+  // Pages and journal records of no filter that start-up deleted.
+  uint64_t orphans_deleted_at_start = 0;
   uint64_t memory_used_bytes = 0;
   uint64_t memory_limit_bytes = 0;  // 0: no limit
   // Journal written since the filters' last checkpoints: what a restart would replay.
@@ -186,6 +197,7 @@ class FilterStore {
   FilterStore(const StoreOptions& options, std::unique_ptr<Database> db);
 
   absl::Status Load();  // recovery.cc
+  absl::Status DeleteOrphans(uint64_t orphans, const absl::btree_set<uint64_t>& generations);
   std::shared_ptr<StoredFilter> Find(absl::string_view name) const;
   absl::StatusOr<std::shared_ptr<StoredFilter>> FindUsable(absl::string_view name) const;
   // Creates `name` or returns the existing filter (`created` says which). Does not compare specs.

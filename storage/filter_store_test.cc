@@ -13,6 +13,7 @@
 #include "common/testing.h"
 #include "gtest/gtest.h"
 #include "rocksdb/statistics.h"
+#include "storage/encoding.h"
 
 namespace storage {
 namespace {
@@ -270,6 +271,78 @@ TEST_F(FilterStoreTest, MemoryLimitRefusesNewFiltersAndGrowth) {
   }
   EXPECT_EQ(growth.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_LE(store_->memory_used(), options.memory_limit_bytes);
+}
+
+// Issue 15, attack 3: a filter that does not fit the memory limit at start-up (the limit was
+// lowered, or the container shrank) is left on disk and answers RESOURCE_EXHAUSTED; the others
+// are served. Loading it anyway could get the server OOM-killed at every start.
+TEST_F(FilterStoreTest, FilterThatNoLongerFitsTheLimitIsLeftOnDiskAndTheOthersServe) {
+  ASSERT_OK(store_->Reserve("big", {100'000, 0.01}).status());  // ~120 KB of bits
+  ASSERT_OK(store_->Reserve("small", {100, 0.01}).status());
+  const std::vector<std::string> big_items = Items("b", 0, 5000);
+  ASSERT_OK(store_->Add("big", Views(big_items), nullptr).status());
+  ASSERT_OK(store_->CheckpointAll());
+  ASSERT_OK(store_->Add("big", Views(Items("j", 0, 100)), nullptr).status());  // journal only
+  ASSERT_OK(store_->Add("small", Views(Items("s", 0, 50)), nullptr).status());
+
+  StoreOptions limited;
+  limited.background_checkpoints = false;
+  limited.memory_limit_bytes = 64 << 10;
+  Open(limited);
+  EXPECT_EQ(store_->load_report().not_loaded, 1u);
+  absl::Status big = store_->Stats("big").status();
+  EXPECT_EQ(big.code(), absl::StatusCode::kResourceExhausted) << big;
+  EXPECT_TRUE(absl::StrContains(big.message(), "memory limit")) << big;
+  EXPECT_EQ(store_->Add("big", Views(Items("x", 0, 1)), nullptr).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(store_->Reserve("big", {100'000, 0.01}).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  ExpectAllPresent("small", Items("s", 0, 50));
+  EXPECT_EQ(store_->Figures().unloaded_filters, 1u);
+  // A new filter must not take the unloaded one's generation (its pages are still on disk).
+  ASSERT_OK(store_->Reserve("new", {100, 0.01}).status());
+  ASSERT_OK(store_->Add("new", Views(Items("n", 0, 10)), nullptr).status());
+
+  Open();  // no limit: everything comes back, nothing mixed up
+  EXPECT_EQ(store_->load_report().not_loaded, 0u);
+  ExpectAllPresent("big", big_items);
+  ExpectAllPresent("big", Items("j", 0, 100));
+  EXPECT_EQ(store_->Stats("new")->stats.items_added, 10u);
+  EXPECT_LE(store_->Stats("big")->stats.items_added, 5100u);
+
+  Open(limited);  // an unloaded filter can be deleted, pages and journal included
+  ASSERT_OK(store_->Delete("big"));
+  Open();
+  EXPECT_EQ(store_->Stats("big").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->load_report().not_loaded, 0u);
+}
+
+// Issue 15, attack 7: pages and journal records of no filter (a crash after an Import wrote its
+// pages but before its metadata) are deleted at start-up, once; a live filter's are not.
+TEST_F(FilterStoreTest, OrphanedPagesAndJournalRecordsAreDeletedAtStart) {
+  ASSERT_OK(store_->Reserve("live", {1000, 0.01}).status());
+  ASSERT_OK(store_->Add("live", Views(Items("l", 0, 100)), nullptr).status());
+  ASSERT_OK(store_->CheckpointAll());
+  ASSERT_OK(store_->Close());
+  {
+    absl::StatusOr<std::unique_ptr<Database>> db = Database::Open(dir_.path());
+    ASSERT_OK(db.status());
+    rocksdb::WriteBatch batch;
+    for (uint32_t page = 0; page < 5; ++page) {
+      batch.Put((*db)->blocks(), BlockKey(1'000'000, 0, page), std::string(16384, '\x01'));
+    }
+    batch.Put((*db)->journal(), JournalKey(1'000'001, 1), "orphaned journal record");
+    ASSERT_OK((*db)->Write(batch, true, "test"));
+  }
+  Open();
+  EXPECT_EQ(store_->load_report().orphans_deleted, 6u);
+  EXPECT_EQ(store_->Figures().orphans_deleted_at_start, 6u);
+  ExpectAllPresent("live", Items("l", 0, 100));
+  ASSERT_OK(store_->Close());
+  Open();
+  EXPECT_EQ(store_->load_report().orphans_deleted, 0u);
+  EXPECT_GT(store_->load_report().pages, 0u);  // the live filter's pages stayed
+  ExpectAllPresent("live", Items("l", 0, 100));
 }
 
 TEST_F(FilterStoreTest, NonScalingFullFilterRefusesTheWholeBatch) {

@@ -30,8 +30,6 @@ class MemoryBudget {
     } while (!used_.compare_exchange_weak(used, used + bytes, std::memory_order_relaxed));
     return absl::OkStatus();
   }
-  // Takes `bytes` even beyond the limit: for filters that already exist on disk.
-  void ForceCharge(uint64_t bytes) { used_.fetch_add(bytes, std::memory_order_relaxed); }
   void Release(uint64_t bytes) { used_.fetch_sub(bytes, std::memory_order_relaxed); }
 
   uint64_t used() const { return used_.load(std::memory_order_relaxed); }

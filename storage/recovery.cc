@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/btree_set.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
@@ -31,12 +33,14 @@ absl::string_view View(const rocksdb::Slice& slice) { return {slice.data(), slic
 absl::Status FilterStore::Load() {
   const absl::Time start = absl::Now();
   absl::flat_hash_map<uint64_t, std::shared_ptr<StoredFilter>> by_generation;
+  absl::flat_hash_set<uint64_t> skipped_generations;  // filters left on disk, unloaded
   uint64_t max_generation = 0;
 
   std::unique_ptr<rocksdb::Iterator> it = db_->Scan(db_->filters());
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     std::string name(View(it->key()));
     absl::StatusOr<FilterRecord> record = DecodeFilterRecord(View(it->value()));
+    if (record.ok()) max_generation = std::max(max_generation, record->generation);
     absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> filter =
         record.ok() ? StoredFilter::BuildFilter(*record) : record.status();
     if (!filter.ok()) {
@@ -48,10 +52,26 @@ absl::Status FilterStore::Load() {
       continue;
     }
     const uint64_t bytes = (*filter)->size_bytes();
-    budget_.ForceCharge(bytes);  // it exists on disk already: load it even past the limit
+    if (absl::Status charged = budget_.Charge(bytes, "loading a filter"); !charged.ok()) {
+      // Loading it anyway could get the process OOM-killed at every start (its journal replay
+      // touches the pages again): serve the others and report this one.
+      filter->reset();
+      auto unloaded = std::make_shared<StoredFilter>(
+          name,
+          absl::ResourceExhaustedError(absl::StrCat(
+              "filter '", name, "' was not loaded: its ", bytes,
+              " bytes of bits do not fit the memory limit (", budget_.limit(), " bytes, ",
+              budget_.used(), " used by the filters loaded before it); restart with a larger "
+              "--memory_limit to use it (nothing is lost), or delete it")),
+          db_.get(), record->generation);
+      bloomlog::LogError(unloaded->Usable().message());
+      skipped_generations.insert(record->generation);
+      Insert(std::move(unloaded));
+      ++load_report_.not_loaded;
+      continue;
+    }
     auto stored = std::make_shared<StoredFilter>(std::move(name), *record, *std::move(filter),
                                                  db_.get(), &budget_, bytes);
-    max_generation = std::max(max_generation, record->generation);
     by_generation[record->generation] = stored;
     Insert(std::move(stored));
   }
@@ -72,12 +92,17 @@ absl::Status FilterStore::Load() {
   next_generation_.store(std::max(max_generation + 1, stored_next));
 
   uint64_t orphans = 0;
+  absl::btree_set<uint64_t> orphan_generations;
   it = db_->Scan(db_->blocks());
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     ASSIGN_OR_RETURN(const BlockKeyParts key, ParseBlockKey(View(it->key())));
     auto found = by_generation.find(key.generation);
     if (found == by_generation.end()) {
-      ++orphans;  // data of a filter whose metadata is unreadable; kept until it is deleted
+      // Data of a filter left unloaded (kept), or of no filter at all.
+      if (!skipped_generations.contains(key.generation)) {
+        ++orphans;
+        orphan_generations.insert(key.generation);
+      }
       continue;
     }
     StoredFilter& stored = *found->second;
@@ -99,7 +124,10 @@ absl::Status FilterStore::Load() {
     ASSIGN_OR_RETURN(const JournalKeyParts key, ParseJournalKey(View(it->key())));
     auto found = by_generation.find(key.generation);
     if (found == by_generation.end()) {
-      ++orphans;
+      if (!skipped_generations.contains(key.generation)) {
+        ++orphans;
+        orphan_generations.insert(key.generation);
+      }
       continue;
     }
     StoredFilter& stored = *found->second;
@@ -122,11 +150,35 @@ absl::Status FilterStore::Load() {
       bloomlog::LogError(stored->Usable().message());
     }
   }
-  if (orphans > 0) {
-    bloomlog::LogDebug(
-        absl::StrCat(orphans, " pages/journal records belong to no readable filter"));
-  }
+  if (orphans > 0) RETURN_IF_ERROR(DeleteOrphans(orphans, orphan_generations));
   load_report_.elapsed = absl::Now() - start;
+  return absl::OkStatus();
+}
+
+absl::Status FilterStore::DeleteOrphans(uint64_t orphans,
+                                        const absl::btree_set<uint64_t>& generations) {
+  if (load_report_.unreadable > 0) {
+    // An unreadable metadata record's generation is unknown: its pages look like orphans.
+    // Keep everything until the unreadable filters are deleted.
+    bloomlog::LogWarning(absl::StrCat(
+        orphans, " pages/journal records belong to no filter; they are kept while ",
+        load_report_.unreadable, " unreadable filter(s) exist, as they may be theirs"));
+    return absl::OkStatus();
+  }
+  // Left by a crash during an Import (pages written before its metadata) or a Delete. Range
+  // deletes: O(generations) here, the space comes back with compaction.
+  rocksdb::WriteBatch batch;
+  for (const uint64_t generation : generations) {
+    for (rocksdb::ColumnFamilyHandle* family : {db_->blocks(), db_->journal()}) {
+      batch.DeleteRange(family, GenerationPrefix(generation), GenerationPrefix(generation + 1));
+    }
+  }
+  RETURN_IF_ERROR(db_->Write(batch, /*sync=*/true, "deleting orphaned pages"));
+  load_report_.orphans_deleted = orphans;
+  bloomlog::LogInfo(absl::StrCat("deleted ", orphans, " pages/journal records of ",
+                                 generations.size(),
+                                 " filter generation(s) that belong to no filter (left by a "
+                                 "crash during an Import or a Delete)"));
   return absl::OkStatus();
 }
 

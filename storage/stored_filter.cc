@@ -60,9 +60,11 @@ StoredFilter::StoredFilter(std::string name, const FilterRecord& record,
     persisted_.items_added.push_back(s.items_added);
 }
 
-StoredFilter::StoredFilter(std::string name, absl::Status error, Database* db)
+StoredFilter::StoredFilter(std::string name, absl::Status error, Database* db,
+                           absl::optional<uint64_t> generation)
     : name_(std::move(name)),
-      generation_(0),
+      generation_(generation.value_or(0)),
+      generation_known_(generation.has_value()),
       created_at_micros_(0),
       db_(db),
       budget_(nullptr),
@@ -286,7 +288,7 @@ absl::Status StoredFilter::Delete(bool sync) {
   if (deleted_.load()) return Usable();
   rocksdb::WriteBatch batch;
   batch.Delete(db_->filters(), name_);
-  if (filter_ != nullptr) {  // an unreadable record's generation is unknown: its data stays
+  if (generation_known_) {  // an unreadable record's generation is unknown: its data stays
     batch.DeleteRange(db_->blocks(), GenerationPrefix(generation_),
                       GenerationPrefix(generation_ + 1));
     batch.DeleteRange(db_->journal(), GenerationPrefix(generation_),

@@ -34,6 +34,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/optional.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "bloom/scalable_filter.h"
@@ -64,8 +65,11 @@ class StoredFilter {
   StoredFilter(std::string name, const FilterRecord& record,
                std::unique_ptr<bloom::ScalableFilter> filter, Database* db, MemoryBudget* budget,
                uint64_t charged_bytes);
-  // An unreadable one: every operation but Delete answers `error` (DATA_LOSS).
-  StoredFilter(std::string name, absl::Status error, Database* db);
+  // An unusable one: every operation but Delete answers `error` (DATA_LOSS when unreadable,
+  // RESOURCE_EXHAUSTED when it did not fit the memory limit at start-up). With its `generation`
+  // known, Delete also deletes its pages and journal; without, they stay as orphans.
+  StoredFilter(std::string name, absl::Status error, Database* db,
+               absl::optional<uint64_t> generation = absl::nullopt);
   ~StoredFilter();
 
   StoredFilter(const StoredFilter&) = delete;
@@ -126,6 +130,7 @@ class StoredFilter {
 
   const std::string name_;
   const uint64_t generation_;
+  const bool generation_known_ = true;  // false for an unreadable metadata record
   const int64_t created_at_micros_;
   const std::unique_ptr<bloom::ScalableFilter> filter_;
   Database* const db_;
