@@ -351,8 +351,8 @@ int main(int argc, char** argv) {
   bloomlog::LogInfo(absl::StrCat("loaded ", report.filters, " filters (", report.pages, " pages, ",
                                  report.journal_records, " journal records, ", report.unreadable,
                                  " unreadable, ", report.not_loaded,
-                                 " not loaded for the memory limit, ", (*store)->memory_used(), " bytes) in ",
-                                 absl::FormatDuration(report.elapsed)));
+                                 " not loaded for the memory limit, ", (*store)->memory_used(),
+                                 " bytes) in ", absl::FormatDuration(report.elapsed)));
 
   std::unique_ptr<metrics::ServerMetrics> server_metrics =
       metrics::ServerMetrics::Create(store->get());

@@ -42,8 +42,7 @@ class TokenGate {
 
   // OK if a call to `path` ("/package.Service/Method") with this authorization metadata may
   // proceed to its handler; UNAUTHENTICATED otherwise.
-  absl::Status Check(absl::string_view path,
-                     absl::optional<absl::string_view> authorization) const;
+  absl::Status Check(absl::string_view path, absl::optional<absl::string_view> authorization) const;
 
  private:
   const TokenAuthenticator* const auth_;

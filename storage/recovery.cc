@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/container/btree_set.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -58,11 +58,12 @@ absl::Status FilterStore::Load() {
       filter->reset();
       auto unloaded = std::make_shared<StoredFilter>(
           name,
-          absl::ResourceExhaustedError(absl::StrCat(
-              "filter '", name, "' was not loaded: its ", bytes,
-              " bytes of bits do not fit the memory limit (", budget_.limit(), " bytes, ",
-              budget_.used(), " used by the filters loaded before it); restart with a larger "
-              "--memory_limit to use it (nothing is lost), or delete it")),
+          absl::ResourceExhaustedError(
+              absl::StrCat("filter '", name, "' was not loaded: its ", bytes,
+                           " bytes of bits do not fit the memory limit (", budget_.limit(),
+                           " bytes, ", budget_.used(),
+                           " used by the filters loaded before it); restart with a larger "
+                           "--memory_limit to use it (nothing is lost), or delete it")),
           db_.get(), record->generation);
       bloomlog::LogError(unloaded->Usable().message());
       skipped_generations.insert(record->generation);

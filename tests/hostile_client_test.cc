@@ -68,7 +68,8 @@ class HostileClientTest : public ::testing::Test {
   static void ExpectServing(const ServerProcess& server, ClientOptions options = {}) {
     options.token = kToken;
     options.timeout = absl::Seconds(10);
-    absl::StatusOr<std::unique_ptr<BloomClient>> client = BloomClient::Open(server.target(), options);
+    absl::StatusOr<std::unique_ptr<BloomClient>> client =
+        BloomClient::Open(server.target(), options);
     ASSERT_OK(client.status());
     bloom::v1::FilterSpec spec;
     spec.set_capacity(1000);
@@ -89,11 +90,11 @@ class HostileClientTest : public ::testing::Test {
 // (3 GB, OOM-killed); now each call is refused as its headers arrive and flow control stops
 // the rest at the connection's first window.
 TEST_F(HostileClientTest, TokenlessStalledMessagesAreRefusedBeforeTheyAreRead) {
-  auto server = ServerProcess::Start(data_.path(),
-                                     {"--auth_token_file=" + tokens_, "--memory_limit=1Gi"});
+  auto server =
+      ServerProcess::Start(data_.path(), {"--auth_token_file=" + tokens_, "--memory_limit=1Gi"});
   ASSERT_NE(server, nullptr);
-  const AttackReport report = Attack(*server, {"--hold 1", "stalled-messages", "--streams 50",
-                                               "--announce 64Mi", "--send 60Mi"});
+  const AttackReport report = Attack(
+      *server, {"--hold 1", "stalled-messages", "--streams 50", "--announce 64Mi", "--send 60Mi"});
   EXPECT_EQ(report.Number("streams_ended_by_server"), 50) << report.text();
   EXPECT_LT(report.Number("bytes_sent"), 1 << 20) << report.text();
   EXPECT_LT(server->PeakResidentKb(), 150u << 10);
@@ -104,13 +105,13 @@ TEST_F(HostileClientTest, TokenlessStalledMessagesAreRefusedBeforeTheyAreRead) {
 // The same over TLS, where the gate is TLS credentials' auth metadata processor.
 TEST_F(HostileClientTest, TokenlessStalledMessagesOverTlsAreRefusedBeforeTheyAreRead) {
   bloomtest::TestPki pki;
-  auto server = ServerProcess::Start(
-      data_.path(), {"--auth_token_file=" + tokens_, "--memory_limit=1Gi",
-                     "--tls_cert_file=" + pki.Path("server1.crt"),
-                     "--tls_key_file=" + pki.Path("server1.key")});
+  auto server =
+      ServerProcess::Start(data_.path(), {"--auth_token_file=" + tokens_, "--memory_limit=1Gi",
+                                          "--tls_cert_file=" + pki.Path("server1.crt"),
+                                          "--tls_key_file=" + pki.Path("server1.key")});
   ASSERT_NE(server, nullptr);
-  const AttackReport report = Attack(*server, {"--tls", "--hold 1", "stalled-messages",
-                                               "--streams 50", "--send 60Mi"});
+  const AttackReport report =
+      Attack(*server, {"--tls", "--hold 1", "stalled-messages", "--streams 50", "--send 60Mi"});
   EXPECT_EQ(report.Number("streams_ended_by_server"), 50) << report.text();
   // Over TLS the first flow-control windows let a little more through before the refusals.
   EXPECT_LT(report.Number("bytes_sent"), 8 << 20) << report.text();
@@ -126,13 +127,12 @@ TEST_F(HostileClientTest, TokenlessStalledMessagesOverTlsAreRefusedBeforeTheyAre
 // it buffers: past it, gRPC cancels calls (RESOURCE_EXHAUSTED). Unbounded, this run holds
 // about 1 GB (64 calls x 15 MiB).
 TEST_F(HostileClientTest, StalledMessagesOfATokenHolderAreBoundedByTheTransportQuota) {
-  auto server = ServerProcess::Start(data_.path(), {"--auth_token_file=" + tokens_,
-                                                    "--memory_limit=1Gi",
-                                                    "--transport_memory=64Mi"});
+  auto server = ServerProcess::Start(
+      data_.path(),
+      {"--auth_token_file=" + tokens_, "--memory_limit=1Gi", "--transport_memory=64Mi"});
   ASSERT_NE(server, nullptr);
-  const AttackReport report =
-      Attack(*server, {"--token", kToken, "--hold 1", "stalled-messages", "--streams 64",
-                       "--announce 16Mi", "--send 15Mi"});
+  const AttackReport report = Attack(*server, {"--token", kToken, "--hold 1", "stalled-messages",
+                                               "--streams 64", "--announce 16Mi", "--send 15Mi"});
   EXPECT_GT(report.Number("streams_ended_by_server"), 32) << report.text();
   EXPECT_LT(server->PeakResidentKb(), 600u << 10) << report.text();
   ExpectServing(*server);
@@ -143,9 +143,9 @@ TEST_F(HostileClientTest, StalledMessagesOfATokenHolderAreBoundedByTheTransportQ
 TEST_F(HostileClientTest, ContinuationFloodWithoutAClientCertificateNeverReachesHttp2) {
   bloomtest::TestPki pki;
   auto server = ServerProcess::Start(
-      data_.path(), {"--auth_token_file=" + tokens_, "--tls_cert_file=" + pki.Path("server1.crt"),
-                     "--tls_key_file=" + pki.Path("server1.key"),
-                     "--tls_client_ca_file=" + pki.Path("ca1.crt")});
+      data_.path(),
+      {"--auth_token_file=" + tokens_, "--tls_cert_file=" + pki.Path("server1.crt"),
+       "--tls_key_file=" + pki.Path("server1.key"), "--tls_client_ca_file=" + pki.Path("ca1.crt")});
   ASSERT_NE(server, nullptr);
   const AttackReport report = Attack(*server, {"--tls", "--hold 0", "continuation-flood",
                                                "--flood_bytes 512Mi", "--max_seconds 10"});
@@ -212,6 +212,68 @@ TEST_F(HostileClientTest, StatsOfAHugeFilterDoNotStallOtherCalls) {
   for (std::thread& looper : loopers) looper.join();
   // Before, the loop managed a few Stats a second; a kept count answers thousands.
   EXPECT_GT(stats_calls.load(), 100);
+}
+
+// Attack 3: with no --memory_limit given, Reserve(capacity=15e9) used to succeed (21.6 GB), an
+// Add then got the server OOM-killed, and the journaled Add killed every restart again. Now
+// the default limit is 75% of the container's memory (here a 2 GiB container, as the server
+// reads it from BLOOM_CONTAINER_MEMORY_BYTES in place of the cgroup), and a filter that does
+// not fit at start-up is left on disk while the others are served.
+TEST_F(HostileClientTest, HugeFiltersAreRefusedByDefaultAndRecoveryNeverCrashLoops) {
+  const std::vector<std::string> container = {"BLOOM_CONTAINER_MEMORY_BYTES=2147483648"};
+  auto server = ServerProcess::Start(data_.path(), {}, container);
+  ASSERT_NE(server, nullptr);
+  EXPECT_NE(server->ReadLog().find("memory_limit=1610612736"), std::string::npos)
+      << server->ReadLog();
+  auto client = BloomClient::Connect(server->target());
+  bloom::v1::FilterSpec huge;
+  huge.set_capacity(15'000'000'000);
+  huge.set_error_rate(0.01);
+  absl::Status refused = client->Reserve("huge", huge).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
+  EXPECT_NE(refused.message().find("memory limit"), std::string::npos) << refused;
+
+  // A filter that fits now, with acknowledged adds still in the journal when the server dies.
+  bloom::v1::FilterSpec big;
+  big.set_capacity(500'000'000);  // 600 MB of bits
+  big.set_error_rate(0.01);
+  ASSERT_OK(client->Reserve("big", big).status());
+  std::vector<std::string> items;
+  for (int i = 0; i < 20'000; ++i) items.push_back(absl::StrCat("item-", i));
+  ASSERT_OK(client->Add("big", items).status());
+  bloom::v1::FilterSpec small;
+  small.set_capacity(1000);
+  small.set_error_rate(0.01);
+  ASSERT_OK(client->Reserve("small", small).status());
+  ASSERT_OK(client->Add("small", {"s"}).status());
+  server->Kill();
+  client.reset();
+
+  // The container shrank (or the limit was lowered): "big" no longer fits.
+  server = ServerProcess::Start(
+      data_.path(), {"--memory_limit=100Mi", "--metrics_listen=127.0.0.1:0"}, container);
+  ASSERT_NE(server, nullptr);
+  client = BloomClient::Connect(server->target());
+  absl::Status unloaded = client->Stats("big").status();
+  EXPECT_EQ(unloaded.code(), absl::StatusCode::kResourceExhausted) << unloaded;
+  EXPECT_NE(unloaded.message().find("--memory_limit"), std::string::npos) << unloaded;
+  absl::StatusOr<std::vector<bool>> found = client->MightContain("small", {"s"});
+  ASSERT_OK(found.status());
+  EXPECT_TRUE((*found)[0]);
+  EXPECT_NE(server->ReadLog().find("was not loaded"), std::string::npos);
+  EXPECT_EQ(bloomtest::PrometheusSample(bloomtest::HttpGet(server->metrics_port(), "/metrics"),
+                                        R"(bloom_filters_unavailable{reason="not_loaded"})"),
+            1);
+  EXPECT_LT(server->PeakResidentKb(), 200u << 10);
+  ASSERT_EQ(server->Terminate(), 0);
+
+  // With room again, nothing acknowledged was lost.
+  server = ServerProcess::Start(data_.path(), {"--memory_limit=1Gi"}, container);
+  ASSERT_NE(server, nullptr);
+  client = BloomClient::Connect(server->target());
+  found = client->MightContain("big", items);
+  ASSERT_OK(found.status());
+  for (size_t i = 0; i < items.size(); ++i) ASSERT_TRUE((*found)[i]) << items[i];
 }
 
 }  // namespace
