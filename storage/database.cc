@@ -1,11 +1,20 @@
 #include "storage/database.h"
 
+#include <sys/statvfs.h>
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+#include <filesystem>
 #include <mutex>
+#include <system_error>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/log.h"
 #include "common/status_macros.h"
+#include "rocksdb/env.h"
 #include "rocksdb/options.h"
 #include "rocksdb/table.h"
 #include "storage/encoding.h"
@@ -20,6 +29,61 @@ rocksdb::ColumnFamilyOptions BitsFamilyOptions() {
   options.compression = rocksdb::kNoCompression;
   options.write_buffer_size = 64 << 20;
   return options;
+}
+
+// RocksDB's own log goes to the server's log, not to a LOG file in the data dir: Debian's RocksDB
+// 7.8 aborts (an assertion in WritableFileWriter) when it writes to a LOG file whose previous
+// write failed, so on a full disk the first error message it tried to log killed the server.
+// Its informational chatter becomes debug lines; warnings and errors stay what they are.
+class ServerLogLogger final : public rocksdb::Logger {
+ public:
+  ServerLogLogger() : rocksdb::Logger(rocksdb::InfoLogLevel::INFO_LEVEL) {}
+
+  void Logv(const char* format, va_list ap) override {
+    Logv(rocksdb::InfoLogLevel::INFO_LEVEL, format, ap);
+  }
+  void Logv(const rocksdb::InfoLogLevel level, const char* format, va_list ap) override {
+    const bloomlog::Level ours = level >= rocksdb::InfoLogLevel::ERROR_LEVEL &&
+                                         level != rocksdb::InfoLogLevel::HEADER_LEVEL
+                                     ? bloomlog::Level::kError
+                                 : level == rocksdb::InfoLogLevel::WARN_LEVEL
+                                     ? bloomlog::Level::kWarning
+                                     : bloomlog::Level::kDebug;
+    if (!bloomlog::Enabled(ours)) return;
+    char buffer[1024];
+    const int n = std::vsnprintf(buffer, sizeof(buffer), format, ap);
+    if (n < 0) return;
+    const size_t length = std::min<size_t>(static_cast<size_t>(n), sizeof(buffer) - 1);
+    bloomlog::Log(ours, absl::StrCat("rocksdb: ", absl::string_view(buffer, length)));
+  }
+};
+
+// Room RocksDB needs to open `dir` beyond its write-ahead logs: a new log, MANIFEST and OPTIONS.
+constexpr uint64_t kOpenMarginBytes = 16 << 20;
+
+// Debian's RocksDB 7.8 aborts on an assertion (WritableFileWriter's "sync_without_flush_called_")
+// when a recovery write fails on a full disk: the process would die with SIGABRT at every
+// start. So look first: recovery replays the WAL into memtables and flushes them to SST files,
+// which needs about the WAL's size, and refuse to open with a clear error without that room.
+absl::Status CheckRoomToOpen(const std::string& dir) {
+  std::error_code error;
+  if (!std::filesystem::exists(dir, error)) return absl::OkStatus();  // created empty
+  uint64_t wal_bytes = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    if (entry.path().extension() == ".log" && entry.is_regular_file(error)) {
+      wal_bytes += entry.file_size(error);
+    }
+  }
+  struct statvfs fs {};
+  if (statvfs(dir.c_str(), &fs) != 0) return absl::OkStatus();  // RocksDB will say what is wrong
+  const uint64_t free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+  const uint64_t needed = wal_bytes + kOpenMarginBytes;
+  if (free_bytes >= needed) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "data dir ", dir, " has ", free_bytes, " bytes free; opening it needs about ", needed,
+      " (its write-ahead log of ", wal_bytes, " bytes is replayed and flushed, plus ",
+      kOpenMarginBytes, "): free space or grow the volume, then start again (nothing "
+      "acknowledged is lost)"));
 }
 
 }  // namespace
@@ -48,6 +112,7 @@ absl::Status Database::OpenRocksDb() {
   // background retries.
   options.max_bgerror_resume_count = 0;
   options.statistics = statistics_;
+  options.info_log = std::make_shared<ServerLogLogger>();
 
   const std::vector<rocksdb::ColumnFamilyDescriptor> families = {
       {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()},
@@ -55,6 +120,7 @@ absl::Status Database::OpenRocksDb() {
       {"blocks", BitsFamilyOptions()},
       {"journal", BitsFamilyOptions()},
   };
+  RETURN_IF_ERROR(CheckRoomToOpen(dir_));
   rocksdb::DB* raw = nullptr;
   rocksdb::Status status = rocksdb::DB::Open(options, dir_, families, &handles_, &raw);
   if (!status.ok()) {

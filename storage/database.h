@@ -32,6 +32,8 @@ struct RocksDbFigures {
 class Database {
  public:
   // Opens or creates the DB in `dir`, on `env` (nullptr: the default, real file system).
+  // RESOURCE_EXHAUSTED, before RocksDB is touched, when the volume lacks the room to replay
+  // and flush the write-ahead log (RocksDB would abort on a failed recovery write).
   // FailedPrecondition when another process holds the directory's lock or the data has a newer
   // format; otherwise the RocksDB error.
   static absl::StatusOr<std::unique_ptr<Database>> Open(const std::string& dir,
