@@ -4,6 +4,7 @@
 #include <prometheus/counter.h>
 #include <prometheus/exposer.h>
 #include <prometheus/family.h>
+#include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
@@ -201,6 +202,32 @@ ServerMetrics::ServerMetrics(storage::FilterStore* store)
                             .Register(*registry_);
   unauthenticated_ = &auth_failures.Add({{"code", "UNAUTHENTICATED"}});
   permission_denied_ = &auth_failures.Add({{"code", "PERMISSION_DENIED"}});
+  auto& transfers = prometheus::BuildGauge()
+                        .Name("bloom_transfers_in_progress")
+                        .Help(
+                            "Export and Import streams running now (an import's reserved memory "
+                            "is in bloom_filter_memory_bytes).")
+                        .Register(*registry_);
+  auto& abandoned = prometheus::BuildCounter()
+                        .Name("bloom_transfers_abandoned_total")
+                        .Help(
+                            "Export and Import streams cancelled for making no progress for "
+                            "--transfer_idle_timeout.")
+                        .Register(*registry_);
+  for (const int import : {0, 1}) {
+    const std::string kind = import == 1 ? "import" : "export";
+    transfers_in_progress_[import] = &transfers.Add({{"kind", kind}});
+    transfers_abandoned_[import] = &abandoned.Add({{"kind", kind}});
+  }
+}
+
+void ServerMetrics::RecordTransferStart(bool import) {
+  transfers_in_progress_[import ? 1 : 0]->Increment();
+}
+
+void ServerMetrics::RecordTransferEnd(bool import, bool abandoned) {
+  transfers_in_progress_[import ? 1 : 0]->Decrement();
+  if (abandoned) transfers_abandoned_[import ? 1 : 0]->Increment();
 }
 
 ServerMetrics::~ServerMetrics() = default;

@@ -33,6 +33,7 @@ namespace prometheus {
 class Collectable;
 class Counter;
 class Exposer;
+class Gauge;
 class Histogram;
 class Registry;
 template <typename T>
@@ -79,6 +80,10 @@ class ServerMetrics {
   // A call refused by token authentication (UNAUTHENTICATED or PERMISSION_DENIED).
   void RecordAuthFailure(absl::StatusCode code);
 
+  // An Export or Import stream began, or ended (`abandoned`: cancelled for idling).
+  void RecordTransferStart(bool import);
+  void RecordTransferEnd(bool import, bool abandoned);
+
   // Everything in the Prometheus text format, as a scrape would return it.
   std::string Render() const;
 
@@ -97,6 +102,8 @@ class ServerMetrics {
   prometheus::Counter* items_checked_;
   prometheus::Counter* unauthenticated_;
   prometheus::Counter* permission_denied_;
+  std::array<prometheus::Gauge*, 2> transfers_in_progress_{};  // [export, import]
+  std::array<prometheus::Counter*, 2> transfers_abandoned_{};
   std::unique_ptr<prometheus::Exposer> exposer_;
   int port_ = 0;
 };

@@ -100,7 +100,10 @@ class CallScope {
 };
 
 BloomService::BloomService(storage::FilterStore* store, ServiceLimits limits, ServiceHooks hooks)
-    : store_(store), limits_(limits), hooks_(hooks) {}
+    : store_(store),
+      limits_(limits),
+      hooks_(hooks),
+      transfers_({limits.max_transfers, limits.transfer_idle_timeout}, hooks.metrics) {}
 
 template <typename Request>
 absl::Status BloomService::CollectItems(const Request& request,
@@ -272,11 +275,21 @@ grpc::Status BloomService::Export(grpc::ServerContext* context,
                                   grpc::ServerWriter<bloom::v1::ExportChunk>* writer) {
   CallScope log(this, metrics::Rpc::kExport, context, request->name());
   if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
+  absl::StatusOr<std::unique_ptr<TransferGuard::Ticket>> ticket =
+      transfers_.Admit(context, TransferGuard::Kind::kExport);
+  if (!ticket.ok()) return log.Done(ticket.status());
   bloom::v1::ExportChunk chunk;
   absl::Status status = store_->Export(request->name(), [&](absl::string_view data) {
-    if (context->IsCancelled()) return absl::CancelledError("the client cancelled the export");
+    if (context->IsCancelled()) {
+      return (*ticket)->abandoned() ? (*ticket)->AbandonedStatus()
+                                    : absl::CancelledError("the client cancelled the export");
+    }
     chunk.set_data(data.data(), data.size());
-    if (!writer->Write(chunk)) return absl::CancelledError("the client went away");
+    if (!writer->Write(chunk)) {
+      return (*ticket)->abandoned() ? (*ticket)->AbandonedStatus()
+                                    : absl::CancelledError("the client went away");
+    }
+    (*ticket)->Touch();
     return absl::OkStatus();
   });
   return log.Done(status);
@@ -287,18 +300,30 @@ grpc::Status BloomService::Import(grpc::ServerContext* context,
                                   bloom::v1::ImportResponse* response) {
   CallScope log(this, metrics::Rpc::kImport, context, "");
   if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
+  absl::StatusOr<std::unique_ptr<TransferGuard::Ticket>> ticket =
+      transfers_.Admit(context, TransferGuard::Kind::kImport);
+  if (!ticket.ok()) return log.Done(ticket.status());
+  auto cancelled = [&] {
+    return (*ticket)->abandoned() ? (*ticket)->AbandonedStatus()
+                                  : absl::CancelledError("the import was cancelled");
+  };
   bloom::v1::ImportChunk chunk;
   if (!reader->Read(&chunk)) {
+    if (context->IsCancelled()) return log.Done(cancelled());
     return log.Done(
         absl::InvalidArgumentError("Import needs at least one chunk, the first with a name"));
   }
+  (*ticket)->Touch();
   absl::StatusOr<std::unique_ptr<storage::PendingImport>> import =
       store_->BeginImport(chunk.name());
   if (!import.ok()) return log.Done(import.status());
   do {
-    if (context->IsCancelled()) return log.Done(absl::CancelledError("the import was cancelled"));
+    (*ticket)->Touch();
+    if (context->IsCancelled()) return log.Done(cancelled());
     if (absl::Status s = (*import)->Append(chunk.data()); !s.ok()) return log.Done(s);
   } while (reader->Read(&chunk));
+  // A Read that failed because the watchdog cancelled the stream is not the end of the dump.
+  if (context->IsCancelled()) return log.Done(cancelled());
   absl::StatusOr<storage::FilterInfo> info = store_->CommitImport(**import);
   if (info.ok()) ToProto(*info, response->mutable_stats());
   return log.Done(info.status());

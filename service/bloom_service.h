@@ -24,6 +24,7 @@
 #include "service/arena_allocator.h"
 #include "service/auth.h"
 #include "service/pipeline.h"
+#include "service/transfer_guard.h"
 #include "storage/filter_store.h"
 
 namespace service {
@@ -33,6 +34,10 @@ struct ServiceLimits {
   size_t max_item_bytes = 64 << 10;  // bytes per item
   // Operations a Pipeline stream reads ahead of its answers before it stops reading.
   size_t pipeline_window = 64;
+  // Export and Import streams at once, and how long one may go without moving a chunk before
+  // it is cancelled (zero: never). See transfer_guard.h.
+  size_t max_transfers = 16;
+  absl::Duration transfer_idle_timeout = absl::Seconds(30);
 };
 
 // Optional collaborators; each may be null (then that feature is off). They must outlive the
@@ -131,6 +136,7 @@ class BloomService final : public SyncServiceBase {
   std::atomic<int64_t> last_auth_log_micros_{0};  // auth failures are logged at most 1/s
   std::atomic<int> in_flight_{0};
   PipelineStreams pipelines_;
+  TransferGuard transfers_;
 };
 
 using CallbackUnaryBase = bloom::v1::BloomFilterService::WithCallbackMethod_Reserve<

@@ -86,6 +86,11 @@ ABSL_FLAG(std::string, transport_memory, "256Mi",
           "most bytes gRPC may buffer for received requests, over all connections (its "
           "ResourceQuota); past it, flow-control windows shrink and calls are cancelled "
           "(RESOURCE_EXHAUSTED). Bytes or a share of the container's memory (10%); 0 = no bound");
+ABSL_FLAG(uint64_t, max_transfers, 16,
+          "most Export and Import streams at once; more get RESOURCE_EXHAUSTED");
+ABSL_FLAG(absl::Duration, transfer_idle_timeout, absl::Seconds(30),
+          "an Export whose client stops reading, or an Import that sends no chunk, for this long "
+          "is cancelled (ABORTED) and what it held released; 0 = never");
 ABSL_FLAG(int32_t, max_threads, 0,
           "most threads the sync server model runs calls on (0: gRPC's default)");
 
@@ -114,6 +119,8 @@ constexpr const char* kFlagNames[] = {"listen",
                                       "max_message_bytes",
                                       "max_threads",
                                       "transport_memory",
+                                      "max_transfers",
+                                      "transfer_idle_timeout",
                                       "protobuf_arenas",
                                       "pipeline_window"};
 
@@ -280,10 +287,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (absl::GetFlag(FLAGS_max_batch) == 0 || absl::GetFlag(FLAGS_max_item_bytes) == 0 ||
-      absl::GetFlag(FLAGS_pipeline_window) == 0) {
+      absl::GetFlag(FLAGS_pipeline_window) == 0 || absl::GetFlag(FLAGS_max_transfers) == 0 ||
+      absl::GetFlag(FLAGS_transfer_idle_timeout) < absl::ZeroDuration()) {
     std::fprintf(stderr,
-                 "bloom-server: --max_batch, --max_item_bytes and --pipeline_window must be "
-                 "positive\n");
+                 "bloom-server: --max_batch, --max_item_bytes, --pipeline_window and "
+                 "--max_transfers must be positive, --transfer_idle_timeout not negative\n");
     return 2;
   }
   uint64_t max_message_bytes = 0;
@@ -379,6 +387,8 @@ int main(int argc, char** argv) {
   server_options.limits.max_batch = absl::GetFlag(FLAGS_max_batch);
   server_options.limits.max_item_bytes = absl::GetFlag(FLAGS_max_item_bytes);
   server_options.limits.pipeline_window = absl::GetFlag(FLAGS_pipeline_window);
+  server_options.limits.max_transfers = absl::GetFlag(FLAGS_max_transfers);
+  server_options.limits.transfer_idle_timeout = absl::GetFlag(FLAGS_transfer_idle_timeout);
   server_options.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
   std::string model = absl::GetFlag(FLAGS_server_model);
   if (model == "auto") model = store_options.sync ? "sync" : "callback";

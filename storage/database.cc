@@ -43,12 +43,11 @@ class ServerLogLogger final : public rocksdb::Logger {
     Logv(rocksdb::InfoLogLevel::INFO_LEVEL, format, ap);
   }
   void Logv(const rocksdb::InfoLogLevel level, const char* format, va_list ap) override {
-    const bloomlog::Level ours = level >= rocksdb::InfoLogLevel::ERROR_LEVEL &&
-                                         level != rocksdb::InfoLogLevel::HEADER_LEVEL
-                                     ? bloomlog::Level::kError
-                                 : level == rocksdb::InfoLogLevel::WARN_LEVEL
-                                     ? bloomlog::Level::kWarning
-                                     : bloomlog::Level::kDebug;
+    const bloomlog::Level ours =
+        level >= rocksdb::InfoLogLevel::ERROR_LEVEL && level != rocksdb::InfoLogLevel::HEADER_LEVEL
+            ? bloomlog::Level::kError
+        : level == rocksdb::InfoLogLevel::WARN_LEVEL ? bloomlog::Level::kWarning
+                                                     : bloomlog::Level::kDebug;
     if (!bloomlog::Enabled(ours)) return;
     char buffer[1024];
     const int n = std::vsnprintf(buffer, sizeof(buffer), format, ap);
@@ -79,11 +78,12 @@ absl::Status CheckRoomToOpen(const std::string& dir) {
   const uint64_t free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
   const uint64_t needed = wal_bytes + kOpenMarginBytes;
   if (free_bytes >= needed) return absl::OkStatus();
-  return absl::ResourceExhaustedError(absl::StrCat(
-      "data dir ", dir, " has ", free_bytes, " bytes free; opening it needs about ", needed,
-      " (its write-ahead log of ", wal_bytes, " bytes is replayed and flushed, plus ",
-      kOpenMarginBytes, "): free space or grow the volume, then start again (nothing "
-      "acknowledged is lost)"));
+  return absl::ResourceExhaustedError(
+      absl::StrCat("data dir ", dir, " has ", free_bytes, " bytes free; opening it needs about ",
+                   needed, " (its write-ahead log of ", wal_bytes,
+                   " bytes is replayed and flushed, plus ", kOpenMarginBytes,
+                   "): free space or grow the volume, then start again (nothing "
+                   "acknowledged is lost)"));
 }
 
 }  // namespace

@@ -5,10 +5,13 @@
 // Larger runs (several connections, longer floods) are scripts in the README's "Security"
 // section; these are the sizes that fit a 2-core CI machine in seconds.
 #include <atomic>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -311,8 +314,8 @@ TEST_F(HostileClientTest, AfterADiskFullCrashTheServerStartsCleanlyOrSaysWhyNot)
   }
   ASSERT_FALSE(failed.ok()) << "the disk never filled";
   EXPECT_EQ(failed.code(), absl::StatusCode::kUnavailable) << failed;
-  EXPECT_NE(failed.message().find("No space left"), std::string::npos)
-      << failed << "\n" << server->ReadLog();
+  EXPECT_NE(failed.message().find("No space left"), std::string::npos) << failed << "\n"
+                                                                       << server->ReadLog();
   ASSERT_GT(acknowledged.size(), 0u);
   // The full disk refuses adds but the server lives on and answers reads. (Debian's RocksDB
   // used to abort here, on its next write to the LOG file whose last write had failed.)
@@ -338,6 +341,125 @@ TEST_F(HostileClientTest, AfterADiskFullCrashTheServerStartsCleanlyOrSaysWhyNot)
     ASSERT_OK(found.status());
     for (size_t i = 0; i < items.size(); ++i) ASSERT_TRUE((*found)[i]) << items[i];
   }
+}
+
+// Threads of `pid` (the Threads: line of /proc/pid/status).
+int ThreadCount(pid_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (absl::StartsWith(line, "Threads:")) return std::stoi(line.substr(8));
+  }
+  return -1;
+}
+
+double Metric(const ServerProcess& server, const std::string& series) {
+  return bloomtest::PrometheusSample(bloomtest::HttpGet(server.metrics_port(), "/metrics"), series);
+}
+
+// Attack 5: Export streams whose client never reads held a thread and about 3 MiB each, without
+// bound (700 of them: 2.4 GB, 717 threads). Now at most --max_transfers run, and one that can
+// send nothing for --transfer_idle_timeout is cancelled, releasing its slot.
+TEST_F(HostileClientTest, ExportsThatNeverReadAreBoundedAndAbandoned) {
+  auto server =
+      ServerProcess::Start(data_.path(), {"--max_transfers=8", "--transfer_idle_timeout=2s",
+                                          "--metrics_listen=127.0.0.1:0", "--server_model=sync"});
+  ASSERT_NE(server, nullptr);
+  auto client = BloomClient::Connect(server->target());
+  bloom::v1::FilterSpec spec;
+  spec.set_capacity(20'000'000);  // a 24 MB dump: more than flow control lets out unread
+  spec.set_error_rate(0.01);
+  ASSERT_OK(client->Reserve("big", spec).status());
+  const int threads_before = ThreadCount(server->pid());
+
+  struct Stalled {
+    grpc::ClientContext context;
+    std::unique_ptr<grpc::ClientReader<bloom::v1::ExportChunk>> reader;
+  };
+  std::vector<std::unique_ptr<Stalled>> stalled;
+  bloom::v1::ExportRequest request;
+  request.set_name("big");
+  for (int i = 0; i < 24; ++i) {
+    auto call = std::make_unique<Stalled>();
+    call->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    call->reader = client->stub().Export(&call->context, request);
+    stalled.push_back(std::move(call));
+  }
+  absl::SleepFor(absl::Milliseconds(500));
+  EXPECT_LE(ThreadCount(server->pid()), threads_before + 8 + 4);
+  EXPECT_EQ(Metric(*server, R"(bloom_transfers_in_progress{kind="export"})"), 8);
+  absl::SleepFor(absl::Seconds(3));  // past the idle timeout, still reading nothing
+
+  // Every call ended: 16 refused at once, the 8 admitted ones cancelled by the server (the
+  // sync API can only cancel a blocked stream, so the client sees CANCELLED; the server logs
+  // and counts why).
+  int refused = 0, abandoned = 0;
+  for (auto& call : stalled) {
+    bloom::v1::ExportChunk chunk;
+    while (call->reader->Read(&chunk)) {
+    }
+    const grpc::Status status = call->reader->Finish();
+    if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) ++refused;
+    if (status.error_code() == grpc::StatusCode::CANCELLED) ++abandoned;
+  }
+  EXPECT_EQ(refused, 16);
+  EXPECT_EQ(abandoned, 8);
+  EXPECT_EQ(Metric(*server, R"(bloom_transfers_abandoned_total{kind="export"})"), 8);
+  EXPECT_EQ(Metric(*server, R"(bloom_transfers_in_progress{kind="export"})"), 0);
+  std::ostringstream dump;
+  ASSERT_OK(client->Export("big", dump));  // a reading client is served again
+  EXPECT_GT(dump.str().size(), 20'000'000u);
+}
+
+// Attack 6: an Import that stalls after its first chunk held the whole dump's memory
+// reservation forever, invisible, so other Reserves got RESOURCE_EXHAUSTED. Now it shows in
+// bloom_transfers_in_progress, and after --transfer_idle_timeout it is cancelled (ABORTED) and
+// the reservation released.
+TEST_F(HostileClientTest, AStalledImportIsAbandonedAndItsMemoryReleased) {
+  auto server = ServerProcess::Start(
+      data_.path(),
+      {"--memory_limit=300Mi", "--transfer_idle_timeout=2s", "--metrics_listen=127.0.0.1:0"});
+  ASSERT_NE(server, nullptr);
+  auto client = BloomClient::Connect(server->target());
+  bloom::v1::FilterSpec spec;
+  spec.set_capacity(100'000'000);  // 120 MB of bits
+  spec.set_error_rate(0.01);
+  spec.set_non_scaling(true);
+  ASSERT_OK(client->Reserve("source", spec).status());
+  // The first chunk of its dump: the header, which makes an import reserve 120 MB.
+  std::string first_chunk;
+  {
+    grpc::ClientContext context;
+    bloom::v1::ExportRequest request;
+    request.set_name("source");
+    auto reader = client->stub().Export(&context, request);
+    bloom::v1::ExportChunk chunk;
+    ASSERT_TRUE(reader->Read(&chunk));
+    first_chunk = chunk.data();
+    context.TryCancel();
+    reader->Finish();
+  }
+
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  bloom::v1::ImportResponse response;
+  auto writer = client->stub().Import(&context, &response);
+  bloom::v1::ImportChunk chunk;
+  chunk.set_name("copy");
+  chunk.set_data(first_chunk);
+  ASSERT_TRUE(writer->Write(chunk));
+  absl::SleepFor(absl::Milliseconds(500));
+  EXPECT_EQ(Metric(*server, R"(bloom_transfers_in_progress{kind="import"})"), 1);
+  // source (120 MB) + the pending import (120 MB) + 120 MB more does not fit 300 MiB.
+  EXPECT_EQ(client->Reserve("other", spec).status().code(), absl::StatusCode::kResourceExhausted);
+
+  const grpc::Status status = writer->Finish();  // blocks until the server gives up on it
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED) << status.error_message();
+  EXPECT_NE(server->ReadLog().find("abandoned an import"), std::string::npos);
+  EXPECT_EQ(Metric(*server, R"(bloom_transfers_abandoned_total{kind="import"})"), 1);
+  EXPECT_EQ(Metric(*server, R"(bloom_transfers_in_progress{kind="import"})"), 0);
+  ASSERT_OK(client->Reserve("other", spec).status());  // the reservation is back
+  EXPECT_EQ(client->Stats("copy").status().code(), absl::StatusCode::kNotFound);
 }
 
 }  // namespace
