@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "service/convert.h"
+#include "service/transfers.h"
 
 namespace service {
 namespace {
@@ -209,8 +210,9 @@ absl::Status BloomService::RunMightContain(const bloom::v1::MightContainRequest&
   return absl::OkStatus();
 }
 
-absl::StatusOr<Caller> BloomService::AdmitStream(grpc::ServerContextBase* context) {
-  CallScope scope(this, metrics::Rpc::kPipeline, context, "");
+absl::StatusOr<Caller> BloomService::AdmitStream(grpc::ServerContextBase* context,
+                                                 metrics::Rpc rpc) {
+  CallScope scope(this, rpc, context, "");
   if (absl::Status admitted = scope.Admit(); !admitted.ok()) {
     // The refused stream is counted here; an admitted one when it ends (pipeline.cc).
     (void)scope.Done(admitted);
@@ -270,63 +272,14 @@ grpc::Status BloomService::HandleList(const bloom::v1::ListRequest& request,
   return log.Done(page.status());
 }
 
-grpc::Status BloomService::Export(grpc::ServerContext* context,
-                                  const bloom::v1::ExportRequest* request,
-                                  grpc::ServerWriter<bloom::v1::ExportChunk>* writer) {
-  CallScope log(this, metrics::Rpc::kExport, context, request->name());
-  if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
-  absl::StatusOr<std::unique_ptr<TransferGuard::Ticket>> ticket =
-      transfers_.Admit(context, TransferGuard::Kind::kExport);
-  if (!ticket.ok()) return log.Done(ticket.status());
-  bloom::v1::ExportChunk chunk;
-  absl::Status status = store_->Export(request->name(), [&](absl::string_view data) {
-    if (context->IsCancelled()) {
-      return (*ticket)->abandoned() ? (*ticket)->AbandonedStatus()
-                                    : absl::CancelledError("the client cancelled the export");
-    }
-    chunk.set_data(data.data(), data.size());
-    if (!writer->Write(chunk)) {
-      return (*ticket)->abandoned() ? (*ticket)->AbandonedStatus()
-                                    : absl::CancelledError("the client went away");
-    }
-    (*ticket)->Touch();
-    return absl::OkStatus();
-  });
-  return log.Done(status);
+grpc::ServerWriteReactor<bloom::v1::ExportChunk>* BloomService::Export(
+    grpc::CallbackServerContext* context, const bloom::v1::ExportRequest* request) {
+  return StartExport(this, context, *request);
 }
 
-grpc::Status BloomService::Import(grpc::ServerContext* context,
-                                  grpc::ServerReader<bloom::v1::ImportChunk>* reader,
-                                  bloom::v1::ImportResponse* response) {
-  CallScope log(this, metrics::Rpc::kImport, context, "");
-  if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
-  absl::StatusOr<std::unique_ptr<TransferGuard::Ticket>> ticket =
-      transfers_.Admit(context, TransferGuard::Kind::kImport);
-  if (!ticket.ok()) return log.Done(ticket.status());
-  auto cancelled = [&] {
-    return (*ticket)->abandoned() ? (*ticket)->AbandonedStatus()
-                                  : absl::CancelledError("the import was cancelled");
-  };
-  bloom::v1::ImportChunk chunk;
-  if (!reader->Read(&chunk)) {
-    if (context->IsCancelled()) return log.Done(cancelled());
-    return log.Done(
-        absl::InvalidArgumentError("Import needs at least one chunk, the first with a name"));
-  }
-  (*ticket)->Touch();
-  absl::StatusOr<std::unique_ptr<storage::PendingImport>> import =
-      store_->BeginImport(chunk.name());
-  if (!import.ok()) return log.Done(import.status());
-  do {
-    (*ticket)->Touch();
-    if (context->IsCancelled()) return log.Done(cancelled());
-    if (absl::Status s = (*import)->Append(chunk.data()); !s.ok()) return log.Done(s);
-  } while (reader->Read(&chunk));
-  // A Read that failed because the watchdog cancelled the stream is not the end of the dump.
-  if (context->IsCancelled()) return log.Done(cancelled());
-  absl::StatusOr<storage::FilterInfo> info = store_->CommitImport(**import);
-  if (info.ok()) ToProto(*info, response->mutable_stats());
-  return log.Done(info.status());
+grpc::ServerReadReactor<bloom::v1::ImportChunk>* BloomService::Import(
+    grpc::CallbackServerContext* context, bloom::v1::ImportResponse* response) {
+  return StartImport(this, context, response);
 }
 
 void BloomService::RecordAuthRefusal(const absl::Status& status, absl::string_view method,
@@ -348,7 +301,7 @@ bool BloomService::Drain(absl::Time deadline) {
   // Pipeline streams live as long as their clients like: ask them to answer what they have
   // read and end, then wait for them as for every other call.
   pipelines_.ShutdownAll();
-  while (in_flight_.load() > 0 || !pipelines_.empty()) {
+  while (in_flight_.load() > 0 || !pipelines_.empty() || transfers_.active() > 0) {
     if (absl::Now() >= deadline) return false;
     absl::SleepFor(absl::Milliseconds(5));
   }

@@ -5,8 +5,8 @@
 // the same code. See protos/bloom/v1/bloom.proto for the contract.
 //
 // BloomCallbackService serves the same handlers through gRPC's callback API (unary methods run
-// inline on gRPC's threads; Export and Import stay synchronous); which one a server uses is
-// chosen with ServerOptions::model. Pipeline is a callback stream in both (pipeline.h).
+// inline on gRPC's threads); which one a server uses is chosen with ServerOptions::model. The
+// streams are callback streams in both (pipeline.h, transfers.h).
 //
 // Thread-safety: every method is thread-safe; the store does the synchronisation.
 #ifndef SERVICE_BLOOM_SERVICE_H_
@@ -48,9 +48,12 @@ struct ServiceHooks {
   metrics::ServerMetrics* metrics = nullptr;
 };
 
-// Pipeline is served through the callback API in both server models: a stream needs no thread.
+// The streams (Pipeline, Export, Import) are served through the callback API in both server
+// models: a stream needs no thread while it waits for its client.
 using SyncServiceBase = bloom::v1::BloomFilterService::WithCallbackMethod_Pipeline<
-    bloom::v1::BloomFilterService::Service>;
+    bloom::v1::BloomFilterService::WithCallbackMethod_Export<
+        bloom::v1::BloomFilterService::WithCallbackMethod_Import<
+            bloom::v1::BloomFilterService::Service>>>;
 
 class BloomService final : public SyncServiceBase {
  public:
@@ -70,11 +73,10 @@ class BloomService final : public SyncServiceBase {
                       bloom::v1::DeleteResponse* response) override;
   grpc::Status List(grpc::ServerContext* context, const bloom::v1::ListRequest* request,
                     bloom::v1::ListResponse* response) override;
-  grpc::Status Export(grpc::ServerContext* context, const bloom::v1::ExportRequest* request,
-                      grpc::ServerWriter<bloom::v1::ExportChunk>* writer) override;
-  grpc::Status Import(grpc::ServerContext* context,
-                      grpc::ServerReader<bloom::v1::ImportChunk>* reader,
-                      bloom::v1::ImportResponse* response) override;
+  grpc::ServerWriteReactor<bloom::v1::ExportChunk>* Export(
+      grpc::CallbackServerContext* context, const bloom::v1::ExportRequest* request) override;
+  grpc::ServerReadReactor<bloom::v1::ImportChunk>* Import(
+      grpc::CallbackServerContext* context, bloom::v1::ImportResponse* response) override;
 
   // The unary handlers, shared by this synchronous service and BloomCallbackService. `context`
   // gives the call's metadata (the token) and deadline; null for in-process calls (tests,
@@ -103,10 +105,13 @@ class BloomService final : public SyncServiceBase {
   absl::Status RunAdd(const bloom::v1::AddRequest& request, bloom::v1::AddResponse* response);
   absl::Status RunMightContain(const bloom::v1::MightContainRequest& request,
                                bloom::v1::MightContainResponse* response);
-  // Admits a Pipeline stream as a read call (not draining, deadline ahead, a valid token from
-  // its metadata) and returns the caller, whose role each operation is checked against. A
-  // refusal is counted and logged like a refused call.
-  absl::StatusOr<Caller> AdmitStream(grpc::ServerContextBase* context);
+  // Admits a stream (not draining, deadline ahead, a valid token from its metadata, with the
+  // role `rpc` needs: Pipeline and Export read, Import write) and returns the caller, whose
+  // role each Pipeline operation is checked against. A refusal is counted and logged like a
+  // refused call.
+  absl::StatusOr<Caller> AdmitStream(grpc::ServerContextBase* context,
+                                     metrics::Rpc rpc = metrics::Rpc::kPipeline);
+  TransferGuard& transfers() { return transfers_; }
   bool draining() const { return draining_.load(); }
   // Counts a call refused for its token (bloom_auth_failures_total) and logs it, at most one
   // log line a second. Used by the handlers and by the transport's TokenGate.
@@ -175,14 +180,13 @@ class BloomCallbackService final : public CallbackUnaryBase {
   grpc::ServerUnaryReactor* List(grpc::CallbackServerContext* context,
                                  const bloom::v1::ListRequest* request,
                                  bloom::v1::ListResponse* response) override;
-  grpc::Status Export(grpc::ServerContext* context, const bloom::v1::ExportRequest* request,
-                      grpc::ServerWriter<bloom::v1::ExportChunk>* writer) override {
-    return core_->Export(context, request, writer);
+  grpc::ServerWriteReactor<bloom::v1::ExportChunk>* Export(
+      grpc::CallbackServerContext* context, const bloom::v1::ExportRequest* request) override {
+    return core_->Export(context, request);
   }
-  grpc::Status Import(grpc::ServerContext* context,
-                      grpc::ServerReader<bloom::v1::ImportChunk>* reader,
-                      bloom::v1::ImportResponse* response) override {
-    return core_->Import(context, reader, response);
+  grpc::ServerReadReactor<bloom::v1::ImportChunk>* Import(
+      grpc::CallbackServerContext* context, bloom::v1::ImportResponse* response) override {
+    return core_->Import(context, response);
   }
   grpc::ServerBidiReactor<bloom::v1::PipelineRequest, bloom::v1::PipelineResponse>* Pipeline(
       grpc::CallbackServerContext* context) override {

@@ -16,10 +16,12 @@ const char* KindName(TransferGuard::Kind kind) {
 
 }  // namespace
 
-TransferGuard::Ticket::Ticket(TransferGuard* guard, grpc::ServerContextBase* context, Kind kind)
+TransferGuard::Ticket::Ticket(TransferGuard* guard, Kind kind, std::string peer,
+                              std::function<void(const absl::Status&)> abandon)
     : guard_(guard),
-      context_(context),
       kind_(kind),
+      peer_(std::move(peer)),
+      abandon_(std::move(abandon)),
       last_progress_micros_(absl::ToUnixMicros(absl::Now())) {}
 
 TransferGuard::Ticket::~Ticket() { guard_->Release(this); }
@@ -53,7 +55,7 @@ TransferGuard::~TransferGuard() {
 }
 
 absl::StatusOr<std::unique_ptr<TransferGuard::Ticket>> TransferGuard::Admit(
-    grpc::ServerContextBase* context, Kind kind) {
+    Kind kind, std::string peer, std::function<void(const absl::Status&)> abandon) {
   std::unique_ptr<Ticket> ticket;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -62,7 +64,7 @@ absl::StatusOr<std::unique_ptr<TransferGuard::Ticket>> TransferGuard::Admit(
           absl::StrCat("the server runs ", options_.max_concurrent,
                        " exports and imports already (--max_transfers); retry later"));
     }
-    ticket.reset(new Ticket(this, context, kind));
+    ticket.reset(new Ticket(this, kind, std::move(peer), std::move(abandon)));
     tickets_.insert(ticket.get());
   }
   if (metrics_ != nullptr) metrics_->RecordTransferStart(kind == Kind::kImport);
@@ -94,12 +96,11 @@ void TransferGuard::WatchLoop() {
     for (Ticket* ticket : tickets_) {
       if (ticket->abandoned() || ticket->last_progress_micros_.load() > idle_since) continue;
       ticket->abandoned_.store(true);
-      // Under mu_: the ticket, and so its context, cannot go away meanwhile. TryCancel only
-      // marks the call; the handler's blocked Read or Write then returns false.
-      ticket->context_->TryCancel();
-      bloomlog::LogWarning(absl::StrCat(
-          "abandoned an ", KindName(ticket->kind_), " that made no progress for ",
-          absl::FormatDuration(options_.idle_timeout), " (peer ", ticket->context_->peer(), ")"));
+      // Under mu_: the ticket, and what its abandon touches, cannot go away meanwhile.
+      ticket->abandon_(ticket->AbandonedStatus());
+      bloomlog::LogWarning(
+          absl::StrCat("abandoned an ", KindName(ticket->kind_), " that made no progress for ",
+                       absl::FormatDuration(options_.idle_timeout), " (peer ", ticket->peer_, ")"));
     }
   }
 }

@@ -2,29 +2,30 @@
 // that stop making progress.
 //
 // An Export to a client that never reads, or an Import that stalls after its first chunk,
-// would otherwise hold a thread, buffers and (for an import) the memory reserved for the whole
-// dump, forever. Each stream takes a Ticket for its lifetime:
+// would otherwise hold buffers and (for an import) the memory reserved for the whole dump,
+// forever. Each stream takes a Ticket for its lifetime, touches it whenever a chunk moves, and
+// says how to abandon it:
 //
-//   absl::StatusOr<std::unique_ptr<TransferGuard::Ticket>> ticket =
-//       guard.Admit(context, TransferGuard::Kind::kImport);   // RESOURCE_EXHAUSTED when full
-//   while (reader->Read(&chunk)) { (*ticket)->Touch(); ... }
-//   if ((*ticket)->abandoned()) return (*ticket)->AbandonedStatus();
+//   absl::StatusOr<std::unique_ptr<TransferGuard::Ticket>> ticket = guard.Admit(
+//       TransferGuard::Kind::kImport, context->peer(),
+//       [this](const absl::Status& why) { Abandon(why); });
+//   ... (*ticket)->Touch(); ...
 //
-// A watchdog thread cancels (ServerContext::TryCancel) every stream whose ticket was not
-// touched for `idle_timeout`: its blocked Read or Write returns false and the handler ends,
-// releasing what it held.
+// A watchdog thread calls `abandon` for every stream whose ticket was not touched for
+// `idle_timeout` (once), with the status to end it with (ABORTED, saying why), while holding
+// the guard's lock: `abandon` must not block, nor destroy a ticket.
 //
-// Thread-safety: every method is thread-safe. A Ticket belongs to one handler thread, except
-// that the watchdog reads it under the guard's lock; it must be destroyed before its context.
+// Thread-safety: every method is thread-safe. A ticket's owner must destroy it before whatever
+// `abandon` touches.
 #ifndef SERVICE_TRANSFER_GUARD_H_
 #define SERVICE_TRANSFER_GUARD_H_
 
-#include <grpcpp/server_context.h>
-
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "absl/container/flat_hash_set.h"
@@ -59,11 +60,13 @@ class TransferGuard {
 
    private:
     friend class TransferGuard;
-    Ticket(TransferGuard* guard, grpc::ServerContextBase* context, Kind kind);
+    Ticket(TransferGuard* guard, Kind kind, std::string peer,
+           std::function<void(const absl::Status&)> abandon);
 
     TransferGuard* const guard_;
-    grpc::ServerContextBase* const context_;
     const Kind kind_;
+    const std::string peer_;
+    const std::function<void(const absl::Status&)> abandon_;
     std::atomic<int64_t> last_progress_micros_;
     std::atomic<bool> abandoned_{false};
   };
@@ -74,8 +77,10 @@ class TransferGuard {
   TransferGuard(const TransferGuard&) = delete;
   TransferGuard& operator=(const TransferGuard&) = delete;
 
-  // A ticket for a new stream, or RESOURCE_EXHAUSTED when max_concurrent run already.
-  absl::StatusOr<std::unique_ptr<Ticket>> Admit(grpc::ServerContextBase* context, Kind kind);
+  // A ticket for a new stream from `peer` (for logs), or RESOURCE_EXHAUSTED when
+  // max_concurrent run already.
+  absl::StatusOr<std::unique_ptr<Ticket>> Admit(Kind kind, std::string peer,
+                                                std::function<void(const absl::Status&)> abandon);
 
   size_t active() const;
 

@@ -22,43 +22,56 @@ void AppendFixed(std::string& out, T value) {
 
 }  // namespace
 
+DumpWriter::DumpWriter(const FilterRecord& record, const bloom::ScalableFilter& filter)
+    : header_(EncodeFilterRecord(record)), sub_(filter.first()), hash_(XXH3_createState()) {
+  XXH3_64bits_reset(hash_);
+}
+
+DumpWriter::~DumpWriter() { XXH3_freeState(hash_); }
+
+bool DumpWriter::Next(std::string& chunk) {
+  chunk.clear();
+  if (finished_) return false;
+  if (!header_written_) {
+    chunk.append(kDumpMagic.data(), kDumpMagic.size());
+    AppendFixed<uint16_t>(chunk, kDumpVersion);
+    AppendFixed<uint32_t>(chunk, static_cast<uint32_t>(header_.size()));
+    chunk += header_;
+    header_written_ = true;
+  }
+  // Whole pages while they fit (a page is at most 16 KiB; a chunk at most 1 MiB).
+  while (sub_ != nullptr) {
+    const bloom::BlockedBloomFilter& bits = sub_->bits();
+    if (page_ >= bits.num_pages()) {
+      sub_ = sub_->next();
+      page_ = 0;
+      continue;
+    }
+    const uint64_t size = bits.page_size(page_);
+    if (chunk.size() + size > kMaxDumpChunkBytes) break;
+    const size_t at = chunk.size();
+    chunk.resize(at + size);
+    bits.ReadPage(page_, chunk.data() + at);
+    ++page_;
+  }
+  XXH3_64bits_update(hash_, chunk.data(), chunk.size());
+  if (sub_ == nullptr && chunk.size() + sizeof(uint64_t) <= kMaxDumpChunkBytes) {
+    // The checksum covers every byte before it, this chunk's included.
+    AppendFixed<uint64_t>(chunk, XXH3_64bits_digest(hash_));
+    finished_ = true;
+  }
+  return true;
+}
+
 absl::Status WriteDump(const FilterRecord& record, const bloom::ScalableFilter& filter,
                        const std::function<absl::Status(absl::string_view)>& sink) {
-  XXH3_state_t* hash = XXH3_createState();
-  XXH3_64bits_reset(hash);
+  DumpWriter writer(record, filter);
   std::string chunk;
   chunk.reserve(kMaxDumpChunkBytes);
-  auto flush = [&]() -> absl::Status {
-    if (chunk.empty()) return absl::OkStatus();
-    XXH3_64bits_update(hash, chunk.data(), chunk.size());
-    absl::Status status = sink(chunk);
-    chunk.clear();
-    return status;
-  };
-  const std::string header = EncodeFilterRecord(record);
-  chunk.append(kDumpMagic.data(), kDumpMagic.size());
-  AppendFixed<uint16_t>(chunk, kDumpVersion);
-  AppendFixed<uint32_t>(chunk, static_cast<uint32_t>(header.size()));
-  chunk += header;
-  absl::Status status;
-  std::string page;
-  for (const bloom::SubFilter* sub = filter.first(); sub != nullptr && status.ok();
-       sub = sub->next()) {
-    const bloom::BlockedBloomFilter& bits = sub->bits();
-    for (uint64_t p = 0; p < bits.num_pages() && status.ok(); ++p) {
-      page.resize(bits.page_size(p));
-      bits.ReadPage(p, page.data());
-      if (chunk.size() + page.size() > kMaxDumpChunkBytes) status = flush();
-      chunk += page;
-    }
+  while (writer.Next(chunk)) {
+    if (absl::Status status = sink(chunk); !status.ok()) return status;
   }
-  if (status.ok()) status = flush();
-  if (status.ok()) {
-    AppendFixed<uint64_t>(chunk, XXH3_64bits_digest(hash));
-    status = sink(chunk);
-  }
-  XXH3_freeState(hash);
-  return status;
+  return absl::OkStatus();
 }
 
 DumpParser::DumpParser(std::function<absl::Status(uint64_t bytes)> reserve_memory)

@@ -27,6 +27,32 @@ namespace storage {
 
 inline constexpr size_t kMaxDumpChunkBytes = 1 << 20;
 
+// Produces the dump of `filter` (described by `record`, whose sub-filter list must match it)
+// chunk by chunk, as a stream's reader asks for them.
+//
+// Thread-safety: not thread-safe (one export stream owns it); reads the filter's bits, which
+// may be added to meanwhile (an add racing the export may or may not be in the dump).
+class DumpWriter {
+ public:
+  // `filter` must outlive the writer.
+  DumpWriter(const FilterRecord& record, const bloom::ScalableFilter& filter);
+  ~DumpWriter();
+  DumpWriter(const DumpWriter&) = delete;
+  DumpWriter& operator=(const DumpWriter&) = delete;
+
+  // Replaces `chunk` with the next chunk (1 to kMaxDumpChunkBytes bytes); false, with `chunk`
+  // empty, once the whole dump was produced.
+  bool Next(std::string& chunk);
+
+ private:
+  const std::string header_;
+  const bloom::SubFilter* sub_;
+  uint64_t page_ = 0;
+  bool header_written_ = false;
+  bool finished_ = false;
+  XXH3_state_t* const hash_;
+};
+
 // Streams the dump of `filter` (described by `record`, whose sub-filter list must match it) to
 // `sink` in chunks of at most kMaxDumpChunkBytes. Stops early with the sink's error.
 absl::Status WriteDump(const FilterRecord& record, const bloom::ScalableFilter& filter,

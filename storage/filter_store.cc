@@ -379,6 +379,16 @@ absl::Status FilterStore::Export(absl::string_view name,
   return WriteDump(record, *filter->filter(), sink);
 }
 
+absl::StatusOr<std::unique_ptr<ExportCursor>> FilterStore::OpenExport(absl::string_view name) {
+  bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
+  RETURN_IF_ERROR(CheckOpen());
+  ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> filter, FindUsable(name));
+  ASSIGN_OR_RETURN(const FilterRecord record, filter->SnapshotRecord());
+  RETURN_IF_ERROR(
+      budget_.Charge(ExportCursor::kChargedBytes, absl::StrCat("exporting filter '", name, "'")));
+  return std::unique_ptr<ExportCursor>(new ExportCursor(std::move(filter), record, &budget_));
+}
+
 absl::StatusOr<std::unique_ptr<PendingImport>> FilterStore::BeginImport(absl::string_view name) {
   bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
   RETURN_IF_ERROR(CheckOpen());

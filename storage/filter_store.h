@@ -76,6 +76,32 @@ class PendingImport {
   DumpParser parser_;
 };
 
+// An Export in progress: a filter's dump, chunk by chunk (DumpWriter). It keeps the filter's
+// memory alive even if the filter is deleted meanwhile, and charges its chunk buffers to the
+// memory budget. Not thread-safe; must not outlive its FilterStore.
+class ExportCursor {
+ public:
+  // Bytes an export charges to the memory budget: its chunk, and the message gRPC is sending.
+  static constexpr uint64_t kChargedBytes = 2 * kMaxDumpChunkBytes;
+
+  ~ExportCursor() { budget_->Release(kChargedBytes); }
+  ExportCursor(const ExportCursor&) = delete;
+  ExportCursor& operator=(const ExportCursor&) = delete;
+
+  // See DumpWriter::Next.
+  bool Next(std::string& chunk) { return writer_.Next(chunk); }
+
+ private:
+  friend class FilterStore;
+  ExportCursor(std::shared_ptr<StoredFilter> filter, const FilterRecord& record,
+               MemoryBudget* budget)
+      : filter_(std::move(filter)), budget_(budget), writer_(record, *filter_->filter()) {}
+
+  const std::shared_ptr<StoredFilter> filter_;
+  MemoryBudget* const budget_;
+  DumpWriter writer_;
+};
+
 struct StoreOptions {
   std::string data_dir;
   // fsync the WAL before acknowledging an Add (survives power loss, not only crashes).
@@ -174,6 +200,10 @@ class FilterStore {
   // Streams the dump of `name` (dump.h) to `sink` in chunks of at most 1 MiB.
   absl::Status Export(absl::string_view name,
                       const std::function<absl::Status(absl::string_view)>& sink);
+  // The dump of `name` as a cursor, for a stream that pulls chunks as its client reads them.
+  // NOT_FOUND / DATA_LOSS as Stats; RESOURCE_EXHAUSTED when the memory budget cannot hold its
+  // buffers (ExportCursor::kChargedBytes).
+  absl::StatusOr<std::unique_ptr<ExportCursor>> OpenExport(absl::string_view name);
   // Starts importing a dump as the new filter `name`: INVALID_ARGUMENT for a bad name,
   // ALREADY_EXISTS if it is taken.
   absl::StatusOr<std::unique_ptr<PendingImport>> BeginImport(absl::string_view name);

@@ -456,8 +456,8 @@ absl::StatusOr<FilterInfo> ImportAll(FilterStore& store, absl::string_view name,
 }
 
 TEST_F(FilterStoreTest, ExportImportRecreatesAnIdenticalFilter) {
-  ASSERT_OK(store_->Reserve("src", {20'000, 0.01, 3, false}).status());
-  const std::vector<std::string> items = Items("e", 0, 100'000);  // several sub-filters, >1 MiB
+  ASSERT_OK(store_->Reserve("src", {200'000, 0.01, 3, false}).status());
+  const std::vector<std::string> items = Items("e", 0, 1'000'000);  // 3 sub-filters, 3 MB
   ASSERT_OK(store_->Add("src", Views(items), nullptr).status());
   int chunks = 0;
   const std::string dump = ExportAll(*store_, "src", &chunks);
