@@ -194,14 +194,16 @@ absl::StatusOr<std::vector<bool>> BloomClient::AddIntegers(
 }
 
 absl::StatusOr<std::vector<bool>> BloomClient::MightContain(absl::string_view name,
-                                                            absl::Span<const std::string> items) {
-  if (Coalesces(items)) return coalescer_->MightContain(name, items);
+                                                            absl::Span<const std::string> items,
+                                                            bool absent_if_missing) {
+  if (Coalesces(items)) return coalescer_->MightContain(name, items, absent_if_missing);
   return Batched(items, [&](absl::Span<const std::string> batch, std::vector<bool>& out) {
     grpc::ClientContext context;
     Prepare(context);
     bloom::v1::MightContainRequest request;
     request.set_name(std::string(name));
     request.mutable_items()->Add(batch.begin(), batch.end());
+    request.set_absent_if_missing(absent_if_missing);
     bloom::v1::MightContainResponse response;
     absl::Status status = FromGrpcStatus(stub_->MightContain(&context, request, &response));
     if (status.ok()) out.insert(out.end(), response.present().begin(), response.present().end());

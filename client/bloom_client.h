@@ -92,9 +92,11 @@ class BloomClient {
   absl::StatusOr<std::vector<bool>> AddIntegers(
       absl::string_view name, absl::Span<const int64_t> values,
       const bloom::v1::FilterSpec* create_if_missing = nullptr);
-  // present[i] false: items[i] was never added.
+  // present[i] false: items[i] was never added. With `absent_if_missing`, a filter that does
+  // not exist answers all false instead of NOT_FOUND (and nothing is created).
   absl::StatusOr<std::vector<bool>> MightContain(absl::string_view name,
-                                                 absl::Span<const std::string> items);
+                                                 absl::Span<const std::string> items,
+                                                 bool absent_if_missing = false);
   absl::StatusOr<std::vector<bool>> MightContainIntegers(absl::string_view name,
                                                          absl::Span<const int64_t> values);
 

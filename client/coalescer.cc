@@ -24,6 +24,7 @@ struct Coalescer::Call {
   bool add = false;
   std::string name;
   absl::optional<bloom::v1::FilterSpec> create_if_missing;
+  bool absent_if_missing = false;  // a check's
   std::vector<std::string> items;  // copied: the caller may time out and return early
   bool alone = false;              // retried alone after its merged operation failed
 
@@ -44,7 +45,10 @@ struct Coalescer::Call {
 
   // Whether `other` may travel in the same operation.
   bool SameOperation(const Call& other) const {
-    if (alone || other.alone || add != other.add || name != other.name) return false;
+    if (alone || other.alone || add != other.add || name != other.name ||
+        absent_if_missing != other.absent_if_missing) {
+      return false;
+    }
     if (create_if_missing.has_value() != other.create_if_missing.has_value()) return false;
     return !create_if_missing.has_value() ||
            create_if_missing->SerializeAsString() == other.create_if_missing->SerializeAsString();
@@ -172,7 +176,8 @@ class Coalescer::Lane {
     for (std::shared_ptr<Call>& call : waiting_) {
       std::string key;
       if (!call->alone) {
-        key = absl::StrCat(call->add ? "a" : "c", call->name.size(), ":", call->name);
+        key = absl::StrCat(call->add ? "a" : (call->absent_if_missing ? "C" : "c"),
+                           call->name.size(), ":", call->name);
         if (call->create_if_missing.has_value()) {
           absl::StrAppend(&key, call->create_if_missing->SerializeAsString());
         }
@@ -192,6 +197,7 @@ class Coalescer::Lane {
           }
         } else {
           request.mutable_might_contain()->set_name(call->name);
+          request.mutable_might_contain()->set_absent_if_missing(call->absent_if_missing);
         }
         if (!call->alone) open[key] = index;
       }
@@ -353,9 +359,11 @@ absl::StatusOr<std::vector<bool>> Coalescer::Add(absl::string_view name,
 }
 
 absl::StatusOr<std::vector<bool>> Coalescer::MightContain(absl::string_view name,
-                                                          absl::Span<const std::string> items) {
+                                                          absl::Span<const std::string> items,
+                                                          bool absent_if_missing) {
   auto call = std::make_shared<Call>();
   call->name.assign(name.data(), name.size());
+  call->absent_if_missing = absent_if_missing;
   call->items.assign(items.begin(), items.end());
   return Submit(std::move(call));
 }

@@ -56,7 +56,8 @@ class Coalescer {
   absl::StatusOr<std::vector<bool>> Add(absl::string_view name, absl::Span<const std::string> items,
                                         const bloom::v1::FilterSpec* create_if_missing);
   absl::StatusOr<std::vector<bool>> MightContain(absl::string_view name,
-                                                 absl::Span<const std::string> items);
+                                                 absl::Span<const std::string> items,
+                                                 bool absent_if_missing = false);
 
  private:
   class Lane;

@@ -204,6 +204,9 @@ absl::Status BloomService::RunMightContain(const bloom::v1::MightContainRequest&
   std::vector<absl::string_view> items;
   RETURN_IF_ERROR(CollectItems(request, items));
   absl::StatusOr<std::vector<bool>> present = store_->MightContain(request.name(), items);
+  if (absl::IsNotFound(present.status()) && request.absent_if_missing()) {
+    present = std::vector<bool>(items.size(), false);  // never added: absent, nothing created
+  }
   if (!present.ok()) return present.status();
   response->mutable_present()->Reserve(static_cast<int>(present->size()));
   for (bool p : *present) response->add_present(p);

@@ -139,6 +139,31 @@ TEST_F(CoalescingClientTest, EachCallGetsItsOwnError) {
   absl::StatusOr<std::vector<bool>> missing = client->MightContain("missing", {"x"});
   EXPECT_TRUE(absl::IsNotFound(missing.status())) << missing.status();
 
+  // absent_if_missing travels with the call: rounds of 16 callers checking a missing filter at
+  // once, half with it; those answer absent, the others NOT_FOUND, merged or not.
+  {
+    constexpr int kCallers = 16, kCheckRounds = 10;
+    std::barrier together(kCallers);
+    std::atomic<int> mixed_up{0};
+    std::vector<std::thread> callers;
+    for (int t = 0; t < kCallers; ++t) {
+      callers.emplace_back([&, t] {
+        for (int round = 0; round < kCheckRounds; ++round) {
+          together.arrive_and_wait();
+          const bool absent_if_missing = (t + round) % 2 == 0;
+          absl::StatusOr<std::vector<bool>> seen =
+              client->MightContain("user:missing", {absl::StrCat("item-", t)}, absent_if_missing);
+          const bool right = absent_if_missing ? seen.ok() && seen->size() == 1 && !(*seen)[0]
+                                               : absl::IsNotFound(seen.status());
+          if (!right) ++mixed_up;
+        }
+      });
+    }
+    for (std::thread& caller : callers) caller.join();
+    EXPECT_EQ(mixed_up.load(), 0);
+    EXPECT_TRUE(absl::IsNotFound(client->Stats("user:missing").status()));  // nothing created
+  }
+
   // Rounds of 16 callers at once, one of them with an item over the limit: only that one fails,
   // even when they travelled in one operation.
   constexpr int kThreads = 16, kRounds = 30;

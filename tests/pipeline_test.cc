@@ -191,6 +191,43 @@ TEST_F(PipelineTest, AFailingOperationGetsItsErrorAndTheStreamGoesOn) {
   EXPECT_TRUE(stream->Finish().ok());
 }
 
+// absent_if_missing (issue 13): checks of a filter that does not exist answer all absent, and
+// plain checks beside them, written together so the server may merge them, still NOT_FOUND.
+TEST_F(PipelineTest, AbsentIfMissingAnswersAbsentWhilePlainChecksGetNotFound) {
+  Start();
+  grpc::ClientContext context;
+  std::unique_ptr<Stream> stream = stub_->Pipeline(&context);
+  for (uint64_t id = 1; id <= 8; ++id) {
+    PipelineRequest check = CheckOp(id, "user:42", {absl::StrCat("item", id), "other"});
+    check.mutable_might_contain()->set_absent_if_missing(id % 2 == 0);
+    ASSERT_TRUE(stream->Write(check));
+  }
+  for (uint64_t id = 1; id <= 8; ++id) {
+    PipelineResponse response;
+    ASSERT_TRUE(stream->Read(&response));
+    EXPECT_EQ(response.id(), id);
+    if (id % 2 == 0) {
+      ASSERT_TRUE(response.has_might_contain()) << response.DebugString();
+      ASSERT_EQ(response.might_contain().present_size(), 2);
+      EXPECT_FALSE(response.might_contain().present(0));
+      EXPECT_FALSE(response.might_contain().present(1));
+    } else {
+      ASSERT_TRUE(response.has_error()) << response.DebugString();
+      EXPECT_EQ(response.error().code(), grpc::StatusCode::NOT_FOUND);
+    }
+  }
+  // Nothing was created; once the filter exists the flag changes nothing.
+  Reserve("user:42", 100);
+  ASSERT_TRUE(RoundTrip(*stream, AddOp(9, "user:42", {"item2"})).has_add());
+  PipelineRequest check = CheckOp(10, "user:42", {"item2"});
+  check.mutable_might_contain()->set_absent_if_missing(true);
+  PipelineResponse found = RoundTrip(*stream, check);
+  ASSERT_TRUE(found.has_might_contain());
+  EXPECT_TRUE(found.might_contain().present(0));
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
 TEST_F(PipelineTest, ARequestWithoutAnOperationEndsTheStreamAfterEarlierAnswers) {
   Start();
   Reserve("f", 100);

@@ -111,12 +111,17 @@ class BloomClient:
             bloom_pb2.AddRequest(name=name, raw_items=batch, create_if_missing=spec),
             timeout=self._timeout, metadata=self._metadata).added)
 
-    def might_contain(self, name, items):
-        """For each item: False means it was never added, True that it probably was."""
+    def might_contain(self, name, items, absent_if_missing=False):
+        """For each item: False means it was never added, True that it probably was.
+
+        absent_if_missing: a filter that does not exist answers all False instead of raising
+        NOT_FOUND (nothing is created): one call for "has this user seen this item?"."""
         if self._coalesces(items):
-            return self._coalescer.call(False, name, [_as_bytes(i) for i in items])
+            return self._coalescer.call(False, name, [_as_bytes(i) for i in items],
+                                        absent_if_missing=absent_if_missing)
         return self._batched(items, lambda batch: self._stub.MightContain(
-            bloom_pb2.MightContainRequest(name=name, raw_items=batch),
+            bloom_pb2.MightContainRequest(name=name, raw_items=batch,
+                                          absent_if_missing=absent_if_missing),
             timeout=self._timeout, metadata=self._metadata).present)
 
     def stats(self, name):

@@ -45,10 +45,11 @@ class PipelineError(grpc.RpcError):
 
 
 class _Call:
-    __slots__ = ("add", "name", "create", "items", "alone", "done", "result", "error")
+    __slots__ = ("add", "name", "create", "absent", "items", "alone", "done", "result", "error")
 
-    def __init__(self, add, name, create, items):
+    def __init__(self, add, name, create, items, absent=False):
         self.add, self.name, self.create, self.items = add, name, create, items
+        self.absent = absent  # a check's absent_if_missing
         self.alone = False
         self.done = threading.Event()
         self.result = None
@@ -56,7 +57,7 @@ class _Call:
 
     def key(self):
         create = self.create.SerializeToString() if self.create is not None else b""
-        return (self.add, self.name, create)
+        return (self.add, self.name, create, self.absent)
 
     def answer(self, result=None, error=None):
         if not self.done.is_set():
@@ -124,6 +125,7 @@ class _Lane:
                         request.add.create_if_missing.CopyFrom(call.create)
                 else:
                     request.might_contain.name = call.name
+                    request.might_contain.absent_if_missing = call.absent
                 batch.append(request)
                 self._in_flight[request.id] = [0, []]
                 if key is not None:
@@ -201,9 +203,9 @@ class Coalescer:
         self._lanes = [_Lane(stub, metadata, max_items) for _ in range(max(1, streams))]
         self._timeout = timeout
 
-    def call(self, add, name, items, create=None):
+    def call(self, add, name, items, create=None, absent_if_missing=False):
         """items: a non-empty list of bytes; returns a list of bool or raises PipelineError."""
-        call = _Call(add, name, create, items)
+        call = _Call(add, name, create, items, absent_if_missing)
         self._lanes[hash(name) % len(self._lanes)].submit(call)
         if not call.done.wait(self._timeout):
             raise PipelineError(grpc.StatusCode.DEADLINE_EXCEEDED,

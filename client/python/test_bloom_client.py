@@ -127,6 +127,13 @@ class BloomClientTest(LoggedTestCase):
         with self.assertRaises(grpc.RpcError) as missing:
             self.client.might_contain("py:missing", ["x"])
         self.assertEqual(missing.exception.code(), grpc.StatusCode.NOT_FOUND)
+        # ... unless the caller treats a missing filter as empty; nothing is created.
+        self.assertEqual(
+            self.client.might_contain("py:missing", ["x", b"y"], absent_if_missing=True),
+            [False, False])
+        with self.assertRaises(grpc.RpcError) as still_missing:
+            self.client.stats("py:missing")
+        self.assertEqual(still_missing.exception.code(), grpc.StatusCode.NOT_FOUND)
         with self.assertRaises(grpc.RpcError) as bad:
             self.client.reserve("py:bad", capacity=10, error_rate=1.5)
         self.assertEqual(bad.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
@@ -175,6 +182,26 @@ class PipelinedClientTest(LoggedTestCase):
     def tearDownClass(cls):
         cls.client.close()
         assert cls.server.stop() == 0
+
+    def test_absent_if_missing_coalesces_apart_from_plain_checks(self):
+        # Threads check a filter that does not exist yet, half of them with absent_if_missing:
+        # merged operations must keep the two kinds apart.
+        answers, errors = [], []
+
+        def check(t):
+            try:
+                answers.append(self.client.might_contain(
+                    "pp:per-user", [f"item-{t}"], absent_if_missing=(t % 2 == 0)))
+            except grpc.RpcError as error:
+                errors.append(error.code())
+
+        workers = [threading.Thread(target=check, args=(t,)) for t in range(20)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        self.assertEqual(answers, [[False]] * 10)
+        self.assertEqual(errors, [grpc.StatusCode.NOT_FOUND] * 10)
 
     def test_threads_coalesce_and_each_gets_its_answer(self):
         self.client.reserve("pp:users", capacity=100000, error_rate=0.01)
