@@ -197,7 +197,7 @@ StoreFigures FilterStore::Figures() const {
 }
 
 absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::FindOrCreate(
-    absl::string_view name, const bloom::FilterSpec& spec, bool& created) {
+    absl::string_view name, const bloom::FilterSpec& spec, bool& created, bool defer_write) {
   bloomsync::MutexLock name_lock(&NameLock(name));
   created = false;
   if (std::shared_ptr<StoredFilter> existing = Find(name)) return existing;
@@ -214,7 +214,7 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::FindOrCreate(
       {first.capacity, first.error_rate, first.layout.num_blocks, first.layout.hash_count, 0});
   absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> filter = StoredFilter::BuildFilter(record);
   absl::Status status = filter.status();
-  if (status.ok()) {
+  if (status.ok() && !defer_write) {
     rocksdb::WriteBatch batch;
     batch.Put(db_->filters(), std::string(name), EncodeFilterRecord(record));
     batch.Put(std::string(kNextGenerationKey), absl::StrCat(record.generation + 1));
@@ -226,6 +226,7 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::FindOrCreate(
   }
   auto stored = std::make_shared<StoredFilter>(std::string(name), record, *std::move(filter),
                                                db_.get(), &budget_, bytes);
+  if (defer_write) stored->DeferCreation(record);
   Insert(stored);
   created = true;
   return stored;
@@ -242,7 +243,12 @@ absl::StatusOr<FilterStore::ReserveResult> FilterStore::Reserve(absl::string_vie
   for (int attempt = 0; attempt < kDeleteRaceRetries; ++attempt) {
     ReserveResult result;
     ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> filter,
-                     FindOrCreate(name, normalized, result.created));
+                     FindOrCreate(name, normalized, result.created, /*defer_write=*/false));
+    // Found as created by an Add whose first write has not happened yet: write it now, the
+    // answer says the filter exists.
+    absl::Status persisted = filter->EnsurePersisted(options_.sync);
+    if (absl::IsNotFound(persisted)) continue;
+    RETURN_IF_ERROR(persisted);
     absl::StatusOr<FilterInfo> info = filter->Info();  // NOT_FOUND once deleted
     if (absl::IsNotFound(info.status())) continue;
     if (!info.ok()) return info.status();
@@ -281,7 +287,8 @@ absl::StatusOr<std::vector<bool>> FilterStore::Add(absl::string_view name,
         return absl::NotFoundError(absl::StrCat("filter '", name, "' not found"));
       }
       bool created = false;
-      ASSIGN_OR_RETURN(filter, FindOrCreate(name, *spec, created));
+      // The creation is written with the add's journal record: one write, not two.
+      ASSIGN_OR_RETURN(filter, FindOrCreate(name, *spec, created, /*defer_write=*/true));
     }
     absl::Status status = filter->Usable();
     std::unique_ptr<bool[]> added(new bool[items.size()]);
@@ -289,6 +296,8 @@ absl::StatusOr<std::vector<bool>> FilterStore::Add(absl::string_view name,
       std::vector<uint64_t> hashes(items.size());
       for (size_t i = 0; i < items.size(); ++i) hashes[i] = filter->filter()->Hash(items[i]);
       status = filter->Add(hashes, added.get(), options_.sync);
+      // An add that wrote no journal record (nothing new) must still leave the filter created.
+      if (status.ok()) status = filter->EnsurePersisted(options_.sync);
     }
     if (status.ok()) return std::vector<bool>(added.get(), added.get() + items.size());
     if (!absl::IsNotFound(status) || !spec.has_value()) return status;

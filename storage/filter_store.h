@@ -231,9 +231,11 @@ class FilterStore {
   std::shared_ptr<StoredFilter> Find(absl::string_view name) const;
   absl::StatusOr<std::shared_ptr<StoredFilter>> FindUsable(absl::string_view name) const;
   // Creates `name` or returns the existing filter (`created` says which). Does not compare specs.
+  // With `defer_write`, a new filter's record is written with its first write instead
+  // (StoredFilter::DeferCreation).
   absl::StatusOr<std::shared_ptr<StoredFilter>> FindOrCreate(absl::string_view name,
                                                              const bloom::FilterSpec& spec,
-                                                             bool& created);
+                                                             bool& created, bool defer_write);
   void Insert(std::shared_ptr<StoredFilter> filter);
   void Remove(const std::string& name);
   std::vector<std::shared_ptr<StoredFilter>> Snapshot() const;

@@ -3,7 +3,9 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "rocksdb/write_batch.h"
+#include "storage/encoding.h"
 
 namespace storage {
 namespace {
@@ -110,6 +112,31 @@ absl::Status StoredFilter::Add(absl::Span<const uint64_t> hashes, bool* added, b
       });
 }
 
+void StoredFilter::DeferCreation(const FilterRecord& record) {
+  creation_record_ = EncodeFilterRecord(record);
+  creation_pending_.store(true);
+}
+
+bool StoredFilter::AddPendingCreation(rocksdb::WriteBatch& batch) const {
+  if (!creation_pending_.load()) return false;
+  batch.Put(db_->filters(), name_, creation_record_);
+  // Claims the generation; recovery also takes the largest generation it finds, so batches of
+  // concurrent creations landing out of order do no harm.
+  batch.Put(std::string(kNextGenerationKey), absl::StrCat(generation_ + 1));
+  return true;
+}
+
+absl::Status StoredFilter::EnsurePersisted(bool sync) {
+  if (!creation_pending_.load()) return absl::OkStatus();
+  bloomsync::ReaderMutexLock lock(&apply_mu_);
+  if (absl::Status usable = Usable(); !usable.ok()) return usable;
+  rocksdb::WriteBatch batch;
+  if (!AddPendingCreation(batch)) return absl::OkStatus();
+  RETURN_IF_ERROR(db_->Write(batch, sync, "creating a filter"));
+  creation_pending_.store(false);
+  return absl::OkStatus();
+}
+
 absl::Status StoredFilter::PersistNewSubFilter(const bloom::SubFilter& sub, bool sync) {
   const uint64_t bytes = sub.shape().layout.bytes();
   if (absl::Status charged = budget_->Charge(
@@ -119,12 +146,15 @@ absl::Status StoredFilter::PersistNewSubFilter(const bloom::SubFilter& sub, bool
   }
   bloomsync::MutexLock lock(&meta_mu_);
   rocksdb::WriteBatch batch;
+  const bool creating = AddPendingCreation(batch);
+  // Put again over the creation record: the full record with the new sub-filter.
   batch.Put(db_->filters(), name_, EncodeFilterRecord(MakeRecord(persisted_, &sub)));
   if (absl::Status written = db_->Write(batch, sync, "persisting a new sub-filter");
       !written.ok()) {
     budget_->Release(bytes);
     return written;
   }
+  if (creating) creation_pending_.store(false);
   charged_bytes_.fetch_add(bytes);
   return absl::OkStatus();
 }
@@ -134,9 +164,13 @@ absl::Status StoredFilter::Journal(absl::Span<const Run> runs, absl::Span<const 
   const uint64_t seq = next_seq_.fetch_add(1);
   const std::string record = EncodeJournalRecord(runs, hashes);
   rocksdb::WriteBatch batch;
+  const bool creating = AddPendingCreation(batch);
   batch.Put(db_->journal(), JournalKey(generation_, seq), record);
   absl::Status written = db_->Write(batch, sync, "journaling an add");
-  if (written.ok()) journal_bytes_.fetch_add(record.size());
+  if (written.ok()) {
+    journal_bytes_.fetch_add(record.size());
+    if (creating) creation_pending_.store(false);
+  }
   return written;
 }
 
@@ -198,6 +232,10 @@ FilterRecord StoredFilter::MakeRecord(const PersistedState& state,
 }
 
 absl::Status StoredFilter::Checkpoint(bool sync) {
+  // A checkpoint's record must not be overwritten later by a pending creation record.
+  if (absl::Status created = EnsurePersisted(sync); !created.ok() && Usable().ok()) {
+    return created;
+  }
   bloomsync::MutexLock checkpoint_lock(&checkpoint_mu_);
   PersistedState next;
   std::vector<std::vector<uint64_t>> dirty;

@@ -106,6 +106,16 @@ class StoredFilter {
   // with compaction). Afterwards every operation answers NOT_FOUND.
   absl::Status Delete(bool sync);
 
+  // Creation without a write of its own (Add with create_if_missing): until `record` is
+  // persisted, every write of this filter (its first journal record, a new sub-filter, a
+  // checkpoint, EnsurePersisted) carries the record and the next-generation key in the same
+  // batch. So creating a filter on its first add costs one RocksDB write, not two, and a crash
+  // before that write leaves nothing behind. Call before the filter is shared.
+  void DeferCreation(const FilterRecord& record);
+  // Writes the creation record if it is still pending (no-op otherwise): before a Reserve
+  // answers, or when an add wrote no journal record.
+  absl::Status EnsurePersisted(bool sync);
+
   // Recovery, before the filter is shared.
   bloom::ScalableFilter* mutable_filter() { return filter_.get(); }
   uint64_t checkpoint_seq() const;
@@ -126,10 +136,15 @@ class StoredFilter {
   absl::Status Journal(absl::Span<const Run> runs, absl::Span<const uint64_t> hashes, bool sync);
   // The metadata record for `state`, listing the chain plus `extra` (a sub-filter being opened).
   FilterRecord MakeRecord(const PersistedState& state, const bloom::SubFilter* extra) const;
+  // Adds the pending creation record, if any, to `batch`; true if it did.
+  bool AddPendingCreation(rocksdb::WriteBatch& batch) const;
   absl::Status WritePages(const std::vector<std::vector<uint64_t>>& dirty, bool sync);
 
   const std::string name_;
   const uint64_t generation_;
+  // DeferCreation: the encoded record, written with the first write; then cleared.
+  std::string creation_record_;
+  std::atomic<bool> creation_pending_{false};
   const bool generation_known_ = true;  // false for an unreadable metadata record
   const int64_t created_at_micros_;
   const std::unique_ptr<bloom::ScalableFilter> filter_;
