@@ -31,7 +31,7 @@ class GateProcessor final : public grpc::AuthMetadataProcessor {
   explicit GateProcessor(const TokenGate* gate) : gate_(gate) {}
 
   // The check is a hash and a table scan: run it inline on the transport's thread.
-  bool IsBlocking() const override { return false; }
+  [[nodiscard]] bool IsBlocking() const override { return false; }
 
   grpc::Status Process(const InputMetadata& metadata, grpc::AuthContext* /*context*/,
                        OutputMetadata* /*consumed*/, OutputMetadata* /*response*/) override {
@@ -44,7 +44,8 @@ class GateProcessor final : public grpc::AuthMetadataProcessor {
     }
     const absl::Status status = gate_->Check(path, authorization);
     if (status.ok()) return grpc::Status::OK;
-    return {static_cast<grpc::StatusCode>(status.code()), std::string(status.message())};
+    const absl::string_view message = status.message();
+    return {static_cast<grpc::StatusCode>(status.code()), {message.data(), message.size()}};
   }
 
  private:
