@@ -83,6 +83,7 @@ class Connection:
     def __init__(self, host, port, tls=False, cert=None, key=None):
         self.sock = socket.create_connection((host, port), timeout=10)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.tls = tls
         if tls:
             # An attacker verifies nothing; it offers a client certificate only if given one.
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
@@ -104,34 +105,59 @@ class Connection:
         # reader must not interleave its acknowledgements.
         self.quiet = False
         self.send_lock = threading.Lock()
+        self.io_lock = threading.Lock()
         self.send(PREFACE + frame(SETTINGS, 0, 0))
         threading.Thread(target=self._read_loop, daemon=True).start()
 
     def send(self, data):
         with self.send_lock:
-            self.sock.sendall(data)
+            if not self.tls:
+                self.sock.sendall(data)
+                return
+            # Python's TLS sockets must not send and receive from two threads at once: send
+            # in pieces, each under the lock the reader takes for its short reads (the socket
+            # has a short timeout for those, so a full send buffer means "try again").
+            view = memoryview(data)
+            while view:
+                with self.io_lock:
+                    try:
+                        view = view[self.sock.send(view[:1 << 16]):]
+                        continue
+                    except (socket.timeout, ssl.SSLWantWriteError):
+                        pass
+                time.sleep(0.001)
 
-    def _read_exact(self, n):
-        buf = b""
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            if not chunk:
-                raise ConnectionError("closed")
-            buf += chunk
-        return buf
+    def _recv(self):
+        if not self.tls:
+            return self.sock.recv(1 << 16)
+        while True:
+            with self.io_lock:
+                try:
+                    return self.sock.recv(1 << 16)
+                except (socket.timeout, ssl.SSLWantReadError):
+                    pass
+            time.sleep(0.001)  # let a sender take the lock
 
     def _read_loop(self):
+        buffered = b""
         try:
-            self.sock.settimeout(None)
+            self.sock.settimeout(0.01 if self.tls else None)
             while True:
-                head = self._read_exact(9)
-                length = int.from_bytes(head[:3], "big")
-                kind, flags = head[3], head[4]
-                stream_id = int.from_bytes(head[5:9], "big") & 0x7FFFFFFF
-                payload = self._read_exact(length)
-                with self.lock:
-                    self._on_frame(kind, flags, stream_id, payload)
-                    self.lock.notify_all()
+                chunk = self._recv()
+                if not chunk:
+                    break
+                buffered += chunk
+                while len(buffered) >= 9:
+                    length = int.from_bytes(buffered[:3], "big")
+                    if len(buffered) < 9 + length:
+                        break
+                    kind, flags = buffered[3], buffered[4]
+                    stream_id = int.from_bytes(buffered[5:9], "big") & 0x7FFFFFFF
+                    payload = buffered[9:9 + length]
+                    buffered = buffered[9 + length:]
+                    with self.lock:
+                        self._on_frame(kind, flags, stream_id, payload)
+                        self.lock.notify_all()
         except (OSError, ConnectionError):
             pass
         with self.lock:
