@@ -42,17 +42,6 @@ struct Coalescer::Call {
     }
     answered.notify_one();
   }
-
-  // Whether `other` may travel in the same operation.
-  bool SameOperation(const Call& other) const {
-    if (alone || other.alone || add != other.add || name != other.name ||
-        absent_if_missing != other.absent_if_missing) {
-      return false;
-    }
-    if (create_if_missing.has_value() != other.create_if_missing.has_value()) return false;
-    return !create_if_missing.has_value() ||
-           create_if_missing->SerializeAsString() == other.create_if_missing->SerializeAsString();
-  }
 };
 
 // A Pipeline stream with its context. Shared by the lane, its reader thread and a sender, so

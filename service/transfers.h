@@ -10,9 +10,10 @@
 //    released at once), an Export by cancelling the call (its client is not reading anyway).
 //  - On shutdown a stream ends UNAVAILABLE at its next chunk.
 //
-// Thread-safety: each reactor guards its state with its own mutex; reactions, the watchdog's
-// abandon and the store are never called while another holds it... except Import's Append,
-// which runs under the reactor's mutex so that an abandon cannot free the import under it.
+// Thread-safety: an Export's reactions never overlap (one write in flight) and its abandon only
+// cancels the call, so it needs no lock. An Import guards its state with its own mutex, which
+// the watchdog's abandon also takes; its Append runs under that mutex so that an abandon cannot
+// free the import under it, and gRPC is never called while it is held.
 #ifndef SERVICE_TRANSFERS_H_
 #define SERVICE_TRANSFERS_H_
 

@@ -399,8 +399,9 @@ TEST_F(HostileClientTest, ExportsThatNeverReadAreBoundedAndAbandoned) {
     stalled.push_back(std::move(call));
   }
   absl::SleepFor(absl::Milliseconds(500));
-  // Callback streams: waiting for a client that does not read costs no thread.
-  EXPECT_LE(ThreadCount(server->pid()), threads_before + 2);
+  // Callback streams: waiting for a client that does not read costs no thread. A thread per
+  // stream would add 8; gRPC's own pools may grow by a thread or two under load.
+  EXPECT_LE(ThreadCount(server->pid()), threads_before + 4);
   EXPECT_EQ(Metric(*server, R"(bloom_transfers_in_progress{kind="export"})"), 8);
   absl::SleepFor(absl::Seconds(3));  // past the idle timeout, still reading nothing
 
