@@ -178,7 +178,7 @@ absl::StatusOr<std::vector<bool>> BloomClient::Add(absl::string_view name,
     Prepare(context);
     bloom::v1::AddRequest request;
     request.set_name(std::string(name));
-    request.mutable_items()->Add(batch.begin(), batch.end());
+    request.mutable_raw_items()->Add(batch.begin(), batch.end());  // bytes: any item
     if (create_if_missing != nullptr) *request.mutable_create_if_missing() = *create_if_missing;
     bloom::v1::AddResponse response;
     absl::Status status = FromGrpcStatus(stub_->Add(&context, request, &response));
@@ -202,7 +202,7 @@ absl::StatusOr<std::vector<bool>> BloomClient::MightContain(absl::string_view na
     Prepare(context);
     bloom::v1::MightContainRequest request;
     request.set_name(std::string(name));
-    request.mutable_items()->Add(batch.begin(), batch.end());
+    request.mutable_raw_items()->Add(batch.begin(), batch.end());  // bytes: any item
     request.set_absent_if_missing(absent_if_missing);
     bloom::v1::MightContainResponse response;
     absl::Status status = FromGrpcStatus(stub_->MightContain(&context, request, &response));

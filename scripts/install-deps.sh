@@ -12,7 +12,15 @@ PACKAGES=(
   libhiredis-dev redis-server libyaml-cpp-dev
   prometheus-cpp-dev libssl-dev openssl prometheus
   clang-14 libclang-rt-14-dev
+  # The Go client (client/go), built in GOPATH mode against Debian's Go sources; the 1.5
+  # protobuf shim replaces the 1.3 one that Debian's gRPC for Go would otherwise pull in.
+  golang-go golang-google-grpc-dev golang-google-protobuf-dev
+  golang-github-golang-protobuf-1-5-dev protoc-gen-go protoc-gen-go-grpc
 )
+# The Node.js client and buf come from the npm registry (scripts/install-client-deps.sh);
+# Node.js itself from Debian unless the machine has one already.
+if ! command -v node >/dev/null; then PACKAGES+=(nodejs); fi
+if ! command -v npm >/dev/null; then PACKAGES+=(npm); fi
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do

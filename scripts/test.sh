@@ -13,6 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
 ./scripts/install-helm.sh >/dev/null   # for the Helm chart checks (tests/helm_chart_test.cc)
+./scripts/install-client-deps.sh       # npm: the Node.js client and buf (protos/)
 ./scripts/build.sh
 ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -j 2 --timeout 900
 if [[ "${BLOOM_QUICK:-0}" == 1 ]]; then exit 0; fi

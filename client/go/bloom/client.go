@@ -1,0 +1,336 @@
+// Package bloom is the Go client for bloom-server (bloom.v1.BloomFilterService).
+//
+//	client, err := bloom.Dial("127.0.0.1:50051", bloom.Options{})
+//	defer client.Close()
+//	_, err = client.Reserve(ctx, "users", bloom.Spec{Capacity: 1_000_000, ErrorRate: 0.01})
+//	added, err := client.Add(ctx, "users", bloom.Strings("alice", "bob"))
+//	seen, err := client.MightContain(ctx, "users", bloom.Strings("alice", "carol"))
+//
+// An item is its bytes: the string "a" and the bytes []byte("a") are the same item, in every
+// client language. Lists longer than Options.BatchSize go out as several requests, in order
+// (each request is atomic on the server; the list as a whole is not).
+//
+// Errors are gRPC status errors: status.Code(err) gives the server's code (codes.NotFound,
+// codes.InvalidArgument, ...) and the message names the offending field. Every call takes a
+// context: its deadline and cancellation apply to the call; without a deadline the client's
+// Options.Timeout does.
+//
+// Pipelined mode (Options.Pipelined): Add and MightContain calls of up to BatchSize items
+// travel over bloom.v1.Pipeline streams, and concurrent calls on the same filter from many
+// goroutines are coalesced into one operation (pipeline.go): the server then pays per batch,
+// not per call. A broken stream fails its unanswered calls with codes.Unavailable (retry them:
+// an add is idempotent); the next call opens a new stream.
+//
+// Thread-safety: a Client may be used from many goroutines at once.
+package bloom
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	bloomv1 "github.com/bloom-server/bloom-server/gen/go/bloom/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// Options configure a Client. The zero value is a plaintext client with defaults.
+type Options struct {
+	// TLS, when not nil, connects with TLS using this configuration (RootCAs to verify the
+	// server, Certificates for servers that require mutual TLS). nil: plaintext.
+	TLS *tls.Config
+	// Token is sent as "authorization: Bearer <Token>" with every call; "" sends none.
+	Token string
+	// Timeout bounds a call whose context has no deadline. 0 means 10 s.
+	Timeout time.Duration
+	// BatchSize is the number of items per Add/MightContain request. 0 means 10,000.
+	BatchSize int
+	// Pipelined sends Add and MightContain over coalescing Pipeline streams.
+	Pipelined bool
+	// Streams is the number of Pipeline streams in pipelined mode (a filter's calls always
+	// use the same one). 0 means 1.
+	Streams int
+}
+
+// Spec is how a filter is sized and grows (bloom.v1.FilterSpec).
+type Spec struct {
+	Capacity   uint64
+	ErrorRate  float64
+	Expansion  uint32 // 0: the server's default (2)
+	NonScaling bool
+}
+
+func (s Spec) proto() *bloomv1.FilterSpec {
+	return &bloomv1.FilterSpec{Capacity: s.Capacity, ErrorRate: s.ErrorRate,
+		Expansion: s.Expansion, NonScaling: s.NonScaling}
+}
+
+// Stats is a filter's statistics as the server reports them.
+type Stats = bloomv1.FilterStats
+
+// Strings turns strings into items (their UTF-8 bytes).
+func Strings(items ...string) [][]byte {
+	out := make([][]byte, len(items))
+	for i, item := range items {
+		out[i] = []byte(item)
+	}
+	return out
+}
+
+// Client is a connection to one bloom-server.
+type Client struct {
+	conn      *grpc.ClientConn
+	stub      bloomv1.BloomFilterServiceClient
+	opts      Options
+	coalescer *coalescer // nil unless Options.Pipelined
+}
+
+// Dial returns a client for target ("host:port"); gRPC connects on first use.
+func Dial(target string, opts Options) (*Client, error) {
+	if opts.Timeout <= 0 {
+		opts.Timeout = 10 * time.Second
+	}
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = 10_000
+	}
+	transport := grpc.WithInsecure()
+	if opts.TLS != nil {
+		transport = grpc.WithTransportCredentials(credentials.NewTLS(opts.TLS))
+	}
+	conn, err := grpc.Dial(target, transport)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{conn: conn, stub: bloomv1.NewBloomFilterServiceClient(conn), opts: opts}
+	if opts.Pipelined {
+		c.coalescer = newCoalescer(c.stub, opts.BatchSize, opts.Streams, c.withToken)
+	}
+	return c, nil
+}
+
+// Close ends the pipelined streams (their unanswered calls fail) and the connection.
+func (c *Client) Close() error {
+	if c.coalescer != nil {
+		c.coalescer.close()
+	}
+	return c.conn.Close()
+}
+
+// withToken adds the bearer token to ctx's outgoing metadata.
+func (c *Client) withToken(ctx context.Context) context.Context {
+	if c.opts.Token == "" {
+		return ctx
+	}
+	return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+c.opts.Token)
+}
+
+// callContext applies the token and, when ctx has no deadline, the client's timeout.
+func (c *Client) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx = c.withToken(ctx)
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, c.opts.Timeout)
+}
+
+// Reserve creates a filter. Reserving an existing name with the same spec succeeds with
+// created == false, so every replica may call it at start-up.
+func (c *Client) Reserve(ctx context.Context, name string, spec Spec) (created bool, err error) {
+	ctx, cancel := c.callContext(ctx)
+	defer cancel()
+	resp, err := c.stub.Reserve(ctx, &bloomv1.ReserveRequest{Name: name, Spec: spec.proto()})
+	if err != nil {
+		return false, err
+	}
+	return resp.Created, nil
+}
+
+// Add adds items; added[i] reports that items[i] was (probably) new.
+func (c *Client) Add(ctx context.Context, name string, items [][]byte) ([]bool, error) {
+	return c.add(ctx, name, items, nil)
+}
+
+// AddOrCreate is Add that first creates the filter with spec if it does not exist.
+func (c *Client) AddOrCreate(ctx context.Context, name string, spec Spec, items [][]byte) ([]bool, error) {
+	return c.add(ctx, name, items, spec.proto())
+}
+
+func (c *Client) add(ctx context.Context, name string, items [][]byte, create *bloomv1.FilterSpec) ([]bool, error) {
+	return c.batched(ctx, items, func(ctx context.Context, batch [][]byte) ([]bool, error) {
+		if c.coalescer != nil {
+			return c.coalescer.call(ctx, &pendingCall{add: true, name: name, create: create, items: batch})
+		}
+		resp, err := c.stub.Add(ctx, &bloomv1.AddRequest{Name: name, RawItems: batch, CreateIfMissing: create})
+		if err != nil {
+			return nil, err
+		}
+		return resp.Added, nil
+	})
+}
+
+// MightContain checks items: present[i] false means items[i] was never added. NOT_FOUND if
+// the filter does not exist.
+func (c *Client) MightContain(ctx context.Context, name string, items [][]byte) ([]bool, error) {
+	return c.mightContain(ctx, name, items, false)
+}
+
+// MightContainOrAbsent is MightContain where a filter that does not exist answers every item
+// absent (nothing is created): a per-user "seen this?" check in one call.
+func (c *Client) MightContainOrAbsent(ctx context.Context, name string, items [][]byte) ([]bool, error) {
+	return c.mightContain(ctx, name, items, true)
+}
+
+func (c *Client) mightContain(ctx context.Context, name string, items [][]byte, absentIfMissing bool) ([]bool, error) {
+	return c.batched(ctx, items, func(ctx context.Context, batch [][]byte) ([]bool, error) {
+		if c.coalescer != nil {
+			return c.coalescer.call(ctx, &pendingCall{name: name, absent: absentIfMissing, items: batch})
+		}
+		resp, err := c.stub.MightContain(ctx, &bloomv1.MightContainRequest{
+			Name: name, RawItems: batch, AbsentIfMissing: absentIfMissing})
+		if err != nil {
+			return nil, err
+		}
+		return resp.Present, nil
+	})
+}
+
+// batched sends items in requests of at most BatchSize, in order, each under its own
+// deadline, and checks that every answer has one result per item.
+func (c *Client) batched(ctx context.Context, items [][]byte,
+	send func(context.Context, [][]byte) ([]bool, error)) ([]bool, error) {
+	if len(items) == 0 {
+		return nil, status.Error(codes.InvalidArgument, "items must not be empty")
+	}
+	out := make([]bool, 0, len(items))
+	for start := 0; start < len(items); start += c.opts.BatchSize {
+		end := start + c.opts.BatchSize
+		if end > len(items) {
+			end = len(items)
+		}
+		callCtx, cancel := c.callContext(ctx)
+		results, err := send(callCtx, items[start:end])
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		if len(results) != end-start {
+			return nil, status.Errorf(codes.Internal, "the server answered %d results for %d items",
+				len(results), end-start)
+		}
+		out = append(out, results...)
+	}
+	return out, nil
+}
+
+// Stats returns a filter's statistics.
+func (c *Client) Stats(ctx context.Context, name string) (*Stats, error) {
+	ctx, cancel := c.callContext(ctx)
+	defer cancel()
+	resp, err := c.stub.Stats(ctx, &bloomv1.StatsRequest{Name: name})
+	if err != nil {
+		return nil, err
+	}
+	return resp.Stats, nil
+}
+
+// Delete deletes a filter; the name can be reserved again at once.
+func (c *Client) Delete(ctx context.Context, name string) error {
+	ctx, cancel := c.callContext(ctx)
+	defer cancel()
+	_, err := c.stub.Delete(ctx, &bloomv1.DeleteRequest{Name: name})
+	return err
+}
+
+// List returns every filter whose name starts with prefix, in name order, reading all pages.
+func (c *Client) List(ctx context.Context, prefix string) ([]*Stats, error) {
+	var out []*Stats
+	token := ""
+	for {
+		callCtx, cancel := c.callContext(ctx)
+		resp, err := c.stub.List(callCtx, &bloomv1.ListRequest{Prefix: prefix, PageSize: 1000, PageToken: token})
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, resp.Filters...)
+		if resp.NextPageToken == "" {
+			return out, nil
+		}
+		token = resp.NextPageToken
+	}
+}
+
+// Export writes the dump of a filter to w. ctx bounds the whole transfer (no client timeout
+// is applied: a large filter may take longer than one call).
+func (c *Client) Export(ctx context.Context, name string, w io.Writer) error {
+	stream, err := c.stub.Export(c.withToken(ctx), &bloomv1.ExportRequest{Name: name})
+	if err != nil {
+		return err
+	}
+	for {
+		chunk, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := w.Write(chunk.Data); err != nil {
+			return status.Errorf(codes.Aborted, "writing the dump: %v", err)
+		}
+	}
+}
+
+// Import creates filter name from a dump read from r. ctx bounds the whole transfer.
+func (c *Client) Import(ctx context.Context, name string, r io.Reader) (*Stats, error) {
+	ctx, cancel := context.WithCancel(c.withToken(ctx))
+	defer cancel() // on a read error this ends the stream without committing anything
+	stream, err := c.stub.Import(ctx)
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, 1<<20)
+	first := true
+	for {
+		n, readErr := io.ReadFull(r, buf)
+		if n > 0 || first {
+			chunk := &bloomv1.ImportChunk{Data: append([]byte(nil), buf[:n]...)}
+			if first {
+				chunk.Name = name
+				first = false
+			}
+			if err := stream.Send(chunk); err != nil && !errors.Is(err, io.EOF) {
+				return nil, err
+			} else if err != nil {
+				break // the server ended the stream: CloseAndRecv returns its status
+			}
+		}
+		if errors.Is(readErr, io.EOF) || errors.Is(readErr, io.ErrUnexpectedEOF) {
+			break
+		}
+		if readErr != nil {
+			return nil, status.Errorf(codes.Aborted, "reading the dump: %v", readErr)
+		}
+	}
+	resp, err := stream.CloseAndRecv()
+	if err != nil {
+		return nil, err
+	}
+	return resp.Stats, nil
+}
+
+// statusFromOperation turns a Pipeline OperationError into a status error like the unary
+// call's.
+func statusFromOperation(e *bloomv1.OperationError) error {
+	code := codes.Code(e.Code)
+	if e.Code < 0 || e.Code > int32(codes.Unauthenticated) {
+		return status.Error(codes.Unknown, fmt.Sprintf("code %d: %s", e.Code, e.Message))
+	}
+	return status.Error(code, e.Message)
+}

@@ -1,0 +1,313 @@
+package bloom
+
+// Tests of the Go client against the real bloom-server (see server_test.go).
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+var spec = Spec{Capacity: 10_000, ErrorRate: 0.001}
+
+func dial(t *testing.T, target string, opts Options) *Client {
+	t.Helper()
+	client, err := Dial(target, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	return client
+}
+
+func wantCode(t *testing.T, err error, want codes.Code, what string) {
+	t.Helper()
+	if got := status.Code(err); got != want {
+		t.Fatalf("%s: got %v (%v), want %v", what, got, err, want)
+	}
+}
+
+func numbered(prefix string, n int) [][]byte {
+	items := make([][]byte, n)
+	for i := range items {
+		items[i] = []byte(fmt.Sprintf("%s-%d", prefix, i))
+	}
+	return items
+}
+
+func TestReserveAddCheckInBatchesStatsListDelete(t *testing.T) {
+	server := startServer(t)
+	client := dial(t, server.target, Options{BatchSize: 7}) // 50 items: 8 requests
+	ctx := context.Background()
+	created, err := client.Reserve(ctx, "go:users", spec)
+	if err != nil || !created {
+		t.Fatalf("Reserve: %v %v", created, err)
+	}
+	if created, err = client.Reserve(ctx, "go:users", spec); err != nil || created {
+		t.Fatalf("Reserve again: %v %v", created, err)
+	}
+	items := numbered("user", 50)
+	items = append(items, []byte{0, 0xff, '\n'}, []byte("ünïcødé"))
+	added, err := client.Add(ctx, "go:users", items)
+	if err != nil || len(added) != len(items) {
+		t.Fatalf("Add: %v %v", added, err)
+	}
+	for i, a := range added {
+		if !a {
+			t.Errorf("item %d was not new", i)
+		}
+	}
+	probe := append(append([][]byte{}, items...), numbered("stranger", 50)...)
+	present, err := client.MightContain(ctx, "go:users", probe)
+	if err != nil || len(present) != len(probe) {
+		t.Fatalf("MightContain: %v %v", present, err)
+	}
+	strangers := 0
+	for i, p := range present {
+		if i < len(items) && !p {
+			t.Errorf("added item %q reads absent", probe[i])
+		}
+		if i >= len(items) && p {
+			strangers++
+		}
+	}
+	if strangers > 3 { // 50 probes at 0.1%: more than 3 is a broken filter, not bad luck
+		t.Errorf("%d of 50 never-added items read present", strangers)
+	}
+	stats, err := client.Stats(ctx, "go:users")
+	if err != nil || stats.ItemsAdded != uint64(len(items)) || stats.Name != "go:users" {
+		t.Fatalf("Stats: %v %v", stats, err)
+	}
+	for i := 0; i < 3; i++ {
+		if _, err := client.Reserve(ctx, fmt.Sprintf("go:other-%d", i), spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	listed, err := client.List(ctx, "go:")
+	if err != nil || len(listed) != 4 || listed[3].Name != "go:users" {
+		t.Fatalf("List: %v %v", listed, err)
+	}
+	if err := client.Delete(ctx, "go:users"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = client.Stats(ctx, "go:users")
+	wantCode(t, err, codes.NotFound, "Stats after Delete")
+}
+
+func TestErrorsKeepTheServersCodesAndMessages(t *testing.T) {
+	server := startServer(t)
+	client := dial(t, server.target, Options{})
+	ctx := context.Background()
+	_, err := client.MightContain(ctx, "go:missing", Strings("a"))
+	wantCode(t, err, codes.NotFound, "MightContain of a missing filter")
+	_, err = client.Reserve(ctx, "bad name!", spec)
+	wantCode(t, err, codes.InvalidArgument, "Reserve with a bad name")
+	if !strings.Contains(status.Convert(err).Message(), "name") {
+		t.Errorf("the message should name the field: %v", err)
+	}
+	_, err = client.Reserve(ctx, "go:f", Spec{Capacity: 10, ErrorRate: 1.5})
+	wantCode(t, err, codes.InvalidArgument, "Reserve with error_rate 1.5")
+	if _, err := client.Reserve(ctx, "go:f", spec); err != nil {
+		t.Fatal(err)
+	}
+	_, err = client.Reserve(ctx, "go:f", Spec{Capacity: 99, ErrorRate: 0.01})
+	wantCode(t, err, codes.AlreadyExists, "Reserve with another spec")
+	_, err = client.Add(ctx, "go:f", nil)
+	wantCode(t, err, codes.InvalidArgument, "Add of no items")
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = client.Add(cancelled, "go:f", Strings("a"))
+	wantCode(t, err, codes.Canceled, "Add with a cancelled context")
+
+	// absent_if_missing: all absent, and nothing is created.
+	present, err := client.MightContainOrAbsent(ctx, "go:user-42", Strings("a", "b"))
+	if err != nil || len(present) != 2 || present[0] || present[1] {
+		t.Fatalf("MightContainOrAbsent: %v %v", present, err)
+	}
+	_, err = client.Stats(ctx, "go:user-42")
+	wantCode(t, err, codes.NotFound, "Stats of a filter only checked with absent_if_missing")
+	// AddOrCreate creates it.
+	if _, err := client.AddOrCreate(ctx, "go:user-42", spec, Strings("a")); err != nil {
+		t.Fatal(err)
+	}
+	present, err = client.MightContainOrAbsent(ctx, "go:user-42", Strings("a", "b"))
+	if err != nil || !present[0] {
+		t.Fatalf("after AddOrCreate: %v %v", present, err)
+	}
+}
+
+func TestExportThenImportAnswersAlike(t *testing.T) {
+	server := startServer(t)
+	client := dial(t, server.target, Options{})
+	ctx := context.Background()
+	items := numbered("x", 5000)
+	if _, err := client.AddOrCreate(ctx, "go:src", spec, items); err != nil {
+		t.Fatal(err)
+	}
+	var dump bytes.Buffer
+	if err := client.Export(ctx, "go:src", &dump); err != nil {
+		t.Fatal(err)
+	}
+	stats, err := client.Import(ctx, "go:copy", bytes.NewReader(dump.Bytes()))
+	if err != nil || stats.Name != "go:copy" || stats.ItemsAdded != 5000 {
+		t.Fatalf("Import: %v %v", stats, err)
+	}
+	probe := append(items[:100:100], numbered("y", 2000)...)
+	want, err := client.MightContain(ctx, "go:src", probe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := client.MightContain(ctx, "go:copy", probe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("item %q: the copy says %v, the original %v", probe[i], got[i], want[i])
+		}
+	}
+	_, err = client.Import(ctx, "go:bad", bytes.NewReader(dump.Bytes()[:dump.Len()/2]))
+	if status.Code(err) != codes.InvalidArgument && status.Code(err) != codes.DataLoss {
+		t.Fatalf("Import of half a dump: %v", err)
+	}
+	_, err = client.Stats(ctx, "go:bad")
+	wantCode(t, err, codes.NotFound, "a failed Import creates nothing")
+}
+
+// Many goroutines' single-key calls share one stream and go out as fewer operations.
+func TestPipelinedModeCoalescesConcurrentCalls(t *testing.T) {
+	server := startServer(t)
+	client := dial(t, server.target, Options{Pipelined: true})
+	ctx := context.Background()
+	if _, err := client.Reserve(ctx, "go:feed", Spec{Capacity: 100_000, ErrorRate: 0.01}); err != nil {
+		t.Fatal(err)
+	}
+	const goroutines, perGoroutine = 64, 50
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines)
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < perGoroutine; i++ {
+				item := Strings(fmt.Sprintf("g%d-%d", g, i))
+				added, err := client.Add(ctx, "go:feed", item)
+				if err != nil || len(added) != 1 {
+					errs <- fmt.Errorf("Add: %v %v", added, err)
+					return
+				}
+				present, err := client.MightContain(ctx, "go:feed", item)
+				if err != nil || !present[0] {
+					errs <- fmt.Errorf("an acknowledged add reads absent: %v %v", present, err)
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	lane := client.coalescer.lanes[0]
+	lane.mu.Lock()
+	operations := lane.nextID - 1
+	lane.mu.Unlock()
+	calls := uint64(goroutines * perGoroutine * 2)
+	t.Logf("%d calls went out as %d operations", calls, operations)
+	if operations >= calls {
+		t.Errorf("%d calls went out as %d operations: nothing was coalesced", calls, operations)
+	}
+	stats, err := client.Stats(ctx, "go:feed")
+	if err != nil || stats.ItemsAdded != goroutines*perGoroutine {
+		t.Fatalf("Stats: %v %v", stats, err)
+	}
+}
+
+// A call that would fail alone fails alone, even when merged with others.
+func TestPipelinedErrorsStayWithTheirCall(t *testing.T) {
+	server := startServer(t, "--max_item_bytes=100")
+	client := dial(t, server.target, Options{Pipelined: true})
+	ctx := context.Background()
+	if _, err := client.Reserve(ctx, "go:f", spec); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	results := make([]error, 40)
+	for i := range results {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			item := []byte(fmt.Sprintf("item-%d", i))
+			if i%10 == 3 {
+				item = bytes.Repeat([]byte("x"), 101)
+			}
+			_, results[i] = client.Add(ctx, "go:f", [][]byte{item})
+		}(i)
+	}
+	wg.Wait()
+	for i, err := range results {
+		if i%10 == 3 {
+			wantCode(t, err, codes.InvalidArgument, fmt.Sprintf("call %d (oversized item)", i))
+		} else if err != nil {
+			t.Errorf("call %d: %v", i, err)
+		}
+	}
+	_, err := client.MightContain(ctx, "go:nope", Strings("a"))
+	wantCode(t, err, codes.NotFound, "pipelined check of a missing filter")
+	present, err := client.MightContainOrAbsent(ctx, "go:nope", Strings("a"))
+	if err != nil || present[0] {
+		t.Fatalf("pipelined MightContainOrAbsent: %v %v", present, err)
+	}
+}
+
+// A server that dies fails the unanswered calls with UNAVAILABLE; none hangs.
+func TestPipelinedBrokenStreamFailsCallsUnavailable(t *testing.T) {
+	server := startServer(t)
+	client := dial(t, server.target, Options{Pipelined: true, Timeout: 20 * time.Second})
+	ctx := context.Background()
+	if _, err := client.AddOrCreate(ctx, "go:f", spec, Strings("a")); err != nil {
+		t.Fatal(err)
+	}
+	server.kill()
+	start := time.Now()
+	_, err := client.Add(ctx, "go:f", Strings("b"))
+	wantCode(t, err, codes.Unavailable, "Add after the server died")
+	if waited := time.Since(start); waited > 15*time.Second {
+		t.Errorf("the call waited %v for a dead server", waited)
+	}
+}
+
+func TestTlsAndTokensWithRoles(t *testing.T) {
+	certFile, keyFile, tlsConfig := selfSigned(t)
+	server := startServer(t, "--tls_cert_file="+certFile, "--tls_key_file="+keyFile,
+		"--auth_token_file="+tokenFile(t, "s3cret-token"))
+	ctx := context.Background()
+	for _, pipelined := range []bool{false, true} {
+		name := fmt.Sprintf("go:pipelined-%v", pipelined)
+		writer := dial(t, server.target, Options{TLS: tlsConfig, Token: "s3cret-token", Pipelined: pipelined})
+		if _, err := writer.AddOrCreate(ctx, name, spec, Strings("a")); err != nil {
+			t.Fatalf("pipelined=%v: the write token over TLS: %v", pipelined, err)
+		}
+		reader := dial(t, server.target, Options{TLS: tlsConfig, Token: "s3cret-token-r", Pipelined: pipelined})
+		present, err := reader.MightContain(ctx, name, Strings("a"))
+		if err != nil || !present[0] {
+			t.Fatalf("pipelined=%v: the read token's check: %v %v", pipelined, present, err)
+		}
+		_, err = reader.Add(ctx, name, Strings("b"))
+		wantCode(t, err, codes.PermissionDenied, "an add with a read token")
+		stranger := dial(t, server.target, Options{TLS: tlsConfig, Pipelined: pipelined})
+		_, err = stranger.MightContain(ctx, name, Strings("a"))
+		wantCode(t, err, codes.Unauthenticated, "a call without a token")
+	}
+	plaintext := dial(t, server.target, Options{Token: "s3cret-token", Timeout: 3 * time.Second})
+	_, err := plaintext.Stats(ctx, "go:pipelined-false")
+	wantCode(t, err, codes.Unavailable, "a plaintext call to a TLS server")
+}

@@ -1,0 +1,319 @@
+// The Go client's pipelined mode: concurrent small calls coalesced over Pipeline streams.
+//
+// Calls on the same filter from many goroutines that wait together go out as one operation
+// with all their items, with no timer: a call that finds its stream idle is sent at once;
+// calls arriving while operations are in flight gather, and the answer to the last of those
+// operations sends them (as RocksDB's write thread batches writers). Each caller waits only
+// for its own answer, or its context.
+//
+// A merged operation failing with InvalidArgument or ResourceExhausted is retried one call at
+// a time, so each call gets the answer it would get alone. A broken stream fails its
+// unanswered calls with Unavailable (an add is idempotent: retry it), or with the server's
+// Unauthenticated / PermissionDenied when it refused the token; the next call opens a new
+// stream.
+//
+// Thread-safety: a coalescer may be used from many goroutines at once; each lane's state is
+// guarded by its mu, and one goroutine at a time sends on a stream (sendMu).
+
+package bloom
+
+import (
+	"context"
+	"hash/fnv"
+	"sync"
+
+	bloomv1 "github.com/bloom-server/bloom-server/gen/go/bloom/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+)
+
+// pendingCall is one caller's Add or MightContain waiting for its answer.
+type pendingCall struct {
+	add    bool
+	name   string
+	create *bloomv1.FilterSpec // an add's create_if_missing; nil: none
+	absent bool                // a check's absent_if_missing
+	items  [][]byte
+	alone  bool // sent as its own operation (after a merged operation failed)
+
+	once   sync.Once
+	done   chan struct{}
+	result []bool
+	err    error
+}
+
+func (p *pendingCall) answer(result []bool, err error) {
+	p.once.Do(func() {
+		p.result, p.err = result, err
+		close(p.done)
+	})
+}
+
+// operationKey says which calls may share one operation: same kind, filter and options.
+type operationKey struct {
+	add    bool
+	name   string
+	create string // the serialized spec
+	absent bool
+}
+
+func (p *pendingCall) key() operationKey {
+	create := ""
+	if p.create != nil {
+		bytes, _ := proto.MarshalOptions{Deterministic: true}.Marshal(p.create)
+		create = string(bytes)
+	}
+	return operationKey{p.add, p.name, create, p.absent}
+}
+
+type operation struct {
+	items int
+	calls []*pendingCall // in item order
+}
+
+// lane is one Pipeline stream and the calls waiting for it or answered on it.
+type lane struct {
+	stub      bloomv1.BloomFilterServiceClient
+	maxItems  int
+	withToken func(context.Context) context.Context
+
+	sendMu sync.Mutex // one Send at a time on a stream
+
+	mu       sync.Mutex
+	waiting  []*pendingCall
+	inFlight map[uint64]*operation
+	sending  bool                                      // operations are in flight; the last answer sends what waits
+	nextID   uint64                                    // also: operations sent so far + 1
+	stream   bloomv1.BloomFilterService_PipelineClient // nil: no open stream
+	cancel   context.CancelFunc
+}
+
+type coalescer struct {
+	lanes []*lane
+}
+
+func newCoalescer(stub bloomv1.BloomFilterServiceClient, maxItems, streams int,
+	withToken func(context.Context) context.Context) *coalescer {
+	if streams < 1 {
+		streams = 1
+	}
+	c := &coalescer{}
+	for i := 0; i < streams; i++ {
+		c.lanes = append(c.lanes, &lane{stub: stub, maxItems: maxItems, withToken: withToken,
+			inFlight: map[uint64]*operation{}, nextID: 1})
+	}
+	return c
+}
+
+// call sends p (coalesced with others) and waits for its answer or ctx.
+func (c *coalescer) call(ctx context.Context, p *pendingCall) ([]bool, error) {
+	p.done = make(chan struct{})
+	h := fnv.New32a()
+	h.Write([]byte(p.name))
+	c.lanes[h.Sum32()%uint32(len(c.lanes))].submit(p)
+	select {
+	case <-p.done:
+		return p.result, p.err
+	case <-ctx.Done():
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+}
+
+func (c *coalescer) close() {
+	for _, l := range c.lanes {
+		l.close()
+	}
+}
+
+func (l *lane) submit(p *pendingCall) {
+	l.mu.Lock()
+	l.waiting = append(l.waiting, p)
+	if l.sending {
+		l.mu.Unlock()
+		return
+	}
+	l.sending = true
+	if l.stream == nil {
+		if err := l.openLocked(); err != nil {
+			calls := l.failAllLocked()
+			l.mu.Unlock()
+			for _, call := range calls {
+				call.answer(nil, status.Errorf(codes.Unavailable, "opening a Pipeline stream: %v", err))
+			}
+			return
+		}
+	}
+	stream, batch := l.stream, l.takeBatchLocked()
+	l.mu.Unlock()
+	l.send(stream, batch)
+}
+
+func (l *lane) close() {
+	l.mu.Lock()
+	cancel := l.cancel
+	l.mu.Unlock()
+	if cancel != nil {
+		cancel() // the reader fails what is unanswered and marks the lane streamless
+	}
+}
+
+func (l *lane) openLocked() error {
+	ctx, cancel := context.WithCancel(l.withToken(context.Background()))
+	stream, err := l.stub.Pipeline(ctx)
+	if err != nil {
+		cancel()
+		return err
+	}
+	l.stream, l.cancel = stream, cancel
+	go l.read(stream, cancel)
+	return nil
+}
+
+// takeBatchLocked turns every waiting call into operations, one per run of calls that may
+// share one (up to maxItems items), and records them in flight.
+func (l *lane) takeBatchLocked() []*bloomv1.PipelineRequest {
+	var batch []*bloomv1.PipelineRequest
+	open := map[operationKey]*bloomv1.PipelineRequest{}
+	for _, p := range l.waiting {
+		var request *bloomv1.PipelineRequest
+		key := p.key()
+		if !p.alone {
+			request = open[key]
+			if request != nil && l.inFlight[request.Id].items+len(p.items) > l.maxItems {
+				request = nil
+			}
+		}
+		if request == nil {
+			request = &bloomv1.PipelineRequest{Id: l.nextID}
+			l.nextID++
+			if p.add {
+				request.Op = &bloomv1.PipelineRequest_Add{Add: &bloomv1.AddRequest{
+					Name: p.name, CreateIfMissing: p.create}}
+			} else {
+				request.Op = &bloomv1.PipelineRequest_MightContain{MightContain: &bloomv1.MightContainRequest{
+					Name: p.name, AbsentIfMissing: p.absent}}
+			}
+			batch = append(batch, request)
+			l.inFlight[request.Id] = &operation{}
+			if !p.alone {
+				open[key] = request
+			}
+		}
+		if p.add {
+			add := request.GetAdd()
+			add.RawItems = append(add.RawItems, p.items...)
+		} else {
+			check := request.GetMightContain()
+			check.RawItems = append(check.RawItems, p.items...)
+		}
+		op := l.inFlight[request.Id]
+		op.items += len(p.items)
+		op.calls = append(op.calls, p)
+	}
+	l.waiting = nil
+	return batch
+}
+
+func (l *lane) send(stream bloomv1.BloomFilterService_PipelineClient, batch []*bloomv1.PipelineRequest) {
+	l.sendMu.Lock()
+	defer l.sendMu.Unlock()
+	for _, request := range batch {
+		if err := stream.Send(request); err != nil {
+			return // the stream broke: its reader gets the status and fails the calls
+		}
+	}
+}
+
+// failAllLocked takes every unanswered call off the lane and marks it idle.
+func (l *lane) failAllLocked() []*pendingCall {
+	var calls []*pendingCall
+	for _, op := range l.inFlight {
+		calls = append(calls, op.calls...)
+	}
+	calls = append(calls, l.waiting...)
+	l.inFlight, l.waiting, l.sending = map[uint64]*operation{}, nil, false
+	return calls
+}
+
+func (l *lane) read(stream bloomv1.BloomFilterService_PipelineClient, cancel context.CancelFunc) {
+	defer cancel()
+	var err error
+	for {
+		var response *bloomv1.PipelineResponse
+		response, err = stream.Recv()
+		if err != nil {
+			break
+		}
+		l.answer(stream, response)
+	}
+	st := status.Convert(err)
+	failure := status.Errorf(codes.Unavailable,
+		"the Pipeline stream ended: %s (%s); an add may be retried", st.Message(), st.Code())
+	if st.Code() == codes.Unauthenticated || st.Code() == codes.PermissionDenied {
+		failure = st.Err()
+	}
+	l.mu.Lock()
+	// Only this reader clears l.stream, so every call in flight or waiting is this stream's.
+	l.stream, l.cancel = nil, nil
+	calls := l.failAllLocked()
+	l.mu.Unlock()
+	for _, call := range calls {
+		call.answer(nil, failure)
+	}
+}
+
+func (l *lane) answer(stream bloomv1.BloomFilterService_PipelineClient, response *bloomv1.PipelineResponse) {
+	var batch []*bloomv1.PipelineRequest
+	l.mu.Lock()
+	op, ok := l.inFlight[response.Id]
+	if !ok {
+		l.mu.Unlock()
+		return
+	}
+	delete(l.inFlight, response.Id)
+	calls := op.calls
+	if e := response.GetError(); e != nil && len(calls) > 1 &&
+		(codes.Code(e.Code) == codes.InvalidArgument || codes.Code(e.Code) == codes.ResourceExhausted) {
+		for _, call := range calls {
+			call.alone = true
+		}
+		l.waiting = append(l.waiting, calls...)
+		calls = nil
+	}
+	if len(l.inFlight) == 0 {
+		if len(l.waiting) > 0 {
+			batch = l.takeBatchLocked()
+		} else {
+			l.sending = false
+		}
+	}
+	l.mu.Unlock()
+	if len(batch) > 0 {
+		l.send(stream, batch)
+	}
+	if e := response.GetError(); e != nil {
+		failure := statusFromOperation(e)
+		for _, call := range calls {
+			call.answer(nil, failure)
+		}
+		return
+	}
+	var results []bool
+	if add := response.GetAdd(); add != nil {
+		results = add.Added
+	} else if check := response.GetMightContain(); check != nil {
+		results = check.Present
+	}
+	start := 0
+	for _, call := range calls {
+		end := start + len(call.items)
+		if end > len(results) {
+			call.answer(nil, status.Errorf(codes.Internal,
+				"the server answered %d results for an operation of more items", len(results)))
+			continue
+		}
+		call.answer(results[start:end:end], nil)
+		start = end
+	}
+}

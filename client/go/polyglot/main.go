@@ -1,0 +1,90 @@
+// polyglot: the Go side of tests/polyglot_test.cc, where the C++, Python, Go and Node.js
+// clients add and check the same items in one filter and must agree on every answer.
+//
+//	polyglot TARGET FILTER add|add-pipelined|check|check-pipelined < ITEMS
+//
+// ITEMS is one hex-encoded item per line (an item is its bytes, whatever the language).
+// Prints one line per item: 1 (added / present) or 0. In the -pipelined modes every item is
+// its own concurrent call (coalesced by the client). Exit 1 with the status on stderr on an
+// error.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/bloom-server/bloom-server/client/go/bloom"
+)
+
+func main() {
+	if len(os.Args) != 4 {
+		fmt.Fprintln(os.Stderr, "usage: polyglot TARGET FILTER add|add-pipelined|check|check-pipelined < ITEMS")
+		os.Exit(2)
+	}
+	target, filter, mode := os.Args[1], os.Args[2], os.Args[3]
+	var items [][]byte
+	scanner := bufio.NewScanner(os.Stdin)
+	scanner.Buffer(make([]byte, 1<<20), 1<<20)
+	for scanner.Scan() {
+		item, err := hex.DecodeString(strings.TrimSpace(scanner.Text()))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bad hex item:", err)
+			os.Exit(2)
+		}
+		items = append(items, item)
+	}
+	client, err := bloom.Dial(target, bloom.Options{Pipelined: strings.HasSuffix(mode, "-pipelined")})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer client.Close()
+	ctx := context.Background()
+	call := func(batch [][]byte) ([]bool, error) {
+		if strings.HasPrefix(mode, "add") {
+			return client.AddOrCreate(ctx, filter, bloom.Spec{Capacity: 10_000, ErrorRate: 0.001}, batch)
+		}
+		return client.MightContain(ctx, filter, batch)
+	}
+	results := make([]bool, len(items))
+	if strings.HasSuffix(mode, "-pipelined") { // every item its own concurrent call
+		var wg sync.WaitGroup
+		errs := make([]error, len(items))
+		for i := range items {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				var answer []bool
+				if answer, errs[i] = call(items[i : i+1]); errs[i] == nil {
+					results[i] = answer[0]
+				}
+			}(i)
+		}
+		wg.Wait()
+		for _, e := range errs {
+			if e != nil {
+				err = e
+			}
+		}
+	} else {
+		results, err = call(items)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	out := bufio.NewWriter(os.Stdout)
+	for _, r := range results {
+		if r {
+			out.WriteString("1\n")
+		} else {
+			out.WriteString("0\n")
+		}
+	}
+	out.Flush()
+}

@@ -1,0 +1,201 @@
+'use strict';
+// Node.js client for bloom-server (bloom.v1.BloomFilterService): every call returns a promise.
+//
+//   const { BloomClient } = require('./client/node');
+//   const client = new BloomClient('127.0.0.1:50051');
+//   await client.reserve('users', { capacity: 1_000_000, errorRate: 0.01 });
+//   await client.add('users', ['alice', 'bob']);              // -> [true, true]
+//   await client.mightContain('users', ['alice', 'carol']);   // -> [true, false]
+//   client.close();
+//
+// An item is its bytes: a string is its UTF-8 bytes, a Buffer or Uint8Array itself, an integer
+// its decimal string (as the C++ and Python clients send them). Lists longer than `batchSize`
+// go out as several requests, in order (each request is atomic on the server; the list is not).
+//
+// Errors reject with an Error whose `code` is the gRPC status code (`status.NOT_FOUND`, ...,
+// the numbers of @grpc/grpc-js's `status`) and whose `details` is the server's message, which
+// names the offending field. Every call has a deadline: options.timeoutMs (default 10 s), or a
+// per-call `{ deadline }` (a Date or epoch ms).
+//
+// Security: `token` is sent as "authorization: Bearer <token>" with every call; `tls: true`
+// (or an object { rootCerts, privateKey, certChain } of PEM Buffers, for private CAs and
+// mutual TLS) connects with TLS.
+//
+// Pipelined mode (`pipelined: true`): add() and mightContain() travel over bloom.v1.Pipeline
+// streams, and concurrent calls on the same filter (Node services issue many concurrent awaits)
+// go out as one operation (pipeline.js). A broken stream fails its unanswered calls with
+// UNAVAILABLE (retry them: an add is idempotent).
+//
+// Concurrency: a BloomClient may be used by any number of concurrent calls.
+
+const path = require('path');
+const grpc = require('@grpc/grpc-js');
+const protoLoader = require('@grpc/proto-loader');
+const { Coalescer } = require('./pipeline');
+const { toItems, statusError } = require('./items');
+
+const PROTO_DIR = path.join(__dirname, '..', '..', 'protos');
+const DUMP_CHUNK = 1 << 20;
+
+let servicePackage = null;
+function loadService() {
+  if (servicePackage === null) {
+    const definition = protoLoader.loadSync('bloom/v1/bloom.proto', {
+      includeDirs: [PROTO_DIR],
+      longs: Number, // uint64 counters as numbers (exact below 2^53)
+      enums: String,
+      defaults: true,
+      oneofs: true,
+    });
+    servicePackage = grpc.loadPackageDefinition(definition).bloom.v1;
+  }
+  return servicePackage;
+}
+
+function credentialsFor(tls) {
+  if (!tls) return grpc.credentials.createInsecure();
+  const options = tls === true ? {} : tls;
+  return grpc.credentials.createSsl(options.rootCerts || null, options.privateKey || null,
+    options.certChain || null);
+}
+
+function spec({ capacity, errorRate, expansion = 0, nonScaling = false }) {
+  return { capacity, errorRate, expansion, nonScaling };
+}
+
+class BloomClient {
+  /**
+   * @param {string} target "host:port"
+   * @param {object} [options] { token, tls, timeoutMs, batchSize, pipelined, streams,
+   *     serverName (the name to verify in the server's certificate) }
+   */
+  constructor(target, options = {}) {
+    this.options = { timeoutMs: 10_000, batchSize: 10_000, streams: 1, ...options };
+    const channelOptions = {};
+    if (options.serverName) channelOptions['grpc.ssl_target_name_override'] = options.serverName;
+    const { BloomFilterService } = loadService();
+    this.stub = new BloomFilterService(target, credentialsFor(options.tls), channelOptions);
+    this.metadata = new grpc.Metadata();
+    if (options.token) this.metadata.set('authorization', `Bearer ${options.token}`);
+    this.coalescer = options.pipelined
+      ? new Coalescer(this.stub, () => this.metadata, this.options.batchSize, this.options.streams)
+      : null;
+  }
+
+  close() {
+    if (this.coalescer) this.coalescer.close();
+    this.stub.close();
+  }
+
+  _deadline(callOptions) {
+    if (callOptions && callOptions.deadline !== undefined) return callOptions.deadline;
+    return Date.now() + this.options.timeoutMs;
+  }
+
+  _unary(method, request, callOptions) {
+    return new Promise((resolve, reject) => {
+      this.stub[method](request, this.metadata, { deadline: this._deadline(callOptions) },
+        (error, response) => (error ? reject(error) : resolve(response)));
+    });
+  }
+
+  /** Creates a filter; resolves to true if created, false if it existed with this spec. */
+  async reserve(name, filterSpec, callOptions) {
+    const response = await this._unary('Reserve', { name, spec: spec(filterSpec) }, callOptions);
+    return response.created;
+  }
+
+  /** Adds items; resolves to added[i]: items[i] was (probably) new. */
+  add(name, items, callOptions = {}) {
+    const create = callOptions.createIfMissing ? spec(callOptions.createIfMissing) : null;
+    return this._batched(toItems(items), callOptions, (batch) => {
+      if (this.coalescer) {
+        return this.coalescer.call({ add: true, name, create, items: batch },
+          this._deadline(callOptions));
+      }
+      return this._unary('Add', { name, rawItems: batch, createIfMissing: create }, callOptions)
+        .then((response) => response.added);
+    });
+  }
+
+  /**
+   * Checks items; resolves to present[i]: false means items[i] was never added. With
+   * { absentIfMissing: true } a missing filter answers all false instead of NOT_FOUND.
+   */
+  mightContain(name, items, callOptions = {}) {
+    const absent = Boolean(callOptions.absentIfMissing);
+    return this._batched(toItems(items), callOptions, (batch) => {
+      if (this.coalescer) {
+        return this.coalescer.call({ add: false, name, absent, items: batch },
+          this._deadline(callOptions));
+      }
+      return this._unary('MightContain', { name, rawItems: batch, absentIfMissing: absent },
+        callOptions).then((response) => response.present);
+    });
+  }
+
+  async _batched(items, callOptions, send) {
+    if (items.length === 0) {
+      throw statusError(grpc.status.INVALID_ARGUMENT, 'items must not be empty');
+    }
+    const out = [];
+    for (let start = 0; start < items.length; start += this.options.batchSize) {
+      const batch = items.slice(start, start + this.options.batchSize);
+      const results = await send(batch);
+      if (results.length !== batch.length) {
+        throw statusError(grpc.status.INTERNAL,
+          `the server answered ${results.length} results for ${batch.length} items`);
+      }
+      out.push(...results);
+    }
+    return out;
+  }
+
+  /** Resolves to the filter's stats (FilterStats, camelCase fields). */
+  async stats(name, callOptions) {
+    return (await this._unary('Stats', { name }, callOptions)).stats;
+  }
+
+  async delete(name, callOptions) {
+    await this._unary('Delete', { name }, callOptions);
+  }
+
+  /** Resolves to the stats of every filter whose name starts with prefix, reading all pages. */
+  async list(prefix = '', callOptions) {
+    const filters = [];
+    let pageToken = '';
+    do {
+      const page = await this._unary('List', { prefix, pageSize: 1000, pageToken }, callOptions);
+      filters.push(...page.filters);
+      pageToken = page.nextPageToken;
+    } while (pageToken);
+    return filters;
+  }
+
+  /** Resolves to the filter's dump (a Buffer). The deadline covers the whole transfer. */
+  export(name, callOptions) {
+    return new Promise((resolve, reject) => {
+      const chunks = [];
+      const call = this.stub.Export({ name }, this.metadata,
+        { deadline: this._deadline(callOptions) });
+      call.on('data', (chunk) => chunks.push(chunk.data));
+      call.on('error', reject);
+      call.on('end', () => resolve(Buffer.concat(chunks)));
+    });
+  }
+
+  /** Creates filter `name` from a dump (a Buffer); resolves to its stats. */
+  import(name, dump, callOptions) {
+    return new Promise((resolve, reject) => {
+      const call = this.stub.Import(this.metadata, { deadline: this._deadline(callOptions) },
+        (error, response) => (error ? reject(error) : resolve(response.stats)));
+      call.write({ name, data: dump.subarray(0, DUMP_CHUNK) });
+      for (let start = DUMP_CHUNK; start < dump.length; start += DUMP_CHUNK) {
+        call.write({ data: dump.subarray(start, start + DUMP_CHUNK) });
+      }
+      call.end();
+    });
+  }
+}
+
+module.exports = { BloomClient, status: grpc.status };

@@ -1,0 +1,173 @@
+'use strict';
+// The Node.js client's pipelined mode: concurrent small calls coalesced over Pipeline streams.
+//
+// Calls on the same filter that wait together go out as one operation with all their items,
+// with no timer: calls made while a stream is idle are sent together at the end of the current
+// tick (a microtask, so a burst of concurrent awaits is one operation and nothing waits on a
+// clock); calls made while operations are in flight gather, and the answer to the last of them
+// sends them. Each caller's promise settles with its own answer or at its deadline.
+//
+// A merged operation failing with INVALID_ARGUMENT or RESOURCE_EXHAUSTED is retried one call at
+// a time, so each call gets the answer it would get alone. A broken stream fails its unanswered
+// calls with UNAVAILABLE (an add is idempotent: retry it), or with the server's UNAUTHENTICATED
+// / PERMISSION_DENIED when it refused the token; the next call opens a new stream.
+
+const { status } = require('@grpc/grpc-js');
+const { statusError } = require('./items');
+
+const RETRY_ALONE = new Set([status.INVALID_ARGUMENT, status.RESOURCE_EXHAUSTED]);
+const REFUSED = new Set([status.UNAUTHENTICATED, status.PERMISSION_DENIED]);
+
+function operationKey(call) {
+  const create = call.create ? JSON.stringify(call.create) : '';
+  return `${call.add ? 'a' : 'c'}${call.absent ? 1 : 0}${create}\u0000${call.name}`;
+}
+
+class Lane {
+  constructor(stub, metadata, maxItems) {
+    this.stub = stub;
+    this.metadata = metadata;
+    this.maxItems = maxItems;
+    this.waiting = [];
+    this.inFlight = new Map(); // operation id -> { items, calls }
+    this.sending = false; // operations are in flight or about to be sent
+    this.nextId = 1;
+    this.stream = null;
+    this.operationsSent = 0;
+  }
+
+  submit(call) {
+    this.waiting.push(call);
+    if (this.sending) return;
+    this.sending = true;
+    queueMicrotask(() => this._sendWaiting());
+  }
+
+  close() {
+    if (this.stream) this.stream.cancel();
+  }
+
+  _open() {
+    const stream = this.stub.Pipeline(this.metadata());
+    stream.on('data', (response) => this._answer(stream, response));
+    stream.on('error', (error) => this._ended(stream, error));
+    stream.on('end', () => this._ended(stream, null));
+    this.stream = stream;
+  }
+
+  _sendWaiting() {
+    if (this.stream === null) this._open();
+    const open = new Map();
+    for (const call of this.waiting) {
+      const key = call.alone ? null : operationKey(call);
+      let request = key === null ? undefined : open.get(key);
+      if (request && this.inFlight.get(request.id).items + call.items.length > this.maxItems) {
+        request = undefined;
+      }
+      if (!request) {
+        request = { id: this.nextId++ };
+        if (call.add) {
+          request.add = { name: call.name, rawItems: [], createIfMissing: call.create };
+        } else {
+          request.mightContain = { name: call.name, rawItems: [], absentIfMissing: call.absent };
+        }
+        this.inFlight.set(request.id, { items: 0, calls: [], request });
+        if (key !== null) open.set(key, request);
+      }
+      (call.add ? request.add : request.mightContain).rawItems.push(...call.items);
+      const operation = this.inFlight.get(request.id);
+      operation.items += call.items.length;
+      operation.calls.push(call);
+    }
+    this.waiting = [];
+    for (const operation of this.inFlight.values()) {
+      if (operation.request) {
+        this.stream.write(operation.request);
+        this.operationsSent++;
+        operation.request = null;
+      }
+    }
+  }
+
+  _answer(stream, response) {
+    const operation = this.inFlight.get(Number(response.id));
+    if (stream !== this.stream || !operation) return;
+    this.inFlight.delete(Number(response.id));
+    let { calls } = operation;
+    const error = response.result === 'error' ? response.error : null;
+    if (error && calls.length > 1 && RETRY_ALONE.has(error.code)) {
+      for (const call of calls) call.alone = true;
+      this.waiting.push(...calls);
+      calls = [];
+    }
+    if (this.inFlight.size === 0) {
+      if (this.waiting.length > 0) this._sendWaiting();
+      else this.sending = false;
+    }
+    if (error) {
+      for (const call of calls) call.reject(statusError(error.code, error.message));
+      return;
+    }
+    const results = response.result === 'add' ? response.add.added
+      : response.mightContain.present;
+    let start = 0;
+    for (const call of calls) {
+      call.resolve(results.slice(start, start + call.items.length));
+      start += call.items.length;
+    }
+  }
+
+  _ended(stream, error) {
+    if (stream !== this.stream) return;
+    this.stream = null;
+    let failure;
+    if (error && REFUSED.has(error.code)) {
+      failure = statusError(error.code, error.details);
+    } else {
+      const why = error ? `${error.details} (code ${error.code})` : 'by the server';
+      failure = statusError(status.UNAVAILABLE,
+        `the Pipeline stream ended: ${why}; an add may be retried`);
+    }
+    const calls = [...this.waiting];
+    for (const operation of this.inFlight.values()) calls.push(...operation.calls);
+    this.waiting = [];
+    this.inFlight = new Map();
+    this.sending = false;
+    for (const call of calls) call.reject(failure);
+  }
+}
+
+class Coalescer {
+  constructor(stub, metadata, maxItems, streams = 1) {
+    this.lanes = [];
+    for (let i = 0; i < Math.max(1, streams); i++) {
+      this.lanes.push(new Lane(stub, metadata, maxItems));
+    }
+  }
+
+  /** call: { add, name, create, absent, items }; resolves to one bool per item. */
+  call(call, deadline) {
+    return new Promise((resolve, reject) => {
+      const ms = (deadline instanceof Date ? deadline.getTime() : deadline) - Date.now();
+      const timer = setTimeout(() => {
+        settled.reject(statusError(status.DEADLINE_EXCEEDED, `no answer within the deadline`));
+      }, Math.max(0, ms));
+      let done = false;
+      const settled = {
+        resolve: (value) => { if (!done) { done = true; clearTimeout(timer); resolve(value); } },
+        reject: (error) => { if (!done) { done = true; clearTimeout(timer); reject(error); } },
+      };
+      call.resolve = settled.resolve;
+      call.reject = settled.reject;
+      let hash = 0;
+      for (let i = 0; i < call.name.length; i++) hash = (hash * 31 + call.name.charCodeAt(i)) | 0;
+      this.lanes[Math.abs(hash) % this.lanes.length].submit(call);
+    });
+  }
+
+  close() {
+    for (const lane of this.lanes) lane.close();
+  }
+}
+
+module.exports = { Coalescer };

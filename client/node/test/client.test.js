@@ -1,0 +1,162 @@
+'use strict';
+// Tests of the Node.js client against the real bloom-server (node --test; run by ctest).
+
+const assert = require('assert/strict');
+const { test } = require('node:test');
+const { BloomClient, status } = require('..');
+const { startServer, tokenFile, selfSigned } = require('./server');
+
+const spec = { capacity: 10_000, errorRate: 0.001 };
+const numbered = (prefix, n) => Array.from({ length: n }, (_, i) => `${prefix}-${i}`);
+
+async function rejectsWith(promise, code, what) {
+  await assert.rejects(promise, (error) => {
+    assert.equal(error.code, code, `${what}: ${error.message}`);
+    return true;
+  });
+}
+
+test('reserve, add and check in batches, stats, list, delete', async (t) => {
+  const server = await startServer(t);
+  const client = new BloomClient(server.target, { batchSize: 7 });
+  t.after(() => client.close());
+  assert.equal(await client.reserve('node:users', spec), true);
+  assert.equal(await client.reserve('node:users', spec), false);
+  const items = [...numbered('user', 50), Buffer.from([0, 0xff, 10]), 'ünïcødé', 1001];
+  const added = await client.add('node:users', items);
+  assert.deepEqual(added, items.map(() => true));
+  const strangers = numbered('stranger', 50);
+  const present = await client.mightContain('node:users', [...items, ...strangers]);
+  assert.deepEqual(present.slice(0, items.length), items.map(() => true));
+  assert.ok(present.slice(items.length).filter(Boolean).length <= 3, 'too many false positives');
+  // An item is its bytes: the integer 1001, the string "1001" and its Buffer are one item.
+  assert.deepEqual(await client.mightContain('node:users', ['1001', Buffer.from('1001')]),
+    [true, true]);
+  const stats = await client.stats('node:users');
+  assert.equal(stats.name, 'node:users');
+  assert.equal(stats.itemsAdded, items.length);
+  for (let i = 0; i < 3; i++) await client.reserve(`node:other-${i}`, spec);
+  const listed = await client.list('node:');
+  assert.deepEqual(listed.map((f) => f.name),
+    ['node:other-0', 'node:other-1', 'node:other-2', 'node:users']);
+  await client.delete('node:users');
+  await rejectsWith(client.stats('node:users'), status.NOT_FOUND, 'stats after delete');
+});
+
+test('errors keep the server\'s codes and messages', async (t) => {
+  const server = await startServer(t);
+  const client = new BloomClient(server.target);
+  t.after(() => client.close());
+  await rejectsWith(client.mightContain('node:missing', ['a']), status.NOT_FOUND, 'missing');
+  await assert.rejects(client.reserve('bad name!', spec), (error) => {
+    assert.equal(error.code, status.INVALID_ARGUMENT);
+    assert.match(error.details, /name/);
+    return true;
+  });
+  await client.reserve('node:f', spec);
+  await rejectsWith(client.reserve('node:f', { capacity: 99, errorRate: 0.01 }),
+    status.ALREADY_EXISTS, 'another spec');
+  await rejectsWith(client.add('node:f', []), status.INVALID_ARGUMENT, 'no items');
+  assert.throws(() => client.add('node:f', [{}]), TypeError);
+  await rejectsWith(client.add('node:f', ['a'], { deadline: Date.now() - 1 }),
+    status.DEADLINE_EXCEEDED, 'a past deadline');
+  // absentIfMissing answers all absent and creates nothing; createIfMissing creates.
+  assert.deepEqual(await client.mightContain('node:user-7', ['a', 'b'], { absentIfMissing: true }),
+    [false, false]);
+  await rejectsWith(client.stats('node:user-7'), status.NOT_FOUND, 'created by a check');
+  await client.add('node:user-7', ['a'], { createIfMissing: spec });
+  assert.deepEqual(await client.mightContain('node:user-7', ['a'], { absentIfMissing: true }),
+    [true]);
+});
+
+test('export then import answers alike; a truncated dump creates nothing', async (t) => {
+  const server = await startServer(t);
+  const client = new BloomClient(server.target);
+  t.after(() => client.close());
+  const items = numbered('x', 5000);
+  await client.add('node:src', items, { createIfMissing: spec });
+  const dump = await client.export('node:src');
+  const stats = await client.import('node:copy', dump);
+  assert.equal(stats.itemsAdded, 5000);
+  const probe = [...items.slice(0, 100), ...numbered('y', 2000)];
+  assert.deepEqual(await client.mightContain('node:copy', probe),
+    await client.mightContain('node:src', probe));
+  await assert.rejects(client.import('node:bad', dump.subarray(0, dump.length >> 1)),
+    (error) => [status.INVALID_ARGUMENT, status.DATA_LOSS].includes(error.code));
+  await rejectsWith(client.stats('node:bad'), status.NOT_FOUND, 'a failed import');
+});
+
+test('pipelined mode coalesces concurrent single-key calls', async (t) => {
+  const server = await startServer(t);
+  const client = new BloomClient(server.target, { pipelined: true });
+  t.after(() => client.close());
+  await client.reserve('node:feed', { capacity: 100_000, errorRate: 0.01 });
+  const workers = Array.from({ length: 64 }, async (_, w) => {
+    for (let i = 0; i < 50; i++) {
+      const item = `w${w}-${i}`;
+      assert.deepEqual((await client.add('node:feed', [item])).length, 1);
+      assert.deepEqual(await client.mightContain('node:feed', [item]), [true],
+        `an acknowledged add of ${item} reads absent`);
+    }
+  });
+  await Promise.all(workers);
+  const sent = client.coalescer.lanes[0].operationsSent;
+  t.diagnostic(`6400 calls went out as ${sent} operations`);
+  assert.ok(sent < 6400 / 4, `6400 calls went out as ${sent} operations`);
+  assert.equal((await client.stats('node:feed')).itemsAdded, 3200);
+});
+
+test('pipelined errors stay with their call', async (t) => {
+  const server = await startServer(t, '--max_item_bytes=100');
+  const client = new BloomClient(server.target, { pipelined: true });
+  t.after(() => client.close());
+  await client.reserve('node:f', spec);
+  const calls = Array.from({ length: 40 }, (_, i) =>
+    client.add('node:f', [i % 10 === 3 ? 'x'.repeat(101) : `item-${i}`]).then(
+      () => null, (error) => error));
+  const results = await Promise.all(calls);
+  results.forEach((error, i) => {
+    if (i % 10 === 3) assert.equal(error && error.code, status.INVALID_ARGUMENT, `call ${i}`);
+    else assert.equal(error, null, `call ${i}: ${error}`);
+  });
+  await rejectsWith(client.mightContain('node:nope', ['a']), status.NOT_FOUND, 'pipelined');
+  assert.deepEqual(await client.mightContain('node:nope', ['a'], { absentIfMissing: true }),
+    [false]);
+});
+
+test('a broken pipelined stream fails its calls with UNAVAILABLE', async (t) => {
+  const server = await startServer(t);
+  const client = new BloomClient(server.target, { pipelined: true, timeoutMs: 20_000 });
+  t.after(() => client.close());
+  await client.add('node:f', ['a'], { createIfMissing: spec });
+  server.kill();
+  const started = Date.now();
+  await rejectsWith(client.add('node:f', ['b']), status.UNAVAILABLE, 'after the server died');
+  assert.ok(Date.now() - started < 15_000, 'waited for a dead server');
+});
+
+test('TLS and tokens with roles', async (t) => {
+  const probe = await startServer(t); // only for a temp dir that is cleaned up
+  const { certFile, keyFile, cert } = selfSigned(probe.dir);
+  const server = await startServer(t, `--tls_cert_file=${certFile}`, `--tls_key_file=${keyFile}`,
+    `--auth_token_file=${tokenFile(probe.dir, 's3cret-token')}`);
+  const tls = { rootCerts: cert };
+  for (const pipelined of [false, true]) {
+    const name = `node:pipelined-${pipelined}`;
+    const clients = [];
+    const open = (options) => {
+      const c = new BloomClient(server.target, { tls, pipelined, ...options });
+      clients.push(c);
+      return c;
+    };
+    t.after(() => clients.forEach((c) => c.close()));
+    await open({ token: 's3cret-token' }).add(name, ['a'], { createIfMissing: spec });
+    const reader = open({ token: 's3cret-token-r' });
+    assert.deepEqual(await reader.mightContain(name, ['a']), [true]);
+    await rejectsWith(reader.add(name, ['b']), status.PERMISSION_DENIED, 'read token adds');
+    await rejectsWith(open({}).mightContain(name, ['a']), status.UNAUTHENTICATED, 'no token');
+  }
+  const plaintext = new BloomClient(server.target, { token: 's3cret-token', timeoutMs: 3000 });
+  t.after(() => plaintext.close());
+  await rejectsWith(plaintext.stats('node:pipelined-false'), status.UNAVAILABLE, 'plaintext');
+});
