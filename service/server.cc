@@ -11,6 +11,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "common/log.h"
+#include "grpc/health/v1/health.pb.h"
 #include "service/token_gate.h"
 
 namespace service {
@@ -19,6 +20,9 @@ absl::StatusOr<std::unique_ptr<BloomServer>> BloomServer::Start(storage::FilterS
                                                                 const ServerOptions& options) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  // Reflection describes services from the generated pool; gRPC's health service brings no
+  // descriptors, so name one of ours to keep the linker from dropping them (protos/grpc_health).
+  (void)grpc::health::v1::HealthCheckRequest::descriptor();
   auto server = std::unique_ptr<BloomServer>(new BloomServer(
       std::make_unique<BloomService>(store, options.limits, options.hooks), options));
 
