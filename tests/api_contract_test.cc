@@ -57,9 +57,9 @@ std::string Baseline() {
 TEST_F(ApiContractTest, NothingBreaksAgainstTheLastRelease) {
   const std::string baseline = Baseline();
   ASSERT_EQ(baseline.size(), 40u) << "protos/buf-breaking-baseline names no commit";
-  CommandResult breaking =
-      RunCommand(absl::StrCat("cd ", kSource, " && ", kBuf, " breaking protos --against '.git#ref=",
-                              baseline, ",subdir=protos'"));
+  CommandResult breaking = RunCommand(
+      absl::StrCat("cd ", kSource, " && ", kBuf, " breaking protos --against '.git#ref=", baseline,
+                   ",subdir=protos'"));
   EXPECT_EQ(breaking.exit_code, 0) << breaking.out;
 }
 
@@ -137,8 +137,7 @@ TEST_F(ApiContractTest, ReadmeBufCurlCommandsWork) {
   for (size_t i = 0; i < commands.size(); ++i) {
     const std::string command =
         absl::StrReplaceAll(commands[i].command, {{"127.0.0.1:50051", server->target()}});
-    absl::StrAppend(&script, "echo '@@begin ", i, "'\n", command, "\necho \"@@end ", i,
-                    " $?\"\n");
+    absl::StrAppend(&script, "echo '@@begin ", i, "'\n", command, "\necho \"@@end ", i, " $?\"\n");
     expectations += commands[i].expected.size();
   }
   EXPECT_GE(expectations, 12) << "too few `# =>` lines to check the RPCs";
@@ -151,9 +150,12 @@ TEST_F(ApiContractTest, ReadmeBufCurlCommandsWork) {
     const size_t from = run.out.find(begin);
     const size_t to = run.out.find(end);
     ASSERT_TRUE(from != std::string::npos && to != std::string::npos && from < to)
-        << "command " << i << " did not finish: " << commands[i].command << "\n" << run.out;
-    const std::string output = OneLine(run.out.substr(from + begin.size(), to - from - begin.size()));
-    const std::string status = run.out.substr(to + end.size(), run.out.find('\n', to) - to - end.size());
+        << "command " << i << " did not finish: " << commands[i].command << "\n"
+        << run.out;
+    const std::string output =
+        OneLine(run.out.substr(from + begin.size(), to - from - begin.size()));
+    const std::string status =
+        run.out.substr(to + end.size(), run.out.find('\n', to) - to - end.size());
     bool error_expected = false;
     for (const std::string& fragment : commands[i].expected) {
       error_expected |= absl::StrContains(fragment, "\"code\":\"");

@@ -58,16 +58,14 @@ class PolyglotTest : public ::testing::Test {
   }
 
   // Runs `language`'s polyglot program in `mode` over `items`; returns its answers.
-  std::vector<bool> Run(const std::string& language, const std::string& mode,
-                        const Items& items) {
+  std::vector<bool> Run(const std::string& language, const std::string& mode, const Items& items) {
     const std::string input = absl::StrCat(files_.path(), "/", language, "-", mode, ".hex");
     {
       std::ofstream out(input);
       for (const std::string& item : items) out << absl::BytesToHexString(item) << "\n";
     }
-    bloomtest::CommandResult result =
-        RunCommand(absl::StrCat(PolyglotCommand(language), " ", server_->target(), " ", kFilter,
-                                " ", mode, " < ", input));
+    bloomtest::CommandResult result = RunCommand(absl::StrCat(
+        PolyglotCommand(language), " ", server_->target(), " ", kFilter, " ", mode, " < ", input));
     EXPECT_EQ(result.exit_code, 0) << language << " " << mode << ": " << result.out;
     std::vector<bool> answers;
     for (absl::string_view line : absl::StrSplit(result.out, '\n', absl::SkipEmpty())) {
@@ -116,8 +114,7 @@ TEST_F(PolyglotTest, FourClientsAgreeOnEveryItem) {
   absl::StatusOr<std::vector<bool>> cpp = client_->MightContain(kFilter, all);
   ASSERT_TRUE(cpp.ok()) << cpp.status();
   for (size_t i = 0; i < added_count; ++i) {
-    ASSERT_TRUE((*cpp)[i]) << "an added item reads absent in C++: "
-                           << absl::CHexEscape(all[i]);
+    ASSERT_TRUE((*cpp)[i]) << "an added item reads absent in C++: " << absl::CHexEscape(all[i]);
   }
   for (const std::string language : {"go", "node", "python"}) {
     for (const std::string mode : {"check", "check-pipelined"}) {
