@@ -141,6 +141,68 @@ TEST_F(ServerTest, TextAndBytesAreTheSameItemAndResultsKeepRequestOrder) {
   EXPECT_EQ(*client_->MightContainIntegers("mixed", {1001}), std::vector<bool>{true});
 }
 
+// C++ protobuf serializes a string field that is not UTF-8; proto3 parsing refuses it, and gRPC's
+// callback server used to answer UNIMPLEMENTED with no message. An item is its bytes, whichever
+// field carries it (protos/wire/items_as_bytes.h); a name that is not UTF-8 is named as bad.
+TEST_F(ServerTest, ItemsThatAreNotUtf8AreServedAsTheirBytes) {
+  const std::string binary("\xff\xfe\x00", 3);
+  {
+    grpc::ClientContext context;
+    bloom::v1::AddRequest add;
+    add.set_name("binary");
+    add.add_items(binary);
+    *add.mutable_create_if_missing() = Spec(100, 0.01);
+    bloom::v1::AddResponse added;
+    grpc::Status status = client_->stub().Add(&context, add, &added);
+    ASSERT_TRUE(status.ok()) << status.error_code() << " " << status.error_message();
+    ASSERT_EQ(added.added_size(), 1);
+    EXPECT_TRUE(added.added(0));
+  }
+  {
+    grpc::ClientContext context;
+    bloom::v1::MightContainRequest check;
+    check.set_name("binary");
+    check.add_items(binary);
+    check.add_items(std::string("\xfe", 1));
+    check.add_raw_items(binary);
+    bloom::v1::MightContainResponse present;
+    grpc::Status status = client_->stub().MightContain(&context, check, &present);
+    ASSERT_TRUE(status.ok()) << status.error_code() << " " << status.error_message();
+    ASSERT_EQ(present.present_size(), 3);
+    EXPECT_TRUE(present.present(0));
+    EXPECT_TRUE(present.present(2));
+  }
+  {
+    grpc::ClientContext context;
+    bloom::v1::MightContainRequest check;
+    check.set_name("\xff");
+    check.add_items("a");
+    bloom::v1::MightContainResponse present;
+    grpc::Status status = client_->stub().MightContain(&context, check, &present);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_TRUE(absl::StrContains(status.error_message(), "name")) << status.error_message();
+  }
+  {
+    grpc::ClientContext context;
+    auto stream = client_->stub().Pipeline(&context);
+    bloom::v1::PipelineRequest request;
+    request.set_id(7);
+    request.mutable_add()->set_name("binary");
+    request.mutable_add()->add_items(std::string("\xfd\xfc", 2));
+    ASSERT_TRUE(stream->Write(request));
+    stream->WritesDone();
+    bloom::v1::PipelineResponse response;
+    ASSERT_TRUE(stream->Read(&response));
+    EXPECT_EQ(response.id(), 7u);
+    ASSERT_TRUE(response.has_add()) << response.DebugString();
+    EXPECT_TRUE(response.add().added(0));
+    grpc::Status status = stream->Finish();
+    EXPECT_TRUE(status.ok()) << status.error_message();
+  }
+  EXPECT_EQ(*client_->MightContain("binary", {std::string("\xfd\xfc", 2)}),
+            std::vector<bool>{true});
+}
+
 struct BadRequest {
   std::string description;
   std::function<grpc::Status(bloom::v1::BloomFilterService::Stub&)> call;
