@@ -283,6 +283,22 @@ func TestPipelinedBrokenStreamFailsCallsUnavailable(t *testing.T) {
 	if waited := time.Since(start); waited > 15*time.Second {
 		t.Errorf("the call waited %v for a dead server", waited)
 	}
+	// The next call opens a new stream, and what was acknowledged before the crash is there.
+	server.restart(t)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		present, err := client.MightContain(ctx, "go:f", Strings("a"))
+		if err == nil {
+			if !present[0] {
+				t.Fatal("an add acknowledged before kill -9 reads absent")
+			}
+			break
+		}
+		if status.Code(err) != codes.Unavailable || time.Now().After(deadline) {
+			t.Fatalf("after the restart: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond) // gRPC reconnects with backoff
+	}
 }
 
 func TestTlsAndTokensWithRoles(t *testing.T) {

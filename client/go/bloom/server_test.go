@@ -29,6 +29,8 @@ type testServer struct {
 	target string
 	cmd    *exec.Cmd
 	log    *os.File
+	dir    string
+	args   []string
 }
 
 func startServer(t *testing.T, args ...string) *testServer {
@@ -38,18 +40,11 @@ func startServer(t *testing.T, args ...string) *testServer {
 		t.Fatal("BLOOM_SERVER_BIN must name the bloom-server binary")
 	}
 	dir := t.TempDir()
-	portFile := filepath.Join(dir, "port")
 	log, err := os.Create(filepath.Join(dir, "log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(binary, append([]string{"--listen=127.0.0.1:0",
-		"--data_dir=" + filepath.Join(dir, "data"), "--port_file=" + portFile}, args...)...)
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s := &testServer{cmd: cmd, log: log}
+	s := &testServer{log: log, dir: dir, args: args}
 	t.Cleanup(func() {
 		s.kill()
 		if t.Failed() {
@@ -58,6 +53,26 @@ func startServer(t *testing.T, args ...string) *testServer {
 		}
 		log.Close()
 	})
+	s.start(t, "127.0.0.1:0")
+	return s
+}
+
+// restart starts the server again on the same port and data dir (after kill).
+func (s *testServer) restart(t *testing.T) {
+	t.Helper()
+	s.start(t, s.target)
+}
+
+func (s *testServer) start(t *testing.T, listen string) {
+	t.Helper()
+	portFile := filepath.Join(s.dir, "port")
+	os.Remove(portFile)
+	s.cmd = exec.Command(os.Getenv("BLOOM_SERVER_BIN"), append([]string{"--listen=" + listen,
+		"--data_dir=" + filepath.Join(s.dir, "data"), "--port_file=" + portFile}, s.args...)...)
+	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if f, err := os.Open(portFile); err == nil {
@@ -65,7 +80,7 @@ func startServer(t *testing.T, args ...string) *testServer {
 			f.Close()
 			if port := strings.TrimSpace(line); port != "" {
 				s.target = net.JoinHostPort("127.0.0.1", port)
-				return s
+				return
 			}
 		}
 		if time.Now().After(deadline) {

@@ -14,32 +14,48 @@ async function startServer(t, ...args) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bloom-node-'));
   const portFile = path.join(dir, 'port');
   const log = fs.openSync(path.join(dir, 'log'), 'w');
-  const child = spawn(binary, ['--listen=127.0.0.1:0', `--data_dir=${dir}/data`,
-    `--port_file=${portFile}`, ...args], { stdio: ['ignore', log, log] });
   const server = {
-    child,
     dir,
-    kill() { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL'); },
+    child: null,
+    kill() {
+      const { child } = this;
+      if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    },
+    // Starts the binary on `listen` and waits for its port file.
+    async start(listen) {
+      fs.rmSync(portFile, { force: true });
+      this.child = spawn(binary, [`--listen=${listen}`, `--data_dir=${dir}/data`,
+        `--port_file=${portFile}`, ...args], { stdio: ['ignore', log, log] });
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        if (fs.existsSync(portFile)) {
+          const port = fs.readFileSync(portFile, 'utf8').split('\n')[0].trim();
+          if (port) {
+            this.target = `127.0.0.1:${port}`;
+            return;
+          }
+        }
+        if (this.child.exitCode !== null || Date.now() > deadline) {
+          throw new Error(`bloom-server did not start:\n${fs.readFileSync(path.join(dir, 'log'))}`);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    },
+    // After kill(): the same port and data dir.
+    async restart() {
+      if (this.child.exitCode === null && this.child.signalCode === null) {
+        await new Promise((resolve) => this.child.once('exit', resolve));
+      }
+      await this.start(this.target);
+    },
   };
   t.after(() => {
     server.kill();
     fs.closeSync(log);
     fs.rmSync(dir, { recursive: true, force: true });
   });
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (fs.existsSync(portFile)) {
-      const port = fs.readFileSync(portFile, 'utf8').split('\n')[0].trim();
-      if (port) {
-        server.target = `127.0.0.1:${port}`;
-        return server;
-      }
-    }
-    if (child.exitCode !== null || Date.now() > deadline) {
-      throw new Error(`bloom-server did not start:\n${fs.readFileSync(path.join(dir, 'log'))}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
+  await server.start('127.0.0.1:0');
+  return server;
 }
 
 /** A token file giving `token` the write role and `${token}-r` the read role. */
