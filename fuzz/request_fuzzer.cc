@@ -1,6 +1,9 @@
 // Fuzz target: the request handlers. The first byte picks an RPC, the rest is parsed as its
 // request message and handled by the real BloomService against a store in a temp dir (shared
 // by all inputs of a run, with a memory limit, so state accumulates like in a server).
+// Choices 6 and 7 read Add / MightContain with the callback server's direct parser
+// (service/direct_parse.h), which must never accept what protobuf refuses and must read what
+// it accepts exactly as protobuf does; a difference aborts.
 #include <stdlib.h>
 
 #include <cstddef>
@@ -9,9 +12,12 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/str_join.h"
 #include "bloom/v1/bloom.pb.h"
 #include "service/bloom_service.h"
+#include "service/direct_parse.h"
 #include "storage/filter_store.h"
+#include "wire/items_as_bytes.h"
 
 namespace {
 
@@ -47,12 +53,48 @@ void Run(const uint8_t* data, size_t size, Handle handle) {
   handle(request);
 }
 
+// The direct parse of `data` against protobuf's (with items as bytes); then the handler.
+template <typename Request>
+void RunDirect(const uint8_t* data, size_t size, bool add) {
+  const absl::string_view bytes(reinterpret_cast<const char*>(data), size);
+  service::ItemsRequestView view;
+  const bool direct = add ? service::ParseAddRequest(bytes, &view)
+                          : service::ParseMightContainRequest(bytes, &view);
+  Request request;
+  const bool proto = bloom::wire::ParseLeniently(std::string(bytes), &request);
+  if (!direct) return;
+  if (!proto) abort();  // accepted what protobuf refuses
+  std::vector<absl::string_view> items(request.items().begin(), request.items().end());
+  items.insert(items.end(), request.raw_items().begin(), request.raw_items().end());
+  if (view.name != request.name() || view.items != items ||
+      view.text_items != static_cast<size_t>(request.items_size())) {
+    abort();
+  }
+  if constexpr (std::is_same_v<Request, bloom::v1::MightContainRequest>) {
+    if (view.absent_if_missing != request.absent_if_missing()) abort();
+  } else {
+    bloom::v1::FilterSpec spec;
+    const bool spec_parses = spec.ParseFromString(absl::StrJoin(view.create_if_missing, ""));
+    if (request.has_create_if_missing() != !view.create_if_missing.empty()) abort();
+    if (request.has_create_if_missing() &&
+        (!spec_parses ||
+         spec.SerializeAsString() != request.create_if_missing().SerializeAsString())) {
+      abort();
+    }
+  }
+  std::vector<bool> answers;
+  service::BloomService& s = *GetHarness().service;
+  grpc::Status status = add ? s.HandleAddItems(view, &answers, nullptr)
+                            : s.HandleMightContainItems(view, &answers, nullptr);
+  if (status.ok() && answers.size() != view.items.size()) abort();
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   service::BloomService& s = *GetHarness().service;
-  const uint8_t method = data[0] % 6;
+  const uint8_t method = data[0] % 8;
   ++data;
   --size;
   switch (method) {
@@ -90,6 +132,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         bloom::v1::ListResponse response;
         s.HandleList(r, &response);
       });
+      break;
+    case 6:
+      RunDirect<bloom::v1::AddRequest>(data, size, /*add=*/true);
+      break;
+    case 7:
+      RunDirect<bloom::v1::MightContainRequest>(data, size, /*add=*/false);
       break;
   }
   return 0;

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/log.h"
@@ -109,27 +110,31 @@ BloomService::BloomService(storage::FilterStore* store, ServiceLimits limits, Se
 template <typename Request>
 absl::Status BloomService::CollectItems(const Request& request,
                                         std::vector<absl::string_view>& items) const {
-  const size_t count = static_cast<size_t>(request.items_size()) + request.raw_items_size();
-  if (count == 0 || count > limits_.max_batch) {
+  const size_t first = items.size();
+  items.reserve(first + request.items_size() + request.raw_items_size());
+  items.insert(items.end(), request.items().begin(), request.items().end());
+  items.insert(items.end(), request.raw_items().begin(), request.raw_items().end());
+  return CheckItems(absl::MakeConstSpan(items).subspan(first), request.items_size());
+}
+
+absl::Status BloomService::CheckItems(absl::Span<const absl::string_view> items,
+                                      size_t text_items) const {
+  if (items.empty() || items.size() > limits_.max_batch) {
     return absl::InvalidArgumentError(
         absl::StrCat("items: a request carries 1 to ", limits_.max_batch,
-                     " items (items and raw_items together), got ", count));
+                     " items (items and raw_items together), got ", items.size()));
   }
-  items.reserve(items.size() + count);
-  auto collect = [&](const auto& field, const char* field_name) -> absl::Status {
-    for (int i = 0; i < field.size(); ++i) {
-      if (field[i].size() > limits_.max_item_bytes) {
-        return absl::InvalidArgumentError(absl::StrCat(field_name, "[", i, "] is ", field[i].size(),
-                                                       " bytes; the limit is ",
-                                                       limits_.max_item_bytes));
-      }
-      items.emplace_back(field[i]);
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (items[i].size() > limits_.max_item_bytes) {
+      const bool text = i < text_items;
+      return absl::InvalidArgumentError(
+          absl::StrCat(text ? "items" : "raw_items", "[", text ? i : i - text_items, "] is ",
+                       items[i].size(), " bytes; the limit is ", limits_.max_item_bytes));
     }
-    return absl::OkStatus();
-  };
-  RETURN_IF_ERROR(collect(request.items(), "items"));
-  return collect(request.raw_items(), "raw_items");
+  }
+  return absl::OkStatus();
 }
+
 template absl::Status BloomService::CollectItems(const bloom::v1::AddRequest&,
                                                  std::vector<absl::string_view>&) const;
 template absl::Status BloomService::CollectItems(const bloom::v1::MightContainRequest&,
@@ -211,6 +216,45 @@ absl::Status BloomService::RunMightContain(const bloom::v1::MightContainRequest&
   response->mutable_present()->Reserve(static_cast<int>(present->size()));
   for (bool p : *present) response->add_present(p);
   return absl::OkStatus();
+}
+
+grpc::Status BloomService::HandleAddItems(const ItemsRequestView& request,
+                                          std::vector<bool>* answers,
+                                          grpc::ServerContextBase* context) {
+  CallScope log(this, metrics::Rpc::kAdd, context, request.name, request.items.size());
+  if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
+  if (absl::Status valid = CheckItems(request.items, request.text_items); !valid.ok()) {
+    return log.Done(valid);
+  }
+  bloom::FilterSpec create_spec;
+  if (!request.create_if_missing.empty()) {
+    // Concatenated encodings parse as their merge, as protobuf reads a repeated message field.
+    bloom::v1::FilterSpec spec;
+    if (!spec.ParseFromString(absl::StrJoin(request.create_if_missing, ""))) {
+      return log.Done(absl::InvalidArgumentError("create_if_missing is not a FilterSpec"));
+    }
+    create_spec = FromProto(spec);
+  }
+  absl::StatusOr<std::vector<bool>> added = store_->Add(
+      request.name, request.items, request.create_if_missing.empty() ? nullptr : &create_spec);
+  if (added.ok()) *answers = *std::move(added);
+  return log.Done(added.status());
+}
+
+grpc::Status BloomService::HandleMightContainItems(const ItemsRequestView& request,
+                                                   std::vector<bool>* answers,
+                                                   grpc::ServerContextBase* context) {
+  CallScope log(this, metrics::Rpc::kMightContain, context, request.name, request.items.size());
+  if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
+  if (absl::Status valid = CheckItems(request.items, request.text_items); !valid.ok()) {
+    return log.Done(valid);
+  }
+  absl::StatusOr<std::vector<bool>> present = store_->MightContain(request.name, request.items);
+  if (absl::IsNotFound(present.status()) && request.absent_if_missing) {
+    present = std::vector<bool>(request.items.size(), false);  // never added: nothing created
+  }
+  if (present.ok()) *answers = *std::move(present);
+  return log.Done(present.status());
 }
 
 absl::StatusOr<Caller> BloomService::AdmitStream(grpc::ServerContextBase* context,
@@ -329,16 +373,57 @@ grpc::ServerUnaryReactor* BloomCallbackService::Reserve(grpc::CallbackServerCont
   return Inline(context, [&] { return core_->HandleReserve(*request, response, context); });
 }
 
-grpc::ServerUnaryReactor* BloomCallbackService::Add(grpc::CallbackServerContext* context,
-                                                    const bloom::v1::AddRequest* request,
-                                                    bloom::v1::AddResponse* response) {
-  return Inline(context, [&] { return core_->HandleAdd(*request, response, context); });
+namespace {
+
+// A direct-parse unary call (direct_parse.h): reads `request`'s bytes with `parse`, runs
+// `handle`, and writes the packed answers into `response`.
+template <typename Parse, typename Handle>
+grpc::ServerUnaryReactor* Direct(grpc::CallbackServerContext* context,
+                                 const grpc::ByteBuffer* request, grpc::ByteBuffer* response,
+                                 const char* message, Parse parse, Handle handle) {
+  return Inline(context, [&]() -> grpc::Status {
+    grpc::Slice bytes;  // one slice: a copy only when gRPC received the message in pieces
+    if (!request->DumpToSingleSlice(&bytes).ok()) {
+      return grpc::Status(grpc::StatusCode::INTERNAL, "could not read the request");
+    }
+    ItemsRequestView view;
+    if (!parse(absl::string_view(reinterpret_cast<const char*>(bytes.begin()), bytes.size()),
+               &view)) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          absl::StrCat("the request is not a well-formed ", message));
+    }
+    std::vector<bool> answers;
+    grpc::Status status = handle(view, &answers);
+    if (status.ok()) {
+      grpc::Slice encoded(PackedBoolsSize(answers.size()));
+      // A fresh slice is ours to fill (as gRPC's own serializer does).
+      WritePackedBools(answers, reinterpret_cast<char*>(const_cast<uint8_t*>(encoded.begin())));
+      grpc::ByteBuffer filled(&encoded, 1);
+      response->Swap(&filled);
+    }
+    return status;
+  });
 }
 
-grpc::ServerUnaryReactor* BloomCallbackService::MightContain(
-    grpc::CallbackServerContext* context, const bloom::v1::MightContainRequest* request,
-    bloom::v1::MightContainResponse* response) {
-  return Inline(context, [&] { return core_->HandleMightContain(*request, response, context); });
+}  // namespace
+
+grpc::ServerUnaryReactor* BloomCallbackService::Add(grpc::CallbackServerContext* context,
+                                                    const grpc::ByteBuffer* request,
+                                                    grpc::ByteBuffer* response) {
+  return Direct(context, request, response, "bloom.v1.AddRequest", ParseAddRequest,
+                [&](const ItemsRequestView& view, std::vector<bool>* answers) {
+                  return core_->HandleAddItems(view, answers, context);
+                });
+}
+
+grpc::ServerUnaryReactor* BloomCallbackService::MightContain(grpc::CallbackServerContext* context,
+                                                             const grpc::ByteBuffer* request,
+                                                             grpc::ByteBuffer* response) {
+  return Direct(context, request, response, "bloom.v1.MightContainRequest",
+                ParseMightContainRequest,
+                [&](const ItemsRequestView& view, std::vector<bool>* answers) {
+                  return core_->HandleMightContainItems(view, answers, context);
+                });
 }
 
 grpc::ServerUnaryReactor* BloomCallbackService::Stats(grpc::CallbackServerContext* context,

@@ -5,8 +5,9 @@
 // the same code. See protos/bloom/v1/bloom.proto for the contract.
 //
 // BloomCallbackService serves the same handlers through gRPC's callback API (unary methods run
-// inline on gRPC's threads); which one a server uses is chosen with ServerOptions::model. The
-// streams are callback streams in both (pipeline.h, transfers.h).
+// inline on gRPC's threads), reading Add and MightContain straight from their wire bytes
+// (direct_parse.h); which one a server uses is chosen with ServerOptions::model. The streams
+// are callback streams in both (pipeline.h, transfers.h).
 //
 // Thread-safety: every method is thread-safe; the store does the synchronisation.
 #ifndef SERVICE_BLOOM_SERVICE_H_
@@ -21,8 +22,8 @@
 #include "absl/time/time.h"
 #include "bloom/v1/bloom.grpc.pb.h"
 #include "metrics/metrics.h"
-#include "service/arena_allocator.h"
 #include "service/auth.h"
+#include "service/direct_parse.h"
 #include "service/pipeline.h"
 #include "service/transfer_guard.h"
 #include "storage/filter_store.h"
@@ -123,6 +124,16 @@ class BloomService final : public SyncServiceBase {
   // raw_items, to `items` as views into the request.
   template <typename Request>
   absl::Status CollectItems(const Request& request, std::vector<absl::string_view>& items) const;
+  // The batch limits of one request's items: the first `text_items` came from `items`, the
+  // rest from `raw_items` (error messages name the field and index).
+  absl::Status CheckItems(absl::Span<const absl::string_view> items, size_t text_items) const;
+
+  // Add and MightContain read from the wire (direct_parse.h), for the callback server:
+  // `answers` gets one value per item of `request`.
+  grpc::Status HandleAddItems(const ItemsRequestView& request, std::vector<bool>* answers,
+                              grpc::ServerContextBase* context);
+  grpc::Status HandleMightContainItems(const ItemsRequestView& request, std::vector<bool>* answers,
+                                       grpc::ServerContextBase* context);
   const ServiceHooks& hooks() const { return hooks_; }
 
   // Graceful shutdown, step 1: from now on new calls are refused with UNAVAILABLE (clients
@@ -145,32 +156,27 @@ class BloomService final : public SyncServiceBase {
 };
 
 using CallbackUnaryBase = bloom::v1::BloomFilterService::WithCallbackMethod_Reserve<
-    bloom::v1::BloomFilterService::WithCallbackMethod_Add<
-        bloom::v1::BloomFilterService::WithCallbackMethod_MightContain<
+    bloom::v1::BloomFilterService::WithRawCallbackMethod_Add<
+        bloom::v1::BloomFilterService::WithRawCallbackMethod_MightContain<
             bloom::v1::BloomFilterService::WithCallbackMethod_Stats<
                 bloom::v1::BloomFilterService::WithCallbackMethod_Delete<
                     bloom::v1::BloomFilterService::WithCallbackMethod_List<SyncServiceBase>>>>>>;
 
 class BloomCallbackService final : public CallbackUnaryBase {
  public:
-  // `core` must outlive this service. With `arenas`, Add and MightContain messages live on a
-  // per-call protobuf Arena (arena_allocator.h).
-  BloomCallbackService(BloomService* core, bool arenas) : core_(core) {
-    if (arenas) {
-      SetMessageAllocatorFor_Add(&add_allocator_);
-      SetMessageAllocatorFor_MightContain(&might_contain_allocator_);
-    }
-  }
+  // `core` must outlive this service.
+  explicit BloomCallbackService(BloomService* core) : core_(core) {}
 
   grpc::ServerUnaryReactor* Reserve(grpc::CallbackServerContext* context,
                                     const bloom::v1::ReserveRequest* request,
                                     bloom::v1::ReserveResponse* response) override;
+  // Add and MightContain as wire bytes: direct_parse.h reads them, and writes the answers.
   grpc::ServerUnaryReactor* Add(grpc::CallbackServerContext* context,
-                                const bloom::v1::AddRequest* request,
-                                bloom::v1::AddResponse* response) override;
+                                const grpc::ByteBuffer* request,
+                                grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* MightContain(grpc::CallbackServerContext* context,
-                                         const bloom::v1::MightContainRequest* request,
-                                         bloom::v1::MightContainResponse* response) override;
+                                         const grpc::ByteBuffer* request,
+                                         grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* Stats(grpc::CallbackServerContext* context,
                                   const bloom::v1::StatsRequest* request,
                                   bloom::v1::StatsResponse* response) override;
@@ -195,9 +201,6 @@ class BloomCallbackService final : public CallbackUnaryBase {
 
  private:
   BloomService* const core_;
-  ArenaAllocator<bloom::v1::AddRequest, bloom::v1::AddResponse> add_allocator_;
-  ArenaAllocator<bloom::v1::MightContainRequest, bloom::v1::MightContainResponse>
-      might_contain_allocator_;
 };
 
 }  // namespace service

@@ -54,9 +54,6 @@ ABSL_FLAG(std::string, server_model, "auto",
           "less CPU per call), sync (a pool thread per call; suits --sync, whose handlers wait "
           "for fsync), or auto (callback, or sync with --sync); see the README's performance "
           "section");
-ABSL_FLAG(bool, protobuf_arenas, true,
-          "with the callback model, put each Add/MightContain call's messages on a protobuf "
-          "arena (fewer allocations per batched item)");
 ABSL_FLAG(std::string, port_file, "",
           "if set, written once serving: the gRPC port on the first line, then 'metrics <port>' "
           "and 'health <port>' lines for those listeners (for tests and tools)");
@@ -121,7 +118,6 @@ constexpr const char* kFlagNames[] = {"listen",
                                       "transport_memory",
                                       "max_transfers",
                                       "transfer_idle_timeout",
-                                      "protobuf_arenas",
                                       "pipeline_window"};
 
 // Applies BLOOM_<FLAG> environment variables as flag values; the command line parsed later
@@ -383,7 +379,6 @@ int main(int argc, char** argv) {
   server_options.max_message_bytes = static_cast<int>(max_message_bytes);
   server_options.max_threads = absl::GetFlag(FLAGS_max_threads);
   server_options.transport_memory_bytes = static_cast<int64_t>(transport_memory);
-  server_options.protobuf_arenas = absl::GetFlag(FLAGS_protobuf_arenas);
   server_options.limits.max_batch = absl::GetFlag(FLAGS_max_batch);
   server_options.limits.max_item_bytes = absl::GetFlag(FLAGS_max_item_bytes);
   server_options.limits.pipeline_window = absl::GetFlag(FLAGS_pipeline_window);

@@ -31,8 +31,6 @@ enum class ServerModel {
 
 struct ServerOptions {
   ServerModel model = ServerModel::kSync;
-  // With kCallback: Add and MightContain messages on a per-call protobuf Arena.
-  bool protobuf_arenas = true;
   // host:port; port 0 picks a free port (see BloomServer::port()).
   std::string listen = "127.0.0.1:50051";
   // Without cert/key files the server speaks plaintext.

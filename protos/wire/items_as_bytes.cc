@@ -19,8 +19,10 @@ bool Convert(AddRequestBytes& twin, bloom::v1::AddRequest* request) {
   request->set_name(std::move(*twin.mutable_name()));
   MoveAll(*twin.mutable_items(), request->mutable_items());
   MoveAll(*twin.mutable_raw_items(), request->mutable_raw_items());
-  return !twin.has_create_if_missing() ||
-         request->mutable_create_if_missing()->ParseFromString(twin.create_if_missing());
+  if (twin.create_if_missing().empty()) return true;
+  std::string merged;  // concatenated encodings parse as their merge
+  for (const std::string& spec : twin.create_if_missing()) merged += spec;
+  return request->mutable_create_if_missing()->ParseFromString(merged);
 }
 
 bool Convert(MightContainRequestBytes& twin, bloom::v1::MightContainRequest* request) {

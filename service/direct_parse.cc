@@ -1,0 +1,175 @@
+#include "service/direct_parse.h"
+
+#include <cstdint>
+
+namespace service {
+namespace {
+
+enum WireType : uint32_t { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kFixed32 = 5 };
+
+// A cursor over wire bytes; every read checks the bounds and fails rather than overruns.
+class WireReader {
+ public:
+  explicit WireReader(absl::string_view bytes)
+      : at_(bytes.data()), end_(bytes.data() + bytes.size()) {}
+
+  bool done() const { return at_ == end_; }
+
+  // A varint of at most 10 bytes whose value fits 64 bits.
+  bool ReadVarint(uint64_t* value) {
+    uint64_t result = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (at_ == end_) return false;
+      const auto byte = static_cast<uint8_t>(*at_++);
+      result |= static_cast<uint64_t>(byte & 0x7f) << shift;
+      if ((byte & 0x80) == 0) {
+        // The tenth byte may only carry the top bit.
+        if (shift == 63 && byte > 1) return false;
+        *value = result;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // A tag: field number >= 1 (at most 2^29 - 1) and wire type.
+  bool ReadTag(uint32_t* field, uint32_t* wire_type) {
+    uint64_t tag;
+    if (!ReadVarint(&tag) || tag > UINT32_MAX) return false;
+    *field = static_cast<uint32_t>(tag >> 3);
+    *wire_type = static_cast<uint32_t>(tag & 7);
+    return *field != 0;
+  }
+
+  bool ReadLengthDelimited(absl::string_view* value) {
+    uint64_t length;
+    if (!ReadVarint(&length) || length > static_cast<uint64_t>(end_ - at_)) return false;
+    *value = absl::string_view(at_, static_cast<size_t>(length));
+    at_ += length;
+    return true;
+  }
+
+  bool Skip(size_t bytes) {
+    if (bytes > static_cast<size_t>(end_ - at_)) return false;
+    at_ += bytes;
+    return true;
+  }
+
+  // Skips a field of `wire_type` (an unknown field, or a known one with another wire type,
+  // which protobuf also keeps as unknown). Groups (3, 4) and types 6, 7 are malformed here.
+  bool SkipField(uint32_t wire_type) {
+    uint64_t ignored;
+    absl::string_view ignored_bytes;
+    switch (wire_type) {
+      case kVarint:
+        return ReadVarint(&ignored);
+      case kFixed64:
+        return Skip(8);
+      case kLengthDelimited:
+        return ReadLengthDelimited(&ignored_bytes);
+      case kFixed32:
+        return Skip(4);
+      default:
+        return false;
+    }
+  }
+
+ private:
+  const char* at_;
+  const char* const end_;
+};
+
+// Fields 1-3 are the same in both requests; `field4` reads the request's own field 4.
+template <typename Field4>
+bool ParseItemsRequest(absl::string_view bytes, ItemsRequestView* out, Field4 field4) {
+  *out = ItemsRequestView();
+  std::vector<absl::string_view> raw_items;
+  WireReader reader(bytes);
+  while (!reader.done()) {
+    uint32_t field;
+    uint32_t wire_type;
+    if (!reader.ReadTag(&field, &wire_type)) return false;
+    bool read;
+    if (field >= 1 && field <= 3 && wire_type == kLengthDelimited) {
+      absl::string_view value;
+      read = reader.ReadLengthDelimited(&value);
+      if (field == 1) out->name = value;  // a repeated singular field: the last one wins
+      if (field == 2) out->items.push_back(value);
+      if (field == 3) raw_items.push_back(value);
+    } else if (field == 4) {
+      read = field4(reader, wire_type);
+    } else {
+      read = reader.SkipField(wire_type);
+    }
+    if (!read) return false;
+  }
+  out->text_items = out->items.size();
+  out->items.insert(out->items.end(), raw_items.begin(), raw_items.end());
+  return true;
+}
+
+// Whether `bytes` are a well-formed message of scalar fields (a FilterSpec): protobuf refuses
+// a request whose embedded message is malformed, so this parse does too.
+bool WellFormed(absl::string_view bytes) {
+  WireReader reader(bytes);
+  while (!reader.done()) {
+    uint32_t field;
+    uint32_t wire_type;
+    if (!reader.ReadTag(&field, &wire_type) || !reader.SkipField(wire_type)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool ParseAddRequest(absl::string_view bytes, ItemsRequestView* out) {
+  return ParseItemsRequest(bytes, out, [out](WireReader& reader, uint32_t wire_type) {
+    if (wire_type != kLengthDelimited) return reader.SkipField(wire_type);
+    absl::string_view spec;
+    if (!reader.ReadLengthDelimited(&spec) || !WellFormed(spec)) return false;
+    out->create_if_missing.push_back(spec);
+    return true;
+  });
+}
+
+bool ParseMightContainRequest(absl::string_view bytes, ItemsRequestView* out) {
+  return ParseItemsRequest(bytes, out, [out](WireReader& reader, uint32_t wire_type) {
+    if (wire_type != kVarint) return reader.SkipField(wire_type);
+    uint64_t value;
+    if (!reader.ReadVarint(&value)) return false;
+    out->absent_if_missing = value != 0;
+    return true;
+  });
+}
+
+namespace {
+
+size_t VarintSize(uint64_t value) {
+  size_t size = 1;
+  while (value >= 0x80) {
+    value >>= 7;
+    ++size;
+  }
+  return size;
+}
+
+}  // namespace
+
+size_t PackedBoolsSize(size_t count) {
+  if (count == 0) return 0;  // proto3 writes nothing for an empty repeated field
+  return 1 + VarintSize(count) + count;
+}
+
+void WritePackedBools(const std::vector<bool>& values, char* out) {
+  if (values.empty()) return;
+  *out++ = static_cast<char>((1 << 3) | kLengthDelimited);
+  uint64_t length = values.size();
+  while (length >= 0x80) {
+    *out++ = static_cast<char>((length & 0x7f) | 0x80);
+    length >>= 7;
+  }
+  *out++ = static_cast<char>(length);
+  for (bool value : values) *out++ = value ? 1 : 0;
+}
+
+}  // namespace service

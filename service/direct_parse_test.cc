@@ -1,0 +1,167 @@
+#include "service/direct_parse.h"
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "bloom/v1/bloom.pb.h"
+#include "gtest/gtest.h"
+#include "wire/items_as_bytes.h"
+
+namespace service {
+namespace {
+
+std::string RandomBytes(std::mt19937_64& random, size_t max_size) {
+  std::string bytes(random() % (max_size + 1), '\0');
+  for (char& c : bytes) c = static_cast<char>(random() & 0xff);
+  return bytes;
+}
+
+std::vector<absl::string_view> ItemsOf(const bloom::v1::AddRequest& r) {
+  std::vector<absl::string_view> items(r.items().begin(), r.items().end());
+  items.insert(items.end(), r.raw_items().begin(), r.raw_items().end());
+  return items;
+}
+
+// Messages protobuf writes read back the same, items and raw_items in answer order.
+TEST(DirectParseTest, ReadsWhatProtobufWrites) {
+  std::mt19937_64 random(7);
+  for (int round = 0; round < 2000; ++round) {
+    bloom::v1::AddRequest add;
+    add.set_name(absl::StrCat("filter-", round));
+    for (uint64_t i = random() % 40; i > 0; --i) add.add_items(absl::StrCat("item-", random()));
+    for (uint64_t i = random() % 40; i > 0; --i) add.add_raw_items(RandomBytes(random, 100));
+    if (random() % 2) {
+      add.mutable_create_if_missing()->set_capacity(random() % 100000);
+      add.mutable_create_if_missing()->set_error_rate(0.01);
+    }
+    ItemsRequestView view;  // views into `wire`, which must outlive it
+    const std::string wire = add.SerializeAsString();
+    ASSERT_TRUE(ParseAddRequest(wire, &view));
+    EXPECT_EQ(view.name, add.name());
+    EXPECT_EQ(view.items, ItemsOf(add));
+    EXPECT_EQ(view.text_items, static_cast<size_t>(add.items_size()));
+    bloom::v1::FilterSpec spec;
+    ASSERT_TRUE(spec.ParseFromString(absl::StrJoin(view.create_if_missing, "")));
+    EXPECT_EQ(!view.create_if_missing.empty(), add.has_create_if_missing());
+    EXPECT_EQ(spec.SerializeAsString(), add.create_if_missing().SerializeAsString());
+
+    bloom::v1::MightContainRequest check;
+    check.set_name(add.name());
+    *check.mutable_items() = add.items();
+    *check.mutable_raw_items() = add.raw_items();
+    check.set_absent_if_missing(random() % 2);
+    const std::string check_wire = check.SerializeAsString();
+    ASSERT_TRUE(ParseMightContainRequest(check_wire, &view));
+    EXPECT_EQ(view.name, check.name());
+    EXPECT_EQ(view.items, ItemsOf(add));
+    EXPECT_EQ(view.absent_if_missing, check.absent_if_missing());
+  }
+}
+
+// Fields in any order and repeated, unknown fields of every wire type, a known field with the
+// wrong wire type: read as protobuf reads them.
+TEST(DirectParseTest, FieldOrderRepeatsAndUnknownFieldsAsProtobuf) {
+  // clang-format off
+  static constexpr char kWire[] =
+      "\x12\x01" "a"           // items: "a"
+      "\x1a\x02\xff\x00"       // raw_items: ff 00
+      "\x0a\x01" "f"           // name: "f"
+      "\x28\x05"               // field 5 varint (unknown)
+      "\x12\x01" "b"           // items: "b"
+      "\x20\x02"               // absent_if_missing: 2 (true)
+      "\x31" "12345678"        // field 6 fixed64 (unknown)
+      "\x3d" "1234"            // field 7 fixed32 (unknown)
+      "\x0a\x01" "g"           // name again: the last wins
+      "\x08\x01"               // name with the varint wire type: unknown to protobuf
+      "\x42\x03" "xyz";        // field 8 bytes (unknown)
+  // clang-format on
+  const std::string bytes(kWire, sizeof(kWire) - 1);
+  ItemsRequestView view;
+  ASSERT_TRUE(ParseMightContainRequest(bytes, &view));
+  bloom::v1::MightContainRequest proto;
+  ASSERT_TRUE(bloom::wire::ParseLeniently(bytes, &proto));
+  EXPECT_EQ(view.name, "g");
+  EXPECT_EQ(view.name, proto.name());
+  EXPECT_EQ(view.items,
+            (std::vector<absl::string_view>{"a", "b", absl::string_view("\xff\x00", 2)}));
+  EXPECT_EQ(view.text_items, 2u);
+  EXPECT_TRUE(view.absent_if_missing);
+  EXPECT_EQ(proto.absent_if_missing(), view.absent_if_missing);
+}
+
+// Every prefix of a message, and every single-byte corruption: never accepted where protobuf
+// refuses, and read as protobuf reads it where both accept.
+TEST(DirectParseTest, TruncatedAndCorruptedMessagesNeverDisagreeWithProtobuf) {
+  bloom::v1::AddRequest add;
+  add.set_name("users");
+  add.add_items("alice");
+  add.add_raw_items(std::string("\x00\x80\xff", 3));
+  add.mutable_create_if_missing()->set_capacity(1000);
+  add.mutable_create_if_missing()->set_error_rate(0.01);
+  const std::string whole = add.SerializeAsString();
+  std::vector<std::string> inputs;
+  for (size_t n = 0; n <= whole.size(); ++n) inputs.push_back(whole.substr(0, n));
+  for (size_t i = 0; i < whole.size(); ++i) {
+    for (int value : {0x00, 0x01, 0x07, 0x0b, 0x0c, 0x7f, 0x80, 0xff}) {
+      std::string corrupt = whole;
+      corrupt[i] = static_cast<char>(value);
+      inputs.push_back(corrupt);
+    }
+  }
+  int accepted = 0;
+  int refused = 0;
+  for (const std::string& input : inputs) {
+    ItemsRequestView view;
+    bloom::v1::AddRequest proto;
+    const bool proto_ok = bloom::wire::ParseLeniently(input, &proto);
+    if (!ParseAddRequest(input, &view)) {
+      ++refused;
+      continue;
+    }
+    ++accepted;
+    ASSERT_TRUE(proto_ok) << "accepted what protobuf refuses: " << absl::CEscape(input);
+    EXPECT_EQ(view.name, proto.name());
+    EXPECT_EQ(view.items, ItemsOf(proto));
+  }
+  EXPECT_GT(accepted, 0);
+  EXPECT_GT(refused, 0);
+}
+
+TEST(DirectParseTest, RefusesGroupsBadVarintsAndOverlongLengths) {
+  ItemsRequestView view;
+  EXPECT_FALSE(ParseAddRequest(std::string("\x0b\x0c", 2), &view));  // a group
+  EXPECT_FALSE(ParseAddRequest(std::string("\x00\x01", 2), &view));  // field 0
+  EXPECT_FALSE(ParseAddRequest(std::string("\x12\x05"
+                                           "abc",
+                                           5),
+                               &view));                                  // length > rest
+  EXPECT_FALSE(ParseAddRequest(std::string("\x28\xff\xff", 3), &view));  // unended varint
+  EXPECT_FALSE(ParseAddRequest(std::string(12, '\xff'), &view));         // 12-byte varint
+  EXPECT_TRUE(ParseAddRequest("", &view));  // the empty message: no items (the handler refuses)
+  EXPECT_TRUE(view.items.empty());
+}
+
+// The answers parse as protobuf's AddResponse / MightContainResponse, at every length class.
+TEST(DirectParseTest, PackedBoolsAreProtobufsEncoding) {
+  std::mt19937_64 random(11);
+  for (size_t count : {0, 1, 2, 127, 128, 129, 16383, 16384, 100000}) {
+    std::vector<bool> values(count);
+    for (size_t i = 0; i < count; ++i) values[i] = random() % 2;
+    std::string encoded(PackedBoolsSize(count), '\0');
+    WritePackedBools(values, encoded.data());
+    bloom::v1::MightContainResponse response;
+    ASSERT_TRUE(response.ParseFromString(encoded)) << count;
+    ASSERT_EQ(static_cast<size_t>(response.present_size()), count);
+    for (size_t i = 0; i < count; ++i) ASSERT_EQ(response.present(i), values[i]) << i;
+    bloom::v1::MightContainResponse expected;
+    for (bool v : values) expected.add_present(v);
+    EXPECT_EQ(encoded, expected.SerializeAsString()) << count;
+  }
+}
+
+}  // namespace
+}  // namespace service
