@@ -218,8 +218,7 @@ absl::Status BloomService::RunMightContain(const bloom::v1::MightContainRequest&
   return absl::OkStatus();
 }
 
-grpc::Status BloomService::HandleAddItems(const ItemsRequestView& request,
-                                          std::vector<bool>* answers,
+grpc::Status BloomService::HandleAddItems(const ItemsRequestView& request, bool* answers,
                                           grpc::ServerContextBase* context) {
   CallScope log(this, metrics::Rpc::kAdd, context, request.name, request.items.size());
   if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
@@ -237,24 +236,23 @@ grpc::Status BloomService::HandleAddItems(const ItemsRequestView& request,
   }
   absl::StatusOr<std::vector<bool>> added = store_->Add(
       request.name, request.items, request.create_if_missing.empty() ? nullptr : &create_spec);
-  if (added.ok()) *answers = *std::move(added);
+  if (added.ok()) std::copy(added->begin(), added->end(), answers);
   return log.Done(added.status());
 }
 
-grpc::Status BloomService::HandleMightContainItems(const ItemsRequestView& request,
-                                                   std::vector<bool>* answers,
+grpc::Status BloomService::HandleMightContainItems(const ItemsRequestView& request, bool* answers,
                                                    grpc::ServerContextBase* context) {
   CallScope log(this, metrics::Rpc::kMightContain, context, request.name, request.items.size());
   if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
   if (absl::Status valid = CheckItems(request.items, request.text_items); !valid.ok()) {
     return log.Done(valid);
   }
-  absl::StatusOr<std::vector<bool>> present = store_->MightContain(request.name, request.items);
-  if (absl::IsNotFound(present.status()) && request.absent_if_missing) {
-    present = std::vector<bool>(request.items.size(), false);  // never added: nothing created
+  absl::Status status = store_->MightContainInto(request.name, request.items, answers);
+  if (absl::IsNotFound(status) && request.absent_if_missing) {
+    std::fill(answers, answers + request.items.size(), false);  // never added: nothing created
+    status = absl::OkStatus();
   }
-  if (present.ok()) *answers = *std::move(present);
-  return log.Done(present.status());
+  return log.Done(status);
 }
 
 absl::StatusOr<Caller> BloomService::AdmitStream(grpc::ServerContextBase* context,
@@ -375,8 +373,8 @@ grpc::ServerUnaryReactor* BloomCallbackService::Reserve(grpc::CallbackServerCont
 
 namespace {
 
-// A direct-parse unary call (direct_parse.h): reads `request`'s bytes with `parse`, runs
-// `handle`, and writes the packed answers into `response`.
+// A direct-parse unary call (direct_parse.h): reads `request`'s bytes with `parse`, and
+// `handle` writes its answers straight into the response's bytes.
 template <typename Parse, typename Handle>
 grpc::ServerUnaryReactor* Direct(grpc::CallbackServerContext* context,
                                  const grpc::ByteBuffer* request, grpc::ByteBuffer* response,
@@ -392,12 +390,12 @@ grpc::ServerUnaryReactor* Direct(grpc::CallbackServerContext* context,
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           absl::StrCat("the request is not a well-formed ", message));
     }
-    std::vector<bool> answers;
-    grpc::Status status = handle(view, &answers);
+    // A fresh slice is ours to fill (as gRPC's own serializer does).
+    grpc::Slice encoded(PackedBoolsSize(view.items.size()));
+    bool* answers = WritePackedBoolsHeader(
+        view.items.size(), reinterpret_cast<char*>(const_cast<uint8_t*>(encoded.begin())));
+    grpc::Status status = handle(view, answers);
     if (status.ok()) {
-      grpc::Slice encoded(PackedBoolsSize(answers.size()));
-      // A fresh slice is ours to fill (as gRPC's own serializer does).
-      WritePackedBools(answers, reinterpret_cast<char*>(const_cast<uint8_t*>(encoded.begin())));
       grpc::ByteBuffer filled(&encoded, 1);
       response->Swap(&filled);
     }
@@ -411,7 +409,7 @@ grpc::ServerUnaryReactor* BloomCallbackService::Add(grpc::CallbackServerContext*
                                                     const grpc::ByteBuffer* request,
                                                     grpc::ByteBuffer* response) {
   return Direct(context, request, response, "bloom.v1.AddRequest", ParseAddRequest,
-                [&](const ItemsRequestView& view, std::vector<bool>* answers) {
+                [&](const ItemsRequestView& view, bool* answers) {
                   return core_->HandleAddItems(view, answers, context);
                 });
 }
@@ -420,8 +418,7 @@ grpc::ServerUnaryReactor* BloomCallbackService::MightContain(grpc::CallbackServe
                                                              const grpc::ByteBuffer* request,
                                                              grpc::ByteBuffer* response) {
   return Direct(context, request, response, "bloom.v1.MightContainRequest",
-                ParseMightContainRequest,
-                [&](const ItemsRequestView& view, std::vector<bool>* answers) {
+                ParseMightContainRequest, [&](const ItemsRequestView& view, bool* answers) {
                   return core_->HandleMightContainItems(view, answers, context);
                 });
 }

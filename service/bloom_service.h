@@ -129,10 +129,11 @@ class BloomService final : public SyncServiceBase {
   absl::Status CheckItems(absl::Span<const absl::string_view> items, size_t text_items) const;
 
   // Add and MightContain read from the wire (direct_parse.h), for the callback server:
-  // `answers` gets one value per item of `request`.
-  grpc::Status HandleAddItems(const ItemsRequestView& request, std::vector<bool>* answers,
+  // `answers` (request.items.size() bools, in the response being written) gets one value per
+  // item of `request`.
+  grpc::Status HandleAddItems(const ItemsRequestView& request, bool* answers,
                               grpc::ServerContextBase* context);
-  grpc::Status HandleMightContainItems(const ItemsRequestView& request, std::vector<bool>* answers,
+  grpc::Status HandleMightContainItems(const ItemsRequestView& request, bool* answers,
                                        grpc::ServerContextBase* context);
   const ServiceHooks& hooks() const { return hooks_; }
 

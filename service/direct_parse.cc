@@ -15,16 +15,16 @@ class WireReader {
 
   bool done() const { return at_ == end_; }
 
-  // A varint of at most 10 bytes whose value fits 64 bits.
-  bool ReadVarint(uint64_t* value) {
+  // A varint of at most `max_bytes` bytes (10 for 64-bit values) whose value fits 64 bits.
+  bool ReadVarint(uint64_t* value, int max_bytes = 10) {
     uint64_t result = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
+    for (int i = 0; i < max_bytes; ++i) {
       if (at_ == end_) return false;
       const auto byte = static_cast<uint8_t>(*at_++);
-      result |= static_cast<uint64_t>(byte & 0x7f) << shift;
+      result |= static_cast<uint64_t>(byte & 0x7f) << (7 * i);
       if ((byte & 0x80) == 0) {
         // The tenth byte may only carry the top bit.
-        if (shift == 63 && byte > 1) return false;
+        if (i == 9 && byte > 1) return false;
         *value = result;
         return true;
       }
@@ -32,10 +32,10 @@ class WireReader {
     return false;
   }
 
-  // A tag: field number >= 1 (at most 2^29 - 1) and wire type.
+  // A tag: at most 5 bytes and 32 bits (as protobuf reads tags), field number >= 1.
   bool ReadTag(uint32_t* field, uint32_t* wire_type) {
     uint64_t tag;
-    if (!ReadVarint(&tag) || tag > UINT32_MAX) return false;
+    if (!ReadVarint(&tag, 5) || tag > UINT32_MAX) return false;
     *field = static_cast<uint32_t>(tag >> 3);
     *wire_type = static_cast<uint32_t>(tag & 7);
     return *field != 0;
@@ -160,16 +160,17 @@ size_t PackedBoolsSize(size_t count) {
   return 1 + VarintSize(count) + count;
 }
 
-void WritePackedBools(const std::vector<bool>& values, char* out) {
-  if (values.empty()) return;
+bool* WritePackedBoolsHeader(size_t count, char* out) {
+  if (count == 0) return reinterpret_cast<bool*>(out);
   *out++ = static_cast<char>((1 << 3) | kLengthDelimited);
-  uint64_t length = values.size();
+  uint64_t length = count;
   while (length >= 0x80) {
     *out++ = static_cast<char>((length & 0x7f) | 0x80);
     length >>= 7;
   }
   *out++ = static_cast<char>(length);
-  for (bool value : values) *out++ = value ? 1 : 0;
+  static_assert(sizeof(bool) == 1, "a bool is the byte protobuf writes for it");
+  return reinterpret_cast<bool*>(out);
 }
 
 }  // namespace service

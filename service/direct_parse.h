@@ -43,10 +43,12 @@ bool ParseAddRequest(absl::string_view bytes, ItemsRequestView* out);
 bool ParseMightContainRequest(absl::string_view bytes, ItemsRequestView* out);
 
 // The encoding of an AddResponse (field 1 `added`) or MightContainResponse (field 1
-// `present`) with these values: both are one packed repeated bool field 1.
+// `present`) of `count` values: both are one packed repeated bool field 1, whose payload is
+// one byte of 0 or 1 per value, which is how C++ stores a bool.
 size_t PackedBoolsSize(size_t count);
-// Writes the encoding into `out`, which must have PackedBoolsSize(values.size()) bytes.
-void WritePackedBools(const std::vector<bool>& values, char* out);
+// Writes the field's tag and length into `out` (PackedBoolsSize(count) bytes) and returns
+// where the `count` values go: the caller writes them there as bools.
+bool* WritePackedBoolsHeader(size_t count, char* out);
 
 }  // namespace service
 

@@ -141,6 +141,8 @@ TEST(DirectParseTest, RefusesGroupsBadVarintsAndOverlongLengths) {
                                &view));                                  // length > rest
   EXPECT_FALSE(ParseAddRequest(std::string("\x28\xff\xff", 3), &view));  // unended varint
   EXPECT_FALSE(ParseAddRequest(std::string(12, '\xff'), &view));         // 12-byte varint
+  // A tag of six bytes (protobuf reads at most five), then a fixed32: protobuf refuses it.
+  EXPECT_FALSE(ParseAddRequest(std::string("\x85\x85\x85\x85\x85\x00\x00\x00\x00\x06", 10), &view));
   EXPECT_TRUE(ParseAddRequest("", &view));  // the empty message: no items (the handler refuses)
   EXPECT_TRUE(view.items.empty());
 }
@@ -152,7 +154,8 @@ TEST(DirectParseTest, PackedBoolsAreProtobufsEncoding) {
     std::vector<bool> values(count);
     for (size_t i = 0; i < count; ++i) values[i] = random() % 2;
     std::string encoded(PackedBoolsSize(count), '\0');
-    WritePackedBools(values, encoded.data());
+    bool* payload = WritePackedBoolsHeader(count, encoded.data());
+    for (size_t i = 0; i < count; ++i) payload[i] = values[i];
     bloom::v1::MightContainResponse response;
     ASSERT_TRUE(response.ParseFromString(encoded)) << count;
     ASSERT_EQ(static_cast<size_t>(response.present_size()), count);

@@ -317,6 +317,17 @@ absl::StatusOr<std::vector<bool>> FilterStore::MightContain(
   return std::vector<bool>(present.get(), present.get() + items.size());
 }
 
+absl::Status FilterStore::MightContainInto(absl::string_view name,
+                                           absl::Span<const absl::string_view> items,
+                                           bool* present) {
+  bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
+  RETURN_IF_ERROR(CheckOpen());
+  ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> filter, FindUsable(name));
+  std::vector<uint64_t> hashes(items.size());
+  for (size_t i = 0; i < items.size(); ++i) hashes[i] = filter->filter()->Hash(items[i]);
+  return filter->MightContain(hashes, present);
+}
+
 absl::StatusOr<FilterInfo> FilterStore::Stats(absl::string_view name) {
   bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
   RETURN_IF_ERROR(CheckOpen());

@@ -184,6 +184,10 @@ class FilterStore {
   // result[i] false means items[i] was never added.
   absl::StatusOr<std::vector<bool>> MightContain(absl::string_view name,
                                                  absl::Span<const absl::string_view> items);
+  // As MightContain, writing present[i] for items[i] into `present` (items.size() bools):
+  // for callers that answer from their own buffer (service/direct_parse.h).
+  absl::Status MightContainInto(absl::string_view name, absl::Span<const absl::string_view> items,
+                                bool* present);
   absl::StatusOr<FilterInfo> Stats(absl::string_view name);
   // Deletes `name`; it can be reserved again at once. NOT_FOUND if missing.
   absl::Status Delete(absl::string_view name);
