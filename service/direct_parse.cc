@@ -13,7 +13,7 @@ class WireReader {
   explicit WireReader(absl::string_view bytes)
       : at_(bytes.data()), end_(bytes.data() + bytes.size()) {}
 
-  bool done() const { return at_ == end_; }
+  [[nodiscard]] bool AtEnd() const { return at_ == end_; }
 
   // A varint of at most `max_bytes` bytes (10 for 64-bit values) whose value fits 64 bits.
   bool ReadVarint(uint64_t* value, int max_bytes = 10) {
@@ -85,7 +85,7 @@ bool ParseItemsRequest(absl::string_view bytes, ItemsRequestView* out, Field4 fi
   *out = ItemsRequestView();
   std::vector<absl::string_view> raw_items;
   WireReader reader(bytes);
-  while (!reader.done()) {
+  while (!reader.AtEnd()) {
     uint32_t field;
     uint32_t wire_type;
     if (!reader.ReadTag(&field, &wire_type)) return false;
@@ -112,7 +112,7 @@ bool ParseItemsRequest(absl::string_view bytes, ItemsRequestView* out, Field4 fi
 // a request whose embedded message is malformed, so this parse does too.
 bool WellFormed(absl::string_view bytes) {
   WireReader reader(bytes);
-  while (!reader.done()) {
+  while (!reader.AtEnd()) {
     uint32_t field;
     uint32_t wire_type;
     if (!reader.ReadTag(&field, &wire_type) || !reader.SkipField(wire_type)) return false;
