@@ -179,7 +179,11 @@ absl::Status ScalableFilter::Add(absl::Span<const uint64_t> hashes, bool* added,
   // `added` doubles as the "present" scratch array, then is inverted into its final meaning.
   MightContainMany(hashes, added);
   std::vector<uint64_t> new_hashes;
+  new_hashes.reserve(n);
+  // Repeats within the request: only the first is new. Sized up front: growing it rehashed
+  // every batch several times (5% of a 1000-item Add's CPU).
   absl::flat_hash_set<uint64_t> seen;
+  if (n > 1) seen.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     const bool is_new = !added[i] && (n == 1 || seen.insert(hashes[i]).second);
     added[i] = is_new;

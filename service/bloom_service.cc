@@ -381,7 +381,7 @@ grpc::ServerUnaryReactor* Direct(grpc::CallbackServerContext* context,
                                  const char* message, Parse parse, Handle handle) {
   return Inline(context, [&]() -> grpc::Status {
     grpc::Slice bytes;  // one slice: a copy only when gRPC received the message in pieces
-    if (!request->DumpToSingleSlice(&bytes).ok()) {
+    if (!request->TrySingleSlice(&bytes).ok() && !request->DumpToSingleSlice(&bytes).ok()) {
       return grpc::Status(grpc::StatusCode::INTERNAL, "could not read the request");
     }
     ItemsRequestView view;
