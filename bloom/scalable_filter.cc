@@ -172,13 +172,14 @@ ScalableFilter::ReserveOutcome ScalableFilter::Reserve(uint64_t& remaining,
   return remaining == 0 ? ReserveOutcome::kReserved : ReserveOutcome::kNeedsSubFilter;
 }
 
-absl::Status ScalableFilter::Add(absl::Span<const uint64_t> hashes, bool* added,
-                                 NewSubFilterHook on_new_sub_filter, BeforeApplyHook before_apply) {
+absl::StatusOr<ScalableFilter::PreparedAdd> ScalableFilter::PrepareAdd(
+    absl::Span<const uint64_t> hashes, bool* added, NewSubFilterHook on_new_sub_filter) {
   const size_t n = hashes.size();
   std::fill(added, added + n, false);
   // `added` doubles as the "present" scratch array, then is inverted into its final meaning.
   MightContainMany(hashes, added);
-  std::vector<uint64_t> new_hashes;
+  PreparedAdd prepared;
+  std::vector<uint64_t>& new_hashes = prepared.new_hashes;
   new_hashes.reserve(n);
   // Repeats within the request: only the first is new. Sized up front: growing it rehashed
   // every batch several times (5% of a 1000-item Add's CPU).
@@ -189,13 +190,12 @@ absl::Status ScalableFilter::Add(absl::Span<const uint64_t> hashes, bool* added,
     added[i] = is_new;
     if (is_new) new_hashes.push_back(hashes[i]);
   }
-  if (new_hashes.empty()) return absl::OkStatus();
+  if (new_hashes.empty()) return prepared;
 
-  std::vector<Run> runs;
   uint64_t remaining = new_hashes.size();
   while (true) {
     const SubFilter* newest_seen = newest();
-    const ReserveOutcome outcome = Reserve(remaining, runs);
+    const ReserveOutcome outcome = Reserve(remaining, prepared.runs);
     if (outcome == ReserveOutcome::kReserved) break;
     if (outcome == ReserveOutcome::kFull) {
       std::fill(added, added + n, false);
@@ -205,17 +205,32 @@ absl::Status ScalableFilter::Add(absl::Span<const uint64_t> hashes, bool* added,
                        new_hashes.size(), " new items"));
     }
     if (absl::Status grown = Grow(newest_seen, on_new_sub_filter); !grown.ok()) {
-      Unreserve(runs);
+      Unreserve(prepared.runs);
       std::fill(added, added + n, false);
       return grown;
     }
   }
-  if (absl::Status journalled = before_apply(runs, new_hashes); !journalled.ok()) {
-    Unreserve(runs);
-    std::fill(added, added + n, false);
+  return prepared;
+}
+
+void ScalableFilter::CommitAdd(const PreparedAdd& prepared) {
+  Apply(prepared.runs, prepared.new_hashes);
+}
+
+void ScalableFilter::AbortAdd(const PreparedAdd& prepared) { Unreserve(prepared.runs); }
+
+absl::Status ScalableFilter::Add(absl::Span<const uint64_t> hashes, bool* added,
+                                 NewSubFilterHook on_new_sub_filter, BeforeApplyHook before_apply) {
+  absl::StatusOr<PreparedAdd> prepared = PrepareAdd(hashes, added, on_new_sub_filter);
+  if (!prepared.ok()) return prepared.status();
+  if (prepared->new_hashes.empty()) return absl::OkStatus();
+  if (absl::Status journalled = before_apply(prepared->runs, prepared->new_hashes);
+      !journalled.ok()) {
+    AbortAdd(*prepared);
+    std::fill(added, added + hashes.size(), false);
     return journalled;
   }
-  Apply(runs, new_hashes);
+  CommitAdd(*prepared);
   return absl::OkStatus();
 }
 

@@ -165,6 +165,18 @@ class ScalableFilter {
   // items or the chain cannot grow; any error of a hook. On error nothing was added.
   absl::Status Add(absl::Span<const uint64_t> hashes, bool* added,
                    NewSubFilterHook on_new_sub_filter, BeforeApplyHook before_apply);
+  // Add() in parts, for a caller that persists several adds together (storage's group
+  // commit): PrepareAdd runs steps 1 and 2 (on error, nothing is reserved and `added` is all
+  // false); then exactly one of CommitAdd (sets the bits) or AbortAdd (gives the room back).
+  // With no new items (new_hashes empty) neither is needed.
+  struct PreparedAdd {
+    std::vector<Run> runs;
+    std::vector<uint64_t> new_hashes;
+  };
+  absl::StatusOr<PreparedAdd> PrepareAdd(absl::Span<const uint64_t> hashes, bool* added,
+                                         NewSubFilterHook on_new_sub_filter);
+  void CommitAdd(const PreparedAdd& prepared);
+  void AbortAdd(const PreparedAdd& prepared);
   // Add() without persistence, for in-memory use.
   absl::Status Add(absl::Span<const uint64_t> hashes, bool* added);
 

@@ -2,6 +2,7 @@
 
 #include <grpcpp/client_context.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -60,7 +61,13 @@ struct PipelineStream {
   bool closing = false;
   std::thread writer;
 
-  void Write(const std::vector<PipelineRequest>& batch) {
+  // Whether the server answers a request's `more` (it says so in its response headers, which
+  // arrive with the first response): then a batch goes out as few messages as its size allows.
+  std::atomic<bool> packs{false};
+  bool headers_seen = false;  // by the reader thread
+
+  void Write(std::vector<PipelineRequest> batch) {
+    if (packs.load(std::memory_order_relaxed)) batch = Pack(std::move(batch));
     std::lock_guard<std::mutex> write_lock(write_mu);
     if (finished) return;
     for (size_t i = 0; i < batch.size(); ++i) {
@@ -70,6 +77,25 @@ struct PipelineStream {
       if (!rw->Write(batch[i], options)) return;
     }
   }
+  // Operations packed into the `more` of messages of at most kPackBytes (a message per
+  // operation costs more than the operation itself for small ones).
+  static std::vector<PipelineRequest> Pack(std::vector<PipelineRequest> batch) {
+    constexpr size_t kPackBytes = 1 << 20;
+    std::vector<PipelineRequest> packed;
+    size_t bytes = 0;
+    for (PipelineRequest& request : batch) {
+      const size_t size = request.ByteSizeLong();
+      if (packed.empty() || bytes + size > kPackBytes) {
+        packed.push_back(std::move(request));
+        bytes = size;
+      } else {
+        packed.back().mutable_more()->Add(std::move(request));
+        bytes += size + 4;  // the field's tag and length
+      }
+    }
+    return packed;
+  }
+
   void Enqueue(std::vector<PipelineRequest> batch) {
     {
       std::lock_guard<std::mutex> lock(queue_mu);
@@ -85,7 +111,7 @@ struct PipelineStream {
       std::vector<PipelineRequest> batch = std::move(queue.front());
       queue.pop_front();
       lock.unlock();
-      Write(batch);
+      Write(std::move(batch));
       lock.lock();
     }
   }
@@ -134,7 +160,7 @@ class Coalescer::Lane {
       batch = TakeBatchLocked();
       stream = stream_;
     }
-    stream->Write(batch);  // inline: the caller waits for its answer anyway
+    stream->Write(std::move(batch));  // inline: the caller waits for its answer anyway
   }
 
  private:
@@ -205,37 +231,16 @@ class Coalescer::Lane {
   void ReadAnswers(PipelineStream& stream) {
     PipelineResponse response;
     while (stream.rw->Read(&response)) {
-      Operation operation;
-      std::vector<PipelineRequest> next;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        auto it = in_flight_.find(response.id());
-        if (it == in_flight_.end()) continue;  // not ours: ignore
-        operation = std::move(it->second);
-        in_flight_.erase(it);
-        if (response.has_error() && operation.calls.size() > 1 && RetryAlone(response)) {
-          for (std::shared_ptr<Call>& call : operation.calls) {
-            call->alone = true;
-            waiting_.push_back(std::move(call));
-          }
-          operation.calls.clear();
-        }
-        if (in_flight_.empty()) {
-          if (waiting_.empty()) {
-            sending_ = false;
-          } else {
-            next = TakeBatchLocked();
-          }
-        }
+      if (!stream.headers_seen) {
+        stream.headers_seen = true;
+        const auto& headers = stream.context.GetServerInitialMetadata();
+        auto it = headers.find("bloom-pipeline-more");
+        stream.packs.store(it != headers.end() && it->second == "1");
       }
-      if (!next.empty()) {
-        if (SafeToWriteInline(next)) {
-          stream.Write(next);
-        } else {
-          stream.Enqueue(std::move(next));
-        }
-      }
-      Deliver(response, operation);
+      google::protobuf::RepeatedPtrField<PipelineResponse> more;
+      more.Swap(response.mutable_more());
+      Answered(stream, response);
+      for (const PipelineResponse& part : more) Answered(stream, part);
     }
     // The stream is over (Read failed): no write can succeed any more. Stop the writer, then
     // finish with no write in progress.
@@ -259,14 +264,50 @@ class Coalescer::Lane {
     if (stream_.get() == &stream) stream_.reset();  // the next call opens a new one
   }
 
+  // Delivers one operation's answer, and sends what waits once nothing is in flight.
+  void Answered(PipelineStream& stream, const PipelineResponse& response) {
+    Operation operation;
+    std::vector<PipelineRequest> next;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = in_flight_.find(response.id());
+      if (it == in_flight_.end()) return;  // not ours: ignore
+      operation = std::move(it->second);
+      in_flight_.erase(it);
+      if (response.has_error() && operation.calls.size() > 1 && RetryAlone(response)) {
+        for (std::shared_ptr<Call>& call : operation.calls) {
+          call->alone = true;
+          waiting_.push_back(std::move(call));
+        }
+        operation.calls.clear();
+      }
+      if (in_flight_.empty()) {
+        if (waiting_.empty()) {
+          sending_ = false;
+        } else {
+          next = TakeBatchLocked();
+        }
+      }
+    }
+    if (!next.empty()) {
+      if (SafeToWriteInline(next, stream.packs.load(std::memory_order_relaxed))) {
+        stream.Write(std::move(next));
+      } else {
+        stream.Enqueue(std::move(next));
+      }
+    }
+    Deliver(response, operation);
+  }
+
   // Whether the reader thread may write `batch` itself instead of handing it to the writer
   // thread (a thread hop that cost a quarter of the calls per second with 50 one-key callers).
   // A batch is sent only when nothing of this stream is in flight, and a server stops reading
   // a stream only with --pipeline_window operations (default 64) or 4 MiB of requests
   // unanswered: a small batch is read whole even while this thread is not reading answers.
-  static bool SafeToWriteInline(const std::vector<PipelineRequest>& batch) {
+  // Packed (`packs`), a batch of up to 1 MiB is one message, which the server reads whole.
+  static bool SafeToWriteInline(const std::vector<PipelineRequest>& batch, bool packs) {
     constexpr size_t kInlineOperations = 8, kInlineBytes = 1 << 20;
-    if (batch.size() > kInlineOperations) return false;
+    if (!packs && batch.size() > kInlineOperations) return false;
     size_t bytes = 0;
     for (const PipelineRequest& request : batch) bytes += request.ByteSizeLong();
     return bytes <= kInlineBytes;

@@ -39,6 +39,14 @@ class ABSL_LOCKABLE Mutex {
   void Unlock() ABSL_UNLOCK_FUNCTION() { pthread_rwlock_unlock(&lock_); }
   void ReaderLock() ABSL_SHARED_LOCK_FUNCTION() { pthread_rwlock_rdlock(&lock_); }
   void ReaderUnlock() ABSL_UNLOCK_FUNCTION() { pthread_rwlock_unlock(&lock_); }
+  // Without waiting: false if the lock is held (for the shared form, also when a writer is
+  // waiting for it: the lock prefers writers).
+  bool TryLock() ABSL_EXCLUSIVE_TRYLOCK_FUNCTION(true) {
+    return pthread_rwlock_trywrlock(&lock_) == 0;
+  }
+  bool ReaderTryLock() ABSL_SHARED_TRYLOCK_FUNCTION(true) {
+    return pthread_rwlock_tryrdlock(&lock_) == 0;
+  }
 
  private:
   pthread_rwlock_t lock_;

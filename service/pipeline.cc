@@ -2,7 +2,9 @@
 
 #include <google/protobuf/util/message_differencer.h>
 
+#include <algorithm>
 #include <deque>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,6 +16,7 @@
 #include "common/log.h"
 #include "service/bloom_service.h"
 #include "service/convert.h"
+#include "storage/operation_batch.h"
 
 namespace service {
 
@@ -93,13 +96,20 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
               "PipelineRequest id ", read_buffer_.id(), " has neither add nor might_contain"));
         }
         stop_reading_ = true;
+      } else if (absl::Status packed = CheckMore(read_buffer_); !packed.ok()) {
+        if (end_status_.ok()) end_status_ = packed;
+        stop_reading_ = true;
       } else if (!stop_reading_) {
         // (A read that completes after shutdown or a break decided to stop is dropped: its
         // operation was never acknowledged.)
         const size_t bytes = read_buffer_.ByteSizeLong();
+        google::protobuf::RepeatedPtrField<PipelineRequest> more;
+        more.Swap(read_buffer_.mutable_more());
         unanswered_bytes_ += bytes;
-        ++unanswered_;
-        pending_.push_back({std::move(read_buffer_), bytes});
+        unanswered_ += 1 + more.size();
+        // The operations of one message stay together in pending_ (taken whole by Serve).
+        pending_.push_back({std::move(read_buffer_), bytes, static_cast<size_t>(more.size())});
+        for (PipelineRequest& request : more) pending_.push_back({std::move(request), 0, 0});
         read_buffer_.Clear();
         if (!serving_) serve = serving_ = true;
       }
@@ -114,7 +124,7 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
     {
       bloomsync::MutexLock lock(&mu_);
       writing_ = false;
-      --unanswered_;
+      unanswered_ -= outbox_.front().operations;
       unanswered_bytes_ -= outbox_.front().request_bytes;
       outbox_.pop_front();  // Break() keeps the message of the write in flight
       if (!ok) Break(absl::CancelledError("the client went away"));
@@ -151,12 +161,31 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
  private:
   struct Read {
     PipelineRequest request;
-    size_t bytes;
+    size_t bytes;  // of the message it came in (0 for the operations in a message's `more`)
+    size_t more;   // operations that came in this one's `more`: the Reads right after it
   };
   struct Answered {
     PipelineResponse response;
     size_t request_bytes;
+    size_t operations;  // 1 + response.more_size()
   };
+
+  // The operations in a message's `more` must each have one and no `more` of their own.
+  static absl::Status CheckMore(const PipelineRequest& request) {
+    for (const PipelineRequest& more : request.more()) {
+      if (more.op_case() == PipelineRequest::OP_NOT_SET) {
+        return absl::InvalidArgumentError(absl::StrCat("PipelineRequest id ", request.id(),
+                                                       ": more (id ", more.id(),
+                                                       ") has neither add nor might_contain"));
+      }
+      if (more.more_size() > 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("PipelineRequest id ", request.id(), ": more (id ", more.id(),
+                         ") has a `more` of its own; operations nest one level only"));
+      }
+    }
+    return absl::OkStatus();
+  }
   // What to start once the mutex is released: gRPC may run a reaction inline.
   struct Actions {
     bool read = false;
@@ -226,8 +255,12 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
         bloomsync::MutexLock lock(&mu_);
         operations_ += batch.size();
         if (!broken_) {
-          for (size_t i = 0; i < batch.size(); ++i) {
-            outbox_.push_back({std::move(responses[i]), batch[i].bytes});
+          // One response per message: a message's `more` is answered in its response's.
+          for (size_t i = 0; i < batch.size(); i += 1 + batch[i].more) {
+            for (size_t k = 1; k <= batch[i].more; ++k) {
+              responses[i].mutable_more()->Add(std::move(responses[i + k]));
+            }
+            outbox_.push_back({std::move(responses[i]), batch[i].bytes, 1 + batch[i].more});
           }
         }
         actions = NextActionsLocked();
@@ -237,74 +270,182 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
     }
   }
 
-  // Answers a batch in order; runs of mergeable operations share one store call.
+  // Answers a batch in order. Runs of mergeable operations share one store call, and the adds
+  // of the whole batch, whatever their filters, share one RocksDB write (group commit through
+  // storage::OperationBatch): they are answered once it is written.
   std::vector<PipelineResponse> Answer(const std::vector<Read>& batch) {
     std::vector<PipelineResponse> responses(batch.size());
-    size_t begin = 0;
-    while (begin < batch.size()) {
-      size_t end = begin + 1;
-      while (end < batch.size() && Mergeable(batch[begin].request, batch[end].request)) ++end;
-      const absl::Time start = absl::Now();
-      AnswerRun(absl::MakeConstSpan(batch).subspan(begin, end - begin),
-                absl::MakeSpan(responses).subspan(begin, end - begin));
-      RecordRun(batch, responses, begin, end, absl::Now() - start);
-      begin = end;
+    absl::StatusOr<std::unique_ptr<storage::OperationBatch>> store_batch =
+        service_->store()->StartBatch();
+    if (!store_batch.ok()) {
+      for (PipelineResponse& response : responses) SetError(store_batch.status(), response);
+    } else {
+      std::vector<QueuedRun> queued;
+      size_t begin = 0;
+      while (begin < batch.size()) {
+        size_t end = begin + 1;
+        while (end < batch.size() && Mergeable(batch[begin].request, batch[end].request)) ++end;
+        const absl::Time start = absl::Now();
+        const auto run = absl::MakeConstSpan(batch).subspan(begin, end - begin);
+        const auto run_responses = absl::MakeSpan(responses).subspan(begin, end - begin);
+        if (run.front().request.has_add()) {
+          QueueAdds(**store_batch, run, run_responses, queued.emplace_back(begin, end, start));
+        } else {
+          AnswerChecks(**store_batch, run, run_responses);
+          RecordRun(batch, responses, begin, end, absl::Now() - start);
+        }
+        begin = end;
+      }
+      (*store_batch)->Flush();
+      for (QueuedRun& run : queued) {
+        TakeAdds(**store_batch, absl::MakeConstSpan(batch).subspan(run.begin, run.end - run.begin),
+                 absl::MakeSpan(responses).subspan(run.begin, run.end - run.begin), run);
+        RecordRun(batch, responses, run.begin, run.end, absl::Now() - run.start);
+      }
     }
     for (size_t i = 0; i < batch.size(); ++i) responses[i].set_id(batch[i].request.id());
     return responses;
   }
 
-  // Operations on one filter of one kind: one store call for all, or one each if that fails
-  // (so each gets the answer it would get alone).
-  void AnswerRun(absl::Span<const Read> run, absl::Span<PipelineResponse> responses) {
-    const bool add = run.front().request.has_add();
-    if (add) {
-      if (absl::Status allowed = RequireRole(caller_, Role::kWrite, "Pipeline add");
-          !allowed.ok()) {
-        for (PipelineResponse& response : responses) SetError(allowed, response);
+  // A run of adds queued in the store batch: one ticket for all (merged), or one per operation.
+  struct QueuedRun {
+    QueuedRun(size_t begin, size_t end, absl::Time start) : begin(begin), end(end), start(start) {}
+    size_t begin, end;
+    absl::Time start;
+    bool merged = false;
+    std::vector<storage::OperationBatch::Ticket> tickets;  // merged: one; else per operation
+    std::vector<size_t> ends;  // merged: the items of operation i end at ends[i]
+    std::vector<bool> failed;  // not merged: answered with an error before queueing
+  };
+
+  void QueueAdds(storage::OperationBatch& store_batch, absl::Span<const Read> run,
+                 absl::Span<PipelineResponse> responses, QueuedRun& queued) {
+    if (absl::Status allowed = RequireRole(caller_, Role::kWrite, "Pipeline add"); !allowed.ok()) {
+      for (PipelineResponse& response : responses) SetError(allowed, response);
+      queued.failed.assign(run.size(), true);
+      return;
+    }
+    const bloom::v1::AddRequest& first = run.front().request.add();
+    bloom::FilterSpec create_spec;
+    if (first.has_create_if_missing()) create_spec = FromProto(first.create_if_missing());
+    const bloom::FilterSpec* spec = first.has_create_if_missing() ? &create_spec : nullptr;
+    std::vector<absl::string_view> items;
+    if (run.size() > 1) {
+      bool valid = true;
+      for (const Read& read : run) {
+        valid = valid && service_->CollectItems(read.request.add(), items).ok();
+        queued.ends.push_back(items.size());
+      }
+      if (valid) {
+        queued.merged = true;
+        queued.tickets.push_back(store_batch.Add(first.name(), items, spec));
         return;
       }
+      queued.ends.clear();
     }
-    if (run.size() > 1 && AnswerMerged(run, responses, add)) return;
+    QueueEach(store_batch, run, responses, queued);
+  }
+
+  // One ticket per operation of the run; invalid ones are answered at once.
+  void QueueEach(storage::OperationBatch& store_batch, absl::Span<const Read> run,
+                 absl::Span<PipelineResponse> responses, QueuedRun& queued) {
+    queued.merged = false;
+    queued.tickets.assign(run.size(), 0);
+    queued.failed.assign(run.size(), false);
+    std::vector<absl::string_view> items;
     for (size_t i = 0; i < run.size(); ++i) {
-      const PipelineRequest& request = run[i].request;
-      absl::Status status = add ? service_->RunAdd(request.add(), responses[i].mutable_add())
-                                : service_->RunMightContain(request.might_contain(),
-                                                            responses[i].mutable_might_contain());
-      if (!status.ok()) SetError(status, responses[i]);
+      const bloom::v1::AddRequest& add = run[i].request.add();
+      items.clear();
+      if (absl::Status valid = service_->CollectItems(add, items); !valid.ok()) {
+        SetError(valid, responses[i]);
+        queued.failed[i] = true;
+        continue;
+      }
+      bloom::FilterSpec create_spec;
+      if (add.has_create_if_missing()) create_spec = FromProto(add.create_if_missing());
+      queued.tickets[i] =
+          store_batch.Add(add.name(), items, add.has_create_if_missing() ? &create_spec : nullptr);
     }
   }
 
-  // Whether the run was answered by one store call; false leaves `responses` untouched.
-  bool AnswerMerged(absl::Span<const Read> run, absl::Span<PipelineResponse> responses, bool add) {
-    std::vector<absl::string_view> items;
-    std::vector<size_t> ends;  // items of operation i end at ends[i]
-    for (const Read& read : run) {
-      absl::Status valid = add ? service_->CollectItems(read.request.add(), items)
-                               : service_->CollectItems(read.request.might_contain(), items);
-      if (!valid.ok()) return false;
-      ends.push_back(items.size());
+  // Answers a queued run once the batch is written. A merged add that failed is queued again
+  // one operation at a time, so each gets the answer it would get alone (e.g. a full
+  // non-scaling filter may still hold the first operation's items).
+  void TakeAdds(storage::OperationBatch& store_batch, absl::Span<const Read> run,
+                absl::Span<PipelineResponse> responses, QueuedRun& queued) {
+    if (queued.merged) {
+      absl::StatusOr<std::vector<bool>> added = store_batch.TakeResult(queued.tickets.front());
+      if (added.ok()) {
+        size_t begin = 0;
+        for (size_t i = 0; i < run.size(); ++i) {
+          auto* answers = responses[i].mutable_add()->mutable_added();
+          answers->Reserve(static_cast<int>(queued.ends[i] - begin));
+          for (size_t k = begin; k < queued.ends[i]; ++k) answers->Add((*added)[k]);
+          begin = queued.ends[i];
+        }
+        return;
+      }
+      QueueEach(store_batch, run, responses, queued);
+      store_batch.Flush();
     }
-    absl::StatusOr<std::vector<bool>> results;
-    if (add) {
-      const bloom::v1::AddRequest& first = run.front().request.add();
-      bloom::FilterSpec create_spec;
-      if (first.has_create_if_missing()) create_spec = FromProto(first.create_if_missing());
-      results = service_->store()->Add(first.name(), items,
-                                       first.has_create_if_missing() ? &create_spec : nullptr);
-    } else {
-      results = service_->store()->MightContain(run.front().request.might_contain().name(), items);
-    }
-    if (!results.ok()) return false;
-    size_t begin = 0;
     for (size_t i = 0; i < run.size(); ++i) {
-      auto* answers = add ? responses[i].mutable_add()->mutable_added()
-                          : responses[i].mutable_might_contain()->mutable_present();
-      answers->Reserve(static_cast<int>(ends[i] - begin));
-      for (size_t k = begin; k < ends[i]; ++k) answers->Add((*results)[k]);
-      begin = ends[i];
+      if (queued.failed[i]) continue;
+      absl::StatusOr<std::vector<bool>> added = store_batch.TakeResult(queued.tickets[i]);
+      if (!added.ok()) {
+        SetError(added.status(), responses[i]);
+        continue;
+      }
+      auto* answers = responses[i].mutable_add()->mutable_added();
+      answers->Reserve(static_cast<int>(added->size()));
+      for (bool a : *added) answers->Add(a);
     }
-    return true;
+  }
+
+  // Checks of one filter: one store call for all, or one each if that fails (so each gets the
+  // answer it would get alone, absent_if_missing included).
+  void AnswerChecks(storage::OperationBatch& store_batch, absl::Span<const Read> run,
+                    absl::Span<PipelineResponse> responses) {
+    std::vector<absl::string_view> items;
+    if (run.size() > 1) {
+      std::vector<size_t> ends;
+      bool valid = true;
+      for (const Read& read : run) {
+        valid = valid && service_->CollectItems(read.request.might_contain(), items).ok();
+        ends.push_back(items.size());
+      }
+      std::unique_ptr<bool[]> present(new bool[items.size()]);
+      if (valid &&
+          store_batch
+              .MightContainInto(run.front().request.might_contain().name(), items, present.get())
+              .ok()) {
+        size_t begin = 0;
+        for (size_t i = 0; i < run.size(); ++i) {
+          auto* answers = responses[i].mutable_might_contain()->mutable_present();
+          answers->Reserve(static_cast<int>(ends[i] - begin));
+          for (size_t k = begin; k < ends[i]; ++k) answers->Add(present[k]);
+          begin = ends[i];
+        }
+        return;
+      }
+    }
+    for (size_t i = 0; i < run.size(); ++i) {
+      const bloom::v1::MightContainRequest& request = run[i].request.might_contain();
+      items.clear();
+      absl::Status status = service_->CollectItems(request, items);
+      std::unique_ptr<bool[]> present(new bool[items.size()]);
+      if (status.ok()) status = store_batch.MightContainInto(request.name(), items, present.get());
+      if (absl::IsNotFound(status) && request.absent_if_missing()) {
+        std::fill(present.get(), present.get() + items.size(), false);  // nothing created
+        status = absl::OkStatus();
+      }
+      if (!status.ok()) {
+        SetError(status, responses[i]);
+        continue;
+      }
+      auto* answers = responses[i].mutable_might_contain()->mutable_present();
+      answers->Reserve(static_cast<int>(items.size()));
+      for (size_t k = 0; k < items.size(); ++k) answers->Add(present[k]);
+    }
   }
 
   void RecordRun(const std::vector<Read>& batch, const std::vector<PipelineResponse>& responses,
@@ -360,6 +501,8 @@ grpc::ServerBidiReactor<PipelineRequest, PipelineResponse>* PipelineStreams::Sta
     };
     return new Refused(caller.status());
   }
+  // Tells clients that this server answers a PipelineRequest's `more` (see bloom.proto).
+  context->AddInitialMetadata("bloom-pipeline-more", "1");
   auto reactor = std::make_shared<PipelineReactor>(service, this, *std::move(caller));
   bool draining = false;
   {

@@ -1,6 +1,7 @@
 // Disk full and I/O errors: with a file system that fails writes on demand, Adds fail with a
 // clear UNAVAILABLE, nothing acknowledged is lost, and the store works again once writes
 // succeed (no restart).
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <string>
@@ -159,6 +160,54 @@ TEST_P(FaultInjectionTest, DiskFullFailsAddsCleanlyAndTheStoreRecovers) {
   ExpectAllPresent(before);
   ExpectAllPresent(after);
   EXPECT_EQ(store_->Stats("f")->stats.items_added, 10'000u);
+}
+
+// Group commit (operation_batch.h): a failed write fails every add in it, adds nothing (bits,
+// counters, created filters' records), and a later batch writes again.
+TEST_P(FaultInjectionTest, DiskFullFailsEveryAddOfABatchAndNothingIsHalfAdded) {
+  const bloom::FilterSpec spec{1000, 0.01};
+  ASSERT_OK(store_->Reserve("f", spec).status());
+  ASSERT_OK(store_->Reserve("g", spec).status());
+  const std::vector<std::string> refused = Items("refused-", 50);
+  file_system_->full.store(true);
+  {
+    absl::StatusOr<std::unique_ptr<OperationBatch>> batch = store_->StartBatch();
+    ASSERT_OK(batch.status());
+    const OperationBatch::Ticket f = (*batch)->Add("f", Views(refused), nullptr);
+    const OperationBatch::Ticket g = (*batch)->Add("g", Views(refused), nullptr);
+    const OperationBatch::Ticket created = (*batch)->Add("new", Views(refused), &spec);
+    (*batch)->Flush();
+    for (OperationBatch::Ticket ticket : {f, g, created}) {
+      EXPECT_EQ((*batch)->TakeResult(ticket).status().code(), absl::StatusCode::kUnavailable);
+    }
+  }
+  for (const char* name : {"f", "g"}) {
+    EXPECT_EQ(store_->Stats(name)->stats.items_added, 0u) << name;
+    absl::StatusOr<std::vector<bool>> present = store_->MightContain(name, Views(refused));
+    ASSERT_OK(present.status());
+    EXPECT_LE(std::count(present->begin(), present->end(), true), 5) << name;
+  }
+  file_system_->full.store(false);
+  const std::vector<std::string> later = Items("later-", 50);
+  absl::Status written;
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  for (;;) {
+    absl::StatusOr<std::unique_ptr<OperationBatch>> batch = store_->StartBatch();
+    ASSERT_OK(batch.status());
+    const OperationBatch::Ticket f = (*batch)->Add("f", Views(later), nullptr);
+    const OperationBatch::Ticket created = (*batch)->Add("new", Views(later), &spec);
+    written = (*batch)->TakeResult(f).status();
+    written.Update((*batch)->TakeResult(created).status());
+    if (written.ok() || absl::Now() > deadline) break;
+    batch->reset();
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  ASSERT_OK(written);
+  ASSERT_OK(store_->Close());
+  Open();
+  ExpectAllPresent(later);
+  EXPECT_EQ(store_->Stats("f")->stats.items_added, 50u);
+  EXPECT_EQ(store_->Stats("new")->stats.items_added, 50u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, FaultInjectionTest, ::testing::Values(false, true),

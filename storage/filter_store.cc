@@ -48,16 +48,6 @@ uint64_t RandomSeed() {
   return z ^ (z >> 31);
 }
 
-// How often Reserve and Add with create_if_missing look again for a filter that a racing Delete
-// removed under them before they give up with ABORTED.
-constexpr int kDeleteRaceRetries = 64;
-
-absl::Status DeleteRaceError(absl::string_view name) {
-  return absl::AbortedError(absl::StrCat("filter '", name,
-                                         "' was deleted and created again by other callers "
-                                         "throughout this call; retry it"));
-}
-
 }  // namespace
 
 absl::Status ValidateFilterName(absl::string_view name, absl::string_view field) {
@@ -196,9 +186,28 @@ StoreFigures FilterStore::Figures() const {
   return figures;
 }
 
+absl::Status FilterStore::DeleteRaceError(absl::string_view name) {
+  return absl::AbortedError(absl::StrCat("filter '", name,
+                                         "' was deleted and created again by other callers "
+                                         "throughout this call; retry it"));
+}
+
 absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::FindOrCreate(
+    absl::string_view name, const bloom::FilterSpec& spec, bool& created, bool defer_write,
+    absl::FunctionRef<void()> before_waiting) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  bloomsync::Mutex& name_lock = NameLock(name);
+  if (!name_lock.TryLock()) {
+    before_waiting();
+    name_lock.Lock();
+  }
+  absl::StatusOr<std::shared_ptr<StoredFilter>> filter =
+      FindOrCreateLocked(name, spec, created, defer_write);
+  name_lock.Unlock();
+  return filter;
+}
+
+absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::FindOrCreateLocked(
     absl::string_view name, const bloom::FilterSpec& spec, bool& created, bool defer_write) {
-  bloomsync::MutexLock name_lock(&NameLock(name));
   created = false;
   if (std::shared_ptr<StoredFilter> existing = Find(name)) return existing;
 
@@ -333,6 +342,12 @@ absl::StatusOr<FilterInfo> FilterStore::Stats(absl::string_view name) {
   RETURN_IF_ERROR(CheckOpen());
   ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> filter, FindUsable(name));
   return filter->Info();
+}
+
+absl::StatusOr<std::unique_ptr<OperationBatch>> FilterStore::StartBatch() {
+  std::unique_ptr<OperationBatch> batch(new OperationBatch(this));  // holds lifecycle_mu_
+  if (closed_.load()) return absl::FailedPreconditionError("the filter store is closed");
+  return batch;
 }
 
 absl::Status FilterStore::Delete(absl::string_view name) {

@@ -37,6 +37,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -47,6 +48,7 @@
 #include "storage/database.h"
 #include "storage/dump.h"
 #include "storage/memory_budget.h"
+#include "storage/operation_batch.h"
 #include "storage/stored_filter.h"
 
 namespace storage {
@@ -189,6 +191,9 @@ class FilterStore {
   absl::Status MightContainInto(absl::string_view name, absl::Span<const absl::string_view> items,
                                 bool* present);
   absl::StatusOr<FilterInfo> Stats(absl::string_view name);
+  // A batch of adds and checks whose adds share one RocksDB write (operation_batch.h).
+  // FAILED_PRECONDITION after Close.
+  absl::StatusOr<std::unique_ptr<OperationBatch>> StartBatch();
   // Deletes `name`; it can be reserved again at once. NOT_FOUND if missing.
   absl::Status Delete(absl::string_view name);
 
@@ -234,12 +239,22 @@ class FilterStore {
   absl::Status DeleteOrphans(uint64_t orphans, const absl::btree_set<uint64_t>& generations);
   std::shared_ptr<StoredFilter> Find(absl::string_view name) const;
   absl::StatusOr<std::shared_ptr<StoredFilter>> FindUsable(absl::string_view name) const;
+  friend class OperationBatch;
+  // How often Reserve and Add with create_if_missing look again for a filter that a racing
+  // Delete removed under them before they give up with ABORTED (DeleteRaceError).
+  static constexpr int kDeleteRaceRetries = 64;
+  static absl::Status DeleteRaceError(absl::string_view name);
+
   // Creates `name` or returns the existing filter (`created` says which). Does not compare specs.
   // With `defer_write`, a new filter's record is written with its first write instead
-  // (StoredFilter::DeferCreation).
-  absl::StatusOr<std::shared_ptr<StoredFilter>> FindOrCreate(absl::string_view name,
-                                                             const bloom::FilterSpec& spec,
-                                                             bool& created, bool defer_write);
+  // (StoredFilter::DeferCreation). If the name's lock is busy, `before_waiting` runs before
+  // waiting for it (an OperationBatch flushes, so it waits holding no filter's lock).
+  absl::StatusOr<std::shared_ptr<StoredFilter>> FindOrCreate(
+      absl::string_view name, const bloom::FilterSpec& spec, bool& created, bool defer_write,
+      absl::FunctionRef<void()> before_waiting = [] {});
+  absl::StatusOr<std::shared_ptr<StoredFilter>> FindOrCreateLocked(absl::string_view name,
+                                                                   const bloom::FilterSpec& spec,
+                                                                   bool& created, bool defer_write);
   void Insert(std::shared_ptr<StoredFilter> filter);
   void Remove(const std::string& name);
   std::vector<std::shared_ptr<StoredFilter>> Snapshot() const;

@@ -174,6 +174,36 @@ absl::Status StoredFilter::Journal(absl::Span<const Run> runs, absl::Span<const 
   return written;
 }
 
+absl::Status StoredFilter::PrepareGroupAdd(absl::Span<const uint64_t> hashes, bool* added,
+                                           bool sync, rocksdb::WriteBatch& batch,
+                                           GroupedAdd& grouped) {
+  if (absl::Status usable = Usable(); !usable.ok()) return usable;
+  ASSIGN_OR_RETURN(grouped.prepared,
+                   filter_->PrepareAdd(hashes, added, [&](const bloom::SubFilter& sub) {
+                     return PersistNewSubFilter(sub, sync);
+                   }));
+  // A creation still pending needs the write even when nothing is new (as EnsurePersisted).
+  grouped.creating = AddPendingCreation(batch);
+  if (!grouped.prepared.new_hashes.empty()) {
+    const std::string record =
+        EncodeJournalRecord(grouped.prepared.runs, grouped.prepared.new_hashes);
+    batch.Put(db_->journal(), JournalKey(generation_, next_seq_.fetch_add(1)), record);
+    grouped.journal_bytes = record.size();
+  }
+  grouped.needs_write = grouped.creating || !grouped.prepared.new_hashes.empty();
+  return absl::OkStatus();
+}
+
+void StoredFilter::FinishGroupAdd(const GroupedAdd& grouped, bool written) {
+  if (!written) {
+    filter_->AbortAdd(grouped.prepared);
+    return;
+  }
+  filter_->CommitAdd(grouped.prepared);
+  journal_bytes_.fetch_add(grouped.journal_bytes);
+  if (grouped.creating) creation_pending_.store(false);
+}
+
 absl::Status StoredFilter::MightContain(absl::Span<const uint64_t> hashes, bool* present) {
   if (absl::Status usable = Usable(); !usable.ok()) return usable;
   std::fill(present, present + hashes.size(), false);

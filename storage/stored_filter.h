@@ -116,6 +116,28 @@ class StoredFilter {
   // answers, or when an add wrote no journal record.
   absl::Status EnsurePersisted(bool sync);
 
+  // Group commit (storage/operation_batch.h): adds to several filters persisted by one
+  // RocksDB write. Per filter and add:
+  //   1. LockForGroup() (or TryLockForGroup(), which does not wait): apply_mu_ shared, held
+  //      until the add's bits are set, so no checkpoint or Delete sees it half done;
+  //   2. PrepareGroupAdd(): reserves room and puts the journal record (and a pending creation
+  //      record) into `batch`; on error nothing was put and nothing is reserved;
+  //   3. if grouped.needs_write: the caller writes `batch`, then FinishGroupAdd() sets the
+  //      bits (or gives the room back if the write failed);
+  //   4. UnlockForGroup().
+  struct GroupedAdd {
+    bloom::ScalableFilter::PreparedAdd prepared;
+    uint64_t journal_bytes = 0;
+    bool creating = false;
+    bool needs_write = false;
+  };
+  void LockForGroup() ABSL_NO_THREAD_SAFETY_ANALYSIS { apply_mu_.ReaderLock(); }
+  bool TryLockForGroup() ABSL_NO_THREAD_SAFETY_ANALYSIS { return apply_mu_.ReaderTryLock(); }
+  void UnlockForGroup() ABSL_NO_THREAD_SAFETY_ANALYSIS { apply_mu_.ReaderUnlock(); }
+  absl::Status PrepareGroupAdd(absl::Span<const uint64_t> hashes, bool* added, bool sync,
+                               rocksdb::WriteBatch& batch, GroupedAdd& grouped);
+  void FinishGroupAdd(const GroupedAdd& grouped, bool written);
+
   // Recovery, before the filter is shared.
   bloom::ScalableFilter* mutable_filter() { return filter_.get(); }
   uint64_t checkpoint_seq() const;

@@ -228,6 +228,106 @@ TEST_F(PipelineTest, AbsentIfMissingAnswersAbsentWhilePlainChecksGetNotFound) {
   EXPECT_TRUE(stream->Finish().ok());
 }
 
+// A message's `more` (many users' filters in one message): each operation is served as if it
+// had come alone right after its leader, with its own answer or error, and every answer comes
+// back in the leader's response, in order. The server says it packs in its response headers.
+TEST_F(PipelineTest, OperationsInMoreAreAnsweredInOneResponseInOrder) {
+  Start();
+  Reserve("full", 2, /*non_scaling=*/true);
+  grpc::ClientContext context;
+  std::unique_ptr<Stream> stream = stub_->Pipeline(&context);
+  constexpr int kUsers = 300;
+  PipelineRequest message = AddOp(1, "user:0", {"seen-0"});
+  message.mutable_add()->mutable_create_if_missing()->set_capacity(100);
+  message.mutable_add()->mutable_create_if_missing()->set_error_rate(0.01);
+  for (int user = 1; user < kUsers; ++user) {
+    PipelineRequest* add = message.add_more();
+    *add = AddOp(1 + user, absl::StrCat("user:", user), {absl::StrCat("seen-", user)});
+    *add->mutable_add()->mutable_create_if_missing() = message.add().create_if_missing();
+  }
+  // Each check follows the add of its item in the same message: it must see it.
+  *message.add_more() = CheckOp(1000, "user:7", {"seen-7", "unseen"});
+  *message.add_more() = CheckOp(1001, "missing", {"x"});
+  *message.add_more() = AddOp(1002, "full", {"a", "b", "c"});
+  *message.add_more() = AddOp(1003, "full", {"a", "b"});
+  ASSERT_TRUE(stream->Write(message));
+  PipelineResponse response;
+  ASSERT_TRUE(stream->Read(&response));
+  const auto& headers = context.GetServerInitialMetadata();
+  ASSERT_NE(headers.find("bloom-pipeline-more"), headers.end());
+  EXPECT_EQ(headers.find("bloom-pipeline-more")->second, "1");
+  EXPECT_EQ(response.id(), 1u);
+  ASSERT_TRUE(response.has_add()) << response.DebugString();
+  EXPECT_TRUE(response.add().added(0));
+  ASSERT_EQ(response.more_size(), kUsers - 1 + 4);
+  for (int user = 1; user < kUsers; ++user) {
+    const PipelineResponse& answer = response.more(user - 1);
+    EXPECT_EQ(answer.id(), static_cast<uint64_t>(1 + user));
+    ASSERT_TRUE(answer.has_add()) << answer.DebugString();
+    EXPECT_TRUE(answer.add().added(0)) << "user " << user;
+    EXPECT_EQ(answer.more_size(), 0);
+  }
+  const PipelineResponse& check = response.more(kUsers - 1);
+  EXPECT_EQ(check.id(), 1000u);
+  ASSERT_TRUE(check.has_might_contain());
+  EXPECT_TRUE(check.might_contain().present(0)) << "a check must see the add before it";
+  const PipelineResponse& missing = response.more(kUsers);
+  ASSERT_TRUE(missing.has_error());
+  EXPECT_EQ(missing.error().code(), grpc::StatusCode::NOT_FOUND);
+  const PipelineResponse& too_many = response.more(kUsers + 1);
+  ASSERT_TRUE(too_many.has_error());
+  EXPECT_EQ(too_many.error().code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  const PipelineResponse& fits = response.more(kUsers + 2);
+  ASSERT_TRUE(fits.has_add()) << fits.DebugString();
+  EXPECT_EQ(fits.add().added_size(), 2);
+
+  // A plain message after it is answered on its own, and everything added is durable.
+  PipelineResponse later = RoundTrip(*stream, CheckOp(2000, "user:299", {"seen-299"}));
+  ASSERT_TRUE(later.has_might_contain());
+  EXPECT_TRUE(later.might_contain().present(0));
+  EXPECT_EQ(later.more_size(), 0);
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+  server_->Kill();
+  Start();
+  grpc::ClientContext again;
+  std::unique_ptr<Stream> reopened = stub_->Pipeline(&again);
+  for (int user = 0; user < kUsers; user += 37) {
+    PipelineResponse seen = RoundTrip(*reopened, CheckOp(3000 + user, absl::StrCat("user:", user),
+                                                         {absl::StrCat("seen-", user)}));
+    ASSERT_TRUE(seen.has_might_contain()) << seen.DebugString();
+    EXPECT_TRUE(seen.might_contain().present(0)) << "lost after kill -9: user " << user;
+  }
+  reopened->WritesDone();
+  EXPECT_TRUE(reopened->Finish().ok());
+}
+
+TEST_F(PipelineTest, MoreNestsOneLevelAndEachMustHaveAnOperation) {
+  Start();
+  Reserve("f", 100);
+  for (const bool nested_more : {false, true}) {
+    grpc::ClientContext context;
+    std::unique_ptr<Stream> stream = stub_->Pipeline(&context);
+    ASSERT_TRUE(stream->Write(AddOp(1, "f", {"a"})));
+    PipelineRequest message = AddOp(2, "f", {"b"});
+    PipelineRequest* inner = message.add_more();
+    inner->set_id(3);
+    if (nested_more) {
+      inner->mutable_add()->set_name("f");
+      inner->mutable_add()->add_items("c");
+      *inner->add_more() = AddOp(4, "f", {"d"});
+    }
+    ASSERT_TRUE(stream->Write(message));
+    PipelineResponse response;
+    ASSERT_TRUE(stream->Read(&response));
+    EXPECT_EQ(response.id(), 1u);
+    EXPECT_FALSE(stream->Read(&response));
+    const grpc::Status status = stream->Finish();
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_TRUE(absl::StrContains(status.error_message(), "id 3")) << status.error_message();
+  }
+}
+
 TEST_F(PipelineTest, ARequestWithoutAnOperationEndsTheStreamAfterEarlierAnswers) {
   Start();
   Reserve("f", 100);

@@ -1,0 +1,118 @@
+#include "storage/operation_batch.h"
+
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "storage/filter_store.h"
+
+namespace storage {
+
+OperationBatch::OperationBatch(FilterStore* store) ABSL_NO_THREAD_SAFETY_ANALYSIS : store_(store) {
+  store_->lifecycle_mu_.ReaderLock();
+}
+
+OperationBatch::~OperationBatch() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  Flush();
+  store_->lifecycle_mu_.ReaderUnlock();
+}
+
+OperationBatch::Ticket OperationBatch::Add(absl::string_view name,
+                                           absl::Span<const absl::string_view> items,
+                                           const bloom::FilterSpec* create_if_missing) {
+  const Ticket ticket = operations_.size();
+  Operation& operation = operations_.emplace_back();
+  operation.status = Prepare(name, items, create_if_missing, operation);
+  return ticket;
+}
+
+absl::Status OperationBatch::Prepare(absl::string_view name,
+                                     absl::Span<const absl::string_view> items,
+                                     const bloom::FilterSpec* create_if_missing,
+                                     Operation& operation) {
+  RETURN_IF_ERROR(store_->CheckOpen());
+  RETURN_IF_ERROR(ValidateFilterName(name));
+  std::optional<bloom::FilterSpec> spec;
+  if (create_if_missing != nullptr) {
+    ASSIGN_OR_RETURN(spec, bloom::NormalizeSpec(*create_if_missing, "create_if_missing"));
+  }
+  operation.items = items.size();
+  operation.added.reset(new bool[items.size()]);
+  // As FilterStore::Add: a Delete racing a create_if_missing add makes it look again.
+  for (int attempt = 0; attempt < FilterStore::kDeleteRaceRetries; ++attempt) {
+    std::shared_ptr<StoredFilter> filter = store_->Find(name);
+    if (filter != nullptr && spec.has_value() && absl::IsNotFound(filter->Usable())) {
+      filter = nullptr;
+    }
+    if (filter == nullptr) {
+      if (!spec.has_value()) {
+        return absl::NotFoundError(absl::StrCat("filter '", name, "' not found"));
+      }
+      bool created = false;
+      ASSIGN_OR_RETURN(filter, store_->FindOrCreate(name, *spec, created, /*defer_write=*/true,
+                                                    [this] { Flush(); }));
+    }
+    // A second add to one filter in one write would need its own seen-set and reservations
+    // on top of the first's: simpler and as cheap to write the first now.
+    if (held_.contains(filter.get())) Flush();
+    if (!filter->TryLockForGroup()) {
+      Flush();
+      filter->LockForGroup();
+    }
+    std::vector<uint64_t> hashes(items.size());
+    for (size_t i = 0; i < items.size(); ++i) hashes[i] = filter->filter()->Hash(items[i]);
+    StoredFilter::GroupedAdd grouped;
+    absl::Status status = filter->PrepareGroupAdd(hashes, operation.added.get(),
+                                                  store_->options_.sync, write_, grouped);
+    if (status.ok() && grouped.needs_write) {
+      held_.insert(filter.get());
+      pending_.push_back({std::move(filter), std::move(grouped), &operation});
+      return absl::OkStatus();
+    }
+    filter->UnlockForGroup();
+    if (status.ok() || !absl::IsNotFound(status) || !spec.has_value()) return status;
+  }
+  return FilterStore::DeleteRaceError(name);
+}
+
+absl::Status OperationBatch::MightContainInto(absl::string_view name,
+                                              absl::Span<const absl::string_view> items,
+                                              bool* present) {
+  RETURN_IF_ERROR(store_->CheckOpen());
+  ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> filter, store_->FindUsable(name));
+  if (held_.contains(filter.get())) Flush();  // the check must see the add queued before it
+  std::vector<uint64_t> hashes(items.size());
+  for (size_t i = 0; i < items.size(); ++i) hashes[i] = filter->filter()->Hash(items[i]);
+  return filter->MightContain(hashes, present);
+}
+
+void OperationBatch::Flush() {
+  if (pending_.empty()) return;
+  const absl::Status written =
+      store_->db_->Write(write_, store_->options_.sync, "journaling a batch of adds");
+  ++writes_;
+  for (Pending& pending : pending_) {
+    pending.filter->FinishGroupAdd(pending.grouped, written.ok());
+    pending.filter->UnlockForGroup();
+    if (!written.ok()) pending.operation->status = written;
+  }
+  pending_.clear();
+  held_.clear();
+  write_.Clear();
+}
+
+absl::StatusOr<std::vector<bool>> OperationBatch::TakeResult(Ticket ticket) {
+  if (ticket >= operations_.size() || operations_[ticket].taken) {
+    return absl::InternalError(absl::StrCat("OperationBatch: no result for ticket ", ticket));
+  }
+  Flush();
+  Operation& operation = operations_[ticket];
+  operation.taken = true;
+  if (!operation.status.ok()) return operation.status;
+  std::vector<bool> added(operation.added.get(), operation.added.get() + operation.items);
+  operation.added.reset();
+  return added;
+}
+
+}  // namespace storage
