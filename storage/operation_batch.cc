@@ -55,7 +55,7 @@ absl::Status OperationBatch::Prepare(absl::string_view name,
     }
     // A second add to one filter in one write would need its own seen-set and reservations
     // on top of the first's: simpler and as cheap to write the first now.
-    if (held_.contains(filter.get())) Flush();
+    if (held_.contains(filter.get()) || held_.size() >= kMaxFiltersPerWrite) Flush();
     if (!filter->TryLockForGroup()) {
       Flush();
       filter->LockForGroup();
