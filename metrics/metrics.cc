@@ -58,9 +58,21 @@ class StateCollector final : public prometheus::Collectable {
   void AddStore(std::vector<MetricFamily>& out) const {
     const storage::StoreFigures f = store_->Figures();
     out.push_back(Gauge("bloom_filters", "Filters in memory.", static_cast<double>(f.filters)));
+    out.push_back(Gauge("bloom_filters_cold",
+                        "Filters on disk only (evicted under --memory_limit, or left there at "
+                        "start-up); loaded again on their next use.",
+                        static_cast<double>(f.cold_filters)));
+    out.push_back(Counter("bloom_filter_evictions_total",
+                          "Filters written out and freed to keep memory under --memory_limit.",
+                          static_cast<double>(f.evictions)));
+    out.push_back(Counter("bloom_filter_loads_total",
+                          "Cold filters loaded from disk on use (misses of the filter cache).",
+                          static_cast<double>(f.loads)));
+    out.push_back(Counter("bloom_filter_load_seconds_total", "Time spent loading cold filters.",
+                          absl::ToDoubleSeconds(f.load_time)));
     MetricFamily unavailable{"bloom_filters_unavailable",
                              "Filters that cannot be used, by reason: unreadable (DATA_LOSS) or "
-                             "not_loaded (did not fit --memory_limit at start-up; "
+                             "not_loaded (larger than the whole --memory_limit; "
                              "RESOURCE_EXHAUSTED until a restart with a larger limit).",
                              MetricType::Gauge,
                              {}};

@@ -373,11 +373,11 @@ int main(int argc, char** argv) {
       storage::FilterStore::Open(store_options);
   if (!store.ok()) return Fail(absl::StrCat("cannot open the store: ", store.status().ToString()));
   const storage::LoadReport& report = (*store)->load_report();
-  bloomlog::LogInfo(absl::StrCat("loaded ", report.filters, " filters (", report.pages, " pages, ",
-                                 report.journal_records, " journal records, ", report.unreadable,
-                                 " unreadable, ", report.not_loaded,
-                                 " not loaded for the memory limit, ", (*store)->memory_used(),
-                                 " bytes) in ", absl::FormatDuration(report.elapsed)));
+  bloomlog::LogInfo(absl::StrCat(
+      "loaded ", report.filters, " filters (", report.pages, " pages, ", report.journal_records,
+      " journal records, ", report.unreadable, " unreadable, ", report.not_loaded,
+      " larger than the memory limit, ", report.cold, " cold (on disk until used), ",
+      (*store)->memory_used(), " bytes) in ", absl::FormatDuration(report.elapsed)));
 
   std::unique_ptr<metrics::ServerMetrics> server_metrics =
       metrics::ServerMetrics::Create(store->get());

@@ -72,7 +72,18 @@ absl::StatusOr<std::unique_ptr<FilterStore>> FilterStore::Open(const StoreOption
   if (options.data_dir.empty()) return absl::InvalidArgumentError("data_dir must be set");
   ASSIGN_OR_RETURN(std::unique_ptr<Database> db, Database::Open(options.data_dir, options.env));
   auto store = std::unique_ptr<FilterStore>(new FilterStore(options, std::move(db)));
+  FilterStore* raw = store.get();
+  store->budget_.set_on_over_limit([raw] {
+    {
+      std::lock_guard<std::mutex> lock(raw->evict_mu_);
+      raw->evict_requested_ = true;
+    }
+    raw->evict_cv_.notify_one();
+  });
   RETURN_IF_ERROR(store->Load());
+  if (options.memory_limit_bytes != 0) {
+    store->evictor_ = std::thread([raw] { raw->EvictLoop(); });
+  }
   if (options.background_checkpoints) {
     store->checkpointer_ = std::thread([s = store.get()] { s->CheckpointLoop(); });
   }
@@ -92,6 +103,13 @@ absl::Status FilterStore::Close() {
   }
   stop_cv_.notify_all();
   if (checkpointer_.joinable()) checkpointer_.join();
+  {
+    std::lock_guard<std::mutex> lock(evict_mu_);
+    evict_stop_ = true;
+  }
+  evict_cv_.notify_all();
+  evicted_cv_.notify_all();
+  if (evictor_.joinable()) evictor_.join();
   bloomsync::WriterMutexLock lock(&lifecycle_mu_);
   if (closed_.load()) return absl::OkStatus();
   absl::Status result;
@@ -121,15 +139,6 @@ std::shared_ptr<StoredFilter> FilterStore::Find(absl::string_view name) const {
   bloomsync::ReaderMutexLock lock(&shard.mu);
   auto it = shard.filters.find(name);
   return it == shard.filters.end() ? nullptr : it->second;
-}
-
-absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::FindUsable(
-    absl::string_view name) const {
-  RETURN_IF_ERROR(ValidateFilterName(name));
-  std::shared_ptr<StoredFilter> filter = Find(name);
-  if (filter == nullptr) return absl::NotFoundError(absl::StrCat("filter '", name, "' not found"));
-  RETURN_IF_ERROR(filter->Usable());
-  return filter;
 }
 
 void FilterStore::Insert(std::shared_ptr<StoredFilter> filter) {
@@ -165,6 +174,10 @@ size_t FilterStore::num_filters() const {
 StoreFigures FilterStore::Figures() const {
   StoreFigures figures;
   figures.memory_used_bytes = budget_.used();
+  figures.cold_filters = static_cast<size_t>(std::max<int64_t>(0, cold_filters_.load()));
+  figures.evictions = evictions_.load(std::memory_order_relaxed);
+  figures.loads = loads_.load(std::memory_order_relaxed);
+  figures.load_time = absl::Microseconds(load_micros_.load(std::memory_order_relaxed));
   figures.memory_limit_bytes = budget_.limit();
   figures.orphans_deleted_at_start = load_report_.orphans_deleted;
   figures.checkpoints = checkpoints_.load(std::memory_order_relaxed);
@@ -172,6 +185,7 @@ StoreFigures FilterStore::Figures() const {
   const absl::Time now = absl::Now();
   for (const std::shared_ptr<StoredFilter>& filter : Snapshot()) {
     ++figures.filters;
+    ++figures.resident_filters;
     if (const absl::Status usable = filter->Usable(); !usable.ok()) {
       if (usable.code() == absl::StatusCode::kDataLoss) ++figures.unreadable_filters;
       if (usable.code() == absl::StatusCode::kResourceExhausted) ++figures.unloaded_filters;
@@ -203,17 +217,22 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::FindOrCreate(
   absl::StatusOr<std::shared_ptr<StoredFilter>> filter =
       FindOrCreateLocked(name, spec, created, defer_write);
   name_lock.Unlock();
+  if (filter.ok() && budget_.over_limit()) {
+    before_waiting();
+    WaitForRoom();
+  }
   return filter;
 }
 
 absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::FindOrCreateLocked(
     absl::string_view name, const bloom::FilterSpec& spec, bool& created, bool defer_write) {
   created = false;
-  if (std::shared_ptr<StoredFilter> existing = Find(name)) return existing;
+  ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> existing, AcquireLocked(name));
+  if (existing != nullptr) return existing;
 
   ASSIGN_OR_RETURN(const bloom::SubFilterShape first, bloom::SubFilterShapeFor(spec, 0));
   const uint64_t bytes = first.layout.bytes();
-  RETURN_IF_ERROR(budget_.Charge(bytes, absl::StrCat("filter '", name, "'")));
+  RETURN_IF_ERROR(budget_.ChargeCached(bytes, 0, absl::StrCat("filter '", name, "'")));
   FilterRecord record;
   record.generation = next_generation_.fetch_add(1);
   record.seed = RandomSeed();
@@ -285,7 +304,7 @@ absl::StatusOr<std::vector<bool>> FilterStore::Add(absl::string_view name,
   // A concurrent Delete can remove the filter between lookup and add; with create_if_missing
   // the caller wants it to exist, so look again.
   for (int attempt = 0; attempt < kDeleteRaceRetries; ++attempt) {
-    std::shared_ptr<StoredFilter> filter = Find(name);
+    ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> filter, Acquire(name));
     // A filter being deleted is still found until Delete removes it (under the name lock,
     // which FindOrCreate waits for): create a fresh one rather than spin on the old one.
     if (filter != nullptr && spec.has_value() && absl::IsNotFound(filter->Usable())) {
@@ -309,6 +328,7 @@ absl::StatusOr<std::vector<bool>> FilterStore::Add(absl::string_view name,
       if (status.ok()) status = filter->EnsurePersisted(options_.sync);
     }
     if (status.ok()) return std::vector<bool>(added.get(), added.get() + items.size());
+    if (StoredFilter::IsEvicted(status)) continue;  // nothing was added: add to the reloaded one
     if (!absl::IsNotFound(status) || !spec.has_value()) return status;
   }
   return DeleteRaceError(name);
@@ -356,6 +376,7 @@ absl::Status FilterStore::Delete(absl::string_view name) {
   RETURN_IF_ERROR(ValidateFilterName(name));
   bloomsync::MutexLock name_lock(&NameLock(name));
   std::shared_ptr<StoredFilter> filter = Find(name);
+  if (filter == nullptr && MayHaveCold()) return DeleteCold(name);
   if (filter == nullptr) return absl::NotFoundError(absl::StrCat("filter '", name, "' not found"));
   RETURN_IF_ERROR(filter->Delete(options_.sync));
   Remove(filter->name());
@@ -375,7 +396,10 @@ absl::StatusOr<FilterStore::ListPage> FilterStore::List(absl::string_view prefix
     const absl::string_view name(it->key().data(), it->key().size());
     if (name.substr(0, prefix.size()) != prefix) break;
     if (!page_token.empty() && name <= page_token) continue;
-    std::shared_ptr<StoredFilter> filter = Find(name);
+    // A cold filter is loaded: its Info counts its bits.
+    absl::StatusOr<std::shared_ptr<StoredFilter>> acquired = Acquire(name);
+    if (!acquired.ok()) return acquired.status();
+    std::shared_ptr<StoredFilter> filter = *std::move(acquired);
     if (filter == nullptr || !filter->Usable().ok()) continue;  // mid-reserve, deleted, broken
     if (page.filters.size() == page_size) {
       page.next_page_token = page.filters.back().name;
@@ -390,13 +414,14 @@ absl::StatusOr<FilterStore::ListPage> FilterStore::List(absl::string_view prefix
 
 PendingImport::PendingImport(std::string name, MemoryBudget* budget)
     : name_(std::move(name)), budget_(budget), parser_([this](uint64_t bytes) {
-        RETURN_IF_ERROR(budget_->Charge(bytes, absl::StrCat("importing filter '", name_, "'")));
+        RETURN_IF_ERROR(
+            budget_->ChargePinned(bytes, absl::StrCat("importing filter '", name_, "'")));
         charged_ = bytes;
         return absl::OkStatus();
       }) {}
 
 PendingImport::~PendingImport() {
-  if (charged_ > 0) budget_->Release(charged_);
+  if (charged_ > 0) budget_->ReleasePinned(charged_);
 }
 
 absl::Status FilterStore::Export(absl::string_view name,
@@ -419,8 +444,8 @@ absl::StatusOr<std::unique_ptr<ExportCursor>> FilterStore::OpenExport(absl::stri
   RETURN_IF_ERROR(CheckOpen());
   ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> filter, FindUsable(name));
   ASSIGN_OR_RETURN(const FilterRecord record, filter->SnapshotRecord());
-  RETURN_IF_ERROR(
-      budget_.Charge(ExportCursor::kChargedBytes, absl::StrCat("exporting filter '", name, "'")));
+  RETURN_IF_ERROR(budget_.ChargePinned(ExportCursor::kChargedBytes,
+                                       absl::StrCat("exporting filter '", name, "'")));
   return std::unique_ptr<ExportCursor>(new ExportCursor(std::move(filter), record, &budget_));
 }
 
@@ -428,7 +453,8 @@ absl::StatusOr<std::unique_ptr<PendingImport>> FilterStore::BeginImport(absl::st
   bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
   RETURN_IF_ERROR(CheckOpen());
   RETURN_IF_ERROR(ValidateFilterName(name));
-  if (Find(name) != nullptr) {
+  ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> existing, Acquire(name));
+  if (existing != nullptr) {
     return absl::AlreadyExistsError(absl::StrCat("filter '", name, "' already exists"));
   }
   return std::unique_ptr<PendingImport>(new PendingImport(std::string(name), &budget_));
@@ -440,7 +466,8 @@ absl::StatusOr<FilterInfo> FilterStore::CommitImport(PendingImport& import) {
   ASSIGN_OR_RETURN(DumpParser::Result dump, import.parser_.Finish());
   const std::string& name = import.name();
   bloomsync::MutexLock name_lock(&NameLock(name));
-  if (Find(name) != nullptr) {
+  ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> existing, AcquireLocked(name));
+  if (existing != nullptr) {
     return absl::AlreadyExistsError(absl::StrCat("filter '", name, "' already exists"));
   }
   FilterRecord record = std::move(dump.record);
@@ -454,7 +481,8 @@ absl::StatusOr<FilterInfo> FilterStore::CommitImport(PendingImport& import) {
   RETURN_IF_ERROR(db_->Write(claim, options_.sync, "importing a filter"));
   auto stored = std::make_shared<StoredFilter>(name, record, std::move(dump.filter), db_.get(),
                                                &budget_, import.charged_);
-  import.charged_ = 0;  // the StoredFilter owns the charge now
+  budget_.Unpin(import.charged_);  // the StoredFilter owns the charge now: evictable bits
+  import.charged_ = 0;
   for (bloom::SubFilter* sub = stored->mutable_filter()->first(); sub != nullptr;
        sub = sub->next()) {
     sub->bits().MarkAllPagesDirty();

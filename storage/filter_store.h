@@ -86,7 +86,7 @@ class ExportCursor {
   // Bytes an export charges to the memory budget: its chunk, and the message gRPC is sending.
   static constexpr uint64_t kChargedBytes = 2 * kMaxDumpChunkBytes;
 
-  ~ExportCursor() { budget_->Release(kChargedBytes); }
+  ~ExportCursor() { budget_->ReleasePinned(kChargedBytes); }
   ExportCursor(const ExportCursor&) = delete;
   ExportCursor& operator=(const ExportCursor&) = delete;
 
@@ -108,7 +108,9 @@ struct StoreOptions {
   std::string data_dir;
   // fsync the WAL before acknowledging an Add (survives power loss, not only crashes).
   bool sync = false;
-  // Bytes of filter bits the store may hold; 0 means no limit.
+  // Bytes of filter bits (and Export/Import buffers) the store keeps in memory; 0 means no
+  // limit. Filter bits are a cache under it: past the limit, the least recently used filters
+  // are written out and freed, and loaded again on their next use (residency.cc).
   uint64_t memory_limit_bytes = 0;
   // A filter with unpersisted changes is checkpointed at least this often.
   absl::Duration checkpoint_interval = absl::Seconds(30);
@@ -125,8 +127,10 @@ absl::Status ValidateFilterName(absl::string_view name, absl::string_view field 
 struct LoadReport {
   size_t filters = 0;
   size_t unreadable = 0;
-  // Filters left on disk because they did not fit the memory limit (RESOURCE_EXHAUSTED on use).
+  // Filters larger than the whole memory limit, left on disk (RESOURCE_EXHAUSTED on use).
   size_t not_loaded = 0;
+  // Filters left on disk because the memory limit was full; loaded on first use.
+  size_t cold = 0;
   // Pages and journal records that belonged to no filter, deleted (see recovery.cc).
   uint64_t orphans_deleted = 0;
   uint64_t pages = 0;
@@ -141,6 +145,12 @@ struct StoreFigures {
   // on disk at start-up because they did not fit the memory limit (RESOURCE_EXHAUSTED).
   size_t unreadable_filters = 0;
   size_t unloaded_filters = 0;
+  // Filters in memory, and filters on disk only (evicted, or cold since start-up).
+  size_t resident_filters = 0;
+  size_t cold_filters = 0;
+  uint64_t evictions = 0;    // since start
+  uint64_t loads = 0;        // cold filters loaded on use, since start
+  absl::Duration load_time;  // spent in those loads
   // Pages and journal records of no filter that start-up deleted.
   uint64_t orphans_deleted_at_start = 0;
   uint64_t memory_used_bytes = 0;
@@ -227,6 +237,11 @@ class FilterStore {
   // O(filters); for a metrics scrape, not for hot paths.
   StoreFigures Figures() const;
 
+  // Evicts least recently used filters until the memory in use is under the limit's low
+  // watermark (a no-op without a limit or under it). The evictor thread calls it whenever a
+  // charge goes over the limit; tests call it to evict at a known moment.
+  void EvictToBudget();
+
   const LoadReport& load_report() const { return load_report_; }
   size_t num_filters() const;
   uint64_t memory_used() const { return budget_.used(); }
@@ -237,8 +252,30 @@ class FilterStore {
 
   absl::Status Load();  // recovery.cc
   absl::Status DeleteOrphans(uint64_t orphans, const absl::btree_set<uint64_t>& generations);
+  // The resident filter `name`, or null; no lookup on disk. See Acquire.
   std::shared_ptr<StoredFilter> Find(absl::string_view name) const;
-  absl::StatusOr<std::shared_ptr<StoredFilter>> FindUsable(absl::string_view name) const;
+  // The filter `name`, loaded from RocksDB if it is cold; null if it does not exist. If the
+  // name's lock is busy, `before_waiting` runs first (as in FindOrCreate).
+  absl::StatusOr<std::shared_ptr<StoredFilter>> Acquire(
+      absl::string_view name, absl::FunctionRef<void()> before_waiting = [] {});
+  // As Acquire, with the name's lock held.
+  absl::StatusOr<std::shared_ptr<StoredFilter>> AcquireLocked(absl::string_view name);
+  // Acquire, with NOT_FOUND for a missing filter and the filter's Usable() error.
+  absl::StatusOr<std::shared_ptr<StoredFilter>> FindUsable(
+      absl::string_view name, absl::FunctionRef<void()> before_waiting = [] {});
+
+  // Residency (residency.cc). Loads the cold filter `name` (name lock held): null if RocksDB
+  // has no such filter.
+  absl::StatusOr<std::shared_ptr<StoredFilter>> LoadCold(absl::string_view name);
+  // Deletes the cold filter `name` from RocksDB (name lock held); NOT_FOUND if there is none.
+  absl::Status DeleteCold(absl::string_view name);
+  void EvictLoop();
+  // Whether some filter may be on disk only: then a name missing from memory is looked up in
+  // RocksDB. Set before the first filter leaves memory; never cleared.
+  bool MayHaveCold() const { return may_have_cold_.load(std::memory_order_acquire); }
+  // Called by a thread that just charged the budget, holding no filter's apply lock: waits
+  // (bounded) while memory in use is far over the limit, so loads cannot outrun the evictor.
+  void WaitForRoom();
   friend class OperationBatch;
   // How often Reserve and Add with create_if_missing look again for a filter that a racing
   // Delete removed under them before they give up with ABORTED (DeleteRaceError).
@@ -287,6 +324,20 @@ class FilterStore {
   std::condition_variable stop_cv_;
   bool stop_requested_ = false;  // guarded by stop_mu_
   std::thread checkpointer_;
+
+  // Residency.
+  std::atomic<bool> may_have_cold_{false};
+  std::atomic<int64_t> cold_filters_{0};
+  std::atomic<uint64_t> evictions_{0};
+  std::atomic<uint64_t> loads_{0};
+  std::atomic<int64_t> load_micros_{0};
+  std::mutex evict_round_mu_;           // one EvictToBudget round at a time
+  std::mutex evict_mu_;                 // guards evict_requested_ and the waits below
+  std::condition_variable evict_cv_;    // wakes the evictor
+  std::condition_variable evicted_cv_;  // wakes WaitForRoom
+  bool evict_requested_ = false;
+  bool evict_stop_ = false;
+  std::thread evictor_;
 };
 
 }  // namespace storage

@@ -41,7 +41,8 @@ absl::Status OperationBatch::Prepare(absl::string_view name,
   operation.added.reset(new bool[items.size()]);
   // As FilterStore::Add: a Delete racing a create_if_missing add makes it look again.
   for (int attempt = 0; attempt < FilterStore::kDeleteRaceRetries; ++attempt) {
-    std::shared_ptr<StoredFilter> filter = store_->Find(name);
+    ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> filter,
+                     store_->Acquire(name, [this] { Flush(); }));
     if (filter != nullptr && spec.has_value() && absl::IsNotFound(filter->Usable())) {
       filter = nullptr;
     }
@@ -71,6 +72,7 @@ absl::Status OperationBatch::Prepare(absl::string_view name,
       return absl::OkStatus();
     }
     filter->UnlockForGroup();
+    if (StoredFilter::IsEvicted(status)) continue;  // nothing was prepared: use the reloaded one
     if (status.ok() || !absl::IsNotFound(status) || !spec.has_value()) return status;
   }
   return FilterStore::DeleteRaceError(name);
@@ -80,7 +82,8 @@ absl::Status OperationBatch::MightContainInto(absl::string_view name,
                                               absl::Span<const absl::string_view> items,
                                               bool* present) {
   RETURN_IF_ERROR(store_->CheckOpen());
-  ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> filter, store_->FindUsable(name));
+  ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> filter,
+                   store_->FindUsable(name, [this] { Flush(); }));
   if (held_.contains(filter.get())) Flush();  // the check must see the add queued before it
   std::vector<uint64_t> hashes(items.size());
   for (size_t i = 0; i < items.size(); ++i) hashes[i] = filter->filter()->Hash(items[i]);

@@ -52,18 +52,17 @@ absl::Status FilterStore::Load() {
       continue;
     }
     const uint64_t bytes = (*filter)->size_bytes();
-    if (absl::Status charged = budget_.Charge(bytes, "loading a filter"); !charged.ok()) {
-      // Loading it anyway could get the process OOM-killed at every start (its journal replay
-      // touches the pages again): serve the others and report this one.
+    if (budget_.limit() != 0 && bytes > budget_.limit()) {
+      // It could never be loaded, and trying at every use would evict everything else: serve
+      // the others and report this one.
       filter->reset();
       auto unloaded = std::make_shared<StoredFilter>(
           name,
           absl::ResourceExhaustedError(
               absl::StrCat("filter '", name, "' was not loaded: its ", bytes,
                            " bytes of bits do not fit the memory limit (", budget_.limit(),
-                           " bytes, ", budget_.used(),
-                           " used by the filters loaded before it); restart with a larger "
-                           "--memory_limit to use it (nothing is lost), or delete it")),
+                           " bytes); restart with a larger --memory_limit to use it (nothing "
+                           "is lost), or delete it")),
           db_.get(), record->generation);
       bloomlog::LogError(unloaded->Usable().message());
       skipped_generations.insert(record->generation);
@@ -71,6 +70,16 @@ absl::Status FilterStore::Load() {
       ++load_report_.not_loaded;
       continue;
     }
+    if (budget_.limit() != 0 && budget_.used() + bytes > budget_.limit()) {
+      // The memory limit is full: this one stays on disk, cold, and is loaded on first use
+      // (with its journal, if it has one). residency.cc.
+      filter->reset();
+      may_have_cold_.store(true);
+      skipped_generations.insert(record->generation);
+      ++load_report_.cold;
+      continue;
+    }
+    budget_.ChargeCached(bytes, 0, "loading a filter").IgnoreError();  // fits: checked above
     auto stored = std::make_shared<StoredFilter>(std::move(name), *record, *std::move(filter),
                                                  db_.get(), &budget_, bytes);
     by_generation[record->generation] = stored;
@@ -78,6 +87,7 @@ absl::Status FilterStore::Load() {
   }
   RETURN_IF_ERROR(FromRocksDb(it->status(), "loading filter metadata"));
   load_report_.filters = by_generation.size();
+  cold_filters_.store(static_cast<int64_t>(load_report_.cold));
 
   std::string next_generation;
   uint64_t stored_next = 0;

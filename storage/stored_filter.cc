@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "rocksdb/write_batch.h"
@@ -19,6 +20,9 @@ constexpr size_t kPageBatchBytes = 8 << 20;
 // interval passes), which bounds both replay time at start-up and amortised checkpoint writes.
 constexpr double kJournalToBitsRatio = 1.0;
 constexpr uint64_t kMinJournalBytesForEarlyCheckpoint = 1 << 20;
+
+// Marks EvictedError(): callers retry such an add on the reloaded filter.
+constexpr absl::string_view kEvictedPayload = "bloom.evicted";
 
 }  // namespace
 
@@ -102,9 +106,26 @@ void StoredFilter::FinishRecovery(uint64_t next_seq, uint64_t replayed_bytes) {
   journal_bytes_.store(replayed_bytes);
 }
 
+absl::Status StoredFilter::Addable() const {
+  RETURN_IF_ERROR(Usable());
+  if (evicted()) return EvictedError();
+  return absl::OkStatus();
+}
+
+absl::Status StoredFilter::EvictedError() const {
+  absl::Status status = absl::UnavailableError(
+      absl::StrCat("filter '", name_, "' was evicted from memory during the call; retry it"));
+  status.SetPayload(kEvictedPayload, absl::Cord("1"));
+  return status;
+}
+
+bool StoredFilter::IsEvicted(const absl::Status& status) {
+  return absl::IsUnavailable(status) && status.GetPayload(kEvictedPayload).has_value();
+}
+
 absl::Status StoredFilter::Add(absl::Span<const uint64_t> hashes, bool* added, bool sync) {
   bloomsync::ReaderMutexLock lock(&apply_mu_);
-  if (absl::Status usable = Usable(); !usable.ok()) return usable;
+  if (absl::Status addable = Addable(); !addable.ok()) return addable;
   return filter_->Add(
       hashes, added, [&](const bloom::SubFilter& sub) { return PersistNewSubFilter(sub, sync); },
       [&](absl::Span<const Run> runs, absl::Span<const uint64_t> new_hashes) {
@@ -129,7 +150,7 @@ bool StoredFilter::AddPendingCreation(rocksdb::WriteBatch& batch) const {
 absl::Status StoredFilter::EnsurePersisted(bool sync) {
   if (!creation_pending_.load()) return absl::OkStatus();
   bloomsync::ReaderMutexLock lock(&apply_mu_);
-  if (absl::Status usable = Usable(); !usable.ok()) return usable;
+  if (absl::Status addable = Addable(); !addable.ok()) return addable;
   rocksdb::WriteBatch batch;
   if (!AddPendingCreation(batch)) return absl::OkStatus();
   RETURN_IF_ERROR(db_->Write(batch, sync, "creating a filter"));
@@ -139,8 +160,9 @@ absl::Status StoredFilter::EnsurePersisted(bool sync) {
 
 absl::Status StoredFilter::PersistNewSubFilter(const bloom::SubFilter& sub, bool sync) {
   const uint64_t bytes = sub.shape().layout.bytes();
-  if (absl::Status charged = budget_->Charge(
-          bytes, absl::StrCat("growing filter '", name_, "' to ", sub.index() + 1, " sub-filters"));
+  if (absl::Status charged = budget_->ChargeCached(
+          bytes, charged_bytes_.load(),
+          absl::StrCat("growing filter '", name_, "' to ", sub.index() + 1, " sub-filters"));
       !charged.ok()) {
     return charged;
   }
@@ -177,7 +199,7 @@ absl::Status StoredFilter::Journal(absl::Span<const Run> runs, absl::Span<const 
 absl::Status StoredFilter::PrepareGroupAdd(absl::Span<const uint64_t> hashes, bool* added,
                                            bool sync, rocksdb::WriteBatch& batch,
                                            GroupedAdd& grouped) {
-  if (absl::Status usable = Usable(); !usable.ok()) return usable;
+  if (absl::Status addable = Addable(); !addable.ok()) return addable;
   ASSIGN_OR_RETURN(grouped.prepared,
                    filter_->PrepareAdd(hashes, added, [&](const bloom::SubFilter& sub) {
                      return PersistNewSubFilter(sub, sync);
@@ -267,12 +289,32 @@ absl::Status StoredFilter::Checkpoint(bool sync) {
     return created;
   }
   bloomsync::MutexLock checkpoint_lock(&checkpoint_mu_);
+  return CheckpointLocked(sync, /*evicting=*/false);
+}
+
+absl::Status StoredFilter::Evict(bool sync) {
+  if (!Usable().ok() || evicted() || creation_pending_.load()) {
+    return absl::FailedPreconditionError("not evictable now");
+  }
+  bloomsync::MutexLock checkpoint_lock(&checkpoint_mu_);
+  if (!apply_mu_.TryLock()) return absl::FailedPreconditionError("busy");
+  // No add applies after this (Addable), so the checkpoint below covers every one.
+  const bool evictable = Usable().ok() && !creation_pending_.load();
+  if (evictable) evicted_.store(true, std::memory_order_release);
+  apply_mu_.Unlock();
+  if (!evictable) return absl::FailedPreconditionError("not evictable now");
+  absl::Status checkpointed = CheckpointLocked(sync, /*evicting=*/true);
+  if (!checkpointed.ok()) evicted_.store(false, std::memory_order_release);  // stays resident
+  return checkpointed;
+}
+
+absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting) {
   PersistedState next;
   std::vector<std::vector<uint64_t>> dirty;
   uint64_t journal_bytes = 0;
   {
     bloomsync::WriterMutexLock lock(&apply_mu_);
-    if (!Usable().ok()) return absl::OkStatus();
+    if (!Usable().ok() || evicted() != evicting) return absl::OkStatus();
     next.checkpoint_seq = next_seq_.load() - 1;
     next.checks = checks_.load();
     next.check_hits = check_hits_.load();
@@ -338,7 +380,7 @@ absl::Status StoredFilter::WritePages(const std::vector<std::vector<uint64_t>>& 
 }
 
 bool StoredFilter::CheckpointDue(absl::Time now, absl::Duration interval) const {
-  if (!Usable().ok()) return false;
+  if (!Usable().ok() || evicted()) return false;
   const uint64_t journal = journal_bytes_.load(std::memory_order_relaxed);
   const bool changed = journal > 0 || checks_.load(std::memory_order_relaxed) !=
                                           checks_at_checkpoint_.load(std::memory_order_relaxed);

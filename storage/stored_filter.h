@@ -102,6 +102,28 @@ class StoredFilter {
   absl::Time last_checkpoint() const {
     return absl::FromUnixMicros(last_checkpoint_micros_.load());
   }
+  // Eviction (storage/residency.cc): checkpoints everything and retires this object, so the
+  // filter can be freed and loaded again from RocksDB. Afterwards adds answer
+  // EvictedError() (the caller looks the filter up again, which loads it); checks and Info
+  // still answer from the bits, which hold every add made before. FAILED_PRECONDITION without
+  // effect when the filter is busy (an add holds its apply lock, or its creation is not written
+  // yet) or unusable, or the checkpoint's error. Call with the name's lock held.
+  absl::Status Evict(bool sync);
+  bool evicted() const { return evicted_.load(std::memory_order_acquire); }
+  // Recency for the evictor, in ticks of about a microsecond (cheap on every operation: the
+  // vDSO clock, and a store only when the tick changed).
+  void Touch() {
+    const int64_t now = NowTicks();
+    if (last_used_ticks_.load(std::memory_order_relaxed) != now) {
+      last_used_ticks_.store(now, std::memory_order_relaxed);
+    }
+  }
+  int64_t last_used_ticks() const { return last_used_ticks_.load(std::memory_order_relaxed); }
+  static int64_t NowTicks() { return absl::GetCurrentTimeNanos() >> 10; }
+  // What an add on an evicted object answers (see IsEvicted).
+  absl::Status EvictedError() const;
+  static bool IsEvicted(const absl::Status& status);
+
   // Deletes the filter's metadata, bits and journal (range deletes: O(1) here, space comes back
   // with compaction). Afterwards every operation answers NOT_FOUND.
   absl::Status Delete(bool sync);
@@ -154,6 +176,12 @@ class StoredFilter {
     std::vector<uint64_t> items_added;  // per sub-filter, as of checkpoint_seq
   };
 
+  // Checkpoint() without EnsurePersisted, with checkpoint_mu_ held; `evicting` checkpoints an
+  // evicted object (which a plain checkpoint leaves alone).
+  absl::Status CheckpointLocked(bool sync, bool evicting)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(checkpoint_mu_);
+  // OK, or why an add must not apply here (Usable(), or EvictedError()).
+  absl::Status Addable() const;
   absl::Status PersistNewSubFilter(const bloom::SubFilter& sub, bool sync);
   absl::Status Journal(absl::Span<const Run> runs, absl::Span<const uint64_t> hashes, bool sync);
   // The metadata record for `state`, listing the chain plus `extra` (a sub-filter being opened).
@@ -179,6 +207,8 @@ class StoredFilter {
   mutable bloomsync::Mutex apply_mu_ ABSL_ACQUIRED_BEFORE(meta_mu_);
   mutable bloomsync::Mutex meta_mu_;
   std::atomic<bool> deleted_{false};  // written with apply_mu_ held exclusively
+  std::atomic<bool> evicted_{false};  // likewise
+  std::atomic<int64_t> last_used_ticks_{NowTicks()};
   std::atomic<uint64_t> next_seq_{1};
   std::atomic<uint64_t> journal_bytes_{0};  // journalled since the last checkpoint
   std::atomic<uint64_t> checks_{0};

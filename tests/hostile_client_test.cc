@@ -466,8 +466,14 @@ TEST_F(HostileClientTest, AStalledImportIsAbandonedAndItsMemoryReleased) {
   // 120 MB reserved for the pending import beside the source's 120 MB.
   EXPECT_GT(Metric(*server, "bloom_filter_memory_bytes"), 240e6);
   EXPECT_EQ(Metric(*server, R"(bloom_transfers_in_progress{kind="import"})"), 1);
-  // source (120 MB) + the pending import (120 MB) + 120 MB more does not fit 300 MiB.
-  EXPECT_EQ(client->Reserve("other", spec).status().code(), absl::StatusCode::kResourceExhausted);
+  // The pending import's 120 MB cannot be evicted, filters can: 240 MB more does not fit
+  // beside it in 300 MiB, 120 MB does (the source is written out to make room).
+  bloom::v1::FilterSpec bigger = spec;
+  bigger.set_capacity(200'000'000);
+  EXPECT_EQ(client->Reserve("bigger", bigger).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  ASSERT_OK(client->Reserve("other", spec).status());
+  EXPECT_EQ(MetricReaching(*server, "bloom_filter_evictions_total", 1), 1);
 
   const grpc::Status status = writer->Finish();  // blocks until the server gives up on it
   EXPECT_EQ(status.error_code(), grpc::StatusCode::ABORTED) << status.error_message();
@@ -475,8 +481,9 @@ TEST_F(HostileClientTest, AStalledImportIsAbandonedAndItsMemoryReleased) {
   EXPECT_NE(server->ReadLog().find("abandoned an import"), std::string::npos);
   EXPECT_EQ(MetricReaching(*server, R"(bloom_transfers_abandoned_total{kind="import"})", 1), 1);
   EXPECT_EQ(MetricReaching(*server, R"(bloom_transfers_in_progress{kind="import"})", 0), 0);
-  ASSERT_OK(client->Reserve("other", spec).status());  // the reservation is back
+  ASSERT_OK(client->Reserve("bigger", bigger).status());  // the reservation is back
   EXPECT_EQ(client->Stats("copy").status().code(), absl::StatusCode::kNotFound);
+  ASSERT_OK(client->Stats("source").status());  // loaded again, evicting the others
 }
 
 }  // namespace

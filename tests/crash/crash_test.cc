@@ -4,7 +4,10 @@
 // SIGTERM shutdown). After every restart, every item whose Add was acknowledged must read as
 // present, counters must cover them, reserved filters keep their spec, deleted ones stay deleted.
 //
-// CI size: 20 cycles and at least 1M acknowledged items per mode (default and --sync). A soak:
+// Modes: default, --sync, and evicting (a 1 MiB --memory_limit, and one writer adding to 2,000
+// small per-user filters made by create_if_missing, so filters are evicted and loaded again
+// all the time, also while the killer strikes).
+// CI size: 20 cycles and at least 1M acknowledged items per mode (300,000 when evicting). A soak:
 //   BLOOM_CRASH_CYCLES=500 BLOOM_CRASH_MIN_ITEMS=50000000 build/tests/crash/crash_test
 #include <signal.h>
 
@@ -63,13 +66,15 @@ std::vector<std::string> BatchItems(const AckedBatch& b) {
 }
 
 enum class KillMoment { kDuringAdds, kDuringStartup, kDuringShutdown };
+enum class Mode { kDefault, kSync, kEvicting };
 
-class CrashTest : public ::testing::TestWithParam<bool> {
+class CrashTest : public ::testing::TestWithParam<Mode> {
  protected:
   std::vector<std::string> ServerArgs() const {
     // Frequent checkpoints, so kills also land inside checkpoints.
     std::vector<std::string> args = {"--checkpoint_interval=100ms"};
-    if (GetParam()) args.push_back("--sync");
+    if (GetParam() == Mode::kSync) args.push_back("--sync");
+    if (GetParam() == Mode::kEvicting) args.push_back("--memory_limit=1Mi");
     return args;
   }
 
@@ -114,13 +119,14 @@ class CrashTest : public ::testing::TestWithParam<bool> {
 
 TEST_P(CrashTest, AcknowledgedAddsSurviveKillNine) {
   const int cycles = EnvInt("BLOOM_CRASH_CYCLES", 20);
-  const uint64_t min_items = EnvInt("BLOOM_CRASH_MIN_ITEMS", 1'000'000);
+  const bool evicting = GetParam() == Mode::kEvicting;
+  const uint64_t min_items = EnvInt("BLOOM_CRASH_MIN_ITEMS", evicting ? 300'000 : 1'000'000);
   // Writers 0-3 make unary calls of 1000 items; 4 and 5 share one pipelined client (their
   // calls of 100 items coalesce over a Pipeline stream).
   constexpr int kWriters = 6;
   constexpr uint32_t kBatch = 1000, kPipelinedBatch = 100;
   bloomtest::TempDir data;
-  std::mt19937_64 rng(GetParam() ? 7 : 11);
+  std::mt19937_64 rng(static_cast<int>(GetParam()) * 4 + 7);
   std::vector<uint64_t> next_item(kWriters, 0);
   int kills_during_startup = 0, kills_during_shutdown = 0;
 
@@ -164,12 +170,16 @@ TEST_P(CrashTest, AcknowledgedAddsSurviveKillNine) {
       writers.emplace_back([&, w] {
         std::shared_ptr<BloomClient> writer_client =
             w >= 4 ? shared_pipelined : BloomClient::Connect(server->target());
-        const bloom::v1::FilterSpec lazy_spec = Spec(50'000, 0.001);
-        const uint32_t count = w >= 4 ? kPipelinedBatch : kBatch;
+        const bloom::v1::FilterSpec lazy_spec = evicting ? Spec(1000, 0.01) : Spec(50'000, 0.001);
+        const uint32_t count = w >= 4 ? kPipelinedBatch : (w == 3 && evicting) ? 20 : kBatch;
+        std::mt19937 users(static_cast<uint32_t>(cycle * 100 + w));
         while (!stop.load()) {
-          AckedBatch batch{
-              w == 3 ? absl::StrCat("lazy-", cycle % 4) : absl::StrCat("scaling-", w % 3), w,
-              next_item[w], count};
+          std::string filter = absl::StrCat("scaling-", w % 3);
+          if (w == 3) {
+            filter =
+                evicting ? absl::StrCat("user-", users() % 2000) : absl::StrCat("lazy-", cycle % 4);
+          }
+          AckedBatch batch{filter, w, next_item[w], count};
           next_item[w] += count;  // never reuse ids, acknowledged or not
           absl::StatusOr<std::vector<bool>> added =
               writer_client->Add(batch.filter, BatchItems(batch), w == 3 ? &lazy_spec : nullptr);
@@ -196,15 +206,26 @@ TEST_P(CrashTest, AcknowledgedAddsSurviveKillNine) {
   auto client = BloomClient::Connect(server->target());
   ASSERT_NO_FATAL_FAILURE(Verify(*client));
   EXPECT_GE(verified_items_, min_items);
+  if (evicting) {  // the 2,000 user filters did not all fit: some started on disk
+    EXPECT_EQ(server->ReadLog().find(" 0 cold"), std::string::npos) << server->ReadLog();
+  }
   RecordProperty("acknowledged_items", std::to_string(verified_items_));
   RecordProperty("kills_during_startup", std::to_string(kills_during_startup));
   RecordProperty("kills_during_shutdown", std::to_string(kills_during_shutdown));
   EXPECT_EQ(server->Terminate(), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Durability, CrashTest, ::testing::Values(false, true),
-                         [](const ::testing::TestParamInfo<bool>& info) {
-                           return info.param ? "Sync" : "Default";
+INSTANTIATE_TEST_SUITE_P(Durability, CrashTest,
+                         ::testing::Values(Mode::kDefault, Mode::kSync, Mode::kEvicting),
+                         [](const ::testing::TestParamInfo<Mode>& info) {
+                           switch (info.param) {
+                             case Mode::kSync:
+                               return "Sync";
+                             case Mode::kEvicting:
+                               return "Evicting";
+                             default:
+                               return "Default";
+                           }
                          });
 
 }  // namespace

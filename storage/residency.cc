@@ -1,0 +1,293 @@
+// Residency: filter bits in memory are a cache under the memory limit; RocksDB holds every
+// filter. (FilterStore's residency methods; the API is filter_store.h.)
+//
+// Eviction. A charge that takes the memory in use over the limit (memory_budget.h) wakes the
+// evictor thread, which evicts the least recently used filters until the memory in use is under
+// the low watermark (the limit minus 1/16). Evicting a filter, with its name's lock held:
+// StoredFilter::Evict marks it evicted under its apply lock, so no add applies to it any more,
+// and checkpoints it (its pages and counters written, its journal trimmed); then it leaves the
+// resident map and its bits are freed when the last operation holding it finishes. An add that
+// meets an evicted object answers StoredFilter::EvictedError, and the store looks the filter up
+// again. The evictor only try-locks (a name's lock, a filter's apply lock) and skips what is
+// busy: a busy filter is in use, not a candidate, and so the evictor never waits for a thread
+// that waits for it.
+//
+// Loading. A name missing from memory, once some filter may be cold, is looked up in RocksDB
+// under the name's lock (one loader per name; Reserve, Delete, Import and eviction of that name
+// wait): its metadata record, its pages (one range scan) and any journal after its checkpoint
+// (present for filters left cold at start-up after a crash) rebuild it as start-up would.
+//
+// Without a limit, or before the first filter leaves memory, a missing name is simply missing:
+// no RocksDB read on that path.
+#include <algorithm>
+#include <chrono>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "common/status_macros.h"
+#include "storage/encoding.h"
+#include "storage/filter_store.h"
+#include "storage/rocksdb_status.h"
+
+namespace storage {
+namespace {
+
+// Eviction stops once memory in use is this fraction of the limit below it, so one eviction
+// round makes room for many loads.
+constexpr uint64_t kLowWatermarkDivisor = 16;
+// WaitForRoom holds a loading thread back while memory in use is this fraction over the limit,
+// for at most kMaxWaitForRoom (then it goes on: the evictor may only find busy filters).
+constexpr uint64_t kHighWatermarkDivisor = 8;
+constexpr auto kMaxWaitForRoom = std::chrono::milliseconds(500);
+
+absl::string_view View(const rocksdb::Slice& slice) { return {slice.data(), slice.size()}; }
+
+// Bytes of bits of the filter `record` describes, without building it.
+uint64_t RecordBytes(const FilterRecord& record) {
+  uint64_t bytes = 0;
+  for (const SubFilterRecord& sub : record.sub_filters) {
+    bytes += bloom::BlockedLayout{sub.num_blocks, sub.hash_count}.bytes();
+  }
+  return bytes;
+}
+
+// Iterates `family` over the keys of one filter generation.
+class GenerationScan {
+ public:
+  GenerationScan(const Database& db, rocksdb::ColumnFamilyHandle* family, uint64_t generation)
+      : upper_(GenerationPrefix(generation + 1)), upper_slice_(upper_) {
+    rocksdb::ReadOptions options;
+    options.iterate_upper_bound = &upper_slice_;
+    options.fill_cache = false;
+    it_.reset(db.db()->NewIterator(options, family));
+    it_->Seek(GenerationPrefix(generation));
+  }
+  rocksdb::Iterator& operator*() { return *it_; }
+  rocksdb::Iterator* operator->() { return it_.get(); }
+
+ private:
+  const std::string upper_;
+  const rocksdb::Slice upper_slice_;
+  std::unique_ptr<rocksdb::Iterator> it_;
+};
+
+// ORs the checkpointed pages of `generation` into `filter`.
+absl::Status LoadPages(const Database& db, uint64_t generation, bloom::ScalableFilter& filter) {
+  GenerationScan it(db, db.blocks(), generation);
+  for (; it->Valid(); it->Next()) {
+    ASSIGN_OR_RETURN(const BlockKeyParts key, ParseBlockKey(View(it->key())));
+    bloom::SubFilter* sub = filter.sub_filter(static_cast<int>(key.sub_filter));
+    if (sub == nullptr) {
+      return absl::DataLossError(absl::StrCat("page of missing sub-filter ", key.sub_filter));
+    }
+    RETURN_IF_ERROR(sub->bits().OrPage(key.page, View(it->value())));
+  }
+  return FromRocksDb(it->status(), "loading filter pages");
+}
+
+// Replays the journal records of `record`'s filter after its checkpoint into `filter`;
+// `max_seq` and `replayed_bytes` grow by what was replayed.
+absl::Status ReplayJournal(const Database& db, const FilterRecord& record,
+                           bloom::ScalableFilter& filter, uint64_t& max_seq,
+                           uint64_t& replayed_bytes) {
+  std::vector<Run> runs;
+  std::vector<uint64_t> hashes;
+  GenerationScan it(db, db.journal(), record.generation);
+  for (; it->Valid(); it->Next()) {
+    ASSIGN_OR_RETURN(const JournalKeyParts key, ParseJournalKey(View(it->key())));
+    if (key.seq <= record.checkpoint_seq) continue;  // already in the pages
+    RETURN_IF_ERROR(DecodeJournalRecord(View(it->value()), runs, hashes));
+    RETURN_IF_ERROR(filter.Replay(runs, hashes));
+    max_seq = std::max(max_seq, key.seq);
+    replayed_bytes += it->value().size();
+  }
+  return FromRocksDb(it->status(), "loading the journal");
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::Acquire(
+    absl::string_view name,
+    absl::FunctionRef<void()> before_waiting) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  std::shared_ptr<StoredFilter> filter = Find(name);
+  if (filter != nullptr && !filter->evicted()) {
+    filter->Touch();
+    return filter;
+  }
+  if (filter == nullptr && !MayHaveCold()) return nullptr;
+  filter.reset();
+  bloomsync::Mutex& name_lock = NameLock(name);
+  if (!name_lock.TryLock()) {
+    before_waiting();
+    name_lock.Lock();
+  }
+  absl::StatusOr<std::shared_ptr<StoredFilter>> acquired = AcquireLocked(name);
+  name_lock.Unlock();
+  if (acquired.ok() && *acquired != nullptr && budget_.over_limit()) {
+    before_waiting();
+    WaitForRoom();
+  }
+  return acquired;
+}
+
+absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::AcquireLocked(absl::string_view name) {
+  // With the name's lock held no eviction of this name is in progress: what Find returns is
+  // resident (an evicted object has left the map before the evictor released the lock).
+  if (std::shared_ptr<StoredFilter> filter = Find(name)) {
+    filter->Touch();
+    return filter;
+  }
+  if (!MayHaveCold()) return nullptr;
+  return LoadCold(name);
+}
+
+absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::FindUsable(
+    absl::string_view name, absl::FunctionRef<void()> before_waiting) {
+  RETURN_IF_ERROR(ValidateFilterName(name));
+  ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> filter, Acquire(name, before_waiting));
+  if (filter == nullptr) return absl::NotFoundError(absl::StrCat("filter '", name, "' not found"));
+  RETURN_IF_ERROR(filter->Usable());
+  return filter;
+}
+
+absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::LoadCold(absl::string_view name) {
+  const absl::Time start = absl::Now();
+  std::string value;
+  const rocksdb::Status got =
+      db_->db()->Get(rocksdb::ReadOptions(), db_->filters(), std::string(name), &value);
+  if (got.IsNotFound()) return nullptr;
+  RETURN_IF_ERROR(FromRocksDb(got, "looking up a filter"));
+  absl::StatusOr<FilterRecord> record = DecodeFilterRecord(value);
+  if (!record.ok()) {
+    // As at start-up: the name answers DATA_LOSS and can be deleted.
+    auto broken = std::make_shared<StoredFilter>(std::string(name), absl::OkStatus(), db_.get());
+    broken->MarkUnreadable(record.status());
+    Insert(broken);
+    cold_filters_.fetch_sub(1, std::memory_order_relaxed);
+    return broken;
+  }
+  const uint64_t bytes = RecordBytes(*record);
+  RETURN_IF_ERROR(budget_.ChargeCached(bytes, 0, absl::StrCat("loading filter '", name, "'")));
+  absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> filter =
+      StoredFilter::BuildFilter(*record);
+  if (!filter.ok()) {
+    budget_.Release(bytes);
+    return filter.status();
+  }
+  auto stored = std::make_shared<StoredFilter>(std::string(name), *record, *std::move(filter),
+                                               db_.get(), &budget_, bytes);
+  absl::Status loaded = LoadPages(*db_, record->generation, *stored->mutable_filter());
+  uint64_t max_seq = record->checkpoint_seq;
+  uint64_t replayed_bytes = 0;
+  if (loaded.ok()) {
+    loaded = ReplayJournal(*db_, *record, *stored->mutable_filter(), max_seq, replayed_bytes);
+  }
+  if (!loaded.ok()) {
+    // A read error is not the filter's fault: answer it and leave the filter cold. Bad data is.
+    if (absl::IsUnavailable(loaded) || absl::IsAborted(loaded)) return loaded;
+    stored->MarkUnreadable(loaded);
+    bloomlog::LogError(stored->Usable().message());
+  }
+  stored->FinishRecovery(max_seq + 1, replayed_bytes);
+  Insert(stored);
+  cold_filters_.fetch_sub(1, std::memory_order_relaxed);
+  loads_.fetch_add(1, std::memory_order_relaxed);
+  load_micros_.fetch_add(absl::ToInt64Microseconds(absl::Now() - start), std::memory_order_relaxed);
+  return stored;
+}
+
+absl::Status FilterStore::DeleteCold(absl::string_view name) {
+  std::string value;
+  const rocksdb::Status got =
+      db_->db()->Get(rocksdb::ReadOptions(), db_->filters(), std::string(name), &value);
+  if (got.IsNotFound()) return absl::NotFoundError(absl::StrCat("filter '", name, "' not found"));
+  RETURN_IF_ERROR(FromRocksDb(got, "looking up a filter"));
+  absl::StatusOr<FilterRecord> record = DecodeFilterRecord(value);
+  // A stand-in that knows the generation deletes pages and journal too (StoredFilter::Delete).
+  StoredFilter cold(std::string(name), absl::OkStatus(), db_.get(),
+                    record.ok() ? absl::optional<uint64_t>(record->generation) : absl::nullopt);
+  RETURN_IF_ERROR(cold.Delete(options_.sync));
+  cold_filters_.fetch_sub(1, std::memory_order_relaxed);
+  return absl::OkStatus();
+}
+
+void FilterStore::EvictToBudget() {
+  const uint64_t limit = budget_.limit();
+  if (limit == 0 || budget_.used() <= limit) return;
+  const uint64_t target = limit - limit / kLowWatermarkDivisor;
+  std::lock_guard<std::mutex> round(evict_round_mu_);
+  if (budget_.used() <= limit) return;
+  // Weak references: the candidates must not keep the bits of filters that leave memory (by
+  // this round or by a Delete) alive.
+  struct Candidate {
+    int64_t last_used;
+    std::weak_ptr<StoredFilter> filter;
+  };
+  std::vector<Candidate> candidates;
+  for (std::shared_ptr<StoredFilter>& filter : Snapshot()) {
+    if (filter->Usable().ok() && !filter->evicted()) {
+      candidates.push_back({filter->last_used_ticks(), filter});
+    }
+  }
+  std::sort(candidates.begin(), candidates.end(),
+            [](const Candidate& a, const Candidate& b) { return a.last_used < b.last_used; });
+  uint64_t evicted_now = 0;
+  for (Candidate& candidate : candidates) {
+    if (budget_.used() <= target) break;
+    std::shared_ptr<StoredFilter> filter = candidate.filter.lock();
+    if (filter == nullptr) continue;
+    // The lifecycle lock per filter, not per round: a round can take long, and Close() or a
+    // RocksDB reopen (which take it exclusively) must not wait for all of it.
+    bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
+    if (closed_.load() || db_->NeedsReopen()) break;
+    bloomsync::Mutex& name_lock = NameLock(filter->name());
+    if (!name_lock.TryLock()) continue;  // a Reserve, Delete or load of a name in its stripe
+    // Before the filter leaves the map, so that a miss looks in RocksDB from now on.
+    may_have_cold_.store(true, std::memory_order_release);
+    absl::Status evicted = Find(filter->name()) == filter ? filter->Evict(options_.sync)
+                                                          : absl::FailedPreconditionError("gone");
+    if (evicted.ok()) {
+      Remove(filter->name());
+      cold_filters_.fetch_add(1, std::memory_order_relaxed);
+      evictions_.fetch_add(1, std::memory_order_relaxed);
+    } else if (!absl::IsFailedPrecondition(evicted)) {
+      bloomlog::LogError(absl::StrCat("evicting filter '", filter->name(),
+                                      "' failed (it stays in memory): ", evicted.message()));
+    }
+    name_lock.Unlock();
+    filter.reset();  // its bits are freed here, or when the last operation on it ends
+    if (!evicted.ok() && !absl::IsFailedPrecondition(evicted)) break;  // RocksDB refuses writes
+    if (evicted.ok() && ++evicted_now % 64 == 0) {
+      std::lock_guard<std::mutex> lock(evict_mu_);
+      evicted_cv_.notify_all();
+    }
+  }
+  std::lock_guard<std::mutex> lock(evict_mu_);
+  evicted_cv_.notify_all();
+}
+
+void FilterStore::EvictLoop() {
+  std::unique_lock<std::mutex> lock(evict_mu_);
+  while (!evict_stop_) {
+    evict_cv_.wait_for(lock, std::chrono::seconds(1),
+                       [this] { return evict_requested_ || evict_stop_; });
+    if (evict_stop_) break;
+    evict_requested_ = false;
+    lock.unlock();
+    EvictToBudget();
+    lock.lock();
+  }
+}
+
+void FilterStore::WaitForRoom() {
+  const uint64_t limit = budget_.limit();
+  if (limit == 0 || !evictor_.joinable()) return;
+  const uint64_t high = limit + limit / kHighWatermarkDivisor;
+  std::unique_lock<std::mutex> lock(evict_mu_);
+  evicted_cv_.wait_for(lock, kMaxWaitForRoom,
+                       [&] { return budget_.used() <= high || evict_stop_; });
+}
+
+}  // namespace storage

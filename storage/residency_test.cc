@@ -1,0 +1,228 @@
+// Memory as a cache (residency.cc): filters evicted past the memory limit and loaded again on
+// use answer exactly as before, lose nothing (also across kill -9 style reopen), and every
+// operation (Reserve, Delete, Import, List, batches) sees a cold filter as it would a resident
+// one.
+#include <atomic>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/testing.h"
+#include "gtest/gtest.h"
+#include "storage/filter_store.h"
+
+namespace storage {
+namespace {
+
+using bloom::FilterSpec;
+
+std::vector<std::string> Items(absl::string_view prefix, int begin, int end) {
+  std::vector<std::string> items;
+  for (int i = begin; i < end; ++i) items.push_back(absl::StrCat(prefix, i));
+  return items;
+}
+
+std::vector<absl::string_view> Views(const std::vector<std::string>& items) {
+  return {items.begin(), items.end()};
+}
+
+// A 1000-item filter at 1% takes 1,216 bytes of bits; 40 of them fit this limit.
+constexpr uint64_t kLimit = 48 << 10;
+const FilterSpec kSmall{1000, 0.01};
+
+class ResidencyTest : public ::testing::Test {
+ protected:
+  void Open(uint64_t limit = kLimit) {
+    store_.reset();
+    StoreOptions options;
+    options.data_dir = dir_.path();
+    options.background_checkpoints = false;
+    options.memory_limit_bytes = limit;
+    absl::StatusOr<std::unique_ptr<FilterStore>> store = FilterStore::Open(options);
+    ASSERT_OK(store.status());
+    store_ = *std::move(store);
+  }
+  void SetUp() override { Open(); }
+
+  std::vector<bool> Check(absl::string_view name, const std::vector<std::string>& items) {
+    absl::StatusOr<std::vector<bool>> present = store_->MightContain(name, Views(items));
+    EXPECT_TRUE(present.ok()) << name << ": " << present.status();
+    return present.ok() ? *present : std::vector<bool>();
+  }
+
+  bloomtest::TempDir dir_;
+  std::unique_ptr<FilterStore> store_;
+};
+
+TEST_F(ResidencyTest, EvictedFiltersAnswerExactlyAsBeforeAndMemoryStaysUnderTheLimit) {
+  constexpr int kFilters = 200;  // five times what fits
+  const std::vector<std::string> probes = Items("probe", 0, 2000);
+  std::vector<std::vector<bool>> before(kFilters);
+  std::vector<double> fill_ratio(kFilters);
+  for (int f = 0; f < kFilters; ++f) {
+    const std::string name = absl::StrCat("user:", f);
+    ASSERT_OK(store_->Add(name, Views(Items(absl::StrCat(f, "-"), 0, 300)), &kSmall).status());
+    before[f] = Check(name, probes);
+    absl::StatusOr<FilterInfo> info = store_->Stats(name);
+    ASSERT_OK(info.status());
+    fill_ratio[f] = info->stats.fill_ratio;
+  }
+  store_->EvictToBudget();
+  StoreFigures figures = store_->Figures();
+  EXPECT_GT(figures.evictions, 100u);
+  EXPECT_LE(figures.memory_used_bytes, kLimit);
+  EXPECT_EQ(figures.resident_filters + figures.cold_filters, static_cast<size_t>(kFilters));
+
+  for (int f = 0; f < kFilters; ++f) {
+    const std::string name = absl::StrCat("user:", f);
+    for (const bool present : Check(name, Items(absl::StrCat(f, "-"), 0, 300))) {
+      ASSERT_TRUE(present) << "false negative in " << name;
+    }
+    EXPECT_EQ(Check(name, probes), before[f]) << name << ": false positives changed";
+    absl::StatusOr<FilterInfo> info = store_->Stats(name);
+    ASSERT_OK(info.status());
+    EXPECT_EQ(info->stats.fill_ratio, fill_ratio[f]) << name;
+    EXPECT_EQ(info->stats.items_added, 300u) << name;
+    store_->EvictToBudget();
+    EXPECT_LE(store_->memory_used(), kLimit);
+  }
+  EXPECT_GT(store_->Figures().loads, 100u);
+
+  Open();  // everything comes back after a restart, resident or not
+  EXPECT_GT(store_->load_report().cold, 0u);
+  for (int f = 0; f < kFilters; f += 7) {
+    const std::string name = absl::StrCat("user:", f);
+    EXPECT_EQ(Check(name, probes), before[f]) << name;
+  }
+}
+
+TEST_F(ResidencyTest, ColdFiltersKeepTheirIdentityForReserveImportDeleteAndList) {
+  const FilterSpec other{5000, 0.001};
+  ASSERT_OK(store_->Reserve("f0", kSmall).status());
+  ASSERT_OK(store_->Add("f0", Views(Items("x", 0, 10)), nullptr).status());
+  for (int f = 1; f < 100; ++f) {
+    ASSERT_OK(store_->Reserve(absl::StrCat("f", f), kSmall).status());
+  }
+  store_->EvictToBudget();
+  // The least recently used filters are cold now: f0, f1, ...
+  ASSERT_GT(store_->Figures().cold_filters, 50u);
+  // A Reserve of a cold name with another spec must not replace it.
+  absl::Status conflict = store_->Reserve("f0", other).status();
+  EXPECT_EQ(conflict.code(), absl::StatusCode::kAlreadyExists) << conflict;
+  for (const bool present : Check("f0", Items("x", 0, 10))) EXPECT_TRUE(present);
+
+  store_->EvictToBudget();
+  absl::StatusOr<FilterStore::ReserveResult> again = store_->Reserve("f1", kSmall);
+  ASSERT_OK(again.status());
+  EXPECT_FALSE(again->created);
+  EXPECT_EQ(store_->BeginImport("f2").status().code(), absl::StatusCode::kAlreadyExists);
+
+  // Delete of a cold filter: gone, pages and journal included, and the name is free.
+  ASSERT_OK(store_->Add("f3", Views(Items("y", 0, 50)), nullptr).status());
+  for (int f = 50; f < 100; ++f) ASSERT_OK(store_->Stats(absl::StrCat("f", f)).status());
+  store_->EvictToBudget();
+  ASSERT_OK(store_->Delete("f3"));
+  EXPECT_EQ(store_->Stats("f3").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->Delete("f3").code(), absl::StatusCode::kNotFound);
+  ASSERT_OK(store_->Reserve("f3", kSmall).status());
+  for (const bool present : Check("f3", Items("y", 0, 50))) EXPECT_FALSE(present);
+
+  // List shows every filter, resident or cold, in name order.
+  size_t listed = 0;
+  std::string token;
+  do {
+    absl::StatusOr<FilterStore::ListPage> page = store_->List("f", 7, token);
+    ASSERT_OK(page.status());
+    listed += page->filters.size();
+    token = page->next_page_token;
+  } while (!token.empty());
+  EXPECT_EQ(listed, 100u);
+
+  Open();
+  EXPECT_EQ(store_->load_report().orphans_deleted, 0u);
+  EXPECT_EQ(store_->Stats("f3")->stats.items_added, 0u);
+}
+
+// Eviction races adds, checks, batches and creations on the same filters: no acknowledged add
+// may ever read as absent.
+TEST_F(ResidencyTest, EvictionUnderConcurrentAddsAndChecksLosesNothing) {
+  constexpr int kFilters = 120;
+  constexpr int kThreads = 4;
+  std::atomic<bool> stop{false};
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 random(t);
+      for (int round = 0; round < 300 && failures.load() == 0; ++round) {
+        const std::string name = absl::StrCat("u", random() % kFilters);
+        const std::vector<std::string> items = Items(absl::StrCat("t", t, "r", round, "-"), 0, 5);
+        absl::Status added;
+        if (round % 2 == 0) {
+          added = store_->Add(name, Views(items), &kSmall).status();
+        } else {
+          absl::StatusOr<std::unique_ptr<OperationBatch>> batch = store_->StartBatch();
+          if (!batch.ok()) {
+            added = batch.status();
+          } else {
+            const OperationBatch::Ticket ticket = (*batch)->Add(name, Views(items), &kSmall);
+            added = (*batch)->TakeResult(ticket).status();
+          }
+        }
+        if (!added.ok()) {
+          ADD_FAILURE() << name << ": " << added;
+          failures.fetch_add(1);
+          continue;
+        }
+        absl::StatusOr<std::vector<bool>> present = store_->MightContain(name, Views(items));
+        if (!present.ok() || std::find(present->begin(), present->end(), false) != present->end()) {
+          ADD_FAILURE() << "false negative or error in " << name << ": " << present.status();
+          failures.fetch_add(1);
+        }
+      }
+    });
+  }
+  std::thread evictor([&] {
+    while (!stop.load()) {
+      store_->EvictToBudget();
+      std::this_thread::yield();
+    }
+  });
+  for (std::thread& thread : threads) thread.join();
+  stop.store(true);
+  evictor.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_GT(store_->Figures().evictions, 0u);
+
+  // And after a restart everything added is there.
+  Open();
+  for (int t = 0; t < kThreads; ++t) {
+    std::mt19937 random(t);
+    for (int round = 0; round < 300; ++round) {
+      const std::string name = absl::StrCat("u", random() % kFilters);
+      for (const bool present : Check(name, Items(absl::StrCat("t", t, "r", round, "-"), 0, 5))) {
+        ASSERT_TRUE(present) << name;
+      }
+    }
+  }
+}
+
+TEST_F(ResidencyTest, AFilterLargerThanTheWholeLimitIsRefusedAndGrowthEvictsOthers) {
+  absl::Status too_big = store_->Reserve("big", {1'000'000, 0.01}).status();
+  EXPECT_EQ(too_big.code(), absl::StatusCode::kResourceExhausted) << too_big;
+  for (int f = 0; f < 30; ++f) ASSERT_OK(store_->Reserve(absl::StrCat("f", f), kSmall).status());
+  // A scaling filter grows past what the others leave free: they make room.
+  ASSERT_OK(store_->Reserve("grows", {1000, 0.01}).status());
+  for (int b = 0; b < 8; ++b) {
+    ASSERT_OK(store_->Add("grows", Views(Items(absl::StrCat(b, "-"), 0, 1000)), nullptr).status());
+    store_->EvictToBudget();
+  }
+  EXPECT_GT(store_->Stats("grows")->stats.sub_filters.size(), 2u);
+  EXPECT_LE(store_->memory_used(), kLimit);
+  EXPECT_GT(store_->Figures().evictions, 0u);
+}
+
+}  // namespace
+}  // namespace storage
