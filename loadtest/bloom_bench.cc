@@ -47,6 +47,12 @@ ABSL_FLAG(uint64_t, key_space, 100'000'000, "number of distinct keys");
 ABSL_FLAG(uint64_t, capacity, 1'000'000, "filter capacity");
 ABSL_FLAG(double, error_rate, 0.01, "filter error rate");
 ABSL_FLAG(int, filters, 1, "number of filters; each request picks one at random");
+ABSL_FLAG(std::string, filter_choice, "uniform",
+          "how a request picks its filter: uniform, or zipf (rank r with weight 1/(r+1)^s)");
+ABSL_FLAG(double, zipf_s, 1.1, "the exponent of --filter_choice=zipf");
+ABSL_FLAG(bool, create_filters, false,
+          "before measuring, create every filter (one add each, unmeasured), so the run "
+          "measures filters that exist, resident or not");
 ABSL_FLAG(uint64_t, preload, 0, "keys added before measuring (for query workloads)");
 ABSL_FLAG(absl::Duration, duration, absl::Seconds(10), "how long to measure");
 ABSL_FLAG(uint64_t, ops, 0, "stop after this many keys instead (0: use --duration)");
@@ -91,6 +97,24 @@ class Zipf {
   static constexpr double kTheta = 0.99;
   uint64_t n_;
   double zeta_n_ = 0, alpha_ = 0, eta_ = 0;
+};
+
+// Zipf over [0, n) with exponent s (any s > 0): the cumulative weights, searched per draw.
+class FilterZipf {
+ public:
+  FilterZipf(uint64_t n, double s) : cdf_(n) {
+    double total = 0;
+    for (uint64_t r = 0; r < n; ++r) cdf_[r] = total += 1 / std::pow(static_cast<double>(r + 1), s);
+    for (double& c : cdf_) c /= total;
+  }
+  uint64_t Next(std::mt19937_64& rng) const {
+    const double u = std::uniform_real_distribution<double>(0, 1)(rng);
+    return std::min<uint64_t>(cdf_.size() - 1,
+                              std::lower_bound(cdf_.begin(), cdf_.end(), u) - cdf_.begin());
+  }
+
+ private:
+  std::vector<double> cdf_;
 };
 
 struct ProcessSample {
@@ -145,10 +169,18 @@ int main(int argc, char** argv) {
   const uint64_t capacity = absl::GetFlag(FLAGS_capacity);
   const double error_rate = absl::GetFlag(FLAGS_error_rate);
   const int filters = std::max(1, absl::GetFlag(FLAGS_filters));
+  const std::string filter_choice = absl::GetFlag(FLAGS_filter_choice);
   if (clients < 1 || batch < 1 || (mix != "add" && mix != "query" && mix != "both") ||
-      (keys_kind != "unique" && keys_kind != "uniform" && keys_kind != "zipf")) {
-    std::fprintf(stderr, "bloom-bench: bad --clients, --batch, --mix or --keys\n");
+      (keys_kind != "unique" && keys_kind != "uniform" && keys_kind != "zipf") ||
+      (filter_choice != "uniform" && filter_choice != "zipf") || absl::GetFlag(FLAGS_zipf_s) <= 0) {
+    std::fprintf(stderr,
+                 "bloom-bench: bad --clients, --batch, --mix, --keys, --filter_choice or "
+                 "--zipf_s\n");
     return 2;
+  }
+  std::unique_ptr<FilterZipf> filter_zipf;
+  if (filter_choice == "zipf") {
+    filter_zipf = std::make_unique<FilterZipf>(filters, absl::GetFlag(FLAGS_zipf_s));
   }
 
   // Prepare the filters (the redis-bf target reports a server without the module here).
@@ -227,6 +259,26 @@ int main(int argc, char** argv) {
     }
   }
   if (keys_kind == "unique") next_unique = preload;
+  if (absl::GetFlag(FLAGS_create_filters) && filters > 1) {
+    std::atomic<int> next{0};
+    std::atomic<bool> failed{false};
+    std::vector<std::thread> threads;
+    for (int c = 0; c < clients; ++c) {
+      threads.emplace_back([&] {
+        auto target = *loadtest::MakeTarget(kind, address, capacity, error_rate, transport);
+        std::vector<std::string> keys = {"created"};
+        std::vector<bool> added;
+        for (int f; (f = next.fetch_add(1)) < filters;) {
+          if (!target->Add(FilterName(f), keys, added).ok()) failed = true;
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    if (failed) {
+      std::fprintf(stderr, "bloom-bench: creating the filters failed\n");
+      return 1;
+    }
+  }
 
   const ProcessSample before = SampleProcess(absl::GetFlag(FLAGS_server_pid));
   const absl::Time start = absl::Now();
@@ -256,7 +308,8 @@ int main(int argc, char** argv) {
       };
       while (ops_limit ? keys_done.load() < ops_limit : absl::Now() < deadline) {
         const bool add = mix == "add" || (mix == "both" && rng() % 2 == 0);
-        const std::string filter = FilterName(static_cast<int>(rng() % filters));
+        const std::string filter =
+            FilterName(static_cast<int>(filter_zipf ? filter_zipf->Next(rng) : rng() % filters));
         keys.clear();
         ids.clear();
         must_be_present.clear();

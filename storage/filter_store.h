@@ -37,6 +37,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -331,6 +332,11 @@ class FilterStore {
   std::atomic<uint64_t> evictions_{0};
   std::atomic<uint64_t> loads_{0};
   std::atomic<int64_t> load_micros_{0};
+  // Generations of cold filters that had journal records at start-up (maybe after their
+  // checkpoint): their loads replay the journal. A filter evicted since has none after its
+  // checkpoint (eviction checkpoints it with no add in flight).
+  bloomsync::Mutex cold_journaled_mu_;
+  absl::flat_hash_set<uint64_t> cold_journaled_ ABSL_GUARDED_BY(cold_journaled_mu_);
   std::mutex evict_round_mu_;           // one EvictToBudget round at a time
   std::mutex evict_mu_;                 // guards evict_requested_ and the waits below
   std::condition_variable evict_cv_;    // wakes the evictor

@@ -192,6 +192,36 @@ TEST_F(FilterStoreTest, KillNineAfterAcknowledgedAddsLosesNothing) {
   EXPECT_LE(info->stats.items_added, static_cast<uint64_t>(acked * batch_size));
 }
 
+// A filter left cold at start-up (the memory limit was full) after a crash: its journal is
+// replayed when it is first used (residency.cc skips the journal scan for the others).
+TEST_F(FilterStoreTest, KillNineThenColdAtStartUpReplaysTheJournalOnFirstUse) {
+  for (int f = 0; f < 10; ++f) {  // 10 x 1,472 bytes, loaded first (name order)
+    ASSERT_OK(store_->Reserve(absl::StrCat("a", f), {1000, 0.01}).status());
+  }
+  const int batches = 20, batch_size = 100;
+  const int acked = RunCrashHelper("zcrash", batches, batch_size, /*checkpoint_after=*/5, false);
+  ASSERT_EQ(acked, batches);
+  StoreOptions limited;
+  limited.background_checkpoints = false;
+  limited.memory_limit_bytes = 16 << 10;
+  Open(limited);
+  ASSERT_EQ(store_->load_report().cold, 1u);
+  ASSERT_EQ(store_->Figures().cold_filters, 1u);
+  for (int b = 0; b < acked; ++b) {
+    ExpectAllPresent("zcrash", Items(absl::StrCat("zcrash-", b, "-"), 0, batch_size));
+  }
+  EXPECT_EQ(store_->Figures().loads, 1u);
+  absl::StatusOr<FilterInfo> info = store_->Stats("zcrash");
+  ASSERT_OK(info.status());
+  EXPECT_GE(info->stats.items_added, static_cast<uint64_t>(acked * batch_size * 0.97));
+  // Evicted and loaded again: still whole (the eviction's checkpoint covered the replay).
+  for (int f = 0; f < 10; ++f) ASSERT_OK(store_->Stats(absl::StrCat("a", f)).status());
+  store_->EvictToBudget();
+  for (int b = 0; b < acked; ++b) {
+    ExpectAllPresent("zcrash", Items(absl::StrCat("zcrash-", b, "-"), 0, batch_size));
+  }
+}
+
 TEST_F(FilterStoreTest, KillNineAfterCheckpointReplaysOnlyTheRestOfTheJournal) {
   const int batches = 20, batch_size = 300;
   const int acked = RunCrashHelper("mixed", batches, batch_size, /*checkpoint_after=*/9, true);

@@ -138,6 +138,11 @@ absl::Status FilterStore::Load() {
       if (!skipped_generations.contains(key.generation)) {
         ++orphans;
         orphan_generations.insert(key.generation);
+      } else {
+        // A cold filter's journal is replayed when it is loaded (residency.cc); the others'
+        // loads skip the journal scan.
+        bloomsync::MutexLock lock(&cold_journaled_mu_);
+        cold_journaled_.insert(key.generation);
       }
       continue;
     }

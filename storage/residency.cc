@@ -15,7 +15,8 @@
 // Loading. A name missing from memory, once some filter may be cold, is looked up in RocksDB
 // under the name's lock (one loader per name; Reserve, Delete, Import and eviction of that name
 // wait): its metadata record, its pages (one range scan) and any journal after its checkpoint
-// (present for filters left cold at start-up after a crash) rebuild it as start-up would.
+// (only for filters left cold at start-up with journal records: the start-up scan notes them)
+// rebuild it as start-up would.
 //
 // Without a limit, or before the first filter leaves memory, a missing name is simply missing:
 // no RocksDB read on that path.
@@ -60,7 +61,6 @@ class GenerationScan {
       : upper_(GenerationPrefix(generation + 1)), upper_slice_(upper_) {
     rocksdb::ReadOptions options;
     options.iterate_upper_bound = &upper_slice_;
-    options.fill_cache = false;
     it_.reset(db.db()->NewIterator(options, family));
     it_->Seek(GenerationPrefix(generation));
   }
@@ -181,7 +181,12 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::LoadCold(absl::string
   absl::Status loaded = LoadPages(*db_, record->generation, *stored->mutable_filter());
   uint64_t max_seq = record->checkpoint_seq;
   uint64_t replayed_bytes = 0;
-  if (loaded.ok()) {
+  bool journaled = false;
+  {
+    bloomsync::MutexLock lock(&cold_journaled_mu_);
+    journaled = cold_journaled_.contains(record->generation);
+  }
+  if (loaded.ok() && journaled) {
     loaded = ReplayJournal(*db_, *record, *stored->mutable_filter(), max_seq, replayed_bytes);
   }
   if (!loaded.ok()) {
@@ -191,6 +196,10 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::LoadCold(absl::string
     bloomlog::LogError(stored->Usable().message());
   }
   stored->FinishRecovery(max_seq + 1, replayed_bytes);
+  if (journaled) {  // its next checkpoint trims what was replayed
+    bloomsync::MutexLock lock(&cold_journaled_mu_);
+    cold_journaled_.erase(record->generation);
+  }
   Insert(stored);
   cold_filters_.fetch_sub(1, std::memory_order_relaxed);
   loads_.fetch_add(1, std::memory_order_relaxed);

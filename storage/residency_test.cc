@@ -28,7 +28,7 @@ std::vector<absl::string_view> Views(const std::vector<std::string>& items) {
   return {items.begin(), items.end()};
 }
 
-// A 1000-item filter at 1% takes 1,216 bytes of bits; 40 of them fit this limit.
+// A 1000-item filter at 1% takes 1,472 bytes of bits; 33 of them fit this limit.
 constexpr uint64_t kLimit = 48 << 10;
 const FilterSpec kSmall{1000, 0.01};
 

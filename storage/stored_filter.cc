@@ -21,6 +21,12 @@ constexpr size_t kPageBatchBytes = 8 << 20;
 constexpr double kJournalToBitsRatio = 1.0;
 constexpr uint64_t kMinJournalBytesForEarlyCheckpoint = 1 << 20;
 
+// A checkpoint trims up to this many journal records with point deletes, more with one range
+// delete. Range tombstones cost every later read of the column family until compaction drops
+// them (RocksDB 7.8 fragments a memtable's range tombstones for each new iterator): many
+// small filters checkpointed often (evicted, or idle) would slow every load down.
+constexpr uint64_t kMaxPointDeletes = 64;
+
 // Marks EvictedError(): callers retry such an add on the reloaded filter.
 constexpr absl::string_view kEvictedPayload = "bloom.evicted";
 
@@ -331,13 +337,13 @@ absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting) {
       return absl::OkStatus();
     }
   }
-  absl::Status status = WritePages(dirty, sync);
+  // The last pages share the metadata's write: a small filter's checkpoint is one write.
+  rocksdb::WriteBatch batch;
+  absl::Status status = WritePages(dirty, sync, batch);
   if (status.ok()) {
     bloomsync::MutexLock meta(&meta_mu_);
-    rocksdb::WriteBatch batch;
     batch.Put(db_->filters(), name_, EncodeFilterRecord(MakeRecord(next, nullptr)));
-    batch.DeleteRange(db_->journal(), GenerationPrefix(generation_),
-                      JournalKey(generation_, next.checkpoint_seq + 1));
+    TrimJournal(persisted_.checkpoint_seq, next.checkpoint_seq, batch);
     status = db_->Write(batch, sync, "writing a checkpoint");
     if (status.ok()) {
       checks_at_checkpoint_.store(next.checks);
@@ -358,8 +364,21 @@ absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting) {
   return absl::OkStatus();
 }
 
-absl::Status StoredFilter::WritePages(const std::vector<std::vector<uint64_t>>& dirty, bool sync) {
-  rocksdb::WriteBatch batch;
+void StoredFilter::TrimJournal(uint64_t from_seq, uint64_t to_seq,
+                               rocksdb::WriteBatch& batch) const {
+  if (to_seq <= from_seq) return;  // no record since the last checkpoint
+  if (to_seq - from_seq <= kMaxPointDeletes) {
+    for (uint64_t seq = from_seq + 1; seq <= to_seq; ++seq) {
+      batch.Delete(db_->journal(), JournalKey(generation_, seq));
+    }
+    return;
+  }
+  batch.DeleteRange(db_->journal(), GenerationPrefix(generation_),
+                    JournalKey(generation_, to_seq + 1));
+}
+
+absl::Status StoredFilter::WritePages(const std::vector<std::vector<uint64_t>>& dirty, bool sync,
+                                      rocksdb::WriteBatch& batch) {
   std::string page_bytes;
   for (size_t i = 0; i < dirty.size(); ++i) {
     const bloom::BlockedBloomFilter& bits = filter_->sub_filter(static_cast<int>(i))->bits();
@@ -375,8 +394,7 @@ absl::Status StoredFilter::WritePages(const std::vector<std::vector<uint64_t>>& 
       }
     }
   }
-  if (batch.Count() == 0) return absl::OkStatus();
-  return db_->Write(batch, sync, "writing checkpoint pages");
+  return absl::OkStatus();
 }
 
 bool StoredFilter::CheckpointDue(absl::Time now, absl::Duration interval) const {

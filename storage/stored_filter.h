@@ -188,7 +188,12 @@ class StoredFilter {
   FilterRecord MakeRecord(const PersistedState& state, const bloom::SubFilter* extra) const;
   // Adds the pending creation record, if any, to `batch`; true if it did.
   bool AddPendingCreation(rocksdb::WriteBatch& batch) const;
-  absl::Status WritePages(const std::vector<std::vector<uint64_t>>& dirty, bool sync);
+  // Deletes the journal records after `from_seq` up to `to_seq` (a checkpoint covers them).
+  void TrimJournal(uint64_t from_seq, uint64_t to_seq, rocksdb::WriteBatch& batch) const;
+  // Writes the dirty pages in batches of about kPageBatchBytes, leaving the last batch in
+  // `batch` for the caller to write (with the metadata record).
+  absl::Status WritePages(const std::vector<std::vector<uint64_t>>& dirty, bool sync,
+                          rocksdb::WriteBatch& batch);
 
   const std::string name_;
   const uint64_t generation_;
