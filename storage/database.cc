@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "rocksdb/env.h"
+#include "rocksdb/filter_policy.h"
 #include "rocksdb/options.h"
 #include "rocksdb/table.h"
 #include "storage/encoding.h"
@@ -22,6 +23,17 @@
 
 namespace storage {
 namespace {
+
+// The filters' metadata records are read by name when a cold filter is used (residency.cc),
+// and most lookups of a name that does not exist (a per-user check with absent_if_missing)
+// should not touch an SST file: whole-key Bloom filters on its tables.
+rocksdb::ColumnFamilyOptions MetadataFamilyOptions() {
+  rocksdb::ColumnFamilyOptions options;
+  rocksdb::BlockBasedTableOptions table;
+  table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  return options;
+}
 
 rocksdb::ColumnFamilyOptions BitsFamilyOptions() {
   rocksdb::ColumnFamilyOptions options;
@@ -116,7 +128,7 @@ absl::Status Database::OpenRocksDb() {
 
   const std::vector<rocksdb::ColumnFamilyDescriptor> families = {
       {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()},
-      {"filters", rocksdb::ColumnFamilyOptions()},
+      {"filters", MetadataFamilyOptions()},
       {"blocks", BitsFamilyOptions()},
       {"journal", BitsFamilyOptions()},
   };
