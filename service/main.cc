@@ -40,9 +40,14 @@ ABSL_FLAG(std::string, data_dir, "./bloom-data", "directory of the RocksDB data"
 ABSL_FLAG(bool, sync, false,
           "fsync the write-ahead log before acknowledging an Add (survives power loss; slower)");
 ABSL_FLAG(std::string, memory_limit, "75%",
-          "bytes of filter bits the server may hold, e.g. 536870912, 512Mi, 4Gi, or a share of "
-          "the container's memory limit (the machine's memory outside a container) such as "
-          "75%; 0 = no limit");
+          "cache budget for filter bits: past it the least recently used filters are written "
+          "out and loaded again on use; e.g. 536870912, 512Mi, 4Gi, or a share of the "
+          "container's memory limit (the machine's memory outside a container) such as 75%; "
+          "0 = no limit");
+ABSL_FLAG(bool, lazy_start, false,
+          "start without loading any filter (only the journal is scanned); filters load on "
+          "first use, so start-up time does not depend on their number. Skips the start-up "
+          "checks of every filter (unreadable ones are found on use; orphaned pages stay)");
 ABSL_FLAG(uint64_t, max_batch, 100'000, "most items (items + raw_items) in one request");
 ABSL_FLAG(uint64_t, max_item_bytes, 64 << 10, "largest item, in bytes");
 ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error");
@@ -369,6 +374,7 @@ int main(int argc, char** argv) {
   store_options.sync = absl::GetFlag(FLAGS_sync);
   store_options.memory_limit_bytes = memory_limit;
   store_options.checkpoint_interval = absl::GetFlag(FLAGS_checkpoint_interval);
+  store_options.lazy_start = absl::GetFlag(FLAGS_lazy_start);
   absl::StatusOr<std::unique_ptr<storage::FilterStore>> store =
       storage::FilterStore::Open(store_options);
   if (!store.ok()) return Fail(absl::StrCat("cannot open the store: ", store.status().ToString()));

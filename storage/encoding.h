@@ -32,6 +32,9 @@ inline constexpr uint32_t kFormatVersion = 1;
 inline constexpr absl::string_view kFormatVersionKey = "format_version";
 // default CF: a floor for the next filter generation (recovery also takes max live + 1).
 inline constexpr absl::string_view kNextGenerationKey = "next_generation";
+// default CF: every generation in use is below it (FilterStore raises it, synced, before handing
+// out a generation at or above it). Lets a lazy start-up skip reading every filter's record.
+inline constexpr absl::string_view kGenerationCeilingKey = "generation_ceiling";
 
 struct SubFilterRecord {
   uint64_t capacity = 0;

@@ -200,6 +200,25 @@ StoreFigures FilterStore::Figures() const {
   return figures;
 }
 
+absl::StatusOr<uint64_t> FilterStore::AllocateGeneration() {
+  const uint64_t generation = next_generation_.fetch_add(1);
+  if (generation < generation_ceiling_.load()) return generation;
+  bloomsync::MutexLock lock(&ceiling_mu_);
+  if (generation >= generation_ceiling_.load()) RETURN_IF_ERROR(RaiseCeiling(generation));
+  return generation;
+}
+
+absl::Status FilterStore::RaiseCeiling(uint64_t generation) {
+  // Generations come in blocks: one synced write per kGenerationBlock filters created.
+  constexpr uint64_t kGenerationBlock = 4096;
+  const uint64_t ceiling = generation + 1 + kGenerationBlock;
+  rocksdb::WriteBatch batch;
+  batch.Put(std::string(kGenerationCeilingKey), absl::StrCat(ceiling));
+  RETURN_IF_ERROR(db_->Write(batch, /*sync=*/true, "reserving filter generations"));
+  generation_ceiling_.store(ceiling);
+  return absl::OkStatus();
+}
+
 absl::Status FilterStore::DeleteRaceError(absl::string_view name) {
   return absl::AbortedError(absl::StrCat("filter '", name,
                                          "' was deleted and created again by other callers "
@@ -232,9 +251,9 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::FindOrCreateLocked(
 
   ASSIGN_OR_RETURN(const bloom::SubFilterShape first, bloom::SubFilterShapeFor(spec, 0));
   const uint64_t bytes = first.layout.bytes();
-  RETURN_IF_ERROR(budget_.ChargeCached(bytes, 0, absl::StrCat("filter '", name, "'")));
   FilterRecord record;
-  record.generation = next_generation_.fetch_add(1);
+  ASSIGN_OR_RETURN(record.generation, AllocateGeneration());
+  RETURN_IF_ERROR(budget_.ChargeCached(bytes, 0, absl::StrCat("filter '", name, "'")));
   record.seed = RandomSeed();
   record.created_at_micros = absl::ToUnixMicros(absl::Now());
   record.spec = spec;
@@ -471,7 +490,7 @@ absl::StatusOr<FilterInfo> FilterStore::CommitImport(PendingImport& import) {
     return absl::AlreadyExistsError(absl::StrCat("filter '", name, "' already exists"));
   }
   FilterRecord record = std::move(dump.record);
-  record.generation = next_generation_.fetch_add(1);
+  ASSIGN_OR_RETURN(record.generation, AllocateGeneration());
   record.checkpoint_seq = 0;
   record.created_at_micros = absl::ToUnixMicros(absl::Now());
   // Claim the generation durably first: if we crash while writing pages, they belong to a

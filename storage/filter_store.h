@@ -117,6 +117,12 @@ struct StoreOptions {
   absl::Duration checkpoint_interval = absl::Seconds(30);
   // Run the background checkpointer (tests turn it off to control checkpoints).
   bool background_checkpoints = true;
+  // Start without reading any filter: only the journal is scanned (to know which filters have
+  // adds to replay), and every filter loads on first use. Start-up time then does not depend on
+  // the number of filters; what an eager start-up also does (report unreadable filters, delete
+  // orphaned pages) is left out. The first start of a data dir written before
+  // kGenerationCeilingKey existed is eager.
+  bool lazy_start = false;
   // The RocksDB Env (file system) to run on; null: the real one. Tests inject faults with it.
   // Must outlive the store.
   rocksdb::Env* env = nullptr;
@@ -252,6 +258,13 @@ class FilterStore {
   FilterStore(const StoreOptions& options, std::unique_ptr<Database> db);
 
   absl::Status Load();  // recovery.cc
+  // Load() with options_.lazy_start, once the ceiling is known.
+  absl::Status LoadLazily(uint64_t ceiling);
+  // A fresh filter generation (below the persisted ceiling, raised first if needed).
+  absl::StatusOr<uint64_t> AllocateGeneration();
+  // Persists (synced) a ceiling above `generation` by kGenerationBlock.
+  absl::Status RaiseCeiling(uint64_t generation);
+  void RaiseCeilingAtStart(uint64_t next_generation);
   absl::Status DeleteOrphans(uint64_t orphans, const absl::btree_set<uint64_t>& generations);
   // The resident filter `name`, or null; no lookup on disk. See Acquire.
   std::shared_ptr<StoredFilter> Find(absl::string_view name) const;
@@ -312,6 +325,8 @@ class FilterStore {
   std::unique_ptr<Database> db_;
   MemoryBudget budget_;
   std::atomic<uint64_t> next_generation_{1};
+  std::atomic<uint64_t> generation_ceiling_{0};
+  bloomsync::Mutex ceiling_mu_;  // serialises RaiseCeiling
   std::atomic<bool> closed_{false};
   std::atomic<uint64_t> checkpoints_{0};
   std::atomic<uint64_t> checkpoint_failures_{0};

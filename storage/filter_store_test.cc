@@ -222,6 +222,33 @@ TEST_F(FilterStoreTest, KillNineThenColdAtStartUpReplaysTheJournalOnFirstUse) {
   }
 }
 
+// Lazy start-up after a crash: nothing is read but the journal, and the crashed filter's
+// journal is replayed when it is first used.
+TEST_F(FilterStoreTest, KillNineThenLazyStartReplaysTheJournalOnFirstUse) {
+  ASSERT_OK(store_->Reserve("other", {1000, 0.01}).status());  // writes the generation ceiling
+  const int batches = 20, batch_size = 100;
+  const int acked = RunCrashHelper("lazy", batches, batch_size, /*checkpoint_after=*/5, false);
+  ASSERT_EQ(acked, batches);
+  StoreOptions lazy;
+  lazy.background_checkpoints = false;
+  lazy.lazy_start = true;
+  Open(lazy);
+  EXPECT_EQ(store_->load_report().filters, 0u);
+  EXPECT_EQ(store_->load_report().pages, 0u);
+  EXPECT_EQ(store_->load_report().journal_records, 14u);  // batches 6..19
+  for (int b = 0; b < acked; ++b) {
+    ExpectAllPresent("lazy", Items(absl::StrCat("lazy-", b, "-"), 0, batch_size));
+  }
+  EXPECT_GE(store_->Stats("lazy")->stats.items_added,
+            static_cast<uint64_t>(acked * batch_size * 0.97));
+  ASSERT_OK(store_->Add("lazy", Views(Items("more", 0, 10)), nullptr).status());
+  Open();  // eager again: everything is still there
+  for (int b = 0; b < acked; ++b) {
+    ExpectAllPresent("lazy", Items(absl::StrCat("lazy-", b, "-"), 0, batch_size));
+  }
+  ExpectAllPresent("lazy", Items("more", 0, 10));
+}
+
 TEST_F(FilterStoreTest, KillNineAfterCheckpointReplaysOnlyTheRestOfTheJournal) {
   const int batches = 20, batch_size = 300;
   const int acked = RunCrashHelper("mixed", batches, batch_size, /*checkpoint_after=*/9, true);

@@ -30,7 +30,56 @@ absl::string_view View(const rocksdb::Slice& slice) { return {slice.data(), slic
 
 }  // namespace
 
+namespace {
+
+// The stored decimal value of `key` in the default column family; 0 if absent.
+absl::StatusOr<uint64_t> ReadCounter(const Database& db, absl::string_view key) {
+  std::string value;
+  const rocksdb::Status got = db.db()->Get(rocksdb::ReadOptions(), std::string(key), &value);
+  if (got.IsNotFound()) return 0;
+  RETURN_IF_ERROR(FromRocksDb(got, absl::StrCat("reading ", key)));
+  uint64_t parsed = 0;
+  if (!absl::SimpleAtoi(value, &parsed)) {
+    return absl::DataLossError(absl::StrCat("bad ", key, " '", value, "'"));
+  }
+  return parsed;
+}
+
+}  // namespace
+
+void FilterStore::RaiseCeilingAtStart(uint64_t next_generation) {
+  // Not fatal (the disk may be full at start-up: reads still work); the first creation raises it.
+  if (absl::Status raised = RaiseCeiling(next_generation); !raised.ok()) {
+    bloomlog::LogWarning(
+        absl::StrCat("cannot persist the generation ceiling yet: ", raised.message()));
+  }
+}
+
+absl::Status FilterStore::LoadLazily(uint64_t ceiling) {
+  const absl::Time start = absl::Now();
+  next_generation_.store(ceiling);
+  // Which filters have journal records to replay when they load (residency.cc).
+  std::unique_ptr<rocksdb::Iterator> it = db_->Scan(db_->journal());
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    ASSIGN_OR_RETURN(const JournalKeyParts key, ParseJournalKey(View(it->key())));
+    bloomsync::MutexLock lock(&cold_journaled_mu_);
+    cold_journaled_.insert(key.generation);
+    ++load_report_.journal_records;
+  }
+  RETURN_IF_ERROR(FromRocksDb(it->status(), "scanning the journal"));
+  uint64_t estimate = 0;
+  db_->db()->GetIntProperty(db_->filters(), "rocksdb.estimate-num-keys", &estimate);
+  load_report_.cold = estimate;  // RocksDB's estimate: nothing was read
+  cold_filters_.store(static_cast<int64_t>(estimate));
+  may_have_cold_.store(true);
+  RaiseCeilingAtStart(ceiling);
+  load_report_.elapsed = absl::Now() - start;
+  return absl::OkStatus();
+}
+
 absl::Status FilterStore::Load() {
+  ASSIGN_OR_RETURN(const uint64_t ceiling, ReadCounter(*db_, kGenerationCeilingKey));
+  if (options_.lazy_start && ceiling > 0) return LoadLazily(ceiling);
   const absl::Time start = absl::Now();
   absl::flat_hash_map<uint64_t, std::shared_ptr<StoredFilter>> by_generation;
   absl::flat_hash_set<uint64_t> skipped_generations;  // filters left on disk, unloaded
@@ -89,18 +138,9 @@ absl::Status FilterStore::Load() {
   load_report_.filters = by_generation.size();
   cold_filters_.store(static_cast<int64_t>(load_report_.cold));
 
-  std::string next_generation;
-  uint64_t stored_next = 0;
-  rocksdb::Status got =
-      db_->db()->Get(rocksdb::ReadOptions(), std::string(kNextGenerationKey), &next_generation);
-  if (got.ok()) {
-    if (!absl::SimpleAtoi(next_generation, &stored_next)) {
-      return absl::DataLossError(absl::StrCat("bad next_generation '", next_generation, "'"));
-    }
-  } else if (!got.IsNotFound()) {
-    return FromRocksDb(got, "reading next_generation");
-  }
-  next_generation_.store(std::max(max_generation + 1, stored_next));
+  ASSIGN_OR_RETURN(const uint64_t stored_next, ReadCounter(*db_, kNextGenerationKey));
+  next_generation_.store(std::max({max_generation + 1, stored_next, ceiling}));
+  RaiseCeilingAtStart(next_generation_.load());
 
   uint64_t orphans = 0;
   absl::btree_set<uint64_t> orphan_generations;

@@ -6,7 +6,7 @@
 //
 // Modes: default, --sync, and evicting (a 1 MiB --memory_limit, and one writer adding to 2,000
 // small per-user filters made by create_if_missing, so filters are evicted and loaded again
-// all the time, also while the killer strikes).
+// all the time, also while the killer strikes; every other start-up is --lazy_start).
 // CI size: 20 cycles and at least 1M acknowledged items per mode (300,000 when evicting). A soak:
 //   BLOOM_CRASH_CYCLES=500 BLOOM_CRASH_MIN_ITEMS=50000000 build/tests/crash/crash_test
 #include <signal.h>
@@ -70,11 +70,13 @@ enum class Mode { kDefault, kSync, kEvicting };
 
 class CrashTest : public ::testing::TestWithParam<Mode> {
  protected:
-  std::vector<std::string> ServerArgs() const {
+  // `cycle` alternates the evicting mode's start-ups between eager and lazy (--lazy_start).
+  std::vector<std::string> ServerArgs(int cycle = 0) const {
     // Frequent checkpoints, so kills also land inside checkpoints.
     std::vector<std::string> args = {"--checkpoint_interval=100ms"};
     if (GetParam() == Mode::kSync) args.push_back("--sync");
     if (GetParam() == Mode::kEvicting) args.push_back("--memory_limit=1Mi");
+    if (GetParam() == Mode::kEvicting && cycle % 2 == 1) args.push_back("--lazy_start");
     return args;
   }
 
@@ -135,12 +137,12 @@ TEST_P(CrashTest, AcknowledgedAddsSurviveKillNine) {
     const auto moment = static_cast<KillMoment>(rng() % 3);
     if (moment == KillMoment::kDuringStartup && !acked_.empty()) {
       // Kill while it loads pages and replays the journal.
-      auto starting = ServerProcess::Spawn(data.path(), ServerArgs());
+      auto starting = ServerProcess::Spawn(data.path(), ServerArgs(cycle));
       absl::SleepFor(absl::Milliseconds(rng() % 40));
       starting->Kill();
       ++kills_during_startup;
     }
-    auto server = ServerProcess::Start(data.path(), ServerArgs());
+    auto server = ServerProcess::Start(data.path(), ServerArgs(cycle));
     ASSERT_NE(server, nullptr);
     auto client = BloomClient::Connect(server->target());
     ASSERT_NO_FATAL_FAILURE(Verify(*client)) << "after cycle " << cycle;
