@@ -6,6 +6,10 @@ together go out as one operation with all their items, with no timer: a call tha
 stream idle is sent at once; calls arriving while an operation is in flight gather, and the
 answer to that operation sends them (as RocksDB's write thread batches writers).
 
+Operations that go out together travel in one message when the server says it reads
+PipelineRequest.more (its bloom-pipeline-more header): calls on many filters (one per user)
+then cost the server one message, and their adds one RocksDB write.
+
 Each caller waits only for its own answer (at most the client's timeout: DEADLINE_EXCEEDED).
 A merged operation failing with INVALID_ARGUMENT or RESOURCE_EXHAUSTED is retried one call at a
 time, so each call gets the answer it would get alone. A broken stream fails its unanswered
@@ -27,6 +31,7 @@ from bloom.v1 import bloom_pb2
 _CODES = {code.value[0]: code for code in grpc.StatusCode}
 _RETRY_ALONE = (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED)
 _REFUSED = (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED)
+_PACKED_BYTES = 1 << 20  # most bytes of operations packed into one message
 
 
 class PipelineError(grpc.RpcError):
@@ -79,6 +84,7 @@ class _Lane:
         self._next_id = 1
         self._requests = None  # the open stream's request queue; None: no stream
         self._responses = None
+        self.packs = False  # the open stream's server reads `more`: pack operations
 
     def submit(self, call):
         with self._lock:
@@ -103,6 +109,7 @@ class _Lane:
     def _open(self):
         requests = queue.SimpleQueue()
         self._requests = requests
+        self.packs = False
         self._responses = self._stub.Pipeline(iter(requests.get, None), metadata=self._metadata)
         threading.Thread(target=self._read, args=(requests, self._responses), daemon=True,
                          name="bloom-pipeline-reader").start()
@@ -136,13 +143,33 @@ class _Lane:
             entry[0] += len(call.items)
             entry[1].append(call)
         self._waiting = []
-        return batch
+        return self._pack(batch) if self.packs else batch
+
+    @staticmethod
+    def _pack(batch):
+        """The operations as few messages: the first of each carries the others in `more`."""
+        messages, size = [], 0
+        for request in batch:
+            request_size = request.ByteSize()
+            if messages and size + request_size <= _PACKED_BYTES:
+                messages[-1].more.append(request)
+                size += request_size + 4  # its tag and length
+            else:
+                messages.append(request)
+                size = request_size
+        return messages
 
     def _read(self, requests, responses):
         error = None
         try:
+            packs = dict(responses.initial_metadata()).get("bloom-pipeline-more") == "1"
+            with self._lock:
+                if self._requests is requests:
+                    self.packs = packs
             for response in responses:
                 self._answer(requests, response)
+                for part in response.more:
+                    self._answer(requests, part)
         except grpc.RpcError as e:
             error = e
         code = error.code() if error is not None else grpc.StatusCode.OK

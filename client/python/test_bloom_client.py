@@ -233,6 +233,34 @@ class PipelinedClientTest(LoggedTestCase):
         self.assertGreater(operations, 0)
         self.assertLess(operations, threads * calls)  # coalesced: fewer operations than calls
 
+    def test_calls_on_many_filters_pack_into_few_messages(self):
+        """One filter per user: calls that wait together go out in one message (`more`)."""
+        spec = {"capacity": 1000, "error_rate": 0.01}
+        threads, calls, failures = 16, 40, []
+
+        def work(t):
+            for i in range(calls):
+                name, item = f"pp:user-{t}-{i % 7}", f"seen-{i}"
+                try:
+                    if len(self.client.add(name, [item], create_if_missing=spec)) != 1 or \
+                            self.client.might_contain(name, [item]) != [True]:
+                        failures.append(f"{name}/{item}")
+                except grpc.RpcError as error:
+                    failures.append(repr(error))
+
+        workers = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        self.assertEqual(failures, [])
+        self.assertTrue(all(lane.packs for lane in self.client._coalescer._lanes))
+        with BloomClient(self.server.target) as plain:
+            for t in range(threads):
+                for i in range(calls):
+                    self.assertEqual(plain.might_contain(f"pp:user-{t}-{i % 7}", [f"seen-{i}"]),
+                                     [True])
+
     def test_errors_keep_their_codes(self):
         with self.assertRaises(grpc.RpcError) as missing:
             self.client.might_contain("pp:missing", ["x"])
