@@ -121,6 +121,13 @@ struct ScalableFilterStats {
   std::vector<SubFilterStats> sub_filters;
 };
 
+// What a sub-filter of `shape` holding `items_added` distinct items is expected to show,
+// computed from the count instead of its bits (for a filter that is not in memory): fill and
+// error rate from the blocked filter's Poisson model, cardinality = items_added.
+SubFilterStats ExpectedSubFilterStats(const SubFilterShape& shape, uint64_t items_added);
+// The totals over `subs`, as ScalableFilter::ComputeStats makes them.
+ScalableFilterStats CombineSubFilterStats(std::vector<SubFilterStats> subs);
+
 class ScalableFilter {
  public:
   // `spec` must be normalized. Creates sub-filter 0.

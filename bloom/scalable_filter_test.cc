@@ -120,6 +120,20 @@ TEST(ScalableFilterTest, ScalesPastCapacityWithNoFalseNegativesAndBoundedFpr) {
   EXPECT_NEAR(stats.estimated_error_rate, measured, 0.2 * p);
   EXPECT_NEAR(stats.estimated_cardinality, 100'000, 5'000);
   EXPECT_EQ(stats.sub_filters.size(), static_cast<size_t>(filter->num_sub_filters()));
+
+  // Stats expected from the counts alone (a filter not in memory) agree with the counted ones.
+  std::vector<SubFilterStats> expected;
+  for (const SubFilterStats& sub : stats.sub_filters) {
+    expected.push_back(ExpectedSubFilterStats(
+        {sub.capacity, sub.error_rate, {sub.bits / kBlockBits, sub.hash_count}}, sub.items_added));
+  }
+  const ScalableFilterStats from_counts = CombineSubFilterStats(expected);
+  EXPECT_EQ(from_counts.capacity, stats.capacity);
+  EXPECT_EQ(from_counts.size_bytes, stats.size_bytes);
+  EXPECT_EQ(from_counts.items_added, stats.items_added);
+  EXPECT_NEAR(from_counts.fill_ratio, stats.fill_ratio, 0.01);
+  EXPECT_NEAR(from_counts.estimated_error_rate, measured, 0.2 * p);
+  EXPECT_NEAR(from_counts.estimated_cardinality, stats.estimated_cardinality, 2'000);
 }
 
 TEST(ScalableFilterTest, NonScalingRefusesWholeBatchBeyondCapacity) {

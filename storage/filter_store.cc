@@ -415,17 +415,25 @@ absl::StatusOr<FilterStore::ListPage> FilterStore::List(absl::string_view prefix
     const absl::string_view name(it->key().data(), it->key().size());
     if (name.substr(0, prefix.size()) != prefix) break;
     if (!page_token.empty() && name <= page_token) continue;
-    // A cold filter is loaded: its Info counts its bits.
-    absl::StatusOr<std::shared_ptr<StoredFilter>> acquired = Acquire(name);
-    if (!acquired.ok()) return acquired.status();
-    std::shared_ptr<StoredFilter> filter = *std::move(acquired);
-    if (filter == nullptr || !filter->Usable().ok()) continue;  // mid-reserve, deleted, broken
+    std::shared_ptr<StoredFilter> filter = Find(name);
+    if (filter != nullptr && filter->evicted()) filter = nullptr;  // leaving memory: it is cold
+    absl::StatusOr<FilterRecord> record;
+    if (filter != nullptr) {
+      if (!filter->Usable().ok()) continue;  // deleted, broken
+    } else {
+      if (!MayHaveCold()) continue;  // mid-reserve or mid-delete
+      // A cold filter is listed from its record, without loading it (which would evict others).
+      record = DecodeFilterRecord(absl::string_view(it->value().data(), it->value().size()));
+      if (!record.ok()) continue;  // unreadable: skipped, as resident unreadable ones are
+    }
     if (page.filters.size() == page_size) {
       page.next_page_token = page.filters.back().name;
       break;
     }
-    absl::StatusOr<FilterInfo> info = filter->Info();
-    if (info.ok()) page.filters.push_back(*std::move(info));
+    absl::StatusOr<FilterInfo> info =
+        filter != nullptr ? filter->Info() : InfoFromRecord(std::string(name), *record);
+    if (!info.ok()) continue;
+    page.filters.push_back(*std::move(info));
   }
   RETURN_IF_ERROR(FromRocksDb(it->status(), "listing filters"));
   return page;

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/testing.h"
 #include "gtest/gtest.h"
@@ -90,6 +91,30 @@ TEST_F(ResidencyTest, EvictedFiltersAnswerExactlyAsBeforeAndMemoryStaysUnderTheL
     EXPECT_LE(store_->memory_used(), kLimit);
   }
   EXPECT_GT(store_->Figures().loads, 100u);
+
+  // List answers for cold filters from their records, loading none: the counts are exact, the
+  // fill (expected from the count) close to the counted one.
+  store_->EvictToBudget();
+  const uint64_t loads = store_->Figures().loads;
+  size_t listed = 0;
+  std::string token;
+  do {
+    absl::StatusOr<FilterStore::ListPage> page = store_->List("user:", 64, token);
+    ASSERT_OK(page.status());
+    for (const FilterInfo& info : page->filters) {
+      int f = 0;
+      ASSERT_TRUE(absl::SimpleAtoi(absl::string_view(info.name).substr(5), &f)) << info.name;
+      EXPECT_EQ(info.stats.items_added, 300u) << info.name;
+      EXPECT_EQ(info.spec.capacity, 1000u) << info.name;
+      EXPECT_NEAR(info.stats.fill_ratio, fill_ratio[f], 0.1 * fill_ratio[f]) << info.name;
+      EXPECT_GT(info.stats.estimated_error_rate, 0) << info.name;
+      EXPECT_LT(info.stats.estimated_error_rate, 0.01) << info.name;
+      ++listed;
+    }
+    token = page->next_page_token;
+  } while (!token.empty());
+  EXPECT_EQ(listed, static_cast<size_t>(kFilters));
+  EXPECT_EQ(store_->Figures().loads, loads);
 
   Open();  // everything comes back after a restart, resident or not
   EXPECT_GT(store_->load_report().cold, 0u);

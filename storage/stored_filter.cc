@@ -32,6 +32,22 @@ constexpr absl::string_view kEvictedPayload = "bloom.evicted";
 
 }  // namespace
 
+FilterInfo InfoFromRecord(std::string name, const FilterRecord& record) {
+  FilterInfo info;
+  info.name = std::move(name);
+  info.spec = record.spec;
+  info.created_at = absl::FromUnixMicros(record.created_at_micros);
+  std::vector<bloom::SubFilterStats> subs;
+  for (const SubFilterRecord& s : record.sub_filters) {
+    subs.push_back(bloom::ExpectedSubFilterStats(
+        {s.capacity, s.error_rate, {s.num_blocks, s.hash_count}}, s.items_added));
+  }
+  info.stats = bloom::CombineSubFilterStats(std::move(subs));
+  info.checks = record.checks;
+  info.check_hits = record.check_hits;
+  return info;
+}
+
 absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> StoredFilter::BuildFilter(
     const FilterRecord& record) {
   std::unique_ptr<bloom::ScalableFilter> filter =

@@ -55,6 +55,11 @@ struct FilterInfo {
   uint64_t check_hits = 0;  // ... of which answered "maybe present"
 };
 
+// What Stats reports about a filter that is not in memory, from its metadata record alone:
+// counts as of its last checkpoint (all of them for an evicted filter), and fill and error
+// rate expected from those counts (bloom::ExpectedSubFilterStats) rather than counted.
+FilterInfo InfoFromRecord(std::string name, const FilterRecord& record);
+
 class StoredFilter {
  public:
   // Builds the in-memory filter described by `record` (zeroed bits, counters from the record).
