@@ -12,21 +12,15 @@
 #include "gtest/gtest.h"
 #include "rocksdb/statistics.h"
 #include "storage/filter_store.h"
+#include "storage/test_items.h"
 
 namespace storage {
 namespace {
 
 using bloom::FilterSpec;
 
-std::vector<std::string> Items(absl::string_view prefix, int begin, int end) {
-  std::vector<std::string> items;
-  for (int i = begin; i < end; ++i) items.push_back(absl::StrCat(prefix, i));
-  return items;
-}
-
-std::vector<absl::string_view> Views(const std::vector<std::string>& items) {
-  return {items.begin(), items.end()};
-}
+using test_items::Items;
+using test_items::Views;
 
 class OperationBatchTest : public ::testing::Test {
  protected:
