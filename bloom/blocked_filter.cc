@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -53,6 +54,13 @@ inline void BitMasks(uint64_t hash, uint32_t k, uint64_t (&masks)[kBlockWords]) 
 }
 
 inline uint64_t CeilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+// Room for the object before the bits of a small filter (which must be 64-byte aligned).
+constexpr uint64_t kInlineHeaderBytes = 64;
+static_assert(sizeof(BlockedBloomFilter) <= kInlineHeaderBytes);
+// 64-bit words of dirty-page bits for a filter of `bytes` bytes of bits.
+inline uint64_t DirtyWords(uint64_t bytes) {
+  return CeilDiv(CeilDiv(bytes, BlockedBloomFilter::kPageBytes), 64);
+}
 
 }  // namespace
 
@@ -64,37 +72,47 @@ absl::StatusOr<std::unique_ptr<BlockedBloomFilter>> BlockedBloomFilter::Create(
                                                    " blocks, ", layout.hash_count, " hashes"));
   }
   const uint64_t bytes = layout.bytes();
-  void* memory = nullptr;
-  const bool mapped = bytes >= kMmapThreshold;
-  if (mapped) {
-    memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (memory == MAP_FAILED) memory = nullptr;
-    if (memory != nullptr) madvise(memory, bytes, MADV_HUGEPAGE);  // a hint; failure is fine
-  } else {
-    memory = std::aligned_alloc(kBlockBytes, bytes);
-    if (memory != nullptr) std::memset(memory, 0, bytes);
+  if (bytes >= kMmapThreshold) {
+    void* words =
+        mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* object = words == MAP_FAILED ? nullptr : std::malloc(sizeof(BlockedBloomFilter));
+    if (object == nullptr) {
+      if (words != MAP_FAILED) munmap(words, bytes);
+      return absl::ResourceExhaustedError(
+          absl::StrCat("cannot allocate ", bytes, " bytes for filter bits"));
+    }
+    madvise(words, bytes, MADV_HUGEPAGE);  // a hint; failure is fine
+    return std::unique_ptr<BlockedBloomFilter>(new (object) BlockedBloomFilter(
+        layout, static_cast<uint64_t*>(words), /*mapped=*/true,
+        new uint64_t[DirtyWords(bytes)]()));
   }
-  if (memory == nullptr) {
+  // A small filter is one allocation: this object, then its bits (64-byte aligned), then its
+  // dirty-page bits. A server may hold millions of small filters; each allocation less saves
+  // its header and rounding (about 64 bytes).
+  const uint64_t total = kInlineHeaderBytes + bytes + DirtyWords(bytes) * sizeof(uint64_t);
+  void* memory = nullptr;
+  if (posix_memalign(&memory, kBlockBytes, total) != 0) {
     return absl::ResourceExhaustedError(
         absl::StrCat("cannot allocate ", bytes, " bytes for filter bits"));
   }
-  return std::unique_ptr<BlockedBloomFilter>(
-      new BlockedBloomFilter(layout, static_cast<uint64_t*>(memory), mapped));
+  std::memset(static_cast<char*>(memory) + kInlineHeaderBytes, 0, total - kInlineHeaderBytes);
+  auto* words = reinterpret_cast<uint64_t*>(static_cast<char*>(memory) + kInlineHeaderBytes);
+  return std::unique_ptr<BlockedBloomFilter>(new (memory) BlockedBloomFilter(
+      layout, words, /*mapped=*/false, words + bytes / sizeof(uint64_t)));
 }
 
-BlockedBloomFilter::BlockedBloomFilter(BlockedLayout layout, uint64_t* words, bool mapped)
-    : layout_(layout), words_(words), mapped_(mapped) {
-  const uint64_t dirty_words = CeilDiv(num_pages(), 64);
-  dirty_ = std::make_unique<uint64_t[]>(dirty_words);  // value-initialised: all clean
-}
+BlockedBloomFilter::BlockedBloomFilter(BlockedLayout layout, uint64_t* words, bool mapped,
+                                       uint64_t* dirty)
+    : layout_(layout), words_(words), mapped_(mapped), dirty_(dirty) {}
 
 BlockedBloomFilter::~BlockedBloomFilter() {
   if (mapped_) {
     munmap(words_, layout_.bytes());
-  } else {
-    std::free(words_);
-  }
+    delete[] dirty_;
+  }  // else the bits share this object's allocation, which operator delete frees
 }
+
+void BlockedBloomFilter::operator delete(void* object) { std::free(object); }
 
 uint64_t* BlockedBloomFilter::BlockFor(uint64_t hash) const {
   const uint64_t block = ((hash >> 32) * layout_.num_blocks) >> 32;

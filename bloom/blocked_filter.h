@@ -46,6 +46,7 @@ class BlockedBloomFilter {
   BlockedBloomFilter(const BlockedBloomFilter&) = delete;
   BlockedBloomFilter& operator=(const BlockedBloomFilter&) = delete;
   ~BlockedBloomFilter();
+  static void operator delete(void* object);
 
   const BlockedLayout& layout() const { return layout_; }
 
@@ -82,7 +83,9 @@ class BlockedBloomFilter {
   double EstimatedFalsePositiveRate() const;
 
  private:
-  BlockedBloomFilter(BlockedLayout layout, uint64_t* words, bool mapped);
+  // `words` and `dirty` zeroed. Create() allocates the object with malloc (placement new):
+  // with its bits for a small filter, so operator delete is free().
+  BlockedBloomFilter(BlockedLayout layout, uint64_t* words, bool mapped, uint64_t* dirty);
 
   uint64_t* BlockFor(uint64_t hash) const;
   // Sets the item's bits in `block`; returns how many were 0 before.
@@ -90,8 +93,10 @@ class BlockedBloomFilter {
 
   const BlockedLayout layout_;
   uint64_t* const words_;  // layout_.bytes() bytes, 64-byte aligned; accessed via atomic_ref
-  const bool mapped_;      // allocated with mmap (large filters) rather than aligned_alloc
-  std::unique_ptr<uint64_t[]> dirty_;  // one bit per page; accessed via atomic_ref
+  const bool mapped_;      // bits mapped (large filters) rather than behind this object
+  // One bit per page, accessed via atomic_ref: behind the bits for a small filter, else its
+  // own array.
+  uint64_t* const dirty_;
   std::atomic<uint64_t> set_bits_{0};
 };
 

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -178,7 +179,8 @@ class StoredFilter {
     uint64_t checkpoint_seq = 0;
     uint64_t checks = 0;
     uint64_t check_hits = 0;
-    std::vector<uint64_t> items_added;  // per sub-filter, as of checkpoint_seq
+    // Per sub-filter, as of checkpoint_seq; inline for the usual single sub-filter.
+    absl::InlinedVector<uint64_t, 1> items_added;
   };
 
   // Checkpoint() without EnsurePersisted, with checkpoint_mu_ held; `evicting` checkpoints an
@@ -202,7 +204,8 @@ class StoredFilter {
 
   const std::string name_;
   const uint64_t generation_;
-  // DeferCreation: the encoded record, written with the first write; then cleared.
+  // DeferCreation: the encoded record, written with the first write; freed by the next
+  // checkpoint (under apply_mu_ exclusively).
   std::string creation_record_;
   std::atomic<bool> creation_pending_{false};
   const bool generation_known_ = true;  // false for an unreadable metadata record
