@@ -73,8 +73,7 @@ absl::StatusOr<std::unique_ptr<BlockedBloomFilter>> BlockedBloomFilter::Create(
   }
   const uint64_t bytes = layout.bytes();
   if (bytes >= kMmapThreshold) {
-    void* words =
-        mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* words = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     void* object = words == MAP_FAILED ? nullptr : std::malloc(sizeof(BlockedBloomFilter));
     if (object == nullptr) {
       if (words != MAP_FAILED) munmap(words, bytes);
@@ -83,8 +82,7 @@ absl::StatusOr<std::unique_ptr<BlockedBloomFilter>> BlockedBloomFilter::Create(
     }
     madvise(words, bytes, MADV_HUGEPAGE);  // a hint; failure is fine
     return std::unique_ptr<BlockedBloomFilter>(new (object) BlockedBloomFilter(
-        layout, static_cast<uint64_t*>(words), /*mapped=*/true,
-        new uint64_t[DirtyWords(bytes)]()));
+        layout, static_cast<uint64_t*>(words), /*mapped=*/true, new uint64_t[DirtyWords(bytes)]()));
   }
   // A small filter is one allocation: this object, then its bits (64-byte aligned), then its
   // dirty-page bits. A server may hold millions of small filters; each allocation less saves

@@ -88,9 +88,10 @@ class StateCollector final : public prometheus::Collectable {
                         "Pages and journal records that belonged to no filter (left by a crash "
                         "during an Import or a Delete), deleted when the server started.",
                         static_cast<double>(f.orphans_deleted_at_start)));
-    out.push_back(Gauge("bloom_filter_memory_bytes",
-                        "Bytes of filter bits in memory (what --memory_limit limits).",
-                        static_cast<double>(f.memory_used_bytes)));
+    out.push_back(
+        Gauge("bloom_filter_memory_bytes",
+              "Bytes of resident filters: bits plus bookkeeping (what --memory_limit limits).",
+              static_cast<double>(f.memory_used_bytes)));
     out.push_back(Gauge("bloom_memory_limit_bytes",
                         "The --memory_limit for filter bits in bytes; 0 means no limit.",
                         static_cast<double>(f.memory_limit_bytes)));

@@ -250,7 +250,7 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::FindOrCreateLocked(
   if (existing != nullptr) return existing;
 
   ASSIGN_OR_RETURN(const bloom::SubFilterShape first, bloom::SubFilterShapeFor(spec, 0));
-  const uint64_t bytes = first.layout.bytes();
+  const uint64_t bytes = ResidentCharge(first.layout.bytes(), 1);
   FilterRecord record;
   ASSIGN_OR_RETURN(record.generation, AllocateGeneration());
   RETURN_IF_ERROR(budget_.ChargeCached(bytes, 0, absl::StrCat("filter '", name, "'")));

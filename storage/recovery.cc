@@ -100,18 +100,18 @@ absl::Status FilterStore::Load() {
       ++load_report_.unreadable;
       continue;
     }
-    const uint64_t bytes = (*filter)->size_bytes();
+    const uint64_t bytes = ResidentCharge((*filter)->size_bytes(), (*filter)->num_sub_filters());
     if (budget_.limit() != 0 && bytes > budget_.limit()) {
       // It could never be loaded, and trying at every use would evict everything else: serve
       // the others and report this one.
       filter->reset();
       auto unloaded = std::make_shared<StoredFilter>(
           name,
-          absl::ResourceExhaustedError(
-              absl::StrCat("filter '", name, "' was not loaded: its ", bytes,
-                           " bytes of bits do not fit the memory limit (", budget_.limit(),
-                           " bytes); restart with a larger --memory_limit to use it (nothing "
-                           "is lost), or delete it")),
+          absl::ResourceExhaustedError(absl::StrCat(
+              "filter '", name, "' was not loaded: its ", bytes,
+              " bytes (bits and bookkeeping) do not fit the memory limit (", budget_.limit(),
+              " bytes); restart with a larger --memory_limit to use it (nothing "
+              "is lost), or delete it")),
           db_.get(), record->generation);
       bloomlog::LogError(unloaded->Usable().message());
       skipped_generations.insert(record->generation);

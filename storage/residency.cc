@@ -45,13 +45,13 @@ constexpr auto kMaxWaitForRoom = std::chrono::milliseconds(500);
 
 absl::string_view View(const rocksdb::Slice& slice) { return {slice.data(), slice.size()}; }
 
-// Bytes of bits of the filter `record` describes, without building it.
+// The budget charge (ResidentCharge) of the filter `record` describes, without building it.
 uint64_t RecordBytes(const FilterRecord& record) {
-  uint64_t bytes = 0;
+  uint64_t bits = 0;
   for (const SubFilterRecord& sub : record.sub_filters) {
-    bytes += bloom::BlockedLayout{sub.num_blocks, sub.hash_count}.bytes();
+    bits += bloom::BlockedLayout{sub.num_blocks, sub.hash_count}.bytes();
   }
-  return bytes;
+  return ResidentCharge(bits, record.sub_filters.size());
 }
 
 // Iterates `family` over the keys of one filter generation.

@@ -181,7 +181,7 @@ absl::Status StoredFilter::EnsurePersisted(bool sync) {
 }
 
 absl::Status StoredFilter::PersistNewSubFilter(const bloom::SubFilter& sub, bool sync) {
-  const uint64_t bytes = sub.shape().layout.bytes();
+  const uint64_t bytes = sub.shape().layout.bytes() + kSubFilterOverheadBytes;
   if (absl::Status charged = budget_->ChargeCached(
           bytes, charged_bytes_.load(),
           absl::StrCat("growing filter '", name_, "' to ", sub.index() + 1, " sub-filters"));
@@ -340,7 +340,8 @@ absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting) {
     // Every reader of the creation record holds apply_mu_ shared and reads it only while the
     // creation is pending, which it never is again once written: free it (a per-user filter
     // would keep ~80 bytes for nothing).
-    if (!creation_pending_.load() && !creation_record_.empty()) std::string().swap(creation_record_);
+    if (!creation_pending_.load() && !creation_record_.empty())
+      std::string().swap(creation_record_);
     next.checkpoint_seq = next_seq_.load() - 1;
     next.checks = checks_.load();
     next.check_hits = check_hits_.load();

@@ -61,6 +61,19 @@ struct FilterInfo {
 // rate expected from those counts (bloom::ExpectedSubFilterStats) rather than counted.
 FilterInfo InfoFromRecord(std::string name, const FilterRecord& record);
 
+// What a resident filter costs in memory beyond its bits: its objects, locks, counters and
+// map slot (BM_PerFilterOverhead: 519 bytes for a filter of capacity 1000), and each further
+// sub-filter's object. Charged to the MemoryBudget with the bits, so --memory_limit bounds the
+// memory filters take, not only their bits: for millions of small filters the bookkeeping is
+// a quarter of it.
+inline constexpr uint64_t kResidentFilterOverheadBytes = 512;
+inline constexpr uint64_t kSubFilterOverheadBytes = 128;
+// The charge of a resident filter with `bits` bytes of bits in `sub_filters` sub-filters.
+inline uint64_t ResidentCharge(uint64_t bits, size_t sub_filters) {
+  return bits + kResidentFilterOverheadBytes +
+         (sub_filters > 1 ? (sub_filters - 1) * kSubFilterOverheadBytes : 0);
+}
+
 class StoredFilter {
  public:
   // Builds the in-memory filter described by `record` (zeroed bits, counters from the record).
