@@ -98,6 +98,7 @@ class PipelineTarget : public BloomTarget {
     stream_ = stub_->Pipeline(&context_);
   }
   ~PipelineTarget() override {
+    if (!broken_.ok()) return;  // finished already (a second Finish() aborts the process)
     stream_->WritesDone();
     (void)stream_->Finish();
   }
@@ -126,10 +127,12 @@ class PipelineTarget : public BloomTarget {
 
  private:
   absl::Status RoundTrip(std::vector<bool>& answers) {
+    if (!broken_.ok()) return broken_;
     request_.set_id(++next_id_);
     if (!stream_->Write(request_) || !stream_->Read(&response_)) {
-      return absl::UnavailableError(
+      broken_ = absl::UnavailableError(
           absl::StrCat("the Pipeline stream broke: ", stream_->Finish().error_message()));
+      return broken_;
     }
     if (response_.id() != next_id_) return absl::InternalError("answer out of order");
     if (response_.has_error()) {
@@ -148,6 +151,7 @@ class PipelineTarget : public BloomTarget {
   bloom::v1::PipelineRequest request_;
   bloom::v1::PipelineResponse response_;
   uint64_t next_id_ = 0;
+  absl::Status broken_;  // once the stream broke (and was finished), every call answers this
 };
 
 struct RedisDeleter {
