@@ -15,12 +15,12 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD_DIR:-build}
 FILTERS=${FILTERS:-100000}
-SHARE=${SHARE:-10}              # percent of the filters' bits the budget holds
+SHARE=${SHARE:-10}              # percent of the filters the budget holds
 DURATION=${DURATION:-10s}
 TRANSPORT=${TRANSPORT:-pipeline}
 BENCH="$BUILD/loadtest/bloom-bench"
 SERVER="$BUILD/service/bloom-server"
-BITS_PER_FILTER=1472            # capacity 1000 at 1%
+CHARGE_PER_FILTER=1984          # capacity 1000 at 1%: 1,472 bytes of bits + 512 (ResidentCharge)
 work=$(mktemp -d)
 pid=""
 cleanup() {
@@ -52,7 +52,7 @@ for line in sys.stdin:
   rm -rf "$dir"
 }
 
-budget=$((FILTERS * BITS_PER_FILTER * SHARE / 100))
+budget=$((FILTERS * CHARGE_PER_FILTER * SHARE / 100))
 printf '%-8s %-22s %12s %8s %12s %8s\n' choice budget keys/s ratio "CPU us/key" "RSS MB"
 for choice in uniform zipf; do
   read -r base_kps base_cpu base_rss < <(run "$choice" 0)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Millions of per-user filters on one server (issue 13): creates FILTERS filters of capacity
-# 1000 at 1% (one add each, by create_if_missing over raw Pipeline streams from 50 clients)
+# 1000 at 1% (one add each, by create_if_missing from 50 client threads sharing the C++ client's
+# pipelined mode, TRANSPORT=client, or over a raw Pipeline stream each, TRANSPORT=pipeline)
 # on a server with --memory_limit=LIMIT and --lazy_start, then reports:
 #   - creations per second, and the server's peak and final RSS;
 #   - a mixed run (half adds, half checks, one key per operation, a uniformly random filter):
@@ -20,6 +21,7 @@ BUILD=${BUILD_DIR:-build}
 FILTERS=${FILTERS:-10000000}
 LIMIT=${LIMIT:-1Gi}
 DURATION=${DURATION:-20s}
+TRANSPORT=${TRANSPORT:-client}  # or pipeline: a raw stream per client, one operation in flight
 BENCH="$BUILD/loadtest/bloom-bench"
 SERVER="$BUILD/service/bloom-server"
 CLI="$BUILD/client/bloom-cli"
@@ -52,7 +54,7 @@ start_server() {  # sets pid, and startup to the seconds from launch to listenin
 }
 address() { echo "127.0.0.1:$(head -1 "$work/port")"; }
 bench() {
-  "$BENCH" --target=bloom --transport=pipeline --address="$(address)" --server_pid="$pid" \
+  "$BENCH" --target=bloom --transport="$TRANSPORT" --address="$(address)" --server_pid="$pid" \
     --capacity=1000 --filters="$FILTERS" --filter_choice=uniform --keys=uniform \
     --key_space=1000000000 --batch=1 --clients=50 "$@"
 }
