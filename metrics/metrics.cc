@@ -122,6 +122,12 @@ class StateCollector final : public prometheus::Collectable {
                         static_cast<double>(db.pending_compaction_bytes)));
     out.push_back(Gauge("bloom_rocksdb_memtable_bytes", "Bytes in RocksDB's memtables.",
                         static_cast<double>(db.memtable_bytes)));
+    out.push_back(Gauge("bloom_rocksdb_table_reader_bytes",
+                        "Memory of RocksDB's open SST files outside its block cache.",
+                        static_cast<double>(db.table_reader_bytes)));
+    out.push_back(Gauge("bloom_rocksdb_block_cache_bytes",
+                        "Bytes in RocksDB's block cache (data, index and filter blocks).",
+                        static_cast<double>(db.block_cache_bytes)));
     out.push_back(Gauge("bloom_rocksdb_write_stopped",
                         "1 while RocksDB stops writes (a write stall), else 0.",
                         db.write_stopped ? 1 : 0));

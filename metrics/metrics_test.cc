@@ -90,6 +90,9 @@ TEST_F(MetricsTest, StoreFiguresFollowTheStore) {
             100'000);  // ~1 byte per item at 1%
   EXPECT_GT(bloomtest::PrometheusSample(text, "bloom_journal_pending_bytes"), 0);
   EXPECT_GT(bloomtest::PrometheusSample(text, "bloom_rocksdb_memtable_bytes"), 0);
+  // Present (-1 when missing); zero until a flush opens an SST file or a read caches a block.
+  EXPECT_GE(bloomtest::PrometheusSample(text, "bloom_rocksdb_table_reader_bytes"), 0);
+  EXPECT_GE(bloomtest::PrometheusSample(text, "bloom_rocksdb_block_cache_bytes"), 0);
 
   ASSERT_OK(store_->CheckpointAll());
   text = metrics_->Render();

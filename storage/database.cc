@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "rocksdb/cache.h"
 #include "rocksdb/env.h"
 #include "rocksdb/filter_policy.h"
 #include "rocksdb/options.h"
@@ -24,19 +25,39 @@
 namespace storage {
 namespace {
 
+// Block cache shared by every column family, holding data blocks and also index and filter
+// blocks. By default RocksDB keeps every open SST file's whole index (and filter) outside any
+// cache: with 10 million filters (15 GB of pages) that was ~150 MB the memory limit did not
+// see. Partitioned indexes and filters keep only a small top level per file pinned; the
+// partitions come and go through this cache, so RocksDB's reads use at most this much.
+constexpr size_t kBlockCacheBytes = 64 << 20;
+
+rocksdb::BlockBasedTableOptions TableOptions(const std::shared_ptr<rocksdb::Cache>& cache) {
+  rocksdb::BlockBasedTableOptions table;
+  table.block_cache = cache;
+  table.cache_index_and_filter_blocks = true;
+  table.cache_index_and_filter_blocks_with_high_priority = true;
+  table.pin_top_level_index_and_filter = true;
+  table.index_type = rocksdb::BlockBasedTableOptions::IndexType::kTwoLevelIndexSearch;
+  table.metadata_block_size = 4096;
+  return table;
+}
+
 // The filters' metadata records are read by name when a cold filter is used (residency.cc),
 // and most lookups of a name that does not exist (a per-user check with absent_if_missing)
 // should not touch an SST file: whole-key Bloom filters on its tables.
-rocksdb::ColumnFamilyOptions MetadataFamilyOptions() {
+rocksdb::ColumnFamilyOptions MetadataFamilyOptions(const std::shared_ptr<rocksdb::Cache>& cache) {
   rocksdb::ColumnFamilyOptions options;
-  rocksdb::BlockBasedTableOptions table;
+  rocksdb::BlockBasedTableOptions table = TableOptions(cache);
   table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  table.partition_filters = true;
   options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   return options;
 }
 
-rocksdb::ColumnFamilyOptions BitsFamilyOptions() {
+rocksdb::ColumnFamilyOptions BitsFamilyOptions(const std::shared_ptr<rocksdb::Cache>& cache) {
   rocksdb::ColumnFamilyOptions options;
+  options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(TableOptions(cache)));
   // Bloom filter bits and item hashes are random: compression costs CPU and saves nothing.
   options.compression = rocksdb::kNoCompression;
   options.write_buffer_size = 64 << 20;
@@ -127,11 +148,16 @@ absl::Status Database::OpenRocksDb() {
   options.statistics = statistics_;
   options.info_log = std::make_shared<ServerLogLogger>();
 
+  // Made once: Reopen() keeps it (and Figures() may read it meanwhile).
+  if (block_cache_ == nullptr) block_cache_ = rocksdb::NewLRUCache(kBlockCacheBytes);
+  const std::shared_ptr<rocksdb::Cache>& cache = block_cache_;
+  rocksdb::ColumnFamilyOptions default_options;
+  default_options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(TableOptions(cache)));
   const std::vector<rocksdb::ColumnFamilyDescriptor> families = {
-      {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()},
-      {"filters", MetadataFamilyOptions()},
-      {"blocks", BitsFamilyOptions()},
-      {"journal", BitsFamilyOptions()},
+      {rocksdb::kDefaultColumnFamilyName, default_options},
+      {"filters", MetadataFamilyOptions(cache)},
+      {"blocks", BitsFamilyOptions(cache)},
+      {"journal", BitsFamilyOptions(cache)},
   };
   RETURN_IF_ERROR(CheckRoomToOpen(dir_));
   rocksdb::DB* raw = nullptr;
@@ -250,7 +276,10 @@ RocksDbFigures Database::Figures() const {
     figures.pending_compaction_bytes +=
         property(family, rocksdb::DB::Properties::kEstimatePendingCompactionBytes);
     figures.memtable_bytes += property(family, rocksdb::DB::Properties::kCurSizeAllMemTables);
+    figures.table_reader_bytes +=
+        property(family, rocksdb::DB::Properties::kEstimateTableReadersMem);
   }
+  if (block_cache_ != nullptr) figures.block_cache_bytes = block_cache_->GetUsage();
   figures.write_stopped =
       property(db_->DefaultColumnFamily(), rocksdb::DB::Properties::kIsWriteStopped) != 0;
   figures.delayed_write_rate =

@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/mutex.h"
+#include "rocksdb/cache.h"
 #include "rocksdb/db.h"
 #include "rocksdb/statistics.h"
 #include "rocksdb/write_batch.h"
@@ -24,6 +25,8 @@ struct RocksDbFigures {
   uint64_t live_sst_bytes = 0;
   uint64_t pending_compaction_bytes = 0;  // RocksDB's estimate
   uint64_t memtable_bytes = 0;
+  uint64_t table_reader_bytes = 0;  // open SST files' memory outside the block cache
+  uint64_t block_cache_bytes = 0;   // data, index and filter blocks cached
   bool write_stopped = false;       // writes are stalled right now
   uint64_t delayed_write_rate = 0;  // bytes/s while writes are slowed down, else 0
   uint64_t write_stall_micros = 0;  // total time writes waited in stalls, since open
@@ -82,6 +85,7 @@ class Database {
   const std::string dir_;
   rocksdb::Env* const env_;
   std::shared_ptr<rocksdb::Statistics> statistics_;
+  std::shared_ptr<rocksdb::Cache> block_cache_;  // shared by every column family
   std::unique_ptr<rocksdb::DB> db_;
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;  // default, filters, blocks, journal
   std::atomic<bool> needs_resume_{false};              // a write failed with an I/O error
