@@ -555,9 +555,14 @@ void FilterStore::CheckpointLoop() {
     bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
     if (closed_.load()) return;
     const absl::Time now = absl::Now();
-    for (const std::shared_ptr<StoredFilter>& filter : Snapshot()) {
+    // Weak references: a pass over many due filters takes seconds, and must not keep the
+    // memory of the filters the evictor frees meanwhile (which made it free ever more).
+    std::vector<std::weak_ptr<StoredFilter>> pass;
+    for (std::shared_ptr<StoredFilter>& filter : Snapshot()) pass.emplace_back(filter);
+    for (const std::weak_ptr<StoredFilter>& weak : pass) {
       if (WaitForStop(absl::ZeroDuration())) return;
-      if (!filter->CheckpointDue(now, options_.checkpoint_interval)) continue;
+      const std::shared_ptr<StoredFilter> filter = weak.lock();
+      if (filter == nullptr || !filter->CheckpointDue(now, options_.checkpoint_interval)) continue;
       absl::Status s = filter->Checkpoint(options_.sync);
       (s.ok() ? checkpoints_ : checkpoint_failures_).fetch_add(1, std::memory_order_relaxed);
       if (!s.ok()) {
