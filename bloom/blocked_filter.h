@@ -25,6 +25,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -46,7 +47,9 @@ class BlockedBloomFilter {
   BlockedBloomFilter(const BlockedBloomFilter&) = delete;
   BlockedBloomFilter& operator=(const BlockedBloomFilter&) = delete;
   ~BlockedBloomFilter();
-  static void operator delete(void* object);
+  // Create() placed this object in memory of its own choosing (with the bits of a small
+  // filter): delete ends it and frees that memory the way it was had.
+  static void operator delete(BlockedBloomFilter* filter, std::destroying_delete_t);
 
   const BlockedLayout& layout() const { return layout_; }
 
@@ -83,9 +86,12 @@ class BlockedBloomFilter {
   double EstimatedFalsePositiveRate() const;
 
  private:
-  // `words` and `dirty` zeroed. Create() allocates the object with malloc (placement new):
-  // with its bits for a small filter, so operator delete is free().
-  BlockedBloomFilter(BlockedLayout layout, uint64_t* words, bool mapped, uint64_t* dirty);
+  // Where the object and its bits live. kSlab and kHeap: the bits follow the object in one
+  // slab slot or malloc block; kMapped: the object is malloc'd, the bits mapped on their own.
+  enum class Storage : uint8_t { kSlab, kHeap, kMapped };
+
+  // `words` and `dirty` zeroed; the object was placed by Create() (see Storage).
+  BlockedBloomFilter(BlockedLayout layout, uint64_t* words, Storage storage, uint64_t* dirty);
 
   uint64_t* BlockFor(uint64_t hash) const;
   // Sets the item's bits in `block`; returns how many were 0 before.
@@ -93,7 +99,7 @@ class BlockedBloomFilter {
 
   const BlockedLayout layout_;
   uint64_t* const words_;  // layout_.bytes() bytes, 64-byte aligned; accessed via atomic_ref
-  const bool mapped_;      // bits mapped (large filters) rather than behind this object
+  const Storage storage_;
   // One bit per page, accessed via atomic_ref: behind the bits for a small filter, else its
   // own array.
   uint64_t* const dirty_;
