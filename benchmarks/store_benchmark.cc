@@ -127,30 +127,33 @@ BENCHMARK(BM_Restart)
 
 // Not a timing: the heap a filter costs beyond its bits, for many small per-user filters.
 // heap in use (glibc mallinfo2, plus slab slots: common/slab.h) after reserving N filters of
-// capacity 1000, minus the bits and RocksDB's memtables (which hold the new metadata records
-// until they are flushed).
+// capacity 1000, minus the bits, RocksDB's memtables (which hold the new metadata records until
+// they are flushed) and its block cache (bounded, shared by all filters).
 void BM_PerFilterOverhead(benchmark::State& state) {
   const int filters = static_cast<int>(state.range(0));
   for (auto _ : state) {
     const std::string overhead_dir = MakeTempDir();
     auto s = OpenStore(overhead_dir, false);
-    uint64_t memtables_before = 0, memtables_after = 0;
-    s->database().db()->GetIntProperty("rocksdb.cur-size-all-mem-tables", &memtables_before);
+    const storage::RocksDbFigures rocksdb_before = s->database().Figures();
     const uint64_t bits_before = s->memory_used();
     const size_t heap_before = mallinfo2().uordblks + slab::Totals().in_use_bytes;
     for (int i = 0; i < filters; ++i) {
       if (!s->Reserve(absl::StrCat("user:", i), {1000, 0.01}).ok()) std::abort();
     }
     const size_t heap_after = mallinfo2().uordblks + slab::Totals().in_use_bytes;
-    s->database().db()->GetIntProperty("rocksdb.cur-size-all-mem-tables", &memtables_after);
+    const storage::RocksDbFigures rocksdb_after = s->database().Figures();
     // The budget charges each filter its bits plus a fixed bookkeeping estimate: take that off.
     const double bits = static_cast<double>(s->memory_used() - bits_before) -
                         static_cast<double>(storage::ResidentCharge(0, 1)) * filters;
     const double heap = static_cast<double>(heap_after - heap_before);
-    const double memtables = static_cast<double>(memtables_after - memtables_before);
+    const double memtables =
+        static_cast<double>(rocksdb_after.memtable_bytes - rocksdb_before.memtable_bytes);
+    const double block_cache =
+        static_cast<double>(rocksdb_after.block_cache_bytes - rocksdb_before.block_cache_bytes);
     state.counters["bits_B_per_filter"] = bits / filters;
-    state.counters["overhead_B_per_filter"] = (heap - bits - memtables) / filters;
+    state.counters["overhead_B_per_filter"] = (heap - bits - memtables - block_cache) / filters;
     state.counters["memtable_B_per_filter"] = memtables / filters;
+    state.counters["block_cache_B_per_filter"] = block_cache / filters;
     if (!s->Close().ok()) std::abort();
     s.reset();
     std::filesystem::remove_all(overhead_dir);

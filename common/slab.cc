@@ -63,15 +63,14 @@ char* MapSlab() {
   void* mapped = mmap(nullptr, 2 * kSlabBytes, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (mapped == MAP_FAILED) return nullptr;
-  const auto start = reinterpret_cast<uintptr_t>(mapped);
-  const uintptr_t aligned = (start + kSlabBytes - 1) & ~(uintptr_t{kSlabBytes} - 1);
-  if (aligned > start) munmap(mapped, aligned - start);
-  const uintptr_t end = start + 2 * kSlabBytes;
-  if (end > aligned + kSlabBytes) {
-    munmap(reinterpret_cast<void*>(aligned + kSlabBytes), end - aligned - kSlabBytes);
-  }
+  char* const start = static_cast<char*>(mapped);
+  const size_t head = (kSlabBytes - reinterpret_cast<uintptr_t>(start) % kSlabBytes) % kSlabBytes;
+  char* const aligned = start + head;
+  if (head > 0) munmap(start, head);
+  const size_t tail = kSlabBytes - head;  // what is mapped beyond aligned + kSlabBytes
+  if (tail > 0) munmap(aligned + kSlabBytes, tail);
   slab_bytes.fetch_add(kSlabBytes, std::memory_order_relaxed);
-  return reinterpret_cast<char*>(aligned);
+  return aligned;
 }
 
 }  // namespace
@@ -106,7 +105,8 @@ void* Allocate(size_t bytes) {
 
 void Free(void* slot) {
   if (slot == nullptr) return;
-  const uintptr_t slab_start = reinterpret_cast<uintptr_t>(slot) & ~(uintptr_t{kSlabBytes} - 1);
+  const char* const slab_start =
+      static_cast<char*>(slot) - reinterpret_cast<uintptr_t>(slot) % kSlabBytes;
   SizeClass& size_class = *reinterpret_cast<const SlabHeader*>(slab_start)->size_class;
   {
     std::lock_guard<std::mutex> lock(size_class.mu);
