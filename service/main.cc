@@ -39,11 +39,12 @@ ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
 ABSL_FLAG(std::string, data_dir, "./bloom-data", "directory of the RocksDB data");
 ABSL_FLAG(bool, sync, false,
           "fsync the write-ahead log before acknowledging an Add (survives power loss; slower)");
-ABSL_FLAG(std::string, memory_limit, "75%",
+ABSL_FLAG(std::string, memory_limit, "50%",
           "cache budget for filters (their bits and 512 bytes of bookkeeping each): past it the least recently used filters are written "
           "out and loaded again on use; e.g. 536870912, 512Mi, 4Gi, or a share of the "
-          "container's memory limit (the machine's memory outside a container) such as 75%; "
-          "0 = no limit");
+          "container's memory limit (the machine's memory outside a container) such as 50% (the "
+          "default: RocksDB, request buffers and the heap's own overhead need the rest); 0 = no "
+          "limit");
 ABSL_FLAG(bool, lazy_start, false,
           "start without loading any filter (only the journal is scanned); filters load on "
           "first use, so start-up time does not depend on their number. Skips the start-up "
@@ -251,7 +252,7 @@ uint64_t ContainerMemoryBytes() {
          static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
-// "75%": that share of ContainerMemoryBytes(); otherwise ParseBytes.
+// "50%": that share of ContainerMemoryBytes(); otherwise ParseBytes.
 bool ParseMemoryLimit(absl::string_view text, uint64_t& bytes) {
   if (absl::ConsumeSuffix(&text, "%")) {
     double percent = 0;
@@ -306,7 +307,7 @@ int main(int argc, char** argv) {
   if (!ParseMemoryLimit(absl::GetFlag(FLAGS_memory_limit), memory_limit)) {
     std::fprintf(stderr,
                  "bloom-server: --memory_limit must be bytes (536870912, 512Mi) or a share of "
-                 "the container's memory (75%%)\n");
+                 "the container's memory (50%%)\n");
     return 2;
   }
   if (absl::GetFlag(FLAGS_max_batch) == 0 || absl::GetFlag(FLAGS_max_item_bytes) == 0 ||

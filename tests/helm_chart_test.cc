@@ -128,7 +128,7 @@ TEST_F(HelmChartTest, EnvironmentIsWiredToValuesAndEveryVariableIsAServerFlag) {
   // Defaults: the memory limit is derived from the container's limit.
   env =
       Env(Render().at("StatefulSet/rel-bloom-server")["spec"]["template"]["spec"]["containers"][0]);
-  EXPECT_EQ(env["BLOOM_MEMORY_LIMIT"], "75%");
+  EXPECT_EQ(env["BLOOM_MEMORY_LIMIT"], "50%");
 
   // Each BLOOM_<FLAG> must be a flag the server knows, or the server would ignore it; the
   // all-features render adds the TLS and auth variables.

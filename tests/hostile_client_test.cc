@@ -220,14 +220,14 @@ TEST_F(HostileClientTest, StatsOfAHugeFilterDoNotStallOtherCalls) {
 
 // Attack 3: with no --memory_limit given, Reserve(capacity=15e9) used to succeed (21.6 GB), an
 // Add then got the server OOM-killed, and the journaled Add killed every restart again. Now
-// the default limit is 75% of the container's memory (here a 2 GiB container, as the server
+// the default limit is 50% of the container's memory (here a 2 GiB container, as the server
 // reads it from BLOOM_CONTAINER_MEMORY_BYTES in place of the cgroup), and a filter that does
 // not fit at start-up is left on disk while the others are served.
 TEST_F(HostileClientTest, HugeFiltersAreRefusedByDefaultAndRecoveryNeverCrashLoops) {
   const std::vector<std::string> container = {"BLOOM_CONTAINER_MEMORY_BYTES=2147483648"};
   auto server = ServerProcess::Start(data_.path(), {}, container);
   ASSERT_NE(server, nullptr);
-  EXPECT_NE(server->ReadLog().find("memory_limit=1610612736"), std::string::npos)
+  EXPECT_NE(server->ReadLog().find("memory_limit=1073741824"), std::string::npos)
       << server->ReadLog();
   auto client = BloomClient::Connect(server->target());
   bloom::v1::FilterSpec huge;
