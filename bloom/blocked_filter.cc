@@ -91,9 +91,9 @@ absl::StatusOr<std::unique_ptr<BlockedBloomFilter>> BlockedBloomFilter::Create(
   // dirty-page bits. A server may hold millions of small filters; each allocation less saves
   // its header and rounding (about 64 bytes). Up to slab::kMaxSlotBytes it is a slab slot:
   // a cache that evicts and loads small filters all day reuses their slots exactly, where
-  // malloc would fragment (common/slab.h).
-  // The dirty-page bits of a filter up to a few MB fit in the header's spare bytes, so a filter
-  // of capacity 1000 at 1% (1,472 bytes of bits) takes 1,536 bytes, a whole number of slots.
+  // malloc would fragment (common/slab.h). The dirty-page bits of a filter up to a few MB fit
+  // in the header's spare bytes, so a filter of capacity 1000 at 1% (1,472 bytes of bits)
+  // takes 1,536 bytes, a whole number of slots.
   const uint64_t dirty_bytes = DirtyWords(bytes) * sizeof(uint64_t);
   const bool dirty_in_header = sizeof(BlockedBloomFilter) + dirty_bytes <= kInlineHeaderBytes;
   const uint64_t total = kInlineHeaderBytes + bytes + (dirty_in_header ? 0 : dirty_bytes);

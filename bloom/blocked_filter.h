@@ -100,8 +100,8 @@ class BlockedBloomFilter {
   const BlockedLayout layout_;
   uint64_t* const words_;  // layout_.bytes() bytes, 64-byte aligned; accessed via atomic_ref
   const Storage storage_;
-  // One bit per page, accessed via atomic_ref: behind the bits for a small filter, else its
-  // own array.
+  // One bit per page, accessed via atomic_ref: in the spare header bytes or behind the bits
+  // for a small filter (Create), else its own array.
   uint64_t* const dirty_;
   std::atomic<uint64_t> set_bits_{0};
 };

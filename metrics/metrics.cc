@@ -92,9 +92,11 @@ class StateCollector final : public prometheus::Collectable {
         Gauge("bloom_filter_memory_bytes",
               "Bytes of resident filters: bits plus bookkeeping (what --memory_limit limits).",
               static_cast<double>(f.memory_used_bytes)));
-    out.push_back(Gauge("bloom_memory_limit_bytes",
-                        "The --memory_limit for filter bits in bytes; 0 means no limit.",
-                        static_cast<double>(f.memory_limit_bytes)));
+    out.push_back(
+        Gauge("bloom_memory_limit_bytes",
+              "The --memory_limit for resident filters (bits plus bookkeeping) in bytes; 0 means "
+              "no limit.",
+              static_cast<double>(f.memory_limit_bytes)));
     out.push_back(Gauge("bloom_journal_pending_bytes",
                         "Journal bytes not yet covered by a checkpoint (replayed on restart).",
                         static_cast<double>(f.journal_pending_bytes)));
