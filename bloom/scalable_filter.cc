@@ -47,10 +47,12 @@ absl::StatusOr<FilterSpec> NormalizeSpec(const FilterSpec& spec, absl::string_vi
         field, ".expansion must be 0 or 1 for a non_scaling filter, got ", spec.expansion));
   }
   if (out.expansion == 0) out.expansion = spec.non_scaling ? 1 : kDefaultExpansion;
+  if (absl::Status window = NormalizeWindow(out, field); !window.ok()) return window;
   return out;
 }
 
 absl::StatusOr<SubFilterShape> SubFilterShapeFor(const FilterSpec& spec, int index) {
+  if (spec.windowed()) return SubFilterShapeFor(SliceChainSpec(spec), index);
   if (index < 0 || index >= kMaxSubFilters || (spec.non_scaling && index > 0)) {
     return absl::ResourceExhaustedError(
         absl::StrCat("a filter has at most ", spec.non_scaling ? 1 : kMaxSubFilters,
@@ -67,8 +69,12 @@ absl::StatusOr<SubFilterShape> SubFilterShapeFor(const FilterSpec& spec, int ind
   return shape;
 }
 
-SubFilter::SubFilter(int index, SubFilterShape shape, std::unique_ptr<BlockedBloomFilter> bits)
-    : index_(index), shape_(shape), bits_(std::move(bits)) {}
+SubFilter::SubFilter(int index, SubFilterShape shape, std::unique_ptr<BlockedBloomFilter> bits,
+                     absl::optional<SliceTag> slice)
+    : index_(index),
+      slice_(slice.value_or(SliceTag{0, index})),
+      shape_(shape),
+      bits_(std::move(bits)) {}
 
 uint64_t SubFilter::ReserveUpTo(uint64_t count) {
   uint64_t current = items_added_.load(std::memory_order_relaxed);
@@ -96,43 +102,78 @@ void SubFilter::Unreserve(uint64_t count) {
 }
 
 absl::StatusOr<std::unique_ptr<ScalableFilter>> ScalableFilter::Create(const FilterSpec& spec,
-                                                                       uint64_t seed) {
-  std::unique_ptr<ScalableFilter> filter = CreateEmpty(spec, seed);
+                                                                       uint64_t seed,
+                                                                       const Clock* clock) {
+  std::unique_ptr<ScalableFilter> filter = CreateEmpty(spec, seed, clock);
   absl::StatusOr<std::unique_ptr<SubFilter>> first = filter->MakeNextSubFilter();
   if (!first.ok()) return first.status();
   filter->AppendSubFilter(*std::move(first));
   return filter;
 }
 
-std::unique_ptr<ScalableFilter> ScalableFilter::CreateEmpty(const FilterSpec& spec, uint64_t seed) {
-  return std::unique_ptr<ScalableFilter>(new ScalableFilter(spec, seed));
+std::unique_ptr<ScalableFilter> ScalableFilter::CreateEmpty(const FilterSpec& spec, uint64_t seed,
+                                                            const Clock* clock, int first_index) {
+  return std::unique_ptr<ScalableFilter>(new ScalableFilter(spec, seed, clock, first_index));
 }
 
 int ScalableFilter::num_sub_filters() const {
+  if (!spec_.windowed()) {
+    const SubFilter* last = newest();
+    return last == nullptr ? 0 : last->index() + 1;
+  }
+  bloomsync::ReaderMutexLock lock(&retire_mu_);
   const SubFilter* last = newest();
-  return last == nullptr ? 0 : last->index() + 1;
+  return last == nullptr ? 0 : last->index() - first()->index() + 1;
+}
+
+int ScalableFilter::first_index() const {
+  if (!spec_.windowed()) return 0;
+  bloomsync::ReaderMutexLock lock(&retire_mu_);
+  return first() == nullptr ? empty_next_index_ : first()->index();
+}
+
+int ScalableFilter::next_index() const {
+  const SubFilter* last = newest();
+  return last == nullptr ? empty_next_index_ : last->index() + 1;
 }
 
 SubFilter* ScalableFilter::sub_filter(int index) const {
   SubFilter* sub = first();
-  for (int i = 0; sub != nullptr && i < index; ++i) sub = sub->next();
-  return sub;
+  while (sub != nullptr && sub->index() < index) sub = sub->next();
+  return sub != nullptr && sub->index() == index ? sub : nullptr;
 }
 
 absl::StatusOr<std::unique_ptr<SubFilter>> ScalableFilter::MakeNextSubFilter() const {
-  const int index = num_sub_filters();
-  absl::StatusOr<SubFilterShape> shape = SubFilterShapeFor(spec_, index);
+  return MakeSubFilterIn(spec_.windowed() ? SliceStartMicros(spec_, clock_->Now()) : 0);
+}
+
+absl::StatusOr<std::unique_ptr<SubFilter>> ScalableFilter::MakeSubFilterIn(
+    int64_t slice_start) const {
+  const SubFilter* last = newest();
+  const int index = next_index();
+  if (index == std::numeric_limits<int>::max()) {
+    return absl::ResourceExhaustedError("the filter has used up its sub-filter numbers");
+  }
+  SliceTag slice{0, index};
+  if (spec_.windowed()) {
+    const bool same_slice = last != nullptr && last->slice().start_micros == slice_start;
+    slice = {slice_start, same_slice ? last->slice().position + 1 : 0};
+  }
+  absl::StatusOr<SubFilterShape> shape = SubFilterShapeFor(spec_, slice.position);
   if (!shape.ok()) return shape.status();
   absl::StatusOr<std::unique_ptr<BlockedBloomFilter>> bits =
       BlockedBloomFilter::Create(shape->layout);
   if (!bits.ok()) return bits.status();
-  return std::make_unique<SubFilter>(index, *shape, *std::move(bits));
+  return std::make_unique<SubFilter>(index, *shape, *std::move(bits), slice);
 }
 
 void ScalableFilter::AppendSubFilter(std::unique_ptr<SubFilter> sub) {
   SubFilter* raw = sub.get();
   SubFilter* last = newest();
   if (last == nullptr) {
+    // Only a windowed chain becomes empty again (Retire); its readers hold retire_mu_.
+    absl::optional<bloomsync::MutexLock> lock;
+    if (spec_.windowed()) lock.emplace(&retire_mu_);
     first_ = std::move(sub);
   } else {
     last->next_owner_ = std::move(sub);
@@ -141,19 +182,67 @@ void ScalableFilter::AppendSubFilter(std::unique_ptr<SubFilter> sub) {
   newest_.store(raw, std::memory_order_release);
 }
 
+absl::InlinedVector<SubFilter*, 8> ScalableFilter::LiveChain(absl::Time now) const {
+  absl::InlinedVector<SubFilter*, 8> chain;
+  for (SubFilter* sub = first(); sub != nullptr; sub = sub->next()) {
+    if (!spec_.windowed() || SliceExpiry(spec_, sub->slice().start_micros) > now) {
+      chain.push_back(sub);
+    }
+  }
+  std::reverse(chain.begin(), chain.end());
+  return chain;
+}
+
 void ScalableFilter::MightContainMany(absl::Span<const uint64_t> hashes, bool* present) const {
   // Newest first: the newest sub-filter is the largest and holds the most items.
-  // The chain is singly linked oldest-to-newest and short, so collect it once.
-  SubFilter* chain[kMaxSubFilters];
-  int n = 0;
-  for (SubFilter* sub = first(); sub != nullptr; sub = sub->next()) chain[n++] = sub;
-  for (int i = n - 1; i >= 0; --i) chain[i]->bits().MightContainMany(hashes, present);
+  if (!spec_.windowed()) {
+    // The chain is singly linked oldest-to-newest and short, so collect it once.
+    SubFilter* chain[kMaxSubFilters];
+    int n = 0;
+    for (SubFilter* sub = first(); sub != nullptr; sub = sub->next()) chain[n++] = sub;
+    for (int i = n - 1; i >= 0; --i) chain[i]->bits().MightContainMany(hashes, present);
+    return;
+  }
+  const absl::Time now = clock_->Now();
+  bloomsync::ReaderMutexLock lock(&retire_mu_);
+  for (SubFilter* sub : LiveChain(now)) sub->bits().MightContainMany(hashes, present);
+}
+
+int ScalableFilter::ExpiredThrough(absl::Time now) const {
+  if (!spec_.windowed()) return -1;
+  bloomsync::ReaderMutexLock lock(&retire_mu_);
+  int through = -1;
+  for (SubFilter* sub = first(); sub != nullptr; sub = sub->next()) {
+    if (SliceExpiry(spec_, sub->slice().start_micros) > now) break;
+    through = sub->index();
+  }
+  return through;
+}
+
+std::vector<std::unique_ptr<SubFilter>> ScalableFilter::Retire(int through) {
+  std::vector<std::unique_ptr<SubFilter>> retired;
+  bloomsync::MutexLock lock(&retire_mu_);
+  while (first_ != nullptr && first_->index() <= through) {
+    std::unique_ptr<SubFilter> next = std::move(first_->next_owner_);
+    first_->next_.store(nullptr, std::memory_order_release);
+    if (next == nullptr) {
+      empty_next_index_ = first_->index() + 1;
+      newest_.store(nullptr, std::memory_order_release);
+    }
+    retired.push_back(std::move(first_));
+    first_ = std::move(next);
+  }
+  return retired;
 }
 
 ScalableFilter::ReserveOutcome ScalableFilter::Reserve(uint64_t& remaining,
-                                                       std::vector<Run>& runs) {
+                                                       std::vector<Run>& runs,
+                                                       int64_t slice_start) {
   if (remaining == 0) return ReserveOutcome::kReserved;
   SubFilter* sub = newest();
+  if (spec_.windowed() && (sub == nullptr || sub->slice().start_micros != slice_start)) {
+    return ReserveOutcome::kNeedsSubFilter;  // the current slice has no sub-filter yet
+  }
   if (spec_.non_scaling) {
     if (!sub->ReserveExactly(remaining)) return ReserveOutcome::kFull;
     runs.push_back({sub->index(), remaining});
@@ -176,26 +265,31 @@ absl::StatusOr<ScalableFilter::PreparedAdd> ScalableFilter::PrepareAdd(
     absl::Span<const uint64_t> hashes, bool* added, NewSubFilterHook on_new_sub_filter) {
   const size_t n = hashes.size();
   std::fill(added, added + n, false);
-  // `added` doubles as the "present" scratch array, then is inverted into its final meaning.
-  MightContainMany(hashes, added);
   PreparedAdd prepared;
   std::vector<uint64_t>& new_hashes = prepared.new_hashes;
   new_hashes.reserve(n);
-  // Repeats within the request: only the first is new. Sized up front: growing it rehashed
-  // every batch several times (5% of a 1000-item Add's CPU).
-  absl::flat_hash_set<uint64_t> seen;
-  if (n > 1) seen.reserve(n);
-  for (size_t i = 0; i < n; ++i) {
-    const bool is_new = !added[i] && (n == 1 || seen.insert(hashes[i]).second);
-    added[i] = is_new;
-    if (is_new) new_hashes.push_back(hashes[i]);
+  int64_t slice_start = 0;
+  if (spec_.windowed()) {
+    slice_start = ClassifyWindowed(hashes, added, new_hashes);
+  } else {
+    // `added` doubles as the "present" scratch array, then is inverted into its final meaning.
+    MightContainMany(hashes, added);
+    // Repeats within the request: only the first is new. Sized up front: growing it rehashed
+    // every batch several times (5% of a 1000-item Add's CPU).
+    absl::flat_hash_set<uint64_t> seen;
+    if (n > 1) seen.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+      const bool is_new = !added[i] && (n == 1 || seen.insert(hashes[i]).second);
+      added[i] = is_new;
+      if (is_new) new_hashes.push_back(hashes[i]);
+    }
   }
   if (new_hashes.empty()) return prepared;
 
   uint64_t remaining = new_hashes.size();
   while (true) {
     const SubFilter* newest_seen = newest();
-    const ReserveOutcome outcome = Reserve(remaining, prepared.runs);
+    const ReserveOutcome outcome = Reserve(remaining, prepared.runs, slice_start);
     if (outcome == ReserveOutcome::kReserved) break;
     if (outcome == ReserveOutcome::kFull) {
       std::fill(added, added + n, false);
@@ -204,13 +298,47 @@ absl::StatusOr<ScalableFilter::PreparedAdd> ScalableFilter::PrepareAdd(
                        ", ", newest_seen->items_added(), " items added, this request adds ",
                        new_hashes.size(), " new items"));
     }
-    if (absl::Status grown = Grow(newest_seen, on_new_sub_filter); !grown.ok()) {
+    if (absl::Status grown = Grow(newest_seen, on_new_sub_filter, slice_start); !grown.ok()) {
       Unreserve(prepared.runs);
       std::fill(added, added + n, false);
       return grown;
     }
   }
   return prepared;
+}
+
+int64_t ScalableFilter::ClassifyWindowed(absl::Span<const uint64_t> hashes, bool* added,
+                                         std::vector<uint64_t>& new_hashes) const {
+  const size_t n = hashes.size();
+  const absl::Time now = clock_->Now();
+  int64_t slice_start = SliceStartMicros(spec_, now);
+  // Refreshing an item means adding it to the current slice even when an older slice has it:
+  // its age restarts. `in_slice` marks the items the current slice has already; `added` (as
+  // scratch) those any unexpired slice has.
+  std::unique_ptr<bool[]> in_slice(new bool[n]());
+  {
+    bloomsync::ReaderMutexLock lock(&retire_mu_);
+    const SubFilter* last = newest();
+    // Never into a slice older than the newest (the clock went back): it would expire early.
+    if (last != nullptr && last->slice().start_micros > slice_start) {
+      slice_start = last->slice().start_micros;
+    }
+    for (SubFilter* sub : LiveChain(now)) {
+      if (sub->slice().start_micros == slice_start) sub->bits().MightContainMany(hashes, in_slice.get());
+    }
+    std::copy(in_slice.get(), in_slice.get() + n, added);
+    for (SubFilter* sub : LiveChain(now)) {
+      if (sub->slice().start_micros != slice_start) sub->bits().MightContainMany(hashes, added);
+    }
+  }
+  absl::flat_hash_set<uint64_t> seen;
+  if (n > 1) seen.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const bool insert = !in_slice[i] && (n == 1 || seen.insert(hashes[i]).second);
+    added[i] = insert && !added[i];
+    if (insert) new_hashes.push_back(hashes[i]);
+  }
+  return slice_start;
 }
 
 void ScalableFilter::CommitAdd(const PreparedAdd& prepared) {
@@ -240,10 +368,11 @@ absl::Status ScalableFilter::Add(absl::Span<const uint64_t> hashes, bool* added)
       [](absl::Span<const Run>, absl::Span<const uint64_t>) { return absl::OkStatus(); });
 }
 
-absl::Status ScalableFilter::Grow(const SubFilter* full, NewSubFilterHook on_new_sub_filter) {
+absl::Status ScalableFilter::Grow(const SubFilter* full, NewSubFilterHook on_new_sub_filter,
+                                  int64_t slice_start) {
   bloomsync::MutexLock lock(&growth_mu_);
   if (newest() != full) return absl::OkStatus();  // another add opened it meanwhile
-  absl::StatusOr<std::unique_ptr<SubFilter>> sub = MakeNextSubFilter();
+  absl::StatusOr<std::unique_ptr<SubFilter>> sub = MakeSubFilterIn(slice_start);
   if (!sub.ok()) return sub.status();
   if (absl::Status persisted = on_new_sub_filter(**sub); !persisted.ok()) return persisted;
   AppendSubFilter(*std::move(sub));
@@ -253,11 +382,13 @@ absl::Status ScalableFilter::Grow(const SubFilter* full, NewSubFilterHook on_new
 absl::Status ScalableFilter::Replay(absl::Span<const Run> runs,
                                     absl::Span<const uint64_t> new_hashes) {
   uint64_t total = 0;
+  const int first = first_index();
   for (const Run& run : runs) {
-    SubFilter* sub = sub_filter(run.sub_filter);
-    if (run.sub_filter < 0 || sub == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("journal names sub-filter ", run.sub_filter, " of ", num_sub_filters()));
+    const bool retired = spec_.windowed() && run.sub_filter >= 0 && run.sub_filter < first;
+    if (run.sub_filter < 0 || (sub_filter(run.sub_filter) == nullptr && !retired)) {
+      return absl::InvalidArgumentError(absl::StrCat("journal names sub-filter ", run.sub_filter,
+                                                     ", not one of ", first, "..",
+                                                     next_index() - 1));
     }
     total += run.count;
   }
@@ -265,11 +396,14 @@ absl::Status ScalableFilter::Replay(absl::Span<const Run> runs,
     return absl::InvalidArgumentError(
         absl::StrCat("journal runs count ", total, " items for ", new_hashes.size(), " hashes"));
   }
+  size_t offset = 0;
   for (const Run& run : runs) {
-    SubFilter* sub = sub_filter(run.sub_filter);
-    sub->set_items_added(sub->items_added() + run.count);
+    if (SubFilter* sub = sub_filter(run.sub_filter); sub != nullptr) {
+      sub->set_items_added(sub->items_added() + run.count);
+      sub->bits().AddMany(new_hashes.subspan(offset, run.count));
+    }
+    offset += run.count;
   }
-  Apply(runs, new_hashes);
   return absl::OkStatus();
 }
 
@@ -287,11 +421,19 @@ void ScalableFilter::Apply(absl::Span<const Run> runs, absl::Span<const uint64_t
 
 uint64_t ScalableFilter::items_added() const {
   uint64_t total = 0;
+  if (spec_.windowed()) {  // the unexpired slices'
+    const absl::Time now = clock_->Now();
+    bloomsync::ReaderMutexLock lock(&retire_mu_);
+    for (SubFilter* sub : LiveChain(now)) total += sub->items_added();
+    return total;
+  }
   for (SubFilter* sub = first(); sub != nullptr; sub = sub->next()) total += sub->items_added();
   return total;
 }
 
 uint64_t ScalableFilter::size_bytes() const {
+  absl::optional<bloomsync::ReaderMutexLock> lock;
+  if (spec_.windowed()) lock.emplace(&retire_mu_);
   uint64_t total = 0;
   for (SubFilter* sub = first(); sub != nullptr; sub = sub->next()) {
     total += sub->shape().layout.bytes();
@@ -301,7 +443,12 @@ uint64_t ScalableFilter::size_bytes() const {
 
 ScalableFilterStats ScalableFilter::ComputeStats() const {
   std::vector<SubFilterStats> subs;
-  for (SubFilter* sub = first(); sub != nullptr; sub = sub->next()) {
+  const absl::Time now = spec_.windowed() ? clock_->Now() : absl::InfinitePast();
+  absl::optional<bloomsync::ReaderMutexLock> lock;
+  if (spec_.windowed()) lock.emplace(&retire_mu_);
+  absl::InlinedVector<SubFilter*, 8> chain = LiveChain(now);  // newest first
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    SubFilter* sub = *it;
     const BlockedLayout& layout = sub->shape().layout;
     const uint64_t set_bits = sub->bits().set_bits();
     SubFilterStats s;
@@ -313,6 +460,7 @@ ScalableFilterStats ScalableFilter::ComputeStats() const {
     s.fill_ratio = static_cast<double>(set_bits) / static_cast<double>(layout.bits());
     s.estimated_cardinality = EstimateCardinality(set_bits, layout);
     s.estimated_error_rate = sub->bits().EstimatedFalsePositiveRate();
+    if (spec_.windowed()) s.slice_start = absl::FromUnixMicros(sub->slice().start_micros);
     subs.push_back(s);
   }
   return CombineSubFilterStats(std::move(subs));

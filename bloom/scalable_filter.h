@@ -14,11 +14,21 @@
 //   3. Call `before_apply` with where the new items go (storage writes its journal), then set
 //      the bits. If a hook fails, the reservations are undone and no bit is set.
 //
+// A windowed filter (spec.window > 0, see window.h) is the same chain cut into time slices:
+// each sub-filter belongs to one slice, an add goes to the newest sub-filter of the current
+// slice (opening the slice's first one when time moved on), queries skip expired slices, and
+// Retire() drops expired sub-filters from the front of the chain. Sub-filter indexes keep
+// counting up across retirements, so index i always names the same sub-filter (and its pages).
+//
 // Thread-safety: Add() and MightContainMany() run concurrently without locks: sub-filters are
-// only appended (published with release stores) and never removed while the ScalableFilter
-// lives, slot reservation is a CAS loop on each sub-filter's counter, and the bits are atomic
-// (blocked_filter.h). Opening a sub-filter is serialised by growth_mu_. AppendSubFilter() is for
-// loading, before the filter is shared.
+// appended (published with release stores), slot reservation is a CAS loop on each
+// sub-filter's counter, and the bits are atomic (blocked_filter.h). Opening a sub-filter is
+// serialised by growth_mu_. AppendSubFilter() is for loading, before the filter is shared.
+// Only a windowed filter ever removes sub-filters: Retire() takes retire_mu_ exclusively, and
+// the read-side calls of a windowed filter (MightContainMany, items_added, size_bytes,
+// ComputeStats, num_sub_filters) hold it shared. Retire() must not run while an add is between
+// PrepareAdd and CommitAdd/AbortAdd, nor during Add, Replay or a walk of first()/next() (the
+// storage layer holds its apply lock exclusively around it).
 // Two concurrent adds of the same new item may both count it as new; the bits are the same.
 #ifndef BLOOM_SCALABLE_FILTER_H_
 #define BLOOM_SCALABLE_FILTER_H_
@@ -29,12 +39,16 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "absl/types/optional.h"
 #include "absl/types/span.h"
 #include "bloom/blocked_filter.h"
 #include "bloom/hash.h"
+#include "bloom/window.h"
 #include "common/mutex.h"
 
 namespace bloom {
@@ -49,7 +63,13 @@ struct FilterSpec {
   double error_rate = 0;     // target FPR of the whole filter, in (0, 1)
   uint32_t expansion = 0;    // growth factor of each new sub-filter; 0 means kDefaultExpansion
   bool non_scaling = false;  // refuse adds beyond capacity instead of growing
+  // Sliding window (window.h): items are forgotten after `window`; zero: never.
+  absl::Duration window = absl::ZeroDuration();
+  uint32_t window_slices = 0;  // slices the window is kept as; 0 means kDefaultWindowSlices
+  // The store deletes the filter after this long without use; zero: never. Not used here.
+  absl::Duration idle_ttl = absl::ZeroDuration();
 
+  bool windowed() const { return window > absl::ZeroDuration(); }
   friend bool operator==(const FilterSpec&, const FilterSpec&) = default;
 };
 
@@ -63,15 +83,25 @@ struct SubFilterShape {
   BlockedLayout layout;
 };
 
-// The shape of sub-filter `index` of a normalized spec. ResourceExhausted when it cannot exist
-// (index >= kMaxSubFilters, or too large to address).
-absl::StatusOr<SubFilterShape> SubFilterShapeFor(const FilterSpec& spec, int index);
+// The shape of the sub-filter at `position` in its chain (for a windowed spec: in its slice's
+// chain, SliceChainSpec) of a normalized spec. ResourceExhausted when it cannot exist
+// (position >= kMaxSubFilters, or too large to address).
+absl::StatusOr<SubFilterShape> SubFilterShapeFor(const FilterSpec& spec, int position);
+
+// Which slice a sub-filter of a windowed filter belongs to, and its place in that slice's chain.
+struct SliceTag {
+  int64_t start_micros = 0;  // SliceStartMicros; 0 for a filter without a window
+  int position = 0;          // 0 for the slice's first sub-filter
+};
 
 class SubFilter {
  public:
-  SubFilter(int index, SubFilterShape shape, std::unique_ptr<BlockedBloomFilter> bits);
+  // `slice` defaults to position `index` of an unwindowed chain.
+  SubFilter(int index, SubFilterShape shape, std::unique_ptr<BlockedBloomFilter> bits,
+            absl::optional<SliceTag> slice = absl::nullopt);
 
   int index() const { return index_; }
+  const SliceTag& slice() const { return slice_; }
   const SubFilterShape& shape() const { return shape_; }
   BlockedBloomFilter& bits() const { return *bits_; }
 
@@ -93,6 +123,7 @@ class SubFilter {
   friend class ScalableFilter;
 
   const int index_;
+  const SliceTag slice_;
   const SubFilterShape shape_;
   const std::unique_ptr<BlockedBloomFilter> bits_;
   std::atomic<uint64_t> items_added_{0};
@@ -109,6 +140,7 @@ struct SubFilterStats {
   double fill_ratio = 0;
   double estimated_cardinality = 0;
   double estimated_error_rate = 0;
+  absl::optional<absl::Time> slice_start;  // windowed filters only
 };
 
 struct ScalableFilterStats {
@@ -130,11 +162,15 @@ ScalableFilterStats CombineSubFilterStats(std::vector<SubFilterStats> subs);
 
 class ScalableFilter {
  public:
-  // `spec` must be normalized. Creates sub-filter 0.
-  static absl::StatusOr<std::unique_ptr<ScalableFilter>> Create(const FilterSpec& spec,
-                                                                uint64_t seed);
-  // For loading stored filters: no sub-filter yet; AppendSubFilter() the stored ones.
-  static std::unique_ptr<ScalableFilter> CreateEmpty(const FilterSpec& spec, uint64_t seed);
+  // `spec` must be normalized. Creates sub-filter 0 (of the current slice, if windowed).
+  // `clock` (windows only) must outlive the filter.
+  static absl::StatusOr<std::unique_ptr<ScalableFilter>> Create(
+      const FilterSpec& spec, uint64_t seed, const Clock* clock = Clock::Real());
+  // For loading stored filters: no sub-filter yet; AppendSubFilter() the stored ones, whose
+  // indexes count up from `first_index` (above 0 only for a windowed filter that retired some).
+  static std::unique_ptr<ScalableFilter> CreateEmpty(const FilterSpec& spec, uint64_t seed,
+                                                     const Clock* clock = Clock::Real(),
+                                                     int first_index = 0);
 
   ScalableFilter(const ScalableFilter&) = delete;
   ScalableFilter& operator=(const ScalableFilter&) = delete;
@@ -143,19 +179,34 @@ class ScalableFilter {
   uint64_t seed() const { return seed_; }
   uint64_t Hash(absl::string_view item) const { return HashItem(item, seed_); }
 
+  const Clock* clock() const { return clock_; }
+  // Sub-filters in memory (for a windowed filter: expired ones not yet retired included).
   int num_sub_filters() const;
+  // Index of the oldest sub-filter in memory (the next one's when there is none).
+  int first_index() const;
+  // The index the next sub-filter gets.
+  int next_index() const;
   SubFilter* first() const { return first_.get(); }
   SubFilter* newest() const { return newest_.load(std::memory_order_acquire); }
-  // Sub-filter `index`, or nullptr; O(index).
+  // Sub-filter `index`, or nullptr (never existed, or retired); O(sub-filters).
   SubFilter* sub_filter(int index) const;
 
-  // Builds the sub-filter that would come next (not yet appended).
+  // Builds the sub-filter that would come next (not yet appended); for a windowed filter, in
+  // the slice of the clock's current time.
   absl::StatusOr<std::unique_ptr<SubFilter>> MakeNextSubFilter() const;
-  // Appends `sub` (whose index must be num_sub_filters()). For loading: not thread-safe.
+  // Appends `sub` (whose index must be next_index()). For loading: not thread-safe.
   void AppendSubFilter(std::unique_ptr<SubFilter> sub);
 
-  // For each i with present[i] == false, sets it if any sub-filter might contain hashes[i].
+  // For each i with present[i] == false, sets it if any sub-filter might contain hashes[i]
+  // (for a windowed filter: any unexpired one, by the clock).
   void MightContainMany(absl::Span<const uint64_t> hashes, bool* present) const;
+
+  // Windowed filters: the index of the newest sub-filter in the expired prefix of the chain at
+  // `now`, or -1 when the oldest one has not expired.
+  int ExpiredThrough(absl::Time now) const;
+  // Unlinks the sub-filters with index <= `through` (an expired prefix) and hands them over.
+  // See the class comment for what must not run meanwhile.
+  std::vector<std::unique_ptr<SubFilter>> Retire(int through);
 
   // Where the new items of one add go: the first runs[0].count new hashes to sub-filter
   // runs[0].sub_filter, the next runs[1].count to runs[1].sub_filter, and so on.
@@ -188,7 +239,8 @@ class ScalableFilter {
   absl::Status Add(absl::Span<const uint64_t> hashes, bool* added);
 
   // Sets the bits of a journalled add again (recovery); InvalidArgument if a run names a
-  // sub-filter that does not exist or the counts do not match.
+  // sub-filter that does not exist or the counts do not match. Runs naming sub-filters a
+  // windowed filter retired are skipped.
   absl::Status Replay(absl::Span<const Run> runs, absl::Span<const uint64_t> new_hashes);
 
   uint64_t items_added() const;
@@ -197,23 +249,38 @@ class ScalableFilter {
   ScalableFilterStats ComputeStats() const;
 
  private:
-  ScalableFilter(const FilterSpec& spec, uint64_t seed) : spec_(spec), seed_(seed) {}
+  ScalableFilter(const FilterSpec& spec, uint64_t seed, const Clock* clock, int first_index)
+      : spec_(spec), seed_(seed), clock_(clock), empty_next_index_(first_index) {}
 
   enum class ReserveOutcome { kReserved, kNeedsSubFilter, kFull };
   // Reserves room for `remaining` new items, appending where they go to `runs` and decreasing
-  // `remaining`. kNeedsSubFilter: the newest sub-filter is full (the rest stays in `remaining`).
-  // kFull: a non-scaling filter lacks room for all of them; nothing was reserved.
-  ReserveOutcome Reserve(uint64_t& remaining, std::vector<Run>& runs);
+  // `remaining`. kNeedsSubFilter: the newest sub-filter is full, or (windowed) belongs to an
+  // older slice than `slice_start` (the rest stays in `remaining`). kFull: a non-scaling
+  // filter lacks room for all of them; nothing was reserved.
+  ReserveOutcome Reserve(uint64_t& remaining, std::vector<Run>& runs, int64_t slice_start);
   void Unreserve(absl::Span<const Run> runs);
-  // Opens the sub-filter after `full`, unless another thread already did.
-  absl::Status Grow(const SubFilter* full, NewSubFilterHook on_new_sub_filter);
+  // Opens the sub-filter after `full` (in slice `slice_start` if windowed), unless another
+  // thread already did.
+  absl::Status Grow(const SubFilter* full, NewSubFilterHook on_new_sub_filter,
+                    int64_t slice_start);
+  absl::StatusOr<std::unique_ptr<SubFilter>> MakeSubFilterIn(int64_t slice_start) const;
   void Apply(absl::Span<const Run> runs, absl::Span<const uint64_t> new_hashes);
+  // Windowed PrepareAdd step 1: sets insert[i] for the items the current slice lacks (first
+  // occurrence only) and added[i] for those no unexpired slice has; returns the slice.
+  int64_t ClassifyWindowed(absl::Span<const uint64_t> hashes, bool* added,
+                           std::vector<uint64_t>& new_hashes) const;
+  // The unexpired sub-filters, newest first; retire_mu_ held shared by the caller if windowed.
+  absl::InlinedVector<SubFilter*, 8> LiveChain(absl::Time now) const;
 
   const FilterSpec spec_;
   const uint64_t seed_;
-  bloomsync::Mutex growth_mu_;        // serialises opening sub-filters (not the reads of the chain)
-  std::unique_ptr<SubFilter> first_;  // written once, before or by the first append
+  const Clock* const clock_;
+  bloomsync::Mutex growth_mu_;  // serialises opening sub-filters (not the reads of the chain)
+  // Windowed filters: shared by reads of the chain, exclusive to change first_ (see above).
+  mutable bloomsync::Mutex retire_mu_;
+  std::unique_ptr<SubFilter> first_;  // unwindowed: written once, before or by the first append
   std::atomic<SubFilter*> newest_{nullptr};
+  int empty_next_index_;  // next_index() while the chain is empty
 };
 
 }  // namespace bloom

@@ -1,0 +1,87 @@
+#include "bloom/window.h"
+
+#include "absl/strings/str_cat.h"
+#include "bloom/scalable_filter.h"
+
+namespace bloom {
+namespace {
+
+class RealClock : public Clock {
+ public:
+  absl::Time Now() const override { return absl::Now(); }
+};
+
+// floor(a / b) for b > 0, also for negative a (instants before 1970).
+int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && (a < 0)); }
+
+absl::Status CheckDuration(absl::Duration value, absl::Duration min, absl::Duration max,
+                           absl::string_view field, absl::string_view name) {
+  if (value < min || value > max) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ".", name, " must be 0 (none) or between ", absl::FormatDuration(min), " and ",
+        absl::FormatDuration(max), " (10 years), got ", absl::FormatDuration(value)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+const Clock* Clock::Real() {
+  static const RealClock* const clock = new RealClock();
+  return clock;
+}
+
+absl::Status NormalizeWindow(FilterSpec& spec, absl::string_view field) {
+  if (spec.window != absl::ZeroDuration()) {
+    if (absl::Status s = CheckDuration(spec.window, kMinWindow, kMaxWindow, field, "window");
+        !s.ok()) {
+      return s;
+    }
+    if (spec.window_slices > kMaxWindowSlices) {
+      return absl::InvalidArgumentError(absl::StrCat(field, ".window_slices must be 0 (default ",
+                                                     kDefaultWindowSlices, ") or 1..",
+                                                     kMaxWindowSlices, ", got ",
+                                                     spec.window_slices));
+    }
+    if (spec.window_slices == 0) spec.window_slices = kDefaultWindowSlices;
+  } else if (spec.window_slices != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ".window_slices needs a window; got ", spec.window_slices, " without one"));
+  }
+  if (spec.idle_ttl != absl::ZeroDuration()) {
+    return CheckDuration(spec.idle_ttl, kMinIdleTtl, kMaxIdleTtl, field, "idle_ttl");
+  }
+  return absl::OkStatus();
+}
+
+int64_t SliceMicros(const FilterSpec& spec) {
+  const int64_t micros = absl::ToInt64Microseconds(spec.window) / spec.window_slices;
+  return micros < 1 ? 1 : micros;
+}
+
+int64_t SliceStartMicros(const FilterSpec& spec, absl::Time t) {
+  const int64_t d = SliceMicros(spec);
+  return FloorDiv(absl::ToUnixMicros(t), d) * d;
+}
+
+absl::Time SliceExpiry(const FilterSpec& spec, int64_t slice_start_micros) {
+  return absl::FromUnixMicros(slice_start_micros + SliceMicros(spec)) + spec.window;
+}
+
+uint32_t LiveSlices(const FilterSpec& spec) {
+  const int64_t d = SliceMicros(spec);
+  const int64_t w = absl::ToInt64Microseconds(spec.window);
+  return static_cast<uint32_t>(1 + (w + d - 1) / d);
+}
+
+FilterSpec SliceChainSpec(const FilterSpec& spec) {
+  FilterSpec slice;
+  slice.capacity = spec.capacity / spec.window_slices +
+                   (spec.capacity % spec.window_slices != 0 ? 1 : 0);
+  slice.error_rate = spec.error_rate / LiveSlices(spec);
+  slice.expansion = spec.expansion;
+  slice.non_scaling = spec.non_scaling;
+  return slice;
+}
+
+}  // namespace bloom

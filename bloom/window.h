@@ -1,0 +1,87 @@
+// Sliding time windows over a scalable chain (after Age-Partitioned Bloom Filters, Shtul,
+// Baquero and Almeida 2020): the maths of which slice an instant falls in, when a slice's
+// items are forgotten and what error rate each slice gets.
+//
+// A windowed filter (FilterSpec::window > 0) keeps its items in time slices of
+// d = window / window_slices (whole microseconds, rounded down), aligned to multiples of d since
+// the Unix epoch. An add goes to the slice of its instant; slice [s, s + d) is forgotten at
+// s + d + window. So an item added at t reads present up to t + window and is forgotten by
+// t + window + d = t + window * (1 + 1/window_slices).
+//
+// At any instant at most LiveSlices() slices are unexpired (window_slices + 1 when d divides
+// the window), and each gets error_rate / LiveSlices() of the error budget: the filter answers
+// "maybe" for an absent item with probability at most error_rate at every moment. Inside a
+// slice the sub-filters grow as a scalable chain does (scalable_filter.h) from a first one of
+// capacity ceil(capacity / window_slices): `capacity` is the expected number of items per
+// window, a sizing hint; a non_scaling windowed filter refuses an add beyond its slice's share.
+//
+// Example:
+//   FilterSpec spec{.capacity = 1'000'000, .error_rate = 0.01, .window = absl::Hours(24 * 7)};
+//   spec = *NormalizeSpec(spec);                 // window_slices 0 -> kDefaultWindowSlices
+//   int64_t start = SliceStartMicros(spec, absl::Now());
+//   absl::Time forget_at = SliceExpiry(spec, start);
+//
+// Thread-safety: pure functions; Clock implementations are thread-safe.
+#ifndef BLOOM_WINDOW_H_
+#define BLOOM_WINDOW_H_
+
+#include <atomic>
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+namespace bloom {
+
+struct FilterSpec;
+
+inline constexpr uint32_t kDefaultWindowSlices = 8;
+inline constexpr uint32_t kMaxWindowSlices = 64;
+inline constexpr absl::Duration kMinWindow = absl::Seconds(1);
+inline constexpr absl::Duration kMaxWindow = absl::Hours(24 * 3653);  // 10 years
+inline constexpr absl::Duration kMinIdleTtl = absl::Seconds(1);
+inline constexpr absl::Duration kMaxIdleTtl = absl::Hours(24 * 3653);
+
+// Wall-clock time, injectable: windows and idle expiry read it, tests move it by hand.
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  virtual absl::Time Now() const = 0;
+  // The system's clock (absl::Now), shared and never destroyed.
+  static const Clock* Real();
+};
+
+// A clock that moves only when told to; for tests and benchmarks.
+class ManualClock : public Clock {
+ public:
+  explicit ManualClock(absl::Time start = absl::FromUnixSeconds(1'700'000'000))
+      : micros_(absl::ToUnixMicros(start)) {}
+  absl::Time Now() const override { return absl::FromUnixMicros(micros_.load()); }
+  void Advance(absl::Duration by) { micros_.fetch_add(absl::ToInt64Microseconds(by)); }
+  void Set(absl::Time to) { micros_.store(absl::ToUnixMicros(to)); }
+
+ private:
+  std::atomic<int64_t> micros_;
+};
+
+// Checks window, window_slices and idle_ttl of `spec` (InvalidArgument naming `field`.window
+// etc.) and replaces window_slices 0 by the default when there is a window. Called by
+// NormalizeSpec.
+absl::Status NormalizeWindow(FilterSpec& spec, absl::string_view field);
+
+// Slice length d in microseconds (>= 1); spec normalized and windowed.
+int64_t SliceMicros(const FilterSpec& spec);
+// The start of the slice holding instant `t`, in Unix microseconds.
+int64_t SliceStartMicros(const FilterSpec& spec, absl::Time t);
+// When the items of the slice starting at `slice_start_micros` are forgotten.
+absl::Time SliceExpiry(const FilterSpec& spec, int64_t slice_start_micros);
+// Most slices unexpired at one instant: 1 + ceil(window / d).
+uint32_t LiveSlices(const FilterSpec& spec);
+// The spec of one slice's scalable chain: capacity ceil(capacity / window_slices), error rate
+// error_rate / LiveSlices(), the spec's expansion and non_scaling, no window.
+FilterSpec SliceChainSpec(const FilterSpec& spec);
+
+}  // namespace bloom
+
+#endif  // BLOOM_WINDOW_H_

@@ -1,0 +1,236 @@
+// Windowed filters (window.h over scalable_filter.h): the guarantees, checked against an exact
+// model over many seeds and clock schedules with a manual clock.
+#include "bloom/window.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/random/random.h"
+#include "bloom/scalable_filter.h"
+#include "gtest/gtest.h"
+
+namespace bloom {
+namespace {
+
+FilterSpec Windowed(uint64_t capacity, double p, absl::Duration window, uint32_t slices = 0,
+                    bool non_scaling = false) {
+  FilterSpec spec{capacity, p, 0, non_scaling};
+  spec.window = window;
+  spec.window_slices = slices;
+  absl::StatusOr<FilterSpec> normalized = NormalizeSpec(spec);
+  EXPECT_TRUE(normalized.ok()) << normalized.status();
+  return *normalized;
+}
+
+bool Add1(ScalableFilter& filter, absl::string_view item) {
+  const uint64_t hash = filter.Hash(item);
+  bool added = false;
+  EXPECT_TRUE(filter.Add({&hash, 1}, &added).ok());
+  return added;
+}
+
+bool Has(const ScalableFilter& filter, absl::string_view item) {
+  const uint64_t hash = filter.Hash(item);
+  bool present = false;
+  filter.MightContainMany({&hash, 1}, &present);
+  return present;
+}
+
+TEST(WindowSpecTest, ValidatesEachFieldByName) {
+  struct Case {
+    absl::Duration window;
+    uint32_t slices;
+    absl::Duration idle_ttl;
+    const char* field;
+  };
+  for (const Case& c : {
+           Case{absl::Milliseconds(999), 0, absl::ZeroDuration(), "spec.window"},
+           Case{-absl::Seconds(5), 0, absl::ZeroDuration(), "spec.window"},
+           Case{absl::Hours(24 * 3660), 0, absl::ZeroDuration(), "spec.window"},
+           Case{absl::Seconds(10), 65, absl::ZeroDuration(), "spec.window_slices"},
+           Case{absl::ZeroDuration(), 4, absl::ZeroDuration(), "spec.window_slices"},
+           Case{absl::ZeroDuration(), 0, absl::Milliseconds(10), "spec.idle_ttl"},
+           Case{absl::ZeroDuration(), 0, -absl::Seconds(1), "spec.idle_ttl"},
+           Case{absl::ZeroDuration(), 0, absl::InfiniteDuration(), "spec.idle_ttl"},
+       }) {
+    FilterSpec spec{100, 0.01, 0, false};
+    spec.window = c.window;
+    spec.window_slices = c.slices;
+    spec.idle_ttl = c.idle_ttl;
+    absl::StatusOr<FilterSpec> normalized = NormalizeSpec(spec);
+    ASSERT_EQ(normalized.status().code(), absl::StatusCode::kInvalidArgument) << c.field;
+    EXPECT_NE(normalized.status().message().find(c.field), absl::string_view::npos)
+        << normalized.status();
+  }
+  EXPECT_EQ(Windowed(100, 0.01, absl::Hours(1)).window_slices, kDefaultWindowSlices);
+  EXPECT_EQ(Windowed(100, 0.01, absl::Hours(1), 64).window_slices, 64u);
+}
+
+TEST(WindowSpecTest, SlicesShareTheErrorBudget) {
+  const FilterSpec spec = Windowed(8000, 0.01, absl::Hours(8), 8);
+  EXPECT_EQ(SliceMicros(spec), absl::ToInt64Microseconds(absl::Hours(1)));
+  EXPECT_EQ(LiveSlices(spec), 9u);
+  const FilterSpec slice = SliceChainSpec(spec);
+  EXPECT_EQ(slice.capacity, 1000u);
+  EXPECT_DOUBLE_EQ(slice.error_rate, 0.01 / 9);
+  // A window that d does not divide can have one more slice alive; the budget accounts for it.
+  const FilterSpec odd = Windowed(10, 0.01, absl::Seconds(10), 3);
+  EXPECT_EQ(SliceMicros(odd), 3'333'333);
+  EXPECT_EQ(LiveSlices(odd), 5u);
+  // Slices are aligned to the epoch, also before it.
+  EXPECT_EQ(SliceStartMicros(spec, absl::FromUnixSeconds(3600 * 5 + 7)), 3600LL * 5 * 1000000);
+  EXPECT_EQ(SliceStartMicros(spec, absl::FromUnixSeconds(-1)), -3600LL * 1000000);
+}
+
+// The model: an item added at t (last time) must read present at now <= t + window and, unless
+// a false positive, absent at now >= t + window * (1 + 1/slices).
+TEST(WindowedFilterTest, RemembersTheWindowAndForgetsAfterIt) {
+  for (uint32_t slices : {1u, 3u, 8u, 64u}) {
+    for (int seed = 0; seed < 6; ++seed) {
+      absl::BitGen gen;
+      ManualClock clock(absl::FromUnixSeconds(1'700'000'000 + seed * 977));
+      const absl::Duration window = absl::Seconds(absl::Uniform(gen, 1, 5000));
+      const FilterSpec spec = Windowed(200, 0.001, window, slices);
+      auto filter = *ScalableFilter::Create(spec, 100 + seed, &clock);
+      std::map<std::string, absl::Time> last_add;
+      int false_negatives = 0, late = 0, late_present = 0;
+      for (int step = 0; step < 3000; ++step) {
+        // Irregular clock: mostly small steps, sometimes jumps past the whole window.
+        const int kind = absl::Uniform(gen, 0, 100);
+        absl::Duration step_by = window / 50 * absl::Uniform(gen, 0.0, 1.0);
+        if (kind == 0) step_by = window * absl::Uniform(gen, 1.0, 3.0);
+        clock.Advance(step_by);
+        if (kind == 1) {  // retire now and then, as the store does at checkpoints
+          filter->Retire(filter->ExpiredThrough(clock.Now()));
+        }
+        const std::string item = absl::StrCat("item", absl::Uniform(gen, 0, 400));
+        if (absl::Bernoulli(gen, 0.5)) {
+          Add1(*filter, item);
+          last_add[item] = clock.Now();
+        }
+        const absl::Time now = clock.Now();
+        if (step % 4 != 0) continue;
+        for (const auto& [name, added_at] : last_add) {
+          if (now <= added_at + window) {
+            false_negatives += !Has(*filter, name);
+          } else if (now >= added_at + window + window / slices + absl::Microseconds(1)) {
+            ++late;
+            late_present += Has(*filter, name);
+          }
+        }
+      }
+      EXPECT_EQ(false_negatives, 0) << "slices " << slices << " seed " << seed;
+      ASSERT_GT(late, 0);
+      // At 0.1% per query, a few false positives at most.
+      EXPECT_LE(late_present, 5 + late / 100) << late;
+    }
+  }
+}
+
+TEST(WindowedFilterTest, ReAddingRefreshesTheItem) {
+  ManualClock clock;
+  const FilterSpec spec = Windowed(100, 0.01, absl::Seconds(80), 8);
+  auto filter = *ScalableFilter::Create(spec, 7, &clock);
+  EXPECT_TRUE(Add1(*filter, "a"));
+  clock.Advance(absl::Seconds(50));
+  EXPECT_FALSE(Add1(*filter, "a"));  // present: not new, but its age restarts
+  clock.Advance(absl::Seconds(75));  // 125 s after the first add, 75 after the second
+  EXPECT_TRUE(Has(*filter, "a"));
+  clock.Advance(absl::Seconds(16));
+  EXPECT_FALSE(Has(*filter, "a"));
+  EXPECT_TRUE(Add1(*filter, "a"));  // forgotten: new again
+}
+
+TEST(WindowedFilterTest, RetireFreesExpiredSlicesAndKeepsIndexesCounting) {
+  ManualClock clock(absl::FromUnixSeconds(1'000'000));
+  const FilterSpec spec = Windowed(80, 0.01, absl::Seconds(80), 8);
+  auto filter = *ScalableFilter::Create(spec, 7, &clock);
+  for (int s = 0; s < 20; ++s) {
+    Add1(*filter, absl::StrCat("x", s));
+    clock.Advance(absl::Seconds(10));
+  }
+  // 20 slices were opened (one per 10 s); at most 9 are unexpired.
+  EXPECT_EQ(filter->next_index(), 20);  // Create opened the first add's slice
+  const int through = filter->ExpiredThrough(clock.Now());
+  ASSERT_GE(through, 0);
+  std::vector<std::unique_ptr<SubFilter>> retired = filter->Retire(through);
+  EXPECT_EQ(static_cast<int>(retired.size()), through + 1);
+  EXPECT_EQ(filter->first_index(), through + 1);
+  EXPECT_LE(filter->num_sub_filters(), 9);
+  EXPECT_EQ(filter->ExpiredThrough(clock.Now()), -1);
+  EXPECT_TRUE(Has(*filter, "x19"));
+  EXPECT_FALSE(Has(*filter, "x0"));
+  // Everything expires: the chain empties, and the next add opens index next_index().
+  clock.Advance(absl::Hours(1));
+  const int next = filter->next_index();
+  filter->Retire(filter->ExpiredThrough(clock.Now()));
+  EXPECT_EQ(filter->num_sub_filters(), 0);
+  EXPECT_FALSE(Has(*filter, "x19"));
+  EXPECT_TRUE(Add1(*filter, "y"));
+  EXPECT_EQ(filter->first()->index(), next);
+  EXPECT_TRUE(Has(*filter, "y"));
+}
+
+TEST(WindowedFilterTest, SlicesGrowWhenTheRateJumpsAndTheRateStaysUnderTarget) {
+  // 1,000 items per window expected; within one window the rate goes up 100x.
+  ManualClock clock;
+  const double p = 0.01;
+  const FilterSpec spec = Windowed(1000, p, absl::Seconds(800), 8);
+  auto filter = *ScalableFilter::Create(spec, 99, &clock);
+  int item = 0;
+  for (int second = 0; second < 1600; ++second) {
+    const int per_second = second < 800 ? 1 : 100;  // 100x
+    std::vector<uint64_t> hashes;
+    for (int i = 0; i < per_second; ++i) hashes.push_back(filter->Hash(absl::StrCat("in", item++)));
+    std::vector<char> added(hashes.size());
+    ASSERT_TRUE(filter->Add(hashes, reinterpret_cast<bool*>(added.data())).ok());
+    clock.Advance(absl::Seconds(1));
+    if (second % 50 == 0) filter->Retire(filter->ExpiredThrough(clock.Now()));
+    if (second % 100 == 99) {
+      // Measured false-positive rate over fresh items, and the model's estimate.
+      std::vector<uint64_t> probes;
+      for (int i = 0; i < 20000; ++i) probes.push_back(filter->Hash(absl::StrCat("out", second, ":", i)));
+      std::vector<char> present(probes.size());
+      filter->MightContainMany(probes, reinterpret_cast<bool*>(present.data()));
+      const double observed = std::count(present.begin(), present.end(), 1) / 20000.0;
+      EXPECT_LE(observed, p * 1.3) << "second " << second;
+      EXPECT_LE(filter->ComputeStats().estimated_error_rate, p) << "second " << second;
+    }
+  }
+  EXPECT_GT(filter->num_sub_filters(), 9);  // slices grew into chains
+}
+
+TEST(WindowedFilterTest, NonScalingSliceRefusesBeyondItsShare) {
+  ManualClock clock;
+  const FilterSpec spec = Windowed(80, 0.01, absl::Seconds(80), 8, /*non_scaling=*/true);
+  auto filter = *ScalableFilter::Create(spec, 5, &clock);
+  std::vector<uint64_t> hashes;
+  for (int i = 0; i < 11; ++i) hashes.push_back(filter->Hash(absl::StrCat("i", i)));
+  std::vector<char> added(11);
+  EXPECT_TRUE(filter->Add(absl::MakeSpan(hashes).first(10), reinterpret_cast<bool*>(added.data())).ok());
+  EXPECT_EQ(filter->Add(absl::MakeSpan(hashes).subspan(10), reinterpret_cast<bool*>(added.data()))
+                .code(),
+            absl::StatusCode::kResourceExhausted);
+  clock.Advance(absl::Seconds(10));  // the next slice has room again
+  EXPECT_TRUE(filter->Add(absl::MakeSpan(hashes).subspan(10), reinterpret_cast<bool*>(added.data())).ok());
+}
+
+TEST(WindowedFilterTest, ReplaySkipsRetiredSubFilters) {
+  ManualClock clock;
+  const FilterSpec spec = Windowed(100, 0.01, absl::Seconds(8), 8);
+  auto filter = *ScalableFilter::Create(spec, 5, &clock);
+  clock.Advance(absl::Seconds(30));
+  filter->Retire(filter->ExpiredThrough(clock.Now()));
+  Add1(*filter, "new");
+  const int current = filter->newest()->index();
+  const uint64_t h_old = filter->Hash("old"), h_new = filter->Hash("new2");
+  std::vector<ScalableFilter::Run> runs = {{0, 1}, {current, 1}};
+  std::vector<uint64_t> hashes = {h_old, h_new};
+  ASSERT_TRUE(filter->Replay(runs, hashes).ok());
+  EXPECT_TRUE(Has(*filter, "new2"));
+  EXPECT_FALSE(filter->Replay({{current + 5, 1}}, {h_new}).ok());
+}
+
+}  // namespace
+}  // namespace bloom
