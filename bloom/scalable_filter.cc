@@ -235,8 +235,7 @@ std::vector<std::unique_ptr<SubFilter>> ScalableFilter::Retire(int through) {
   return retired;
 }
 
-ScalableFilter::ReserveOutcome ScalableFilter::Reserve(uint64_t& remaining,
-                                                       std::vector<Run>& runs,
+ScalableFilter::ReserveOutcome ScalableFilter::Reserve(uint64_t& remaining, std::vector<Run>& runs,
                                                        int64_t slice_start) {
   if (remaining == 0) return ReserveOutcome::kReserved;
   SubFilter* sub = newest();
@@ -324,7 +323,8 @@ int64_t ScalableFilter::ClassifyWindowed(absl::Span<const uint64_t> hashes, bool
       slice_start = last->slice().start_micros;
     }
     for (SubFilter* sub : LiveChain(now)) {
-      if (sub->slice().start_micros == slice_start) sub->bits().MightContainMany(hashes, in_slice.get());
+      if (sub->slice().start_micros == slice_start)
+        sub->bits().MightContainMany(hashes, in_slice.get());
     }
     std::copy(in_slice.get(), in_slice.get() + n, added);
     for (SubFilter* sub : LiveChain(now)) {

@@ -164,8 +164,9 @@ class ScalableFilter {
  public:
   // `spec` must be normalized. Creates sub-filter 0 (of the current slice, if windowed).
   // `clock` (windows only) must outlive the filter.
-  static absl::StatusOr<std::unique_ptr<ScalableFilter>> Create(
-      const FilterSpec& spec, uint64_t seed, const Clock* clock = Clock::Real());
+  static absl::StatusOr<std::unique_ptr<ScalableFilter>> Create(const FilterSpec& spec,
+                                                                uint64_t seed,
+                                                                const Clock* clock = Clock::Real());
   // For loading stored filters: no sub-filter yet; AppendSubFilter() the stored ones, whose
   // indexes count up from `first_index` (above 0 only for a windowed filter that retired some).
   static std::unique_ptr<ScalableFilter> CreateEmpty(const FilterSpec& spec, uint64_t seed,
@@ -261,8 +262,7 @@ class ScalableFilter {
   void Unreserve(absl::Span<const Run> runs);
   // Opens the sub-filter after `full` (in slice `slice_start` if windowed), unless another
   // thread already did.
-  absl::Status Grow(const SubFilter* full, NewSubFilterHook on_new_sub_filter,
-                    int64_t slice_start);
+  absl::Status Grow(const SubFilter* full, NewSubFilterHook on_new_sub_filter, int64_t slice_start);
   absl::StatusOr<std::unique_ptr<SubFilter>> MakeSubFilterIn(int64_t slice_start) const;
   void Apply(absl::Span<const Run> runs, absl::Span<const uint64_t> new_hashes);
   // Windowed PrepareAdd step 1: sets insert[i] for the items the current slice lacks (first

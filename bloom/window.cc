@@ -38,15 +38,14 @@ absl::Status NormalizeWindow(FilterSpec& spec, absl::string_view field) {
       return s;
     }
     if (spec.window_slices > kMaxWindowSlices) {
-      return absl::InvalidArgumentError(absl::StrCat(field, ".window_slices must be 0 (default ",
-                                                     kDefaultWindowSlices, ") or 1..",
-                                                     kMaxWindowSlices, ", got ",
-                                                     spec.window_slices));
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".window_slices must be 0 (default ", kDefaultWindowSlices,
+                       ") or 1..", kMaxWindowSlices, ", got ", spec.window_slices));
     }
     if (spec.window_slices == 0) spec.window_slices = kDefaultWindowSlices;
   } else if (spec.window_slices != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ".window_slices needs a window; got ", spec.window_slices, " without one"));
+    return absl::InvalidArgumentError(absl::StrCat(field, ".window_slices needs a window; got ",
+                                                   spec.window_slices, " without one"));
   }
   if (spec.idle_ttl != absl::ZeroDuration()) {
     return CheckDuration(spec.idle_ttl, kMinIdleTtl, kMaxIdleTtl, field, "idle_ttl");
@@ -76,8 +75,8 @@ uint32_t LiveSlices(const FilterSpec& spec) {
 
 FilterSpec SliceChainSpec(const FilterSpec& spec) {
   FilterSpec slice;
-  slice.capacity = spec.capacity / spec.window_slices +
-                   (spec.capacity % spec.window_slices != 0 ? 1 : 0);
+  slice.capacity =
+      spec.capacity / spec.window_slices + (spec.capacity % spec.window_slices != 0 ? 1 : 0);
   slice.error_rate = spec.error_rate / LiveSlices(spec);
   slice.expansion = spec.expansion;
   slice.non_scaling = spec.non_scaling;

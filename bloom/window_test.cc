@@ -190,7 +190,8 @@ TEST(WindowedFilterTest, SlicesGrowWhenTheRateJumpsAndTheRateStaysUnderTarget) {
     if (second % 100 == 99) {
       // Measured false-positive rate over fresh items, and the model's estimate.
       std::vector<uint64_t> probes;
-      for (int i = 0; i < 20000; ++i) probes.push_back(filter->Hash(absl::StrCat("out", second, ":", i)));
+      for (int i = 0; i < 20000; ++i)
+        probes.push_back(filter->Hash(absl::StrCat("out", second, ":", i)));
       std::vector<char> present(probes.size());
       filter->MightContainMany(probes, reinterpret_cast<bool*>(present.data()));
       const double observed = std::count(present.begin(), present.end(), 1) / 20000.0;
@@ -208,12 +209,14 @@ TEST(WindowedFilterTest, NonScalingSliceRefusesBeyondItsShare) {
   std::vector<uint64_t> hashes;
   for (int i = 0; i < 11; ++i) hashes.push_back(filter->Hash(absl::StrCat("i", i)));
   std::vector<char> added(11);
-  EXPECT_TRUE(filter->Add(absl::MakeSpan(hashes).first(10), reinterpret_cast<bool*>(added.data())).ok());
-  EXPECT_EQ(filter->Add(absl::MakeSpan(hashes).subspan(10), reinterpret_cast<bool*>(added.data()))
-                .code(),
-            absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(
+      filter->Add(absl::MakeSpan(hashes).first(10), reinterpret_cast<bool*>(added.data())).ok());
+  EXPECT_EQ(
+      filter->Add(absl::MakeSpan(hashes).subspan(10), reinterpret_cast<bool*>(added.data())).code(),
+      absl::StatusCode::kResourceExhausted);
   clock.Advance(absl::Seconds(10));  // the next slice has room again
-  EXPECT_TRUE(filter->Add(absl::MakeSpan(hashes).subspan(10), reinterpret_cast<bool*>(added.data())).ok());
+  EXPECT_TRUE(
+      filter->Add(absl::MakeSpan(hashes).subspan(10), reinterpret_cast<bool*>(added.data())).ok());
 }
 
 TEST(WindowedFilterTest, ReplaySkipsRetiredSubFilters) {

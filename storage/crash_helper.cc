@@ -3,6 +3,10 @@
 // SIGKILL (a crash: no destructor, no Close, no flush).
 //
 // Usage: storage_crash_helper DIR FILTER BATCHES BATCH_SIZE CHECKPOINT_AFTER_BATCH SYNC
+//                             [WINDOW_SECONDS ADVANCE_SECONDS]
+// With WINDOW_SECONDS the filter has a sliding window of that length and the store a manual
+// clock that starts at kWindowedStart and moves ADVANCE_SECONDS after each batch, so batch b
+// is added at kWindowedStart + b * ADVANCE_SECONDS (windowed_store_test knows when).
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -11,16 +15,26 @@
 
 #include "storage/filter_store.h"
 
+namespace {
+constexpr int64_t kWindowedStart = 1'700'000'000;
+}  // namespace
+
 int main(int argc, char** argv) {
-  if (argc != 7) {
-    std::fprintf(stderr, "usage: %s DIR FILTER BATCHES BATCH_SIZE CHECKPOINT_AFTER SYNC\n",
+  if (argc != 7 && argc != 9) {
+    std::fprintf(stderr,
+                 "usage: %s DIR FILTER BATCHES BATCH_SIZE CHECKPOINT_AFTER SYNC "
+                 "[WINDOW_SECONDS ADVANCE_SECONDS]\n",
                  argv[0]);
     return 2;
   }
+  const int window_seconds = argc == 9 ? std::atoi(argv[7]) : 0;
+  const int advance_seconds = argc == 9 ? std::atoi(argv[8]) : 0;
+  bloom::ManualClock clock(absl::FromUnixSeconds(kWindowedStart));
   storage::StoreOptions options;
   options.data_dir = argv[1];
   options.sync = std::string(argv[6]) == "1";
   options.background_checkpoints = false;
+  if (window_seconds > 0) options.clock = &clock;
   const std::string filter = argv[2];
   const int batches = std::atoi(argv[3]);
   const int batch_size = std::atoi(argv[4]);
@@ -31,7 +45,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   // Small capacity: the filter grows sub-filters during the run.
-  const bloom::FilterSpec spec{static_cast<uint64_t>(batch_size) * 2, 0.01, 2, false};
+  bloom::FilterSpec spec{static_cast<uint64_t>(batch_size) * 2, 0.01, 2, false};
+  if (window_seconds > 0) {
+    spec.window = absl::Seconds(window_seconds);
+    spec.window_slices = 4;
+  }
   for (int b = 0; b < batches; ++b) {
     std::vector<std::string> items;
     for (int i = 0; i < batch_size; ++i)
@@ -44,6 +62,7 @@ int main(int argc, char** argv) {
     }
     std::printf("acked %d\n", b);
     std::fflush(stdout);
+    clock.Advance(absl::Seconds(advance_seconds));
     if (b == checkpoint_after) {
       if (absl::Status s = (*store)->CheckpointAll(); !s.ok()) return 1;
       std::printf("checkpointed %d\n", b);

@@ -23,7 +23,10 @@ void AppendFixed(std::string& out, T value) {
 }  // namespace
 
 DumpWriter::DumpWriter(const FilterRecord& record, const bloom::ScalableFilter& filter)
-    : header_(EncodeFilterRecord(record)), sub_(filter.first()), hash_(XXH3_createState()) {
+    : header_(EncodeFilterRecord(record)),
+      sub_(record.sub_filters.empty() ? nullptr : filter.sub_filter(record.first_sub_index)),
+      subs_left_(sub_ == nullptr ? 0 : record.sub_filters.size()),
+      hash_(XXH3_createState()) {
   XXH3_64bits_reset(hash_);
 }
 
@@ -43,7 +46,7 @@ bool DumpWriter::Next(std::string& chunk) {
   while (sub_ != nullptr) {
     const bloom::BlockedBloomFilter& bits = sub_->bits();
     if (page_ >= bits.num_pages()) {
-      sub_ = sub_->next();
+      sub_ = --subs_left_ == 0 ? nullptr : sub_->next();
       page_ = 0;
       continue;
     }
@@ -74,8 +77,9 @@ absl::Status WriteDump(const FilterRecord& record, const bloom::ScalableFilter& 
   return absl::OkStatus();
 }
 
-DumpParser::DumpParser(std::function<absl::Status(uint64_t bytes)> reserve_memory)
-    : reserve_memory_(std::move(reserve_memory)), hash_(XXH3_createState()) {
+DumpParser::DumpParser(std::function<absl::Status(uint64_t bytes)> reserve_memory,
+                       const bloom::Clock* clock)
+    : reserve_memory_(std::move(reserve_memory)), clock_(clock), hash_(XXH3_createState()) {
   XXH3_64bits_reset(hash_);
 }
 
@@ -150,17 +154,19 @@ absl::Status DumpParser::StartBits() {
   for (const SubFilterRecord& s : record_.sub_filters) bytes += s.num_blocks * bloom::kBlockBytes;
   if (absl::Status reserved = reserve_memory_(bytes); !reserved.ok()) return reserved;
   absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> filter =
-      StoredFilter::BuildFilter(record_);
+      StoredFilter::BuildFilter(record_, clock_);
   if (!filter.ok()) return filter.status();
   filter_ = *std::move(filter);
-  stage_ = Stage::kBits;
+  // A windowed filter whose slices all expired has no bits.
+  stage_ = record_.sub_filters.empty() ? Stage::kChecksum : Stage::kBits;
   sub_ = 0;
   page_ = 0;
   return absl::OkStatus();
 }
 
 absl::Status DumpParser::ConsumeBits(absl::string_view& data) {
-  bloom::BlockedBloomFilter& bits = filter_->sub_filter(sub_)->bits();
+  bloom::BlockedBloomFilter& bits =
+      filter_->sub_filter(static_cast<int>(record_.first_sub_index) + sub_)->bits();
   const size_t want = bits.page_size(page_);
   const size_t take = std::min(want - pending_.size(), data.size());
   XXH3_64bits_update(hash_, data.data(), take);
@@ -171,7 +177,7 @@ absl::Status DumpParser::ConsumeBits(absl::string_view& data) {
   pending_.clear();
   if (++page_ == bits.num_pages()) {
     page_ = 0;
-    if (++sub_ == filter_->num_sub_filters()) stage_ = Stage::kChecksum;
+    if (++sub_ == static_cast<int>(record_.sub_filters.size())) stage_ = Stage::kChecksum;
   }
   return absl::OkStatus();
 }

@@ -34,7 +34,8 @@ inline constexpr size_t kMaxDumpChunkBytes = 1 << 20;
 // may be added to meanwhile (an add racing the export may or may not be in the dump).
 class DumpWriter {
  public:
-  // `filter` must outlive the writer.
+  // `filter` must outlive the writer, and its sub-filters listed in `record` too (see
+  // StoredFilter::PinChain); sub-filters opened after the record are not dumped.
   DumpWriter(const FilterRecord& record, const bloom::ScalableFilter& filter);
   ~DumpWriter();
   DumpWriter(const DumpWriter&) = delete;
@@ -47,6 +48,7 @@ class DumpWriter {
  private:
   const std::string header_;
   const bloom::SubFilter* sub_;
+  size_t subs_left_;  // of the record's sub-filters, sub_ included
   uint64_t page_ = 0;
   bool header_written_ = false;
   bool finished_ = false;
@@ -64,7 +66,9 @@ absl::Status WriteDump(const FilterRecord& record, const bloom::ScalableFilter& 
 // known, before allocating) refuses.
 class DumpParser {
  public:
-  explicit DumpParser(std::function<absl::Status(uint64_t bytes)> reserve_memory);
+  // `clock` ages a windowed filter's slices; it must outlive the parser's filter.
+  explicit DumpParser(std::function<absl::Status(uint64_t bytes)> reserve_memory,
+                      const bloom::Clock* clock = bloom::Clock::Real());
   ~DumpParser();
   DumpParser(const DumpParser&) = delete;
   DumpParser& operator=(const DumpParser&) = delete;
@@ -84,6 +88,7 @@ class DumpParser {
   absl::Status StartBits();
 
   std::function<absl::Status(uint64_t)> reserve_memory_;
+  const bloom::Clock* const clock_;
   XXH3_state_t* hash_;
   Stage stage_ = Stage::kPreamble;
   std::string pending_;  // bytes of the current preamble, header, page or checksum

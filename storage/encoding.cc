@@ -4,6 +4,7 @@
 
 #include <bit>
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 
@@ -14,8 +15,18 @@ static_assert(std::endian::native == std::endian::little, "fixed-width fields ar
 
 constexpr absl::string_view kFilterMagic = "BLMF";
 constexpr uint8_t kJournalVersion = 1;
-// A filter record cannot hold more sub-filters than a chain can have.
+// A filter record cannot hold more sub-filters than a chain can have: one chain, or for a
+// windowed filter one per unexpired slice (at most kMaxWindowSlices + 2 of them).
 constexpr uint32_t kMaxSubFilterRecords = bloom::kMaxSubFilters;
+constexpr uint32_t kMaxWindowedSubFilterRecords =
+    bloom::kMaxSubFilters * (bloom::kMaxWindowSlices + 2);
+// Version 2 records add the window, idle expiry and retired-slice fields (EncodeFilterRecord
+// writes it only for filters that use them, so other records stay readable by older servers).
+constexpr uint16_t kWindowedRecordVersion = 2;
+
+bool NeedsVersion2(const FilterRecord& r) {
+  return r.spec.windowed() || r.spec.idle_ttl != absl::ZeroDuration() || r.first_sub_index != 0;
+}
 
 class Writer {
  public:
@@ -86,8 +97,9 @@ absl::StatusOr<absl::string_view> VerifyChecksum(absl::string_view bytes, absl::
 
 std::string EncodeFilterRecord(const FilterRecord& r) {
   Writer w;
+  const bool v2 = NeedsVersion2(r);
   w.Bytes(kFilterMagic);
-  w.Fixed<uint16_t>(kFormatVersion);
+  w.Fixed<uint16_t>(v2 ? kWindowedRecordVersion : kFormatVersion);
   w.Fixed(r.generation);
   w.Fixed(r.seed);
   w.Fixed(r.created_at_micros);
@@ -98,6 +110,13 @@ std::string EncodeFilterRecord(const FilterRecord& r) {
   w.Fixed(r.checkpoint_seq);
   w.Fixed(r.checks);
   w.Fixed(r.check_hits);
+  if (v2) {
+    w.Fixed<int64_t>(absl::ToInt64Microseconds(r.spec.window));
+    w.Fixed(r.spec.window_slices);
+    w.Fixed<int64_t>(absl::ToInt64Microseconds(r.spec.idle_ttl));
+    w.Fixed(r.first_sub_index);
+    w.Fixed(r.last_used_micros);
+  }
   w.Fixed(static_cast<uint32_t>(r.sub_filters.size()));
   for (const SubFilterRecord& s : r.sub_filters) {
     w.Fixed(s.capacity);
@@ -105,6 +124,7 @@ std::string EncodeFilterRecord(const FilterRecord& r) {
     w.Fixed(s.num_blocks);
     w.Fixed(s.hash_count);
     w.Fixed(s.items_added);
+    if (v2) w.Fixed(s.slice_start_micros);
   }
   return w.FinishWithChecksum();
 }
@@ -118,33 +138,57 @@ absl::StatusOr<FilterRecord> DecodeFilterRecord(absl::string_view bytes) {
   if (!in.Bytes(kFilterMagic.size(), magic) || magic != kFilterMagic || !in.Fixed(version)) {
     return absl::DataLossError("filter metadata has no BLMF header");
   }
-  if (version != kFormatVersion) {
+  if (version != kFormatVersion && version != kWindowedRecordVersion) {
     return absl::DataLossError(absl::StrCat("filter metadata has format version ", version,
-                                            "; this server reads version ", kFormatVersion));
+                                            "; this server reads versions ", kFormatVersion,
+                                            " and ", kWindowedRecordVersion));
   }
+  const bool v2 = version == kWindowedRecordVersion;
   FilterRecord r;
   uint8_t non_scaling = 0;
   uint32_t subs = 0;
   if (!in.Fixed(r.generation) || !in.Fixed(r.seed) || !in.Fixed(r.created_at_micros) ||
       !in.Fixed(r.spec.capacity) || !in.Fixed(r.spec.error_rate) || !in.Fixed(r.spec.expansion) ||
       !in.Fixed(non_scaling) || !in.Fixed(r.checkpoint_seq) || !in.Fixed(r.checks) ||
-      !in.Fixed(r.check_hits) || !in.Fixed(subs)) {
+      !in.Fixed(r.check_hits)) {
     return absl::DataLossError("filter metadata is truncated");
   }
+  if (v2) {
+    int64_t window_micros = 0, idle_ttl_micros = 0;
+    if (!in.Fixed(window_micros) || !in.Fixed(r.spec.window_slices) || !in.Fixed(idle_ttl_micros) ||
+        !in.Fixed(r.first_sub_index) || !in.Fixed(r.last_used_micros)) {
+      return absl::DataLossError("filter metadata is truncated in its window fields");
+    }
+    r.spec.window = absl::Microseconds(window_micros);
+    r.spec.idle_ttl = absl::Microseconds(idle_ttl_micros);
+  }
+  if (!in.Fixed(subs)) return absl::DataLossError("filter metadata is truncated");
   r.spec.non_scaling = non_scaling != 0;
   if (absl::StatusOr<bloom::FilterSpec> spec = bloom::NormalizeSpec(r.spec);
       !spec.ok() || !(*spec == r.spec)) {
     return absl::DataLossError("filter metadata holds an invalid spec");
   }
-  if (subs == 0 || subs > kMaxSubFilterRecords) {
-    return absl::DataLossError(absl::StrCat("filter metadata lists ", subs, " sub-filters"));
+  // Only a windowed filter may have retired every sub-filter (or many at once).
+  const bool windowed = r.spec.windowed();
+  if ((subs == 0 && !windowed) ||
+      subs > (windowed ? kMaxWindowedSubFilterRecords : kMaxSubFilterRecords) ||
+      (!windowed && r.first_sub_index != 0) ||
+      r.first_sub_index + uint64_t{subs} > uint64_t{std::numeric_limits<int32_t>::max()}) {
+    return absl::DataLossError(absl::StrCat("filter metadata lists ", subs,
+                                            " sub-filters from index ", r.first_sub_index));
   }
   r.sub_filters.resize(subs);
+  int64_t previous_slice = std::numeric_limits<int64_t>::min();
   for (SubFilterRecord& s : r.sub_filters) {
     if (!in.Fixed(s.capacity) || !in.Fixed(s.error_rate) || !in.Fixed(s.num_blocks) ||
-        !in.Fixed(s.hash_count) || !in.Fixed(s.items_added)) {
+        !in.Fixed(s.hash_count) || !in.Fixed(s.items_added) ||
+        (v2 && !in.Fixed(s.slice_start_micros))) {
       return absl::DataLossError("filter metadata is truncated in its sub-filter list");
     }
+    if (s.slice_start_micros < previous_slice || (!windowed && s.slice_start_micros != 0)) {
+      return absl::DataLossError("filter metadata lists slices out of order");
+    }
+    previous_slice = s.slice_start_micros;
     if (s.num_blocks == 0 || s.num_blocks > bloom::kMaxBlocks || s.hash_count == 0 ||
         s.hash_count > bloom::kMaxHashCount) {
       return absl::DataLossError("filter metadata holds an invalid sub-filter layout");
@@ -184,7 +228,9 @@ absl::Status DecodeJournalRecord(absl::string_view bytes, std::vector<Run>& runs
   for (uint32_t i = 0; i < num_runs; ++i) {
     uint32_t sub = 0;
     uint64_t count = 0;
-    if (!in.Fixed(sub) || !in.Fixed(count) || sub >= bloom::kMaxSubFilters) {
+    // Windowed filters keep counting sub-filter indexes past kMaxSubFilters.
+    if (!in.Fixed(sub) || !in.Fixed(count) ||
+        sub > static_cast<uint32_t>(std::numeric_limits<int32_t>::max())) {
       return absl::DataLossError("journal record has a bad run");
     }
     runs.push_back({static_cast<int>(sub), count});

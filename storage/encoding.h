@@ -9,7 +9,9 @@
 // is deleted with two range deletions and loaded with two sequential scans.
 //
 // A FilterRecord is "BLMF", u16 format version, fixed-width little-endian fields, and a trailing
-// XXH3-64 of everything before it; a JournalRecord has a version byte and the same checksum.
+// XXH3-64 of everything before it. Version 2 (only for filters with a window or an idle_ttl)
+// adds window, window_slices, idle_ttl, first_sub_index, last_used_micros and a slice start per
+// sub-filter; a JournalRecord has a version byte and the same checksum.
 // Decoding validates lengths, ranges and the checksum and answers DATA_LOSS with the reason.
 //
 // Thread-safety: pure functions.
@@ -41,7 +43,8 @@ struct SubFilterRecord {
   double error_rate = 0;
   uint64_t num_blocks = 0;
   uint32_t hash_count = 0;
-  uint64_t items_added = 0;  // as of checkpoint_seq
+  uint64_t items_added = 0;        // as of checkpoint_seq
+  int64_t slice_start_micros = 0;  // windowed filters: the slice it belongs to (window.h)
 };
 
 struct FilterRecord {
@@ -52,6 +55,11 @@ struct FilterRecord {
   uint64_t checkpoint_seq = 0;  // journal records with seq <= this are in `blocks`
   uint64_t checks = 0;          // MightContain items checked, as of the last checkpoint
   uint64_t check_hits = 0;
+  // Index of sub_filters[0]: above 0 once a windowed filter retired its oldest slices (their
+  // pages were range-deleted; journal runs naming them are skipped).
+  uint32_t first_sub_index = 0;
+  // Filters with an idle_ttl: the last Add or MightContain, as of the last checkpoint.
+  int64_t last_used_micros = 0;
   std::vector<SubFilterRecord> sub_filters;
 };
 

@@ -254,12 +254,16 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::FindOrCreateLocked(
   FilterRecord record;
   ASSIGN_OR_RETURN(record.generation, AllocateGeneration());
   RETURN_IF_ERROR(budget_.ChargeCached(bytes, 0, absl::StrCat("filter '", name, "'")));
+  const absl::Time now = options_.clock->Now();
   record.seed = RandomSeed();
-  record.created_at_micros = absl::ToUnixMicros(absl::Now());
+  record.created_at_micros = absl::ToUnixMicros(now);
+  record.last_used_micros = record.created_at_micros;
   record.spec = spec;
-  record.sub_filters.push_back(
-      {first.capacity, first.error_rate, first.layout.num_blocks, first.layout.hash_count, 0});
-  absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> filter = StoredFilter::BuildFilter(record);
+  record.sub_filters.push_back({first.capacity, first.error_rate, first.layout.num_blocks,
+                                first.layout.hash_count, 0,
+                                spec.windowed() ? bloom::SliceStartMicros(spec, now) : 0});
+  absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> filter =
+      StoredFilter::BuildFilter(record, options_.clock);
   absl::Status status = filter.status();
   if (status.ok() && !defer_write) {
     rocksdb::WriteBatch batch;
@@ -431,7 +435,8 @@ absl::StatusOr<FilterStore::ListPage> FilterStore::List(absl::string_view prefix
       break;
     }
     absl::StatusOr<FilterInfo> info =
-        filter != nullptr ? filter->Info() : InfoFromRecord(std::string(name), *record);
+        filter != nullptr ? filter->Info()
+                          : InfoFromRecord(std::string(name), *record, options_.clock->Now());
     if (!info.ok()) continue;
     page.filters.push_back(*std::move(info));
   }
@@ -439,13 +444,17 @@ absl::StatusOr<FilterStore::ListPage> FilterStore::List(absl::string_view prefix
   return page;
 }
 
-PendingImport::PendingImport(std::string name, MemoryBudget* budget)
-    : name_(std::move(name)), budget_(budget), parser_([this](uint64_t bytes) {
-        RETURN_IF_ERROR(
-            budget_->ChargePinned(bytes, absl::StrCat("importing filter '", name_, "'")));
-        charged_ = bytes;
-        return absl::OkStatus();
-      }) {}
+PendingImport::PendingImport(std::string name, MemoryBudget* budget, const bloom::Clock* clock)
+    : name_(std::move(name)),
+      budget_(budget),
+      parser_(
+          [this](uint64_t bytes) {
+            RETURN_IF_ERROR(
+                budget_->ChargePinned(bytes, absl::StrCat("importing filter '", name_, "'")));
+            charged_ = bytes;
+            return absl::OkStatus();
+          },
+          clock) {}
 
 PendingImport::~PendingImport() {
   if (charged_ > 0) budget_->ReleasePinned(charged_);
@@ -459,21 +468,27 @@ absl::Status FilterStore::Export(absl::string_view name,
     bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
     RETURN_IF_ERROR(CheckOpen());
     ASSIGN_OR_RETURN(filter, FindUsable(name));
-    ASSIGN_OR_RETURN(record, filter->SnapshotRecord());
+    ASSIGN_OR_RETURN(record, filter->PinChain());
   }
   // The bits are read without holding the store: a slow reader must not block Close(); the
   // shared_ptr keeps the filter's memory alive even if it is deleted meanwhile.
-  return WriteDump(record, *filter->filter(), sink);
+  absl::Status written = WriteDump(record, *filter->filter(), sink);
+  filter->UnpinChain();
+  return written;
 }
 
 absl::StatusOr<std::unique_ptr<ExportCursor>> FilterStore::OpenExport(absl::string_view name) {
   bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
   RETURN_IF_ERROR(CheckOpen());
   ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> filter, FindUsable(name));
-  ASSIGN_OR_RETURN(const FilterRecord record, filter->SnapshotRecord());
   RETURN_IF_ERROR(budget_.ChargePinned(ExportCursor::kChargedBytes,
                                        absl::StrCat("exporting filter '", name, "'")));
-  return std::unique_ptr<ExportCursor>(new ExportCursor(std::move(filter), record, &budget_));
+  absl::StatusOr<FilterRecord> record = filter->PinChain();
+  if (!record.ok()) {
+    budget_.ReleasePinned(ExportCursor::kChargedBytes);
+    return record.status();
+  }
+  return std::unique_ptr<ExportCursor>(new ExportCursor(std::move(filter), *record, &budget_));
 }
 
 absl::StatusOr<std::unique_ptr<PendingImport>> FilterStore::BeginImport(absl::string_view name) {
@@ -484,7 +499,8 @@ absl::StatusOr<std::unique_ptr<PendingImport>> FilterStore::BeginImport(absl::st
   if (existing != nullptr) {
     return absl::AlreadyExistsError(absl::StrCat("filter '", name, "' already exists"));
   }
-  return std::unique_ptr<PendingImport>(new PendingImport(std::string(name), &budget_));
+  return std::unique_ptr<PendingImport>(
+      new PendingImport(std::string(name), &budget_, options_.clock));
 }
 
 absl::StatusOr<FilterInfo> FilterStore::CommitImport(PendingImport& import) {
@@ -500,7 +516,7 @@ absl::StatusOr<FilterInfo> FilterStore::CommitImport(PendingImport& import) {
   FilterRecord record = std::move(dump.record);
   ASSIGN_OR_RETURN(record.generation, AllocateGeneration());
   record.checkpoint_seq = 0;
-  record.created_at_micros = absl::ToUnixMicros(absl::Now());
+  record.created_at_micros = absl::ToUnixMicros(options_.clock->Now());
   // Claim the generation durably first: if we crash while writing pages, they belong to a
   // generation nobody will reuse.
   rocksdb::WriteBatch claim;

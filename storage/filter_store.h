@@ -71,7 +71,7 @@ class PendingImport {
 
  private:
   friend class FilterStore;
-  PendingImport(std::string name, MemoryBudget* budget);
+  PendingImport(std::string name, MemoryBudget* budget, const bloom::Clock* clock);
 
   const std::string name_;
   MemoryBudget* const budget_;
@@ -87,11 +87,15 @@ class ExportCursor {
   // Bytes an export charges to the memory budget: its chunk, and the message gRPC is sending.
   static constexpr uint64_t kChargedBytes = 2 * kMaxDumpChunkBytes;
 
-  ~ExportCursor() { budget_->ReleasePinned(kChargedBytes); }
+  ~ExportCursor() {
+    filter_->UnpinChain();
+    budget_->ReleasePinned(kChargedBytes);
+  }
   ExportCursor(const ExportCursor&) = delete;
   ExportCursor& operator=(const ExportCursor&) = delete;
 
-  // See DumpWriter::Next.
+  // See DumpWriter::Next. The filter's chain is pinned (StoredFilter::PinChain) until the
+  // cursor is destroyed.
   bool Next(std::string& chunk) { return writer_.Next(chunk); }
 
  private:
@@ -115,6 +119,9 @@ struct StoreOptions {
   uint64_t memory_limit_bytes = 0;
   // A filter with unpersisted changes is checkpointed at least this often.
   absl::Duration checkpoint_interval = absl::Seconds(30);
+  // Wall-clock time for windows, idle expiry and creation times; tests inject a ManualClock.
+  // Must outlive the store.
+  const bloom::Clock* clock = bloom::Clock::Real();
   // Run the background checkpointer (tests turn it off to control checkpoints).
   bool background_checkpoints = true;
   // Start without reading any filter: only the journal is scanned (to know which filters have

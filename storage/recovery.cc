@@ -91,7 +91,7 @@ absl::Status FilterStore::Load() {
     absl::StatusOr<FilterRecord> record = DecodeFilterRecord(View(it->value()));
     if (record.ok()) max_generation = std::max(max_generation, record->generation);
     absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> filter =
-        record.ok() ? StoredFilter::BuildFilter(*record) : record.status();
+        record.ok() ? StoredFilter::BuildFilter(*record, options_.clock) : record.status();
     if (!filter.ok()) {
       auto broken = std::make_shared<StoredFilter>(name, absl::OkStatus(), db_.get());
       broken->MarkUnreadable(filter.status());
@@ -158,6 +158,11 @@ absl::Status FilterStore::Load() {
     }
     StoredFilter& stored = *found->second;
     bloom::SubFilter* sub = stored.mutable_filter()->sub_filter(static_cast<int>(key.sub_filter));
+    // Pages of slices a windowed filter retired (a crash came before their range delete).
+    if (sub == nullptr &&
+        static_cast<int>(key.sub_filter) < stored.mutable_filter()->first_index()) {
+      continue;
+    }
     absl::Status loaded =
         sub == nullptr
             ? absl::DataLossError(absl::StrCat("page of missing sub-filter ", key.sub_filter))

@@ -81,6 +81,8 @@ absl::Status LoadPages(const Database& db, uint64_t generation, bloom::ScalableF
   for (; it->Valid(); it->Next()) {
     ASSIGN_OR_RETURN(const BlockKeyParts key, ParseBlockKey(View(it->key())));
     bloom::SubFilter* sub = filter.sub_filter(static_cast<int>(key.sub_filter));
+    // Pages of slices a windowed filter retired (a crash came before their range delete).
+    if (sub == nullptr && static_cast<int>(key.sub_filter) < filter.first_index()) continue;
     if (sub == nullptr) {
       return absl::DataLossError(absl::StrCat("page of missing sub-filter ", key.sub_filter));
     }
@@ -173,7 +175,7 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::LoadCold(absl::string
   const uint64_t bytes = RecordBytes(*record);
   RETURN_IF_ERROR(budget_.ChargeCached(bytes, 0, absl::StrCat("loading filter '", name, "'")));
   absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> filter =
-      StoredFilter::BuildFilter(*record);
+      StoredFilter::BuildFilter(*record, options_.clock);
   if (!filter.ok()) {
     budget_.Release(bytes);
     return filter.status();

@@ -32,16 +32,22 @@ constexpr absl::string_view kEvictedPayload = "bloom.evicted";
 
 }  // namespace
 
-FilterInfo InfoFromRecord(std::string name, const FilterRecord& record) {
+FilterInfo InfoFromRecord(std::string name, const FilterRecord& record, absl::Time now) {
   FilterInfo info;
   info.name = std::move(name);
   info.spec = record.spec;
   info.created_at = absl::FromUnixMicros(record.created_at_micros);
   std::vector<bloom::SubFilterStats> subs;
   for (const SubFilterRecord& s : record.sub_filters) {
+    if (record.spec.windowed() && bloom::SliceExpiry(record.spec, s.slice_start_micros) <= now) {
+      continue;
+    }
     subs.push_back(bloom::ExpectedSubFilterStats(
         {s.capacity, s.error_rate, {s.num_blocks, s.hash_count}}, s.items_added));
+    if (record.spec.windowed())
+      subs.back().slice_start = absl::FromUnixMicros(s.slice_start_micros);
   }
+  if (record.spec.windowed()) info.window_start = now - record.spec.window;
   info.stats = bloom::CombineSubFilterStats(std::move(subs));
   info.checks = record.checks;
   info.check_hits = record.check_hits;
@@ -49,16 +55,24 @@ FilterInfo InfoFromRecord(std::string name, const FilterRecord& record) {
 }
 
 absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> StoredFilter::BuildFilter(
-    const FilterRecord& record) {
+    const FilterRecord& record, const bloom::Clock* clock) {
+  const int first = static_cast<int>(record.first_sub_index);
   std::unique_ptr<bloom::ScalableFilter> filter =
-      bloom::ScalableFilter::CreateEmpty(record.spec, record.seed);
+      bloom::ScalableFilter::CreateEmpty(record.spec, record.seed, clock, first);
+  bloom::SliceTag slice{0, -1};
   for (size_t i = 0; i < record.sub_filters.size(); ++i) {
     const SubFilterRecord& s = record.sub_filters[i];
     bloom::SubFilterShape shape{s.capacity, s.error_rate, {s.num_blocks, s.hash_count}};
     absl::StatusOr<std::unique_ptr<bloom::BlockedBloomFilter>> bits =
         bloom::BlockedBloomFilter::Create(shape.layout);
     if (!bits.ok()) return bits.status();
-    auto sub = std::make_unique<bloom::SubFilter>(static_cast<int>(i), shape, *std::move(bits));
+    // A slice is retired whole, so its sub-filters in the record start at its position 0.
+    const bool same_slice = slice.position >= 0 && slice.start_micros == s.slice_start_micros;
+    slice = {s.slice_start_micros, same_slice ? slice.position + 1 : 0};
+    const int index = first + static_cast<int>(i);
+    auto sub = std::make_unique<bloom::SubFilter>(
+        index, shape, *std::move(bits),
+        record.spec.windowed() ? absl::optional<bloom::SliceTag>(slice) : absl::nullopt);
     sub->set_items_added(s.items_added);
     filter->AppendSubFilter(std::move(sub));
   }
@@ -84,6 +98,8 @@ StoredFilter::StoredFilter(std::string name, const FilterRecord& record,
   persisted_.checkpoint_seq = record.checkpoint_seq;
   persisted_.checks = record.checks;
   persisted_.check_hits = record.check_hits;
+  persisted_.first_index = record.first_sub_index;
+  persisted_.last_used_micros = record.last_used_micros;
   for (const SubFilterRecord& s : record.sub_filters)
     persisted_.items_added.push_back(s.items_added);
 }
@@ -267,16 +283,34 @@ absl::StatusOr<FilterInfo> StoredFilter::Info() const {
   info.stats = filter_->ComputeStats();
   info.checks = checks_.load(std::memory_order_relaxed);
   info.check_hits = check_hits_.load(std::memory_order_relaxed);
+  if (info.spec.windowed()) info.window_start = filter_->clock()->Now() - info.spec.window;
   return info;
 }
 
 absl::StatusOr<FilterRecord> StoredFilter::SnapshotRecord() const {
+  bloomsync::ReaderMutexLock lock(&apply_mu_);  // no slice retires meanwhile
+  return LiveRecord();
+}
+
+absl::StatusOr<FilterRecord> StoredFilter::PinChain() {
+  bloomsync::ReaderMutexLock lock(&apply_mu_);  // orders the pin before or after a retirement
+  absl::StatusOr<FilterRecord> record = LiveRecord();
+  if (record.ok()) chain_pins_.fetch_add(1);
+  return record;
+}
+
+absl::StatusOr<FilterRecord> StoredFilter::LiveRecord() const {
   if (absl::Status usable = Usable(); !usable.ok()) return usable;
   PersistedState live;
   live.checks = checks_.load();
   live.check_hits = check_hits_.load();
+  live.first_index = static_cast<uint32_t>(filter_->first_index());
   for (const bloom::SubFilter* sub = filter_->first(); sub != nullptr; sub = sub->next()) {
     live.items_added.push_back(sub->items_added());
+  }
+  {
+    bloomsync::MutexLock meta(&meta_mu_);
+    live.last_used_micros = persisted_.last_used_micros;
   }
   return MakeRecord(live, nullptr);
 }
@@ -291,12 +325,17 @@ FilterRecord StoredFilter::MakeRecord(const PersistedState& state,
   record.checkpoint_seq = state.checkpoint_seq;
   record.checks = state.checks;
   record.check_hits = state.check_hits;
+  record.first_sub_index = state.first_index;
+  record.last_used_micros = state.last_used_micros;
   auto append = [&](const bloom::SubFilter& sub) {
-    const size_t i = record.sub_filters.size();
+    // Sub-filters the state does not cover (retired since, or new) are left out or count 0.
+    if (sub.index() < static_cast<int>(state.first_index)) return;
+    const size_t i = sub.index() - state.first_index;
     const bloom::SubFilterShape& shape = sub.shape();
-    record.sub_filters.push_back({shape.capacity, shape.error_rate, shape.layout.num_blocks,
-                                  shape.layout.hash_count,
-                                  i < state.items_added.size() ? state.items_added[i] : 0});
+    if (record.sub_filters.empty()) record.first_sub_index = static_cast<uint32_t>(sub.index());
+    record.sub_filters.push_back(
+        {shape.capacity, shape.error_rate, shape.layout.num_blocks, shape.layout.hash_count,
+         i < state.items_added.size() ? state.items_added[i] : 0, sub.slice().start_micros});
   };
   for (const bloom::SubFilter* sub = filter_->first(); sub != nullptr; sub = sub->next()) {
     append(*sub);
@@ -332,11 +371,25 @@ absl::Status StoredFilter::Evict(bool sync) {
 
 absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting) {
   PersistedState next;
-  std::vector<std::vector<uint64_t>> dirty;
+  DirtyPages dirty;
   uint64_t journal_bytes = 0;
+  // Expired slices of a windowed filter, unlinked below and freed when this returns.
+  std::vector<std::unique_ptr<bloom::SubFilter>> retired;
+  uint32_t retire_from = 0;  // pages of sub-filters [retire_from, next.first_index) go
   {
     bloomsync::WriterMutexLock lock(&apply_mu_);
     if (!Usable().ok() || evicted() != evicting) return absl::OkStatus();
+    if (filter_->spec().windowed() && chain_pins_.load() == 0) {
+      retired = filter_->Retire(filter_->ExpiredThrough(filter_->clock()->Now()));
+      uint64_t freed = 0;
+      for (const auto& sub : retired)
+        freed += sub->shape().layout.bytes() + kSubFilterOverheadBytes;
+      if (freed > 0) {
+        charged_bytes_.fetch_sub(freed);
+        budget_->Release(freed);
+      }
+    }
+    next.first_index = static_cast<uint32_t>(filter_->first_index());
     // Every reader of the creation record holds apply_mu_ shared and reads it only while the
     // creation is pending, which it never is again once written: free it (a per-user filter
     // would keep ~80 bytes for nothing).
@@ -349,12 +402,14 @@ absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting) {
     bool any_dirty = false;
     for (bloom::SubFilter* sub = filter_->first(); sub != nullptr; sub = sub->next()) {
       next.items_added.push_back(sub->items_added());
-      dirty.push_back(sub->bits().TakeDirtyPages());
-      any_dirty |= !dirty.back().empty();
+      dirty.emplace_back(sub->index(), sub->bits().TakeDirtyPages());
+      any_dirty |= !dirty.back().second.empty();
     }
     bloomsync::MutexLock meta(&meta_mu_);
+    next.last_used_micros = persisted_.last_used_micros;
+    retire_from = persisted_.first_index;
     if (!any_dirty && next.checkpoint_seq == persisted_.checkpoint_seq &&
-        next.checks == persisted_.checks) {
+        next.checks == persisted_.checks && next.first_index == persisted_.first_index) {
       return absl::OkStatus();
     }
   }
@@ -364,6 +419,10 @@ absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting) {
   if (status.ok()) {
     bloomsync::MutexLock meta(&meta_mu_);
     batch.Put(db_->filters(), name_, EncodeFilterRecord(MakeRecord(next, nullptr)));
+    if (retire_from < next.first_index) {  // the retired slices' pages: one range delete
+      batch.DeleteRange(db_->blocks(), BlockKey(generation_, retire_from, 0),
+                        BlockKey(generation_, next.first_index, 0));
+    }
     TrimJournal(persisted_.checkpoint_seq, next.checkpoint_seq, batch);
     status = db_->Write(batch, sync, "writing a checkpoint");
     if (status.ok()) {
@@ -372,11 +431,11 @@ absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting) {
     }
   }
   if (!status.ok()) {
-    // Nothing is lost (the journal is intact); make the next checkpoint try again.
-    for (size_t i = 0; i < dirty.size(); ++i) {
-      for (uint64_t page : dirty[i]) {
-        filter_->sub_filter(static_cast<int>(i))->bits().MarkPageDirty(page);
-      }
+    // Nothing is lost (the journal is intact); make the next checkpoint try again. (Slices
+    // retired above stay retired in memory: persisted_.first_index still says where the next
+    // checkpoint's range delete starts.)
+    for (const auto& [index, pages] : dirty) {
+      for (uint64_t page : pages) filter_->sub_filter(index)->bits().MarkPageDirty(page);
     }
     journal_bytes_.fetch_add(journal_bytes);
     return status;
@@ -398,16 +457,16 @@ void StoredFilter::TrimJournal(uint64_t from_seq, uint64_t to_seq,
                     JournalKey(generation_, to_seq + 1));
 }
 
-absl::Status StoredFilter::WritePages(const std::vector<std::vector<uint64_t>>& dirty, bool sync,
+absl::Status StoredFilter::WritePages(const DirtyPages& dirty, bool sync,
                                       rocksdb::WriteBatch& batch) {
   std::string page_bytes;
-  for (size_t i = 0; i < dirty.size(); ++i) {
-    const bloom::BlockedBloomFilter& bits = filter_->sub_filter(static_cast<int>(i))->bits();
-    for (uint64_t page : dirty[i]) {
+  for (const auto& [index, pages] : dirty) {
+    const bloom::BlockedBloomFilter& bits = filter_->sub_filter(index)->bits();
+    for (uint64_t page : pages) {
       page_bytes.resize(bits.page_size(page));
       bits.ReadPage(page, page_bytes.data());
       batch.Put(db_->blocks(),
-                BlockKey(generation_, static_cast<uint32_t>(i), static_cast<uint32_t>(page)),
+                BlockKey(generation_, static_cast<uint32_t>(index), static_cast<uint32_t>(page)),
                 page_bytes);
       if (batch.GetDataSize() >= kPageBatchBytes) {
         if (absl::Status s = db_->Write(batch, sync, "writing checkpoint pages"); !s.ok()) return s;
@@ -420,6 +479,10 @@ absl::Status StoredFilter::WritePages(const std::vector<std::vector<uint64_t>>& 
 
 bool StoredFilter::CheckpointDue(absl::Time now, absl::Duration interval) const {
   if (!Usable().ok() || evicted()) return false;
+  // Expired slices are retired by a checkpoint (the window's clock, not `now`, says which).
+  if (filter_->spec().windowed() && filter_->ExpiredThrough(filter_->clock()->Now()) >= 0) {
+    return true;
+  }
   const uint64_t journal = journal_bytes_.load(std::memory_order_relaxed);
   const bool changed = journal > 0 || checks_.load(std::memory_order_relaxed) !=
                                           checks_at_checkpoint_.load(std::memory_order_relaxed);

@@ -54,12 +54,17 @@ struct FilterInfo {
   bloom::ScalableFilterStats stats;
   uint64_t checks = 0;      // MightContain items checked
   uint64_t check_hits = 0;  // ... of which answered "maybe present"
+  // Windowed filters: the oldest instant whose adds still read present (now - window).
+  absl::optional<absl::Time> window_start;
+  // Filters with an idle_ttl: when the filter is deleted if nobody uses it until then.
+  absl::optional<absl::Time> expires_at;
 };
 
 // What Stats reports about a filter that is not in memory, from its metadata record alone:
 // counts as of its last checkpoint (all of them for an evicted filter), and fill and error
-// rate expected from those counts (bloom::ExpectedSubFilterStats) rather than counted.
-FilterInfo InfoFromRecord(std::string name, const FilterRecord& record);
+// rate expected from those counts (bloom::ExpectedSubFilterStats) rather than counted;
+// slices expired at `now` left out.
+FilterInfo InfoFromRecord(std::string name, const FilterRecord& record, absl::Time now);
 
 // What a resident filter costs in memory beyond its bits: its objects, locks, counters and
 // map slot (BM_PerFilterOverhead: 408 bytes for a filter of capacity 1000; the charge keeps a
@@ -76,9 +81,10 @@ inline uint64_t ResidentCharge(uint64_t bits, size_t sub_filters) {
 
 class StoredFilter {
  public:
-  // Builds the in-memory filter described by `record` (zeroed bits, counters from the record).
+  // Builds the in-memory filter described by `record` (zeroed bits, counters from the record);
+  // `clock` (which must outlive it) ages its window.
   static absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> BuildFilter(
-      const FilterRecord& record);
+      const FilterRecord& record, const bloom::Clock* clock = bloom::Clock::Real());
 
   // A readable filter; `charged_bytes` of `budget` are released when it is destroyed.
   StoredFilter(std::string name, const FilterRecord& record,
@@ -110,11 +116,18 @@ class StoredFilter {
   absl::StatusOr<FilterInfo> Info() const;
   // The metadata record with live counters (for Export).
   absl::StatusOr<FilterRecord> SnapshotRecord() const;
+  // Export walks the chain over many calls: while pinned, checkpoints retire no slice of a
+  // windowed filter. PinChain answers the record to export (SnapshotRecord) and pins on OK.
+  absl::StatusOr<FilterRecord> PinChain();
+  void UnpinChain() { chain_pins_.fetch_sub(1); }
 
-  // Persists dirty pages and counters and trims the journal. A no-op when nothing changed.
+  // Persists dirty pages and counters and trims the journal; retires the expired slices of a
+  // windowed filter (one write: the record without them and a range delete of their pages)
+  // and frees them. A no-op when nothing changed.
   absl::Status Checkpoint(bool sync);
-  // Whether the checkpointer should call Checkpoint() now: there are unpersisted changes and
-  // either `interval` passed since the last checkpoint or the journal grew as large as the bits.
+  // Whether the checkpointer should call Checkpoint() now: a windowed filter has expired
+  // slices, or there are unpersisted changes and either `interval` passed since the last
+  // checkpoint or the journal grew as large as the bits.
   bool CheckpointDue(absl::Time now, absl::Duration interval) const;
   // Journal bytes written since the last checkpoint (what a restart would replay).
   uint64_t journal_bytes() const { return journal_bytes_.load(std::memory_order_relaxed); }
@@ -192,10 +205,14 @@ class StoredFilter {
     uint64_t checkpoint_seq = 0;
     uint64_t checks = 0;
     uint64_t check_hits = 0;
-    // Per sub-filter, as of checkpoint_seq; inline for the usual single sub-filter.
+    uint32_t first_index = 0;  // of the record's first sub-filter
+    int64_t last_used_micros = 0;
+    // Per sub-filter from first_index, as of checkpoint_seq; inline for the usual single one.
     absl::InlinedVector<uint64_t, 1> items_added;
   };
 
+  // The metadata record with live counters; apply_mu_ held (shared) by the caller.
+  absl::StatusOr<FilterRecord> LiveRecord() const;
   // Checkpoint() without EnsurePersisted, with checkpoint_mu_ held; `evicting` checkpoints an
   // evicted object (which a plain checkpoint leaves alone).
   absl::Status CheckpointLocked(bool sync, bool evicting)
@@ -210,10 +227,11 @@ class StoredFilter {
   bool AddPendingCreation(rocksdb::WriteBatch& batch) const;
   // Deletes the journal records after `from_seq` up to `to_seq` (a checkpoint covers them).
   void TrimJournal(uint64_t from_seq, uint64_t to_seq, rocksdb::WriteBatch& batch) const;
+  // Dirty pages per sub-filter index.
+  using DirtyPages = std::vector<std::pair<int, std::vector<uint64_t>>>;
   // Writes the dirty pages in batches of about kPageBatchBytes, leaving the last batch in
   // `batch` for the caller to write (with the metadata record).
-  absl::Status WritePages(const std::vector<std::vector<uint64_t>>& dirty, bool sync,
-                          rocksdb::WriteBatch& batch);
+  absl::Status WritePages(const DirtyPages& dirty, bool sync, rocksdb::WriteBatch& batch);
 
   const std::string name_;
   const uint64_t generation_;
@@ -241,6 +259,7 @@ class StoredFilter {
   std::atomic<uint64_t> check_hits_{0};
   std::atomic<uint64_t> checks_at_checkpoint_{0};
   std::atomic<int64_t> last_checkpoint_micros_;
+  std::atomic<int> chain_pins_{0};  // PinChain
   PersistedState persisted_ ABSL_GUARDED_BY(meta_mu_);
 };
 

@@ -1,0 +1,229 @@
+// Windowed filters in the store: slices retired by checkpoints (memory and pages given back),
+// windows that keep ageing across restarts and a kill -9, Export/Import keeping the ages,
+// Reserve idempotent with the window fields. Every clock here is a ManualClock.
+#include <csignal>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/testing.h"
+#include "gtest/gtest.h"
+#include "rocksdb/db.h"
+#include "storage/filter_store.h"
+
+namespace storage {
+namespace {
+
+constexpr int64_t kWindowedStart = 1'700'000'000;  // crash_helper.cc's clock start
+
+std::vector<absl::string_view> Views(const std::vector<std::string>& items) {
+  return {items.begin(), items.end()};
+}
+
+std::vector<std::string> Items(absl::string_view prefix, int n) {
+  std::vector<std::string> items;
+  for (int i = 0; i < n; ++i) items.push_back(absl::StrCat(prefix, i));
+  return items;
+}
+
+bloom::FilterSpec WindowSpec(uint64_t capacity, absl::Duration window, uint32_t slices) {
+  bloom::FilterSpec spec{capacity, 0.01, 0, false};
+  spec.window = window;
+  spec.window_slices = slices;
+  return spec;
+}
+
+class WindowedStoreTest : public ::testing::Test {
+ protected:
+  WindowedStoreTest() : clock_(absl::FromUnixSeconds(kWindowedStart)) { Open(); }
+
+  void Open() {
+    store_.reset();
+    StoreOptions options;
+    options.data_dir = dir_.path();
+    options.background_checkpoints = false;
+    options.clock = &clock_;
+    absl::StatusOr<std::unique_ptr<FilterStore>> store = FilterStore::Open(options);
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
+  }
+
+  int CountPresent(absl::string_view name, const std::vector<std::string>& items) {
+    absl::StatusOr<std::vector<bool>> present = store_->MightContain(name, Views(items));
+    EXPECT_TRUE(present.ok()) << present.status();
+    if (!present.ok()) return -1;
+    return static_cast<int>(std::count(present->begin(), present->end(), true));
+  }
+
+  // Block keys stored for all filters (pages of retired slices must be gone).
+  int CountPages() {
+    store_.reset();
+    rocksdb::DB* raw = nullptr;
+    std::vector<rocksdb::ColumnFamilyDescriptor> families;
+    std::vector<std::string> names;
+    EXPECT_TRUE(rocksdb::DB::ListColumnFamilies({}, dir_.path(), &names).ok());
+    for (const std::string& n : names) families.emplace_back(n, rocksdb::ColumnFamilyOptions());
+    std::vector<rocksdb::ColumnFamilyHandle*> handles;
+    EXPECT_TRUE(rocksdb::DB::OpenForReadOnly({}, dir_.path(), families, &handles, &raw).ok());
+    int pages = 0;
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (names[i] != "blocks") continue;
+      std::unique_ptr<rocksdb::Iterator> it(raw->NewIterator({}, handles[i]));
+      for (it->SeekToFirst(); it->Valid(); it->Next()) ++pages;
+    }
+    for (auto* h : handles) raw->DestroyColumnFamilyHandle(h);
+    delete raw;
+    Open();
+    return pages;
+  }
+
+  bloomtest::TempDir dir_;
+  bloom::ManualClock clock_;
+  std::unique_ptr<FilterStore> store_;
+};
+
+TEST_F(WindowedStoreTest, CheckpointsRetireExpiredSlicesAndGiveTheirMemoryBack) {
+  const bloom::FilterSpec spec = WindowSpec(8000, absl::Seconds(80), 8);  // 10 s slices
+  ASSERT_OK(store_->Reserve("w", spec).status());
+  for (int slice = 0; slice < 20; ++slice) {
+    ASSERT_OK(store_->Add("w", Views(Items(absl::StrCat("s", slice, "-"), 100)), nullptr).status());
+    clock_.Advance(absl::Seconds(10));
+  }
+  const uint64_t before = store_->Figures().memory_used_bytes;
+  absl::StatusOr<FilterInfo> info = store_->Stats("w");
+  ASSERT_OK(info.status());
+  EXPECT_LE(info->stats.sub_filters.size(), 9u);  // expired slices are not reported
+  ASSERT_TRUE(info->window_start.has_value());
+  EXPECT_EQ(*info->window_start, clock_.Now() - absl::Seconds(80));
+  EXPECT_EQ(info->spec.window_slices, 8u);
+  ASSERT_OK(store_->CheckpointAll());
+  const uint64_t after = store_->Figures().memory_used_bytes;
+  EXPECT_LT(after, before);  // 11+ slices freed
+  EXPECT_EQ(CountPresent("w", Items("s19-", 100)), 100);
+  EXPECT_EQ(CountPresent("w", Items("s12-", 100)), 100);  // added 80 s ago: in the window
+  EXPECT_LE(CountPresent("w", Items("s5-", 100)), 5);     // long gone
+  // The pages on disk are the live slices' only (each 100-item slice fits one page).
+  EXPECT_LE(CountPages(), 9);
+  // Reopened: the same answers, the retired slices stay retired.
+  EXPECT_EQ(CountPresent("w", Items("s19-", 100)), 100);
+  EXPECT_LE(CountPresent("w", Items("s5-", 100)), 5);
+}
+
+TEST_F(WindowedStoreTest, AWindowKeepsAgeingWhileTheServerIsDown) {
+  ASSERT_OK(store_->Reserve("w", WindowSpec(1000, absl::Hours(24), 8)).status());
+  ASSERT_OK(store_->Add("w", Views(Items("old", 200)), nullptr).status());
+  clock_.Advance(absl::Hours(20));
+  ASSERT_OK(store_->Add("w", Views(Items("new", 200)), nullptr).status());
+  store_.reset();                  // clean shutdown
+  clock_.Advance(absl::Hours(7));  // "old" is 27 h old, "new" 7 h
+  Open();
+  EXPECT_LE(CountPresent("w", Items("old", 200)), 10);
+  EXPECT_EQ(CountPresent("w", Items("new", 200)), 200);
+  clock_.Advance(absl::Hours(24 * 7));  // a week later everything is gone
+  Open();
+  EXPECT_LE(CountPresent("w", Items("new", 200)), 10);
+  ASSERT_OK(store_->CheckpointAll());
+  absl::StatusOr<FilterInfo> info = store_->Stats("w");
+  ASSERT_OK(info.status());
+  EXPECT_EQ(info->stats.sub_filters.size(), 0u);
+  EXPECT_EQ(info->stats.items_added, 0u);
+  EXPECT_EQ(CountPages(), 0);
+  // Still a working filter.
+  ASSERT_OK(store_->Add("w", Views(Items("later", 10)), nullptr).status());
+  EXPECT_EQ(CountPresent("w", Items("later", 10)), 10);
+  Open();
+  EXPECT_EQ(CountPresent("w", Items("later", 10)), 10);
+}
+
+TEST_F(WindowedStoreTest, ReserveIsIdempotentWithTheWindowFields) {
+  const bloom::FilterSpec spec = WindowSpec(1000, absl::Hours(1), 0);
+  absl::StatusOr<FilterStore::ReserveResult> first = store_->Reserve("w", spec);
+  ASSERT_OK(first.status());
+  EXPECT_TRUE(first->created);
+  absl::StatusOr<FilterStore::ReserveResult> again = store_->Reserve("w", spec);
+  ASSERT_OK(again.status());
+  EXPECT_FALSE(again->created);
+  EXPECT_EQ(store_->Reserve("w", WindowSpec(1000, absl::Hours(2), 0)).status().code(),
+            absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(store_->Reserve("w", WindowSpec(1000, absl::Hours(1), 4)).status().code(),
+            absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(store_->Reserve("w", bloom::FilterSpec{1000, 0.01}).status().code(),
+            absl::StatusCode::kAlreadyExists);
+  bloom::FilterSpec bad = WindowSpec(1000, absl::Milliseconds(10), 0);
+  absl::Status refused = store_->Reserve("x", bad).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(refused.message(), "spec.window")) << refused;
+}
+
+TEST_F(WindowedStoreTest, ExportImportKeepsTheWindowAndItsAges) {
+  ASSERT_OK(store_->Reserve("w", WindowSpec(1000, absl::Seconds(100), 4)).status());
+  ASSERT_OK(store_->Add("w", Views(Items("a", 100)), nullptr).status());
+  clock_.Advance(absl::Seconds(60));
+  ASSERT_OK(store_->Add("w", Views(Items("b", 100)), nullptr).status());
+  std::string dump;
+  ASSERT_OK(store_->Export("w", [&](absl::string_view chunk) {
+    dump.append(chunk.data(), chunk.size());
+    return absl::OkStatus();
+  }));
+  absl::StatusOr<std::unique_ptr<PendingImport>> import = store_->BeginImport("copy");
+  ASSERT_OK(import.status());
+  ASSERT_OK((*import)->Append(dump));
+  absl::StatusOr<FilterInfo> copied = store_->CommitImport(**import);
+  ASSERT_OK(copied.status());
+  EXPECT_EQ(copied->spec, store_->Stats("w")->spec);
+  EXPECT_EQ(CountPresent("copy", Items("a", 100)), 100);
+  clock_.Advance(absl::Seconds(70));  // "a" is 130 s old (> 100 * 1.25), "b" 70 s
+  for (const char* name : {"w", "copy"}) {
+    EXPECT_LE(CountPresent(name, Items("a", 100)), 5) << name;
+    EXPECT_EQ(CountPresent(name, Items("b", 100)), 100) << name;
+  }
+}
+
+// A crash (kill -9) of a process adding to a windowed filter, then restarts: at the crash's
+// instant every acknowledged batch inside the window reads present; long after, none does, and
+// the retired slices' pages are gone.
+TEST_F(WindowedStoreTest, AcknowledgedAddsInTheWindowSurviveKillNine) {
+  store_.reset();  // the helper needs the directory lock
+  constexpr int kBatches = 40, kBatchSize = 50, kWindow = 100, kAdvance = 10;
+  const std::string command = absl::StrCat(CRASH_HELPER_PATH, " ", dir_.path(), " w ", kBatches,
+                                           " ", kBatchSize, " 25 0 ", kWindow, " ", kAdvance);
+  FILE* out = popen(command.c_str(), "r");
+  ASSERT_NE(out, nullptr);
+  int acked = 0;
+  char line[128];
+  while (std::fgets(line, sizeof(line), out) != nullptr) {
+    if (absl::StartsWith(line, "acked ")) ++acked;
+  }
+  const int status = pclose(out);
+  ASSERT_TRUE(WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGKILL))
+      << status;
+  ASSERT_EQ(acked, kBatches);
+  // Batch b was added at kWindowedStart + b * kAdvance; the helper died at + kBatches * kAdvance.
+  clock_.Set(absl::FromUnixSeconds(kWindowedStart + kBatches * kAdvance));
+  Open();
+  auto batch_items = [&](int b) {
+    std::vector<std::string> items;
+    for (int i = 0; i < kBatchSize; ++i) items.push_back(absl::StrCat("w-", b, "-", i));
+    return items;
+  };
+  for (int b = 0; b < kBatches; ++b) {
+    const int64_t age = (kBatches - b) * kAdvance;
+    const int present = CountPresent("w", batch_items(b));
+    if (age <= kWindow) {
+      EXPECT_EQ(present, kBatchSize) << "batch " << b << " (age " << age << " s)";
+    } else if (age >= kWindow + kWindow / 4 + kAdvance) {
+      EXPECT_LE(present, 3) << "batch " << b << " (age " << age << " s)";
+    }
+  }
+  // A restart long after: everything expired; the first checkpoint retires it all.
+  clock_.Advance(absl::Hours(24 * 7));
+  Open();
+  for (int b = 0; b < kBatches; ++b) EXPECT_LE(CountPresent("w", batch_items(b)), 3) << b;
+  ASSERT_OK(store_->CheckpointAll());
+  EXPECT_EQ(CountPages(), 0);
+}
+
+}  // namespace
+}  // namespace storage
