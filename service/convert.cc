@@ -12,8 +12,34 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
+namespace {
+
+absl::Duration FromProto(const google::protobuf::Duration& d) {
+  return absl::Seconds(d.seconds()) + absl::Nanoseconds(d.nanos());
+}
+
+void ToProto(absl::Duration d, google::protobuf::Duration* out) {
+  const int64_t nanos = absl::ToInt64Nanoseconds(d % absl::Seconds(1));
+  out->set_seconds(absl::ToInt64Seconds(d - absl::Nanoseconds(nanos)));
+  out->set_nanos(static_cast<int32_t>(nanos));
+}
+
+void ToProto(absl::Time t, google::protobuf::Timestamp* out) {
+  const absl::Duration since_epoch = t - absl::UnixEpoch();
+  const int64_t seconds = absl::ToInt64Seconds(absl::Floor(since_epoch, absl::Seconds(1)));
+  out->set_seconds(seconds);
+  out->set_nanos(
+      static_cast<int32_t>(absl::ToInt64Nanoseconds(since_epoch - absl::Seconds(seconds))));
+}
+
+}  // namespace
+
 bloom::FilterSpec FromProto(const bloom::v1::FilterSpec& spec) {
-  return {spec.capacity(), spec.error_rate(), spec.expansion(), spec.non_scaling()};
+  bloom::FilterSpec out{spec.capacity(), spec.error_rate(), spec.expansion(), spec.non_scaling()};
+  out.window = FromProto(spec.window());
+  out.window_slices = spec.window_slices();
+  out.idle_ttl = FromProto(spec.idle_ttl());
+  return out;
 }
 
 void ToProto(const bloom::FilterSpec& spec, bloom::v1::FilterSpec* out) {
@@ -21,6 +47,9 @@ void ToProto(const bloom::FilterSpec& spec, bloom::v1::FilterSpec* out) {
   out->set_error_rate(spec.error_rate);
   out->set_expansion(spec.expansion);
   out->set_non_scaling(spec.non_scaling);
+  if (spec.window != absl::ZeroDuration()) ToProto(spec.window, out->mutable_window());
+  out->set_window_slices(spec.window_slices);
+  if (spec.idle_ttl != absl::ZeroDuration()) ToProto(spec.idle_ttl, out->mutable_idle_ttl());
 }
 
 void ToProto(const storage::FilterInfo& info, bloom::v1::FilterStats* out) {
@@ -42,10 +71,11 @@ void ToProto(const storage::FilterInfo& info, bloom::v1::FilterStats* out) {
     o->set_hash_count(sub.hash_count);
     o->set_items_added(sub.items_added);
     o->set_fill_ratio(sub.fill_ratio);
+    if (sub.slice_start.has_value()) ToProto(*sub.slice_start, o->mutable_slice_start());
   }
-  const int64_t micros = absl::ToUnixMicros(info.created_at);
-  out->mutable_created_at()->set_seconds(micros / 1'000'000);
-  out->mutable_created_at()->set_nanos(static_cast<int32_t>(micros % 1'000'000) * 1000);
+  ToProto(info.created_at, out->mutable_created_at());
+  if (info.expires_at.has_value()) ToProto(*info.expires_at, out->mutable_expires_at());
+  if (info.window_start.has_value()) ToProto(*info.window_start, out->mutable_window_start());
   out->set_checks(info.checks);
   out->set_check_hits(info.check_hits);
 }

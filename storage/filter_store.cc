@@ -182,6 +182,8 @@ StoreFigures FilterStore::Figures() const {
   figures.orphans_deleted_at_start = load_report_.orphans_deleted;
   figures.checkpoints = checkpoints_.load(std::memory_order_relaxed);
   figures.checkpoint_failures = checkpoint_failures_.load(std::memory_order_relaxed);
+  figures.filters_expired = filters_expired_.load(std::memory_order_relaxed);
+  figures.sub_filters_retired = sub_filters_retired_.load(std::memory_order_relaxed);
   const absl::Time now = absl::Now();
   for (const std::shared_ptr<StoredFilter>& filter : Snapshot()) {
     ++figures.filters;
@@ -414,6 +416,7 @@ absl::StatusOr<FilterStore::ListPage> FilterStore::List(absl::string_view prefix
   if (page_size == 0) page_size = kDefaultPageSize;
   ListPage page;
   std::unique_ptr<rocksdb::Iterator> it = db_->Scan(db_->filters());
+  const absl::Time now = options_.clock->Now();
   const std::string start = page_token.empty() ? std::string(prefix) : std::string(page_token);
   for (it->Seek(start); it->Valid(); it->Next()) {
     const absl::string_view name(it->key().data(), it->key().size());
@@ -423,12 +426,17 @@ absl::StatusOr<FilterStore::ListPage> FilterStore::List(absl::string_view prefix
     if (filter != nullptr && filter->evicted()) filter = nullptr;  // leaving memory: it is cold
     absl::StatusOr<FilterRecord> record;
     if (filter != nullptr) {
-      if (!filter->Usable().ok()) continue;  // deleted, broken
+      if (!filter->Usable().ok()) continue;     // deleted, broken
+      if (IdleExpired(*filter, now)) continue;  // as good as deleted (idle_expiry.cc)
     } else {
       if (!MayHaveCold()) continue;  // mid-reserve or mid-delete
       // A cold filter is listed from its record, without loading it (which would evict others).
       record = DecodeFilterRecord(absl::string_view(it->value().data(), it->value().size()));
       if (!record.ok()) continue;  // unreadable: skipped, as resident unreadable ones are
+      if (const absl::optional<absl::Time> at = IdleExpiry(record->spec, record->last_used_micros);
+          at.has_value() && *at <= now) {
+        continue;
+      }
     }
     if (page.filters.size() == page_size) {
       page.next_page_token = page.filters.back().name;
@@ -542,6 +550,7 @@ absl::Status FilterStore::CheckpointAll() {
   absl::Status result;
   for (const std::shared_ptr<StoredFilter>& filter : Snapshot()) {
     result.Update(filter->Checkpoint(options_.sync));
+    sub_filters_retired_.fetch_add(filter->TakeRetiredSubFilters(), std::memory_order_relaxed);
   }
   return result;
 }
@@ -578,14 +587,18 @@ void FilterStore::CheckpointLoop() {
     for (const std::weak_ptr<StoredFilter>& weak : pass) {
       if (WaitForStop(absl::ZeroDuration())) return;
       const std::shared_ptr<StoredFilter> filter = weak.lock();
-      if (filter == nullptr || !filter->CheckpointDue(now, options_.checkpoint_interval)) continue;
+      if (filter == nullptr) continue;
+      SweepIdleResident(filter);
+      if (!filter->CheckpointDue(now, options_.checkpoint_interval)) continue;
       absl::Status s = filter->Checkpoint(options_.sync);
+      sub_filters_retired_.fetch_add(filter->TakeRetiredSubFilters(), std::memory_order_relaxed);
       (s.ok() ? checkpoints_ : checkpoint_failures_).fetch_add(1, std::memory_order_relaxed);
       if (!s.ok()) {
         bloomlog::LogError(absl::StrCat("checkpoint of filter '", filter->name(),
                                         "' failed (will retry): ", s.message()));
       }
     }
+    SweepIdleCold();
   }
 }
 

@@ -176,6 +176,8 @@ struct StoreFigures {
   absl::Duration checkpoint_lag;
   uint64_t checkpoints = 0;  // by the background checkpointer, since start
   uint64_t checkpoint_failures = 0;
+  uint64_t filters_expired = 0;      // deleted for their idle_ttl, since start
+  uint64_t sub_filters_retired = 0;  // expired time slices' sub-filters freed, since start
   RocksDbFigures rocksdb;
 };
 
@@ -291,6 +293,16 @@ class FilterStore {
   // Deletes the cold filter `name` from RocksDB (name lock held); NOT_FOUND if there is none.
   absl::Status DeleteCold(absl::string_view name);
   void EvictLoop();
+  // Idle expiry (idle_expiry.cc). Whether `filter` is usable and past its idle_ttl at `now`.
+  bool IdleExpired(const StoredFilter& filter, absl::Time now) const;
+  // Deletes an expired resident filter (name lock held).
+  absl::Status ExpireLocked(const std::shared_ptr<StoredFilter>& filter);
+  // Deletes the cold filter `name` with `record` if it is past its idle_ttl (name lock held);
+  // true if it did.
+  absl::StatusOr<bool> ExpireColdIfIdle(absl::string_view name, const FilterRecord& record);
+  // The checkpointer's sweeps: one resident filter, and the next records of cold ones.
+  void SweepIdleResident(const std::shared_ptr<StoredFilter>& filter);
+  void SweepIdleCold();
   // Whether some filter may be on disk only: then a name missing from memory is looked up in
   // RocksDB. Set before the first filter leaves memory; never cleared.
   bool MayHaveCold() const { return may_have_cold_.load(std::memory_order_acquire); }
@@ -337,6 +349,9 @@ class FilterStore {
   std::atomic<bool> closed_{false};
   std::atomic<uint64_t> checkpoints_{0};
   std::atomic<uint64_t> checkpoint_failures_{0};
+  std::atomic<uint64_t> filters_expired_{0};
+  std::atomic<uint64_t> sub_filters_retired_{0};
+  std::string cold_sweep_cursor_;  // the checkpointer's only: where SweepIdleCold goes on
   LoadReport load_report_;
   mutable std::array<Shard, 16> shards_;
   mutable std::array<bloomsync::Mutex, 64> name_locks_;  // serialise Reserve/Delete per name

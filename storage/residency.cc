@@ -116,7 +116,9 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::Acquire(
     absl::string_view name,
     absl::FunctionRef<void()> before_waiting) ABSL_NO_THREAD_SAFETY_ANALYSIS {
   std::shared_ptr<StoredFilter> filter = Find(name);
-  if (filter != nullptr && !filter->evicted()) {
+  // An idle-expired filter goes the slow way, which deletes it under the name's lock.
+  if (filter != nullptr && !filter->evicted() &&
+      !(filter->has_idle_ttl() && IdleExpired(*filter, options_.clock->Now()))) {
     filter->Touch();
     return filter;
   }
@@ -140,6 +142,10 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::AcquireLocked(absl::s
   // With the name's lock held no eviction of this name is in progress: what Find returns is
   // resident (an evicted object has left the map before the evictor released the lock).
   if (std::shared_ptr<StoredFilter> filter = Find(name)) {
+    if (filter->has_idle_ttl() && IdleExpired(*filter, options_.clock->Now())) {
+      RETURN_IF_ERROR(ExpireLocked(filter));
+      return nullptr;
+    }
     filter->Touch();
     return filter;
   }
@@ -172,6 +178,8 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::LoadCold(absl::string
     cold_filters_.fetch_sub(1, std::memory_order_relaxed);
     return broken;
   }
+  ASSIGN_OR_RETURN(const bool expired, ExpireColdIfIdle(name, *record));
+  if (expired) return nullptr;
   const uint64_t bytes = RecordBytes(*record);
   RETURN_IF_ERROR(budget_.ChargeCached(bytes, 0, absl::StrCat("loading filter '", name, "'")));
   absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> filter =

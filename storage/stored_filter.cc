@@ -48,10 +48,16 @@ FilterInfo InfoFromRecord(std::string name, const FilterRecord& record, absl::Ti
       subs.back().slice_start = absl::FromUnixMicros(s.slice_start_micros);
   }
   if (record.spec.windowed()) info.window_start = now - record.spec.window;
+  info.expires_at = IdleExpiry(record.spec, record.last_used_micros);
   info.stats = bloom::CombineSubFilterStats(std::move(subs));
   info.checks = record.checks;
   info.check_hits = record.check_hits;
   return info;
+}
+
+absl::optional<absl::Time> IdleExpiry(const bloom::FilterSpec& spec, int64_t last_used_micros) {
+  if (spec.idle_ttl == absl::ZeroDuration()) return absl::nullopt;
+  return absl::FromUnixMicros(last_used_micros) + spec.idle_ttl;
 }
 
 absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> StoredFilter::BuildFilter(
@@ -93,7 +99,9 @@ StoredFilter::StoredFilter(std::string name, const FilterRecord& record,
       checks_(record.checks),
       check_hits_(record.check_hits),
       checks_at_checkpoint_(record.checks),
-      last_checkpoint_micros_(absl::ToUnixMicros(absl::Now())) {
+      last_checkpoint_micros_(absl::ToUnixMicros(absl::Now())),
+      last_used_micros_(record.last_used_micros != 0 ? record.last_used_micros
+                                                     : record.created_at_micros) {
   bloomsync::MutexLock lock(&meta_mu_);
   persisted_.checkpoint_seq = record.checkpoint_seq;
   persisted_.checks = record.checks;
@@ -164,6 +172,7 @@ bool StoredFilter::IsEvicted(const absl::Status& status) {
 absl::Status StoredFilter::Add(absl::Span<const uint64_t> hashes, bool* added, bool sync) {
   bloomsync::ReaderMutexLock lock(&apply_mu_);
   if (absl::Status addable = Addable(); !addable.ok()) return addable;
+  if (has_idle_ttl()) TouchIdle(filter_->clock()->Now());
   return filter_->Add(
       hashes, added, [&](const bloom::SubFilter& sub) { return PersistNewSubFilter(sub, sync); },
       [&](absl::Span<const Run> runs, absl::Span<const uint64_t> new_hashes) {
@@ -238,6 +247,7 @@ absl::Status StoredFilter::PrepareGroupAdd(absl::Span<const uint64_t> hashes, bo
                                            bool sync, rocksdb::WriteBatch& batch,
                                            GroupedAdd& grouped) {
   if (absl::Status addable = Addable(); !addable.ok()) return addable;
+  if (has_idle_ttl()) TouchIdle(filter_->clock()->Now());
   ASSIGN_OR_RETURN(grouped.prepared,
                    filter_->PrepareAdd(hashes, added, [&](const bloom::SubFilter& sub) {
                      return PersistNewSubFilter(sub, sync);
@@ -266,6 +276,7 @@ void StoredFilter::FinishGroupAdd(const GroupedAdd& grouped, bool written) {
 
 absl::Status StoredFilter::MightContain(absl::Span<const uint64_t> hashes, bool* present) {
   if (absl::Status usable = Usable(); !usable.ok()) return usable;
+  if (has_idle_ttl()) TouchIdle(filter_->clock()->Now());
   std::fill(present, present + hashes.size(), false);
   filter_->MightContainMany(hashes, present);
   checks_.fetch_add(hashes.size(), std::memory_order_relaxed);
@@ -284,7 +295,13 @@ absl::StatusOr<FilterInfo> StoredFilter::Info() const {
   info.checks = checks_.load(std::memory_order_relaxed);
   info.check_hits = check_hits_.load(std::memory_order_relaxed);
   if (info.spec.windowed()) info.window_start = filter_->clock()->Now() - info.spec.window;
+  info.expires_at = IdleExpiresAt();
   return info;
+}
+
+absl::optional<absl::Time> StoredFilter::IdleExpiresAt() const {
+  if (filter_ == nullptr) return absl::nullopt;
+  return IdleExpiry(filter_->spec(), last_used_micros_.load(std::memory_order_relaxed));
 }
 
 absl::StatusOr<FilterRecord> StoredFilter::SnapshotRecord() const {
@@ -308,10 +325,7 @@ absl::StatusOr<FilterRecord> StoredFilter::LiveRecord() const {
   for (const bloom::SubFilter* sub = filter_->first(); sub != nullptr; sub = sub->next()) {
     live.items_added.push_back(sub->items_added());
   }
-  {
-    bloomsync::MutexLock meta(&meta_mu_);
-    live.last_used_micros = persisted_.last_used_micros;
-  }
+  live.last_used_micros = last_used_micros_.load(std::memory_order_relaxed);
   return MakeRecord(live, nullptr);
 }
 
@@ -387,6 +401,7 @@ absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting) {
       if (freed > 0) {
         charged_bytes_.fetch_sub(freed);
         budget_->Release(freed);
+        retired_sub_filters_.fetch_add(retired.size());
       }
     }
     next.first_index = static_cast<uint32_t>(filter_->first_index());
@@ -406,7 +421,7 @@ absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting) {
       any_dirty |= !dirty.back().second.empty();
     }
     bloomsync::MutexLock meta(&meta_mu_);
-    next.last_used_micros = persisted_.last_used_micros;
+    next.last_used_micros = last_used_micros_.load(std::memory_order_relaxed);
     retire_from = persisted_.first_index;
     if (!any_dirty && next.checkpoint_seq == persisted_.checkpoint_seq &&
         next.checks == persisted_.checks && next.first_index == persisted_.first_index) {

@@ -66,6 +66,10 @@ struct FilterInfo {
 // slices expired at `now` left out.
 FilterInfo InfoFromRecord(std::string name, const FilterRecord& record, absl::Time now);
 
+// When a filter with an idle_ttl is deleted if unused (its last use + idle_ttl); nullopt for a
+// filter without one.
+absl::optional<absl::Time> IdleExpiry(const bloom::FilterSpec& spec, int64_t last_used_micros);
+
 // What a resident filter costs in memory beyond its bits: its objects, locks, counters and
 // map slot (BM_PerFilterOverhead: 408 bytes for a filter of capacity 1000; the charge keeps a
 // margin), and each further sub-filter's object. Charged to the MemoryBudget with the bits, so
@@ -152,6 +156,22 @@ class StoredFilter {
   }
   int64_t last_used_ticks() const { return last_used_ticks_.load(std::memory_order_relaxed); }
   static int64_t NowTicks() { return absl::GetCurrentTimeNanos() >> 10; }
+  // Idle expiry (idle_expiry.cc), for filters with an idle_ttl: the last use by the store's
+  // clock, kept to the second (a store only when the second changed) and persisted by
+  // checkpoints, so reads do not become writes.
+  void TouchIdle(absl::Time now) {
+    const int64_t micros = absl::ToUnixMicros(now);
+    if (micros - last_used_micros_.load(std::memory_order_relaxed) >= 1'000'000) {
+      last_used_micros_.store(micros, std::memory_order_relaxed);
+    }
+  }
+  bool has_idle_ttl() const {
+    return filter_ != nullptr && filter_->spec().idle_ttl != absl::ZeroDuration();
+  }
+  // Nullopt without an idle_ttl (or for an unusable filter).
+  absl::optional<absl::Time> IdleExpiresAt() const;
+  // Sub-filters of a windowed filter retired by checkpoints since the last call.
+  uint64_t TakeRetiredSubFilters() { return retired_sub_filters_.exchange(0); }
   // What an add on an evicted object answers (see IsEvicted).
   absl::Status EvictedError() const;
   static bool IsEvicted(const absl::Status& status);
@@ -259,7 +279,9 @@ class StoredFilter {
   std::atomic<uint64_t> check_hits_{0};
   std::atomic<uint64_t> checks_at_checkpoint_{0};
   std::atomic<int64_t> last_checkpoint_micros_;
-  std::atomic<int> chain_pins_{0};  // PinChain
+  std::atomic<int> chain_pins_{0};            // PinChain
+  std::atomic<int64_t> last_used_micros_{0};  // TouchIdle
+  std::atomic<uint64_t> retired_sub_filters_{0};
   PersistedState persisted_ ABSL_GUARDED_BY(meta_mu_);
 };
 
