@@ -3,6 +3,7 @@
 // gRPC) the synchronisation of everything below the transport.
 #include "service/bloom_service.h"
 
+#include <functional>
 #include <random>
 #include <string>
 #include <thread>
@@ -131,6 +132,112 @@ TEST_F(BloomServiceTest, ConcurrentHandlersOnSharedFilters) {
   }
   for (std::thread& thread : threads) thread.join();
   ASSERT_OK(store_->Close());
+}
+
+// Windows and idle expiry through the API's messages: Duration fields in, Timestamps out,
+// field-named validation; a ManualClock moves time.
+class WindowedServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    storage::StoreOptions options;
+    options.data_dir = dir_.path();
+    options.background_checkpoints = false;
+    options.clock = &clock_;
+    absl::StatusOr<std::unique_ptr<storage::FilterStore>> store =
+        storage::FilterStore::Open(options);
+    ASSERT_OK(store.status());
+    store_ = *std::move(store);
+    service_ = std::make_unique<BloomService>(store_.get(), ServiceLimits{100, 64});
+  }
+
+  bool Present(const std::string& name, const std::string& item) {
+    bloom::v1::MightContainRequest request;
+    request.set_name(name);
+    request.add_items(item);
+    bloom::v1::MightContainResponse response;
+    const grpc::Status status = service_->HandleMightContain(request, &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return status.ok() && response.present(0);
+  }
+
+  bloomtest::TempDir dir_;
+  bloom::ManualClock clock_{absl::FromUnixSeconds(1'800'000'000)};
+  std::unique_ptr<storage::FilterStore> store_;
+  std::unique_ptr<BloomService> service_;
+};
+
+TEST_F(WindowedServiceTest, AWindowedFilterForgetsAndReportsItsWindow) {
+  bloom::v1::ReserveRequest reserve;
+  reserve.set_name("seen");
+  reserve.mutable_spec()->set_capacity(1000);
+  reserve.mutable_spec()->set_error_rate(0.01);
+  reserve.mutable_spec()->mutable_window()->set_seconds(7 * 24 * 3600);
+  reserve.mutable_spec()->mutable_idle_ttl()->set_seconds(30 * 24 * 3600);
+  bloom::v1::ReserveResponse reserved;
+  ASSERT_TRUE(service_->HandleReserve(reserve, &reserved).ok());
+  EXPECT_EQ(reserved.stats().spec().window_slices(), 8u);  // the default, as stored
+  EXPECT_EQ(reserved.stats().spec().window().seconds(), 7 * 24 * 3600);
+  EXPECT_EQ(reserved.stats().expires_at().seconds(), 1'800'000'000 + 30 * 24 * 3600);
+  EXPECT_EQ(reserved.stats().window_start().seconds(), 1'800'000'000 - 7 * 24 * 3600);
+  ASSERT_EQ(reserved.stats().sub_filter_stats_size(), 1);
+  EXPECT_TRUE(reserved.stats().sub_filter_stats(0).has_slice_start());
+  // Reserve again with the default spelled out: the same spec.
+  reserve.mutable_spec()->set_window_slices(8);
+  ASSERT_TRUE(service_->HandleReserve(reserve, &reserved).ok());
+  EXPECT_FALSE(reserved.created());
+
+  bloom::v1::AddRequest add;
+  add.set_name("seen");
+  add.add_items("url-1");
+  bloom::v1::AddResponse added;
+  ASSERT_TRUE(service_->HandleAdd(add, &added).ok());
+  clock_.Advance(absl::Hours(24 * 7));
+  EXPECT_TRUE(Present("seen", "url-1"));
+  clock_.Advance(absl::Hours(24) + absl::Seconds(1));  // past window * (1 + 1/8)
+  EXPECT_FALSE(Present("seen", "url-1"));
+}
+
+TEST_F(WindowedServiceTest, BadDurationsAreRefusedNamingTheField) {
+  struct Case {
+    const char* field;
+    std::function<void(bloom::v1::FilterSpec*)> set;
+  };
+  const Case cases[] = {
+      {"window", [](bloom::v1::FilterSpec* s) { s->mutable_window()->set_nanos(500'000'000); }},
+      {"window", [](bloom::v1::FilterSpec* s) { s->mutable_window()->set_seconds(-60); }},
+      {"window",
+       [](bloom::v1::FilterSpec* s) { s->mutable_window()->set_seconds(int64_t{1} << 40); }},
+      {"window_slices",
+       [](bloom::v1::FilterSpec* s) {
+         s->mutable_window()->set_seconds(60);
+         s->set_window_slices(65);
+       }},
+      {"window_slices", [](bloom::v1::FilterSpec* s) { s->set_window_slices(4); }},
+      {"idle_ttl", [](bloom::v1::FilterSpec* s) { s->mutable_idle_ttl()->set_nanos(1000); }},
+  };
+  for (const Case& c : cases) {
+    bloom::v1::ReserveRequest reserve;
+    reserve.set_name("f");
+    reserve.mutable_spec()->set_capacity(100);
+    reserve.mutable_spec()->set_error_rate(0.01);
+    c.set(reserve.mutable_spec());
+    bloom::v1::ReserveResponse reserved;
+    const grpc::Status status = service_->HandleReserve(reserve, &reserved);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << c.field;
+    EXPECT_NE(status.error_message().find(absl::StrCat("spec.", c.field)), std::string::npos)
+        << status.error_message();
+
+    bloom::v1::AddRequest add;
+    add.set_name("g");
+    add.add_items("x");
+    *add.mutable_create_if_missing() = reserve.spec();
+    bloom::v1::AddResponse added;
+    const grpc::Status add_status = service_->HandleAdd(add, &added);
+    EXPECT_EQ(add_status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << c.field;
+    EXPECT_NE(add_status.error_message().find(absl::StrCat("create_if_missing.", c.field)),
+              std::string::npos)
+        << add_status.error_message();
+  }
 }
 
 }  // namespace
