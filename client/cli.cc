@@ -26,9 +26,14 @@ constexpr char kUsage[] =
 
 commands:
   reserve NAME --capacity=N --error-rate=P [--expansion=E] [--non-scaling]
+        [--window=7d [--window-slices=8]] [--idle-ttl=30d]
+                              a sliding window forgets items after about 7 days; an idle
+                              filter is deleted after 30 days without adds or checks
+                              (durations: 90s, 15m, 12h, 7d, 1h30m)
   add NAME ITEM...            add items given as arguments
   add NAME --file=PATH|-      add one item per line (bulk load in batches)
         [--create-capacity=N --create-error-rate=P]   create the filter if missing
+        (with reserve's --expansion, --non-scaling, --window, --window-slices, --idle-ttl)
   check NAME ITEM...          "maybe" (probably added) or "no" (never added) per item
   check NAME --file=PATH|-
   stats NAME
@@ -100,6 +105,11 @@ void PrintJson(const google::protobuf::Message& message) {
   std::cout << json;
 }
 
+std::string FormatTimestamp(const google::protobuf::Timestamp& t) {
+  return absl::FormatTime(absl::RFC3339_sec, absl::FromUnixSeconds(t.seconds()),
+                          absl::UTCTimeZone());
+}
+
 void PrintStats(const bloom::v1::FilterStats& s) {
   std::cout << absl::StrFormat(
       "name:                  %s\n"
@@ -115,6 +125,33 @@ void PrintStats(const bloom::v1::FilterStats& s) {
       s.spec().non_scaling() ? ", non_scaling" : "", s.size_bytes(), s.sub_filters(),
       s.items_added(), s.estimated_cardinality(), s.fill_ratio(), s.estimated_error_rate(),
       s.checks(), s.check_hits());
+  if (s.spec().has_window()) {
+    std::cout << absl::StrFormat(
+        "window:                %s in %d slices (items added since %s read present)\n",
+        absl::FormatDuration(absl::Seconds(s.spec().window().seconds()) +
+                             absl::Nanoseconds(s.spec().window().nanos())),
+        s.spec().window_slices(), FormatTimestamp(s.window_start()));
+  }
+  if (s.has_expires_at()) {
+    std::cout << absl::StrFormat("expires_at:            %s unless used (idle_ttl %s)\n",
+                                 FormatTimestamp(s.expires_at()),
+                                 absl::FormatDuration(absl::Seconds(s.spec().idle_ttl().seconds())));
+  }
+}
+
+// "7d", "36h", "90s", "1h30m": whole days, or anything absl::ParseDuration takes.
+bool ParseCliDuration(const std::string& text, google::protobuf::Duration* out) {
+  absl::Duration d;
+  int64_t days = 0;
+  if (absl::EndsWith(text, "d") && absl::SimpleAtoi(text.substr(0, text.size() - 1), &days)) {
+    d = absl::Hours(24) * days;
+  } else if (!absl::ParseDuration(text, &d)) {
+    return false;
+  }
+  const absl::Duration whole = absl::Trunc(d, absl::Seconds(1));
+  out->set_seconds(absl::ToInt64Seconds(whole));
+  out->set_nanos(static_cast<int32_t>(absl::ToInt64Nanoseconds(d - whole)));
+  return true;
 }
 
 bool ParseSpec(const Args& args, const std::string& capacity_key, const std::string& rate_key,
@@ -131,6 +168,13 @@ bool ParseSpec(const Args& args, const std::string& capacity_key, const std::str
   spec.set_error_rate(rate);
   spec.set_expansion(expansion);
   spec.set_non_scaling(args.Has("non-scaling"));
+  uint32_t slices = 0;
+  if ((args.Has("window") && !ParseCliDuration(args.Get("window"), spec.mutable_window())) ||
+      (args.Has("idle-ttl") && !ParseCliDuration(args.Get("idle-ttl"), spec.mutable_idle_ttl())) ||
+      (args.Has("window-slices") && !absl::SimpleAtoi(args.Get("window-slices"), &slices))) {
+    return false;
+  }
+  spec.set_window_slices(slices);
   return true;
 }
 
@@ -247,7 +291,9 @@ int Run(const Args& args) {
   if (command == "reserve") {
     bloom::v1::FilterSpec spec;
     if (!ParseSpec(args, "capacity", "error-rate", spec)) {
-      return Usage("reserve needs --capacity=N and --error-rate=P");
+      return Usage(
+          "reserve needs --capacity=N and --error-rate=P (and durations like 7d or 12h for "
+          "--window and --idle-ttl)");
     }
     absl::StatusOr<bloom::v1::ReserveResponse> r = client->Reserve(name, spec);
     if (!r.ok()) return Error(r.status());

@@ -85,6 +85,25 @@ TEST_F(CliTest, ExportImportListDelete) {
   EXPECT_TRUE(absl::StartsWith(r.out, "bloom-cli: ALREADY_EXISTS")) << r.out;
 }
 
+TEST_F(CliTest, WindowAndIdleTtlFlags) {
+  Result r = Cli("reserve seen --capacity=1000 --error-rate=0.01 --window=7d --window-slices=4 "
+                 "--idle-ttl=30d");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  r = Cli("stats seen");
+  EXPECT_TRUE(absl::StrContains(r.out, "window:                168h in 4 slices")) << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "unless used (idle_ttl 720h)")) << r.out;
+  r = Cli("--json stats seen");
+  EXPECT_TRUE(absl::StrContains(r.out, "\"window\": \"604800s\"")) << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "\"slice_start\"")) << r.out;
+  r = Cli("add feed:1 a --create-capacity=100 --create-error-rate=0.01 --window=12h");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(Cli("check feed:1 a").out, "a\tmaybe\n");
+  r = Cli("reserve bad --capacity=10 --error-rate=0.01 --window=500ms");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(absl::StrContains(r.out, "INVALID_ARGUMENT: spec.window must be")) << r.out;
+  EXPECT_EQ(Cli("reserve bad --capacity=10 --error-rate=0.01 --window=soon").exit_code, 2);
+}
+
 // hash-token makes the token file's digest; --token-file and $BLOOM_TOKEN send the token.
 TEST(CliSecurityTest, HashTokenAndTokenSources) {
   bloomtest::TempDir data, secrets;
