@@ -6,6 +6,9 @@
     client.reserve("users", capacity=1_000_000, error_rate=0.01)  # safe from every replica
     client.add("users", ["alice", "bob"])            # -> [True, True]
     client.might_contain("users", ["alice", 1001])   # -> [True, False]
+    # Recent membership: forget items after a week; delete the filter after 30 idle days.
+    client.reserve("feed:42", capacity=10_000, error_rate=0.01,
+                   window=timedelta(days=7), idle_ttl=timedelta(days=30))
 
 Items may be str (UTF-8), bytes, or int (sent as its decimal string, like the C++ client), and
 they are all sent as bytes: the text "a" and the bytes b"a" are the same item. Lists longer than
@@ -30,7 +33,10 @@ fails its unanswered calls with UNAVAILABLE (retry them: an add is idempotent).
 Thread-safety: a BloomClient may be shared by threads (gRPC channels and stubs are).
 """
 
+from datetime import timedelta
+
 import grpc
+from google.protobuf import duration_pb2
 
 from bloom.v1 import bloom_pb2
 from bloom.v1 import bloom_pb2_grpc
@@ -53,9 +59,23 @@ def _as_bytes(item):
     raise TypeError(f"items must be str, bytes or int, not {type(item).__name__}")
 
 
-def _spec(capacity, error_rate, expansion=0, non_scaling=False):
+def _duration(value):
+    """A Duration from a datetime.timedelta or a number of seconds (None: unset)."""
+    if value is None:
+        return None
+    if not isinstance(value, timedelta):
+        value = timedelta(seconds=value)
+    out = duration_pb2.Duration()
+    out.FromTimedelta(value)
+    return out
+
+
+def _spec(capacity, error_rate, expansion=0, non_scaling=False, window=None, window_slices=0,
+          idle_ttl=None):
     return bloom_pb2.FilterSpec(capacity=capacity, error_rate=error_rate,
-                                expansion=expansion, non_scaling=non_scaling)
+                                expansion=expansion, non_scaling=non_scaling,
+                                window=_duration(window), window_slices=window_slices,
+                                idle_ttl=_duration(idle_ttl))
 
 
 class BloomClient:
@@ -90,19 +110,27 @@ class BloomClient:
     def __exit__(self, *exc):
         self.close()
 
-    def reserve(self, name, capacity, error_rate, expansion=0, non_scaling=False):
-        """Creates a filter; returns True if created, False if it existed with the same spec."""
+    def reserve(self, name, capacity, error_rate, expansion=0, non_scaling=False, window=None,
+                window_slices=0, idle_ttl=None):
+        """Creates a filter; returns True if created, False if it existed with the same spec.
+
+        window: forget items older than this (a timedelta or seconds), kept in window_slices
+        slices (0: the server's default, 8); idle_ttl: delete the filter after this long
+        without an add or check.
+        """
+        spec = _spec(capacity, error_rate, expansion, non_scaling, window, window_slices,
+                     idle_ttl)
         response = self._stub.Reserve(
-            bloom_pb2.ReserveRequest(name=name,
-                                     spec=_spec(capacity, error_rate, expansion, non_scaling)),
+            bloom_pb2.ReserveRequest(name=name, spec=spec),
             timeout=self._timeout, metadata=self._metadata)
         return response.created
 
     def add(self, name, items, create_if_missing=None):
         """Adds items; returns for each whether it was (probably) new.
 
-        create_if_missing: a dict like {"capacity": 1000, "error_rate": 0.01} to create a
-        missing filter instead of failing with NOT_FOUND.
+        create_if_missing: a dict like {"capacity": 1000, "error_rate": 0.01} (and any of
+        reserve's other arguments, e.g. "window": timedelta(days=7)) to create a missing
+        filter instead of failing with NOT_FOUND.
         """
         spec = _spec(**create_if_missing) if create_if_missing else None
         if self._coalesces(items):

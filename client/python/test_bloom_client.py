@@ -13,6 +13,7 @@ import threading
 import time
 import unittest
 import urllib.request
+from datetime import timedelta
 
 import grpc
 
@@ -115,6 +116,26 @@ class BloomClientTest(LoggedTestCase):
         stats = self.client.stats("py:users")
         self.assertEqual(stats.items_added, 3)
         self.assertEqual(stats.spec.expansion, 2)
+
+    def test_window_and_idle_ttl(self):
+        self.assertTrue(self.client.reserve("py:seen", capacity=1000, error_rate=0.01,
+                                            window=timedelta(days=7), idle_ttl=3600))
+        self.assertFalse(self.client.reserve("py:seen", capacity=1000, error_rate=0.01,
+                                             window=timedelta(days=7), window_slices=8,
+                                             idle_ttl=timedelta(hours=1)))
+        self.assertEqual(self.client.add("py:seen", ["u1"]), [True])
+        stats = self.client.stats("py:seen")
+        self.assertEqual(stats.spec.window.ToTimedelta(), timedelta(days=7))
+        self.assertEqual(stats.spec.window_slices, 8)
+        self.assertGreater(stats.expires_at.seconds, stats.created_at.seconds)
+        self.assertTrue(stats.HasField("window_start"))
+        with self.assertRaises(grpc.RpcError) as caught:
+            self.client.reserve("py:bad", capacity=10, error_rate=0.01, window=0.5)
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("spec.window", caught.exception.details())
+        self.assertEqual(self.client.add("py:made", ["x"], create_if_missing={
+            "capacity": 100, "error_rate": 0.01, "window": timedelta(hours=1)}), [True])
+        self.assertEqual(self.client.stats("py:made").spec.window.seconds, 3600)
 
     def test_batches_are_split_in_order(self):
         items = [f"item-{i}" for i in range(1050)]  # 11 requests of at most 100
