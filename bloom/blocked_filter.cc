@@ -201,7 +201,10 @@ void BlockedBloomFilter::AddMany(absl::Span<const uint64_t> hashes) {
 void BlockedBloomFilter::MightContainMany(absl::Span<const uint64_t> hashes, bool* present) const {
   const size_t n = hashes.size();
   for (size_t i = 0; i < n; ++i) {
-    if (i + kPrefetchDistance < n) __builtin_prefetch(BlockFor(hashes[i + kPrefetchDistance]));
+    // Items an earlier sub-filter (or slice) found need no fetch here.
+    if (i + kPrefetchDistance < n && !present[i + kPrefetchDistance]) {
+      __builtin_prefetch(BlockFor(hashes[i + kPrefetchDistance]));
+    }
     if (!present[i]) present[i] = MightContain(hashes[i]);
   }
 }

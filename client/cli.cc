@@ -133,9 +133,9 @@ void PrintStats(const bloom::v1::FilterStats& s) {
         s.spec().window_slices(), FormatTimestamp(s.window_start()));
   }
   if (s.has_expires_at()) {
-    std::cout << absl::StrFormat("expires_at:            %s unless used (idle_ttl %s)\n",
-                                 FormatTimestamp(s.expires_at()),
-                                 absl::FormatDuration(absl::Seconds(s.spec().idle_ttl().seconds())));
+    std::cout << absl::StrFormat(
+        "expires_at:            %s unless used (idle_ttl %s)\n", FormatTimestamp(s.expires_at()),
+        absl::FormatDuration(absl::Seconds(s.spec().idle_ttl().seconds())));
   }
 }
 

@@ -57,8 +57,7 @@ absl::StatusOr<std::unique_ptr<BloomServer>> BloomServer::Start(storage::FilterS
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, credentials, &server->port_);
   if (options.model == ServerModel::kCallback) {
-    server->callback_service_ =
-        std::make_unique<BloomCallbackService>(server->service_.get());
+    server->callback_service_ = std::make_unique<BloomCallbackService>(server->service_.get());
     builder.RegisterService(server->callback_service_.get());
   } else {
     builder.RegisterService(server->service_.get());

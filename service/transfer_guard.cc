@@ -96,10 +96,9 @@ void TransferGuard::WatchLoop() {
     for (Ticket* ticket : tickets_) {
       if (ticket->abandoned() || ticket->last_progress_micros_.load() > idle_since) continue;
       ticket->abandoned_.store(true);
-      bloomlog::LogWarning(absl::StrCat("abandoned an ", KindName(ticket->kind_),
-                                        " that made no progress for ",
-                                        absl::FormatDuration(options_.idle_timeout), " (peer ",
-                                        ticket->peer_, ")"));
+      bloomlog::LogWarning(
+          absl::StrCat("abandoned an ", KindName(ticket->kind_), " that made no progress for ",
+                       absl::FormatDuration(options_.idle_timeout), " (peer ", ticket->peer_, ")"));
       // Under mu_: the ticket, and what its abandon touches, cannot go away meanwhile.
       ticket->abandon_(ticket->AbandonedStatus());
     }
