@@ -24,7 +24,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     status = parser.Append(input.substr(i, chunk));
   }
   absl::StatusOr<storage::DumpParser::Result> result = parser.Finish();
-  if (result.ok() && result->filter->num_sub_filters() == 0) __builtin_trap();  // impossible
+  // Only a windowed filter whose slices all expired has no sub-filter.
+  if (result.ok() && result->filter->num_sub_filters() == 0 &&
+      !result->filter->spec().windowed()) {
+    __builtin_trap();  // impossible
+  }
+  if (result.ok()) {  // a parsed filter answers queries
+    const uint64_t hash = result->filter->Hash("probe");
+    bool present = false;
+    result->filter->MightContainMany({&hash, 1}, &present);
+  }
 
   storage::DecodeFilterRecord(input).status().IgnoreError();
   std::vector<storage::Run> runs;
