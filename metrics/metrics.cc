@@ -119,10 +119,10 @@ class StateCollector final : public prometheus::Collectable {
     out.push_back(Counter("bloom_filters_expired_total",
                           "Filters deleted because they were idle for their idle_ttl.",
                           static_cast<double>(f.filters_expired)));
-    out.push_back(Counter("bloom_window_sub_filters_retired_total",
-                          "Sub-filters of expired time slices (windowed filters) retired: their "
-                          "memory freed and their pages range-deleted.",
-                          static_cast<double>(f.sub_filters_retired)));
+    out.push_back(Counter("bloom_window_slices_retired_total",
+                          "Expired time slices of windowed filters retired: their memory freed "
+                          "and their pages range-deleted.",
+                          static_cast<double>(f.slices_retired)));
     const storage::RocksDbFigures& db = f.rocksdb;
     out.push_back(Gauge("bloom_rocksdb_live_sst_bytes", "Size of RocksDB's live SST files.",
                         static_cast<double>(db.live_sst_bytes)));

@@ -100,6 +100,38 @@ TEST_F(MetricsTest, StoreFiguresFollowTheStore) {
   EXPECT_EQ(bloomtest::PrometheusSample(text, "bloom_checkpoint_lag_seconds"), 0);
 }
 
+TEST(WindowMetricsTest, RetiredSlicesAndExpiredFiltersAreCounted) {
+  bloomtest::TempDir dir;
+  bloom::ManualClock clock;
+  storage::StoreOptions options;
+  options.data_dir = dir.path();
+  options.background_checkpoints = false;
+  options.clock = &clock;
+  absl::StatusOr<std::unique_ptr<storage::FilterStore>> store =
+      storage::FilterStore::Open(options);
+  ASSERT_OK(store.status());
+  std::unique_ptr<ServerMetrics> metrics = ServerMetrics::Create(store->get());
+  bloom::FilterSpec windowed{100, 0.01};
+  windowed.window = absl::Seconds(40);
+  windowed.window_slices = 4;
+  bloom::FilterSpec idle{100, 0.01};
+  idle.idle_ttl = absl::Seconds(30);
+  ASSERT_OK((*store)->Reserve("w", windowed).status());
+  ASSERT_OK((*store)->Reserve("idle", idle).status());
+  std::vector<absl::string_view> items = {"x"};
+  for (int i = 0; i < 10; ++i) {  // a new 10 s slice each time
+    ASSERT_OK((*store)->Add("w", items, nullptr).status());
+    clock.Advance(absl::Seconds(10));
+  }
+  ASSERT_OK((*store)->CheckpointAll());
+  EXPECT_EQ((*store)->Stats("idle").status().code(), absl::StatusCode::kNotFound);
+  const std::string text = metrics->Render();
+  // Slices start at 0, 10, ..., 90 s; slice s expires at s + 10 + 40, so at 100 s those up to
+  // 50 s have: six.
+  EXPECT_EQ(bloomtest::PrometheusSample(text, "bloom_window_slices_retired_total"), 6) << text;
+  EXPECT_EQ(bloomtest::PrometheusSample(text, "bloom_filters_expired_total"), 1);
+}
+
 TEST_F(MetricsTest, ProcessFiguresArePlausible) {
   const std::string text = metrics_->Render();
   EXPECT_GT(bloomtest::PrometheusSample(text, "process_resident_memory_bytes"), 1 << 20);

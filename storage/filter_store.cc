@@ -183,7 +183,7 @@ StoreFigures FilterStore::Figures() const {
   figures.checkpoints = checkpoints_.load(std::memory_order_relaxed);
   figures.checkpoint_failures = checkpoint_failures_.load(std::memory_order_relaxed);
   figures.filters_expired = filters_expired_.load(std::memory_order_relaxed);
-  figures.sub_filters_retired = sub_filters_retired_.load(std::memory_order_relaxed);
+  figures.slices_retired = slices_retired_.load(std::memory_order_relaxed);
   const absl::Time now = absl::Now();
   for (const std::shared_ptr<StoredFilter>& filter : Snapshot()) {
     ++figures.filters;
@@ -550,7 +550,7 @@ absl::Status FilterStore::CheckpointAll() {
   absl::Status result;
   for (const std::shared_ptr<StoredFilter>& filter : Snapshot()) {
     result.Update(filter->Checkpoint(options_.sync));
-    sub_filters_retired_.fetch_add(filter->TakeRetiredSubFilters(), std::memory_order_relaxed);
+    slices_retired_.fetch_add(filter->TakeRetiredSlices(), std::memory_order_relaxed);
   }
   return result;
 }
@@ -591,7 +591,7 @@ void FilterStore::CheckpointLoop() {
       SweepIdleResident(filter);
       if (!filter->CheckpointDue(now, options_.checkpoint_interval)) continue;
       absl::Status s = filter->Checkpoint(options_.sync);
-      sub_filters_retired_.fetch_add(filter->TakeRetiredSubFilters(), std::memory_order_relaxed);
+      slices_retired_.fetch_add(filter->TakeRetiredSlices(), std::memory_order_relaxed);
       (s.ok() ? checkpoints_ : checkpoint_failures_).fetch_add(1, std::memory_order_relaxed);
       if (!s.ok()) {
         bloomlog::LogError(absl::StrCat("checkpoint of filter '", filter->name(),

@@ -176,8 +176,8 @@ struct StoreFigures {
   absl::Duration checkpoint_lag;
   uint64_t checkpoints = 0;  // by the background checkpointer, since start
   uint64_t checkpoint_failures = 0;
-  uint64_t filters_expired = 0;      // deleted for their idle_ttl, since start
-  uint64_t sub_filters_retired = 0;  // expired time slices' sub-filters freed, since start
+  uint64_t filters_expired = 0;  // deleted for their idle_ttl, since start
+  uint64_t slices_retired = 0;   // expired time slices of windowed filters freed, since start
   RocksDbFigures rocksdb;
 };
 
@@ -350,7 +350,7 @@ class FilterStore {
   std::atomic<uint64_t> checkpoints_{0};
   std::atomic<uint64_t> checkpoint_failures_{0};
   std::atomic<uint64_t> filters_expired_{0};
-  std::atomic<uint64_t> sub_filters_retired_{0};
+  std::atomic<uint64_t> slices_retired_{0};
   std::string cold_sweep_cursor_;  // the checkpointer's only: where SweepIdleCold goes on
   LoadReport load_report_;
   mutable std::array<Shard, 16> shards_;

@@ -401,7 +401,10 @@ absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting) {
       if (freed > 0) {
         charged_bytes_.fetch_sub(freed);
         budget_->Release(freed);
-        retired_sub_filters_.fetch_add(retired.size());
+        // A slice is retired whole: count its first sub-filters.
+        retired_slices_.fetch_add(
+            std::count_if(retired.begin(), retired.end(),
+                          [](const auto& sub) { return sub->slice().position == 0; }));
       }
     }
     next.first_index = static_cast<uint32_t>(filter_->first_index());

@@ -170,8 +170,8 @@ class StoredFilter {
   }
   // Nullopt without an idle_ttl (or for an unusable filter).
   absl::optional<absl::Time> IdleExpiresAt() const;
-  // Sub-filters of a windowed filter retired by checkpoints since the last call.
-  uint64_t TakeRetiredSubFilters() { return retired_sub_filters_.exchange(0); }
+  // Slices of a windowed filter retired by checkpoints since the last call.
+  uint64_t TakeRetiredSlices() { return retired_slices_.exchange(0); }
   // What an add on an evicted object answers (see IsEvicted).
   absl::Status EvictedError() const;
   static bool IsEvicted(const absl::Status& status);
@@ -281,7 +281,7 @@ class StoredFilter {
   std::atomic<int64_t> last_checkpoint_micros_;
   std::atomic<int> chain_pins_{0};            // PinChain
   std::atomic<int64_t> last_used_micros_{0};  // TouchIdle
-  std::atomic<uint64_t> retired_sub_filters_{0};
+  std::atomic<uint64_t> retired_slices_{0};
   PersistedState persisted_ ABSL_GUARDED_BY(meta_mu_);
 };
 

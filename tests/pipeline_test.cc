@@ -228,6 +228,52 @@ TEST_F(PipelineTest, AbsentIfMissingAnswersAbsentWhilePlainChecksGetNotFound) {
   EXPECT_TRUE(stream->Finish().ok());
 }
 
+// Per-user windowed filters made by the stream's adds (create_if_missing with a window and an
+// idle_ttl): they answer like unary calls, Stats shows the window, a bad window is that
+// operation's INVALID_ARGUMENT and the stream goes on.
+TEST_F(PipelineTest, WindowedFiltersCreatedByTheStream) {
+  Start();
+  grpc::ClientContext context;
+  std::unique_ptr<Stream> stream = stub_->Pipeline(&context);
+  bloom::v1::FilterSpec spec;
+  spec.set_capacity(100);
+  spec.set_error_rate(0.01);
+  spec.mutable_window()->set_seconds(3600);
+  spec.mutable_idle_ttl()->set_seconds(86400);
+  for (uint64_t user = 1; user <= 4; ++user) {
+    PipelineRequest add = AddOp(user, absl::StrCat("seen:", user), {"a", "b"});
+    *add.mutable_add()->mutable_create_if_missing() = spec;
+    ASSERT_TRUE(RoundTrip(*stream, add).has_add());
+  }
+  PipelineResponse found = RoundTrip(*stream, CheckOp(5, "seen:3", {"a", "b", "c"}));
+  ASSERT_TRUE(found.has_might_contain()) << found.DebugString();
+  EXPECT_TRUE(found.might_contain().present(0));
+  EXPECT_TRUE(found.might_contain().present(1));
+  EXPECT_FALSE(found.might_contain().present(2));
+  PipelineRequest bad = AddOp(6, "seen:bad", {"a"});
+  *bad.mutable_add()->mutable_create_if_missing() = spec;
+  bad.mutable_add()->mutable_create_if_missing()->mutable_window()->set_seconds(0);
+  bad.mutable_add()->mutable_create_if_missing()->mutable_window()->set_nanos(1000);
+  PipelineResponse refused = RoundTrip(*stream, bad);
+  ASSERT_TRUE(refused.has_error()) << refused.DebugString();
+  EXPECT_EQ(refused.error().code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(absl::StrContains(refused.error().message(), "create_if_missing.window"))
+      << refused.error().message();
+  ASSERT_TRUE(RoundTrip(*stream, CheckOp(7, "seen:1", {"a"})).has_might_contain());
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+
+  grpc::ClientContext stats_context;
+  bloom::v1::StatsRequest stats_request;
+  stats_request.set_name("seen:2");
+  bloom::v1::StatsResponse stats;
+  ASSERT_TRUE(stub_->Stats(&stats_context, stats_request, &stats).ok());
+  EXPECT_EQ(stats.stats().spec().window().seconds(), 3600);
+  EXPECT_EQ(stats.stats().spec().window_slices(), 8u);
+  EXPECT_TRUE(stats.stats().has_expires_at());
+  EXPECT_TRUE(stats.stats().has_window_start());
+}
+
 // A message's `more` (many users' filters in one message): each operation is served as if it
 // had come alone right after its leader, with its own answer or error, and every answer comes
 // back in the leader's response, in order. The server says it packs in its response headers.
