@@ -59,8 +59,23 @@ function credentialsFor(tls) {
     options.certChain || null);
 }
 
-function spec({ capacity, errorRate, expansion = 0, nonScaling = false }) {
-  return { capacity, errorRate, expansion, nonScaling };
+// A google.protobuf.Duration from milliseconds (null: unset).
+function duration(ms) {
+  if (!ms) return null;
+  const seconds = Math.floor(ms / 1000);
+  return { seconds, nanos: Math.round((ms - seconds * 1000) * 1e6) };
+}
+
+// windowMs: forget items added longer ago (kept in windowSlices slices, 0: the server's 8);
+// idleTtlMs: delete the filter after this long without an add or check.
+function spec({
+  capacity, errorRate, expansion = 0, nonScaling = false, windowMs = 0, windowSlices = 0,
+  idleTtlMs = 0,
+}) {
+  return {
+    capacity, errorRate, expansion, nonScaling, window: duration(windowMs), windowSlices,
+    idleTtl: duration(idleTtlMs),
+  };
 }
 
 class BloomClient {

@@ -38,6 +38,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // Options configure a Client. The zero value is a plaintext client with defaults.
@@ -64,11 +65,24 @@ type Spec struct {
 	ErrorRate  float64
 	Expansion  uint32 // 0: the server's default (2)
 	NonScaling bool
+	// Window, when not 0, makes the filter forget items added longer ago than this, kept in
+	// WindowSlices slices (0: the server's default, 8).
+	Window       time.Duration
+	WindowSlices uint32
+	// IdleTTL, when not 0, deletes the filter after this long without an Add or MightContain.
+	IdleTTL time.Duration
 }
 
 func (s Spec) proto() *bloomv1.FilterSpec {
-	return &bloomv1.FilterSpec{Capacity: s.Capacity, ErrorRate: s.ErrorRate,
-		Expansion: s.Expansion, NonScaling: s.NonScaling}
+	out := &bloomv1.FilterSpec{Capacity: s.Capacity, ErrorRate: s.ErrorRate,
+		Expansion: s.Expansion, NonScaling: s.NonScaling, WindowSlices: s.WindowSlices}
+	if s.Window != 0 {
+		out.Window = durationpb.New(s.Window)
+	}
+	if s.IdleTTL != 0 {
+		out.IdleTtl = durationpb.New(s.IdleTTL)
+	}
+	return out
 }
 
 // Stats is a filter's statistics as the server reports them.

@@ -42,6 +42,34 @@ func numbered(prefix string, n int) [][]byte {
 	return items
 }
 
+func TestWindowAndIdleTTL(t *testing.T) {
+	server := startServer(t)
+	client := dial(t, server.target, Options{})
+	ctx := context.Background()
+	windowed := Spec{Capacity: 1000, ErrorRate: 0.01, Window: 7 * 24 * time.Hour,
+		IdleTTL: 30 * 24 * time.Hour}
+	if created, err := client.Reserve(ctx, "go:seen", windowed); err != nil || !created {
+		t.Fatalf("Reserve: %v %v", created, err)
+	}
+	windowed.WindowSlices = 8 // the default spelled out: the same spec
+	if created, err := client.Reserve(ctx, "go:seen", windowed); err != nil || created {
+		t.Fatalf("Reserve again: %v %v", created, err)
+	}
+	stats, err := client.Stats(ctx, "go:seen")
+	if err != nil {
+		t.Fatalf("Stats: %v", err)
+	}
+	if got := stats.GetSpec().GetWindow().AsDuration(); got != 7*24*time.Hour {
+		t.Errorf("window %v", got)
+	}
+	if stats.GetExpiresAt() == nil || stats.GetWindowStart() == nil {
+		t.Errorf("expires_at %v, window_start %v", stats.GetExpiresAt(), stats.GetWindowStart())
+	}
+	_, err = client.Reserve(ctx, "go:bad", Spec{Capacity: 10, ErrorRate: 0.01,
+		Window: 500 * time.Millisecond})
+	wantCode(t, err, codes.InvalidArgument, "Reserve with a 500 ms window")
+}
+
 func TestReserveAddCheckInBatchesStatsListDelete(t *testing.T) {
 	server := startServer(t)
 	client := dial(t, server.target, Options{BatchSize: 7}) // 50 items: 8 requests

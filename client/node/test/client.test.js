@@ -43,6 +43,26 @@ test('reserve, add and check in batches, stats, list, delete', async (t) => {
   await rejectsWith(client.stats('node:users'), status.NOT_FOUND, 'stats after delete');
 });
 
+test('windowed and idle filters: the spec round-trips, bad durations name their field', async (t) => {
+  const server = await startServer(t);
+  const client = new BloomClient(server.target);
+  t.after(() => client.close());
+  const week = 7 * 24 * 3600 * 1000;
+  const windowed = { ...spec, windowMs: week, idleTtlMs: 30 * 24 * 3600 * 1000 };
+  assert.equal(await client.reserve('node:seen', windowed), true);
+  assert.equal(await client.reserve('node:seen', { ...windowed, windowSlices: 8 }), false);
+  assert.deepEqual(await client.add('node:seen', ['a']), [true]);
+  const stats = await client.stats('node:seen');
+  assert.equal(Number(stats.spec.window.seconds), week / 1000);
+  assert.equal(stats.spec.windowSlices, 8);
+  assert.ok(stats.expiresAt !== null && stats.windowStart !== null);
+  await assert.rejects(client.reserve('node:bad', { ...spec, windowMs: 500 }), (error) => {
+    assert.equal(error.code, status.INVALID_ARGUMENT);
+    assert.match(error.message, /spec\.window/);
+    return true;
+  });
+});
+
 test('errors keep the server\'s codes and messages', async (t) => {
   const server = await startServer(t);
   const client = new BloomClient(server.target);
