@@ -91,7 +91,8 @@ absl::Status FilterStore::Load() {
     absl::StatusOr<FilterRecord> record = DecodeFilterRecord(View(it->value()));
     if (record.ok()) max_generation = std::max(max_generation, record->generation);
     absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> filter =
-        record.ok() ? StoredFilter::BuildFilter(*record, options_.clock) : record.status();
+        record.ok() ? StoredFilter::BuildFilter(*record, options_.clock, /*drop_expired=*/true)
+                    : record.status();
     if (!filter.ok()) {
       auto broken = std::make_shared<StoredFilter>(name, absl::OkStatus(), db_.get());
       broken->MarkUnreadable(filter.status());

@@ -180,13 +180,19 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::LoadCold(absl::string
   }
   ASSIGN_OR_RETURN(const bool expired, ExpireColdIfIdle(name, *record));
   if (expired) return nullptr;
-  const uint64_t bytes = RecordBytes(*record);
+  uint64_t bytes = RecordBytes(*record);
   RETURN_IF_ERROR(budget_.ChargeCached(bytes, 0, absl::StrCat("loading filter '", name, "'")));
   absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> filter =
-      StoredFilter::BuildFilter(*record, options_.clock);
+      StoredFilter::BuildFilter(*record, options_.clock, /*drop_expired=*/true);
   if (!filter.ok()) {
     budget_.Release(bytes);
     return filter.status();
+  }
+  // Expired slices were left out: charge what was built.
+  const uint64_t built = ResidentCharge((*filter)->size_bytes(), (*filter)->num_sub_filters());
+  if (built < bytes) {
+    budget_.Release(bytes - built);
+    bytes = built;
   }
   auto stored = std::make_shared<StoredFilter>(std::string(name), *record, *std::move(filter),
                                                db_.get(), &budget_, bytes);

@@ -61,12 +61,21 @@ absl::optional<absl::Time> IdleExpiry(const bloom::FilterSpec& spec, int64_t las
 }
 
 absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> StoredFilter::BuildFilter(
-    const FilterRecord& record, const bloom::Clock* clock) {
-  const int first = static_cast<int>(record.first_sub_index);
+    const FilterRecord& record, const bloom::Clock* clock, bool drop_expired) {
+  // A windowed record lists its slices oldest first: skip the expired prefix.
+  size_t skip = 0;
+  if (drop_expired && record.spec.windowed()) {
+    const absl::Time now = clock->Now();
+    while (skip < record.sub_filters.size() &&
+           bloom::SliceExpiry(record.spec, record.sub_filters[skip].slice_start_micros) <= now) {
+      ++skip;
+    }
+  }
+  const int first = static_cast<int>(record.first_sub_index + skip);
   std::unique_ptr<bloom::ScalableFilter> filter =
       bloom::ScalableFilter::CreateEmpty(record.spec, record.seed, clock, first);
   bloom::SliceTag slice{0, -1};
-  for (size_t i = 0; i < record.sub_filters.size(); ++i) {
+  for (size_t i = skip; i < record.sub_filters.size(); ++i) {
     const SubFilterRecord& s = record.sub_filters[i];
     bloom::SubFilterShape shape{s.capacity, s.error_rate, {s.num_blocks, s.hash_count}};
     absl::StatusOr<std::unique_ptr<bloom::BlockedBloomFilter>> bits =
@@ -75,7 +84,7 @@ absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> StoredFilter::BuildFilter
     // A slice is retired whole, so its sub-filters in the record start at its position 0.
     const bool same_slice = slice.position >= 0 && slice.start_micros == s.slice_start_micros;
     slice = {s.slice_start_micros, same_slice ? slice.position + 1 : 0};
-    const int index = first + static_cast<int>(i);
+    const int index = first + static_cast<int>(i - skip);
     auto sub = std::make_unique<bloom::SubFilter>(
         index, shape, *std::move(bits),
         record.spec.windowed() ? absl::optional<bloom::SliceTag>(slice) : absl::nullopt);
@@ -107,6 +116,8 @@ StoredFilter::StoredFilter(std::string name, const FilterRecord& record,
   persisted_.checks = record.checks;
   persisted_.check_hits = record.check_hits;
   persisted_.first_index = record.first_sub_index;
+  retire_pending_.store(filter_ != nullptr &&
+                        record.first_sub_index != static_cast<uint32_t>(filter_->first_index()));
   persisted_.last_used_micros = record.last_used_micros;
   for (const SubFilterRecord& s : record.sub_filters)
     persisted_.items_added.push_back(s.items_added);
@@ -446,6 +457,7 @@ absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting) {
     if (status.ok()) {
       checks_at_checkpoint_.store(next.checks);
       persisted_ = std::move(next);
+      retire_pending_.store(false);
     }
   }
   if (!status.ok()) {
@@ -498,7 +510,8 @@ absl::Status StoredFilter::WritePages(const DirtyPages& dirty, bool sync,
 bool StoredFilter::CheckpointDue(absl::Time now, absl::Duration interval) const {
   if (!Usable().ok() || evicted()) return false;
   // Expired slices are retired by a checkpoint (the window's clock, not `now`, says which).
-  if (filter_->spec().windowed() && filter_->ExpiredThrough(filter_->clock()->Now()) >= 0) {
+  if (filter_->spec().windowed() && (retire_pending_.load(std::memory_order_relaxed) ||
+                                     filter_->ExpiredThrough(filter_->clock()->Now()) >= 0)) {
     return true;
   }
   const uint64_t journal = journal_bytes_.load(std::memory_order_relaxed);

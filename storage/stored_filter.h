@@ -86,9 +86,12 @@ inline uint64_t ResidentCharge(uint64_t bits, size_t sub_filters) {
 class StoredFilter {
  public:
   // Builds the in-memory filter described by `record` (zeroed bits, counters from the record);
-  // `clock` (which must outlive it) ages its window.
+  // `clock` (which must outlive it) ages its window. With `drop_expired`, slices of a windowed
+  // filter that expired meanwhile (a restart a week later) are not built at all: their pages
+  // and journal runs are skipped on load and the first checkpoint range-deletes them.
   static absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> BuildFilter(
-      const FilterRecord& record, const bloom::Clock* clock = bloom::Clock::Real());
+      const FilterRecord& record, const bloom::Clock* clock = bloom::Clock::Real(),
+      bool drop_expired = false);
 
   // A readable filter; `charged_bytes` of `budget` are released when it is destroyed.
   StoredFilter(std::string name, const FilterRecord& record,
@@ -279,7 +282,9 @@ class StoredFilter {
   std::atomic<uint64_t> check_hits_{0};
   std::atomic<uint64_t> checks_at_checkpoint_{0};
   std::atomic<int64_t> last_checkpoint_micros_;
-  std::atomic<int> chain_pins_{0};            // PinChain
+  std::atomic<int> chain_pins_{0};  // PinChain
+  // The record lists sub-filters BuildFilter dropped: the next checkpoint must write it.
+  std::atomic<bool> retire_pending_{false};
   std::atomic<int64_t> last_used_micros_{0};  // TouchIdle
   std::atomic<uint64_t> retired_slices_{0};
   PersistedState persisted_ ABSL_GUARDED_BY(meta_mu_);
