@@ -209,6 +209,35 @@ void BlockedBloomFilter::MightContainMany(absl::Span<const uint64_t> hashes, boo
   }
 }
 
+void BlockedBloomFilter::MightContainAny(absl::Span<const BlockedBloomFilter* const> filters,
+                                         absl::Span<const uint64_t> hashes, bool* present) {
+  if (filters.empty()) return;
+  const BlockedLayout layout = filters[0]->layout_;
+  // Each item fetches a line per filter (window_benchmark: 2, 4 and 8 items ahead are alike).
+  constexpr size_t kAhead = 8;
+  const size_t n = hashes.size();
+  auto block_of = [&](uint64_t hash) { return ((hash >> 32) * layout.num_blocks) >> 32; };
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kAhead < n && !present[i + kAhead]) {
+      const uint64_t ahead = block_of(hashes[i + kAhead]) * kBlockWords;
+      for (const BlockedBloomFilter* f : filters) __builtin_prefetch(f->words_ + ahead);
+    }
+    if (present[i]) continue;
+    uint64_t masks[kBlockWords] = {};
+    BitMasks(hashes[i], layout.hash_count, masks);
+    const uint64_t offset = block_of(hashes[i]) * kBlockWords;
+    for (const BlockedBloomFilter* f : filters) {
+      uint64_t* block = f->words_ + offset;
+      uint64_t missing = 0;
+      for (uint32_t w = 0; w < kBlockWords; ++w) missing |= masks[w] & ~LoadWord(block[w]);
+      if (missing == 0) {
+        present[i] = true;
+        break;
+      }
+    }
+  }
+}
+
 uint64_t BlockedBloomFilter::num_pages() const { return CeilDiv(layout_.bytes(), kPageBytes); }
 
 uint64_t BlockedBloomFilter::page_size(uint64_t page) const {

@@ -59,6 +59,11 @@ class BlockedBloomFilter {
   void AddMany(absl::Span<const uint64_t> hashes);
 
   bool MightContain(uint64_t hash) const;
+  // For each i with present[i] == false, sets present[i] if any of `filters` might contain
+  // hashes[i]. The filters must share one layout (a window's slices): an item's block and bit
+  // masks are computed once for all of them, and their cache lines are fetched together.
+  static void MightContainAny(absl::Span<const BlockedBloomFilter* const> filters,
+                              absl::Span<const uint64_t> hashes, bool* present);
   // For each i with present[i] == false, sets present[i] = MightContain(hashes[i]).
   // `present` has hashes.size() elements. Prefetches like AddMany.
   void MightContainMany(absl::Span<const uint64_t> hashes, bool* present) const;

@@ -127,6 +127,15 @@ absl::StatusOr<std::unique_ptr<ScalableFilter>> ScalableFilter::Create(const Fil
   return filter;
 }
 
+ScalableFilter::ScalableFilter(const FilterSpec& spec, uint64_t seed, const Clock* clock,
+                               int first_index)
+    : spec_(spec), seed_(seed), clock_(clock), empty_next_index_(first_index) {
+  if (spec.windowed()) {
+    absl::StatusOr<SubFilterShape> first = SubFilterShapeFor(spec, 0);
+    if (first.ok()) first_layout_ = first->layout;  // else no sub-filter can exist either
+  }
+}
+
 std::unique_ptr<ScalableFilter> ScalableFilter::CreateEmpty(const FilterSpec& spec, uint64_t seed,
                                                             const Clock* clock, int first_index) {
   return std::unique_ptr<ScalableFilter>(new ScalableFilter(spec, seed, clock, first_index));
@@ -221,7 +230,25 @@ void ScalableFilter::MightContainMany(absl::Span<const uint64_t> hashes, bool* p
   }
   const absl::Time now = clock_->Now();
   bloomsync::ReaderMutexLock lock(&retire_mu_);
-  for (SubFilter* sub : LiveChain(now)) sub->bits().MightContainMany(hashes, present);
+  AskSlices(LiveChain(now), hashes, present);
+}
+
+void ScalableFilter::AskSlices(absl::Span<SubFilter* const> subs, absl::Span<const uint64_t> hashes,
+                               bool* present) const {
+  // Every slice's first sub-filter has the same layout: they are asked together, one probe
+  // per item for all of them; the sub-filters of a rate surge one by one.
+  absl::InlinedVector<const BlockedBloomFilter*, 16> firsts;
+  for (SubFilter* sub : subs) {
+    if (sub->slice().position == 0 && sub->bits().layout() == first_layout_) {
+      firsts.push_back(&sub->bits());
+    }
+  }
+  BlockedBloomFilter::MightContainAny(firsts, hashes, present);
+  for (SubFilter* sub : subs) {
+    if (!(sub->slice().position == 0 && sub->bits().layout() == first_layout_)) {
+      sub->bits().MightContainMany(hashes, present);
+    }
+  }
 }
 
 int ScalableFilter::ExpiredThrough(absl::Time now) const {
@@ -338,14 +365,16 @@ int64_t ScalableFilter::ClassifyWindowed(absl::Span<const uint64_t> hashes, bool
     if (last != nullptr && last->slice().start_micros > slice_start) {
       slice_start = last->slice().start_micros;
     }
+    absl::InlinedVector<SubFilter*, 8> older;
     for (SubFilter* sub : LiveChain(now)) {
-      if (sub->slice().start_micros == slice_start)
+      if (sub->slice().start_micros == slice_start) {
         sub->bits().MightContainMany(hashes, in_slice.get());
+      } else {
+        older.push_back(sub);
+      }
     }
     std::copy(in_slice.get(), in_slice.get() + n, added);
-    for (SubFilter* sub : LiveChain(now)) {
-      if (sub->slice().start_micros != slice_start) sub->bits().MightContainMany(hashes, added);
-    }
+    AskSlices(older, hashes, added);
   }
   absl::flat_hash_set<uint64_t> seen;
   if (n > 1) seen.reserve(n);

@@ -250,8 +250,7 @@ class ScalableFilter {
   ScalableFilterStats ComputeStats() const;
 
  private:
-  ScalableFilter(const FilterSpec& spec, uint64_t seed, const Clock* clock, int first_index)
-      : spec_(spec), seed_(seed), clock_(clock), empty_next_index_(first_index) {}
+  ScalableFilter(const FilterSpec& spec, uint64_t seed, const Clock* clock, int first_index);
 
   enum class ReserveOutcome { kReserved, kNeedsSubFilter, kFull };
   // Reserves room for `remaining` new items, appending where they go to `runs` and decreasing
@@ -269,12 +268,18 @@ class ScalableFilter {
   // occurrence only) and added[i] for those no unexpired slice has; returns the slice.
   int64_t ClassifyWindowed(absl::Span<const uint64_t> hashes, bool* added,
                            std::vector<uint64_t>& new_hashes) const;
+  // Windowed: for each i with present[i] == false, sets it if one of `subs` might contain
+  // hashes[i] (the slices' first sub-filters together, BlockedBloomFilter::MightContainAny).
+  void AskSlices(absl::Span<SubFilter* const> subs, absl::Span<const uint64_t> hashes,
+                 bool* present) const;
   // The unexpired sub-filters, newest first; retire_mu_ held shared by the caller if windowed.
   absl::InlinedVector<SubFilter*, 8> LiveChain(absl::Time now) const;
 
   const FilterSpec spec_;
   const uint64_t seed_;
   const Clock* const clock_;
+  // Windowed: the layout every slice's first sub-filter has (AskSlices).
+  BlockedLayout first_layout_;
   bloomsync::Mutex growth_mu_;  // serialises opening sub-filters (not the reads of the chain)
   // Windowed filters: shared by reads of the chain, exclusive to change first_ (see above).
   mutable bloomsync::Mutex retire_mu_;

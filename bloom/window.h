@@ -17,7 +17,9 @@
 // Since a slice usually holds just its share, its first sub-filter gets 3/4 of the slice's
 // budget and sub-filter i (3/4) (1/4)^i (a plain chain: 1/2 and (1/2)^(i+1)): at 8 slices and
 // 1% that is 1.57x the bits per item of a plain filter holding the window's items, instead of
-// 1.67x (window_benchmark), for a tighter rate in the sub-filters of a rate surge.
+// 1.67x (window_benchmark), for a tighter rate in the sub-filters of a rate surge. The slices'
+// first sub-filters thus share one layout, so a query computes an item's probe once for all
+// of them (BlockedBloomFilter::MightContainAny).
 //
 // Example:
 //   FilterSpec spec{.capacity = 1'000'000, .error_rate = 0.01, .window = absl::Hours(24 * 7)};
