@@ -32,6 +32,9 @@ const Clock* Clock::Real() {
 }
 
 absl::Status NormalizeWindow(FilterSpec& spec, absl::string_view field) {
+  // Stored in whole microseconds: a spec must compare equal to itself after a restart.
+  spec.window = absl::Trunc(spec.window, absl::Microseconds(1));
+  spec.idle_ttl = absl::Trunc(spec.idle_ttl, absl::Microseconds(1));
   if (spec.window != absl::ZeroDuration()) {
     if (absl::Status s = CheckDuration(spec.window, kMinWindow, kMaxWindow, field, "window");
         !s.ok()) {

@@ -72,8 +72,8 @@ class ManualClock : public Clock {
 };
 
 // Checks window, window_slices and idle_ttl of `spec` (InvalidArgument naming `field`.window
-// etc.) and replaces window_slices 0 by the default when there is a window. Called by
-// NormalizeSpec.
+// etc.), truncates the durations to whole microseconds (as stored) and replaces window_slices 0
+// by the default when there is a window. Called by NormalizeSpec.
 absl::Status NormalizeWindow(FilterSpec& spec, absl::string_view field);
 
 // Slice length d in microseconds (>= 1); spec normalized and windowed.

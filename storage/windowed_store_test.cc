@@ -155,6 +155,14 @@ TEST_F(WindowedStoreTest, ReserveIsIdempotentWithTheWindowFields) {
             absl::StatusCode::kAlreadyExists);
   EXPECT_EQ(store_->Reserve("w", bloom::FilterSpec{1000, 0.01}).status().code(),
             absl::StatusCode::kAlreadyExists);
+  // A window with nanoseconds is stored to the microsecond: still the same spec after a restart.
+  bloom::FilterSpec fine = WindowSpec(1000, absl::Hours(1) + absl::Nanoseconds(1500), 0);
+  ASSERT_OK(store_->Reserve("fine", fine).status());
+  Open();
+  absl::StatusOr<FilterStore::ReserveResult> after_restart = store_->Reserve("fine", fine);
+  ASSERT_OK(after_restart.status());
+  EXPECT_FALSE(after_restart->created);
+  EXPECT_EQ(after_restart->info.spec.window, absl::Hours(1) + absl::Microseconds(1));
   bloom::FilterSpec bad = WindowSpec(1000, absl::Milliseconds(10), 0);
   absl::Status refused = store_->Reserve("x", bad).status();
   EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
