@@ -335,6 +335,14 @@ absl::StatusOr<ScalableFilter::PreparedAdd> ScalableFilter::PrepareAdd(
     if (outcome == ReserveOutcome::kReserved) break;
     if (outcome == ReserveOutcome::kFull) {
       std::fill(added, added + n, false);
+      if (spec_.windowed()) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "time slice is full: a non_scaling window takes ", newest_seen->shape().capacity,
+            " new items per slice (capacity / window_slices), ", newest_seen->items_added(),
+            " added, this request adds ", new_hashes.size(), "; the next slice starts at ",
+            absl::FormatTime(absl::FromUnixMicros(slice_start + SliceMicros(spec_)),
+                             absl::UTCTimeZone())));
+      }
       return absl::ResourceExhaustedError(
           absl::StrCat("filter is full: non_scaling with capacity ", newest_seen->shape().capacity,
                        ", ", newest_seen->items_added(), " items added, this request adds ",

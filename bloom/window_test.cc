@@ -211,9 +211,11 @@ TEST(WindowedFilterTest, NonScalingSliceRefusesBeyondItsShare) {
   std::vector<char> added(11);
   EXPECT_TRUE(
       filter->Add(absl::MakeSpan(hashes).first(10), reinterpret_cast<bool*>(added.data())).ok());
-  EXPECT_EQ(
-      filter->Add(absl::MakeSpan(hashes).subspan(10), reinterpret_cast<bool*>(added.data())).code(),
-      absl::StatusCode::kResourceExhausted);
+  const absl::Status full =
+      filter->Add(absl::MakeSpan(hashes).subspan(10), reinterpret_cast<bool*>(added.data()));
+  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(full.message().find("time slice is full"), absl::string_view::npos) << full;
+  EXPECT_NE(full.message().find("takes 10 new items per slice"), absl::string_view::npos) << full;
   clock.Advance(absl::Seconds(10));  // the next slice has room again
   EXPECT_TRUE(
       filter->Add(absl::MakeSpan(hashes).subspan(10), reinterpret_cast<bool*>(added.data())).ok());
