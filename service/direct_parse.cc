@@ -108,14 +108,35 @@ bool ParseItemsRequest(absl::string_view bytes, ItemsRequestView* out, Field4 fi
   return true;
 }
 
-// Whether `bytes` are a well-formed message of scalar fields (a FilterSpec): protobuf refuses
-// a request whose embedded message is malformed, so this parse does too.
-bool WellFormed(absl::string_view bytes) {
+// Whether `bytes` are a well-formed message of scalar fields only (a google.protobuf.Duration).
+bool WellFormedScalars(absl::string_view bytes) {
   WireReader reader(bytes);
   while (!reader.AtEnd()) {
     uint32_t field;
     uint32_t wire_type;
     if (!reader.ReadTag(&field, &wire_type) || !reader.SkipField(wire_type)) return false;
+  }
+  return true;
+}
+
+// Whether `bytes` are a well-formed FilterSpec: protobuf refuses a request whose embedded
+// message is malformed, at any depth, so this parse does too. FilterSpec's fields are scalars
+// except `window` (5) and `idle_ttl` (7), Durations, which protobuf parses when they come
+// length-delimited (with another wire type they are unknown fields, skipped like any other).
+bool WellFormedFilterSpec(absl::string_view bytes) {
+  constexpr uint32_t kWindowField = 5;
+  constexpr uint32_t kIdleTtlField = 7;
+  WireReader reader(bytes);
+  while (!reader.AtEnd()) {
+    uint32_t field;
+    uint32_t wire_type;
+    if (!reader.ReadTag(&field, &wire_type)) return false;
+    if ((field == kWindowField || field == kIdleTtlField) && wire_type == kLengthDelimited) {
+      absl::string_view duration;
+      if (!reader.ReadLengthDelimited(&duration) || !WellFormedScalars(duration)) return false;
+    } else if (!reader.SkipField(wire_type)) {
+      return false;
+    }
   }
   return true;
 }
@@ -126,7 +147,7 @@ bool ParseAddRequest(absl::string_view bytes, ItemsRequestView* out) {
   return ParseItemsRequest(bytes, out, [out](WireReader& reader, uint32_t wire_type) {
     if (wire_type != kLengthDelimited) return reader.SkipField(wire_type);
     absl::string_view spec;
-    if (!reader.ReadLengthDelimited(&spec) || !WellFormed(spec)) return false;
+    if (!reader.ReadLengthDelimited(&spec) || !WellFormedFilterSpec(spec)) return false;
     out->create_if_missing.push_back(spec);
     return true;
   });

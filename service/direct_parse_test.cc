@@ -37,6 +37,8 @@ TEST(DirectParseTest, ReadsWhatProtobufWrites) {
     if (random() % 2) {
       add.mutable_create_if_missing()->set_capacity(random() % 100000);
       add.mutable_create_if_missing()->set_error_rate(0.01);
+      if (random() % 2) add.mutable_create_if_missing()->mutable_window()->set_seconds(3600);
+      if (random() % 2) add.mutable_create_if_missing()->mutable_idle_ttl()->set_nanos(7);
     }
     ItemsRequestView view;  // views into `wire`, which must outlive it
     const std::string wire = add.SerializeAsString();
@@ -102,6 +104,10 @@ TEST(DirectParseTest, TruncatedAndCorruptedMessagesNeverDisagreeWithProtobuf) {
   add.add_raw_items(std::string("\x00\x80\xff", 3));
   add.mutable_create_if_missing()->set_capacity(1000);
   add.mutable_create_if_missing()->set_error_rate(0.01);
+  // Embedded Durations: protobuf refuses the request when one of them is malformed.
+  add.mutable_create_if_missing()->mutable_window()->set_seconds(604800);
+  add.mutable_create_if_missing()->mutable_window()->set_nanos(5);
+  add.mutable_create_if_missing()->mutable_idle_ttl()->set_seconds(86400);
   const std::string whole = add.SerializeAsString();
   std::vector<std::string> inputs;
   for (size_t n = 0; n <= whole.size(); ++n) inputs.push_back(whole.substr(0, n));
