@@ -2,6 +2,7 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <string>
@@ -395,6 +396,48 @@ TEST_F(FilterStoreTest, OrphanedPagesAndJournalRecordsAreDeletedAtStart) {
   EXPECT_EQ(store_->load_report().orphans_deleted, 0u);
   EXPECT_GT(store_->load_report().pages, 0u);  // the live filter's pages stayed
   ExpectAllPresent("live", Items("l", 0, 100));
+}
+
+// A checkpoint stores a page with few set words sparse (storage/page_encoding.h): a per-user
+// filter with a few items takes tens of bytes in RocksDB, not its 1.3 KB of bits; a page that
+// fills up is stored dense again; both load exactly, eagerly and lazily.
+TEST_F(FilterStoreTest, PagesWithFewItemsAreStoredSparseAndLoadExactly) {
+  ASSERT_OK(store_->Reserve("sparse", {1000, 0.01}).status());
+  ASSERT_OK(store_->Add("sparse", Views(Items("s", 0, 3)), nullptr).status());
+  ASSERT_OK(store_->Reserve("dense", {1000, 0.01}).status());
+  ASSERT_OK(store_->Add("dense", Views(Items("d", 0, 1000)), nullptr).status());
+  ASSERT_OK(store_->CheckpointAll());
+  const uint64_t dense_bytes = store_->Stats("dense")->stats.size_bytes;
+  auto stored_page_sizes = [&] {
+    EXPECT_OK(store_->Close());
+    std::vector<size_t> sizes;
+    absl::StatusOr<std::unique_ptr<Database>> db = Database::Open(dir_.path());
+    EXPECT_OK(db.status());
+    std::unique_ptr<rocksdb::Iterator> it = (*db)->Scan((*db)->blocks());
+    for (it->SeekToFirst(); it->Valid(); it->Next()) sizes.push_back(it->value().size());
+    std::sort(sizes.begin(), sizes.end());
+    return sizes;
+  };
+  std::vector<size_t> sizes = stored_page_sizes();
+  ASSERT_EQ(sizes.size(), 2u);
+  EXPECT_LE(sizes[0], 1u + 3 * 7 * 10) << "3 items set at most 3k words";
+  EXPECT_GT(sizes[1], 1000u) << "a full filter's page is dense";
+  EXPECT_LE(sizes[1], dense_bytes);
+  for (bool lazy : {false, true}) {
+    StoreOptions options;
+    options.lazy_start = lazy;
+    options.background_checkpoints = false;
+    Open(options);
+    ExpectAllPresent("sparse", Items("s", 0, 3));
+    ExpectAllPresent("dense", Items("d", 0, 1000));
+    EXPECT_EQ(store_->Stats("sparse")->stats.items_added, 3u);
+  }
+  ASSERT_OK(store_->Add("sparse", Views(Items("s", 3, 900)), nullptr).status());
+  ASSERT_OK(store_->CheckpointAll());
+  sizes = stored_page_sizes();
+  EXPECT_GT(sizes[0], 1000u) << "the sparse page filled up and is stored dense";
+  Open();
+  ExpectAllPresent("sparse", Items("s", 0, 900));
 }
 
 TEST_F(FilterStoreTest, NonScalingFullFilterRefusesTheWholeBatch) {

@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "storage/encoding.h"
+#include "storage/page_encoding.h"
 #include "storage/filter_store.h"
 #include "storage/rocksdb_status.h"
 
@@ -146,6 +147,7 @@ absl::Status FilterStore::Load() {
   uint64_t orphans = 0;
   absl::btree_set<uint64_t> orphan_generations;
   it = db_->Scan(db_->blocks());
+  std::string page_scratch;
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     ASSIGN_OR_RETURN(const BlockKeyParts key, ParseBlockKey(View(it->key())));
     auto found = by_generation.find(key.generation);
@@ -167,7 +169,7 @@ absl::Status FilterStore::Load() {
     absl::Status loaded =
         sub == nullptr
             ? absl::DataLossError(absl::StrCat("page of missing sub-filter ", key.sub_filter))
-            : sub->bits().OrPage(key.page, View(it->value()));
+            : OrStoredPage(sub->bits(), key.page, View(it->value()), page_scratch);
     if (!loaded.ok()) stored.MarkUnreadable(loaded);
     ++load_report_.pages;
   }

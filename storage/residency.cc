@@ -31,6 +31,7 @@
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "storage/encoding.h"
+#include "storage/page_encoding.h"
 #include "storage/filter_store.h"
 #include "storage/rocksdb_status.h"
 
@@ -78,6 +79,7 @@ class GenerationScan {
 // ORs the checkpointed pages of `generation` into `filter`.
 absl::Status LoadPages(const Database& db, uint64_t generation, bloom::ScalableFilter& filter) {
   GenerationScan it(db, db.blocks(), generation);
+  std::string scratch;
   for (; it->Valid(); it->Next()) {
     ASSIGN_OR_RETURN(const BlockKeyParts key, ParseBlockKey(View(it->key())));
     bloom::SubFilter* sub = filter.sub_filter(static_cast<int>(key.sub_filter));
@@ -86,7 +88,7 @@ absl::Status LoadPages(const Database& db, uint64_t generation, bloom::ScalableF
     if (sub == nullptr) {
       return absl::DataLossError(absl::StrCat("page of missing sub-filter ", key.sub_filter));
     }
-    RETURN_IF_ERROR(sub->bits().OrPage(key.page, View(it->value())));
+    RETURN_IF_ERROR(OrStoredPage(sub->bits(), key.page, View(it->value()), scratch));
   }
   return FromRocksDb(it->status(), "loading filter pages");
 }

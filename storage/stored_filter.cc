@@ -7,6 +7,7 @@
 #include "common/status_macros.h"
 #include "rocksdb/write_batch.h"
 #include "storage/encoding.h"
+#include "storage/page_encoding.h"
 
 namespace storage {
 namespace {
@@ -489,12 +490,12 @@ void StoredFilter::TrimJournal(uint64_t from_seq, uint64_t to_seq,
 
 absl::Status StoredFilter::WritePages(const DirtyPages& dirty, bool sync,
                                       rocksdb::WriteBatch& batch) {
+  std::string scratch;
   std::string page_bytes;
   for (const auto& [index, pages] : dirty) {
     const bloom::BlockedBloomFilter& bits = filter_->sub_filter(index)->bits();
     for (uint64_t page : pages) {
-      page_bytes.resize(bits.page_size(page));
-      bits.ReadPage(page, page_bytes.data());
+      EncodePage(bits, page, scratch, page_bytes);  // sparse while few words are set
       batch.Put(db_->blocks(),
                 BlockKey(generation_, static_cast<uint32_t>(index), static_cast<uint32_t>(page)),
                 page_bytes);
