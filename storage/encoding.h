@@ -32,7 +32,8 @@ namespace storage {
 
 inline constexpr uint32_t kFormatVersion = 1;
 inline constexpr absl::string_view kFormatVersionKey = "format_version";
-// default CF: a floor for the next filter generation (recovery also takes max live + 1).
+// default CF: a floor for the next filter generation (recovery also takes max live + 1). Only
+// servers before the generation ceiling wrote it (per creation); it is still read.
 inline constexpr absl::string_view kNextGenerationKey = "next_generation";
 // default CF: every generation in use is below it (FilterStore raises it, synced, before handing
 // out a generation at or above it). Lets a lazy start-up skip reading every filter's record.

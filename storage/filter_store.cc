@@ -270,7 +270,6 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::FindOrCreateLocked(
   if (status.ok() && !defer_write) {
     rocksdb::WriteBatch batch;
     batch.Put(db_->filters(), std::string(name), EncodeFilterRecord(record));
-    batch.Put(std::string(kNextGenerationKey), absl::StrCat(record.generation + 1));
     status = db_->Write(batch, options_.sync, "reserving a filter");
   }
   if (!status.ok()) {
@@ -525,11 +524,8 @@ absl::StatusOr<FilterInfo> FilterStore::CommitImport(PendingImport& import) {
   ASSIGN_OR_RETURN(record.generation, AllocateGeneration());
   record.checkpoint_seq = 0;
   record.created_at_micros = absl::ToUnixMicros(options_.clock->Now());
-  // Claim the generation durably first: if we crash while writing pages, they belong to a
-  // generation nobody will reuse.
-  rocksdb::WriteBatch claim;
-  claim.Put(std::string(kNextGenerationKey), absl::StrCat(record.generation + 1));
-  RETURN_IF_ERROR(db_->Write(claim, options_.sync, "importing a filter"));
+  // The generation is below the synced ceiling (AllocateGeneration): if we crash while writing
+  // pages, they belong to a generation nobody will reuse.
   auto stored = std::make_shared<StoredFilter>(name, record, std::move(dump.filter), db_.get(),
                                                &budget_, import.charged_);
   budget_.Unpin(import.charged_);  // the StoredFilter owns the charge now: evictable bits

@@ -199,10 +199,8 @@ void StoredFilter::DeferCreation(const FilterRecord& record) {
 
 bool StoredFilter::AddPendingCreation(rocksdb::WriteBatch& batch) const {
   if (!creation_pending_.load()) return false;
+  // The generation needs no claim of its own: it is below the synced generation ceiling.
   batch.Put(db_->filters(), name_, creation_record_);
-  // Claims the generation; recovery also takes the largest generation it finds, so batches of
-  // concurrent creations landing out of order do no harm.
-  batch.Put(std::string(kNextGenerationKey), absl::StrCat(generation_ + 1));
   return true;
 }
 
