@@ -2,7 +2,8 @@
 //
 // Column families and keys:
 //   filters   name                                  -> FilterRecord (metadata, below)
-//   blocks    generation:be64 sub:be32 page:be32     -> page bytes (16 KiB, little-endian words)
+//   blocks    generation:be64 sub:be32 page:be32     -> page bits (up to 16 KiB of little-endian
+//                                                      words, or sparse: page_encoding.h)
 //   journal   generation:be64 seq:be64               -> JournalRecord (one per Add batch)
 //   default   "format_version"                       -> decimal format number
 // Big-endian integers keep one filter's blocks and journal contiguous and in order, so a filter

@@ -278,7 +278,7 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::FindOrCreateLocked(
   }
   auto stored = std::make_shared<StoredFilter>(std::string(name), record, *std::move(filter),
                                                db_.get(), &budget_, bytes);
-  if (defer_write) stored->DeferCreation(record);
+  if (defer_write) stored->DeferCreation();
   Insert(stored);
   created = true;
   return stored;

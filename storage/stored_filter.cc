@@ -192,15 +192,19 @@ absl::Status StoredFilter::Add(absl::Span<const uint64_t> hashes, bool* added, b
       });
 }
 
-void StoredFilter::DeferCreation(const FilterRecord& record) {
-  creation_record_ = EncodeFilterRecord(record);
-  creation_pending_.store(true);
-}
+void StoredFilter::DeferCreation() { creation_pending_.store(true); }
 
 bool StoredFilter::AddPendingCreation(rocksdb::WriteBatch& batch) const {
   if (!creation_pending_.load()) return false;
+  // The record as FindOrCreate made it, rebuilt from what never changes (generation, seed,
+  // spec, creation time, the first sub-filter) rather than kept encoded: ~130 bytes less for
+  // every resident filter not yet checkpointed, which is most per-user filters in a cache.
+  PersistedState created;
+  created.last_used_micros = created_at_micros_;
+  FilterRecord record = MakeRecord(created, nullptr);
+  if (record.sub_filters.size() > 1) record.sub_filters.resize(1);  // later ones write their own
   // The generation needs no claim of its own: it is below the synced generation ceiling.
-  batch.Put(db_->filters(), name_, creation_record_);
+  batch.Put(db_->filters(), name_, EncodeFilterRecord(record));
   return true;
 }
 
@@ -418,11 +422,6 @@ absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting) {
       }
     }
     next.first_index = static_cast<uint32_t>(filter_->first_index());
-    // Every reader of the creation record holds apply_mu_ shared and reads it only while the
-    // creation is pending, which it never is again once written: free it (a per-user filter
-    // would keep ~80 bytes for nothing).
-    if (!creation_pending_.load() && !creation_record_.empty())
-      std::string().swap(creation_record_);
     next.checkpoint_seq = next_seq_.load() - 1;
     next.checks = checks_.load();
     next.check_hits = check_hits_.load();
