@@ -1,6 +1,8 @@
 #include "service/direct_parse.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <iterator>
 
 namespace service {
 namespace {
@@ -124,14 +126,15 @@ bool WellFormedScalars(absl::string_view bytes) {
 // except `window` (5) and `idle_ttl` (7), Durations, which protobuf parses when they come
 // length-delimited (with another wire type they are unknown fields, skipped like any other).
 bool WellFormedFilterSpec(absl::string_view bytes) {
-  constexpr uint32_t kWindowField = 5;
-  constexpr uint32_t kIdleTtlField = 7;
   WireReader reader(bytes);
   while (!reader.AtEnd()) {
     uint32_t field;
     uint32_t wire_type;
     if (!reader.ReadTag(&field, &wire_type)) return false;
-    if ((field == kWindowField || field == kIdleTtlField) && wire_type == kLengthDelimited) {
+    const bool duration =
+        std::find(std::begin(kFilterSpecDurationFields), std::end(kFilterSpecDurationFields),
+                  field) != std::end(kFilterSpecDurationFields);
+    if (duration && wire_type == kLengthDelimited) {
       absl::string_view duration;
       if (!reader.ReadLengthDelimited(&duration) || !WellFormedScalars(duration)) return false;
     } else if (!reader.SkipField(wire_type)) {

@@ -15,6 +15,7 @@
 #define SERVICE_DIRECT_PARSE_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,12 @@ struct ItemsRequestView {
 // well-formed message of that type (truncated, a bad varint or tag, a group).
 bool ParseAddRequest(absl::string_view bytes, ItemsRequestView* out);
 bool ParseMightContainRequest(absl::string_view bytes, ItemsRequestView* out);
+
+// The FilterSpec fields that are messages (window and idle_ttl, google.protobuf.Durations):
+// protobuf refuses a request in which one of them is malformed, so ParseAddRequest checks them.
+// Every other FilterSpec field is a scalar. A new message field in FilterSpec must be added
+// here (direct_parse_test compares this list with FilterSpec's descriptor).
+inline constexpr uint32_t kFilterSpecDurationFields[] = {5, 7};
 
 // The encoding of an AddResponse (field 1 `added`) or MightContainResponse (field 1
 // `present`) of `count` values: both are one packed repeated bool field 1, whose payload is

@@ -1,5 +1,6 @@
 #include "service/direct_parse.h"
 
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -135,6 +136,26 @@ TEST(DirectParseTest, TruncatedAndCorruptedMessagesNeverDisagreeWithProtobuf) {
   }
   EXPECT_GT(accepted, 0);
   EXPECT_GT(refused, 0);
+}
+
+// The direct parse knows which FilterSpec fields are messages that protobuf parses (and so
+// refuses when malformed): exactly the Durations, each a message of scalars only. A new message
+// field in FilterSpec fails here until the parser checks it too.
+TEST(DirectParseTest, KnowsEveryMessageFieldOfFilterSpec) {
+  const google::protobuf::Descriptor* spec = bloom::v1::FilterSpec::descriptor();
+  std::vector<uint32_t> message_fields;
+  for (int i = 0; i < spec->field_count(); ++i) {
+    const google::protobuf::FieldDescriptor* field = spec->field(i);
+    if (field->type() != google::protobuf::FieldDescriptor::TYPE_MESSAGE) continue;
+    message_fields.push_back(static_cast<uint32_t>(field->number()));
+    EXPECT_EQ(field->message_type()->full_name(), "google.protobuf.Duration") << field->name();
+    for (int j = 0; j < field->message_type()->field_count(); ++j) {
+      EXPECT_NE(field->message_type()->field(j)->type(),
+                google::protobuf::FieldDescriptor::TYPE_MESSAGE);
+    }
+  }
+  EXPECT_EQ(message_fields, std::vector<uint32_t>(std::begin(kFilterSpecDurationFields),
+                                                  std::end(kFilterSpecDurationFields)));
 }
 
 TEST(DirectParseTest, RefusesGroupsBadVarintsAndOverlongLengths) {
