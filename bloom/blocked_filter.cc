@@ -173,6 +173,15 @@ bool BlockedBloomFilter::Add(uint64_t hash) {
   return newly_set != 0;
 }
 
+void BlockedBloomFilter::AddManyTo(absl::Span<const uint64_t> hashes, uint64_t* words) const {
+  for (uint64_t hash : hashes) {
+    uint64_t masks[kBlockWords] = {};
+    BitMasks(hash, layout_.hash_count, masks);
+    uint64_t* block = words + (BlockFor(hash) - words_);
+    for (uint32_t w = 0; w < kBlockWords; ++w) block[w] |= masks[w];
+  }
+}
+
 bool BlockedBloomFilter::MightContain(uint64_t hash) const {
   uint64_t* block = BlockFor(hash);
   uint64_t masks[kBlockWords] = {};

@@ -68,6 +68,11 @@ class BlockedBloomFilter {
   // `present` has hashes.size() elements. Prefetches like AddMany.
   void MightContainMany(absl::Span<const uint64_t> hashes, bool* present) const;
 
+  // Sets the bits of `hashes` in `words` (layout().bytes() / 8 words, by this filter's layout)
+  // instead of in this filter: what these adds make of the bits in `words`. Storage writes a
+  // new filter's first pages from it, before the add's bits become visible here.
+  void AddManyTo(absl::Span<const uint64_t> hashes, uint64_t* words) const;
+
   // Pages: page p covers bytes [p * kPageBytes, min((p + 1) * kPageBytes, layout().bytes())).
   uint64_t num_pages() const;
   uint64_t page_size(uint64_t page) const;

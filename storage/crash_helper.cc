@@ -1,12 +1,13 @@
 // Test helper for filter_store_test: opens a store, adds batches of items, prints
-// "acked <batch>" after each acknowledged Add, optionally checkpoints, then kills itself with
-// SIGKILL (a crash: no destructor, no Close, no flush).
+// "acked <batch> <items new>" after each acknowledged Add, optionally checkpoints, then kills
+// itself with SIGKILL (a crash: no destructor, no Close, no flush).
 //
 // Usage: storage_crash_helper DIR FILTER BATCHES BATCH_SIZE CHECKPOINT_AFTER_BATCH SYNC
 //                             [WINDOW_SECONDS ADVANCE_SECONDS]
 // With WINDOW_SECONDS the filter has a sliding window of that length and the store a manual
 // clock that starts at kWindowedStart and moves ADVANCE_SECONDS after each batch, so batch b
 // is added at kWindowedStart + b * ADVANCE_SECONDS (windowed_store_test knows when).
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -60,7 +61,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "add: %s\n", added.status().ToString().c_str());
       return 1;
     }
-    std::printf("acked %d\n", b);
+    std::printf("acked %d %ld\n", b,
+                static_cast<long>(std::count(added->begin(), added->end(), true)));
     std::fflush(stdout);
     clock.Advance(absl::Seconds(advance_seconds));
     if (b == checkpoint_after) {

@@ -52,6 +52,12 @@ rocksdb::ColumnFamilyOptions MetadataFamilyOptions(const std::shared_ptr<rocksdb
   table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
   table.partition_filters = true;
   options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  // The same for the memtable: a name that is not there (every filter created on first add
+  // is first looked up) is refused by a Bloom filter instead of a skip-list search of cache
+  // misses (creating 300,000 per-user filters: 7% of the server's CPU). 2% of the memtable's
+  // budget is ~1.3 MB, about 25 bits per record.
+  options.memtable_whole_key_filtering = true;
+  options.memtable_prefix_bloom_size_ratio = 0.02;
   return options;
 }
 

@@ -49,9 +49,10 @@ class FilterStoreTest : public ::testing::Test {
     }
   }
 
-  // Runs the crash helper (which ends with SIGKILL) and returns how many batches it acked.
+  // Runs the crash helper (which ends with SIGKILL) and returns how many batches it acked;
+  // adds to `new_items` how many of their items were new.
   int RunCrashHelper(const std::string& filter, int batches, int batch_size, int checkpoint_after,
-                     bool sync) {
+                     bool sync, uint64_t* new_items = nullptr) {
     store_.reset();  // the helper needs the directory lock
     const std::string command =
         absl::StrCat(CRASH_HELPER_PATH, " ", dir_.path(), " ", filter, " ", batches, " ",
@@ -64,7 +65,12 @@ class FilterStoreTest : public ::testing::Test {
     int acked = 0;
     char line[128];
     while (std::fgets(line, sizeof(line), out) != nullptr) {
-      if (absl::StartsWith(line, "acked ")) ++acked;
+      int batch = 0;
+      long added = 0;
+      if (std::sscanf(line, "acked %d %ld", &batch, &added) == 2) {
+        ++acked;
+        if (new_items != nullptr) *new_items += added;
+      }
     }
     const int status = pclose(out);
     EXPECT_TRUE(WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGKILL))
@@ -517,13 +523,17 @@ TEST_F(FilterStoreTest, CreatingAFilterOnItsFirstAddIsOneWrite) {
   EXPECT_EQ(writes() - before, 101u);
 
   // A helper process creates "crash-created" by its first add, adds more, and is killed -9
-  // before any checkpoint: the filter exists only through its journal's creation batch.
-  const int acked = RunCrashHelper("crash-created", 3, 100, /*checkpoint_after=*/-1, false);
+  // before any checkpoint: the filter exists through its creating add's write (record and
+  // pages, counting that add) and the journal records of the adds after it.
+  uint64_t new_items = 0;
+  const int acked =
+      RunCrashHelper("crash-created", 3, 100, /*checkpoint_after=*/-1, false, &new_items);
   ASSERT_EQ(acked, 3);
   Open();
   for (int b = 0; b < acked; ++b) {
     ExpectAllPresent("crash-created", Items(absl::StrCat("crash-created-", b, "-"), 0, 100));
   }
+  EXPECT_EQ(store_->Stats("crash-created")->stats.items_added, new_items);
   for (int user = 0; user < 100; ++user) {
     ExpectAllPresent(absl::StrCat("user:", user), Items("seen", 0, 3));
     EXPECT_EQ(store_->Stats(absl::StrCat("user:", user))->spec.capacity, 1000u);

@@ -46,32 +46,40 @@ absl::Status OperationBatch::Prepare(absl::string_view name,
     if (filter != nullptr && spec.has_value() && absl::IsNotFound(filter->Usable())) {
       filter = nullptr;
     }
+    bool created = false;
     if (filter == nullptr) {
       if (!spec.has_value()) {
         return absl::NotFoundError(absl::StrCat("filter '", name, "' not found"));
       }
-      bool created = false;
       ASSIGN_OR_RETURN(filter, store_->FindOrCreate(name, *spec, created, /*defer_write=*/true,
                                                     [this] { Flush(); }));
     }
     // A second add to one filter in one write would need its own seen-set and reservations
     // on top of the first's: simpler and as cheap to write the first now.
     if (held_.contains(filter.get()) || held_.size() >= kMaxFiltersPerWrite) Flush();
-    if (!filter->TryLockForGroup()) {
+    StoredFilter::GroupedAdd grouped;
+    // The add that created the filter takes it alone when nobody else has yet (it never
+    // waits for that), so its write can be the filter's first checkpoint (stored_filter.h).
+    grouped.exclusive = created && filter->TryLockForCreation();
+    if (!grouped.exclusive && !filter->TryLockForGroup()) {
       Flush();
       filter->LockForGroup();
     }
-    std::vector<uint64_t> hashes(items.size());
-    for (size_t i = 0; i < items.size(); ++i) hashes[i] = filter->filter()->Hash(items[i]);
-    StoredFilter::GroupedAdd grouped;
-    absl::Status status = filter->PrepareGroupAdd(hashes, operation.added.get(),
-                                                  store_->options_.sync, write_, grouped);
+    // An unreadable filter has no bits to hash for (DATA_LOSS), a deleted one is looked up
+    // again below.
+    absl::Status status = filter->Usable();
+    if (status.ok()) {
+      std::vector<uint64_t> hashes(items.size());
+      for (size_t i = 0; i < items.size(); ++i) hashes[i] = filter->filter()->Hash(items[i]);
+      status = filter->PrepareGroupAdd(hashes, operation.added.get(), store_->options_.sync, write_,
+                                       grouped);
+    }
     if (status.ok() && grouped.needs_write) {
       held_.insert(filter.get());
       pending_.push_back({std::move(filter), std::move(grouped), &operation});
       return absl::OkStatus();
     }
-    filter->UnlockForGroup();
+    filter->UnlockForGroup(grouped.exclusive);
     if (StoredFilter::IsEvicted(status)) continue;  // nothing was prepared: use the reloaded one
     if (status.ok() || !absl::IsNotFound(status) || !spec.has_value()) return status;
   }
@@ -97,7 +105,7 @@ void OperationBatch::Flush() {
   ++writes_;
   for (Pending& pending : pending_) {
     pending.filter->FinishGroupAdd(pending.grouped, written.ok());
-    pending.filter->UnlockForGroup();
+    pending.filter->UnlockForGroup(pending.grouped.exclusive);
     if (!written.ok()) pending.operation->status = written;
   }
   pending_.clear();

@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "rocksdb/statistics.h"
 #include "storage/filter_store.h"
+#include "storage/rocksdb_status.h"
 #include "storage/test_items.h"
 
 namespace storage {
@@ -107,6 +108,107 @@ TEST_F(OperationBatchTest, AddsToManyFiltersAreOneWriteAndSurviveARestart) {
     EXPECT_EQ(store_->Stats(absl::StrCat("user:", user))->stats.items_added, 3u);
   }
   EXPECT_EQ(store_->Stats("existing")->stats.items_added, 50u);
+}
+
+// Entries in the journal column family (records of adds not yet checkpointed).
+size_t JournalEntries(Database& db) {
+  std::unique_ptr<rocksdb::Iterator> it = db.Scan(db.journal());
+  size_t entries = 0;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) ++entries;
+  EXPECT_OK(FromRocksDb(it->status(), "scanning the journal"));
+  return entries;
+}
+
+TEST_F(OperationBatchTest, TheAddThatCreatesASmallFilterIsItsFirstCheckpoint) {
+  const FilterSpec spec{1000, 0.01};
+  const FilterSpec large{1'000'000, 0.01};  // 1.2 MB of bits: its first add is journalled
+  {
+    std::unique_ptr<OperationBatch> batch = Batch();
+    for (int user = 0; user < 20; ++user) {
+      batch->Add(absl::StrCat("user:", user), Views(Items("seen", 0, 3)), &spec);
+    }
+    batch->Add("large", Views(Items("l", 0, 5)), &large);
+  }
+  // The per-user filters wrote their record and page, no journal record: nothing is left for
+  // a checkpoint (or an eviction) to write. Only the large filter journalled its add.
+  EXPECT_EQ(JournalEntries(store_->database()), 1u);
+  ASSERT_OK(store_->Add("large", Views(Items("l", 5, 10)), nullptr).status());
+  ASSERT_OK(store_->CheckpointAll());
+  const uint64_t before = Writes();
+  ASSERT_OK(store_->CheckpointAll());
+  EXPECT_EQ(Writes(), before);
+  // A later add to a per-user filter journals as any add does.
+  ASSERT_OK(store_->Add("user:0", Views(Items("later", 0, 2)), nullptr).status());
+  EXPECT_EQ(JournalEntries(store_->database()), 1u);
+
+  ASSERT_OK(store_->Close());
+  Open();
+  for (int user = 0; user < 20; ++user) {
+    const std::string name = absl::StrCat("user:", user);
+    ExpectAllPresent(name, Items("seen", 0, 3));
+    absl::StatusOr<FilterInfo> info = store_->Stats(name);
+    ASSERT_OK(info.status());
+    EXPECT_EQ(info->stats.items_added, user == 0 ? 5u : 3u) << name;
+    EXPECT_EQ(info->spec.capacity, 1000u);
+  }
+  ExpectAllPresent("user:0", Items("later", 0, 2));
+  ExpectAllPresent("large", Items("l", 0, 10));
+}
+
+// Many threads create the same filters at once: one add creates each filter (and writes it
+// as a checkpoint) while the others wait for it or journal after it; every acknowledged item
+// is there, and items_added counts each item that was new exactly once.
+TEST_F(OperationBatchTest, ConcurrentFirstAddsToOneNewFilterLoseNothing) {
+  Open(/*background_checkpoints=*/true);
+  const FilterSpec spec{1000, 0.01};
+  constexpr int kThreads = 4;
+  constexpr int kFilters = 50;
+  std::vector<std::vector<std::string>> acked(kThreads);
+  std::atomic<uint64_t> new_items{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 5; ++round) {
+        absl::StatusOr<std::unique_ptr<OperationBatch>> batch = store_->StartBatch();
+        ASSERT_OK(batch.status());
+        std::vector<std::pair<OperationBatch::Ticket, std::string>> queued;
+        for (int f = 0; f < kFilters; ++f) {
+          const std::string name = absl::StrCat("race:", (f + t * 7) % kFilters);
+          const std::string item = absl::StrCat("t", t, "-r", round, "-f", f);
+          const std::vector<absl::string_view> items = {item};
+          queued.emplace_back((*batch)->Add(name, items, &spec), name + "|" + item);
+        }
+        (*batch)->Flush();
+        for (auto& [ticket, label] : queued) {
+          absl::StatusOr<std::vector<bool>> added = (*batch)->TakeResult(ticket);
+          ASSERT_TRUE(added.ok()) << label << ": " << added.status();
+          new_items += std::count(added->begin(), added->end(), true);
+          acked[t].push_back(label);
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  auto check = [&] {
+    uint64_t items_added = 0;
+    for (int f = 0; f < kFilters; ++f) {
+      absl::StatusOr<FilterInfo> info = store_->Stats(absl::StrCat("race:", f));
+      ASSERT_OK(info.status());
+      items_added += info->stats.items_added;
+    }
+    EXPECT_EQ(items_added, new_items.load());
+    for (const std::vector<std::string>& labels : acked) {
+      ASSERT_EQ(labels.size(), 5u * kFilters);
+      for (const std::string& label : labels) {
+        const size_t bar = label.find('|');
+        ExpectAllPresent(label.substr(0, bar), {label.substr(bar + 1)});
+      }
+    }
+  };
+  check();
+  ASSERT_OK(store_->Close());
+  Open();
+  check();
 }
 
 TEST_F(OperationBatchTest, ACheckSeesTheAddsQueuedBeforeIt) {

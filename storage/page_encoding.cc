@@ -20,29 +20,33 @@ uint64_t LoadWord(const char* at) {
 
 void EncodePage(const bloom::BlockedBloomFilter& bits, uint64_t page, std::string& scratch,
                 std::string& out) {
-  const size_t size = bits.page_size(page);
-  scratch.resize(size);
+  scratch.resize(bits.page_size(page));
   bits.ReadPage(page, scratch.data());
+  EncodePageBytes(scratch, out);
+}
+
+void EncodePageBytes(std::string& dense, std::string& out) {
+  const size_t size = dense.size();
   const size_t words = size / 8;
   // Sparse only while under half the dense size: count nonzero words up to that bound.
   const size_t max_sparse_words = (size / 2 - 1) / kSparseEntryBytes;
   size_t nonzero = 0;
   for (size_t i = 0; i < words && nonzero <= max_sparse_words; ++i) {
-    nonzero += LoadWord(scratch.data() + i * 8) != 0;
+    nonzero += LoadWord(dense.data() + i * 8) != 0;
   }
   if (nonzero > max_sparse_words || words > 0xffff + 1) {
-    out.swap(scratch);
+    out.swap(dense);
     return;
   }
   out.clear();
   out.reserve(1 + nonzero * kSparseEntryBytes);
   out.push_back(kSparseMarker);
   for (size_t i = 0; i < words; ++i) {
-    const uint64_t word = LoadWord(scratch.data() + i * 8);
+    const uint64_t word = LoadWord(dense.data() + i * 8);
     if (word == 0) continue;
     const char index[2] = {static_cast<char>(i & 0xff), static_cast<char>(i >> 8)};
     out.append(index, 2);
-    out.append(scratch.data() + i * 8, 8);
+    out.append(dense.data() + i * 8, 8);
   }
 }
 

@@ -31,6 +31,10 @@ namespace storage {
 void EncodePage(const bloom::BlockedBloomFilter& bits, uint64_t page, std::string& scratch,
                 std::string& out);
 
+// The same for a page given as its dense bytes (`dense`: page_size bytes, whose buffer may be
+// taken over).
+void EncodePageBytes(std::string& dense, std::string& out);
+
 // ORs a stored page (either form) into page `page` of `bits`; DATA_LOSS for a value that is
 // neither (wrong length, word index out of range or out of order).
 absl::Status OrStoredPage(bloom::BlockedBloomFilter& bits, uint64_t page, absl::string_view value,

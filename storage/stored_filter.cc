@@ -1,6 +1,7 @@
 #include "storage/stored_filter.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
@@ -181,17 +182,6 @@ bool StoredFilter::IsEvicted(const absl::Status& status) {
   return absl::IsUnavailable(status) && status.GetPayload(kEvictedPayload).has_value();
 }
 
-absl::Status StoredFilter::Add(absl::Span<const uint64_t> hashes, bool* added, bool sync) {
-  bloomsync::ReaderMutexLock lock(&apply_mu_);
-  if (absl::Status addable = Addable(); !addable.ok()) return addable;
-  if (has_idle_ttl()) TouchIdle(filter_->clock()->Now());
-  return filter_->Add(
-      hashes, added, [&](const bloom::SubFilter& sub) { return PersistNewSubFilter(sub, sync); },
-      [&](absl::Span<const Run> runs, absl::Span<const uint64_t> new_hashes) {
-        return Journal(runs, new_hashes, sync);
-      });
-}
-
 void StoredFilter::DeferCreation() { creation_pending_.store(true); }
 
 bool StoredFilter::AddPendingCreation(rocksdb::WriteBatch& batch) const {
@@ -242,21 +232,6 @@ absl::Status StoredFilter::PersistNewSubFilter(const bloom::SubFilter& sub, bool
   return absl::OkStatus();
 }
 
-absl::Status StoredFilter::Journal(absl::Span<const Run> runs, absl::Span<const uint64_t> hashes,
-                                   bool sync) {
-  const uint64_t seq = next_seq_.fetch_add(1);
-  const std::string record = EncodeJournalRecord(runs, hashes);
-  rocksdb::WriteBatch batch;
-  const bool creating = AddPendingCreation(batch);
-  batch.Put(db_->journal(), JournalKey(generation_, seq), record);
-  absl::Status written = db_->Write(batch, sync, "journaling an add");
-  if (written.ok()) {
-    journal_bytes_.fetch_add(record.size());
-    if (creating) creation_pending_.store(false);
-  }
-  return written;
-}
-
 absl::Status StoredFilter::PrepareGroupAdd(absl::Span<const uint64_t> hashes, bool* added,
                                            bool sync, rocksdb::WriteBatch& batch,
                                            GroupedAdd& grouped) {
@@ -266,6 +241,11 @@ absl::Status StoredFilter::PrepareGroupAdd(absl::Span<const uint64_t> hashes, bo
                    filter_->PrepareAdd(hashes, added, [&](const bloom::SubFilter& sub) {
                      return PersistNewSubFilter(sub, sync);
                    }));
+  if (grouped.exclusive && creation_pending_.load() && !grouped.prepared.new_hashes.empty() &&
+      PutCreationCheckpoint(grouped, batch)) {
+    grouped.creating = grouped.wrote_pages = grouped.needs_write = true;
+    return absl::OkStatus();
+  }
   // A creation still pending needs the write even when nothing is new (as EnsurePersisted).
   grouped.creating = AddPendingCreation(batch);
   if (!grouped.prepared.new_hashes.empty()) {
@@ -285,7 +265,54 @@ void StoredFilter::FinishGroupAdd(const GroupedAdd& grouped, bool written) {
   }
   filter_->CommitAdd(grouped.prepared);
   journal_bytes_.fetch_add(grouped.journal_bytes);
+  if (grouped.wrote_pages) {
+    // The pages just written hold these bits, and no other add ran meanwhile (apply_mu_ is
+    // held exclusively): nothing is dirty, and the record written is the last checkpoint.
+    bloom::BlockedBloomFilter& bits = filter_->first()->bits();
+    (void)bits.TakeDirtyPages();
+    bloomsync::MutexLock meta(&meta_mu_);
+    persisted_.items_added = {filter_->first()->items_added()};
+    persisted_.last_used_micros = grouped.recorded_last_used_micros;
+  }
   if (grouped.creating) creation_pending_.store(false);
+}
+
+bool StoredFilter::PutCreationCheckpoint(GroupedAdd& grouped, rocksdb::WriteBatch& batch) const {
+  const bloom::ScalableFilter::PreparedAdd& prepared = grouped.prepared;
+  const bloom::SubFilter* first = filter_->first();
+  if (first == nullptr || first->next() != nullptr || prepared.runs.size() != 1 ||
+      prepared.runs[0].sub_filter != first->index()) {
+    return false;
+  }
+  const bloom::BlockedBloomFilter& bits = first->bits();
+  const uint64_t bytes = bits.layout().bytes();
+  if (bytes > kMaxCreationCheckpointBytes) return false;
+  PersistedState state;  // checkpoint_seq 0: no journal record precedes this one
+  state.first_index = static_cast<uint32_t>(first->index());
+  state.items_added = {first->items_added()};  // the prepared add's reservation included
+  state.last_used_micros = last_used_micros_.load(std::memory_order_relaxed);
+  grouped.recorded_last_used_micros = state.last_used_micros;
+  batch.Put(db_->filters(), name_, EncodeFilterRecord(MakeRecord(state, nullptr)));
+  std::vector<uint64_t> words(bytes / sizeof(uint64_t), 0);
+  bits.AddManyTo(prepared.new_hashes, words.data());
+  std::string dense;
+  std::string page_bytes;
+  for (uint64_t page = 0; page < bits.num_pages(); ++page) {
+    const uint64_t begin = page * bloom::BlockedBloomFilter::kPageBytes / sizeof(uint64_t);
+    const uint64_t end = begin + bits.page_size(page) / sizeof(uint64_t);
+    if (std::all_of(words.begin() + begin, words.begin() + end,
+                    [](uint64_t w) { return w == 0; })) {
+      continue;  // a page never written reads as zeros
+    }
+    dense.resize((end - begin) * sizeof(uint64_t));
+    std::memcpy(dense.data(), words.data() + begin, dense.size());
+    EncodePageBytes(dense, page_bytes);
+    batch.Put(
+        db_->blocks(),
+        BlockKey(generation_, static_cast<uint32_t>(first->index()), static_cast<uint32_t>(page)),
+        page_bytes);
+  }
+  return true;
 }
 
 absl::Status StoredFilter::MightContain(absl::Span<const uint64_t> hashes, bool* present) {

@@ -4,6 +4,8 @@
 // journal record (the new items' hashes and their sub-filters) in one RocksDB write, then set
 // the bits. So every bit a reader can see is already in the WAL, and an acknowledged add
 // survives a crash. Opening a sub-filter first persists the metadata record that lists it.
+// The add that creates a small filter writes its pages instead of a journal record (see
+// GroupedAdd): the same guarantee, and nothing left for a checkpoint to do.
 //
 // Checkpoint: under a brief exclusive lock, take the journal sequence S that every finished add
 // is covered by, the item counters, and the set of dirty pages; then, with adds running again,
@@ -117,9 +119,6 @@ class StoredFilter {
   // OK, or why this filter cannot be used (NOT_FOUND once deleted, DATA_LOSS if unreadable).
   absl::Status Usable() const;
 
-  // Adds items by hash (filter()->Hash); see ScalableFilter::Add for `added` and errors.
-  // Also UNAVAILABLE/DATA_LOSS when RocksDB refuses the write; then nothing was added.
-  absl::Status Add(absl::Span<const uint64_t> hashes, bool* added, bool sync);
   // present[i] (hashes.size() elements, any initial value) = might contain hashes[i].
   absl::Status MightContain(absl::Span<const uint64_t> hashes, bool* present);
   // O(bits): counts set bits.
@@ -196,24 +195,41 @@ class StoredFilter {
   // answers, or when an add wrote no journal record.
   absl::Status EnsurePersisted(bool sync);
 
-  // Group commit (storage/operation_batch.h): adds to several filters persisted by one
-  // RocksDB write. Per filter and add:
+  // Adds, persisted by RocksDB writes that may carry the adds of other filters too (group
+  // commit, storage/operation_batch.h). Per filter and add:
   //   1. LockForGroup() (or TryLockForGroup(), which does not wait): apply_mu_ shared, held
-  //      until the add's bits are set, so no checkpoint or Delete sees it half done;
+  //      until the add's bits are set, so no checkpoint or Delete sees it half done; or, by
+  //      the add that just created the filter, TryLockForCreation(): apply_mu_ exclusive;
   //   2. PrepareGroupAdd(): reserves room and puts the journal record (and a pending creation
   //      record) into `batch`; on error nothing was put and nothing is reserved;
   //   3. if grouped.needs_write: the caller writes `batch`, then FinishGroupAdd() sets the
   //      bits (or gives the room back if the write failed);
-  //   4. UnlockForGroup().
+  //   4. UnlockForGroup(grouped.exclusive).
+  // The creating add, holding the filter alone, writes the creation record as a checkpoint
+  // that already holds its items, and their pages, instead of a journal record: the filter is
+  // then clean, and evicting it writes nothing (one memtable entry per new per-user filter
+  // instead of four: record, journal, then at eviction page, record and trimmed journal).
+  // Errors: see ScalableFilter::Add (a full non-scaling filter, a chain that cannot grow); a
+  // failed write fails every add it carried, and none of them was added.
   struct GroupedAdd {
     bloom::ScalableFilter::PreparedAdd prepared;
     uint64_t journal_bytes = 0;
-    bool creating = false;
+    bool exclusive = false;    // set by the caller: it holds TryLockForCreation()
+    bool creating = false;     // the batch carries the creation record
+    bool wrote_pages = false;  // ... as a checkpoint with the add's pages, no journal record
     bool needs_write = false;
+    int64_t recorded_last_used_micros = 0;  // in that checkpoint
   };
   void LockForGroup() ABSL_NO_THREAD_SAFETY_ANALYSIS { apply_mu_.ReaderLock(); }
   bool TryLockForGroup() ABSL_NO_THREAD_SAFETY_ANALYSIS { return apply_mu_.ReaderTryLock(); }
-  void UnlockForGroup() ABSL_NO_THREAD_SAFETY_ANALYSIS { apply_mu_.ReaderUnlock(); }
+  bool TryLockForCreation() ABSL_NO_THREAD_SAFETY_ANALYSIS { return apply_mu_.TryLock(); }
+  void UnlockForGroup(bool exclusive) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    if (exclusive) {
+      apply_mu_.Unlock();
+    } else {
+      apply_mu_.ReaderUnlock();
+    }
+  }
   absl::Status PrepareGroupAdd(absl::Span<const uint64_t> hashes, bool* added, bool sync,
                                rocksdb::WriteBatch& batch, GroupedAdd& grouped);
   void FinishGroupAdd(const GroupedAdd& grouped, bool written);
@@ -246,7 +262,14 @@ class StoredFilter {
   // OK, or why an add must not apply here (Usable(), or EvictedError()).
   absl::Status Addable() const;
   absl::Status PersistNewSubFilter(const bloom::SubFilter& sub, bool sync);
-  absl::Status Journal(absl::Span<const Run> runs, absl::Span<const uint64_t> hashes, bool sync);
+  // For the creating add holding apply_mu_ exclusively: puts the creation record as a
+  // checkpoint that counts the prepared add, and the pages its bits make of the empty filter,
+  // into `batch`. False, with nothing put, for an add this does not fit (items beyond the
+  // first sub-filter, or a first sub-filter of more than kMaxCreationCheckpointBytes).
+  bool PutCreationCheckpoint(GroupedAdd& grouped, rocksdb::WriteBatch& batch) const;
+  // The bits a creating add copies to compute its pages: per-user filters (capacity 1000 at
+  // 1% is 1,472 bytes) and filters up to a few pages; larger ones journal their first add.
+  static constexpr uint64_t kMaxCreationCheckpointBytes = 64 << 10;
   // The metadata record for `state`, listing the chain plus `extra` (a sub-filter being opened).
   FilterRecord MakeRecord(const PersistedState& state, const bloom::SubFilter* extra) const;
   // Adds the pending creation record, if any, to `batch`; true if it did.
