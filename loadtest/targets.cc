@@ -70,11 +70,10 @@ class BloomTarget : public Target {
   }
   absl::Status MightContain(const std::string& name, const std::vector<std::string>& keys,
                             std::vector<bool>& present) override {
-    absl::StatusOr<std::vector<bool>> r = client_->MightContain(name, keys);
-    if (absl::IsNotFound(r.status())) {  // a filter not created yet holds nothing
-      present.assign(keys.size(), false);
-      return absl::OkStatus();
-    }
+    // A filter not created yet holds nothing: absent_if_missing, as a per-user service asks
+    // (RedisBloom's BF.MEXISTS of a missing key answers 0s the same way).
+    absl::StatusOr<std::vector<bool>> r =
+        client_->MightContain(name, keys, /*absent_if_missing=*/true);
     if (!r.ok()) return r.status();
     present = *std::move(r);
     return absl::OkStatus();
@@ -117,12 +116,8 @@ class PipelineTarget : public BloomTarget {
     bloom::v1::MightContainRequest* check = request_.mutable_might_contain();
     check->set_name(name);
     check->mutable_items()->Add(keys.begin(), keys.end());
-    absl::Status status = RoundTrip(present);
-    if (absl::IsNotFound(status)) {  // a filter not created yet holds nothing
-      present.assign(keys.size(), false);
-      return absl::OkStatus();
-    }
-    return status;
+    check->set_absent_if_missing(true);  // a filter not created yet holds nothing
+    return RoundTrip(present);
   }
 
  private:

@@ -6,7 +6,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   libgrpc++-dev libgrpc-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
-  libabsl-dev librocksdb-dev libxxhash-dev
+  libabsl-dev librocksdb-dev libxxhash-dev libjemalloc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-grpcio python3-protobuf
   libhiredis-dev redis-server libyaml-cpp-dev

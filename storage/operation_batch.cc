@@ -3,11 +3,19 @@
 #include <optional>
 #include <utility>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "storage/filter_store.h"
 
 namespace storage {
+namespace {
+
+// An operation's item hashes: most per-user operations carry a key or a few, which then need
+// no allocation of their own.
+using ItemHashes = absl::InlinedVector<uint64_t, 8>;
+
+}  // namespace
 
 OperationBatch::OperationBatch(FilterStore* store) ABSL_NO_THREAD_SAFETY_ANALYSIS : store_(store) {
   store_->lifecycle_mu_.ReaderLock();
@@ -69,7 +77,7 @@ absl::Status OperationBatch::Prepare(absl::string_view name,
     // again below.
     absl::Status status = filter->Usable();
     if (status.ok()) {
-      std::vector<uint64_t> hashes(items.size());
+      ItemHashes hashes(items.size());
       for (size_t i = 0; i < items.size(); ++i) hashes[i] = filter->filter()->Hash(items[i]);
       status = filter->PrepareGroupAdd(hashes, operation.added.get(), store_->options_.sync, write_,
                                        grouped);
@@ -93,7 +101,7 @@ absl::Status OperationBatch::MightContainInto(absl::string_view name,
   ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> filter,
                    store_->FindUsable(name, [this] { Flush(); }));
   if (held_.contains(filter.get())) Flush();  // the check must see the add queued before it
-  std::vector<uint64_t> hashes(items.size());
+  ItemHashes hashes(items.size());
   for (size_t i = 0; i < items.size(); ++i) hashes[i] = filter->filter()->Hash(items[i]);
   return filter->MightContain(hashes, present);
 }

@@ -20,7 +20,6 @@
 //
 // Without a limit, or before the first filter leaves memory, a missing name is simply missing:
 // no RocksDB read on that path.
-#include <malloc.h>
 
 #include <algorithm>
 #include <chrono>
@@ -28,11 +27,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/heap.h"
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "storage/encoding.h"
-#include "storage/page_encoding.h"
 #include "storage/filter_store.h"
+#include "storage/page_encoding.h"
 #include "storage/rocksdb_status.h"
 
 namespace storage {
@@ -308,13 +308,14 @@ void FilterStore::EvictLoop() {
     lock.unlock();
     const uint64_t evictions_before = evictions_.load(std::memory_order_relaxed);
     EvictToBudget();
-    // Freed filters leave holes all over the heap, which glibc keeps (and counts in RSS)
-    // until something of the same size comes; 10 million filters through a 1 GiB budget left
-    // ~700 MB of RSS beyond the budget. Give free pages back, at most once a second.
+    // Freed filters leave free pages all over the heap, which the allocator keeps (and RSS
+    // counts) for a while or, with glibc, until something of the same size comes; 10 million
+    // filters through a 1 GiB budget left ~700 MB of RSS beyond the budget under glibc. Give
+    // free pages back, at most once a second.
     const absl::Time now = absl::Now();
     if (evictions_.load(std::memory_order_relaxed) != evictions_before &&
         now - last_trim >= absl::Seconds(1)) {
-      malloc_trim(0);
+      bloomheap::ReleaseFreeMemory();
       last_trim = now;
     }
     lock.lock();
