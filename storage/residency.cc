@@ -260,11 +260,23 @@ void FilterStore::EvictToBudget() {
       candidates.push_back({filter->last_used_ticks(), filter});
     }
   }
-  std::sort(candidates.begin(), candidates.end(),
-            [](const Candidate& a, const Candidate& b) { return a.last_used < b.last_used; });
+  // A round frees what is over the low watermark (1/16 of the budget and the overshoot): only
+  // the oldest few candidates are needed. Pick about twice as many as that takes on average in
+  // linear time and sort only those; the rest is sorted only if they do not suffice (busy
+  // filters are skipped). Sorting all of them was a tenth of the server's CPU while per-user
+  // filters were created through a 100Mi budget.
+  auto older = [](const Candidate& a, const Candidate& b) { return a.last_used < b.last_used; };
+  const uint64_t used = budget_.used();
+  const uint64_t average = std::max<uint64_t>(1, used / std::max<size_t>(1, candidates.size()));
+  const size_t first = std::min<size_t>(
+      candidates.size(), 2 * (used > target ? (used - target) / average : 0) + 64);
+  std::nth_element(candidates.begin(), candidates.begin() + first, candidates.end(), older);
+  std::sort(candidates.begin(), candidates.begin() + first, older);
   uint64_t evicted_now = 0;
-  for (Candidate& candidate : candidates) {
+  for (size_t i = 0; i < candidates.size(); ++i) {
     if (budget_.used() <= target) break;
+    if (i == first) std::sort(candidates.begin() + first, candidates.end(), older);
+    Candidate& candidate = candidates[i];
     std::shared_ptr<StoredFilter> filter = candidate.filter.lock();
     if (filter == nullptr) continue;
     // The lifecycle lock per filter, not per round: a round can take long, and Close() or a

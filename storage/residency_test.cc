@@ -118,6 +118,28 @@ TEST_F(ResidencyTest, EvictedFiltersAnswerExactlyAsBeforeAndMemoryStaysUnderTheL
   }
 }
 
+// A round picks its victims oldest first (it selects a few candidates and sorts only those):
+// the filters used most recently stay resident.
+TEST_F(ResidencyTest, ARoundEvictsTheLeastRecentlyUsedFilters) {
+  // 20 small filters take 44,800 bytes of the 49,152-byte budget with their bookkeeping.
+  for (int f = 0; f < 20; ++f) ASSERT_OK(store_->Reserve(absl::StrCat("f", f), kSmall).status());
+  ASSERT_EQ(store_->Figures().cold_filters, 0u);
+  // Used in this order: f10..f19 are now the least recently used.
+  for (int f = 10; f < 20; ++f) Check(absl::StrCat("f", f), Items("x", 0, 1));
+  for (int f = 0; f < 10; ++f) Check(absl::StrCat("f", f), Items("x", 0, 1));
+  // A larger filter takes memory over the limit; the round evicts down to 15/16 of it.
+  ASSERT_OK(store_->Reserve("big", {4000, 0.01}).status());
+  store_->EvictToBudget();
+  EXPECT_GE(store_->Figures().cold_filters, 2u);
+  EXPECT_LE(store_->memory_used(), kLimit);
+  const uint64_t loads = store_->Figures().loads;
+  for (int f = 0; f < 10; ++f) Check(absl::StrCat("f", f), Items("x", 0, 1));
+  Check("big", Items("x", 0, 1));
+  EXPECT_EQ(store_->Figures().loads, loads) << "a recently used filter was evicted";
+  Check("f10", Items("x", 0, 1));  // the oldest: evicted, loaded again
+  EXPECT_EQ(store_->Figures().loads, loads + 1);
+}
+
 TEST_F(ResidencyTest, ColdFiltersKeepTheirIdentityForReserveImportDeleteAndList) {
   const FilterSpec other{5000, 0.001};
   ASSERT_OK(store_->Reserve("f0", kSmall).status());

@@ -3,7 +3,7 @@
 # 1000 at 1% (one add each, by create_if_missing from 50 client threads sharing the C++ client's
 # pipelined mode, TRANSPORT=client, or over a raw Pipeline stream each, TRANSPORT=pipeline)
 # on a server with --memory_limit=LIMIT and --lazy_start, then reports:
-#   - creations per second, and the server's peak and final RSS;
+#   - creations per second, the server's CPU per creation, and its peak and final RSS;
 #   - a mixed run (half adds, half checks, one key per operation, a uniformly random filter):
 #     keys/s and RSS;
 #   - RocksDB's size on disk after a clean shutdown, against the filters' bits;
@@ -38,6 +38,8 @@ now() { date +%s.%N; }
 elapsed() { /usr/bin/python3 -c "print(f'{$(now) - $1:.2f}')"; }
 rss_mb() { awk '/^VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$pid/status"; }
 peak_mb() { awk '/^VmHWM/ {printf "%.0f", $2 / 1024}' "/proc/$pid/status"; }
+# The server's user + system CPU so far, in seconds (fields 14 and 15 of /proc/PID/stat).
+cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$pid/stat"; }
 
 start_server() {  # sets pid, and startup to the seconds from launch to listening
   rm -f "$work/port"
@@ -79,9 +81,11 @@ check_sample() {  # every 100,003rd filter from 1 (and the last) still holds "cr
 echo "filters: $FILTERS of capacity 1000 at 1%, --memory_limit=$LIMIT --lazy_start, data in $work"
 start_server
 t0=$(now)
+cpu0=$(cpu_seconds)
 bench --create_filters --mix=query --ops=1 --json >/dev/null
 seconds=$(elapsed "$t0")
-echo "created: $FILTERS in $seconds s = $(/usr/bin/python3 -c "print(round($FILTERS / $seconds))") filters/s; server RSS $(rss_mb) MB, peak $(peak_mb) MB"
+cpu_us=$(/usr/bin/python3 -c "print(round(($(cpu_seconds) - $cpu0) / $FILTERS * 1e6, 1))")
+echo "created: $FILTERS in $seconds s = $(/usr/bin/python3 -c "print(round($FILTERS / $seconds))") filters/s, server CPU $cpu_us us per filter; server RSS $(rss_mb) MB, peak $(peak_mb) MB"
 echo "mixed run ($DURATION, uniform over all filters): $(mixed_run "$DURATION") keys/s; RSS $(rss_mb) MB, peak $(peak_mb) MB"
 
 t0=$(now)
