@@ -268,8 +268,8 @@ void FilterStore::EvictToBudget() {
   auto older = [](const Candidate& a, const Candidate& b) { return a.last_used < b.last_used; };
   const uint64_t used = budget_.used();
   const uint64_t average = std::max<uint64_t>(1, used / std::max<size_t>(1, candidates.size()));
-  const size_t first = std::min<size_t>(
-      candidates.size(), 2 * (used > target ? (used - target) / average : 0) + 64);
+  const size_t first =
+      std::min<size_t>(candidates.size(), 2 * (used > target ? (used - target) / average : 0) + 64);
   std::nth_element(candidates.begin(), candidates.begin() + first, candidates.end(), older);
   std::sort(candidates.begin(), candidates.begin() + first, older);
   uint64_t evicted_now = 0;
