@@ -7,6 +7,11 @@
 // clock); calls made while operations are in flight gather, and the answer to the last of them
 // sends them. Each caller's promise settles with its own answer or at its deadline.
 //
+// Operations that leave together, on any number of filters (one filter per user), are packed
+// into one message (PipelineRequest.more, up to PACKED_BYTES) once the server's
+// bloom-pipeline-more header says it reads them: a message costs the server more than a small
+// operation, and the adds of one message share one RocksDB write.
+//
 // A merged operation failing with INVALID_ARGUMENT or RESOURCE_EXHAUSTED is retried one call at
 // a time, so each call gets the answer it would get alone. A broken stream fails its unanswered
 // calls with UNAVAILABLE (an add is idempotent: retry it), or with the server's UNAUTHENTICATED
@@ -16,6 +21,7 @@ const { status } = require('@grpc/grpc-js');
 const { statusError } = require('./items');
 
 const RETRY_ALONE = new Set([status.INVALID_ARGUMENT, status.RESOURCE_EXHAUSTED]);
+const PACKED_BYTES = 1 << 20; // most bytes of operations packed into one message (as C++, Python)
 const REFUSED = new Set([status.UNAUTHENTICATED, status.PERMISSION_DENIED]);
 
 function operationKey(call) {
@@ -33,7 +39,9 @@ class Lane {
     this.sending = false; // operations are in flight or about to be sent
     this.nextId = 1;
     this.stream = null;
+    this.packs = false; // the open stream's server reads a request's `more`
     this.operationsSent = 0;
+    this.messagesSent = 0;
   }
 
   submit(call) {
@@ -49,10 +57,23 @@ class Lane {
 
   _open() {
     const stream = this.stub.Pipeline(this.metadata());
-    stream.on('data', (response) => this._answer(stream, response));
+    // Until the server's headers say it reads `more`, nothing is packed (an older server would
+    // ignore packed operations and never answer them).
+    stream.on('metadata', (metadata) => {
+      if (stream === this.stream && metadata.get('bloom-pipeline-more')[0] === '1') {
+        this.packs = true;
+      }
+    });
+    stream.on('data', (response) => {
+      // A packed message's answers come in one response: its own, then its `more`'s.
+      const more = response.more || [];
+      this._answer(stream, response);
+      for (const part of more) this._answer(stream, part);
+    });
     stream.on('error', (error) => this._ended(stream, error));
     stream.on('end', () => this._ended(stream, null));
     this.stream = stream;
+    this.packs = false;
   }
 
   _sendWaiting() {
@@ -80,13 +101,41 @@ class Lane {
       operation.calls.push(call);
     }
     this.waiting = [];
+    const batch = [];
     for (const operation of this.inFlight.values()) {
       if (operation.request) {
-        this.stream.write(operation.request);
-        this.operationsSent++;
+        batch.push(operation.request);
         operation.request = null;
       }
     }
+    for (const message of this._pack(batch)) this.stream.write(message);
+    this.operationsSent += batch.length;
+  }
+
+  // The operations as few messages as the server reads: the first of each carries the others
+  // in `more`, up to PACKED_BYTES (counted from the items and names, near enough).
+  _pack(batch) {
+    if (!this.packs || batch.length < 2) {
+      this.messagesSent += batch.length;
+      return batch;
+    }
+    const messages = [];
+    let size = 0;
+    for (const request of batch) {
+      const operation = request.add || request.mightContain;
+      let requestSize = 32 + operation.name.length;
+      for (const item of operation.rawItems) requestSize += item.length + 3;
+      if (messages.length > 0 && size + requestSize <= PACKED_BYTES) {
+        const head = messages[messages.length - 1];
+        (head.more = head.more || []).push(request);
+        size += requestSize;
+      } else {
+        messages.push(request);
+        size = requestSize;
+      }
+    }
+    this.messagesSent += messages.length;
+    return messages;
   }
 
   _answer(stream, response) {

@@ -259,6 +259,63 @@ func TestPipelinedModeCoalescesConcurrentCalls(t *testing.T) {
 	}
 }
 
+// One filter per user: calls on many filters that wait together leave in one message (`more`),
+// and each caller still gets its own answer.
+func TestPipelinedCallsOnManyFiltersPackIntoFewMessages(t *testing.T) {
+	server := startServer(t)
+	client := dial(t, server.target, Options{Pipelined: true})
+	plain := dial(t, server.target, Options{})
+	ctx := context.Background()
+	perUser := Spec{Capacity: 1000, ErrorRate: 0.01}
+	const goroutines, calls = 16, 40
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines)
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < calls; i++ {
+				name, item := fmt.Sprintf("go-pp:user-%d-%d", g, i%7), Strings(fmt.Sprintf("seen-%d", i))
+				added, err := client.AddOrCreate(ctx, name, perUser, item)
+				if err != nil || len(added) != 1 {
+					errs <- fmt.Errorf("AddOrCreate %s: %v %v", name, added, err)
+					return
+				}
+				present, err := client.MightContainOrAbsent(ctx, name, item)
+				if err != nil || !present[0] {
+					errs <- fmt.Errorf("an acknowledged add reads absent in %s: %v %v", name, present, err)
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	lane := client.coalescer.lanes[0]
+	lane.mu.Lock()
+	packs, messages, operations := lane.packs, lane.messages, lane.nextID-1
+	lane.mu.Unlock()
+	t.Logf("%d calls went out as %d operations in %d messages", goroutines*calls*2, operations, messages)
+	if !packs {
+		t.Error("the server's bloom-pipeline-more header was not seen")
+	}
+	if messages >= operations {
+		t.Errorf("%d operations went out as %d messages: nothing was packed", operations, messages)
+	}
+	for g := 0; g < goroutines; g++ {
+		for i := 0; i < calls; i++ {
+			name := fmt.Sprintf("go-pp:user-%d-%d", g, i%7)
+			present, err := plain.MightContain(ctx, name, Strings(fmt.Sprintf("seen-%d", i)))
+			if err != nil || !present[0] {
+				t.Fatalf("%s lost seen-%d: %v %v", name, i, present, err)
+			}
+		}
+	}
+}
+
 // A call that would fail alone fails alone, even when merged with others.
 func TestPipelinedErrorsStayWithTheirCall(t *testing.T) {
 	server := startServer(t, "--max_item_bytes=100")

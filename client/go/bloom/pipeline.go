@@ -6,6 +6,11 @@
 // operations sends them (as RocksDB's write thread batches writers). Each caller waits only
 // for its own answer, or its context.
 //
+// Operations that leave together, on any number of filters (one filter per user), are packed
+// into one message (PipelineRequest.more, up to packedBytes) once the server's
+// bloom-pipeline-more header says it reads them: a message costs the server more than a small
+// operation, and the adds of one message share one RocksDB write.
+//
 // A merged operation failing with InvalidArgument or ResourceExhausted is retried one call at
 // a time, so each call gets the answer it would get alone. A broken stream fails its
 // unanswered calls with Unavailable (an add is idempotent: retry it), or with the server's
@@ -27,6 +32,9 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 )
+
+// packedBytes bounds the operations packed into one message (as the C++ and Python clients).
+const packedBytes = 1 << 20
 
 // pendingCall is one caller's Add or MightContain waiting for its answer.
 type pendingCall struct {
@@ -87,6 +95,8 @@ type lane struct {
 	nextID   uint64                                    // also: operations sent so far + 1
 	stream   bloomv1.BloomFilterService_PipelineClient // nil: no open stream
 	cancel   context.CancelFunc
+	packs    bool   // the open stream's server reads a request's `more`
+	messages uint64 // messages sent on this lane's streams (for tests)
 }
 
 type coalescer struct {
@@ -144,7 +154,7 @@ func (l *lane) submit(p *pendingCall) {
 			return
 		}
 	}
-	stream, batch := l.stream, l.takeBatchLocked()
+	stream, batch := l.stream, l.packLocked(l.takeBatchLocked())
 	l.mu.Unlock()
 	l.send(stream, batch)
 }
@@ -165,7 +175,7 @@ func (l *lane) openLocked() error {
 		cancel()
 		return err
 	}
-	l.stream, l.cancel = stream, cancel
+	l.stream, l.cancel, l.packs = stream, cancel, false
 	go l.read(stream, cancel)
 	return nil
 }
@@ -215,6 +225,30 @@ func (l *lane) takeBatchLocked() []*bloomv1.PipelineRequest {
 	return batch
 }
 
+// packLocked turns a batch of operations into as few messages as the server reads: the first
+// of each message carries the others in `more`, up to packedBytes.
+func (l *lane) packLocked(batch []*bloomv1.PipelineRequest) []*bloomv1.PipelineRequest {
+	if !l.packs || len(batch) < 2 {
+		l.messages += uint64(len(batch))
+		return batch
+	}
+	var messages []*bloomv1.PipelineRequest
+	size := 0
+	for _, request := range batch {
+		requestSize := proto.Size(request)
+		if len(messages) > 0 && size+requestSize <= packedBytes {
+			head := messages[len(messages)-1]
+			head.More = append(head.More, request)
+			size += requestSize + 4 // its tag and length
+			continue
+		}
+		messages = append(messages, request)
+		size = requestSize
+	}
+	l.messages += uint64(len(messages))
+	return messages
+}
+
 func (l *lane) send(stream bloomv1.BloomFilterService_PipelineClient, batch []*bloomv1.PipelineRequest) {
 	l.sendMu.Lock()
 	defer l.sendMu.Unlock()
@@ -238,6 +272,17 @@ func (l *lane) failAllLocked() []*pendingCall {
 
 func (l *lane) read(stream bloomv1.BloomFilterService_PipelineClient, cancel context.CancelFunc) {
 	defer cancel()
+	// The server's response headers say whether it reads `more` (an older server would ignore
+	// the packed operations and never answer them). Until they arrive, nothing is packed.
+	if header, err := stream.Header(); err == nil {
+		if values := header.Get("bloom-pipeline-more"); len(values) > 0 && values[0] == "1" {
+			l.mu.Lock()
+			if l.stream == stream {
+				l.packs = true
+			}
+			l.mu.Unlock()
+		}
+	}
 	var err error
 	for {
 		var response *bloomv1.PipelineResponse
@@ -245,7 +290,13 @@ func (l *lane) read(stream bloomv1.BloomFilterService_PipelineClient, cancel con
 		if err != nil {
 			break
 		}
+		// A packed message's answers come in one response: its own, then its `more`'s.
+		more := response.More
+		response.More = nil
 		l.answer(stream, response)
+		for _, part := range more {
+			l.answer(stream, part)
+		}
 	}
 	st := status.Convert(err)
 	failure := status.Errorf(codes.Unavailable,
@@ -283,7 +334,7 @@ func (l *lane) answer(stream bloomv1.BloomFilterService_PipelineClient, response
 	}
 	if len(l.inFlight) == 0 {
 		if len(l.waiting) > 0 {
-			batch = l.takeBatchLocked()
+			batch = l.packLocked(l.takeBatchLocked())
 		} else {
 			l.sending = false
 		}

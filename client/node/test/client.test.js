@@ -126,6 +126,35 @@ test('pipelined mode coalesces concurrent single-key calls', async (t) => {
   assert.equal((await client.stats('node:feed')).itemsAdded, 3200);
 });
 
+test('pipelined calls on many filters pack into few messages', async (t) => {
+  const server = await startServer(t);
+  const client = new BloomClient(server.target, { pipelined: true });
+  const plain = new BloomClient(server.target);
+  t.after(() => { client.close(); plain.close(); });
+  const perUser = { capacity: 1000, errorRate: 0.01 };
+  const workers = Array.from({ length: 16 }, async (_, w) => {
+    for (let i = 0; i < 40; i++) {
+      const name = `node-pp:user-${w}-${i % 7}`;
+      const item = `seen-${i}`;
+      assert.equal((await client.add(name, [item], { createIfMissing: perUser })).length, 1);
+      assert.deepEqual(await client.mightContain(name, [item], { absentIfMissing: true }), [true],
+        `an acknowledged add of ${item} to ${name} reads absent`);
+    }
+  });
+  await Promise.all(workers);
+  const lane = client.coalescer.lanes[0];
+  t.diagnostic(`${lane.operationsSent} operations went out in ${lane.messagesSent} messages`);
+  assert.ok(lane.packs, "the server's bloom-pipeline-more header was not seen");
+  assert.ok(lane.messagesSent < lane.operationsSent,
+    `${lane.operationsSent} operations went out in ${lane.messagesSent} messages`);
+  for (let w = 0; w < 16; w++) {
+    for (let i = 0; i < 40; i++) {
+      assert.deepEqual(await plain.mightContain(`node-pp:user-${w}-${i % 7}`, [`seen-${i}`]),
+        [true]);
+    }
+  }
+});
+
 test('pipelined errors stay with their call', async (t) => {
   const server = await startServer(t, '--max_item_bytes=100');
   const client = new BloomClient(server.target, { pipelined: true });
