@@ -218,32 +218,9 @@ func TestPipelinedModeCoalescesConcurrentCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	const goroutines, perGoroutine = 64, 50
-	var wg sync.WaitGroup
-	errs := make(chan error, goroutines)
-	for g := 0; g < goroutines; g++ {
-		wg.Add(1)
-		go func(g int) {
-			defer wg.Done()
-			for i := 0; i < perGoroutine; i++ {
-				item := Strings(fmt.Sprintf("g%d-%d", g, i))
-				added, err := client.Add(ctx, "go:feed", item)
-				if err != nil || len(added) != 1 {
-					errs <- fmt.Errorf("Add: %v %v", added, err)
-					return
-				}
-				present, err := client.MightContain(ctx, "go:feed", item)
-				if err != nil || !present[0] {
-					errs <- fmt.Errorf("an acknowledged add reads absent: %v %v", present, err)
-					return
-				}
-			}
-		}(g)
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	addThenCheck(t, goroutines, perGoroutine, func(g, i int) (string, [][]byte) {
+		return "go:feed", Strings(fmt.Sprintf("g%d-%d", g, i))
+	}, client.Add, client.MightContain)
 	lane := client.coalescer.lanes[0]
 	lane.mu.Lock()
 	operations := lane.nextID - 1
@@ -268,32 +245,12 @@ func TestPipelinedCallsOnManyFiltersPackIntoFewMessages(t *testing.T) {
 	ctx := context.Background()
 	perUser := Spec{Capacity: 1000, ErrorRate: 0.01}
 	const goroutines, calls = 16, 40
-	var wg sync.WaitGroup
-	errs := make(chan error, goroutines)
-	for g := 0; g < goroutines; g++ {
-		wg.Add(1)
-		go func(g int) {
-			defer wg.Done()
-			for i := 0; i < calls; i++ {
-				name, item := fmt.Sprintf("go-pp:user-%d-%d", g, i%7), Strings(fmt.Sprintf("seen-%d", i))
-				added, err := client.AddOrCreate(ctx, name, perUser, item)
-				if err != nil || len(added) != 1 {
-					errs <- fmt.Errorf("AddOrCreate %s: %v %v", name, added, err)
-					return
-				}
-				present, err := client.MightContainOrAbsent(ctx, name, item)
-				if err != nil || !present[0] {
-					errs <- fmt.Errorf("an acknowledged add reads absent in %s: %v %v", name, present, err)
-					return
-				}
-			}
-		}(g)
+	addOrCreate := func(ctx context.Context, name string, items [][]byte) ([]bool, error) {
+		return client.AddOrCreate(ctx, name, perUser, items)
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	addThenCheck(t, goroutines, calls, func(g, i int) (string, [][]byte) {
+		return fmt.Sprintf("go-pp:user-%d-%d", g, i%7), Strings(fmt.Sprintf("seen-%d", i))
+	}, addOrCreate, client.MightContainOrAbsent)
 	lane := client.coalescer.lanes[0]
 	lane.mu.Lock()
 	packs, messages, operations := lane.packs, lane.messages, lane.nextID-1
@@ -313,6 +270,42 @@ func TestPipelinedCallsOnManyFiltersPackIntoFewMessages(t *testing.T) {
 				t.Fatalf("%s lost seen-%d: %v %v", name, i, present, err)
 			}
 		}
+	}
+}
+
+type itemsCall func(ctx context.Context, name string, items [][]byte) ([]bool, error)
+
+// addThenCheck runs `goroutines` goroutines that each make `calls` pairs of calls: add the
+// item target(g, i) names, then check it, which must read present. Fails t on any error.
+func addThenCheck(t *testing.T, goroutines, calls int, target func(g, i int) (string, [][]byte),
+	add, check itemsCall) {
+	t.Helper()
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines)
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < calls; i++ {
+				name, item := target(g, i)
+				added, err := add(ctx, name, item)
+				if err != nil || len(added) != 1 {
+					errs <- fmt.Errorf("add to %s: %v %v", name, added, err)
+					return
+				}
+				present, err := check(ctx, name, item)
+				if err != nil || !present[0] {
+					errs <- fmt.Errorf("an acknowledged add reads absent in %s: %v %v", name, present, err)
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
 	}
 }
 
