@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <optional>
 #include <random>
 
 #include "absl/hash/hash.h"
@@ -99,8 +98,7 @@ FilterStore::~FilterStore() {
 absl::Status FilterStore::Close() {
   {
     std::lock_guard<std::mutex> lock(stop_mu_);
-    stop_requested_ = true;
-    stop_flag_.store(true, std::memory_order_relaxed);
+    stop_requested_.store(true, std::memory_order_relaxed);
   }
   stop_cv_.notify_all();
   if (checkpointer_.joinable()) checkpointer_.join();
@@ -522,7 +520,7 @@ absl::Status FilterStore::CheckpointAll() {
 bool FilterStore::WaitForStop(absl::Duration timeout) {
   std::unique_lock<std::mutex> lock(stop_mu_);
   return stop_cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout),
-                           [this] { return stop_requested_; });
+                           [this] { return StopRequested(); });
 }
 
 void FilterStore::CheckpointLoop() {

@@ -334,7 +334,7 @@ class FilterStore {
   bool WaitForStop(absl::Duration timeout);
   // Whether Close() asked the checkpointer to stop, without waiting: a load, no syscall (the
   // checkpointer asks once per filter of its pass).
-  bool StopRequested() const { return stop_flag_.load(std::memory_order_relaxed); }
+  bool StopRequested() const { return stop_requested_.load(std::memory_order_relaxed); }
 
   struct Shard {
     mutable bloomsync::Mutex mu;
@@ -363,8 +363,8 @@ class FilterStore {
   // Wakes the checkpointer early when Close() asks it to stop.
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;
-  bool stop_requested_ = false;         // guarded by stop_mu_
-  std::atomic<bool> stop_flag_{false};  // stop_requested_, readable without stop_mu_
+  // Set under stop_mu_ (so the checkpointer's wait cannot miss it), read anywhere.
+  std::atomic<bool> stop_requested_{false};
   std::thread checkpointer_;
 
   // Residency.
