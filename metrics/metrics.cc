@@ -123,6 +123,14 @@ class StateCollector final : public prometheus::Collectable {
                           "Expired time slices of windowed filters retired: their memory freed "
                           "and their pages range-deleted.",
                           static_cast<double>(f.slices_retired)));
+    out.push_back(Counter("bloom_wal_syncs_total",
+                          "With --sync: fsyncs of the write-ahead log that acknowledged adds "
+                          "(one serves every add that waited meanwhile).",
+                          static_cast<double>(f.wal_syncs)));
+    out.push_back(Counter("bloom_wal_sync_requests_total",
+                          "With --sync: add calls and Pipeline batches acknowledged after a "
+                          "shared fsync (divided by bloom_wal_syncs_total: the group size).",
+                          static_cast<double>(f.wal_sync_requests)));
     const storage::RocksDbFigures& db = f.rocksdb;
     out.push_back(Gauge("bloom_rocksdb_live_sst_bytes", "Size of RocksDB's live SST files.",
                         static_cast<double>(db.live_sst_bytes)));

@@ -218,26 +218,47 @@ absl::Status BloomService::RunMightContain(const bloom::v1::MightContainRequest&
   return absl::OkStatus();
 }
 
-grpc::Status BloomService::HandleAddItems(const ItemsRequestView& request, bool* answers,
-                                          grpc::ServerContextBase* context) {
-  CallScope log(this, metrics::Rpc::kAdd, context, request.name, request.items.size());
-  if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
-  if (absl::Status valid = CheckItems(request.items, request.text_items); !valid.ok()) {
-    return log.Done(valid);
-  }
+absl::Status BloomService::AddItems(const ItemsRequestView& request, bool* answers,
+                                    bool defer_sync) {
+  RETURN_IF_ERROR(CheckItems(request.items, request.text_items));
   bloom::FilterSpec create_spec;
   if (!request.create_if_missing.empty()) {
     // Concatenated encodings parse as their merge, as protobuf reads a repeated message field.
     bloom::v1::FilterSpec spec;
     if (!spec.ParseFromString(absl::StrJoin(request.create_if_missing, ""))) {
-      return log.Done(absl::InvalidArgumentError("create_if_missing is not a FilterSpec"));
+      return absl::InvalidArgumentError("create_if_missing is not a FilterSpec");
     }
     create_spec = FromProto(spec);
   }
-  absl::StatusOr<std::vector<bool>> added = store_->Add(
-      request.name, request.items, request.create_if_missing.empty() ? nullptr : &create_spec);
+  absl::StatusOr<std::vector<bool>> added =
+      store_->Add(request.name, request.items,
+                  request.create_if_missing.empty() ? nullptr : &create_spec, defer_sync);
   if (added.ok()) std::copy(added->begin(), added->end(), answers);
-  return log.Done(added.status());
+  return added.status();
+}
+
+grpc::Status BloomService::HandleAddItems(const ItemsRequestView& request, bool* answers,
+                                          grpc::ServerContextBase* context) {
+  CallScope log(this, metrics::Rpc::kAdd, context, request.name, request.items.size());
+  if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
+  return log.Done(AddItems(request, answers, /*defer_sync=*/false));
+}
+
+void BloomService::HandleAddItemsDeferred(const ItemsRequestView& request, bool* answers,
+                                          grpc::ServerContextBase* context,
+                                          absl::AnyInvocable<void(grpc::Status) &&> finish) {
+  // The scope lives until the add is durable: its latency includes the fsync, and Drain()
+  // waits for it.
+  auto log = std::make_unique<CallScope>(this, metrics::Rpc::kAdd, context, request.name,
+                                         request.items.size());
+  absl::Status status = log->Admit();
+  if (status.ok()) status = AddItems(request, answers, /*defer_sync=*/true);
+  if (!status.ok()) {
+    std::move(finish)(log->Done(status));
+    return;
+  }
+  store_->WhenDurable([log = std::move(log), finish = std::move(finish)](
+                          absl::Status synced) mutable { std::move(finish)(log->Done(synced)); });
 }
 
 grpc::Status BloomService::HandleMightContainItems(const ItemsRequestView& request, bool* answers,
@@ -373,6 +394,33 @@ grpc::ServerUnaryReactor* BloomCallbackService::Reserve(grpc::CallbackServerCont
 
 namespace {
 
+// Reads a direct-parse request (direct_parse.h) with `parse` into `view`, which points into
+// `bytes`; prepares `encoded` for the answers and points `answers` at them.
+template <typename Parse>
+grpc::Status ReadDirect(const grpc::ByteBuffer* request, const char* message, Parse parse,
+                        grpc::Slice& bytes, ItemsRequestView& view, grpc::Slice& encoded,
+                        bool*& answers) {
+  // One slice: a copy only when gRPC received the message in pieces.
+  if (!request->TrySingleSlice(&bytes).ok() && !request->DumpToSingleSlice(&bytes).ok()) {
+    return grpc::Status(grpc::StatusCode::INTERNAL, "could not read the request");
+  }
+  if (!parse(absl::string_view(reinterpret_cast<const char*>(bytes.begin()), bytes.size()),
+             &view)) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        absl::StrCat("the request is not a well-formed ", message));
+  }
+  // A fresh slice is ours to fill (as gRPC's own serializer does).
+  encoded = grpc::Slice(PackedBoolsSize(view.items.size()));
+  answers = WritePackedBoolsHeader(view.items.size(),
+                                   reinterpret_cast<char*>(const_cast<uint8_t*>(encoded.begin())));
+  return grpc::Status::OK;
+}
+
+void SetResponse(grpc::Slice& encoded, grpc::ByteBuffer* response) {
+  grpc::ByteBuffer filled(&encoded, 1);
+  response->Swap(&filled);
+}
+
 // A direct-parse unary call (direct_parse.h): reads `request`'s bytes with `parse`, and
 // `handle` writes its answers straight into the response's bytes.
 template <typename Parse, typename Handle>
@@ -380,25 +428,12 @@ grpc::ServerUnaryReactor* Direct(grpc::CallbackServerContext* context,
                                  const grpc::ByteBuffer* request, grpc::ByteBuffer* response,
                                  const char* message, Parse parse, Handle handle) {
   return Inline(context, [&]() -> grpc::Status {
-    grpc::Slice bytes;  // one slice: a copy only when gRPC received the message in pieces
-    if (!request->TrySingleSlice(&bytes).ok() && !request->DumpToSingleSlice(&bytes).ok()) {
-      return grpc::Status(grpc::StatusCode::INTERNAL, "could not read the request");
-    }
+    grpc::Slice bytes, encoded;
     ItemsRequestView view;
-    if (!parse(absl::string_view(reinterpret_cast<const char*>(bytes.begin()), bytes.size()),
-               &view)) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          absl::StrCat("the request is not a well-formed ", message));
-    }
-    // A fresh slice is ours to fill (as gRPC's own serializer does).
-    grpc::Slice encoded(PackedBoolsSize(view.items.size()));
-    bool* answers = WritePackedBoolsHeader(
-        view.items.size(), reinterpret_cast<char*>(const_cast<uint8_t*>(encoded.begin())));
-    grpc::Status status = handle(view, answers);
-    if (status.ok()) {
-      grpc::ByteBuffer filled(&encoded, 1);
-      response->Swap(&filled);
-    }
+    bool* answers = nullptr;
+    grpc::Status status = ReadDirect(request, message, parse, bytes, view, encoded, answers);
+    if (status.ok()) status = handle(view, answers);
+    if (status.ok()) SetResponse(encoded, response);
     return status;
   });
 }
@@ -408,6 +443,30 @@ grpc::ServerUnaryReactor* Direct(grpc::CallbackServerContext* context,
 grpc::ServerUnaryReactor* BloomCallbackService::Add(grpc::CallbackServerContext* context,
                                                     const grpc::ByteBuffer* request,
                                                     grpc::ByteBuffer* response) {
+  if (core_->store()->syncs_adds()) {
+    // --sync: answered once the WAL syncer's group fsync covers the add, from its thread; no
+    // gRPC thread waits for the disk.
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    grpc::Slice bytes;
+    // On the heap: `answers` points into it, and a small slice keeps its bytes inline (a moved
+    // slice would leave them behind).
+    auto encoded = std::make_unique<grpc::Slice>();
+    ItemsRequestView view;
+    bool* answers = nullptr;
+    const grpc::Status read =
+        ReadDirect(request, "bloom.v1.AddRequest", ParseAddRequest, bytes, view, *encoded, answers);
+    if (!read.ok()) {
+      reactor->Finish(read);
+      return reactor;
+    }
+    core_->HandleAddItemsDeferred(
+        view, answers, context,
+        [reactor, response, encoded = std::move(encoded)](grpc::Status status) {
+          if (status.ok()) SetResponse(*encoded, response);
+          reactor->Finish(status);
+        });
+    return reactor;
+  }
   return Direct(context, request, response, "bloom.v1.AddRequest", ParseAddRequest,
                 [&](const ItemsRequestView& view, bool* answers) {
                   return core_->HandleAddItems(view, answers, context);

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -133,6 +134,13 @@ class BloomService final : public SyncServiceBase {
   // item of `request`.
   grpc::Status HandleAddItems(const ItemsRequestView& request, bool* answers,
                               grpc::ServerContextBase* context);
+  // HandleAddItems for a store with --sync, without waiting for the fsync in this thread: the
+  // add is written and `answers` filled at once, and `finish` gets the call's status once the
+  // add is durable (storage::FilterStore::WhenDurable: on the WAL syncer's thread), or at once
+  // if it failed. The call counts as in flight (Drain) until then.
+  void HandleAddItemsDeferred(const ItemsRequestView& request, bool* answers,
+                              grpc::ServerContextBase* context,
+                              absl::AnyInvocable<void(grpc::Status) &&> finish);
   grpc::Status HandleMightContainItems(const ItemsRequestView& request, bool* answers,
                                        grpc::ServerContextBase* context);
   const ServiceHooks& hooks() const { return hooks_; }
@@ -145,6 +153,9 @@ class BloomService final : public SyncServiceBase {
 
  private:
   friend class CallScope;
+
+  // Validates and runs an add read from the wire; `defer_sync` as storage::FilterStore::Add.
+  absl::Status AddItems(const ItemsRequestView& request, bool* answers, bool defer_sync);
 
   storage::FilterStore* const store_;
   const ServiceLimits limits_;

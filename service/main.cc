@@ -69,9 +69,9 @@ ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(5),
           "on SIGTERM, how long in-flight calls may run before they are cancelled");
 ABSL_FLAG(std::string, server_model, "auto",
           "gRPC server API: callback (unary calls inline on gRPC's threads: fewer thread hops, "
-          "less CPU per call), sync (a pool thread per call; suits --sync, whose handlers wait "
-          "for fsync), or auto (callback, or sync with --sync); see the README's performance "
-          "section");
+          "less CPU per call; with --sync, adds are answered after a shared fsync from the WAL "
+          "syncer's thread), sync (a pool thread per call, which waits for its fsync), or auto "
+          "(callback); see the README's performance section");
 ABSL_FLAG(std::string, port_file, "",
           "if set, written once serving: the gRPC port on the first line, then 'metrics <port>' "
           "and 'health <port>' lines for those listeners (for tests and tools)");
@@ -426,7 +426,7 @@ int main(int argc, char** argv) {
   server_options.limits.transfer_idle_timeout = absl::GetFlag(FLAGS_transfer_idle_timeout);
   server_options.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
   std::string model = absl::GetFlag(FLAGS_server_model);
-  if (model == "auto") model = store_options.sync ? "sync" : "callback";
+  if (model == "auto") model = "callback";
   if (model == "callback") {
     server_options.model = service::ServerModel::kCallback;
   } else if (model != "sync") {

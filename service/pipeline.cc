@@ -168,6 +168,9 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
     PipelineResponse response;
     size_t request_bytes;
     size_t operations;  // 1 + response.more_size()
+    // False while its batch waits for the WAL's fsync (--sync): nothing from here on is
+    // written before it (answers stay in request order).
+    bool durable = true;
   };
 
   // The operations in a message's `more` must each have one and no `more` of their own.
@@ -207,7 +210,7 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
   Actions NextActionsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     Actions actions;
     if (finished_) return actions;
-    if (!writing_ && !outbox_.empty() && !broken_) {
+    if (!writing_ && !outbox_.empty() && outbox_.front().durable && !broken_) {
       writing_ = true;
       actions.write = &outbox_.front().response;
     }
@@ -216,7 +219,8 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
       reading_ = true;
       actions.read = true;
     }
-    if (stop_reading_ && pending_.empty() && !serving_ && outbox_.empty() && !writing_) {
+    if (stop_reading_ && pending_.empty() && !serving_ && outbox_.empty() && !writing_ &&
+        syncs_in_flight_ == 0) {
       finished_ = true;
       actions.finish = true;
       actions.status = end_status_;
@@ -250,7 +254,9 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
         Run(actions);
         return;
       }
-      std::vector<PipelineResponse> responses = Answer(batch);
+      bool deferred_sync = false;
+      std::vector<PipelineResponse> responses = Answer(batch, deferred_sync);
+      size_t awaiting_sync = 0;
       {
         bloomsync::MutexLock lock(&mu_);
         operations_ += batch.size();
@@ -260,23 +266,58 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
             for (size_t k = 1; k <= batch[i].more; ++k) {
               responses[i].mutable_more()->Add(std::move(responses[i + k]));
             }
-            outbox_.push_back({std::move(responses[i]), batch[i].bytes, 1 + batch[i].more});
+            outbox_.push_back(
+                {std::move(responses[i]), batch[i].bytes, 1 + batch[i].more, !deferred_sync});
+            if (deferred_sync) ++awaiting_sync;
           }
         }
+        if (deferred_sync) ++syncs_in_flight_;
         actions = NextActionsLocked();
       }
       batch.clear();
       Run(actions);
+      if (deferred_sync) {
+        service_->store()->WhenDurable(
+            [this, awaiting_sync](absl::Status synced) { OnDurable(awaiting_sync, synced); });
+      }
     }
+  }
+
+  // The WAL's fsync for `count` answers at the oldest not durable ones of the outbox finished
+  // (--sync; WhenDurable calls back in the order it was asked, so they are these): they may be
+  // written now. If it failed, their adds answer its error instead (unacknowledged: a client
+  // retries them; adds are idempotent).
+  void OnDurable(size_t count, const absl::Status& synced) {
+    Actions actions;
+    {
+      bloomsync::MutexLock lock(&mu_);
+      --syncs_in_flight_;
+      for (Answered& answered : outbox_) {
+        if (count == 0) break;
+        if (answered.durable) continue;
+        answered.durable = true;
+        --count;
+        if (synced.ok()) continue;
+        if (answered.response.has_add()) SetError(synced, answered.response);
+        for (PipelineResponse& more : *answered.response.mutable_more()) {
+          if (more.has_add()) SetError(synced, more);
+        }
+      }
+      actions = NextActionsLocked();
+    }
+    Run(actions);
   }
 
   // Answers a batch in order. Runs of mergeable operations share one store call, and the adds
   // of the whole batch, whatever their filters, share one RocksDB write (group commit through
-  // storage::OperationBatch): they are answered once it is written.
-  std::vector<PipelineResponse> Answer(const std::vector<Read>& batch) {
+  // storage::OperationBatch): they are answered once it is written. With --sync the write does
+  // not wait for the fsync: `deferred_sync` is set when the answers must wait for
+  // FilterStore::WhenDurable (the batch has adds).
+  std::vector<PipelineResponse> Answer(const std::vector<Read>& batch, bool& deferred_sync) {
     std::vector<PipelineResponse> responses(batch.size());
+    const bool defer = service_->store()->syncs_adds();
     absl::StatusOr<std::unique_ptr<storage::OperationBatch>> store_batch =
-        service_->store()->StartBatch();
+        service_->store()->StartBatch(defer);
     if (!store_batch.ok()) {
       for (PipelineResponse& response : responses) SetError(store_batch.status(), response);
     } else {
@@ -289,6 +330,7 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
         const auto run = absl::MakeConstSpan(batch).subspan(begin, end - begin);
         const auto run_responses = absl::MakeSpan(responses).subspan(begin, end - begin);
         if (run.front().request.has_add()) {
+          deferred_sync = defer;
           QueueAdds(**store_batch, run, run_responses, queued.emplace_back(begin, end, start));
         } else {
           AnswerChecks(**store_batch, run, run_responses);
@@ -485,6 +527,9 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
   bool stop_reading_ ABSL_GUARDED_BY(mu_) = false;  // half-closed, shutting down, or broken
   bool broken_ ABSL_GUARDED_BY(mu_) = false;        // cancelled or a failed write
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  // Batches whose answers wait for FilterStore::WhenDurable: the stream does not finish (and
+  // its reactor is not freed) before they are called back.
+  int syncs_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status end_status_;  // guarded by mu_ until finished_, then read by OnDone
 };
 

@@ -232,16 +232,42 @@ absl::Status Database::CloseRocksDb() {
   return result;
 }
 
+#ifdef BLOOM_TSAN
+namespace {
+// Debian's librocksdb is not instrumented: ThreadSanitizer cannot see how RocksDB's write
+// group hands one thread's batch to the leader thread, and reports the batch buffers as
+// races. Under TSAN only, writes (and WAL syncs) are serialised by a pthread mutex that TSAN
+// does see, so the reports left are about our code. Production builds keep RocksDB's group
+// commit.
+std::mutex& TsanWriteMutex() {
+  static std::mutex* mu = new std::mutex();
+  return *mu;
+}
+}  // namespace
+#endif
+
+absl::Status Database::SyncWal() {
+#ifdef BLOOM_TSAN
+  std::lock_guard<std::mutex> lock(TsanWriteMutex());
+#endif
+  if (db_ == nullptr) {
+    return absl::UnavailableError("syncing the write-ahead log: storage is being reopened");
+  }
+  rocksdb::Status status = db_->SyncWAL();
+  if (status.IsIOError()) {
+    needs_resume_.store(true);
+    bloomsync::MutexLock lock(&error_mu_);
+    last_write_error_ = status.ToString();
+    if (status.IsNoSpace()) last_write_error_ += " (disk full)";
+  }
+  return FromRocksDb(status, "syncing the write-ahead log");
+}
+
 absl::Status Database::Write(rocksdb::WriteBatch& batch, bool sync, absl::string_view context) {
   rocksdb::WriteOptions options;
   options.sync = sync;
 #ifdef BLOOM_TSAN
-  // Debian's librocksdb is not instrumented: ThreadSanitizer cannot see how RocksDB's write
-  // group hands one thread's batch to the leader thread, and reports the batch buffers as
-  // races. Under TSAN only, writes are serialised by a pthread mutex that TSAN does see, so
-  // the reports left are about our code. Production builds keep RocksDB's group commit.
-  static std::mutex* tsan_write_mu = new std::mutex();
-  std::lock_guard<std::mutex> lock(*tsan_write_mu);
+  std::lock_guard<std::mutex> lock(TsanWriteMutex());
 #endif
   if (db_ == nullptr) {
     return absl::UnavailableError(

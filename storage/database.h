@@ -63,6 +63,10 @@ class Database {
   // gives up on recovering (it escalates a disk-full error to fatal when its own retry fails
   // while the disk is still full), NeedsReopen() turns true.
   absl::Status Write(rocksdb::WriteBatch& batch, bool sync, absl::string_view context);
+  // Makes every write that finished before this call durable (an fsync of the write-ahead
+  // log), for writes made with sync=false (storage/wal_sync.h). An I/O error is handled as a
+  // failed write's is.
+  absl::Status SyncWal();
 
   // Whether RocksDB must be closed and opened again before it accepts writes.
   bool NeedsReopen() const { return needs_reopen_.load(); }

@@ -86,6 +86,19 @@ absl::StatusOr<std::unique_ptr<FilterStore>> FilterStore::Open(const StoreOption
   if (options.background_checkpoints) {
     store->checkpointer_ = std::thread([s = store.get()] { s->CheckpointLoop(); });
   }
+  if (options.sync) {
+    store->wal_syncer_ = std::make_unique<WalSyncer>([raw]() -> absl::Status {
+      bloomsync::ReaderMutexLock lifecycle(&raw->lifecycle_mu_);
+      RETURN_IF_ERROR(raw->CheckOpen());
+      // Every write that finished before the requests of this sync has a sequence number up
+      // to this one; if the last sync already covered it, there is nothing to make durable.
+      const uint64_t sequence = raw->db_->db()->GetLatestSequenceNumber();
+      if (sequence == raw->synced_sequence_) return absl::OkStatus();
+      RETURN_IF_ERROR(raw->db_->SyncWal());
+      raw->synced_sequence_ = sequence;
+      return absl::OkStatus();
+    });
+  }
   return store;
 }
 
@@ -109,6 +122,8 @@ absl::Status FilterStore::Close() {
   evict_cv_.notify_all();
   evicted_cv_.notify_all();
   if (evictor_.joinable()) evictor_.join();
+  // Deferred adds already written are made durable and answered (later ones sync themselves).
+  if (wal_syncer_ != nullptr) wal_syncer_->Stop();
   bloomsync::WriterMutexLock lock(&lifecycle_mu_);
   if (closed_.load()) return absl::OkStatus();
   absl::Status result;
@@ -183,6 +198,8 @@ StoreFigures FilterStore::Figures() const {
   figures.checkpoint_failures = checkpoint_failures_.load(std::memory_order_relaxed);
   figures.filters_expired = filters_expired_.load(std::memory_order_relaxed);
   figures.slices_retired = slices_retired_.load(std::memory_order_relaxed);
+  figures.wal_syncs = wal_syncs();
+  figures.wal_sync_requests = wal_sync_requests();
   const absl::Time now = absl::Now();
   for (const std::shared_ptr<StoredFilter>& filter : Snapshot()) {
     ++figures.filters;
@@ -316,10 +333,11 @@ absl::StatusOr<FilterStore::ReserveResult> FilterStore::Reserve(absl::string_vie
 
 absl::StatusOr<std::vector<bool>> FilterStore::Add(absl::string_view name,
                                                    absl::Span<const absl::string_view> items,
-                                                   const bloom::FilterSpec* create_if_missing) {
+                                                   const bloom::FilterSpec* create_if_missing,
+                                                   bool defer_sync) {
   // A batch of one: the same path as the adds of a Pipeline read (lookups, create_if_missing
   // racing Delete, evicted filters, the creating add's checkpoint), one RocksDB write.
-  ASSIGN_OR_RETURN(std::unique_ptr<OperationBatch> batch, StartBatch());
+  ASSIGN_OR_RETURN(std::unique_ptr<OperationBatch> batch, StartBatch(defer_sync));
   const OperationBatch::Ticket ticket = batch->Add(name, items, create_if_missing);
   return batch->TakeResult(ticket);
 }
@@ -354,10 +372,19 @@ absl::StatusOr<FilterInfo> FilterStore::Stats(absl::string_view name) {
   return filter->Info();
 }
 
-absl::StatusOr<std::unique_ptr<OperationBatch>> FilterStore::StartBatch() {
-  std::unique_ptr<OperationBatch> batch(new OperationBatch(this));  // holds lifecycle_mu_
+absl::StatusOr<std::unique_ptr<OperationBatch>> FilterStore::StartBatch(bool defer_sync) {
+  // holds lifecycle_mu_
+  std::unique_ptr<OperationBatch> batch(new OperationBatch(this, options_.sync && !defer_sync));
   if (closed_.load()) return absl::FailedPreconditionError("the filter store is closed");
   return batch;
+}
+
+void FilterStore::WhenDurable(WalSyncer::Done done) {
+  if (wal_syncer_ == nullptr) {
+    std::move(done)(absl::OkStatus());
+    return;
+  }
+  wal_syncer_->AfterSync(std::move(done));
 }
 
 absl::Status FilterStore::Delete(absl::string_view name) {

@@ -51,6 +51,7 @@
 #include "storage/memory_budget.h"
 #include "storage/operation_batch.h"
 #include "storage/stored_filter.h"
+#include "storage/wal_sync.h"
 
 namespace storage {
 
@@ -178,6 +179,10 @@ struct StoreFigures {
   uint64_t checkpoint_failures = 0;
   uint64_t filters_expired = 0;  // deleted for their idle_ttl, since start
   uint64_t slices_retired = 0;   // expired time slices of windowed filters freed, since start
+  // With --sync: group fsyncs of the write-ahead log for deferred adds, and the requests
+  // (calls and Pipeline batches) they answered.
+  uint64_t wal_syncs = 0;
+  uint64_t wal_sync_requests = 0;
   RocksDbFigures rocksdb;
 };
 
@@ -206,9 +211,26 @@ class FilterStore {
   // Adds items; result[i] tells whether items[i] was new. Missing filter: NOT_FOUND, unless
   // `create_if_missing` is given, then it is created with that spec (even when many callers
   // race). An existing filter keeps its own spec.
+  //
+  // With `defer_sync` (and options.sync), the add does not wait for the fsync of the
+  // write-ahead log: it is written and visible at once, and durable once a WhenDurable() call
+  // made after it calls back; the caller acknowledges it then. Without options.sync it changes
+  // nothing (WhenDurable calls back at once).
   absl::StatusOr<std::vector<bool>> Add(absl::string_view name,
                                         absl::Span<const absl::string_view> items,
-                                        const bloom::FilterSpec* create_if_missing);
+                                        const bloom::FilterSpec* create_if_missing,
+                                        bool defer_sync = false);
+  // Calls `done` once every add that returned before this call is durable: at once (OK)
+  // without options.sync, else after a group fsync of the write-ahead log (storage/wal_sync.h),
+  // on the syncer's thread, with its status. `done` must not block. Call it for every deferred
+  // add or batch, also one that found all its items present: their bits may come from an add
+  // that is not durable yet.
+  void WhenDurable(WalSyncer::Done done);
+  // Whether adds with defer_sync need WhenDurable() to wait for anything (options.sync).
+  bool syncs_adds() const { return options_.sync; }
+  // fsyncs of the write-ahead log WhenDurable() made, and the requests they served.
+  uint64_t wal_syncs() const { return wal_syncer_ ? wal_syncer_->syncs() : 0; }
+  uint64_t wal_sync_requests() const { return wal_syncer_ ? wal_syncer_->requests() : 0; }
   // result[i] false means items[i] was never added.
   absl::StatusOr<std::vector<bool>> MightContain(absl::string_view name,
                                                  absl::Span<const absl::string_view> items);
@@ -218,8 +240,8 @@ class FilterStore {
                                 bool* present);
   absl::StatusOr<FilterInfo> Stats(absl::string_view name);
   // A batch of adds and checks whose adds share one RocksDB write (operation_batch.h).
-  // FAILED_PRECONDITION after Close.
-  absl::StatusOr<std::unique_ptr<OperationBatch>> StartBatch();
+  // FAILED_PRECONDITION after Close. `defer_sync`: as for Add (one WhenDurable() for the batch).
+  absl::StatusOr<std::unique_ptr<OperationBatch>> StartBatch(bool defer_sync = false);
   // Deletes `name`; it can be reserved again at once. NOT_FOUND if missing.
   absl::Status Delete(absl::string_view name);
 
@@ -366,6 +388,12 @@ class FilterStore {
   // Set under stop_mu_ (so the checkpointer's wait cannot miss it), read anywhere.
   std::atomic<bool> stop_requested_{false};
   std::thread checkpointer_;
+  // With options.sync: fsyncs the write-ahead log for deferred adds (WhenDurable).
+  std::unique_ptr<WalSyncer> wal_syncer_;
+  // The log's latest sequence number when the last WAL sync started: a sync with nothing newer
+  // to cover is skipped. Used by the syncer's thread only (or by callers after it stopped,
+  // serialised by it).
+  uint64_t synced_sequence_ = 0;
 
   // Residency.
   std::atomic<bool> may_have_cold_{false};

@@ -17,7 +17,9 @@ using ItemHashes = absl::InlinedVector<uint64_t, 8>;
 
 }  // namespace
 
-OperationBatch::OperationBatch(FilterStore* store) ABSL_NO_THREAD_SAFETY_ANALYSIS : store_(store) {
+OperationBatch::OperationBatch(FilterStore* store, bool sync) ABSL_NO_THREAD_SAFETY_ANALYSIS
+    : store_(store),
+      sync_(sync) {
   store_->lifecycle_mu_.ReaderLock();
 }
 
@@ -108,8 +110,7 @@ absl::Status OperationBatch::MightContainInto(absl::string_view name,
 
 void OperationBatch::Flush() {
   if (pending_.empty()) return;
-  const absl::Status written =
-      store_->db_->Write(write_, store_->options_.sync, "journaling a batch of adds");
+  const absl::Status written = store_->db_->Write(write_, sync_, "journaling a batch of adds");
   ++writes_;
   for (Pending& pending : pending_) {
     pending.filter->FinishGroupAdd(pending.grouped, written.ok());

@@ -82,7 +82,8 @@ class OperationBatch {
 
  private:
   friend class FilterStore;
-  explicit OperationBatch(FilterStore* store);
+  // `sync`: whether its writes of adds wait for the WAL's fsync (FilterStore::StartBatch).
+  OperationBatch(FilterStore* store, bool sync);
 
   struct Operation {
     absl::Status status;
@@ -100,6 +101,7 @@ class OperationBatch {
                        const bloom::FilterSpec* create_if_missing, Operation& operation);
 
   FilterStore* const store_;
+  const bool sync_;
   std::deque<Operation> operations_;  // by ticket; a deque keeps references stable
   std::vector<Pending> pending_;
   absl::flat_hash_set<const StoredFilter*> held_;  // filters of pending_

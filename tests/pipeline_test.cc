@@ -4,6 +4,7 @@
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 
+#include <atomic>
 #include <csignal>
 #include <fstream>
 #include <functional>
@@ -522,10 +523,96 @@ TEST_F(PipelineTest, ShutdownEndsOpenStreamsUnavailableAndKeepsTheirAdds) {
   EXPECT_TRUE(reopened->Finish().ok());
 }
 
-// With --sync the unary calls run on the synchronous model; Pipeline is a callback stream there
-// too, and its adds are fsynced before they are answered.
+// With --sync the server keeps the callback model: adds (unary and Pipeline) are written at
+// once and answered after a group fsync, from the WAL syncer's thread. Checks read behind adds
+// still answer in request order, after them.
+TEST_F(PipelineTest, SyncAnswersAddsAfterASharedFsyncInOrder) {
+  Start({"--sync", "--metrics_listen=127.0.0.1:0"});
+  Reserve("f", 10'000);
+  constexpr int kStreams = 4, kOps = 300;
+  std::vector<std::thread> streams;
+  std::atomic<int> failures{0};
+  for (int s = 0; s < kStreams; ++s) {
+    streams.emplace_back([&, s] {
+      grpc::ClientContext context;
+      std::unique_ptr<Stream> stream = stub_->Pipeline(&context);
+      StreamWriter writer(context, [&] {
+        for (int i = 0; i < kOps; ++i) {
+          const std::string item = absl::StrCat("s", s, "-", i);
+          // Odd ids check the item the add before them added: answered after that add.
+          if (!stream->Write(AddOp(2 * i, "f", {item})) ||
+              !stream->Write(CheckOp(2 * i + 1, "f", {item}))) {
+            return;
+          }
+        }
+        stream->WritesDone();
+      });
+      for (int i = 0; i < 2 * kOps; ++i) {
+        PipelineResponse response;
+        if (!stream->Read(&response) || response.id() != static_cast<uint64_t>(i) ||
+            (i % 2 == 0 ? !response.has_add() : !response.might_contain().present(0))) {
+          failures.fetch_add(1);
+          context.TryCancel();
+          break;
+        }
+      }
+      writer.Join();
+      if (!stream->Finish().ok()) failures.fetch_add(1);
+    });
+  }
+  // Unary adds at the same time, from other threads.
+  std::vector<std::thread> unary;
+  for (int t = 0; t < 4; ++t) {
+    unary.emplace_back([&, t] {
+      for (int i = 0; i < 50; ++i) {
+        bloom::v1::AddRequest request;
+        request.set_name("f");
+        request.add_items(absl::StrCat("u", t, "-", i));
+        bloom::v1::AddResponse response;
+        grpc::ClientContext context;
+        if (!stub_->Add(&context, request, &response).ok() || response.added_size() != 1) {
+          failures.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (std::thread& thread : streams) thread.join();
+  for (std::thread& thread : unary) thread.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_TRUE(absl::StrContains(server_->ReadLog(), "callback model"));
+  const std::string metrics = bloomtest::HttpGet(server_->metrics_port(), "/metrics");
+  const double syncs = bloomtest::PrometheusSample(metrics, "bloom_wal_syncs_total");
+  const double requests = bloomtest::PrometheusSample(metrics, "bloom_wal_sync_requests_total");
+  EXPECT_GE(syncs, 1) << metrics;
+  EXPECT_LE(syncs, requests);
+  EXPECT_GE(requests, 4 * 50 + 1);  // every unary add, and at least one Pipeline batch
+  // kill -9: every answered add is there after the restart.
+  server_->Kill();
+  server_ = ServerProcess::Start(data_.path(), {"--sync"});
+  ASSERT_NE(server_, nullptr);
+  stub_ = BloomFilterService::NewStub(
+      grpc::CreateChannel(server_->target(), grpc::InsecureChannelCredentials()));
+  bloom::v1::MightContainRequest request;
+  request.set_name("f");
+  for (int s = 0; s < kStreams; ++s) {
+    for (int i = 0; i < kOps; ++i) request.add_items(absl::StrCat("s", s, "-", i));
+  }
+  for (int t = 0; t < 4; ++t) {
+    for (int i = 0; i < 50; ++i) request.add_items(absl::StrCat("u", t, "-", i));
+  }
+  bloom::v1::MightContainResponse response;
+  grpc::ClientContext context;
+  ASSERT_TRUE(stub_->MightContain(&context, request, &response).ok());
+  ASSERT_EQ(response.present_size(), request.items_size());
+  for (int i = 0; i < response.present_size(); ++i) {
+    EXPECT_TRUE(response.present(i)) << request.items(i);
+  }
+}
+
+// --server_model=sync still serves --sync: its unary handlers wait for their own fsync;
+// Pipeline is a callback stream there too.
 TEST_F(PipelineTest, ServesUnderTheSyncModel) {
-  Start({"--sync"});
+  Start({"--sync", "--server_model=sync"});
   Reserve("f", 1000);
   grpc::ClientContext context;
   std::unique_ptr<Stream> stream = stub_->Pipeline(&context);
