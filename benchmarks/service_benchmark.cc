@@ -44,7 +44,6 @@ void SetUpServer() {
   server_options.listen = "127.0.0.1:0";
   const char* model = std::getenv("BLOOM_SERVER_MODEL");
   if (model != nullptr && std::string(model) == "callback") {
-    server_options.model = service::ServerModel::kCallback;
   }
   fixture->server = *service::BloomServer::Start(fixture->store.get(), server_options);
   fixture->target = absl::StrCat("127.0.0.1:", fixture->server->port());

@@ -140,12 +140,6 @@ template absl::Status BloomService::CollectItems(const bloom::v1::AddRequest&,
 template absl::Status BloomService::CollectItems(const bloom::v1::MightContainRequest&,
                                                  std::vector<absl::string_view>&) const;
 
-grpc::Status BloomService::Reserve(grpc::ServerContext* context,
-                                   const bloom::v1::ReserveRequest* request,
-                                   bloom::v1::ReserveResponse* response) {
-  return HandleReserve(*request, response, context);
-}
-
 grpc::Status BloomService::HandleReserve(const bloom::v1::ReserveRequest& request,
                                          bloom::v1::ReserveResponse* response,
                                          grpc::ServerContextBase* context) {
@@ -159,11 +153,6 @@ grpc::Status BloomService::HandleReserve(const bloom::v1::ReserveRequest& reques
     ToProto(result->info, response->mutable_stats());
   }
   return log.Done(result.status());
-}
-
-grpc::Status BloomService::Add(grpc::ServerContext* context, const bloom::v1::AddRequest* request,
-                               bloom::v1::AddResponse* response) {
-  return HandleAdd(*request, response, context);
 }
 
 grpc::Status BloomService::HandleAdd(const bloom::v1::AddRequest& request,
@@ -187,12 +176,6 @@ absl::Status BloomService::RunAdd(const bloom::v1::AddRequest& request,
   response->mutable_added()->Reserve(static_cast<int>(added->size()));
   for (bool a : *added) response->add_added(a);
   return absl::OkStatus();
-}
-
-grpc::Status BloomService::MightContain(grpc::ServerContext* context,
-                                        const bloom::v1::MightContainRequest* request,
-                                        bloom::v1::MightContainResponse* response) {
-  return HandleMightContain(*request, response, context);
 }
 
 grpc::Status BloomService::HandleMightContain(const bloom::v1::MightContainRequest& request,
@@ -287,12 +270,6 @@ absl::StatusOr<Caller> BloomService::AdmitStream(grpc::ServerContextBase* contex
   return scope.caller();
 }
 
-grpc::Status BloomService::Stats(grpc::ServerContext* context,
-                                 const bloom::v1::StatsRequest* request,
-                                 bloom::v1::StatsResponse* response) {
-  return HandleStats(*request, response, context);
-}
-
 grpc::Status BloomService::HandleStats(const bloom::v1::StatsRequest& request,
                                        bloom::v1::StatsResponse* response,
                                        grpc::ServerContextBase* context) {
@@ -303,22 +280,11 @@ grpc::Status BloomService::HandleStats(const bloom::v1::StatsRequest& request,
   return log.Done(info.status());
 }
 
-grpc::Status BloomService::Delete(grpc::ServerContext* context,
-                                  const bloom::v1::DeleteRequest* request,
-                                  bloom::v1::DeleteResponse*) {
-  return HandleDelete(*request, context);
-}
-
 grpc::Status BloomService::HandleDelete(const bloom::v1::DeleteRequest& request,
                                         grpc::ServerContextBase* context) {
   CallScope log(this, metrics::Rpc::kDelete, context, request.name());
   if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
   return log.Done(store_->Delete(request.name()));
-}
-
-grpc::Status BloomService::List(grpc::ServerContext* context, const bloom::v1::ListRequest* request,
-                                bloom::v1::ListResponse* response) {
-  return HandleList(*request, response, context);
 }
 
 grpc::Status BloomService::HandleList(const bloom::v1::ListRequest& request,

@@ -50,37 +50,25 @@ struct ServiceHooks {
   metrics::ServerMetrics* metrics = nullptr;
 };
 
-// The streams (Pipeline, Export, Import) are served through the callback API in both server
-// models: a stream needs no thread while it waits for its client.
-using SyncServiceBase = bloom::v1::BloomFilterService::WithCallbackMethod_Pipeline<
+// The streams (Pipeline, Export, Import) are callback streams: one needs no thread while it
+// waits for its client. BloomService implements them and the unary handlers; gRPC serves
+// BloomCallbackService, which adds the unary calls on the callback API.
+using StreamServiceBase = bloom::v1::BloomFilterService::WithCallbackMethod_Pipeline<
     bloom::v1::BloomFilterService::WithCallbackMethod_Export<
         bloom::v1::BloomFilterService::WithCallbackMethod_Import<
             bloom::v1::BloomFilterService::Service>>>;
 
-class BloomService final : public SyncServiceBase {
+class BloomService final : public StreamServiceBase {
  public:
   // `store` must outlive the service.
   BloomService(storage::FilterStore* store, ServiceLimits limits, ServiceHooks hooks = {});
 
-  grpc::Status Reserve(grpc::ServerContext* context, const bloom::v1::ReserveRequest* request,
-                       bloom::v1::ReserveResponse* response) override;
-  grpc::Status Add(grpc::ServerContext* context, const bloom::v1::AddRequest* request,
-                   bloom::v1::AddResponse* response) override;
-  grpc::Status MightContain(grpc::ServerContext* context,
-                            const bloom::v1::MightContainRequest* request,
-                            bloom::v1::MightContainResponse* response) override;
-  grpc::Status Stats(grpc::ServerContext* context, const bloom::v1::StatsRequest* request,
-                     bloom::v1::StatsResponse* response) override;
-  grpc::Status Delete(grpc::ServerContext* context, const bloom::v1::DeleteRequest* request,
-                      bloom::v1::DeleteResponse* response) override;
-  grpc::Status List(grpc::ServerContext* context, const bloom::v1::ListRequest* request,
-                    bloom::v1::ListResponse* response) override;
   grpc::ServerWriteReactor<bloom::v1::ExportChunk>* Export(
       grpc::CallbackServerContext* context, const bloom::v1::ExportRequest* request) override;
   grpc::ServerReadReactor<bloom::v1::ImportChunk>* Import(
       grpc::CallbackServerContext* context, bloom::v1::ImportResponse* response) override;
 
-  // The unary handlers, shared by this synchronous service and BloomCallbackService. `context`
+  // The unary handlers, which BloomCallbackService serves. `context`
   // gives the call's metadata (the token) and deadline; null for in-process calls (tests,
   // fuzzing), which then carry no token.
   grpc::Status HandleReserve(const bloom::v1::ReserveRequest& request,
@@ -172,7 +160,7 @@ using CallbackUnaryBase = bloom::v1::BloomFilterService::WithCallbackMethod_Rese
         bloom::v1::BloomFilterService::WithRawCallbackMethod_MightContain<
             bloom::v1::BloomFilterService::WithCallbackMethod_Stats<
                 bloom::v1::BloomFilterService::WithCallbackMethod_Delete<
-                    bloom::v1::BloomFilterService::WithCallbackMethod_List<SyncServiceBase>>>>>>;
+                    bloom::v1::BloomFilterService::WithCallbackMethod_List<StreamServiceBase>>>>>>;
 
 class BloomCallbackService final : public CallbackUnaryBase {
  public:

@@ -68,10 +68,8 @@ ABSL_FLAG(absl::Duration, checkpoint_interval, absl::Seconds(30),
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(5),
           "on SIGTERM, how long in-flight calls may run before they are cancelled");
 ABSL_FLAG(std::string, server_model, "auto",
-          "gRPC server API: callback (unary calls inline on gRPC's threads: fewer thread hops, "
-          "less CPU per call; with --sync, adds are answered after a shared fsync from the WAL "
-          "syncer's thread), sync (a pool thread per call, which waits for its fsync), or auto "
-          "(callback); see the README's performance section");
+          "retired: the server always uses gRPC's callback API (auto and callback are accepted; "
+          "sync, the former thread-per-call model, is served as callback with a warning)");
 ABSL_FLAG(std::string, port_file, "",
           "if set, written once serving: the gRPC port on the first line, then 'metrics <port>' "
           "and 'health <port>' lines for those listeners (for tests and tools)");
@@ -107,7 +105,8 @@ ABSL_FLAG(absl::Duration, transfer_idle_timeout, absl::Seconds(30),
           "an Export whose client stops reading, or an Import that sends no chunk, for this long "
           "is cancelled (ABORTED) and what it held released; 0 = never");
 ABSL_FLAG(int32_t, max_threads, 0,
-          "most threads the sync server model runs calls on (0: gRPC's default)");
+          "retired with the sync server model, whose threads it bounded; ignored (with a "
+          "warning) if set");
 
 namespace {
 
@@ -342,10 +341,8 @@ int main(int argc, char** argv) {
                  "of the container's memory (10%%)\n");
     return 2;
   }
-  if (absl::GetFlag(FLAGS_max_concurrent_streams) < 1 || absl::GetFlag(FLAGS_max_threads) < 0) {
-    std::fprintf(stderr,
-                 "bloom-server: --max_concurrent_streams must be positive and --max_threads "
-                 "not negative\n");
+  if (absl::GetFlag(FLAGS_max_concurrent_streams) < 1) {
+    std::fprintf(stderr, "bloom-server: --max_concurrent_streams must be positive\n");
     return 2;
   }
 
@@ -417,7 +414,6 @@ int main(int argc, char** argv) {
   if (server_metrics->port() != 0) server_options.hooks.metrics = server_metrics.get();
   server_options.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
   server_options.max_message_bytes = static_cast<int>(max_message_bytes);
-  server_options.max_threads = absl::GetFlag(FLAGS_max_threads);
   server_options.transport_memory_bytes = static_cast<int64_t>(transport_memory);
   server_options.limits.max_batch = absl::GetFlag(FLAGS_max_batch);
   server_options.limits.max_item_bytes = absl::GetFlag(FLAGS_max_item_bytes);
@@ -425,18 +421,23 @@ int main(int argc, char** argv) {
   server_options.limits.max_transfers = absl::GetFlag(FLAGS_max_transfers);
   server_options.limits.transfer_idle_timeout = absl::GetFlag(FLAGS_transfer_idle_timeout);
   server_options.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
-  std::string model = absl::GetFlag(FLAGS_server_model);
-  if (model == "auto") model = "callback";
-  if (model == "callback") {
-    server_options.model = service::ServerModel::kCallback;
-  } else if (model != "sync") {
-    return Fail("--server_model must be auto, sync or callback");
+  const std::string model = absl::GetFlag(FLAGS_server_model);
+  if (model != "auto" && model != "callback" && model != "sync") {
+    return Fail("--server_model must be auto, callback or sync (retired: served as callback)");
+  }
+  if (model == "sync") {
+    bloomlog::LogWarning(
+        "--server_model=sync is retired: serving with the callback model (with --sync, adds are "
+        "answered after a shared fsync without holding a thread each); drop the flag");
+  }
+  if (absl::GetFlag(FLAGS_max_threads) != 0) {
+    bloomlog::LogWarning("--max_threads is retired with the sync server model and has no effect");
   }
   absl::StatusOr<std::unique_ptr<service::BloomServer>> server =
       service::BloomServer::Start(store->get(), server_options);
   if (!server.ok()) return Fail(server.status().ToString());
   bloomlog::LogInfo(absl::StrCat(
-      "serving on ", server_options.listen, " (port ", (*server)->port(), ", ", model, " model, ",
+      "serving on ", server_options.listen, " (port ", (*server)->port(), ", callback model, ",
       tls.enabled() ? (tls.client_ca_file.empty() ? "TLS" : "mutual TLS") : "plaintext",
       auth != nullptr ? ", token auth" : ", no auth", ")"));
   if (!server_options.health_listen.empty()) {

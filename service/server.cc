@@ -56,16 +56,11 @@ absl::StatusOr<std::unique_ptr<BloomServer>> BloomServer::Start(storage::FilterS
   }
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, credentials, &server->port_);
-  if (options.model == ServerModel::kCallback) {
-    server->callback_service_ = std::make_unique<BloomCallbackService>(server->service_.get());
-    builder.RegisterService(server->callback_service_.get());
-  } else {
-    builder.RegisterService(server->service_.get());
-  }
+  server->callback_service_ = std::make_unique<BloomCallbackService>(server->service_.get());
+  builder.RegisterService(server->callback_service_.get());
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_concurrent_streams);
   grpc::ResourceQuota quota("bloom-server");
-  if (options.max_threads > 0) quota.SetMaxThreads(options.max_threads);
   if (options.transport_memory_bytes > 0) {
     quota.Resize(static_cast<size_t>(options.transport_memory_bytes));
   }

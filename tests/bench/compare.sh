@@ -49,10 +49,9 @@ start_server() {
   local kind=$1 dir
   dir=$(mktemp -d "$work/$kind-XXXX")
   case $kind in
-    bloom|bloom-sync|bloom-syncmodel)
+    bloom|bloom-sync)
       local flags=()
       [[ $kind == bloom-sync ]] && flags+=(--sync)
-      [[ $kind == bloom-syncmodel ]] && flags+=(--server_model=sync)
       "$SERVER" --listen=127.0.0.1:0 --port_file="$dir/port" --data_dir="$dir/data" \
         --max_batch=100000 "${flags[@]}" >"$dir/log" 2>&1 &
       SERVER_PID=$!
@@ -134,10 +133,7 @@ for s in $SCENARIOS; do
     1) args=(--mix=query --capacity=$((1000000 / small)) --preload=$((1000000 / small))
              --batch=1000 --clients=8)
        every_target "1 batched MightContain, 1M filter, batch 1000, 8 clients" "${args[@]}"
-       run "1 batched MightContain, 1M filter, batch 1000, 8 clients" bloom bloom/pipeline "${args[@]}"
-       # The sync model parses with protobuf; the callback model reads Add/MightContain
-       # straight from the wire (service/direct_parse.h).
-       run "1 batched MightContain, 1M filter, batch 1000, 8 clients" bloom-syncmodel bloom "${args[@]}" ;;
+       run "1 batched MightContain, 1M filter, batch 1000, 8 clients" bloom bloom/pipeline "${args[@]}" ;;
     2) args=(--mix=add --keys=unique --capacity=$((10000000 / small)) --ops=$((10000000 / small))
              --batch=1000 --clients=8)
        every_target "2 batched Add of unique keys, batch 1000, 8 clients" "${args[@]}"
@@ -146,9 +142,7 @@ for s in $SCENARIOS; do
              --preload=$((100000 / small)) --batch=1 --clients=50)
        unbatched "3 single-key MightContain+Add, 50 clients" "${args[@]}"
        run "3 single-key MightContain+Add, 50 clients" bloom-sync bloom/client "${args[@]}"
-       run "3 single-key MightContain+Add, 50 clients" redis-always redis-bf "${args[@]}"
-       # The unbatched case is where the gRPC server model matters (the default is callback).
-       run "3 single-key MightContain+Add, 50 clients" bloom-syncmodel bloom "${args[@]}" ;;
+       run "3 single-key MightContain+Add, 50 clients" redis-always redis-bf "${args[@]}" ;;
     4) every_target "4 100M-item filter, uniform queries" --mix=query --keys=uniform \
          --key_space=100000000 --capacity=$((100000000 / small)) --preload=$((100000000 / small)) \
          --batch=1000 --clients=8 ;;
