@@ -1,8 +1,7 @@
 // Throughput of the whole service over loopback gRPC: an in-process BloomServer (real RocksDB
 // in a temp dir) and client threads sending batched requests through BloomClient.
 //
-//   build/benchmarks/service_benchmark                              # sync server
-//   BLOOM_SERVER_MODEL=callback build/benchmarks/service_benchmark  # callback server
+//   build/benchmarks/service_benchmark
 //
 // Arguments: batch size, then threads via ->Threads(). items_per_second is keys/s over all
 // client threads (client and server share the machine's cores).
@@ -42,9 +41,6 @@ void SetUpServer() {
   fixture->store = *storage::FilterStore::Open(options);
   service::ServerOptions server_options;
   server_options.listen = "127.0.0.1:0";
-  const char* model = std::getenv("BLOOM_SERVER_MODEL");
-  if (model != nullptr && std::string(model) == "callback") {
-  }
   fixture->server = *service::BloomServer::Start(fixture->store.get(), server_options);
   fixture->target = absl::StrCat("127.0.0.1:", fixture->server->port());
   auto client = bloomclient::BloomClient::Connect(fixture->target);

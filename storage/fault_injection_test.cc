@@ -3,6 +3,7 @@
 // succeed (no restart).
 #include <algorithm>
 #include <atomic>
+#include <future>
 #include <memory>
 #include <string>
 #include <vector>
@@ -208,6 +209,43 @@ TEST_P(FaultInjectionTest, DiskFullFailsEveryAddOfABatchAndNothingIsHalfAdded) {
   ExpectAllPresent(later);
   EXPECT_EQ(store_->Stats("f")->stats.items_added, 50u);
   EXPECT_EQ(store_->Stats("new")->stats.items_added, 50u);
+}
+
+// Deferred adds (FilterStore::WhenDurable, how the server serves --sync): the write succeeded
+// but the WAL's fsync fails, so the add is not acknowledged (the callback gets the error); once
+// the disk is back, the next deferred add is written, synced and acknowledged.
+TEST_P(FaultInjectionTest, AFailedWalSyncFailsTheDeferredAddItCovered) {
+  ASSERT_OK(store_->Reserve("f", {100'000, 0.01}).status());
+  auto durable = [&] {
+    std::promise<absl::Status> synced;
+    store_->WhenDurable([&](absl::Status status) { synced.set_value(status); });
+    return synced.get_future().get();
+  };
+  const std::vector<std::string> first = Items("first-", 100);
+  ASSERT_OK(store_->Add("f", Views(first), nullptr, /*defer_sync=*/true).status());
+  file_system_->full.store(true);  // the write is in; its fsync fails
+  const absl::Status failed = durable();
+  if (GetParam()) {
+    EXPECT_EQ(failed.code(), absl::StatusCode::kUnavailable) << failed;
+    EXPECT_TRUE(absl::StrContains(failed.message(), "syncing the write-ahead log")) << failed;
+  } else {
+    EXPECT_OK(failed);  // without --sync, nothing waits for an fsync
+  }
+  file_system_->full.store(false);
+  const std::vector<std::string> later = Items("later-", 100);
+  absl::Status acknowledged;
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  for (;;) {
+    acknowledged = store_->Add("f", Views(later), nullptr, /*defer_sync=*/true).status();
+    if (acknowledged.ok()) acknowledged = durable();
+    if (acknowledged.ok() || absl::Now() > deadline) break;
+    EXPECT_EQ(acknowledged.code(), absl::StatusCode::kUnavailable) << acknowledged;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  ASSERT_OK(acknowledged);
+  ASSERT_OK(store_->Close());
+  Open();
+  ExpectAllPresent(later);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, FaultInjectionTest, ::testing::Values(false, true),
