@@ -152,26 +152,31 @@ std::shared_ptr<StoredFilter> FilterStore::Find(absl::string_view name) const {
   Shard& shard = ShardFor(name);
   bloomsync::ReaderMutexLock lock(&shard.mu);
   auto it = shard.filters.find(name);
-  return it == shard.filters.end() ? nullptr : it->second;
+  return it == shard.filters.end() ? nullptr : *it;
 }
 
 void FilterStore::Insert(std::shared_ptr<StoredFilter> filter) {
   Shard& shard = ShardFor(filter->name());
   bloomsync::MutexLock lock(&shard.mu);
-  shard.filters[filter->name()] = std::move(filter);
+  // Replaces a filter of the same name (a reload, or one whose Delete raced it).
+  auto [it, inserted] = shard.filters.insert(filter);
+  if (!inserted) {
+    shard.filters.erase(it);
+    shard.filters.insert(std::move(filter));
+  }
 }
 
 void FilterStore::Remove(const std::string& name) {
   Shard& shard = ShardFor(name);
   bloomsync::MutexLock lock(&shard.mu);
-  shard.filters.erase(name);
+  shard.filters.erase(absl::string_view(name));
 }
 
 std::vector<std::shared_ptr<StoredFilter>> FilterStore::Snapshot() const {
   std::vector<std::shared_ptr<StoredFilter>> all;
   for (Shard& shard : shards_) {
     bloomsync::ReaderMutexLock lock(&shard.mu);
-    for (const auto& [name, filter] : shard.filters) all.push_back(filter);
+    all.insert(all.end(), shard.filters.begin(), shard.filters.end());
   }
   return all;
 }

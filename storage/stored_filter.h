@@ -74,9 +74,9 @@ absl::optional<absl::Time> IdleExpiry(const bloom::FilterSpec& spec, int64_t las
 
 // What a resident filter costs in memory beyond its bits: its objects, locks, counters and
 // map slot, and the rest of its slab slot (common/slab.h: 1,536 bytes for 1,472 bytes of bits).
-// BM_PerFilterOverhead measures 488 bytes for a filter made by Reserve and 656 for one made by
-// its first Add (create_if_missing, the per-user path); 768 covers the larger with its slot's
-// 64 bytes and a margin. Charged to the MemoryBudget with the bits, so --memory_limit bounds
+// BM_PerFilterOverhead measures 615 bytes (glibc's malloc, memtables flushed) whether Reserve
+// or the first Add made it; jemalloc's size classes (the server's) round the objects up further,
+// and 768 covers that with a margin. Charged to the MemoryBudget with the bits, so --memory_limit bounds
 // the memory filters take, not only their bits: for millions of small filters the bookkeeping
 // is a third of it. (512, measured on the Reserve path only, let 10 million per-user filters
 // through a 1 GiB budget take 1.1 GiB.) Each further sub-filter's object costs its own charge.
