@@ -74,12 +74,13 @@ absl::optional<absl::Time> IdleExpiry(const bloom::FilterSpec& spec, int64_t las
 
 // What a resident filter costs in memory beyond its bits: its objects, locks, counters and
 // map slot, and the rest of its slab slot (common/slab.h: 1,536 bytes for 1,472 bytes of bits).
-// BM_PerFilterOverhead measures 615 bytes (glibc's malloc, memtables flushed) whether Reserve
+// BM_PerFilterOverhead measures 599 bytes (glibc's malloc, memtables flushed) whether Reserve
 // or the first Add made it; jemalloc's size classes (the server's) round the objects up further,
-// and 768 covers that with a margin. Charged to the MemoryBudget with the bits, so --memory_limit bounds
-// the memory filters take, not only their bits: for millions of small filters the bookkeeping
-// is a third of it. (512, measured on the Reserve path only, let 10 million per-user filters
-// through a 1 GiB budget take 1.1 GiB.) Each further sub-filter's object costs its own charge.
+// and 768 covers that with a margin. Charged to the MemoryBudget with the bits, so --memory_limit
+// bounds the memory filters take, not only their bits: for millions of small filters the
+// bookkeeping is a third of it. (512, measured on the Reserve path only, let 10 million per-user
+// filters through a 1 GiB budget take 1.1 GiB.) Each further sub-filter's object costs its own
+// charge.
 inline constexpr uint64_t kResidentFilterOverheadBytes = 768;
 inline constexpr uint64_t kSubFilterOverheadBytes = 128;
 // The charge of a resident filter with `bits` bytes of bits in `sub_filters` sub-filters.
@@ -282,22 +283,16 @@ class StoredFilter {
   // `batch` for the caller to write (with the metadata record).
   absl::Status WritePages(const DirtyPages& dirty, bool sync, rocksdb::WriteBatch& batch);
 
+  // Ordered so that the small fields share 8-byte words: the object (with its shared_ptr's
+  // count) is 256 bytes, one size class of jemalloc, for millions of small filters.
   const std::string name_;
   const uint64_t generation_;
-  std::atomic<bool> creation_pending_{false};
-  const bool generation_known_ = true;  // false for an unreadable metadata record
   const int64_t created_at_micros_;
   const std::unique_ptr<bloom::ScalableFilter> filter_;
   Database* const db_;
   MemoryBudget* const budget_;
   std::atomic<uint64_t> charged_bytes_;
   absl::Status load_error_;  // set only during recovery
-
-  bloomsync::Mutex checkpoint_mu_ ABSL_ACQUIRED_BEFORE(apply_mu_);
-  mutable bloomsync::Mutex apply_mu_ ABSL_ACQUIRED_BEFORE(meta_mu_);
-  mutable bloomsync::Mutex meta_mu_;
-  std::atomic<bool> deleted_{false};  // written with apply_mu_ held exclusively
-  std::atomic<bool> evicted_{false};  // likewise
   std::atomic<int64_t> last_used_ticks_{NowTicks()};
   std::atomic<uint64_t> next_seq_{1};
   std::atomic<uint64_t> journal_bytes_{0};  // journalled since the last checkpoint
@@ -305,11 +300,21 @@ class StoredFilter {
   std::atomic<uint64_t> check_hits_{0};
   std::atomic<uint64_t> checks_at_checkpoint_{0};
   std::atomic<int64_t> last_checkpoint_micros_;
-  std::atomic<int> chain_pins_{0};  // PinChain
+  std::atomic<int64_t> last_used_micros_{0};  // TouchIdle
+
+  bloomsync::Mutex checkpoint_mu_ ABSL_ACQUIRED_BEFORE(apply_mu_);
+  mutable bloomsync::Mutex apply_mu_ ABSL_ACQUIRED_BEFORE(meta_mu_);
+  mutable bloomsync::Mutex meta_mu_;
+  std::atomic<bool> deleted_{false};  // written with apply_mu_ held exclusively
+  std::atomic<bool> evicted_{false};  // likewise
+  std::atomic<bool> creation_pending_{false};
   // The record lists sub-filters BuildFilter dropped: the next checkpoint must write it.
   std::atomic<bool> retire_pending_{false};
-  std::atomic<int64_t> last_used_micros_{0};  // TouchIdle
-  std::atomic<uint64_t> retired_slices_{0};
+  // PinChain: one per Export of this filter in progress (--max_transfers bounds them, and
+  // each charges its buffers to the memory budget: far below 32,767).
+  std::atomic<int16_t> chain_pins_{0};
+  const bool generation_known_ = true;  // false for an unreadable metadata record
+  std::atomic<uint32_t> retired_slices_{0};
   PersistedState persisted_ ABSL_GUARDED_BY(meta_mu_);
 };
 

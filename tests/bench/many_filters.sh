@@ -22,6 +22,7 @@ FILTERS=${FILTERS:-10000000}
 LIMIT=${LIMIT:-1Gi}
 DURATION=${DURATION:-20s}
 TRANSPORT=${TRANSPORT:-client}  # or pipeline: a raw stream per client, one operation in flight
+CLIENTS=${CLIENTS:-50}        # load generator threads
 BENCH="$BUILD/loadtest/bloom-bench"
 SERVER="$BUILD/service/bloom-server"
 CLI="$BUILD/client/bloom-cli"
@@ -58,7 +59,7 @@ address() { echo "127.0.0.1:$(head -1 "$work/port")"; }
 bench() {
   "$BENCH" --target=bloom --transport="$TRANSPORT" --address="$(address)" --server_pid="$pid" \
     --capacity=1000 --filters="$FILTERS" --filter_choice=uniform --keys=uniform \
-    --key_space=1000000000 --batch=1 --clients=50 "$@"
+    --key_space=1000000000 --batch=1 --clients="$CLIENTS" "$@"
 }
 mixed_run() {  # prints "keys/s"
   bench --mix=both --duration="$1" --json | /usr/bin/python3 -c '
