@@ -240,8 +240,10 @@ void BloomService::HandleAddItemsDeferred(const ItemsRequestView& request, bool*
     std::move(finish)(log->Done(status));
     return;
   }
-  store_->WhenDurable([log = std::move(log), finish = std::move(finish)](
-                          absl::Status synced) mutable { std::move(finish)(log->Done(synced)); });
+  store_->WhenDurable(
+      [log = std::move(log), finish = std::move(finish)](const absl::Status& synced) mutable {
+        std::move(finish)(log->Done(synced));
+      });
 }
 
 grpc::Status BloomService::HandleMightContainItems(const ItemsRequestView& request, bool* answers,
@@ -427,7 +429,7 @@ grpc::ServerUnaryReactor* BloomCallbackService::Add(grpc::CallbackServerContext*
     }
     core_->HandleAddItemsDeferred(
         view, answers, context,
-        [reactor, response, encoded = std::move(encoded)](grpc::Status status) {
+        [reactor, response, encoded = std::move(encoded)](const grpc::Status& status) {
           if (status.ok()) SetResponse(*encoded, response);
           reactor->Finish(status);
         });

@@ -277,8 +277,9 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
       batch.clear();
       Run(actions);
       if (deferred_sync) {
-        service_->store()->WhenDurable(
-            [this, awaiting_sync](absl::Status synced) { OnDurable(awaiting_sync, synced); });
+        service_->store()->WhenDurable([this, awaiting_sync](const absl::Status& synced) {
+          OnDurable(awaiting_sync, synced);
+        });
       }
     }
   }
