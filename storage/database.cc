@@ -246,6 +246,14 @@ std::mutex& TsanWriteMutex() {
 }  // namespace
 #endif
 
+void Database::NoteWriteError(const rocksdb::Status& status) {
+  if (!status.IsIOError()) return;
+  needs_resume_.store(true);
+  bloomsync::MutexLock lock(&error_mu_);
+  last_write_error_ = status.ToString();
+  if (status.IsNoSpace()) last_write_error_ += " (disk full)";
+}
+
 absl::Status Database::SyncWal() {
 #ifdef BLOOM_TSAN
   std::lock_guard<std::mutex> lock(TsanWriteMutex());
@@ -254,12 +262,7 @@ absl::Status Database::SyncWal() {
     return absl::UnavailableError("syncing the write-ahead log: storage is being reopened");
   }
   rocksdb::Status status = db_->SyncWAL();
-  if (status.IsIOError()) {
-    needs_resume_.store(true);
-    bloomsync::MutexLock lock(&error_mu_);
-    last_write_error_ = status.ToString();
-    if (status.IsNoSpace()) last_write_error_ += " (disk full)";
-  }
+  NoteWriteError(status);
   return FromRocksDb(status, "syncing the write-ahead log");
 }
 
@@ -286,12 +289,7 @@ absl::Status Database::Write(rocksdb::WriteBatch& batch, bool sync, absl::string
     needs_resume_.store(false);
   }
   rocksdb::Status status = db_->Write(options, &batch);
-  if (status.IsIOError()) {
-    needs_resume_.store(true);
-    bloomsync::MutexLock lock(&error_mu_);
-    last_write_error_ = status.ToString();
-    if (status.IsNoSpace()) last_write_error_ += " (disk full)";
-  }
+  NoteWriteError(status);
   return FromRocksDb(status, context);
 }
 

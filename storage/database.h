@@ -84,6 +84,9 @@ class Database {
  private:
   Database(std::string dir, rocksdb::Env* env) : dir_(std::move(dir)), env_(env) {}
   absl::Status OpenRocksDb();
+  // After a failed write or WAL sync: an I/O error makes the next Write() Resume() RocksDB
+  // first, and is kept to explain the refusals until then.
+  void NoteWriteError(const rocksdb::Status& status);
   absl::Status CloseRocksDb();
 
   const std::string dir_;

@@ -159,11 +159,8 @@ void FilterStore::Insert(std::shared_ptr<StoredFilter> filter) {
   Shard& shard = ShardFor(filter->name());
   bloomsync::MutexLock lock(&shard.mu);
   // Replaces a filter of the same name (a reload, or one whose Delete raced it).
-  auto [it, inserted] = shard.filters.insert(filter);
-  if (!inserted) {
-    shard.filters.erase(it);
-    shard.filters.insert(std::move(filter));
-  }
+  shard.filters.erase(absl::string_view(filter->name()));
+  shard.filters.insert(std::move(filter));
 }
 
 void FilterStore::Remove(const std::string& name) {
