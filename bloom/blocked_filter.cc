@@ -1,6 +1,8 @@
 #include "bloom/blocked_filter.h"
 
-#include <sys/mman.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -10,8 +12,11 @@
 #include <cstring>
 #include <new>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "bloom/mapped_bits.h"
+#include "bloom/slice_arena.h"
 #include "common/slab.h"
 
 namespace bloom {
@@ -55,6 +60,7 @@ inline void BitMasks(uint64_t hash, uint32_t k, uint64_t (&masks)[kBlockWords]) 
 }
 
 inline uint64_t CeilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
 // Room for the object before the bits of a small filter (which must be 64-byte aligned).
 constexpr uint64_t kInlineHeaderBytes = 64;
 static_assert(sizeof(BlockedBloomFilter) <= kInlineHeaderBytes);
@@ -75,14 +81,13 @@ absl::StatusOr<std::unique_ptr<BlockedBloomFilter>> BlockedBloomFilter::Create(
   }
   const uint64_t bytes = layout.bytes();
   if (bytes >= kMmapThreshold) {
-    void* words = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    void* object = words == MAP_FAILED ? nullptr : std::malloc(sizeof(BlockedBloomFilter));
+    void* words = MapBits(bytes);
+    void* object = words == nullptr ? nullptr : std::malloc(sizeof(BlockedBloomFilter));
     if (object == nullptr) {
-      if (words != MAP_FAILED) munmap(words, bytes);
+      UnmapBits(words, bytes);
       return absl::ResourceExhaustedError(
           absl::StrCat("cannot allocate ", bytes, " bytes for filter bits"));
     }
-    madvise(words, bytes, MADV_HUGEPAGE);  // a hint; failure is fine
     return std::unique_ptr<BlockedBloomFilter>(
         new (object) BlockedBloomFilter(layout, static_cast<uint64_t*>(words), Storage::kMapped,
                                         new uint64_t[DirtyWords(bytes)]()));
@@ -117,13 +122,35 @@ absl::StatusOr<std::unique_ptr<BlockedBloomFilter>> BlockedBloomFilter::Create(
                                                  BlockedBloomFilter(layout, words, storage, dirty));
 }
 
+std::unique_ptr<BlockedBloomFilter> BlockedBloomFilter::CreateInArena(SliceArena& arena) {
+  void* object = std::malloc(sizeof(BlockedBloomFilter));
+  if (object == nullptr) return nullptr;
+  uint64_t* words = arena.AcquireSlot();
+  if (words == nullptr) {
+    std::free(object);
+    return nullptr;
+  }
+  const BlockedLayout layout = arena.layout();
+  return std::unique_ptr<BlockedBloomFilter>(new (object) BlockedBloomFilter(
+      layout, words, Storage::kArena, new uint64_t[DirtyWords(layout.bytes())](),
+      static_cast<uint32_t>(arena.stride_words()), &arena));
+}
+
 BlockedBloomFilter::BlockedBloomFilter(BlockedLayout layout, uint64_t* words, Storage storage,
-                                       uint64_t* dirty)
-    : layout_(layout), words_(words), storage_(storage), dirty_(dirty) {}
+                                       uint64_t* dirty, uint32_t stride_words, SliceArena* arena)
+    : layout_(layout),
+      words_(words),
+      storage_(storage),
+      stride_words_(stride_words),
+      dirty_(dirty),
+      arena_(arena) {}
 
 BlockedBloomFilter::~BlockedBloomFilter() {
   if (storage_ == Storage::kMapped) {
-    munmap(words_, layout_.bytes());
+    UnmapBits(words_, layout_.bytes());
+    delete[] dirty_;
+  } else if (storage_ == Storage::kArena) {
+    arena_->ReleaseSlot(words_);
     delete[] dirty_;
   }  // else the bits share this object's allocation, which operator delete frees
 }
@@ -136,11 +163,6 @@ void BlockedBloomFilter::operator delete(BlockedBloomFilter* filter, std::destro
   } else {
     std::free(filter);
   }
-}
-
-uint64_t* BlockedBloomFilter::BlockFor(uint64_t hash) const {
-  const uint64_t block = ((hash >> 32) * layout_.num_blocks) >> 32;
-  return words_ + block * kBlockWords;
 }
 
 uint32_t BlockedBloomFilter::AddToBlock(uint64_t* block, uint64_t hash) {
@@ -163,7 +185,7 @@ uint32_t BlockedBloomFilter::AddToBlock(uint64_t* block, uint64_t hash) {
         std::atomic_ref<uint64_t>(block[w]).fetch_or(masks[w], std::memory_order_acq_rel);
     newly_set += std::popcount(masks[w] & ~before);
   }
-  MarkPageDirty(static_cast<uint64_t>(block - words_) / kBlockWords / kBlocksPerPage);
+  MarkPageDirty(static_cast<uint64_t>(block - words_) / stride_words_ / kBlocksPerPage);
   return newly_set;
 }
 
@@ -177,7 +199,7 @@ void BlockedBloomFilter::AddManyTo(absl::Span<const uint64_t> hashes, uint64_t* 
   for (uint64_t hash : hashes) {
     uint64_t masks[kBlockWords] = {};
     BitMasks(hash, layout_.hash_count, masks);
-    uint64_t* block = words + (BlockFor(hash) - words_);
+    uint64_t* block = words + BlockIndex(hash) * kBlockWords;
     for (uint32_t w = 0; w < kBlockWords; ++w) block[w] |= masks[w];
   }
 }
@@ -218,38 +240,116 @@ void BlockedBloomFilter::MightContainMany(absl::Span<const uint64_t> hashes, boo
   }
 }
 
-void BlockedBloomFilter::MightContainAny(absl::Span<const BlockedBloomFilter* const> filters,
-                                         absl::Span<const uint64_t> hashes, bool* present) {
-  if (filters.empty()) return;
-  const BlockedLayout layout = filters[0]->layout_;
-  // Each item fetches a line per filter (window_benchmark: 2, 4 and 8 items ahead are alike).
-  constexpr size_t kAhead = 8;
+namespace {
+
+// Each item fetches a line per filter (window_benchmark: 2, 4 and 8 items ahead are alike).
+constexpr size_t kAnyAhead = 8;
+
+// The filters MightContainAny asks: block i of filter f starts at base[f] + i * stride[f].
+struct Probed {
+  absl::InlinedVector<uint64_t*, 16> base;
+  absl::InlinedVector<uint64_t, 16> stride;
+};
+
+inline uint64_t BlockOf(uint64_t hash, uint64_t num_blocks) {
+  return ((hash >> 32) * num_blocks) >> 32;
+}
+
+// MightContainAny one word at a time: two words first, since an absent item usually misses a
+// bit there already.
+void AnyScalar(const Probed& probed, BlockedLayout layout, absl::Span<const uint64_t> hashes,
+               bool* present) {
   const size_t n = hashes.size();
-  auto block_of = [&](uint64_t hash) { return ((hash >> 32) * layout.num_blocks) >> 32; };
+  const size_t count = probed.base.size();
+  uint64_t* const* const base = probed.base.data();
+  const uint64_t* const stride = probed.stride.data();
   for (size_t i = 0; i < n; ++i) {
-    if (i + kAhead < n && !present[i + kAhead]) {
-      const uint64_t ahead = block_of(hashes[i + kAhead]) * kBlockWords;
-      for (const BlockedBloomFilter* f : filters) __builtin_prefetch(f->words_ + ahead);
+    if (i + kAnyAhead < n && !present[i + kAnyAhead]) {
+      const uint64_t ahead = BlockOf(hashes[i + kAnyAhead], layout.num_blocks);
+      for (size_t f = 0; f < count; ++f) {
+        __builtin_prefetch(base[f] + ahead * stride[f]);
+      }
     }
     if (present[i]) continue;
     uint64_t masks[kBlockWords] = {};
     BitMasks(hashes[i], layout.hash_count, masks);
-    const uint64_t offset = block_of(hashes[i]) * kBlockWords;
-    for (const BlockedBloomFilter* f : filters) {
-      uint64_t* block = f->words_ + offset;
-      // Two words first: an absent item usually misses a bit there already.
+    const uint64_t block_index = BlockOf(hashes[i], layout.num_blocks);
+    for (size_t f = 0; f < count; ++f) {
+      uint64_t* block = base[f] + block_index * stride[f];
       uint64_t missing = 0;
       for (uint32_t w = 0; w < 2; ++w) missing |= masks[w] & ~LoadWord(block[w]);
       if (missing != 0) continue;
-      for (uint32_t w = 2; w < kBlockWords; ++w) {
-        missing |= masks[w] & ~LoadWord(block[w]);
-      }
+      for (uint32_t w = 2; w < kBlockWords; ++w) missing |= masks[w] & ~LoadWord(block[w]);
       if (missing == 0) {
         present[i] = true;
         break;
       }
     }
   }
+}
+
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+#define BLOOM_HAVE_AVX2_PATH 1
+// The same with AVX2: a block is two 256-bit loads, an and-not and one test, without the
+// scalar test's branch on the first two words, which mispredicts about one slice in five
+// (window_benchmark, 8 slices, 100,000 items in cache: 44 -> 23 ns per query). The vector
+// loads are not atomic while adds OR bits in: harmless, since bits only go from 0 to 1, so a
+// torn read shows each bit either before or after an add, as the atomic word loads do. (Built
+// out under ThreadSanitizer, which would report them.)
+__attribute__((target("avx2"))) void AnyAvx2(const Probed& probed, BlockedLayout layout,
+                                             absl::Span<const uint64_t> hashes, bool* present) {
+  const size_t n = hashes.size();
+  const size_t count = probed.base.size();
+  uint64_t* const* const base = probed.base.data();
+  const uint64_t* const stride = probed.stride.data();
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kAnyAhead < n && !present[i + kAnyAhead]) {
+      const uint64_t ahead = BlockOf(hashes[i + kAnyAhead], layout.num_blocks);
+      for (size_t f = 0; f < count; ++f) {
+        __builtin_prefetch(base[f] + ahead * stride[f]);
+      }
+    }
+    if (present[i]) continue;
+    alignas(32) uint64_t masks[kBlockWords] = {};
+    BitMasks(hashes[i], layout.hash_count, masks);
+    const __m256i low = _mm256_load_si256(reinterpret_cast<const __m256i*>(masks));
+    const __m256i high = _mm256_load_si256(reinterpret_cast<const __m256i*>(masks + 4));
+    const uint64_t block_index = BlockOf(hashes[i], layout.num_blocks);
+    for (size_t f = 0; f < count; ++f) {
+      const auto* block = reinterpret_cast<const __m256i*>(base[f] + block_index * stride[f]);
+      const __m256i missing =
+          _mm256_or_si256(_mm256_andnot_si256(_mm256_load_si256(block), low),
+                          _mm256_andnot_si256(_mm256_load_si256(block + 1), high));
+      if (_mm256_testz_si256(missing, missing)) {
+        present[i] = true;
+        break;
+      }
+    }
+  }
+}
+
+bool HasAvx2() {
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has;
+}
+#endif
+
+}  // namespace
+
+void BlockedBloomFilter::MightContainAny(absl::Span<const BlockedBloomFilter* const> filters,
+                                         absl::Span<const uint64_t> hashes, bool* present) {
+  if (filters.empty()) return;
+  // The bits' addresses once per call, not through each filter object per item.
+  Probed probed;
+  for (const BlockedBloomFilter* f : filters) {
+    probed.base.push_back(f->words_);
+    probed.stride.push_back(f->stride_words_);
+  }
+  const BlockedLayout layout = filters[0]->layout_;
+#ifdef BLOOM_HAVE_AVX2_PATH
+  if (HasAvx2()) return AnyAvx2(probed, layout, hashes, present);
+#endif
+  AnyScalar(probed, layout, hashes, present);
 }
 
 uint64_t BlockedBloomFilter::num_pages() const { return CeilDiv(layout_.bytes(), kPageBytes); }
@@ -260,10 +360,10 @@ uint64_t BlockedBloomFilter::page_size(uint64_t page) const {
 }
 
 void BlockedBloomFilter::ReadPage(uint64_t page, char* out) const {
-  uint64_t* first = words_ + page * (kPageBytes / 8);
+  const uint64_t first = page * (kPageBytes / 8);
   const uint64_t words = page_size(page) / 8;
   for (uint64_t i = 0; i < words; ++i) {
-    const uint64_t value = LoadWord(first[i]);
+    const uint64_t value = LoadWord(*WordAt(first + i));
     std::memcpy(out + i * 8, &value, 8);
   }
 }
@@ -274,14 +374,14 @@ absl::Status BlockedBloomFilter::OrPage(uint64_t page, absl::string_view bytes) 
                                                    " bytes does not fit a filter of ", num_pages(),
                                                    " pages"));
   }
-  uint64_t* first = words_ + page * (kPageBytes / 8);
+  const uint64_t first = page * (kPageBytes / 8);
   uint64_t newly_set = 0;
   for (uint64_t i = 0; i < bytes.size() / 8; ++i) {
     uint64_t value;
     std::memcpy(&value, bytes.data() + i * 8, 8);
     if (value == 0) continue;
     const uint64_t before =
-        std::atomic_ref<uint64_t>(first[i]).fetch_or(value, std::memory_order_relaxed);
+        std::atomic_ref<uint64_t>(*WordAt(first + i)).fetch_or(value, std::memory_order_relaxed);
     newly_set += std::popcount(value & ~before);
   }
   if (newly_set != 0) set_bits_.fetch_add(newly_set, std::memory_order_relaxed);
@@ -316,7 +416,7 @@ void BlockedBloomFilter::MarkAllPagesDirty() {
 uint64_t BlockedBloomFilter::CountSetBits() const {
   uint64_t total = 0;
   const uint64_t words = layout_.bytes() / 8;
-  for (uint64_t i = 0; i < words; ++i) total += std::popcount(LoadWord(words_[i]));
+  for (uint64_t i = 0; i < words; ++i) total += std::popcount(LoadWord(*WordAt(i)));
   return total;
 }
 

@@ -35,6 +35,8 @@
 
 namespace bloom {
 
+class SliceArena;
+
 class BlockedBloomFilter {
  public:
   static constexpr uint32_t kPageBytes = 16 * 1024;
@@ -43,6 +45,9 @@ class BlockedBloomFilter {
   // Allocates zeroed bits for `layout`. ResourceExhausted if the memory cannot be had;
   // InvalidArgument for a layout outside the limits of sizing.h.
   static absl::StatusOr<std::unique_ptr<BlockedBloomFilter>> Create(BlockedLayout layout);
+  // Zeroed bits of `arena`'s layout in a free slot of `arena` (slice_arena.h: its blocks are
+  // interleaved with the other slots'); nullptr when no slot is free or no memory is left.
+  static std::unique_ptr<BlockedBloomFilter> CreateInArena(SliceArena& arena);
 
   BlockedBloomFilter(const BlockedBloomFilter&) = delete;
   BlockedBloomFilter& operator=(const BlockedBloomFilter&) = delete;
@@ -52,6 +57,8 @@ class BlockedBloomFilter {
   static void operator delete(BlockedBloomFilter* filter, std::destroying_delete_t);
 
   const BlockedLayout& layout() const { return layout_; }
+  // Whether the bits are a slot of a SliceArena (CreateInArena).
+  bool in_arena() const { return storage_ == Storage::kArena; }
 
   // Sets the item's bits; returns true if at least one of them was 0 before.
   bool Add(uint64_t hash);
@@ -97,23 +104,33 @@ class BlockedBloomFilter {
 
  private:
   // Where the object and its bits live. kSlab and kHeap: the bits follow the object in one
-  // slab slot or malloc block; kMapped: the object is malloc'd, the bits mapped on their own.
-  enum class Storage : uint8_t { kSlab, kHeap, kMapped };
+  // slab slot or malloc block; kMapped: the object is malloc'd, the bits mapped on their own;
+  // kArena: the object is malloc'd, the bits are a slot of arena_.
+  enum class Storage : uint8_t { kSlab, kHeap, kMapped, kArena };
 
-  // `words` and `dirty` zeroed; the object was placed by Create() (see Storage).
-  BlockedBloomFilter(BlockedLayout layout, uint64_t* words, Storage storage, uint64_t* dirty);
+  // `words` and `dirty` zeroed; the object was placed by Create() (see Storage). Block i
+  // starts at words + i * stride_words.
+  BlockedBloomFilter(BlockedLayout layout, uint64_t* words, Storage storage, uint64_t* dirty,
+                     uint32_t stride_words = kBlockWords, SliceArena* arena = nullptr);
 
-  uint64_t* BlockFor(uint64_t hash) const;
+  uint64_t BlockIndex(uint64_t hash) const { return ((hash >> 32) * layout_.num_blocks) >> 32; }
+  uint64_t* BlockFor(uint64_t hash) const { return words_ + BlockIndex(hash) * stride_words_; }
+  // Word `i` of the bits as if they were contiguous (pages are persisted that way).
+  uint64_t* WordAt(uint64_t i) const {
+    return words_ + i / kBlockWords * stride_words_ + i % kBlockWords;
+  }
   // Sets the item's bits in `block`; returns how many were 0 before.
   uint32_t AddToBlock(uint64_t* block, uint64_t hash);
 
   const BlockedLayout layout_;
-  uint64_t* const words_;  // layout_.bytes() bytes, 64-byte aligned; accessed via atomic_ref
+  uint64_t* const words_;  // layout_.num_blocks blocks, 64-byte aligned; accessed via atomic_ref
   const Storage storage_;
+  const uint32_t stride_words_;  // kBlockWords, or an arena's stride
   // One bit per page, accessed via atomic_ref: in the spare header bytes or behind the bits
   // for a small filter (Create), else its own array.
   uint64_t* const dirty_;
   std::atomic<uint64_t> set_bits_{0};
+  SliceArena* const arena_;  // kArena only; holds one of its references
 };
 
 }  // namespace bloom

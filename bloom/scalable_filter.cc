@@ -117,6 +117,14 @@ void SubFilter::Unreserve(uint64_t count) {
   items_added_.fetch_sub(count, std::memory_order_acq_rel);
 }
 
+absl::optional<ArenaShape> ArenaShapeFor(const FilterSpec& spec) {
+  if (!spec.windowed()) return absl::nullopt;
+  absl::StatusOr<SubFilterShape> first = SubFilterShapeFor(spec, 0);
+  if (!first.ok() || first->layout.bytes() < SliceArena::kMinSliceBytes) return absl::nullopt;
+  // The unexpired slices, and one expired slice storage has not retired yet.
+  return ArenaShape{first->layout, LiveSlices(spec) + 1};
+}
+
 absl::StatusOr<std::unique_ptr<ScalableFilter>> ScalableFilter::Create(const FilterSpec& spec,
                                                                        uint64_t seed,
                                                                        const Clock* clock) {
@@ -133,6 +141,9 @@ ScalableFilter::ScalableFilter(const FilterSpec& spec, uint64_t seed, const Cloc
   if (spec.windowed()) {
     absl::StatusOr<SubFilterShape> first = SubFilterShapeFor(spec, 0);
     if (first.ok()) first_layout_ = first->layout;  // else no sub-filter can exist either
+    if (absl::optional<ArenaShape> arena = ArenaShapeFor(spec)) {
+      arena_ = SliceArena::Create(arena->layout, arena->slots);
+    }
   }
 }
 
@@ -186,6 +197,12 @@ absl::StatusOr<std::unique_ptr<SubFilter>> ScalableFilter::MakeSubFilterIn(
   }
   absl::StatusOr<SubFilterShape> shape = SubFilterShapeFor(spec_, slice.position);
   if (!shape.ok()) return shape.status();
+  if (arena_ != nullptr && slice.position == 0 && shape->layout == arena_->layout()) {
+    // Without a free slot (see slice_arena.h), bits of its own below.
+    if (std::unique_ptr<BlockedBloomFilter> bits = BlockedBloomFilter::CreateInArena(*arena_)) {
+      return std::make_unique<SubFilter>(index, *shape, std::move(bits), slice);
+    }
+  }
   absl::StatusOr<std::unique_ptr<BlockedBloomFilter>> bits =
       BlockedBloomFilter::Create(shape->layout);
   if (!bits.ok()) return bits.status();
@@ -487,9 +504,10 @@ uint64_t ScalableFilter::items_added() const {
 uint64_t ScalableFilter::size_bytes() const {
   absl::optional<bloomsync::ReaderMutexLock> lock;
   if (spec_.windowed()) lock.emplace(&retire_mu_);
-  uint64_t total = 0;
+  // An arena's memory is held whole, its free slots too (slice_arena.h).
+  uint64_t total = arena_ != nullptr ? arena_->total_bytes() : 0;
   for (SubFilter* sub = first(); sub != nullptr; sub = sub->next()) {
-    total += sub->shape().layout.bytes();
+    if (!sub->bits().in_arena()) total += sub->shape().layout.bytes();
   }
   return total;
 }

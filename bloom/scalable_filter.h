@@ -48,6 +48,7 @@
 #include "absl/types/span.h"
 #include "bloom/blocked_filter.h"
 #include "bloom/hash.h"
+#include "bloom/slice_arena.h"
 #include "bloom/window.h"
 #include "common/mutex.h"
 
@@ -153,6 +154,15 @@ struct ScalableFilterStats {
   std::vector<SubFilterStats> sub_filters;
 };
 
+// The slice arena (slice_arena.h) a filter of normalized `spec` keeps its slices' first
+// sub-filters in: a window whose slices are large enough. Nullopt for every other filter.
+struct ArenaShape {
+  BlockedLayout layout;
+  uint32_t slots = 0;
+  uint64_t bytes() const { return layout.bytes() * slots; }
+};
+absl::optional<ArenaShape> ArenaShapeFor(const FilterSpec& spec);
+
 // What a sub-filter of `shape` holding `items_added` distinct items is expected to show,
 // computed from the count instead of its bits (for a filter that is not in memory): fill and
 // error rate from the blocked filter's Poisson model, cardinality = items_added.
@@ -245,6 +255,7 @@ class ScalableFilter {
   absl::Status Replay(absl::Span<const Run> runs, absl::Span<const uint64_t> new_hashes);
 
   uint64_t items_added() const;
+  // Bytes of bits held in memory (a slice arena counted whole).
   uint64_t size_bytes() const;
   // O(bits): counts set bits.
   ScalableFilterStats ComputeStats() const;
@@ -283,6 +294,8 @@ class ScalableFilter {
   bloomsync::Mutex growth_mu_;  // serialises opening sub-filters (not the reads of the chain)
   // Windowed filters: shared by reads of the chain, exclusive to change first_ (see above).
   mutable bloomsync::Mutex retire_mu_;
+  // Large windows: the slices' first sub-filters, interleaved (slice_arena.h); else null.
+  SliceArena::Ref arena_;
   std::unique_ptr<SubFilter> first_;  // unwindowed: written once, before or by the first append
   std::atomic<SubFilter*> newest_{nullptr};
   int empty_next_index_;  // next_index() while the chain is empty

@@ -150,9 +150,9 @@ absl::Status DumpParser::Append(absl::string_view data) {
 }
 
 absl::Status DumpParser::StartBits() {
-  uint64_t bytes = 0;
-  for (const SubFilterRecord& s : record_.sub_filters) bytes += s.num_blocks * bloom::kBlockBytes;
-  if (absl::Status reserved = reserve_memory_(bytes); !reserved.ok()) return reserved;
+  if (absl::Status reserved = reserve_memory_(RecordBitsBytes(record_)); !reserved.ok()) {
+    return reserved;
+  }
   absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> filter =
       StoredFilter::BuildFilter(record_, clock_);
   if (!filter.ok()) return filter.status();

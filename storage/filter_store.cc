@@ -270,10 +270,8 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::FindOrCreateLocked(
   if (existing != nullptr) return existing;
 
   ASSIGN_OR_RETURN(const bloom::SubFilterShape first, bloom::SubFilterShapeFor(spec, 0));
-  const uint64_t bytes = ResidentCharge(first.layout.bytes(), 1);
   FilterRecord record;
   ASSIGN_OR_RETURN(record.generation, AllocateGeneration());
-  RETURN_IF_ERROR(budget_.ChargeCached(bytes, 0, absl::StrCat("filter '", name, "'")));
   const absl::Time now = options_.clock->Now();
   record.seed = RandomSeed();
   record.created_at_micros = absl::ToUnixMicros(now);
@@ -282,6 +280,8 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::FindOrCreateLocked(
   record.sub_filters.push_back({first.capacity, first.error_rate, first.layout.num_blocks,
                                 first.layout.hash_count, 0,
                                 spec.windowed() ? bloom::SliceStartMicros(spec, now) : 0});
+  const uint64_t bytes = ResidentCharge(RecordBitsBytes(record), 1);
+  RETURN_IF_ERROR(budget_.ChargeCached(bytes, 0, absl::StrCat("filter '", name, "'")));
   absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> filter =
       StoredFilter::BuildFilter(record, options_.clock);
   absl::Status status = filter.status();

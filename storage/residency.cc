@@ -50,11 +50,7 @@ absl::string_view View(const rocksdb::Slice& slice) { return {slice.data(), slic
 
 // The budget charge (ResidentCharge) of the filter `record` describes, without building it.
 uint64_t RecordBytes(const FilterRecord& record) {
-  uint64_t bits = 0;
-  for (const SubFilterRecord& sub : record.sub_filters) {
-    bits += bloom::BlockedLayout{sub.num_blocks, sub.hash_count}.bytes();
-  }
-  return ResidentCharge(bits, record.sub_filters.size());
+  return ResidentCharge(RecordBitsBytes(record), record.sub_filters.size());
 }
 
 // Iterates `family` over the keys of one filter generation.

@@ -62,6 +62,20 @@ absl::optional<absl::Time> IdleExpiry(const bloom::FilterSpec& spec, int64_t las
   return absl::FromUnixMicros(last_used_micros) + spec.idle_ttl;
 }
 
+uint64_t RecordBitsBytes(const FilterRecord& record) {
+  const absl::optional<bloom::ArenaShape> arena = bloom::ArenaShapeFor(record.spec);
+  uint64_t bytes = arena.has_value() ? arena->bytes() : 0;
+  for (size_t i = 0; i < record.sub_filters.size(); ++i) {
+    const SubFilterRecord& sub = record.sub_filters[i];
+    const bloom::BlockedLayout layout{sub.num_blocks, sub.hash_count};
+    // A slice's first sub-filter (a slice retires whole, so the record's first is one too).
+    const bool slice_first =
+        i == 0 || sub.slice_start_micros != record.sub_filters[i - 1].slice_start_micros;
+    if (!(arena.has_value() && slice_first && layout == arena->layout)) bytes += layout.bytes();
+  }
+  return bytes;
+}
+
 absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> StoredFilter::BuildFilter(
     const FilterRecord& record, const bloom::Clock* clock, bool drop_expired) {
   // A windowed record lists its slices oldest first: skip the expired prefix.
@@ -214,7 +228,7 @@ absl::Status StoredFilter::EnsurePersisted(bool sync) {
 }
 
 absl::Status StoredFilter::PersistNewSubFilter(const bloom::SubFilter& sub, bool sync) {
-  const uint64_t bytes = sub.shape().layout.bytes() + kSubFilterOverheadBytes;
+  const uint64_t bytes = OwnBitsBytes(sub) + kSubFilterOverheadBytes;
   if (absl::Status charged = budget_->ChargeCached(
           bytes, charged_bytes_.load(),
           absl::StrCat("growing filter '", name_, "' to ", sub.index() + 1, " sub-filters"));
@@ -441,8 +455,7 @@ absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting) {
     if (filter_->spec().windowed() && chain_pins_.load() == 0) {
       retired = filter_->Retire(filter_->ExpiredThrough(filter_->clock()->Now()));
       uint64_t freed = 0;
-      for (const auto& sub : retired)
-        freed += sub->shape().layout.bytes() + kSubFilterOverheadBytes;
+      for (const auto& sub : retired) freed += OwnBitsBytes(*sub) + kSubFilterOverheadBytes;
       if (freed > 0) {
         charged_bytes_.fetch_sub(freed);
         budget_->Release(freed);

@@ -83,6 +83,15 @@ absl::optional<absl::Time> IdleExpiry(const bloom::FilterSpec& spec, int64_t las
 // charge.
 inline constexpr uint64_t kResidentFilterOverheadBytes = 768;
 inline constexpr uint64_t kSubFilterOverheadBytes = 128;
+// Bytes of bits the filter `record` describes holds once built, as ScalableFilter::size_bytes()
+// counts them: a large window's slice arena whole, the slices' first sub-filters in it not
+// again (bloom/slice_arena.h). Expired slices count until a build drops them.
+uint64_t RecordBitsBytes(const FilterRecord& record);
+// The bytes of bits a sub-filter adds to its filter's: none for a slot of a slice arena, whose
+// memory the filter holds already.
+inline uint64_t OwnBitsBytes(const bloom::SubFilter& sub) {
+  return sub.bits().in_arena() ? 0 : sub.shape().layout.bytes();
+}
 // The charge of a resident filter with `bits` bytes of bits in `sub_filters` sub-filters.
 inline uint64_t ResidentCharge(uint64_t bits, size_t sub_filters) {
   return bits + kResidentFilterOverheadBytes +

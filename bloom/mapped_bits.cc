@@ -1,0 +1,36 @@
+#include "bloom/mapped_bits.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace bloom {
+namespace {
+
+constexpr uint64_t kHugePageBytes = 2 << 20;
+
+uint64_t RoundUp(uint64_t value, uint64_t to) { return (value + to - 1) / to * to; }
+
+}  // namespace
+
+void* MapBits(uint64_t bytes) {
+  // Maps 2 MiB more than needed and unmaps both ends around the aligned start.
+  const uint64_t padded = bytes + kHugePageBytes;
+  void* raw = mmap(nullptr, padded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) return nullptr;
+  const auto begin = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t aligned = RoundUp(begin, kHugePageBytes);
+  const uintptr_t used_end = RoundUp(aligned + bytes, static_cast<uint64_t>(sysconf(_SC_PAGESIZE)));
+  if (aligned > begin) munmap(raw, aligned - begin);
+  if (begin + padded > used_end) {
+    munmap(reinterpret_cast<void*>(used_end), begin + padded - used_end);
+  }
+  void* bits = reinterpret_cast<void*>(aligned);
+  madvise(bits, bytes, MADV_HUGEPAGE);  // a hint; failure is fine
+  return bits;
+}
+
+void UnmapBits(void* bits, uint64_t bytes) {
+  if (bits != nullptr) munmap(bits, bytes);
+}
+
+}  // namespace bloom
