@@ -197,16 +197,21 @@ absl::StatusOr<std::unique_ptr<SubFilter>> ScalableFilter::MakeSubFilterIn(
   }
   absl::StatusOr<SubFilterShape> shape = SubFilterShapeFor(spec_, slice.position);
   if (!shape.ok()) return shape.status();
-  if (arena_ != nullptr && slice.position == 0 && shape->layout == arena_->layout()) {
-    // Without a free slot (see slice_arena.h), bits of its own below.
-    if (std::unique_ptr<BlockedBloomFilter> bits = BlockedBloomFilter::CreateInArena(*arena_)) {
-      return std::make_unique<SubFilter>(index, *shape, std::move(bits), slice);
-    }
-  }
   absl::StatusOr<std::unique_ptr<BlockedBloomFilter>> bits =
-      BlockedBloomFilter::Create(shape->layout);
+      MakeBits(shape->layout, slice.position);
   if (!bits.ok()) return bits.status();
   return std::make_unique<SubFilter>(index, *shape, *std::move(bits), slice);
+}
+
+absl::StatusOr<std::unique_ptr<BlockedBloomFilter>> ScalableFilter::MakeBits(
+    const BlockedLayout& layout, int position) const {
+  if (arena_ != nullptr && position == 0 && layout == arena_->layout()) {
+    // Without a free slot (see slice_arena.h), bits of its own below.
+    if (std::unique_ptr<BlockedBloomFilter> bits = BlockedBloomFilter::CreateInArena(*arena_)) {
+      return bits;
+    }
+  }
+  return BlockedBloomFilter::Create(layout);
 }
 
 void ScalableFilter::AppendSubFilter(std::unique_ptr<SubFilter> sub) {

@@ -205,6 +205,10 @@ class ScalableFilter {
   // Builds the sub-filter that would come next (not yet appended); for a windowed filter, in
   // the slice of the clock's current time.
   absl::StatusOr<std::unique_ptr<SubFilter>> MakeNextSubFilter() const;
+  // Zeroed bits for a sub-filter of `layout` at `position` in its slice (0 without a window):
+  // a slot of the slice arena for a large window's slice, else bits of their own.
+  absl::StatusOr<std::unique_ptr<BlockedBloomFilter>> MakeBits(const BlockedLayout& layout,
+                                                               int position) const;
   // Appends `sub` (whose index must be next_index()). For loading: not thread-safe.
   void AppendSubFilter(std::unique_ptr<SubFilter> sub);
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
 #include "bloom/scalable_filter.h"
 #include "gtest/gtest.h"
 
@@ -235,6 +236,49 @@ TEST(WindowedFilterTest, ReplaySkipsRetiredSubFilters) {
   ASSERT_TRUE(filter->Replay(runs, hashes).ok());
   EXPECT_TRUE(Has(*filter, "new2"));
   EXPECT_FALSE(filter->Replay({{current + 5, 1}}, {h_new}).ok());
+}
+
+// A window whose slices are large (>= SliceArena::kMinSliceBytes) keeps the slices' first
+// sub-filters interleaved in one arena; slices beyond its slots (storage retiring late) get
+// bits of their own, and retired slices' slots are reused. Answers are the same throughout.
+TEST(WindowedFilterTest, LargeWindowsInterleaveTheirSlicesAndFallBackWhenSlotsRunOut) {
+  ManualClock clock(absl::FromUnixSeconds(1'000'000));
+  const FilterSpec spec = Windowed(2'000'000, 0.01, absl::Seconds(80), 8);
+  const absl::optional<ArenaShape> arena = ArenaShapeFor(spec);
+  ASSERT_TRUE(arena.has_value());
+  EXPECT_EQ(arena->slots, LiveSlices(spec) + 1);
+  EXPECT_FALSE(ArenaShapeFor(Windowed(1000, 0.01, absl::Seconds(80), 8)).has_value());
+  auto filter = *ScalableFilter::Create(spec, 9, &clock);
+  constexpr int kPerSlice = 2000;
+  auto item = [](int slice, int i) { return absl::StrCat("s", slice, "-", i); };
+  auto add_slice = [&](int slice) {
+    std::vector<uint64_t> hashes;
+    for (int i = 0; i < kPerSlice; ++i) hashes.push_back(filter->Hash(item(slice, i)));
+    std::unique_ptr<bool[]> added(new bool[hashes.size()]);
+    ASSERT_TRUE(filter->Add(hashes, added.get()).ok());
+  };
+  // 14 slices without a Retire: the arena's slots run out after arena->slots of them.
+  for (int slice = 0; slice < 14; ++slice) {
+    add_slice(slice);
+    EXPECT_EQ(filter->newest()->bits().in_arena(), slice < static_cast<int>(arena->slots)) << slice;
+    clock.Advance(absl::Seconds(10));
+  }
+  // Held: the arena whole, and the slices outside it.
+  EXPECT_EQ(filter->size_bytes(), arena->bytes() + (14 - arena->slots) * arena->layout.bytes());
+  auto count_present = [&](int slice) {
+    int present = 0;
+    for (int i = 0; i < kPerSlice; ++i) present += Has(*filter, item(slice, i));
+    return present;
+  };
+  // Now 140 s: slices started at 60 s and later (the last 8) are in the window.
+  for (int slice = 6; slice < 14; ++slice) EXPECT_EQ(count_present(slice), kPerSlice) << slice;
+  for (int slice = 0; slice < 5; ++slice) EXPECT_LE(count_present(slice), 20) << slice;
+
+  // Retiring frees slots: the next slice is interleaved again, and nothing else changed.
+  EXPECT_FALSE(filter->Retire(filter->ExpiredThrough(clock.Now())).empty());
+  add_slice(14);
+  EXPECT_TRUE(filter->newest()->bits().in_arena());
+  for (int slice = 7; slice < 15; ++slice) EXPECT_EQ(count_present(slice), kPerSlice) << slice;
 }
 
 }  // namespace

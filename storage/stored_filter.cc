@@ -94,12 +94,12 @@ absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> StoredFilter::BuildFilter
   for (size_t i = skip; i < record.sub_filters.size(); ++i) {
     const SubFilterRecord& s = record.sub_filters[i];
     bloom::SubFilterShape shape{s.capacity, s.error_rate, {s.num_blocks, s.hash_count}};
-    absl::StatusOr<std::unique_ptr<bloom::BlockedBloomFilter>> bits =
-        bloom::BlockedBloomFilter::Create(shape.layout);
-    if (!bits.ok()) return bits.status();
     // A slice is retired whole, so its sub-filters in the record start at its position 0.
     const bool same_slice = slice.position >= 0 && slice.start_micros == s.slice_start_micros;
     slice = {s.slice_start_micros, same_slice ? slice.position + 1 : 0};
+    absl::StatusOr<std::unique_ptr<bloom::BlockedBloomFilter>> bits =
+        filter->MakeBits(shape.layout, record.spec.windowed() ? slice.position : 0);
+    if (!bits.ok()) return bits.status();
     const int index = first + static_cast<int>(i - skip);
     auto sub = std::make_unique<bloom::SubFilter>(
         index, shape, *std::move(bits),

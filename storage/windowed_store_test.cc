@@ -275,5 +275,61 @@ TEST_F(WindowedStoreTest, AcknowledgedAddsInTheWindowSurviveKillNine) {
   EXPECT_EQ(CountPages(), 0);
 }
 
+// A large window keeps its slices interleaved in one arena (bloom/slice_arena.h): charged whole
+// from its creation, its slices' pages written and loaded through the interleaving, across a
+// restart and a retirement, and exported and imported like any filter.
+TEST_F(WindowedStoreTest, ALargeWindowsArenaIsChargedWholeAndItsSlicesReloadExactly) {
+  const bloom::FilterSpec spec = *bloom::NormalizeSpec(WindowSpec(2'000'000, absl::Hours(8), 8));
+  const absl::optional<bloom::ArenaShape> arena = bloom::ArenaShapeFor(spec);
+  ASSERT_TRUE(arena.has_value());
+  ASSERT_OK(store_->Reserve("big", spec).status());
+  EXPECT_EQ(store_->Figures().memory_used_bytes, ResidentCharge(arena->bytes(), 1));
+  for (int slice = 0; slice < 4; ++slice) {
+    if (slice > 0) clock_.Advance(absl::Hours(1));
+    ASSERT_OK(
+        store_->Add("big", Views(Items(absl::StrCat("s", slice, "-"), 3000)), nullptr).status());
+  }
+  // Three more slices, each a sub-filter's bookkeeping and no bits of its own.
+  EXPECT_EQ(store_->Figures().memory_used_bytes, ResidentCharge(arena->bytes(), 4));
+  ASSERT_OK(store_->CheckpointAll());
+  store_.reset();
+  Open();
+  for (int slice = 0; slice < 4; ++slice) {
+    EXPECT_EQ(CountPresent("big", Items(absl::StrCat("s", slice, "-"), 3000)), 3000) << slice;
+  }
+  EXPECT_EQ(store_->Figures().memory_used_bytes, ResidentCharge(arena->bytes(), 4));
+  EXPECT_LE(CountPresent("big", Items("never-", 3000)), 10);
+
+  // Slices 0 and 1 expire (slice s at s + 1 h + 8 h); the checkpoint retires them, and their
+  // slots serve new slices.
+  clock_.Advance(absl::Hours(7));
+  ASSERT_OK(store_->CheckpointAll());
+  EXPECT_EQ(store_->Figures().memory_used_bytes, ResidentCharge(arena->bytes(), 2));
+  ASSERT_OK(store_->Add("big", Views(Items("late-", 3000)), nullptr).status());
+  EXPECT_LE(CountPresent("big", Items("s1-", 3000)), 10);
+  EXPECT_EQ(CountPresent("big", Items("s3-", 3000)), 3000);
+  EXPECT_EQ(CountPresent("big", Items("late-", 3000)), 3000);
+  // Unpersisted adds of a slot come back from the journal after a restart too.
+  store_.reset();
+  Open();
+  EXPECT_EQ(CountPresent("big", Items("s2-", 3000)), 3000);
+  EXPECT_EQ(CountPresent("big", Items("late-", 3000)), 3000);
+
+  // Export gathers each slice's pages out of the interleaving; Import scatters them back.
+  std::string dump;
+  ASSERT_OK(store_->Export("big", [&](absl::string_view chunk) {
+    dump.append(chunk.data(), chunk.size());
+    return absl::OkStatus();
+  }));
+  absl::StatusOr<std::unique_ptr<PendingImport>> import = store_->BeginImport("copy");
+  ASSERT_OK(import.status());
+  ASSERT_OK((*import)->Append(dump));
+  ASSERT_OK(store_->CommitImport(**import).status());
+  for (const char* prefix : {"s2-", "s3-", "late-"}) {
+    EXPECT_EQ(CountPresent("copy", Items(prefix, 3000)), 3000) << prefix;
+  }
+  EXPECT_LE(CountPresent("copy", Items("never-", 3000)), 10);
+}
+
 }  // namespace
 }  // namespace storage
