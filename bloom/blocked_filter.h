@@ -28,6 +28,7 @@
 #include <new>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
@@ -71,6 +72,18 @@ class BlockedBloomFilter {
   // masks are computed once for all of them, and their cache lines are fetched together.
   static void MightContainAny(absl::Span<const BlockedBloomFilter* const> filters,
                               absl::Span<const uint64_t> hashes, bool* present);
+  // For each i with first[i] == 0, sets first[i] to 1 + the index of the first of `filters`
+  // (at most 255, of one layout) that might contain hashes[i]; leaves it 0 if none might. As
+  // MightContainAny, in one pass: a windowed add learns at once whether the current slice has
+  // an item (filter 0) and whether an older one has it.
+  static void FirstContaining(absl::Span<const BlockedBloomFilter* const> filters,
+                              absl::Span<const uint64_t> hashes, uint8_t* first);
+  // Where MightContainAny finds the filters' blocks: block i of filter f starts at
+  // base[f] + i * stride[f] (an arena slot's blocks are strided).
+  struct Probes {
+    absl::InlinedVector<uint64_t*, 16> base;
+    absl::InlinedVector<uint64_t, 16> stride;
+  };
   // For each i with present[i] == false, sets present[i] = MightContain(hashes[i]).
   // `present` has hashes.size() elements. Prefetches like AddMany.
   void MightContainMany(absl::Span<const uint64_t> hashes, bool* present) const;
@@ -107,6 +120,8 @@ class BlockedBloomFilter {
   // slab slot or malloc block; kMapped: the object is malloc'd, the bits mapped on their own;
   // kArena: the object is malloc'd, the bits are a slot of arena_.
   enum class Storage : uint8_t { kSlab, kHeap, kMapped, kArena };
+
+  static Probes ProbesOf(absl::Span<const BlockedBloomFilter* const> filters);
 
   // `words` and `dirty` zeroed; the object was placed by Create() (see Storage). Block i
   // starts at words + i * stride_words.

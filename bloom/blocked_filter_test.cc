@@ -1,7 +1,9 @@
 #include "bloom/blocked_filter.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -149,6 +151,19 @@ TEST(BlockedBloomFilterTest, PagesRoundTripAndTrackDirt) {
   }
   EXPECT_EQ(copy->CountSetBits(), source->CountSetBits());
   for (uint64_t h : hashes) ASSERT_TRUE(copy->MightContain(h));
+  // Both counts against std::popcount over the persisted bytes.
+  uint64_t counted = 0;
+  for (uint64_t page = 0; page < source->num_pages(); ++page) {
+    std::string bytes(source->page_size(page), '\0');
+    source->ReadPage(page, bytes.data());
+    for (size_t i = 0; i < bytes.size(); i += 8) {
+      uint64_t word;
+      std::memcpy(&word, bytes.data() + i, 8);
+      counted += std::popcount(word);
+    }
+  }
+  EXPECT_EQ(source->CountSetBits(), counted);
+  EXPECT_EQ(source->set_bits(), counted);
 
   EXPECT_FALSE(copy->OrPage(0, "short").ok());
   EXPECT_FALSE(copy->OrPage(copy->num_pages(), std::string(16384, '\0')).ok());

@@ -395,16 +395,36 @@ int64_t ScalableFilter::ClassifyWindowed(absl::Span<const uint64_t> hashes, bool
     if (last != nullptr && last->slice().start_micros > slice_start) {
       slice_start = last->slice().start_micros;
     }
-    absl::InlinedVector<SubFilter*, 8> older;
+    // The slices' first sub-filters share a layout: one FirstContaining pass asks the current
+    // slice's (put first) and the older ones' together, and tells which answered. The
+    // sub-filters of rate surges are asked one by one.
+    absl::InlinedVector<const BlockedBloomFilter*, 16> firsts;
+    absl::InlinedVector<SubFilter*, 8> current_surges, older_surges;
+    bool current_first = false;
     for (SubFilter* sub : LiveChain(now)) {
-      if (sub->slice().start_micros == slice_start) {
-        sub->bits().MightContainMany(hashes, in_slice.get());
+      const bool current = sub->slice().start_micros == slice_start;
+      if (sub->slice().position == 0 && sub->bits().layout() == first_layout_) {
+        if (current) {
+          firsts.insert(firsts.begin(), &sub->bits());
+          current_first = true;
+        } else {
+          firsts.push_back(&sub->bits());
+        }
       } else {
-        older.push_back(sub);
+        (current ? current_surges : older_surges).push_back(sub);
       }
     }
-    std::copy(in_slice.get(), in_slice.get() + n, added);
-    AskSlices(older, hashes, added);
+    for (SubFilter* sub : current_surges) sub->bits().MightContainMany(hashes, in_slice.get());
+    // 0: not found yet; 1 + i: firsts[i] has it; kKnown: the current slice has it already.
+    constexpr uint8_t kKnown = 255;
+    std::unique_ptr<uint8_t[]> found(new uint8_t[n]);
+    for (size_t i = 0; i < n; ++i) found[i] = in_slice[i] ? kKnown : 0;
+    BlockedBloomFilter::FirstContaining(firsts, hashes, found.get());
+    for (size_t i = 0; i < n; ++i) {
+      if (current_first && found[i] == 1) in_slice[i] = true;
+      added[i] = found[i] != 0;  // as scratch: some unexpired slice has it
+    }
+    for (SubFilter* sub : older_surges) sub->bits().MightContainMany(hashes, added);
   }
   absl::flat_hash_set<uint64_t> seen;
   if (n > 1) seen.reserve(n);
