@@ -19,7 +19,8 @@
 // 1% that is 1.57x the bits per item of a plain filter holding the window's items, instead of
 // 1.67x (window_benchmark), for a tighter rate in the sub-filters of a rate surge. The slices'
 // first sub-filters thus share one layout, so a query computes an item's probe once for all
-// of them (BlockedBloomFilter::MightContainAny).
+// of them (BlockedBloomFilter::MightContainAny), and a large window keeps them interleaved in
+// one slice arena (slice_arena.h), so that an item's blocks in all slices are adjacent.
 //
 // Example:
 //   FilterSpec spec{.capacity = 1'000'000, .error_rate = 0.01, .window = absl::Hours(24 * 7)};
