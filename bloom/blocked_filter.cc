@@ -53,7 +53,7 @@ inline void BitMasks(uint64_t hash, uint32_t k, uint64_t (&masks)[kBlockWords]) 
   for (uint32_t i = 0; i < k; ++i) {
     // Each 64-bit draw mixes the hash with its own counter (never the used-up stream).
     if (i != 0 && i % 7 == 0) stream = Mix(hash + (i / 7) * 0x9e3779b97f4a7c15ULL);
-    const uint32_t bit = static_cast<uint32_t>(stream & (kBlockBits - 1));
+    const auto bit = static_cast<uint32_t>(stream & (kBlockBits - 1));
     stream >>= 9;
     masks[bit >> 6] |= uint64_t{1} << (bit & 63);
   }
@@ -343,13 +343,9 @@ bool HasAvx2() {
 }
 #endif
 
-}  // namespace
-
-namespace {
-
 template <typename Answer>
-void AskAll(absl::Span<const BlockedBloomFilter* const> filters, const Probed& probed,
-            BlockedLayout layout, absl::Span<const uint64_t> hashes, Answer* answers) {
+void AskAll(const Probed& probed, BlockedLayout layout, absl::Span<const uint64_t> hashes,
+            Answer* answers) {
 #ifdef BLOOM_HAVE_AVX2_PATH
   if (HasAvx2()) return AnyAvx2(probed, layout, hashes, answers);
 #endif
@@ -371,13 +367,13 @@ BlockedBloomFilter::Probes BlockedBloomFilter::ProbesOf(
 void BlockedBloomFilter::MightContainAny(absl::Span<const BlockedBloomFilter* const> filters,
                                          absl::Span<const uint64_t> hashes, bool* present) {
   if (filters.empty()) return;
-  AskAll(filters, ProbesOf(filters), filters[0]->layout_, hashes, present);
+  AskAll(ProbesOf(filters), filters[0]->layout_, hashes, present);
 }
 
 void BlockedBloomFilter::FirstContaining(absl::Span<const BlockedBloomFilter* const> filters,
                                          absl::Span<const uint64_t> hashes, uint8_t* first) {
   if (filters.empty()) return;
-  AskAll(filters, ProbesOf(filters), filters[0]->layout_, hashes, first);
+  AskAll(ProbesOf(filters), filters[0]->layout_, hashes, first);
 }
 
 uint64_t BlockedBloomFilter::num_pages() const { return CeilDiv(layout_.bytes(), kPageBytes); }
