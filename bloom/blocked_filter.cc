@@ -296,7 +296,16 @@ void AnyScalar(const Probed& probed, BlockedLayout layout, absl::Span<const uint
   }
 }
 
-#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+// ThreadSanitizer: GCC defines __SANITIZE_THREAD__, clang answers __has_feature.
+#if defined(__SANITIZE_THREAD__)
+#define BLOOM_THREAD_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define BLOOM_THREAD_SANITIZER 1
+#endif
+#endif
+
+#if defined(__x86_64__) && !defined(BLOOM_THREAD_SANITIZER)
 #define BLOOM_HAVE_AVX2_PATH 1
 // The same with AVX2: a block is two 256-bit loads, an and-not and one test, without the
 // scalar test's branch on the first two words, which mispredicts about one slice in five
