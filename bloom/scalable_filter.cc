@@ -117,6 +117,8 @@ void SubFilter::Unreserve(uint64_t count) {
   items_added_.fetch_sub(count, std::memory_order_acq_rel);
 }
 
+static_assert(sizeof(ScalableFilter) <= 128, "ScalableFilter outgrew its 128-byte size class");
+
 absl::optional<ArenaShape> ArenaShapeFor(const FilterSpec& spec) {
   if (!spec.windowed()) return absl::nullopt;
   absl::StatusOr<SubFilterShape> first = SubFilterShapeFor(spec, 0);
@@ -140,7 +142,10 @@ ScalableFilter::ScalableFilter(const FilterSpec& spec, uint64_t seed, const Cloc
     : spec_(spec), seed_(seed), clock_(clock), empty_next_index_(first_index) {
   if (spec.windowed()) {
     absl::StatusOr<SubFilterShape> first = SubFilterShapeFor(spec, 0);
-    if (first.ok()) first_layout_ = first->layout;  // else no sub-filter can exist either
+    if (first.ok()) {  // else no sub-filter can exist either
+      first_num_blocks_ = first->layout.num_blocks;
+      first_hash_count_ = first->layout.hash_count;
+    }
     if (absl::optional<ArenaShape> arena = ArenaShapeFor(spec)) {
       arena_ = SliceArena::Create(arena->layout, arena->slots);
     }
@@ -261,13 +266,13 @@ void ScalableFilter::AskSlices(absl::Span<SubFilter* const> subs, absl::Span<con
   // per item for all of them; the sub-filters of a rate surge one by one.
   absl::InlinedVector<const BlockedBloomFilter*, 16> firsts;
   for (SubFilter* sub : subs) {
-    if (sub->slice().position == 0 && sub->bits().layout() == first_layout_) {
+    if (sub->slice().position == 0 && sub->bits().layout() == first_layout()) {
       firsts.push_back(&sub->bits());
     }
   }
   BlockedBloomFilter::MightContainAny(firsts, hashes, present);
   for (SubFilter* sub : subs) {
-    if (!(sub->slice().position == 0 && sub->bits().layout() == first_layout_)) {
+    if (!(sub->slice().position == 0 && sub->bits().layout() == first_layout())) {
       sub->bits().MightContainMany(hashes, present);
     }
   }
@@ -403,7 +408,7 @@ int64_t ScalableFilter::ClassifyWindowed(absl::Span<const uint64_t> hashes, bool
     bool current_first = false;
     for (SubFilter* sub : LiveChain(now)) {
       const bool current = sub->slice().start_micros == slice_start;
-      if (sub->slice().position == 0 && sub->bits().layout() == first_layout_) {
+      if (sub->slice().position == 0 && sub->bits().layout() == first_layout()) {
         if (current) {
           firsts.insert(firsts.begin(), &sub->bits());
           current_first = true;
