@@ -266,13 +266,13 @@ void ScalableFilter::AskSlices(absl::Span<SubFilter* const> subs, absl::Span<con
   // per item for all of them; the sub-filters of a rate surge one by one.
   absl::InlinedVector<const BlockedBloomFilter*, 16> firsts;
   for (SubFilter* sub : subs) {
-    if (sub->slice().position == 0 && sub->bits().layout() == first_layout()) {
+    if (IsSliceFirst(*sub)) {
       firsts.push_back(&sub->bits());
     }
   }
   BlockedBloomFilter::MightContainAny(firsts, hashes, present);
   for (SubFilter* sub : subs) {
-    if (!(sub->slice().position == 0 && sub->bits().layout() == first_layout())) {
+    if (!(IsSliceFirst(*sub))) {
       sub->bits().MightContainMany(hashes, present);
     }
   }
@@ -408,7 +408,7 @@ int64_t ScalableFilter::ClassifyWindowed(absl::Span<const uint64_t> hashes, bool
     bool current_first = false;
     for (SubFilter* sub : LiveChain(now)) {
       const bool current = sub->slice().start_micros == slice_start;
-      if (sub->slice().position == 0 && sub->bits().layout() == first_layout()) {
+      if (IsSliceFirst(*sub)) {
         if (current) {
           firsts.insert(firsts.begin(), &sub->bits());
           current_first = true;

@@ -292,6 +292,10 @@ class ScalableFilter {
 
   // Windowed: the layout every slice's first sub-filter has (AskSlices).
   BlockedLayout first_layout() const { return {first_num_blocks_, first_hash_count_}; }
+  // Windowed: whether `sub` is a slice's first sub-filter, asked with the others in one pass.
+  bool IsSliceFirst(const SubFilter& sub) const {
+    return sub.slice().position == 0 && sub.bits().layout() == first_layout();
+  }
 
   // Ordered so that the small fields share 8-byte words: 128 bytes, one size class of
   // jemalloc (the next is 160), for millions of small filters.

@@ -59,6 +59,23 @@ class WindowedStoreTest : public ::testing::Test {
     return static_cast<int>(std::count(present->begin(), present->end(), true));
   }
 
+  // Copies filter `from` to a new filter `to` through an Export dump and an Import.
+  absl::StatusOr<FilterInfo> ExportImport(absl::string_view from, absl::string_view to) {
+    std::string dump;
+    if (absl::Status exported = store_->Export(from,
+                                               [&](absl::string_view chunk) {
+                                                 dump.append(chunk.data(), chunk.size());
+                                                 return absl::OkStatus();
+                                               });
+        !exported.ok()) {
+      return exported;
+    }
+    absl::StatusOr<std::unique_ptr<PendingImport>> import = store_->BeginImport(to);
+    if (!import.ok()) return import.status();
+    if (absl::Status appended = (*import)->Append(dump); !appended.ok()) return appended;
+    return store_->CommitImport(**import);
+  }
+
   // Block keys stored for all filters (pages of retired slices must be gone).
   int CountPages() {
     store_.reset();
@@ -174,15 +191,7 @@ TEST_F(WindowedStoreTest, ExportImportKeepsTheWindowAndItsAges) {
   ASSERT_OK(store_->Add("w", Views(Items("a", 100)), nullptr).status());
   clock_.Advance(absl::Seconds(60));
   ASSERT_OK(store_->Add("w", Views(Items("b", 100)), nullptr).status());
-  std::string dump;
-  ASSERT_OK(store_->Export("w", [&](absl::string_view chunk) {
-    dump.append(chunk.data(), chunk.size());
-    return absl::OkStatus();
-  }));
-  absl::StatusOr<std::unique_ptr<PendingImport>> import = store_->BeginImport("copy");
-  ASSERT_OK(import.status());
-  ASSERT_OK((*import)->Append(dump));
-  absl::StatusOr<FilterInfo> copied = store_->CommitImport(**import);
+  absl::StatusOr<FilterInfo> copied = ExportImport("w", "copy");
   ASSERT_OK(copied.status());
   EXPECT_EQ(copied->spec, store_->Stats("w")->spec);
   EXPECT_EQ(CountPresent("copy", Items("a", 100)), 100);
@@ -316,15 +325,7 @@ TEST_F(WindowedStoreTest, ALargeWindowsArenaIsChargedWholeAndItsSlicesReloadExac
   EXPECT_EQ(CountPresent("big", Items("late-", 3000)), 3000);
 
   // Export gathers each slice's pages out of the interleaving; Import scatters them back.
-  std::string dump;
-  ASSERT_OK(store_->Export("big", [&](absl::string_view chunk) {
-    dump.append(chunk.data(), chunk.size());
-    return absl::OkStatus();
-  }));
-  absl::StatusOr<std::unique_ptr<PendingImport>> import = store_->BeginImport("copy");
-  ASSERT_OK(import.status());
-  ASSERT_OK((*import)->Append(dump));
-  ASSERT_OK(store_->CommitImport(**import).status());
+  ASSERT_OK(ExportImport("big", "copy").status());
   for (const char* prefix : {"s2-", "s3-", "late-"}) {
     EXPECT_EQ(CountPresent("copy", Items(prefix, 3000)), 3000) << prefix;
   }
