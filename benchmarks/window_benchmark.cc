@@ -15,7 +15,9 @@
 // filter holds the same 10 million items.
 #include <benchmark/benchmark.h>
 
+#include <deque>
 #include <memory>
+#include <random>
 #include <vector>
 
 #include "bloom/hash.h"
@@ -57,29 +59,42 @@ void AddKeys(bloom::ScalableFilter& filter, uint64_t first, uint64_t count) {
 
 uint64_t BitsInMemory(const bloom::ScalableFilter& filter) { return filter.size_bytes() * 8; }
 
-// Arguments: -log10(p), slices.
+// Arguments: -log10(p), slices, jitter (percent): each burst's size is drawn uniformly
+// within +-jitter% of the steady share, so that the window holds `capacity` on average and its
+// slices overflow about every other time, as real traffic at the expected rate does.
 void BM_WindowBitsPerItem(benchmark::State& state) {
   const double p = std::pow(10.0, -static_cast<double>(state.range(0)));
   const auto slices = static_cast<uint32_t>(state.range(1));
+  const double jitter = static_cast<double>(state.range(2)) / 100;
   constexpr uint64_t kPerWindow = 400'000;
+  constexpr int kSteps = 256;  // adds arrive in 256 bursts per window
   const bloom::FilterSpec spec = Spec(kPerWindow, p, slices);
   const absl::Duration window = spec.window;
-  const absl::Duration step = window / 256;  // adds arrive in 256 bursts per window
-  const uint64_t per_step = kPerWindow / 256;
+  const absl::Duration step = window / kSteps;
+  const uint64_t per_step = kPerWindow / kSteps;
   double window_bits = 0, plain_bits = 0;
   for (auto _ : state) {
     bloom::ManualClock clock(absl::FromUnixSeconds(1'700'000'000));
     auto filter = *bloom::ScalableFilter::Create(spec, kSeed, &clock);
-    uint64_t key = 0;
+    std::mt19937_64 random(1);
+    std::uniform_real_distribution<double> spread(-jitter, jitter);
+    std::deque<uint64_t> recent;  // the last window's burst sizes
+    uint64_t key = 0, in_window = 0;
     window_bits = plain_bits = 0;
     int samples = 0;
-    for (int s = 0; s < 3 * 256; ++s) {
-      AddKeys(*filter, key, per_step);
-      key += per_step;
+    for (int s = 0; s < 3 * kSteps; ++s) {
+      const auto count = static_cast<uint64_t>(per_step * (1 + spread(random)));
+      AddKeys(*filter, key, count);
+      key += count;
+      recent.push_back(count);
+      in_window += count;
+      if (recent.size() > kSteps) {
+        in_window -= recent.front();
+        recent.pop_front();
+      }
       clock.Advance(step);
       filter->Retire(filter->ExpiredThrough(clock.Now()));
-      if (s >= 2 * 256 && s % 8 == 0) {             // 32 instants of the last window
-        const uint64_t in_window = 256 * per_step;  // the last window's items
+      if (s >= 2 * kSteps && s % 8 == 0) {  // 32 instants of the last window
         window_bits += static_cast<double>(BitsInMemory(*filter)) / in_window;
         auto plain = *bloom::ScalableFilter::Create(Spec(in_window, p, 0), kSeed);
         plain_bits += static_cast<double>(BitsInMemory(*plain)) / in_window;
@@ -94,13 +109,15 @@ void BM_WindowBitsPerItem(benchmark::State& state) {
   state.counters["ratio"] = window_bits / plain_bits;
 }
 BENCHMARK(BM_WindowBitsPerItem)
-    ->ArgNames({"neg_log10_p", "slices"})
-    ->Args({2, 4})
-    ->Args({2, 8})
-    ->Args({2, 16})
-    ->Args({3, 4})
-    ->Args({3, 8})
-    ->Args({3, 16})
+    ->ArgNames({"neg_log10_p", "slices", "jitter"})
+    ->Args({2, 4, 0})
+    ->Args({2, 8, 0})
+    ->Args({2, 16, 0})
+    ->Args({3, 4, 0})
+    ->Args({3, 8, 0})
+    ->Args({3, 16, 0})
+    ->Args({2, 8, 10})
+    ->Args({3, 8, 10})
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 

@@ -202,6 +202,24 @@ absl::StatusOr<std::unique_ptr<SubFilter>> ScalableFilter::MakeSubFilterIn(
   }
   absl::StatusOr<SubFilterShape> shape = SubFilterShapeFor(spec_, slice.position);
   if (!shape.ok()) return shape.status();
+  if (spec_.windowed() && slice.position > 0) {
+    // The slice outgrew its first sub-filter: size the next one for the rest of the slice.
+    uint64_t items_in_slice = 0, previous_overflow = 0;
+    for (const SubFilter* sub = first(); sub != nullptr; sub = sub->next()) {
+      if (sub->slice().start_micros != slice_start) continue;
+      items_in_slice += sub->items_added();
+      if (sub->slice().position > 0) previous_overflow = sub->shape().capacity;
+    }
+    const uint64_t capacity =
+        SliceOverflowCapacity(spec_, slice_start, clock_->Now(), items_in_slice,
+                              previous_overflow, shape->capacity);
+    if (capacity != shape->capacity) {
+      absl::StatusOr<BlockedLayout> layout = ChooseLayout(capacity, shape->error_rate);
+      if (!layout.ok()) return layout.status();
+      shape->capacity = capacity;
+      shape->layout = *layout;
+    }
+  }
   absl::StatusOr<std::unique_ptr<BlockedBloomFilter>> bits =
       MakeBits(shape->layout, slice.position);
   if (!bits.ok()) return bits.status();

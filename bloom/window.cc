@@ -1,5 +1,7 @@
 #include "bloom/window.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "bloom/scalable_filter.h"
 
@@ -84,6 +86,31 @@ FilterSpec SliceChainSpec(const FilterSpec& spec) {
   slice.expansion = spec.expansion;
   slice.non_scaling = spec.non_scaling;
   return slice;
+}
+
+uint64_t SliceOverflowCapacity(const FilterSpec& spec, int64_t slice_start_micros, absl::Time now,
+                               uint64_t items_in_slice, uint64_t previous_overflow,
+                               uint64_t chain_capacity) {
+  constexpr double kMargin = 1.5;
+  constexpr uint64_t kFirstShare = 16;  // the least: 1/16 of the first sub-filter
+  const int64_t d = SliceMicros(spec);
+  const int64_t elapsed = std::clamp<int64_t>(absl::ToUnixMicros(now) - slice_start_micros, 1, d);
+  const double rest = static_cast<double>(items_in_slice) * static_cast<double>(d - elapsed) /
+                      static_cast<double>(elapsed) * kMargin;
+  const uint64_t first = SliceChainSpec(spec).capacity;
+  uint64_t capacity = first / kFirstShare + (first % kFirstShare != 0 ? 1 : 0);
+  // Compared as doubles: `rest` may exceed what a uint64_t holds.
+  if (rest > static_cast<double>(capacity)) {
+    capacity = rest >= static_cast<double>(chain_capacity) ? chain_capacity
+                                                           : static_cast<uint64_t>(rest) + 1;
+  }
+  if (previous_overflow > 0) {
+    const uint64_t grown = previous_overflow > chain_capacity / spec.expansion
+                               ? chain_capacity
+                               : previous_overflow * spec.expansion;
+    capacity = std::max(capacity, grown);
+  }
+  return std::clamp<uint64_t>(capacity, 1, chain_capacity);
 }
 
 }  // namespace bloom

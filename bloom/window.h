@@ -17,7 +17,9 @@
 // Since a slice usually holds just its share, its first sub-filter gets 3/4 of the slice's
 // budget and sub-filter i (3/4) (1/4)^i (a plain chain: 1/2 and (1/2)^(i+1)): at 8 slices and
 // 1% that is 1.57x the bits per item of a plain filter holding the window's items, instead of
-// 1.67x (window_benchmark), for a tighter rate in the sub-filters of a rate surge. The slices'
+// 1.67x (window_benchmark), for a tighter rate in the sub-filters of a rate surge. A slice's
+// further sub-filters are sized for the rest of the slice at its rate so far
+// (SliceOverflowCapacity), not doubled as a plain chain's are. The slices'
 // first sub-filters thus share one layout, so a query computes an item's probe once for all
 // of them (BlockedBloomFilter::MightContainAny), and a large window keeps them interleaved in
 // one slice arena (slice_arena.h), so that an item's blocks in all slices are adjacent.
@@ -88,6 +90,21 @@ uint32_t LiveSlices(const FilterSpec& spec);
 // The spec of one slice's scalable chain: capacity ceil(capacity / window_slices), error rate
 // error_rate / LiveSlices(), the spec's expansion and non_scaling, no window.
 FilterSpec SliceChainSpec(const FilterSpec& spec);
+
+// The capacity of a slice's next sub-filter once the slice outgrew its first one: what the
+// rest of the slice will bring at the rate the slice has seen so far (`items_in_slice` since
+// `slice_start_micros`, by `now`), with a margin of half again; at least 1/16 of the first
+// sub-filter's capacity and `expansion` times the slice's previous overflow sub-filter
+// (`previous_overflow`, 0 for none), so a surge that keeps growing still gets a geometric
+// chain; at most `chain_capacity`, the plain chain's size for that position. Its error rate
+// stays the position's, so the slice's error budget holds whatever the capacities.
+// Why: at a steady rate of `capacity` per window, a slice overflows by a few items near its
+// end about every other time (a batch straddles its end, the rate jitters). The chain's rule
+// gave those few items a sub-filter twice the first one's size: 2.4x the slice's memory, and
+// one more cache miss per query outside the slice arena (slice_arena.h).
+uint64_t SliceOverflowCapacity(const FilterSpec& spec, int64_t slice_start_micros, absl::Time now,
+                               uint64_t items_in_slice, uint64_t previous_overflow,
+                               uint64_t chain_capacity);
 
 }  // namespace bloom
 

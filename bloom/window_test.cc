@@ -203,6 +203,50 @@ TEST(WindowedFilterTest, SlicesGrowWhenTheRateJumpsAndTheRateStaysUnderTarget) {
   EXPECT_GT(filter->num_sub_filters(), 9);  // slices grew into chains
 }
 
+TEST(WindowSpecTest, OverflowSubFiltersAreSizedForTheRestOfTheSlice) {
+  const FilterSpec spec = Windowed(8000, 0.01, absl::Seconds(800), 8);  // 1,000 per 100 s slice
+  const int64_t start = 1'700'000'000'000'000;
+  const absl::Time begin = absl::FromUnixMicros(start);
+  const uint64_t chain = 2000;  // what the plain chain's rule gives position 1
+  // A steady rate overflowing at the slice's end: the least, 1/16 of the first sub-filter.
+  EXPECT_EQ(SliceOverflowCapacity(spec, start, begin + absl::Seconds(99.9), 1001, 0, chain), 63u);
+  // Twice the rate, full at half time: the other half at that rate, and half again.
+  EXPECT_EQ(SliceOverflowCapacity(spec, start, begin + absl::Seconds(50), 1000, 0, chain), 1501u);
+  // Ten times the rate: capped by the chain's rule, never above it.
+  EXPECT_EQ(SliceOverflowCapacity(spec, start, begin + absl::Seconds(10), 1000, 0, chain), chain);
+  // A surge that goes on: at least `expansion` times the previous overflow sub-filter.
+  EXPECT_EQ(SliceOverflowCapacity(spec, start, begin + absl::Seconds(99), 1100, 100, 4000), 200u);
+  // A clock before the slice (it went back) or after its end counts as its first or last
+  // microsecond: no division by zero, no negative rest.
+  EXPECT_EQ(SliceOverflowCapacity(spec, start, begin - absl::Seconds(5), 1000, 0, chain), chain);
+  EXPECT_EQ(SliceOverflowCapacity(spec, start, begin + absl::Seconds(500), 1000, 0, chain), 63u);
+}
+
+TEST(WindowedFilterTest, ASliceOverflowingAtItsEndGetsASmallSubFilter) {
+  ManualClock clock(absl::FromUnixSeconds(1'700'000'000));  // a slice starts here
+  const FilterSpec spec = Windowed(8000, 0.01, absl::Seconds(800), 8);
+  auto filter = *ScalableFilter::Create(spec, 7, &clock);
+  int item = 0;
+  for (int step = 0; step < 1000; ++step) {  // the slice's share, over 99.9 s
+    Add1(*filter, absl::StrCat("steady", item++));
+    clock.Advance(absl::Microseconds(99'900));
+  }
+  ASSERT_EQ(filter->num_sub_filters(), 1);
+  for (int i = 0; i < 10; ++i) Add1(*filter, absl::StrCat("steady", item++));
+  ASSERT_EQ(filter->num_sub_filters(), 2);
+  const SubFilter& overflow = *filter->newest();
+  EXPECT_EQ(overflow.slice().position, 1);
+  EXPECT_EQ(overflow.shape().capacity, 63u);  // the plain chain's rule: 2,000
+  EXPECT_EQ(overflow.shape().error_rate, SubFilterShapeFor(spec, 1)->error_rate);
+  EXPECT_LE(overflow.shape().layout.bytes() * 8, filter->first()->shape().layout.bytes());
+  for (int i = 0; i < item; ++i) EXPECT_TRUE(Has(*filter, absl::StrCat("steady", i))) << i;
+  // The next slice starts with a first sub-filter of the usual size again.
+  clock.Advance(absl::Seconds(1));
+  Add1(*filter, "next slice");
+  EXPECT_EQ(filter->newest()->slice().position, 0);
+  EXPECT_EQ(filter->newest()->shape().capacity, 1000u);
+}
+
 TEST(WindowedFilterTest, NonScalingSliceRefusesBeyondItsShare) {
   ManualClock clock;
   const FilterSpec spec = Windowed(80, 0.01, absl::Seconds(80), 8, /*non_scaling=*/true);
