@@ -284,12 +284,7 @@ void BM_AddSteady(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * kBatch);
   state.counters["sub_filters"] = f.filter->num_sub_filters();
 }
-BENCHMARK(BM_AddSteady)
-    ->ArgName("slices")
-    ->Arg(0)
-    ->Arg(4)
-    ->Arg(8)
-    ->Iterations(kItems / kBatch);
+BENCHMARK(BM_AddSteady)->ArgName("slices")->Arg(0)->Arg(4)->Arg(8)->Iterations(kItems / kBatch);
 
 }  // namespace
 

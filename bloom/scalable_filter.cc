@@ -210,9 +210,8 @@ absl::StatusOr<std::unique_ptr<SubFilter>> ScalableFilter::MakeSubFilterIn(
       items_in_slice += sub->items_added();
       if (sub->slice().position > 0) previous_overflow = sub->shape().capacity;
     }
-    const uint64_t capacity =
-        SliceOverflowCapacity(spec_, slice_start, clock_->Now(), items_in_slice,
-                              previous_overflow, shape->capacity);
+    const uint64_t capacity = SliceOverflowCapacity(
+        spec_, slice_start, clock_->Now(), items_in_slice, previous_overflow, shape->capacity);
     if (capacity != shape->capacity) {
       absl::StatusOr<BlockedLayout> layout = ChooseLayout(capacity, shape->error_rate);
       if (!layout.ok()) return layout.status();

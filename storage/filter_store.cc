@@ -552,6 +552,22 @@ bool FilterStore::WaitForStop(absl::Duration timeout) {
                            [this] { return StopRequested(); });
 }
 
+std::vector<std::weak_ptr<StoredFilter>> FilterStore::CheckpointCandidates(absl::Time now) const {
+  std::vector<std::weak_ptr<StoredFilter>> candidates;
+  const absl::Time idle_now = options_.clock->Now();
+  for (Shard& shard : shards_) {
+    bloomsync::ReaderMutexLock lock(&shard.mu);
+    for (const std::shared_ptr<StoredFilter>& filter : shard.filters) {
+      // Windowed filters first: their CheckpointDue takes the window's lock, not taken here.
+      if (filter->windowed() || filter->CheckpointDue(now, options_.checkpoint_interval) ||
+          (filter->has_idle_ttl() && IdleExpired(*filter, idle_now))) {
+        candidates.emplace_back(filter);
+      }
+    }
+  }
+  return candidates;
+}
+
 void FilterStore::CheckpointLoop() {
   while (!WaitForStop(absl::Seconds(1))) {
     if (db_->NeedsReopen()) {
@@ -571,11 +587,7 @@ void FilterStore::CheckpointLoop() {
     bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
     if (closed_.load()) return;
     const absl::Time now = absl::Now();
-    // Weak references: a pass over many due filters takes seconds, and must not keep the
-    // memory of the filters the evictor frees meanwhile (which made it free ever more).
-    std::vector<std::weak_ptr<StoredFilter>> pass;
-    for (std::shared_ptr<StoredFilter>& filter : Snapshot()) pass.emplace_back(filter);
-    for (const std::weak_ptr<StoredFilter>& weak : pass) {
+    for (const std::weak_ptr<StoredFilter>& weak : CheckpointCandidates(now)) {
       // Not WaitForStop(ZeroDuration()): a condition variable's wait with a timeout that has
       // passed still makes a futex call, and a pass visits every resident filter (with 100,000
       // per-user filters that took an eighth of the server's CPU).

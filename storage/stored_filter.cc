@@ -130,7 +130,9 @@ StoredFilter::StoredFilter(std::string name, const FilterRecord& record,
       checks_at_checkpoint_(record.checks),
       last_checkpoint_micros_(absl::ToUnixMicros(absl::Now())),
       last_used_micros_(record.last_used_micros != 0 ? record.last_used_micros
-                                                     : record.created_at_micros) {
+                                                     : record.created_at_micros),
+      has_idle_ttl_(filter_ != nullptr && filter_->spec().idle_ttl != absl::ZeroDuration()),
+      windowed_(filter_ != nullptr && filter_->spec().windowed()) {
   bloomsync::MutexLock lock(&meta_mu_);
   persisted_.checkpoint_seq = record.checkpoint_seq;
   persisted_.checks = record.checks;
@@ -552,8 +554,8 @@ absl::Status StoredFilter::WritePages(const DirtyPages& dirty, bool sync,
 bool StoredFilter::CheckpointDue(absl::Time now, absl::Duration interval) const {
   if (!Usable().ok() || evicted()) return false;
   // Expired slices are retired by a checkpoint (the window's clock, not `now`, says which).
-  if (filter_->spec().windowed() && (retire_pending_.load(std::memory_order_relaxed) ||
-                                     filter_->ExpiredThrough(filter_->clock()->Now()) >= 0)) {
+  if (windowed_ && (retire_pending_.load(std::memory_order_relaxed) ||
+                    filter_->ExpiredThrough(filter_->clock()->Now()) >= 0)) {
     return true;
   }
   const uint64_t journal = journal_bytes_.load(std::memory_order_relaxed);

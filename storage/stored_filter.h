@@ -180,9 +180,10 @@ class StoredFilter {
       last_used_micros_.store(micros, std::memory_order_relaxed);
     }
   }
-  bool has_idle_ttl() const {
-    return filter_ != nullptr && filter_->spec().idle_ttl != absl::ZeroDuration();
-  }
+  // Both kept in this object: the checkpointer asks every resident filter each second, and
+  // reading them from the ScalableFilter was one more cache miss per filter.
+  bool has_idle_ttl() const { return has_idle_ttl_; }
+  bool windowed() const { return windowed_; }
   // Nullopt without an idle_ttl (or for an unusable filter).
   absl::optional<absl::Time> IdleExpiresAt() const;
   // Slices of a windowed filter retired by checkpoints since the last call.
@@ -322,7 +323,10 @@ class StoredFilter {
   // PinChain: one per Export of this filter in progress (--max_transfers bounds them, and
   // each charges its buffers to the memory budget: far below 32,767).
   std::atomic<int16_t> chain_pins_{0};
-  const bool generation_known_ = true;  // false for an unreadable metadata record
+  // One byte for the three (the object's size, above).
+  const bool generation_known_ : 1 = true;  // false for an unreadable metadata record
+  const bool has_idle_ttl_ : 1 = false;
+  const bool windowed_ : 1 = false;
   std::atomic<uint32_t> retired_slices_{0};
   PersistedState persisted_ ABSL_GUARDED_BY(meta_mu_);
 };
