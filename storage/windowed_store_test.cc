@@ -103,6 +103,40 @@ class WindowedStoreTest : public ::testing::Test {
   std::unique_ptr<FilterStore> store_;
 };
 
+// A slice's overflow sub-filter is sized by the clock when it opens (bloom::
+// SliceOverflowCapacity), so a restart must rebuild it from its record, not recompute it:
+// after a restart (and a later slice's clock) it has the same shape, every item reads
+// present, and Export/Import keeps it.
+TEST_F(WindowedStoreTest, ASlicesSmallOverflowSubFilterSurvivesRestartsAsItWasMade) {
+  const bloom::FilterSpec spec = WindowSpec(8000, absl::Seconds(800), 8);  // 1,000 per 100 s
+  ASSERT_OK(store_->Reserve("w", spec).status());
+  const std::vector<std::string> steady = Items("steady", 1000);
+  for (int i = 0; i < 1000; i += 100) {  // the slice's share over 99.9 s
+    ASSERT_OK(
+        store_->Add("w", Views({steady.begin() + i, steady.begin() + i + 100}), nullptr).status());
+    clock_.Advance(absl::Milliseconds(9990));
+  }
+  const std::vector<std::string> extra = Items("extra", 10);
+  ASSERT_OK(store_->Add("w", Views(extra), nullptr).status());
+  auto overflow_capacity = [&]() -> uint64_t {
+    absl::StatusOr<FilterInfo> info = store_->Stats("w");
+    EXPECT_TRUE(info.ok()) << info.status();
+    if (!info.ok() || info->stats.sub_filters.size() != 2) return 0;
+    return info->stats.sub_filters[1].capacity;
+  };
+  ASSERT_EQ(overflow_capacity(), 63u);  // 1/16 of the slice's 1,000, not 2,000
+  clock_.Advance(absl::Seconds(30));    // the next slice: a fresh sizing would differ
+  Open();
+  EXPECT_EQ(overflow_capacity(), 63u);
+  EXPECT_EQ(CountPresent("w", steady), 1000);
+  EXPECT_EQ(CountPresent("w", extra), 10);
+  absl::StatusOr<FilterInfo> copy = ExportImport("w", "w-copy");
+  ASSERT_OK(copy.status());
+  ASSERT_EQ(copy->stats.sub_filters.size(), 2u);
+  EXPECT_EQ(copy->stats.sub_filters[1].capacity, 63u);
+  EXPECT_EQ(CountPresent("w-copy", extra), 10);
+}
+
 TEST_F(WindowedStoreTest, CheckpointsRetireExpiredSlicesAndGiveTheirMemoryBack) {
   const bloom::FilterSpec spec = WindowSpec(8000, absl::Seconds(80), 8);  // 10 s slices
   ASSERT_OK(store_->Reserve("w", spec).status());
