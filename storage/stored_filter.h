@@ -128,6 +128,8 @@ class StoredFilter {
   const bloom::ScalableFilter* filter() const { return filter_.get(); }
   // OK, or why this filter cannot be used (NOT_FOUND once deleted, DATA_LOSS if unreadable).
   absl::Status Usable() const;
+  // Usable().ok() without building a status: for passes over every resident filter.
+  bool usable() const { return !deleted_.load(std::memory_order_acquire) && load_error_.ok(); }
 
   // present[i] (hashes.size() elements, any initial value) = might contain hashes[i].
   absl::Status MightContain(absl::Span<const uint64_t> hashes, bool* present);
