@@ -239,17 +239,6 @@ void BlockedBloomFilter::AddMany(absl::Span<const uint64_t> hashes) {
   if (newly_set != 0) set_bits_.fetch_add(newly_set, std::memory_order_relaxed);
 }
 
-void BlockedBloomFilter::MightContainMany(absl::Span<const uint64_t> hashes, bool* present) const {
-  const size_t n = hashes.size();
-  for (size_t i = 0; i < n; ++i) {
-    // Items an earlier sub-filter (or slice) found need no fetch here.
-    if (i + kPrefetchDistance < n && !present[i + kPrefetchDistance]) {
-      __builtin_prefetch(BlockFor(hashes[i + kPrefetchDistance]));
-    }
-    if (!present[i]) present[i] = MightContain(hashes[i]);
-  }
-}
-
 namespace {
 
 // Each item fetches a line per filter (window_benchmark: 2, 4 and 8 items ahead are alike).
@@ -385,6 +374,23 @@ void BlockedBloomFilter::FirstContaining(absl::Span<const BlockedBloomFilter* co
                                          absl::Span<const uint64_t> hashes, uint8_t* first) {
   if (filters.empty()) return;
   AskAll(ProbesOf(filters), filters[0]->layout_, hashes, first);
+}
+
+void BlockedBloomFilter::MightContainMany(absl::Span<const uint64_t> hashes, bool* present) const {
+#ifdef BLOOM_HAVE_AVX2_PATH
+  if (HasAvx2()) {  // AnyAvx2's test of a block is a quarter faster than MightContain's words
+    const BlockedBloomFilter* self = this;
+    return AnyAvx2(ProbesOf({&self, 1}), layout_, hashes, present);
+  }
+#endif
+  const size_t n = hashes.size();
+  for (size_t i = 0; i < n; ++i) {
+    // Items an earlier sub-filter (or slice) found need no fetch here.
+    if (i + kPrefetchDistance < n && !present[i + kPrefetchDistance]) {
+      __builtin_prefetch(BlockFor(hashes[i + kPrefetchDistance]));
+    }
+    if (!present[i]) present[i] = MightContain(hashes[i]);
+  }
 }
 
 uint64_t BlockedBloomFilter::num_pages() const { return CeilDiv(layout_.bytes(), kPageBytes); }
