@@ -92,7 +92,7 @@ uint64_t SliceOverflowCapacity(const FilterSpec& spec, int64_t slice_start_micro
                                uint64_t items_in_slice, uint64_t previous_overflow,
                                uint64_t chain_capacity) {
   constexpr double kMargin = 1.5;
-  constexpr uint64_t kFirstShare = 16;  // the least: 1/16 of the first sub-filter
+  constexpr uint64_t kFirstShare = 32;  // the least: 1/32 of the first sub-filter
   const int64_t d = SliceMicros(spec);
   const int64_t elapsed = std::clamp<int64_t>(absl::ToUnixMicros(now) - slice_start_micros, 1, d);
   const double rest = static_cast<double>(items_in_slice) * static_cast<double>(d - elapsed) /

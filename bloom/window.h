@@ -93,15 +93,16 @@ FilterSpec SliceChainSpec(const FilterSpec& spec);
 
 // The capacity of a slice's next sub-filter once the slice outgrew its first one: what the
 // rest of the slice will bring at the rate the slice has seen so far (`items_in_slice` since
-// `slice_start_micros`, by `now`), with a margin of half again; at least 1/16 of the first
+// `slice_start_micros`, by `now`), with a margin of half again; at least 1/32 of the first
 // sub-filter's capacity and `expansion` times the slice's previous overflow sub-filter
 // (`previous_overflow`, 0 for none), so a surge that keeps growing still gets a geometric
 // chain; at most `chain_capacity`, the plain chain's size for that position. Its error rate
 // stays the position's, so the slice's error budget holds whatever the capacities.
 // Why: at a steady rate of `capacity` per window, a slice overflows by a few items near its
 // end about every other time (a batch straddles its end, the rate jitters). The chain's rule
-// gave those few items a sub-filter twice the first one's size: 2.4x the slice's memory, and
-// one more cache miss per query outside the slice arena (slice_arena.h).
+// gave those few items a sub-filter of twice the first one's capacity (2.4 times its bits, at
+// its tighter rate), and one more cache miss per query outside the slice arena
+// (slice_arena.h).
 uint64_t SliceOverflowCapacity(const FilterSpec& spec, int64_t slice_start_micros, absl::Time now,
                                uint64_t items_in_slice, uint64_t previous_overflow,
                                uint64_t chain_capacity);

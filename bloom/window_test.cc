@@ -208,8 +208,8 @@ TEST(WindowSpecTest, OverflowSubFiltersAreSizedForTheRestOfTheSlice) {
   const int64_t start = 1'700'000'000'000'000;
   const absl::Time begin = absl::FromUnixMicros(start);
   const uint64_t chain = 2000;  // what the plain chain's rule gives position 1
-  // A steady rate overflowing at the slice's end: the least, 1/16 of the first sub-filter.
-  EXPECT_EQ(SliceOverflowCapacity(spec, start, begin + absl::Seconds(99.9), 1001, 0, chain), 63u);
+  // A steady rate overflowing at the slice's end: the least, 1/32 of the first sub-filter.
+  EXPECT_EQ(SliceOverflowCapacity(spec, start, begin + absl::Seconds(99.9), 1001, 0, chain), 32u);
   // Twice the rate, full at half time: the other half at that rate, and half again.
   EXPECT_EQ(SliceOverflowCapacity(spec, start, begin + absl::Seconds(50), 1000, 0, chain), 1501u);
   // Ten times the rate: capped by the chain's rule, never above it.
@@ -219,7 +219,7 @@ TEST(WindowSpecTest, OverflowSubFiltersAreSizedForTheRestOfTheSlice) {
   // A clock before the slice (it went back) or after its end counts as its first or last
   // microsecond: no division by zero, no negative rest.
   EXPECT_EQ(SliceOverflowCapacity(spec, start, begin - absl::Seconds(5), 1000, 0, chain), chain);
-  EXPECT_EQ(SliceOverflowCapacity(spec, start, begin + absl::Seconds(500), 1000, 0, chain), 63u);
+  EXPECT_EQ(SliceOverflowCapacity(spec, start, begin + absl::Seconds(500), 1000, 0, chain), 32u);
 }
 
 TEST(WindowedFilterTest, ASliceOverflowingAtItsEndGetsASmallSubFilter) {
@@ -236,7 +236,7 @@ TEST(WindowedFilterTest, ASliceOverflowingAtItsEndGetsASmallSubFilter) {
   ASSERT_EQ(filter->num_sub_filters(), 2);
   const SubFilter& overflow = *filter->newest();
   EXPECT_EQ(overflow.slice().position, 1);
-  EXPECT_EQ(overflow.shape().capacity, 63u);  // the plain chain's rule: 2,000
+  EXPECT_EQ(overflow.shape().capacity, 32u);  // the plain chain's rule: 2,000
   EXPECT_EQ(overflow.shape().error_rate, SubFilterShapeFor(spec, 1)->error_rate);
   EXPECT_LE(overflow.shape().layout.bytes() * 8, filter->first()->shape().layout.bytes());
   for (int i = 0; i < item; ++i) EXPECT_TRUE(Has(*filter, absl::StrCat("steady", i))) << i;

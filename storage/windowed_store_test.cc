@@ -124,16 +124,16 @@ TEST_F(WindowedStoreTest, ASlicesSmallOverflowSubFilterSurvivesRestartsAsItWasMa
     if (!info.ok() || info->stats.sub_filters.size() != 2) return 0;
     return info->stats.sub_filters[1].capacity;
   };
-  ASSERT_EQ(overflow_capacity(), 63u);  // 1/16 of the slice's 1,000, not 2,000
+  ASSERT_EQ(overflow_capacity(), 32u);  // 1/32 of the slice's 1,000, not 2,000
   clock_.Advance(absl::Seconds(30));    // the next slice: a fresh sizing would differ
   Open();
-  EXPECT_EQ(overflow_capacity(), 63u);
+  EXPECT_EQ(overflow_capacity(), 32u);
   EXPECT_EQ(CountPresent("w", steady), 1000);
   EXPECT_EQ(CountPresent("w", extra), 10);
   absl::StatusOr<FilterInfo> copy = ExportImport("w", "w-copy");
   ASSERT_OK(copy.status());
   ASSERT_EQ(copy->stats.sub_filters.size(), 2u);
-  EXPECT_EQ(copy->stats.sub_filters[1].capacity, 63u);
+  EXPECT_EQ(copy->stats.sub_filters[1].capacity, 32u);
   EXPECT_EQ(CountPresent("w-copy", extra), 10);
 }
 
