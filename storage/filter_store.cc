@@ -171,11 +171,16 @@ void FilterStore::Remove(const std::string& name) {
 
 std::vector<std::shared_ptr<StoredFilter>> FilterStore::Snapshot() const {
   std::vector<std::shared_ptr<StoredFilter>> all;
+  VisitResident([&](const std::shared_ptr<StoredFilter>& filter) { all.push_back(filter); });
+  return all;
+}
+
+void FilterStore::VisitResident(
+    absl::FunctionRef<void(const std::shared_ptr<StoredFilter>&)> visit) const {
   for (Shard& shard : shards_) {
     bloomsync::ReaderMutexLock lock(&shard.mu);
-    all.insert(all.end(), shard.filters.begin(), shard.filters.end());
+    for (const std::shared_ptr<StoredFilter>& filter : shard.filters) visit(filter);
   }
-  return all;
 }
 
 size_t FilterStore::num_filters() const {
@@ -555,16 +560,13 @@ bool FilterStore::WaitForStop(absl::Duration timeout) {
 std::vector<std::weak_ptr<StoredFilter>> FilterStore::CheckpointCandidates(absl::Time now) const {
   std::vector<std::weak_ptr<StoredFilter>> candidates;
   const absl::Time idle_now = options_.clock->Now();
-  for (Shard& shard : shards_) {
-    bloomsync::ReaderMutexLock lock(&shard.mu);
-    for (const std::shared_ptr<StoredFilter>& filter : shard.filters) {
-      // Windowed filters first: their CheckpointDue takes the window's lock, not taken here.
-      if (filter->windowed() || filter->CheckpointDue(now, options_.checkpoint_interval) ||
-          (filter->has_idle_ttl() && IdleExpired(*filter, idle_now))) {
-        candidates.emplace_back(filter);
-      }
+  VisitResident([&](const std::shared_ptr<StoredFilter>& filter) {
+    // Windowed filters first: their CheckpointDue takes the window's lock, not taken here.
+    if (filter->windowed() || filter->CheckpointDue(now, options_.checkpoint_interval) ||
+        (filter->has_idle_ttl() && IdleExpired(*filter, idle_now))) {
+      candidates.emplace_back(filter);
     }
-  }
+  });
   return candidates;
 }
 

@@ -350,6 +350,10 @@ class FilterStore {
   void Insert(std::shared_ptr<StoredFilter> filter);
   void Remove(const std::string& name);
   std::vector<std::shared_ptr<StoredFilter>> Snapshot() const;
+  // Calls `visit` for every resident filter, under its registry shard's reader lock: a pass
+  // that keeps only some of them copies no shared_ptr of the others. `visit` must not take a
+  // lock a writer of the registry may hold (a name's lock, a filter's apply lock).
+  void VisitResident(absl::FunctionRef<void(const std::shared_ptr<StoredFilter>&)> visit) const;
   // The resident filters the checkpointer must visit at `now`: due a checkpoint, idle past
   // their idle_ttl, or windowed (whose expired slices a checkpoint retires). Chosen under each
   // shard's reader lock by lock-free tests, without copying the others' shared_ptrs: copying

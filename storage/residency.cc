@@ -255,14 +255,11 @@ void FilterStore::EvictToBudget() {
   // round ran every few thousand creations, and that was 7% of the server's CPU.
   std::vector<Candidate> candidates;
   candidates.reserve(num_filters());
-  for (Shard& shard : shards_) {
-    bloomsync::ReaderMutexLock lock(&shard.mu);
-    for (const std::shared_ptr<StoredFilter>& filter : shard.filters) {
-      if (filter->usable() && !filter->evicted()) {
-        candidates.push_back({filter->last_used_ticks(), filter});
-      }
+  VisitResident([&](const std::shared_ptr<StoredFilter>& filter) {
+    if (filter->usable() && !filter->evicted()) {
+      candidates.push_back({filter->last_used_ticks(), filter});
     }
-  }
+  });
   // A round frees what is over the low watermark (1/16 of the budget and the overshoot): only
   // the oldest few candidates are needed. Pick about twice as many as that takes on average in
   // linear time and sort only those; the rest is sorted only if they do not suffice (busy
