@@ -87,8 +87,9 @@ static absl::StatusOr<SubFilterShape> ChainShape(const FilterSpec& spec, int ind
 
 SubFilter::SubFilter(int index, SubFilterShape shape, std::unique_ptr<BlockedBloomFilter> bits,
                      absl::optional<SliceTag> slice)
-    : index_(index),
-      slice_(slice.value_or(SliceTag{0, index})),
+    : slice_start_micros_(slice.has_value() ? slice->start_micros : 0),
+      slice_position_(slice.has_value() ? slice->position : index),
+      index_(index),
       shape_(shape),
       bits_(std::move(bits)) {}
 
@@ -118,6 +119,7 @@ void SubFilter::Unreserve(uint64_t count) {
 }
 
 static_assert(sizeof(ScalableFilter) <= 128, "ScalableFilter outgrew its 128-byte size class");
+static_assert(sizeof(SubFilter) <= 80, "SubFilter outgrew its 80-byte size class");
 
 absl::optional<ArenaShape> ArenaShapeFor(const FilterSpec& spec) {
   if (!spec.windowed()) return absl::nullopt;
