@@ -291,7 +291,7 @@ void ScalableFilter::AskSlices(absl::Span<SubFilter* const> subs, absl::Span<con
   }
   BlockedBloomFilter::MightContainAny(firsts, hashes, present);
   for (SubFilter* sub : subs) {
-    if (!(IsSliceFirst(*sub))) {
+    if (!IsSliceFirst(*sub)) {
       sub->bits().MightContainMany(hashes, present);
     }
   }
