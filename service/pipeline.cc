@@ -48,7 +48,8 @@ bool Mergeable(const PipelineRequest& a, const PipelineRequest& b) {
 
 }  // namespace
 
-class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, PipelineResponse> {
+class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, PipelineResponse>,
+                              private storage::GroupCommitter::Job {
  public:
   PipelineReactor(BloomService* service, PipelineStreams* streams, Caller caller)
       : service_(service),
@@ -234,53 +235,117 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
     if (actions.finish) Finish(ToGrpcStatus(actions.status));
   }
 
-  // Serves what was read until nothing is pending; one thread at a time (serving_).
+  // Serves what was read until nothing is pending; one thread at a time (serving_). A batch
+  // with adds goes to the service's GroupCommitter, which serves it together with other
+  // streams' (one RocksDB write for all) on whichever thread is serving them; its Done() goes
+  // on serving here. A batch of checks only is answered on this thread: it writes nothing.
   void Serve() {
-    std::vector<Read> batch;
     for (;;) {
       Actions actions;
+      bool done = false;  // decided under the lock: once serving_ is clear, another thread may
+                          // begin serving, and batch_ is its
       {
         bloomsync::MutexLock lock(&mu_);
         if (pending_.empty()) {
           serving_ = false;
+          done = true;
           actions = NextActionsLocked();
         } else {
-          batch.assign(std::make_move_iterator(pending_.begin()),
-                       std::make_move_iterator(pending_.end()));
+          batch_.assign(std::make_move_iterator(pending_.begin()),
+                        std::make_move_iterator(pending_.end()));
           pending_.clear();
         }
       }
-      if (batch.empty()) {
-        Run(actions);
+      if (done) {
+        Run(actions);  // may finish the stream: `this` is not touched after it
         return;
       }
-      bool deferred_sync = false;
-      std::vector<PipelineResponse> responses = Answer(batch, deferred_sync);
-      size_t awaiting_sync = 0;
+      responses_.clear();
+      responses_.resize(batch_.size());
+      deferred_sync_ = false;
+      const bool adds = std::any_of(batch_.begin(), batch_.end(),
+                                    [](const Read& read) { return read.request.has_add(); });
+      if (adds) {
+        service_->store()->committer().Submit(this);  // Done() serves what is read meanwhile
+        return;
+      }
       {
-        bloomsync::MutexLock lock(&mu_);
-        operations_ += batch.size();
-        if (!broken_) {
-          // One response per message: a message's `more` is answered in its response's.
-          for (size_t i = 0; i < batch.size(); i += 1 + batch[i].more) {
-            for (size_t k = 1; k <= batch[i].more; ++k) {
-              responses[i].mutable_more()->Add(std::move(responses[i + k]));
-            }
-            outbox_.push_back(
-                {std::move(responses[i]), batch[i].bytes, 1 + batch[i].more, !deferred_sync});
-            if (deferred_sync) ++awaiting_sync;
-          }
+        absl::StatusOr<std::unique_ptr<storage::OperationBatch>> store_batch =
+            service_->store()->StartBatch();
+        if (store_batch.ok()) {
+          Queue(**store_batch);
+        } else {
+          Fail(store_batch.status());
         }
-        if (deferred_sync) ++syncs_in_flight_;
-        actions = NextActionsLocked();
       }
-      batch.clear();
-      Run(actions);
-      if (deferred_sync) {
-        service_->store()->WhenDurable([this, awaiting_sync](const absl::Status& synced) {
-          OnDurable(awaiting_sync, synced);
-        });
+      Deliver();
+    }
+  }
+
+  // storage::GroupCommitter::Job, for batch_ (which has adds). Runs on the committer's
+  // serving thread, which may be another stream's.
+  void Queue(storage::OperationBatch& store_batch) override {
+    queued_.clear();
+    size_t begin = 0;
+    while (begin < batch_.size()) {
+      size_t end = begin + 1;
+      while (end < batch_.size() && Mergeable(batch_[begin].request, batch_[end].request)) ++end;
+      const absl::Time start = absl::Now();
+      const auto run = absl::MakeConstSpan(batch_).subspan(begin, end - begin);
+      const auto run_responses = absl::MakeSpan(responses_).subspan(begin, end - begin);
+      if (run.front().request.has_add()) {
+        deferred_sync_ = service_->store()->syncs_adds();
+        QueueAdds(store_batch, run, run_responses, queued_.emplace_back(begin, end, start));
+      } else {
+        AnswerChecks(store_batch, run, run_responses);
+        RecordRun(begin, end, absl::Now() - start);
       }
+      begin = end;
+    }
+  }
+  void Answer(storage::OperationBatch& store_batch) override {
+    for (QueuedRun& run : queued_) {
+      TakeAdds(store_batch, absl::MakeConstSpan(batch_).subspan(run.begin, run.end - run.begin),
+               absl::MakeSpan(responses_).subspan(run.begin, run.end - run.begin), run);
+      RecordRun(run.begin, run.end, absl::Now() - run.start);
+    }
+  }
+  void Fail(const absl::Status& why) override {
+    for (PipelineResponse& response : responses_) SetError(why, response);
+  }
+  void Done() override {
+    Deliver();
+    Serve();
+  }
+
+  // Puts the answers of batch_ in the outbox (to be written once durable: with --sync, after
+  // FilterStore::WhenDurable) and empties batch_.
+  void Deliver() {
+    for (size_t i = 0; i < batch_.size(); ++i) responses_[i].set_id(batch_[i].request.id());
+    size_t awaiting_sync = 0;
+    Actions actions;
+    {
+      bloomsync::MutexLock lock(&mu_);
+      operations_ += batch_.size();
+      if (!broken_) {
+        // One response per message: a message's `more` is answered in its response's.
+        for (size_t i = 0; i < batch_.size(); i += 1 + batch_[i].more) {
+          for (size_t k = 1; k <= batch_[i].more; ++k) {
+            responses_[i].mutable_more()->Add(std::move(responses_[i + k]));
+          }
+          outbox_.push_back(
+              {std::move(responses_[i]), batch_[i].bytes, 1 + batch_[i].more, !deferred_sync_});
+          if (deferred_sync_) ++awaiting_sync;
+        }
+      }
+      if (deferred_sync_) ++syncs_in_flight_;
+      actions = NextActionsLocked();  // serving_ is still set: this does not finish the stream
+    }
+    batch_.clear();
+    Run(actions);
+    if (deferred_sync_) {
+      service_->store()->WhenDurable(
+          [this, awaiting_sync](const absl::Status& synced) { OnDurable(awaiting_sync, synced); });
     }
   }
 
@@ -307,47 +372,6 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
       actions = NextActionsLocked();
     }
     Run(actions);
-  }
-
-  // Answers a batch in order. Runs of mergeable operations share one store call, and the adds
-  // of the whole batch, whatever their filters, share one RocksDB write (group commit through
-  // storage::OperationBatch): they are answered once it is written. With --sync the write does
-  // not wait for the fsync: `deferred_sync` is set when the answers must wait for
-  // FilterStore::WhenDurable (the batch has adds).
-  std::vector<PipelineResponse> Answer(const std::vector<Read>& batch, bool& deferred_sync) {
-    std::vector<PipelineResponse> responses(batch.size());
-    const bool defer = service_->store()->syncs_adds();
-    absl::StatusOr<std::unique_ptr<storage::OperationBatch>> store_batch =
-        service_->store()->StartBatch(defer);
-    if (!store_batch.ok()) {
-      for (PipelineResponse& response : responses) SetError(store_batch.status(), response);
-    } else {
-      std::vector<QueuedRun> queued;
-      size_t begin = 0;
-      while (begin < batch.size()) {
-        size_t end = begin + 1;
-        while (end < batch.size() && Mergeable(batch[begin].request, batch[end].request)) ++end;
-        const absl::Time start = absl::Now();
-        const auto run = absl::MakeConstSpan(batch).subspan(begin, end - begin);
-        const auto run_responses = absl::MakeSpan(responses).subspan(begin, end - begin);
-        if (run.front().request.has_add()) {
-          deferred_sync = defer;
-          QueueAdds(**store_batch, run, run_responses, queued.emplace_back(begin, end, start));
-        } else {
-          AnswerChecks(**store_batch, run, run_responses);
-          RecordRun(batch, responses, begin, end, absl::Now() - start);
-        }
-        begin = end;
-      }
-      (*store_batch)->Flush();
-      for (QueuedRun& run : queued) {
-        TakeAdds(**store_batch, absl::MakeConstSpan(batch).subspan(run.begin, run.end - run.begin),
-                 absl::MakeSpan(responses).subspan(run.begin, run.end - run.begin), run);
-        RecordRun(batch, responses, run.begin, run.end, absl::Now() - run.start);
-      }
-    }
-    for (size_t i = 0; i < batch.size(); ++i) responses[i].set_id(batch[i].request.id());
-    return responses;
   }
 
   // A run of adds queued in the store batch: one ticket for all (merged), or one per operation.
@@ -491,18 +515,17 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
     }
   }
 
-  void RecordRun(const std::vector<Read>& batch, const std::vector<PipelineResponse>& responses,
-                 size_t begin, size_t end, absl::Duration took) {
+  void RecordRun(size_t begin, size_t end, absl::Duration took) {
     metrics::ServerMetrics* metrics = service_->hooks().metrics;
     if (metrics == nullptr) return;
     for (size_t i = begin; i < end; ++i) {
-      const PipelineRequest& request = batch[i].request;
+      const PipelineRequest& request = batch_[i].request;
       const bool add = request.has_add();
       const size_t items =
           add ? request.add().items_size() + request.add().raw_items_size()
               : request.might_contain().items_size() + request.might_contain().raw_items_size();
-      const auto code = responses[i].has_error()
-                            ? static_cast<absl::StatusCode>(responses[i].error().code())
+      const auto code = responses_[i].has_error()
+                            ? static_cast<absl::StatusCode>(responses_[i].error().code())
                             : absl::StatusCode::kOk;
       metrics->RecordRpc(add ? metrics::Rpc::kPipelineAdd : metrics::Rpc::kPipelineMightContain,
                          code, took, items);
@@ -516,6 +539,12 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
   const absl::Time start_;
 
   PipelineRequest read_buffer_;  // the one read in flight writes here
+  // The batch being served, its answers, and its runs of adds queued in the store batch: only
+  // the thread serving the stream (serving_) touches them.
+  std::vector<Read> batch_;
+  std::vector<PipelineResponse> responses_;
+  std::vector<QueuedRun> queued_;
+  bool deferred_sync_ = false;  // batch_ has adds and --sync: its answers wait for the fsync
   bloomsync::Mutex mu_;
   std::vector<Read> pending_ ABSL_GUARDED_BY(mu_);    // read, not yet being served
   std::deque<Answered> outbox_ ABSL_GUARDED_BY(mu_);  // answered; front is written first

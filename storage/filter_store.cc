@@ -207,6 +207,8 @@ StoreFigures FilterStore::Figures() const {
   figures.slices_retired = slices_retired_.load(std::memory_order_relaxed);
   figures.wal_syncs = wal_syncs();
   figures.wal_sync_requests = wal_sync_requests();
+  figures.group_commits = committer_.batches();
+  figures.group_commit_jobs = committer_.jobs();
   const absl::Time now = absl::Now();
   for (const std::shared_ptr<StoredFilter>& filter : Snapshot()) {
     ++figures.filters;

@@ -48,6 +48,7 @@
 #include "common/mutex.h"
 #include "storage/database.h"
 #include "storage/dump.h"
+#include "storage/group_commit.h"
 #include "storage/memory_budget.h"
 #include "storage/operation_batch.h"
 #include "storage/stored_filter.h"
@@ -183,6 +184,9 @@ struct StoreFigures {
   // (calls and Pipeline batches) they answered.
   uint64_t wal_syncs = 0;
   uint64_t wal_sync_requests = 0;
+  // Batches the group committer served, and the jobs (Pipeline batches with adds) in them.
+  uint64_t group_commits = 0;
+  uint64_t group_commit_jobs = 0;
   RocksDbFigures rocksdb;
 };
 
@@ -242,6 +246,9 @@ class FilterStore {
   // A batch of adds and checks whose adds share one RocksDB write (operation_batch.h).
   // FAILED_PRECONDITION after Close. `defer_sync`: as for Add (one WhenDurable() for the batch).
   absl::StatusOr<std::unique_ptr<OperationBatch>> StartBatch(bool defer_sync = false);
+  // Serves the add-carrying batches of concurrent callers together, with defer_sync
+  // (group_commit.h). Its jobs answer FAILED_PRECONDITION after Close.
+  GroupCommitter& committer() { return committer_; }
   // Deletes `name`; it can be reserved again at once. NOT_FOUND if missing.
   absl::Status Delete(absl::string_view name);
 
@@ -419,6 +426,7 @@ class FilterStore {
   std::thread checkpointer_;
   // With options.sync: fsyncs the write-ahead log for deferred adds (WhenDurable).
   std::unique_ptr<WalSyncer> wal_syncer_;
+  GroupCommitter committer_{this, options_.sync};
   // The log's latest sequence number when the last WAL sync started: a sync with nothing newer
   // to cover is skipped. Used by the syncer's thread only (or by callers after it stopped,
   // serialised by it).

@@ -472,7 +472,7 @@ TEST_F(PipelineTest, AClientThatWritesWithoutReadingLosesNothing) {
     PipelineResponse response;
     ASSERT_TRUE(stream->Read(&response)) << "answer " << i;
     ASSERT_EQ(response.id(), static_cast<uint64_t>(i));
-    ASSERT_TRUE(response.has_add());
+    ASSERT_TRUE(response.has_add()) << response.ShortDebugString();
   }
   writer.Join();
   EXPECT_TRUE(stream->Finish().ok());
@@ -586,6 +586,12 @@ TEST_F(PipelineTest, SyncAnswersAddsAfterASharedFsyncInOrder) {
   EXPECT_GE(syncs, 1) << metrics;
   EXPECT_LE(syncs, requests);
   EXPECT_GE(requests, 4 * 50 + 1);  // every unary add, and at least one Pipeline batch
+  // The streams' batches with adds went through the group committer.
+  const double commits = bloomtest::PrometheusSample(metrics, "bloom_group_commits_total");
+  const double committed = bloomtest::PrometheusSample(metrics, "bloom_group_commit_batches_total");
+  EXPECT_GE(commits, 1) << metrics;
+  EXPECT_LE(commits, committed);
+  EXPECT_GE(committed, kStreams);
   // kill -9: every answered add is there after the restart.
   server_->Kill();
   server_ = ServerProcess::Start(data_.path(), {"--sync"});
