@@ -132,12 +132,12 @@ class StateCollector final : public prometheus::Collectable {
                           "shared fsync (divided by bloom_wal_syncs_total: the group size).",
                           static_cast<double>(f.wal_sync_requests)));
     out.push_back(Counter("bloom_group_commits_total",
-                          "Shared batches that served the adds of Pipeline batches waiting "
-                          "together: one RocksDB write (and with --sync one fsync) for all.",
+                          "Shared batches that served the adds of Add calls and Pipeline "
+                          "batches waiting together: one RocksDB write for all.",
                           static_cast<double>(f.group_commits)));
     out.push_back(Counter("bloom_group_commit_batches_total",
-                          "Pipeline batches with adds served by a shared batch (divided by "
-                          "bloom_group_commits_total: the group size).",
+                          "Add calls and Pipeline batches with adds served by a shared batch "
+                          "(divided by bloom_group_commits_total: the group size).",
                           static_cast<double>(f.group_commit_jobs)));
     const storage::RocksDbFigures& db = f.rocksdb;
     out.push_back(Gauge("bloom_rocksdb_live_sst_bytes", "Size of RocksDB's live SST files.",

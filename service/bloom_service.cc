@@ -1,12 +1,17 @@
 #include "service/bloom_service.h"
 
 #include <algorithm>
+#include <future>
+#include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "absl/types/optional.h"
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "service/convert.h"
@@ -201,49 +206,96 @@ absl::Status BloomService::RunMightContain(const bloom::v1::MightContainRequest&
   return absl::OkStatus();
 }
 
-absl::Status BloomService::AddItems(const ItemsRequestView& request, bool* answers,
-                                    bool defer_sync) {
-  RETURN_IF_ERROR(CheckItems(request.items, request.text_items));
-  bloom::FilterSpec create_spec;
-  if (!request.create_if_missing.empty()) {
-    // Concatenated encodings parse as their merge, as protobuf reads a repeated message field.
-    bloom::v1::FilterSpec spec;
-    if (!spec.ParseFromString(absl::StrJoin(request.create_if_missing, ""))) {
-      return absl::InvalidArgumentError("create_if_missing is not a FilterSpec");
-    }
-    create_spec = FromProto(spec);
+namespace {
+
+// One Add call served through the store's group committer (storage/group_commit.h). It owns
+// its CallScope (the call counts as in flight until `finish`) and deletes itself once
+// finished; the request's bytes and `answers` belong to the caller until then.
+class AddCallJob final : public storage::GroupCommitter::Job {
+ public:
+  using Finish = absl::AnyInvocable<void(grpc::Status) &&>;
+
+  AddCallJob(storage::FilterStore* store, std::unique_ptr<CallScope> log,
+             const ItemsRequestView& request, absl::optional<bloom::FilterSpec> create_spec,
+             bool* answers, Finish finish)
+      : store_(store),
+        log_(std::move(log)),
+        request_(request),
+        create_spec_(std::move(create_spec)),
+        answers_(answers),
+        finish_(std::move(finish)) {}
+
+  void Queue(storage::OperationBatch& batch) override {
+    ticket_ = batch.Add(request_.name, request_.items,
+                        create_spec_.has_value() ? &*create_spec_ : nullptr);
   }
-  absl::StatusOr<std::vector<bool>> added =
-      store_->Add(request.name, request.items,
-                  request.create_if_missing.empty() ? nullptr : &create_spec, defer_sync);
-  if (added.ok()) std::copy(added->begin(), added->end(), answers);
-  return added.status();
-}
+  void Answer(storage::OperationBatch& batch) override {
+    absl::StatusOr<std::vector<bool>> added = batch.TakeResult(ticket_);
+    status_ = added.status();
+    if (added.ok()) std::copy(added->begin(), added->end(), answers_);
+  }
+  void Fail(const absl::Status& why) override { status_ = why; }
+  void Done() override {
+    if (status_.ok() && store_->syncs_adds()) {
+      // --sync: answered once the WAL syncer's group fsync covers the add, from its thread.
+      store_->WhenDurable([this](const absl::Status& synced) { Complete(synced); });
+      return;
+    }
+    Complete(status_);
+  }
 
-grpc::Status BloomService::HandleAddItems(const ItemsRequestView& request, bool* answers,
-                                          grpc::ServerContextBase* context) {
-  CallScope log(this, metrics::Rpc::kAdd, context, request.name, request.items.size());
-  if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
-  return log.Done(AddItems(request, answers, /*defer_sync=*/false));
-}
+ private:
+  void Complete(const absl::Status& status) {
+    std::move(finish_)(log_->Done(status));
+    delete this;
+  }
 
-void BloomService::HandleAddItemsDeferred(const ItemsRequestView& request, bool* answers,
-                                          grpc::ServerContextBase* context,
-                                          absl::AnyInvocable<void(grpc::Status) &&> finish) {
-  // The scope lives until the add is durable: its latency includes the fsync, and Drain()
-  // waits for it.
+  storage::FilterStore* const store_;
+  const std::unique_ptr<CallScope> log_;
+  const ItemsRequestView& request_;  // the caller's, valid until `finish`
+  const absl::optional<bloom::FilterSpec> create_spec_;
+  bool* const answers_;
+  Finish finish_;
+  storage::OperationBatch::Ticket ticket_ = 0;
+  absl::Status status_;
+};
+
+}  // namespace
+
+void BloomService::HandleAddItemsGrouped(const ItemsRequestView& request, bool* answers,
+                                         grpc::ServerContextBase* context,
+                                         absl::AnyInvocable<void(grpc::Status) &&> finish) {
   auto log = std::make_unique<CallScope>(this, metrics::Rpc::kAdd, context, request.name,
                                          request.items.size());
   absl::Status status = log->Admit();
-  if (status.ok()) status = AddItems(request, answers, /*defer_sync=*/true);
+  if (status.ok()) status = CheckItems(request.items, request.text_items);
+  absl::optional<bloom::FilterSpec> create_spec;
+  if (status.ok() && !request.create_if_missing.empty()) {
+    // Concatenated encodings parse as their merge, as protobuf reads a repeated message field.
+    bloom::v1::FilterSpec spec;
+    if (spec.ParseFromString(absl::StrJoin(request.create_if_missing, ""))) {
+      create_spec = FromProto(spec);
+    } else {
+      status = absl::InvalidArgumentError("create_if_missing is not a FilterSpec");
+    }
+  }
   if (!status.ok()) {
     std::move(finish)(log->Done(status));
     return;
   }
-  store_->WhenDurable(
-      [log = std::move(log), finish = std::move(finish)](const absl::Status& synced) mutable {
-        std::move(finish)(log->Done(synced));
-      });
+  // Served now on this thread, or by the thread already serving other calls' adds; the job
+  // deletes itself once `finish` has run.
+  store_->committer().Submit(new AddCallJob(store_, std::move(log), request, std::move(create_spec),
+                                            answers, std::move(finish)));
+}
+
+grpc::Status BloomService::HandleAddItems(const ItemsRequestView& request, bool* answers,
+                                          grpc::ServerContextBase* context) {
+  std::promise<grpc::Status> finished;
+  std::future<grpc::Status> status = finished.get_future();
+  HandleAddItemsGrouped(request, answers, context,
+                        [&finished](grpc::Status done) { finished.set_value(std::move(done)); });
+  return status.get();
 }
 
 grpc::Status BloomService::HandleMightContainItems(const ItemsRequestView& request, bool* answers,
@@ -411,34 +463,35 @@ grpc::ServerUnaryReactor* Direct(grpc::CallbackServerContext* context,
 grpc::ServerUnaryReactor* BloomCallbackService::Add(grpc::CallbackServerContext* context,
                                                     const grpc::ByteBuffer* request,
                                                     grpc::ByteBuffer* response) {
-  if (core_->store()->syncs_adds()) {
-    // --sync: answered once the WAL syncer's group fsync covers the add, from its thread; no
-    // gRPC thread waits for the disk.
-    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    grpc::Slice bytes;
-    // On the heap: `answers` points into it, and a small slice keeps its bytes inline (a moved
-    // slice would leave them behind).
-    auto encoded = std::make_unique<grpc::Slice>();
+  // Served through the store's group committer: the adds of calls arriving together share one
+  // RocksDB write (with --sync, one fsync, answered from the WAL syncer's thread), and no gRPC
+  // thread waits for another's. The call's buffers live on the heap until it finishes: it may
+  // be served on another thread after this returns.
+  struct Buffers {
+    grpc::Slice bytes;  // the request; `view` points into it
+    // The response; `answers` points into it. On the heap: a small slice keeps its bytes
+    // inline, and a moved one would leave them behind.
+    grpc::Slice encoded;
     ItemsRequestView view;
     bool* answers = nullptr;
-    const grpc::Status read =
-        ReadDirect(request, "bloom.v1.AddRequest", ParseAddRequest, bytes, view, *encoded, answers);
-    if (!read.ok()) {
-      reactor->Finish(read);
-      return reactor;
-    }
-    core_->HandleAddItemsDeferred(
-        view, answers, context,
-        [reactor, response, encoded = std::move(encoded)](const grpc::Status& status) {
-          if (status.ok()) SetResponse(*encoded, response);
-          reactor->Finish(status);
-        });
+  };
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  auto buffers = std::make_unique<Buffers>();
+  const grpc::Status read =
+      ReadDirect(request, "bloom.v1.AddRequest", ParseAddRequest, buffers->bytes, buffers->view,
+                 buffers->encoded, buffers->answers);
+  if (!read.ok()) {
+    reactor->Finish(read);
     return reactor;
   }
-  return Direct(context, request, response, "bloom.v1.AddRequest", ParseAddRequest,
-                [&](const ItemsRequestView& view, bool* answers) {
-                  return core_->HandleAddItems(view, answers, context);
-                });
+  Buffers& call = *buffers;
+  core_->HandleAddItemsGrouped(
+      call.view, call.answers, context,
+      [reactor, response, buffers = std::move(buffers)](const grpc::Status& status) {
+        if (status.ok()) SetResponse(buffers->encoded, response);
+        reactor->Finish(status);
+      });
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* BloomCallbackService::MightContain(grpc::CallbackServerContext* context,

@@ -120,15 +120,19 @@ class BloomService final : public StreamServiceBase {
   // Add and MightContain read from the wire (direct_parse.h), for the callback server:
   // `answers` (request.items.size() bools, in the response being written) gets one value per
   // item of `request`.
+  //
+  // An Add is served through the store's group committer (storage/group_commit.h): the adds
+  // of calls that arrive together share one RocksDB write, and with --sync one fsync, and no
+  // thread waits for another's. `finish` gets the call's status once the add is acknowledged:
+  // at once on this thread if it is refused or served here, else on the thread that served it
+  // (another call's, or the WAL syncer's). `request`'s bytes and `answers` must stay valid
+  // until then. The call counts as in flight (Drain) until then.
+  void HandleAddItemsGrouped(const ItemsRequestView& request, bool* answers,
+                             grpc::ServerContextBase* context,
+                             absl::AnyInvocable<void(grpc::Status) &&> finish);
+  // HandleAddItemsGrouped, waiting for `finish`: for in-process callers (fuzzing).
   grpc::Status HandleAddItems(const ItemsRequestView& request, bool* answers,
                               grpc::ServerContextBase* context);
-  // HandleAddItems for a store with --sync, without waiting for the fsync in this thread: the
-  // add is written and `answers` filled at once, and `finish` gets the call's status once the
-  // add is durable (storage::FilterStore::WhenDurable: on the WAL syncer's thread), or at once
-  // if it failed. The call counts as in flight (Drain) until then.
-  void HandleAddItemsDeferred(const ItemsRequestView& request, bool* answers,
-                              grpc::ServerContextBase* context,
-                              absl::AnyInvocable<void(grpc::Status) &&> finish);
   grpc::Status HandleMightContainItems(const ItemsRequestView& request, bool* answers,
                                        grpc::ServerContextBase* context);
   const ServiceHooks& hooks() const { return hooks_; }
@@ -141,9 +145,6 @@ class BloomService final : public StreamServiceBase {
 
  private:
   friend class CallScope;
-
-  // Validates and runs an add read from the wire; `defer_sync` as storage::FilterStore::Add.
-  absl::Status AddItems(const ItemsRequestView& request, bool* answers, bool defer_sync);
 
   storage::FilterStore* const store_;
   const ServiceLimits limits_;

@@ -184,7 +184,8 @@ struct StoreFigures {
   // (calls and Pipeline batches) they answered.
   uint64_t wal_syncs = 0;
   uint64_t wal_sync_requests = 0;
-  // Batches the group committer served, and the jobs (Pipeline batches with adds) in them.
+  // Batches the group committer served, and the jobs (Add calls, Pipeline batches with adds)
+  // in them.
   uint64_t group_commits = 0;
   uint64_t group_commit_jobs = 0;
   RocksDbFigures rocksdb;
