@@ -236,9 +236,10 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
   }
 
   // Serves what was read until nothing is pending; one thread at a time (serving_). A batch
-  // with adds goes to the service's GroupCommitter, which serves it together with other
-  // streams' (one RocksDB write for all) on whichever thread is serving them; its Done() goes
-  // on serving here. A batch of checks only is answered on this thread: it writes nothing.
+  // with adds goes to the store's GroupCommitter, which serves it together with other
+  // streams' and calls' (one RocksDB write for all) on whichever thread is serving them; its
+  // Done() goes on serving here. A batch of checks only is answered on this thread: it writes
+  // nothing.
   void Serve() {
     for (;;) {
       Actions actions;
