@@ -17,7 +17,9 @@
 #include "rocksdb/cache.h"
 #include "rocksdb/env.h"
 #include "rocksdb/filter_policy.h"
+#include "rocksdb/memtablerep.h"
 #include "rocksdb/options.h"
+#include "rocksdb/slice_transform.h"
 #include "rocksdb/table.h"
 #include "storage/encoding.h"
 #include "storage/rocksdb_status.h"
@@ -67,6 +69,26 @@ rocksdb::ColumnFamilyOptions BitsFamilyOptions(const std::shared_ptr<rocksdb::Ca
   // Bloom filter bits and item hashes are random: compression costs CPU and saves nothing.
   options.compression = rocksdb::kNoCompression;
   options.write_buffer_size = 64 << 20;
+  return options;
+}
+
+// Buckets of the journal's memtable: 2 MB of its arena per memtable. Up to a few hundred
+// thousand filters with adds since their checkpoint share few buckets; beyond, a bucket's own
+// skip list is a few entries tall.
+constexpr size_t kJournalMemtableBuckets = 1 << 18;
+
+// The journal takes one record per add of each filter, keyed by (generation, seq): adds to many
+// per-user filters insert at random places. In RocksDB's default memtable, one skip list for
+// all, each such insert missed the cache at every level (InlineSkipList::FindSpliceForLevel, a
+// sixth of the server's CPU with 100,000 per-user filters, one key per call through the
+// pipelined client). Hashed by generation, an insert touches one bucket and that filter's short
+// list: 15% less server CPU per key there, 10% more keys/s. The price, paid where it is cheap:
+// the memtable iterates in key order only within a generation (GenerationScan below), and a
+// full scan (Scan, at start-up) sorts a copy of it.
+rocksdb::ColumnFamilyOptions JournalFamilyOptions(const std::shared_ptr<rocksdb::Cache>& cache) {
+  rocksdb::ColumnFamilyOptions options = BitsFamilyOptions(cache);
+  options.prefix_extractor.reset(rocksdb::NewFixedPrefixTransform(kGenerationPrefixBytes));
+  options.memtable_factory.reset(rocksdb::NewHashSkipListRepFactory(kJournalMemtableBuckets));
   return options;
 }
 
@@ -151,6 +173,10 @@ absl::Status Database::OpenRocksDb() {
   // Recovery from write errors is driven by Write() (Resume) and Reopen(), not by RocksDB's
   // background retries.
   options.max_bgerror_resume_count = 0;
+  // Only RocksDB's default skip list takes concurrent inserts (the journal's hashed memtable
+  // does not). Little is lost: the group committer (group_commit.h) writes most adds in one
+  // batch from one thread already.
+  options.allow_concurrent_memtable_write = false;
   options.statistics = statistics_;
   options.info_log = std::make_shared<ServerLogLogger>();
 
@@ -163,7 +189,7 @@ absl::Status Database::OpenRocksDb() {
       {rocksdb::kDefaultColumnFamilyName, default_options},
       {"filters", MetadataFamilyOptions(cache)},
       {"blocks", BitsFamilyOptions(cache)},
-      {"journal", BitsFamilyOptions(cache)},
+      {"journal", JournalFamilyOptions(cache)},
   };
   RETURN_IF_ERROR(CheckRoomToOpen(dir_));
   rocksdb::DB* raw = nullptr;
@@ -328,7 +354,24 @@ std::unique_ptr<rocksdb::Iterator> Database::Scan(rocksdb::ColumnFamilyHandle* f
   rocksdb::ReadOptions options;
   options.fill_cache = false;
   options.readahead_size = 4 << 20;
+  options.total_order_seek = true;  // the journal's memtable is hashed by generation
   return std::unique_ptr<rocksdb::Iterator>(db_->NewIterator(options, family));
+}
+
+GenerationScan::GenerationScan(const Database& db, rocksdb::ColumnFamilyHandle* family,
+                               uint64_t generation)
+    : upper_(GenerationPrefix(generation + 1)), upper_slice_(upper_) {
+  if (db.db() == nullptr) {
+    it_.reset(rocksdb::NewErrorIterator(
+        rocksdb::Status::Aborted("storage is being reopened after a write error")));
+    return;
+  }
+  rocksdb::ReadOptions options;
+  // With a prefix extractor (the journal), a seek reads only this generation's keys (its
+  // memtable bucket); the bound ends the scan there for every family.
+  options.iterate_upper_bound = &upper_slice_;
+  it_.reset(db.db()->NewIterator(options, family));
+  it_->Seek(GenerationPrefix(generation));
 }
 
 }  // namespace storage

@@ -78,7 +78,7 @@ class Database {
   // Reads RocksDB's properties; zeros for a closed DB. Must not race with Reopen() or Close().
   RocksDbFigures Figures() const;
 
-  // A full scan of one column family, without polluting the block cache.
+  // A full scan of one column family in key order, without polluting the block cache.
   std::unique_ptr<rocksdb::Iterator> Scan(rocksdb::ColumnFamilyHandle* family) const;
 
  private:
@@ -99,6 +99,21 @@ class Database {
   std::atomic<bool> needs_reopen_{false};              // Resume() failed for good
   mutable bloomsync::Mutex error_mu_;
   std::string last_write_error_ ABSL_GUARDED_BY(error_mu_);
+};
+
+// The keys of one filter generation in a family keyed by it (blocks, journal), in key order,
+// positioned at the first. Use this, not a seek of Scan(), for one generation: it reads only
+// that generation's bucket of the journal's hashed memtable.
+class GenerationScan {
+ public:
+  GenerationScan(const Database& db, rocksdb::ColumnFamilyHandle* family, uint64_t generation);
+  rocksdb::Iterator& operator*() { return *it_; }
+  rocksdb::Iterator* operator->() { return it_.get(); }
+
+ private:
+  const std::string upper_;
+  const rocksdb::Slice upper_slice_;  // refers to upper_; the iterator refers to it
+  std::unique_ptr<rocksdb::Iterator> it_;
 };
 
 }  // namespace storage

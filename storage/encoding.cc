@@ -249,7 +249,7 @@ absl::Status DecodeJournalRecord(absl::string_view bytes, std::vector<Run>& runs
 
 std::string GenerationPrefix(uint64_t generation) {
   Writer w;
-  w.BigEndian(generation, 8);
+  w.BigEndian(generation, kGenerationPrefixBytes);
   return w.Finish();
 }
 

@@ -75,7 +75,9 @@ absl::Status DecodeJournalRecord(absl::string_view bytes, std::vector<Run>& runs
                                  std::vector<uint64_t>& hashes);
 
 std::string BlockKey(uint64_t generation, uint32_t sub_filter, uint32_t page);
-// Smallest key of `generation` (blocks and journal alike), for range deletes and scans.
+// Smallest key of `generation` (blocks and journal alike), for range deletes and scans: its
+// first kGenerationPrefixBytes bytes, which every key of that generation starts with.
+inline constexpr size_t kGenerationPrefixBytes = 8;
 std::string GenerationPrefix(uint64_t generation);
 struct BlockKeyParts {
   uint64_t generation;

@@ -53,25 +53,6 @@ uint64_t RecordBytes(const FilterRecord& record) {
   return ResidentCharge(RecordBitsBytes(record), record.sub_filters.size());
 }
 
-// Iterates `family` over the keys of one filter generation.
-class GenerationScan {
- public:
-  GenerationScan(const Database& db, rocksdb::ColumnFamilyHandle* family, uint64_t generation)
-      : upper_(GenerationPrefix(generation + 1)), upper_slice_(upper_) {
-    rocksdb::ReadOptions options;
-    options.iterate_upper_bound = &upper_slice_;
-    it_.reset(db.db()->NewIterator(options, family));
-    it_->Seek(GenerationPrefix(generation));
-  }
-  rocksdb::Iterator& operator*() { return *it_; }
-  rocksdb::Iterator* operator->() { return it_.get(); }
-
- private:
-  const std::string upper_;
-  const rocksdb::Slice upper_slice_;
-  std::unique_ptr<rocksdb::Iterator> it_;
-};
-
 // ORs the checkpointed pages of `generation` into `filter`.
 absl::Status LoadPages(const Database& db, uint64_t generation, bloom::ScalableFilter& filter) {
   GenerationScan it(db, db.blocks(), generation);
