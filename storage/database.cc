@@ -72,23 +72,31 @@ rocksdb::ColumnFamilyOptions BitsFamilyOptions(const std::shared_ptr<rocksdb::Ca
   return options;
 }
 
-// Buckets of the journal's memtable: 2 MB of its arena per memtable. Up to a few hundred
-// thousand filters with adds since their checkpoint share few buckets; beyond, a bucket's own
-// skip list is a few entries tall.
-constexpr size_t kJournalMemtableBuckets = 1 << 18;
+// The journal's memtable: buckets by filter generation, each its own skip list. Each bucket in
+// use costs about 330 bytes of the memtable's arena (the list's head and search path at full
+// height), so 16,384 buckets add at most ~5 MB to a memtable (256K, tried first, added 55 MB
+// with 300,000 filters journalled and made the memtable flush at once). Full height (12 levels,
+// RocksDB's own default) because one hot filter puts all its records, and the point deletes
+// that trim them, into one bucket: at the factory's default of 4 levels such a bucket is a
+// list of hundreds of thousands scanned per insert (a single filter's adds, one key per
+// Pipeline message, went from 12.5 to 29 us of server CPU per key).
+constexpr size_t kJournalMemtableBuckets = 1 << 14;
+constexpr int32_t kJournalBucketHeight = 12;
+constexpr int32_t kJournalBucketBranching = 4;
 
 // The journal takes one record per add of each filter, keyed by (generation, seq): adds to many
 // per-user filters insert at random places. In RocksDB's default memtable, one skip list for
 // all, each such insert missed the cache at every level (InlineSkipList::FindSpliceForLevel, a
 // sixth of the server's CPU with 100,000 per-user filters, one key per call through the
-// pipelined client). Hashed by generation, an insert touches one bucket and that filter's short
-// list: 15% less server CPU per key there, 10% more keys/s. The price, paid where it is cheap:
-// the memtable iterates in key order only within a generation (GenerationScan below), and a
-// full scan (Scan, at start-up) sorts a copy of it.
+// pipelined client). Hashed by generation, an insert touches one bucket and its short list:
+// about 12% less server CPU per key there (A/B, 3 rounds; noisy). The price, paid where it is
+// cheap: the memtable iterates in key order only within a generation (GenerationScan below),
+// and a full scan (Scan, at start-up) sorts a copy of it.
 rocksdb::ColumnFamilyOptions JournalFamilyOptions(const std::shared_ptr<rocksdb::Cache>& cache) {
   rocksdb::ColumnFamilyOptions options = BitsFamilyOptions(cache);
   options.prefix_extractor.reset(rocksdb::NewFixedPrefixTransform(kGenerationPrefixBytes));
-  options.memtable_factory.reset(rocksdb::NewHashSkipListRepFactory(kJournalMemtableBuckets));
+  options.memtable_factory.reset(rocksdb::NewHashSkipListRepFactory(
+      kJournalMemtableBuckets, kJournalBucketHeight, kJournalBucketBranching));
   return options;
 }
 
