@@ -90,14 +90,25 @@ SubFilter::SubFilter(int index, SubFilterShape shape, std::unique_ptr<BlockedBlo
     : slice_start_micros_(slice.has_value() ? slice->start_micros : 0),
       slice_position_(slice.has_value() ? slice->position : index),
       index_(index),
-      shape_(shape),
+      capacity_(shape.capacity),
+      error_rate_(shape.error_rate),
       bits_(std::move(bits)) {}
+
+SubFilter::~SubFilter() {
+  // Frees the newer sub-filters this one owns, iteratively: a windowed chain can be long.
+  SubFilter* next = next_.load(std::memory_order_acquire);
+  while (next != nullptr) {
+    SubFilter* after = next->next_.exchange(nullptr, std::memory_order_acq_rel);
+    delete next;
+    next = after;
+  }
+}
 
 uint64_t SubFilter::ReserveUpTo(uint64_t count) {
   uint64_t current = items_added_.load(std::memory_order_relaxed);
   while (true) {
-    if (current >= shape_.capacity) return 0;
-    const uint64_t take = std::min(count, shape_.capacity - current);
+    if (current >= capacity_) return 0;
+    const uint64_t take = std::min(count, capacity_ - current);
     if (items_added_.compare_exchange_weak(current, current + take, std::memory_order_acq_rel)) {
       return take;
     }
@@ -107,7 +118,7 @@ uint64_t SubFilter::ReserveUpTo(uint64_t count) {
 bool SubFilter::ReserveExactly(uint64_t count) {
   uint64_t current = items_added_.load(std::memory_order_relaxed);
   while (true) {
-    if (current > shape_.capacity || count > shape_.capacity - current) return false;
+    if (current > capacity_ || count > capacity_ - current) return false;
     if (items_added_.compare_exchange_weak(current, current + count, std::memory_order_acq_rel)) {
       return true;
     }
@@ -119,7 +130,7 @@ void SubFilter::Unreserve(uint64_t count) {
 }
 
 static_assert(sizeof(ScalableFilter) <= 128, "ScalableFilter outgrew its 128-byte size class");
-static_assert(sizeof(SubFilter) <= 80, "SubFilter outgrew its 80-byte size class");
+static_assert(sizeof(SubFilter) <= 56, "SubFilter outgrew malloc's 64-byte chunks");
 
 absl::optional<ArenaShape> ArenaShapeFor(const FilterSpec& spec) {
   if (!spec.windowed()) return absl::nullopt;
@@ -247,8 +258,7 @@ void ScalableFilter::AppendSubFilter(std::unique_ptr<SubFilter> sub) {
     if (spec_.windowed()) lock.emplace(&retire_mu_);
     first_ = std::move(sub);
   } else {
-    last->next_owner_ = std::move(sub);
-    last->next_.store(raw, std::memory_order_release);
+    last->next_.store(sub.release(), std::memory_order_release);  // which owns it
   }
   newest_.store(raw, std::memory_order_release);
 }
@@ -312,8 +322,7 @@ std::vector<std::unique_ptr<SubFilter>> ScalableFilter::Retire(int through) {
   std::vector<std::unique_ptr<SubFilter>> retired;
   bloomsync::MutexLock lock(&retire_mu_);
   while (first_ != nullptr && first_->index() <= through) {
-    std::unique_ptr<SubFilter> next = std::move(first_->next_owner_);
-    first_->next_.store(nullptr, std::memory_order_release);
+    std::unique_ptr<SubFilter> next(first_->next_.exchange(nullptr, std::memory_order_acq_rel));
     if (next == nullptr) {
       empty_next_index_ = first_->index() + 1;
       newest_.store(nullptr, std::memory_order_release);
@@ -569,7 +578,7 @@ ScalableFilterStats ScalableFilter::ComputeStats() const {
   absl::InlinedVector<SubFilter*, 8> chain = LiveChain(now);  // newest first
   for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
     SubFilter* sub = *it;
-    const BlockedLayout& layout = sub->shape().layout;
+    const BlockedLayout layout = sub->bits().layout();
     const uint64_t set_bits = sub->bits().set_bits();
     SubFilterStats s;
     s.capacity = sub->shape().capacity;

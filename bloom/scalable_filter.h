@@ -100,10 +100,14 @@ class SubFilter {
   // `slice` defaults to position `index` of an unwindowed chain.
   SubFilter(int index, SubFilterShape shape, std::unique_ptr<BlockedBloomFilter> bits,
             absl::optional<SliceTag> slice = absl::nullopt);
+  // Frees the newer sub-filters too (it owns next()).
+  ~SubFilter();
+  SubFilter(const SubFilter&) = delete;
+  SubFilter& operator=(const SubFilter&) = delete;
 
   int index() const { return index_; }
   SliceTag slice() const { return {slice_start_micros_, slice_position_}; }
-  const SubFilterShape& shape() const { return shape_; }
+  SubFilterShape shape() const { return {capacity_, error_rate_, bits_->layout()}; }
   BlockedBloomFilter& bits() const { return *bits_; }
 
   // Items counted into this sub-filter (reserved by adds in flight or done).
@@ -117,21 +121,23 @@ class SubFilter {
   bool ReserveExactly(uint64_t count);
   void Unreserve(uint64_t count);
 
-  // The next (newer) sub-filter, or nullptr.
+  // The next (newer) sub-filter, or nullptr. Owned by this one.
   SubFilter* next() const { return next_.load(std::memory_order_acquire); }
 
  private:
   friend class ScalableFilter;
 
-  // The slice tag as two fields beside index_, not a padded SliceTag: 80 bytes, jemalloc's
-  // class of that size (88 was its 96), one per per-user filter.
+  // 56 bytes, one per per-user filter (malloc's 64-byte class; 80 before, when the shape with
+  // its layout, which bits_ has too, and a separate owner of next_ were kept here): the slice
+  // tag as two fields beside index_, not a padded SliceTag.
   const int64_t slice_start_micros_;
   const int slice_position_;
   const int index_;
-  const SubFilterShape shape_;
+  const uint64_t capacity_;
+  const double error_rate_;
   const std::unique_ptr<BlockedBloomFilter> bits_;
   std::atomic<uint64_t> items_added_{0};
-  std::unique_ptr<SubFilter> next_owner_;  // written once, by the appending thread
+  // Owning: written once, by the appending thread (Retire takes it back).
   std::atomic<SubFilter*> next_{nullptr};
 };
 

@@ -406,7 +406,7 @@ FilterRecord StoredFilter::MakeRecord(const PersistedState& state,
     // Sub-filters the state does not cover (retired since, or new) are left out or count 0.
     if (sub.index() < static_cast<int>(state.first_index)) return;
     const size_t i = sub.index() - state.first_index;
-    const bloom::SubFilterShape& shape = sub.shape();
+    const bloom::SubFilterShape shape = sub.shape();
     if (record.sub_filters.empty()) record.first_sub_index = static_cast<uint32_t>(sub.index());
     record.sub_filters.push_back(
         {shape.capacity, shape.error_rate, shape.layout.num_blocks, shape.layout.hash_count,

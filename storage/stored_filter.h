@@ -74,8 +74,8 @@ absl::optional<absl::Time> IdleExpiry(const bloom::FilterSpec& spec, int64_t las
 
 // What a resident filter costs in memory beyond its bits: its objects, locks, counters and
 // map slot, and the rest of its slab slot (common/slab.h: 1,536 bytes for 1,472 bytes of bits).
-// BM_PerFilterOverhead measures 599 bytes (glibc's malloc, memtables flushed) whether Reserve
-// or the first Add made it; jemalloc's size classes (the server's) round the objects up further,
+// BM_PerFilterOverhead measures 557 bytes when Reserve made it and 567 when its first Add did
+// (glibc's malloc, memtables flushed; 599 for both before the sub-filter shrank); jemalloc's size classes (the server's) round the objects up further,
 // and 768 covers that with a margin. Charged to the MemoryBudget with the bits, so --memory_limit
 // bounds the memory filters take, not only their bits: for millions of small filters the
 // bookkeeping is a third of it. (512, measured on the Reserve path only, let 10 million per-user
