@@ -91,6 +91,7 @@ BloomClient::BloomClient(std::shared_ptr<grpc::Channel> channel, ClientOptions o
   if (options_.pipelined) {
     coalescer_ = std::make_unique<Coalescer>(
         stub_.get(), Coalescer::Options{.streams = options_.pipeline_streams,
+                                        .rounds = options_.pipeline_rounds,
                                         .max_items = options_.batch_size,
                                         .timeout = options_.timeout,
                                         .token = options_.token});

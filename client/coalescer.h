@@ -3,10 +3,12 @@
 // filter that wait together go out as one operation with all their items.
 //
 // Batching without a timer, as RocksDB's write thread does it: a call that finds its stream
-// idle is sent at once, alone; calls that arrive while an operation is in flight wait, and
-// when the answers come back the stream's reader thread sends everything that gathered
+// idle is sent at once, alone; calls that arrive while batches are in flight wait, and when a
+// batch's answers are all back the stream's reader thread sends everything that gathered
 // meanwhile, one operation per (kind, filter, create spec). Under load batches grow by
-// themselves; alone, a call costs one round trip.
+// themselves; alone, a call costs one round trip. Up to two batches are in flight per stream
+// (the second only while the first's answers are small, to a server that packs), so the
+// server serves one while this side delivers the other's answers.
 //
 // Each caller blocks only for its own answer (at most ClientOptions::timeout:
 // DEADLINE_EXCEEDED). A failed operation fails the calls in it with its code; where a merged
@@ -42,6 +44,7 @@ class Coalescer {
  public:
   struct Options {
     size_t streams = 1;        // Pipeline streams; a call picks one by its filter's name
+    size_t rounds = 2;         // batches in flight per stream: 1 or 2 (more count as 2)
     size_t max_items = 10000;  // items in one operation
     absl::Duration timeout = absl::Seconds(10);
     std::string token;  // sent as "authorization: Bearer <token>" when the stream opens

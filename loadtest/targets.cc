@@ -33,6 +33,10 @@ std::shared_ptr<bloomclient::BloomClient> SharedPipelinedClient(const std::strin
     if (const char* streams = std::getenv("BLOOM_BENCH_PIPELINE_STREAMS"); streams != nullptr) {
       options.pipeline_streams = std::max(1, std::atoi(streams));
     }
+    // BLOOM_BENCH_PIPELINE_ROUNDS: batches in flight per stream (default: the client's, 2).
+    if (const char* rounds = std::getenv("BLOOM_BENCH_PIPELINE_ROUNDS"); rounds != nullptr) {
+      options.pipeline_rounds = std::max(1, std::atoi(rounds));
+    }
     client = bloomclient::BloomClient::Connect(address, options);
   }
   return client;

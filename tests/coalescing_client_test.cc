@@ -193,6 +193,112 @@ TEST_F(CoalescingClientTest, EachCallGetsItsOwnError) {
   EXPECT_EQ(stats->spec().capacity(), 50u);
 }
 
+// One-key calls on per-user filters (each call its own operation) from many threads, with a
+// server window smaller than the batches: the client keeps a second batch in flight while the
+// server has stopped reading, and its reader thread writes batches while answers wait. Every
+// call must be answered, correctly, and nothing may wait on the other side forever.
+TEST_F(CoalescingClientTest, PerUserCallsWithTwoBatchesInFlightAndASmallServerWindow) {
+  auto server = ServerProcess::Start(data_.path(), {"--pipeline_window=8"});
+  ASSERT_NE(server, nullptr);
+  const bloom::v1::FilterSpec spec = Spec(1000);
+  constexpr int kThreads = 50, kCalls = 100, kFiltersPerThread = 10;
+  // Two batches in flight (the default), and one.
+  for (const size_t rounds : {2, 1}) {
+    SCOPED_TRACE(absl::StrCat(rounds, " rounds"));
+    ClientOptions options = Pipelined();
+    options.pipeline_rounds = rounds;
+    auto client = BloomClient::Connect(server->target(), options);
+    const std::string prefix = absl::StrCat("user-", rounds, "-");
+    std::atomic<int> failures{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < kCalls; ++i) {
+          const std::string filter = absl::StrCat(prefix, t, "-", i % kFiltersPerThread);
+          const std::string item = absl::StrCat("item-", i);
+          absl::StatusOr<std::vector<bool>> added = client->Add(filter, {item}, &spec);
+          if (!added.ok() || added->size() != 1) {
+            ADD_FAILURE() << added.status();
+            ++failures;
+            continue;
+          }
+          absl::StatusOr<std::vector<bool>> present =
+              client->MightContain(filter, {item}, /*absent_if_missing=*/true);
+          if (!present.ok() || present->size() != 1 || !(*present)[0]) ++failures;
+        }
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+    EXPECT_EQ(failures.load(), 0);
+    // Every item, through a plain client.
+    auto plain = BloomClient::Connect(server->target());
+    for (int t = 0; t < kThreads; ++t) {
+      for (int f = 0; f < kFiltersPerThread; ++f) {
+        std::vector<std::string> items;
+        for (int i = f; i < kCalls; i += kFiltersPerThread) {
+          items.push_back(absl::StrCat("item-", i));
+        }
+        absl::StatusOr<std::vector<bool>> present =
+            plain->MightContain(absl::StrCat(prefix, t, "-", f), items);
+        ASSERT_OK(present.status());
+        for (size_t i = 0; i < items.size(); ++i) ASSERT_TRUE((*present)[i]) << items[i];
+      }
+    }
+  }
+}
+
+// A stream that breaks under load, with batches in flight: every call returns (answered, or
+// UNAVAILABLE), none waits for its timeout, and calls go through again after a restart.
+TEST_F(CoalescingClientTest, AStreamBrokenUnderLoadFailsEveryCallInFlight) {
+  auto server = ServerProcess::Start(data_.path());
+  ASSERT_NE(server, nullptr);
+  const int port = server->port();
+  ClientOptions options = Pipelined();
+  options.timeout = absl::Seconds(20);
+  auto client = BloomClient::Connect(server->target(), options);
+  const bloom::v1::FilterSpec spec = Spec(1000);
+  std::atomic<bool> stop{false};
+  std::atomic<int> answered{0}, unavailable{0}, other{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 20; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; !stop.load(); ++i) {
+        absl::StatusOr<std::vector<bool>> added =
+            client->Add(absl::StrCat("user-", t, "-", i % 7), {absl::StrCat(i)}, &spec);
+        if (added.ok()) {
+          ++answered;
+        } else if (absl::IsUnavailable(added.status())) {
+          ++unavailable;
+        } else {
+          ADD_FAILURE() << added.status();
+          ++other;
+        }
+      }
+    });
+  }
+  while (answered.load() < 2000) absl::SleepFor(absl::Milliseconds(5));
+  const absl::Time killed = absl::Now();
+  server->Kill();
+  while (unavailable.load() < 20 && absl::Now() - killed < absl::Seconds(10)) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  stop.store(true);
+  for (std::thread& thread : threads) thread.join();
+  // Without the server every call fails fast; one left waiting would have taken 20 s.
+  EXPECT_LT(absl::Now() - killed, absl::Seconds(10));
+  EXPECT_GE(unavailable.load(), 1);
+  EXPECT_EQ(other.load(), 0);
+
+  server = ServerProcess::Start(data_.path(), {absl::StrCat("--listen=127.0.0.1:", port)});
+  ASSERT_NE(server, nullptr);
+  absl::StatusOr<std::vector<bool>> after = absl::UnavailableError("not tried");
+  for (int attempt = 0; attempt < 100 && absl::IsUnavailable(after.status()); ++attempt) {
+    after = client->Add("user-after", {"x"}, &spec);
+    if (absl::IsUnavailable(after.status())) absl::SleepFor(absl::Milliseconds(100));
+  }
+  ASSERT_OK(after.status());
+}
+
 TEST_F(CoalescingClientTest, ABrokenStreamFailsItsCallsUnavailableThenReconnects) {
   auto server = ServerProcess::Start(data_.path());
   ASSERT_NE(server, nullptr);
