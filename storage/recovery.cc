@@ -15,8 +15,8 @@
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "storage/encoding.h"
-#include "storage/page_encoding.h"
 #include "storage/filter_store.h"
+#include "storage/page_encoding.h"
 #include "storage/rocksdb_status.h"
 
 namespace storage {

@@ -211,6 +211,7 @@ TEST_F(CoalescingClientTest, PerUserCallsWithTwoBatchesInFlightAndASmallServerWi
     const std::string prefix = absl::StrCat("user-", rounds, "-");
     std::atomic<int> failures{0};
     std::vector<std::thread> threads;
+    threads.reserve(kThreads);
     for (int t = 0; t < kThreads; ++t) {
       threads.emplace_back([&, t] {
         for (int i = 0; i < kCalls; ++i) {
@@ -259,8 +260,10 @@ TEST_F(CoalescingClientTest, AStreamBrokenUnderLoadFailsEveryCallInFlight) {
   const bloom::v1::FilterSpec spec = Spec(1000);
   std::atomic<bool> stop{false};
   std::atomic<int> answered{0}, unavailable{0}, other{0};
+  constexpr int kThreads = 20;
   std::vector<std::thread> threads;
-  for (int t = 0; t < 20; ++t) {
+  threads.reserve(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; !stop.load(); ++i) {
         absl::StatusOr<std::vector<bool>> added =
@@ -279,7 +282,7 @@ TEST_F(CoalescingClientTest, AStreamBrokenUnderLoadFailsEveryCallInFlight) {
   while (answered.load() < 2000) absl::SleepFor(absl::Milliseconds(5));
   const absl::Time killed = absl::Now();
   server->Kill();
-  while (unavailable.load() < 20 && absl::Now() - killed < absl::Seconds(10)) {
+  while (unavailable.load() < kThreads && absl::Now() - killed < absl::Seconds(10)) {
     absl::SleepFor(absl::Milliseconds(5));
   }
   stop.store(true);
