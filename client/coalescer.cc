@@ -189,13 +189,14 @@ class Coalescer::Lane {
   // Whether a batch may go out now: none is in flight, or one is and a second may follow it
   // (see kMaxRounds). `stream` is null before the first stream opens.
   bool MaySendLocked(const PipelineStream* stream) const {
-    if (rounds_in_flight_ == 0) return true;
+    const size_t rounds_in_flight = round_operations_.size();
+    if (rounds_in_flight == 0) return true;
     // A second round only to a server that packs (one message per batch, read whole) and
     // while the answers in flight are small: then the server can always write them, so it
     // never stops reading the next batch while this side's reader thread writes it (below).
     // And only behind a round of many operations, with many calls waiting
     // (kSecondRoundMinOperations).
-    return rounds_in_flight_ < std::min(options_.rounds, kMaxRounds) && stream != nullptr &&
+    return rounds_in_flight < std::min(options_.rounds, kMaxRounds) && stream != nullptr &&
            stream->packs.load(std::memory_order_relaxed) &&
            in_flight_.size() >= kSecondRoundMinOperations &&
            waiting_.size() >= kSecondRoundMinOperations &&
@@ -206,7 +207,6 @@ class Coalescer::Lane {
   // registers them as in flight, as one round.
   std::vector<PipelineRequest> TakeBatchLocked() {
     const uint64_t round = next_round_++;
-    ++rounds_in_flight_;
     std::vector<PipelineRequest> batch;
     absl::flat_hash_map<std::string, size_t> open;  // key -> index in batch of its operation
     for (std::shared_ptr<Call>& call : waiting_) {
@@ -302,8 +302,7 @@ class Coalescer::Lane {
       in_flight_.erase(it);
       items_in_flight_ -= operation.items;
       if (auto round = round_operations_.find(operation.round); --round->second == 0) {
-        round_operations_.erase(round);
-        --rounds_in_flight_;
+        round_operations_.erase(round);  // the round is answered
       }
       if (response.has_error() && operation.calls.size() > 1 && RetryAlone(response)) {
         for (std::shared_ptr<Call>& call : operation.calls) {
@@ -379,7 +378,6 @@ class Coalescer::Lane {
     }
     in_flight_.clear();
     round_operations_.clear();
-    rounds_in_flight_ = 0;
     items_in_flight_ = 0;
     for (const std::shared_ptr<Call>& call : waiting_) call->Answer(status);
     waiting_.clear();
@@ -410,8 +408,9 @@ class Coalescer::Lane {
   static constexpr size_t kSecondRoundMinOperations = 8;
 
   absl::flat_hash_map<uint64_t, Operation> in_flight_;
-  absl::flat_hash_map<uint64_t, size_t> round_operations_;  // round -> operations in flight
-  size_t rounds_in_flight_ = 0;  // the last answer of one sends what waits
+  // Round -> its operations in flight: one entry per round in flight (the last answer of one
+  // sends what waits).
+  absl::flat_hash_map<uint64_t, size_t> round_operations_;
   size_t items_in_flight_ = 0;
   uint64_t next_round_ = 1;
   uint64_t next_id_ = 1;

@@ -355,31 +355,31 @@ RocksDbFigures Database::Figures() const {
   return figures;
 }
 
-std::unique_ptr<rocksdb::Iterator> Database::Scan(rocksdb::ColumnFamilyHandle* family) const {
+std::unique_ptr<rocksdb::Iterator> Database::NewIterator(
+    const rocksdb::ReadOptions& options, rocksdb::ColumnFamilyHandle* family) const {
   if (db_ == nullptr) {
     return std::unique_ptr<rocksdb::Iterator>(rocksdb::NewErrorIterator(
         rocksdb::Status::Aborted("storage is being reopened after a write error")));
   }
+  return std::unique_ptr<rocksdb::Iterator>(db_->NewIterator(options, family));
+}
+
+std::unique_ptr<rocksdb::Iterator> Database::Scan(rocksdb::ColumnFamilyHandle* family) const {
   rocksdb::ReadOptions options;
   options.fill_cache = false;
   options.readahead_size = 4 << 20;
   options.total_order_seek = true;  // the journal's memtable is hashed by generation
-  return std::unique_ptr<rocksdb::Iterator>(db_->NewIterator(options, family));
+  return NewIterator(options, family);
 }
 
 GenerationScan::GenerationScan(const Database& db, rocksdb::ColumnFamilyHandle* family,
                                uint64_t generation)
     : upper_(GenerationPrefix(generation + 1)), upper_slice_(upper_) {
-  if (db.db() == nullptr) {
-    it_.reset(rocksdb::NewErrorIterator(
-        rocksdb::Status::Aborted("storage is being reopened after a write error")));
-    return;
-  }
   rocksdb::ReadOptions options;
   // With a prefix extractor (the journal), a seek reads only this generation's keys (its
   // memtable bucket); the bound ends the scan there for every family.
   options.iterate_upper_bound = &upper_slice_;
-  it_.reset(db.db()->NewIterator(options, family));
+  it_ = db.NewIterator(options, family);
   it_->Seek(GenerationPrefix(generation));
 }
 

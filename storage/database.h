@@ -80,6 +80,9 @@ class Database {
 
   // A full scan of one column family in key order, without polluting the block cache.
   std::unique_ptr<rocksdb::Iterator> Scan(rocksdb::ColumnFamilyHandle* family) const;
+  // RocksDB's iterator, or one that answers ABORTED while the DB is being reopened.
+  std::unique_ptr<rocksdb::Iterator> NewIterator(const rocksdb::ReadOptions& options,
+                                                 rocksdb::ColumnFamilyHandle* family) const;
 
  private:
   Database(std::string dir, rocksdb::Env* env) : dir_(std::move(dir)), env_(env) {}
