@@ -44,7 +44,7 @@ class Coalescer {
  public:
   struct Options {
     size_t streams = 1;        // Pipeline streams; a call picks one by its filter's name
-    size_t rounds = 2;         // batches in flight per stream: 1 or 2 (more count as 2)
+    size_t rounds = 2;         // batches in flight per stream: 1 or 2 (0 counts as 1, more as 2)
     size_t max_items = 10000;  // items in one operation
     absl::Duration timeout = absl::Seconds(10);
     std::string token;  // sent as "authorization: Bearer <token>" when the stream opens
