@@ -285,7 +285,8 @@ class FilterStore {
 
   // Evicts least recently used filters until the memory in use is under the limit's low
   // watermark (a no-op without a limit or under it). The evictor thread calls it whenever a
-  // charge goes over the limit; tests call it to evict at a known moment.
+  // charge goes over the limit; tests call it to evict at a known moment. Returns after any
+  // round in progress on another thread has finished.
   void EvictToBudget();
 
   const LoadReport& load_report() const { return load_report_; }

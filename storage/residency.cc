@@ -221,8 +221,12 @@ absl::Status FilterStore::DeleteCold(absl::string_view name) {
 
 void FilterStore::EvictToBudget() {
   const uint64_t limit = budget_.limit();
-  if (limit == 0 || budget_.used() <= limit) return;
+  if (limit == 0) return;
   const uint64_t target = limit - limit / kLowWatermarkDivisor;
+  // The round's lock before the check of the memory in use: a caller returns only after a round
+  // in progress on another thread has finished. Checked first, a round that had evicted one of
+  // its victims (taking the memory under the limit, not yet under the low watermark) made a
+  // test's EvictToBudget return at once and see half a round.
   std::lock_guard<std::mutex> round(evict_round_mu_);
   if (budget_.used() <= limit) return;
   // Weak references: the candidates must not keep the bits of filters that leave memory (by
