@@ -51,18 +51,15 @@ absl::Status OperationBatch::Prepare(absl::string_view name,
   operation.added.reset(new bool[items.size()]);
   // As FilterStore::Add: a Delete racing a create_if_missing add makes it look again.
   for (int attempt = 0; attempt < FilterStore::kDeleteRaceRetries; ++attempt) {
-    ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> filter,
-                     store_->Acquire(name, [this] { Flush(); }));
-    if (filter != nullptr && spec.has_value() && absl::IsNotFound(filter->Usable())) {
-      filter = nullptr;
-    }
     bool created = false;
-    if (filter == nullptr) {
-      if (!spec.has_value()) {
+    std::shared_ptr<StoredFilter> filter;
+    if (spec.has_value()) {
+      ASSIGN_OR_RETURN(filter, store_->AcquireOrCreate(name, *spec, created, [this] { Flush(); }));
+    } else {
+      ASSIGN_OR_RETURN(filter, store_->Acquire(name, [this] { Flush(); }));
+      if (filter == nullptr) {
         return absl::NotFoundError(absl::StrCat("filter '", name, "' not found"));
       }
-      ASSIGN_OR_RETURN(filter, store_->FindOrCreate(name, *spec, created, /*defer_write=*/true,
-                                                    [this] { Flush(); }));
     }
     // A second add to one filter in one write would need its own seen-set and reservations
     // on top of the first's: simpler and as cheap to write the first now.

@@ -91,18 +91,24 @@ absl::Status ReplayJournal(const Database& db, const FilterRecord& record,
 
 }  // namespace
 
+std::shared_ptr<StoredFilter> FilterStore::FindFresh(absl::string_view name, bool& resident) const {
+  std::shared_ptr<StoredFilter> filter = Find(name);
+  resident = filter != nullptr;
+  // An idle-expired filter goes the slow way, which deletes it under the name's lock.
+  if (filter == nullptr || filter->evicted() ||
+      (filter->has_idle_ttl() && IdleExpired(*filter, options_.clock->Now()))) {
+    return nullptr;
+  }
+  filter->Touch();
+  return filter;
+}
+
 absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::Acquire(
     absl::string_view name,
     absl::FunctionRef<void()> before_waiting) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-  std::shared_ptr<StoredFilter> filter = Find(name);
-  // An idle-expired filter goes the slow way, which deletes it under the name's lock.
-  if (filter != nullptr && !filter->evicted() &&
-      !(filter->has_idle_ttl() && IdleExpired(*filter, options_.clock->Now()))) {
-    filter->Touch();
-    return filter;
-  }
-  if (filter == nullptr && !MayHaveCold()) return nullptr;
-  filter.reset();
+  bool resident = false;
+  if (std::shared_ptr<StoredFilter> filter = FindFresh(name, resident)) return filter;
+  if (!resident && !MayHaveCold()) return nullptr;
   bloomsync::Mutex& name_lock = NameLock(name);
   if (!name_lock.TryLock()) {
     before_waiting();
@@ -115,6 +121,18 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::Acquire(
     WaitForRoom();
   }
   return acquired;
+}
+
+absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::AcquireOrCreate(
+    absl::string_view name, const bloom::FilterSpec& spec, bool& created,
+    absl::FunctionRef<void()> before_waiting) {
+  created = false;
+  bool resident = false;
+  std::shared_ptr<StoredFilter> filter = FindFresh(name, resident);
+  // A filter deleted under this add is made again, as a missing one is.
+  if (filter != nullptr && !absl::IsNotFound(filter->Usable())) return filter;
+  filter.reset();
+  return FindOrCreate(name, spec, created, /*defer_write=*/true, before_waiting);
 }
 
 absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::AcquireLocked(absl::string_view name) {
