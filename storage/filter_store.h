@@ -457,7 +457,18 @@ class FilterStore {
   // checkpoint (eviction checkpoints it with no add in flight).
   bloomsync::Mutex cold_journaled_mu_;
   absl::flat_hash_set<uint64_t> cold_journaled_ ABSL_GUARDED_BY(cold_journaled_mu_);
-  std::mutex evict_round_mu_;           // one EvictToBudget round at a time
+  std::mutex evict_round_mu_;  // one EvictToBudget round at a time
+  // The oldest resident filters when EvictToBudget last scanned them all, oldest last, for
+  // this and the next rounds (guarded by evict_round_mu_). Names, not pointers: a kept
+  // pointer would keep a deleted filter's memory.
+  struct EvictionCandidate {
+    int64_t last_used;
+    std::string name;
+  };
+  std::vector<EvictionCandidate> eviction_queue_;
+  // Fills eviction_queue_ (evict_round_mu_ held) with the oldest resident filters: enough to
+  // bring the memory in use from `used` to `target` about kRoundsPerScan times.
+  void QueueEvictionCandidates(uint64_t used, uint64_t target);
   std::mutex evict_mu_;                 // guards evict_requested_ and the waits below
   std::condition_variable evict_cv_;    // wakes the evictor
   std::condition_variable evicted_cv_;  // wakes WaitForRoom

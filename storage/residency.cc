@@ -41,6 +41,8 @@ namespace {
 // Eviction stops once memory in use is this fraction of the limit below it, so one eviction
 // round makes room for many loads.
 constexpr uint64_t kLowWatermarkDivisor = 16;
+// Rounds one scan of every resident filter serves (QueueEvictionCandidates).
+constexpr uint64_t kRoundsPerScan = 4;
 // WaitForRoom holds a loading thread back while memory in use is this fraction over the limit,
 // for at most kMaxWaitForRoom (then it goes on: the evictor may only find busy filters).
 constexpr uint64_t kHighWatermarkDivisor = 8;
@@ -237,6 +239,42 @@ absl::Status FilterStore::DeleteCold(absl::string_view name) {
   return absl::OkStatus();
 }
 
+void FilterStore::QueueEvictionCandidates(uint64_t used, uint64_t target) {
+  // Two passes under each shard's reader lock, without a shared_ptr copy of every filter
+  // (Snapshot) nor a status per filter: the recency of every resident filter, then the names
+  // of the oldest. Only the oldest few are needed: as many as a round frees on average, for
+  // kRoundsPerScan rounds, picked in linear time (nth_element); only those are sorted. Sorting all
+  // of them was a tenth of the server's CPU while per-user filters were created through a 100Mi
+  // budget; one scan per round was 6% at 10 million filters through 1Gi.
+  auto evictable = [](const StoredFilter& filter) { return filter.usable() && !filter.evicted(); };
+  std::vector<int64_t> recency;
+  recency.reserve(num_filters());
+  VisitResident([&](const std::shared_ptr<StoredFilter>& filter) {
+    if (evictable(*filter)) recency.push_back(filter->last_used_ticks());
+  });
+  eviction_queue_.clear();
+  if (recency.empty()) return;
+  const uint64_t average = std::max<uint64_t>(1, used / recency.size());
+  const uint64_t per_round = (used > target ? (used - target) / average : 0) + 64;
+  const size_t keep = std::min<size_t>(recency.size(), kRoundsPerScan * per_round);
+  std::nth_element(recency.begin(), recency.begin() + (keep - 1), recency.end());
+  const int64_t cutoff = recency[keep - 1];
+  recency = {};
+  // Filters used since the first pass are past the cutoff now, and left out: they are not
+  // among the oldest any more.
+  VisitResident([&](const std::shared_ptr<StoredFilter>& filter) {
+    const int64_t last_used = filter->last_used_ticks();
+    if (last_used <= cutoff && evictable(*filter)) {
+      eviction_queue_.push_back({last_used, filter->name()});
+    }
+  });
+  // Oldest last: popped first.
+  std::sort(eviction_queue_.begin(), eviction_queue_.end(),
+            [](const EvictionCandidate& a, const EvictionCandidate& b) {
+              return a.last_used > b.last_used;
+            });
+}
+
 void FilterStore::EvictToBudget() {
   const uint64_t limit = budget_.limit();
   if (limit == 0) return;
@@ -247,41 +285,24 @@ void FilterStore::EvictToBudget() {
   // test's EvictToBudget return at once and see half a round.
   std::lock_guard<std::mutex> round(evict_round_mu_);
   if (budget_.used() <= limit) return;
-  // Weak references: the candidates must not keep the bits of filters that leave memory (by
-  // this round or by a Delete) alive.
-  struct Candidate {
-    int64_t last_used;
-    std::weak_ptr<StoredFilter> filter;
-  };
-  // Taken under each shard's reader lock, without a shared_ptr copy of every filter
-  // (Snapshot) nor a status per filter: with per-user filters made through a small budget the
-  // round ran every few thousand creations, and that was 7% of the server's CPU.
-  std::vector<Candidate> candidates;
-  candidates.reserve(num_filters());
-  VisitResident([&](const std::shared_ptr<StoredFilter>& filter) {
-    if (filter->usable() && !filter->evicted()) {
-      candidates.push_back({filter->last_used_ticks(), filter});
-    }
-  });
-  // A round frees what is over the low watermark (1/16 of the budget and the overshoot): only
-  // the oldest few candidates are needed. Pick about twice as many as that takes on average in
-  // linear time and sort only those; the rest is sorted only if they do not suffice (busy
-  // filters are skipped). Sorting all of them was a tenth of the server's CPU while per-user
-  // filters were created through a 100Mi budget.
-  auto older = [](const Candidate& a, const Candidate& b) { return a.last_used < b.last_used; };
-  const uint64_t used = budget_.used();
-  const uint64_t average = std::max<uint64_t>(1, used / std::max<size_t>(1, candidates.size()));
-  const size_t first =
-      std::min<size_t>(candidates.size(), 2 * (used > target ? (used - target) / average : 0) + 64);
-  std::nth_element(candidates.begin(), candidates.begin() + first, candidates.end(), older);
-  std::sort(candidates.begin(), candidates.begin() + first, older);
+  // Victims come oldest first from the queue of the last scan, which serves several rounds.
+  // That is still exactly least recently used first: every filter left out of the queue was
+  // used after every queued one, and a queued filter used since (its recency changed) is
+  // skipped. A round scans again once the queue runs out.
+  bool scanned = false;
   uint64_t evicted_now = 0;
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    if (budget_.used() <= target) break;
-    if (i == first) std::sort(candidates.begin() + first, candidates.end(), older);
-    Candidate& candidate = candidates[i];
-    std::shared_ptr<StoredFilter> filter = candidate.filter.lock();
-    if (filter == nullptr) continue;
+  while (budget_.used() > target) {
+    if (eviction_queue_.empty()) {
+      if (scanned) break;  // every filter this round found was busy
+      QueueEvictionCandidates(budget_.used(), target);
+      scanned = true;
+      continue;
+    }
+    const EvictionCandidate candidate = std::move(eviction_queue_.back());
+    eviction_queue_.pop_back();
+    std::shared_ptr<StoredFilter> filter = Find(candidate.name);
+    // Gone, loaded again (another object) or used since the scan.
+    if (filter == nullptr || filter->last_used_ticks() != candidate.last_used) continue;
     // The lifecycle lock per filter, not per round: a round can take long, and Close() or a
     // RocksDB reopen (which take it exclusively) must not wait for all of it.
     bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);

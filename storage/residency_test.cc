@@ -13,6 +13,7 @@
 #include "common/testing.h"
 #include "gtest/gtest.h"
 #include "storage/filter_store.h"
+#include "storage/stored_filter.h"
 #include "storage/test_items.h"
 
 namespace storage {
@@ -46,6 +47,16 @@ class ResidencyTest : public ::testing::Test {
     absl::StatusOr<std::vector<bool>> present = store_->MightContain(name, Views(items));
     EXPECT_TRUE(present.ok()) << name << ": " << present.status();
     return present.ok() ? *present : std::vector<bool>();
+  }
+
+  // Uses filter `f<f>`, then waits for the recency clock to tick, so that filters used one
+  // after the other never share a recency (a tick is about a microsecond, a check less: tied
+  // filters were evicted in any order).
+  void UseInOrder(int f) {
+    Check(absl::StrCat("f", f), Items("x", 0, 1));
+    const int64_t used = StoredFilter::NowTicks();
+    while (StoredFilter::NowTicks() == used) {
+    }
   }
 
   bloomtest::TempDir dir_;
@@ -125,8 +136,8 @@ TEST_F(ResidencyTest, ARoundEvictsTheLeastRecentlyUsedFilters) {
   for (int f = 0; f < 20; ++f) ASSERT_OK(store_->Reserve(absl::StrCat("f", f), kSmall).status());
   ASSERT_EQ(store_->Figures().cold_filters, 0u);
   // Used in this order: f10..f19 are now the least recently used.
-  for (int f = 10; f < 20; ++f) Check(absl::StrCat("f", f), Items("x", 0, 1));
-  for (int f = 0; f < 10; ++f) Check(absl::StrCat("f", f), Items("x", 0, 1));
+  for (int f = 10; f < 20; ++f) UseInOrder(f);
+  for (int f = 0; f < 10; ++f) UseInOrder(f);
   // A larger filter takes memory over the limit; the round evicts down to 15/16 of it.
   ASSERT_OK(store_->Reserve("big", {4000, 0.01}).status());
   store_->EvictToBudget();
@@ -137,6 +148,32 @@ TEST_F(ResidencyTest, ARoundEvictsTheLeastRecentlyUsedFilters) {
   Check("big", Items("x", 0, 1));
   EXPECT_EQ(store_->Figures().loads, loads) << "a recently used filter was evicted";
   Check("f10", Items("x", 0, 1));  // the oldest: evicted, loaded again
+  EXPECT_EQ(store_->Figures().loads, loads + 1);
+}
+
+// A scan queues the oldest filters for several rounds (QueueEvictionCandidates); a later
+// round served from that queue still evicts least recently used first: a queued filter used
+// since the scan stays.
+TEST_F(ResidencyTest, LaterRoundsSkipQueuedFiltersUsedSinceTheScan) {
+  for (int f = 0; f < 20; ++f) ASSERT_OK(store_->Reserve(absl::StrCat("f", f), kSmall).status());
+  for (int f = 0; f < 20; ++f) UseInOrder(f);  // f0 oldest
+  ASSERT_OK(store_->Reserve("big1", {4000, 0.01}).status());
+  store_->EvictToBudget();
+  const uint64_t evicted_first = store_->Figures().evictions;
+  ASSERT_GE(evicted_first, 2u);
+  ASSERT_LT(evicted_first, 10u);
+  // The oldest filter still resident, used now: no longer a victim.
+  const std::string used_since = absl::StrCat("f", evicted_first);
+  UseInOrder(static_cast<int>(evicted_first));
+  ASSERT_OK(store_->Reserve("big2", {4000, 0.01}).status());
+  store_->EvictToBudget();
+  EXPECT_GT(store_->Figures().evictions, evicted_first);
+  EXPECT_LE(store_->memory_used(), kLimit);
+  const uint64_t loads = store_->Figures().loads;
+  Check(used_since, Items("x", 0, 1));
+  EXPECT_EQ(store_->Figures().loads, loads) << used_since << " was evicted though used since";
+  // The next oldest went instead.
+  Check(absl::StrCat("f", evicted_first + 1), Items("x", 0, 1));
   EXPECT_EQ(store_->Figures().loads, loads + 1);
 }
 
