@@ -74,7 +74,10 @@ class ExportReactor final : public grpc::ServerWriteReactor<ExportChunk> {
   }
   void End(absl::Status status) {
     status_ = std::move(status);
-    // Free the slot before the client hears the status, so its next transfer finds it free.
+    // Free the cursor (its pinned buffers, and the filter, which an eviction could not free
+    // while it was held) and the slot before the client hears the status, so its next
+    // transfer finds them free; OnDone comes later, after gRPC's own clean-up.
+    cursor_.reset();
     ticket_.reset();
     Finish(ToGrpcStatus(status_));
   }
