@@ -300,19 +300,22 @@ void FilterStore::EvictToBudget() {
     }
     const EvictionCandidate candidate = std::move(eviction_queue_.back());
     eviction_queue_.pop_back();
-    std::shared_ptr<StoredFilter> filter = Find(candidate.name);
-    // Gone, loaded again (another object) or used since the scan.
-    if (filter == nullptr || filter->last_used_ticks() != candidate.last_used) continue;
     // The lifecycle lock per filter, not per round: a round can take long, and Close() or a
     // RocksDB reopen (which take it exclusively) must not wait for all of it.
     bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
     if (closed_.load() || db_->NeedsReopen()) break;
-    bloomsync::Mutex& name_lock = NameLock(filter->name());
+    bloomsync::Mutex& name_lock = NameLock(candidate.name);
     if (!name_lock.TryLock()) continue;  // a Reserve, Delete or load of a name in its stripe
+    // Looked up under the name's lock, so nothing replaces it before it leaves the map.
+    std::shared_ptr<StoredFilter> filter = Find(candidate.name);
+    // Gone, loaded again (another object) or used since the scan.
+    if (filter == nullptr || filter->last_used_ticks() != candidate.last_used) {
+      name_lock.Unlock();
+      continue;
+    }
     // Before the filter leaves the map, so that a miss looks in RocksDB from now on.
     may_have_cold_.store(true, std::memory_order_release);
-    absl::Status evicted = Find(filter->name()) == filter ? filter->Evict(options_.sync)
-                                                          : absl::FailedPreconditionError("gone");
+    absl::Status evicted = filter->Evict(options_.sync);
     if (evicted.ok()) {
       Remove(filter->name());
       cold_filters_.fetch_add(1, std::memory_order_relaxed);
