@@ -129,7 +129,7 @@ void SubFilter::Unreserve(uint64_t count) {
   items_added_.fetch_sub(count, std::memory_order_acq_rel);
 }
 
-static_assert(sizeof(ScalableFilter) <= 128, "ScalableFilter outgrew its 128-byte size class");
+static_assert(sizeof(ScalableFilter) <= 80, "ScalableFilter outgrew its 80-byte size class");
 static_assert(sizeof(SubFilter) <= 56, "SubFilter outgrew malloc's 64-byte chunks");
 
 absl::optional<ArenaShape> ArenaShapeFor(const FilterSpec& spec) {
@@ -150,19 +150,38 @@ absl::StatusOr<std::unique_ptr<ScalableFilter>> ScalableFilter::Create(const Fil
   return filter;
 }
 
+ScalableFilter::Window::Window(const FilterSpec& window_spec) : spec(window_spec) {
+  absl::StatusOr<SubFilterShape> first = SubFilterShapeFor(spec, 0);
+  if (first.ok()) {  // else no sub-filter can exist either
+    first_num_blocks = first->layout.num_blocks;
+    first_hash_count = first->layout.hash_count;
+  }
+  if (absl::optional<ArenaShape> shape = ArenaShapeFor(spec)) {
+    arena = SliceArena::Create(shape->layout, shape->slots);
+  }
+}
+
 ScalableFilter::ScalableFilter(const FilterSpec& spec, uint64_t seed, const Clock* clock,
                                int first_index)
-    : spec_(spec), seed_(seed), clock_(clock), empty_next_index_(first_index) {
-  if (spec.windowed()) {
-    absl::StatusOr<SubFilterShape> first = SubFilterShapeFor(spec, 0);
-    if (first.ok()) {  // else no sub-filter can exist either
-      first_num_blocks_ = first->layout.num_blocks;
-      first_hash_count_ = first->layout.hash_count;
-    }
-    if (absl::optional<ArenaShape> arena = ArenaShapeFor(spec)) {
-      arena_ = SliceArena::Create(arena->layout, arena->slots);
-    }
-  }
+    : capacity_(spec.capacity),
+      error_rate_(spec.error_rate),
+      idle_ttl_micros_(absl::ToInt64Microseconds(spec.idle_ttl)),
+      seed_(seed),
+      clock_(clock),
+      window_(spec.windowed() ? std::make_unique<Window>(spec) : nullptr),
+      expansion_(spec.expansion),
+      empty_next_index_(first_index),
+      non_scaling_(spec.non_scaling) {}
+
+FilterSpec ScalableFilter::spec() const {
+  if (windowed()) return window_->spec;
+  FilterSpec spec;
+  spec.capacity = capacity_;
+  spec.error_rate = error_rate_;
+  spec.expansion = expansion_;
+  spec.non_scaling = non_scaling_;
+  spec.idle_ttl = absl::Microseconds(idle_ttl_micros_);
+  return spec;
 }
 
 std::unique_ptr<ScalableFilter> ScalableFilter::CreateEmpty(const FilterSpec& spec, uint64_t seed,
@@ -171,18 +190,18 @@ std::unique_ptr<ScalableFilter> ScalableFilter::CreateEmpty(const FilterSpec& sp
 }
 
 int ScalableFilter::num_sub_filters() const {
-  if (!spec_.windowed()) {
+  if (!windowed()) {
     const SubFilter* last = newest();
     return last == nullptr ? 0 : last->index() + 1;
   }
-  bloomsync::ReaderMutexLock lock(&retire_mu_);
+  bloomsync::ReaderMutexLock lock(&window_->retire_mu);
   const SubFilter* last = newest();
   return last == nullptr ? 0 : last->index() - first()->index() + 1;
 }
 
 int ScalableFilter::first_index() const {
-  if (!spec_.windowed()) return 0;
-  bloomsync::ReaderMutexLock lock(&retire_mu_);
+  if (!windowed()) return 0;
+  bloomsync::ReaderMutexLock lock(&window_->retire_mu);
   return first() == nullptr ? empty_next_index_ : first()->index();
 }
 
@@ -198,7 +217,7 @@ SubFilter* ScalableFilter::sub_filter(int index) const {
 }
 
 absl::StatusOr<std::unique_ptr<SubFilter>> ScalableFilter::MakeNextSubFilter() const {
-  return MakeSubFilterIn(spec_.windowed() ? SliceStartMicros(spec_, clock_->Now()) : 0);
+  return MakeSubFilterIn(windowed() ? SliceStartMicros(window_->spec, clock_->Now()) : 0);
 }
 
 absl::StatusOr<std::unique_ptr<SubFilter>> ScalableFilter::MakeSubFilterIn(
@@ -209,13 +228,13 @@ absl::StatusOr<std::unique_ptr<SubFilter>> ScalableFilter::MakeSubFilterIn(
     return absl::ResourceExhaustedError("the filter has used up its sub-filter numbers");
   }
   SliceTag slice{0, index};
-  if (spec_.windowed()) {
+  if (windowed()) {
     const bool same_slice = last != nullptr && last->slice().start_micros == slice_start;
     slice = {slice_start, same_slice ? last->slice().position + 1 : 0};
   }
-  absl::StatusOr<SubFilterShape> shape = SubFilterShapeFor(spec_, slice.position);
+  absl::StatusOr<SubFilterShape> shape = SubFilterShapeFor(spec(), slice.position);
   if (!shape.ok()) return shape.status();
-  if (spec_.windowed() && slice.position > 0) {
+  if (windowed() && slice.position > 0) {
     // The slice outgrew its first sub-filter: size the next one for the rest of the slice.
     uint64_t items_in_slice = 0, previous_overflow = 0;
     for (const SubFilter* sub = first(); sub != nullptr; sub = sub->next()) {
@@ -224,7 +243,7 @@ absl::StatusOr<std::unique_ptr<SubFilter>> ScalableFilter::MakeSubFilterIn(
       if (sub->slice().position > 0) previous_overflow = sub->shape().capacity;
     }
     const uint64_t capacity = SliceOverflowCapacity(
-        spec_, slice_start, clock_->Now(), items_in_slice, previous_overflow, shape->capacity);
+        window_->spec, slice_start, clock_->Now(), items_in_slice, previous_overflow, shape->capacity);
     if (capacity != shape->capacity) {
       absl::StatusOr<BlockedLayout> layout = ChooseLayout(capacity, shape->error_rate);
       if (!layout.ok()) return layout.status();
@@ -240,9 +259,10 @@ absl::StatusOr<std::unique_ptr<SubFilter>> ScalableFilter::MakeSubFilterIn(
 
 absl::StatusOr<std::unique_ptr<BlockedBloomFilter>> ScalableFilter::MakeBits(
     const BlockedLayout& layout, int position) const {
-  if (arena_ != nullptr && position == 0 && layout == arena_->layout()) {
+  if (windowed() && window_->arena != nullptr && position == 0 &&
+      layout == window_->arena->layout()) {
     // Without a free slot (see slice_arena.h), bits of its own below.
-    if (std::unique_ptr<BlockedBloomFilter> bits = BlockedBloomFilter::CreateInArena(*arena_)) {
+    if (std::unique_ptr<BlockedBloomFilter> bits = BlockedBloomFilter::CreateInArena(*window_->arena)) {
       return bits;
     }
   }
@@ -255,7 +275,7 @@ void ScalableFilter::AppendSubFilter(std::unique_ptr<SubFilter> sub) {
   if (last == nullptr) {
     // Only a windowed chain becomes empty again (Retire); its readers hold retire_mu_.
     absl::optional<bloomsync::MutexLock> lock;
-    if (spec_.windowed()) lock.emplace(&retire_mu_);
+    if (windowed()) lock.emplace(&window_->retire_mu);
     first_ = std::move(sub);
   } else {
     last->next_.store(sub.release(), std::memory_order_release);  // which owns it
@@ -266,7 +286,7 @@ void ScalableFilter::AppendSubFilter(std::unique_ptr<SubFilter> sub) {
 absl::InlinedVector<SubFilter*, 8> ScalableFilter::LiveChain(absl::Time now) const {
   absl::InlinedVector<SubFilter*, 8> chain;
   for (SubFilter* sub = first(); sub != nullptr; sub = sub->next()) {
-    if (!spec_.windowed() || SliceExpiry(spec_, sub->slice().start_micros) > now) {
+    if (!windowed() || SliceExpiry(window_->spec, sub->slice().start_micros) > now) {
       chain.push_back(sub);
     }
   }
@@ -276,7 +296,7 @@ absl::InlinedVector<SubFilter*, 8> ScalableFilter::LiveChain(absl::Time now) con
 
 void ScalableFilter::MightContainMany(absl::Span<const uint64_t> hashes, bool* present) const {
   // Newest first: the newest sub-filter is the largest and holds the most items.
-  if (!spec_.windowed()) {
+  if (!windowed()) {
     // The chain is singly linked oldest-to-newest and short, so collect it once.
     SubFilter* chain[kMaxSubFilters];
     int n = 0;
@@ -285,7 +305,7 @@ void ScalableFilter::MightContainMany(absl::Span<const uint64_t> hashes, bool* p
     return;
   }
   const absl::Time now = clock_->Now();
-  bloomsync::ReaderMutexLock lock(&retire_mu_);
+  bloomsync::ReaderMutexLock lock(&window_->retire_mu);
   AskSlices(LiveChain(now), hashes, present);
 }
 
@@ -308,11 +328,11 @@ void ScalableFilter::AskSlices(absl::Span<SubFilter* const> subs, absl::Span<con
 }
 
 int ScalableFilter::ExpiredThrough(absl::Time now) const {
-  if (!spec_.windowed()) return -1;
-  bloomsync::ReaderMutexLock lock(&retire_mu_);
+  if (!windowed()) return -1;
+  bloomsync::ReaderMutexLock lock(&window_->retire_mu);
   int through = -1;
   for (SubFilter* sub = first(); sub != nullptr; sub = sub->next()) {
-    if (SliceExpiry(spec_, sub->slice().start_micros) > now) break;
+    if (SliceExpiry(window_->spec, sub->slice().start_micros) > now) break;
     through = sub->index();
   }
   return through;
@@ -320,7 +340,7 @@ int ScalableFilter::ExpiredThrough(absl::Time now) const {
 
 std::vector<std::unique_ptr<SubFilter>> ScalableFilter::Retire(int through) {
   std::vector<std::unique_ptr<SubFilter>> retired;
-  bloomsync::MutexLock lock(&retire_mu_);
+  bloomsync::MutexLock lock(&window_->retire_mu);
   while (first_ != nullptr && first_->index() <= through) {
     std::unique_ptr<SubFilter> next(first_->next_.exchange(nullptr, std::memory_order_acq_rel));
     if (next == nullptr) {
@@ -337,10 +357,10 @@ ScalableFilter::ReserveOutcome ScalableFilter::Reserve(uint64_t& remaining, std:
                                                        int64_t slice_start) {
   if (remaining == 0) return ReserveOutcome::kReserved;
   SubFilter* sub = newest();
-  if (spec_.windowed() && (sub == nullptr || sub->slice().start_micros != slice_start)) {
+  if (windowed() && (sub == nullptr || sub->slice().start_micros != slice_start)) {
     return ReserveOutcome::kNeedsSubFilter;  // the current slice has no sub-filter yet
   }
-  if (spec_.non_scaling) {
+  if (non_scaling_) {
     if (!sub->ReserveExactly(remaining)) return ReserveOutcome::kFull;
     runs.push_back({sub->index(), remaining});
     remaining = 0;
@@ -366,7 +386,7 @@ absl::StatusOr<ScalableFilter::PreparedAdd> ScalableFilter::PrepareAdd(
   std::vector<uint64_t>& new_hashes = prepared.new_hashes;
   new_hashes.reserve(n);
   int64_t slice_start = 0;
-  if (spec_.windowed()) {
+  if (windowed()) {
     slice_start = ClassifyWindowed(hashes, added, new_hashes);
   } else {
     // `added` doubles as the "present" scratch array, then is inverted into its final meaning.
@@ -390,12 +410,12 @@ absl::StatusOr<ScalableFilter::PreparedAdd> ScalableFilter::PrepareAdd(
     if (outcome == ReserveOutcome::kReserved) break;
     if (outcome == ReserveOutcome::kFull) {
       std::fill(added, added + n, false);
-      if (spec_.windowed()) {
+      if (windowed()) {
         return absl::ResourceExhaustedError(absl::StrCat(
             "time slice is full: a non_scaling window takes ", newest_seen->shape().capacity,
             " new items per slice (capacity / window_slices), ", newest_seen->items_added(),
             " added, this request adds ", new_hashes.size(), "; the next slice starts at ",
-            absl::FormatTime(absl::FromUnixMicros(slice_start + SliceMicros(spec_)),
+            absl::FormatTime(absl::FromUnixMicros(slice_start + SliceMicros(window_->spec)),
                              absl::UTCTimeZone())));
       }
       return absl::ResourceExhaustedError(
@@ -416,13 +436,13 @@ int64_t ScalableFilter::ClassifyWindowed(absl::Span<const uint64_t> hashes, bool
                                          std::vector<uint64_t>& new_hashes) const {
   const size_t n = hashes.size();
   const absl::Time now = clock_->Now();
-  int64_t slice_start = SliceStartMicros(spec_, now);
+  int64_t slice_start = SliceStartMicros(window_->spec, now);
   // Refreshing an item means adding it to the current slice even when an older slice has it:
   // its age restarts. `in_slice` marks the items the current slice has already; `added` (as
   // scratch) those any unexpired slice has.
   std::unique_ptr<bool[]> in_slice(new bool[n]());
   {
-    bloomsync::ReaderMutexLock lock(&retire_mu_);
+    bloomsync::ReaderMutexLock lock(&window_->retire_mu);
     const SubFilter* last = newest();
     // Never into a slice older than the newest (the clock went back): it would expire early.
     if (last != nullptr && last->slice().start_micros > slice_start) {
@@ -512,7 +532,7 @@ absl::Status ScalableFilter::Replay(absl::Span<const Run> runs,
   uint64_t total = 0;
   const int first = first_index();
   for (const Run& run : runs) {
-    const bool retired = spec_.windowed() && run.sub_filter >= 0 && run.sub_filter < first;
+    const bool retired = windowed() && run.sub_filter >= 0 && run.sub_filter < first;
     if (run.sub_filter < 0 || (sub_filter(run.sub_filter) == nullptr && !retired)) {
       return absl::InvalidArgumentError(absl::StrCat("journal names sub-filter ", run.sub_filter,
                                                      ", not one of ", first, "..",
@@ -549,9 +569,9 @@ void ScalableFilter::Apply(absl::Span<const Run> runs, absl::Span<const uint64_t
 
 uint64_t ScalableFilter::items_added() const {
   uint64_t total = 0;
-  if (spec_.windowed()) {  // the unexpired slices'
+  if (windowed()) {  // the unexpired slices'
     const absl::Time now = clock_->Now();
-    bloomsync::ReaderMutexLock lock(&retire_mu_);
+    bloomsync::ReaderMutexLock lock(&window_->retire_mu);
     for (SubFilter* sub : LiveChain(now)) total += sub->items_added();
     return total;
   }
@@ -561,9 +581,9 @@ uint64_t ScalableFilter::items_added() const {
 
 uint64_t ScalableFilter::size_bytes() const {
   absl::optional<bloomsync::ReaderMutexLock> lock;
-  if (spec_.windowed()) lock.emplace(&retire_mu_);
+  if (windowed()) lock.emplace(&window_->retire_mu);
   // An arena's memory is held whole, its free slots too (slice_arena.h).
-  uint64_t total = arena_ != nullptr ? arena_->total_bytes() : 0;
+  uint64_t total = windowed() && window_->arena != nullptr ? window_->arena->total_bytes() : 0;
   for (SubFilter* sub = first(); sub != nullptr; sub = sub->next()) {
     if (!sub->bits().in_arena()) total += sub->shape().layout.bytes();
   }
@@ -572,9 +592,9 @@ uint64_t ScalableFilter::size_bytes() const {
 
 ScalableFilterStats ScalableFilter::ComputeStats() const {
   std::vector<SubFilterStats> subs;
-  const absl::Time now = spec_.windowed() ? clock_->Now() : absl::InfinitePast();
+  const absl::Time now = windowed() ? clock_->Now() : absl::InfinitePast();
   absl::optional<bloomsync::ReaderMutexLock> lock;
-  if (spec_.windowed()) lock.emplace(&retire_mu_);
+  if (windowed()) lock.emplace(&window_->retire_mu);
   absl::InlinedVector<SubFilter*, 8> chain = LiveChain(now);  // newest first
   for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
     SubFilter* sub = *it;
@@ -589,7 +609,7 @@ ScalableFilterStats ScalableFilter::ComputeStats() const {
     s.fill_ratio = static_cast<double>(set_bits) / static_cast<double>(layout.bits());
     s.estimated_cardinality = EstimateCardinality(set_bits, layout);
     s.estimated_error_rate = sub->bits().EstimatedFalsePositiveRate();
-    if (spec_.windowed()) s.slice_start = absl::FromUnixMicros(sub->slice().start_micros);
+    if (windowed()) s.slice_start = absl::FromUnixMicros(sub->slice().start_micros);
     subs.push_back(s);
   }
   return CombineSubFilterStats(std::move(subs));

@@ -195,7 +195,9 @@ class ScalableFilter {
   ScalableFilter(const ScalableFilter&) = delete;
   ScalableFilter& operator=(const ScalableFilter&) = delete;
 
-  const FilterSpec& spec() const { return spec_; }
+  // The spec it was made with (a copy: a filter without a window keeps it as a few fields).
+  FilterSpec spec() const;
+  bool windowed() const { return window_ != nullptr; }
   uint64_t seed() const { return seed_; }
   uint64_t Hash(absl::string_view item) const { return HashItem(item, seed_); }
 
@@ -300,25 +302,42 @@ class ScalableFilter {
   absl::InlinedVector<SubFilter*, 8> LiveChain(absl::Time now) const;
 
   // Windowed: the layout every slice's first sub-filter has (AskSlices).
-  BlockedLayout first_layout() const { return {first_num_blocks_, first_hash_count_}; }
+  BlockedLayout first_layout() const {
+    return {window_->first_num_blocks, window_->first_hash_count};
+  }
   // Windowed: whether `sub` is a slice's first sub-filter, asked with the others in one pass.
   bool IsSliceFirst(const SubFilter& sub) const {
     return sub.slice().position == 0 && sub.bits().layout() == first_layout();
   }
 
-  // Ordered so that the small fields share 8-byte words: 128 bytes, one size class of
-  // jemalloc (the next is 160), for millions of small filters.
-  const FilterSpec spec_;
+  // What only a windowed filter needs, kept apart so that millions of small per-user filters
+  // do not carry it: its whole spec (window.h's functions take it), the layout its slices'
+  // first sub-filters share, the lock Retire takes, and the slice arena.
+  struct Window {
+    explicit Window(const FilterSpec& window_spec);
+    const FilterSpec spec;
+    uint64_t first_num_blocks = 0;  // first_layout()
+    uint32_t first_hash_count = 0;
+    // Shared by reads of the chain, exclusive to change first_ (see the class comment).
+    mutable bloomsync::Mutex retire_mu;
+    // Large windows: the slices' first sub-filters, interleaved (slice_arena.h); else null.
+    SliceArena::Ref arena;
+  };
+
+  // 80 bytes (jemalloc's 80-byte class, a 96-byte chunk of glibc's malloc), for millions of
+  // small filters; 128 when the spec, with its two 16-byte absl::Durations, and the window's
+  // fields were kept here. A filter without a window keeps its spec as these fields, idle_ttl
+  // in whole microseconds (NormalizeSpec's unit).
+  const uint64_t capacity_;
+  const double error_rate_;
+  const int64_t idle_ttl_micros_;
   const uint64_t seed_;
   const Clock* const clock_;
-  uint64_t first_num_blocks_ = 0;  // first_layout()
-  uint32_t first_hash_count_ = 0;
+  const std::unique_ptr<Window> window_;  // null without a window
+  const uint32_t expansion_;
   int empty_next_index_;        // next_index() while the chain is empty
   bloomsync::Mutex growth_mu_;  // serialises opening sub-filters (not the reads of the chain)
-  // Windowed filters: shared by reads of the chain, exclusive to change first_ (see above).
-  mutable bloomsync::Mutex retire_mu_;
-  // Large windows: the slices' first sub-filters, interleaved (slice_arena.h); else null.
-  SliceArena::Ref arena_;
+  const bool non_scaling_;
   std::unique_ptr<SubFilter> first_;  // unwindowed: written once, before or by the first append
   std::atomic<SubFilter*> newest_{nullptr};
 };

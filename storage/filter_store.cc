@@ -302,7 +302,7 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::FindOrCreateLocked(
     return status;
   }
   auto stored = std::make_shared<StoredFilter>(std::string(name), record, *std::move(filter),
-                                               db_.get(), &budget_, bytes);
+                                               &context_, bytes);
   if (defer_write) stored->DeferCreation();
   Insert(stored);
   created = true;
@@ -528,8 +528,7 @@ absl::StatusOr<FilterInfo> FilterStore::CommitImport(PendingImport& import) {
   record.created_at_micros = absl::ToUnixMicros(options_.clock->Now());
   // The generation is below the synced ceiling (AllocateGeneration): if we crash while writing
   // pages, they belong to a generation nobody will reuse.
-  auto stored = std::make_shared<StoredFilter>(name, record, std::move(dump.filter), db_.get(),
-                                               &budget_, import.charged_);
+  auto stored = std::make_shared<StoredFilter>(name, record, std::move(dump.filter), &context_, import.charged_);
   budget_.Unpin(import.charged_);  // the StoredFilter owns the charge now: evictable bits
   import.charged_ = 0;
   for (bloom::SubFilter* sub = stored->mutable_filter()->first(); sub != nullptr;
@@ -548,7 +547,6 @@ absl::Status FilterStore::CheckpointAll() {
   absl::Status result;
   for (const std::shared_ptr<StoredFilter>& filter : Snapshot()) {
     result.Update(filter->Checkpoint(options_.sync));
-    slices_retired_.fetch_add(filter->TakeRetiredSlices(), std::memory_order_relaxed);
   }
   return result;
 }
@@ -601,7 +599,6 @@ void FilterStore::CheckpointLoop() {
       SweepIdleResident(filter);
       if (!filter->CheckpointDue(now, options_.checkpoint_interval)) continue;
       absl::Status s = filter->Checkpoint(options_.sync);
-      slices_retired_.fetch_add(filter->TakeRetiredSlices(), std::memory_order_relaxed);
       (s.ok() ? checkpoints_ : checkpoint_failures_).fetch_add(1, std::memory_order_relaxed);
       if (!s.ok()) {
         bloomlog::LogError(absl::StrCat("checkpoint of filter '", filter->name(),

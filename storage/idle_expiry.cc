@@ -47,7 +47,7 @@ absl::StatusOr<bool> FilterStore::ExpireColdIfIdle(absl::string_view name,
                                                    const FilterRecord& record) {
   const absl::optional<absl::Time> at = IdleExpiry(record.spec, record.last_used_micros);
   if (!at.has_value() || *at > options_.clock->Now()) return false;
-  StoredFilter cold(std::string(name), absl::OkStatus(), db_.get(), record.generation);
+  StoredFilter cold(std::string(name), absl::OkStatus(), &context_, record.generation);
   RETURN_IF_ERROR(cold.Delete(options_.sync));
   cold_filters_.fetch_sub(1, std::memory_order_relaxed);
   filters_expired_.fetch_add(1, std::memory_order_relaxed);

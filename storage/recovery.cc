@@ -95,7 +95,7 @@ absl::Status FilterStore::Load() {
         record.ok() ? StoredFilter::BuildFilter(*record, options_.clock, /*drop_expired=*/true)
                     : record.status();
     if (!filter.ok()) {
-      auto broken = std::make_shared<StoredFilter>(name, absl::OkStatus(), db_.get());
+      auto broken = std::make_shared<StoredFilter>(name, absl::OkStatus(), &context_);
       broken->MarkUnreadable(filter.status());
       bloomlog::LogError(broken->Usable().message());
       Insert(std::move(broken));
@@ -114,7 +114,7 @@ absl::Status FilterStore::Load() {
               " bytes (bits and bookkeeping) do not fit the memory limit (", budget_.limit(),
               " bytes); restart with a larger --memory_limit to use it (nothing "
               "is lost), or delete it")),
-          db_.get(), record->generation);
+          &context_, record->generation);
       bloomlog::LogError(unloaded->Usable().message());
       skipped_generations.insert(record->generation);
       Insert(std::move(unloaded));
@@ -132,7 +132,7 @@ absl::Status FilterStore::Load() {
     }
     budget_.ChargeCached(bytes, 0, "loading a filter").IgnoreError();  // fits: checked above
     auto stored = std::make_shared<StoredFilter>(std::move(name), *record, *std::move(filter),
-                                                 db_.get(), &budget_, bytes);
+                                                 &context_, bytes);
     by_generation[record->generation] = stored;
     Insert(std::move(stored));
   }

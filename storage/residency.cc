@@ -171,7 +171,7 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::LoadCold(absl::string
   absl::StatusOr<FilterRecord> record = DecodeFilterRecord(value);
   if (!record.ok()) {
     // As at start-up: the name answers DATA_LOSS and can be deleted.
-    auto broken = std::make_shared<StoredFilter>(std::string(name), absl::OkStatus(), db_.get());
+    auto broken = std::make_shared<StoredFilter>(std::string(name), absl::OkStatus(), &context_);
     broken->MarkUnreadable(record.status());
     Insert(broken);
     cold_filters_.fetch_sub(1, std::memory_order_relaxed);
@@ -194,7 +194,7 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::LoadCold(absl::string
     bytes = built;
   }
   auto stored = std::make_shared<StoredFilter>(std::string(name), *record, *std::move(filter),
-                                               db_.get(), &budget_, bytes);
+                                               &context_, bytes);
   absl::Status loaded = LoadPages(*db_, record->generation, *stored->mutable_filter());
   uint64_t max_seq = record->checkpoint_seq;
   uint64_t replayed_bytes = 0;
@@ -232,7 +232,7 @@ absl::Status FilterStore::DeleteCold(absl::string_view name) {
   RETURN_IF_ERROR(FromRocksDb(got, "looking up a filter"));
   absl::StatusOr<FilterRecord> record = DecodeFilterRecord(value);
   // A stand-in that knows the generation deletes pages and journal too (StoredFilter::Delete).
-  StoredFilter cold(std::string(name), absl::OkStatus(), db_.get(),
+  StoredFilter cold(std::string(name), absl::OkStatus(), &context_,
                     record.ok() ? absl::optional<uint64_t>(record->generation) : absl::nullopt);
   RETURN_IF_ERROR(cold.Delete(options_.sync));
   cold_filters_.fetch_sub(1, std::memory_order_relaxed);

@@ -110,55 +110,91 @@ absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> StoredFilter::BuildFilter
   return filter;
 }
 
-// With its shared_ptr's count (make_shared), 256 bytes: jemalloc's size class of that size, not
-// the next (320). Millions of per-user filters each have one; see the member order.
-static_assert(sizeof(StoredFilter) <= 240, "StoredFilter outgrew its 256-byte allocation");
+// With its shared_ptr's count (make_shared), 192 bytes: one size class of jemalloc, not the
+// next (224). Millions of per-user filters each have one; see the member order.
+static_assert(sizeof(StoredFilter) <= 176, "StoredFilter outgrew its 192-byte allocation");
 
 StoredFilter::StoredFilter(std::string name, const FilterRecord& record,
-                           std::unique_ptr<bloom::ScalableFilter> filter, Database* db,
-                           MemoryBudget* budget, uint64_t charged_bytes)
+                           std::unique_ptr<bloom::ScalableFilter> filter,
+                           const StoreContext* context, uint64_t charged_bytes)
     : name_(std::move(name)),
       generation_(record.generation),
       created_at_micros_(record.created_at_micros),
       filter_(std::move(filter)),
-      db_(db),
-      budget_(budget),
+      context_(context),
       charged_bytes_(charged_bytes),
       next_seq_(record.checkpoint_seq + 1),
       checks_(record.checks),
       check_hits_(record.check_hits),
-      checks_at_checkpoint_(record.checks),
-      last_checkpoint_micros_(absl::ToUnixMicros(absl::Now())),
+
       last_used_micros_(record.last_used_micros != 0 ? record.last_used_micros
                                                      : record.created_at_micros),
+      last_checkpoint_second_(SecondsSinceEpoch(absl::Now())),
       has_idle_ttl_(filter_ != nullptr && filter_->spec().idle_ttl != absl::ZeroDuration()),
       windowed_(filter_ != nullptr && filter_->spec().windowed()) {
   bloomsync::MutexLock lock(&meta_mu_);
-  persisted_.checkpoint_seq = record.checkpoint_seq;
-  persisted_.checks = record.checks;
-  persisted_.check_hits = record.check_hits;
-  persisted_.first_index = record.first_sub_index;
+  persisted_seq_ = record.checkpoint_seq;
   retire_pending_.store(filter_ != nullptr &&
                         record.first_sub_index != static_cast<uint32_t>(filter_->first_index()));
-  persisted_.last_used_micros = record.last_used_micros;
-  for (const SubFilterRecord& s : record.sub_filters)
-    persisted_.items_added.push_back(s.items_added);
+  absl::InlinedVector<uint64_t, 1> items_added;
+  for (const SubFilterRecord& s : record.sub_filters) items_added.push_back(s.items_added);
+  persisted_chain_.Assign(record.first_sub_index, items_added);
 }
 
-StoredFilter::StoredFilter(std::string name, absl::Status error, Database* db,
+StoredFilter::StoredFilter(std::string name, absl::Status error, const StoreContext* context,
                            absl::optional<uint64_t> generation)
     : name_(std::move(name)),
       generation_(generation.value_or(0)),
       created_at_micros_(0),
-      db_(db),
-      budget_(nullptr),
+      context_(context),
       charged_bytes_(0),
       load_error_(std::move(error)),
-      last_checkpoint_micros_(0),
+      last_checkpoint_second_(0),
       generation_known_(generation.has_value()) {}
 
+absl::Time StoredFilter::SecondsEpoch() {
+  static const absl::Time epoch = absl::Now();
+  return epoch;
+}
+
+uint32_t StoredFilter::SecondsSinceEpoch(absl::Time t) {
+  return static_cast<uint32_t>(std::max<int64_t>(0, absl::ToInt64Seconds(t - SecondsEpoch())));
+}
+
 StoredFilter::~StoredFilter() {
-  if (budget_ != nullptr) budget_->Release(charged_bytes_.load());
+  const uint64_t charged = charged_bytes_.load();
+  if (charged > 0) budget()->Release(charged);
+}
+
+void StoredFilter::PersistedChain::Assign(uint32_t first_index,
+                                          absl::Span<const uint64_t> items_added) {
+  Clear();
+  first_index_ = first_index;
+  size_ = static_cast<uint32_t>(items_added.size());
+  if (size_ > 1) {
+    many_ = new uint64_t[size_];
+    std::copy(items_added.begin(), items_added.end(), many_);
+  } else {
+    one_ = size_ == 1 ? items_added[0] : 0;
+  }
+}
+
+void StoredFilter::PersistedChain::Clear() {
+  if (size_ > 1) delete[] many_;
+  size_ = 0;
+  one_ = 0;
+}
+
+StoredFilter::PersistedState StoredFilter::PersistedNow() const {
+  PersistedState state;
+  state.checkpoint_seq = persisted_seq_;
+  state.checks = checks_.load();
+  state.check_hits = check_hits_.load();
+  state.first_index = persisted_chain_.first_index();
+  state.last_used_micros = last_used_micros_.load(std::memory_order_relaxed);
+  const absl::Span<const uint64_t> items = persisted_chain_.items_added();
+  state.items_added.assign(items.begin(), items.end());
+  return state;
 }
 
 absl::Status StoredFilter::Usable() const {
@@ -177,7 +213,7 @@ void StoredFilter::MarkUnreadable(absl::Status error) {
 
 uint64_t StoredFilter::checkpoint_seq() const {
   bloomsync::MutexLock lock(&meta_mu_);
-  return persisted_.checkpoint_seq;
+  return persisted_seq_;
 }
 
 void StoredFilter::FinishRecovery(uint64_t next_seq, uint64_t replayed_bytes) {
@@ -214,7 +250,7 @@ bool StoredFilter::AddPendingCreation(rocksdb::WriteBatch& batch) const {
   FilterRecord record = MakeRecord(created, nullptr);
   if (record.sub_filters.size() > 1) record.sub_filters.resize(1);  // later ones write their own
   // The generation needs no claim of its own: it is below the synced generation ceiling.
-  batch.Put(db_->filters(), name_, EncodeFilterRecord(record));
+  batch.Put(db()->filters(), name_, EncodeFilterRecord(record));
   return true;
 }
 
@@ -224,14 +260,14 @@ absl::Status StoredFilter::EnsurePersisted(bool sync) {
   if (absl::Status addable = Addable(); !addable.ok()) return addable;
   rocksdb::WriteBatch batch;
   if (!AddPendingCreation(batch)) return absl::OkStatus();
-  RETURN_IF_ERROR(db_->Write(batch, sync, "creating a filter"));
+  RETURN_IF_ERROR(db()->Write(batch, sync, "creating a filter"));
   creation_pending_.store(false);
   return absl::OkStatus();
 }
 
 absl::Status StoredFilter::PersistNewSubFilter(const bloom::SubFilter& sub, bool sync) {
   const uint64_t bytes = OwnBitsBytes(sub) + kSubFilterOverheadBytes;
-  if (absl::Status charged = budget_->ChargeCached(
+  if (absl::Status charged = budget()->ChargeCached(
           bytes, charged_bytes_.load(),
           absl::StrCat("growing filter '", name_, "' to ", sub.index() + 1, " sub-filters"));
       !charged.ok()) {
@@ -241,10 +277,10 @@ absl::Status StoredFilter::PersistNewSubFilter(const bloom::SubFilter& sub, bool
   rocksdb::WriteBatch batch;
   const bool creating = AddPendingCreation(batch);
   // Put again over the creation record: the full record with the new sub-filter.
-  batch.Put(db_->filters(), name_, EncodeFilterRecord(MakeRecord(persisted_, &sub)));
-  if (absl::Status written = db_->Write(batch, sync, "persisting a new sub-filter");
+  batch.Put(db()->filters(), name_, EncodeFilterRecord(MakeRecord(PersistedNow(), &sub)));
+  if (absl::Status written = db()->Write(batch, sync, "persisting a new sub-filter");
       !written.ok()) {
-    budget_->Release(bytes);
+    budget()->Release(bytes);
     return written;
   }
   if (creating) creation_pending_.store(false);
@@ -271,7 +307,7 @@ absl::Status StoredFilter::PrepareGroupAdd(absl::Span<const uint64_t> hashes, bo
   if (!grouped.prepared.new_hashes.empty()) {
     const std::string record =
         EncodeJournalRecord(grouped.prepared.runs, grouped.prepared.new_hashes);
-    batch.Put(db_->journal(), JournalKey(generation_, next_seq_.fetch_add(1)), record);
+    batch.Put(db()->journal(), JournalKey(generation_, next_seq_.fetch_add(1)), record);
     grouped.journal_bytes = record.size();
   }
   grouped.needs_write = grouped.creating || !grouped.prepared.new_hashes.empty();
@@ -291,8 +327,8 @@ void StoredFilter::FinishGroupAdd(const GroupedAdd& grouped, bool written) {
     bloom::BlockedBloomFilter& bits = filter_->first()->bits();
     (void)bits.TakeDirtyPages();
     bloomsync::MutexLock meta(&meta_mu_);
-    persisted_.items_added = {filter_->first()->items_added()};
-    persisted_.last_used_micros = grouped.recorded_last_used_micros;
+    const uint64_t items_added = filter_->first()->items_added();
+    persisted_chain_.Assign(static_cast<uint32_t>(filter_->first()->index()), {&items_added, 1});
   }
   if (grouped.creating) creation_pending_.store(false);
 }
@@ -311,8 +347,7 @@ bool StoredFilter::PutCreationCheckpoint(GroupedAdd& grouped, rocksdb::WriteBatc
   state.first_index = static_cast<uint32_t>(first->index());
   state.items_added = {first->items_added()};  // the prepared add's reservation included
   state.last_used_micros = last_used_micros_.load(std::memory_order_relaxed);
-  grouped.recorded_last_used_micros = state.last_used_micros;
-  batch.Put(db_->filters(), name_, EncodeFilterRecord(MakeRecord(state, nullptr)));
+  batch.Put(db()->filters(), name_, EncodeFilterRecord(MakeRecord(state, nullptr)));
   std::vector<uint64_t> words(bytes / sizeof(uint64_t), 0);
   bits.AddManyTo(prepared.new_hashes, words.data());
   std::string dense;
@@ -328,7 +363,7 @@ bool StoredFilter::PutCreationCheckpoint(GroupedAdd& grouped, rocksdb::WriteBatc
     std::memcpy(dense.data(), words.data() + begin, dense.size());
     EncodePageBytes(dense, page_bytes);
     batch.Put(
-        db_->blocks(),
+        db()->blocks(),
         BlockKey(generation_, static_cast<uint32_t>(first->index()), static_cast<uint32_t>(page)),
         page_bytes);
   }
@@ -340,9 +375,9 @@ absl::Status StoredFilter::MightContain(absl::Span<const uint64_t> hashes, bool*
   if (has_idle_ttl()) TouchIdle(filter_->clock()->Now());
   std::fill(present, present + hashes.size(), false);
   filter_->MightContainMany(hashes, present);
-  checks_.fetch_add(hashes.size(), std::memory_order_relaxed);
-  check_hits_.fetch_add(std::count(present, present + hashes.size(), true),
-                        std::memory_order_relaxed);
+  checks_.fetch_add(hashes.size());
+  check_hits_.fetch_add(std::count(present, present + hashes.size(), true));
+  if (!checks_changed_.load()) checks_changed_.store(true, std::memory_order_relaxed);
   return absl::OkStatus();
 }
 
@@ -451,6 +486,7 @@ absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting) {
   // Expired slices of a windowed filter, unlinked below and freed when this returns.
   std::vector<std::unique_ptr<bloom::SubFilter>> retired;
   uint32_t retire_from = 0;  // pages of sub-filters [retire_from, next.first_index) go
+  bool checks_changed = false;
   {
     bloomsync::WriterMutexLock lock(&apply_mu_);
     if (!Usable().ok() || evicted() != evicting) return absl::OkStatus();
@@ -460,15 +496,16 @@ absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting) {
       for (const auto& sub : retired) freed += OwnBitsBytes(*sub) + kSubFilterOverheadBytes;
       if (freed > 0) {
         charged_bytes_.fetch_sub(freed);
-        budget_->Release(freed);
+        budget()->Release(freed);
         // A slice is retired whole: count its first sub-filters.
-        retired_slices_.fetch_add(static_cast<uint32_t>(
+        context_->slices_retired->fetch_add(static_cast<uint64_t>(
             std::count_if(retired.begin(), retired.end(),
                           [](const auto& sub) { return sub->slice().position == 0; })));
       }
     }
     next.first_index = static_cast<uint32_t>(filter_->first_index());
     next.checkpoint_seq = next_seq_.load() - 1;
+    checks_changed = checks_changed_.exchange(false);
     next.checks = checks_.load();
     next.check_hits = check_hits_.load();
     journal_bytes = journal_bytes_.exchange(0);
@@ -480,9 +517,9 @@ absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting) {
     }
     bloomsync::MutexLock meta(&meta_mu_);
     next.last_used_micros = last_used_micros_.load(std::memory_order_relaxed);
-    retire_from = persisted_.first_index;
-    if (!any_dirty && next.checkpoint_seq == persisted_.checkpoint_seq &&
-        next.checks == persisted_.checks && next.first_index == persisted_.first_index) {
+    retire_from = persisted_chain_.first_index();
+    if (!any_dirty && next.checkpoint_seq == persisted_seq_ &&
+        !checks_changed && next.first_index == retire_from) {
       return absl::OkStatus();
     }
   }
@@ -491,30 +528,31 @@ absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting) {
   absl::Status status = WritePages(dirty, sync, batch);
   if (status.ok()) {
     bloomsync::MutexLock meta(&meta_mu_);
-    batch.Put(db_->filters(), name_, EncodeFilterRecord(MakeRecord(next, nullptr)));
+    batch.Put(db()->filters(), name_, EncodeFilterRecord(MakeRecord(next, nullptr)));
     if (retire_from < next.first_index) {  // the retired slices' pages: one range delete
-      batch.DeleteRange(db_->blocks(), BlockKey(generation_, retire_from, 0),
+      batch.DeleteRange(db()->blocks(), BlockKey(generation_, retire_from, 0),
                         BlockKey(generation_, next.first_index, 0));
     }
-    TrimJournal(persisted_.checkpoint_seq, next.checkpoint_seq, batch);
-    status = db_->Write(batch, sync, "writing a checkpoint");
+    TrimJournal(persisted_seq_, next.checkpoint_seq, batch);
+    status = db()->Write(batch, sync, "writing a checkpoint");
     if (status.ok()) {
-      checks_at_checkpoint_.store(next.checks);
-      persisted_ = std::move(next);
+      persisted_seq_ = next.checkpoint_seq;
+      persisted_chain_.Assign(next.first_index, next.items_added);
       retire_pending_.store(false);
     }
   }
   if (!status.ok()) {
     // Nothing is lost (the journal is intact); make the next checkpoint try again. (Slices
-    // retired above stay retired in memory: persisted_.first_index still says where the next
+    // retired above stay retired in memory: persisted_chain_.first_index() still says where the next
     // checkpoint's range delete starts.)
     for (const auto& [index, pages] : dirty) {
       for (uint64_t page : pages) filter_->sub_filter(index)->bits().MarkPageDirty(page);
     }
     journal_bytes_.fetch_add(journal_bytes);
+    if (checks_changed) checks_changed_.store(true);
     return status;
   }
-  last_checkpoint_micros_.store(absl::ToUnixMicros(absl::Now()));
+  last_checkpoint_second_.store(SecondsSinceEpoch(absl::Now()), std::memory_order_relaxed);
   return absl::OkStatus();
 }
 
@@ -523,11 +561,11 @@ void StoredFilter::TrimJournal(uint64_t from_seq, uint64_t to_seq,
   if (to_seq <= from_seq) return;  // no record since the last checkpoint
   if (to_seq - from_seq <= kMaxPointDeletes) {
     for (uint64_t seq = from_seq + 1; seq <= to_seq; ++seq) {
-      batch.Delete(db_->journal(), JournalKey(generation_, seq));
+      batch.Delete(db()->journal(), JournalKey(generation_, seq));
     }
     return;
   }
-  batch.DeleteRange(db_->journal(), GenerationPrefix(generation_),
+  batch.DeleteRange(db()->journal(), GenerationPrefix(generation_),
                     JournalKey(generation_, to_seq + 1));
 }
 
@@ -539,11 +577,11 @@ absl::Status StoredFilter::WritePages(const DirtyPages& dirty, bool sync,
     const bloom::BlockedBloomFilter& bits = filter_->sub_filter(index)->bits();
     for (uint64_t page : pages) {
       EncodePage(bits, page, scratch, page_bytes);  // sparse while few words are set
-      batch.Put(db_->blocks(),
+      batch.Put(db()->blocks(),
                 BlockKey(generation_, static_cast<uint32_t>(index), static_cast<uint32_t>(page)),
                 page_bytes);
       if (batch.GetDataSize() >= kPageBatchBytes) {
-        if (absl::Status s = db_->Write(batch, sync, "writing checkpoint pages"); !s.ok()) return s;
+        if (absl::Status s = db()->Write(batch, sync, "writing checkpoint pages"); !s.ok()) return s;
         batch.Clear();
       }
     }
@@ -559,14 +597,13 @@ bool StoredFilter::CheckpointDue(absl::Time now, absl::Duration interval) const 
     return true;
   }
   const uint64_t journal = journal_bytes_.load(std::memory_order_relaxed);
-  const bool changed = journal > 0 || checks_.load(std::memory_order_relaxed) !=
-                                          checks_at_checkpoint_.load(std::memory_order_relaxed);
+  const bool changed = journal > 0 || checks_changed_.load(std::memory_order_relaxed);
   if (!changed) return false;
   if (journal >= kMinJournalBytesForEarlyCheckpoint &&
       static_cast<double>(journal) >= kJournalToBitsRatio * filter_->size_bytes()) {
     return true;
   }
-  return now - absl::FromUnixMicros(last_checkpoint_micros_.load()) >= interval;
+  return now - last_checkpoint() >= interval;
 }
 
 absl::Status StoredFilter::Delete(bool sync) {
@@ -574,14 +611,14 @@ absl::Status StoredFilter::Delete(bool sync) {
   bloomsync::WriterMutexLock lock(&apply_mu_);
   if (deleted_.load()) return Usable();
   rocksdb::WriteBatch batch;
-  batch.Delete(db_->filters(), name_);
+  batch.Delete(db()->filters(), name_);
   if (generation_known_) {  // an unreadable record's generation is unknown: its data stays
-    batch.DeleteRange(db_->blocks(), GenerationPrefix(generation_),
+    batch.DeleteRange(db()->blocks(), GenerationPrefix(generation_),
                       GenerationPrefix(generation_ + 1));
-    batch.DeleteRange(db_->journal(), GenerationPrefix(generation_),
+    batch.DeleteRange(db()->journal(), GenerationPrefix(generation_),
                       GenerationPrefix(generation_ + 1));
   }
-  if (absl::Status written = db_->Write(batch, sync, "deleting a filter"); !written.ok()) {
+  if (absl::Status written = db()->Write(batch, sync, "deleting a filter"); !written.ok()) {
     return written;
   }
   deleted_.store(true, std::memory_order_release);

@@ -20,7 +20,8 @@
 //   apply_mu_       shared by every Add from its journal write to its bit update; exclusive for
 //                   the checkpoint snapshot and for Delete, so neither sees a half-applied add;
 //   growth_mu_      (inside ScalableFilter) serialises opening sub-filters;
-//   meta_mu_        serialises writes of the metadata record and guards persisted_.
+//   meta_mu_        serialises writes of the metadata record and guards what the last
+//                   checkpoint wrote (persisted_seq_, persisted_chain_).
 // MightContain and Info take no lock.
 //
 // Thread-safety: all public methods are thread-safe, except the recovery methods (marked),
@@ -98,6 +99,14 @@ inline uint64_t ResidentCharge(uint64_t bits, size_t sub_filters) {
          (sub_filters > 1 ? (sub_filters - 1) * kSubFilterOverheadBytes : 0);
 }
 
+// What every filter of one store shares; the store owns it and outlives its filters. One
+// pointer in each filter instead of two, for millions of small filters.
+struct StoreContext {
+  Database* db = nullptr;
+  MemoryBudget* budget = nullptr;
+  std::atomic<uint64_t>* slices_retired = nullptr;  // counts the slices checkpoints retire
+};
+
 class StoredFilter {
  public:
   // Builds the in-memory filter described by `record` (zeroed bits, counters from the record);
@@ -108,14 +117,15 @@ class StoredFilter {
       const FilterRecord& record, const bloom::Clock* clock = bloom::Clock::Real(),
       bool drop_expired = false);
 
-  // A readable filter; `charged_bytes` of `budget` are released when it is destroyed.
+  // A readable filter; `charged_bytes` of the context's budget are released when it is
+  // destroyed. `context` must outlive it.
   StoredFilter(std::string name, const FilterRecord& record,
-               std::unique_ptr<bloom::ScalableFilter> filter, Database* db, MemoryBudget* budget,
+               std::unique_ptr<bloom::ScalableFilter> filter, const StoreContext* context,
                uint64_t charged_bytes);
   // An unusable one: every operation but Delete answers `error` (DATA_LOSS when unreadable,
   // RESOURCE_EXHAUSTED when it did not fit the memory limit at start-up). With its `generation`
   // known, Delete also deletes its pages and journal; without, they stay as orphans.
-  StoredFilter(std::string name, absl::Status error, Database* db,
+  StoredFilter(std::string name, absl::Status error, const StoreContext* context,
                absl::optional<uint64_t> generation = absl::nullopt);
   ~StoredFilter();
 
@@ -152,8 +162,9 @@ class StoredFilter {
   bool CheckpointDue(absl::Time now, absl::Duration interval) const;
   // Journal bytes written since the last checkpoint (what a restart would replay).
   uint64_t journal_bytes() const { return journal_bytes_.load(std::memory_order_relaxed); }
+  // To the second (the checkpointer looks once a second).
   absl::Time last_checkpoint() const {
-    return absl::FromUnixMicros(last_checkpoint_micros_.load());
+    return SecondsEpoch() + absl::Seconds(last_checkpoint_second_.load(std::memory_order_relaxed));
   }
   // Eviction (storage/residency.cc): checkpoints everything and retires this object, so the
   // filter can be freed and loaded again from RocksDB. Afterwards adds answer
@@ -188,8 +199,6 @@ class StoredFilter {
   bool windowed() const { return windowed_; }
   // Nullopt without an idle_ttl (or for an unusable filter).
   absl::optional<absl::Time> IdleExpiresAt() const;
-  // Slices of a windowed filter retired by checkpoints since the last call.
-  uint64_t TakeRetiredSlices() { return retired_slices_.exchange(0); }
   // What an add on an evicted object answers (see IsEvicted).
   absl::Status EvictedError() const;
   static bool IsEvicted(const absl::Status& status);
@@ -231,7 +240,6 @@ class StoredFilter {
     bool creating = false;     // the batch carries the creation record
     bool wrote_pages = false;  // ... as a checkpoint with the add's pages, no journal record
     bool needs_write = false;
-    int64_t recorded_last_used_micros = 0;  // in that checkpoint
   };
   void LockForGroup() ABSL_NO_THREAD_SAFETY_ANALYSIS { apply_mu_.ReaderLock(); }
   bool TryLockForGroup() ABSL_NO_THREAD_SAFETY_ANALYSIS { return apply_mu_.ReaderTryLock(); }
@@ -256,6 +264,7 @@ class StoredFilter {
   void FinishRecovery(uint64_t next_seq, uint64_t replayed_bytes);
 
  private:
+  // What a metadata record says besides the spec and the chain's shapes (MakeRecord).
   struct PersistedState {
     uint64_t checkpoint_seq = 0;
     uint64_t checks = 0;
@@ -265,6 +274,39 @@ class StoredFilter {
     // Per sub-filter from first_index, as of checkpoint_seq; inline for the usual single one.
     absl::InlinedVector<uint64_t, 1> items_added;
   };
+  // The items added to each sub-filter as of the last checkpoint, from sub-filter
+  // first_index() on (the journal after it adds to these): 16 bytes, the usual single count
+  // inline (an absl::InlinedVector and the index took 32).
+  class PersistedChain {
+   public:
+    PersistedChain() = default;
+    PersistedChain(const PersistedChain&) = delete;
+    PersistedChain& operator=(const PersistedChain&) = delete;
+    ~PersistedChain() { Clear(); }
+    void Assign(uint32_t first_index, absl::Span<const uint64_t> items_added);
+    uint32_t first_index() const { return first_index_; }
+    absl::Span<const uint64_t> items_added() const {
+      return {size_ > 1 ? many_ : &one_, size_};
+    }
+
+   private:
+    void Clear();
+    uint32_t first_index_ = 0;
+    uint32_t size_ = 0;
+    union {
+      uint64_t one_ = 0;  // size_ <= 1
+      uint64_t* many_;    // size_ > 1: new[]
+    };
+  };
+  // The record to write now over the last checkpoint's (a new sub-filter): its journal
+  // sequence and chain counts, with the live counters. meta_mu_ held.
+  PersistedState PersistedNow() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(meta_mu_);
+  Database* db() const { return context_->db; }
+  // last_checkpoint_second_ counts whole seconds from here: the first filter's creation in
+  // this process (4 bytes instead of 8 of Unix microseconds; 136 years of range).
+  static absl::Time SecondsEpoch();
+  static uint32_t SecondsSinceEpoch(absl::Time t);
+  MemoryBudget* budget() const { return context_->budget; }
 
   // The metadata record with live counters; apply_mu_ held (shared) by the caller.
   absl::StatusOr<FilterRecord> LiveRecord() const;
@@ -295,14 +337,15 @@ class StoredFilter {
   // `batch` for the caller to write (with the metadata record).
   absl::Status WritePages(const DirtyPages& dirty, bool sync, rocksdb::WriteBatch& batch);
 
-  // Ordered so that the small fields share 8-byte words: the object (with its shared_ptr's
-  // count) is 256 bytes, one size class of jemalloc, for millions of small filters.
+  // Ordered so that the small fields share 8-byte words: the object is 176 bytes, 192 with its
+  // shared_ptr's count (one size class of jemalloc; 256 before the counters only checkpoints
+  // wrote, the store's pointers and the last checkpoint's microseconds were cut), for millions
+  // of small filters.
   const std::string name_;
   const uint64_t generation_;
   const int64_t created_at_micros_;
   const std::unique_ptr<bloom::ScalableFilter> filter_;
-  Database* const db_;
-  MemoryBudget* const budget_;
+  const StoreContext* const context_;
   std::atomic<uint64_t> charged_bytes_;
   absl::Status load_error_;  // set only during recovery
   std::atomic<int64_t> last_used_ticks_{NowTicks()};
@@ -310,27 +353,30 @@ class StoredFilter {
   std::atomic<uint64_t> journal_bytes_{0};  // journalled since the last checkpoint
   std::atomic<uint64_t> checks_{0};
   std::atomic<uint64_t> check_hits_{0};
-  std::atomic<uint64_t> checks_at_checkpoint_{0};
-  std::atomic<int64_t> last_checkpoint_micros_;
   std::atomic<int64_t> last_used_micros_{0};  // TouchIdle
 
   bloomsync::Mutex checkpoint_mu_ ABSL_ACQUIRED_BEFORE(apply_mu_);
   mutable bloomsync::Mutex apply_mu_ ABSL_ACQUIRED_BEFORE(meta_mu_);
   mutable bloomsync::Mutex meta_mu_;
+  std::atomic<uint32_t> last_checkpoint_second_;  // SecondsSinceEpoch
   std::atomic<bool> deleted_{false};  // written with apply_mu_ held exclusively
   std::atomic<bool> evicted_{false};  // likewise
   std::atomic<bool> creation_pending_{false};
   // The record lists sub-filters BuildFilter dropped: the next checkpoint must write it.
   std::atomic<bool> retire_pending_{false};
-  // PinChain: one per Export of this filter in progress (--max_transfers bounds them, and
-  // each charges its buffers to the memory budget: far below 32,767).
-  std::atomic<int16_t> chain_pins_{0};
-  // One byte for the three (the object's size, above).
+  // Checks made since the last checkpoint: a checkpoint writes the counters. MightContain sets
+  // it after counting, the checkpoint clears it before it reads the counters (both seq_cst),
+  // so no check goes uncounted by one or the other.
+  std::atomic<bool> checks_changed_{false};
+  // One byte for the three, beside the five above and the pins below (the object's size).
   const bool generation_known_ : 1 = true;  // false for an unreadable metadata record
   const bool has_idle_ttl_ : 1 = false;
   const bool windowed_ : 1 = false;
-  std::atomic<uint32_t> retired_slices_{0};
-  PersistedState persisted_ ABSL_GUARDED_BY(meta_mu_);
+  // PinChain: one per Export of this filter in progress (--max_transfers bounds them, and
+  // each charges its buffers to the memory budget: far below 32,767).
+  std::atomic<int16_t> chain_pins_{0};
+  uint64_t persisted_seq_ ABSL_GUARDED_BY(meta_mu_) = 0;  // the last checkpoint's journal seq
+  PersistedChain persisted_chain_ ABSL_GUARDED_BY(meta_mu_);
 };
 
 }  // namespace storage
