@@ -3,6 +3,7 @@
 #include <malloc.h>
 
 #include <cstddef>
+#include <cstdint>
 
 // jemalloc's control interface, declared weak: it resolves to jemalloc's when the program is
 // linked with it and is null otherwise, so one library serves both kinds of program.
@@ -17,6 +18,20 @@ bool JemallocServesMalloc() { return mallctl != nullptr; }
 }  // namespace
 
 std::string AllocatorName() { return JemallocServesMalloc() ? "jemalloc" : "glibc"; }
+
+size_t HeapBytesInUse() {
+  if (JemallocServesMalloc()) {
+    // Its statistics are a snapshot refreshed by writing "epoch".
+    uint64_t epoch = 1;
+    size_t length = sizeof(epoch);
+    (void)mallctl("epoch", &epoch, &length, &epoch, length);
+    size_t allocated = 0;
+    length = sizeof(allocated);
+    if (mallctl("stats.allocated", &allocated, &length, nullptr, 0) == 0) return allocated;
+    return 0;
+  }
+  return mallinfo2().uordblks;
+}
 
 void ReleaseFreeMemory() {
   if (JemallocServesMalloc()) {

@@ -13,12 +13,17 @@
 #ifndef COMMON_HEAP_H_
 #define COMMON_HEAP_H_
 
+#include <cstddef>
 #include <string>
 
 namespace bloomheap {
 
 // "jemalloc" when jemalloc serves malloc in this process, else "glibc".
 std::string AllocatorName();
+
+// Bytes the program has allocated and not freed, as the allocator counts them: jemalloc's
+// stats.allocated (each allocation at its size class), glibc's in-use chunk bytes (mallinfo2).
+size_t HeapBytesInUse();
 
 // Returns free heap pages to the system now: jemalloc purges every arena's dirty pages (which
 // it would otherwise return within its decay time), glibc trims its arenas (which it would

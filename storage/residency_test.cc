@@ -24,8 +24,10 @@ using bloom::FilterSpec;
 using test_items::Items;
 using test_items::Views;
 
-// A 1000-item filter at 1% takes 1,472 bytes of bits; 33 of them fit this limit.
-constexpr uint64_t kLimit = 48 << 10;
+// A 1000-item filter at 1% takes 1,472 bytes of bits, and is charged its bookkeeping too
+// (ResidentCharge): 20 of them fit this limit with 4,352 bytes to spare, less than a filter of
+// 4000 items takes.
+constexpr uint64_t kLimit = 20 * ResidentCharge(1472, 1) + 4352;
 const FilterSpec kSmall{1000, 0.01};
 
 class ResidencyTest : public ::testing::Test {
@@ -132,7 +134,7 @@ TEST_F(ResidencyTest, EvictedFiltersAnswerExactlyAsBeforeAndMemoryStaysUnderTheL
 // A round picks its victims oldest first (it selects a few candidates and sorts only those):
 // the filters used most recently stay resident.
 TEST_F(ResidencyTest, ARoundEvictsTheLeastRecentlyUsedFilters) {
-  // 20 small filters take 44,800 bytes of the 49,152-byte budget with their bookkeeping.
+  // 20 small filters take all but 4,352 bytes of the budget with their bookkeeping.
   for (int f = 0; f < 20; ++f) ASSERT_OK(store_->Reserve(absl::StrCat("f", f), kSmall).status());
   ASSERT_EQ(store_->Figures().cold_filters, 0u);
   // Used in this order: f10..f19 are now the least recently used.

@@ -75,14 +75,15 @@ absl::optional<absl::Time> IdleExpiry(const bloom::FilterSpec& spec, int64_t las
 
 // What a resident filter costs in memory beyond its bits: its objects, locks, counters and
 // map slot, and the rest of its slab slot (common/slab.h: 1,536 bytes for 1,472 bytes of bits).
-// BM_PerFilterOverhead measures 557 bytes when Reserve made it and 567 when its first Add did
-// (glibc's malloc, memtables flushed; 599 for both before the sub-filter shrank); jemalloc's size classes (the server's) round the objects up further,
-// and 768 covers that with a margin. Charged to the MemoryBudget with the bits, so --memory_limit
+// BM_PerFilterOverhead measures 423-429 bytes with jemalloc (the server's allocator) and 455
+// with glibc's malloc, memtables flushed (535-541 and 567 before the objects shrank on
+// 2026-11-25, when this was 768). Charged to the MemoryBudget with the bits, so --memory_limit
 // bounds the memory filters take, not only their bits: for millions of small filters the
-// bookkeeping is a third of it. (512, measured on the Reserve path only, let 10 million per-user
-// filters through a 1 GiB budget take 1.1 GiB.) Each further sub-filter's object costs its own
-// charge.
-inline constexpr uint64_t kResidentFilterOverheadBytes = 768;
+// bookkeeping is a fifth of it. The margin over the measurement (about half, as 768 had)
+// covers what the budget does not count per filter: RocksDB's memtables and block cache,
+// free heap pages. (512 against 599 measured let 10 million per-user filters through a 1 GiB
+// budget take 1.1 GiB.) Each further sub-filter's object costs its own charge.
+inline constexpr uint64_t kResidentFilterOverheadBytes = 640;
 inline constexpr uint64_t kSubFilterOverheadBytes = 128;
 // Bytes of bits the filter `record` describes holds once built, as ScalableFilter::size_bytes()
 // counts them: a large window's slice arena whole, the slices' first sub-filters in it not
@@ -94,7 +95,7 @@ inline uint64_t OwnBitsBytes(const bloom::SubFilter& sub) {
   return sub.bits().in_arena() ? 0 : sub.shape().layout.bytes();
 }
 // The charge of a resident filter with `bits` bytes of bits in `sub_filters` sub-filters.
-inline uint64_t ResidentCharge(uint64_t bits, size_t sub_filters) {
+constexpr uint64_t ResidentCharge(uint64_t bits, size_t sub_filters) {
   return bits + kResidentFilterOverheadBytes +
          (sub_filters > 1 ? (sub_filters - 1) * kSubFilterOverheadBytes : 0);
 }
