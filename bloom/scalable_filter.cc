@@ -129,7 +129,8 @@ void SubFilter::Unreserve(uint64_t count) {
   items_added_.fetch_sub(count, std::memory_order_acq_rel);
 }
 
-static_assert(sizeof(ScalableFilter) <= 80, "ScalableFilter outgrew its 80-byte size class");
+static_assert(sizeof(ScalableFilter) <= 64, "ScalableFilter outgrew its 64-byte size class");
+static_assert(kMaxExpansion <= std::numeric_limits<uint16_t>::max(), "expansion_ is 16 bits");
 static_assert(sizeof(SubFilter) <= 56, "SubFilter outgrew malloc's 64-byte chunks");
 
 absl::optional<ArenaShape> ArenaShapeFor(const FilterSpec& spec) {
@@ -150,7 +151,9 @@ absl::StatusOr<std::unique_ptr<ScalableFilter>> ScalableFilter::Create(const Fil
   return filter;
 }
 
-ScalableFilter::Window::Window(const FilterSpec& window_spec) : spec(window_spec) {
+ScalableFilter::Window::Window(const FilterSpec& window_spec, const Clock* window_clock,
+                               int first_index)
+    : spec(window_spec), clock(window_clock), empty_next_index(first_index) {
   absl::StatusOr<SubFilterShape> first = SubFilterShapeFor(spec, 0);
   if (first.ok()) {  // else no sub-filter can exist either
     first_num_blocks = first->layout.num_blocks;
@@ -167,10 +170,8 @@ ScalableFilter::ScalableFilter(const FilterSpec& spec, uint64_t seed, const Cloc
       error_rate_(spec.error_rate),
       idle_ttl_micros_(absl::ToInt64Microseconds(spec.idle_ttl)),
       seed_(seed),
-      clock_(clock),
-      window_(spec.windowed() ? std::make_unique<Window>(spec) : nullptr),
-      expansion_(spec.expansion),
-      empty_next_index_(first_index),
+      window_(spec.windowed() ? std::make_unique<Window>(spec, clock, first_index) : nullptr),
+      expansion_(static_cast<uint16_t>(spec.expansion)),
       non_scaling_(spec.non_scaling) {}
 
 FilterSpec ScalableFilter::spec() const {
@@ -202,12 +203,13 @@ int ScalableFilter::num_sub_filters() const {
 int ScalableFilter::first_index() const {
   if (!windowed()) return 0;
   bloomsync::ReaderMutexLock lock(&window_->retire_mu);
-  return first() == nullptr ? empty_next_index_ : first()->index();
+  return first() == nullptr ? window_->empty_next_index : first()->index();
 }
 
 int ScalableFilter::next_index() const {
   const SubFilter* last = newest();
-  return last == nullptr ? empty_next_index_ : last->index() + 1;
+  if (last != nullptr) return last->index() + 1;
+  return windowed() ? window_->empty_next_index : 0;
 }
 
 SubFilter* ScalableFilter::sub_filter(int index) const {
@@ -217,7 +219,7 @@ SubFilter* ScalableFilter::sub_filter(int index) const {
 }
 
 absl::StatusOr<std::unique_ptr<SubFilter>> ScalableFilter::MakeNextSubFilter() const {
-  return MakeSubFilterIn(windowed() ? SliceStartMicros(window_->spec, clock_->Now()) : 0);
+  return MakeSubFilterIn(windowed() ? SliceStartMicros(window_->spec, window_->clock->Now()) : 0);
 }
 
 absl::StatusOr<std::unique_ptr<SubFilter>> ScalableFilter::MakeSubFilterIn(
@@ -243,7 +245,7 @@ absl::StatusOr<std::unique_ptr<SubFilter>> ScalableFilter::MakeSubFilterIn(
       if (sub->slice().position > 0) previous_overflow = sub->shape().capacity;
     }
     const uint64_t capacity = SliceOverflowCapacity(
-        window_->spec, slice_start, clock_->Now(), items_in_slice, previous_overflow, shape->capacity);
+        window_->spec, slice_start, window_->clock->Now(), items_in_slice, previous_overflow, shape->capacity);
     if (capacity != shape->capacity) {
       absl::StatusOr<BlockedLayout> layout = ChooseLayout(capacity, shape->error_rate);
       if (!layout.ok()) return layout.status();
@@ -304,7 +306,7 @@ void ScalableFilter::MightContainMany(absl::Span<const uint64_t> hashes, bool* p
     for (int i = n - 1; i >= 0; --i) chain[i]->bits().MightContainMany(hashes, present);
     return;
   }
-  const absl::Time now = clock_->Now();
+  const absl::Time now = window_->clock->Now();
   bloomsync::ReaderMutexLock lock(&window_->retire_mu);
   AskSlices(LiveChain(now), hashes, present);
 }
@@ -344,7 +346,7 @@ std::vector<std::unique_ptr<SubFilter>> ScalableFilter::Retire(int through) {
   while (first_ != nullptr && first_->index() <= through) {
     std::unique_ptr<SubFilter> next(first_->next_.exchange(nullptr, std::memory_order_acq_rel));
     if (next == nullptr) {
-      empty_next_index_ = first_->index() + 1;
+      window_->empty_next_index = first_->index() + 1;
       newest_.store(nullptr, std::memory_order_release);
     }
     retired.push_back(std::move(first_));
@@ -435,7 +437,7 @@ absl::StatusOr<ScalableFilter::PreparedAdd> ScalableFilter::PrepareAdd(
 int64_t ScalableFilter::ClassifyWindowed(absl::Span<const uint64_t> hashes, bool* added,
                                          std::vector<uint64_t>& new_hashes) const {
   const size_t n = hashes.size();
-  const absl::Time now = clock_->Now();
+  const absl::Time now = window_->clock->Now();
   int64_t slice_start = SliceStartMicros(window_->spec, now);
   // Refreshing an item means adding it to the current slice even when an older slice has it:
   // its age restarts. `in_slice` marks the items the current slice has already; `added` (as
@@ -570,7 +572,7 @@ void ScalableFilter::Apply(absl::Span<const Run> runs, absl::Span<const uint64_t
 uint64_t ScalableFilter::items_added() const {
   uint64_t total = 0;
   if (windowed()) {  // the unexpired slices'
-    const absl::Time now = clock_->Now();
+    const absl::Time now = window_->clock->Now();
     bloomsync::ReaderMutexLock lock(&window_->retire_mu);
     for (SubFilter* sub : LiveChain(now)) total += sub->items_added();
     return total;
@@ -592,7 +594,7 @@ uint64_t ScalableFilter::size_bytes() const {
 
 ScalableFilterStats ScalableFilter::ComputeStats() const {
   std::vector<SubFilterStats> subs;
-  const absl::Time now = windowed() ? clock_->Now() : absl::InfinitePast();
+  const absl::Time now = windowed() ? window_->clock->Now() : absl::InfinitePast();
   absl::optional<bloomsync::ReaderMutexLock> lock;
   if (windowed()) lock.emplace(&window_->retire_mu);
   absl::InlinedVector<SubFilter*, 8> chain = LiveChain(now);  // newest first

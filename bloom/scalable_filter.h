@@ -187,7 +187,8 @@ class ScalableFilter {
                                                                 uint64_t seed,
                                                                 const Clock* clock = Clock::Real());
   // For loading stored filters: no sub-filter yet; AppendSubFilter() the stored ones, whose
-  // indexes count up from `first_index` (above 0 only for a windowed filter that retired some).
+  // indexes count up from `first_index` (above 0 only for a windowed filter that retired some;
+  // ignored without a window, whose chain starts at 0).
   static std::unique_ptr<ScalableFilter> CreateEmpty(const FilterSpec& spec, uint64_t seed,
                                                      const Clock* clock = Clock::Real(),
                                                      int first_index = 0);
@@ -201,7 +202,8 @@ class ScalableFilter {
   uint64_t seed() const { return seed_; }
   uint64_t Hash(absl::string_view item) const { return HashItem(item, seed_); }
 
-  const Clock* clock() const { return clock_; }
+  // The clock a window ages by; Clock::Real() for a filter without a window (which keeps none).
+  const Clock* clock() const { return windowed() ? window_->clock : Clock::Real(); }
   // Sub-filters in memory (for a windowed filter: expired ones not yet retired included).
   int num_sub_filters() const;
   // Index of the oldest sub-filter in memory (the next one's when there is none).
@@ -314,8 +316,10 @@ class ScalableFilter {
   // do not carry it: its whole spec (window.h's functions take it), the layout its slices'
   // first sub-filters share, the lock Retire takes, and the slice arena.
   struct Window {
-    explicit Window(const FilterSpec& window_spec);
+    Window(const FilterSpec& window_spec, const Clock* window_clock, int first_index);
     const FilterSpec spec;
+    const Clock* const clock;
+    int empty_next_index;  // next_index() while the chain is empty (Retire emptied it)
     uint64_t first_num_blocks = 0;  // first_layout()
     uint32_t first_hash_count = 0;
     // Shared by reads of the chain, exclusive to change first_ (see the class comment).
@@ -324,19 +328,18 @@ class ScalableFilter {
     SliceArena::Ref arena;
   };
 
-  // 80 bytes (jemalloc's 80-byte class, a 96-byte chunk of glibc's malloc), for millions of
-  // small filters; 128 when the spec, with its two 16-byte absl::Durations, and the window's
-  // fields were kept here. A filter without a window keeps its spec as these fields, idle_ttl
-  // in whole microseconds (NormalizeSpec's unit).
+  // 64 bytes (a size class of jemalloc; an 80-byte chunk of glibc's malloc), for millions of
+  // small filters; 128 when the spec, with its two 16-byte absl::Durations, the clock and the
+  // window's fields were kept here. A filter without a window keeps its spec as these fields,
+  // idle_ttl in whole microseconds (NormalizeSpec's unit), expansion in 16 bits
+  // (kMaxExpansion).
   const uint64_t capacity_;
   const double error_rate_;
   const int64_t idle_ttl_micros_;
   const uint64_t seed_;
-  const Clock* const clock_;
   const std::unique_ptr<Window> window_;  // null without a window
-  const uint32_t expansion_;
-  int empty_next_index_;        // next_index() while the chain is empty
   bloomsync::Mutex growth_mu_;  // serialises opening sub-filters (not the reads of the chain)
+  const uint16_t expansion_;
   const bool non_scaling_;
   std::unique_ptr<SubFilter> first_;  // unwindowed: written once, before or by the first append
   std::atomic<SubFilter*> newest_{nullptr};

@@ -418,7 +418,7 @@ class FilterStore {
   const StoreOptions options_;
   std::unique_ptr<Database> db_;
   MemoryBudget budget_;
-  const StoreContext context_{db_.get(), &budget_, &slices_retired_};  // every filter's
+  const StoreContext context_{db_.get(), &budget_, &slices_retired_, options_.clock};
   std::atomic<uint64_t> next_generation_{1};
   std::atomic<uint64_t> generation_ceiling_{0};
   bloomsync::Mutex ceiling_mu_;  // serialises RaiseCeiling

@@ -292,7 +292,7 @@ absl::Status StoredFilter::PrepareGroupAdd(absl::Span<const uint64_t> hashes, bo
                                            bool sync, rocksdb::WriteBatch& batch,
                                            GroupedAdd& grouped) {
   if (absl::Status addable = Addable(); !addable.ok()) return addable;
-  if (has_idle_ttl()) TouchIdle(filter_->clock()->Now());
+  if (has_idle_ttl()) TouchIdle(context_->clock->Now());
   ASSIGN_OR_RETURN(grouped.prepared,
                    filter_->PrepareAdd(hashes, added, [&](const bloom::SubFilter& sub) {
                      return PersistNewSubFilter(sub, sync);
@@ -372,7 +372,7 @@ bool StoredFilter::PutCreationCheckpoint(GroupedAdd& grouped, rocksdb::WriteBatc
 
 absl::Status StoredFilter::MightContain(absl::Span<const uint64_t> hashes, bool* present) {
   if (absl::Status usable = Usable(); !usable.ok()) return usable;
-  if (has_idle_ttl()) TouchIdle(filter_->clock()->Now());
+  if (has_idle_ttl()) TouchIdle(context_->clock->Now());
   std::fill(present, present + hashes.size(), false);
   filter_->MightContainMany(hashes, present);
   checks_.fetch_add(hashes.size());

@@ -106,6 +106,8 @@ struct StoreContext {
   Database* db = nullptr;
   MemoryBudget* budget = nullptr;
   std::atomic<uint64_t>* slices_retired = nullptr;  // counts the slices checkpoints retire
+  // Ages idle_ttl (a window ages by its filter's clock, which is this one too).
+  const bloom::Clock* clock = bloom::Clock::Real();
 };
 
 class StoredFilter {
