@@ -130,8 +130,8 @@ BENCHMARK(BM_Restart)
     ->UseRealTime();
 
 // Not a timing: the heap a filter costs beyond its bits, for many small per-user filters.
-// heap in use (bloomheap::HeapBytesInUse, plus slab slots: common/slab.h) after reserving N filters of
-// capacity 1000, minus the bits, RocksDB's memtables (which hold the new metadata records until
+// heap in use (bloomheap::HeapBytesInUse, plus slab slots: common/slab.h) after reserving N filters
+// of capacity 1000, minus the bits, RocksDB's memtables (which hold the new metadata records until
 // they are flushed) and its block cache (bounded, shared by all filters).
 // The heap is glibc's malloc here; run with
 // LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 to count the server's allocator,

@@ -244,8 +244,9 @@ absl::StatusOr<std::unique_ptr<SubFilter>> ScalableFilter::MakeSubFilterIn(
       items_in_slice += sub->items_added();
       if (sub->slice().position > 0) previous_overflow = sub->shape().capacity;
     }
-    const uint64_t capacity = SliceOverflowCapacity(
-        window_->spec, slice_start, window_->clock->Now(), items_in_slice, previous_overflow, shape->capacity);
+    const uint64_t capacity =
+        SliceOverflowCapacity(window_->spec, slice_start, window_->clock->Now(), items_in_slice,
+                              previous_overflow, shape->capacity);
     if (capacity != shape->capacity) {
       absl::StatusOr<BlockedLayout> layout = ChooseLayout(capacity, shape->error_rate);
       if (!layout.ok()) return layout.status();
@@ -264,7 +265,8 @@ absl::StatusOr<std::unique_ptr<BlockedBloomFilter>> ScalableFilter::MakeBits(
   if (windowed() && window_->arena != nullptr && position == 0 &&
       layout == window_->arena->layout()) {
     // Without a free slot (see slice_arena.h), bits of its own below.
-    if (std::unique_ptr<BlockedBloomFilter> bits = BlockedBloomFilter::CreateInArena(*window_->arena)) {
+    if (std::unique_ptr<BlockedBloomFilter> bits =
+            BlockedBloomFilter::CreateInArena(*window_->arena)) {
       return bits;
     }
   }

@@ -24,12 +24,12 @@
 // appended (published with release stores), slot reservation is a CAS loop on each
 // sub-filter's counter, and the bits are atomic (blocked_filter.h). Opening a sub-filter is
 // serialised by growth_mu_. AppendSubFilter() is for loading, before the filter is shared.
-// Only a windowed filter ever removes sub-filters: Retire() takes retire_mu_ exclusively, and
-// the read-side calls of a windowed filter (MightContainMany, items_added, size_bytes,
-// ComputeStats, num_sub_filters) hold it shared. Retire() must not run while an add is between
-// PrepareAdd and CommitAdd/AbortAdd, nor during Add, Replay or a walk of first()/next() (the
-// storage layer holds its apply lock exclusively around it).
-// Two concurrent adds of the same new item may both count it as new; the bits are the same.
+// Only a windowed filter ever removes sub-filters: Retire() takes its window's retire_mu
+// exclusively, and the read-side calls of a windowed filter (MightContainMany, items_added,
+// size_bytes, ComputeStats, num_sub_filters) hold it shared. Retire() must not run while an add is
+// between PrepareAdd and CommitAdd/AbortAdd, nor during Add, Replay or a walk of first()/next()
+// (the storage layer holds its apply lock exclusively around it). Two concurrent adds of the same
+// new item may both count it as new; the bits are the same.
 #ifndef BLOOM_SCALABLE_FILTER_H_
 #define BLOOM_SCALABLE_FILTER_H_
 
@@ -300,7 +300,7 @@ class ScalableFilter {
   // hashes[i] (the slices' first sub-filters together, BlockedBloomFilter::MightContainAny).
   void AskSlices(absl::Span<SubFilter* const> subs, absl::Span<const uint64_t> hashes,
                  bool* present) const;
-  // The unexpired sub-filters, newest first; retire_mu_ held shared by the caller if windowed.
+  // The unexpired sub-filters, newest first; the caller holds the window's retire_mu shared.
   absl::InlinedVector<SubFilter*, 8> LiveChain(absl::Time now) const;
 
   // Windowed: the layout every slice's first sub-filter has (AskSlices).
@@ -319,7 +319,7 @@ class ScalableFilter {
     Window(const FilterSpec& window_spec, const Clock* window_clock, int first_index);
     const FilterSpec spec;
     const Clock* const clock;
-    int empty_next_index;  // next_index() while the chain is empty (Retire emptied it)
+    int empty_next_index;           // next_index() while the chain is empty (Retire emptied it)
     uint64_t first_num_blocks = 0;  // first_layout()
     uint32_t first_hash_count = 0;
     // Shared by reads of the chain, exclusive to change first_ (see the class comment).

@@ -528,7 +528,8 @@ absl::StatusOr<FilterInfo> FilterStore::CommitImport(PendingImport& import) {
   record.created_at_micros = absl::ToUnixMicros(options_.clock->Now());
   // The generation is below the synced ceiling (AllocateGeneration): if we crash while writing
   // pages, they belong to a generation nobody will reuse.
-  auto stored = std::make_shared<StoredFilter>(name, record, std::move(dump.filter), &context_, import.charged_);
+  auto stored = std::make_shared<StoredFilter>(name, record, std::move(dump.filter), &context_,
+                                               import.charged_);
   budget_.Unpin(import.charged_);  // the StoredFilter owns the charge now: evictable bits
   import.charged_ = 0;
   for (bloom::SubFilter* sub = stored->mutable_filter()->first(); sub != nullptr;

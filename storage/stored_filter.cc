@@ -518,8 +518,8 @@ absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting) {
     bloomsync::MutexLock meta(&meta_mu_);
     next.last_used_micros = last_used_micros_.load(std::memory_order_relaxed);
     retire_from = persisted_chain_.first_index();
-    if (!any_dirty && next.checkpoint_seq == persisted_seq_ &&
-        !checks_changed && next.first_index == retire_from) {
+    if (!any_dirty && next.checkpoint_seq == persisted_seq_ && !checks_changed &&
+        next.first_index == retire_from) {
       return absl::OkStatus();
     }
   }
@@ -543,8 +543,8 @@ absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting) {
   }
   if (!status.ok()) {
     // Nothing is lost (the journal is intact); make the next checkpoint try again. (Slices
-    // retired above stay retired in memory: persisted_chain_.first_index() still says where the next
-    // checkpoint's range delete starts.)
+    // retired above stay retired in memory: persisted_chain_.first_index() still says where the
+    // next checkpoint's range delete starts.)
     for (const auto& [index, pages] : dirty) {
       for (uint64_t page : pages) filter_->sub_filter(index)->bits().MarkPageDirty(page);
     }
@@ -581,7 +581,8 @@ absl::Status StoredFilter::WritePages(const DirtyPages& dirty, bool sync,
                 BlockKey(generation_, static_cast<uint32_t>(index), static_cast<uint32_t>(page)),
                 page_bytes);
       if (batch.GetDataSize() >= kPageBatchBytes) {
-        if (absl::Status s = db()->Write(batch, sync, "writing checkpoint pages"); !s.ok()) return s;
+        if (absl::Status s = db()->Write(batch, sync, "writing checkpoint pages"); !s.ok())
+          return s;
         batch.Clear();
       }
     }

@@ -75,7 +75,7 @@ absl::optional<absl::Time> IdleExpiry(const bloom::FilterSpec& spec, int64_t las
 
 // What a resident filter costs in memory beyond its bits: its objects, locks, counters and
 // map slot, and the rest of its slab slot (common/slab.h: 1,536 bytes for 1,472 bytes of bits).
-// BM_PerFilterOverhead measures 423-429 bytes with jemalloc (the server's allocator) and 455
+// BM_PerFilterOverhead measures 407-413 bytes with jemalloc (the server's allocator) and 439
 // with glibc's malloc, memtables flushed (535-541 and 567 before the objects shrank on
 // 2026-11-25, when this was 768). Charged to the MemoryBudget with the bits, so --memory_limit
 // bounds the memory filters take, not only their bits: for millions of small filters the
@@ -288,9 +288,7 @@ class StoredFilter {
     ~PersistedChain() { Clear(); }
     void Assign(uint32_t first_index, absl::Span<const uint64_t> items_added);
     uint32_t first_index() const { return first_index_; }
-    absl::Span<const uint64_t> items_added() const {
-      return {size_ > 1 ? many_ : &one_, size_};
-    }
+    absl::Span<const uint64_t> items_added() const { return {size_ > 1 ? many_ : &one_, size_}; }
 
    private:
     void Clear();
@@ -362,8 +360,8 @@ class StoredFilter {
   mutable bloomsync::Mutex apply_mu_ ABSL_ACQUIRED_BEFORE(meta_mu_);
   mutable bloomsync::Mutex meta_mu_;
   std::atomic<uint32_t> last_checkpoint_second_;  // SecondsSinceEpoch
-  std::atomic<bool> deleted_{false};  // written with apply_mu_ held exclusively
-  std::atomic<bool> evicted_{false};  // likewise
+  std::atomic<bool> deleted_{false};              // written with apply_mu_ held exclusively
+  std::atomic<bool> evicted_{false};              // likewise
   std::atomic<bool> creation_pending_{false};
   // The record lists sub-filters BuildFilter dropped: the next checkpoint must write it.
   std::atomic<bool> retire_pending_{false};
