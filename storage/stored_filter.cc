@@ -581,8 +581,9 @@ absl::Status StoredFilter::WritePages(const DirtyPages& dirty, bool sync,
                 BlockKey(generation_, static_cast<uint32_t>(index), static_cast<uint32_t>(page)),
                 page_bytes);
       if (batch.GetDataSize() >= kPageBatchBytes) {
-        if (absl::Status s = db()->Write(batch, sync, "writing checkpoint pages"); !s.ok())
+        if (absl::Status s = db()->Write(batch, sync, "writing checkpoint pages"); !s.ok()) {
           return s;
+        }
         batch.Clear();
       }
     }
