@@ -2,6 +2,7 @@
 // use answer exactly as before, lose nothing (also across kill -9 style reopen), and every
 // operation (Reserve, Delete, Import, List, batches) sees a cold filter as it would a resident
 // one.
+#include <algorithm>
 #include <atomic>
 #include <random>
 #include <string>
@@ -177,6 +178,41 @@ TEST_F(ResidencyTest, LaterRoundsSkipQueuedFiltersUsedSinceTheScan) {
   // The next oldest went instead.
   Check(absl::StrCat("f", evicted_first + 1), Items("x", 0, 1));
   EXPECT_EQ(store_->Figures().loads, loads + 1);
+}
+
+// A filter only checked since its last checkpoint (nothing dirty, no journal) still writes its
+// check counters when it is evicted: Stats counts every check whether it answers from the cold
+// filter's record, from the filter loaded again, or after a restart.
+TEST_F(ResidencyTest, EvictionKeepsTheCheckCounters) {
+  ASSERT_OK(store_->Add("counted", Views(Items("in", 0, 5)), &kSmall).status());
+  ASSERT_OK(store_->CheckpointAll());
+  const std::vector<bool> in = Check("counted", Items("in", 0, 5));
+  ASSERT_EQ(std::count(in.begin(), in.end(), true), 5);
+  const std::vector<bool> out = Check("counted", Items("out", 0, 2));  // false positives count
+  const uint64_t hits = 5 + std::count(out.begin(), out.end(), true);
+  // 30 newer filters, more than the budget holds: "counted", the oldest, is evicted.
+  for (int f = 0; f < 30; ++f) {
+    ASSERT_OK(store_->Reserve(absl::StrCat("f", f), kSmall).status());
+    UseInOrder(f);
+  }
+  store_->EvictToBudget();
+  const uint64_t loads = store_->Figures().loads;
+  absl::StatusOr<FilterInfo> cold = store_->Stats("counted");  // loads it, or reads its record
+  ASSERT_OK(cold.status());
+  EXPECT_EQ(cold->checks, 7u);
+  EXPECT_EQ(cold->check_hits, hits);
+  Check("counted", Items("in", 0, 1));
+  ASSERT_EQ(store_->Figures().loads, loads + 1) << "\"counted\" was not evicted";
+  absl::StatusOr<FilterInfo> loaded = store_->Stats("counted");
+  ASSERT_OK(loaded.status());
+  EXPECT_EQ(loaded->checks, 8u);
+  EXPECT_EQ(loaded->check_hits, hits + 1);
+
+  Open();
+  absl::StatusOr<FilterInfo> restarted = store_->Stats("counted");
+  ASSERT_OK(restarted.status());
+  EXPECT_EQ(restarted->checks, 8u);
+  EXPECT_EQ(restarted->check_hits, hits + 1);
 }
 
 TEST_F(ResidencyTest, ColdFiltersKeepTheirIdentityForReserveImportDeleteAndList) {
