@@ -303,11 +303,11 @@ class StoredFilter {
   // sequence and chain counts, with the live counters. meta_mu_ held.
   PersistedState PersistedNow() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(meta_mu_);
   Database* db() const { return context_->db; }
+  MemoryBudget* budget() const { return context_->budget; }
   // last_checkpoint_second_ counts whole seconds from here: the first filter's creation in
   // this process (4 bytes instead of 8 of Unix microseconds; 136 years of range).
   static absl::Time SecondsEpoch();
   static uint32_t SecondsSinceEpoch(absl::Time t);
-  MemoryBudget* budget() const { return context_->budget; }
 
   // The metadata record with live counters; apply_mu_ held (shared) by the caller.
   absl::StatusOr<FilterRecord> LiveRecord() const;
