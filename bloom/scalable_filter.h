@@ -199,6 +199,8 @@ class ScalableFilter {
   // The spec it was made with (a copy: a filter without a window keeps it as a few fields).
   FilterSpec spec() const;
   bool windowed() const { return window_ != nullptr; }
+  // spec().idle_ttl without copying the spec (the checkpointer asks every second).
+  absl::Duration idle_ttl() const { return absl::Microseconds(idle_ttl_micros_); }
   uint64_t seed() const { return seed_; }
   uint64_t Hash(absl::string_view item) const { return HashItem(item, seed_); }
 
@@ -313,8 +315,9 @@ class ScalableFilter {
   }
 
   // What only a windowed filter needs, kept apart so that millions of small per-user filters
-  // do not carry it: its whole spec (window.h's functions take it), the layout its slices'
-  // first sub-filters share, the lock Retire takes, and the slice arena.
+  // do not carry it: its whole spec (window.h's functions take it), its clock, the index an
+  // emptied chain restarts at, the layout its slices' first sub-filters share, the lock Retire
+  // takes, and the slice arena.
   struct Window {
     Window(const FilterSpec& window_spec, const Clock* window_clock, int first_index);
     const FilterSpec spec;

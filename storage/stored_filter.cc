@@ -57,9 +57,9 @@ FilterInfo InfoFromRecord(std::string name, const FilterRecord& record, absl::Ti
   return info;
 }
 
-absl::optional<absl::Time> IdleExpiry(const bloom::FilterSpec& spec, int64_t last_used_micros) {
-  if (spec.idle_ttl == absl::ZeroDuration()) return absl::nullopt;
-  return absl::FromUnixMicros(last_used_micros) + spec.idle_ttl;
+absl::optional<absl::Time> IdleExpiry(absl::Duration idle_ttl, int64_t last_used_micros) {
+  if (idle_ttl == absl::ZeroDuration()) return absl::nullopt;
+  return absl::FromUnixMicros(last_used_micros) + idle_ttl;
 }
 
 uint64_t RecordBitsBytes(const FilterRecord& record) {
@@ -126,12 +126,11 @@ StoredFilter::StoredFilter(std::string name, const FilterRecord& record,
       next_seq_(record.checkpoint_seq + 1),
       checks_(record.checks),
       check_hits_(record.check_hits),
-
       last_used_micros_(record.last_used_micros != 0 ? record.last_used_micros
                                                      : record.created_at_micros),
       last_checkpoint_second_(SecondsSinceEpoch(absl::Now())),
-      has_idle_ttl_(filter_ != nullptr && filter_->spec().idle_ttl != absl::ZeroDuration()),
-      windowed_(filter_ != nullptr && filter_->spec().windowed()) {
+      has_idle_ttl_(filter_ != nullptr && filter_->idle_ttl() != absl::ZeroDuration()),
+      windowed_(filter_ != nullptr && filter_->windowed()) {
   bloomsync::MutexLock lock(&meta_mu_);
   persisted_seq_ = record.checkpoint_seq;
   retire_pending_.store(filter_ != nullptr &&
@@ -397,7 +396,7 @@ absl::StatusOr<FilterInfo> StoredFilter::Info() const {
 
 absl::optional<absl::Time> StoredFilter::IdleExpiresAt() const {
   if (filter_ == nullptr) return absl::nullopt;
-  return IdleExpiry(filter_->spec(), last_used_micros_.load(std::memory_order_relaxed));
+  return IdleExpiry(filter_->idle_ttl(), last_used_micros_.load(std::memory_order_relaxed));
 }
 
 absl::StatusOr<FilterRecord> StoredFilter::SnapshotRecord() const {
@@ -490,7 +489,7 @@ absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting) {
   {
     bloomsync::WriterMutexLock lock(&apply_mu_);
     if (!Usable().ok() || evicted() != evicting) return absl::OkStatus();
-    if (filter_->spec().windowed() && chain_pins_.load() == 0) {
+    if (windowed_ && chain_pins_.load() == 0) {
       retired = filter_->Retire(filter_->ExpiredThrough(filter_->clock()->Now()));
       uint64_t freed = 0;
       for (const auto& sub : retired) freed += OwnBitsBytes(*sub) + kSubFilterOverheadBytes;

@@ -71,7 +71,11 @@ FilterInfo InfoFromRecord(std::string name, const FilterRecord& record, absl::Ti
 
 // When a filter with an idle_ttl is deleted if unused (its last use + idle_ttl); nullopt for a
 // filter without one.
-absl::optional<absl::Time> IdleExpiry(const bloom::FilterSpec& spec, int64_t last_used_micros);
+absl::optional<absl::Time> IdleExpiry(absl::Duration idle_ttl, int64_t last_used_micros);
+inline absl::optional<absl::Time> IdleExpiry(const bloom::FilterSpec& spec,
+                                             int64_t last_used_micros) {
+  return IdleExpiry(spec.idle_ttl, last_used_micros);
+}
 
 // What a resident filter costs in memory beyond its bits: its objects, locks, counters and
 // map slot, and the rest of its slab slot (common/slab.h: 1,536 bytes for 1,472 bytes of bits).
