@@ -261,8 +261,11 @@ TEST_F(FilterStoreTest, KillNineAfterCheckpointReplaysOnlyTheRestOfTheJournal) {
   for (int b = 0; b < acked; ++b) {
     ExpectAllPresent("mixed", Items(absl::StrCat("mixed-", b, "-"), 0, batch_size));
   }
+  // Items a filter already seemed to hold when added (false positives) are not counted: 0.6%
+  // of them on average, with a random seed, and a clean-clone run under ASan saw 1.02%
+  // (5,939 of 6,000; 150 runs here: 5,943-5,982). A replay that lost one batch would lose 5%.
   const uint64_t items_added = store_->Stats("mixed")->stats.items_added;
-  EXPECT_GE(items_added, static_cast<uint64_t>(acked * batch_size * 0.99));
+  EXPECT_GE(items_added, static_cast<uint64_t>(acked * batch_size * 0.97));
   // A second crash-free cycle keeps the exact counters: replay is not double counted.
   ASSERT_OK(store_->Close());
   Open();
