@@ -156,11 +156,14 @@ std::shared_ptr<StoredFilter> FilterStore::Find(absl::string_view name) const {
 }
 
 void FilterStore::Insert(std::shared_ptr<StoredFilter> filter) {
-  Shard& shard = ShardFor(filter->name());
-  bloomsync::MutexLock lock(&shard.mu);
-  // Replaces a filter of the same name (a reload, or one whose Delete raced it).
-  shard.filters.erase(absl::string_view(filter->name()));
-  shard.filters.insert(std::move(filter));
+  {
+    Shard& shard = ShardFor(filter->name());
+    bloomsync::MutexLock lock(&shard.mu);
+    // Replaces a filter of the same name (a reload, or one whose Delete raced it).
+    shard.filters.erase(absl::string_view(filter->name()));
+    shard.filters.insert(filter);
+  }
+  schedule_.Watch(filter);
 }
 
 void FilterStore::Remove(const std::string& name) {
@@ -558,17 +561,19 @@ bool FilterStore::WaitForStop(absl::Duration timeout) {
                            [this] { return StopRequested(); });
 }
 
-std::vector<std::weak_ptr<StoredFilter>> FilterStore::CheckpointCandidates(absl::Time now) const {
-  std::vector<std::weak_ptr<StoredFilter>> candidates;
-  const absl::Time idle_now = options_.clock->Now();
-  VisitResident([&](const std::shared_ptr<StoredFilter>& filter) {
-    // Windowed filters first: their CheckpointDue takes the window's lock, not taken here.
-    if (filter->windowed() || filter->CheckpointDue(now, options_.checkpoint_interval) ||
-        (filter->has_idle_ttl() && IdleExpired(*filter, idle_now))) {
-      candidates.emplace_back(filter);
-    }
-  });
-  return candidates;
+bool FilterStore::VisitForCheckpoint(const std::shared_ptr<StoredFilter>& filter, absl::Time now) {
+  // Not WaitForStop(ZeroDuration()): a condition variable's wait with a timeout that has
+  // passed still makes a futex call, and a pass may visit hundreds of thousands of filters.
+  if (StopRequested()) return false;
+  SweepIdleResident(filter);
+  if (!filter->CheckpointDue(now, options_.checkpoint_interval)) return true;
+  absl::Status s = filter->Checkpoint(options_.sync);
+  (s.ok() ? checkpoints_ : checkpoint_failures_).fetch_add(1, std::memory_order_relaxed);
+  if (!s.ok()) {
+    bloomlog::LogError(absl::StrCat("checkpoint of filter '", filter->name(),
+                                    "' failed (will retry): ", s.message()));
+  }
+  return true;
 }
 
 void FilterStore::CheckpointLoop() {
@@ -590,22 +595,12 @@ void FilterStore::CheckpointLoop() {
     bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
     if (closed_.load()) return;
     const absl::Time now = absl::Now();
-    for (const std::weak_ptr<StoredFilter>& weak : CheckpointCandidates(now)) {
-      // Not WaitForStop(ZeroDuration()): a condition variable's wait with a timeout that has
-      // passed still makes a futex call, and a pass visits every resident filter (with 100,000
-      // per-user filters that took an eighth of the server's CPU).
-      if (StopRequested()) return;
-      const std::shared_ptr<StoredFilter> filter = weak.lock();
-      if (filter == nullptr) continue;
-      SweepIdleResident(filter);
-      if (!filter->CheckpointDue(now, options_.checkpoint_interval)) continue;
-      absl::Status s = filter->Checkpoint(options_.sync);
-      (s.ok() ? checkpoints_ : checkpoint_failures_).fetch_add(1, std::memory_order_relaxed);
-      if (!s.ok()) {
-        bloomlog::LogError(absl::StrCat("checkpoint of filter '", filter->name(),
-                                        "' failed (will retry): ", s.message()));
-      }
-    }
+    schedule_.Pass(
+        options_.clock->Now(), [this](absl::string_view name) { return Find(name); },
+        [&](const std::shared_ptr<StoredFilter>& filter) {
+          return VisitForCheckpoint(filter, now);
+        });
+    if (StopRequested()) return;
     SweepIdleCold();
   }
 }

@@ -46,6 +46,7 @@
 #include "absl/types/span.h"
 #include "bloom/scalable_filter.h"
 #include "common/mutex.h"
+#include "storage/checkpoint_schedule.h"
 #include "storage/database.h"
 #include "storage/dump.h"
 #include "storage/group_commit.h"
@@ -375,13 +376,9 @@ class FilterStore {
   // that keeps only some of them copies no shared_ptr of the others. `visit` must not take a
   // lock a writer of the registry may hold (a name's lock, a filter's apply lock).
   void VisitResident(absl::FunctionRef<void(const std::shared_ptr<StoredFilter>&)> visit) const;
-  // The resident filters the checkpointer must visit at `now`: due a checkpoint, idle past
-  // their idle_ttl, or windowed (whose expired slices a checkpoint retires). Chosen under each
-  // shard's reader lock by lock-free tests, without copying the others' shared_ptrs: copying
-  // all of them every second (Snapshot) and visiting each kept an idle server with 557,000
-  // resident filters at a fifth of a core. Weak references: a pass over many due filters
-  // takes seconds, and must not keep the memory of the filters the evictor frees meanwhile.
-  std::vector<std::weak_ptr<StoredFilter>> CheckpointCandidates(absl::Time now) const;
+  // One of the checkpointer's visits (schedule_ chooses them): deletes the filter if idle past
+  // its idle_ttl, else checkpoints it if due. False if the store is closing.
+  bool VisitForCheckpoint(const std::shared_ptr<StoredFilter>& filter, absl::Time now);
   absl::Status CheckOpen() const ABSL_SHARED_LOCKS_REQUIRED(lifecycle_mu_);
   void CheckpointLoop();
   // Waits up to `timeout` for Close() to ask the checkpointer to stop; true if it did.
@@ -418,7 +415,9 @@ class FilterStore {
   const StoreOptions options_;
   std::unique_ptr<Database> db_;
   MemoryBudget budget_;
-  const StoreContext context_{db_.get(), &budget_, &slices_retired_, options_.clock};
+  // The resident filters the checkpointer visits: changed, windowed, or due to idle out.
+  CheckpointSchedule schedule_;
+  const StoreContext context_{db_.get(), &budget_, &slices_retired_, options_.clock, &schedule_};
   std::atomic<uint64_t> next_generation_{1};
   std::atomic<uint64_t> generation_ceiling_{0};
   bloomsync::Mutex ceiling_mu_;  // serialises RaiseCeiling

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "rocksdb/write_batch.h"
+#include "storage/checkpoint_schedule.h"
 #include "storage/encoding.h"
 #include "storage/page_encoding.h"
 
@@ -217,8 +218,10 @@ uint64_t StoredFilter::checkpoint_seq() const {
 
 void StoredFilter::FinishRecovery(uint64_t next_seq, uint64_t replayed_bytes) {
   next_seq_.store(next_seq);
-  journal_bytes_.store(replayed_bytes);
+  journal_bytes_.store(replayed_bytes);  // scheduled when it becomes resident (Watch)
 }
+
+void StoredFilter::NotifySchedule() const { context_->schedule->Changed(name_); }
 
 absl::Status StoredFilter::Addable() const {
   RETURN_IF_ERROR(Usable());
@@ -320,6 +323,7 @@ void StoredFilter::FinishGroupAdd(const GroupedAdd& grouped, bool written) {
   }
   filter_->CommitAdd(grouped.prepared);
   journal_bytes_.fetch_add(grouped.journal_bytes);
+  if (grouped.journal_bytes > 0) MarkChanged();
   if (grouped.wrote_pages) {
     // The pages just written hold these bits, and no other add ran meanwhile (apply_mu_ is
     // held exclusively): nothing is dirty, and the record written is the last checkpoint.
@@ -376,7 +380,10 @@ absl::Status StoredFilter::MightContain(absl::Span<const uint64_t> hashes, bool*
   filter_->MightContainMany(hashes, present);
   checks_.fetch_add(hashes.size());
   check_hits_.fetch_add(std::count(present, present + hashes.size(), true));
-  if (!checks_changed_.load()) checks_changed_.store(true, std::memory_order_relaxed);
+  if ((change_flags_.load() & kChecksChanged) == 0) {
+    change_flags_.fetch_or(kChecksChanged);
+    MarkChanged();
+  }
   return absl::OkStatus();
 }
 
@@ -504,7 +511,8 @@ absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting) {
     }
     next.first_index = static_cast<uint32_t>(filter_->first_index());
     next.checkpoint_seq = next_seq_.load() - 1;
-    checks_changed = checks_changed_.exchange(false);
+    checks_changed = (change_flags_.fetch_and(static_cast<uint8_t>(~kChecksChanged)) &
+                      kChecksChanged) != 0;
     next.checks = checks_.load();
     next.check_hits = check_hits_.load();
     journal_bytes = journal_bytes_.exchange(0);
@@ -548,7 +556,9 @@ absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting) {
       for (uint64_t page : pages) filter_->sub_filter(index)->bits().MarkPageDirty(page);
     }
     journal_bytes_.fetch_add(journal_bytes);
-    if (checks_changed) checks_changed_.store(true);
+    if (checks_changed) change_flags_.fetch_or(kChecksChanged);
+    // A pass may have dropped this filter meanwhile, finding nothing to checkpoint.
+    if (journal_bytes > 0 || checks_changed) MarkChanged();
     return status;
   }
   last_checkpoint_second_.store(SecondsSinceEpoch(absl::Now()), std::memory_order_relaxed);
@@ -598,7 +608,8 @@ bool StoredFilter::CheckpointDue(absl::Time now, absl::Duration interval) const 
     return true;
   }
   const uint64_t journal = journal_bytes_.load(std::memory_order_relaxed);
-  const bool changed = journal > 0 || checks_changed_.load(std::memory_order_relaxed);
+  const bool changed =
+      journal > 0 || (change_flags_.load(std::memory_order_relaxed) & kChecksChanged) != 0;
   if (!changed) return false;
   if (journal >= kMinJournalBytesForEarlyCheckpoint &&
       static_cast<double>(journal) >= kJournalToBitsRatio * filter_->size_bytes()) {

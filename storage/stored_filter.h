@@ -104,6 +104,8 @@ constexpr uint64_t ResidentCharge(uint64_t bits, size_t sub_filters) {
          (sub_filters > 1 ? (sub_filters - 1) * kSubFilterOverheadBytes : 0);
 }
 
+class CheckpointSchedule;
+
 // What every filter of one store shares; the store owns it and outlives its filters. One
 // pointer in each filter instead of two, for millions of small filters.
 struct StoreContext {
@@ -112,6 +114,8 @@ struct StoreContext {
   std::atomic<uint64_t>* slices_retired = nullptr;  // counts the slices checkpoints retire
   // Ages idle_ttl (a window ages by its filter's clock, which is this one too).
   const bloom::Clock* clock = bloom::Clock::Real();
+  // Told of each filter's first change since its last checkpoint (may be null: nobody asks).
+  CheckpointSchedule* schedule = nullptr;
 };
 
 class StoredFilter {
@@ -169,6 +173,28 @@ class StoredFilter {
   bool CheckpointDue(absl::Time now, absl::Duration interval) const;
   // Journal bytes written since the last checkpoint (what a restart would replay).
   uint64_t journal_bytes() const { return journal_bytes_.load(std::memory_order_relaxed); }
+  // Whether a checkpoint has anything to write: adds journalled or checks counted since the
+  // last one (a windowed filter's expired slices aside).
+  bool HasUnpersistedChanges() const {
+    return journal_bytes_.load() > 0 || (change_flags_.load() & kChecksChanged) != 0;
+  }
+  // The checkpointer's schedule (storage/checkpoint_schedule.h). MarkChanged: this filter has
+  // changes; the first call since it was last unscheduled tells the context's schedule (every
+  // change calls it, after making the change visible; later calls are a load). Unschedule: a
+  // pass found nothing to checkpoint and drops the filter; false if it may (nothing changed
+  // meanwhile, or a change scheduled it anew), true if a change raced in and the pass must
+  // keep it. The flag is cleared before the changes are read again, and a change is made
+  // before the flag is read (all seq_cst), so no change is left unscheduled.
+  void MarkChanged() {
+    if ((change_flags_.load() & kScheduled) != 0) return;
+    if ((change_flags_.fetch_or(kScheduled) & kScheduled) != 0) return;
+    if (context_->schedule != nullptr) NotifySchedule();
+  }
+  bool Unschedule() {
+    change_flags_.fetch_and(static_cast<uint8_t>(~kScheduled));
+    if (!HasUnpersistedChanges()) return false;
+    return (change_flags_.fetch_or(kScheduled) & kScheduled) == 0;
+  }
   // To the second (the checkpointer looks once a second).
   absl::Time last_checkpoint() const {
     return SecondsEpoch() + absl::Seconds(last_checkpoint_second_.load(std::memory_order_relaxed));
@@ -322,6 +348,8 @@ class StoredFilter {
   // OK, or why an add must not apply here (Usable(), or EvictedError()).
   absl::Status Addable() const;
   absl::Status PersistNewSubFilter(const bloom::SubFilter& sub, bool sync);
+  // MarkChanged's call into the schedule, out of line (the name's copy).
+  void NotifySchedule() const;
   // For the creating add holding apply_mu_ exclusively: puts the creation record as a
   // checkpoint that counts the prepared add, and the pages its bits make of the empty filter,
   // into `batch`. False, with nothing put, for an add this does not fit (items beyond the
@@ -369,10 +397,13 @@ class StoredFilter {
   std::atomic<bool> creation_pending_{false};
   // The record lists sub-filters BuildFilter dropped: the next checkpoint must write it.
   std::atomic<bool> retire_pending_{false};
-  // Checks made since the last checkpoint: a checkpoint writes the counters. MightContain sets
-  // it after counting, the checkpoint clears it before it reads the counters (both seq_cst),
-  // so no check goes uncounted by one or the other.
-  std::atomic<bool> checks_changed_{false};
+  // kChecksChanged: checks made since the last checkpoint: a checkpoint writes the counters.
+  // MightContain sets it after counting, the checkpoint clears it before it reads the
+  // counters (both seq_cst), so no check goes uncounted by one or the other. kScheduled: the
+  // checkpoint schedule has this filter (MarkChanged). One byte for both.
+  static constexpr uint8_t kChecksChanged = 1;
+  static constexpr uint8_t kScheduled = 2;
+  std::atomic<uint8_t> change_flags_{0};
   // One byte for the three, beside the five above and the pins below (the object's size).
   const bool generation_known_ : 1 = true;  // false for an unreadable metadata record
   const bool has_idle_ttl_ : 1 = false;
