@@ -283,6 +283,8 @@ class FilterStore {
 
   // O(filters); for a metrics scrape, not for hot paths.
   StoreFigures Figures() const;
+  // What the checkpointer's next pass visits at least (storage/checkpoint_schedule.h).
+  CheckpointSchedule::Sizes CheckpointScheduleSizes() const { return schedule_.sizes(); }
 
   // Evicts least recently used filters until the memory in use is under the limit's low
   // watermark (a no-op without a limit or under it). The evictor thread calls it whenever a

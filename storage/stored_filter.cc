@@ -511,8 +511,8 @@ absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting) {
     }
     next.first_index = static_cast<uint32_t>(filter_->first_index());
     next.checkpoint_seq = next_seq_.load() - 1;
-    checks_changed = (change_flags_.fetch_and(static_cast<uint8_t>(~kChecksChanged)) &
-                      kChecksChanged) != 0;
+    checks_changed =
+        (change_flags_.fetch_and(static_cast<uint8_t>(~kChecksChanged)) & kChecksChanged) != 0;
     next.checks = checks_.load();
     next.check_hits = check_hits_.load();
     journal_bytes = journal_bytes_.exchange(0);

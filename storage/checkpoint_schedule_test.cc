@@ -1,0 +1,220 @@
+// The checkpointer's schedule through a FilterStore: it holds exactly the filters with changes
+// to checkpoint, windowed filters and filters with an idle_ttl, and no change escapes it.
+#include "storage/checkpoint_schedule.h"
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/testing.h"
+#include "gtest/gtest.h"
+#include "storage/filter_store.h"
+#include "storage/test_items.h"
+
+namespace storage {
+namespace {
+
+using test_items::Items;
+using test_items::Views;
+
+// A filter outside any store, whose changes go to `schedule`: checks only (no database).
+std::unique_ptr<StoredFilter> LoneFilter(const StoreContext* context) {
+  FilterRecord record;
+  record.generation = 1;
+  record.seed = 7;
+  record.spec = {1000, 0.01};
+  const bloom::SubFilterShape first = *bloom::SubFilterShapeFor(record.spec, 0);
+  record.sub_filters.push_back(
+      {first.capacity, first.error_rate, first.layout.num_blocks, first.layout.hash_count, 0, 0});
+  absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> built = StoredFilter::BuildFilter(record);
+  EXPECT_OK(built.status());
+  return std::make_unique<StoredFilter>("lone", record, *std::move(built), context, 0);
+}
+
+TEST(StoredFilterScheduleTest, TheFirstChangeSchedulesOnceAndARacingChangeKeepsItScheduled) {
+  CheckpointSchedule schedule;
+  StoreContext context;
+  context.schedule = &schedule;
+  std::unique_ptr<StoredFilter> filter = LoneFilter(&context);
+  const uint64_t hashes[] = {1, 2, 3};
+  bool present[3];
+  EXPECT_FALSE(filter->HasUnpersistedChanges());
+
+  ASSERT_OK(filter->MightContain(hashes, present));
+  ASSERT_OK(filter->MightContain(hashes, present));
+  EXPECT_TRUE(filter->HasUnpersistedChanges());
+  EXPECT_EQ(schedule.sizes().changed, 1u);  // told once, not per change
+
+  // A pass found changes (kept): nothing is told again however often it changes meanwhile.
+  ASSERT_OK(filter->MightContain(hashes, present));
+  EXPECT_EQ(schedule.sizes().changed, 1u);
+  // A change made after the pass saw the filter clean but before it unscheduled it (here:
+  // changes it never saw) makes Unschedule keep it: no later change would tell the schedule.
+  EXPECT_TRUE(filter->Unschedule());
+  filter->MarkChanged();  // so it is still scheduled, and this tells nobody
+  EXPECT_EQ(schedule.sizes().changed, 1u);
+}
+
+class CheckpointScheduleTest : public ::testing::Test {
+ protected:
+  void Open(absl::Duration checkpoint_interval) {
+    store_.reset();
+    StoreOptions options;
+    options.data_dir = dir_.path();
+    options.background_checkpoints = true;
+    options.checkpoint_interval = checkpoint_interval;
+    options.clock = &clock_;
+    absl::StatusOr<std::unique_ptr<FilterStore>> store = FilterStore::Open(options);
+    ASSERT_OK(store.status());
+    store_ = *std::move(store);
+  }
+
+  // Waits (bounded, in real time: the checkpointer passes once a second) until `done`.
+  template <typename Done>
+  bool WaitFor(Done done) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(20);
+    while (!done()) {
+      if (absl::Now() > deadline) return false;
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    return true;
+  }
+
+  bloomtest::TempDir dir_;
+  bloom::ManualClock clock_;
+  std::unique_ptr<FilterStore> store_;
+};
+
+TEST_F(CheckpointScheduleTest, HoldsOnlyChangedFiltersUntilTheirCheckpoint) {
+  Open(/*checkpoint_interval=*/absl::Hours(1));
+  for (int f = 0; f < 100; ++f) {
+    ASSERT_OK(store_->Reserve(absl::StrCat("user:", f), {1000, 0.01}).status());
+  }
+  // Created and unchanged: nothing for the checkpointer to visit.
+  EXPECT_EQ(store_->CheckpointScheduleSizes().changed, 0u);
+
+  ASSERT_OK(store_->Add("user:1", Views(Items("a", 0, 10)), nullptr).status());
+  ASSERT_OK(store_->Add("user:1", Views(Items("b", 0, 10)), nullptr).status());
+  ASSERT_OK(store_->Add("user:2", Views(Items("a", 0, 10)), nullptr).status());
+  ASSERT_OK(store_->MightContain("user:3", Views(Items("a", 0, 10))).status());
+  EXPECT_EQ(store_->CheckpointScheduleSizes().changed, 3u);  // each filter once
+
+  // Not due for an hour: still scheduled after passes.
+  absl::SleepFor(absl::Milliseconds(2500));
+  EXPECT_EQ(store_->CheckpointScheduleSizes().changed, 3u);
+  EXPECT_EQ(store_->Figures().checkpoints, 0u);
+
+  // Due at once: checkpointed, then dropped.
+  Open(/*checkpoint_interval=*/absl::ZeroDuration());  // a clean restart checkpoints all
+  EXPECT_EQ(store_->CheckpointScheduleSizes().changed, 0u);
+  ASSERT_OK(store_->Add("user:7", Views(Items("c", 0, 10)), nullptr).status());
+  ASSERT_OK(store_->MightContain("user:8", Views(Items("c", 0, 10))).status());
+  EXPECT_EQ(store_->CheckpointScheduleSizes().changed, 2u);
+  ASSERT_TRUE(WaitFor([&] {
+    return store_->CheckpointScheduleSizes().changed == 0 &&
+           store_->Figures().journal_pending_bytes == 0;
+  })) << store_->CheckpointScheduleSizes().changed;
+  EXPECT_EQ(store_->Figures().checkpoints, 2u);
+  // The check counters reached the record: they survive a restart that replays nothing.
+  Open(absl::ZeroDuration());
+  absl::StatusOr<FilterInfo> info = store_->Stats("user:8");
+  ASSERT_OK(info.status());
+  EXPECT_EQ(info->checks, 10u);
+}
+
+TEST_F(CheckpointScheduleTest, NoChangeRacingThePassesIsLeftUncheckpointed) {
+  Open(/*checkpoint_interval=*/absl::ZeroDuration());  // every pass checkpoints what changed
+  constexpr int kFilters = 20;
+  for (int f = 0; f < kFilters; ++f) {
+    ASSERT_OK(store_->Reserve(absl::StrCat("f", f), {100000, 0.01}).status());
+  }
+  // Writers and readers for about three passes: changes land before, during and after each
+  // pass's visits and its unscheduling of the filters it found clean.
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; !stop.load(); ++i) {
+        const std::string name = absl::StrCat("f", (i * 7 + t) % kFilters);
+        const std::vector<std::string> items = Items(absl::StrCat("t", t, "-", i, "-"), 0, 3);
+        if (t % 2 == 0) {
+          EXPECT_OK(store_->Add(name, Views(items), nullptr).status());
+        } else {
+          EXPECT_OK(store_->MightContain(name, Views(items)).status());
+        }
+        if (i % 64 == 0) absl::SleepFor(absl::Milliseconds(1));
+      }
+    });
+  }
+  absl::SleepFor(absl::Milliseconds(3500));
+  stop = true;
+  for (std::thread& thread : threads) thread.join();
+  // Every change is checkpointed within a pass or two, and the schedule empties: a change
+  // lost by the schedule would stay in the journal, pending, for good.
+  ASSERT_TRUE(WaitFor([&] {
+    const StoreFigures figures = store_->Figures();
+    return figures.journal_pending_bytes == 0 && figures.checkpoint_lag == absl::ZeroDuration() &&
+           store_->CheckpointScheduleSizes().changed == 0;
+  })) << store_->Figures().journal_pending_bytes
+      << " journal bytes pending, " << store_->CheckpointScheduleSizes().changed
+      << " filters scheduled";
+  EXPECT_GT(store_->Figures().checkpoints, static_cast<uint64_t>(kFilters));
+}
+
+TEST_F(CheckpointScheduleTest, IdleFiltersWaitForTheirExpiryAndUseMovesIt) {
+  Open(/*checkpoint_interval=*/absl::Seconds(30));
+  bloom::FilterSpec idle{1000, 0.01};
+  idle.idle_ttl = absl::Minutes(10);
+  for (int f = 0; f < 40; ++f) {
+    ASSERT_OK(store_->Reserve(absl::StrCat("feed:", f), idle).status());
+  }
+  ASSERT_OK(store_->Reserve("plain", {1000, 0.01}).status());
+  EXPECT_EQ(store_->CheckpointScheduleSizes().idle, 40u);
+
+  clock_.Advance(absl::Minutes(6));
+  for (int f = 0; f < 40; f += 2) {  // half of them used: they live 6 minutes longer
+    ASSERT_OK(store_->MightContain(absl::StrCat("feed:", f), Views(Items("x", 0, 1))).status());
+  }
+  clock_.Advance(absl::Minutes(5));  // the other half idle for 11 minutes
+  ASSERT_TRUE(WaitFor([&] { return store_->Figures().filters_expired == 20; }))
+      << store_->Figures().filters_expired;
+  for (int f = 0; f < 40; ++f) {
+    EXPECT_EQ(store_->Stats(absl::StrCat("feed:", f)).status().code(),
+              f % 2 == 0 ? absl::StatusCode::kOk : absl::StatusCode::kNotFound)
+        << f;
+  }
+  // The used ones went back into the heap at their new expiry, and wait there.
+  ASSERT_TRUE(WaitFor([&] { return store_->CheckpointScheduleSizes().idle == 20; }));
+  absl::SleepFor(absl::Milliseconds(1500));
+  EXPECT_EQ(store_->Figures().filters_expired, 20u);
+
+  clock_.Advance(absl::Minutes(6));
+  ASSERT_TRUE(WaitFor([&] { return store_->Figures().filters_expired == 40; }))
+      << store_->Figures().filters_expired;
+  EXPECT_EQ(store_->CheckpointScheduleSizes().idle, 0u);
+  EXPECT_OK(store_->Stats("plain").status());
+}
+
+TEST_F(CheckpointScheduleTest, WindowedFiltersAreWatchedWhileResident) {
+  Open(/*checkpoint_interval=*/absl::Seconds(30));
+  bloom::FilterSpec windowed{1000, 0.01, 0, false};
+  windowed.window = absl::Hours(1);
+  windowed.window_slices = 4;
+  ASSERT_OK(store_->Reserve("w1", windowed).status());
+  ASSERT_OK(store_->Reserve("w2", windowed).status());
+  ASSERT_OK(store_->Reserve("plain", {1000, 0.01}).status());
+  ASSERT_TRUE(WaitFor([&] { return store_->CheckpointScheduleSizes().windowed == 2; }));
+  ASSERT_OK(store_->Delete("w1"));
+  ASSERT_TRUE(WaitFor([&] { return store_->CheckpointScheduleSizes().windowed == 1; }));
+  // A restart watches the windowed filter again as it becomes resident.
+  Open(absl::Seconds(30));
+  ASSERT_OK(store_->Stats("w2").status());
+  ASSERT_TRUE(WaitFor([&] { return store_->CheckpointScheduleSizes().windowed == 1; }));
+}
+
+}  // namespace
+}  // namespace storage
