@@ -58,15 +58,13 @@ void CheckpointSchedule::Pass(
 
   // Windowed filters, every pass. An evicted or unusable object is done with: a reload is a
   // new object, watched anew.
-  size_t kept = 0;
   bool stopped = false;
-  for (size_t i = 0; i < windowed_.size(); ++i) {
-    const std::shared_ptr<StoredFilter> filter = windowed_[i].lock();
-    if (filter == nullptr || filter->evicted() || !filter->usable()) continue;
-    windowed_[kept++] = std::move(windowed_[i]);
+  std::erase_if(windowed_, [&](const std::weak_ptr<StoredFilter>& weak) {
+    const std::shared_ptr<StoredFilter> filter = weak.lock();
+    if (filter == nullptr || filter->evicted() || !filter->usable()) return true;
     if (!stopped && !visit(filter)) stopped = true;
-  }
-  windowed_.resize(kept);
+    return false;
+  });
   if (stopped) return;
 
   // Changed filters, until a visit leaves nothing to checkpoint.

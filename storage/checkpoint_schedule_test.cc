@@ -135,8 +135,10 @@ TEST_F(CheckpointScheduleTest, NoChangeRacingThePassesIsLeftUncheckpointed) {
   // Writers and readers for about three passes: changes land before, during and after each
   // pass's visits and its unscheduling of the filters it found clean.
   std::atomic<bool> stop{false};
+  constexpr int kThreads = 4;
   std::vector<std::thread> threads;
-  for (int t = 0; t < 4; ++t) {
+  threads.reserve(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; !stop.load(); ++i) {
         const std::string name = absl::StrCat("f", (i * 7 + t) % kFilters);

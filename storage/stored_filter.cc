@@ -601,7 +601,7 @@ absl::Status StoredFilter::WritePages(const DirtyPages& dirty, bool sync,
 }
 
 bool StoredFilter::CheckpointDue(absl::Time now, absl::Duration interval) const {
-  if (!usable() || evicted()) return false;  // asked of every resident filter each second
+  if (!usable() || evicted()) return false;  // asked of each scheduled filter each second
   // Expired slices are retired by a checkpoint (the window's clock, not `now`, says which).
   if (windowed_ && (retire_pending_.load(std::memory_order_relaxed) ||
                     filter_->ExpiredThrough(filter_->clock()->Now()) >= 0)) {

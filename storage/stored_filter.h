@@ -226,8 +226,8 @@ class StoredFilter {
       last_used_micros_.store(micros, std::memory_order_relaxed);
     }
   }
-  // Both kept in this object: the checkpointer asks every resident filter each second, and
-  // reading them from the ScalableFilter was one more cache miss per filter.
+  // Both kept in this object: the checkpointer's schedule asks each filter that becomes
+  // resident, and the eviction scans' tests stay within this object.
   bool has_idle_ttl() const { return has_idle_ttl_; }
   bool windowed() const { return windowed_; }
   // Nullopt without an idle_ttl (or for an unusable filter).
