@@ -46,6 +46,11 @@ void CheckpointSchedule::TakeQueued(
 void CheckpointSchedule::PushIdle(const std::shared_ptr<StoredFilter>& filter) {
   const absl::optional<absl::Time> at = filter->IdleExpiresAt();
   if (!at.has_value()) return;
+  if (idle_.size() >= idle_prune_at_) {
+    std::erase_if(idle_, [](const IdleEntry& entry) { return entry.filter.expired(); });
+    std::make_heap(idle_.begin(), idle_.end(), LaterExpiry);
+    idle_prune_at_ = std::max(kMinIdlePruneAt, 2 * idle_.size());
+  }
   idle_.push_back({absl::ToUnixMicros(*at), filter});
   std::push_heap(idle_.begin(), idle_.end(), LaterExpiry);
 }

@@ -92,6 +92,11 @@ class CheckpointSchedule {
       ABSL_GUARDED_BY(pass_mu_);
   std::vector<std::weak_ptr<StoredFilter>> windowed_ ABSL_GUARDED_BY(pass_mu_);
   std::vector<IdleEntry> idle_ ABSL_GUARDED_BY(pass_mu_);  // a min-heap by expires_micros
+  // The heap's entries for filters freed since (evicted, deleted) wait for their expiry, which
+  // may be days away, each holding its object's memory: at this size the heap drops them, and
+  // the next time at twice what is left, so it stays within twice the live entries.
+  size_t idle_prune_at_ ABSL_GUARDED_BY(pass_mu_) = kMinIdlePruneAt;
+  static constexpr size_t kMinIdlePruneAt = 1024;
 };
 
 }  // namespace storage

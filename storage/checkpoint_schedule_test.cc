@@ -201,6 +201,37 @@ TEST_F(CheckpointScheduleTest, IdleFiltersWaitForTheirExpiryAndUseMovesIt) {
   EXPECT_OK(store_->Stats("plain").status());
 }
 
+TEST_F(CheckpointScheduleTest, IdleEntriesOfEvictedFiltersDoNotPileUp) {
+  // A limit that holds about 700 small filters, and rounds over 1,500: the last ~700 of a
+  // round stay resident through a pass, which puts them in the heap, and the next round
+  // evicts them. Their expiry is an hour away, so without pruning the heap would keep an
+  // entry (and its object's memory) per load until then: about 3,500 here.
+  store_.reset();
+  StoreOptions options;
+  options.data_dir = dir_.path();
+  options.background_checkpoints = true;
+  options.memory_limit_bytes = 700 * ResidentCharge(1472, 1);
+  options.clock = &clock_;
+  absl::StatusOr<std::unique_ptr<FilterStore>> store = FilterStore::Open(options);
+  ASSERT_OK(store.status());
+  store_ = *std::move(store);
+  bloom::FilterSpec idle{1000, 0.01};
+  idle.idle_ttl = absl::Hours(1);
+  constexpr int kFilters = 1500;
+  for (int round = 0; round < 5; ++round) {
+    for (int f = 0; f < kFilters; ++f) {
+      ASSERT_OK(store_->Add(absl::StrCat("feed:", f), Views(Items("x", round, round + 1)), &idle)
+                    .status());
+    }
+    absl::SleepFor(absl::Milliseconds(1200));  // a pass
+  }
+  const StoreFigures figures = store_->Figures();
+  ASSERT_GT(figures.evictions, static_cast<uint64_t>(3 * kFilters));
+  // At most twice the live entries at the last pruning (with a floor of 1,024).
+  EXPECT_LE(store_->CheckpointScheduleSizes().idle, 2 * figures.resident_filters + 100);
+  EXPECT_EQ(figures.filters_expired, 0u);
+}
+
 TEST_F(CheckpointScheduleTest, WindowedFiltersAreWatchedWhileResident) {
   Open(/*checkpoint_interval=*/absl::Seconds(30));
   bloom::FilterSpec windowed{1000, 0.01, 0, false};
