@@ -13,6 +13,8 @@
 #include <filesystem>
 #include <string>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "gtest/gtest.h"
 
 #define ASSERT_OK(expr)                                         \
@@ -54,6 +56,18 @@ struct CommandResult {
   int exit_code;    // -1 if it did not exit normally
   std::string out;  // stdout and stderr
 };
+
+// Polls `done` every 20 ms until it is true (then true) or `timeout` of real time passed
+// (then false): for what a background thread does in its own time.
+template <typename Done>
+bool WaitFor(Done done, absl::Duration timeout = absl::Seconds(20)) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (!done()) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return true;
+}
 
 // Runs `command` with /bin/sh and returns its exit code and output.
 inline CommandResult RunCommand(const std::string& command) {

@@ -18,6 +18,7 @@
 namespace storage {
 namespace {
 
+using bloomtest::WaitFor;
 using test_items::Items;
 using test_items::Views;
 
@@ -71,17 +72,6 @@ class CheckpointScheduleTest : public ::testing::Test {
     absl::StatusOr<std::unique_ptr<FilterStore>> store = FilterStore::Open(options);
     ASSERT_OK(store.status());
     store_ = *std::move(store);
-  }
-
-  // Waits (bounded, in real time: the checkpointer passes once a second) until `done`.
-  template <typename Done>
-  bool WaitFor(Done done) {
-    const absl::Time deadline = absl::Now() + absl::Seconds(20);
-    while (!done()) {
-      if (absl::Now() > deadline) return false;
-      absl::SleepFor(absl::Milliseconds(20));
-    }
-    return true;
   }
 
   bloomtest::TempDir dir_;

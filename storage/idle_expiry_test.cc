@@ -49,12 +49,7 @@ class IdleExpiryTest : public ::testing::Test {
 
   // Waits (bounded, in real time) for the background sweeper to have deleted `n` filters.
   bool WaitForExpired(uint64_t n) {
-    const absl::Time deadline = absl::Now() + absl::Seconds(20);
-    while (store_->Figures().filters_expired < n) {
-      if (absl::Now() > deadline) return false;
-      absl::SleepFor(absl::Milliseconds(20));
-    }
-    return true;
+    return bloomtest::WaitFor([&] { return store_->Figures().filters_expired >= n; });
   }
 
   bloomtest::TempDir dir_;
