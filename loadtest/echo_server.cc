@@ -31,17 +31,23 @@ void Answer(const PipelineRequest& request, PipelineResponse& response) {
   }
 }
 
-// Echoes a Pipeline stream: one read, then its answer, then the next read (one operation in
-// flight, as bloom-bench's pipeline transport sends them).
+// Echoes a Pipeline stream: one read, then its answer, then the next read (one message in
+// flight, as bloom-bench's pipeline transport sends them). A message's `more` is answered in
+// its response's `more`, as bloom-server does, so the C++ client's pipelined mode, which packs
+// a batch into one message when the server says it can, runs against this floor too.
 class EchoStream final : public grpc::ServerBidiReactor<PipelineRequest, PipelineResponse> {
  public:
-  EchoStream() { StartRead(&request_); }
+  explicit EchoStream(grpc::CallbackServerContext* context) {
+    context->AddInitialMetadata("bloom-pipeline-more", "1");
+    StartRead(&request_);
+  }
   void OnReadDone(bool ok) override {
     if (!ok) {
       Finish(grpc::Status::OK);
       return;
     }
     Answer(request_, response_);
+    for (const PipelineRequest& more : request_.more()) Answer(more, *response_.add_more());
     StartWrite(&response_);
   }
   void OnWriteDone(bool ok) override {
@@ -92,8 +98,8 @@ class EchoService final : public bloom::v1::BloomFilterService::CallbackService 
     return reactor;
   }
   grpc::ServerBidiReactor<PipelineRequest, PipelineResponse>* Pipeline(
-      grpc::CallbackServerContext*) override {
-    return new EchoStream();
+      grpc::CallbackServerContext* context) override {
+    return new EchoStream(context);
   }
 };
 

@@ -40,6 +40,37 @@ TEST(BenchSmokeTest, BloomServerMixedWorkloadVerifies) {
   EXPECT_TRUE(absl::StrContains(json.out, "\"false_negatives\":0")) << json.out;
 }
 
+// The echo floor (bloom-bench --serve_echo) must serve every transport compare.sh drives it
+// with. Through the pipelined client it says it packs, so the client sends each batch as one
+// message with the rest in `more`: an echo that left `more` unanswered would leave those calls
+// waiting for answers until they time out, and the run would fail.
+TEST(BenchSmokeTest, EchoFloorServesEveryTransport) {
+  bloomtest::TempDir dir;
+  const std::string port_file = dir.path() + "/port";
+  const pid_t echo = fork();
+  if (echo == 0) {
+    const std::string serve = "--serve_echo=127.0.0.1:0";
+    const std::string port_flag = "--port_file=" + port_file;
+    execl(BLOOM_BENCH_PATH, BLOOM_BENCH_PATH, serve.c_str(), port_flag.c_str(), nullptr);
+    _exit(127);
+  }
+  std::string port;
+  ASSERT_TRUE(bloomtest::WaitFor([&] {
+    port = std::string(absl::StripTrailingAsciiWhitespace(Shell("cat " + port_file).out));
+    return !port.empty() && absl::ascii_isdigit(static_cast<unsigned char>(port[0]));
+  })) << "the echo server did not start";
+  for (const char* transport : {"unary", "pipeline", "client"}) {
+    const CommandResult run = Shell(absl::StrCat(
+        BLOOM_BENCH_PATH, " --target=bloom --transport=", transport, " --address=127.0.0.1:", port,
+        " --duration=1s --clients=20 --batch=1 --mix=both --keys=uniform --key_space=100000",
+        " --capacity=1000 --filters=100 --server_pid=", echo));
+    EXPECT_EQ(run.exit_code, 0) << transport << ": " << run.out;
+    EXPECT_TRUE(absl::StrContains(run.out, "keys/s")) << transport << ": " << run.out;
+  }
+  kill(echo, SIGTERM);
+  waitpid(echo, nullptr, 0);
+}
+
 TEST(BenchSmokeTest, RedisBitmapBaselineVerifiesAndBloomModuleIsSkippedCleanly) {
   bloomtest::TempDir dir;
   // A free port: bind, read, close (the race with other processes is acceptable in a test).

@@ -11,7 +11,9 @@
 # bloom-server is driven three ways (bloom-bench --transport): unary calls, a raw Pipeline
 # stream per client with one operation in flight, and the C++ client's pipelined mode shared by
 # all clients (coalescing). The "echo" rows are the floor: a bare gRPC service answering the
-# same messages without any filter work (bloom-bench --serve_echo).
+# same messages without any filter work (bloom-bench --serve_echo), through each transport: for
+# the pipelined client it is the most keys/s this machine gives with the client beside the
+# server, whatever the server does.
 #
 #   tests/bench/compare.sh                 # scenarios 1 2 3 5 6 (10 s each)
 #   SCENARIOS="1 2 3 4 5 6" tests/bench/compare.sh   # 4: a 100M-item filter (minutes to load)
@@ -122,6 +124,7 @@ unbatched() {  # unbatched SCENARIO ARGS...: small calls, where the transport de
   run "$scenario" bloom bloom/client "$@"
   run "$scenario" echo bloom/unary "$@"
   run "$scenario" echo bloom/pipeline "$@"
+  run "$scenario" echo bloom/client "$@"
   run "$scenario" redis-mem redis-bitmap "$@"
   run "$scenario" redis-mem redis-bf "$@"
   run "$scenario" redis-aof redis-bf "$@"
