@@ -72,32 +72,35 @@ rocksdb::ColumnFamilyOptions BitsFamilyOptions(const std::shared_ptr<rocksdb::Ca
   return options;
 }
 
-// The journal's memtable: buckets by filter generation, each its own skip list. Each bucket in
-// use costs about 330 bytes of the memtable's arena (the list's head and search path at full
-// height), so 16,384 buckets add at most ~5 MB to a memtable (256K, tried first, added 55 MB
-// with 300,000 filters journalled and made the memtable flush at once). Full height (12 levels,
-// RocksDB's own default) because one hot filter puts all its records, and the point deletes
-// that trim them, into one bucket: at the factory's default of 4 levels such a bucket is a
-// list of hundreds of thousands scanned per insert (a single filter's adds, one key per
-// Pipeline message, went from 12.5 to 29 us of server CPU per key).
-constexpr size_t kJournalMemtableBuckets = 1 << 14;
-constexpr int32_t kJournalBucketHeight = 12;
-constexpr int32_t kJournalBucketBranching = 4;
+// The journal's memtable: 256K buckets by filter generation (2 MB of pointers per memtable),
+// each a sorted linked list of its few records, or, past kJournalSkipListThreshold records
+// (one busy filter, whose records and the point deletes that trim them share its bucket), a
+// skip list at full height (12 levels, RocksDB's default).
+constexpr size_t kJournalMemtableBuckets = 1 << 18;
+constexpr uint32_t kJournalSkipListThreshold = 64;
 
 // The journal takes one record per add of each filter, keyed by (generation, seq): adds to many
 // per-user filters insert at random places. In RocksDB's default memtable, one skip list for
 // all, each such insert missed the cache at every level (InlineSkipList::FindSpliceForLevel, a
 // sixth of the server's CPU with 100,000 per-user filters, one key per call through the
-// pipelined client). Hashed by generation, an insert touches one bucket and its short list:
-// 8% less server CPU per key there on average (6 alternating pairings with the default
-// memtable, 0-18% each; 256K buckets, too costly, gave 15%). The price, paid where it is
+// pipelined client). Hashed by generation, an insert touches one bucket and its short list.
+// Buckets as skip lists (HashSkipList) cost ~330 bytes of arena each at the height a busy
+// filter needs, so there could be only 16,384 of them (5 MB; 256K added 55 MB and made the
+// memtable flush at once): with 100,000 journalled filters their lists held tens of records,
+// and searching them was still 13% of the server's CPU (Debian's RocksDB, built with
+// assertions, also searches once more per insert to assert the key is new). Linked-list
+// buckets cost 8 bytes each, so 16 times as many hold a few records: 12-14% less server CPU per
+// key than HashSkipList with those filters existing, one key per call through the pipelined
+// client (3 alternating pairings; 0-8% while they are being created, whose first adds write
+// pages, not journal records), none worse for one hot filter. The price, paid where it is
 // cheap: the memtable iterates in key order only within a generation (GenerationScan below),
 // and a full scan (Scan, at start-up) sorts a copy of it.
 rocksdb::ColumnFamilyOptions JournalFamilyOptions(const std::shared_ptr<rocksdb::Cache>& cache) {
   rocksdb::ColumnFamilyOptions options = BitsFamilyOptions(cache);
   options.prefix_extractor.reset(rocksdb::NewFixedPrefixTransform(kGenerationPrefixBytes));
-  options.memtable_factory.reset(rocksdb::NewHashSkipListRepFactory(
-      kJournalMemtableBuckets, kJournalBucketHeight, kJournalBucketBranching));
+  options.memtable_factory.reset(rocksdb::NewHashLinkListRepFactory(
+      kJournalMemtableBuckets, /*huge_page_tlb_size=*/0, /*bucket_entries_logging_threshold=*/0,
+      /*if_log_bucket_dist_when_flash=*/false, kJournalSkipListThreshold));
   return options;
 }
 
