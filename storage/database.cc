@@ -72,35 +72,44 @@ rocksdb::ColumnFamilyOptions BitsFamilyOptions(const std::shared_ptr<rocksdb::Ca
   return options;
 }
 
-// The journal's memtable: 256K buckets by filter generation (2 MB of pointers per memtable),
-// each a sorted linked list of its few records, or, past kJournalSkipListThreshold records
-// (one busy filter, whose records and the point deletes that trim them share its bucket), a
-// skip list at full height (12 levels, RocksDB's default).
-constexpr size_t kJournalMemtableBuckets = 1 << 18;
-constexpr uint32_t kJournalSkipListThreshold = 64;
+// The memtables of the journal and of the pages: 256K buckets by filter generation (2 MB of
+// pointers per memtable), each a sorted linked list of its few records, or, past
+// kGenerationSkipListThreshold records (one busy filter's: its records and the point deletes
+// that trim them share its bucket), a skip list at full height (12 levels, RocksDB's default).
+constexpr size_t kGenerationMemtableBuckets = 1 << 18;
+constexpr uint32_t kGenerationSkipListThreshold = 64;
 
-// The journal takes one record per add of each filter, keyed by (generation, seq): adds to many
-// per-user filters insert at random places. In RocksDB's default memtable, one skip list for
-// all, each such insert missed the cache at every level (InlineSkipList::FindSpliceForLevel, a
-// sixth of the server's CPU with 100,000 per-user filters, one key per call through the
-// pipelined client). Hashed by generation, an insert touches one bucket and its short list.
+// The journal takes one record per add of each filter, keyed by (generation, seq), and the
+// pages family a page for each filter created on first add (its first checkpoint, keyed by
+// generation, sub-filter and page): with many per-user filters both insert at random places.
+// In RocksDB's default memtable, one skip list for all, each such insert missed the cache at
+// every level (InlineSkipList::FindSpliceForLevel, a sixth of the server's CPU for the journal
+// with 100,000 per-user filters, one key per call through the pipelined client). Hashed by
+// generation, an insert touches one bucket and its short list.
+//
 // Buckets as skip lists (HashSkipList) cost ~330 bytes of arena each at the height a busy
-// filter needs, so there could be only 16,384 of them (5 MB; 256K added 55 MB and made the
+// filter needs, so the journal had only 16,384 of them (5 MB; 256K added 55 MB and made the
 // memtable flush at once): with 100,000 journalled filters their lists held tens of records,
 // and searching them was still 13% of the server's CPU (Debian's RocksDB, built with
 // assertions, also searches once more per insert to assert the key is new). Linked-list
-// buckets cost 8 bytes each, so 16 times as many hold a few records: 12-14% less server CPU per
-// key than HashSkipList with those filters existing, one key per call through the pipelined
-// client (3 alternating pairings; 0-8% while they are being created, whose first adds write
-// pages, not journal records), none worse for one hot filter. The price, paid where it is
-// cheap: the memtable iterates in key order only within a generation (GenerationScan below),
-// and a full scan (Scan, at start-up) sorts a copy of it.
-rocksdb::ColumnFamilyOptions JournalFamilyOptions(const std::shared_ptr<rocksdb::Cache>& cache) {
+// buckets cost 8 bytes each, so 16 times as many hold a few records each. Measured with
+// alternating servers, one key per call to 100,000 per-user filters: through the pipelined
+// client with the filters existing, 12-14% less server CPU per key for the journal's (3
+// pairings, none worse for one hot filter); over raw Pipeline streams, where most adds create
+// their filter, 7% less on average for the pages' as well (7 pairings, 0-14%).
+//
+// The price, paid where it is cheap: these memtables iterate in key order only within a
+// generation (GenerationScan below, how one filter's pages and journal are read), and a full
+// scan (Scan, at start-up) sorts a copy. The metadata family stays ordered: List pages through
+// it by name, and Get reads it by name.
+rocksdb::ColumnFamilyOptions GenerationHashedFamilyOptions(
+    const std::shared_ptr<rocksdb::Cache>& cache) {
   rocksdb::ColumnFamilyOptions options = BitsFamilyOptions(cache);
   options.prefix_extractor.reset(rocksdb::NewFixedPrefixTransform(kGenerationPrefixBytes));
   options.memtable_factory.reset(rocksdb::NewHashLinkListRepFactory(
-      kJournalMemtableBuckets, /*huge_page_tlb_size=*/0, /*bucket_entries_logging_threshold=*/0,
-      /*if_log_bucket_dist_when_flash=*/false, kJournalSkipListThreshold));
+      kGenerationMemtableBuckets, /*huge_page_tlb_size=*/0,
+      /*bucket_entries_logging_threshold=*/0, /*if_log_bucket_dist_when_flash=*/false,
+      kGenerationSkipListThreshold));
   return options;
 }
 
@@ -185,9 +194,9 @@ absl::Status Database::OpenRocksDb() {
   // Recovery from write errors is driven by Write() (Resume) and Reopen(), not by RocksDB's
   // background retries.
   options.max_bgerror_resume_count = 0;
-  // Only RocksDB's default skip list takes concurrent inserts (the journal's hashed memtable
-  // does not). Little is lost: the group committer (group_commit.h) writes most adds in one
-  // batch from one thread already.
+  // Only RocksDB's default skip list takes concurrent inserts (the hashed memtables of the
+  // pages and the journal do not). Little is lost: the group committer (group_commit.h) writes most
+  // adds in one batch from one thread already.
   options.allow_concurrent_memtable_write = false;
   options.statistics = statistics_;
   options.info_log = std::make_shared<ServerLogLogger>();
@@ -200,8 +209,8 @@ absl::Status Database::OpenRocksDb() {
   const std::vector<rocksdb::ColumnFamilyDescriptor> families = {
       {rocksdb::kDefaultColumnFamilyName, default_options},
       {"filters", MetadataFamilyOptions(cache)},
-      {"blocks", BitsFamilyOptions(cache)},
-      {"journal", JournalFamilyOptions(cache)},
+      {"blocks", GenerationHashedFamilyOptions(cache)},
+      {"journal", GenerationHashedFamilyOptions(cache)},
   };
   RETURN_IF_ERROR(CheckRoomToOpen(dir_));
   rocksdb::DB* raw = nullptr;
@@ -422,7 +431,7 @@ std::unique_ptr<rocksdb::Iterator> Database::Scan(rocksdb::ColumnFamilyHandle* f
   rocksdb::ReadOptions options;
   options.fill_cache = false;
   options.readahead_size = 4 << 20;
-  options.total_order_seek = true;  // the journal's memtable is hashed by generation
+  options.total_order_seek = true;  // the pages' and journal's memtables are hashed
   return NewIterator(options, family);
 }
 

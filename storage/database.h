@@ -106,7 +106,7 @@ class Database {
 
 // The keys of one filter generation in a family keyed by it (blocks, journal), in key order,
 // positioned at the first. Use this, not a seek of Scan(), for one generation: it reads only
-// that generation's bucket of the journal's hashed memtable.
+// that generation's bucket of the hashed memtables (the journal's and the pages').
 class GenerationScan {
  public:
   GenerationScan(const Database& db, rocksdb::ColumnFamilyHandle* family, uint64_t generation);
