@@ -12,6 +12,11 @@ void CheckpointSchedule::Changed(absl::string_view name) {
   changed_names_.emplace_back(name);
 }
 
+void CheckpointSchedule::Overdue(absl::string_view name) {
+  bloomsync::MutexLock lock(&queue_mu_);
+  overdue_names_.emplace_back(name);
+}
+
 void CheckpointSchedule::Watch(const std::shared_ptr<StoredFilter>& filter) {
   if (filter->HasUnpersistedChanges()) filter->MarkChanged();
   if (!filter->windowed() && !filter->has_idle_ttl()) return;
@@ -19,20 +24,39 @@ void CheckpointSchedule::Watch(const std::shared_ptr<StoredFilter>& filter) {
   watch_queue_.emplace_back(filter);
 }
 
-void CheckpointSchedule::TakeQueued(
+int64_t CheckpointSchedule::DueMicros(const StoredFilter& filter, int64_t now_micros,
+                                      absl::Duration interval) {
+  if (filter.JournalOverdue()) return now_micros;
+  return absl::ToUnixMicros(filter.last_checkpoint() + interval);
+}
+
+std::vector<std::shared_ptr<StoredFilter>> CheckpointSchedule::TakeQueued(
+    int64_t now_micros, absl::Duration interval,
     absl::FunctionRef<std::shared_ptr<StoredFilter>(absl::string_view)> find) {
   std::vector<std::string> names;
+  std::vector<std::string> overdue_names;
   std::vector<std::weak_ptr<StoredFilter>> watched;
   {
     bloomsync::MutexLock lock(&queue_mu_);
     names.swap(changed_names_);
+    overdue_names.swap(overdue_names_);
     watched.swap(watch_queue_);
   }
   for (const std::string& name : names) {
     // Not found: deleted or evicted since (either checkpointed it). Found, it may be a newer
     // object of that name: visiting it costs one test if it has nothing to checkpoint.
+    if (std::shared_ptr<StoredFilter> filter = find(name);
+        filter != nullptr && changed_.insert(filter.get()).second) {
+      due_.push_back({DueMicros(*filter, now_micros, interval), filter.get(), filter});
+      std::push_heap(due_.begin(), due_.end(), LaterDue);
+    }
+  }
+  // Their entries in due_ stay where they are: visited again when due, they then have
+  // nothing to checkpoint, or what came since.
+  std::vector<std::shared_ptr<StoredFilter>> overdue;
+  for (const std::string& name : overdue_names) {
     if (std::shared_ptr<StoredFilter> filter = find(name); filter != nullptr) {
-      changed_.try_emplace(filter.get(), filter);
+      overdue.push_back(std::move(filter));
     }
   }
   for (const std::weak_ptr<StoredFilter>& weak : watched) {
@@ -41,6 +65,7 @@ void CheckpointSchedule::TakeQueued(
     if (filter->windowed()) windowed_.push_back(weak);
     if (filter->has_idle_ttl()) PushIdle(filter);
   }
+  return overdue;
 }
 
 void CheckpointSchedule::PushIdle(const std::shared_ptr<StoredFilter>& filter) {
@@ -56,10 +81,15 @@ void CheckpointSchedule::PushIdle(const std::shared_ptr<StoredFilter>& filter) {
 }
 
 void CheckpointSchedule::Pass(
-    absl::Time idle_now, absl::FunctionRef<std::shared_ptr<StoredFilter>(absl::string_view)> find,
+    absl::Time now, absl::Duration interval, absl::Time idle_now,
+    absl::FunctionRef<std::shared_ptr<StoredFilter>(absl::string_view)> find,
     absl::FunctionRef<bool(const std::shared_ptr<StoredFilter>&)> visit) {
   bloomsync::MutexLock pass(&pass_mu_);
-  TakeQueued(find);
+  const int64_t now_micros = absl::ToUnixMicros(now);
+  for (const std::shared_ptr<StoredFilter>& filter : TakeQueued(now_micros, interval, find)) {
+    // One that stopped the pass is reported again by its next add, or due in its turn.
+    if (filter->usable() && !filter->evicted() && !visit(filter)) return;
+  }
 
   // Windowed filters, every pass. An evicted or unusable object is done with: a reload is a
   // new object, watched anew.
@@ -72,30 +102,41 @@ void CheckpointSchedule::Pass(
   });
   if (stopped) return;
 
-  // Changed filters, until a visit leaves nothing to checkpoint.
-  for (auto it = changed_.begin(); it != changed_.end();) {
-    const std::shared_ptr<StoredFilter> filter = it->second.lock();
+  // Changed filters whose checkpoint is due, until a visit leaves nothing to checkpoint. One
+  // kept goes back in at its next due time, at the earliest the next pass (a checkpoint that
+  // failed is retried then).
+  while (!due_.empty() && due_.front().due_micros <= now_micros) {
+    std::pop_heap(due_.begin(), due_.end(), LaterDue);
+    DueEntry entry = std::move(due_.back());
+    due_.pop_back();
+    const std::shared_ptr<StoredFilter> filter = entry.filter.lock();
     if (filter != nullptr && filter->usable() && !filter->evicted()) {
-      if (!visit(filter)) return;
+      if (!visit(filter)) {
+        due_.push_back(std::move(entry));
+        std::push_heap(due_.begin(), due_.end(), LaterDue);
+        return;
+      }
       if (filter->HasUnpersistedChanges() || filter->Unschedule()) {
-        ++it;
+        entry.due_micros = std::max(DueMicros(*filter, now_micros, interval), now_micros + 1);
+        due_.push_back(std::move(entry));
+        std::push_heap(due_.begin(), due_.end(), LaterDue);
         continue;
       }
     }
-    changed_.erase(it++);
+    changed_.erase(entry.key);
   }
 
   // Filters with an idle_ttl whose expiry came: expired by the visit unless used since (then
   // back in at their new expiry) or their deletion failed (then again next pass).
-  const int64_t now_micros = absl::ToUnixMicros(idle_now);
-  while (!idle_.empty() && idle_.front().expires_micros <= now_micros) {
+  const int64_t idle_now_micros = absl::ToUnixMicros(idle_now);
+  while (!idle_.empty() && idle_.front().expires_micros <= idle_now_micros) {
     std::pop_heap(idle_.begin(), idle_.end(), LaterExpiry);
     const std::shared_ptr<StoredFilter> filter = idle_.back().filter.lock();
     idle_.pop_back();
     if (filter == nullptr || filter->evicted() || !filter->usable()) continue;
     const absl::optional<absl::Time> at = filter->IdleExpiresAt();
     if (!at.has_value()) continue;
-    if (absl::ToUnixMicros(*at) <= now_micros) {
+    if (absl::ToUnixMicros(*at) <= idle_now_micros) {
       if (!visit(filter)) {
         PushIdle(filter);
         return;
@@ -103,7 +144,7 @@ void CheckpointSchedule::Pass(
       if (filter->evicted() || !filter->usable()) continue;  // expired (or evicted meanwhile)
       // Still here: its deletion failed, or it is an object no longer registered (which ends
       // when its last reference goes). Again next pass.
-      idle_.push_back({now_micros + 1, filter});
+      idle_.push_back({idle_now_micros + 1, filter});
       std::push_heap(idle_.begin(), idle_.end(), LaterExpiry);
       continue;
     }

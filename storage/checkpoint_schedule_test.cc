@@ -60,6 +60,49 @@ TEST(StoredFilterScheduleTest, TheFirstChangeSchedulesOnceAndARacingChangeKeepsI
   EXPECT_EQ(schedule.sizes().changed, 1u);
 }
 
+// A changed filter is visited when its checkpoint is due (last checkpoint + interval), not by
+// every pass before that; one reported overdue is visited by the next pass; one whose visit
+// left its changes (a checkpoint that failed) again by the pass after.
+TEST(StoredFilterScheduleTest, AChangedFilterIsVisitedWhenDueOrWhenReportedOverdue) {
+  CheckpointSchedule schedule;
+  StoreContext context;
+  context.schedule = &schedule;
+  const std::shared_ptr<StoredFilter> filter(LoneFilter(&context).release());
+  const auto find = [&](absl::string_view name) {
+    return name == filter->name() ? filter : nullptr;
+  };
+  int visits = 0;
+  const auto visit = [&](const std::shared_ptr<StoredFilter>& visited) {
+    EXPECT_EQ(visited, filter);
+    ++visits;
+    return true;  // checkpoints nothing: the changes stay
+  };
+  const uint64_t hashes[] = {1, 2, 3};
+  bool present[3];
+  ASSERT_OK(filter->MightContain(hashes, present));
+  const absl::Duration interval = absl::Seconds(30);
+  const absl::Time last = filter->last_checkpoint();
+  const absl::Time never = absl::InfinitePast();  // no idle filters here
+
+  for (int second = 1; second < 30; second += 7) {
+    schedule.Pass(last + absl::Seconds(second), interval, never, find, visit);
+  }
+  EXPECT_EQ(visits, 0);
+  EXPECT_EQ(schedule.sizes().changed, 1u);
+
+  schedule.Overdue(filter->name());
+  schedule.Pass(last + absl::Seconds(29), interval, never, find, visit);
+  EXPECT_EQ(visits, 1);  // the report, once
+  schedule.Pass(last + absl::Milliseconds(29'500), interval, never, find, visit);
+  EXPECT_EQ(visits, 1);
+
+  schedule.Pass(last + absl::Seconds(31), interval, never, find, visit);
+  EXPECT_EQ(visits, 2);  // due
+  schedule.Pass(last + absl::Seconds(32), interval, never, find, visit);
+  EXPECT_EQ(visits, 3);  // its changes are still there: retried each pass
+  EXPECT_EQ(schedule.sizes().changed, 1u);
+}
+
 class CheckpointScheduleTest : public ::testing::Test {
  protected:
   void Open(absl::Duration checkpoint_interval) {
@@ -114,6 +157,24 @@ TEST_F(CheckpointScheduleTest, HoldsOnlyChangedFiltersUntilTheirCheckpoint) {
   absl::StatusOr<FilterInfo> info = store_->Stats("user:8");
   ASSERT_OK(info.status());
   EXPECT_EQ(info->checks, 10u);
+}
+
+// A journal that grows as large as the bits (and 1 MiB) is checkpointed within a pass or two,
+// though the interval is an hour away: the add that makes it so reports it.
+TEST_F(CheckpointScheduleTest, AnOverdueJournalIsCheckpointedBeforeTheInterval) {
+  Open(/*checkpoint_interval=*/absl::Hours(1));
+  ASSERT_OK(store_->Reserve("big", {200'000, 0.01}).status());
+  // A first add, and a pass that takes the filter into the schedule, due in an hour.
+  ASSERT_OK(store_->Add("big", Views(Items("first", 0, 10)), nullptr).status());
+  absl::SleepFor(absl::Milliseconds(2500));
+  // 8 bytes of journal per new item: 140,000 items make 1.1 MB, more than the bits (234 KiB).
+  for (int batch = 0; batch < 140; ++batch) {
+    ASSERT_OK(
+        store_->Add("big", Views(Items(absl::StrCat("b", batch, "-"), 0, 1000)), nullptr).status());
+  }
+  ASSERT_TRUE(WaitFor([&] { return store_->Figures().checkpoints >= 1; }))
+      << store_->Figures().journal_pending_bytes << " journal bytes pending";
+  EXPECT_LT(store_->Figures().journal_pending_bytes, 1u << 20);
 }
 
 TEST_F(CheckpointScheduleTest, NoChangeRacingThePassesIsLeftUncheckpointed) {

@@ -596,7 +596,8 @@ void FilterStore::CheckpointLoop() {
     if (closed_.load()) return;
     const absl::Time now = absl::Now();
     schedule_.Pass(
-        options_.clock->Now(), [this](absl::string_view name) { return Find(name); },
+        now, options_.checkpoint_interval, options_.clock->Now(),
+        [this](absl::string_view name) { return Find(name); },
         [&](const std::shared_ptr<StoredFilter>& filter) {
           return VisitForCheckpoint(filter, now);
         });

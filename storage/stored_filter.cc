@@ -223,6 +223,12 @@ void StoredFilter::FinishRecovery(uint64_t next_seq, uint64_t replayed_bytes) {
 
 void StoredFilter::NotifySchedule() const { context_->schedule->Changed(name_); }
 
+void StoredFilter::ReportIfOverdue() {
+  if (context_->schedule == nullptr || (change_flags_.load() & kOverdue) != 0) return;
+  if (!JournalOverdue()) return;
+  if ((change_flags_.fetch_or(kOverdue) & kOverdue) == 0) context_->schedule->Overdue(name_);
+}
+
 absl::Status StoredFilter::Addable() const {
   RETURN_IF_ERROR(Usable());
   if (evicted()) return EvictedError();
@@ -322,8 +328,9 @@ void StoredFilter::FinishGroupAdd(const GroupedAdd& grouped, bool written) {
     return;
   }
   filter_->CommitAdd(grouped.prepared);
-  journal_bytes_.fetch_add(grouped.journal_bytes);
+  const uint64_t journal = journal_bytes_.fetch_add(grouped.journal_bytes) + grouped.journal_bytes;
   if (grouped.journal_bytes > 0) MarkChanged();
+  if (journal >= kMinJournalBytesForEarlyCheckpoint) ReportIfOverdue();
   if (grouped.wrote_pages) {
     // The pages just written hold these bits, and no other add ran meanwhile (apply_mu_ is
     // held exclusively): nothing is dirty, and the record written is the last checkpoint.
@@ -516,6 +523,7 @@ absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting) {
     next.checks = checks_.load();
     next.check_hits = check_hits_.load();
     journal_bytes = journal_bytes_.exchange(0);
+    change_flags_.fetch_and(static_cast<uint8_t>(~kOverdue));
     bool any_dirty = false;
     for (bloom::SubFilter* sub = filter_->first(); sub != nullptr; sub = sub->next()) {
       next.items_added.push_back(sub->items_added());
@@ -559,6 +567,7 @@ absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting) {
     if (checks_changed) change_flags_.fetch_or(kChecksChanged);
     // A pass may have dropped this filter meanwhile, finding nothing to checkpoint.
     if (journal_bytes > 0 || checks_changed) MarkChanged();
+    ReportIfOverdue();
     return status;
   }
   last_checkpoint_second_.store(SecondsSinceEpoch(absl::Now()), std::memory_order_relaxed);
@@ -607,15 +616,17 @@ bool StoredFilter::CheckpointDue(absl::Time now, absl::Duration interval) const 
                     filter_->ExpiredThrough(filter_->clock()->Now()) >= 0)) {
     return true;
   }
-  const uint64_t journal = journal_bytes_.load(std::memory_order_relaxed);
-  const bool changed =
-      journal > 0 || (change_flags_.load(std::memory_order_relaxed) & kChecksChanged) != 0;
+  const bool changed = journal_bytes_.load(std::memory_order_relaxed) > 0 ||
+                       (change_flags_.load(std::memory_order_relaxed) & kChecksChanged) != 0;
   if (!changed) return false;
-  if (journal >= kMinJournalBytesForEarlyCheckpoint &&
-      static_cast<double>(journal) >= kJournalToBitsRatio * filter_->size_bytes()) {
-    return true;
-  }
-  return now - last_checkpoint() >= interval;
+  return JournalOverdue() || now - last_checkpoint() >= interval;
+}
+
+bool StoredFilter::JournalOverdue() const {
+  if (filter_ == nullptr) return false;
+  const uint64_t journal = journal_bytes_.load(std::memory_order_relaxed);
+  return journal >= kMinJournalBytesForEarlyCheckpoint &&
+         static_cast<double>(journal) >= kJournalToBitsRatio * filter_->size_bytes();
 }
 
 absl::Status StoredFilter::Delete(bool sync) {

@@ -171,6 +171,10 @@ class StoredFilter {
   // slices, or there are unpersisted changes and either `interval` passed since the last
   // checkpoint or the journal grew as large as the bits.
   bool CheckpointDue(absl::Time now, absl::Duration interval) const;
+  // Whether the journal has grown as large as the bits (and at least 1 MiB): a checkpoint is
+  // due now, whatever the interval says, so that a restart does not replay more than the
+  // filter itself. The first add that makes it so tells the schedule (Overdue).
+  bool JournalOverdue() const;
   // Journal bytes written since the last checkpoint (what a restart would replay).
   uint64_t journal_bytes() const { return journal_bytes_.load(std::memory_order_relaxed); }
   // Whether a checkpoint has anything to write: adds journalled or checks counted since the
@@ -350,6 +354,10 @@ class StoredFilter {
   absl::Status PersistNewSubFilter(const bloom::SubFilter& sub, bool sync);
   // MarkChanged's call into the schedule, out of line (the name's copy).
   void NotifySchedule() const;
+  // After the journal grew: tells the schedule the first time JournalOverdue() holds since the
+  // last checkpoint (kOverdue). A report racing a checkpoint may leave the flag set until the
+  // next one: the filter is then checkpointed when its interval is up, as before the report.
+  void ReportIfOverdue();
   // For the creating add holding apply_mu_ exclusively: puts the creation record as a
   // checkpoint that counts the prepared add, and the pages its bits make of the empty filter,
   // into `batch`. False, with nothing put, for an add this does not fit (items beyond the
@@ -400,9 +408,11 @@ class StoredFilter {
   // kChecksChanged: checks made since the last checkpoint: a checkpoint writes the counters.
   // MightContain sets it after counting, the checkpoint clears it before it reads the
   // counters (both seq_cst), so no check goes uncounted by one or the other. kScheduled: the
-  // checkpoint schedule has this filter (MarkChanged). One byte for both.
+  // checkpoint schedule has this filter (MarkChanged). kOverdue: the schedule was told that the
+  // journal is overdue (ReportIfOverdue); a checkpoint clears it. One byte for the three.
   static constexpr uint8_t kChecksChanged = 1;
   static constexpr uint8_t kScheduled = 2;
+  static constexpr uint8_t kOverdue = 4;
   std::atomic<uint8_t> change_flags_{0};
   // One byte for the three, beside the five above and the pins below (the object's size).
   const bool generation_known_ : 1 = true;  // false for an unreadable metadata record
