@@ -45,6 +45,7 @@ std::vector<std::shared_ptr<StoredFilter>> CheckpointSchedule::TakeQueued(
   for (const std::string& name : names) {
     // Not found: deleted or evicted since (either checkpointed it). Found, it may be a newer
     // object of that name: visiting it costs one test if it has nothing to checkpoint.
+    if (due_.size() >= due_prune_at_) PruneDue();
     if (std::shared_ptr<StoredFilter> filter = find(name);
         filter != nullptr && changed_.insert(filter.get()).second) {
       due_.push_back({DueMicros(*filter, now_micros, interval), filter.get(), filter});
@@ -66,6 +67,16 @@ std::vector<std::shared_ptr<StoredFilter>> CheckpointSchedule::TakeQueued(
     if (filter->has_idle_ttl()) PushIdle(filter);
   }
   return overdue;
+}
+
+void CheckpointSchedule::PruneDue() {
+  std::erase_if(due_, [&](const DueEntry& entry) {
+    if (!entry.filter.expired()) return false;
+    changed_.erase(entry.key);
+    return true;
+  });
+  std::make_heap(due_.begin(), due_.end(), LaterDue);
+  due_prune_at_ = std::max(kMinIdlePruneAt, 2 * due_.size());
 }
 
 void CheckpointSchedule::PushIdle(const std::shared_ptr<StoredFilter>& filter) {

@@ -114,6 +114,12 @@ class CheckpointSchedule {
   // and a new one's) is kept once. Each has one entry in due_, a min-heap by due_micros.
   absl::flat_hash_set<const StoredFilter*> changed_ ABSL_GUARDED_BY(pass_mu_);
   std::vector<DueEntry> due_ ABSL_GUARDED_BY(pass_mu_);
+  // The entries of changed filters freed since (evicted, deleted) wait until they are due, up
+  // to an interval, each holding its object's memory: under eviction churn (tens of thousands
+  // of loads a second, each changed) that was hundreds of MB beyond the memory budget. At this
+  // size due_ drops them, as idle_ does below.
+  size_t due_prune_at_ ABSL_GUARDED_BY(pass_mu_) = kMinIdlePruneAt;
+  void PruneDue() ABSL_EXCLUSIVE_LOCKS_REQUIRED(pass_mu_);
   std::vector<std::weak_ptr<StoredFilter>> windowed_ ABSL_GUARDED_BY(pass_mu_);
   std::vector<IdleEntry> idle_ ABSL_GUARDED_BY(pass_mu_);  // a min-heap by expires_micros
   // The heap's entries for filters freed since (evicted, deleted) wait for their expiry, which

@@ -283,6 +283,35 @@ TEST_F(CheckpointScheduleTest, IdleEntriesOfEvictedFiltersDoNotPileUp) {
   EXPECT_EQ(figures.filters_expired, 0u);
 }
 
+// The same for changed filters: each load below is changed by its add, those resident at a
+// pass are taken into the schedule, due in an hour, and most are evicted long before. Without
+// pruning their entries would pile up, one per such load.
+TEST_F(CheckpointScheduleTest, ChangedEntriesOfEvictedFiltersDoNotPileUp) {
+  store_.reset();
+  StoreOptions options;
+  options.data_dir = dir_.path();
+  options.background_checkpoints = true;
+  options.checkpoint_interval = absl::Hours(1);
+  options.memory_limit_bytes = 700 * ResidentCharge(1472, 1);
+  options.clock = &clock_;
+  absl::StatusOr<std::unique_ptr<FilterStore>> store = FilterStore::Open(options);
+  ASSERT_OK(store.status());
+  store_ = *std::move(store);
+  const bloom::FilterSpec spec{1000, 0.01};
+  constexpr int kFilters = 1500;
+  for (int round = 0; round < 5; ++round) {
+    for (int f = 0; f < kFilters; ++f) {
+      ASSERT_OK(store_->Add(absl::StrCat("feed:", f), Views(Items("x", round, round + 1)), &spec)
+                    .status());
+    }
+    absl::SleepFor(absl::Milliseconds(1200));  // a pass
+  }
+  const StoreFigures figures = store_->Figures();
+  ASSERT_GT(figures.evictions, static_cast<uint64_t>(3 * kFilters));
+  // 692 held against 692 resident here; 2,700 without pruning.
+  EXPECT_LE(store_->CheckpointScheduleSizes().changed, 2 * figures.resident_filters + 100);
+}
+
 TEST_F(CheckpointScheduleTest, WindowedFiltersAreWatchedWhileResident) {
   Open(/*checkpoint_interval=*/absl::Seconds(30));
   bloom::FilterSpec windowed{1000, 0.01, 0, false};
