@@ -105,16 +105,36 @@ TEST(StoredFilterScheduleTest, AChangedFilterIsVisitedWhenDueOrWhenReportedOverd
 
 class CheckpointScheduleTest : public ::testing::Test {
  protected:
-  void Open(absl::Duration checkpoint_interval) {
+  // `memory_limit_bytes` 0: none.
+  void Open(absl::Duration checkpoint_interval, uint64_t memory_limit_bytes = 0) {
     store_.reset();
     StoreOptions options;
     options.data_dir = dir_.path();
     options.background_checkpoints = true;
     options.checkpoint_interval = checkpoint_interval;
+    options.memory_limit_bytes = memory_limit_bytes;
     options.clock = &clock_;
     absl::StatusOr<std::unique_ptr<FilterStore>> store = FilterStore::Open(options);
     ASSERT_OK(store.status());
     store_ = *std::move(store);
+  }
+
+  // A memory limit that holds about 700 small filters, and 5 rounds of one add to each of
+  // kChurnFilters with `spec` (a pass after each): the last ~700 of a round stay resident
+  // through a pass, and the next round evicts them. Returns the figures after the last pass.
+  static constexpr int kChurnFilters = 1500;
+  static constexpr uint64_t kChurnMemoryLimit = 700 * ResidentCharge(1472, 1);
+  StoreFigures Churn(const bloom::FilterSpec& spec) {
+    for (int round = 0; round < 5; ++round) {
+      for (int f = 0; f < kChurnFilters; ++f) {
+        EXPECT_OK(store_->Add(absl::StrCat("feed:", f), Views(Items("x", round, round + 1)), &spec)
+                      .status());
+      }
+      absl::SleepFor(absl::Milliseconds(1200));  // a pass
+    }
+    const StoreFigures figures = store_->Figures();
+    EXPECT_GT(figures.evictions, static_cast<uint64_t>(3 * kChurnFilters));
+    return figures;
   }
 
   bloomtest::TempDir dir_;
@@ -253,31 +273,13 @@ TEST_F(CheckpointScheduleTest, IdleFiltersWaitForTheirExpiryAndUseMovesIt) {
 }
 
 TEST_F(CheckpointScheduleTest, IdleEntriesOfEvictedFiltersDoNotPileUp) {
-  // A limit that holds about 700 small filters, and rounds over 1,500: the last ~700 of a
-  // round stay resident through a pass, which puts them in the heap, and the next round
-  // evicts them. Their expiry is an hour away, so without pruning the heap would keep an
-  // entry (and its object's memory) per load until then: about 3,500 here.
-  store_.reset();
-  StoreOptions options;
-  options.data_dir = dir_.path();
-  options.background_checkpoints = true;
-  options.memory_limit_bytes = 700 * ResidentCharge(1472, 1);
-  options.clock = &clock_;
-  absl::StatusOr<std::unique_ptr<FilterStore>> store = FilterStore::Open(options);
-  ASSERT_OK(store.status());
-  store_ = *std::move(store);
+  // The filters resident at a pass go into the idle heap, and the next round evicts them.
+  // Their expiry is an hour away, so without pruning the heap would keep an entry (and its
+  // object's memory) per load until then: about 3,500 here.
+  Open(/*checkpoint_interval=*/absl::Seconds(30), kChurnMemoryLimit);
   bloom::FilterSpec idle{1000, 0.01};
   idle.idle_ttl = absl::Hours(1);
-  constexpr int kFilters = 1500;
-  for (int round = 0; round < 5; ++round) {
-    for (int f = 0; f < kFilters; ++f) {
-      ASSERT_OK(store_->Add(absl::StrCat("feed:", f), Views(Items("x", round, round + 1)), &idle)
-                    .status());
-    }
-    absl::SleepFor(absl::Milliseconds(1200));  // a pass
-  }
-  const StoreFigures figures = store_->Figures();
-  ASSERT_GT(figures.evictions, static_cast<uint64_t>(3 * kFilters));
+  const StoreFigures figures = Churn(idle);
   // At most twice the live entries at the last pruning (with a floor of 1,024).
   EXPECT_LE(store_->CheckpointScheduleSizes().idle, 2 * figures.resident_filters + 100);
   EXPECT_EQ(figures.filters_expired, 0u);
@@ -287,27 +289,8 @@ TEST_F(CheckpointScheduleTest, IdleEntriesOfEvictedFiltersDoNotPileUp) {
 // pass are taken into the schedule, due in an hour, and most are evicted long before. Without
 // pruning their entries would pile up, one per such load.
 TEST_F(CheckpointScheduleTest, ChangedEntriesOfEvictedFiltersDoNotPileUp) {
-  store_.reset();
-  StoreOptions options;
-  options.data_dir = dir_.path();
-  options.background_checkpoints = true;
-  options.checkpoint_interval = absl::Hours(1);
-  options.memory_limit_bytes = 700 * ResidentCharge(1472, 1);
-  options.clock = &clock_;
-  absl::StatusOr<std::unique_ptr<FilterStore>> store = FilterStore::Open(options);
-  ASSERT_OK(store.status());
-  store_ = *std::move(store);
-  const bloom::FilterSpec spec{1000, 0.01};
-  constexpr int kFilters = 1500;
-  for (int round = 0; round < 5; ++round) {
-    for (int f = 0; f < kFilters; ++f) {
-      ASSERT_OK(store_->Add(absl::StrCat("feed:", f), Views(Items("x", round, round + 1)), &spec)
-                    .status());
-    }
-    absl::SleepFor(absl::Milliseconds(1200));  // a pass
-  }
-  const StoreFigures figures = store_->Figures();
-  ASSERT_GT(figures.evictions, static_cast<uint64_t>(3 * kFilters));
+  Open(/*checkpoint_interval=*/absl::Hours(1), kChurnMemoryLimit);
+  const StoreFigures figures = Churn({1000, 0.01});
   // 692 held against 692 resident here; 2,700 without pruning.
   EXPECT_LE(store_->CheckpointScheduleSizes().changed, 2 * figures.resident_filters + 100);
 }

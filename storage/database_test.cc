@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -61,34 +62,39 @@ void WriteRecords(Database& db) {
   ASSERT_OK(db.Write(batch, /*sync=*/false, "test"));
 }
 
-// The journal records GenerationScan finds for `generation`, as "generation/seq".
-std::vector<std::string> JournalOf(const Database& db, uint64_t generation) {
+// What GenerationScan finds for `generation` in `family`, as "generation/seq" read from each
+// key by `parse` (which answers {generation, seq}), each checked against its value.
+template <typename Parse>
+std::vector<std::string> ScanOf(const Database& db, rocksdb::ColumnFamilyHandle* family,
+                                uint64_t generation, Parse parse) {
   std::vector<std::string> found;
-  GenerationScan it(db, db.journal(), generation);
+  GenerationScan it(db, family, generation);
   for (; it->Valid(); it->Next()) {
-    absl::StatusOr<JournalKeyParts> key = ParseJournalKey(it->key().ToString());
+    absl::StatusOr<std::pair<uint64_t, uint64_t>> key = parse(it->key().ToString());
     EXPECT_TRUE(key.ok()) << key.status();
     if (!key.ok()) break;
-    EXPECT_EQ(it->value().ToString(), ValueOf(key->generation, key->seq));
-    found.push_back(ValueOf(key->generation, key->seq));
+    EXPECT_EQ(it->value().ToString(), ValueOf(key->first, key->second));
+    found.push_back(ValueOf(key->first, key->second));
   }
   EXPECT_TRUE(it->status().ok()) << it->status().ToString();
   return found;
 }
-
-// The same for the pages (a page's seq is its number + 1).
+std::vector<std::string> JournalOf(const Database& db, uint64_t generation) {
+  return ScanOf(db, db.journal(), generation,
+                [](const std::string& key) -> absl::StatusOr<std::pair<uint64_t, uint64_t>> {
+                  absl::StatusOr<JournalKeyParts> parts = ParseJournalKey(key);
+                  if (!parts.ok()) return parts.status();
+                  return std::make_pair(parts->generation, parts->seq);
+                });
+}
+// A page's seq is its number + 1.
 std::vector<std::string> PagesOf(const Database& db, uint64_t generation) {
-  std::vector<std::string> found;
-  GenerationScan it(db, db.blocks(), generation);
-  for (; it->Valid(); it->Next()) {
-    absl::StatusOr<BlockKeyParts> key = ParseBlockKey(it->key().ToString());
-    EXPECT_TRUE(key.ok()) << key.status();
-    if (!key.ok()) break;
-    EXPECT_EQ(it->value().ToString(), ValueOf(key->generation, key->page + 1));
-    found.push_back(ValueOf(key->generation, key->page + 1));
-  }
-  EXPECT_TRUE(it->status().ok()) << it->status().ToString();
-  return found;
+  return ScanOf(db, db.blocks(), generation,
+                [](const std::string& key) -> absl::StatusOr<std::pair<uint64_t, uint64_t>> {
+                  absl::StatusOr<BlockKeyParts> parts = ParseBlockKey(key);
+                  if (!parts.ok()) return parts.status();
+                  return std::make_pair(parts->generation, uint64_t{parts->page} + 1);
+                });
 }
 
 // The keys of a full scan of `family`, checking that they ascend.
