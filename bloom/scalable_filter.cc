@@ -18,6 +18,12 @@ constexpr double kTightening = 0.5;
 // the steady state (window_benchmark), a tighter rate for the sub-filters of a surge.
 constexpr double kWindowSliceTightening = 0.25;
 
+// The spec a filter keeps: idle_ttl is the store's (see FilterSpec).
+FilterSpec WithoutIdleTtl(FilterSpec spec) {
+  spec.idle_ttl = absl::ZeroDuration();
+  return spec;
+}
+
 // capacity * expansion^index, saturating at UINT64_MAX.
 uint64_t SaturatingGrowth(uint64_t capacity, uint32_t expansion, int index) {
   uint64_t value = capacity;
@@ -85,14 +91,37 @@ static absl::StatusOr<SubFilterShape> ChainShape(const FilterSpec& spec, int ind
   return shape;
 }
 
-SubFilter::SubFilter(int index, SubFilterShape shape, std::unique_ptr<BlockedBloomFilter> bits,
-                     absl::optional<SliceTag> slice)
-    : slice_start_micros_(slice.has_value() ? slice->start_micros : 0),
-      slice_position_(slice.has_value() ? slice->position : index),
-      index_(index),
+absl::StatusOr<std::unique_ptr<SubFilter>> SubFilter::Create(
+    int index, SubFilterShape shape, std::unique_ptr<BlockedBloomFilter> bits,
+    absl::optional<SliceTag> slice) {
+  if (slice.has_value() && (slice->position < 0 || slice->position >= kMaxSubFilters)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sub-filter ", index, " is at position ", slice->position,
+                     " of its time slice; a slice has at most ", kMaxSubFilters, " sub-filters"));
+  }
+  const bool sliced = slice.has_value();
+  void* memory = ::operator new(AllocationBytes(sliced));
+  if (sliced) {
+    ::new (static_cast<char*>(memory) + sizeof(SubFilter)) int64_t(slice->start_micros);
+  }
+  return std::unique_ptr<SubFilter>(::new (memory) SubFilter(index, sliced ? slice->position : 0,
+                                                             sliced, shape, std::move(bits)));
+}
+
+SubFilter::SubFilter(int index, int slice_position, bool sliced, const SubFilterShape& shape,
+                     std::unique_ptr<BlockedBloomFilter> bits)
+    : index_(index),
+      slice_position_(static_cast<uint16_t>(slice_position)),
+      sliced_(sliced),
       capacity_(shape.capacity),
       error_rate_(shape.error_rate),
       bits_(std::move(bits)) {}
+
+void SubFilter::operator delete(SubFilter* sub, std::destroying_delete_t) {
+  const size_t bytes = AllocationBytes(sub->sliced_);
+  sub->~SubFilter();
+  ::operator delete(static_cast<void*>(sub), bytes);
+}
 
 SubFilter::~SubFilter() {
   // Frees the newer sub-filters this one owns, iteratively: a windowed chain can be long.
@@ -129,9 +158,10 @@ void SubFilter::Unreserve(uint64_t count) {
   items_added_.fetch_sub(count, std::memory_order_acq_rel);
 }
 
-static_assert(sizeof(ScalableFilter) <= 64, "ScalableFilter outgrew its 64-byte size class");
+static_assert(sizeof(ScalableFilter) <= 48, "ScalableFilter outgrew its 48-byte size class");
 static_assert(kMaxExpansion <= std::numeric_limits<uint16_t>::max(), "expansion_ is 16 bits");
-static_assert(sizeof(SubFilter) <= 56, "SubFilter outgrew malloc's 64-byte chunks");
+static_assert(sizeof(SubFilter) <= 48, "SubFilter outgrew jemalloc's 48-byte class");
+static_assert(kMaxSubFilters <= std::numeric_limits<uint16_t>::max(), "slice_position_ is 16 bits");
 
 absl::optional<ArenaShape> ArenaShapeFor(const FilterSpec& spec) {
   if (!spec.windowed()) return absl::nullopt;
@@ -168,9 +198,9 @@ ScalableFilter::ScalableFilter(const FilterSpec& spec, uint64_t seed, const Cloc
                                int first_index)
     : capacity_(spec.capacity),
       error_rate_(spec.error_rate),
-      idle_ttl_micros_(absl::ToInt64Microseconds(spec.idle_ttl)),
       seed_(seed),
-      window_(spec.windowed() ? std::make_unique<Window>(spec, clock, first_index) : nullptr),
+      window_(spec.windowed() ? std::make_unique<Window>(WithoutIdleTtl(spec), clock, first_index)
+                              : nullptr),
       expansion_(static_cast<uint16_t>(spec.expansion)),
       non_scaling_(spec.non_scaling) {}
 
@@ -181,7 +211,6 @@ FilterSpec ScalableFilter::spec() const {
   spec.error_rate = error_rate_;
   spec.expansion = expansion_;
   spec.non_scaling = non_scaling_;
-  spec.idle_ttl = absl::Microseconds(idle_ttl_micros_);
   return spec;
 }
 
@@ -257,7 +286,8 @@ absl::StatusOr<std::unique_ptr<SubFilter>> ScalableFilter::MakeSubFilterIn(
   absl::StatusOr<std::unique_ptr<BlockedBloomFilter>> bits =
       MakeBits(shape->layout, slice.position);
   if (!bits.ok()) return bits.status();
-  return std::make_unique<SubFilter>(index, *shape, *std::move(bits), slice);
+  return SubFilter::Create(index, *shape, *std::move(bits),
+                           windowed() ? absl::optional<SliceTag>(slice) : absl::nullopt);
 }
 
 absl::StatusOr<std::unique_ptr<BlockedBloomFilter>> ScalableFilter::MakeBits(
@@ -284,7 +314,7 @@ void ScalableFilter::AppendSubFilter(std::unique_ptr<SubFilter> sub) {
   } else {
     last->next_.store(sub.release(), std::memory_order_release);  // which owns it
   }
-  newest_.store(raw, std::memory_order_release);
+  if (windowed()) window_->newest.store(raw, std::memory_order_release);
 }
 
 absl::InlinedVector<SubFilter*, 8> ScalableFilter::LiveChain(absl::Time now) const {
@@ -349,7 +379,7 @@ std::vector<std::unique_ptr<SubFilter>> ScalableFilter::Retire(int through) {
     std::unique_ptr<SubFilter> next(first_->next_.exchange(nullptr, std::memory_order_acq_rel));
     if (next == nullptr) {
       window_->empty_next_index = first_->index() + 1;
-      newest_.store(nullptr, std::memory_order_release);
+      window_->newest.store(nullptr, std::memory_order_release);
     }
     retired.push_back(std::move(first_));
     first_ = std::move(next);

@@ -36,6 +36,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -67,7 +68,9 @@ struct FilterSpec {
   // Sliding window (window.h): items are forgotten after `window`; zero: never.
   absl::Duration window = absl::ZeroDuration();
   uint32_t window_slices = 0;  // slices the window is kept as; 0 means kDefaultWindowSlices
-  // The store deletes the filter after this long without use; zero: never. Not used here.
+  // The store deletes the filter after this long without use; zero: never. Neither used nor
+  // kept here: ScalableFilter::spec() answers zero, and the store keeps it (one field less in
+  // each of millions of per-user filters).
   absl::Duration idle_ttl = absl::ZeroDuration();
 
   bool windowed() const { return window > absl::ZeroDuration(); }
@@ -97,16 +100,24 @@ struct SliceTag {
 
 class SubFilter {
  public:
-  // `slice` defaults to position `index` of an unwindowed chain.
-  SubFilter(int index, SubFilterShape shape, std::unique_ptr<BlockedBloomFilter> bits,
-            absl::optional<SliceTag> slice = absl::nullopt);
+  // `slice` (a windowed filter's sub-filters only) defaults to position `index` of an
+  // unwindowed chain. InvalidArgument for a slice position of kMaxSubFilters or more (a
+  // corrupt record: no slice grows that far).
+  static absl::StatusOr<std::unique_ptr<SubFilter>> Create(
+      int index, SubFilterShape shape, std::unique_ptr<BlockedBloomFilter> bits,
+      absl::optional<SliceTag> slice = absl::nullopt);
   // Frees the newer sub-filters too (it owns next()).
   ~SubFilter();
+  // Create() placed a windowed sub-filter's slice start right behind the object: delete
+  // ends it and frees the memory Create() had, with or without that tail.
+  static void operator delete(SubFilter* sub, std::destroying_delete_t);
   SubFilter(const SubFilter&) = delete;
   SubFilter& operator=(const SubFilter&) = delete;
 
   int index() const { return index_; }
-  SliceTag slice() const { return {slice_start_micros_, slice_position_}; }
+  SliceTag slice() const {
+    return sliced_ ? SliceTag{*SliceStart(), slice_position_} : SliceTag{0, index_};
+  }
   SubFilterShape shape() const { return {capacity_, error_rate_, bits_->layout()}; }
   BlockedBloomFilter& bits() const { return *bits_; }
 
@@ -127,12 +138,21 @@ class SubFilter {
  private:
   friend class ScalableFilter;
 
-  // 56 bytes, one per per-user filter (malloc's 64-byte class; 80 before, when the shape with
-  // its layout, which bits_ has too, and a separate owner of next_ were kept here): the slice
-  // tag as two fields beside index_, not a padded SliceTag.
-  const int64_t slice_start_micros_;
-  const int slice_position_;
+  SubFilter(int index, int slice_position, bool sliced, const SubFilterShape& shape,
+            std::unique_ptr<BlockedBloomFilter> bits);
+  // A windowed sub-filter's slice start, behind the object (sliced_ only).
+  const int64_t* SliceStart() const { return reinterpret_cast<const int64_t*>(this + 1); }
+  static size_t AllocationBytes(bool sliced) {
+    return sizeof(SubFilter) + (sliced ? sizeof(int64_t) : 0);
+  }
+
+  // 48 bytes, one per per-user filter (jemalloc's 48-byte class; 56 in its 64-byte class
+  // when every sub-filter kept a slice start, 80 when the shape with its layout, which bits_
+  // has too, and a separate owner of next_ were kept here). Only a windowed filter's
+  // sub-filters have a slice start, 8 bytes behind the object.
   const int index_;
+  const uint16_t slice_position_;  // sliced_ only: < kMaxSubFilters
+  const bool sliced_;              // a windowed filter's: SliceStart() holds its slice
   const uint64_t capacity_;
   const double error_rate_;
   const std::unique_ptr<BlockedBloomFilter> bits_;
@@ -196,11 +216,10 @@ class ScalableFilter {
   ScalableFilter(const ScalableFilter&) = delete;
   ScalableFilter& operator=(const ScalableFilter&) = delete;
 
-  // The spec it was made with (a copy: a filter without a window keeps it as a few fields).
+  // The spec it was made with, idle_ttl zero (see FilterSpec). A copy: a filter without a
+  // window keeps it as a few fields.
   FilterSpec spec() const;
   bool windowed() const { return window_ != nullptr; }
-  // spec().idle_ttl without copying the spec (the checkpointer asks every second).
-  absl::Duration idle_ttl() const { return absl::Microseconds(idle_ttl_micros_); }
   uint64_t seed() const { return seed_; }
   uint64_t Hash(absl::string_view item) const { return HashItem(item, seed_); }
 
@@ -213,7 +232,17 @@ class ScalableFilter {
   // The index the next sub-filter gets.
   int next_index() const;
   SubFilter* first() const { return first_.get(); }
-  SubFilter* newest() const { return newest_.load(std::memory_order_acquire); }
+  // The newest sub-filter, or nullptr. Without a window, the end of the chain from first():
+  // a walk of its sub-filters (one for most filters), whose next() links are published with
+  // release stores; a window, whose chain can be long, keeps it.
+  SubFilter* newest() const {
+    if (windowed()) return window_->newest.load(std::memory_order_acquire);
+    SubFilter* last = first_.get();
+    if (last != nullptr) {
+      for (SubFilter* sub = last->next(); sub != nullptr; sub = sub->next()) last = sub;
+    }
+    return last;
+  }
   // Sub-filter `index`, or nullptr (never existed, or retired); O(sub-filters).
   SubFilter* sub_filter(int index) const;
 
@@ -316,13 +345,15 @@ class ScalableFilter {
 
   // What only a windowed filter needs, kept apart so that millions of small per-user filters
   // do not carry it: its whole spec (window.h's functions take it), its clock, the index an
-  // emptied chain restarts at, the layout its slices' first sub-filters share, the lock Retire
-  // takes, and the slice arena.
+  // emptied chain restarts at, the newest sub-filter, the layout its slices' first sub-filters
+  // share, the lock Retire takes, and the slice arena.
   struct Window {
     Window(const FilterSpec& window_spec, const Clock* window_clock, int first_index);
-    const FilterSpec spec;
+    const FilterSpec spec;  // idle_ttl zero, as spec() answers
     const Clock* const clock;
-    int empty_next_index;           // next_index() while the chain is empty (Retire emptied it)
+    int empty_next_index;  // next_index() while the chain is empty (Retire emptied it)
+    // The newest sub-filter (nullptr while the chain is empty), published with release stores.
+    std::atomic<SubFilter*> newest{nullptr};
     uint64_t first_num_blocks = 0;  // first_layout()
     uint32_t first_hash_count = 0;
     // Shared by reads of the chain, exclusive to change first_ (see the class comment).
@@ -331,21 +362,21 @@ class ScalableFilter {
     SliceArena::Ref arena;
   };
 
-  // 64 bytes (a size class of jemalloc; an 80-byte chunk of glibc's malloc), for millions of
-  // small filters; 128 when the spec, with its two 16-byte absl::Durations, the clock and the
-  // window's fields were kept here. A filter without a window keeps its spec as these fields,
-  // idle_ttl in whole microseconds (NormalizeSpec's unit), expansion in 16 bits
-  // (kMaxExpansion).
+  // 48 bytes (a size class of jemalloc), for millions of small filters; 64 when the idle_ttl
+  // (which the store keeps) and the newest sub-filter (which newest() finds, or the window
+  // keeps) were kept here, 128 when the spec, with its two 16-byte absl::Durations, the clock
+  // and the window's fields were. A filter without a window keeps its spec as these fields,
+  // expansion in 16 bits (kMaxExpansion).
   const uint64_t capacity_;
   const double error_rate_;
-  const int64_t idle_ttl_micros_;
   const uint64_t seed_;
   const std::unique_ptr<Window> window_;  // null without a window
   bloomsync::Mutex growth_mu_;  // serialises opening sub-filters (not the reads of the chain)
   const uint16_t expansion_;
   const bool non_scaling_;
-  std::unique_ptr<SubFilter> first_;  // unwindowed: written once, before or by the first append
-  std::atomic<SubFilter*> newest_{nullptr};
+  // Unwindowed: written once, by the first append, before the filter is shared (Create, or
+  // loading); windowed: under the window's retire_mu.
+  std::unique_ptr<SubFilter> first_;
 };
 
 }  // namespace bloom

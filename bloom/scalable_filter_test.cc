@@ -83,6 +83,40 @@ TEST(SubFilterShapeTest, GrowsCapacityAndTightensErrorRate) {
             absl::StatusCode::kResourceExhausted);
 }
 
+// A windowed filter's sub-filters keep their slice tag in 8 bytes behind the object, the others
+// none: each answers its own tag, and freeing either kind frees what was allocated (ASan checks
+// the size). A slice of kMaxSubFilters sub-filters or more can only come from a corrupt record.
+TEST(SubFilterTest, KeepsItsSliceTagOnlyWhenWindowed) {
+  const FilterSpec spec = Spec(1000, 0.01);
+  absl::StatusOr<SubFilterShape> shape = SubFilterShapeFor(spec, 0);
+  ASSERT_TRUE(shape.ok()) << shape.status();
+  auto bits = [&] { return *BlockedBloomFilter::Create(shape->layout); };
+
+  absl::StatusOr<std::unique_ptr<SubFilter>> plain = SubFilter::Create(3, *shape, bits());
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ((*plain)->index(), 3);
+  EXPECT_EQ((*plain)->slice().start_micros, 0);
+  EXPECT_EQ((*plain)->slice().position, 3);
+
+  const int64_t start = int64_t{1'700'000'000} * 1'000'000 + 123;
+  absl::StatusOr<std::unique_ptr<SubFilter>> sliced =
+      SubFilter::Create(70'000, *shape, bits(), SliceTag{start, kMaxSubFilters - 1});
+  ASSERT_TRUE(sliced.ok()) << sliced.status();
+  EXPECT_EQ((*sliced)->index(), 70'000);
+  EXPECT_EQ((*sliced)->slice().start_micros, start);
+  EXPECT_EQ((*sliced)->slice().position, kMaxSubFilters - 1);
+  EXPECT_EQ((*sliced)->shape().capacity, shape->capacity);
+  EXPECT_EQ((*sliced)->shape().error_rate, shape->error_rate);
+  sliced->reset();  // ASan checks that the sized free matches the allocation
+  plain->reset();
+
+  for (int position : {-1, kMaxSubFilters}) {
+    absl::StatusOr<std::unique_ptr<SubFilter>> bad =
+        SubFilter::Create(0, *shape, bits(), SliceTag{start, position});
+    EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument) << position;
+  }
+}
+
 TEST(ScalableFilterTest, DuplicatesInOneBatchCountOnce) {
   auto filter = MakeFilter(Spec(100, 0.01));
   const uint64_t a = filter->Hash("a"), b = filter->Hash("b");

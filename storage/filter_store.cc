@@ -332,10 +332,10 @@ absl::StatusOr<FilterStore::ReserveResult> FilterStore::Reserve(absl::string_vie
     absl::StatusOr<FilterInfo> info = filter->Info();  // NOT_FOUND once deleted
     if (absl::IsNotFound(info.status())) continue;
     if (!info.ok()) return info.status();
-    if (!result.created && !(filter->filter()->spec() == normalized)) {
+    if (!result.created && !(filter->spec() == normalized)) {
       return absl::AlreadyExistsError(absl::StrCat(
           "filter '", name, "' already exists with a different spec (",
-          DescribeSpec(filter->filter()->spec()), "; requested ", DescribeSpec(normalized), ")"));
+          DescribeSpec(filter->spec()), "; requested ", DescribeSpec(normalized), ")"));
     }
     result.info = *std::move(info);
     return result;

@@ -1,7 +1,9 @@
 // Idle expiry (idle_expiry.cc): a filter unused for its idle_ttl is gone for every operation at
 // once (before any sweep), the sweeper deletes resident and cold (evicted) filters without
 // loading them, and the last use survives a restart. Clocks are ManualClocks.
+#include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -103,6 +105,47 @@ TEST_F(IdleExpiryTest, LastUseSurvivesARestart) {
   EXPECT_EQ(ListedNames(), std::vector<std::string>{"kept"});
   EXPECT_OK(store_->Stats("kept").status());
   EXPECT_EQ(store_->Stats("dropped").status().code(), absl::StatusCode::kNotFound);
+}
+
+// The store keeps a filter's idle_ttl, not its bloom::ScalableFilter: Stats, Reserve's spec
+// check and the metadata record (a restart, an eviction) all see it, windowed or not, and a
+// filter without one has none.
+TEST_F(IdleExpiryTest, AFilterKeepsItsIdleTtlThroughReserveRestartAndEviction) {
+  bloom::FilterSpec windowed = IdleSpec(absl::Minutes(90) + absl::Microseconds(7));
+  windowed.window = absl::Hours(1);
+  const std::vector<std::pair<std::string, bloom::FilterSpec>> specs = {
+      {"idle", IdleSpec(absl::Hours(3))}, {"idle-window", windowed}, {"plain", {1000, 0.01}}};
+  auto expect_specs = [&](const std::string& when) {
+    for (const auto& [name, spec] : specs) {
+      ASSERT_OK(store_->MightContain(name, Views(Items("x", 0, 1))).status());  // loads it
+      absl::StatusOr<FilterInfo> info = store_->Stats(name);
+      ASSERT_OK(info.status());
+      EXPECT_EQ(info->spec.idle_ttl, spec.idle_ttl) << name << " " << when;
+      EXPECT_EQ(info->expires_at.has_value(), spec.idle_ttl != absl::ZeroDuration()) << name;
+      // The same spec again is the same filter; another idle_ttl is another spec.
+      absl::StatusOr<FilterStore::ReserveResult> again = store_->Reserve(name, spec);
+      ASSERT_OK(again.status());
+      EXPECT_FALSE(again->created);
+      bloom::FilterSpec other = spec;
+      other.idle_ttl += absl::Seconds(1);
+      EXPECT_EQ(store_->Reserve(name, other).status().code(), absl::StatusCode::kAlreadyExists)
+          << name << " " << when;
+    }
+  };
+  uint64_t largest = 0;
+  for (const auto& [name, spec] : specs) {
+    absl::StatusOr<FilterStore::ReserveResult> reserved = store_->Reserve(name, spec);
+    ASSERT_OK(reserved.status());
+    const bloom::ScalableFilterStats& stats = reserved->info.stats;
+    largest = std::max(largest, ResidentCharge(stats.size_bytes, stats.sub_filters.size()));
+  }
+  expect_specs("created");
+  Open();
+  expect_specs("after a restart");
+  // A budget that holds one of them at a time: each use loads its filter and evicts another.
+  Open(/*background=*/false, /*limit=*/largest + 64);
+  expect_specs("loaded under a budget");
+  EXPECT_GE(store_->Figures().evictions, 2u);
 }
 
 TEST_F(IdleExpiryTest, TheSweeperDeletesResidentAndColdFiltersWithoutLoadingThem) {

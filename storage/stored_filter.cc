@@ -102,11 +102,12 @@ absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> StoredFilter::BuildFilter
         filter->MakeBits(shape.layout, record.spec.windowed() ? slice.position : 0);
     if (!bits.ok()) return bits.status();
     const int index = first + static_cast<int>(i - skip);
-    auto sub = std::make_unique<bloom::SubFilter>(
+    absl::StatusOr<std::unique_ptr<bloom::SubFilter>> sub = bloom::SubFilter::Create(
         index, shape, *std::move(bits),
         record.spec.windowed() ? absl::optional<bloom::SliceTag>(slice) : absl::nullopt);
-    sub->set_items_added(s.items_added);
-    filter->AppendSubFilter(std::move(sub));
+    if (!sub.ok()) return sub.status();
+    (*sub)->set_items_added(s.items_added);
+    filter->AppendSubFilter(*std::move(sub));
   }
   return filter;
 }
@@ -127,10 +128,12 @@ StoredFilter::StoredFilter(std::string name, const FilterRecord& record,
       next_seq_(record.checkpoint_seq + 1),
       checks_(record.checks),
       check_hits_(record.check_hits),
-      last_used_micros_(record.last_used_micros != 0 ? record.last_used_micros
-                                                     : record.created_at_micros),
+      idle_(filter_ != nullptr && record.spec.idle_ttl != absl::ZeroDuration()
+                ? new IdleState{absl::ToInt64Microseconds(record.spec.idle_ttl),
+                                record.last_used_micros != 0 ? record.last_used_micros
+                                                             : record.created_at_micros}
+                : nullptr),
       last_checkpoint_second_(SecondsSinceEpoch(absl::Now())),
-      has_idle_ttl_(filter_ != nullptr && filter_->idle_ttl() != absl::ZeroDuration()),
       windowed_(filter_ != nullptr && filter_->windowed()) {
   bloomsync::MutexLock lock(&meta_mu_);
   persisted_seq_ = record.checkpoint_seq;
@@ -191,7 +194,7 @@ StoredFilter::PersistedState StoredFilter::PersistedNow() const {
   state.checks = checks_.load();
   state.check_hits = check_hits_.load();
   state.first_index = persisted_chain_.first_index();
-  state.last_used_micros = last_used_micros_.load(std::memory_order_relaxed);
+  state.last_used_micros = LastUsedMicros();
   const absl::Span<const uint64_t> items = persisted_chain_.items_added();
   state.items_added.assign(items.begin(), items.end());
   return state;
@@ -356,7 +359,7 @@ bool StoredFilter::PutCreationCheckpoint(GroupedAdd& grouped, rocksdb::WriteBatc
   PersistedState state;  // checkpoint_seq 0: no journal record precedes this one
   state.first_index = static_cast<uint32_t>(first->index());
   state.items_added = {first->items_added()};  // the prepared add's reservation included
-  state.last_used_micros = last_used_micros_.load(std::memory_order_relaxed);
+  state.last_used_micros = LastUsedMicros();
   batch.Put(db()->filters(), name_, EncodeFilterRecord(MakeRecord(state, nullptr)));
   std::vector<uint64_t> words(bytes / sizeof(uint64_t), 0);
   bits.AddManyTo(prepared.new_hashes, words.data());
@@ -398,7 +401,7 @@ absl::StatusOr<FilterInfo> StoredFilter::Info() const {
   if (absl::Status usable = Usable(); !usable.ok()) return usable;
   FilterInfo info;
   info.name = name_;
-  info.spec = filter_->spec();
+  info.spec = spec();
   info.created_at = absl::FromUnixMicros(created_at_micros_);
   info.stats = filter_->ComputeStats();
   info.checks = checks_.load(std::memory_order_relaxed);
@@ -408,9 +411,16 @@ absl::StatusOr<FilterInfo> StoredFilter::Info() const {
   return info;
 }
 
+bloom::FilterSpec StoredFilter::spec() const {
+  bloom::FilterSpec spec = filter_->spec();
+  if (idle_ != nullptr) spec.idle_ttl = absl::Microseconds(idle_->idle_ttl_micros);
+  return spec;
+}
+
 absl::optional<absl::Time> StoredFilter::IdleExpiresAt() const {
-  if (filter_ == nullptr) return absl::nullopt;
-  return IdleExpiry(filter_->idle_ttl(), last_used_micros_.load(std::memory_order_relaxed));
+  if (idle_ == nullptr) return absl::nullopt;
+  return IdleExpiry(absl::Microseconds(idle_->idle_ttl_micros),
+                    idle_->last_used_micros.load(std::memory_order_relaxed));
 }
 
 absl::StatusOr<FilterRecord> StoredFilter::SnapshotRecord() const {
@@ -434,7 +444,7 @@ absl::StatusOr<FilterRecord> StoredFilter::LiveRecord() const {
   for (const bloom::SubFilter* sub = filter_->first(); sub != nullptr; sub = sub->next()) {
     live.items_added.push_back(sub->items_added());
   }
-  live.last_used_micros = last_used_micros_.load(std::memory_order_relaxed);
+  live.last_used_micros = LastUsedMicros();
   return MakeRecord(live, nullptr);
 }
 
@@ -444,7 +454,7 @@ FilterRecord StoredFilter::MakeRecord(const PersistedState& state,
   record.generation = generation_;
   record.seed = filter_->seed();
   record.created_at_micros = created_at_micros_;
-  record.spec = filter_->spec();
+  record.spec = spec();
   record.checkpoint_seq = state.checkpoint_seq;
   record.checks = state.checks;
   record.check_hits = state.check_hits;
@@ -531,7 +541,7 @@ absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting) {
       any_dirty |= !dirty.back().second.empty();
     }
     bloomsync::MutexLock meta(&meta_mu_);
-    next.last_used_micros = last_used_micros_.load(std::memory_order_relaxed);
+    next.last_used_micros = LastUsedMicros();
     retire_from = persisted_chain_.first_index();
     if (!any_dirty && next.checkpoint_seq == persisted_seq_ && !checks_changed &&
         next.first_index == retire_from) {

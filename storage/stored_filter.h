@@ -79,15 +79,16 @@ inline absl::optional<absl::Time> IdleExpiry(const bloom::FilterSpec& spec,
 
 // What a resident filter costs in memory beyond its bits: its objects, locks, counters and
 // map slot, and the rest of its slab slot (common/slab.h: 1,536 bytes for 1,472 bytes of bits).
-// BM_PerFilterOverhead measures 407-413 bytes with jemalloc (the server's allocator) and 439
-// with glibc's malloc, memtables flushed (535-541 and 567 before the objects shrank on
-// 2026-11-25, when this was 768). Charged to the MemoryBudget with the bits, so --memory_limit
-// bounds the memory filters take, not only their bits: for millions of small filters the
-// bookkeeping is a fifth of it. The margin over the measurement (about half, as 768 had)
-// covers what the budget does not count per filter: RocksDB's memtables and block cache,
-// free heap pages. (512 against 599 measured let 10 million per-user filters through a 1 GiB
-// budget take 1.1 GiB.) Each further sub-filter's object costs its own charge.
-inline constexpr uint64_t kResidentFilterOverheadBytes = 640;
+// BM_PerFilterOverhead measures 375-381 bytes with jemalloc (the server's allocator) and 422-423
+// with glibc's malloc, memtables flushed (407-413 and 438-439 before the sub-filter and the
+// scalable chain shrank to 48 bytes each, when this was 640; 535-541 and 567 before the
+// objects first shrank, when it was 768). Charged to the MemoryBudget with the bits, so
+// --memory_limit bounds the memory filters take, not only their bits: for millions of small
+// filters the bookkeeping is a fifth of it. The margin over the measurement (about half, as
+// 640 and 768 had) covers what the budget does not count per filter: RocksDB's memtables and
+// block cache, free heap pages. (512 against 599 measured let 10 million per-user filters
+// through a 1 GiB budget take 1.1 GiB.) Each further sub-filter's object costs its own charge.
+inline constexpr uint64_t kResidentFilterOverheadBytes = 576;
 inline constexpr uint64_t kSubFilterOverheadBytes = 128;
 // Bytes of bits the filter `record` describes holds once built, as ScalableFilter::size_bytes()
 // counts them: a large window's slice arena whole, the slices' first sub-filters in it not
@@ -147,6 +148,9 @@ class StoredFilter {
   uint64_t generation() const { return generation_; }
   // Null for an unreadable filter.
   const bloom::ScalableFilter* filter() const { return filter_.get(); }
+  // The filter's spec, its idle_ttl included (which this object keeps, not filter()); that of
+  // filter(), which must not be null.
+  bloom::FilterSpec spec() const;
   // OK, or why this filter cannot be used (NOT_FOUND once deleted, DATA_LOSS if unreadable).
   absl::Status Usable() const;
   // Usable().ok() without building a status: for passes over every resident filter.
@@ -226,13 +230,13 @@ class StoredFilter {
   // checkpoints, so reads do not become writes.
   void TouchIdle(absl::Time now) {
     const int64_t micros = absl::ToUnixMicros(now);
-    if (micros - last_used_micros_.load(std::memory_order_relaxed) >= 1'000'000) {
-      last_used_micros_.store(micros, std::memory_order_relaxed);
+    if (micros - idle_->last_used_micros.load(std::memory_order_relaxed) >= 1'000'000) {
+      idle_->last_used_micros.store(micros, std::memory_order_relaxed);
     }
   }
   // Both kept in this object: the checkpointer's schedule asks each filter that becomes
   // resident, and the eviction scans' tests stay within this object.
-  bool has_idle_ttl() const { return has_idle_ttl_; }
+  bool has_idle_ttl() const { return idle_ != nullptr; }
   bool windowed() const { return windowed_; }
   // Nullopt without an idle_ttl (or for an unusable filter).
   absl::optional<absl::Time> IdleExpiresAt() const;
@@ -301,6 +305,19 @@ class StoredFilter {
   void FinishRecovery(uint64_t next_seq, uint64_t replayed_bytes);
 
  private:
+  // A filter with an idle_ttl: the ttl and the last use (TouchIdle), in a 16-byte object of
+  // their own, so that filters without one, most per-user filters, carry only the pointer.
+  struct IdleState {
+    const int64_t idle_ttl_micros;  // NormalizeSpec's unit
+    std::atomic<int64_t> last_used_micros;
+  };
+  // What the records keep as the last use: the filter's own for one with an idle_ttl, else its
+  // creation (as the record made at its creation says).
+  int64_t LastUsedMicros() const {
+    return idle_ != nullptr ? idle_->last_used_micros.load(std::memory_order_relaxed)
+                            : created_at_micros_;
+  }
+
   // What a metadata record says besides the spec and the chain's shapes (MakeRecord).
   struct PersistedState {
     uint64_t checkpoint_seq = 0;
@@ -394,7 +411,7 @@ class StoredFilter {
   std::atomic<uint64_t> journal_bytes_{0};  // journalled since the last checkpoint
   std::atomic<uint64_t> checks_{0};
   std::atomic<uint64_t> check_hits_{0};
-  std::atomic<int64_t> last_used_micros_{0};  // TouchIdle
+  const std::unique_ptr<IdleState> idle_;  // null without an idle_ttl
 
   bloomsync::Mutex checkpoint_mu_ ABSL_ACQUIRED_BEFORE(apply_mu_);
   mutable bloomsync::Mutex apply_mu_ ABSL_ACQUIRED_BEFORE(meta_mu_);
@@ -416,7 +433,6 @@ class StoredFilter {
   std::atomic<uint8_t> change_flags_{0};
   // One byte for the three, beside the five above and the pins below (the object's size).
   const bool generation_known_ : 1 = true;  // false for an unreadable metadata record
-  const bool has_idle_ttl_ : 1 = false;
   const bool windowed_ : 1 = false;
   // PinChain: one per Export of this filter in progress (--max_transfers bounds them, and
   // each charges its buffers to the memory budget: far below 32,767).
