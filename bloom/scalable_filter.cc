@@ -118,9 +118,8 @@ SubFilter::SubFilter(int index, int slice_position, bool sliced, const SubFilter
       bits_(std::move(bits)) {}
 
 void SubFilter::operator delete(SubFilter* sub, std::destroying_delete_t) {
-  const size_t bytes = AllocationBytes(sub->sliced_);
   sub->~SubFilter();
-  ::operator delete(static_cast<void*>(sub), bytes);
+  ::operator delete(static_cast<void*>(sub));  // what Create() had, with the tail if sliced
 }
 
 SubFilter::~SubFilter() {

@@ -85,7 +85,7 @@ TEST(SubFilterShapeTest, GrowsCapacityAndTightensErrorRate) {
 
 // A windowed filter's sub-filters keep their slice tag in 8 bytes behind the object, the others
 // none: each answers its own tag, and freeing either kind frees what was allocated (ASan checks
-// the size). A slice of kMaxSubFilters sub-filters or more can only come from a corrupt record.
+// that the free matches the allocation). A slice of kMaxSubFilters sub-filters or more can only come from a corrupt record.
 TEST(SubFilterTest, KeepsItsSliceTagOnlyWhenWindowed) {
   const FilterSpec spec = Spec(1000, 0.01);
   absl::StatusOr<SubFilterShape> shape = SubFilterShapeFor(spec, 0);
@@ -107,7 +107,7 @@ TEST(SubFilterTest, KeepsItsSliceTagOnlyWhenWindowed) {
   EXPECT_EQ((*sliced)->slice().position, kMaxSubFilters - 1);
   EXPECT_EQ((*sliced)->shape().capacity, shape->capacity);
   EXPECT_EQ((*sliced)->shape().error_rate, shape->error_rate);
-  sliced->reset();  // ASan checks that the sized free matches the allocation
+  sliced->reset();  // ASan: the free matches Create()'s allocation
   plain->reset();
 
   for (int position : {-1, kMaxSubFilters}) {
