@@ -166,7 +166,7 @@ void FilterStore::Insert(std::shared_ptr<StoredFilter> filter) {
   schedule_.Watch(filter);
 }
 
-void FilterStore::Remove(const std::string& name) {
+void FilterStore::Remove(absl::string_view name) {
   Shard& shard = ShardFor(name);
   bloomsync::MutexLock lock(&shard.mu);
   shard.filters.erase(absl::string_view(name));

@@ -372,7 +372,7 @@ class FilterStore {
                                                                    const bloom::FilterSpec& spec,
                                                                    bool& created, bool defer_write);
   void Insert(std::shared_ptr<StoredFilter> filter);
-  void Remove(const std::string& name);
+  void Remove(absl::string_view name);
   std::vector<std::shared_ptr<StoredFilter>> Snapshot() const;
   // Calls `visit` for every resident filter, under its registry shard's reader lock: a pass
   // that keeps only some of them copies no shared_ptr of the others. `visit` must not take a

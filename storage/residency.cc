@@ -265,7 +265,7 @@ void FilterStore::QueueEvictionCandidates(uint64_t used, uint64_t target) {
   VisitResident([&](const std::shared_ptr<StoredFilter>& filter) {
     const int64_t last_used = filter->last_used_ticks();
     if (last_used <= cutoff && evictable(*filter)) {
-      eviction_queue_.push_back({last_used, filter->name()});
+      eviction_queue_.push_back({last_used, std::string(filter->name())});
     }
   });
   // Oldest last: popped first.

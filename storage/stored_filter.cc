@@ -112,14 +112,14 @@ absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> StoredFilter::BuildFilter
   return filter;
 }
 
-// With its shared_ptr's count (make_shared), 192 bytes: one size class of jemalloc, not the
-// next (224). Millions of per-user filters each have one; see the member order.
-static_assert(sizeof(StoredFilter) <= 176, "StoredFilter outgrew its 192-byte allocation");
+// With its shared_ptr's count (make_shared), 160 bytes: one size class of jemalloc, not the
+// next (192). Millions of per-user filters each have one; see the member order.
+static_assert(sizeof(StoredFilter) <= 144, "StoredFilter outgrew its 160-byte allocation");
 
-StoredFilter::StoredFilter(std::string name, const FilterRecord& record,
+StoredFilter::StoredFilter(absl::string_view name, const FilterRecord& record,
                            std::unique_ptr<bloom::ScalableFilter> filter,
                            const StoreContext* context, uint64_t charged_bytes)
-    : name_(std::move(name)),
+    : name_(name),
       generation_(record.generation),
       created_at_micros_(record.created_at_micros),
       filter_(std::move(filter)),
@@ -128,32 +128,36 @@ StoredFilter::StoredFilter(std::string name, const FilterRecord& record,
       next_seq_(record.checkpoint_seq + 1),
       checks_(record.checks),
       check_hits_(record.check_hits),
-      idle_(filter_ != nullptr && record.spec.idle_ttl != absl::ZeroDuration()
-                ? new IdleState{absl::ToInt64Microseconds(record.spec.idle_ttl),
-                                record.last_used_micros != 0 ? record.last_used_micros
-                                                             : record.created_at_micros}
-                : nullptr),
       last_checkpoint_second_(SecondsSinceEpoch(absl::Now())),
       windowed_(filter_ != nullptr && filter_->windowed()) {
+  if (filter_ != nullptr && record.spec.idle_ttl != absl::ZeroDuration()) {
+    rare_ = std::make_unique<Rare>();
+    rare_->idle_ttl_micros = absl::ToInt64Microseconds(record.spec.idle_ttl);
+    rare_->last_used_micros.store(record.last_used_micros != 0 ? record.last_used_micros
+                                                               : record.created_at_micros);
+  }
   bloomsync::MutexLock lock(&meta_mu_);
-  persisted_seq_ = record.checkpoint_seq;
   retire_pending_.store(filter_ != nullptr &&
                         record.first_sub_index != static_cast<uint32_t>(filter_->first_index()));
   absl::InlinedVector<uint64_t, 1> items_added;
   for (const SubFilterRecord& s : record.sub_filters) items_added.push_back(s.items_added);
-  persisted_chain_.Assign(record.first_sub_index, items_added);
+  checkpointed_.Assign(record.checkpoint_seq, record.first_sub_index, items_added);
 }
 
-StoredFilter::StoredFilter(std::string name, absl::Status error, const StoreContext* context,
+StoredFilter::StoredFilter(absl::string_view name, absl::Status error, const StoreContext* context,
                            absl::optional<uint64_t> generation)
-    : name_(std::move(name)),
+    : name_(name),
       generation_(generation.value_or(0)),
       created_at_micros_(0),
       context_(context),
       charged_bytes_(0),
-      load_error_(std::move(error)),
       last_checkpoint_second_(0),
-      generation_known_(generation.has_value()) {}
+      generation_known_(generation.has_value()) {
+  if (!error.ok()) {
+    rare_ = std::make_unique<Rare>();
+    rare_->load_error = std::move(error);
+  }
+}
 
 absl::Time StoredFilter::SecondsEpoch() {
   static const absl::Time epoch = absl::Now();
@@ -169,54 +173,35 @@ StoredFilter::~StoredFilter() {
   if (charged > 0) budget()->Release(charged);
 }
 
-void StoredFilter::PersistedChain::Assign(uint32_t first_index,
-                                          absl::Span<const uint64_t> items_added) {
-  Clear();
-  first_index_ = first_index;
-  size_ = static_cast<uint32_t>(items_added.size());
-  if (size_ > 1) {
-    many_ = new uint64_t[size_];
-    std::copy(items_added.begin(), items_added.end(), many_);
-  } else {
-    one_ = size_ == 1 ? items_added[0] : 0;
-  }
-}
-
-void StoredFilter::PersistedChain::Clear() {
-  if (size_ > 1) delete[] many_;
-  size_ = 0;
-  one_ = 0;
-}
-
 StoredFilter::PersistedState StoredFilter::PersistedNow() const {
   PersistedState state;
-  state.checkpoint_seq = persisted_seq_;
+  state.checkpoint_seq = checkpointed_.seq();
   state.checks = checks_.load();
   state.check_hits = check_hits_.load();
-  state.first_index = persisted_chain_.first_index();
+  state.first_index = checkpointed_.first_index();
   state.last_used_micros = LastUsedMicros();
-  const absl::Span<const uint64_t> items = persisted_chain_.items_added();
-  state.items_added.assign(items.begin(), items.end());
+  state.items_added = checkpointed_.items_added();
   return state;
 }
 
 absl::Status StoredFilter::Usable() const {
   if (deleted_.load(std::memory_order_acquire)) {
-    return absl::NotFoundError(absl::StrCat("filter '", name_, "' not found"));
+    return absl::NotFoundError(absl::StrCat("filter '", name(), "' not found"));
   }
-  return load_error_;
+  return rare_ == nullptr ? absl::OkStatus() : rare_->load_error;
 }
 
 void StoredFilter::MarkUnreadable(absl::Status error) {
-  if (load_error_.ok()) {
-    load_error_ = absl::DataLossError(absl::StrCat(
-        "filter '", name_, "' is unreadable (delete it to reuse the name): ", error.message()));
+  if (rare_ == nullptr) rare_ = std::make_unique<Rare>();
+  if (rare_->load_error.ok()) {
+    rare_->load_error = absl::DataLossError(absl::StrCat(
+        "filter '", name(), "' is unreadable (delete it to reuse the name): ", error.message()));
   }
 }
 
 uint64_t StoredFilter::checkpoint_seq() const {
   bloomsync::MutexLock lock(&meta_mu_);
-  return persisted_seq_;
+  return checkpointed_.seq();
 }
 
 void StoredFilter::FinishRecovery(uint64_t next_seq, uint64_t replayed_bytes) {
@@ -224,12 +209,12 @@ void StoredFilter::FinishRecovery(uint64_t next_seq, uint64_t replayed_bytes) {
   journal_bytes_.store(replayed_bytes);  // scheduled when it becomes resident (Watch)
 }
 
-void StoredFilter::NotifySchedule() const { context_->schedule->Changed(name_); }
+void StoredFilter::NotifySchedule() const { context_->schedule->Changed(name()); }
 
 void StoredFilter::ReportIfOverdue() {
   if (context_->schedule == nullptr || (change_flags_.load() & kOverdue) != 0) return;
   if (!JournalOverdue()) return;
-  if ((change_flags_.fetch_or(kOverdue) & kOverdue) == 0) context_->schedule->Overdue(name_);
+  if ((change_flags_.fetch_or(kOverdue) & kOverdue) == 0) context_->schedule->Overdue(name());
 }
 
 absl::Status StoredFilter::Addable() const {
@@ -240,7 +225,7 @@ absl::Status StoredFilter::Addable() const {
 
 absl::Status StoredFilter::EvictedError() const {
   absl::Status status = absl::UnavailableError(
-      absl::StrCat("filter '", name_, "' was evicted from memory during the call; retry it"));
+      absl::StrCat("filter '", name(), "' was evicted from memory during the call; retry it"));
   status.SetPayload(kEvictedPayload, absl::Cord("1"));
   return status;
 }
@@ -261,7 +246,7 @@ bool StoredFilter::AddPendingCreation(rocksdb::WriteBatch& batch) const {
   FilterRecord record = MakeRecord(created, nullptr);
   if (record.sub_filters.size() > 1) record.sub_filters.resize(1);  // later ones write their own
   // The generation needs no claim of its own: it is below the synced generation ceiling.
-  batch.Put(db()->filters(), name_, EncodeFilterRecord(record));
+  batch.Put(db()->filters(), NameSlice(), EncodeFilterRecord(record));
   return true;
 }
 
@@ -280,7 +265,7 @@ absl::Status StoredFilter::PersistNewSubFilter(const bloom::SubFilter& sub, bool
   const uint64_t bytes = OwnBitsBytes(sub) + kSubFilterOverheadBytes;
   if (absl::Status charged = budget()->ChargeCached(
           bytes, charged_bytes_.load(),
-          absl::StrCat("growing filter '", name_, "' to ", sub.index() + 1, " sub-filters"));
+          absl::StrCat("growing filter '", name(), "' to ", sub.index() + 1, " sub-filters"));
       !charged.ok()) {
     return charged;
   }
@@ -288,7 +273,7 @@ absl::Status StoredFilter::PersistNewSubFilter(const bloom::SubFilter& sub, bool
   rocksdb::WriteBatch batch;
   const bool creating = AddPendingCreation(batch);
   // Put again over the creation record: the full record with the new sub-filter.
-  batch.Put(db()->filters(), name_, EncodeFilterRecord(MakeRecord(PersistedNow(), &sub)));
+  batch.Put(db()->filters(), NameSlice(), EncodeFilterRecord(MakeRecord(PersistedNow(), &sub)));
   if (absl::Status written = db()->Write(batch, sync, "persisting a new sub-filter");
       !written.ok()) {
     budget()->Release(bytes);
@@ -341,7 +326,8 @@ void StoredFilter::FinishGroupAdd(const GroupedAdd& grouped, bool written) {
     (void)bits.TakeDirtyPages();
     bloomsync::MutexLock meta(&meta_mu_);
     const uint64_t items_added = filter_->first()->items_added();
-    persisted_chain_.Assign(static_cast<uint32_t>(filter_->first()->index()), {&items_added, 1});
+    checkpointed_.Assign(checkpointed_.seq(), static_cast<uint32_t>(filter_->first()->index()),
+                         {&items_added, 1});
   }
   if (grouped.creating) creation_pending_.store(false);
 }
@@ -360,7 +346,7 @@ bool StoredFilter::PutCreationCheckpoint(GroupedAdd& grouped, rocksdb::WriteBatc
   state.first_index = static_cast<uint32_t>(first->index());
   state.items_added = {first->items_added()};  // the prepared add's reservation included
   state.last_used_micros = LastUsedMicros();
-  batch.Put(db()->filters(), name_, EncodeFilterRecord(MakeRecord(state, nullptr)));
+  batch.Put(db()->filters(), NameSlice(), EncodeFilterRecord(MakeRecord(state, nullptr)));
   std::vector<uint64_t> words(bytes / sizeof(uint64_t), 0);
   bits.AddManyTo(prepared.new_hashes, words.data());
   std::string dense;
@@ -400,7 +386,7 @@ absl::Status StoredFilter::MightContain(absl::Span<const uint64_t> hashes, bool*
 absl::StatusOr<FilterInfo> StoredFilter::Info() const {
   if (absl::Status usable = Usable(); !usable.ok()) return usable;
   FilterInfo info;
-  info.name = name_;
+  info.name = name_.str();
   info.spec = spec();
   info.created_at = absl::FromUnixMicros(created_at_micros_);
   info.stats = filter_->ComputeStats();
@@ -413,14 +399,14 @@ absl::StatusOr<FilterInfo> StoredFilter::Info() const {
 
 bloom::FilterSpec StoredFilter::spec() const {
   bloom::FilterSpec spec = filter_->spec();
-  if (idle_ != nullptr) spec.idle_ttl = absl::Microseconds(idle_->idle_ttl_micros);
+  if (has_idle_ttl()) spec.idle_ttl = absl::Microseconds(rare_->idle_ttl_micros);
   return spec;
 }
 
 absl::optional<absl::Time> StoredFilter::IdleExpiresAt() const {
-  if (idle_ == nullptr) return absl::nullopt;
-  return IdleExpiry(absl::Microseconds(idle_->idle_ttl_micros),
-                    idle_->last_used_micros.load(std::memory_order_relaxed));
+  if (!has_idle_ttl()) return absl::nullopt;
+  return IdleExpiry(absl::Microseconds(rare_->idle_ttl_micros),
+                    rare_->last_used_micros.load(std::memory_order_relaxed));
 }
 
 absl::StatusOr<FilterRecord> StoredFilter::SnapshotRecord() const {
@@ -542,8 +528,8 @@ absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting) {
     }
     bloomsync::MutexLock meta(&meta_mu_);
     next.last_used_micros = LastUsedMicros();
-    retire_from = persisted_chain_.first_index();
-    if (!any_dirty && next.checkpoint_seq == persisted_seq_ && !checks_changed &&
+    retire_from = checkpointed_.first_index();
+    if (!any_dirty && next.checkpoint_seq == checkpointed_.seq() && !checks_changed &&
         next.first_index == retire_from) {
       return absl::OkStatus();
     }
@@ -553,22 +539,21 @@ absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting) {
   absl::Status status = WritePages(dirty, sync, batch);
   if (status.ok()) {
     bloomsync::MutexLock meta(&meta_mu_);
-    batch.Put(db()->filters(), name_, EncodeFilterRecord(MakeRecord(next, nullptr)));
+    batch.Put(db()->filters(), NameSlice(), EncodeFilterRecord(MakeRecord(next, nullptr)));
     if (retire_from < next.first_index) {  // the retired slices' pages: one range delete
       batch.DeleteRange(db()->blocks(), BlockKey(generation_, retire_from, 0),
                         BlockKey(generation_, next.first_index, 0));
     }
-    TrimJournal(persisted_seq_, next.checkpoint_seq, batch);
+    TrimJournal(checkpointed_.seq(), next.checkpoint_seq, batch);
     status = db()->Write(batch, sync, "writing a checkpoint");
     if (status.ok()) {
-      persisted_seq_ = next.checkpoint_seq;
-      persisted_chain_.Assign(next.first_index, next.items_added);
+      checkpointed_.Assign(next.checkpoint_seq, next.first_index, next.items_added);
       retire_pending_.store(false);
     }
   }
   if (!status.ok()) {
     // Nothing is lost (the journal is intact); make the next checkpoint try again. (Slices
-    // retired above stay retired in memory: persisted_chain_.first_index() still says where the
+    // retired above stay retired in memory: checkpointed_.first_index() still says where the
     // next checkpoint's range delete starts.)
     for (const auto& [index, pages] : dirty) {
       for (uint64_t page : pages) filter_->sub_filter(index)->bits().MarkPageDirty(page);
@@ -644,7 +629,7 @@ absl::Status StoredFilter::Delete(bool sync) {
   bloomsync::WriterMutexLock lock(&apply_mu_);
   if (deleted_.load()) return Usable();
   rocksdb::WriteBatch batch;
-  batch.Delete(db()->filters(), name_);
+  batch.Delete(db()->filters(), NameSlice());
   if (generation_known_) {  // an unreadable record's generation is unknown: its data stays
     batch.DeleteRange(db()->blocks(), GenerationPrefix(generation_),
                       GenerationPrefix(generation_ + 1));

@@ -21,7 +21,7 @@
 //                   the checkpoint snapshot and for Delete, so neither sees a half-applied add;
 //   growth_mu_      (inside ScalableFilter) serialises opening sub-filters;
 //   meta_mu_        serialises writes of the metadata record and guards what the last
-//                   checkpoint wrote (persisted_seq_, persisted_chain_).
+//                   checkpoint wrote (checkpointed_, storage/checkpointed.h).
 // MightContain and Info take no lock.
 //
 // Thread-safety: all public methods are thread-safe, except the recovery methods (marked),
@@ -38,11 +38,14 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/optional.h"
 #include "absl/types/span.h"
 #include "bloom/scalable_filter.h"
 #include "common/mutex.h"
+#include "common/short_string.h"
+#include "storage/checkpointed.h"
 #include "storage/database.h"
 #include "storage/encoding.h"
 #include "storage/memory_budget.h"
@@ -79,16 +82,17 @@ inline absl::optional<absl::Time> IdleExpiry(const bloom::FilterSpec& spec,
 
 // What a resident filter costs in memory beyond its bits: its objects, locks, counters and
 // map slot, and the rest of its slab slot (common/slab.h: 1,536 bytes for 1,472 bytes of bits).
-// BM_PerFilterOverhead measures 375-381 bytes with jemalloc (the server's allocator) and 422-423
-// with glibc's malloc, memtables flushed (407-413 and 438-439 before the sub-filter and the
-// scalable chain shrank to 48 bytes each, when this was 640; 535-541 and 567 before the
-// objects first shrank, when it was 768). Charged to the MemoryBudget with the bits, so
-// --memory_limit bounds the memory filters take, not only their bits: for millions of small
-// filters the bookkeeping is a fifth of it. The margin over the measurement (about half, as
-// 640 and 768 had) covers what the budget does not count per filter: RocksDB's memtables and
-// block cache, free heap pages. (512 against 599 measured let 10 million per-user filters
-// through a 1 GiB budget take 1.1 GiB.) Each further sub-filter's object costs its own charge.
-inline constexpr uint64_t kResidentFilterOverheadBytes = 576;
+// BM_PerFilterOverhead measures 343-349 bytes with jemalloc (the server's allocator) and
+// 381-390 with glibc's malloc, memtables flushed (407-413 and 438-439 before this filter's
+// objects, its sub-filter and its scalable chain lost a size class each on 2026-11-25, when
+// this was 640; 535-541 and 567 before the objects first shrank, when it was 768). Charged to
+// the MemoryBudget with the bits, so --memory_limit bounds the memory filters take, not only
+// their bits: for millions of small filters the bookkeeping is a fifth of it. The margin over
+// the measurement (about half, as 640 and 768 had) covers what the budget does not count per
+// filter: RocksDB's memtables and block cache, free heap pages. (512 against 599 measured let
+// 10 million per-user filters through a 1 GiB budget take 1.1 GiB.) Each further sub-filter's
+// object costs its own charge.
+inline constexpr uint64_t kResidentFilterOverheadBytes = 528;
 inline constexpr uint64_t kSubFilterOverheadBytes = 128;
 // Bytes of bits the filter `record` describes holds once built, as ScalableFilter::size_bytes()
 // counts them: a large window's slice arena whole, the slices' first sub-filters in it not
@@ -131,20 +135,20 @@ class StoredFilter {
 
   // A readable filter; `charged_bytes` of the context's budget are released when it is
   // destroyed. `context` must outlive it.
-  StoredFilter(std::string name, const FilterRecord& record,
+  StoredFilter(absl::string_view name, const FilterRecord& record,
                std::unique_ptr<bloom::ScalableFilter> filter, const StoreContext* context,
                uint64_t charged_bytes);
   // An unusable one: every operation but Delete answers `error` (DATA_LOSS when unreadable,
   // RESOURCE_EXHAUSTED when it did not fit the memory limit at start-up). With its `generation`
   // known, Delete also deletes its pages and journal; without, they stay as orphans.
-  StoredFilter(std::string name, absl::Status error, const StoreContext* context,
+  StoredFilter(absl::string_view name, absl::Status error, const StoreContext* context,
                absl::optional<uint64_t> generation = absl::nullopt);
   ~StoredFilter();
 
   StoredFilter(const StoredFilter&) = delete;
   StoredFilter& operator=(const StoredFilter&) = delete;
 
-  const std::string& name() const { return name_; }
+  absl::string_view name() const { return name_.view(); }
   uint64_t generation() const { return generation_; }
   // Null for an unreadable filter.
   const bloom::ScalableFilter* filter() const { return filter_.get(); }
@@ -154,7 +158,10 @@ class StoredFilter {
   // OK, or why this filter cannot be used (NOT_FOUND once deleted, DATA_LOSS if unreadable).
   absl::Status Usable() const;
   // Usable().ok() without building a status: for passes over every resident filter.
-  bool usable() const { return !deleted_.load(std::memory_order_acquire) && load_error_.ok(); }
+  bool usable() const {
+    return !deleted_.load(std::memory_order_acquire) &&
+           (rare_ == nullptr || rare_->load_error.ok());
+  }
 
   // present[i] (hashes.size() elements, any initial value) = might contain hashes[i].
   absl::Status MightContain(absl::Span<const uint64_t> hashes, bool* present);
@@ -230,13 +237,13 @@ class StoredFilter {
   // checkpoints, so reads do not become writes.
   void TouchIdle(absl::Time now) {
     const int64_t micros = absl::ToUnixMicros(now);
-    if (micros - idle_->last_used_micros.load(std::memory_order_relaxed) >= 1'000'000) {
-      idle_->last_used_micros.store(micros, std::memory_order_relaxed);
+    if (micros - rare_->last_used_micros.load(std::memory_order_relaxed) >= 1'000'000) {
+      rare_->last_used_micros.store(micros, std::memory_order_relaxed);
     }
   }
   // Both kept in this object: the checkpointer's schedule asks each filter that becomes
   // resident, and the eviction scans' tests stay within this object.
-  bool has_idle_ttl() const { return idle_ != nullptr; }
+  bool has_idle_ttl() const { return rare_ != nullptr && rare_->idle_ttl_micros != 0; }
   bool windowed() const { return windowed_; }
   // Nullopt without an idle_ttl (or for an unusable filter).
   absl::optional<absl::Time> IdleExpiresAt() const;
@@ -305,17 +312,19 @@ class StoredFilter {
   void FinishRecovery(uint64_t next_seq, uint64_t replayed_bytes);
 
  private:
-  // A filter with an idle_ttl: the ttl and the last use (TouchIdle), in a 16-byte object of
-  // their own, so that filters without one, most per-user filters, carry only the pointer.
-  struct IdleState {
-    const int64_t idle_ttl_micros;  // NormalizeSpec's unit
-    std::atomic<int64_t> last_used_micros;
+  // What only some filters have, in a 24-byte object of their own, so that the others (most
+  // per-user filters) carry only the pointer: an idle_ttl and the last use it ages from
+  // (TouchIdle), and why the filter cannot be used (recovery's error, or the memory limit).
+  struct Rare {
+    int64_t idle_ttl_micros = 0;  // NormalizeSpec's unit; 0: none
+    std::atomic<int64_t> last_used_micros{0};
+    absl::Status load_error;
   };
   // What the records keep as the last use: the filter's own for one with an idle_ttl, else its
   // creation (as the record made at its creation says).
   int64_t LastUsedMicros() const {
-    return idle_ != nullptr ? idle_->last_used_micros.load(std::memory_order_relaxed)
-                            : created_at_micros_;
+    return has_idle_ttl() ? rare_->last_used_micros.load(std::memory_order_relaxed)
+                          : created_at_micros_;
   }
 
   // What a metadata record says besides the spec and the chain's shapes (MakeRecord).
@@ -328,32 +337,12 @@ class StoredFilter {
     // Per sub-filter from first_index, as of checkpoint_seq; inline for the usual single one.
     absl::InlinedVector<uint64_t, 1> items_added;
   };
-  // The items added to each sub-filter as of the last checkpoint, from sub-filter
-  // first_index() on (the journal after it adds to these): 16 bytes, the usual single count
-  // inline (an absl::InlinedVector and the index took 32).
-  class PersistedChain {
-   public:
-    PersistedChain() = default;
-    PersistedChain(const PersistedChain&) = delete;
-    PersistedChain& operator=(const PersistedChain&) = delete;
-    ~PersistedChain() { Clear(); }
-    void Assign(uint32_t first_index, absl::Span<const uint64_t> items_added);
-    uint32_t first_index() const { return first_index_; }
-    absl::Span<const uint64_t> items_added() const { return {size_ > 1 ? many_ : &one_, size_}; }
-
-   private:
-    void Clear();
-    uint32_t first_index_ = 0;
-    uint32_t size_ = 0;
-    union {
-      uint64_t one_ = 0;  // size_ <= 1
-      uint64_t* many_;    // size_ > 1: new[]
-    };
-  };
   // The record to write now over the last checkpoint's (a new sub-filter): its journal
   // sequence and chain counts, with the live counters. meta_mu_ held.
   PersistedState PersistedNow() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(meta_mu_);
   Database* db() const { return context_->db; }
+  // The metadata record's key.
+  rocksdb::Slice NameSlice() const { return {name_.view().data(), name_.size()}; }
   MemoryBudget* budget() const { return context_->budget; }
   // last_checkpoint_second_ counts whole seconds from here: the first filter's creation in
   // this process (4 bytes instead of 8 of Unix microseconds; 136 years of range).
@@ -395,23 +384,24 @@ class StoredFilter {
   // `batch` for the caller to write (with the metadata record).
   absl::Status WritePages(const DirtyPages& dirty, bool sync, rocksdb::WriteBatch& batch);
 
-  // Ordered so that the small fields share 8-byte words: the object is 176 bytes, 192 with its
-  // shared_ptr's count (one size class of jemalloc; 256 before the counters only checkpoints
-  // wrote, the store's pointers and the last checkpoint's microseconds were cut), for millions
-  // of small filters.
-  const std::string name_;
+  // Ordered so that the small fields share 8-byte words: the object is 144 bytes, 160 with its
+  // shared_ptr's count (one size class of jemalloc; 192 before the name, the last checkpoint's
+  // sequence and counts, and what only some filters have (Rare) took 32 bytes less, 256 before
+  // the counters only checkpoints wrote, the store's pointers and the last checkpoint's
+  // microseconds were cut), for millions of small filters.
+  const ShortString name_;  // 24 bytes, up to 23 inline (std::string: 32, 15 inline)
   const uint64_t generation_;
   const int64_t created_at_micros_;
   const std::unique_ptr<bloom::ScalableFilter> filter_;
   const StoreContext* const context_;
   std::atomic<uint64_t> charged_bytes_;
-  absl::Status load_error_;  // set only during recovery
   std::atomic<int64_t> last_used_ticks_{NowTicks()};
   std::atomic<uint64_t> next_seq_{1};
   std::atomic<uint64_t> journal_bytes_{0};  // journalled since the last checkpoint
   std::atomic<uint64_t> checks_{0};
   std::atomic<uint64_t> check_hits_{0};
-  const std::unique_ptr<IdleState> idle_;  // null without an idle_ttl
+  // Null for most filters; set at construction or, by MarkUnreadable, before it is shared.
+  std::unique_ptr<Rare> rare_;
 
   bloomsync::Mutex checkpoint_mu_ ABSL_ACQUIRED_BEFORE(apply_mu_);
   mutable bloomsync::Mutex apply_mu_ ABSL_ACQUIRED_BEFORE(meta_mu_);
@@ -437,8 +427,7 @@ class StoredFilter {
   // PinChain: one per Export of this filter in progress (--max_transfers bounds them, and
   // each charges its buffers to the memory budget: far below 32,767).
   std::atomic<int16_t> chain_pins_{0};
-  uint64_t persisted_seq_ ABSL_GUARDED_BY(meta_mu_) = 0;  // the last checkpoint's journal seq
-  PersistedChain persisted_chain_ ABSL_GUARDED_BY(meta_mu_);
+  Checkpointed checkpointed_ ABSL_GUARDED_BY(meta_mu_);
 };
 
 }  // namespace storage
