@@ -22,7 +22,7 @@ TEST(ShortStringTest, HoldsEverySizeInlineUpToTheLimitThenOnTheHeap) {
 }
 
 TEST(ShortStringTest, MovesLeaveTheSourceEmptyAndFreeOnce) {
-  for (const std::string text : {std::string("user:42"), std::string(40, 'x')}) {
+  for (const std::string& text : {std::string("user:42"), std::string(40, 'x')}) {
     ShortString a(text);
     ShortString b(std::move(a));
     EXPECT_EQ(b.view(), text);
@@ -30,9 +30,9 @@ TEST(ShortStringTest, MovesLeaveTheSourceEmptyAndFreeOnce) {
     ShortString c("other, and long enough to live on the heap");
     c = std::move(b);  // frees c's own text (ASan: no leak, no double free)
     EXPECT_EQ(c.view(), text);
-    EXPECT_EQ(b.view(), "");  // NOLINT(bugprone-use-after-move)
-    c = std::move(c);         // NOLINT: self-move keeps it
-    EXPECT_EQ(c.view(), text);
+    EXPECT_EQ(b.view(), "");    // NOLINT(bugprone-use-after-move)
+    c = std::move(c);           // NOLINT: self-move keeps it
+    EXPECT_EQ(c.view(), text);  // NOLINT(bugprone-use-after-move): ... as this checks
   }
 }
 

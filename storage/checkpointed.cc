@@ -33,6 +33,7 @@ absl::InlinedVector<uint64_t, 1> Checkpointed::items_added() const {
   if (rep_ == 0) return {};
   if (Inline(rep_)) return {(rep_ & 0xffffffff) >> 1};
   const uint64_t* block = Block(rep_);
+  // NOLINTNEXTLINE(modernize-return-braced-init-list): the iterator pair, not a list of two
   return absl::InlinedVector<uint64_t, 1>(block + 2, block + 2 + static_cast<uint32_t>(block[1]));
 }
 
