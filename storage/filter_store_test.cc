@@ -11,6 +11,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "bloom/window.h"
 #include "common/testing.h"
 #include "gtest/gtest.h"
 #include "rocksdb/statistics.h"
@@ -670,6 +672,43 @@ TEST_F(FilterStoreTest, BadDumpsCreateNothing) {
   ASSERT_OK(store_->Close());
   Open();
   EXPECT_EQ(store_->num_filters(), 1u);
+}
+
+// A dump whose header lists more sub-filters in one time slice than a slice can grow (only a
+// corrupt or hand-made dump can) is refused as INVALID_ARGUMENT naming the slice position,
+// before any bits are read, and creates nothing.
+TEST_F(FilterStoreTest, ADumpWithASliceOfTooManySubFiltersIsRefused) {
+  ASSERT_OK(store_->Reserve("src", {1000, 0.01}).status());
+  const std::string real = ExportAll(*store_, "src");
+  absl::StatusOr<bloom::FilterSpec> spec =
+      bloom::NormalizeSpec({.capacity = 1000, .error_rate = 0.01, .window = absl::Hours(1)});
+  ASSERT_OK(spec.status());
+  absl::StatusOr<bloom::SubFilterShape> shape = bloom::SubFilterShapeFor(*spec, 0);
+  ASSERT_OK(shape.status());
+  FilterRecord record;
+  record.generation = 1;
+  record.seed = 7;
+  record.created_at_micros = absl::ToUnixMicros(absl::Now());
+  record.spec = *spec;
+  const int64_t slice = bloom::SliceStartMicros(*spec, absl::Now());
+  record.sub_filters.assign(bloom::kMaxSubFilters + 1,
+                            SubFilterRecord{.capacity = shape->capacity,
+                                            .error_rate = shape->error_rate,
+                                            .num_blocks = shape->layout.num_blocks,
+                                            .hash_count = shape->layout.hash_count,
+                                            .slice_start_micros = slice});
+  const std::string header = EncodeFilterRecord(record);
+  const auto header_length = static_cast<uint32_t>(header.size());
+  // A real dump's magic bytes and format version, then this header (the bits never come).
+  std::string dump = real.substr(0, 6);
+  dump.append(reinterpret_cast<const char*>(&header_length), sizeof(header_length));
+  dump += header;
+  const uint64_t memory = store_->memory_used();
+  const absl::Status refused = ImportAll(*store_, "crafted", dump).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
+  EXPECT_TRUE(absl::StrContains(refused.message(), "position 64 of its time slice")) << refused;
+  EXPECT_EQ(store_->Stats("crafted").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->memory_used(), memory);
 }
 
 TEST_F(FilterStoreTest, ClosedStoreAnswersFailedPrecondition) {
