@@ -421,7 +421,7 @@ class StoredFilter {
   static constexpr uint8_t kScheduled = 2;
   static constexpr uint8_t kOverdue = 4;
   std::atomic<uint8_t> change_flags_{0};
-  // One byte for the three, beside the five above and the pins below (the object's size).
+  // One byte for the two, beside the five above and the pins below (the object's size).
   const bool generation_known_ : 1 = true;  // false for an unreadable metadata record
   const bool windowed_ : 1 = false;
   // PinChain: one per Export of this filter in progress (--max_transfers bounds them, and
