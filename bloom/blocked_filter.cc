@@ -38,7 +38,7 @@ inline uint64_t Mix(uint64_t x) {
 // asked for transparent huge pages, which cut TLB misses on random access to large filters.
 constexpr uint64_t kMmapThreshold = 2 << 20;
 
-// Words are only ever accessed through atomic_ref (words_ is a pointer to non-const even in
+// Words are only ever accessed through atomic_ref (words() is a pointer to non-const even in
 // const methods, so reads need no cast).
 inline uint64_t LoadWord(uint64_t& word) {
   return std::atomic_ref<uint64_t>(word).load(std::memory_order_acquire);
@@ -71,47 +71,53 @@ inline uint32_t CountBits(uint64_t x) {
 
 inline uint64_t CeilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
-// Room for the object before the bits of a small filter (which must be 64-byte aligned).
-constexpr uint64_t kInlineHeaderBytes = 64;
-static_assert(sizeof(BlockedBloomFilter) <= kInlineHeaderBytes);
-static_assert(sizeof(BlockedBloomFilter) % sizeof(uint64_t) == 0);
 // 64-bit words of dirty-page bits for a filter of `bytes` bytes of bits.
 inline uint64_t DirtyWords(uint64_t bytes) {
   return CeilDiv(CeilDiv(bytes, BlockedBloomFilter::kPageBytes), 64);
 }
 
+constexpr uint64_t kLineBytes = 64;
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<BlockedBloomFilter>> BlockedBloomFilter::Create(
-    BlockedLayout layout) {
+    BlockedLayout layout, size_t companion_bytes) {
   if (layout.num_blocks == 0 || layout.num_blocks > kMaxBlocks || layout.hash_count == 0 ||
       layout.hash_count > kMaxHashCount) {
     return absl::InvalidArgumentError(absl::StrCat("invalid layout: ", layout.num_blocks,
                                                    " blocks, ", layout.hash_count, " hashes"));
   }
+  if (companion_bytes % sizeof(uint64_t) != 0 || companion_bytes > kMaxCompanionBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("a companion of ", companion_bytes,
+                                                   " bytes; at most ", kMaxCompanionBytes,
+                                                   " in multiples of 8"));
+  }
   const uint64_t bytes = layout.bytes();
   if (bytes >= kMmapThreshold) {
     void* words = MapBits(bytes);
-    void* object = words == nullptr ? nullptr : std::malloc(sizeof(BlockedBloomFilter));
+    void* object =
+        words == nullptr ? nullptr : std::malloc(sizeof(BlockedBloomFilter) + sizeof(Far));
     if (object == nullptr) {
       UnmapBits(words, bytes);
       return absl::ResourceExhaustedError(
           absl::StrCat("cannot allocate ", bytes, " bytes for filter bits"));
     }
-    return std::unique_ptr<BlockedBloomFilter>(
-        new (object) BlockedBloomFilter(layout, static_cast<uint64_t*>(words), Storage::kMapped,
-                                        new uint64_t[DirtyWords(bytes)]()));
+    auto* filter = new (object) BlockedBloomFilter(layout, Storage::kMapped);
+    new (filter + 1)
+        Far{static_cast<uint64_t*>(words), new uint64_t[DirtyWords(bytes)](), nullptr, kBlockWords};
+    return std::unique_ptr<BlockedBloomFilter>(filter);
   }
-  // A small filter is one allocation: this object, then its bits (64-byte aligned), then its
-  // dirty-page bits. A server may hold millions of small filters; each allocation less saves
-  // its header and rounding (about 64 bytes). Up to slab::kMaxSlotBytes it is a slab slot:
-  // a cache that evicts and loads small filters all day reuses their slots exactly, where
-  // malloc would fragment (common/slab.h). The dirty-page bits of a filter up to a few MB fit
-  // in the header's spare bytes, so a filter of capacity 1000 at 1% (1,472 bytes of bits)
-  // takes 1,536 bytes, a whole number of slots.
-  const uint64_t dirty_bytes = DirtyWords(bytes) * sizeof(uint64_t);
-  const bool dirty_in_header = sizeof(BlockedBloomFilter) + dirty_bytes <= kInlineHeaderBytes;
-  const uint64_t total = kInlineHeaderBytes + bytes + (dirty_in_header ? 0 : dirty_bytes);
+  // A small filter is one allocation: its owner's companion, this object, then its bits
+  // (64-byte aligned), then its dirty-page bits unless they fit in the object. A server may
+  // hold millions of small filters; each allocation less saves its header and rounding (about
+  // 64 bytes). Up to slab::kMaxSlotBytes it is a slab slot: a cache that evicts and loads small
+  // filters all day reuses their slots exactly, where malloc would fragment (common/slab.h). A
+  // filter of capacity 1000 at 1% (1,472 bytes of bits) with its sub-filter takes 1,536 bytes,
+  // a whole number of slots.
+  const bool dirty_inline = DirtyWords(bytes) == 1;
+  const uint64_t header =
+      CeilDiv(sizeof(BlockedBloomFilter) + companion_bytes, kLineBytes) * kLineBytes;
+  const uint64_t total = header + bytes + (dirty_inline ? 0 : DirtyWords(bytes) * sizeof(uint64_t));
   const Storage storage = slab::Fits(total) ? Storage::kSlab : Storage::kHeap;
   void* memory = nullptr;
   if (storage == Storage::kSlab) {
@@ -123,17 +129,16 @@ absl::StatusOr<std::unique_ptr<BlockedBloomFilter>> BlockedBloomFilter::Create(
     return absl::ResourceExhaustedError(
         absl::StrCat("cannot allocate ", bytes, " bytes for filter bits"));
   }
-  char* const start = static_cast<char*>(memory);
-  std::memset(start + sizeof(BlockedBloomFilter), 0, total - sizeof(BlockedBloomFilter));
-  auto* words = reinterpret_cast<uint64_t*>(start + kInlineHeaderBytes);
-  auto* dirty = dirty_in_header ? reinterpret_cast<uint64_t*>(start + sizeof(BlockedBloomFilter))
-                                : words + bytes / sizeof(uint64_t);
-  return std::unique_ptr<BlockedBloomFilter>(new (memory)
-                                                 BlockedBloomFilter(layout, words, storage, dirty));
+  char* const words = static_cast<char*>(memory) + header;
+  std::memset(words, 0, total - header);
+  return std::unique_ptr<BlockedBloomFilter>(
+      new (words - sizeof(BlockedBloomFilter))
+          BlockedBloomFilter(layout, storage, static_cast<uint32_t>(header / kLineBytes),
+                             static_cast<uint32_t>(companion_bytes)));
 }
 
 std::unique_ptr<BlockedBloomFilter> BlockedBloomFilter::CreateInArena(SliceArena& arena) {
-  void* object = std::malloc(sizeof(BlockedBloomFilter));
+  void* object = std::malloc(sizeof(BlockedBloomFilter) + sizeof(Far));
   if (object == nullptr) return nullptr;
   uint64_t* words = arena.AcquireSlot();
   if (words == nullptr) {
@@ -141,43 +146,59 @@ std::unique_ptr<BlockedBloomFilter> BlockedBloomFilter::CreateInArena(SliceArena
     return nullptr;
   }
   const BlockedLayout layout = arena.layout();
-  return std::unique_ptr<BlockedBloomFilter>(new (object) BlockedBloomFilter(
-      layout, words, Storage::kArena, new uint64_t[DirtyWords(layout.bytes())](),
-      static_cast<uint32_t>(arena.stride_words()), &arena));
+  auto* filter = new (object) BlockedBloomFilter(layout, Storage::kArena);
+  new (filter + 1)
+      Far{words, new uint64_t[DirtyWords(layout.bytes())](), &arena, arena.stride_words()};
+  return std::unique_ptr<BlockedBloomFilter>(filter);
 }
 
-BlockedBloomFilter::BlockedBloomFilter(BlockedLayout layout, uint64_t* words, Storage storage,
-                                       uint64_t* dirty, uint32_t stride_words, SliceArena* arena)
-    : layout_(layout),
-      words_(words),
+BlockedBloomFilter::BlockedBloomFilter(BlockedLayout layout, Storage storage, uint32_t header_lines,
+                                       uint32_t companion_bytes)
+    : num_blocks_minus_one_(static_cast<uint32_t>(layout.num_blocks - 1)),
+      hash_count_(static_cast<uint8_t>(layout.hash_count)),
       storage_(storage),
-      stride_words_(stride_words),
-      dirty_(dirty),
-      arena_(arena) {}
+      header_lines_(static_cast<uint8_t>(header_lines)),
+      companion_bytes_(static_cast<uint8_t>(companion_bytes)) {}
+
+BlockedBloomFilter::BlockedBloomFilter(BlockedLayout layout, Storage storage)
+    : BlockedBloomFilter(layout, storage, 0, 0) {}
 
 BlockedBloomFilter::~BlockedBloomFilter() {
   if (storage_ == Storage::kMapped) {
-    UnmapBits(words_, layout_.bytes());
-    delete[] dirty_;
+    UnmapBits(far()->words, layout().bytes());
+    delete[] far()->dirty;
   } else if (storage_ == Storage::kArena) {
-    arena_->ReleaseSlot(words_);
-    delete[] dirty_;
+    far()->arena->ReleaseSlot(far()->words);
+    delete[] far()->dirty;
   }  // else the bits share this object's allocation, which operator delete frees
 }
 
 void BlockedBloomFilter::operator delete(BlockedBloomFilter* filter, std::destroying_delete_t) {
-  const Storage storage = filter->storage_;  // read before the object ends
+  // Read before the object ends.
+  const Storage storage = filter->storage_;
+  void* const allocation = filter->bits_follow() ? reinterpret_cast<char*>(filter->words()) -
+                                                       uint64_t{filter->header_lines_} * kLineBytes
+                                                 : static_cast<void*>(filter);
   filter->~BlockedBloomFilter();
   if (storage == Storage::kSlab) {
-    slab::Free(filter);
+    slab::Free(allocation);
   } else {
-    std::free(filter);
+    std::free(allocation);
   }
 }
 
-uint32_t BlockedBloomFilter::AddToBlock(uint64_t* block, uint64_t hash) {
+uint64_t* BlockedBloomFilter::dirty() const {
+  if (!bits_follow()) return far()->dirty;
+  if (num_blocks() <= uint64_t{64} * kBlocksPerPage) return &inline_dirty_;
+  return words() + layout().bytes() / sizeof(uint64_t);
+}
+
+static_assert(sizeof(BlockedBloomFilter) == 24,
+              "a small filter's header line holds its sub-filter");
+
+uint32_t BlockedBloomFilter::AddToBlock(uint64_t* block, uint64_t block_index, uint64_t hash) {
   uint64_t masks[kBlockWords] = {};
-  BitMasks(hash, layout_.hash_count, masks);
+  BitMasks(hash, hash_count_, masks);
   // First find which words lack bits, without branches per word (they mispredict) and without
   // locked instructions (an item already present, the common case in a filled filter, then
   // costs no more than a query).
@@ -195,12 +216,13 @@ uint32_t BlockedBloomFilter::AddToBlock(uint64_t* block, uint64_t hash) {
         std::atomic_ref<uint64_t>(block[w]).fetch_or(masks[w], std::memory_order_acq_rel);
     newly_set += CountBits(masks[w] & ~before);
   }
-  MarkPageDirty(static_cast<uint64_t>(block - words_) / stride_words_ / kBlocksPerPage);
+  MarkPageDirty(block_index / kBlocksPerPage);
   return newly_set;
 }
 
 bool BlockedBloomFilter::Add(uint64_t hash) {
-  const uint32_t newly_set = AddToBlock(BlockFor(hash), hash);
+  const uint64_t block_index = BlockIndex(hash);
+  const uint32_t newly_set = AddToBlock(words() + block_index * stride_words(), block_index, hash);
   if (newly_set != 0) set_bits_.fetch_add(newly_set, std::memory_order_relaxed);
   return newly_set != 0;
 }
@@ -208,7 +230,7 @@ bool BlockedBloomFilter::Add(uint64_t hash) {
 void BlockedBloomFilter::AddManyTo(absl::Span<const uint64_t> hashes, uint64_t* words) const {
   for (uint64_t hash : hashes) {
     uint64_t masks[kBlockWords] = {};
-    BitMasks(hash, layout_.hash_count, masks);
+    BitMasks(hash, hash_count_, masks);
     uint64_t* block = words + BlockIndex(hash) * kBlockWords;
     for (uint32_t w = 0; w < kBlockWords; ++w) block[w] |= masks[w];
   }
@@ -217,7 +239,7 @@ void BlockedBloomFilter::AddManyTo(absl::Span<const uint64_t> hashes, uint64_t* 
 bool BlockedBloomFilter::MightContain(uint64_t hash) const {
   uint64_t* block = BlockFor(hash);
   uint64_t masks[kBlockWords] = {};
-  BitMasks(hash, layout_.hash_count, masks);
+  BitMasks(hash, hash_count_, masks);
   uint64_t missing = 0;  // branch-free: all 8 words are in one cache line anyway
   for (uint32_t w = 0; w < kBlockWords; ++w) missing |= masks[w] & ~LoadWord(block[w]);
   return missing == 0;
@@ -229,12 +251,15 @@ constexpr size_t kPrefetchDistance = 12;
 
 void BlockedBloomFilter::AddMany(absl::Span<const uint64_t> hashes) {
   const size_t n = hashes.size();
+  uint64_t* const base = words();
+  const uint64_t stride = stride_words();
   uint64_t newly_set = 0;  // one shared counter update per batch, not per item
   for (size_t i = 0; i < n; ++i) {
     if (i + kPrefetchDistance < n) {
-      __builtin_prefetch(BlockFor(hashes[i + kPrefetchDistance]), /*rw=*/1);
+      __builtin_prefetch(base + BlockIndex(hashes[i + kPrefetchDistance]) * stride, /*rw=*/1);
     }
-    newly_set += AddToBlock(BlockFor(hashes[i]), hashes[i]);
+    const uint64_t block_index = BlockIndex(hashes[i]);
+    newly_set += AddToBlock(base + block_index * stride, block_index, hashes[i]);
   }
   if (newly_set != 0) set_bits_.fetch_add(newly_set, std::memory_order_relaxed);
 }
@@ -358,8 +383,8 @@ BlockedBloomFilter::Probes BlockedBloomFilter::ProbesOf(
     absl::Span<const BlockedBloomFilter* const> filters) {
   Probes probes;
   for (const BlockedBloomFilter* f : filters) {
-    probes.base.push_back(f->words_);
-    probes.stride.push_back(f->stride_words_);
+    probes.base.push_back(f->words());
+    probes.stride.push_back(f->stride_words());
   }
   return probes;
 }
@@ -367,20 +392,20 @@ BlockedBloomFilter::Probes BlockedBloomFilter::ProbesOf(
 void BlockedBloomFilter::MightContainAny(absl::Span<const BlockedBloomFilter* const> filters,
                                          absl::Span<const uint64_t> hashes, bool* present) {
   if (filters.empty()) return;
-  AskAll(ProbesOf(filters), filters[0]->layout_, hashes, present);
+  AskAll(ProbesOf(filters), filters[0]->layout(), hashes, present);
 }
 
 void BlockedBloomFilter::FirstContaining(absl::Span<const BlockedBloomFilter* const> filters,
                                          absl::Span<const uint64_t> hashes, uint8_t* first) {
   if (filters.empty()) return;
-  AskAll(ProbesOf(filters), filters[0]->layout_, hashes, first);
+  AskAll(ProbesOf(filters), filters[0]->layout(), hashes, first);
 }
 
 void BlockedBloomFilter::MightContainMany(absl::Span<const uint64_t> hashes, bool* present) const {
 #ifdef BLOOM_HAVE_AVX2_PATH
   if (HasAvx2()) {  // AnyAvx2's test of a block is a quarter faster than MightContain's words
     const BlockedBloomFilter* self = this;
-    return AnyAvx2(ProbesOf({&self, 1}), layout_, hashes, present);
+    return AnyAvx2(ProbesOf({&self, 1}), layout(), hashes, present);
   }
 #endif
   const size_t n = hashes.size();
@@ -393,11 +418,11 @@ void BlockedBloomFilter::MightContainMany(absl::Span<const uint64_t> hashes, boo
   }
 }
 
-uint64_t BlockedBloomFilter::num_pages() const { return CeilDiv(layout_.bytes(), kPageBytes); }
+uint64_t BlockedBloomFilter::num_pages() const { return CeilDiv(layout().bytes(), kPageBytes); }
 
 uint64_t BlockedBloomFilter::page_size(uint64_t page) const {
   const uint64_t begin = page * kPageBytes;
-  return std::min<uint64_t>(kPageBytes, layout_.bytes() - begin);
+  return std::min<uint64_t>(kPageBytes, layout().bytes() - begin);
 }
 
 void BlockedBloomFilter::ReadPage(uint64_t page, char* out) const {
@@ -433,7 +458,7 @@ std::vector<uint64_t> BlockedBloomFilter::TakeDirtyPages() {
   std::vector<uint64_t> pages;
   const uint64_t dirty_words = CeilDiv(num_pages(), 64);
   for (uint64_t w = 0; w < dirty_words; ++w) {
-    std::atomic_ref<uint64_t> word(dirty_[w]);
+    std::atomic_ref<uint64_t> word(dirty()[w]);
     if (word.load(std::memory_order_relaxed) == 0) continue;
     for (uint64_t bits = word.exchange(0, std::memory_order_acq_rel); bits != 0; bits &= bits - 1) {
       pages.push_back(w * 64 + std::countr_zero(bits));
@@ -443,7 +468,7 @@ std::vector<uint64_t> BlockedBloomFilter::TakeDirtyPages() {
 }
 
 void BlockedBloomFilter::MarkPageDirty(uint64_t page) {
-  std::atomic_ref<uint64_t> word(dirty_[page / 64]);
+  std::atomic_ref<uint64_t> word(dirty()[page / 64]);
   const uint64_t bit = uint64_t{1} << (page % 64);
   if ((word.load(std::memory_order_relaxed) & bit) == 0) {
     word.fetch_or(bit, std::memory_order_acq_rel);
@@ -456,17 +481,17 @@ void BlockedBloomFilter::MarkAllPagesDirty() {
 
 uint64_t BlockedBloomFilter::CountSetBits() const {
   uint64_t total = 0;
-  const uint64_t words = layout_.bytes() / 8;
+  const uint64_t words = layout().bytes() / 8;
   for (uint64_t i = 0; i < words; ++i) total += CountBits(LoadWord(*WordAt(i)));
   return total;
 }
 
 double BlockedBloomFilter::EstimatedFalsePositiveRate() const {
   if (set_bits() == 0) return 0;
-  if (set_bits() >= layout_.bits()) return 1;
-  const double items = EstimateCardinality(set_bits(), layout_);
-  return BlockedFalsePositiveRate(items / static_cast<double>(layout_.num_blocks),
-                                  layout_.hash_count);
+  const BlockedLayout shape = layout();
+  if (set_bits() >= shape.bits()) return 1;
+  const double items = EstimateCardinality(set_bits(), shape);
+  return BlockedFalsePositiveRate(items / static_cast<double>(shape.num_blocks), hash_count_);
 }
 
 }  // namespace bloom

@@ -23,6 +23,7 @@
 #define BLOOM_BLOCKED_FILTER_H_
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <new>
@@ -45,7 +46,17 @@ class BlockedBloomFilter {
 
   // Allocates zeroed bits for `layout`. ResourceExhausted if the memory cannot be had;
   // InvalidArgument for a layout outside the limits of sizing.h.
-  static absl::StatusOr<std::unique_ptr<BlockedBloomFilter>> Create(BlockedLayout layout);
+  //
+  // `companion_bytes` (a multiple of 8, at most kMaxCompanionBytes): room for the owner's
+  // object right before this one, in the same allocation, when the bits are small enough to
+  // follow the object (up to a few MB); companion() is then that room, uninitialised, and
+  // the owner places its object there and ends it before deleting this filter, which frees
+  // the allocation. So a per-user filter's sub-filter, its bits' header and its bits are one
+  // slab slot: 64 bytes of header where two objects took 112 (scalable_filter.h's SubFilter).
+  // Larger bits get no companion (companion() is null).
+  static absl::StatusOr<std::unique_ptr<BlockedBloomFilter>> Create(BlockedLayout layout,
+                                                                    size_t companion_bytes = 0);
+  static constexpr size_t kMaxCompanionBytes = 192;
   // Zeroed bits of `arena`'s layout in a free slot of `arena` (slice_arena.h: its blocks are
   // interleaved with the other slots'); nullptr when no slot is free or no memory is left.
   static std::unique_ptr<BlockedBloomFilter> CreateInArena(SliceArena& arena);
@@ -57,9 +68,18 @@ class BlockedBloomFilter {
   // filter): delete ends it and frees that memory the way it was had.
   static void operator delete(BlockedBloomFilter* filter, std::destroying_delete_t);
 
-  const BlockedLayout& layout() const { return layout_; }
+  BlockedLayout layout() const { return {num_blocks(), hash_count_}; }
+  uint64_t num_blocks() const { return uint64_t{num_blocks_minus_one_} + 1; }
   // Whether the bits are a slot of a SliceArena (CreateInArena).
   bool in_arena() const { return storage_ == Storage::kArena; }
+  // The room Create() left before this object for its owner, and its size; null and 0 when
+  // none was asked for or the bits do not follow the object.
+  void* companion() const {
+    return companion_bytes_ == 0
+               ? nullptr
+               : const_cast<char*>(reinterpret_cast<const char*>(this)) - companion_bytes_;
+  }
+  size_t companion_bytes() const { return companion_bytes_; }
 
   // Sets the item's bits; returns true if at least one of them was 0 before.
   bool Add(uint64_t hash);
@@ -118,35 +138,59 @@ class BlockedBloomFilter {
 
  private:
   // Where the object and its bits live. kSlab and kHeap: the bits follow the object in one
-  // slab slot or malloc block; kMapped: the object is malloc'd, the bits mapped on their own;
-  // kArena: the object is malloc'd, the bits are a slot of arena_.
+  // slab slot or malloc block (the object ends where they start, its companion before it);
+  // kMapped: the object is malloc'd with a Far behind it, the bits mapped on their own;
+  // kArena: likewise, the bits a slot of the arena.
   enum class Storage : uint8_t { kSlab, kHeap, kMapped, kArena };
+  // What the object of mapped or arena bits keeps behind itself.
+  struct Far {
+    uint64_t* words;
+    uint64_t* dirty;    // its own array
+    SliceArena* arena;  // kArena only; holds one of its references
+    uint64_t stride_words;
+  };
 
   static Probes ProbesOf(absl::Span<const BlockedBloomFilter* const> filters);
 
-  // `words` and `dirty` zeroed; the object was placed by Create() (see Storage). Block i
-  // starts at words + i * stride_words.
-  BlockedBloomFilter(BlockedLayout layout, uint64_t* words, Storage storage, uint64_t* dirty,
-                     uint32_t stride_words = kBlockWords, SliceArena* arena = nullptr);
+  // The object of bits that follow it; `header_lines` 64-byte lines before the bits start
+  // the allocation. The bits and dirty-page bits are zeroed by the caller.
+  BlockedBloomFilter(BlockedLayout layout, Storage storage, uint32_t header_lines,
+                     uint32_t companion_bytes);
+  // The object of far bits; its Far is constructed behind it by the caller.
+  BlockedBloomFilter(BlockedLayout layout, Storage storage);
 
-  uint64_t BlockIndex(uint64_t hash) const { return ((hash >> 32) * layout_.num_blocks) >> 32; }
-  uint64_t* BlockFor(uint64_t hash) const { return words_ + BlockIndex(hash) * stride_words_; }
+  bool bits_follow() const { return storage_ <= Storage::kHeap; }
+  const Far* far() const { return reinterpret_cast<const Far*>(this + 1); }
+  // Block i starts at words() + i * stride_words().
+  uint64_t* words() const {
+    return bits_follow() ? const_cast<uint64_t*>(reinterpret_cast<const uint64_t*>(this + 1))
+                         : far()->words;
+  }
+  uint64_t stride_words() const {
+    return storage_ == Storage::kArena ? far()->stride_words : kBlockWords;
+  }
+  // One bit per page, accessed via atomic_ref: inline_dirty_ for bits that follow the object
+  // and have at most 64 pages, behind the bits for larger ones, else Far's array.
+  uint64_t* dirty() const;
+
+  uint64_t BlockIndex(uint64_t hash) const { return ((hash >> 32) * num_blocks()) >> 32; }
+  uint64_t* BlockFor(uint64_t hash) const { return words() + BlockIndex(hash) * stride_words(); }
   // Word `i` of the bits as if they were contiguous (pages are persisted that way).
   uint64_t* WordAt(uint64_t i) const {
-    return words_ + i / kBlockWords * stride_words_ + i % kBlockWords;
+    return words() + i / kBlockWords * stride_words() + i % kBlockWords;
   }
-  // Sets the item's bits in `block`; returns how many were 0 before.
-  uint32_t AddToBlock(uint64_t* block, uint64_t hash);
+  // Sets the item's bits in `block` (block number `block_index`); returns how many were 0.
+  uint32_t AddToBlock(uint64_t* block, uint64_t block_index, uint64_t hash);
 
-  const BlockedLayout layout_;
-  uint64_t* const words_;  // layout_.num_blocks blocks, 64-byte aligned; accessed via atomic_ref
-  const Storage storage_;
-  const uint32_t stride_words_;  // kBlockWords, or an arena's stride
-  // One bit per page, accessed via atomic_ref: in the spare header bytes or behind the bits
-  // for a small filter (Create), else its own array.
-  uint64_t* const dirty_;
+  // 24 bytes (64 with its pointers and dirty bits before the companion), so that a small
+  // filter's header line also holds its sub-filter. Block count minus one: 2^32 blocks fit.
   std::atomic<uint64_t> set_bits_{0};
-  SliceArena* const arena_;  // kArena only; holds one of its references
+  mutable uint64_t inline_dirty_ = 0;
+  const uint32_t num_blocks_minus_one_;
+  const uint8_t hash_count_;
+  const Storage storage_;
+  const uint8_t header_lines_;     // bits_follow(): the allocation's lines before the bits
+  const uint8_t companion_bytes_;  // bits_follow(): the room before this object
 };
 
 }  // namespace bloom

@@ -195,6 +195,52 @@ TEST(BlockedBloomFilterTest, PagesRoundTripAndTrackDirt) {
   EXPECT_TRUE(source->TakeDirtyPages().empty());
 }
 
+// Every way the bits are held (a slab slot; a malloc block with the dirty-page word in the
+// object, or behind the bits; mapped) keeps the companion room its owner asked for apart from
+// the bits, and dirties exactly the pages whose bits it set.
+TEST(BlockedBloomFilterTest, CompanionRoomIsApartAndEveryStorageTracksItsPages) {
+  absl::BitGen gen;
+  // 23 blocks: a slab slot; 2,000 (8 pages) and 20,000 (79 pages, more than the object's
+  // dirty word holds): malloc blocks; 40,000 (2.5 MB): mapped.
+  for (uint64_t num_blocks : {23, 2'000, 20'000, 40'000}) {
+    for (size_t companion : {0, 8, 40, 48, 192}) {
+      SCOPED_TRACE(testing::Message() << num_blocks << " blocks, companion " << companion);
+      absl::StatusOr<std::unique_ptr<BlockedBloomFilter>> created =
+          BlockedBloomFilter::Create({num_blocks, 7}, companion);
+      ASSERT_TRUE(created.ok()) << created.status();
+      BlockedBloomFilter& filter = **created;
+      EXPECT_EQ(filter.layout(), (BlockedLayout{num_blocks, 7}));
+      const bool mapped = num_blocks == 40'000;
+      ASSERT_EQ(filter.companion_bytes(), mapped ? 0 : companion);
+      ASSERT_EQ(filter.companion() == nullptr, mapped || companion == 0);
+      if (filter.companion() != nullptr) std::memset(filter.companion(), 0xab, companion);
+      EXPECT_EQ(filter.CountSetBits(), 0u);
+
+      const std::vector<uint64_t> hashes = RandomHashes(num_blocks / 10 + 1, gen);
+      filter.AddMany(absl::MakeSpan(hashes).subspan(1));
+      filter.Add(hashes[0]);
+      std::vector<uint64_t> with_bits;
+      for (uint64_t page = 0; page < filter.num_pages(); ++page) {
+        std::string bytes(filter.page_size(page), '\0');
+        filter.ReadPage(page, bytes.data());
+        if (bytes.find_first_not_of('\0') != std::string::npos) with_bits.push_back(page);
+      }
+      EXPECT_EQ(filter.TakeDirtyPages(), with_bits);
+      EXPECT_EQ(filter.set_bits(), filter.CountSetBits());
+      for (uint64_t h : hashes) ASSERT_TRUE(filter.MightContain(h));
+      if (filter.companion() != nullptr) {
+        const auto* room = static_cast<const unsigned char*>(filter.companion());
+        EXPECT_TRUE(std::all_of(room, room + companion, [](unsigned char c) { return c == 0xab; }));
+      }
+    }
+  }
+  for (size_t bad : {size_t{7}, BlockedBloomFilter::kMaxCompanionBytes + 8}) {
+    EXPECT_EQ(BlockedBloomFilter::Create({23, 7}, bad).status().code(),
+              absl::StatusCode::kInvalidArgument)
+        << bad;
+  }
+}
+
 TEST(BlockedBloomFilterTest, ConcurrentAddersAndReadersSeeNoFalseNegatives) {
   auto filter = MakeFilter(400'000, 0.01);
   constexpr int kThreads = 4;

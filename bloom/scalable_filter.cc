@@ -100,26 +100,40 @@ absl::StatusOr<std::unique_ptr<SubFilter>> SubFilter::Create(
                      " of its time slice; a slice has at most ", kMaxSubFilters, " sub-filters"));
   }
   const bool sliced = slice.has_value();
-  void* memory = ::operator new(AllocationBytes(sliced));
-  if (sliced) {
-    ::new (static_cast<char*>(memory) + sizeof(SubFilter)) int64_t(slice->start_micros);
+  const bool bits_inline = bits->companion_bytes() == CompanionBytes(sliced);
+  void* memory;
+  if (bits_inline) {
+    memory = bits->companion();
+  } else {
+    memory = ::operator new(CompanionBytes(sliced) + sizeof(void*));
+    ::new (static_cast<char*>(memory) + sizeof(SubFilter)) BlockedBloomFilter*(bits.get());
   }
-  return std::unique_ptr<SubFilter>(::new (memory) SubFilter(index, sliced ? slice->position : 0,
-                                                             sliced, shape, std::move(bits)));
+  if (sliced) {
+    ::new (static_cast<char*>(memory) + sizeof(SubFilter) + (bits_inline ? 0 : sizeof(void*)))
+        int64_t(slice->start_micros);
+  }
+  // Owned by the sub-filter now: its operator delete deletes them.
+  static_cast<void>(bits.release());
+  return std::unique_ptr<SubFilter>(
+      ::new (memory) SubFilter(index, sliced ? slice->position : 0, sliced, bits_inline, shape));
 }
 
-SubFilter::SubFilter(int index, int slice_position, bool sliced, const SubFilterShape& shape,
-                     std::unique_ptr<BlockedBloomFilter> bits)
+SubFilter::SubFilter(int index, int slice_position, bool sliced, bool bits_inline,
+                     const SubFilterShape& shape)
     : index_(index),
       slice_position_(static_cast<uint16_t>(slice_position)),
       sliced_(sliced),
+      bits_inline_(bits_inline),
       capacity_(shape.capacity),
-      error_rate_(shape.error_rate),
-      bits_(std::move(bits)) {}
+      error_rate_(shape.error_rate) {}
 
 void SubFilter::operator delete(SubFilter* sub, std::destroying_delete_t) {
+  BlockedBloomFilter* const bits = &sub->bits();
+  const bool bits_inline = sub->bits_inline_;
   sub->~SubFilter();
-  ::operator delete(static_cast<void*>(sub));  // what Create() had, with the tail if sliced
+  // Inline, the sub-filter's memory is the bits' companion: deleting them frees it too.
+  delete bits;
+  if (!bits_inline) ::operator delete(static_cast<void*>(sub));
 }
 
 SubFilter::~SubFilter() {
@@ -159,7 +173,9 @@ void SubFilter::Unreserve(uint64_t count) {
 
 static_assert(sizeof(ScalableFilter) <= 48, "ScalableFilter outgrew its 48-byte size class");
 static_assert(kMaxExpansion <= std::numeric_limits<uint16_t>::max(), "expansion_ is 16 bits");
-static_assert(sizeof(SubFilter) <= 48, "SubFilter outgrew jemalloc's 48-byte class");
+static_assert(sizeof(SubFilter) == 40 &&
+                  SubFilter::CompanionBytes(false) + sizeof(BlockedBloomFilter) == 64,
+              "an unwindowed sub-filter and its bits' object share one 64-byte line");
 static_assert(kMaxSubFilters <= std::numeric_limits<uint16_t>::max(), "slice_position_ is 16 bits");
 
 absl::optional<ArenaShape> ArenaShapeFor(const FilterSpec& spec) {
@@ -299,7 +315,7 @@ absl::StatusOr<std::unique_ptr<BlockedBloomFilter>> ScalableFilter::MakeBits(
       return bits;
     }
   }
-  return BlockedBloomFilter::Create(layout);
+  return BlockedBloomFilter::Create(layout, SubFilter::CompanionBytes(windowed()));
 }
 
 void ScalableFilter::AppendSubFilter(std::unique_ptr<SubFilter> sub) {

@@ -102,14 +102,21 @@ class SubFilter {
  public:
   // `slice` (a windowed filter's sub-filters only) defaults to position `index` of an
   // unwindowed chain. InvalidArgument for a slice position of kMaxSubFilters or more (a
-  // corrupt record: no slice grows that far).
+  // corrupt record: no slice grows that far). When `bits` were made with a companion of
+  // CompanionBytes(slice.has_value()) bytes (BlockedBloomFilter::Create), the sub-filter is
+  // placed there, in the bits' own allocation; otherwise it allocates its own.
   static absl::StatusOr<std::unique_ptr<SubFilter>> Create(
       int index, SubFilterShape shape, std::unique_ptr<BlockedBloomFilter> bits,
       absl::optional<SliceTag> slice = absl::nullopt);
+  // The companion room bits need for a sub-filter to live in their allocation.
+  static constexpr size_t CompanionBytes(bool sliced) {
+    return sizeof(SubFilter) + (sliced ? sizeof(int64_t) : 0);
+  }
   // Frees the newer sub-filters too (it owns next()).
   ~SubFilter();
-  // Create() placed a windowed sub-filter's slice start right behind the object: delete
-  // ends it and frees the memory Create() had, with or without that tail.
+  // Create() placed the object in its bits' allocation or in one of its own with a tail
+  // (the bits' pointer, a windowed sub-filter's slice start): delete ends it and its bits
+  // and frees what Create() had.
   static void operator delete(SubFilter* sub, std::destroying_delete_t);
   SubFilter(const SubFilter&) = delete;
   SubFilter& operator=(const SubFilter&) = delete;
@@ -118,8 +125,12 @@ class SubFilter {
   SliceTag slice() const {
     return sliced_ ? SliceTag{*SliceStart(), slice_position_} : SliceTag{0, index_};
   }
-  SubFilterShape shape() const { return {capacity_, error_rate_, bits_->layout()}; }
-  BlockedBloomFilter& bits() const { return *bits_; }
+  SubFilterShape shape() const { return {capacity_, error_rate_, bits().layout()}; }
+  BlockedBloomFilter& bits() const {
+    char* tail = const_cast<char*>(reinterpret_cast<const char*>(this + 1));
+    return bits_inline_ ? *reinterpret_cast<BlockedBloomFilter*>(tail + (sliced_ ? 8 : 0))
+                        : **reinterpret_cast<BlockedBloomFilter**>(tail);
+  }
 
   // Items counted into this sub-filter (reserved by adds in flight or done).
   uint64_t items_added() const { return items_added_.load(std::memory_order_acquire); }
@@ -138,24 +149,26 @@ class SubFilter {
  private:
   friend class ScalableFilter;
 
-  SubFilter(int index, int slice_position, bool sliced, const SubFilterShape& shape,
-            std::unique_ptr<BlockedBloomFilter> bits);
-  // A windowed sub-filter's slice start, behind the object (sliced_ only).
-  const int64_t* SliceStart() const { return reinterpret_cast<const int64_t*>(this + 1); }
-  static size_t AllocationBytes(bool sliced) {
-    return sizeof(SubFilter) + (sliced ? sizeof(int64_t) : 0);
+  SubFilter(int index, int slice_position, bool sliced, bool bits_inline,
+            const SubFilterShape& shape);
+  // A windowed sub-filter's slice start, behind the object (sliced_ only), after the bits'
+  // pointer when they are elsewhere.
+  const int64_t* SliceStart() const {
+    return reinterpret_cast<const int64_t*>(reinterpret_cast<const char*>(this + 1) +
+                                            (bits_inline_ ? 0 : sizeof(void*)));
   }
 
-  // 48 bytes, one per per-user filter (jemalloc's 48-byte class; 56 in its 64-byte class
-  // when every sub-filter kept a slice start, 80 when the shape with its layout, which bits_
-  // has too, and a separate owner of next_ were kept here). Only a windowed filter's
-  // sub-filters have a slice start, 8 bytes behind the object.
+  // 40 bytes, one per per-user filter, in the first line of its bits' slab slot beside their
+  // 24-byte header (it was 48 bytes of its own, with a pointer to the bits; 56 when every
+  // sub-filter kept a slice start, 80 when the shape with its layout and a separate owner of
+  // next_ were kept here). Behind the object: a windowed filter's slice start; then, with
+  // bits_inline_, the bits' object, else before the slice start a pointer to them (owned).
   const int index_;
   const uint16_t slice_position_;  // sliced_ only: < kMaxSubFilters
   const bool sliced_;              // a windowed filter's: SliceStart() holds its slice
+  const bool bits_inline_;         // the bits' object follows (in their allocation)
   const uint64_t capacity_;
   const double error_rate_;
-  const std::unique_ptr<BlockedBloomFilter> bits_;
   std::atomic<uint64_t> items_added_{0};
   // Owning: written once, by the appending thread (Retire takes it back).
   std::atomic<SubFilter*> next_{nullptr};

@@ -85,7 +85,8 @@ TEST(SubFilterShapeTest, GrowsCapacityAndTightensErrorRate) {
 
 // A windowed filter's sub-filters keep their slice tag in 8 bytes behind the object, the others
 // none: each answers its own tag, and freeing either kind frees what was allocated (ASan checks
-// that the free matches the allocation). A slice of kMaxSubFilters sub-filters or more can only come from a corrupt record.
+// that the free matches the allocation). A slice of kMaxSubFilters sub-filters or more can only
+// come from a corrupt record.
 TEST(SubFilterTest, KeepsItsSliceTagOnlyWhenWindowed) {
   const FilterSpec spec = Spec(1000, 0.01);
   absl::StatusOr<SubFilterShape> shape = SubFilterShapeFor(spec, 0);
@@ -115,6 +116,42 @@ TEST(SubFilterTest, KeepsItsSliceTagOnlyWhenWindowed) {
         SubFilter::Create(0, *shape, bits(), SliceTag{start, position});
     EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument) << position;
   }
+}
+
+// A small sub-filter lives in its bits' allocation (one slab slot for a per-user filter);
+// bits made without room for it, or too large to carry any, leave it an allocation of its
+// own. Either way it answers the same.
+TEST(SubFilterTest, LivesInItsBitsAllocationWhenTheyHaveRoom) {
+  const ManualClock clock;
+  FilterSpec windowed = Spec(1000, 0.01);
+  windowed.window = absl::Hours(1);
+  for (const FilterSpec& raw : {Spec(1000, 0.01), windowed, Spec(20'000'000, 0.01)}) {
+    absl::StatusOr<FilterSpec> spec = NormalizeSpec(raw);
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    absl::StatusOr<std::unique_ptr<ScalableFilter>> filter =
+        ScalableFilter::Create(*spec, 7, &clock);
+    ASSERT_TRUE(filter.ok()) << filter.status();
+    const SubFilter* first = (*filter)->first();
+    ASSERT_NE(first, nullptr);
+    const bool small = raw.capacity == 1000;
+    EXPECT_EQ(first->bits().companion() == first, small) << raw.capacity;
+    EXPECT_EQ(first->slice().start_micros != 0, raw.windowed());
+    const std::vector<char> added = AddAll(**filter, {(*filter)->Hash("a"), (*filter)->Hash("b")});
+    EXPECT_EQ(added, (std::vector<char>{1, 1}));
+    bool present[2] = {false, false};
+    const uint64_t probes[2] = {(*filter)->Hash("a"), (*filter)->Hash("b")};
+    (*filter)->MightContainMany(probes, present);
+    EXPECT_TRUE(present[0] && present[1]);
+  }
+  // Bits made elsewhere (no companion room): the sub-filter points to them.
+  absl::StatusOr<SubFilterShape> shape = SubFilterShapeFor(*NormalizeSpec(Spec(1000, 0.01)), 0);
+  ASSERT_TRUE(shape.ok()) << shape.status();
+  absl::StatusOr<std::unique_ptr<SubFilter>> apart =
+      SubFilter::Create(0, *shape, *BlockedBloomFilter::Create(shape->layout));
+  ASSERT_TRUE(apart.ok()) << apart.status();
+  EXPECT_EQ((*apart)->bits().companion(), nullptr);
+  EXPECT_TRUE((*apart)->bits().Add(42));
+  EXPECT_TRUE((*apart)->bits().MightContain(42));
 }
 
 TEST(ScalableFilterTest, DuplicatesInOneBatchCountOnce) {
