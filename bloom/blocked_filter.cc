@@ -173,7 +173,7 @@ BlockedBloomFilter::~BlockedBloomFilter() {
   }  // else the bits share this object's allocation, which operator delete frees
 }
 
-void BlockedBloomFilter::operator delete(BlockedBloomFilter* filter, std::destroying_delete_t) {
+void BlockedBloomFilter::Destroy(BlockedBloomFilter* filter) {
   // Read before the object ends.
   const Storage storage = filter->storage_;
   void* const allocation = filter->bits_follow() ? reinterpret_cast<char*>(filter->words()) -

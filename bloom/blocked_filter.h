@@ -66,7 +66,12 @@ class BlockedBloomFilter {
   ~BlockedBloomFilter();
   // Create() placed this object in memory of its own choosing (with the bits of a small
   // filter): delete ends it and frees that memory the way it was had.
-  static void operator delete(BlockedBloomFilter* filter, std::destroying_delete_t);
+  static void operator delete(BlockedBloomFilter* filter, std::destroying_delete_t) {
+    Destroy(filter);
+  }
+  // What delete does: for an owner in the companion room, which GCC would take for freeing a
+  // pointer into the middle of a block (-Wfree-nonheap-object) if it called delete.
+  static void Destroy(BlockedBloomFilter* filter);
 
   BlockedLayout layout() const { return {num_blocks(), hash_count_}; }
   uint64_t num_blocks() const { return uint64_t{num_blocks_minus_one_} + 1; }

@@ -131,9 +131,13 @@ void SubFilter::operator delete(SubFilter* sub, std::destroying_delete_t) {
   BlockedBloomFilter* const bits = &sub->bits();
   const bool bits_inline = sub->bits_inline_;
   sub->~SubFilter();
-  // Inline, the sub-filter's memory is the bits' companion: deleting them frees it too.
-  delete bits;
-  if (!bits_inline) ::operator delete(static_cast<void*>(sub));
+  if (bits_inline) {
+    // The sub-filter's memory is the bits' companion room: freeing them frees it too.
+    BlockedBloomFilter::Destroy(bits);
+  } else {
+    delete bits;
+    ::operator delete(static_cast<void*>(sub));
+  }
 }
 
 SubFilter::~SubFilter() {
@@ -171,7 +175,7 @@ void SubFilter::Unreserve(uint64_t count) {
   items_added_.fetch_sub(count, std::memory_order_acq_rel);
 }
 
-static_assert(sizeof(ScalableFilter) <= 48, "ScalableFilter outgrew its 48-byte size class");
+static_assert(sizeof(ScalableFilter) <= 32, "ScalableFilter outgrew its 32-byte size class");
 static_assert(kMaxExpansion <= std::numeric_limits<uint16_t>::max(), "expansion_ is 16 bits");
 static_assert(sizeof(SubFilter) == 40 &&
                   SubFilter::CompanionBytes(false) + sizeof(BlockedBloomFilter) == 64,
@@ -211,19 +215,50 @@ ScalableFilter::Window::Window(const FilterSpec& window_spec, const Clock* windo
 
 ScalableFilter::ScalableFilter(const FilterSpec& spec, uint64_t seed, const Clock* clock,
                                int first_index)
-    : capacity_(spec.capacity),
-      error_rate_(spec.error_rate),
-      seed_(seed),
-      window_(spec.windowed() ? std::make_unique<Window>(WithoutIdleTtl(spec), clock, first_index)
-                              : nullptr),
+    : seed_(seed),
+      head_(
+          spec.windowed()
+              ? reinterpret_cast<uintptr_t>(new Window(WithoutIdleTtl(spec), clock, first_index)) |
+                    kWindowHead
+              : reinterpret_cast<uintptr_t>(new Spare{spec.capacity, spec.error_rate, nullptr}) |
+                    kSpareHead),
       expansion_(static_cast<uint16_t>(spec.expansion)),
       non_scaling_(spec.non_scaling) {}
 
+ScalableFilter::~ScalableFilter() {
+  switch (head_kind()) {
+    case kFirstHead:
+      delete first();  // and the newer sub-filters, which it owns
+      break;
+    case kWindowHead:
+      delete window();
+      break;
+    case kSpareHead:
+      delete spare();
+      break;
+  }
+}
+
+double ScalableFilter::SpecErrorRate(const SubFilter& first) const {
+  return non_scaling_ ? first.error_rate_ : first.error_rate_ / (1 - kTightening);
+}
+
+bool ScalableFilter::FirstGivesSpec(const SubFilter& sub, uint64_t capacity,
+                                    double error_rate) const {
+  // What spec() then answers is exactly the spec: the rest of the chain follows from it.
+  return sub.index() == 0 && sub.capacity_ == capacity && SpecErrorRate(sub) == error_rate;
+}
+
 FilterSpec ScalableFilter::spec() const {
-  if (windowed()) return window_->spec;
+  if (windowed()) return window()->spec;
   FilterSpec spec;
-  spec.capacity = capacity_;
-  spec.error_rate = error_rate_;
+  if (head_kind() == kFirstHead) {
+    spec.capacity = first()->capacity_;
+    spec.error_rate = SpecErrorRate(*first());
+  } else {
+    spec.capacity = spare()->capacity;
+    spec.error_rate = spare()->error_rate;
+  }
   spec.expansion = expansion_;
   spec.non_scaling = non_scaling_;
   return spec;
@@ -239,21 +274,21 @@ int ScalableFilter::num_sub_filters() const {
     const SubFilter* last = newest();
     return last == nullptr ? 0 : last->index() + 1;
   }
-  bloomsync::ReaderMutexLock lock(&window_->retire_mu);
+  bloomsync::ReaderMutexLock lock(&window()->retire_mu);
   const SubFilter* last = newest();
   return last == nullptr ? 0 : last->index() - first()->index() + 1;
 }
 
 int ScalableFilter::first_index() const {
   if (!windowed()) return 0;
-  bloomsync::ReaderMutexLock lock(&window_->retire_mu);
-  return first() == nullptr ? window_->empty_next_index : first()->index();
+  bloomsync::ReaderMutexLock lock(&window()->retire_mu);
+  return first() == nullptr ? window()->empty_next_index : first()->index();
 }
 
 int ScalableFilter::next_index() const {
   const SubFilter* last = newest();
   if (last != nullptr) return last->index() + 1;
-  return windowed() ? window_->empty_next_index : 0;
+  return windowed() ? window()->empty_next_index : 0;
 }
 
 SubFilter* ScalableFilter::sub_filter(int index) const {
@@ -263,7 +298,7 @@ SubFilter* ScalableFilter::sub_filter(int index) const {
 }
 
 absl::StatusOr<std::unique_ptr<SubFilter>> ScalableFilter::MakeNextSubFilter() const {
-  return MakeSubFilterIn(windowed() ? SliceStartMicros(window_->spec, window_->clock->Now()) : 0);
+  return MakeSubFilterIn(windowed() ? SliceStartMicros(window()->spec, window()->clock->Now()) : 0);
 }
 
 absl::StatusOr<std::unique_ptr<SubFilter>> ScalableFilter::MakeSubFilterIn(
@@ -289,7 +324,7 @@ absl::StatusOr<std::unique_ptr<SubFilter>> ScalableFilter::MakeSubFilterIn(
       if (sub->slice().position > 0) previous_overflow = sub->shape().capacity;
     }
     const uint64_t capacity =
-        SliceOverflowCapacity(window_->spec, slice_start, window_->clock->Now(), items_in_slice,
+        SliceOverflowCapacity(window()->spec, slice_start, window()->clock->Now(), items_in_slice,
                               previous_overflow, shape->capacity);
     if (capacity != shape->capacity) {
       absl::StatusOr<BlockedLayout> layout = ChooseLayout(capacity, shape->error_rate);
@@ -307,11 +342,11 @@ absl::StatusOr<std::unique_ptr<SubFilter>> ScalableFilter::MakeSubFilterIn(
 
 absl::StatusOr<std::unique_ptr<BlockedBloomFilter>> ScalableFilter::MakeBits(
     const BlockedLayout& layout, int position) const {
-  if (windowed() && window_->arena != nullptr && position == 0 &&
-      layout == window_->arena->layout()) {
+  if (windowed() && window()->arena != nullptr && position == 0 &&
+      layout == window()->arena->layout()) {
     // Without a free slot (see slice_arena.h), bits of its own below.
     if (std::unique_ptr<BlockedBloomFilter> bits =
-            BlockedBloomFilter::CreateInArena(*window_->arena)) {
+            BlockedBloomFilter::CreateInArena(*window()->arena)) {
       return bits;
     }
   }
@@ -321,21 +356,30 @@ absl::StatusOr<std::unique_ptr<BlockedBloomFilter>> ScalableFilter::MakeBits(
 void ScalableFilter::AppendSubFilter(std::unique_ptr<SubFilter> sub) {
   SubFilter* raw = sub.get();
   SubFilter* last = newest();
-  if (last == nullptr) {
-    // Only a windowed chain becomes empty again (Retire); its readers hold retire_mu_.
-    absl::optional<bloomsync::MutexLock> lock;
-    if (windowed()) lock.emplace(&window_->retire_mu);
-    first_ = std::move(sub);
+  if (last == nullptr && windowed()) {
+    // Only a windowed chain becomes empty again (Retire); its readers hold retire_mu.
+    bloomsync::MutexLock lock(&window()->retire_mu);
+    window()->first = std::move(sub);
+  } else if (last == nullptr) {
+    // Loading (or Create), before the filter is shared: a first sub-filter that tells the
+    // spec replaces the Spare.
+    Spare* const spare_head = spare();
+    if (FirstGivesSpec(*sub, spare_head->capacity, spare_head->error_rate)) {
+      head_ = reinterpret_cast<uintptr_t>(sub.release()) | kFirstHead;
+      delete spare_head;
+    } else {
+      spare_head->first = std::move(sub);
+    }
   } else {
     last->next_.store(sub.release(), std::memory_order_release);  // which owns it
   }
-  if (windowed()) window_->newest.store(raw, std::memory_order_release);
+  if (windowed()) window()->newest.store(raw, std::memory_order_release);
 }
 
 absl::InlinedVector<SubFilter*, 8> ScalableFilter::LiveChain(absl::Time now) const {
   absl::InlinedVector<SubFilter*, 8> chain;
   for (SubFilter* sub = first(); sub != nullptr; sub = sub->next()) {
-    if (!windowed() || SliceExpiry(window_->spec, sub->slice().start_micros) > now) {
+    if (!windowed() || SliceExpiry(window()->spec, sub->slice().start_micros) > now) {
       chain.push_back(sub);
     }
   }
@@ -353,8 +397,8 @@ void ScalableFilter::MightContainMany(absl::Span<const uint64_t> hashes, bool* p
     for (int i = n - 1; i >= 0; --i) chain[i]->bits().MightContainMany(hashes, present);
     return;
   }
-  const absl::Time now = window_->clock->Now();
-  bloomsync::ReaderMutexLock lock(&window_->retire_mu);
+  const absl::Time now = window()->clock->Now();
+  bloomsync::ReaderMutexLock lock(&window()->retire_mu);
   AskSlices(LiveChain(now), hashes, present);
 }
 
@@ -378,10 +422,10 @@ void ScalableFilter::AskSlices(absl::Span<SubFilter* const> subs, absl::Span<con
 
 int ScalableFilter::ExpiredThrough(absl::Time now) const {
   if (!windowed()) return -1;
-  bloomsync::ReaderMutexLock lock(&window_->retire_mu);
+  bloomsync::ReaderMutexLock lock(&window()->retire_mu);
   int through = -1;
   for (SubFilter* sub = first(); sub != nullptr; sub = sub->next()) {
-    if (SliceExpiry(window_->spec, sub->slice().start_micros) > now) break;
+    if (SliceExpiry(window()->spec, sub->slice().start_micros) > now) break;
     through = sub->index();
   }
   return through;
@@ -389,15 +433,17 @@ int ScalableFilter::ExpiredThrough(absl::Time now) const {
 
 std::vector<std::unique_ptr<SubFilter>> ScalableFilter::Retire(int through) {
   std::vector<std::unique_ptr<SubFilter>> retired;
-  bloomsync::MutexLock lock(&window_->retire_mu);
-  while (first_ != nullptr && first_->index() <= through) {
-    std::unique_ptr<SubFilter> next(first_->next_.exchange(nullptr, std::memory_order_acq_rel));
+  Window& window_head = *window();
+  bloomsync::MutexLock lock(&window_head.retire_mu);
+  std::unique_ptr<SubFilter>& head = window_head.first;
+  while (head != nullptr && head->index() <= through) {
+    std::unique_ptr<SubFilter> next(head->next_.exchange(nullptr, std::memory_order_acq_rel));
     if (next == nullptr) {
-      window_->empty_next_index = first_->index() + 1;
-      window_->newest.store(nullptr, std::memory_order_release);
+      window_head.empty_next_index = head->index() + 1;
+      window_head.newest.store(nullptr, std::memory_order_release);
     }
-    retired.push_back(std::move(first_));
-    first_ = std::move(next);
+    retired.push_back(std::move(head));
+    head = std::move(next);
   }
   return retired;
 }
@@ -464,7 +510,7 @@ absl::StatusOr<ScalableFilter::PreparedAdd> ScalableFilter::PrepareAdd(
             "time slice is full: a non_scaling window takes ", newest_seen->shape().capacity,
             " new items per slice (capacity / window_slices), ", newest_seen->items_added(),
             " added, this request adds ", new_hashes.size(), "; the next slice starts at ",
-            absl::FormatTime(absl::FromUnixMicros(slice_start + SliceMicros(window_->spec)),
+            absl::FormatTime(absl::FromUnixMicros(slice_start + SliceMicros(window()->spec)),
                              absl::UTCTimeZone())));
       }
       return absl::ResourceExhaustedError(
@@ -484,14 +530,14 @@ absl::StatusOr<ScalableFilter::PreparedAdd> ScalableFilter::PrepareAdd(
 int64_t ScalableFilter::ClassifyWindowed(absl::Span<const uint64_t> hashes, bool* added,
                                          std::vector<uint64_t>& new_hashes) const {
   const size_t n = hashes.size();
-  const absl::Time now = window_->clock->Now();
-  int64_t slice_start = SliceStartMicros(window_->spec, now);
+  const absl::Time now = window()->clock->Now();
+  int64_t slice_start = SliceStartMicros(window()->spec, now);
   // Refreshing an item means adding it to the current slice even when an older slice has it:
   // its age restarts. `in_slice` marks the items the current slice has already; `added` (as
   // scratch) those any unexpired slice has.
   std::unique_ptr<bool[]> in_slice(new bool[n]());
   {
-    bloomsync::ReaderMutexLock lock(&window_->retire_mu);
+    bloomsync::ReaderMutexLock lock(&window()->retire_mu);
     const SubFilter* last = newest();
     // Never into a slice older than the newest (the clock went back): it would expire early.
     if (last != nullptr && last->slice().start_micros > slice_start) {
@@ -619,8 +665,8 @@ void ScalableFilter::Apply(absl::Span<const Run> runs, absl::Span<const uint64_t
 uint64_t ScalableFilter::items_added() const {
   uint64_t total = 0;
   if (windowed()) {  // the unexpired slices'
-    const absl::Time now = window_->clock->Now();
-    bloomsync::ReaderMutexLock lock(&window_->retire_mu);
+    const absl::Time now = window()->clock->Now();
+    bloomsync::ReaderMutexLock lock(&window()->retire_mu);
     for (SubFilter* sub : LiveChain(now)) total += sub->items_added();
     return total;
   }
@@ -630,9 +676,9 @@ uint64_t ScalableFilter::items_added() const {
 
 uint64_t ScalableFilter::size_bytes() const {
   absl::optional<bloomsync::ReaderMutexLock> lock;
-  if (windowed()) lock.emplace(&window_->retire_mu);
+  if (windowed()) lock.emplace(&window()->retire_mu);
   // An arena's memory is held whole, its free slots too (slice_arena.h).
-  uint64_t total = windowed() && window_->arena != nullptr ? window_->arena->total_bytes() : 0;
+  uint64_t total = windowed() && window()->arena != nullptr ? window()->arena->total_bytes() : 0;
   for (SubFilter* sub = first(); sub != nullptr; sub = sub->next()) {
     if (!sub->bits().in_arena()) total += sub->shape().layout.bytes();
   }
@@ -641,9 +687,9 @@ uint64_t ScalableFilter::size_bytes() const {
 
 ScalableFilterStats ScalableFilter::ComputeStats() const {
   std::vector<SubFilterStats> subs;
-  const absl::Time now = windowed() ? window_->clock->Now() : absl::InfinitePast();
+  const absl::Time now = windowed() ? window()->clock->Now() : absl::InfinitePast();
   absl::optional<bloomsync::ReaderMutexLock> lock;
-  if (windowed()) lock.emplace(&window_->retire_mu);
+  if (windowed()) lock.emplace(&window()->retire_mu);
   absl::InlinedVector<SubFilter*, 8> chain = LiveChain(now);  // newest first
   for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
     SubFilter* sub = *it;

@@ -228,29 +228,39 @@ class ScalableFilter {
 
   ScalableFilter(const ScalableFilter&) = delete;
   ScalableFilter& operator=(const ScalableFilter&) = delete;
+  ~ScalableFilter();
 
   // The spec it was made with, idle_ttl zero (see FilterSpec). A copy: a filter without a
   // window keeps it as a few fields.
   FilterSpec spec() const;
-  bool windowed() const { return window_ != nullptr; }
+  bool windowed() const { return head_kind() == kWindowHead; }
   uint64_t seed() const { return seed_; }
   uint64_t Hash(absl::string_view item) const { return HashItem(item, seed_); }
 
   // The clock a window ages by; Clock::Real() for a filter without a window (which keeps none).
-  const Clock* clock() const { return windowed() ? window_->clock : Clock::Real(); }
+  const Clock* clock() const { return windowed() ? window()->clock : Clock::Real(); }
   // Sub-filters in memory (for a windowed filter: expired ones not yet retired included).
   int num_sub_filters() const;
   // Index of the oldest sub-filter in memory (the next one's when there is none).
   int first_index() const;
   // The index the next sub-filter gets.
   int next_index() const;
-  SubFilter* first() const { return first_.get(); }
+  SubFilter* first() const {
+    switch (head_kind()) {
+      case kFirstHead:
+        return reinterpret_cast<SubFilter*>(head_);
+      case kWindowHead:
+        return window()->first.get();
+      default:
+        return spare()->first.get();
+    }
+  }
   // The newest sub-filter, or nullptr. Without a window, the end of the chain from first():
   // a walk of its sub-filters (one for most filters), whose next() links are published with
   // release stores; a window, whose chain can be long, keeps it.
   SubFilter* newest() const {
-    if (windowed()) return window_->newest.load(std::memory_order_acquire);
-    SubFilter* last = first_.get();
+    if (windowed()) return window()->newest.load(std::memory_order_acquire);
+    SubFilter* last = first();
     if (last != nullptr) {
       for (SubFilter* sub = last->next(); sub != nullptr; sub = sub->next()) last = sub;
     }
@@ -349,7 +359,7 @@ class ScalableFilter {
 
   // Windowed: the layout every slice's first sub-filter has (AskSlices).
   BlockedLayout first_layout() const {
-    return {window_->first_num_blocks, window_->first_hash_count};
+    return {window()->first_num_blocks, window()->first_hash_count};
   }
   // Windowed: whether `sub` is a slice's first sub-filter, asked with the others in one pass.
   bool IsSliceFirst(const SubFilter& sub) const {
@@ -359,7 +369,7 @@ class ScalableFilter {
   // What only a windowed filter needs, kept apart so that millions of small per-user filters
   // do not carry it: its whole spec (window.h's functions take it), its clock, the index an
   // emptied chain restarts at, the newest sub-filter, the layout its slices' first sub-filters
-  // share, the lock Retire takes, and the slice arena.
+  // share, the lock Retire takes, the slice arena and the chain.
   struct Window {
     Window(const FilterSpec& window_spec, const Clock* window_clock, int first_index);
     const FilterSpec spec;  // idle_ttl zero, as spec() answers
@@ -369,27 +379,50 @@ class ScalableFilter {
     std::atomic<SubFilter*> newest{nullptr};
     uint64_t first_num_blocks = 0;  // first_layout()
     uint32_t first_hash_count = 0;
-    // Shared by reads of the chain, exclusive to change first_ (see the class comment).
+    // Shared by reads of the chain, exclusive to change `first` (see the class comment).
     mutable bloomsync::Mutex retire_mu;
     // Large windows: the slices' first sub-filters, interleaved (slice_arena.h); else null.
     SliceArena::Ref arena;
+    // The oldest sub-filter in memory (it owns the newer ones). Last: destroyed before the
+    // arena whose slots its sub-filters hold.
+    std::unique_ptr<SubFilter> first;
   };
+  // What a filter without a window keeps while its first sub-filter does not tell its spec
+  // (FirstGivesSpec): while it is loaded, before that sub-filter is appended, and for a stored
+  // chain whose first sub-filter is not the one its spec makes (only a hand-made record).
+  struct Spare {
+    uint64_t capacity;
+    double error_rate;
+    std::unique_ptr<SubFilter> first;
+  };
+  // What head_ points to, in its low bits (the objects are 8-byte aligned).
+  enum HeadKind : uintptr_t { kFirstHead = 0, kWindowHead = 1, kSpareHead = 2 };
+  static constexpr uintptr_t kHeadKindBits = 3;
+  HeadKind head_kind() const { return static_cast<HeadKind>(head_ & kHeadKindBits); }
+  Window* window() const { return reinterpret_cast<Window*>(head_ & ~kHeadKindBits); }
+  Spare* spare() const { return reinterpret_cast<Spare*>(head_ & ~kHeadKindBits); }
+  // Whether `sub`, the first sub-filter of a chain without a window, gives back exactly the
+  // spec's capacity and error rate (SpecErrorRate), as one that the spec made does.
+  bool FirstGivesSpec(const SubFilter& sub, uint64_t capacity, double error_rate) const;
+  // The spec's error rate from the first sub-filter's (ChainShape's, inverted: exact, since
+  // the first sub-filter's is the spec's halved, or the spec's for a non-scaling filter).
+  double SpecErrorRate(const SubFilter& first) const;
 
-  // 48 bytes (a size class of jemalloc), for millions of small filters; 64 when the idle_ttl
+  // 24 bytes (jemalloc's 32-byte class), for millions of small filters; 48 when it kept the
+  // spec's capacity and error rate, which a chain without a window reads from its first
+  // sub-filter now, and the chain's head beside the window's pointer; 64 when the idle_ttl
   // (which the store keeps) and the newest sub-filter (which newest() finds, or the window
   // keeps) were kept here, 128 when the spec, with its two 16-byte absl::Durations, the clock
-  // and the window's fields were. A filter without a window keeps its spec as these fields,
-  // expansion in 16 bits (kMaxExpansion).
-  const uint64_t capacity_;
-  const double error_rate_;
+  // and the window's fields were. Expansion in 16 bits (kMaxExpansion).
   const uint64_t seed_;
-  const std::unique_ptr<Window> window_;  // null without a window
+  // Owning, tagged (HeadKind): the first sub-filter of a chain without a window, which tells
+  // the spec's capacity and error rate; else the Window, or the Spare. Written while the
+  // filter is made or loaded (the first append turns a Spare into the first sub-filter),
+  // before it is shared; a window's chain changes in the Window, under its retire_mu.
+  uintptr_t head_;
   bloomsync::Mutex growth_mu_;  // serialises opening sub-filters (not the reads of the chain)
   const uint16_t expansion_;
   const bool non_scaling_;
-  // Unwindowed: written once, by the first append, before the filter is shared (Create, or
-  // loading); windowed: under the window's retire_mu.
-  std::unique_ptr<SubFilter> first_;
 };
 
 }  // namespace bloom

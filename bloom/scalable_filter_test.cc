@@ -154,6 +154,61 @@ TEST(SubFilterTest, LivesInItsBitsAllocationWhenTheyHaveRoom) {
   EXPECT_TRUE((*apart)->bits().MightContain(42));
 }
 
+// A chain without a window keeps no spec of its own: its first sub-filter tells the capacity
+// and error rate. spec() must still answer exactly what the filter was made with, for any
+// spec (Reserve compares it with the asked one), including error rates whose half loses
+// precision, where the chain keeps them apart instead.
+TEST(ScalableFilterTest, AnswersItsSpecExactlyFromItsFirstSubFilter) {
+  absl::BitGen gen;
+  std::vector<FilterSpec> specs = {
+      Spec(1000, 0.01),         Spec(1, 0.5),
+      Spec(1, 1e-30),           Spec(7, 0.999999),
+      Spec(100, 0.01, 1, true), Spec(12345, 0.0123456789, kMaxExpansion)};
+  for (int i = 0; i < 40; ++i) {
+    const bool non_scaling = absl::Bernoulli(gen, 0.3);
+    specs.push_back(Spec(absl::LogUniform<uint64_t>(gen, 1, 1'000'000),
+                         std::exp(-absl::Uniform(gen, 0.0, 20.0)) * 0.999,
+                         non_scaling ? 1 : absl::Uniform<uint32_t>(gen, 1, kMaxExpansion + 1),
+                         non_scaling));
+  }
+  for (const FilterSpec& spec : specs) {
+    SCOPED_TRACE(testing::Message() << spec.capacity << " at " << spec.error_rate << " x"
+                                    << spec.expansion << (spec.non_scaling ? " fixed" : ""));
+    absl::StatusOr<std::unique_ptr<ScalableFilter>> filter = ScalableFilter::Create(spec, 9);
+    ASSERT_TRUE(filter.ok()) << filter.status();
+    EXPECT_EQ((*filter)->spec(), spec);
+    ASSERT_NE((*filter)->first(), nullptr);
+    EXPECT_EQ((*filter)->first()->shape().capacity, SubFilterShapeFor(spec, 0)->capacity);
+  }
+}
+
+// Loading a chain whose first sub-filter is not the one its spec makes (only a hand-made
+// record has one): the spec stays the stored one, and the chain works.
+TEST(ScalableFilterTest, KeepsItsSpecWhenTheFirstSubFilterDoesNotTellIt) {
+  const FilterSpec spec = Spec(1000, 0.01);
+  for (const FilterSpec& other : {Spec(999, 0.01), Spec(1000, 0.02), Spec(1000, 0.01, 0, true)}) {
+    std::unique_ptr<ScalableFilter> filter = ScalableFilter::CreateEmpty(spec, 5);
+    EXPECT_EQ(filter->spec(), spec);
+    EXPECT_EQ(filter->first(), nullptr);
+    absl::StatusOr<SubFilterShape> shape = SubFilterShapeFor(other, 0);
+    ASSERT_TRUE(shape.ok()) << shape.status();
+    absl::StatusOr<std::unique_ptr<BlockedBloomFilter>> bits = filter->MakeBits(shape->layout, 0);
+    ASSERT_TRUE(bits.ok()) << bits.status();
+    absl::StatusOr<std::unique_ptr<SubFilter>> sub = SubFilter::Create(0, *shape, *std::move(bits));
+    ASSERT_TRUE(sub.ok()) << sub.status();
+    filter->AppendSubFilter(*std::move(sub));
+    EXPECT_EQ(filter->spec(), spec);
+    EXPECT_EQ(filter->first()->shape().capacity, shape->capacity);
+    const std::vector<uint64_t> hashes = Hashes(*filter, "k", 0, 3000);  // grows the chain
+    AddAll(*filter, hashes);
+    EXPECT_GT(filter->num_sub_filters(), 1);
+    std::vector<char> present(hashes.size(), 0);
+    filter->MightContainMany(hashes, reinterpret_cast<bool*>(present.data()));
+    for (char p : present) ASSERT_TRUE(p);
+    EXPECT_EQ(filter->spec(), spec);
+  }
+}
+
 TEST(ScalableFilterTest, DuplicatesInOneBatchCountOnce) {
   auto filter = MakeFilter(Spec(100, 0.01));
   const uint64_t a = filter->Hash("a"), b = filter->Hash("b");
