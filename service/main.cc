@@ -49,7 +49,7 @@ ABSL_FLAG(std::string, data_dir, "./bloom-data", "directory of the RocksDB data"
 ABSL_FLAG(bool, sync, false,
           "fsync the write-ahead log before acknowledging an Add (survives power loss; slower)");
 ABSL_FLAG(std::string, memory_limit, "50%",
-          "cache budget for filters (their bits and 448 bytes of bookkeeping each): past it the "
+          "cache budget for filters (their bits and 416 bytes of bookkeeping each): past it the "
           "least recently used filters are written "
           "out and loaded again on use; e.g. 536870912, 512Mi, 4Gi, or a share of the "
           "container's memory limit (the machine's memory outside a container) such as 50% (the "

@@ -20,7 +20,7 @@ DURATION=${DURATION:-10s}
 TRANSPORT=${TRANSPORT:-pipeline}
 BENCH="$BUILD/loadtest/bloom-bench"
 SERVER="$BUILD/service/bloom-server"
-CHARGE_PER_FILTER=1920          # capacity 1000 at 1%: 1,472 bytes of bits + 448 (storage::ResidentCharge)
+CHARGE_PER_FILTER=1888          # capacity 1000 at 1%: 1,472 bytes of bits + 416 (storage::ResidentCharge)
 work=$(mktemp -d)
 pid=""
 cleanup() {
