@@ -187,8 +187,9 @@ class BlockedBloomFilter {
   // Sets the item's bits in `block` (block number `block_index`); returns how many were 0.
   uint32_t AddToBlock(uint64_t* block, uint64_t block_index, uint64_t hash);
 
-  // 24 bytes (64 with its pointers and dirty bits before the companion), so that a small
-  // filter's header line also holds its sub-filter. Block count minus one: 2^32 blocks fit.
+  // 24 bytes (56 while it kept its bits' address, stride, dirty-page pointer and arena, which
+  // it now derives or keeps in Far), so that a small filter's first line also holds its
+  // sub-filter. The block count is kept minus one, so that 2^32 blocks fit in 32 bits.
   std::atomic<uint64_t> set_bits_{0};
   mutable uint64_t inline_dirty_ = 0;
   const uint32_t num_blocks_minus_one_;

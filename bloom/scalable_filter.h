@@ -128,8 +128,9 @@ class SubFilter {
   SubFilterShape shape() const { return {capacity_, error_rate_, bits().layout()}; }
   BlockedBloomFilter& bits() const {
     char* tail = const_cast<char*>(reinterpret_cast<const char*>(this + 1));
-    return bits_inline_ ? *reinterpret_cast<BlockedBloomFilter*>(tail + (sliced_ ? 8 : 0))
-                        : **reinterpret_cast<BlockedBloomFilter**>(tail);
+    return bits_inline_
+               ? *reinterpret_cast<BlockedBloomFilter*>(tail + (sliced_ ? sizeof(int64_t) : 0))
+               : **reinterpret_cast<BlockedBloomFilter**>(tail);
   }
 
   // Items counted into this sub-filter (reserved by adds in flight or done).
