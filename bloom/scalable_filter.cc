@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
@@ -224,6 +225,15 @@ ScalableFilter::ScalableFilter(const FilterSpec& spec, uint64_t seed, const Cloc
                     kSpareHead),
       expansion_(static_cast<uint16_t>(spec.expansion)),
       non_scaling_(spec.non_scaling) {}
+
+ScalableFilter::ScalableFilter()
+    : seed_(0), head_(kSpareHead), expansion_(0), non_scaling_(false) {}  // a null Spare
+
+ScalableFilter::ScalableFilter(ScalableFilter&& other) noexcept
+    : seed_(other.seed_),
+      head_(std::exchange(other.head_, kSpareHead)),
+      expansion_(other.expansion_),
+      non_scaling_(other.non_scaling_) {}
 
 ScalableFilter::~ScalableFilter() {
   switch (head_kind()) {

@@ -227,6 +227,12 @@ class ScalableFilter {
                                                      const Clock* clock = Clock::Real(),
                                                      int first_index = 0);
 
+  // An empty chain with no spec, for an object that holds no filter (an unreadable one):
+  // nothing may be asked of it.
+  ScalableFilter();
+  // Takes `other`'s chain and leaves it empty, as ScalableFilter() makes one. Only before
+  // either is shared: a chain is built before the object that holds it (storage's filter).
+  ScalableFilter(ScalableFilter&& other) noexcept;
   ScalableFilter(const ScalableFilter&) = delete;
   ScalableFilter& operator=(const ScalableFilter&) = delete;
   ~ScalableFilter();
@@ -252,8 +258,8 @@ class ScalableFilter {
         return reinterpret_cast<SubFilter*>(head_);
       case kWindowHead:
         return window()->first.get();
-      default:
-        return spare()->first.get();
+      default:  // an empty chain (ScalableFilter()) has no Spare either
+        return spare() == nullptr ? nullptr : spare()->first.get();
     }
   }
   // The newest sub-filter, or nullptr. Without a window, the end of the chain from first():

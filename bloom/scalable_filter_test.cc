@@ -209,6 +209,29 @@ TEST(ScalableFilterTest, KeepsItsSpecWhenTheFirstSubFilterDoesNotTellIt) {
   }
 }
 
+// Storage builds a chain before the object that holds it, and moves it in: the moved chain
+// answers as before, for a chain with and without a window, and the one it left is empty.
+TEST(ScalableFilterTest, AMovedChainAnswersAsBefore) {
+  FilterSpec windowed = Spec(1000, 0.01);
+  windowed.window = absl::Hours(1);
+  for (const FilterSpec& spec : {Spec(100, 0.01), *NormalizeSpec(windowed)}) {
+    std::unique_ptr<ScalableFilter> built = MakeFilter(spec);
+    // Without a window, past the first sub-filter.
+    const std::vector<uint64_t> hashes = Hashes(*built, "m", 0, 500);
+    AddAll(*built, hashes);
+    const int subs = built->num_sub_filters();
+    ScalableFilter moved(std::move(*built));
+    EXPECT_EQ(built->first(), nullptr);
+    built.reset();  // the emptied chain frees nothing of the moved one's (ASan)
+    EXPECT_EQ(moved.spec(), spec);
+    EXPECT_EQ(moved.num_sub_filters(), subs);
+    std::vector<char> present(hashes.size(), 0);
+    moved.MightContainMany(hashes, reinterpret_cast<bool*>(present.data()));
+    for (char p : present) ASSERT_TRUE(p);
+    EXPECT_EQ(AddAll(moved, {moved.Hash("new")}), std::vector<char>{1});
+  }
+}
+
 TEST(ScalableFilterTest, DuplicatesInOneBatchCountOnce) {
   auto filter = MakeFilter(Spec(100, 0.01));
   const uint64_t a = filter->Hash("a"), b = filter->Hash("b");

@@ -291,6 +291,7 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::FindOrCreateLocked(
                                 first.layout.hash_count, 0,
                                 spec.windowed() ? bloom::SliceStartMicros(spec, now) : 0});
   const uint64_t bytes = ResidentCharge(RecordBitsBytes(record), 1);
+  RETURN_IF_ERROR(CheckResidentCharge(bytes, name));
   RETURN_IF_ERROR(budget_.ChargeCached(bytes, 0, absl::StrCat("filter '", name, "'")));
   absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> filter =
       StoredFilter::BuildFilter(record, options_.clock);
@@ -461,6 +462,7 @@ PendingImport::PendingImport(std::string name, MemoryBudget* budget, const bloom
       budget_(budget),
       parser_(
           [this](uint64_t bytes) {
+            RETURN_IF_ERROR(CheckResidentCharge(bytes, name_));
             RETURN_IF_ERROR(
                 budget_->ChargePinned(bytes, absl::StrCat("importing filter '", name_, "'")));
             charged_ = bytes;

@@ -464,7 +464,8 @@ class FilterStore {
   // this and the next rounds (guarded by evict_round_mu_). Names, not pointers: a kept
   // pointer would keep a deleted filter's memory.
   struct EvictionCandidate {
-    int64_t last_used;
+    uint32_t last_used;  // its recency tick at the scan (used since, if it differs now)
+    uint32_t age;        // ticks from the scan's now back to last_used
     std::string name;
   };
   std::vector<EvictionCandidate> eviction_queue_;

@@ -109,6 +109,20 @@ TEST_F(FilterStoreTest, ReserveAddContainAndStats) {
   EXPECT_NEAR(info->stats.estimated_cardinality, 2, 1);
 }
 
+// A filter keeps its memory charge in 32 bits of 32-byte units: one that would take 128 GiB or
+// more (here about 150 GiB of bits, which a sub-filter may have) is refused before any memory
+// is had, and nothing is created.
+TEST_F(FilterStoreTest, AFilterOfMoreThan128GiBIsRefusedBeforeItsMemory) {
+  absl::StatusOr<FilterStore::ReserveResult> huge =
+      store_->Reserve("huge", {125'000'000'000, 0.01, 0, true});
+  ASSERT_EQ(huge.status().code(), absl::StatusCode::kResourceExhausted) << huge.status();
+  EXPECT_NE(huge.status().message().find("128 GiB"), absl::string_view::npos) << huge.status();
+  EXPECT_EQ(store_->Stats("huge").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->memory_used(), 0u);
+  EXPECT_LT(kMaxResidentChargeBytes, uint64_t{128} << 30);
+  EXPECT_GT(kMaxResidentChargeBytes, (uint64_t{128} << 30) - 64);
+}
+
 TEST_F(FilterStoreTest, ReserveIsIdempotentForTheSameSpecOnly) {
   ASSERT_OK(store_->Reserve("f", {1000, 0.01, 0, false}).status());
   absl::StatusOr<FilterStore::ReserveResult> again = store_->Reserve("f", {1000, 0.01, 2, false});

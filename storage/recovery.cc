@@ -103,18 +103,20 @@ absl::Status FilterStore::Load() {
       continue;
     }
     const uint64_t bytes = ResidentCharge((*filter)->size_bytes(), (*filter)->num_sub_filters());
-    if (budget_.limit() != 0 && bytes > budget_.limit()) {
+    absl::Status fits = CheckResidentCharge(bytes, name);
+    if (fits.ok() && budget_.limit() != 0 && bytes > budget_.limit()) {
+      fits = absl::ResourceExhaustedError(absl::StrCat(
+          "filter '", name, "' was not loaded: its ", bytes,
+          " bytes (bits and bookkeeping) do not fit the memory limit (", budget_.limit(),
+          " bytes); restart with a larger --memory_limit to use it (nothing "
+          "is lost), or delete it"));
+    }
+    if (!fits.ok()) {
       // It could never be loaded, and trying at every use would evict everything else: serve
       // the others and report this one.
       filter->reset();
-      auto unloaded = std::make_shared<StoredFilter>(
-          name,
-          absl::ResourceExhaustedError(absl::StrCat(
-              "filter '", name, "' was not loaded: its ", bytes,
-              " bytes (bits and bookkeeping) do not fit the memory limit (", budget_.limit(),
-              " bytes); restart with a larger --memory_limit to use it (nothing "
-              "is lost), or delete it")),
-          &context_, record->generation);
+      auto unloaded =
+          std::make_shared<StoredFilter>(name, std::move(fits), &context_, record->generation);
       bloomlog::LogError(unloaded->Usable().message());
       skipped_generations.insert(record->generation);
       Insert(std::move(unloaded));

@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -180,6 +181,7 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::LoadCold(absl::string
   ASSIGN_OR_RETURN(const bool expired, ExpireColdIfIdle(name, *record));
   if (expired) return nullptr;
   uint64_t bytes = RecordBytes(*record);
+  RETURN_IF_ERROR(CheckResidentCharge(bytes, name));
   RETURN_IF_ERROR(budget_.ChargeCached(bytes, 0, absl::StrCat("loading filter '", name, "'")));
   absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> filter =
       StoredFilter::BuildFilter(*record, options_.clock, /*drop_expired=*/true);
@@ -247,32 +249,34 @@ void FilterStore::QueueEvictionCandidates(uint64_t used, uint64_t target) {
   // of them was a tenth of the server's CPU while per-user filters were created through a 100Mi
   // budget; one scan per round was 6% at 10 million filters through 1Gi.
   auto evictable = [](const StoredFilter& filter) { return filter.usable() && !filter.evicted(); };
-  std::vector<int64_t> recency;
-  recency.reserve(num_filters());
+  // Ages from one now, oldest largest: the ticks wrap (StoredFilter::Touch).
+  const uint32_t now = StoredFilter::NowTicks();
+  std::vector<uint32_t> ages;
+  ages.reserve(num_filters());
   VisitResident([&](const std::shared_ptr<StoredFilter>& filter) {
-    if (evictable(*filter)) recency.push_back(filter->last_used_ticks());
+    if (evictable(*filter))
+      ages.push_back(StoredFilter::TicksSince(filter->last_used_ticks(), now));
   });
   eviction_queue_.clear();
-  if (recency.empty()) return;
-  const uint64_t average = std::max<uint64_t>(1, used / recency.size());
+  if (ages.empty()) return;
+  const uint64_t average = std::max<uint64_t>(1, used / ages.size());
   const uint64_t per_round = (used > target ? (used - target) / average : 0) + 64;
-  const size_t keep = std::min<size_t>(recency.size(), kRoundsPerScan * per_round);
-  std::nth_element(recency.begin(), recency.begin() + (keep - 1), recency.end());
-  const int64_t cutoff = recency[keep - 1];
-  recency = {};
-  // Filters used since the first pass are past the cutoff now, and left out: they are not
-  // among the oldest any more.
+  const size_t keep = std::min<size_t>(ages.size(), kRoundsPerScan * per_round);
+  std::nth_element(ages.begin(), ages.begin() + (keep - 1), ages.end(), std::greater<>());
+  const uint32_t cutoff = ages[keep - 1];
+  ages = {};
+  // Filters used since the first pass are younger than the cutoff now, and left out: they are
+  // not among the oldest any more.
   VisitResident([&](const std::shared_ptr<StoredFilter>& filter) {
-    const int64_t last_used = filter->last_used_ticks();
-    if (last_used <= cutoff && evictable(*filter)) {
-      eviction_queue_.push_back({last_used, std::string(filter->name())});
+    const uint32_t last_used = filter->last_used_ticks();
+    const uint32_t age = StoredFilter::TicksSince(last_used, now);
+    if (age >= cutoff && evictable(*filter)) {
+      eviction_queue_.push_back({last_used, age, std::string(filter->name())});
     }
   });
   // Oldest last: popped first.
   std::sort(eviction_queue_.begin(), eviction_queue_.end(),
-            [](const EvictionCandidate& a, const EvictionCandidate& b) {
-              return a.last_used > b.last_used;
-            });
+            [](const EvictionCandidate& a, const EvictionCandidate& b) { return a.age < b.age; });
 }
 
 void FilterStore::EvictToBudget() {

@@ -53,11 +53,11 @@ class ResidencyTest : public ::testing::Test {
   }
 
   // Uses filter `f<f>`, then waits for the recency clock to tick, so that filters used one
-  // after the other never share a recency (a tick is about a microsecond, a check less: tied
+  // after the other never share a recency (a tick is about a millisecond, a check less: tied
   // filters were evicted in any order).
   void UseInOrder(int f) {
     Check(absl::StrCat("f", f), Items("x", 0, 1));
-    const int64_t used = StoredFilter::NowTicks();
+    const uint32_t used = StoredFilter::NowTicks();
     while (StoredFilter::NowTicks() == used) {
     }
   }
@@ -65,6 +65,14 @@ class ResidencyTest : public ::testing::Test {
   bloomtest::TempDir dir_;
   std::unique_ptr<FilterStore> store_;
 };
+
+// Recency ticks are 32 bits of about a millisecond and wrap every 52 days: the evictor
+// compares ages from one now, which stay right across the wrap.
+TEST(RecencyTicksTest, AgesStayRightAcrossTheWrap) {
+  EXPECT_EQ(StoredFilter::TicksSince(0xfffffff0u, 0x10u), 0x20u);
+  EXPECT_EQ(StoredFilter::TicksSince(5, 5), 0u);
+  EXPECT_GT(StoredFilter::TicksSince(0xffffff00u, 0x10u), StoredFilter::TicksSince(0x5u, 0x10u));
+}
 
 TEST_F(ResidencyTest, EvictedFiltersAnswerExactlyAsBeforeAndMemoryStaysUnderTheLimit) {
   constexpr int kFilters = 200;  // five times what fits

@@ -122,23 +122,24 @@ StoredFilter::StoredFilter(absl::string_view name, const FilterRecord& record,
     : name_(name),
       generation_(record.generation),
       created_at_micros_(record.created_at_micros),
-      filter_(std::move(filter)),
       context_(context),
-      charged_bytes_(charged_bytes),
       next_seq_(record.checkpoint_seq + 1),
       checks_(record.checks),
       check_hits_(record.check_hits),
+      chain_(filter != nullptr ? std::move(*filter) : bloom::ScalableFilter()),
+      charged_units_(static_cast<uint32_t>(charged_bytes / kChargeUnitBytes)),
       last_checkpoint_second_(SecondsSinceEpoch(absl::Now())),
-      windowed_(filter_ != nullptr && filter_->windowed()) {
-  if (filter_ != nullptr && record.spec.idle_ttl != absl::ZeroDuration()) {
+      windowed_(filter != nullptr && chain_.windowed()),  // *filter is moved from by now
+      has_chain_(filter != nullptr) {
+  if (has_chain_ && record.spec.idle_ttl != absl::ZeroDuration()) {
     rare_ = std::make_unique<Rare>();
     rare_->idle_ttl_micros = absl::ToInt64Microseconds(record.spec.idle_ttl);
     rare_->last_used_micros.store(record.last_used_micros != 0 ? record.last_used_micros
                                                                : record.created_at_micros);
   }
   bloomsync::MutexLock lock(&meta_mu_);
-  retire_pending_.store(filter_ != nullptr &&
-                        record.first_sub_index != static_cast<uint32_t>(filter_->first_index()));
+  SetFlag(kRetirePending,
+          has_chain_ && record.first_sub_index != static_cast<uint32_t>(chain_.first_index()));
   absl::InlinedVector<uint64_t, 1> items_added;
   for (const SubFilterRecord& s : record.sub_filters) items_added.push_back(s.items_added);
   checkpointed_.Assign(record.checkpoint_seq, record.first_sub_index, items_added);
@@ -150,13 +151,20 @@ StoredFilter::StoredFilter(absl::string_view name, absl::Status error, const Sto
       generation_(generation.value_or(0)),
       created_at_micros_(0),
       context_(context),
-      charged_bytes_(0),
+      charged_units_(0),
       last_checkpoint_second_(0),
       generation_known_(generation.has_value()) {
   if (!error.ok()) {
     rare_ = std::make_unique<Rare>();
     rare_->load_error = std::move(error);
   }
+}
+
+absl::Status CheckResidentCharge(uint64_t bytes, absl::string_view name) {
+  if (bytes <= kMaxResidentChargeBytes) return absl::OkStatus();
+  return absl::ResourceExhaustedError(
+      absl::StrCat("filter '", name, "' would take ", bytes, " bytes in memory; at most ",
+                   kMaxResidentChargeBytes, " bytes (128 GiB) per filter are supported"));
 }
 
 absl::Time StoredFilter::SecondsEpoch() {
@@ -168,8 +176,17 @@ uint32_t StoredFilter::SecondsSinceEpoch(absl::Time t) {
   return static_cast<uint32_t>(std::max<int64_t>(0, absl::ToInt64Seconds(t - SecondsEpoch())));
 }
 
+uint64_t StoredFilter::CountJournalBytes(uint64_t bytes) {
+  uint32_t count = journal_bytes_.load();
+  uint32_t updated;
+  do {
+    updated = static_cast<uint32_t>(std::min<uint64_t>(count + bytes, kMaxCountedJournalBytes));
+  } while (!journal_bytes_.compare_exchange_weak(count, updated));
+  return updated;
+}
+
 StoredFilter::~StoredFilter() {
-  const uint64_t charged = charged_bytes_.load();
+  const uint64_t charged = charged_bytes();
   if (charged > 0) budget()->Release(charged);
 }
 
@@ -185,7 +202,7 @@ StoredFilter::PersistedState StoredFilter::PersistedNow() const {
 }
 
 absl::Status StoredFilter::Usable() const {
-  if (deleted_.load(std::memory_order_acquire)) {
+  if (Flag(kDeleted, std::memory_order_acquire)) {
     return absl::NotFoundError(absl::StrCat("filter '", name(), "' not found"));
   }
   return rare_ == nullptr ? absl::OkStatus() : rare_->load_error;
@@ -206,7 +223,8 @@ uint64_t StoredFilter::checkpoint_seq() const {
 
 void StoredFilter::FinishRecovery(uint64_t next_seq, uint64_t replayed_bytes) {
   next_seq_.store(next_seq);
-  journal_bytes_.store(replayed_bytes);  // scheduled when it becomes resident (Watch)
+  journal_bytes_.store(static_cast<uint32_t>(std::min<uint64_t>(
+      replayed_bytes, kMaxCountedJournalBytes)));  // scheduled when it becomes resident (Watch)
 }
 
 void StoredFilter::NotifySchedule() const { context_->schedule->Changed(name()); }
@@ -234,10 +252,10 @@ bool StoredFilter::IsEvicted(const absl::Status& status) {
   return absl::IsUnavailable(status) && status.GetPayload(kEvictedPayload).has_value();
 }
 
-void StoredFilter::DeferCreation() { creation_pending_.store(true); }
+void StoredFilter::DeferCreation() { SetFlag(kCreationPending, true); }
 
 bool StoredFilter::AddPendingCreation(rocksdb::WriteBatch& batch) const {
-  if (!creation_pending_.load()) return false;
+  if (!Flag(kCreationPending)) return false;
   // The record as FindOrCreate made it, rebuilt from what never changes (generation, seed,
   // spec, creation time, the first sub-filter) rather than kept encoded: ~130 bytes less for
   // every resident filter not yet checkpointed, which is most per-user filters in a cache.
@@ -251,20 +269,21 @@ bool StoredFilter::AddPendingCreation(rocksdb::WriteBatch& batch) const {
 }
 
 absl::Status StoredFilter::EnsurePersisted(bool sync) {
-  if (!creation_pending_.load()) return absl::OkStatus();
+  if (!Flag(kCreationPending)) return absl::OkStatus();
   bloomsync::ReaderMutexLock lock(&apply_mu_);
   if (absl::Status addable = Addable(); !addable.ok()) return addable;
   rocksdb::WriteBatch batch;
   if (!AddPendingCreation(batch)) return absl::OkStatus();
   RETURN_IF_ERROR(db()->Write(batch, sync, "creating a filter"));
-  creation_pending_.store(false);
+  SetFlag(kCreationPending, false);
   return absl::OkStatus();
 }
 
 absl::Status StoredFilter::PersistNewSubFilter(const bloom::SubFilter& sub, bool sync) {
   const uint64_t bytes = OwnBitsBytes(sub) + kSubFilterOverheadBytes;
+  RETURN_IF_ERROR(CheckResidentCharge(charged_bytes() + bytes, name()));
   if (absl::Status charged = budget()->ChargeCached(
-          bytes, charged_bytes_.load(),
+          bytes, charged_bytes(),
           absl::StrCat("growing filter '", name(), "' to ", sub.index() + 1, " sub-filters"));
       !charged.ok()) {
     return charged;
@@ -279,8 +298,8 @@ absl::Status StoredFilter::PersistNewSubFilter(const bloom::SubFilter& sub, bool
     budget()->Release(bytes);
     return written;
   }
-  if (creating) creation_pending_.store(false);
-  charged_bytes_.fetch_add(bytes);
+  if (creating) SetFlag(kCreationPending, false);
+  charged_units_.fetch_add(static_cast<uint32_t>(bytes / kChargeUnitBytes));
   return absl::OkStatus();
 }
 
@@ -290,10 +309,10 @@ absl::Status StoredFilter::PrepareGroupAdd(absl::Span<const uint64_t> hashes, bo
   if (absl::Status addable = Addable(); !addable.ok()) return addable;
   if (has_idle_ttl()) TouchIdle(context_->clock->Now());
   ASSIGN_OR_RETURN(grouped.prepared,
-                   filter_->PrepareAdd(hashes, added, [&](const bloom::SubFilter& sub) {
+                   chain_.PrepareAdd(hashes, added, [&](const bloom::SubFilter& sub) {
                      return PersistNewSubFilter(sub, sync);
                    }));
-  if (grouped.exclusive && creation_pending_.load() && !grouped.prepared.new_hashes.empty() &&
+  if (grouped.exclusive && Flag(kCreationPending) && !grouped.prepared.new_hashes.empty() &&
       PutCreationCheckpoint(grouped, batch)) {
     grouped.creating = grouped.wrote_pages = grouped.needs_write = true;
     return absl::OkStatus();
@@ -312,29 +331,29 @@ absl::Status StoredFilter::PrepareGroupAdd(absl::Span<const uint64_t> hashes, bo
 
 void StoredFilter::FinishGroupAdd(const GroupedAdd& grouped, bool written) {
   if (!written) {
-    filter_->AbortAdd(grouped.prepared);
+    chain_.AbortAdd(grouped.prepared);
     return;
   }
-  filter_->CommitAdd(grouped.prepared);
-  const uint64_t journal = journal_bytes_.fetch_add(grouped.journal_bytes) + grouped.journal_bytes;
+  chain_.CommitAdd(grouped.prepared);
+  const uint64_t journal = CountJournalBytes(grouped.journal_bytes);
   if (grouped.journal_bytes > 0) MarkChanged();
   if (journal >= kMinJournalBytesForEarlyCheckpoint) ReportIfOverdue();
   if (grouped.wrote_pages) {
     // The pages just written hold these bits, and no other add ran meanwhile (apply_mu_ is
     // held exclusively): nothing is dirty, and the record written is the last checkpoint.
-    bloom::BlockedBloomFilter& bits = filter_->first()->bits();
+    bloom::BlockedBloomFilter& bits = chain_.first()->bits();
     (void)bits.TakeDirtyPages();
     bloomsync::MutexLock meta(&meta_mu_);
-    const uint64_t items_added = filter_->first()->items_added();
-    checkpointed_.Assign(checkpointed_.seq(), static_cast<uint32_t>(filter_->first()->index()),
+    const uint64_t items_added = chain_.first()->items_added();
+    checkpointed_.Assign(checkpointed_.seq(), static_cast<uint32_t>(chain_.first()->index()),
                          {&items_added, 1});
   }
-  if (grouped.creating) creation_pending_.store(false);
+  if (grouped.creating) SetFlag(kCreationPending, false);
 }
 
 bool StoredFilter::PutCreationCheckpoint(GroupedAdd& grouped, rocksdb::WriteBatch& batch) const {
   const bloom::ScalableFilter::PreparedAdd& prepared = grouped.prepared;
-  const bloom::SubFilter* first = filter_->first();
+  const bloom::SubFilter* first = chain_.first();
   if (first == nullptr || first->next() != nullptr || prepared.runs.size() != 1 ||
       prepared.runs[0].sub_filter != first->index()) {
     return false;
@@ -373,7 +392,7 @@ absl::Status StoredFilter::MightContain(absl::Span<const uint64_t> hashes, bool*
   if (absl::Status usable = Usable(); !usable.ok()) return usable;
   if (has_idle_ttl()) TouchIdle(context_->clock->Now());
   std::fill(present, present + hashes.size(), false);
-  filter_->MightContainMany(hashes, present);
+  chain_.MightContainMany(hashes, present);
   checks_.fetch_add(hashes.size());
   check_hits_.fetch_add(std::count(present, present + hashes.size(), true));
   if ((change_flags_.load() & kChecksChanged) == 0) {
@@ -389,16 +408,16 @@ absl::StatusOr<FilterInfo> StoredFilter::Info() const {
   info.name = name_.str();
   info.spec = spec();
   info.created_at = absl::FromUnixMicros(created_at_micros_);
-  info.stats = filter_->ComputeStats();
+  info.stats = chain_.ComputeStats();
   info.checks = checks_.load(std::memory_order_relaxed);
   info.check_hits = check_hits_.load(std::memory_order_relaxed);
-  if (info.spec.windowed()) info.window_start = filter_->clock()->Now() - info.spec.window;
+  if (info.spec.windowed()) info.window_start = chain_.clock()->Now() - info.spec.window;
   info.expires_at = IdleExpiresAt();
   return info;
 }
 
 bloom::FilterSpec StoredFilter::spec() const {
-  bloom::FilterSpec spec = filter_->spec();
+  bloom::FilterSpec spec = chain_.spec();
   if (has_idle_ttl()) spec.idle_ttl = absl::Microseconds(rare_->idle_ttl_micros);
   return spec;
 }
@@ -426,8 +445,8 @@ absl::StatusOr<FilterRecord> StoredFilter::LiveRecord() const {
   PersistedState live;
   live.checks = checks_.load();
   live.check_hits = check_hits_.load();
-  live.first_index = static_cast<uint32_t>(filter_->first_index());
-  for (const bloom::SubFilter* sub = filter_->first(); sub != nullptr; sub = sub->next()) {
+  live.first_index = static_cast<uint32_t>(chain_.first_index());
+  for (const bloom::SubFilter* sub = chain_.first(); sub != nullptr; sub = sub->next()) {
     live.items_added.push_back(sub->items_added());
   }
   live.last_used_micros = LastUsedMicros();
@@ -438,7 +457,7 @@ FilterRecord StoredFilter::MakeRecord(const PersistedState& state,
                                       const bloom::SubFilter* extra) const {
   FilterRecord record;
   record.generation = generation_;
-  record.seed = filter_->seed();
+  record.seed = chain_.seed();
   record.created_at_micros = created_at_micros_;
   record.spec = spec();
   record.checkpoint_seq = state.checkpoint_seq;
@@ -456,7 +475,7 @@ FilterRecord StoredFilter::MakeRecord(const PersistedState& state,
         {shape.capacity, shape.error_rate, shape.layout.num_blocks, shape.layout.hash_count,
          i < state.items_added.size() ? state.items_added[i] : 0, sub.slice().start_micros});
   };
-  for (const bloom::SubFilter* sub = filter_->first(); sub != nullptr; sub = sub->next()) {
+  for (const bloom::SubFilter* sub = chain_.first(); sub != nullptr; sub = sub->next()) {
     append(*sub);
   }
   if (extra != nullptr) append(*extra);
@@ -473,18 +492,18 @@ absl::Status StoredFilter::Checkpoint(bool sync) {
 }
 
 absl::Status StoredFilter::Evict(bool sync) {
-  if (!Usable().ok() || evicted() || creation_pending_.load()) {
+  if (!Usable().ok() || evicted() || Flag(kCreationPending)) {
     return absl::FailedPreconditionError("not evictable now");
   }
   bloomsync::MutexLock checkpoint_lock(&checkpoint_mu_);
   if (!apply_mu_.TryLock()) return absl::FailedPreconditionError("busy");
   // No add applies after this (Addable), so the checkpoint below covers every one.
-  const bool evictable = Usable().ok() && !creation_pending_.load();
-  if (evictable) evicted_.store(true, std::memory_order_release);
+  const bool evictable = Usable().ok() && !Flag(kCreationPending);
+  if (evictable) SetFlag(kEvicted, true, std::memory_order_release);
   apply_mu_.Unlock();
   if (!evictable) return absl::FailedPreconditionError("not evictable now");
   absl::Status checkpointed = CheckpointLocked(sync, /*evicting=*/true);
-  if (!checkpointed.ok()) evicted_.store(false, std::memory_order_release);  // stays resident
+  if (!checkpointed.ok()) SetFlag(kEvicted, false, std::memory_order_release);  // stays resident
   return checkpointed;
 }
 
@@ -500,11 +519,11 @@ absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting) {
     bloomsync::WriterMutexLock lock(&apply_mu_);
     if (!Usable().ok() || evicted() != evicting) return absl::OkStatus();
     if (windowed_ && chain_pins_.load() == 0) {
-      retired = filter_->Retire(filter_->ExpiredThrough(filter_->clock()->Now()));
+      retired = chain_.Retire(chain_.ExpiredThrough(chain_.clock()->Now()));
       uint64_t freed = 0;
       for (const auto& sub : retired) freed += OwnBitsBytes(*sub) + kSubFilterOverheadBytes;
       if (freed > 0) {
-        charged_bytes_.fetch_sub(freed);
+        charged_units_.fetch_sub(static_cast<uint32_t>(freed / kChargeUnitBytes));
         budget()->Release(freed);
         // A slice is retired whole: count its first sub-filters.
         context_->slices_retired->fetch_add(static_cast<uint64_t>(
@@ -512,7 +531,7 @@ absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting) {
                           [](const auto& sub) { return sub->slice().position == 0; })));
       }
     }
-    next.first_index = static_cast<uint32_t>(filter_->first_index());
+    next.first_index = static_cast<uint32_t>(chain_.first_index());
     next.checkpoint_seq = next_seq_.load() - 1;
     checks_changed =
         (change_flags_.fetch_and(static_cast<uint8_t>(~kChecksChanged)) & kChecksChanged) != 0;
@@ -521,7 +540,7 @@ absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting) {
     journal_bytes = journal_bytes_.exchange(0);
     change_flags_.fetch_and(static_cast<uint8_t>(~kOverdue));
     bool any_dirty = false;
-    for (bloom::SubFilter* sub = filter_->first(); sub != nullptr; sub = sub->next()) {
+    for (bloom::SubFilter* sub = chain_.first(); sub != nullptr; sub = sub->next()) {
       next.items_added.push_back(sub->items_added());
       dirty.emplace_back(sub->index(), sub->bits().TakeDirtyPages());
       any_dirty |= !dirty.back().second.empty();
@@ -548,7 +567,7 @@ absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting) {
     status = db()->Write(batch, sync, "writing a checkpoint");
     if (status.ok()) {
       checkpointed_.Assign(next.checkpoint_seq, next.first_index, next.items_added);
-      retire_pending_.store(false);
+      SetFlag(kRetirePending, false);
     }
   }
   if (!status.ok()) {
@@ -556,9 +575,9 @@ absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting) {
     // retired above stay retired in memory: checkpointed_.first_index() still says where the
     // next checkpoint's range delete starts.)
     for (const auto& [index, pages] : dirty) {
-      for (uint64_t page : pages) filter_->sub_filter(index)->bits().MarkPageDirty(page);
+      for (uint64_t page : pages) chain_.sub_filter(index)->bits().MarkPageDirty(page);
     }
-    journal_bytes_.fetch_add(journal_bytes);
+    CountJournalBytes(journal_bytes);
     if (checks_changed) change_flags_.fetch_or(kChecksChanged);
     // A pass may have dropped this filter meanwhile, finding nothing to checkpoint.
     if (journal_bytes > 0 || checks_changed) MarkChanged();
@@ -587,7 +606,7 @@ absl::Status StoredFilter::WritePages(const DirtyPages& dirty, bool sync,
   std::string scratch;
   std::string page_bytes;
   for (const auto& [index, pages] : dirty) {
-    const bloom::BlockedBloomFilter& bits = filter_->sub_filter(index)->bits();
+    const bloom::BlockedBloomFilter& bits = chain_.sub_filter(index)->bits();
     for (uint64_t page : pages) {
       EncodePage(bits, page, scratch, page_bytes);  // sparse while few words are set
       batch.Put(db()->blocks(),
@@ -607,8 +626,8 @@ absl::Status StoredFilter::WritePages(const DirtyPages& dirty, bool sync,
 bool StoredFilter::CheckpointDue(absl::Time now, absl::Duration interval) const {
   if (!usable() || evicted()) return false;  // asked of each scheduled filter each second
   // Expired slices are retired by a checkpoint (the window's clock, not `now`, says which).
-  if (windowed_ && (retire_pending_.load(std::memory_order_relaxed) ||
-                    filter_->ExpiredThrough(filter_->clock()->Now()) >= 0)) {
+  if (windowed_ && (Flag(kRetirePending, std::memory_order_relaxed) ||
+                    chain_.ExpiredThrough(chain_.clock()->Now()) >= 0)) {
     return true;
   }
   const bool changed = journal_bytes_.load(std::memory_order_relaxed) > 0 ||
@@ -618,16 +637,16 @@ bool StoredFilter::CheckpointDue(absl::Time now, absl::Duration interval) const 
 }
 
 bool StoredFilter::JournalOverdue() const {
-  if (filter_ == nullptr) return false;
+  if (!has_chain_) return false;
   const uint64_t journal = journal_bytes_.load(std::memory_order_relaxed);
   return journal >= kMinJournalBytesForEarlyCheckpoint &&
-         static_cast<double>(journal) >= kJournalToBitsRatio * filter_->size_bytes();
+         static_cast<double>(journal) >= kJournalToBitsRatio * chain_.size_bytes();
 }
 
 absl::Status StoredFilter::Delete(bool sync) {
   bloomsync::MutexLock checkpoint_lock(&checkpoint_mu_);
   bloomsync::WriterMutexLock lock(&apply_mu_);
-  if (deleted_.load()) return Usable();
+  if (Flag(kDeleted)) return Usable();
   rocksdb::WriteBatch batch;
   batch.Delete(db()->filters(), NameSlice());
   if (generation_known_) {  // an unreadable record's generation is unknown: its data stays
@@ -639,7 +658,7 @@ absl::Status StoredFilter::Delete(bool sync) {
   if (absl::Status written = db()->Write(batch, sync, "deleting a filter"); !written.ok()) {
     return written;
   }
-  deleted_.store(true, std::memory_order_release);
+  SetFlag(kDeleted, true, std::memory_order_release);
   return absl::OkStatus();
 }
 

@@ -30,6 +30,7 @@
 #define STORAGE_STORED_FILTER_H_
 
 #include <atomic>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -111,6 +112,15 @@ constexpr uint64_t ResidentCharge(uint64_t bits, size_t sub_filters) {
          (sub_filters > 1 ? (sub_filters - 1) * kSubFilterOverheadBytes : 0);
 }
 
+// The largest charge a resident filter can hold (it is kept in 32 bits of 32-byte units):
+// almost 128 GiB. CheckResidentCharge answers RESOURCE_EXHAUSTED for a filter that would take
+// more in memory, as for one larger than the memory limit; OK otherwise.
+inline constexpr uint64_t kMaxResidentChargeBytes =
+    uint64_t{std::numeric_limits<uint32_t>::max()} * 32;
+static_assert(kResidentFilterOverheadBytes % 32 == 0 && kSubFilterOverheadBytes % 32 == 0,
+              "charges are kept in 32-byte units");
+absl::Status CheckResidentCharge(uint64_t bytes, absl::string_view name);
+
 class CheckpointSchedule;
 
 // What every filter of one store shares; the store owns it and outlives its filters. One
@@ -153,7 +163,7 @@ class StoredFilter {
   absl::string_view name() const { return name_.view(); }
   uint64_t generation() const { return generation_; }
   // Null for an unreadable filter.
-  const bloom::ScalableFilter* filter() const { return filter_.get(); }
+  const bloom::ScalableFilter* filter() const { return chain(); }
   // The filter's spec, its idle_ttl included (which this object keeps, not filter()); that of
   // filter(), which must not be null.
   bloom::FilterSpec spec() const;
@@ -161,7 +171,7 @@ class StoredFilter {
   absl::Status Usable() const;
   // Usable().ok() without building a status: for passes over every resident filter.
   bool usable() const {
-    return !deleted_.load(std::memory_order_acquire) &&
+    return (change_flags_.load(std::memory_order_acquire) & kDeleted) == 0 &&
            (rare_ == nullptr || rare_->load_error.ok());
   }
 
@@ -190,6 +200,9 @@ class StoredFilter {
   bool JournalOverdue() const;
   // Journal bytes written since the last checkpoint (what a restart would replay).
   uint64_t journal_bytes() const { return journal_bytes_.load(std::memory_order_relaxed); }
+  // What the journal counter holds at most; larger amounts stay there (the count only decides
+  // when a checkpoint is overdue).
+  static constexpr uint64_t kMaxCountedJournalBytes = std::numeric_limits<uint32_t>::max();
   // Whether a checkpoint has anything to write: adds journalled or checks counted since the
   // last one (a windowed filter's expired slices aside).
   bool HasUnpersistedChanges() const {
@@ -223,17 +236,20 @@ class StoredFilter {
   // effect when the filter is busy (an add holds its apply lock, or its creation is not written
   // yet) or unusable, or the checkpoint's error. Call with the name's lock held.
   absl::Status Evict(bool sync);
-  bool evicted() const { return evicted_.load(std::memory_order_acquire); }
-  // Recency for the evictor, in ticks of about a microsecond (cheap on every operation: the
-  // vDSO clock, and a store only when the tick changed).
+  bool evicted() const { return (change_flags_.load(std::memory_order_acquire) & kEvicted) != 0; }
+  // Recency for the evictor, in 32-bit ticks of 2^20 ns, about a millisecond (cheap on every
+  // operation: the vDSO clock, and a store only when the tick changed). They wrap after 52
+  // days: compare them as ages from one NowTicks(), TicksSince; a filter unused for longer
+  // only looks younger than it is to the evictor.
   void Touch() {
-    const int64_t now = NowTicks();
+    const uint32_t now = NowTicks();
     if (last_used_ticks_.load(std::memory_order_relaxed) != now) {
       last_used_ticks_.store(now, std::memory_order_relaxed);
     }
   }
-  int64_t last_used_ticks() const { return last_used_ticks_.load(std::memory_order_relaxed); }
-  static int64_t NowTicks() { return absl::GetCurrentTimeNanos() >> 10; }
+  uint32_t last_used_ticks() const { return last_used_ticks_.load(std::memory_order_relaxed); }
+  static uint32_t NowTicks() { return static_cast<uint32_t>(absl::GetCurrentTimeNanos() >> 20); }
+  static uint32_t TicksSince(uint32_t tick, uint32_t now) { return now - tick; }
   // Idle expiry (idle_expiry.cc), for filters with an idle_ttl: the last use by the store's
   // clock, kept to the second (a store only when the second changed) and persisted by
   // checkpoints, so reads do not become writes.
@@ -306,7 +322,7 @@ class StoredFilter {
   void FinishGroupAdd(const GroupedAdd& grouped, bool written);
 
   // Recovery, before the filter is shared.
-  bloom::ScalableFilter* mutable_filter() { return filter_.get(); }
+  bloom::ScalableFilter* mutable_filter() { return chain(); }
   uint64_t checkpoint_seq() const;
   void MarkUnreadable(absl::Status error);
   // `next_seq` follows the last replayed journal record; `replayed_bytes` of journal are
@@ -386,46 +402,72 @@ class StoredFilter {
   // `batch` for the caller to write (with the metadata record).
   absl::Status WritePages(const DirtyPages& dirty, bool sync, rocksdb::WriteBatch& batch);
 
+  // The chain, or null for an unreadable filter (has_chain_).
+  bloom::ScalableFilter* chain() const { return has_chain_ ? &chain_ : nullptr; }
+  // The budget's charge is kept in units of this many bytes (every charge is a multiple of
+  // it: bits come in 64-byte blocks, and the bookkeeping charges are multiples), in 32 bits.
+  static constexpr uint64_t kChargeUnitBytes = 32;
+  static_assert(kMaxResidentChargeBytes / kChargeUnitBytes <= std::numeric_limits<uint32_t>::max());
+  uint64_t charged_bytes() const { return charged_units_.load() * kChargeUnitBytes; }
+  // Adds to the journal counter, saturating at kMaxCountedJournalBytes; returns the new count.
+  uint64_t CountJournalBytes(uint64_t bytes);
+
   // Ordered so that the small fields share 8-byte words: the object is 144 bytes, 160 with its
-  // shared_ptr's count (one size class of jemalloc; 192 before the name, the last checkpoint's
-  // sequence and counts, and what only some filters have (Rare) took 32 bytes less, 256 before
-  // the counters only checkpoints wrote, the store's pointers and the last checkpoint's
-  // microseconds were cut), for millions of small filters.
+  // shared_ptr's count (one size class of jemalloc) with the chain inside it (which was a
+  // 32-byte allocation of its own: the charge, the recency tick and the journal's count took
+  // 32 bits each and four flags became bits of change_flags_ to make room); 192 before the
+  // name, the last checkpoint's sequence and counts, and what only some filters have (Rare)
+  // took 32 bytes less, 256 before the counters only checkpoints wrote, the store's pointers
+  // and the last checkpoint's microseconds were cut), for millions of small filters.
   const ShortString name_;  // 24 bytes, up to 23 inline (std::string: 32, 15 inline)
   const uint64_t generation_;
   const int64_t created_at_micros_;
-  const std::unique_ptr<bloom::ScalableFilter> filter_;
   const StoreContext* const context_;
-  std::atomic<uint64_t> charged_bytes_;
-  std::atomic<int64_t> last_used_ticks_{NowTicks()};
   std::atomic<uint64_t> next_seq_{1};
-  std::atomic<uint64_t> journal_bytes_{0};  // journalled since the last checkpoint
   std::atomic<uint64_t> checks_{0};
   std::atomic<uint64_t> check_hits_{0};
   // Null for most filters; set at construction or, by MarkUnreadable, before it is shared.
   std::unique_ptr<Rare> rare_;
+  // 24 bytes. Mutable as the pointer it replaced was: a const call may add through it.
+  mutable bloom::ScalableFilter chain_;
+  std::atomic<uint32_t> charged_units_;  // charged_bytes() / kChargeUnitBytes
+  std::atomic<uint32_t> last_used_ticks_{NowTicks()};
+  std::atomic<uint32_t> journal_bytes_{0};        // journalled since the last checkpoint
+  std::atomic<uint32_t> last_checkpoint_second_;  // SecondsSinceEpoch
 
   bloomsync::Mutex checkpoint_mu_ ABSL_ACQUIRED_BEFORE(apply_mu_);
   mutable bloomsync::Mutex apply_mu_ ABSL_ACQUIRED_BEFORE(meta_mu_);
   mutable bloomsync::Mutex meta_mu_;
-  std::atomic<uint32_t> last_checkpoint_second_;  // SecondsSinceEpoch
-  std::atomic<bool> deleted_{false};              // written with apply_mu_ held exclusively
-  std::atomic<bool> evicted_{false};              // likewise
-  std::atomic<bool> creation_pending_{false};
-  // The record lists sub-filters BuildFilter dropped: the next checkpoint must write it.
-  std::atomic<bool> retire_pending_{false};
   // kChecksChanged: checks made since the last checkpoint: a checkpoint writes the counters.
   // MightContain sets it after counting, the checkpoint clears it before it reads the
   // counters (both seq_cst), so no check goes uncounted by one or the other. kScheduled: the
   // checkpoint schedule has this filter (MarkChanged). kOverdue: the schedule was told that the
-  // journal is overdue (ReportIfOverdue); a checkpoint clears it. One byte for the three.
+  // journal is overdue (ReportIfOverdue); a checkpoint clears it. kDeleted and kEvicted: set
+  // with apply_mu_ held exclusively. kCreationPending: DeferCreation's record is not written
+  // yet. kRetirePending: the record lists sub-filters BuildFilter dropped, so the next
+  // checkpoint must write it. One byte for the seven.
   static constexpr uint8_t kChecksChanged = 1;
   static constexpr uint8_t kScheduled = 2;
   static constexpr uint8_t kOverdue = 4;
+  static constexpr uint8_t kDeleted = 8;
+  static constexpr uint8_t kEvicted = 16;
+  static constexpr uint8_t kCreationPending = 32;
+  static constexpr uint8_t kRetirePending = 64;
   std::atomic<uint8_t> change_flags_{0};
-  // One byte for the two, beside the five above and the pins below (the object's size).
+  bool Flag(uint8_t flag, std::memory_order order = std::memory_order_seq_cst) const {
+    return (change_flags_.load(order) & flag) != 0;
+  }
+  void SetFlag(uint8_t flag, bool on, std::memory_order order = std::memory_order_seq_cst) {
+    if (on) {
+      change_flags_.fetch_or(flag, order);
+    } else {
+      change_flags_.fetch_and(static_cast<uint8_t>(~flag), order);
+    }
+  }
+  // One byte for the three, beside the flags and the pins below (the object's size).
   const bool generation_known_ : 1 = true;  // false for an unreadable metadata record
   const bool windowed_ : 1 = false;
+  const bool has_chain_ : 1 = false;
   // PinChain: one per Export of this filter in progress (--max_transfers bounds them, and
   // each charges its buffers to the memory budget: far below 32,767).
   std::atomic<int16_t> chain_pins_{0};
