@@ -84,17 +84,16 @@ inline absl::optional<absl::Time> IdleExpiry(const bloom::FilterSpec& spec,
 // What a resident filter costs in memory beyond its bits: its objects, locks, counters and
 // map slot, and the rest of its slab slot (common/slab.h: 1,536 bytes for 1,472 bytes of bits
 // and, in the slot's first line, the bits' object and the sub-filter). BM_PerFilterOverhead
-// measures 280-289 bytes with jemalloc (the server's allocator) and 285-294 with glibc's
-// malloc, memtables flushed (296-301 and 317-326 before the scalable chain shrank to 24 bytes,
-// when this was 448; 343-349 and 381-390 before the sub-filter moved into its bits' slot, when
-// it was 528; 407-413 and 438-439 before this filter's objects, its sub-filter and its
-// scalable chain lost a size class each on 2026-11-25, when it was 640; 535-541 and 567 before
-// the objects first shrank, when it was 768). Charged to the MemoryBudget with the bits, so
-// --memory_limit bounds the memory filters take, not only their bits: for millions of small
-// filters the bookkeeping is a fifth of it. The margin over the measurement (about half, as
-// before) covers what the budget does not count per filter: RocksDB's memtables and block
-// cache, free heap pages. (512 against 599 measured let 10 million per-user filters through a
-// 1 GiB budget take 1.1 GiB.) Each further sub-filter's object costs its own charge.
+// measures 248-253 bytes with jemalloc (the server's allocator) and 262-263 with glibc's
+// malloc, memtables flushed, since the scalable chain is inside the filter's object (280-289
+// and 285-294 when this became 416; 296-301 and 317-326 while it was 448; 343-349 and
+// 381-390 while it was 528; 407-413 and 438-439 while it was 640; 535-541 and 567 while it
+// was 768). Charged to the MemoryBudget with the bits, so --memory_limit bounds the memory
+// filters take, not only their bits: for millions of small filters the bookkeeping is a fifth
+// of it. The margin over the measurement (a half to two thirds) covers what the budget does
+// not count per filter: RocksDB's memtables and block cache, free heap pages. (512 against
+// 599 measured let 10 million per-user filters through a 1 GiB budget take 1.1 GiB.) Each
+// further sub-filter's object costs its own charge.
 inline constexpr uint64_t kResidentFilterOverheadBytes = 416;
 inline constexpr uint64_t kSubFilterOverheadBytes = 128;
 // Bytes of bits the filter `record` describes holds once built, as ScalableFilter::size_bytes()
