@@ -254,8 +254,9 @@ void FilterStore::QueueEvictionCandidates(uint64_t used, uint64_t target) {
   std::vector<uint32_t> ages;
   ages.reserve(num_filters());
   VisitResident([&](const std::shared_ptr<StoredFilter>& filter) {
-    if (evictable(*filter))
+    if (evictable(*filter)) {
       ages.push_back(StoredFilter::TicksSince(filter->last_used_ticks(), now));
+    }
   });
   eviction_queue_.clear();
   if (ages.empty()) return;
