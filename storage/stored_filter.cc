@@ -129,7 +129,6 @@ StoredFilter::StoredFilter(absl::string_view name, const FilterRecord& record,
       chain_(filter != nullptr ? std::move(*filter) : bloom::ScalableFilter()),
       charged_units_(static_cast<uint32_t>(charged_bytes / kChargeUnitBytes)),
       last_checkpoint_second_(SecondsSinceEpoch(absl::Now())),
-      windowed_(filter != nullptr && chain_.windowed()),  // *filter is moved from by now
       has_chain_(filter != nullptr) {
   if (has_chain_ && record.spec.idle_ttl != absl::ZeroDuration()) {
     rare_ = std::make_unique<Rare>();
@@ -518,7 +517,7 @@ absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting) {
   {
     bloomsync::WriterMutexLock lock(&apply_mu_);
     if (!Usable().ok() || evicted() != evicting) return absl::OkStatus();
-    if (windowed_ && chain_pins_.load() == 0) {
+    if (windowed() && chain_pins_.load() == 0) {
       retired = chain_.Retire(chain_.ExpiredThrough(chain_.clock()->Now()));
       uint64_t freed = 0;
       for (const auto& sub : retired) freed += OwnBitsBytes(*sub) + kSubFilterOverheadBytes;
@@ -626,8 +625,8 @@ absl::Status StoredFilter::WritePages(const DirtyPages& dirty, bool sync,
 bool StoredFilter::CheckpointDue(absl::Time now, absl::Duration interval) const {
   if (!usable() || evicted()) return false;  // asked of each scheduled filter each second
   // Expired slices are retired by a checkpoint (the window's clock, not `now`, says which).
-  if (windowed_ && (Flag(kRetirePending, std::memory_order_relaxed) ||
-                    chain_.ExpiredThrough(chain_.clock()->Now()) >= 0)) {
+  if (windowed() && (Flag(kRetirePending, std::memory_order_relaxed) ||
+                     chain_.ExpiredThrough(chain_.clock()->Now()) >= 0)) {
     return true;
   }
   const bool changed = journal_bytes_.load(std::memory_order_relaxed) > 0 ||

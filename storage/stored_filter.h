@@ -261,7 +261,8 @@ class StoredFilter {
   // Both kept in this object: the checkpointer's schedule asks each filter that becomes
   // resident, and the eviction scans' tests stay within this object.
   bool has_idle_ttl() const { return rare_ != nullptr && rare_->idle_ttl_micros != 0; }
-  bool windowed() const { return windowed_; }
+  // An unreadable filter's empty chain has no window.
+  bool windowed() const { return chain_.windowed(); }
   // Nullopt without an idle_ttl (or for an unusable filter).
   absl::optional<absl::Time> IdleExpiresAt() const;
   // What an add on an evicted object answers (see IsEvicted).
@@ -463,9 +464,8 @@ class StoredFilter {
       change_flags_.fetch_and(static_cast<uint8_t>(~flag), order);
     }
   }
-  // One byte for the three, beside the flags and the pins below (the object's size).
+  // One byte for the two, beside the flags and the pins below (the object's size).
   const bool generation_known_ : 1 = true;  // false for an unreadable metadata record
-  const bool windowed_ : 1 = false;
   const bool has_chain_ : 1 = false;
   // PinChain: one per Export of this filter in progress (--max_transfers bounds them, and
   // each charges its buffers to the memory budget: far below 32,767).
