@@ -246,7 +246,7 @@ bool BlockedBloomFilter::MightContain(uint64_t hash) const {
 }
 
 // How many items ahead to prefetch: enough to cover a DRAM miss with the work of the items in
-// between (measured with benchmarks/filter_benchmark: 8-16 are alike, 4 is slower).
+// between (measured with benchmarks/filter_benchmark: 8-20 are alike for adds, 4 is slower).
 constexpr size_t kPrefetchDistance = 12;
 
 void BlockedBloomFilter::AddMany(absl::Span<const uint64_t> hashes) {
@@ -266,8 +266,13 @@ void BlockedBloomFilter::AddMany(absl::Span<const uint64_t> hashes) {
 
 namespace {
 
-// Each item fetches a line per filter (window_benchmark: 2, 4 and 8 items ahead are alike).
-constexpr size_t kAnyAhead = 8;
+// How many items ahead to fetch each item's line in every filter asked. One filter (a plain
+// filter or one sub-filter): 16, since a block of a filter past the caches takes longer to come
+// than 8 items take to test (filter_benchmark BM_BlockedContains: 10M items 21 -> 17 us, 100M
+// items 26 -> 20 us per 1000 queries; 1M items, in cache, alike). Several (a window's slices):
+// 8, since each item already fetches a line per slice (window_benchmark: 2, 4 and 8 alike).
+constexpr size_t kAnyAheadOne = 16;
+constexpr size_t kAnyAheadMany = 8;
 
 using Probed = BlockedBloomFilter::Probes;
 
@@ -285,9 +290,10 @@ void AnyScalar(const Probed& probed, BlockedLayout layout, absl::Span<const uint
   const size_t count = probed.base.size();
   uint64_t* const* const base = probed.base.data();
   const uint64_t* const stride = probed.stride.data();
+  const size_t distance = count > 1 ? kAnyAheadMany : kAnyAheadOne;
   for (size_t i = 0; i < n; ++i) {
-    if (i + kAnyAhead < n && !present[i + kAnyAhead]) {
-      const uint64_t ahead = BlockOf(hashes[i + kAnyAhead], layout.num_blocks);
+    if (i + distance < n && !present[i + distance]) {
+      const uint64_t ahead = BlockOf(hashes[i + distance], layout.num_blocks);
       for (size_t f = 0; f < count; ++f) {
         __builtin_prefetch(base[f] + ahead * stride[f]);
       }
@@ -336,9 +342,10 @@ __attribute__((target("avx2"))) void AnyAvx2(const Probed& probed, BlockedLayout
   const size_t count = probed.base.size();
   uint64_t* const* const base = probed.base.data();
   const uint64_t* const stride = probed.stride.data();
+  const size_t distance = count > 1 ? kAnyAheadMany : kAnyAheadOne;
   for (size_t i = 0; i < n; ++i) {
-    if (i + kAnyAhead < n && !present[i + kAnyAhead]) {
-      const uint64_t ahead = BlockOf(hashes[i + kAnyAhead], layout.num_blocks);
+    if (i + distance < n && !present[i + distance]) {
+      const uint64_t ahead = BlockOf(hashes[i + distance], layout.num_blocks);
       for (size_t f = 0; f < count; ++f) {
         __builtin_prefetch(base[f] + ahead * stride[f]);
       }
