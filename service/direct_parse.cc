@@ -16,6 +16,7 @@ class WireReader {
       : at_(bytes.data()), end_(bytes.data() + bytes.size()) {}
 
   [[nodiscard]] bool AtEnd() const { return at_ == end_; }
+  [[nodiscard]] size_t Remaining() const { return static_cast<size_t>(end_ - at_); }
 
   // A varint of at most `max_bytes` bytes (10 for 64-bit values) whose value fits 64 bits.
   bool ReadVarint(uint64_t* value, int max_bytes = 10) {
@@ -85,7 +86,15 @@ class WireReader {
 template <typename Field4>
 bool ParseItemsRequest(absl::string_view bytes, ItemsRequestView* out, Field4 field4) {
   *out = ItemsRequestView();
-  std::vector<absl::string_view> raw_items;
+  // Items go into one vector in wire order, which is the answers' order when the request uses
+  // one of the two item fields, as clients do. Growing it item by item, and then copying the
+  // raw items behind the text ones, was a quarter of this parse's time for 1000 raw items
+  // (parse_benchmark: 5.2-5.9 -> 3.9-4.1 us; 10 items 124-154 -> 59-92 ns): the first item's size
+  // sizes the vector for the rest of the message (capped: a message of empty items would ask for
+  // bytes / 2 entries).
+  constexpr size_t kMaxReservedItems = 1 << 16;
+  size_t raw_seen = 0;
+  bool text_after_raw = false;
   WireReader reader(bytes);
   while (!reader.AtEnd()) {
     uint32_t field;
@@ -96,8 +105,18 @@ bool ParseItemsRequest(absl::string_view bytes, ItemsRequestView* out, Field4 fi
       absl::string_view value;
       read = reader.ReadLengthDelimited(&value);
       if (field == 1) out->name = value;  // a repeated singular field: the last one wins
-      if (field == 2) out->items.push_back(value);
-      if (field == 3) raw_items.push_back(value);
+      if (read && field >= 2) {
+        if (out->items.empty()) {
+          const size_t item_bytes = value.size() + 2;  // at least a tag and a length byte
+          out->items.reserve(std::min(kMaxReservedItems, reader.Remaining() / item_bytes + 1));
+        }
+        out->items.push_back(value);
+        if (field == 3) ++raw_seen;
+        if (field == 2) {
+          ++out->text_items;
+          text_after_raw |= raw_seen > 0;
+        }
+      }
     } else if (field == 4) {
       read = field4(reader, wire_type);
     } else {
@@ -105,8 +124,29 @@ bool ParseItemsRequest(absl::string_view bytes, ItemsRequestView* out, Field4 fi
     }
     if (!read) return false;
   }
-  out->text_items = out->items.size();
-  out->items.insert(out->items.end(), raw_items.begin(), raw_items.end());
+  if (text_after_raw) {
+    // Both fields, interleaved on the wire: the text items answer first. Read them again in
+    // that order (a request nobody's client sends; the parse above already checked it).
+    std::vector<absl::string_view> ordered;
+    ordered.reserve(out->items.size());
+    for (uint32_t wanted : {2u, 3u}) {
+      WireReader again(bytes);
+      bool read = true;
+      while (read && !again.AtEnd()) {
+        uint32_t field = 0;
+        uint32_t wire_type = 0;
+        if (!again.ReadTag(&field, &wire_type)) break;
+        if (field == wanted && wire_type == kLengthDelimited) {
+          absl::string_view value;
+          read = again.ReadLengthDelimited(&value);
+          ordered.push_back(value);
+        } else {
+          read = again.SkipField(wire_type);  // field 4 too: its value was taken above
+        }
+      }
+    }
+    out->items = std::move(ordered);
+  }
   return true;
 }
 

@@ -96,6 +96,30 @@ TEST(DirectParseTest, FieldOrderRepeatsAndUnknownFieldsAsProtobuf) {
   EXPECT_EQ(proto.absent_if_missing(), view.absent_if_missing);
 }
 
+// Text and raw items interleaved on the wire, in an AddRequest with its spec between them: the
+// text items still answer first, and the spec is read once.
+TEST(DirectParseTest, InterleavedItemFieldsKeepTheAnswerOrderAndOneSpec) {
+  // clang-format off
+  static constexpr char kWire[] =
+      "\x1a\x01" "r"           // raw_items: "r"
+      "\x12\x01" "a"           // items: "a"
+      "\x22\x02\x08\x07"       // create_if_missing: {capacity: 7}
+      "\x1a\x01" "s"           // raw_items: "s"
+      "\x12\x01" "b"           // items: "b"
+      "\x0a\x01" "f";          // name: "f"
+  // clang-format on
+  const std::string bytes(kWire, sizeof(kWire) - 1);
+  ItemsRequestView view;
+  ASSERT_TRUE(ParseAddRequest(bytes, &view));
+  bloom::v1::AddRequest proto;
+  ASSERT_TRUE(bloom::wire::ParseLeniently(bytes, &proto));
+  EXPECT_EQ(view.items, (std::vector<absl::string_view>{"a", "b", "r", "s"}));
+  EXPECT_EQ(view.items, ItemsOf(proto));
+  EXPECT_EQ(view.text_items, 2u);
+  ASSERT_EQ(view.create_if_missing.size(), 1u);
+  EXPECT_EQ(view.name, "f");
+}
+
 // Every prefix of a message, and every single-byte corruption: never accepted where protobuf
 // refuses, and read as protobuf reads it where both accept.
 TEST(DirectParseTest, TruncatedAndCorruptedMessagesNeverDisagreeWithProtobuf) {
