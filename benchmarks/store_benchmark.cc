@@ -296,7 +296,7 @@ BENCHMARK(BM_EvictAndLoad)->Iterations(20'000)->Unit(benchmark::kMicrosecond);
 // filter of capacity 1000 under a random name (names arrive in no order), then flushed. CPU
 // time is the whole process's, so RocksDB's flushes and compactions of the records count.
 void BM_CreateOnFirstAdd(benchmark::State& state) {
-  const size_t group = static_cast<size_t>(state.range(0));
+  const auto group = static_cast<size_t>(state.range(0));
   const std::string create_dir = MakeTempDir();
   auto s = OpenStore(create_dir, false);
   const bloom::FilterSpec spec{1000, 0.01};
