@@ -1,4 +1,5 @@
 #include "service/auth.h"
+#include "service/token_gate.h"
 
 #include <unistd.h>
 
@@ -132,6 +133,32 @@ TEST_F(AuthTest, ReloadPicksUpChangesAndKeepsTheOldTableOnErrors) {
   EXPECT_EQ((*auth)->size(), 0u);
   EXPECT_EQ((*auth)->Authorize("Bearer new", Role::kRead, "Stats").status().code(),
             absl::StatusCode::kUnauthenticated);
+}
+
+}  // namespace
+}  // namespace service
+
+namespace service {
+namespace {
+
+// gRPC may run the transport's token gate after its server is gone (token_gate.h): a closed
+// gate refuses without asking the authenticator or calling back, and open methods still pass.
+TEST_F(AuthTest, AClosedTokenGateRefusesWithoutItsAuthenticatorOrCallback) {
+  WriteTokens(TokenAuthenticator::HashToken("good") + " write\n");
+  absl::StatusOr<std::unique_ptr<TokenAuthenticator>> auth = TokenAuthenticator::Load(path_);
+  ASSERT_TRUE(auth.ok()) << auth.status();
+  int refusals = 0;
+  TokenGate gate(auth->get(), [&](const absl::Status&, absl::string_view) { ++refusals; });
+  const std::string path = "/bloom.v1.BloomFilterService/Add";
+  EXPECT_TRUE(gate.Check(path, "Bearer good").ok());
+  EXPECT_EQ(gate.Check(path, "Bearer bad").code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(refusals, 1);
+  gate.Close();
+  auth->reset();  // what the gate used is gone
+  EXPECT_EQ(gate.Check(path, "Bearer good").code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(gate.Check(path, "Bearer bad").code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(refusals, 1);
+  EXPECT_TRUE(gate.Check("/grpc.health.v1.Health/Check", absl::nullopt).ok());
 }
 
 }  // namespace

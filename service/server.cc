@@ -37,7 +37,7 @@ absl::StatusOr<std::unique_ptr<BloomServer>> BloomServer::Start(storage::FilterS
     // Refuse token-less calls before their messages are read (token_gate.h).
     BloomService* service = server->service_.get();
     metrics::ServerMetrics* metrics = options.hooks.metrics;
-    server->gate_ = std::make_unique<TokenGate>(
+    server->gate_ = std::make_shared<TokenGate>(
         options.hooks.auth, [service, metrics](const absl::Status& status, absl::string_view path) {
           absl::string_view method = path;
           if (absl::ConsumePrefix(&method, "/bloom.v1.BloomFilterService/") && metrics != nullptr) {
@@ -50,7 +50,7 @@ absl::StatusOr<std::unique_ptr<BloomServer>> BloomServer::Start(storage::FilterS
           }
           service->RecordAuthRefusal(status, path, "a peer (refused before its request)");
         });
-    credentials = GateCredentials(std::move(credentials), server->gate_.get());
+    credentials = GateCredentials(std::move(credentials), server->gate_);
   } else if (credentials == nullptr) {
     credentials = grpc::InsecureServerCredentials();
   }
@@ -89,7 +89,11 @@ absl::StatusOr<std::unique_ptr<BloomServer>> BloomServer::Start(storage::FilterS
   return server;
 }
 
-BloomServer::~BloomServer() { Shutdown(); }
+BloomServer::~BloomServer() {
+  Shutdown();
+  // gRPC may run the gate after this (token_gate.h): not with the service being destroyed.
+  if (gate_ != nullptr) gate_->Close();
+}
 
 void BloomServer::Shutdown() {
   if (server_ == nullptr) return;

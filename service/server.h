@@ -66,7 +66,7 @@ class BloomServer {
       : service_(std::move(service)), options_(std::move(options)) {}
 
   std::unique_ptr<BloomService> service_;
-  std::unique_ptr<TokenGate> gate_;                         // with token auth; outlives the servers
+  std::shared_ptr<TokenGate> gate_;  // with token auth; shared with gRPC's credentials, closed last
   std::unique_ptr<BloomCallbackService> callback_service_;  // what gRPC serves
   const ServerOptions options_;
   std::unique_ptr<grpc::Server> server_;

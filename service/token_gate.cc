@@ -28,7 +28,7 @@ absl::string_view View(const grpc_slice& slice) {
 // For TLS credentials, which accept a C++ processor.
 class GateProcessor final : public grpc::AuthMetadataProcessor {
  public:
-  explicit GateProcessor(const TokenGate* gate) : gate_(gate) {}
+  explicit GateProcessor(std::shared_ptr<const TokenGate> gate) : gate_(std::move(gate)) {}
 
   // The check is a hash and a table scan: run it inline on the transport's thread.
   [[nodiscard]] bool IsBlocking() const override { return false; }
@@ -49,7 +49,7 @@ class GateProcessor final : public grpc::AuthMetadataProcessor {
   }
 
  private:
-  const TokenGate* const gate_;
+  const std::shared_ptr<const TokenGate> gate_;
 };
 
 // Plaintext credentials with the gate. gRPC 1.51's InsecureServerCredentials() refuses an auth
@@ -57,11 +57,15 @@ class GateProcessor final : public grpc::AuthMetadataProcessor {
 // filter), so wrap those.
 class GatedPlaintextCredentials final : public grpc::ServerCredentials {
  public:
-  explicit GatedPlaintextCredentials(const TokenGate* gate)
+  explicit GatedPlaintextCredentials(std::shared_ptr<const TokenGate> gate)
       : credentials_(grpc_insecure_server_credentials_create()) {
     grpc_auth_metadata_processor processor{};
     processor.process = &GatedPlaintextCredentials::Process;
-    processor.state = const_cast<TokenGate*>(gate);
+    // gRPC's credentials own the state and destroy it with themselves.
+    processor.state = new std::shared_ptr<const TokenGate>(std::move(gate));
+    processor.destroy = [](void* state) {
+      delete static_cast<std::shared_ptr<const TokenGate>*>(state);
+    };
     grpc_server_credentials_set_auth_metadata_processor(credentials_, processor);
   }
   ~GatedPlaintextCredentials() override { grpc_server_credentials_release(credentials_); }
@@ -87,7 +91,8 @@ class GatedPlaintextCredentials final : public grpc::ServerCredentials {
       if (key == ":path") path = View(metadata[i].value);
       if (key == "authorization") authorization = View(metadata[i].value);
     }
-    const absl::Status status = static_cast<const TokenGate*>(state)->Check(path, authorization);
+    const absl::Status status =
+        (*static_cast<std::shared_ptr<const TokenGate>*>(state))->Check(path, authorization);
     if (status.ok()) {
       done(user_data, nullptr, 0, nullptr, 0, GRPC_STATUS_OK, nullptr);
       return;
@@ -105,6 +110,8 @@ class GatedPlaintextCredentials final : public grpc::ServerCredentials {
 absl::Status TokenGate::Check(absl::string_view path,
                               absl::optional<absl::string_view> authorization) const {
   if (IsOpenMethod(path)) return absl::OkStatus();
+  absl::ReaderMutexLock lock(&mu_);
+  if (closed_) return absl::UnavailableError("the server is shutting down");
   // Any valid token passes here; its role is checked by the handler, which knows the method.
   absl::StatusOr<Caller> caller = auth_->Authorize(authorization, Role::kRead, path);
   if (caller.ok()) return absl::OkStatus();
@@ -112,10 +119,15 @@ absl::Status TokenGate::Check(absl::string_view path,
   return caller.status();
 }
 
+void TokenGate::Close() {
+  absl::MutexLock lock(&mu_);
+  closed_ = true;
+}
+
 std::shared_ptr<grpc::ServerCredentials> GateCredentials(
-    std::shared_ptr<grpc::ServerCredentials> base, const TokenGate* gate) {
-  if (base == nullptr) return std::make_shared<GatedPlaintextCredentials>(gate);
-  base->SetAuthMetadataProcessor(std::make_shared<GateProcessor>(gate));
+    std::shared_ptr<grpc::ServerCredentials> base, std::shared_ptr<const TokenGate> gate) {
+  if (base == nullptr) return std::make_shared<GatedPlaintextCredentials>(std::move(gate));
+  base->SetAuthMetadataProcessor(std::make_shared<GateProcessor>(std::move(gate)));
   return base;
 }
 

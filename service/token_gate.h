@@ -7,15 +7,23 @@
 // it from its server auth filter on each call's initial metadata, and a refusal cancels the
 // stream (UNAUTHENTICATED) before its DATA frames are accepted.
 //
+//   auto gate = std::make_shared<TokenGate>(auth, on_refusal);
 //   std::shared_ptr<grpc::ServerCredentials> creds =
 //       GateCredentials(base_credentials_or_null_for_plaintext, gate);
+//   ...  // serve; shut the server down
+//   gate->Close();  // before what `auth` and `on_refusal` use goes away
+//
+// gRPC may still run the gate after its server is shut down and destroyed (an auth check
+// queued on its executor thread: seen under AddressSanitizer in the shutdown stress test), so
+// the credentials share the gate, and Close() makes every later check refuse without touching
+// the authenticator or the callback.
 //
 // Health checking and server reflection pass without a token, as they always have (probes and
 // grpcurl need them); every other method needs one that the authenticator knows. Roles are
 // still checked by the handlers.
 //
-// Thread-safety: TokenGate is immutable after construction and thread-safe; the authenticator
-// and the refusal callback must be thread-safe.
+// Thread-safety: TokenGate is thread-safe; the authenticator and the refusal callback must be
+// thread-safe. Close() waits for the checks running.
 #ifndef SERVICE_TOKEN_GATE_H_
 #define SERVICE_TOKEN_GATE_H_
 
@@ -24,8 +32,10 @@
 #include <functional>
 #include <memory>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/types/optional.h"
 #include "service/auth.h"
 
@@ -41,19 +51,24 @@ class TokenGate {
       : auth_(auth), on_refusal_(std::move(on_refusal)) {}
 
   // OK if a call to `path` ("/package.Service/Method") with this authorization metadata may
-  // proceed to its handler; UNAUTHENTICATED otherwise.
+  // proceed to its handler; UNAUTHENTICATED otherwise, and UNAVAILABLE once closed.
   absl::Status Check(absl::string_view path, absl::optional<absl::string_view> authorization) const;
+
+  // From now on the gate uses neither `auth` nor `on_refusal`. Waits for the checks running.
+  void Close();
 
  private:
   const TokenAuthenticator* const auth_;
   const RefusalCallback on_refusal_;
+  mutable absl::Mutex mu_;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 // Server credentials that run `gate` on every call: `base` (TLS credentials) with the gate as
 // their auth metadata processor, or, when `base` is null, plaintext credentials with the gate.
-// `gate` must outlive every server built with the result.
+// They keep the gate alive as long as gRPC keeps them.
 std::shared_ptr<grpc::ServerCredentials> GateCredentials(
-    std::shared_ptr<grpc::ServerCredentials> base, const TokenGate* gate);
+    std::shared_ptr<grpc::ServerCredentials> base, std::shared_ptr<const TokenGate> gate);
 
 }  // namespace service
 
