@@ -183,9 +183,14 @@ class StateCollector final : public prometheus::Collectable {
   storage::FilterStore* const store_;
 };
 
-// The metrics listener's workers and how long one may wait for a request (see Serve()).
-constexpr int kMetricsWorkers = 8;
-constexpr int kMetricsRequestTimeoutMs = 3000;
+// The metrics listener (CivetWeb, one worker thread per connection being served): how many
+// workers, how long one waits for a whole request, and how many accepted connections and
+// pending handshakes may queue. A worker that a slow or silent client holds is free again after
+// the timeout, so N such clients delay a scrape by at most about N / workers x timeout: 200
+// slow connections cost 4 x 0.3 s. A scraper sends its request at once, so 300 ms is ample.
+constexpr int kMetricsWorkers = 64;
+constexpr int kMetricsRequestTimeoutMs = 300;
+constexpr int kMetricsQueue = 1024;
 
 // Latency buckets from 50 µs (a cached single-key call) to 10 s (a large import).
 const prometheus::Histogram::BucketBoundaries& LatencyBuckets() {
@@ -279,12 +284,15 @@ ServerMetrics::~ServerMetrics() = default;
 absl::Status ServerMetrics::Serve(const std::string& listen) {
   // prometheus-cpp (CivetWeb) reports a bind failure by throwing; it stops here.
   try {
-    // Enough workers, and a time limit per request, so that a few clients that open a
-    // connection and never finish their request cannot hold every worker: prometheus-cpp's
-    // default is 2 workers and civetweb's 30 s to read a request.
+    // Enough workers, a short time limit per request and queues deep enough that clients
+    // which open connections and never finish their request cannot keep a scrape waiting
+    // (prometheus-cpp's default is 2 workers and civetweb's 30 s to read a request); a full
+    // kernel backlog would drop the scraper's SYN and cost it a 1 s retransmission.
+    const std::string queue = std::to_string(kMetricsQueue);
     exposer_ = std::make_unique<prometheus::Exposer>(std::vector<std::string>{
         "listening_ports", listen, "num_threads", std::to_string(kMetricsWorkers),
-        "request_timeout_ms", std::to_string(kMetricsRequestTimeoutMs)});
+        "request_timeout_ms", std::to_string(kMetricsRequestTimeoutMs), "connection_queue",
+        queue, "listen_backlog", queue});
   } catch (const std::exception& e) {
     return absl::UnavailableError(absl::StrCat("cannot serve metrics on ", listen,
                                                " (address in use or invalid?): ", e.what()));

@@ -116,7 +116,10 @@ template <typename Request>
 absl::Status BloomService::CollectItems(const Request& request,
                                         std::vector<absl::string_view>& items) const {
   const size_t first = items.size();
-  items.reserve(first + request.items_size() + request.raw_items_size());
+  // Geometric growth: a Pipeline run collects the items of thousands of operations into one
+  // vector, and reserving each one's exact size would copy it all each time.
+  const size_t needed = first + request.items_size() + request.raw_items_size();
+  if (needed > items.capacity()) items.reserve(std::max(needed, 2 * items.capacity()));
   items.insert(items.end(), request.items().begin(), request.items().end());
   items.insert(items.end(), request.raw_items().begin(), request.raw_items().end());
   return CheckItems(absl::MakeConstSpan(items).subspan(first), request.items_size());

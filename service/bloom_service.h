@@ -36,6 +36,10 @@ struct ServiceLimits {
   size_t max_item_bytes = 64 << 10;  // bytes per item
   // Operations a Pipeline stream reads ahead of its answers before it stops reading.
   size_t pipeline_window = 64;
+  // Operations in one PipelineRequest (itself and its `more`); one with more is refused
+  // before it is parsed (protos/wire/items_as_bytes.h). The clients pack at most 1 MiB of
+  // operations into one message, under 100,000 of even the smallest.
+  size_t max_pipeline_operations = 100'000;
   // Export and Import streams at once, and how long one may go without moving a chunk before
   // it is cancelled (zero: never). See transfer_guard.h.
   size_t max_transfers = 16;

@@ -27,8 +27,10 @@
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "common/container_memory.h"
 #include "common/heap.h"
 #include "common/log.h"
+#include "common/open_files.h"
 #include "google/protobuf/stubs/logging.h"
 #include "metrics/metrics.h"
 #include "service/auth.h"
@@ -91,10 +93,16 @@ ABSL_FLAG(std::string, health_listen, "",
 // Defaults sized so that one connection at both limits (64 x 16 MiB of buffered requests) fits
 // in a 2 GiB container beside the filters; --transport_memory bounds all connections together.
 ABSL_FLAG(int32_t, max_concurrent_streams, 64, "most concurrent calls per client connection");
+ABSL_FLAG(absl::Duration, max_connection_idle, absl::Minutes(5),
+          "a client connection with no call in flight for this long is closed (GOAWAY; gRPC "
+          "clients reconnect on their next call), so idle connections do not pile up; 0 = never");
 ABSL_FLAG(std::string, max_message_bytes, "16Mi", "largest request message, e.g. 4Mi, 16Mi");
 ABSL_FLAG(uint64_t, pipeline_window, 64,
           "operations a Pipeline stream reads ahead of their answers before it stops reading "
           "(back-pressure on a client that sends faster than it reads)");
+ABSL_FLAG(uint64_t, max_pipeline_operations, 100'000,
+          "most operations in one Pipeline message (itself and its `more`); a message with more "
+          "is refused (INVALID_ARGUMENT) before it is parsed");
 ABSL_FLAG(std::string, transport_memory, "256Mi",
           "most bytes gRPC may buffer for received requests, over all connections (its "
           "ResourceQuota); past it, flow-control windows shrink and calls are cancelled "
@@ -131,12 +139,14 @@ constexpr const char* kFlagNames[] = {"listen",
                                       "metrics_listen",
                                       "health_listen",
                                       "max_concurrent_streams",
+                                      "max_connection_idle",
                                       "max_message_bytes",
                                       "max_threads",
                                       "transport_memory",
                                       "max_transfers",
                                       "transfer_idle_timeout",
-                                      "pipeline_window"};
+                                      "pipeline_window",
+                                      "max_pipeline_operations"};
 
 // Applies BLOOM_<FLAG> environment variables as flag values; the command line parsed later
 // overrides them.
@@ -240,33 +250,13 @@ bool IsLoopback(absl::string_view listen) {
   return host == "localhost" || host == "::1" || absl::StartsWith(host, "127.");
 }
 
-// The memory this process may use: $BLOOM_CONTAINER_MEMORY_BYTES (Kubernetes' downward API,
-// resourceFieldRef limits.memory), else the cgroup v2 or v1 limit, else physical memory.
-uint64_t ContainerMemoryBytes() {
-  uint64_t bytes = 0;
-  if (const char* env = std::getenv("BLOOM_CONTAINER_MEMORY_BYTES");
-      env != nullptr && absl::SimpleAtoi(env, &bytes) && bytes > 0) {
-    return bytes;
-  }
-  for (const char* path :
-       {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
-    std::ifstream in(path);
-    std::string text;
-    // "max" (v2) or a huge number (v1) mean no limit.
-    if (in >> text && absl::SimpleAtoi(text, &bytes) && bytes > 0 && bytes < (1ULL << 60)) {
-      return bytes;
-    }
-  }
-  return static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) *
-         static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-}
-
-// "50%": that share of ContainerMemoryBytes(); otherwise ParseBytes.
-bool ParseMemoryLimit(absl::string_view text, uint64_t& bytes) {
+// "50%": that share of `container`; otherwise ParseBytes.
+bool ParseMemoryLimit(absl::string_view text, const bloomsys::ContainerMemory& container,
+                      uint64_t& bytes) {
   if (absl::ConsumeSuffix(&text, "%")) {
     double percent = 0;
     if (!absl::SimpleAtod(text, &percent) || !(percent > 0 && percent <= 100)) return false;
-    bytes = static_cast<uint64_t>(static_cast<double>(ContainerMemoryBytes()) * percent / 100);
+    bytes = static_cast<uint64_t>(static_cast<double>(container.bytes) * percent / 100);
     return true;
   }
   return ParseBytes(text, bytes);
@@ -312,8 +302,11 @@ int main(int argc, char** argv) {
   }
   bloomlog::SetLevel(level);
   bloomlog::SetJson(absl::GetFlag(FLAGS_log_json));
+  // Found once: the budget and the transport's share are both cut from it, and the log says
+  // where it came from (a wrong container size is how a server gets OOM-killed in a loop).
+  const bloomsys::ContainerMemory container = bloomsys::FindContainerMemory();
   uint64_t memory_limit = 0;
-  if (!ParseMemoryLimit(absl::GetFlag(FLAGS_memory_limit), memory_limit)) {
+  if (!ParseMemoryLimit(absl::GetFlag(FLAGS_memory_limit), container, memory_limit)) {
     std::fprintf(stderr,
                  "bloom-server: --memory_limit must be bytes (536870912, 512Mi) or a share of "
                  "the container's memory (50%%)\n");
@@ -321,10 +314,12 @@ int main(int argc, char** argv) {
   }
   if (absl::GetFlag(FLAGS_max_batch) == 0 || absl::GetFlag(FLAGS_max_item_bytes) == 0 ||
       absl::GetFlag(FLAGS_pipeline_window) == 0 || absl::GetFlag(FLAGS_max_transfers) == 0 ||
+      absl::GetFlag(FLAGS_max_pipeline_operations) == 0 ||
       absl::GetFlag(FLAGS_transfer_idle_timeout) < absl::ZeroDuration()) {
     std::fprintf(stderr,
-                 "bloom-server: --max_batch, --max_item_bytes, --pipeline_window and "
-                 "--max_transfers must be positive, --transfer_idle_timeout not negative\n");
+                 "bloom-server: --max_batch, --max_item_bytes, --pipeline_window, "
+                 "--max_pipeline_operations and --max_transfers must be positive, "
+                 "--transfer_idle_timeout not negative\n");
     return 2;
   }
   uint64_t max_message_bytes = 0;
@@ -334,15 +329,18 @@ int main(int argc, char** argv) {
     return 2;
   }
   uint64_t transport_memory = 0;
-  if (!ParseMemoryLimit(absl::GetFlag(FLAGS_transport_memory), transport_memory) ||
+  if (!ParseMemoryLimit(absl::GetFlag(FLAGS_transport_memory), container, transport_memory) ||
       transport_memory > INT64_MAX) {
     std::fprintf(stderr,
                  "bloom-server: --transport_memory must be bytes (268435456, 256Mi) or a share "
                  "of the container's memory (10%%)\n");
     return 2;
   }
-  if (absl::GetFlag(FLAGS_max_concurrent_streams) < 1) {
-    std::fprintf(stderr, "bloom-server: --max_concurrent_streams must be positive\n");
+  if (absl::GetFlag(FLAGS_max_concurrent_streams) < 1 ||
+      absl::GetFlag(FLAGS_max_connection_idle) < absl::ZeroDuration()) {
+    std::fprintf(stderr,
+                 "bloom-server: --max_concurrent_streams must be positive, "
+                 "--max_connection_idle not negative\n");
     return 2;
   }
 
@@ -373,6 +371,16 @@ int main(int argc, char** argv) {
   }
 
   if (!InstallShutdownHandlers()) return Fail("cannot install signal handlers");
+  bloomlog::LogInfo(absl::StrCat("container memory: ", container.bytes, " bytes, from ",
+                                 container.source));
+  if (absl::StatusOr<bloomsys::OpenFileLimit> files = bloomsys::RaiseOpenFileLimit(); files.ok()) {
+    bloomlog::LogInfo(absl::StrCat("open-file limit: ", files->now,
+                                   files->now != files->before
+                                       ? absl::StrCat(" (raised from ", files->before, ")")
+                                       : std::string(" (the hard limit)")));
+  } else {
+    bloomlog::LogWarning(absl::StrCat("open-file limit not raised: ", files.status().message()));
+  }
 
   const std::string data_dir = absl::GetFlag(FLAGS_data_dir);
   bloomlog::LogInfo(absl::StrCat("starting bloom-server: data_dir=", data_dir,
@@ -414,10 +422,12 @@ int main(int argc, char** argv) {
   if (server_metrics->port() != 0) server_options.hooks.metrics = server_metrics.get();
   server_options.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
   server_options.max_message_bytes = static_cast<int>(max_message_bytes);
+  server_options.max_connection_idle = absl::GetFlag(FLAGS_max_connection_idle);
   server_options.transport_memory_bytes = static_cast<int64_t>(transport_memory);
   server_options.limits.max_batch = absl::GetFlag(FLAGS_max_batch);
   server_options.limits.max_item_bytes = absl::GetFlag(FLAGS_max_item_bytes);
   server_options.limits.pipeline_window = absl::GetFlag(FLAGS_pipeline_window);
+  server_options.limits.max_pipeline_operations = absl::GetFlag(FLAGS_max_pipeline_operations);
   server_options.limits.max_transfers = absl::GetFlag(FLAGS_max_transfers);
   server_options.limits.transfer_idle_timeout = absl::GetFlag(FLAGS_transfer_idle_timeout);
   server_options.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);

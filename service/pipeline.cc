@@ -3,6 +3,7 @@
 #include <google/protobuf/util/message_differencer.h>
 
 #include <algorithm>
+#include <atomic>
 #include <deque>
 #include <memory>
 #include <string>
@@ -91,6 +92,15 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
       reading_ = false;
       if (!ok) {
         stop_reading_ = true;  // the client half-closed, or the stream broke
+      } else if (const size_t operations = bloom::wire::RefusedOperationCount(read_buffer_);
+                 operations > 0) {
+        if (end_status_.ok()) {
+          end_status_ = absl::InvalidArgumentError(absl::StrCat(
+              "PipelineRequest id ", read_buffer_.id(), " carries ", operations,
+              " operations (itself and its `more`); the limit is ",
+              service_->limits().max_pipeline_operations, " (--max_pipeline_operations)"));
+        }
+        stop_reading_ = true;
       } else if (read_buffer_.op_case() == PipelineRequest::OP_NOT_SET) {
         if (end_status_.ok()) {
           end_status_ = absl::InvalidArgumentError(absl::StrCat(
@@ -203,6 +213,7 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
   void Break(const absl::Status& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (end_status_.ok()) end_status_ = why;
     broken_ = stop_reading_ = true;
+    abandoned_.store(true, std::memory_order_relaxed);
     pending_.clear();
     // The write in flight keeps its message until OnWriteDone.
     outbox_.erase(writing_ ? outbox_.begin() + 1 : outbox_.begin(), outbox_.end());
@@ -289,6 +300,13 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
     queued_.clear();
     size_t begin = 0;
     while (begin < batch_.size()) {
+      if (abandoned_.load(std::memory_order_relaxed)) {
+        // Nobody will read the answers: the rest of the batch is not served (and, being
+        // unacknowledged, needs no answer).
+        batch_.resize(begin);
+        responses_.resize(begin);
+        return;
+      }
       size_t end = begin + 1;
       while (end < batch_.size() && Mergeable(batch_[begin].request, batch_[end].request)) ++end;
       const absl::Time start = absl::Now();
@@ -546,6 +564,9 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
   std::vector<PipelineResponse> responses_;
   std::vector<QueuedRun> queued_;
   bool deferred_sync_ = false;  // batch_ has adds and --sync: its answers wait for the fsync
+  // Set with broken_: read without the lock between runs of a batch, so that a cancelled
+  // stream stops serving a large message part way.
+  std::atomic<bool> abandoned_{false};
   bloomsync::Mutex mu_;
   std::vector<Read> pending_ ABSL_GUARDED_BY(mu_);    // read, not yet being served
   std::deque<Answered> outbox_ ABSL_GUARDED_BY(mu_);  // answered; front is written first

@@ -7,6 +7,9 @@
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
 
+#include <algorithm>
+#include <cstdint>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
@@ -23,6 +26,8 @@ absl::StatusOr<std::unique_ptr<BloomServer>> BloomServer::Start(storage::FilterS
   // Reflection describes services from the generated pool; gRPC's health service brings no
   // descriptors, so name one of ours to keep the linker from dropping them (protos/grpc_health).
   (void)grpc::health::v1::HealthCheckRequest::descriptor();
+  // Process-wide, as gRPC's deserializers are: servers in one process share the bound.
+  bloom::wire::SetMaxPipelineOperations(options.limits.max_pipeline_operations);
   auto server = std::unique_ptr<BloomServer>(new BloomServer(
       std::make_unique<BloomService>(store, options.limits, options.hooks), options));
 
@@ -60,6 +65,12 @@ absl::StatusOr<std::unique_ptr<BloomServer>> BloomServer::Start(storage::FilterS
   builder.RegisterService(server->callback_service_.get());
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_concurrent_streams);
+  if (options.max_connection_idle > absl::ZeroDuration()) {
+    builder.AddChannelArgument(
+        GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+        static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(options.max_connection_idle),
+                                           INT32_MAX)));
+  }
   grpc::ResourceQuota quota("bloom-server");
   if (options.transport_memory_bytes > 0) {
     quota.Resize(static_cast<size_t>(options.transport_memory_bytes));

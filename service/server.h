@@ -41,6 +41,8 @@ struct ServerOptions {
   // Transport guards: concurrent calls per connection and the largest request.
   int max_concurrent_streams = 64;
   int max_message_bytes = 16 << 20;
+  // A connection with no call in flight for this long is closed; zero: never.
+  absl::Duration max_connection_idle = absl::Minutes(5);
   // What gRPC may hold in buffers of received data across all connections (its ResourceQuota);
   // past it, it shrinks flow-control windows and cancels calls. 0: unbounded.
   int64_t transport_memory_bytes = 0;

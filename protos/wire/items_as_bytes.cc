@@ -1,5 +1,11 @@
 #include "wire/items_as_bytes.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/unknown_field_set.h>
+#include <google/protobuf/wire_format_lite.h>
+
+#include <atomic>
+#include <climits>
 #include <string>
 #include <utility>
 
@@ -61,7 +67,67 @@ bool ParseStream(grpc::ProtoBufferReader* reader, Request* request) {
   return twin.ParseFromZeroCopyStream(reader) && Convert(twin, request);
 }
 
+std::atomic<size_t> max_pipeline_operations{0};
+
+// The unknown field that marks a refused PipelineRequest: the largest field number protobuf
+// allows, which no version of bloom.proto will use. Its value is the count of operations.
+constexpr int kRefusedMoreField = (1 << 29) - 1;
+
+using google::protobuf::internal::WireFormatLite;
+
+// The top-level `more` entries of a PipelineRequest's encoding and its id, without parsing any
+// operation; false if the encoding is malformed (the parse that follows then says so).
+bool CountMore(grpc::ByteBuffer* buffer, size_t* count, uint64_t* id) {
+  grpc::ProtoBufferReader reader(buffer);
+  if (!reader.status().ok()) return false;
+  google::protobuf::io::CodedInputStream in(&reader);
+  in.SetTotalBytesLimit(INT_MAX);
+  constexpr uint32_t kIdTag = WireFormatLite::MakeTag(1, WireFormatLite::WIRETYPE_VARINT);
+  constexpr uint32_t kMoreTag =
+      WireFormatLite::MakeTag(4, WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
+  *count = 0;
+  while (const uint32_t tag = in.ReadTag()) {
+    if (tag == kMoreTag) {
+      uint32_t length = 0;
+      if (!in.ReadVarint32(&length) || !in.Skip(static_cast<int>(length))) return false;
+      ++*count;
+    } else if (tag == kIdTag) {
+      if (!in.ReadVarint64(id)) return false;
+    } else if (!WireFormatLite::SkipField(&in, tag)) {
+      return false;
+    }
+  }
+  return in.ConsumedEntireMessage();
+}
+
 }  // namespace
+
+void SetMaxPipelineOperations(size_t limit) { max_pipeline_operations.store(limit); }
+
+size_t RefusedOperationCount(const bloom::v1::PipelineRequest& request) {
+  const google::protobuf::UnknownFieldSet& unknown =
+      request.GetReflection()->GetUnknownFields(request);
+  for (int i = 0; i < unknown.field_count(); ++i) {
+    if (unknown.field(i).number() == kRefusedMoreField &&
+        unknown.field(i).type() == google::protobuf::UnknownField::TYPE_VARINT) {
+      return static_cast<size_t>(unknown.field(i).varint());
+    }
+  }
+  return 0;
+}
+
+bool RefuseOversizedPipeline(grpc::ByteBuffer* buffer, bloom::v1::PipelineRequest* request) {
+  const size_t limit = max_pipeline_operations.load(std::memory_order_relaxed);
+  size_t count = 0;
+  uint64_t id = 0;
+  if (limit == 0 || !CountMore(buffer, &count, &id) || 1 + count <= limit) return false;
+  request->Clear();
+  request->set_id(id);
+  request->GetReflection()->MutableUnknownFields(request)->AddVarint(kRefusedMoreField,
+                                                                       1 + count);
+  buffer->Clear();
+  return true;
+}
 
 bool ParseLeniently(const std::string& encoding, bloom::v1::AddRequest* request) {
   return ParseString<AddRequestBytes>(encoding, request);

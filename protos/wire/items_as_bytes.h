@@ -6,6 +6,11 @@
 // binary items in `items` nothing useful; a name that is not UTF-8 now reaches name validation
 // and gets its INVALID_ARGUMENT. Requests that are not protobuf at all still fail to parse.
 //
+// A PipelineRequest is counted before it is parsed: one carrying more operations (itself and
+// those in `more`) than SetMaxPipelineOperations allows is not parsed at all (its operations would cost memory and CPU
+// before any check could refuse them); it arrives as a request with only its id and a mark that
+// RefusedOperationCount reads, so the stream can answer INVALID_ARGUMENT.
+//
 // Included into bloom.grpc.pb.h (protoc's additional_header_includes, protos/CMakeLists.txt),
 // so every translation unit using the service sees these specializations before it uses them.
 //
@@ -31,10 +36,26 @@ bool ParseLeniently(grpc::ProtoBufferReader* reader, bloom::v1::AddRequest* requ
 bool ParseLeniently(grpc::ProtoBufferReader* reader, bloom::v1::MightContainRequest* request);
 bool ParseLeniently(grpc::ProtoBufferReader* reader, bloom::v1::PipelineRequest* request);
 
+// The most operations one PipelineRequest may carry, itself and those in its `more`
+// (process-wide; the server sets it from --max_pipeline_operations before serving). 0, the
+// default: no bound.
+void SetMaxPipelineOperations(size_t limit);
+// How many operations `request` carried (1 + its `more`) if it was refused for carrying more
+// than the bound; 0 if it was parsed.
+size_t RefusedOperationCount(const bloom::v1::PipelineRequest& request);
+
+// Before parsing: true if `buffer` holds a PipelineRequest with more operations than the
+// bound, which `request` is then made to say (its id and the mark); the buffer is cleared.
+inline bool RefuseOversizedPipeline(grpc::ByteBuffer* /*buffer*/, void* /*request*/) {
+  return false;  // other requests carry no `more`
+}
+bool RefuseOversizedPipeline(grpc::ByteBuffer* buffer, bloom::v1::PipelineRequest* request);
+
 // gRPC's Deserialize for these requests: the protobuf parse, then the twin if that failed.
 template <class Request>
 grpc::Status Deserialize(grpc::ByteBuffer* buffer, Request* request) {
   if (buffer == nullptr) return grpc::Status(grpc::StatusCode::INTERNAL, "No payload");
+  if (RefuseOversizedPipeline(buffer, request)) return grpc::Status::OK;
   grpc::Status result;
   {
     grpc::ProtoBufferReader reader(buffer);
