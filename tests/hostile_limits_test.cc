@@ -1,0 +1,286 @@
+// Issue 41's attacks against the real bloom-server binary (hostile clients, round two): huge
+// Pipeline messages, the memory limit of the server's own cgroup, the open-file limit.
+// (/metrics under 200 slow connections is ObservabilityTest.SlowClientsCannotBlindTheMetrics
+// Endpoint.) Each test checks that the attack is refused or bounded and that everyone else is
+// served meanwhile.
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "bloom/v1/bloom.grpc.pb.h"
+#include "client/bloom_client.h"
+#include "common/testing.h"
+#include "gtest/gtest.h"
+#include "tests/server_process.h"
+
+namespace {
+
+using bloom::v1::BloomFilterService;
+using bloom::v1::PipelineRequest;
+using bloom::v1::PipelineResponse;
+using bloomclient::BloomClient;
+using bloomclient::ClientOptions;
+using bloomtest::ServerProcess;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// One Pipeline message of `operations` one-item adds to `name` (the first, and the rest in its
+// `more`).
+PipelineRequest PackedAdds(const std::string& name, int operations, int first_id) {
+  PipelineRequest message;
+  for (int i = 0; i < operations; ++i) {
+    PipelineRequest* op = i == 0 ? &message : message.add_more();
+    op->set_id(first_id + i);
+    op->mutable_add()->set_name(name);
+    op->mutable_add()->add_items(absl::StrCat("item-", first_id + i));
+  }
+  return message;
+}
+
+// Sends `message` on a new Pipeline stream and half-closes; what came back.
+struct PipelineOutcome {
+  grpc::Status status;
+  size_t answers = 0;  // operations answered without an error
+  absl::Duration took;
+};
+PipelineOutcome SendOnce(BloomFilterService::Stub& stub, const PipelineRequest& message) {
+  const absl::Time start = absl::Now();
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  auto stream = stub.Pipeline(&context);
+  PipelineOutcome outcome;
+  if (stream->Write(message)) stream->WritesDone();
+  PipelineResponse response;
+  while (stream->Read(&response)) {
+    outcome.answers += response.has_add() ? 1 : 0;
+    for (const PipelineResponse& more : response.more()) outcome.answers += more.has_add() ? 1 : 0;
+  }
+  outcome.status = stream->Finish();
+  outcome.took = absl::Now() - start;
+  return outcome;
+}
+
+std::unique_ptr<BloomFilterService::Stub> NewStub(const ServerProcess& server) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(64 << 20);
+  return BloomFilterService::NewStub(
+      grpc::CreateCustomChannel(server.target(), grpc::InsecureChannelCredentials(), args));
+}
+
+// Attack 2: one Pipeline message with hundreds of thousands of operations in `more`. Collecting
+// their items was quadratic (320k operations: 21 s of a core), on gRPC's threads, so two such
+// messages timed out every call, health included, and SIGTERM hung. Now a message past
+// --max_pipeline_operations is refused before it is parsed, one under it is served in linear
+// time, and other clients are answered meanwhile.
+TEST(HostileLimitsTest, HugePipelineMessagesAreRefusedOrServedWhileOthersAreAnswered) {
+  bloomtest::TempDir data;
+  auto server = ServerProcess::Start(data.path(), {"--shutdown_grace=2s"});
+  ASSERT_NE(server, nullptr);
+  ClientOptions quick;
+  quick.timeout = absl::Seconds(2);
+  auto checker = BloomClient::Connect(server->target(), quick);
+  bloom::v1::FilterSpec spec;
+  spec.set_capacity(1'000'000);
+  spec.set_error_rate(0.01);
+  ASSERT_OK(checker->Reserve("f", spec).status());
+  ASSERT_OK(checker->Add("f", {"mine"}).status());
+
+  const PipelineRequest too_many = PackedAdds("f", 320'000, 1);
+  const PipelineRequest allowed = PackedAdds("f", 100'000, 1'000'000);
+  std::atomic<int> finished{0};
+  std::vector<PipelineOutcome> refused(2), served(1);
+  std::vector<std::thread> attackers;
+  for (int i = 0; i < 2; ++i) {
+    attackers.emplace_back([&, i] {
+      auto stub = NewStub(*server);
+      refused[i] = SendOnce(*stub, too_many);
+      finished.fetch_add(1);
+    });
+  }
+  attackers.emplace_back([&] {
+    auto stub = NewStub(*server);
+    served[0] = SendOnce(*stub, allowed);
+    finished.fetch_add(1);
+  });
+  // Every other client's call is answered within its 2 s deadline throughout.
+  while (finished.load() < 3) {
+    absl::StatusOr<std::vector<bool>> found = checker->MightContain("f", {"mine"});
+    ASSERT_OK(found.status());
+    EXPECT_TRUE((*found)[0]);
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  for (std::thread& attacker : attackers) attacker.join();
+  for (const PipelineOutcome& outcome : refused) {
+    EXPECT_EQ(outcome.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+        << outcome.status.error_message();
+    EXPECT_TRUE(absl::StrContains(outcome.status.error_message(), "320000 operations"))
+        << outcome.status.error_message();
+    EXPECT_TRUE(absl::StrContains(outcome.status.error_message(), "--max_pipeline_operations"));
+    EXPECT_EQ(outcome.answers, 0u);
+    EXPECT_LT(outcome.took, absl::Seconds(10));
+  }
+  EXPECT_TRUE(served[0].status.ok()) << served[0].status.error_message();
+  EXPECT_EQ(served[0].answers, 100'000u);
+  EXPECT_LT(served[0].took, absl::Seconds(10));
+
+  // SIGTERM with a large message in flight exits within the grace period.
+  std::thread in_flight([&] {
+    auto stub = NewStub(*server);
+    SendOnce(*stub, allowed);
+  });
+  absl::SleepFor(absl::Milliseconds(50));
+  const absl::Time stop = absl::Now();
+  EXPECT_EQ(server->Terminate(absl::Seconds(15)), 0);
+  EXPECT_LT(absl::Now() - stop, absl::Seconds(6));
+  in_flight.join();
+}
+
+// A lower bound is a flag: one over it is refused naming it, one at it is served.
+TEST(HostileLimitsTest, TheOperationBoundIsConfigurable) {
+  bloomtest::TempDir data;
+  auto server = ServerProcess::Start(data.path(), {"--max_pipeline_operations=10"});
+  ASSERT_NE(server, nullptr);
+  auto client = BloomClient::Connect(server->target());
+  bloom::v1::FilterSpec spec;
+  spec.set_capacity(1000);
+  spec.set_error_rate(0.01);
+  ASSERT_OK(client->Reserve("f", spec).status());
+  auto stub = NewStub(*server);
+  const PipelineOutcome at_bound = SendOnce(*stub, PackedAdds("f", 10, 1));
+  EXPECT_TRUE(at_bound.status.ok()) << at_bound.status.error_message();
+  EXPECT_EQ(at_bound.answers, 10u);
+  const PipelineOutcome over = SendOnce(*stub, PackedAdds("f", 11, 100));
+  EXPECT_EQ(over.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(absl::StrContains(over.status.error_message(), "id 100 carries 11 operations"))
+      << over.status.error_message();
+  std::string output;
+  EXPECT_NE(ServerProcess::RunToExit({"--max_pipeline_operations=0"}, &output), 0);
+  EXPECT_TRUE(absl::StrContains(output, "--max_pipeline_operations")) << output;
+}
+
+// A v1 memory cgroup made for one test, below the group this process is in (as systemd's
+// MemoryMax= makes one, without a cgroup namespace); this process moves in while it exists, so
+// the servers it starts begin inside. Skips where cgroups cannot be made (needs root).
+class MemoryCgroup {
+ public:
+  // Empty path() if it could not be made; why() says why.
+  explicit MemoryCgroup(uint64_t limit_bytes) {
+    std::string own;
+    for (absl::string_view line : absl::StrSplit(ReadFile("/proc/self/cgroup"), '\n')) {
+      std::vector<absl::string_view> fields = absl::StrSplit(line, absl::MaxSplits(':', 2));
+      if (fields.size() == 3 && absl::StrContains(fields[1], "memory")) own = std::string(fields[2]);
+    }
+    const std::string mount = "/sys/fs/cgroup/memory";
+    if (own.empty() || access((mount + "/cgroup.procs").c_str(), W_OK) != 0) {
+      why_ = "no writable cgroup v1 memory hierarchy at " + mount + " (needs root)";
+      return;
+    }
+    parent_ = mount + (own == "/" ? "" : own);
+    const std::string path = absl::StrCat(parent_, "/bloom-test-", getpid());
+    if (mkdir(path.c_str(), 0755) != 0) {
+      why_ = "cannot make " + path;
+      return;
+    }
+    std::ofstream(path + "/memory.limit_in_bytes") << limit_bytes;
+    std::ofstream(path + "/cgroup.procs") << getpid();
+    if (ReadFile(path + "/cgroup.procs").find(std::to_string(getpid())) == std::string::npos) {
+      why_ = "cannot move into " + path;
+      rmdir(path.c_str());
+      return;
+    }
+    path_ = path;
+  }
+  ~MemoryCgroup() {
+    if (path_.empty()) return;
+    std::ofstream(parent_ + "/cgroup.procs") << getpid();
+    // The servers started inside have exited; their group can go once it is empty.
+    for (int i = 0; i < 100 && rmdir(path_.c_str()) != 0; ++i) absl::SleepFor(absl::Milliseconds(50));
+  }
+  MemoryCgroup(const MemoryCgroup&) = delete;
+  MemoryCgroup& operator=(const MemoryCgroup&) = delete;
+
+  const std::string& path() const { return path_; }
+  const std::string& why() const { return why_; }
+
+ private:
+  std::string parent_, path_, why_;
+};
+
+// Attack 5: under a cgroup without a namespace of its own (systemd's MemoryMax=), the server
+// read only the root group's limit and budgeted half the host: a 10 GB Reserve was accepted and
+// an Add got it OOM-killed. Now it finds its own group's limit with no environment variable.
+TEST(HostileLimitsTest, TheServersOwnCgroupLimitIsFoundWithoutTheEnvironment) {
+  ASSERT_EQ(std::getenv("BLOOM_CONTAINER_MEMORY_BYTES"), nullptr);
+  constexpr uint64_t kLimit = 3ULL << 30;
+  MemoryCgroup group(kLimit);
+  if (group.path().empty()) GTEST_SKIP() << group.why();
+  bloomtest::TempDir data;
+  {
+    auto server = ServerProcess::Start(data.path());
+    ASSERT_NE(server, nullptr);
+    const std::string log = server->ReadLog();
+    EXPECT_TRUE(absl::StrContains(
+        log, absl::StrCat("container memory: ", kLimit, " bytes, from ", group.path(),
+                          "/memory.limit_in_bytes")))
+        << log;
+    EXPECT_TRUE(absl::StrContains(log, absl::StrCat("memory_limit=", kLimit / 2))) << log;
+    auto client = BloomClient::Connect(server->target());
+    bloom::v1::FilterSpec huge;
+    huge.set_capacity(9'000'000'000);  // 10.8 GB of bits
+    huge.set_error_rate(0.01);
+    const absl::Status refused = client->Reserve("huge", huge).status();
+    EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
+    ASSERT_EQ(server->Terminate(), 0);
+  }
+}
+
+// Also seen: the server kept the usual soft limit of 1,024 open files, so 1,100 idle
+// connections locked new clients out. It raises the soft limit to the hard one and says so.
+TEST(HostileLimitsTest, TheOpenFileLimitIsRaisedToTheHardLimit) {
+  rlimit own{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &own), 0);
+  if (own.rlim_max <= 256) GTEST_SKIP() << "the hard open-file limit is too low to lower";
+  // Start the server with a low soft limit, as a shell's default would give it.
+  rlimit lowered = own;
+  lowered.rlim_cur = 256;
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &lowered), 0);
+  bloomtest::TempDir data;
+  auto server = ServerProcess::Start(data.path());
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &own), 0);
+  ASSERT_NE(server, nullptr);
+  const std::string limits = ReadFile(absl::StrCat("/proc/", server->pid(), "/limits"));
+  bool checked = false;
+  for (absl::string_view line : absl::StrSplit(limits, '\n')) {
+    if (!absl::StartsWith(line, "Max open files")) continue;
+    std::vector<absl::string_view> words = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    ASSERT_GE(words.size(), 5u) << line;
+    EXPECT_EQ(words[3], words[4]) << line;  // soft == hard
+    checked = true;
+  }
+  EXPECT_TRUE(checked) << limits;
+  EXPECT_TRUE(absl::StrContains(server->ReadLog(), "open-file limit: ")) << server->ReadLog();
+  EXPECT_TRUE(absl::StrContains(server->ReadLog(), "(raised from 256)")) << server->ReadLog();
+}
+
+}  // namespace
