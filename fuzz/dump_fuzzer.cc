@@ -16,8 +16,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   // Like the server: memory is charged before allocating, and a hostile header asking for
   // terabytes is refused here rather than by the allocator.
-  storage::DumpParser parser([](uint64_t bytes) {
-    return bytes <= (64u << 20) ? absl::OkStatus() : absl::ResourceExhaustedError("too big");
+  uint64_t charged = 0;
+  storage::DumpParser parser([&charged](uint64_t bytes, uint64_t total) {
+    charged += bytes;
+    if (charged > total) __builtin_trap();  // the charges add up to the total, never more
+    return total <= (64u << 20) ? absl::OkStatus() : absl::ResourceExhaustedError("too big");
   });
   absl::Status status;
   for (size_t i = 0; i < input.size() && status.ok(); i += chunk) {

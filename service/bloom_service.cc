@@ -110,7 +110,9 @@ BloomService::BloomService(storage::FilterStore* store, ServiceLimits limits, Se
     : store_(store),
       limits_(limits),
       hooks_(hooks),
-      transfers_({limits.max_transfers, limits.transfer_idle_timeout}, hooks.metrics) {}
+      transfers_({limits.max_transfers, limits.max_transfers_per_client,
+                  limits.transfer_idle_timeout, limits.transfer_min_bytes_per_second},
+                 hooks.metrics) {}
 
 template <typename Request>
 absl::Status BloomService::CollectItems(const Request& request,

@@ -40,10 +40,13 @@ struct ServiceLimits {
   // before it is parsed (protos/wire/items_as_bytes.h). The clients pack at most 1 MiB of
   // operations into one message, under 100,000 of even the smallest.
   size_t max_pipeline_operations = 100'000;
-  // Export and Import streams at once, and how long one may go without moving a chunk before
-  // it is cancelled (zero: never). See transfer_guard.h.
+  // Export and Import streams at once, in all and per client; how long one may go without
+  // moving a chunk (zero: never), and the rate it must keep over that time, before it is
+  // cancelled. See transfer_guard.h.
   size_t max_transfers = 16;
+  size_t max_transfers_per_client = 4;
   absl::Duration transfer_idle_timeout = absl::Seconds(30);
+  uint64_t transfer_min_bytes_per_second = 64 << 10;
 };
 
 // Optional collaborators; each may be null (then that feature is off). They must outlive the

@@ -109,6 +109,12 @@ ABSL_FLAG(std::string, transport_memory, "256Mi",
           "(RESOURCE_EXHAUSTED). Bytes or a share of the container's memory (10%); 0 = no bound");
 ABSL_FLAG(uint64_t, max_transfers, 16,
           "most Export and Import streams at once; more get RESOURCE_EXHAUSTED");
+ABSL_FLAG(uint64_t, max_transfers_per_client, 4,
+          "of --max_transfers, most at once for one client (a token's label, or else the peer's "
+          "address); more get RESOURCE_EXHAUSTED");
+ABSL_FLAG(std::string, transfer_min_rate, "64Ki",
+          "bytes a second an Export or Import must move, averaged over --transfer_idle_timeout, "
+          "or it is cancelled (ABORTED) and what it held released; e.g. 64Ki, 1Mi; 0 = any");
 ABSL_FLAG(absl::Duration, transfer_idle_timeout, absl::Seconds(30),
           "an Export whose client stops reading, or an Import that sends no chunk, for this long "
           "is cancelled (ABORTED) and what it held released; 0 = never");
@@ -146,7 +152,9 @@ constexpr const char* kFlagNames[] = {"listen",
                                       "max_transfers",
                                       "transfer_idle_timeout",
                                       "pipeline_window",
-                                      "max_pipeline_operations"};
+                                      "max_pipeline_operations",
+                                      "max_transfers_per_client",
+                                      "transfer_min_rate"};
 
 // Applies BLOOM_<FLAG> environment variables as flag values; the command line parsed later
 // overrides them.
@@ -315,10 +323,12 @@ int main(int argc, char** argv) {
   if (absl::GetFlag(FLAGS_max_batch) == 0 || absl::GetFlag(FLAGS_max_item_bytes) == 0 ||
       absl::GetFlag(FLAGS_pipeline_window) == 0 || absl::GetFlag(FLAGS_max_transfers) == 0 ||
       absl::GetFlag(FLAGS_max_pipeline_operations) == 0 ||
+      absl::GetFlag(FLAGS_max_transfers_per_client) == 0 ||
       absl::GetFlag(FLAGS_transfer_idle_timeout) < absl::ZeroDuration()) {
     std::fprintf(stderr,
                  "bloom-server: --max_batch, --max_item_bytes, --pipeline_window, "
-                 "--max_pipeline_operations and --max_transfers must be positive, "
+                 "--max_pipeline_operations, --max_transfers and --max_transfers_per_client must "
+                 "be positive, "
                  "--transfer_idle_timeout not negative\n");
     return 2;
   }
@@ -334,6 +344,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "bloom-server: --transport_memory must be bytes (268435456, 256Mi) or a share "
                  "of the container's memory (10%%)\n");
+    return 2;
+  }
+  uint64_t transfer_min_rate = 0;
+  if (!ParseBytes(absl::GetFlag(FLAGS_transfer_min_rate), transfer_min_rate)) {
+    std::fprintf(stderr, "bloom-server: --transfer_min_rate must be bytes a second, e.g. 64Ki\n");
     return 2;
   }
   if (absl::GetFlag(FLAGS_max_concurrent_streams) < 1 ||
@@ -429,7 +444,9 @@ int main(int argc, char** argv) {
   server_options.limits.pipeline_window = absl::GetFlag(FLAGS_pipeline_window);
   server_options.limits.max_pipeline_operations = absl::GetFlag(FLAGS_max_pipeline_operations);
   server_options.limits.max_transfers = absl::GetFlag(FLAGS_max_transfers);
+  server_options.limits.max_transfers_per_client = absl::GetFlag(FLAGS_max_transfers_per_client);
   server_options.limits.transfer_idle_timeout = absl::GetFlag(FLAGS_transfer_idle_timeout);
+  server_options.limits.transfer_min_bytes_per_second = transfer_min_rate;
   server_options.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
   const std::string model = absl::GetFlag(FLAGS_server_model);
   if (model != "auto" && model != "callback" && model != "sync") {

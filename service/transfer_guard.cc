@@ -17,25 +17,22 @@ const char* KindName(TransferGuard::Kind kind) {
 }  // namespace
 
 TransferGuard::Ticket::Ticket(TransferGuard* guard, Kind kind, std::string peer,
+                              std::string client,
                               std::function<void(const absl::Status&)> abandon)
     : guard_(guard),
       kind_(kind),
       peer_(std::move(peer)),
+      client_(std::move(client)),
       abandon_(std::move(abandon)),
-      last_progress_micros_(absl::ToUnixMicros(absl::Now())) {}
+      last_progress_micros_(absl::ToUnixMicros(absl::Now())),
+      window_start_micros_(last_progress_micros_.load()) {}
 
 TransferGuard::Ticket::~Ticket() { guard_->Release(this); }
 
 absl::Status TransferGuard::Ticket::AbandonedStatus() const {
-  const std::string timeout = absl::FormatDuration(guard_->options_.idle_timeout);
-  if (kind_ == Kind::kImport) {
-    return absl::AbortedError(absl::StrCat(
-        "the import sent no chunk for ", timeout,
-        " (--transfer_idle_timeout): abandoned, and the memory reserved for it released"));
-  }
-  return absl::AbortedError(absl::StrCat("the export could send nothing for ", timeout,
-                                         " (--transfer_idle_timeout; the client stopped "
-                                         "reading): abandoned, and its buffers released"));
+  return absl::AbortedError(absl::StrCat(
+      why_abandoned_, ": abandoned, and ",
+      kind_ == Kind::kImport ? "the memory charged for it released" : "its buffers released"));
 }
 
 TransferGuard::TransferGuard(Options options, metrics::ServerMetrics* metrics)
@@ -55,7 +52,8 @@ TransferGuard::~TransferGuard() {
 }
 
 absl::StatusOr<std::unique_ptr<TransferGuard::Ticket>> TransferGuard::Admit(
-    Kind kind, std::string peer, std::function<void(const absl::Status&)> abandon) {
+    Kind kind, std::string peer, std::string client,
+    std::function<void(const absl::Status&)> abandon) {
   std::unique_ptr<Ticket> ticket;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -64,7 +62,15 @@ absl::StatusOr<std::unique_ptr<TransferGuard::Ticket>> TransferGuard::Admit(
           absl::StrCat("the server runs ", options_.max_concurrent,
                        " exports and imports already (--max_transfers); retry later"));
     }
-    ticket.reset(new Ticket(this, kind, std::move(peer), std::move(abandon)));
+    size_t& mine = per_client_[client];
+    if (mine >= options_.max_per_client) {
+      if (mine == 0) per_client_.erase(client);
+      return absl::ResourceExhaustedError(absl::StrCat(
+          client, " runs ", options_.max_per_client,
+          " exports and imports already (--max_transfers_per_client); retry later"));
+    }
+    ++mine;
+    ticket.reset(new Ticket(this, kind, std::move(peer), std::move(client), std::move(abandon)));
     tickets_.insert(ticket.get());
   }
   if (metrics_ != nullptr) metrics_->RecordTransferStart(kind == Kind::kImport);
@@ -75,6 +81,8 @@ void TransferGuard::Release(Ticket* ticket) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     tickets_.erase(ticket);
+    auto mine = per_client_.find(ticket->client_);
+    if (mine != per_client_.end() && --mine->second == 0) per_client_.erase(mine);
   }
   if (metrics_ != nullptr) {
     metrics_->RecordTransferEnd(ticket->kind_ == Kind::kImport, ticket->abandoned());
@@ -92,17 +100,45 @@ void TransferGuard::WatchLoop() {
       std::min(absl::Seconds(1), std::max(absl::Milliseconds(10), options_.idle_timeout / 4));
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_.wait_for(lock, absl::ToChronoMilliseconds(period), [this] { return stopping_; })) {
-    const int64_t idle_since = absl::ToUnixMicros(absl::Now() - options_.idle_timeout);
+    const int64_t now = absl::ToUnixMicros(absl::Now());
     for (Ticket* ticket : tickets_) {
-      if (ticket->abandoned() || ticket->last_progress_micros_.load() > idle_since) continue;
+      if (ticket->abandoned()) continue;
+      std::string why = ReasonToAbandon(*ticket, now);
+      if (why.empty()) continue;
+      bloomlog::LogWarning(absl::StrCat("abandoned an ", KindName(ticket->kind_), ": ", why,
+                                        " (peer ", ticket->peer_, ")"));
+      ticket->why_abandoned_ = std::move(why);
       ticket->abandoned_.store(true);
-      bloomlog::LogWarning(
-          absl::StrCat("abandoned an ", KindName(ticket->kind_), " that made no progress for ",
-                       absl::FormatDuration(options_.idle_timeout), " (peer ", ticket->peer_, ")"));
       // Under mu_: the ticket, and what its abandon touches, cannot go away meanwhile.
       ticket->abandon_(ticket->AbandonedStatus());
     }
   }
+}
+
+std::string TransferGuard::ReasonToAbandon(Ticket& ticket, int64_t now_micros) {
+  const int64_t interval = absl::ToInt64Microseconds(options_.idle_timeout);
+  const std::string timeout = absl::FormatDuration(options_.idle_timeout);
+  if (ticket.last_progress_micros_.load() <= now_micros - interval) {
+    return ticket.kind_ == Kind::kImport
+               ? absl::StrCat("the import sent no chunk for ", timeout,
+                              " (--transfer_idle_timeout)")
+               : absl::StrCat("the export could send nothing for ", timeout,
+                              " (--transfer_idle_timeout; the client stopped reading)");
+  }
+  if (now_micros - ticket.window_start_micros_ < interval) return "";
+  // A full window: did it move enough?
+  const uint64_t moved = ticket.bytes_moved_.load(std::memory_order_relaxed);
+  const uint64_t in_window = moved - ticket.window_start_bytes_;
+  const auto wanted = static_cast<uint64_t>(static_cast<double>(options_.min_bytes_per_second) *
+                                            absl::ToDoubleSeconds(options_.idle_timeout));
+  if (in_window < wanted) {
+    return absl::StrCat("the ", KindName(ticket.kind_), " moved ", in_window, " bytes in ",
+                        timeout, ", under --transfer_min_rate (", options_.min_bytes_per_second,
+                        " bytes a second)");
+  }
+  ticket.window_start_micros_ = now_micros;
+  ticket.window_start_bytes_ = moved;
+  return "";
 }
 
 }  // namespace service

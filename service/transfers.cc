@@ -21,6 +21,15 @@ absl::Status ShuttingDown() {
   return absl::UnavailableError("the server is shutting down; retry another replica");
 }
 
+// Whom --max_transfers_per_client counts: the token's label, else the peer's address without
+// its port ("ipv4:10.0.0.7:51234" is "ipv4:10.0.0.7"), so new connections do not make a new
+// client.
+std::string ClientKey(const Caller& caller, const std::string& peer) {
+  if (!caller.label.empty()) return absl::StrCat("the token '", caller.label, "'");
+  const size_t port = peer.rfind(':');
+  return absl::StrCat("the peer ", port == std::string::npos ? peer : peer.substr(0, port));
+}
+
 class ExportReactor final : public grpc::ServerWriteReactor<ExportChunk> {
  public:
   ExportReactor(BloomService* service, grpc::CallbackServerContext* context)
@@ -35,6 +44,7 @@ class ExportReactor final : public grpc::ServerWriteReactor<ExportChunk> {
     }
     absl::StatusOr<std::unique_ptr<TransferGuard::Ticket>> ticket =
         service_->transfers().Admit(TransferGuard::Kind::kExport, context_->peer(),
+                                    ClientKey(*caller, context_->peer()),
                                     [context = context_](const absl::Status& /*why*/) {
                                       // A client that reads nothing would never see a status.
                                       context->TryCancel();
@@ -53,7 +63,7 @@ class ExportReactor final : public grpc::ServerWriteReactor<ExportChunk> {
       return End(ticket_->abandoned() ? ticket_->AbandonedStatus()
                                       : absl::CancelledError("the client went away"));
     }
-    ticket_->Touch();
+    ticket_->Touch(chunk_.data().size());
     WriteNext();
   }
 
@@ -107,6 +117,7 @@ class ImportReactor final : public grpc::ServerReadReactor<ImportChunk> {
     }
     absl::StatusOr<std::unique_ptr<TransferGuard::Ticket>> ticket =
         service_->transfers().Admit(TransferGuard::Kind::kImport, context_->peer(),
+                                    ClientKey(*caller, context_->peer()),
                                     [this](const absl::Status& why) { Abandon(why); });
     if (!ticket.ok()) return FinishOnce(ticket.status());
     ticket_ = *std::move(ticket);
@@ -136,7 +147,8 @@ class ImportReactor final : public grpc::ServerReadReactor<ImportChunk> {
     bloomsync::MutexLock lock(&mu_);
     if (finished_) return absl::CancelledError("abandoned");  // FinishOnce ignores it
     if (service_->draining()) return ShuttingDown();
-    ticket_->Touch();  // FinishOnce, which resets it, runs only after this reaction
+    // FinishOnce, which resets the ticket, runs only after this reaction.
+    ticket_->Touch(chunk_.name().size() + chunk_.data().size());
     if (import_ == nullptr) {
       absl::StatusOr<std::unique_ptr<storage::PendingImport>> import =
           service_->store()->BeginImport(chunk_.name());

@@ -3,11 +3,13 @@
 //
 //  - Export pulls its dump from an ExportCursor one chunk (at most 1 MiB) at a time, as the
 //    client takes them: one write in flight, the cursor's buffers charged to --memory_limit.
-//  - Import reads one chunk at a time into the store's PendingImport (whose memory is reserved
-//    when the dump's header arrives) and commits when the client half-closes.
-//  - Both take a TransferGuard ticket: at most --max_transfers at once, and one that moves no
-//    chunk for --transfer_idle_timeout is ended: an Import with ABORTED (its reservation is
-//    released at once), an Export by cancelling the call (its client is not reading anyway).
+//  - Import reads one chunk at a time into the store's PendingImport (whose memory is charged
+//    as the bits arrive) and commits when the client half-closes.
+//  - Both take a TransferGuard ticket: at most --max_transfers at once and
+//    --max_transfers_per_client of one client's; one that moves no chunk for
+//    --transfer_idle_timeout, or less than --transfer_min_rate over it, is ended: an Import
+//    with ABORTED (its charge is released at once), an Export by cancelling the call (its
+//    client may not be reading anyway).
 //  - On shutdown a stream ends UNAVAILABLE at its next chunk.
 //
 // Thread-safety: an Export's reactions never overlap (one write in flight) and its abandon only

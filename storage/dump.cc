@@ -77,9 +77,8 @@ absl::Status WriteDump(const FilterRecord& record, const bloom::ScalableFilter& 
   return absl::OkStatus();
 }
 
-DumpParser::DumpParser(std::function<absl::Status(uint64_t bytes)> reserve_memory,
-                       const bloom::Clock* clock)
-    : reserve_memory_(std::move(reserve_memory)), clock_(clock), hash_(XXH3_createState()) {
+DumpParser::DumpParser(ChargeMemory charge_memory, const bloom::Clock* clock)
+    : charge_memory_(std::move(charge_memory)), clock_(clock), hash_(XXH3_createState()) {
   XXH3_64bits_reset(hash_);
 }
 
@@ -150,34 +149,55 @@ absl::Status DumpParser::Append(absl::string_view data) {
 }
 
 absl::Status DumpParser::StartBits() {
-  if (absl::Status reserved = reserve_memory_(RecordBitsBytes(record_)); !reserved.ok()) {
-    return reserved;
-  }
+  total_bytes_ = RecordBitsBytes(record_);
+  if (absl::Status admitted = charge_memory_(0, total_bytes_); !admitted.ok()) return admitted;
   absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> filter =
       StoredFilter::BuildFilter(record_, clock_);
   if (!filter.ok()) return filter.status();
   filter_ = *std::move(filter);
-  // A windowed filter whose slices all expired has no bits.
-  stage_ = record_.sub_filters.empty() ? Stage::kChecksum : Stage::kBits;
   sub_ = 0;
   page_ = 0;
-  return absl::OkStatus();
+  // A windowed filter whose slices all expired has no bits.
+  if (!record_.sub_filters.empty()) {
+    stage_ = Stage::kBits;
+    return absl::OkStatus();
+  }
+  stage_ = Stage::kChecksum;
+  return ChargeRest();
+}
+
+absl::Status DumpParser::ChargeRest() {
+  if (charged_bytes_ >= total_bytes_) return absl::OkStatus();
+  const uint64_t rest = total_bytes_ - charged_bytes_;
+  charged_bytes_ = total_bytes_;
+  return charge_memory_(rest, total_bytes_);
 }
 
 absl::Status DumpParser::ConsumeBits(absl::string_view& data) {
   bloom::BlockedBloomFilter& bits =
       filter_->sub_filter(static_cast<int>(record_.first_sub_index) + sub_)->bits();
   const size_t want = bits.page_size(page_);
+  if (pending_.empty() && charged_bytes_ < total_bytes_ &&
+      charged_bytes_ < bits_received_ + want) {  // a page begins uncharged
+    const uint64_t step = std::min<uint64_t>(std::max<uint64_t>(want, kChargeStepBytes),
+                                             total_bytes_ - charged_bytes_);
+    charged_bytes_ += step;
+    if (absl::Status charged = charge_memory_(step, total_bytes_); !charged.ok()) return charged;
+  }
   const size_t take = std::min(want - pending_.size(), data.size());
   XXH3_64bits_update(hash_, data.data(), take);
   pending_.append(data.data(), take);
   data.remove_prefix(take);
   if (pending_.size() < want) return absl::OkStatus();
   if (absl::Status s = bits.OrPage(page_, pending_); !s.ok()) return s;
+  bits_received_ += want;
   pending_.clear();
   if (++page_ == bits.num_pages()) {
     page_ = 0;
-    if (++sub_ == static_cast<int>(record_.sub_filters.size())) stage_ = Stage::kChecksum;
+    if (++sub_ == static_cast<int>(record_.sub_filters.size())) {
+      stage_ = Stage::kChecksum;
+      return ChargeRest();
+    }
   }
   return absl::OkStatus();
 }

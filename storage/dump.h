@@ -62,13 +62,21 @@ absl::Status WriteDump(const FilterRecord& record, const bloom::ScalableFilter& 
 
 // Parses a dump as it arrives. Errors: INVALID_ARGUMENT for data that is not a dump of a
 // version this server reads, or truncated or overlong; DATA_LOSS when a checksum fails;
-// RESOURCE_EXHAUSTED when `reserve_memory` (called with the bits' size once the header is
-// known, before allocating) refuses.
+// RESOURCE_EXHAUSTED when `charge_memory` refuses.
+//
+// Memory is charged as the bits arrive, not all at the header: a client that sends a header
+// and then trickles (or nothing) holds almost no budget, and cached filters in use are not
+// evicted for bytes that have not come. `charge_memory(bytes, total)` is called with bytes 0
+// once the header is known (`total` is the bits' size: may a filter that large be imported at
+// all?), then in steps of kChargeStepBytes (or a page, if larger) as the pages arrive, each
+// before the page it covers, and with any remainder after the last page; the charges add up to
+// `total`. Large filters' bits are mapped zero pages
+// (bloom/blocked_filter.cc), so what is charged tracks what is resident.
 class DumpParser {
  public:
+  using ChargeMemory = std::function<absl::Status(uint64_t bytes, uint64_t total)>;
   // `clock` ages a windowed filter's slices; it must outlive the parser's filter.
-  explicit DumpParser(std::function<absl::Status(uint64_t bytes)> reserve_memory,
-                      const bloom::Clock* clock = bloom::Clock::Real());
+  explicit DumpParser(ChargeMemory charge_memory, const bloom::Clock* clock = bloom::Clock::Real());
   ~DumpParser();
   DumpParser(const DumpParser&) = delete;
   DumpParser& operator=(const DumpParser&) = delete;
@@ -87,7 +95,15 @@ class DumpParser {
   absl::Status ConsumeBits(absl::string_view& data);
   absl::Status StartBits();
 
-  std::function<absl::Status(uint64_t)> reserve_memory_;
+  absl::Status ChargeRest();
+
+  ChargeMemory charge_memory_;
+  uint64_t total_bytes_ = 0;    // the bits' size, from the header
+  uint64_t charged_bytes_ = 0;  // of it, charged so far
+  uint64_t bits_received_ = 0;  // of it, in pages complete
+  // A charge is an atomic update and, on refusal, a message: one per 16 KiB page would be
+  // thousands for a large filter.
+  static constexpr uint64_t kChargeStepBytes = 1 << 20;
   const bloom::Clock* const clock_;
   XXH3_state_t* hash_;
   Stage stage_ = Stage::kPreamble;

@@ -461,11 +461,15 @@ PendingImport::PendingImport(std::string name, MemoryBudget* budget, const bloom
     : name_(std::move(name)),
       budget_(budget),
       parser_(
-          [this](uint64_t bytes) {
-            RETURN_IF_ERROR(CheckResidentCharge(bytes, name_));
+          [this](uint64_t bytes, uint64_t total) {
+            if (bytes == 0) {  // the header: could the whole filter fit?
+              RETURN_IF_ERROR(CheckResidentCharge(total, name_));
+              return budget_->CheckPinnedFits(total,
+                                              absl::StrCat("importing filter '", name_, "'"));
+            }
             RETURN_IF_ERROR(
                 budget_->ChargePinned(bytes, absl::StrCat("importing filter '", name_, "'")));
-            charged_ = bytes;
+            charged_ += bytes;
             return absl::OkStatus();
           },
           clock) {}

@@ -60,8 +60,8 @@ namespace storage {
 class FilterStore;
 
 // An Import in progress: feed it the dump's chunks, then FilterStore::CommitImport(). Memory
-// for the filter is charged when the dump's header arrives and released if it is never
-// committed. Not thread-safe; must not outlive its FilterStore.
+// for the filter is charged (pinned) as its bits arrive (DumpParser), and released if it is
+// never committed. Not thread-safe; must not outlive its FilterStore.
 class PendingImport {
  public:
   ~PendingImport();

@@ -652,6 +652,29 @@ TEST_F(FilterStoreTest, ExportImportRecreatesAnIdenticalFilter) {
   EXPECT_EQ(store_->Stats("copy")->stats.items_added, imported->stats.items_added);
 }
 
+// An import charges its memory as the bits arrive (DumpParser): a client that sends the header
+// and then trickles or stalls holds almost none of the budget; a finished import holds the
+// filter's charge, like any filter; an abandoned one returns what it held.
+TEST_F(FilterStoreTest, AnImportIsChargedAsItsBitsArrive) {
+  ASSERT_OK(store_->Reserve("src", {5'000'000, 0.01, 0, true}).status());  // 6 MB of bits
+  const std::string dump = ExportAll(*store_, "src");
+  const uint64_t before = store_->memory_used();
+  {
+    absl::StatusOr<std::unique_ptr<PendingImport>> import = store_->BeginImport("copy");
+    ASSERT_OK(import.status());
+    ASSERT_OK((*import)->Append(dump.substr(0, 4096)));  // the header and a little of the bits
+    EXPECT_LE(store_->memory_used(), before + (2u << 20));
+    ASSERT_OK((*import)->Append(dump.substr(4096, dump.size() / 2 - 4096)));
+    EXPECT_GE(store_->memory_used(), before + dump.size() / 2 - 8192);
+    EXPECT_LE(store_->memory_used(), before + dump.size() / 2 + (2u << 20));
+  }
+  EXPECT_EQ(store_->memory_used(), before);  // abandoned: released
+  ASSERT_OK(ImportAll(*store_, "copy", dump, 100'000).status());
+  // The copy is charged as its source is (bar the source's per-filter bookkeeping).
+  EXPECT_GE(store_->memory_used(), 2 * before - 1024);
+  EXPECT_LE(store_->memory_used(), 2 * before);
+}
+
 TEST_F(FilterStoreTest, BadDumpsCreateNothing) {
   ASSERT_OK(store_->Reserve("src", {1000, 0.01}).status());
   ASSERT_OK(store_->Add("src", Views(Items("d", 0, 500)), nullptr).status());

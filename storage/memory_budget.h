@@ -41,6 +41,14 @@ class MemoryBudget {
     Add(bytes);
     return absl::OkStatus();
   }
+  // ResourceExhausted (naming `what`) if ChargePinned(bytes) would be now; charges nothing.
+  absl::Status CheckPinnedFits(uint64_t bytes, absl::string_view what) const {
+    const uint64_t pinned = pinned_.load(std::memory_order_relaxed);
+    if (limit_ != 0 && (bytes > limit_ || pinned > limit_ - bytes)) {
+      return Exhausted(bytes, what, pinned);
+    }
+    return absl::OkStatus();
+  }
   // Bytes that cannot be evicted; ResourceExhausted when the pinned bytes would pass the limit.
   absl::Status ChargePinned(uint64_t bytes, absl::string_view what) {
     uint64_t pinned = pinned_.load(std::memory_order_relaxed);

@@ -384,7 +384,8 @@ double MetricReaching(const ServerProcess& server, const std::string& series, do
 TEST_F(HostileClientTest, ExportsThatNeverReadAreBoundedAndAbandoned) {
   auto server = ServerProcess::Start(
       data_.path(),
-      {"--max_transfers=8", "--transfer_idle_timeout=2s", "--metrics_listen=127.0.0.1:0"});
+      {"--max_transfers=8", "--max_transfers_per_client=8", "--transfer_idle_timeout=2s",
+       "--metrics_listen=127.0.0.1:0"});
   ASSERT_NE(server, nullptr);
   auto client = BloomClient::Connect(server->target());
   bloom::v1::FilterSpec spec;
@@ -433,10 +434,11 @@ TEST_F(HostileClientTest, ExportsThatNeverReadAreBoundedAndAbandoned) {
   EXPECT_GT(dump.str().size(), 20'000'000u);
 }
 
-// Attack 6: an Import that stalls after its first chunk held the whole dump's memory
-// reservation forever, invisible, so other Reserves got RESOURCE_EXHAUSTED. Now it shows in
-// bloom_transfers_in_progress, and after --transfer_idle_timeout it is cancelled (ABORTED) and
-// the reservation released.
+// Attack 6: an Import that stalls part way held its memory forever, invisible, so other
+// Reserves got RESOURCE_EXHAUSTED. Now it shows in bloom_transfers_in_progress, and after
+// --transfer_idle_timeout it is cancelled (ABORTED) and what it was charged released. (An import
+// is charged as its bits arrive: one that stalls after its header holds almost nothing, see
+// HostileLimitsTest.ATrickledImportNeitherPinsTheBudgetNorHoldsItsSlot.)
 TEST_F(HostileClientTest, AStalledImportIsAbandonedAndItsMemoryReleased) {
   auto server = ServerProcess::Start(
       data_.path(),
@@ -448,16 +450,19 @@ TEST_F(HostileClientTest, AStalledImportIsAbandonedAndItsMemoryReleased) {
   spec.set_error_rate(0.01);
   spec.set_non_scaling(true);
   ASSERT_OK(client->Reserve("source", spec).status());
-  // The first chunk of its dump: the header, which makes an import reserve 120 MB.
-  std::string first_chunk;
+  // The first 100 chunks of its dump: the header and 100 MB of the bits, which an import is
+  // charged as they arrive.
+  std::string first_chunks;
   {
     grpc::ClientContext context;
     bloom::v1::ExportRequest request;
     request.set_name("source");
     auto reader = client->stub().Export(&context, request);
     bloom::v1::ExportChunk chunk;
-    ASSERT_TRUE(reader->Read(&chunk));
-    first_chunk = chunk.data();
+    for (int i = 0; i < 100; ++i) {
+      ASSERT_TRUE(reader->Read(&chunk));
+      first_chunks += chunk.data();
+    }
     context.TryCancel();
     reader->Finish();
   }
@@ -471,13 +476,16 @@ TEST_F(HostileClientTest, AStalledImportIsAbandonedAndItsMemoryReleased) {
   auto writer = client->stub().Import(&context, &response);
   bloom::v1::ImportChunk chunk;
   chunk.set_name("copy");
-  chunk.set_data(first_chunk);
-  ASSERT_TRUE(writer->Write(chunk));
+  for (size_t at = 0; at < first_chunks.size(); at += 1 << 20) {
+    chunk.set_data(first_chunks.substr(at, 1 << 20));
+    ASSERT_TRUE(writer->Write(chunk));
+    chunk.clear_name();
+  }
   absl::SleepFor(absl::Milliseconds(500));
-  // 120 MB reserved for the pending import beside the source's 120 MB.
-  EXPECT_GT(Metric(*server, "bloom_filter_memory_bytes"), 240e6);
+  // 100 MB charged to the pending import beside the source's 120 MB.
+  EXPECT_GT(Metric(*server, "bloom_filter_memory_bytes"), 220e6);
   EXPECT_EQ(Metric(*server, R"(bloom_transfers_in_progress{kind="import"})"), 1);
-  // The pending import's 120 MB cannot be evicted, filters can: 240 MB more does not fit
+  // The pending import's 100 MB cannot be evicted, filters can: 240 MB more does not fit
   // beside it in 300 MiB, 120 MB does (the source is written out to make room).
   bloom::v1::FilterSpec bigger = spec;
   bigger.set_capacity(200'000'000);

@@ -179,6 +179,139 @@ TEST(HostileLimitsTest, TheOperationBoundIsConfigurable) {
   EXPECT_TRUE(absl::StrContains(output, "--max_pipeline_operations")) << output;
 }
 
+double Metric(const ServerProcess& server, const std::string& series) {
+  return bloomtest::PrometheusSample(bloomtest::HttpGet(server.metrics_port(), "/metrics"),
+                                     series);
+}
+
+// Attack 3: an Import that sent its dump's header and then a byte every 20 s had the whole
+// dump's memory reserved at the header, and reserved memory outranks cached filters: an in-use
+// 430 MB filter became unusable for 70 s. Now an import is charged as its bits arrive, and one
+// that moves less than --transfer_min_rate over --transfer_idle_timeout is cancelled.
+TEST(HostileLimitsTest, ATrickledImportNeitherPinsTheBudgetNorHoldsItsSlot) {
+  bloomtest::TempDir data;
+  auto server = ServerProcess::Start(
+      data.path(), {"--memory_limit=300Mi", "--transfer_idle_timeout=3s",
+                    "--transfer_min_rate=64Ki", "--metrics_listen=127.0.0.1:0"});
+  ASSERT_NE(server, nullptr);
+  auto client = BloomClient::Connect(server->target());
+  bloom::v1::FilterSpec spec;
+  spec.set_capacity(100'000'000);  // 120 MB of bits
+  spec.set_error_rate(0.01);
+  spec.set_non_scaling(true);
+  ASSERT_OK(client->Reserve("in-use", spec).status());
+  ASSERT_OK(client->Add("in-use", {"mine"}).status());
+  std::string header;  // the start of its dump: the header and a little of the bits
+  {
+    grpc::ClientContext context;
+    bloom::v1::ExportRequest request;
+    request.set_name("in-use");
+    auto reader = client->stub().Export(&context, request);
+    bloom::v1::ExportChunk chunk;
+    ASSERT_TRUE(reader->Read(&chunk));
+    header = chunk.data().substr(0, 4096);
+    context.TryCancel();
+    reader->Finish();
+  }
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  bloom::v1::ImportResponse response;
+  auto writer = client->stub().Import(&context, &response);
+  bloom::v1::ImportChunk chunk;
+  chunk.set_name("copy");
+  chunk.set_data(header);
+  ASSERT_TRUE(writer->Write(chunk));
+  std::atomic<bool> trickling{true};
+  std::thread trickle([&] {
+    bloom::v1::ImportChunk byte;
+    byte.set_data(std::string(1, '\0'));
+    while (trickling.load() && writer->Write(byte)) absl::SleepFor(absl::Milliseconds(250));
+  });
+
+  // Another 120 MB filter fits beside the in-use one: the import holds (almost) nothing, so
+  // nothing in use is evicted for it, and the in-use filter keeps answering.
+  const absl::Time start = absl::Now();
+  ASSERT_OK(client->Reserve("other", spec).status());
+  while (absl::Now() - start < absl::Seconds(2)) {
+    absl::StatusOr<std::vector<bool>> found = client->MightContain("in-use", {"mine"});
+    ASSERT_OK(found.status());
+    EXPECT_TRUE((*found)[0]);
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  EXPECT_EQ(Metric(*server, "bloom_filter_evictions_total"), 0);
+  EXPECT_LT(Metric(*server, "bloom_filter_memory_bytes"), 250e6);
+
+  trickle.join();  // the server ends the stream, so the writes stop
+  const grpc::Status status = writer->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::ABORTED) << status.error_message();
+  EXPECT_TRUE(absl::StrContains(status.error_message(), "--transfer_min_rate"))
+      << status.error_message();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  trickling.store(false);
+  EXPECT_EQ(client->Stats("copy").status().code(), absl::StatusCode::kNotFound);
+}
+
+// Slow readers of one client held all --max_transfers slots and blocked everyone's Export for
+// 90 s. Now one client (a token's label, or a peer address) holds at most
+// --max_transfers_per_client of them.
+TEST(HostileLimitsTest, OneClientCannotTakeEveryTransferSlot) {
+  bloomtest::TempDir data, secrets;
+  const std::string tokens = secrets.path() + "/tokens";
+  std::ofstream(tokens) << bloomtest::TokenDigest("slow-token") << " read slow\n"
+                        << bloomtest::TokenDigest("other-token") << " write other\n";
+  auto server = ServerProcess::Start(
+      data.path(), {"--auth_token_file=" + tokens, "--max_transfers_per_client=4"});
+  ASSERT_NE(server, nullptr);
+  ClientOptions other;
+  other.token = "other-token";
+  absl::StatusOr<std::unique_ptr<BloomClient>> client =
+      BloomClient::Open(server->target(), other);
+  ASSERT_OK(client.status());
+  bloom::v1::FilterSpec spec;
+  spec.set_capacity(20'000'000);  // a 24 MB dump: more than flow control lets out unread
+  spec.set_error_rate(0.01);
+  ASSERT_OK((*client)->Reserve("big", spec).status());
+
+  struct Stalled {
+    grpc::ClientContext context;
+    std::unique_ptr<grpc::ClientReader<bloom::v1::ExportChunk>> reader;
+  };
+  std::vector<std::unique_ptr<Stalled>> stalled;
+  bloom::v1::ExportRequest request;
+  request.set_name("big");
+  auto stub = NewStub(*server);
+  for (int i = 0; i < 6; ++i) {
+    auto call = std::make_unique<Stalled>();
+    call->context.AddMetadata("authorization", "Bearer slow-token");
+    call->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    call->reader = stub->Export(&call->context, request);
+    stalled.push_back(std::move(call));
+  }
+  absl::SleepFor(absl::Milliseconds(500));
+  // Another client is served at once.
+  std::ostringstream dump;
+  ASSERT_OK((*client)->Export("big", dump));
+  EXPECT_GT(dump.str().size(), 20'000'000u);
+  int refused = 0;
+  for (auto& call : stalled) {
+    bloom::v1::ExportChunk chunk;
+    if (call->reader->Read(&chunk)) {  // admitted: its dump was waiting for it
+      call->context.TryCancel();
+      while (call->reader->Read(&chunk)) {
+      }
+    }
+    const grpc::Status status = call->reader->Finish();
+    if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+      ++refused;
+      EXPECT_TRUE(absl::StrContains(status.error_message(), "the token 'slow'"))
+          << status.error_message();
+      EXPECT_TRUE(absl::StrContains(status.error_message(), "--max_transfers_per_client"))
+          << status.error_message();
+    }
+  }
+  EXPECT_EQ(refused, 2);
+}
+
 // A v1 memory cgroup made for one test, below the group this process is in (as systemd's
 // MemoryMax= makes one, without a cgroup namespace); this process moves in while it exists, so
 // the servers it starts begin inside. Skips where cgroups cannot be made (needs root).
