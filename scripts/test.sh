@@ -20,10 +20,11 @@ if [[ "${BLOOM_QUICK:-0}" == 1 ]]; then exit 0; fi
 
 ./scripts/fuzz.sh "${BLOOM_FUZZ_SECONDS:-60}"
 
-# HostileClientTest bounds the real binary's RSS, which ASan's shadow memory would distort.
+# HostileClientTest bounds the real binary's RSS, which ASan's shadow memory would distort;
+# HostileLimitsTest times other clients' calls, which a sanitizer's slowdown would distort.
 # The Go, Node.js, polyglot and buf tests check clients and the API contract, not the server's
 # memory or threads: once, in the ordinary build.
-not_under_sanitizers='CrashTest|SoakTest|HelmChartTest|ImageTest|HostileClientTest|go_build|go_client|node_client|PolyglotTest|ApiContractTest'
+not_under_sanitizers='CrashTest|SoakTest|HelmChartTest|ImageTest|HostileClientTest|HostileLimitsTest|go_build|go_client|node_client|PolyglotTest|ApiContractTest'
 over_grpc='ServerTest|CliTest|CliSecurityTest|SecurityTest|ObservabilityTest|RaceTest|BenchSmokeTest|python_client|shutdown_stress|PipelineTest|CoalescingClientTest'
 for sanitizer in address thread; do
   echo "== tests under -DBLOOM_SANITIZE=$sanitizer"

@@ -21,6 +21,10 @@ namespace service {
 namespace {
 
 constexpr uint32_t kMaxPageSize = 1000;
+// List and Stats share one thread (call_lane.h): loops of them take at most one core, and
+// this many may wait before more are refused.
+constexpr size_t kAdminLaneThreads = 1;
+constexpr size_t kAdminLaneQueue = 1024;
 
 }  // namespace
 
@@ -112,7 +116,8 @@ BloomService::BloomService(storage::FilterStore* store, ServiceLimits limits, Se
       hooks_(hooks),
       transfers_({limits.max_transfers, limits.max_transfers_per_client,
                   limits.transfer_idle_timeout, limits.transfer_min_bytes_per_second},
-                 hooks.metrics) {}
+                 hooks.metrics),
+      admin_lane_(kAdminLaneThreads, kAdminLaneQueue) {}
 
 template <typename Request>
 absl::Status BloomService::CollectItems(const Request& request,
@@ -409,6 +414,21 @@ grpc::ServerUnaryReactor* Inline(grpc::CallbackServerContext* context, Handler h
   return reactor;
 }
 
+// A callback unary call answered on `lane` (call_lane.h); RESOURCE_EXHAUSTED at once when too
+// many wait there already.
+template <typename Handler>
+grpc::ServerUnaryReactor* OnLane(CallLane& lane, grpc::CallbackServerContext* context,
+                                 Handler handler) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (!lane.Post([reactor, handler = std::move(handler)]() mutable {
+        reactor->Finish(handler());
+      })) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                 "too many List and Stats calls are waiting; retry later"));
+  }
+  return reactor;
+}
+
 }  // namespace
 
 grpc::ServerUnaryReactor* BloomCallbackService::Reserve(grpc::CallbackServerContext* context,
@@ -511,7 +531,9 @@ grpc::ServerUnaryReactor* BloomCallbackService::MightContain(grpc::CallbackServe
 grpc::ServerUnaryReactor* BloomCallbackService::Stats(grpc::CallbackServerContext* context,
                                                       const bloom::v1::StatsRequest* request,
                                                       bloom::v1::StatsResponse* response) {
-  return Inline(context, [&] { return core_->HandleStats(*request, response, context); });
+  return OnLane(core_->admin_lane(), context, [core = core_, context, request, response] {
+    return core->HandleStats(*request, response, context);
+  });
 }
 
 grpc::ServerUnaryReactor* BloomCallbackService::Delete(grpc::CallbackServerContext* context,
@@ -528,7 +550,9 @@ BloomService::Pipeline(grpc::CallbackServerContext* context) {
 grpc::ServerUnaryReactor* BloomCallbackService::List(grpc::CallbackServerContext* context,
                                                      const bloom::v1::ListRequest* request,
                                                      bloom::v1::ListResponse* response) {
-  return Inline(context, [&] { return core_->HandleList(*request, response, context); });
+  return OnLane(core_->admin_lane(), context, [core = core_, context, request, response] {
+    return core->HandleList(*request, response, context);
+  });
 }
 
 }  // namespace service

@@ -24,6 +24,7 @@
 #include "bloom/v1/bloom.grpc.pb.h"
 #include "metrics/metrics.h"
 #include "service/auth.h"
+#include "service/call_lane.h"
 #include "service/direct_parse.h"
 #include "service/pipeline.h"
 #include "service/transfer_guard.h"
@@ -109,6 +110,8 @@ class BloomService final : public StreamServiceBase {
   absl::StatusOr<Caller> AdmitStream(grpc::ServerContextBase* context,
                                      metrics::Rpc rpc = metrics::Rpc::kPipeline);
   TransferGuard& transfers() { return transfers_; }
+  // Where List and Stats run, off gRPC's threads (call_lane.h).
+  CallLane& admin_lane() { return admin_lane_; }
   bool draining() const { return draining_.load(); }
   // Counts a call refused for its token (bloom_auth_failures_total) and logs it, at most one
   // log line a second. Used by the handlers and by the transport's TokenGate.
@@ -161,6 +164,8 @@ class BloomService final : public StreamServiceBase {
   std::atomic<int> in_flight_{0};
   PipelineStreams pipelines_;
   TransferGuard transfers_;
+  // Declared last: destroyed first, it runs what is queued while the rest is still there.
+  CallLane admin_lane_;
 };
 
 using CallbackUnaryBase = bloom::v1::BloomFilterService::WithCallbackMethod_Reserve<

@@ -199,6 +199,39 @@ TEST(DirectParseTest, RefusesGroupsBadVarintsAndOverlongLengths) {
 }
 
 // The answers parse as protobuf's AddResponse / MightContainResponse, at every length class.
+// gRPC's deserializer for PipelineRequest counts the operations before parsing any: past the
+// bound it yields only the id and the count (the stream answers INVALID_ARGUMENT).
+TEST(DirectParseTest, PipelineRequestsOverTheOperationBoundAreNotParsed) {
+  bloom::v1::PipelineRequest request;
+  request.set_id(7);
+  request.mutable_add()->set_name("f");
+  request.mutable_add()->add_items("x");
+  for (int i = 0; i < 10; ++i) *request.add_more() = request;  // 1 + 10 operations
+  auto roundtrip = [&](size_t limit, bloom::v1::PipelineRequest* out) {
+    bloom::wire::SetMaxPipelineOperations(limit);
+    grpc::ByteBuffer buffer;
+    bool own = false;
+    EXPECT_TRUE(
+        grpc::SerializationTraits<bloom::v1::PipelineRequest>::Serialize(request, &buffer, &own)
+            .ok());
+    const grpc::Status status =
+        grpc::SerializationTraits<bloom::v1::PipelineRequest>::Deserialize(&buffer, out);
+    bloom::wire::SetMaxPipelineOperations(0);
+    return status;
+  };
+  bloom::v1::PipelineRequest parsed;
+  ASSERT_TRUE(roundtrip(11, &parsed).ok());
+  EXPECT_EQ(bloom::wire::RefusedOperationCount(parsed), 0u);
+  EXPECT_EQ(parsed.more_size(), 10);
+  ASSERT_TRUE(roundtrip(0, &parsed).ok());  // no bound
+  EXPECT_EQ(parsed.more_size(), 10);
+  ASSERT_TRUE(roundtrip(10, &parsed).ok());
+  EXPECT_EQ(bloom::wire::RefusedOperationCount(parsed), 11u);
+  EXPECT_EQ(parsed.id(), 7u);
+  EXPECT_EQ(parsed.more_size(), 0);
+  EXPECT_FALSE(parsed.has_add());
+}
+
 TEST(DirectParseTest, PackedBoolsAreProtobufsEncoding) {
   std::mt19937_64 random(11);
   for (size_t count : {0, 1, 2, 127, 128, 129, 16383, 16384, 100000}) {
