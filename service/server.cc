@@ -18,6 +18,12 @@
 #include "service/token_gate.h"
 
 namespace service {
+namespace {
+
+// Threads of the synchronous pool (its poller included), which only server reflection uses.
+constexpr int kSyncServerThreads = 8;
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<BloomServer>> BloomServer::Start(storage::FilterStore* store,
                                                                 const ServerOptions& options) {
@@ -75,6 +81,11 @@ absl::StatusOr<std::unique_ptr<BloomServer>> BloomServer::Start(storage::FilterS
   if (options.transport_memory_bytes > 0) {
     quota.Resize(static_cast<size_t>(options.transport_memory_bytes));
   }
+  // Server reflection is gRPC's synchronous service, a thread per stream (ours and health are
+  // callback services, which need none): tokenless clients could make it start hundreds. The
+  // quota's threads bound that pool; a stream past it is answered RESOURCE_EXHAUSTED at once,
+  // before any of its messages is read.
+  quota.SetMaxThreads(kSyncServerThreads);
   builder.SetResourceQuota(quota);
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {

@@ -23,6 +23,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "bloom/v1/bloom.grpc.pb.h"
 #include "client/bloom_client.h"
@@ -359,6 +360,53 @@ TEST(HostileLimitsTest, LoopsOfListDoNotSlowOtherCalls) {
   EXPECT_LT(latencies[latencies.size() / 2], absl::Milliseconds(2))
       << "median " << absl::FormatDuration(latencies[latencies.size() / 2]);
   EXPECT_LT(p99, absl::Milliseconds(40)) << "p99 " << absl::FormatDuration(p99);
+}
+
+int ThreadCount(pid_t pid) {
+  for (absl::string_view line :
+       absl::StrSplit(ReadFile(absl::StrCat("/proc/", pid, "/status")), '\n')) {
+    int threads = 0;
+    if (absl::ConsumePrefix(&line, "Threads:") &&
+        absl::SimpleAtoi(absl::StripAsciiWhitespace(line), &threads)) {
+      return threads;
+    }
+  }
+  return -1;
+}
+
+// Attack 1, in part: server reflection is gRPC's synchronous service, a thread per stream, and
+// needs no token: 750 streams made 750 threads. Its pool is bounded now, and a stream past it
+// is refused (RESOURCE_EXHAUSTED) before any of its messages is read.
+TEST(HostileLimitsTest, ReflectionStreamsCannotMultiplyThreads) {
+  bloomtest::TempDir data;
+  auto server = ServerProcess::Start(data.path());
+  ASSERT_NE(server, nullptr);
+  const int threads_before = ThreadCount(server->pid());
+  std::string report;
+  std::thread attack([&] {
+    report = bloomtest::RunCommand(
+                 absl::StrCat("python3 " BLOOM_SOURCE_DIR "/tests/hostile/h2_attacks.py --port ",
+                              server->port(),
+                              " --method /grpc.reflection.v1alpha.ServerReflection/"
+                              "ServerReflectionInfo --hold 3 stalled-messages --streams 60 "
+                              "--send 0"))
+                 .out;
+  });
+  absl::SleepFor(absl::Seconds(1.5));
+  const int threads_during = ThreadCount(server->pid());
+  attack.join();
+  EXPECT_LE(threads_during, threads_before + 10) << threads_before << " -> " << threads_during;
+  // All but the few the pool serves were ended by the server at once.
+  const std::string key = "\"streams_ended_by_server\": ";
+  const size_t at = report.find(key);
+  ASSERT_NE(at, std::string::npos) << report;
+  int ended = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(
+      report.substr(at + key.size(), report.find_first_of(",}", at) - at - key.size()), &ended))
+      << report;
+  EXPECT_GE(ended, 50) << report;
+  auto client = BloomClient::Connect(server->target());
+  EXPECT_OK(client->List().status());
 }
 
 // A v1 memory cgroup made for one test, below the group this process is in (as systemd's

@@ -228,7 +228,7 @@ def stalled_messages(args):
     conn = connect(args)
     if conn is None:
         return
-    path = "/bloom.v1.BloomFilterService/" + args.method
+    path = args.method if args.method.startswith("/") else "/bloom.v1.BloomFilterService/" + args.method
     streams = [1 + 2 * i for i in range(args.streams)]
     try:
         for sid in streams:
@@ -299,7 +299,7 @@ def continuation_flood(args):
     time.sleep(0.2)  # let the SETTINGS acknowledgement go out first
     with conn.lock:
         conn.quiet = True
-    path = "/bloom.v1.BloomFilterService/" + args.method
+    path = args.method if args.method.startswith("/") else "/bloom.v1.BloomFilterService/" + args.method
     sent, count = 0, 0
     started = time.monotonic()
     # Frames go out in prebuilt batches of 4096, as fast as the socket takes them.
@@ -333,7 +333,8 @@ def main():
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--token", default="", help="bearer token to send (default: none)")
-    parser.add_argument("--method", default="Add")
+    parser.add_argument("--method", default="Add",
+                        help="a bloom.v1.BloomFilterService method, or a whole /path")
     parser.add_argument("--tls", action="store_true", help="speak TLS (verifying nothing)")
     parser.add_argument("--cert", help="client certificate (PEM) to offer over TLS")
     parser.add_argument("--key", help="its private key (PEM)")
