@@ -41,10 +41,10 @@ void GroupsFromProcCgroup(absl::string_view proc_cgroup, std::string& v1, std::s
     std::vector<absl::string_view> fields = absl::StrSplit(line, absl::MaxSplits(':', 2));
     if (fields.size() != 3) continue;
     if (fields[0] == "0" && fields[1].empty()) {
-      v2 = std::string(fields[2]);
+      v2.assign(fields[2].data(), fields[2].size());
     } else {
       for (absl::string_view controller : absl::StrSplit(fields[1], ',')) {
-        if (controller == "memory") v1 = std::string(fields[2]);
+        if (controller == "memory") v1.assign(fields[2].data(), fields[2].size());
       }
     }
   }
@@ -62,8 +62,8 @@ std::vector<Hierarchy> MemoryHierarchies(absl::string_view mountinfo, const std:
     std::vector<absl::string_view> filesystem = absl::StrSplit(halves[1], ' ');
     if (mount.size() < 5 || filesystem.size() < 3) continue;
     Hierarchy hierarchy;
-    hierarchy.mount_root = std::string(mount[3]);
-    hierarchy.mount_point = std::string(mount[4]);
+    hierarchy.mount_root.assign(mount[3].data(), mount[3].size());
+    hierarchy.mount_point.assign(mount[4].data(), mount[4].size());
     if (filesystem[0] == "cgroup2" && !v2_group.empty()) {
       hierarchy.v2 = true;
       hierarchy.group = v2_group;
@@ -84,8 +84,7 @@ std::vector<Hierarchy> MemoryHierarchies(absl::string_view mountinfo, const std:
 
 // The limit in one group's directory, if it has one.
 absl::optional<uint64_t> LimitIn(const std::string& directory, bool v2) {
-  const std::string text =
-      ReadFile(directory + (v2 ? "/memory.max" : "/memory.limit_in_bytes"));
+  const std::string text = ReadFile(directory + (v2 ? "/memory.max" : "/memory.limit_in_bytes"));
   uint64_t bytes = 0;
   if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(text), &bytes) || bytes == 0 ||
       bytes >= kNoLimit) {
@@ -132,9 +131,9 @@ ContainerMemory FindContainerMemory() {
       env != nullptr && absl::SimpleAtoi(env, &bytes) && bytes > 0) {
     return {bytes, "$BLOOM_CONTAINER_MEMORY_BYTES"};
   }
-  const ContainerMemory physical{static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) *
-                                     static_cast<uint64_t>(sysconf(_SC_PAGESIZE)),
-                                 "physical memory"};
+  ContainerMemory physical{
+      static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)),
+      "physical memory"};
   absl::optional<ContainerMemory> cgroup =
       FindCgroupMemoryLimit(ReadFile("/proc/self/cgroup"), ReadFile("/proc/self/mountinfo"));
   if (cgroup.has_value() && cgroup->bytes < physical.bytes) return *cgroup;

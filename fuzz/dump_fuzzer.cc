@@ -28,8 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   absl::StatusOr<storage::DumpParser::Result> result = parser.Finish();
   // Only a windowed filter whose slices all expired has no sub-filter.
-  if (result.ok() && result->filter->num_sub_filters() == 0 &&
-      !result->filter->spec().windowed()) {
+  if (result.ok() && result->filter->num_sub_filters() == 0 && !result->filter->spec().windowed()) {
     __builtin_trap();  // impossible
   }
   if (result.ok()) {  // a parsed filter answers queries

@@ -291,8 +291,8 @@ absl::Status ServerMetrics::Serve(const std::string& listen) {
     const std::string queue = std::to_string(kMetricsQueue);
     exposer_ = std::make_unique<prometheus::Exposer>(std::vector<std::string>{
         "listening_ports", listen, "num_threads", std::to_string(kMetricsWorkers),
-        "request_timeout_ms", std::to_string(kMetricsRequestTimeoutMs), "connection_queue",
-        queue, "listen_backlog", queue});
+        "request_timeout_ms", std::to_string(kMetricsRequestTimeoutMs), "connection_queue", queue,
+        "listen_backlog", queue});
   } catch (const std::exception& e) {
     return absl::UnavailableError(absl::StrCat("cannot serve metrics on ", listen,
                                                " (address in use or invalid?): ", e.what()));

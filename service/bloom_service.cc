@@ -420,9 +420,8 @@ template <typename Handler>
 grpc::ServerUnaryReactor* OnLane(CallLane& lane, grpc::CallbackServerContext* context,
                                  Handler handler) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (!lane.Post([reactor, handler = std::move(handler)]() mutable {
-        reactor->Finish(handler());
-      })) {
+  if (!lane.Post(
+          [reactor, handler = std::move(handler)]() mutable { reactor->Finish(handler()); })) {
     reactor->Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                                  "too many List and Stats calls are waiting; retry later"));
   }

@@ -214,7 +214,7 @@ TEST(DirectParseTest, PipelineRequestsOverTheOperationBoundAreNotParsed) {
     EXPECT_TRUE(
         grpc::SerializationTraits<bloom::v1::PipelineRequest>::Serialize(request, &buffer, &own)
             .ok());
-    const grpc::Status status =
+    grpc::Status status =
         grpc::SerializationTraits<bloom::v1::PipelineRequest>::Deserialize(&buffer, out);
     bloom::wire::SetMaxPipelineOperations(0);
     return status;

@@ -386,8 +386,8 @@ int main(int argc, char** argv) {
   }
 
   if (!InstallShutdownHandlers()) return Fail("cannot install signal handlers");
-  bloomlog::LogInfo(absl::StrCat("container memory: ", container.bytes, " bytes, from ",
-                                 container.source));
+  bloomlog::LogInfo(
+      absl::StrCat("container memory: ", container.bytes, " bytes, from ", container.source));
   if (absl::StatusOr<bloomsys::OpenFileLimit> files = bloomsys::RaiseOpenFileLimit(); files.ok()) {
     bloomlog::LogInfo(absl::StrCat("open-file limit: ", files->now,
                                    files->now != files->before

@@ -74,8 +74,8 @@ absl::StatusOr<std::unique_ptr<BloomServer>> BloomServer::Start(storage::FilterS
   if (options.max_connection_idle > absl::ZeroDuration()) {
     builder.AddChannelArgument(
         GRPC_ARG_MAX_CONNECTION_IDLE_MS,
-        static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(options.max_connection_idle),
-                                           INT32_MAX)));
+        static_cast<int>(
+            std::min<int64_t>(absl::ToInt64Milliseconds(options.max_connection_idle), INT32_MAX)));
   }
   grpc::ResourceQuota quota("bloom-server");
   if (options.transport_memory_bytes > 0) {

@@ -16,8 +16,7 @@ const char* KindName(TransferGuard::Kind kind) {
 
 }  // namespace
 
-TransferGuard::Ticket::Ticket(TransferGuard* guard, Kind kind, std::string peer,
-                              std::string client,
+TransferGuard::Ticket::Ticket(TransferGuard* guard, Kind kind, std::string peer, std::string client,
                               std::function<void(const absl::Status&)> abandon)
     : guard_(guard),
       kind_(kind),
@@ -65,9 +64,9 @@ absl::StatusOr<std::unique_ptr<TransferGuard::Ticket>> TransferGuard::Admit(
     size_t& mine = per_client_[client];
     if (mine >= options_.max_per_client) {
       if (mine == 0) per_client_.erase(client);
-      return absl::ResourceExhaustedError(absl::StrCat(
-          client, " runs ", options_.max_per_client,
-          " exports and imports already (--max_transfers_per_client); retry later"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat(client, " runs ", options_.max_per_client,
+                       " exports and imports already (--max_transfers_per_client); retry later"));
     }
     ++mine;
     ticket.reset(new Ticket(this, kind, std::move(peer), std::move(client), std::move(abandon)));
@@ -132,8 +131,8 @@ std::string TransferGuard::ReasonToAbandon(Ticket& ticket, int64_t now_micros) {
   const auto wanted = static_cast<uint64_t>(static_cast<double>(options_.min_bytes_per_second) *
                                             absl::ToDoubleSeconds(options_.idle_timeout));
   if (in_window < wanted) {
-    return absl::StrCat("the ", KindName(ticket.kind_), " moved ", in_window, " bytes in ",
-                        timeout, ", under --transfer_min_rate (", options_.min_bytes_per_second,
+    return absl::StrCat("the ", KindName(ticket.kind_), " moved ", in_window, " bytes in ", timeout,
+                        ", under --transfer_min_rate (", options_.min_bytes_per_second,
                         " bytes a second)");
   }
   ticket.window_start_micros_ = now_micros;

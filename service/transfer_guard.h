@@ -111,9 +111,9 @@ class TransferGuard {
   // std::mutex for its condition variable (the watchdog's interruptible sleep).
   mutable std::mutex mu_;
   std::condition_variable stop_;
-  absl::flat_hash_set<Ticket*> tickets_;  // guarded by mu_
+  absl::flat_hash_set<Ticket*> tickets_;                 // guarded by mu_
   absl::flat_hash_map<std::string, size_t> per_client_;  // guarded by mu_; no zero counts
-  bool stopping_ = false;                 // guarded by mu_
+  bool stopping_ = false;                                // guarded by mu_
   std::thread watchdog_;
 };
 

@@ -42,13 +42,12 @@ class ExportReactor final : public grpc::ServerWriteReactor<ExportChunk> {
       counted_ = true;  // AdmitStream counted the refusal
       return End(caller.status());
     }
-    absl::StatusOr<std::unique_ptr<TransferGuard::Ticket>> ticket =
-        service_->transfers().Admit(TransferGuard::Kind::kExport, context_->peer(),
-                                    ClientKey(*caller, context_->peer()),
-                                    [context = context_](const absl::Status& /*why*/) {
-                                      // A client that reads nothing would never see a status.
-                                      context->TryCancel();
-                                    });
+    absl::StatusOr<std::unique_ptr<TransferGuard::Ticket>> ticket = service_->transfers().Admit(
+        TransferGuard::Kind::kExport, context_->peer(), ClientKey(*caller, context_->peer()),
+        [context = context_](const absl::Status& /*why*/) {
+          // A client that reads nothing would never see a status.
+          context->TryCancel();
+        });
     if (!ticket.ok()) return End(ticket.status());
     ticket_ = *std::move(ticket);
     absl::StatusOr<std::unique_ptr<storage::ExportCursor>> cursor =
@@ -115,10 +114,9 @@ class ImportReactor final : public grpc::ServerReadReactor<ImportChunk> {
       counted_ = true;
       return FinishOnce(caller.status());
     }
-    absl::StatusOr<std::unique_ptr<TransferGuard::Ticket>> ticket =
-        service_->transfers().Admit(TransferGuard::Kind::kImport, context_->peer(),
-                                    ClientKey(*caller, context_->peer()),
-                                    [this](const absl::Status& why) { Abandon(why); });
+    absl::StatusOr<std::unique_ptr<TransferGuard::Ticket>> ticket = service_->transfers().Admit(
+        TransferGuard::Kind::kImport, context_->peer(), ClientKey(*caller, context_->peer()),
+        [this](const absl::Status& why) { Abandon(why); });
     if (!ticket.ok()) return FinishOnce(ticket.status());
     ticket_ = *std::move(ticket);
     StartRead(&chunk_);

@@ -383,9 +383,8 @@ double MetricReaching(const ServerProcess& server, const std::string& series, do
 // releasing its slot and buffers.
 TEST_F(HostileClientTest, ExportsThatNeverReadAreBoundedAndAbandoned) {
   auto server = ServerProcess::Start(
-      data_.path(),
-      {"--max_transfers=8", "--max_transfers_per_client=8", "--transfer_idle_timeout=2s",
-       "--metrics_listen=127.0.0.1:0"});
+      data_.path(), {"--max_transfers=8", "--max_transfers_per_client=8",
+                     "--transfer_idle_timeout=2s", "--metrics_listen=127.0.0.1:0"});
   ASSERT_NE(server, nullptr);
   auto client = BloomClient::Connect(server->target());
   bloom::v1::FilterSpec spec;

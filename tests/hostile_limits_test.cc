@@ -113,6 +113,7 @@ TEST(HostileLimitsTest, HugePipelineMessagesAreRefusedOrServedWhileOthersAreAnsw
   std::atomic<int> finished{0};
   std::vector<PipelineOutcome> refused(2), served(1);
   std::vector<std::thread> attackers;
+  attackers.reserve(3);
   for (int i = 0; i < 2; ++i) {
     attackers.emplace_back([&, i] {
       auto stub = NewStub(*server);
@@ -182,8 +183,7 @@ TEST(HostileLimitsTest, TheOperationBoundIsConfigurable) {
 }
 
 double Metric(const ServerProcess& server, const std::string& series) {
-  return bloomtest::PrometheusSample(bloomtest::HttpGet(server.metrics_port(), "/metrics"),
-                                     series);
+  return bloomtest::PrometheusSample(bloomtest::HttpGet(server.metrics_port(), "/metrics"), series);
 }
 
 // Attack 3: an Import that sent its dump's header and then a byte every 20 s had the whole
@@ -192,9 +192,9 @@ double Metric(const ServerProcess& server, const std::string& series) {
 // that moves less than --transfer_min_rate over --transfer_idle_timeout is cancelled.
 TEST(HostileLimitsTest, ATrickledImportNeitherPinsTheBudgetNorHoldsItsSlot) {
   bloomtest::TempDir data;
-  auto server = ServerProcess::Start(
-      data.path(), {"--memory_limit=300Mi", "--transfer_idle_timeout=3s",
-                    "--transfer_min_rate=64Ki", "--metrics_listen=127.0.0.1:0"});
+  auto server = ServerProcess::Start(data.path(),
+                                     {"--memory_limit=300Mi", "--transfer_idle_timeout=3s",
+                                      "--transfer_min_rate=64Ki", "--metrics_listen=127.0.0.1:0"});
   ASSERT_NE(server, nullptr);
   auto client = BloomClient::Connect(server->target());
   bloom::v1::FilterSpec spec;
@@ -266,8 +266,7 @@ TEST(HostileLimitsTest, OneClientCannotTakeEveryTransferSlot) {
   ASSERT_NE(server, nullptr);
   ClientOptions other;
   other.token = "other-token";
-  absl::StatusOr<std::unique_ptr<BloomClient>> client =
-      BloomClient::Open(server->target(), other);
+  absl::StatusOr<std::unique_ptr<BloomClient>> client = BloomClient::Open(server->target(), other);
   ASSERT_OK(client.status());
   bloom::v1::FilterSpec spec;
   spec.set_capacity(20'000'000);  // a 24 MB dump: more than flow control lets out unread
@@ -325,12 +324,14 @@ TEST(HostileLimitsTest, LoopsOfListDoNotSlowOtherCalls) {
   bloom::v1::FilterSpec spec;
   spec.set_capacity(1000);
   spec.set_error_rate(0.01);
-  for (int i = 0; i < 3000; ++i) ASSERT_OK(client->Reserve(absl::StrCat("user-", i), spec).status());
+  for (int i = 0; i < 3000; ++i)
+    ASSERT_OK(client->Reserve(absl::StrCat("user-", i), spec).status());
   ASSERT_OK(client->Add("user-0", {"seen"}).status());
 
   std::atomic<bool> stop{false};
   std::atomic<int> pages{0};
   std::vector<std::thread> loopers;
+  loopers.reserve(8);
   for (int i = 0; i < 8; ++i) {
     loopers.emplace_back([&] {
       auto mine = BloomClient::Connect(server->target());
@@ -419,7 +420,9 @@ class MemoryCgroup {
     std::string own;
     for (absl::string_view line : absl::StrSplit(ReadFile("/proc/self/cgroup"), '\n')) {
       std::vector<absl::string_view> fields = absl::StrSplit(line, absl::MaxSplits(':', 2));
-      if (fields.size() == 3 && absl::StrContains(fields[1], "memory")) own = std::string(fields[2]);
+      if (fields.size() == 3 && absl::StrContains(fields[1], "memory")) {
+        own.assign(fields[2].data(), fields[2].size());
+      }
     }
     const std::string mount = "/sys/fs/cgroup/memory";
     if (own.empty() || access((mount + "/cgroup.procs").c_str(), W_OK) != 0) {
@@ -445,13 +448,15 @@ class MemoryCgroup {
     if (path_.empty()) return;
     std::ofstream(parent_ + "/cgroup.procs") << getpid();
     // The servers started inside have exited; their group can go once it is empty.
-    for (int i = 0; i < 100 && rmdir(path_.c_str()) != 0; ++i) absl::SleepFor(absl::Milliseconds(50));
+    for (int i = 0; i < 100 && rmdir(path_.c_str()) != 0; ++i) {
+      absl::SleepFor(absl::Milliseconds(50));
+    }
   }
   MemoryCgroup(const MemoryCgroup&) = delete;
   MemoryCgroup& operator=(const MemoryCgroup&) = delete;
 
-  const std::string& path() const { return path_; }
-  const std::string& why() const { return why_; }
+  [[nodiscard]] const std::string& Path() const { return path_; }
+  [[nodiscard]] const std::string& Why() const { return why_; }
 
  private:
   std::string parent_, path_, why_;
@@ -464,15 +469,14 @@ TEST(HostileLimitsTest, TheServersOwnCgroupLimitIsFoundWithoutTheEnvironment) {
   ASSERT_EQ(std::getenv("BLOOM_CONTAINER_MEMORY_BYTES"), nullptr);
   constexpr uint64_t kLimit = 3ULL << 30;
   MemoryCgroup group(kLimit);
-  if (group.path().empty()) GTEST_SKIP() << group.why();
+  if (group.Path().empty()) GTEST_SKIP() << group.Why();
   bloomtest::TempDir data;
   {
     auto server = ServerProcess::Start(data.path());
     ASSERT_NE(server, nullptr);
     const std::string log = server->ReadLog();
-    EXPECT_TRUE(absl::StrContains(
-        log, absl::StrCat("container memory: ", kLimit, " bytes, from ", group.path(),
-                          "/memory.limit_in_bytes")))
+    EXPECT_TRUE(absl::StrContains(log, absl::StrCat("container memory: ", kLimit, " bytes, from ",
+                                                    group.Path(), "/memory.limit_in_bytes")))
         << log;
     EXPECT_TRUE(absl::StrContains(log, absl::StrCat("memory_limit=", kLimit / 2))) << log;
     auto client = BloomClient::Connect(server->target());

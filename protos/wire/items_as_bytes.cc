@@ -123,8 +123,7 @@ bool RefuseOversizedPipeline(grpc::ByteBuffer* buffer, bloom::v1::PipelineReques
   if (limit == 0 || !CountMore(buffer, &count, &id) || 1 + count <= limit) return false;
   request->Clear();
   request->set_id(id);
-  request->GetReflection()->MutableUnknownFields(request)->AddVarint(kRefusedMoreField,
-                                                                       1 + count);
+  request->GetReflection()->MutableUnknownFields(request)->AddVarint(kRefusedMoreField, 1 + count);
   buffer->Clear();
   return true;
 }
