@@ -1,5 +1,4 @@
 #include "service/auth.h"
-#include "service/token_gate.h"
 
 #include <unistd.h>
 
@@ -10,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/testing.h"
 #include "gtest/gtest.h"
+#include "service/token_gate.h"
 
 namespace service {
 namespace {
@@ -159,6 +159,36 @@ TEST_F(AuthTest, AClosedTokenGateRefusesWithoutItsAuthenticatorOrCallback) {
   EXPECT_EQ(gate.Check(path, "Bearer bad").code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(refusals, 1);
   EXPECT_TRUE(gate.Check("/grpc.health.v1.Health/Check", absl::nullopt).ok());
+}
+
+// Health and reflection are open unless the operator closes them; other methods never are.
+TEST_F(AuthTest, OpenMethodsAreTheOnesListed) {
+  WriteTokens(TokenAuthenticator::HashToken("good") + " read\n");
+  absl::StatusOr<std::unique_ptr<TokenAuthenticator>> auth = TokenAuthenticator::Load(path_);
+  ASSERT_TRUE(auth.ok()) << auth.status();
+  const std::string health = "/grpc.health.v1.Health/Check";
+  const std::string reflection = "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo";
+  TokenGate by_default(auth->get(), nullptr);
+  EXPECT_TRUE(by_default.Check(health, absl::nullopt).ok());
+  EXPECT_TRUE(by_default.Check(reflection, absl::nullopt).ok());
+  EXPECT_EQ(by_default.Check("/bloom.v1.BloomFilterService/Stats", absl::nullopt).code(),
+            absl::StatusCode::kUnauthenticated);
+
+  absl::StatusOr<OpenMethods> none = ParseOpenMethods("");
+  ASSERT_TRUE(none.ok());
+  TokenGate closed(auth->get(), nullptr, *none);
+  EXPECT_EQ(closed.Check(health, absl::nullopt).code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(closed.Check(reflection, absl::nullopt).code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_TRUE(closed.Check(health, "Bearer good").ok());
+
+  absl::StatusOr<OpenMethods> health_only = ParseOpenMethods(" health ");
+  ASSERT_TRUE(health_only.ok());
+  TokenGate probes(auth->get(), nullptr, *health_only);
+  EXPECT_TRUE(probes.Check(health, absl::nullopt).ok());
+  EXPECT_EQ(probes.Check(reflection, absl::nullopt).code(), absl::StatusCode::kUnauthenticated);
+
+  EXPECT_TRUE(ParseOpenMethods("reflection,health").ok());
+  EXPECT_EQ(ParseOpenMethods("health,metrics").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

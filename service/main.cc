@@ -85,6 +85,10 @@ ABSL_FLAG(absl::Duration, tls_reload_interval, absl::Seconds(5),
 ABSL_FLAG(std::string, auth_token_file, "",
           "file of '<sha256 of token> <read|write> [label]' lines; if set, every call but health "
           "checking needs 'authorization: Bearer <token>' (re-read on change and on SIGHUP)");
+ABSL_FLAG(std::string, open_methods, "health,reflection",
+          "with --auth_token_file, the methods the main port serves without a token: health, "
+          "reflection, both or none (\"\"). gRPC buffers an open method's request whole before "
+          "any check, so close them when probes use --health_listen and tools have tokens");
 ABSL_FLAG(std::string, metrics_listen, "",
           "host:port to serve Prometheus metrics on (GET /metrics); empty = off");
 ABSL_FLAG(std::string, health_listen, "",
@@ -142,6 +146,7 @@ constexpr const char* kFlagNames[] = {"listen",
                                       "tls_client_ca_file",
                                       "tls_reload_interval",
                                       "auth_token_file",
+                                      "open_methods",
                                       "metrics_listen",
                                       "health_listen",
                                       "max_concurrent_streams",
@@ -385,6 +390,11 @@ int main(int argc, char** argv) {
     }
   }
 
+  absl::StatusOr<service::OpenMethods> open_methods =
+      service::ParseOpenMethods(absl::GetFlag(FLAGS_open_methods));
+  if (!open_methods.ok())
+    return Fail(absl::StrCat("--open_methods: ", open_methods.status().message()));
+
   if (!InstallShutdownHandlers()) return Fail("cannot install signal handlers");
   bloomlog::LogInfo(
       absl::StrCat("container memory: ", container.bytes, " bytes, from ", container.source));
@@ -433,6 +443,7 @@ int main(int argc, char** argv) {
   server_options.tls = tls;
   server_options.health_listen = absl::GetFlag(FLAGS_health_listen);
   server_options.hooks.auth = auth.get();
+  server_options.open_methods = *open_methods;
   // Without a metrics listener nobody reads the figures: skip recording them per call.
   if (server_metrics->port() != 0) server_options.hooks.metrics = server_metrics.get();
   server_options.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);

@@ -49,7 +49,8 @@ absl::StatusOr<std::unique_ptr<BloomServer>> BloomServer::Start(storage::FilterS
     BloomService* service = server->service_.get();
     metrics::ServerMetrics* metrics = options.hooks.metrics;
     server->gate_ = std::make_shared<TokenGate>(
-        options.hooks.auth, [service, metrics](const absl::Status& status, absl::string_view path) {
+        options.hooks.auth,
+        [service, metrics](const absl::Status& status, absl::string_view path) {
           absl::string_view method = path;
           if (absl::ConsumePrefix(&method, "/bloom.v1.BloomFilterService/") && metrics != nullptr) {
             for (size_t i = 0; i < metrics::kNumRpcs; ++i) {
@@ -60,7 +61,8 @@ absl::StatusOr<std::unique_ptr<BloomServer>> BloomServer::Start(storage::FilterS
             }
           }
           service->RecordAuthRefusal(status, path, "a peer (refused before its request)");
-        });
+        },
+        options.open_methods);
     credentials = GateCredentials(std::move(credentials), server->gate_);
   } else if (credentials == nullptr) {
     credentials = grpc::InsecureServerCredentials();

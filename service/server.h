@@ -38,6 +38,8 @@ struct ServerOptions {
   std::string health_listen;
   ServiceLimits limits;
   ServiceHooks hooks;
+  // With token auth (hooks.auth), the methods that need no token (token_gate.h).
+  OpenMethods open_methods;
   // Transport guards: concurrent calls per connection and the largest request.
   int max_concurrent_streams = 64;
   int max_message_bytes = 16 << 20;

@@ -8,18 +8,13 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 namespace service {
 namespace {
-
-// Methods that never need a token: Kubernetes probes and grpcurl-style tools speak neither
-// TLS client certificates nor tokens.
-bool IsOpenMethod(absl::string_view path) {
-  return absl::StartsWith(path, "/grpc.health.v1.Health/") ||
-         absl::StartsWith(path, "/grpc.reflection.v1alpha.ServerReflection/") ||
-         absl::StartsWith(path, "/grpc.reflection.v1.ServerReflection/");
-}
 
 absl::string_view View(const grpc_slice& slice) {
   return {reinterpret_cast<const char*>(GRPC_SLICE_START_PTR(slice)), GRPC_SLICE_LENGTH(slice)};
@@ -107,9 +102,33 @@ class GatedPlaintextCredentials final : public grpc::ServerCredentials {
 
 }  // namespace
 
+absl::StatusOr<OpenMethods> ParseOpenMethods(absl::string_view text) {
+  OpenMethods open{false, false};
+  for (absl::string_view name : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    name = absl::StripAsciiWhitespace(name);
+    if (name == "health") {
+      open.health = true;
+    } else if (name == "reflection") {
+      open.reflection = true;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown open method '", name, "': list health, reflection, both or neither"));
+    }
+  }
+  return open;
+}
+
+// Kubernetes probes and grpcurl-style tools speak neither TLS client certificates nor tokens.
+bool TokenGate::IsOpen(absl::string_view path) const {
+  if (open_.health && absl::StartsWith(path, "/grpc.health.v1.Health/")) return true;
+  return open_.reflection &&
+         (absl::StartsWith(path, "/grpc.reflection.v1alpha.ServerReflection/") ||
+          absl::StartsWith(path, "/grpc.reflection.v1.ServerReflection/"));
+}
+
 absl::Status TokenGate::Check(absl::string_view path,
                               absl::optional<absl::string_view> authorization) const {
-  if (IsOpenMethod(path)) return absl::OkStatus();
+  if (IsOpen(path)) return absl::OkStatus();
   absl::ReaderMutexLock lock(&mu_);
   if (closed_) return absl::UnavailableError("the server is shutting down");
   // Any valid token passes here; its role is checked by the handler, which knows the method.

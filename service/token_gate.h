@@ -18,9 +18,11 @@
 // the credentials share the gate, and Close() makes every later check refuse without touching
 // the authenticator or the callback.
 //
-// Health checking and server reflection pass without a token, as they always have (probes and
-// grpcurl need them); every other method needs one that the authenticator knows. Roles are
-// still checked by the handlers.
+// Health checking and server reflection pass without a token by default (probes and grpcurl
+// need them); every other method needs one that the authenticator knows. Roles are still
+// checked by the handlers. An open method's request is buffered whole before anything checks
+// it (gRPC 1.51 opens flow control for the length a message announces), so a deployment whose
+// probes use the separate health port can close them: OpenMethods says which stay open.
 //
 // Thread-safety: TokenGate is thread-safe; the authenticator and the refusal callback must be
 // thread-safe. Close() waits for the checks running.
@@ -34,6 +36,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/optional.h"
@@ -41,14 +44,24 @@
 
 namespace service {
 
+// The methods that pass the gate without a token.
+struct OpenMethods {
+  bool health = true;      // grpc.health.v1.Health
+  bool reflection = true;  // grpc.reflection.v1alpha and v1 ServerReflection
+};
+
+// "health,reflection" (either, both, in any order) or "" for none; INVALID_ARGUMENT naming
+// anything else.
+absl::StatusOr<OpenMethods> ParseOpenMethods(absl::string_view text);
+
 class TokenGate {
  public:
   // Sees each refused call's status and path, for metrics and logs.
   using RefusalCallback = std::function<void(const absl::Status&, absl::string_view path)>;
 
   // `auth` must outlive the gate. `on_refusal` may be empty.
-  TokenGate(const TokenAuthenticator* auth, RefusalCallback on_refusal)
-      : auth_(auth), on_refusal_(std::move(on_refusal)) {}
+  TokenGate(const TokenAuthenticator* auth, RefusalCallback on_refusal, OpenMethods open = {})
+      : auth_(auth), on_refusal_(std::move(on_refusal)), open_(open) {}
 
   // OK if a call to `path` ("/package.Service/Method") with this authorization metadata may
   // proceed to its handler; UNAUTHENTICATED otherwise, and UNAVAILABLE once closed.
@@ -58,8 +71,11 @@ class TokenGate {
   void Close();
 
  private:
+  bool IsOpen(absl::string_view path) const;
+
   const TokenAuthenticator* const auth_;
   const RefusalCallback on_refusal_;
+  const OpenMethods open_;
   mutable absl::Mutex mu_;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };

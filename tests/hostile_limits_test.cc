@@ -410,6 +410,47 @@ TEST(HostileLimitsTest, ReflectionStreamsCannotMultiplyThreads) {
   EXPECT_OK(client->List().status());
 }
 
+// Attack 1, where the operator closes the open methods: tokenless floods of 64 MiB health
+// requests reached 12.7 GB, because gRPC buffers an open method's request whole. With
+// --open_methods= the main port gates health and reflection like every other method (refused
+// as the headers arrive), and the kubelet probes --health_listen.
+TEST(HostileLimitsTest, ClosedOpenMethodsRefuseTokenlessFloodsAtTheirHeaders) {
+  bloomtest::TempDir data, secrets;
+  const std::string tokens = secrets.path() + "/tokens";
+  std::ofstream(tokens) << bloomtest::TokenDigest("a-token") << " read\n";
+  auto server = ServerProcess::Start(
+      data.path(), {"--auth_token_file=" + tokens, "--open_methods=", "--memory_limit=1Gi",
+                    "--health_listen=127.0.0.1:0"});
+  ASSERT_NE(server, nullptr);
+  for (const char* path : {"/grpc.health.v1.Health/Check",
+                           "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"}) {
+    const std::string report =
+        bloomtest::RunCommand(
+            absl::StrCat("python3 " BLOOM_SOURCE_DIR "/tests/hostile/h2_attacks.py --port ",
+                         server->port(), " --method ", path,
+                         " --hold 1 stalled-messages --streams 50 --announce 64Mi --send 60Mi"))
+            .out;
+    EXPECT_TRUE(absl::StrContains(report, "\"streams_ended_by_server\": 50")) << report;
+  }
+  EXPECT_LT(server->PeakResidentKb(), 150u << 10);
+  // Probes are answered on the health port, and a token holder's health check on the main one.
+  auto probe = BloomClient::Connect(absl::StrCat("127.0.0.1:", server->health_port()));
+  absl::StatusOr<bool> serving = probe->Serving();
+  ASSERT_OK(serving.status());
+  EXPECT_TRUE(*serving);
+  ClientOptions with_token;
+  with_token.token = "a-token";
+  absl::StatusOr<std::unique_ptr<BloomClient>> client =
+      BloomClient::Open(server->target(), with_token);
+  ASSERT_OK(client.status());
+  serving = (*client)->Serving();
+  ASSERT_OK(serving.status());
+  EXPECT_TRUE(*serving);
+  std::string output;
+  EXPECT_NE(ServerProcess::RunToExit({"--open_methods=health,metrics"}, &output), 0);
+  EXPECT_TRUE(absl::StrContains(output, "unknown open method 'metrics'")) << output;
+}
+
 // A v1 memory cgroup made for one test, below the group this process is in (as systemd's
 // MemoryMax= makes one, without a cgroup namespace); this process moves in while it exists, so
 // the servers it starts begin inside. Skips where cgroups cannot be made (needs root).
