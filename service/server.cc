@@ -2,7 +2,6 @@
 
 #include <grpc/grpc.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
-#include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/resource_quota.h>
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
@@ -27,10 +26,12 @@ constexpr int kSyncServerThreads = 8;
 
 absl::StatusOr<std::unique_ptr<BloomServer>> BloomServer::Start(storage::FilterStore* store,
                                                                 const ServerOptions& options) {
-  grpc::EnableDefaultHealthCheckService(true);
+  // Our health service replaces gRPC's, which reads a request whole whatever its size
+  // (health.h).
+  grpc::EnableDefaultHealthCheckService(false);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  // Reflection describes services from the generated pool; gRPC's health service brings no
-  // descriptors, so name one of ours to keep the linker from dropping them (protos/grpc_health).
+  // Reflection describes services from the generated pool: name one of the health messages to
+  // keep the linker from dropping their descriptors (protos/grpc_health).
   (void)grpc::health::v1::HealthCheckRequest::descriptor();
   // Process-wide, as gRPC's deserializers are: servers in one process share the bound.
   bloom::wire::SetMaxPipelineOperations(options.limits.max_pipeline_operations);
@@ -71,6 +72,7 @@ absl::StatusOr<std::unique_ptr<BloomServer>> BloomServer::Start(storage::FilterS
   builder.AddListeningPort(options.listen, credentials, &server->port_);
   server->callback_service_ = std::make_unique<BloomCallbackService>(server->service_.get());
   builder.RegisterService(server->callback_service_.get());
+  builder.RegisterService(&server->health_);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_concurrent_streams);
   if (options.max_connection_idle > absl::ZeroDuration()) {
@@ -94,13 +96,14 @@ absl::StatusOr<std::unique_ptr<BloomServer>> BloomServer::Start(storage::FilterS
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", options.listen, " (address in use or invalid?)"));
   }
-  server->server_->GetHealthCheckService()->SetServingStatus(true);
+  server->health_.SetServing(true);
 
   if (!options.health_listen.empty()) {
-    // A server with no service of ours: gRPC adds only its default health service.
+    // A server with the health service only.
     grpc::ServerBuilder health;
     health.AddListeningPort(options.health_listen, grpc::InsecureServerCredentials(),
                             &server->health_port_);
+    health.RegisterService(&server->health_port_health_);
     server->health_server_ = health.BuildAndStart();
     if (server->health_server_ == nullptr || server->health_port_ == 0) {
       server->health_server_.reset();
@@ -108,7 +111,7 @@ absl::StatusOr<std::unique_ptr<BloomServer>> BloomServer::Start(storage::FilterS
       return absl::UnavailableError(absl::StrCat("cannot listen on ", options.health_listen,
                                                  " for health checks (address in use?)"));
     }
-    server->health_server_->GetHealthCheckService()->SetServingStatus(true);
+    server->health_port_health_.SetServing(true);
   }
   return server;
 }
@@ -121,10 +124,8 @@ BloomServer::~BloomServer() {
 
 void BloomServer::Shutdown() {
   if (server_ == nullptr) return;
-  server_->GetHealthCheckService()->SetServingStatus(false);
-  if (health_server_ != nullptr) {
-    health_server_->GetHealthCheckService()->SetServingStatus(false);
-  }
+  health_.SetServing(false);
+  health_port_health_.SetServing(false);
   // gRPC's own Shutdown(deadline) also waits for clients to close their connections after its
   // GOAWAY, which an idle client only reads on its next call: every shutdown would last the
   // whole grace period. So drain the calls ourselves, then close the connections at once.

@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "service/bloom_service.h"
+#include "service/health.h"
 #include "service/tls.h"
 #include "service/token_gate.h"
 #include "storage/filter_store.h"
@@ -72,6 +73,10 @@ class BloomServer {
   std::unique_ptr<BloomService> service_;
   std::shared_ptr<TokenGate> gate_;  // with token auth; shared with gRPC's credentials, closed last
   std::unique_ptr<BloomCallbackService> callback_service_;  // what gRPC serves
+  // grpc.health.v1 on the main port and on the health port (health.h); declared before the
+  // servers, which must go first.
+  HealthService health_;
+  HealthService health_port_health_;
   const ServerOptions options_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<grpc::Server> health_server_;

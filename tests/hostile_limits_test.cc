@@ -186,6 +186,58 @@ double Metric(const ServerProcess& server, const std::string& series) {
   return bloomtest::PrometheusSample(bloomtest::HttpGet(server.metrics_port(), "/metrics"), series);
 }
 
+// A v1 memory cgroup made for one test, below the group this process is in (as systemd's
+// MemoryMax= makes one, without a cgroup namespace); this process moves in while it exists, so
+// the servers it starts begin inside. Skips where cgroups cannot be made (needs root).
+class MemoryCgroup {
+ public:
+  // Empty path() if it could not be made; why() says why.
+  explicit MemoryCgroup(uint64_t limit_bytes) {
+    std::string own;
+    for (absl::string_view line : absl::StrSplit(ReadFile("/proc/self/cgroup"), '\n')) {
+      std::vector<absl::string_view> fields = absl::StrSplit(line, absl::MaxSplits(':', 2));
+      if (fields.size() == 3 && absl::StrContains(fields[1], "memory")) {
+        own.assign(fields[2].data(), fields[2].size());
+      }
+    }
+    const std::string mount = "/sys/fs/cgroup/memory";
+    if (own.empty() || access((mount + "/cgroup.procs").c_str(), W_OK) != 0) {
+      why_ = "no writable cgroup v1 memory hierarchy at " + mount + " (needs root)";
+      return;
+    }
+    parent_ = mount + (own == "/" ? "" : own);
+    const std::string path = absl::StrCat(parent_, "/bloom-test-", getpid());
+    if (mkdir(path.c_str(), 0755) != 0) {
+      why_ = "cannot make " + path;
+      return;
+    }
+    std::ofstream(path + "/memory.limit_in_bytes") << limit_bytes;
+    std::ofstream(path + "/cgroup.procs") << getpid();
+    if (ReadFile(path + "/cgroup.procs").find(std::to_string(getpid())) == std::string::npos) {
+      why_ = "cannot move into " + path;
+      rmdir(path.c_str());
+      return;
+    }
+    path_ = path;
+  }
+  ~MemoryCgroup() {
+    if (path_.empty()) return;
+    std::ofstream(parent_ + "/cgroup.procs") << getpid();
+    // The servers started inside have exited; their group can go once it is empty.
+    for (int i = 0; i < 100 && rmdir(path_.c_str()) != 0; ++i) {
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+  }
+  MemoryCgroup(const MemoryCgroup&) = delete;
+  MemoryCgroup& operator=(const MemoryCgroup&) = delete;
+
+  [[nodiscard]] const std::string& Path() const { return path_; }
+  [[nodiscard]] const std::string& Why() const { return why_; }
+
+ private:
+  std::string parent_, path_, why_;
+};
+
 // Attack 3: an Import that sent its dump's header and then a byte every 20 s had the whole
 // dump's memory reserved at the header, and reserved memory outranks cached filters: an in-use
 // 430 MB filter became unusable for 70 s. Now an import is charged as its bits arrive, and one
@@ -451,57 +503,63 @@ TEST(HostileLimitsTest, ClosedOpenMethodsRefuseTokenlessFloodsAtTheirHeaders) {
   EXPECT_TRUE(absl::StrContains(output, "unknown open method 'metrics'")) << output;
 }
 
-// A v1 memory cgroup made for one test, below the group this process is in (as systemd's
-// MemoryMax= makes one, without a cgroup namespace); this process moves in while it exists, so
-// the servers it starts begin inside. Skips where cgroups cannot be made (needs root).
-class MemoryCgroup {
- public:
-  // Empty path() if it could not be made; why() says why.
-  explicit MemoryCgroup(uint64_t limit_bytes) {
-    std::string own;
-    for (absl::string_view line : absl::StrSplit(ReadFile("/proc/self/cgroup"), '\n')) {
-      std::vector<absl::string_view> fields = absl::StrSplit(line, absl::MaxSplits(':', 2));
-      if (fields.size() == 3 && absl::StrContains(fields[1], "memory")) {
-        own.assign(fields[2].data(), fields[2].size());
-      }
-    }
-    const std::string mount = "/sys/fs/cgroup/memory";
-    if (own.empty() || access((mount + "/cgroup.procs").c_str(), W_OK) != 0) {
-      why_ = "no writable cgroup v1 memory hierarchy at " + mount + " (needs root)";
-      return;
-    }
-    parent_ = mount + (own == "/" ? "" : own);
-    const std::string path = absl::StrCat(parent_, "/bloom-test-", getpid());
-    if (mkdir(path.c_str(), 0755) != 0) {
-      why_ = "cannot make " + path;
-      return;
-    }
-    std::ofstream(path + "/memory.limit_in_bytes") << limit_bytes;
-    std::ofstream(path + "/cgroup.procs") << getpid();
-    if (ReadFile(path + "/cgroup.procs").find(std::to_string(getpid())) == std::string::npos) {
-      why_ = "cannot move into " + path;
-      rmdir(path.c_str());
-      return;
-    }
-    path_ = path;
+// Attack 1: 12 connections x 60 tokenless streams to grpc.health.v1.Health/Check, each
+// announcing a 64 MiB message and sending it, OOM-killed a server in a 3 GiB cgroup (12.7 GB
+// without a limit): gRPC's health service read each request whole. Ours (service/health.h)
+// reads a request only within 100 ms of the call's start and refuses one over 1 KiB, so what
+// the flood can make the server hold is what the transport takes in within that time.
+TEST(HostileLimitsTest, TokenlessHealthFloodsAreBoundedWithHealthOpen) {
+  MemoryCgroup group(3ULL << 30);  // where it can be made; the bound below holds without it
+  bloomtest::TempDir data, secrets;
+  const std::string tokens = secrets.path() + "/tokens";
+  std::ofstream(tokens) << bloomtest::TokenDigest("a-token") << " write\n";
+  auto server = ServerProcess::Start(data.path(), {"--auth_token_file=" + tokens});
+  ASSERT_NE(server, nullptr);
+  std::vector<std::string> reports(12);
+  std::vector<std::thread> attackers;
+  attackers.reserve(reports.size());
+  for (std::string& report : reports) {
+    attackers.emplace_back([&] {
+      report = bloomtest::RunCommand(
+                   absl::StrCat("python3 " BLOOM_SOURCE_DIR "/tests/hostile/h2_attacks.py --port ",
+                                server->port(),
+                                " --method /grpc.health.v1.Health/Check --hold 0.5 "
+                                "stalled-messages --streams 60 --announce 64Mi --send 60Mi "
+                                "--stall_after 1"))
+                   .out;
+    });
   }
-  ~MemoryCgroup() {
-    if (path_.empty()) return;
-    std::ofstream(parent_ + "/cgroup.procs") << getpid();
-    // The servers started inside have exited; their group can go once it is empty.
-    for (int i = 0; i < 100 && rmdir(path_.c_str()) != 0; ++i) {
-      absl::SleepFor(absl::Milliseconds(50));
+  for (std::thread& attacker : attackers) attacker.join();
+  int64_t sent = 0, ended = 0;
+  for (const std::string& report : reports) {
+    for (auto [key, total] :
+         {std::pair<std::string, int64_t*>{"bytes_sent", &sent},
+          std::pair<std::string, int64_t*>{"streams_ended_by_server", &ended}}) {
+      const std::string quoted = "\"" + key + "\": ";
+      const size_t at = report.find(quoted);
+      ASSERT_NE(at, std::string::npos) << report;
+      int64_t value = 0;
+      ASSERT_TRUE(absl::SimpleAtoi(
+          report.substr(at + quoted.size(), report.find_first_of(",}", at) - at - quoted.size()),
+          &value))
+          << report;
+      *total += value;
     }
   }
-  MemoryCgroup(const MemoryCgroup&) = delete;
-  MemoryCgroup& operator=(const MemoryCgroup&) = delete;
-
-  [[nodiscard]] const std::string& Path() const { return path_; }
-  [[nodiscard]] const std::string& Why() const { return why_; }
-
- private:
-  std::string parent_, path_, why_;
-};
+  EXPECT_EQ(ended, 720) << reports[0];
+  EXPECT_LT(server->PeakResidentKb(), 600u << 10) << "after " << sent << " bytes sent";
+  // Still serving: a probe and a token holder's calls.
+  auto probe = BloomClient::Connect(server->target());
+  absl::StatusOr<bool> serving = probe->Serving();
+  ASSERT_OK(serving.status());
+  EXPECT_TRUE(*serving);
+  ClientOptions with_token;
+  with_token.token = "a-token";
+  absl::StatusOr<std::unique_ptr<BloomClient>> client =
+      BloomClient::Open(server->target(), with_token);
+  ASSERT_OK(client.status());
+  EXPECT_OK((*client)->List().status());
+}
 
 // Attack 5: under a cgroup without a namespace of its own (systemd's MemoryMax=), the server
 // read only the root group's limit and budgeted half the host: a 10 GB Reserve was accepted and

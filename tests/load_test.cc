@@ -68,7 +68,9 @@ bool Expected(const absl::Status& status, bool creates) {
 
 TEST(RaceTest, ReserveDeleteAddExportImportOnSameNames) {
   bloomtest::TempDir data;
-  auto server = ServerProcess::Start(data.path(), {"--checkpoint_interval=50ms"});
+  // Every client here is one peer (127.0.0.1): let them all transfer at once, as 12 pods would.
+  auto server = ServerProcess::Start(
+      data.path(), {"--checkpoint_interval=50ms", "--max_transfers_per_client=16"});
   ASSERT_NE(server, nullptr);
   constexpr int kClients = 12;
   const std::vector<std::string> names = {"a", "b", "c"};
