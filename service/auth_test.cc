@@ -161,7 +161,8 @@ TEST_F(AuthTest, AClosedTokenGateRefusesWithoutItsAuthenticatorOrCallback) {
   EXPECT_TRUE(gate.Check("/grpc.health.v1.Health/Check", absl::nullopt).ok());
 }
 
-// Health and reflection are open unless the operator closes them; other methods never are.
+// Health is open and reflection closed unless the operator says otherwise; other methods never
+// are open.
 TEST_F(AuthTest, OpenMethodsAreTheOnesListed) {
   WriteTokens(TokenAuthenticator::HashToken("good") + " read\n");
   absl::StatusOr<std::unique_ptr<TokenAuthenticator>> auth = TokenAuthenticator::Load(path_);
@@ -170,7 +171,9 @@ TEST_F(AuthTest, OpenMethodsAreTheOnesListed) {
   const std::string reflection = "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo";
   TokenGate by_default(auth->get(), nullptr);
   EXPECT_TRUE(by_default.Check(health, absl::nullopt).ok());
-  EXPECT_TRUE(by_default.Check(reflection, absl::nullopt).ok());
+  EXPECT_EQ(by_default.Check(reflection, absl::nullopt).code(),
+            absl::StatusCode::kUnauthenticated);
+  EXPECT_TRUE(by_default.Check(reflection, "Bearer good").ok());
   EXPECT_EQ(by_default.Check("/bloom.v1.BloomFilterService/Stats", absl::nullopt).code(),
             absl::StatusCode::kUnauthenticated);
 
@@ -187,7 +190,10 @@ TEST_F(AuthTest, OpenMethodsAreTheOnesListed) {
   EXPECT_TRUE(probes.Check(health, absl::nullopt).ok());
   EXPECT_EQ(probes.Check(reflection, absl::nullopt).code(), absl::StatusCode::kUnauthenticated);
 
-  EXPECT_TRUE(ParseOpenMethods("reflection,health").ok());
+  absl::StatusOr<OpenMethods> both = ParseOpenMethods("reflection,health");
+  ASSERT_TRUE(both.ok());
+  TokenGate tools(auth->get(), nullptr, *both);
+  EXPECT_TRUE(tools.Check(reflection, absl::nullopt).ok());
   EXPECT_EQ(ParseOpenMethods("health,metrics").status().code(), absl::StatusCode::kInvalidArgument);
 }
 

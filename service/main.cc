@@ -85,10 +85,10 @@ ABSL_FLAG(absl::Duration, tls_reload_interval, absl::Seconds(5),
 ABSL_FLAG(std::string, auth_token_file, "",
           "file of '<sha256 of token> <read|write> [label]' lines; if set, every call but health "
           "checking needs 'authorization: Bearer <token>' (re-read on change and on SIGHUP)");
-ABSL_FLAG(std::string, open_methods, "health,reflection",
+ABSL_FLAG(std::string, open_methods, "health",
           "with --auth_token_file, the methods the main port serves without a token: health, "
-          "reflection, both or none (\"\"). gRPC buffers an open method's request whole before "
-          "any check, so close them when probes use --health_listen and tools have tokens");
+          "reflection, both or none (\"\"). Reflection is gRPC's, which buffers a request whole "
+          "whatever its size: open it only to clients you trust");
 ABSL_FLAG(std::string, metrics_listen, "",
           "host:port to serve Prometheus metrics on (GET /metrics); empty = off");
 ABSL_FLAG(std::string, health_listen, "",

@@ -18,11 +18,11 @@
 // the credentials share the gate, and Close() makes every later check refuse without touching
 // the authenticator or the callback.
 //
-// Health checking and server reflection pass without a token by default (probes and grpcurl
-// need them); every other method needs one that the authenticator knows. Roles are still
-// checked by the handlers. An open method's request is buffered whole before anything checks
-// it (gRPC 1.51 opens flow control for the length a message announces), so a deployment whose
-// probes use the separate health port can close them: OpenMethods says which stay open.
+// Health checking passes without a token by default (the kubelet's probes send none); server
+// reflection can be opened too (grpcurl without -H). Every other method needs a token that the
+// authenticator knows; roles are checked by the handlers. OpenMethods says which stay open.
+// Health reads its requests with a bound of its own (health.h); reflection is gRPC's, which
+// reads each request whole whatever it announces, so it is closed by default.
 //
 // Thread-safety: TokenGate is thread-safe; the authenticator and the refusal callback must be
 // thread-safe. Close() waits for the checks running.
@@ -46,8 +46,8 @@ namespace service {
 
 // The methods that pass the gate without a token.
 struct OpenMethods {
-  bool health = true;      // grpc.health.v1.Health
-  bool reflection = true;  // grpc.reflection.v1alpha and v1 ServerReflection
+  bool health = true;       // grpc.health.v1.Health
+  bool reflection = false;  // grpc.reflection.v1alpha and v1 ServerReflection
 };
 
 // "health,reflection" (either, both, in any order) or "" for none; INVALID_ARGUMENT naming
