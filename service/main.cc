@@ -87,8 +87,8 @@ ABSL_FLAG(std::string, auth_token_file, "",
           "checking needs 'authorization: Bearer <token>' (re-read on change and on SIGHUP)");
 ABSL_FLAG(std::string, open_methods, "health",
           "with --auth_token_file, the methods the main port serves without a token: health, "
-          "reflection, both or none (\"\"). Reflection is gRPC's, which buffers a request whole "
-          "whatever its size: open it only to clients you trust");
+          "reflection, both or none (\"\"). Reflection receives a request whole before it can check "
+          "its size: open it only to clients you trust");
 ABSL_FLAG(std::string, metrics_listen, "",
           "host:port to serve Prometheus metrics on (GET /metrics); empty = off");
 ABSL_FLAG(std::string, health_listen, "",

@@ -1,7 +1,6 @@
 #include "service/server.h"
 
 #include <grpc/grpc.h>
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/resource_quota.h>
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
@@ -13,26 +12,15 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "common/log.h"
-#include "grpc/health/v1/health.pb.h"
 #include "service/token_gate.h"
 
 namespace service {
-namespace {
-
-// Threads of the synchronous pool (its poller included), which only server reflection uses.
-constexpr int kSyncServerThreads = 8;
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<BloomServer>> BloomServer::Start(storage::FilterStore* store,
                                                                 const ServerOptions& options) {
   // Our health service replaces gRPC's, which reads a request whole whatever its size
   // (health.h).
   grpc::EnableDefaultHealthCheckService(false);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  // Reflection describes services from the generated pool: name one of the health messages to
-  // keep the linker from dropping their descriptors (protos/grpc_health).
-  (void)grpc::health::v1::HealthCheckRequest::descriptor();
   // Process-wide, as gRPC's deserializers are: servers in one process share the bound.
   bloom::wire::SetMaxPipelineOperations(options.limits.max_pipeline_operations);
   auto server = std::unique_ptr<BloomServer>(new BloomServer(
@@ -73,6 +61,7 @@ absl::StatusOr<std::unique_ptr<BloomServer>> BloomServer::Start(storage::FilterS
   server->callback_service_ = std::make_unique<BloomCallbackService>(server->service_.get());
   builder.RegisterService(server->callback_service_.get());
   builder.RegisterService(&server->health_);
+  builder.RegisterService(&server->reflection_);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_concurrent_streams);
   if (options.max_connection_idle > absl::ZeroDuration()) {
@@ -85,11 +74,6 @@ absl::StatusOr<std::unique_ptr<BloomServer>> BloomServer::Start(storage::FilterS
   if (options.transport_memory_bytes > 0) {
     quota.Resize(static_cast<size_t>(options.transport_memory_bytes));
   }
-  // Server reflection is gRPC's synchronous service, a thread per stream (ours and health are
-  // callback services, which need none): tokenless clients could make it start hundreds. The
-  // quota's threads bound that pool; a stream past it is answered RESOURCE_EXHAUSTED at once,
-  // before any of its messages is read.
-  quota.SetMaxThreads(kSyncServerThreads);
   builder.SetResourceQuota(quota);
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {

@@ -1,6 +1,6 @@
-// BloomServer: the gRPC server around a BloomService, with gRPC health checking
-// (grpc.health.v1, SERVING while it serves; never behind a token) and server reflection (for
-// grpcurl), over plaintext or TLS.
+// BloomServer: the gRPC server around a BloomService, with health checking (grpc.health.v1,
+// SERVING while it serves; health.h) and server reflection (for grpcurl; reflection.h), over
+// plaintext or TLS.
 //
 //   absl::StatusOr<std::unique_ptr<BloomServer>> server = BloomServer::Start(store, options);
 //   ... (*server)->port() ...
@@ -19,6 +19,7 @@
 #include "absl/time/time.h"
 #include "service/bloom_service.h"
 #include "service/health.h"
+#include "service/reflection.h"
 #include "service/tls.h"
 #include "service/token_gate.h"
 #include "storage/filter_store.h"
@@ -73,10 +74,11 @@ class BloomServer {
   std::unique_ptr<BloomService> service_;
   std::shared_ptr<TokenGate> gate_;  // with token auth; shared with gRPC's credentials, closed last
   std::unique_ptr<BloomCallbackService> callback_service_;  // what gRPC serves
-  // grpc.health.v1 on the main port and on the health port (health.h); declared before the
-  // servers, which must go first.
+  // grpc.health.v1 on the main port and on the health port (health.h), and reflection on the
+  // main port (reflection.h); declared before the servers, which must go first.
   HealthService health_;
   HealthService health_port_health_;
+  ReflectionService reflection_{{"bloom.v1.BloomFilterService", "grpc.health.v1.Health"}};
   const ServerOptions options_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<grpc::Server> health_server_;

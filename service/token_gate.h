@@ -21,8 +21,9 @@
 // Health checking passes without a token by default (the kubelet's probes send none); server
 // reflection can be opened too (grpcurl without -H). Every other method needs a token that the
 // authenticator knows; roles are checked by the handlers. OpenMethods says which stay open.
-// Health reads its requests with a bound of its own (health.h); reflection is gRPC's, which
-// reads each request whole whatever it announces, so it is closed by default.
+// Health reads its requests with a bound of its own (health.h); reflection, like every other
+// method, receives a request whole before it can check its size (reflection.h), so it is
+// closed by default.
 //
 // Thread-safety: TokenGate is thread-safe; the authenticator and the refusal callback must be
 // thread-safe. Close() waits for the checks running.

@@ -427,37 +427,25 @@ int ThreadCount(pid_t pid) {
   return -1;
 }
 
-// Attack 1, in part: server reflection is gRPC's synchronous service, a thread per stream, and
-// needs no token: 750 streams made 750 threads. Its pool is bounded now, and a stream past it
-// is refused (RESOURCE_EXHAUSTED) before any of its messages is read.
-TEST(HostileLimitsTest, ReflectionStreamsCannotMultiplyThreads) {
+// Attack 1, in part: gRPC's server reflection was a synchronous service, a thread per stream,
+// open to anyone: 750 streams made 750 threads. The server's own (service/reflection.h) is a
+// callback service: 60 streams waiting for a request cost no thread.
+TEST(HostileLimitsTest, ReflectionStreamsCostNoThreads) {
   bloomtest::TempDir data;
   auto server = ServerProcess::Start(data.path());
   ASSERT_NE(server, nullptr);
   const int threads_before = ThreadCount(server->pid());
-  std::string report;
   std::thread attack([&] {
-    report = bloomtest::RunCommand(
-                 absl::StrCat("python3 " BLOOM_SOURCE_DIR "/tests/hostile/h2_attacks.py --port ",
-                              server->port(),
-                              " --method /grpc.reflection.v1alpha.ServerReflection/"
-                              "ServerReflectionInfo --hold 3 stalled-messages --streams 60 "
-                              "--send 0"))
-                 .out;
+    bloomtest::RunCommand(absl::StrCat(
+        "python3 " BLOOM_SOURCE_DIR "/tests/hostile/h2_attacks.py --port ", server->port(),
+        " --method /grpc.reflection.v1alpha.ServerReflection/"
+        "ServerReflectionInfo --hold 2 stalled-messages --streams 60 --send 0"));
   });
-  absl::SleepFor(absl::Seconds(1.5));
+  absl::SleepFor(absl::Seconds(1));
   const int threads_during = ThreadCount(server->pid());
   attack.join();
-  EXPECT_LE(threads_during, threads_before + 10) << threads_before << " -> " << threads_during;
-  // All but the few the pool serves were ended by the server at once.
-  const std::string key = "\"streams_ended_by_server\": ";
-  const size_t at = report.find(key);
-  ASSERT_NE(at, std::string::npos) << report;
-  int ended = 0;
-  ASSERT_TRUE(absl::SimpleAtoi(
-      report.substr(at + key.size(), report.find_first_of(",}", at) - at - key.size()), &ended))
-      << report;
-  EXPECT_GE(ended, 50) << report;
+  // gRPC's own pools may grow by a thread or two under load; a thread per stream adds 60.
+  EXPECT_LE(threads_during, threads_before + 4) << threads_before << " -> " << threads_during;
   auto client = BloomClient::Connect(server->target());
   EXPECT_OK(client->List().status());
 }
