@@ -28,14 +28,18 @@ constexpr int kNotFound = 5;  // google.rpc.Code, as error_response.error_code
 constexpr int kInvalidArgument = 3;
 
 // `file` and, after it, every file it depends on, each once.
-void AddFileAndDependencies(const FileDescriptor* file, absl::flat_hash_set<std::string>& seen,
-                            ServerReflectionResponse& response) {
-  if (!seen.insert(file->name()).second) return;
-  google::protobuf::FileDescriptorProto proto;
-  file->CopyTo(&proto);
-  response.mutable_file_descriptor_response()->add_file_descriptor_proto(proto.SerializeAsString());
-  for (int i = 0; i < file->dependency_count(); ++i) {
-    AddFileAndDependencies(file->dependency(i), seen, response);
+void AddFileAndDependencies(const FileDescriptor* file, ServerReflectionResponse& response) {
+  absl::flat_hash_set<std::string> seen;
+  std::vector<const FileDescriptor*> to_add = {file};
+  while (!to_add.empty()) {
+    const FileDescriptor* next = to_add.back();
+    to_add.pop_back();
+    if (!seen.insert(next->name()).second) continue;
+    google::protobuf::FileDescriptorProto proto;
+    next->CopyTo(&proto);
+    response.mutable_file_descriptor_response()->add_file_descriptor_proto(
+        proto.SerializeAsString());
+    for (int i = next->dependency_count() - 1; i >= 0; --i) to_add.push_back(next->dependency(i));
   }
 }
 
@@ -47,8 +51,7 @@ void SetError(int code, std::string message, ServerReflectionResponse& response)
 void AnswerFile(const FileDescriptor* file, absl::string_view what,
                 ServerReflectionResponse& response) {
   if (file == nullptr) return SetError(kNotFound, absl::StrCat(what, " not found"), response);
-  absl::flat_hash_set<std::string> seen;
-  AddFileAndDependencies(file, seen, response);
+  AddFileAndDependencies(file, response);
 }
 
 ServerReflectionResponse Answer(const ServerReflectionRequest& request,
