@@ -11,16 +11,20 @@ CallLane::CallLane(size_t threads, size_t max_queued) : max_queued_(max_queued) 
 
 CallLane::~CallLane() {
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
   }
+  ready_.notify_all();
   for (std::thread& thread : threads_) thread.join();
 }
 
 bool CallLane::Post(absl::AnyInvocable<void() &&> work) {
-  absl::MutexLock lock(&mu_);
-  if (queue_.size() >= max_queued_) return false;
-  queue_.push_back(std::move(work));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (queue_.size() >= max_queued_) return false;
+    queue_.push_back(std::move(work));
+  }
+  ready_.notify_one();
   return true;
 }
 
@@ -28,12 +32,8 @@ void CallLane::Loop() {
   for (;;) {
     absl::AnyInvocable<void() &&> work;
     {
-      absl::MutexLock lock(&mu_);
-      mu_.Await(absl::Condition(
-          +[](CallLane* lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(lane->mu_) {
-            return lane->stopping_ || !lane->queue_.empty();
-          },
-          this));
+      std::unique_lock<std::mutex> lock(mu_);
+      ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping, and nothing left to run
       work = std::move(queue_.front());
       queue_.pop_front();

@@ -58,7 +58,7 @@ class HealthService::Call final
                                            : serving ? Response::SERVING
                                                      : Response::NOT_SERVING;
     {
-      absl::MutexLock lock(&mu_);
+      bloomsync::MutexLock lock(&mu_);
       if (finished_) return;
       if (writing_) {
         pending_ = status;  // only the latest matters
@@ -101,7 +101,7 @@ class HealthService::Call final
           grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown service '" + request.service() + "'"));
     }
     {
-      absl::MutexLock lock(&mu_);
+      bloomsync::MutexLock lock(&mu_);
       if (finished_) return;
       finished_ = true;
       response_ = Encode(health_->serving() ? Response::SERVING : Response::NOT_SERVING);
@@ -113,7 +113,7 @@ class HealthService::Call final
     bool finish = false;
     bool write = false;
     {
-      absl::MutexLock lock(&mu_);
+      bloomsync::MutexLock lock(&mu_);
       writing_ = false;
       if (ok && pending_.has_value() && !finish_after_write_) {
         response_ = Encode(*pending_);
@@ -145,7 +145,7 @@ class HealthService::Call final
   // Finish, and OnDone comes only after Finish: while finished_ is false the call is alive.
   void FinishOnce(const grpc::Status& status) {
     {
-      absl::MutexLock lock(&mu_);
+      bloomsync::MutexLock lock(&mu_);
       if (finished_) return;
       if (writing_) {
         finish_after_write_ = true;  // OnWriteDone finishes
@@ -162,7 +162,7 @@ class HealthService::Call final
   std::atomic<int> refs_{2};  // OnDone's and the alarm callback's
   grpc::ByteBuffer request_;  // the one read writes here; then only OnReadDone reads it
   bool known_ = true;         // set by OnReadDone before the call is a watcher
-  absl::Mutex mu_;
+  bloomsync::Mutex mu_;
   grpc::ByteBuffer response_ ABSL_GUARDED_BY(mu_);  // the write in flight's
   absl::optional<Response::ServingStatus> pending_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
@@ -185,24 +185,24 @@ HealthService::HealthService() {
 }
 
 void HealthService::SetServing(bool serving) {
-  absl::MutexLock lock(&mu_);
+  bloomsync::MutexLock lock(&mu_);
   serving_ = serving;
   for (Call* watcher : watchers_) watcher->Notify(serving);
 }
 
 bool HealthService::serving() const {
-  absl::MutexLock lock(&mu_);
+  bloomsync::MutexLock lock(&mu_);
   return serving_;
 }
 
 void HealthService::AddWatcher(Call* call) {
-  absl::MutexLock lock(&mu_);
+  bloomsync::MutexLock lock(&mu_);
   watchers_.insert(call);
   call->Notify(serving_);
 }
 
 void HealthService::RemoveWatcher(Call* call) {
-  absl::MutexLock lock(&mu_);
+  bloomsync::MutexLock lock(&mu_);
   watchers_.erase(call);
 }
 

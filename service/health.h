@@ -31,8 +31,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/mutex.h"
 
 namespace service {
 
@@ -55,7 +55,7 @@ class HealthService final : public grpc::Service {
   void AddWatcher(Call* call);
   void RemoveWatcher(Call* call);
 
-  mutable absl::Mutex mu_;
+  mutable bloomsync::Mutex mu_;
   bool serving_ ABSL_GUARDED_BY(mu_) = false;
   absl::flat_hash_set<Call*> watchers_ ABSL_GUARDED_BY(mu_);
 };
