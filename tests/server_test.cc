@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/bloom_client.h"
 #include "common/testing.h"
+#include "grpc/health/v1/health.pb.h"
 #include "gtest/gtest.h"
 #include "tests/server_process.h"
 
@@ -436,6 +437,82 @@ TEST_F(ServerTest, HealthIsServingAndReflectionListsTheService) {
   cq.Next(&tag, &ok);
   grpc::Status finish;
   call->Finish(&finish, reinterpret_cast<void*>(5));
+  cq.Next(&tag, &ok);
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+}
+
+// grpc.health.v1 is the server's own service (service/health.h): Check knows the server ("")
+// and its service, NOT_FOUND for other names, INVALID_ARGUMENT for a request over 1 KiB; Watch
+// streams SERVING, then NOT_SERVING when the server shuts down.
+TEST_F(ServerTest, HealthCheckAndWatchFollowTheProtocol) {
+  auto channel = grpc::CreateChannel(server_->target(), grpc::InsecureChannelCredentials());
+  grpc::GenericStub generic(channel);
+  auto request = [](const std::string& service) {
+    grpc::health::v1::HealthCheckRequest message;
+    message.set_service(service);
+    grpc::Slice bytes(message.SerializeAsString());
+    return grpc::ByteBuffer(&bytes, 1);
+  };
+  auto status_of = [](const grpc::ByteBuffer& response) {
+    std::vector<grpc::Slice> slices;
+    std::string bytes;
+    if (response.Dump(&slices).ok()) {
+      for (const grpc::Slice& s : slices) {
+        bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+      }
+    }
+    grpc::health::v1::HealthCheckResponse message;
+    return message.ParseFromString(bytes) ? static_cast<int>(message.status()) : -1;
+  };
+  auto check = [&](const grpc::ByteBuffer& body, grpc::ByteBuffer* response) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    grpc::CompletionQueue cq;
+    std::unique_ptr<grpc::GenericClientAsyncResponseReader> call =
+        generic.PrepareUnaryCall(&context, "/grpc.health.v1.Health/Check", body, &cq);
+    call->StartCall();
+    grpc::Status status;
+    call->Finish(response, &status, reinterpret_cast<void*>(1));
+    void* tag;
+    bool ok;
+    EXPECT_TRUE(cq.Next(&tag, &ok));
+    cq.Shutdown();
+    while (cq.Next(&tag, &ok)) {
+    }
+    return status;
+  };
+  grpc::ByteBuffer response;
+  ASSERT_TRUE(check(request(""), &response).ok());
+  EXPECT_EQ(status_of(response), 1);  // SERVING
+  ASSERT_TRUE(check(request("bloom.v1.BloomFilterService"), &response).ok());
+  EXPECT_EQ(status_of(response), 1);
+  EXPECT_EQ(check(request("nope"), &response).error_code(), grpc::StatusCode::NOT_FOUND);
+  grpc::Slice big(std::string(2048, 'x'));
+  EXPECT_EQ(check(grpc::ByteBuffer(&big, 1), &response).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+
+  grpc::ClientContext watch_context;
+  watch_context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  grpc::CompletionQueue cq;
+  auto watch = generic.PrepareCall(&watch_context, "/grpc.health.v1.Health/Watch", &cq);
+  void* tag;
+  bool ok;
+  watch->StartCall(reinterpret_cast<void*>(1));
+  ASSERT_TRUE(cq.Next(&tag, &ok) && ok);
+  watch->WriteLast(request(""), grpc::WriteOptions(), reinterpret_cast<void*>(2));
+  ASSERT_TRUE(cq.Next(&tag, &ok) && ok);
+  grpc::ByteBuffer update;
+  watch->Read(&update, reinterpret_cast<void*>(3));
+  ASSERT_TRUE(cq.Next(&tag, &ok) && ok);
+  EXPECT_EQ(status_of(update), 1);  // SERVING
+  server_->Signal(SIGTERM);
+  watch->Read(&update, reinterpret_cast<void*>(4));
+  ASSERT_TRUE(cq.Next(&tag, &ok) && ok);
+  EXPECT_EQ(status_of(update), 2);  // NOT_SERVING
+  grpc::Status finish;
+  watch->Finish(&finish, reinterpret_cast<void*>(5));
   cq.Next(&tag, &ok);
   cq.Shutdown();
   while (cq.Next(&tag, &ok)) {
