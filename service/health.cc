@@ -1,6 +1,7 @@
 #include "service/health.h"
 
 #include <grpcpp/alarm.h>
+#include <grpcpp/impl/codegen/proto_utils.h>
 #include <grpcpp/impl/codegen/server_callback_handlers.h>
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/server_callback.h>
@@ -8,7 +9,6 @@
 #include <atomic>
 #include <chrono>
 #include <string>
-#include <vector>
 
 #include "absl/types/optional.h"
 #include "grpc/health/v1/health.pb.h"
@@ -81,16 +81,11 @@ class HealthService::Call final
           grpc::StatusCode::INVALID_ARGUMENT,
           "a HealthCheckRequest of more than " + std::to_string(kMaxRequestBytes) + " bytes"));
     }
-    std::vector<grpc::Slice> slices;
-    std::string bytes;
-    if (request_.Dump(&slices).ok()) {
-      for (const grpc::Slice& slice : slices) {
-        bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
-      }
-    }
-    request_.Clear();
     grpc::health::v1::HealthCheckRequest request;
-    if (!request.ParseFromString(bytes)) {
+    // gRPC's protobuf deserializer, which also empties request_ for the next read.
+    if (!grpc::SerializationTraits<grpc::health::v1::HealthCheckRequest>::Deserialize(&request_,
+                                                                                      &request)
+             .ok()) {
       return FinishOnce(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                                      "the request is not a HealthCheckRequest"));
     }

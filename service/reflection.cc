@@ -2,6 +2,7 @@
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/descriptor.pb.h>
+#include <grpcpp/impl/codegen/proto_utils.h>
 #include <grpcpp/impl/codegen/server_callback_handlers.h>
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/server_callback.h>
@@ -127,16 +128,10 @@ class ReflectionService::Stream final
           grpc::StatusCode::INVALID_ARGUMENT,
           absl::StrCat("a reflection request of more than ", kMaxRequestBytes, " bytes")));
     }
-    std::vector<grpc::Slice> slices;
-    std::string bytes;
-    if (request_.Dump(&slices).ok()) {
-      for (const grpc::Slice& slice : slices) {
-        bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
-      }
-    }
-    request_.Clear();
     ServerReflectionRequest request;
-    if (!request.ParseFromString(bytes)) {
+    // gRPC's protobuf deserializer, which also empties request_ for the next read.
+    if (!grpc::SerializationTraits<ServerReflectionRequest>::Deserialize(&request_, &request)
+             .ok()) {
       return Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                                  "the request is not a ServerReflectionRequest"));
     }
