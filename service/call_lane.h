@@ -1,8 +1,7 @@
 // CallLane: a few threads of their own for calls whose cost grows with what they read (List
 // pages through the metadata family) or that operators loop (Stats), so that clients looping
-// them use at most these threads' cores, never the gRPC threads that answer every other call.
-// Eight loops of List inline on gRPC's threads raised other clients' p99 from about 1.5 ms to
-// hundreds of ms; on the lane they queue behind each other instead.
+// them use at most these threads' cores, never the gRPC threads that answer every other call:
+// on the lane they queue behind each other instead of delaying everyone.
 //
 //   CallLane lane(/*threads=*/1, /*max_queued=*/1024);
 //   if (!lane.Post([reactor, ...] { reactor->Finish(...); })) { /* refuse: too many waiting */ }

@@ -3,8 +3,8 @@
 //
 // gRPC's own health service registers Check as a unary method, and gRPC 1.51 reads a unary
 // method's request whole before any code of ours runs, opening the stream's flow-control window
-// for whatever length the message announces: tokenless 64 MiB "health checks" from a few
-// hundred streams reached 12.7 GB. This service registers both methods as streams, which gRPC
+// for whatever length the message announces, so tokenless clients could make the server buffer
+// without limit. This service registers both methods as streams, which gRPC
 // does not read ahead (a unary client cannot tell: the wire is the same), and reads the one
 // request itself:
 //  - it must arrive within kReadTimeout of the call's start (a real request is a few bytes that

@@ -1,10 +1,10 @@
 // grpc.reflection.v1alpha.ServerReflection, as grpcurl and buf curl call it, on gRPC's callback
 // API: a stream costs no thread while it waits for its next request.
 //
-// gRPC's own reflection service is synchronous (a thread per stream: tokenless clients made
-// hundreds) and reads each request whole whatever it announces. This one answers one request
-// at a time from the generated descriptor pool, refuses a request of more than
-// kMaxRequestBytes (INVALID_ARGUMENT), and holds nothing between requests. Like every gRPC
+// gRPC's own reflection service is synchronous (a thread per stream, for any client) and reads
+// each request whole whatever it announces. This one answers one request at a time from the
+// generated descriptor pool, refuses a request of more than kMaxRequestBytes
+// (INVALID_ARGUMENT), and holds nothing between requests. Like every gRPC
 // method it still receives a request whole before it can look at its size, so with a token
 // file it needs a token unless --open_methods opens it (token_gate.h).
 //
