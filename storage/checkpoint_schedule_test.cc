@@ -18,7 +18,6 @@
 namespace storage {
 namespace {
 
-using bloomtest::WaitFor;
 using test_items::Items;
 using test_items::Views;
 
@@ -110,13 +109,19 @@ class CheckpointScheduleTest : public ::testing::Test {
     store_.reset();
     StoreOptions options;
     options.data_dir = dir_.path();
-    options.background_checkpoints = true;
+    options.background_checkpoints = false;  // Pass() runs the checkpointer's passes
     options.checkpoint_interval = checkpoint_interval;
     options.memory_limit_bytes = memory_limit_bytes;
     options.clock = &clock_;
     absl::StatusOr<std::unique_ptr<FilterStore>> store = FilterStore::Open(options);
     ASSERT_OK(store.status());
     store_ = *std::move(store);
+  }
+
+  // One pass of the checkpointer, `later` after now (real time, which checkpoint intervals
+  // count; idle_ttl counts by clock_).
+  void Pass(absl::Duration later = absl::ZeroDuration()) {
+    ASSERT_TRUE(store_->RunCheckpointPass(absl::Now() + later));
   }
 
   // A memory limit that holds about 700 small filters, and 5 rounds of one add to each of
@@ -130,7 +135,7 @@ class CheckpointScheduleTest : public ::testing::Test {
         EXPECT_OK(store_->Add(absl::StrCat("feed:", f), Views(Items("x", round, round + 1)), &spec)
                       .status());
       }
-      absl::SleepFor(absl::Milliseconds(1200));  // a pass
+      Pass();
     }
     const StoreFigures figures = store_->Figures();
     EXPECT_GT(figures.evictions, static_cast<uint64_t>(3 * kChurnFilters));
@@ -157,7 +162,8 @@ TEST_F(CheckpointScheduleTest, HoldsOnlyChangedFiltersUntilTheirCheckpoint) {
   EXPECT_EQ(store_->CheckpointScheduleSizes().changed, 3u);  // each filter once
 
   // Not due for an hour: still scheduled after passes.
-  absl::SleepFor(absl::Milliseconds(2500));
+  Pass();
+  Pass(absl::Minutes(59));
   EXPECT_EQ(store_->CheckpointScheduleSizes().changed, 3u);
   EXPECT_EQ(store_->Figures().checkpoints, 0u);
 
@@ -167,10 +173,10 @@ TEST_F(CheckpointScheduleTest, HoldsOnlyChangedFiltersUntilTheirCheckpoint) {
   ASSERT_OK(store_->Add("user:7", Views(Items("c", 0, 10)), nullptr).status());
   ASSERT_OK(store_->MightContain("user:8", Views(Items("c", 0, 10))).status());
   EXPECT_EQ(store_->CheckpointScheduleSizes().changed, 2u);
-  ASSERT_TRUE(WaitFor([&] {
-    return store_->CheckpointScheduleSizes().changed == 0 &&
-           store_->Figures().journal_pending_bytes == 0;
-  })) << store_->CheckpointScheduleSizes().changed;
+  Pass();  // checkpoints both
+  Pass();  // finds them clean: drops them
+  EXPECT_EQ(store_->CheckpointScheduleSizes().changed, 0u);
+  EXPECT_EQ(store_->Figures().journal_pending_bytes, 0u);
   EXPECT_EQ(store_->Figures().checkpoints, 2u);
   // The check counters reached the record: they survive a restart that replays nothing.
   Open(absl::ZeroDuration());
@@ -179,20 +185,22 @@ TEST_F(CheckpointScheduleTest, HoldsOnlyChangedFiltersUntilTheirCheckpoint) {
   EXPECT_EQ(info->checks, 10u);
 }
 
-// A journal that grows as large as the bits (and 1 MiB) is checkpointed within a pass or two,
+// A journal that grows as large as the bits (and 1 MiB) is checkpointed by the next pass,
 // though the interval is an hour away: the add that makes it so reports it.
 TEST_F(CheckpointScheduleTest, AnOverdueJournalIsCheckpointedBeforeTheInterval) {
   Open(/*checkpoint_interval=*/absl::Hours(1));
   ASSERT_OK(store_->Reserve("big", {200'000, 0.01}).status());
   // A first add, and a pass that takes the filter into the schedule, due in an hour.
   ASSERT_OK(store_->Add("big", Views(Items("first", 0, 10)), nullptr).status());
-  absl::SleepFor(absl::Milliseconds(2500));
+  Pass();
+  EXPECT_EQ(store_->Figures().checkpoints, 0u);
   // 8 bytes of journal per new item: 140,000 items make 1.1 MB, more than the bits (234 KiB).
   for (int batch = 0; batch < 140; ++batch) {
     ASSERT_OK(
         store_->Add("big", Views(Items(absl::StrCat("b", batch, "-"), 0, 1000)), nullptr).status());
   }
-  ASSERT_TRUE(WaitFor([&] { return store_->Figures().checkpoints >= 1; }))
+  Pass();
+  EXPECT_EQ(store_->Figures().checkpoints, 1u)
       << store_->Figures().journal_pending_bytes << " journal bytes pending";
   EXPECT_LT(store_->Figures().journal_pending_bytes, 1u << 20);
 }
@@ -203,8 +211,8 @@ TEST_F(CheckpointScheduleTest, NoChangeRacingThePassesIsLeftUncheckpointed) {
   for (int f = 0; f < kFilters; ++f) {
     ASSERT_OK(store_->Reserve(absl::StrCat("f", f), {100000, 0.01}).status());
   }
-  // Writers and readers for about three passes: changes land before, during and after each
-  // pass's visits and its unscheduling of the filters it found clean.
+  // Writers and readers through 30 passes: changes land before, during and after each pass's
+  // visits and its unscheduling of the filters it found clean.
   std::atomic<bool> stop{false};
   constexpr int kThreads = 4;
   std::vector<std::thread> threads;
@@ -223,18 +231,22 @@ TEST_F(CheckpointScheduleTest, NoChangeRacingThePassesIsLeftUncheckpointed) {
       }
     });
   }
-  absl::SleepFor(absl::Milliseconds(3500));
+  for (int pass = 0; pass < 30; ++pass) {
+    Pass();
+    absl::SleepFor(absl::Milliseconds(5));  // let the writers run between passes
+  }
   stop = true;
   for (std::thread& thread : threads) thread.join();
-  // Every change is checkpointed within a pass or two, and the schedule empties: a change
-  // lost by the schedule would stay in the journal, pending, for good.
-  ASSERT_TRUE(WaitFor([&] {
-    const StoreFigures figures = store_->Figures();
-    return figures.journal_pending_bytes == 0 && figures.checkpoint_lag == absl::ZeroDuration() &&
-           store_->CheckpointScheduleSizes().changed == 0;
-  })) << store_->Figures().journal_pending_bytes
-      << " journal bytes pending, " << store_->CheckpointScheduleSizes().changed
-      << " filters scheduled";
+  // Two more passes checkpoint every change and empty the schedule: a change lost by the
+  // schedule would stay in the journal, pending, for good.
+  Pass();
+  Pass();
+  const StoreFigures figures = store_->Figures();
+  EXPECT_TRUE(figures.journal_pending_bytes == 0 &&
+              figures.checkpoint_lag == absl::ZeroDuration() &&
+              store_->CheckpointScheduleSizes().changed == 0)
+      << store_->Figures().journal_pending_bytes << " journal bytes pending, "
+      << store_->CheckpointScheduleSizes().changed << " filters scheduled";
   EXPECT_GT(store_->Figures().checkpoints, static_cast<uint64_t>(kFilters));
 }
 
@@ -253,21 +265,21 @@ TEST_F(CheckpointScheduleTest, IdleFiltersWaitForTheirExpiryAndUseMovesIt) {
     ASSERT_OK(store_->MightContain(absl::StrCat("feed:", f), Views(Items("x", 0, 1))).status());
   }
   clock_.Advance(absl::Minutes(5));  // the other half idle for 11 minutes
-  ASSERT_TRUE(WaitFor([&] { return store_->Figures().filters_expired == 20; }))
-      << store_->Figures().filters_expired;
+  Pass();
+  EXPECT_EQ(store_->Figures().filters_expired, 20u);
   for (int f = 0; f < 40; ++f) {
     EXPECT_EQ(store_->Stats(absl::StrCat("feed:", f)).status().code(),
               f % 2 == 0 ? absl::StatusCode::kOk : absl::StatusCode::kNotFound)
         << f;
   }
   // The used ones went back into the heap at their new expiry, and wait there.
-  ASSERT_TRUE(WaitFor([&] { return store_->CheckpointScheduleSizes().idle == 20; }));
-  absl::SleepFor(absl::Milliseconds(1500));
+  EXPECT_EQ(store_->CheckpointScheduleSizes().idle, 20u);
+  Pass();
   EXPECT_EQ(store_->Figures().filters_expired, 20u);
 
   clock_.Advance(absl::Minutes(6));
-  ASSERT_TRUE(WaitFor([&] { return store_->Figures().filters_expired == 40; }))
-      << store_->Figures().filters_expired;
+  Pass();
+  EXPECT_EQ(store_->Figures().filters_expired, 40u);
   EXPECT_EQ(store_->CheckpointScheduleSizes().idle, 0u);
   EXPECT_OK(store_->Stats("plain").status());
 }
@@ -303,13 +315,14 @@ TEST_F(CheckpointScheduleTest, WindowedFiltersAreWatchedWhileResident) {
   ASSERT_OK(store_->Reserve("w1", windowed).status());
   ASSERT_OK(store_->Reserve("w2", windowed).status());
   ASSERT_OK(store_->Reserve("plain", {1000, 0.01}).status());
-  ASSERT_TRUE(WaitFor([&] { return store_->CheckpointScheduleSizes().windowed == 2; }));
+  EXPECT_EQ(store_->CheckpointScheduleSizes().windowed, 2u);
   ASSERT_OK(store_->Delete("w1"));
-  ASSERT_TRUE(WaitFor([&] { return store_->CheckpointScheduleSizes().windowed == 1; }));
+  Pass();  // drops the deleted one
+  EXPECT_EQ(store_->CheckpointScheduleSizes().windowed, 1u);
   // A restart watches the windowed filter again as it becomes resident.
   Open(absl::Seconds(30));
   ASSERT_OK(store_->Stats("w2").status());
-  ASSERT_TRUE(WaitFor([&] { return store_->CheckpointScheduleSizes().windowed == 1; }));
+  EXPECT_EQ(store_->CheckpointScheduleSizes().windowed, 1u);
 }
 
 }  // namespace

@@ -84,7 +84,8 @@ absl::StatusOr<std::unique_ptr<FilterStore>> FilterStore::Open(const StoreOption
     store->evictor_ = std::thread([raw] { raw->EvictLoop(); });
   }
   if (options.background_checkpoints) {
-    store->checkpointer_ = std::thread([s = store.get()] { s->CheckpointLoop(); });
+    store->checkpointer_ = std::make_unique<Checkpointer>(
+        absl::Seconds(1), [raw](absl::Time now) { return raw->RunCheckpointPass(now); });
   }
   if (options.sync) {
     store->wal_syncer_ = std::make_unique<WalSyncer>([raw]() -> absl::Status {
@@ -109,12 +110,7 @@ FilterStore::~FilterStore() {
 }
 
 absl::Status FilterStore::Close() {
-  {
-    std::lock_guard<std::mutex> lock(stop_mu_);
-    stop_requested_.store(true, std::memory_order_relaxed);
-  }
-  stop_cv_.notify_all();
-  if (checkpointer_.joinable()) checkpointer_.join();
+  if (checkpointer_ != nullptr) checkpointer_->Stop();
   {
     std::lock_guard<std::mutex> lock(evict_mu_);
     evict_stop_ = true;
@@ -127,7 +123,7 @@ absl::Status FilterStore::Close() {
   bloomsync::WriterMutexLock lock(&lifecycle_mu_);
   if (closed_.load()) return absl::OkStatus();
   absl::Status result;
-  for (const std::shared_ptr<StoredFilter>& filter : Snapshot()) {
+  for (const std::shared_ptr<StoredFilter>& filter : registry_.Snapshot()) {
     result.Update(filter->Checkpoint(options_.sync));
   }
   result.Update(db_->Close());
@@ -138,61 +134,6 @@ absl::Status FilterStore::Close() {
 absl::Status FilterStore::CheckOpen() const {
   if (closed_.load()) return absl::FailedPreconditionError("the filter store is closed");
   return absl::OkStatus();
-}
-
-FilterStore::Shard& FilterStore::ShardFor(absl::string_view name) const {
-  return shards_[absl::Hash<absl::string_view>()(name) % shards_.size()];
-}
-
-bloomsync::Mutex& FilterStore::NameLock(absl::string_view name) const {
-  return name_locks_[(absl::Hash<absl::string_view>()(name) >> 8) % name_locks_.size()];
-}
-
-std::shared_ptr<StoredFilter> FilterStore::Find(absl::string_view name) const {
-  Shard& shard = ShardFor(name);
-  bloomsync::ReaderMutexLock lock(&shard.mu);
-  auto it = shard.filters.find(name);
-  return it == shard.filters.end() ? nullptr : *it;
-}
-
-void FilterStore::Insert(std::shared_ptr<StoredFilter> filter) {
-  {
-    Shard& shard = ShardFor(filter->name());
-    bloomsync::MutexLock lock(&shard.mu);
-    // Replaces a filter of the same name (a reload, or one whose Delete raced it).
-    shard.filters.erase(absl::string_view(filter->name()));
-    shard.filters.insert(filter);
-  }
-  schedule_.Watch(filter);
-}
-
-void FilterStore::Remove(absl::string_view name) {
-  Shard& shard = ShardFor(name);
-  bloomsync::MutexLock lock(&shard.mu);
-  shard.filters.erase(absl::string_view(name));
-}
-
-std::vector<std::shared_ptr<StoredFilter>> FilterStore::Snapshot() const {
-  std::vector<std::shared_ptr<StoredFilter>> all;
-  VisitResident([&](const std::shared_ptr<StoredFilter>& filter) { all.push_back(filter); });
-  return all;
-}
-
-void FilterStore::VisitResident(
-    absl::FunctionRef<void(const std::shared_ptr<StoredFilter>&)> visit) const {
-  for (Shard& shard : shards_) {
-    bloomsync::ReaderMutexLock lock(&shard.mu);
-    for (const std::shared_ptr<StoredFilter>& filter : shard.filters) visit(filter);
-  }
-}
-
-size_t FilterStore::num_filters() const {
-  size_t n = 0;
-  for (Shard& shard : shards_) {
-    bloomsync::ReaderMutexLock lock(&shard.mu);
-    n += shard.filters.size();
-  }
-  return n;
 }
 
 StoreFigures FilterStore::Figures() const {
@@ -213,7 +154,7 @@ StoreFigures FilterStore::Figures() const {
   figures.group_commits = committer_.batches();
   figures.group_commit_jobs = committer_.jobs();
   const absl::Time now = absl::Now();
-  for (const std::shared_ptr<StoredFilter>& filter : Snapshot()) {
+  for (const std::shared_ptr<StoredFilter>& filter : registry_.Snapshot()) {
     ++figures.filters;
     ++figures.resident_filters;
     if (const absl::Status usable = filter->Usable(); !usable.ok()) {
@@ -438,10 +379,7 @@ absl::StatusOr<FilterStore::ListPage> FilterStore::List(absl::string_view prefix
       // A cold filter is listed from its record, without loading it (which would evict others).
       record = DecodeFilterRecord(absl::string_view(it->value().data(), it->value().size()));
       if (!record.ok()) continue;  // unreadable: skipped, as resident unreadable ones are
-      if (const absl::optional<absl::Time> at = IdleExpiry(record->spec, record->last_used_micros);
-          at.has_value() && *at <= now) {
-        continue;
-      }
+      if (RecordIdleExpired(*record, now)) continue;
     }
     if (page.filters.size() == page_size) {
       page.next_page_token = page.filters.back().name;
@@ -457,114 +395,14 @@ absl::StatusOr<FilterStore::ListPage> FilterStore::List(absl::string_view prefix
   return page;
 }
 
-PendingImport::PendingImport(std::string name, MemoryBudget* budget, const bloom::Clock* clock)
-    : name_(std::move(name)),
-      budget_(budget),
-      parser_(
-          [this](uint64_t bytes, uint64_t total) {
-            if (bytes == 0) {  // the header: could the whole filter fit?
-              RETURN_IF_ERROR(CheckResidentCharge(total, name_));
-              return budget_->CheckPinnedFits(total,
-                                              absl::StrCat("importing filter '", name_, "'"));
-            }
-            RETURN_IF_ERROR(
-                budget_->ChargePinned(bytes, absl::StrCat("importing filter '", name_, "'")));
-            charged_ += bytes;
-            return absl::OkStatus();
-          },
-          clock) {}
-
-PendingImport::~PendingImport() {
-  if (charged_ > 0) budget_->ReleasePinned(charged_);
-}
-
-absl::Status FilterStore::Export(absl::string_view name,
-                                 const std::function<absl::Status(absl::string_view)>& sink) {
-  std::shared_ptr<StoredFilter> filter;
-  FilterRecord record;
-  {
-    bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
-    RETURN_IF_ERROR(CheckOpen());
-    ASSIGN_OR_RETURN(filter, FindUsable(name));
-    ASSIGN_OR_RETURN(record, filter->PinChain());
-  }
-  // The bits are read without holding the store: a slow reader must not block Close(); the
-  // shared_ptr keeps the filter's memory alive even if it is deleted meanwhile.
-  absl::Status written = WriteDump(record, *filter->filter(), sink);
-  filter->UnpinChain();
-  return written;
-}
-
-absl::StatusOr<std::unique_ptr<ExportCursor>> FilterStore::OpenExport(absl::string_view name) {
-  bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
-  RETURN_IF_ERROR(CheckOpen());
-  ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> filter, FindUsable(name));
-  RETURN_IF_ERROR(budget_.ChargePinned(ExportCursor::kChargedBytes,
-                                       absl::StrCat("exporting filter '", name, "'")));
-  absl::StatusOr<FilterRecord> record = filter->PinChain();
-  if (!record.ok()) {
-    budget_.ReleasePinned(ExportCursor::kChargedBytes);
-    return record.status();
-  }
-  return std::unique_ptr<ExportCursor>(new ExportCursor(std::move(filter), *record, &budget_));
-}
-
-absl::StatusOr<std::unique_ptr<PendingImport>> FilterStore::BeginImport(absl::string_view name) {
-  bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
-  RETURN_IF_ERROR(CheckOpen());
-  RETURN_IF_ERROR(ValidateFilterName(name));
-  ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> existing, Acquire(name));
-  if (existing != nullptr) {
-    return absl::AlreadyExistsError(absl::StrCat("filter '", name, "' already exists"));
-  }
-  return std::unique_ptr<PendingImport>(
-      new PendingImport(std::string(name), &budget_, options_.clock));
-}
-
-absl::StatusOr<FilterInfo> FilterStore::CommitImport(PendingImport& import) {
-  bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
-  RETURN_IF_ERROR(CheckOpen());
-  ASSIGN_OR_RETURN(DumpParser::Result dump, import.parser_.Finish());
-  const std::string& name = import.name();
-  bloomsync::MutexLock name_lock(&NameLock(name));
-  ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> existing, AcquireLocked(name));
-  if (existing != nullptr) {
-    return absl::AlreadyExistsError(absl::StrCat("filter '", name, "' already exists"));
-  }
-  FilterRecord record = std::move(dump.record);
-  ASSIGN_OR_RETURN(record.generation, AllocateGeneration());
-  record.checkpoint_seq = 0;
-  record.created_at_micros = absl::ToUnixMicros(options_.clock->Now());
-  // The generation is below the synced ceiling (AllocateGeneration): if we crash while writing
-  // pages, they belong to a generation nobody will reuse.
-  auto stored = std::make_shared<StoredFilter>(name, record, std::move(dump.filter), &context_,
-                                               import.charged_);
-  budget_.Unpin(import.charged_);  // the StoredFilter owns the charge now: evictable bits
-  import.charged_ = 0;
-  for (bloom::SubFilter* sub = stored->mutable_filter()->first(); sub != nullptr;
-       sub = sub->next()) {
-    sub->bits().MarkAllPagesDirty();
-  }
-  // A checkpoint writes every page and then the metadata that makes the filter exist.
-  RETURN_IF_ERROR(stored->Checkpoint(options_.sync));
-  Insert(stored);
-  return stored->Info();
-}
-
 absl::Status FilterStore::CheckpointAll() {
   bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
   RETURN_IF_ERROR(CheckOpen());
   absl::Status result;
-  for (const std::shared_ptr<StoredFilter>& filter : Snapshot()) {
+  for (const std::shared_ptr<StoredFilter>& filter : registry_.Snapshot()) {
     result.Update(filter->Checkpoint(options_.sync));
   }
   return result;
-}
-
-bool FilterStore::WaitForStop(absl::Duration timeout) {
-  std::unique_lock<std::mutex> lock(stop_mu_);
-  return stop_cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout),
-                           [this] { return StopRequested(); });
 }
 
 bool FilterStore::VisitForCheckpoint(const std::shared_ptr<StoredFilter>& filter, absl::Time now) {
@@ -582,34 +420,30 @@ bool FilterStore::VisitForCheckpoint(const std::shared_ptr<StoredFilter>& filter
   return true;
 }
 
-void FilterStore::CheckpointLoop() {
-  while (!WaitForStop(absl::Seconds(1))) {
-    if (db_->NeedsReopen()) {
-      // No operation runs while the lifecycle lock is held exclusively, so RocksDB can be
-      // closed and opened under them: the filters stay in memory, and every acknowledged
-      // write is in the WAL that the reopen replays.
-      bloomsync::WriterMutexLock lifecycle(&lifecycle_mu_);
-      if (closed_.load()) return;
-      absl::Status reopened = db_->Reopen();
-      if (reopened.ok()) {
-        bloomlog::LogWarning("RocksDB reopened after a write error; writes are accepted again");
-      } else {
-        bloomlog::LogError(
-            absl::StrCat("reopening RocksDB failed (will retry): ", reopened.message()));
-      }
+bool FilterStore::RunCheckpointPass(absl::Time now) {
+  if (db_->NeedsReopen()) {
+    // No operation runs while the lifecycle lock is held exclusively, so RocksDB can be closed
+    // and opened under them: the filters stay in memory, and every acknowledged write is in
+    // the WAL that the reopen replays.
+    bloomsync::WriterMutexLock lifecycle(&lifecycle_mu_);
+    if (closed_.load()) return false;
+    absl::Status reopened = db_->Reopen();
+    if (reopened.ok()) {
+      bloomlog::LogWarning("RocksDB reopened after a write error; writes are accepted again");
+    } else {
+      bloomlog::LogError(
+          absl::StrCat("reopening RocksDB failed (will retry): ", reopened.message()));
     }
-    bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
-    if (closed_.load()) return;
-    const absl::Time now = absl::Now();
-    schedule_.Pass(
-        now, options_.checkpoint_interval, options_.clock->Now(),
-        [this](absl::string_view name) { return Find(name); },
-        [&](const std::shared_ptr<StoredFilter>& filter) {
-          return VisitForCheckpoint(filter, now);
-        });
-    if (StopRequested()) return;
-    SweepIdleCold();
   }
+  bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
+  if (closed_.load()) return false;
+  schedule_.Pass(
+      now, options_.checkpoint_interval, options_.clock->Now(),
+      [this](absl::string_view name) { return Find(name); },
+      [&](const std::shared_ptr<StoredFilter>& filter) { return VisitForCheckpoint(filter, now); });
+  if (StopRequested()) return false;
+  SweepIdleCold();
+  return true;
 }
 
 }  // namespace storage

@@ -47,8 +47,10 @@
 #include "bloom/scalable_filter.h"
 #include "common/mutex.h"
 #include "storage/checkpoint_schedule.h"
+#include "storage/checkpointer.h"
 #include "storage/database.h"
-#include "storage/dump.h"
+#include "storage/filter_registry.h"
+#include "storage/filter_transfer.h"
 #include "storage/group_commit.h"
 #include "storage/memory_budget.h"
 #include "storage/operation_batch.h"
@@ -56,61 +58,6 @@
 #include "storage/wal_sync.h"
 
 namespace storage {
-
-class FilterStore;
-
-// An Import in progress: feed it the dump's chunks, then FilterStore::CommitImport(). Memory
-// for the filter is charged (pinned) as its bits arrive (DumpParser), and released if it is
-// never committed. Not thread-safe; must not outlive its FilterStore.
-class PendingImport {
- public:
-  ~PendingImport();
-  PendingImport(const PendingImport&) = delete;
-  PendingImport& operator=(const PendingImport&) = delete;
-
-  // INVALID_ARGUMENT / DATA_LOSS / RESOURCE_EXHAUSTED as in DumpParser; sticky.
-  absl::Status Append(absl::string_view data) { return parser_.Append(data); }
-  const std::string& name() const { return name_; }
-
- private:
-  friend class FilterStore;
-  PendingImport(std::string name, MemoryBudget* budget, const bloom::Clock* clock);
-
-  const std::string name_;
-  MemoryBudget* const budget_;
-  uint64_t charged_ = 0;
-  DumpParser parser_;
-};
-
-// An Export in progress: a filter's dump, chunk by chunk (DumpWriter). It keeps the filter's
-// memory alive even if the filter is deleted meanwhile, and charges its chunk buffers to the
-// memory budget. Not thread-safe; must not outlive its FilterStore.
-class ExportCursor {
- public:
-  // Bytes an export charges to the memory budget: its chunk, and the message gRPC is sending.
-  static constexpr uint64_t kChargedBytes = 2 * kMaxDumpChunkBytes;
-
-  ~ExportCursor() {
-    filter_->UnpinChain();
-    budget_->ReleasePinned(kChargedBytes);
-  }
-  ExportCursor(const ExportCursor&) = delete;
-  ExportCursor& operator=(const ExportCursor&) = delete;
-
-  // See DumpWriter::Next. The filter's chain is pinned (StoredFilter::PinChain) until the
-  // cursor is destroyed.
-  bool Next(std::string& chunk) { return writer_.Next(chunk); }
-
- private:
-  friend class FilterStore;
-  ExportCursor(std::shared_ptr<StoredFilter> filter, const FilterRecord& record,
-               MemoryBudget* budget)
-      : filter_(std::move(filter)), budget_(budget), writer_(record, *filter_->filter()) {}
-
-  const std::shared_ptr<StoredFilter> filter_;
-  MemoryBudget* const budget_;
-  DumpWriter writer_;
-};
 
 struct StoreOptions {
   std::string data_dir;
@@ -280,6 +227,12 @@ class FilterStore {
 
   // Checkpoints every filter with changes now.
   absl::Status CheckpointAll();
+  // One pass of the background checkpointer (storage/checkpointer.h), at real time `now`:
+  // reopens RocksDB after a write error, deletes filters idle past their idle_ttl (by the
+  // store's clock), checkpoints the filters whose checkpoint is due at `now`. Tests open the
+  // store without background_checkpoints and call it at the moments they choose. False once
+  // the store is closing.
+  bool RunCheckpointPass(absl::Time now);
 
   // O(filters); for a metrics scrape, not for hot paths.
   StoreFigures Figures() const;
@@ -293,7 +246,7 @@ class FilterStore {
   void EvictToBudget();
 
   const LoadReport& load_report() const { return load_report_; }
-  size_t num_filters() const;
+  size_t num_filters() const { return registry_.size(); }
   uint64_t memory_used() const { return budget_.used(); }
   Database& database() { return *db_; }
 
@@ -310,7 +263,7 @@ class FilterStore {
   void RaiseCeilingAtStart(uint64_t next_generation);
   absl::Status DeleteOrphans(uint64_t orphans, const absl::btree_set<uint64_t>& generations);
   // The resident filter `name`, or null; no lookup on disk. See Acquire.
-  std::shared_ptr<StoredFilter> Find(absl::string_view name) const;
+  std::shared_ptr<StoredFilter> Find(absl::string_view name) const { return registry_.Find(name); }
   // The filter `name`, loaded from RocksDB if it is cold; null if it does not exist. If the
   // name's lock is busy, `before_waiting` runs first (as in FindOrCreate).
   absl::StatusOr<std::shared_ptr<StoredFilter>> Acquire(
@@ -371,48 +324,19 @@ class FilterStore {
   absl::StatusOr<std::shared_ptr<StoredFilter>> FindOrCreateLocked(absl::string_view name,
                                                                    const bloom::FilterSpec& spec,
                                                                    bool& created, bool defer_write);
-  void Insert(std::shared_ptr<StoredFilter> filter);
-  void Remove(absl::string_view name);
-  std::vector<std::shared_ptr<StoredFilter>> Snapshot() const;
-  // Calls `visit` for every resident filter, under its registry shard's reader lock: a pass
-  // that keeps only some of them copies no shared_ptr of the others. `visit` must not take a
-  // lock a writer of the registry may hold (a name's lock, a filter's apply lock).
-  void VisitResident(absl::FunctionRef<void(const std::shared_ptr<StoredFilter>&)> visit) const;
+  // Registers a resident filter (replacing one of its name) and shows it to the schedule.
+  void Insert(std::shared_ptr<StoredFilter> filter) {
+    registry_.Insert(filter);
+    schedule_.Watch(filter);
+  }
+  void Remove(absl::string_view name) { registry_.Remove(name); }
+  bloomsync::Mutex& NameLock(absl::string_view name) const { return registry_.NameLock(name); }
   // One of the checkpointer's visits (schedule_ chooses them): deletes the filter if idle past
   // its idle_ttl, else checkpoints it if due. False if the store is closing.
   bool VisitForCheckpoint(const std::shared_ptr<StoredFilter>& filter, absl::Time now);
   absl::Status CheckOpen() const ABSL_SHARED_LOCKS_REQUIRED(lifecycle_mu_);
-  void CheckpointLoop();
-  // Waits up to `timeout` for Close() to ask the checkpointer to stop; true if it did.
-  bool WaitForStop(absl::Duration timeout);
-  // Whether Close() asked the checkpointer to stop, without waiting: a load, no syscall (the
-  // checkpointer asks once per filter of its pass).
-  bool StopRequested() const { return stop_requested_.load(std::memory_order_relaxed); }
-
-  // Resident filters are keyed by their own name (looked up by any string_view): a slot is one
-  // shared_ptr (16 bytes) instead of a copy of the name beside it (48, and a heap copy of
-  // names longer than 15 bytes), for millions of small filters.
-  struct ByName {
-    using is_transparent = void;
-    static absl::string_view Key(absl::string_view name) { return name; }
-    static absl::string_view Key(const std::shared_ptr<StoredFilter>& filter) {
-      return filter->name();
-    }
-    template <typename T>
-    size_t operator()(const T& key) const {
-      return absl::Hash<absl::string_view>()(Key(key));
-    }
-    template <typename A, typename B>
-    bool operator()(const A& a, const B& b) const {
-      return Key(a) == Key(b);
-    }
-  };
-  struct Shard {
-    mutable bloomsync::Mutex mu;
-    absl::flat_hash_set<std::shared_ptr<StoredFilter>, ByName, ByName> filters ABSL_GUARDED_BY(mu);
-  };
-  Shard& ShardFor(absl::string_view name) const;
-  bloomsync::Mutex& NameLock(absl::string_view name) const;
+  // Whether Close() asked the checkpointer to stop (asked once per filter of a pass).
+  bool StopRequested() const { return checkpointer_ != nullptr && checkpointer_->stop_requested(); }
 
   const StoreOptions options_;
   std::unique_ptr<Database> db_;
@@ -430,16 +354,11 @@ class FilterStore {
   std::atomic<uint64_t> slices_retired_{0};
   std::string cold_sweep_cursor_;  // the checkpointer's only: where SweepIdleCold goes on
   LoadReport load_report_;
-  mutable std::array<Shard, 16> shards_;
-  mutable std::array<bloomsync::Mutex, 64> name_locks_;  // serialise Reserve/Delete per name
+  FilterRegistry registry_;
   // Shared by every operation, exclusive for Close(): nothing touches RocksDB after it closed.
   mutable bloomsync::Mutex lifecycle_mu_;
-  // Wakes the checkpointer early when Close() asks it to stop.
-  std::mutex stop_mu_;
-  std::condition_variable stop_cv_;
-  // Set under stop_mu_ (so the checkpointer's wait cannot miss it), read anywhere.
-  std::atomic<bool> stop_requested_{false};
-  std::thread checkpointer_;
+  // Runs RunCheckpointPass once a second (options.background_checkpoints).
+  std::unique_ptr<Checkpointer> checkpointer_;
   // With options.sync: fsyncs the write-ahead log for deferred adds (WhenDurable).
   std::unique_ptr<WalSyncer> wal_syncer_;
   GroupCommitter committer_{this, options_.sync};

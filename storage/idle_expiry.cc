@@ -45,8 +45,7 @@ absl::Status FilterStore::ExpireLocked(const std::shared_ptr<StoredFilter>& filt
 
 absl::StatusOr<bool> FilterStore::ExpireColdIfIdle(absl::string_view name,
                                                    const FilterRecord& record) {
-  const absl::optional<absl::Time> at = IdleExpiry(record.spec, record.last_used_micros);
-  if (!at.has_value() || *at > options_.clock->Now()) return false;
+  if (!RecordIdleExpired(record, options_.clock->Now())) return false;
   StoredFilter cold(std::string(name), absl::OkStatus(), &context_, record.generation);
   RETURN_IF_ERROR(cold.Delete(options_.sync));
   cold_filters_.fetch_sub(1, std::memory_order_relaxed);
@@ -79,9 +78,9 @@ void FilterStore::SweepIdleCold() {
       const absl::string_view value(it->value().data(), it->value().size());
       if (!MayHaveIdleTtl(value)) continue;
       absl::StatusOr<FilterRecord> record = DecodeFilterRecord(value);
-      if (!record.ok()) continue;
-      const absl::optional<absl::Time> at = IdleExpiry(record->spec, record->last_used_micros);
-      if (at.has_value() && *at <= now) expired.emplace_back(it->key().data(), it->key().size());
+      if (record.ok() && RecordIdleExpired(*record, now)) {
+        expired.emplace_back(it->key().data(), it->key().size());
+      }
     }
     cold_sweep_cursor_ = it->Valid() ? it->key().ToString() : std::string();
     if (!it->status().ok()) cold_sweep_cursor_.clear();
@@ -89,13 +88,10 @@ void FilterStore::SweepIdleCold() {
   for (const std::string& name : expired) {
     bloomsync::MutexLock name_lock(&NameLock(name));
     if (Find(name) != nullptr) continue;  // resident: its own check decides
-    std::string value;
-    const rocksdb::Status got =
-        db_->db()->Get(rocksdb::ReadOptions(), db_->filters(), name, &value);
-    if (!got.ok()) continue;  // deleted meanwhile, or a read error: the next sweep retries
-    absl::StatusOr<FilterRecord> record = DecodeFilterRecord(value);
-    if (!record.ok()) continue;
-    absl::StatusOr<bool> gone = ExpireColdIfIdle(name, *record);
+    // Deleted meanwhile, a read error, or unreadable: the next sweep looks again.
+    absl::StatusOr<absl::optional<StoredRecord>> found = ReadFilterRecord(*db_, name);
+    if (!found.ok() || !found->has_value() || !(*found)->record.ok()) continue;
+    absl::StatusOr<bool> gone = ExpireColdIfIdle(name, *(*found)->record);
     if (!gone.ok()) {
       bloomlog::LogError(absl::StrCat("deleting idle filter '", name,
                                       "' failed (will retry): ", gone.status().message()));

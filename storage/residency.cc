@@ -51,11 +51,6 @@ constexpr auto kMaxWaitForRoom = std::chrono::milliseconds(500);
 
 absl::string_view View(const rocksdb::Slice& slice) { return {slice.data(), slice.size()}; }
 
-// The budget charge (ResidentCharge) of the filter `record` describes, without building it.
-uint64_t RecordBytes(const FilterRecord& record) {
-  return ResidentCharge(RecordBitsBytes(record), record.sub_filters.size());
-}
-
 // ORs the checkpointed pages of `generation` into `filter`.
 absl::Status LoadPages(const Database& db, uint64_t generation, bloom::ScalableFilter& filter) {
   GenerationScan it(db, db.blocks(), generation);
@@ -164,12 +159,9 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::FindUsable(
 
 absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::LoadCold(absl::string_view name) {
   const absl::Time start = absl::Now();
-  std::string value;
-  const rocksdb::Status got =
-      db_->db()->Get(rocksdb::ReadOptions(), db_->filters(), std::string(name), &value);
-  if (got.IsNotFound()) return nullptr;
-  RETURN_IF_ERROR(FromRocksDb(got, "looking up a filter"));
-  absl::StatusOr<FilterRecord> record = DecodeFilterRecord(value);
+  ASSIGN_OR_RETURN(absl::optional<StoredRecord> found, ReadFilterRecord(*db_, name));
+  if (!found.has_value()) return nullptr;
+  absl::StatusOr<FilterRecord>& record = found->record;
   if (!record.ok()) {
     // As at start-up: the name answers DATA_LOSS and can be deleted.
     auto broken = std::make_shared<StoredFilter>(std::string(name), absl::OkStatus(), &context_);
@@ -180,7 +172,7 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::LoadCold(absl::string
   }
   ASSIGN_OR_RETURN(const bool expired, ExpireColdIfIdle(name, *record));
   if (expired) return nullptr;
-  uint64_t bytes = RecordBytes(*record);
+  uint64_t bytes = RecordCharge(*record);
   RETURN_IF_ERROR(CheckResidentCharge(bytes, name));
   RETURN_IF_ERROR(budget_.ChargeCached(bytes, 0, absl::StrCat("loading filter '", name, "'")));
   absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> filter =
@@ -227,12 +219,11 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::LoadCold(absl::string
 }
 
 absl::Status FilterStore::DeleteCold(absl::string_view name) {
-  std::string value;
-  const rocksdb::Status got =
-      db_->db()->Get(rocksdb::ReadOptions(), db_->filters(), std::string(name), &value);
-  if (got.IsNotFound()) return absl::NotFoundError(absl::StrCat("filter '", name, "' not found"));
-  RETURN_IF_ERROR(FromRocksDb(got, "looking up a filter"));
-  absl::StatusOr<FilterRecord> record = DecodeFilterRecord(value);
+  ASSIGN_OR_RETURN(absl::optional<StoredRecord> found, ReadFilterRecord(*db_, name));
+  if (!found.has_value()) {
+    return absl::NotFoundError(absl::StrCat("filter '", name, "' not found"));
+  }
+  const absl::StatusOr<FilterRecord>& record = found->record;
   // A stand-in that knows the generation deletes pages and journal too (StoredFilter::Delete).
   StoredFilter cold(std::string(name), absl::OkStatus(), &context_,
                     record.ok() ? absl::optional<uint64_t>(record->generation) : absl::nullopt);
@@ -253,7 +244,7 @@ void FilterStore::QueueEvictionCandidates(uint64_t used, uint64_t target) {
   const uint32_t now = StoredFilter::NowTicks();
   std::vector<uint32_t> ages;
   ages.reserve(num_filters());
-  VisitResident([&](const std::shared_ptr<StoredFilter>& filter) {
+  registry_.Visit([&](const std::shared_ptr<StoredFilter>& filter) {
     if (evictable(*filter)) {
       ages.push_back(StoredFilter::TicksSince(filter->last_used_ticks(), now));
     }
@@ -268,7 +259,7 @@ void FilterStore::QueueEvictionCandidates(uint64_t used, uint64_t target) {
   ages = {};
   // Filters used since the first pass are younger than the cutoff now, and left out: they are
   // not among the oldest any more.
-  VisitResident([&](const std::shared_ptr<StoredFilter>& filter) {
+  registry_.Visit([&](const std::shared_ptr<StoredFilter>& filter) {
     const uint32_t last_used = filter->last_used_ticks();
     const uint32_t age = StoredFilter::TicksSince(last_used, now);
     if (age >= cutoff && evictable(*filter)) {

@@ -35,48 +35,6 @@ constexpr absl::string_view kEvictedPayload = "bloom.evicted";
 
 }  // namespace
 
-FilterInfo InfoFromRecord(std::string name, const FilterRecord& record, absl::Time now) {
-  FilterInfo info;
-  info.name = std::move(name);
-  info.spec = record.spec;
-  info.created_at = absl::FromUnixMicros(record.created_at_micros);
-  std::vector<bloom::SubFilterStats> subs;
-  for (const SubFilterRecord& s : record.sub_filters) {
-    if (record.spec.windowed() && bloom::SliceExpiry(record.spec, s.slice_start_micros) <= now) {
-      continue;
-    }
-    subs.push_back(bloom::ExpectedSubFilterStats(
-        {s.capacity, s.error_rate, {s.num_blocks, s.hash_count}}, s.items_added));
-    if (record.spec.windowed())
-      subs.back().slice_start = absl::FromUnixMicros(s.slice_start_micros);
-  }
-  if (record.spec.windowed()) info.window_start = now - record.spec.window;
-  info.expires_at = IdleExpiry(record.spec, record.last_used_micros);
-  info.stats = bloom::CombineSubFilterStats(std::move(subs));
-  info.checks = record.checks;
-  info.check_hits = record.check_hits;
-  return info;
-}
-
-absl::optional<absl::Time> IdleExpiry(absl::Duration idle_ttl, int64_t last_used_micros) {
-  if (idle_ttl == absl::ZeroDuration()) return absl::nullopt;
-  return absl::FromUnixMicros(last_used_micros) + idle_ttl;
-}
-
-uint64_t RecordBitsBytes(const FilterRecord& record) {
-  const absl::optional<bloom::ArenaShape> arena = bloom::ArenaShapeFor(record.spec);
-  uint64_t bytes = arena.has_value() ? arena->bytes() : 0;
-  for (size_t i = 0; i < record.sub_filters.size(); ++i) {
-    const SubFilterRecord& sub = record.sub_filters[i];
-    const bloom::BlockedLayout layout{sub.num_blocks, sub.hash_count};
-    // A slice's first sub-filter (a slice retires whole, so the record's first is one too).
-    const bool slice_first =
-        i == 0 || sub.slice_start_micros != record.sub_filters[i - 1].slice_start_micros;
-    if (!(arena.has_value() && slice_first && layout == arena->layout)) bytes += layout.bytes();
-  }
-  return bytes;
-}
-
 absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> StoredFilter::BuildFilter(
     const FilterRecord& record, const bloom::Clock* clock, bool drop_expired) {
   // A windowed record lists its slices oldest first: skip the expired prefix.
@@ -157,13 +115,6 @@ StoredFilter::StoredFilter(absl::string_view name, absl::Status error, const Sto
     rare_ = std::make_unique<Rare>();
     rare_->load_error = std::move(error);
   }
-}
-
-absl::Status CheckResidentCharge(uint64_t bytes, absl::string_view name) {
-  if (bytes <= kMaxResidentChargeBytes) return absl::OkStatus();
-  return absl::ResourceExhaustedError(
-      absl::StrCat("filter '", name, "' would take ", bytes, " bytes in memory; at most ",
-                   kMaxResidentChargeBytes, " bytes (128 GiB) per filter are supported"));
 }
 
 absl::Time StoredFilter::SecondsEpoch() {

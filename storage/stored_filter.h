@@ -49,76 +49,11 @@
 #include "storage/checkpointed.h"
 #include "storage/database.h"
 #include "storage/encoding.h"
+#include "storage/filter_records.h"
 #include "storage/memory_budget.h"
+#include "storage/resident_charge.h"
 
 namespace storage {
-
-// What Stats reports about a filter.
-struct FilterInfo {
-  std::string name;
-  bloom::FilterSpec spec;  // normalized
-  absl::Time created_at;
-  bloom::ScalableFilterStats stats;
-  uint64_t checks = 0;      // MightContain items checked
-  uint64_t check_hits = 0;  // ... of which answered "maybe present"
-  // Windowed filters: the oldest instant whose adds still read present (now - window).
-  absl::optional<absl::Time> window_start;
-  // Filters with an idle_ttl: when the filter is deleted if nobody uses it until then.
-  absl::optional<absl::Time> expires_at;
-};
-
-// What Stats reports about a filter that is not in memory, from its metadata record alone:
-// counts as of its last checkpoint (all of them for an evicted filter), and fill and error
-// rate expected from those counts (bloom::ExpectedSubFilterStats) rather than counted;
-// slices expired at `now` left out.
-FilterInfo InfoFromRecord(std::string name, const FilterRecord& record, absl::Time now);
-
-// When a filter with an idle_ttl is deleted if unused (its last use + idle_ttl); nullopt for a
-// filter without one.
-absl::optional<absl::Time> IdleExpiry(absl::Duration idle_ttl, int64_t last_used_micros);
-inline absl::optional<absl::Time> IdleExpiry(const bloom::FilterSpec& spec,
-                                             int64_t last_used_micros) {
-  return IdleExpiry(spec.idle_ttl, last_used_micros);
-}
-
-// What a resident filter costs in memory beyond its bits: its objects, locks, counters and
-// map slot, and the rest of its slab slot (common/slab.h: 1,536 bytes for 1,472 bytes of bits
-// and, in the slot's first line, the bits' object and the sub-filter). BM_PerFilterOverhead
-// measures 248-253 bytes with jemalloc (the server's allocator) and 262-263 with glibc's
-// malloc, memtables flushed, since the scalable chain is inside the filter's object (280-289
-// and 285-294 when this became 416; 296-301 and 317-326 while it was 448; 343-349 and
-// 381-390 while it was 528; 407-413 and 438-439 while it was 640; 535-541 and 567 while it
-// was 768). Charged to the MemoryBudget with the bits, so --memory_limit bounds the memory
-// filters take, not only their bits: for millions of small filters the bookkeeping is a fifth
-// of it. The margin over the measurement (a half to two thirds) covers what the budget does
-// not count per filter: RocksDB's memtables and block cache, free heap pages. (512 against
-// 599 measured let 10 million per-user filters through a 1 GiB budget take 1.1 GiB.) Each
-// further sub-filter's object costs its own charge.
-inline constexpr uint64_t kResidentFilterOverheadBytes = 416;
-inline constexpr uint64_t kSubFilterOverheadBytes = 128;
-// Bytes of bits the filter `record` describes holds once built, as ScalableFilter::size_bytes()
-// counts them: a large window's slice arena whole, the slices' first sub-filters in it not
-// again (bloom/slice_arena.h). Expired slices count until a build drops them.
-uint64_t RecordBitsBytes(const FilterRecord& record);
-// The bytes of bits a sub-filter adds to its filter's: none for a slot of a slice arena, whose
-// memory the filter holds already.
-inline uint64_t OwnBitsBytes(const bloom::SubFilter& sub) {
-  return sub.bits().in_arena() ? 0 : sub.shape().layout.bytes();
-}
-// The charge of a resident filter with `bits` bytes of bits in `sub_filters` sub-filters.
-constexpr uint64_t ResidentCharge(uint64_t bits, size_t sub_filters) {
-  return bits + kResidentFilterOverheadBytes +
-         (sub_filters > 1 ? (sub_filters - 1) * kSubFilterOverheadBytes : 0);
-}
-
-// The largest charge a resident filter can hold (it is kept in 32 bits of 32-byte units):
-// almost 128 GiB. CheckResidentCharge answers RESOURCE_EXHAUSTED for a filter that would take
-// more in memory, as for one larger than the memory limit; OK otherwise.
-inline constexpr uint64_t kMaxResidentChargeBytes =
-    uint64_t{std::numeric_limits<uint32_t>::max()} * 32;
-static_assert(kResidentFilterOverheadBytes % 32 == 0 && kSubFilterOverheadBytes % 32 == 0,
-              "charges are kept in 32-byte units");
-absl::Status CheckResidentCharge(uint64_t bytes, absl::string_view name);
 
 class CheckpointSchedule;
 
@@ -404,21 +339,16 @@ class StoredFilter {
 
   // The chain, or null for an unreadable filter (has_chain_).
   bloom::ScalableFilter* chain() const { return has_chain_ ? &chain_ : nullptr; }
-  // The budget's charge is kept in units of this many bytes (every charge is a multiple of
-  // it: bits come in 64-byte blocks, and the bookkeeping charges are multiples), in 32 bits.
-  static constexpr uint64_t kChargeUnitBytes = 32;
-  static_assert(kMaxResidentChargeBytes / kChargeUnitBytes <= std::numeric_limits<uint32_t>::max());
+  // The budget's charge is kept in kChargeUnitBytes units (every charge is a multiple of it:
+  // bits come in 64-byte blocks, and the bookkeeping charges are multiples), in 32 bits.
   uint64_t charged_bytes() const { return charged_units_.load() * kChargeUnitBytes; }
   // Adds to the journal counter, saturating at kMaxCountedJournalBytes; returns the new count.
   uint64_t CountJournalBytes(uint64_t bytes);
 
-  // Ordered so that the small fields share 8-byte words: the object is 144 bytes, 160 with its
-  // shared_ptr's count (one size class of jemalloc) with the chain inside it (which was a
-  // 32-byte allocation of its own: the charge, the recency tick and the journal's count took
-  // 32 bits each and four flags became bits of change_flags_ to make room); 192 before the
-  // name, the last checkpoint's sequence and counts, and what only some filters have (Rare)
-  // took 32 bytes less, 256 before the counters only checkpoints wrote, the store's pointers
-  // and the last checkpoint's microseconds were cut), for millions of small filters.
+  // Ordered so that the small fields share 8-byte words: with its shared_ptr's count the
+  // object fits jemalloc's 160-byte size class (the static_assert in stored_filter.cc), for
+  // millions of small filters. Counters are 32 bits where that suffices, flags are bits of
+  // change_flags_, and what only some filters have lives in Rare.
   const ShortString name_;  // 24 bytes, up to 23 inline (std::string: 32, 15 inline)
   const uint64_t generation_;
   const int64_t created_at_micros_;
@@ -428,7 +358,7 @@ class StoredFilter {
   std::atomic<uint64_t> check_hits_{0};
   // Null for most filters; set at construction or, by MarkUnreadable, before it is shared.
   std::unique_ptr<Rare> rare_;
-  // 24 bytes. Mutable as the pointer it replaced was: a const call may add through it.
+  // 24 bytes, inside this object. Mutable: a const call (MightContain) counts through it.
   mutable bloom::ScalableFilter chain_;
   std::atomic<uint32_t> charged_units_;  // charged_bytes() / kChargeUnitBytes
   std::atomic<uint32_t> last_used_ticks_{NowTicks()};

@@ -1,0 +1,59 @@
+// Checkpointer: the thread that runs a FilterStore's checkpoint passes, one per period, until
+// it is stopped.
+//
+// The pass itself belongs to the store (FilterStore::RunCheckpointPass: reopen RocksDB after a
+// write error, checkpoint due filters, delete idle ones); this class owns only the timing and
+// the stop, so tests run passes by hand at the moments they choose instead of sleeping.
+//
+//   Checkpointer checkpointer(absl::Seconds(1), [&](absl::Time now) { return store.Pass(now); });
+//   ...
+//   checkpointer.Stop();  // waits for a pass in progress
+//
+// Thread-safety: Stop() and stop_requested() may be called from any thread; the pass runs on
+// the checkpointer's own thread.
+#ifndef STORAGE_CHECKPOINTER_H_
+#define STORAGE_CHECKPOINTER_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "absl/time/time.h"
+
+namespace storage {
+
+class Checkpointer {
+ public:
+  // One pass at real time `now`; false: the store is closing, stop.
+  using Pass = std::function<bool(absl::Time now)>;
+
+  // Starts the thread: it waits `period`, runs `pass`, and again.
+  Checkpointer(absl::Duration period, Pass pass);
+  Checkpointer(const Checkpointer&) = delete;
+  Checkpointer& operator=(const Checkpointer&) = delete;
+  ~Checkpointer() { Stop(); }
+
+  // Asks the thread to stop and joins it (after the pass in progress, which can notice the
+  // request through stop_requested() and cut itself short). Idempotent.
+  void Stop();
+
+  // Whether Stop() was called: one relaxed load, cheap enough to ask once per filter of a pass.
+  bool stop_requested() const { return stop_requested_.load(std::memory_order_relaxed); }
+
+ private:
+  void Loop();
+
+  const absl::Duration period_;
+  const Pass pass_;
+  std::mutex mu_;
+  std::condition_variable stop_cv_;
+  // Set under mu_, so that the thread's wait cannot miss it; read anywhere.
+  std::atomic<bool> stop_requested_{false};
+  std::thread thread_;
+};
+
+}  // namespace storage
+
+#endif  // STORAGE_CHECKPOINTER_H_

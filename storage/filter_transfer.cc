@@ -1,0 +1,104 @@
+// FilterStore's Export and Import (filter_transfer.h).
+#include "storage/filter_transfer.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "storage/filter_store.h"
+
+namespace storage {
+
+PendingImport::PendingImport(std::string name, MemoryBudget* budget, const bloom::Clock* clock)
+    : name_(std::move(name)),
+      budget_(budget),
+      parser_(
+          [this](uint64_t bytes, uint64_t total) {
+            if (bytes == 0) {  // the header: could the whole filter fit?
+              RETURN_IF_ERROR(CheckResidentCharge(total, name_));
+              return budget_->CheckPinnedFits(total,
+                                              absl::StrCat("importing filter '", name_, "'"));
+            }
+            RETURN_IF_ERROR(
+                budget_->ChargePinned(bytes, absl::StrCat("importing filter '", name_, "'")));
+            charged_ += bytes;
+            return absl::OkStatus();
+          },
+          clock) {}
+
+PendingImport::~PendingImport() {
+  if (charged_ > 0) budget_->ReleasePinned(charged_);
+}
+
+absl::Status FilterStore::Export(absl::string_view name,
+                                 const std::function<absl::Status(absl::string_view)>& sink) {
+  std::shared_ptr<StoredFilter> filter;
+  FilterRecord record;
+  {
+    bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
+    RETURN_IF_ERROR(CheckOpen());
+    ASSIGN_OR_RETURN(filter, FindUsable(name));
+    ASSIGN_OR_RETURN(record, filter->PinChain());
+  }
+  // The bits are read without holding the store: a slow reader must not block Close(); the
+  // shared_ptr keeps the filter's memory alive even if it is deleted meanwhile.
+  absl::Status written = WriteDump(record, *filter->filter(), sink);
+  filter->UnpinChain();
+  return written;
+}
+
+absl::StatusOr<std::unique_ptr<ExportCursor>> FilterStore::OpenExport(absl::string_view name) {
+  bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
+  RETURN_IF_ERROR(CheckOpen());
+  ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> filter, FindUsable(name));
+  RETURN_IF_ERROR(budget_.ChargePinned(ExportCursor::kChargedBytes,
+                                       absl::StrCat("exporting filter '", name, "'")));
+  absl::StatusOr<FilterRecord> record = filter->PinChain();
+  if (!record.ok()) {
+    budget_.ReleasePinned(ExportCursor::kChargedBytes);
+    return record.status();
+  }
+  return std::unique_ptr<ExportCursor>(new ExportCursor(std::move(filter), *record, &budget_));
+}
+
+absl::StatusOr<std::unique_ptr<PendingImport>> FilterStore::BeginImport(absl::string_view name) {
+  bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
+  RETURN_IF_ERROR(CheckOpen());
+  RETURN_IF_ERROR(ValidateFilterName(name));
+  ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> existing, Acquire(name));
+  if (existing != nullptr) {
+    return absl::AlreadyExistsError(absl::StrCat("filter '", name, "' already exists"));
+  }
+  return std::unique_ptr<PendingImport>(
+      new PendingImport(std::string(name), &budget_, options_.clock));
+}
+
+absl::StatusOr<FilterInfo> FilterStore::CommitImport(PendingImport& import) {
+  bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
+  RETURN_IF_ERROR(CheckOpen());
+  ASSIGN_OR_RETURN(DumpParser::Result dump, import.parser_.Finish());
+  const std::string& name = import.name();
+  bloomsync::MutexLock name_lock(&NameLock(name));
+  ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> existing, AcquireLocked(name));
+  if (existing != nullptr) {
+    return absl::AlreadyExistsError(absl::StrCat("filter '", name, "' already exists"));
+  }
+  FilterRecord record = std::move(dump.record);
+  ASSIGN_OR_RETURN(record.generation, AllocateGeneration());
+  record.checkpoint_seq = 0;
+  record.created_at_micros = absl::ToUnixMicros(options_.clock->Now());
+  // The generation is below the synced ceiling (AllocateGeneration): if we crash while writing
+  // pages, they belong to a generation nobody will reuse.
+  auto stored = std::make_shared<StoredFilter>(name, record, std::move(dump.filter), &context_,
+                                               import.charged_);
+  budget_.Unpin(import.charged_);  // the StoredFilter owns the charge now: evictable bits
+  import.charged_ = 0;
+  for (bloom::SubFilter* sub = stored->mutable_filter()->first(); sub != nullptr;
+       sub = sub->next()) {
+    sub->bits().MarkAllPagesDirty();
+  }
+  // A checkpoint writes every page and then the metadata that makes the filter exist.
+  RETURN_IF_ERROR(stored->Checkpoint(options_.sync));
+  Insert(stored);
+  return stored->Info();
+}
+
+}  // namespace storage
