@@ -206,13 +206,18 @@ absl::Status BloomService::RunMightContain(const bloom::v1::MightContainRequest&
                                            bloom::v1::MightContainResponse* response) {
   std::vector<absl::string_view> items;
   RETURN_IF_ERROR(CollectItems(request, items));
-  absl::StatusOr<std::vector<bool>> present = store_->MightContain(request.name(), items);
-  if (absl::IsNotFound(present.status()) && request.absent_if_missing()) {
-    present = std::vector<bool>(items.size(), false);  // never added: absent, nothing created
-  }
-  if (!present.ok()) return present.status();
-  response->mutable_present()->Reserve(static_cast<int>(present->size()));
-  for (bool p : *present) response->add_present(p);
+  std::unique_ptr<bool[]> present(new bool[items.size()]);
+  RETURN_IF_ERROR(AbsentIfMissing(store_->MightContainInto(request.name(), items, present.get()),
+                                  request.absent_if_missing(),
+                                  absl::MakeSpan(present.get(), items.size())));
+  response->mutable_present()->Add(present.get(), present.get() + items.size());
+  return absl::OkStatus();
+}
+
+absl::Status AbsentIfMissing(absl::Status checked, bool absent_if_missing,
+                             absl::Span<bool> present) {
+  if (!absl::IsNotFound(checked) || !absent_if_missing) return checked;
+  std::fill(present.begin(), present.end(), false);  // never added
   return absl::OkStatus();
 }
 
@@ -315,12 +320,9 @@ grpc::Status BloomService::HandleMightContainItems(const ItemsRequestView& reque
   if (absl::Status valid = CheckItems(request.items, request.text_items); !valid.ok()) {
     return log.Done(valid);
   }
-  absl::Status status = store_->MightContainInto(request.name, request.items, answers);
-  if (absl::IsNotFound(status) && request.absent_if_missing) {
-    std::fill(answers, answers + request.items.size(), false);  // never added: nothing created
-    status = absl::OkStatus();
-  }
-  return log.Done(status);
+  return log.Done(AbsentIfMissing(store_->MightContainInto(request.name, request.items, answers),
+                                  request.absent_if_missing,
+                                  absl::MakeSpan(answers, request.items.size())));
 }
 
 absl::StatusOr<Caller> BloomService::AdmitStream(grpc::ServerContextBase* context,

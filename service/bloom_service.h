@@ -66,6 +66,13 @@ using StreamServiceBase = bloom::v1::BloomFilterService::WithCallbackMethod_Pipe
         bloom::v1::BloomFilterService::WithCallbackMethod_Import<
             bloom::v1::BloomFilterService::Service>>>;
 
+// MightContainRequest.absent_if_missing, in one place for the unary call, its wire-read
+// form and Pipeline: a check of a filter that does not exist answers NOT_FOUND, or, with
+// absent_if_missing, "absent" for every item (nothing is created). `checked` is the store's
+// answer for the items whose answers are `present`.
+absl::Status AbsentIfMissing(absl::Status checked, bool absent_if_missing,
+                             absl::Span<bool> present);
+
 class BloomService final : public StreamServiceBase {
  public:
   // `store` must outlive the service.

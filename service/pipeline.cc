@@ -519,10 +519,10 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
       items.clear();
       absl::Status status = service_->CollectItems(request, items);
       std::unique_ptr<bool[]> present(new bool[items.size()]);
-      if (status.ok()) status = store_batch.MightContainInto(request.name(), items, present.get());
-      if (absl::IsNotFound(status) && request.absent_if_missing()) {
-        std::fill(present.get(), present.get() + items.size(), false);  // nothing created
-        status = absl::OkStatus();
+      if (status.ok()) {
+        status = AbsentIfMissing(store_batch.MightContainInto(request.name(), items, present.get()),
+                                 request.absent_if_missing(),
+                                 absl::MakeSpan(present.get(), items.size()));
       }
       if (!status.ok()) {
         SetError(status, responses[i]);
