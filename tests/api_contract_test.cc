@@ -1,8 +1,8 @@
 // The API contract, checked mechanically with buf (npm @bufbuild/buf, pinned in protos/):
 // `buf lint` passes, `buf breaking` finds nothing against the last release's proto (the commit
 // in protos/buf-breaking-baseline) and does find a renumbered field or a changed type; and the
-// README's `buf curl` block runs against a real server, through reflection only, printing what
-// the README says it prints.
+// `buf curl` block of docs/api.md runs against a real server, through reflection only, printing
+// what the document says it prints.
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -87,22 +87,22 @@ TEST_F(ApiContractTest, BufBreakingCatchesRenumberedFieldsAndChangedTypes) {
   }
 }
 
-// The README's buf curl block, between <!-- buf-curl:begin --> and <!-- buf-curl:end -->:
+// The buf curl block of docs/api.md, between <!-- buf-curl:begin --> and <!-- buf-curl:end -->:
 // each command (continued with a trailing backslash) and the `# =>` lines after it.
-struct ReadmeCommand {
+struct DocumentedCommand {
   std::string command;
   std::vector<std::string> expected;  // fragments of its output, JSON on one line
 };
 
-std::vector<ReadmeCommand> ReadmeBufCurlBlock() {
-  const std::string readme = ReadFile(kSource + "/README.md");
-  const size_t begin = readme.find("<!-- buf-curl:begin -->");
-  const size_t end = readme.find("<!-- buf-curl:end -->");
-  std::vector<ReadmeCommand> commands;
+std::vector<DocumentedCommand> DocumentedBufCurlBlock() {
+  const std::string doc = ReadFile(kSource + "/docs/api.md");
+  const size_t begin = doc.find("<!-- buf-curl:begin -->");
+  const size_t end = doc.find("<!-- buf-curl:end -->");
+  std::vector<DocumentedCommand> commands;
   if (begin == std::string::npos || end == std::string::npos) return commands;
   bool continued = false;
   for (absl::string_view line :
-       absl::StrSplit(absl::string_view(readme).substr(begin, end - begin), '\n')) {
+       absl::StrSplit(absl::string_view(doc).substr(begin, end - begin), '\n')) {
     if (absl::StartsWith(line, "```") || absl::StartsWith(line, "<!--")) continue;
     if (absl::ConsumePrefix(&line, "# => ")) {
       if (!commands.empty()) commands.back().expected.emplace_back(line);
@@ -124,9 +124,9 @@ std::string OneLine(const std::string& output) {
   return absl::StrReplaceAll(joined, {{"\": ", "\":"}});
 }
 
-TEST_F(ApiContractTest, ReadmeBufCurlCommandsWork) {
-  std::vector<ReadmeCommand> commands = ReadmeBufCurlBlock();
-  ASSERT_GE(commands.size(), 10u) << "the README's buf-curl block is missing or short";
+TEST_F(ApiContractTest, DocumentedBufCurlCommandsWork) {
+  std::vector<DocumentedCommand> commands = DocumentedBufCurlBlock();
+  ASSERT_GE(commands.size(), 10u) << "the buf-curl block of docs/api.md is missing or short";
   bloomtest::TempDir data, work;
   auto server = bloomtest::ServerProcess::Start(data.path());
   ASSERT_NE(server, nullptr);

@@ -155,6 +155,8 @@ TEST(SoakTest, SixtyFourClientsMixingAllRpcs) {
   constexpr int kClients = 64;
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> requests{0}, unexpected{0};
+  // Per client, so that a client stuck behind the others (a lost answer, a hung stream) shows.
+  std::vector<std::atomic<uint64_t>> answered(kClients);
   std::mutex latency_mu;
   std::vector<double> latencies_us;
   uint64_t rss_after_warmup = 0;
@@ -200,6 +202,7 @@ TEST(SoakTest, SixtyFourClientsMixingAllRpcs) {
         }
         mine.push_back(absl::ToDoubleMicroseconds(absl::Now() - start));
         ++requests;
+        answered[c].fetch_add(1, std::memory_order_relaxed);
         if (!status.ok()) {
           ++unexpected;
           ADD_FAILURE() << status;
@@ -210,12 +213,13 @@ TEST(SoakTest, SixtyFourClientsMixingAllRpcs) {
     });
   }
   // Warm-up, half the run: filters filled, pools grown, and RocksDB's memtables (64 MB shared)
-  // filled and flushed at least once at today's request rates (Stats is O(1) now, so the mix
-  // runs about 4x the requests it did, and a sixth of the run no longer covered the fill).
+  // filled and flushed at least once, so that what grows after it is a leak.
   const int warmup_seconds = std::max(2, seconds / 2);
   absl::SleepFor(absl::Seconds(warmup_seconds));
   rss_after_warmup = RssKb(server->pid());
   fds_after_warmup = OpenFds(server->pid());
+  std::vector<uint64_t> answered_at_warmup;
+  for (const std::atomic<uint64_t>& count : answered) answered_at_warmup.push_back(count.load());
   absl::SleepFor(absl::Seconds(seconds - warmup_seconds));
   const uint64_t rss_end = RssKb(server->pid());
   const int fds_end = OpenFds(server->pid());
@@ -235,7 +239,11 @@ TEST(SoakTest, SixtyFourClientsMixingAllRpcs) {
   RecordProperty("fds_after_warmup", std::to_string(fds_after_warmup));
   RecordProperty("fds_end", std::to_string(fds_end));
   EXPECT_EQ(unexpected.load(), 0u);
-  EXPECT_GT(requests.load(), static_cast<uint64_t>(seconds) * 100);
+  // Every client was still being answered in the second half. Throughput itself is measured by
+  // benchmarks (service_benchmark, bloom-bench), not asserted here.
+  for (int c = 0; c < kClients; ++c) {
+    EXPECT_GT(answered[c].load(), answered_at_warmup[c]) << "client " << c << " got no answer";
+  }
   // No leak: after warm-up, memory grows by at most a quarter plus 64 MB (RocksDB memtables
   // fill and flush), and descriptors by at most a few (new WAL and SST files come and go).
   EXPECT_LT(rss_end, rss_after_warmup * 5 / 4 + 64 * 1024)

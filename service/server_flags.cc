@@ -1,0 +1,267 @@
+#include "service/server_flags.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
+          "host:port to serve gRPC on; port 0 picks a free port");
+ABSL_FLAG(std::string, data_dir, "./bloom-data", "directory of the RocksDB data");
+ABSL_FLAG(bool, sync, false,
+          "fsync the write-ahead log before acknowledging an Add (survives power loss; slower)");
+ABSL_FLAG(std::string, memory_limit, "50%",
+          "cache budget for filters (their bits and a bookkeeping charge each, "
+          "storage/resident_charge.h): past it the "
+          "least recently used filters are written "
+          "out and loaded again on use; e.g. 536870912, 512Mi, 4Gi, or a share of the "
+          "container's memory limit (the machine's memory outside a container) such as 50% (the "
+          "default: RocksDB, request buffers and the heap's own overhead need the rest); 0 = no "
+          "limit");
+ABSL_FLAG(bool, lazy_start, false,
+          "start without loading any filter (only the journal is scanned); filters load on "
+          "first use, so start-up time does not depend on their number. Skips the start-up "
+          "checks of every filter (unreadable ones are found on use; orphaned pages stay)");
+ABSL_FLAG(uint64_t, max_batch, 100'000, "most items (items + raw_items) in one request");
+ABSL_FLAG(uint64_t, max_item_bytes, 64 << 10, "largest item, in bytes");
+ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error");
+ABSL_FLAG(bool, log_json, false, "log one JSON object per line");
+ABSL_FLAG(absl::Duration, checkpoint_interval, absl::Seconds(30),
+          "a filter with unpersisted changes is checkpointed at least this often");
+ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(5),
+          "on SIGTERM, how long in-flight calls may run before they are cancelled");
+ABSL_FLAG(std::string, server_model, "auto",
+          "retired: the server always uses gRPC's callback API (auto and callback are accepted; "
+          "sync, the former thread-per-call model, is served as callback with a warning)");
+ABSL_FLAG(std::string, port_file, "",
+          "if set, written once serving: the gRPC port on the first line, then 'metrics <port>' "
+          "and 'health <port>' lines for those listeners (for tests and tools)");
+ABSL_FLAG(std::string, tls_cert_file, "",
+          "PEM certificate chain for TLS; with --tls_key_file turns TLS on (re-read on change)");
+ABSL_FLAG(std::string, tls_key_file, "", "PEM private key of --tls_cert_file");
+ABSL_FLAG(std::string, tls_client_ca_file, "",
+          "PEM CA bundle: require client certificates signed by it (mutual TLS)");
+ABSL_FLAG(absl::Duration, tls_reload_interval, absl::Seconds(5),
+          "how often the TLS files are checked for changes (rotation without restart)");
+ABSL_FLAG(std::string, auth_token_file, "",
+          "file of '<sha256 of token> <read|write> [label]' lines; if set, every call but health "
+          "checking needs 'authorization: Bearer <token>' (re-read on change and on SIGHUP)");
+ABSL_FLAG(
+    std::string, open_methods, "health",
+    "with --auth_token_file, the methods the main port serves without a token: health, "
+    "reflection, both or none (\"\"). Reflection receives a request whole before it can check "
+    "its size: open it only to clients you trust");
+ABSL_FLAG(std::string, metrics_listen, "",
+          "host:port to serve Prometheus metrics on (GET /metrics); empty = off");
+ABSL_FLAG(std::string, health_listen, "",
+          "host:port of a plaintext gRPC server answering only grpc.health.v1, for Kubernetes "
+          "probes when the main port needs TLS or mTLS; empty = off");
+// Defaults sized so that one connection at both limits (64 x 16 MiB of buffered requests) fits
+// in a 2 GiB container beside the filters; --transport_memory bounds all connections together.
+ABSL_FLAG(int32_t, max_concurrent_streams, 64, "most concurrent calls per client connection");
+ABSL_FLAG(absl::Duration, max_connection_idle, absl::Minutes(5),
+          "a client connection with no call in flight for this long is closed (GOAWAY; gRPC "
+          "clients reconnect on their next call), so idle connections do not pile up; 0 = never");
+ABSL_FLAG(std::string, max_message_bytes, "16Mi", "largest request message, e.g. 4Mi, 16Mi");
+ABSL_FLAG(uint64_t, pipeline_window, 64,
+          "operations a Pipeline stream reads ahead of their answers before it stops reading "
+          "(back-pressure on a client that sends faster than it reads)");
+ABSL_FLAG(uint64_t, max_pipeline_operations, 100'000,
+          "most operations in one Pipeline message (itself and its `more`); a message with more "
+          "is refused (INVALID_ARGUMENT) before it is parsed");
+ABSL_FLAG(std::string, transport_memory, "256Mi",
+          "most bytes gRPC may buffer for received requests, over all connections (its "
+          "ResourceQuota); past it, flow-control windows shrink and calls are cancelled "
+          "(RESOURCE_EXHAUSTED). Bytes or a share of the container's memory (10%); 0 = no bound");
+ABSL_FLAG(uint64_t, max_transfers, 16,
+          "most Export and Import streams at once; more get RESOURCE_EXHAUSTED");
+ABSL_FLAG(uint64_t, max_transfers_per_client, 4,
+          "of --max_transfers, most at once for one client (a token's label, or else the peer's "
+          "address); more get RESOURCE_EXHAUSTED");
+ABSL_FLAG(std::string, transfer_min_rate, "64Ki",
+          "bytes a second an Export or Import must move, averaged over --transfer_idle_timeout, "
+          "or it is cancelled (ABORTED) and what it held released; e.g. 64Ki, 1Mi; 0 = any");
+ABSL_FLAG(absl::Duration, transfer_idle_timeout, absl::Seconds(30),
+          "an Export whose client stops reading, or an Import that sends no chunk, for this long "
+          "is cancelled (ABORTED) and what it held released; 0 = never");
+ABSL_FLAG(int32_t, max_threads, 0,
+          "retired with the sync server model, whose threads it bounded; ignored (with a "
+          "warning) if set");
+
+namespace service {
+namespace {
+
+absl::Status Invalid(absl::string_view message) { return absl::InvalidArgumentError(message); }
+absl::Status Refused(absl::string_view message) { return absl::FailedPreconditionError(message); }
+
+// Whether `flag` is one of the server's: defined in this file (the binary links others, e.g.
+// Abseil's own --flagfile).
+bool IsServerFlag(const absl::CommandLineFlag& flag) {
+  return absl::EndsWith(flag.Filename(), "service/server_flags.cc");
+}
+
+}  // namespace
+
+std::vector<std::string> ServerFlagNames() {
+  std::vector<std::string> names;
+  for (const auto& [name, flag] : absl::GetAllFlags()) {
+    if (IsServerFlag(*flag)) names.emplace_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+absl::Status ApplyFlagEnvironment() {
+  for (const std::string& name : ServerFlagNames()) {
+    const std::string variable = absl::StrCat("BLOOM_", absl::AsciiStrToUpper(name));
+    const char* value = std::getenv(variable.c_str());
+    if (value == nullptr) continue;
+    absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    std::string error;
+    if (flag == nullptr || !flag->ParseFrom(value, &error)) {
+      return Invalid(absl::StrCat("bad ", variable, "='", value, "': ", error));
+    }
+  }
+  return absl::OkStatus();
+}
+
+bool ParseBytes(absl::string_view text, uint64_t& bytes) {
+  struct Suffix {
+    const char* text;
+    uint64_t factor;
+  };
+  constexpr Suffix kSuffixes[] = {
+      {"Ki", 1ULL << 10}, {"Mi", 1ULL << 20}, {"Gi", 1ULL << 30},     {"Ti", 1ULL << 40},
+      {"K", 1000ULL},     {"M", 1000'000ULL}, {"G", 1000'000'000ULL}, {"T", 1000'000'000'000ULL}};
+  uint64_t factor = 1;
+  for (const Suffix& s : kSuffixes) {
+    if (absl::EndsWith(text, s.text)) {
+      factor = s.factor;
+      text.remove_suffix(std::strlen(s.text));
+      break;
+    }
+  }
+  uint64_t value = 0;
+  if (!absl::SimpleAtoi(text, &value) || (value != 0 && factor > UINT64_MAX / value)) return false;
+  bytes = value * factor;
+  return true;
+}
+
+bool ParseMemoryLimit(absl::string_view text, const bloomsys::ContainerMemory& container,
+                      uint64_t& bytes) {
+  if (absl::ConsumeSuffix(&text, "%")) {
+    double percent = 0;
+    if (!absl::SimpleAtod(text, &percent) || !(percent > 0 && percent <= 100)) return false;
+    bytes = static_cast<uint64_t>(static_cast<double>(container.bytes) * percent / 100);
+    return true;
+  }
+  return ParseBytes(text, bytes);
+}
+
+absl::StatusOr<LogConfig> LogConfigFromFlags() {
+  LogConfig log;
+  if (!bloomlog::ParseLevel(absl::GetFlag(FLAGS_log_level), log.level)) {
+    return Invalid("--log_level must be debug, info, warning or error");
+  }
+  log.json = absl::GetFlag(FLAGS_log_json);
+  return log;
+}
+
+absl::StatusOr<ServerConfig> ConfigFromFlags(const bloomsys::ContainerMemory& container) {
+  ServerConfig config;
+
+  storage::StoreOptions& store = config.store;
+  store.data_dir = absl::GetFlag(FLAGS_data_dir);
+  store.sync = absl::GetFlag(FLAGS_sync);
+  store.checkpoint_interval = absl::GetFlag(FLAGS_checkpoint_interval);
+  store.lazy_start = absl::GetFlag(FLAGS_lazy_start);
+  if (!ParseMemoryLimit(absl::GetFlag(FLAGS_memory_limit), container, store.memory_limit_bytes)) {
+    return Invalid(
+        "--memory_limit must be bytes (536870912, 512Mi) or a share of the container's memory "
+        "(50%)");
+  }
+
+  ServerOptions& server = config.server;
+  ServiceLimits& limits = server.limits;
+  limits.max_batch = absl::GetFlag(FLAGS_max_batch);
+  limits.max_item_bytes = absl::GetFlag(FLAGS_max_item_bytes);
+  limits.pipeline_window = absl::GetFlag(FLAGS_pipeline_window);
+  limits.max_pipeline_operations = absl::GetFlag(FLAGS_max_pipeline_operations);
+  limits.max_transfers = absl::GetFlag(FLAGS_max_transfers);
+  limits.max_transfers_per_client = absl::GetFlag(FLAGS_max_transfers_per_client);
+  limits.transfer_idle_timeout = absl::GetFlag(FLAGS_transfer_idle_timeout);
+  if (limits.max_batch == 0 || limits.max_item_bytes == 0 || limits.pipeline_window == 0 ||
+      limits.max_pipeline_operations == 0 || limits.max_transfers == 0 ||
+      limits.max_transfers_per_client == 0 || limits.transfer_idle_timeout < absl::ZeroDuration()) {
+    return Invalid(
+        "--max_batch, --max_item_bytes, --pipeline_window, --max_pipeline_operations, "
+        "--max_transfers and --max_transfers_per_client must be positive, "
+        "--transfer_idle_timeout not negative");
+  }
+  if (!ParseBytes(absl::GetFlag(FLAGS_transfer_min_rate), limits.transfer_min_bytes_per_second)) {
+    return Invalid("--transfer_min_rate must be bytes a second, e.g. 64Ki");
+  }
+  uint64_t max_message_bytes = 0;
+  if (!ParseBytes(absl::GetFlag(FLAGS_max_message_bytes), max_message_bytes) ||
+      max_message_bytes < 1024 || max_message_bytes > INT32_MAX) {
+    return Invalid("--max_message_bytes must be 1Ki to 2Gi, e.g. 64Mi");
+  }
+  server.max_message_bytes = static_cast<int>(max_message_bytes);
+  uint64_t transport_memory = 0;
+  if (!ParseMemoryLimit(absl::GetFlag(FLAGS_transport_memory), container, transport_memory) ||
+      transport_memory > INT64_MAX) {
+    return Invalid(
+        "--transport_memory must be bytes (268435456, 256Mi) or a share of the container's "
+        "memory (10%)");
+  }
+  server.transport_memory_bytes = static_cast<int64_t>(transport_memory);
+  server.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
+  server.max_connection_idle = absl::GetFlag(FLAGS_max_connection_idle);
+  if (server.max_concurrent_streams < 1 || server.max_connection_idle < absl::ZeroDuration()) {
+    return Invalid("--max_concurrent_streams must be positive, --max_connection_idle not negative");
+  }
+  server.listen = absl::GetFlag(FLAGS_listen);
+  server.health_listen = absl::GetFlag(FLAGS_health_listen);
+  server.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
+
+  TlsOptions& tls = server.tls;
+  tls.cert_file = absl::GetFlag(FLAGS_tls_cert_file);
+  tls.key_file = absl::GetFlag(FLAGS_tls_key_file);
+  tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca_file);
+  tls.reload_interval = absl::GetFlag(FLAGS_tls_reload_interval);
+  if (!tls.client_ca_file.empty() && !tls.enabled()) {
+    return Refused("--tls_client_ca_file needs --tls_cert_file and --tls_key_file");
+  }
+  absl::StatusOr<OpenMethods> open_methods = ParseOpenMethods(absl::GetFlag(FLAGS_open_methods));
+  if (!open_methods.ok()) {
+    return Refused(absl::StrCat("--open_methods: ", open_methods.status().message()));
+  }
+  server.open_methods = *open_methods;
+  config.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
+  config.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  config.port_file = absl::GetFlag(FLAGS_port_file);
+
+  const std::string model = absl::GetFlag(FLAGS_server_model);
+  if (model != "auto" && model != "callback" && model != "sync") {
+    return Refused("--server_model must be auto, callback or sync (retired: served as callback)");
+  }
+  if (model == "sync") {
+    config.warnings.push_back(
+        "--server_model=sync is retired: serving with the callback model (with --sync, adds are "
+        "answered after a shared fsync without holding a thread each); drop the flag");
+  }
+  if (absl::GetFlag(FLAGS_max_threads) != 0) {
+    config.warnings.push_back(
+        "--max_threads is retired with the sync server model and has no effect");
+  }
+  return config;
+}
+
+}  // namespace service

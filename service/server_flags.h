@@ -1,0 +1,74 @@
+// The bloom-server binary's flags: their definitions, BLOOM_<FLAG> environment variables, and
+// their validation into the options the store and the server take.
+//
+//   if (absl::Status applied = ApplyFlagEnvironment(); !applied.ok()) ...;
+//   absl::ParseCommandLine(argc, argv);
+//   absl::StatusOr<LogConfig> log = LogConfigFromFlags();
+//   absl::StatusOr<ServerConfig> config = ConfigFromFlags(FindContainerMemory());
+//   if (!config.ok()) ...;  // names the flag and what it accepts
+//
+// Every flag defined in server_flags.cc can be set by an environment variable BLOOM_<FLAG>
+// (e.g. BLOOM_DATA_DIR), which suits Kubernetes; a command-line flag wins over the environment.
+//
+// Thread-safety: call from main() before starting threads that read flags.
+#ifndef SERVICE_SERVER_FLAGS_H_
+#define SERVICE_SERVER_FLAGS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "common/container_memory.h"
+#include "common/log.h"
+#include "service/server.h"
+#include "storage/filter_store.h"
+
+namespace service {
+
+// How the server logs (--log_level, --log_json): set up first, so that what follows is logged
+// in that form.
+struct LogConfig {
+  bloomlog::Level level = bloomlog::Level::kInfo;
+  bool json = false;
+};
+// INVALID_ARGUMENT for an unknown level.
+absl::StatusOr<LogConfig> LogConfigFromFlags();
+
+// Everything else main() needs, checked. server.hooks.auth and .metrics are main()'s to fill.
+struct ServerConfig {
+  storage::StoreOptions store;
+  ServerOptions server;
+  std::string auth_token_file;  // empty: no token auth
+  std::string metrics_listen;   // empty: no metrics listener
+  std::string port_file;        // empty: none written
+  // Warnings for retired flags that were set, to log once logging is set up.
+  std::vector<std::string> warnings;
+};
+
+// Sets flags from BLOOM_<FLAG> environment variables; INVALID_ARGUMENT naming the variable for
+// a value the flag does not accept. Call before absl::ParseCommandLine, which then wins.
+absl::Status ApplyFlagEnvironment();
+
+// The names of the server's flags (those defined in server_flags.cc), sorted.
+std::vector<std::string> ServerFlagNames();
+
+// The flags' values, validated. `container` is what percentages of memory are shares of.
+// INVALID_ARGUMENT for a value a flag does not take (a usage error: the server exits 2);
+// FAILED_PRECONDITION for settings it refuses to start with (logged, exit 1): a client CA
+// without a certificate, unknown open methods or server model. Both name the flag.
+absl::StatusOr<ServerConfig> ConfigFromFlags(const bloomsys::ContainerMemory& container);
+
+// "0", "1048576", "512Mi", "4Gi" (powers of 1024), "1G" (powers of 1000); false for anything
+// else or a value past 2^64.
+bool ParseBytes(absl::string_view text, uint64_t& bytes);
+
+// "50%": that share of `container` (more than 0, at most 100); otherwise ParseBytes.
+bool ParseMemoryLimit(absl::string_view text, const bloomsys::ContainerMemory& container,
+                      uint64_t& bytes);
+
+}  // namespace service
+
+#endif  // SERVICE_SERVER_FLAGS_H_

@@ -1,0 +1,176 @@
+// The server's flags: byte sizes and memory shares parse as documented, bad values are refused
+// with a message naming the flag, BLOOM_<FLAG> environment variables set flags, and every flag
+// is documented in docs/operations.md.
+#include "service/server_flags.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "absl/flags/reflection.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/testing.h"
+#include "gtest/gtest.h"
+#include "storage/resident_charge.h"
+
+namespace service {
+namespace {
+
+std::string ReadSourceFile(const std::string& path) {
+  std::ifstream in(std::string(BLOOM_SOURCE_DIR) + "/" + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(ParseBytesTest, AcceptsPlainNumbersAndBinaryAndDecimalSuffixes) {
+  const struct {
+    const char* text;
+    uint64_t bytes;
+  } kCases[] = {{"0", 0},
+                {"1048576", 1048576},
+                {"64Ki", 64 << 10},
+                {"512Mi", 512ULL << 20},
+                {"4Gi", 4ULL << 30},
+                {"2Ti", 2ULL << 40},
+                {"1K", 1000},
+                {"3M", 3'000'000},
+                {"1G", 1'000'000'000},
+                {"18446744073709551615", UINT64_MAX}};
+  for (const auto& c : kCases) {
+    uint64_t bytes = 7;
+    EXPECT_TRUE(ParseBytes(c.text, bytes)) << c.text;
+    EXPECT_EQ(bytes, c.bytes) << c.text;
+  }
+}
+
+TEST(ParseBytesTest, RefusesWhatIsNotASize) {
+  for (const char* text :
+       {"", "Mi", "-1", "1.5Gi", "1mi", "0x10", "16777216Ti", "18446744073709551616", "1Pi"}) {
+    uint64_t bytes = 7;
+    EXPECT_FALSE(ParseBytes(text, bytes)) << text;
+    EXPECT_EQ(bytes, 7u) << text << ": changed on failure";
+  }
+}
+
+TEST(ParseMemoryLimitTest, APercentIsAShareOfTheContainer) {
+  const bloomsys::ContainerMemory container{.bytes = 8ULL << 30, .source = "test"};
+  uint64_t bytes = 0;
+  ASSERT_TRUE(ParseMemoryLimit("50%", container, bytes));
+  EXPECT_EQ(bytes, 4ULL << 30);
+  ASSERT_TRUE(ParseMemoryLimit("12.5%", container, bytes));
+  EXPECT_EQ(bytes, 1ULL << 30);
+  ASSERT_TRUE(ParseMemoryLimit("100%", container, bytes));
+  EXPECT_EQ(bytes, 8ULL << 30);
+  ASSERT_TRUE(ParseMemoryLimit("256Mi", container, bytes));
+  EXPECT_EQ(bytes, 256ULL << 20);
+  for (const char* text : {"0%", "101%", "-5%", "%", "half%"}) {
+    EXPECT_FALSE(ParseMemoryLimit(text, container, bytes)) << text;
+  }
+}
+
+// Sets a flag for one test and restores its default after.
+class FlagsTest : public ::testing::Test {
+ protected:
+  void SetFlag(const char* name, const char* value) {
+    absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    ASSERT_NE(flag, nullptr) << name;
+    std::string error;
+    ASSERT_TRUE(flag->ParseFrom(value, &error)) << name << ": " << error;
+  }
+  const bloomsys::ContainerMemory container_{.bytes = 4ULL << 30, .source = "test"};
+
+ private:
+  absl::FlagSaver saver_;
+};
+
+TEST_F(FlagsTest, TheDefaultsMakeAValidConfig) {
+  absl::StatusOr<ServerConfig> config = ConfigFromFlags(container_);
+  ASSERT_OK(config.status());
+  EXPECT_EQ(config->server.listen, "127.0.0.1:50051");
+  EXPECT_EQ(config->store.data_dir, "./bloom-data");
+  EXPECT_EQ(config->store.memory_limit_bytes, 2ULL << 30);  // 50% of the container
+  EXPECT_EQ(config->server.transport_memory_bytes, 256 << 20);
+  EXPECT_EQ(config->server.max_message_bytes, 16 << 20);
+  EXPECT_EQ(config->server.limits.transfer_min_bytes_per_second, 64u << 10);
+  EXPECT_TRUE(config->warnings.empty());
+}
+
+TEST_F(FlagsTest, BadValuesAreRefusedNamingTheFlag) {
+  const struct {
+    const char* flag;
+    const char* value;
+  } kBad[] = {{"memory_limit", "lots"},       {"max_batch", "0"},
+              {"pipeline_window", "0"},       {"max_message_bytes", "100"},
+              {"max_message_bytes", "4Gi"},   {"transport_memory", "200%"},
+              {"transfer_min_rate", "fast"},  {"max_concurrent_streams", "0"},
+              {"max_connection_idle", "-1s"}, {"server_model", "threads"},
+              {"open_methods", "everything"}, {"tls_client_ca_file", "/ca.pem"}};
+  for (const auto& bad : kBad) {
+    absl::FlagSaver restore;
+    SetFlag(bad.flag, bad.value);
+    absl::StatusOr<ServerConfig> config = ConfigFromFlags(container_);
+    EXPECT_FALSE(config.ok()) << bad.flag << "=" << bad.value;
+    EXPECT_TRUE(absl::StrContains(config.status().message(), absl::StrCat("--", bad.flag)))
+        << bad.flag << ": " << config.status().message();
+  }
+}
+
+TEST_F(FlagsTest, TheLogLevelIsOneOfFour) {
+  SetFlag("log_level", "warning");
+  SetFlag("log_json", "true");
+  absl::StatusOr<LogConfig> log = LogConfigFromFlags();
+  ASSERT_OK(log.status());
+  EXPECT_EQ(log->level, bloomlog::Level::kWarning);
+  EXPECT_TRUE(log->json);
+  SetFlag("log_level", "loud");
+  EXPECT_EQ(LogConfigFromFlags().status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(FlagsTest, RetiredFlagsWarn) {
+  SetFlag("server_model", "sync");
+  SetFlag("max_threads", "8");
+  absl::StatusOr<ServerConfig> config = ConfigFromFlags(container_);
+  ASSERT_OK(config.status());
+  EXPECT_EQ(config->warnings.size(), 2u);
+}
+
+TEST_F(FlagsTest, EnvironmentVariablesSetFlags) {
+  ASSERT_EQ(setenv("BLOOM_MAX_BATCH", "123", 1), 0);
+  ASSERT_EQ(setenv("BLOOM_DATA_DIR", "/var/lib/bloom", 1), 0);
+  const absl::Status applied = ApplyFlagEnvironment();
+  unsetenv("BLOOM_MAX_BATCH");
+  unsetenv("BLOOM_DATA_DIR");
+  ASSERT_OK(applied);
+  absl::StatusOr<ServerConfig> config = ConfigFromFlags(container_);
+  ASSERT_OK(config.status());
+  EXPECT_EQ(config->server.limits.max_batch, 123u);
+  EXPECT_EQ(config->store.data_dir, "/var/lib/bloom");
+
+  ASSERT_EQ(setenv("BLOOM_SYNC", "perhaps", 1), 0);
+  const absl::Status bad = ApplyFlagEnvironment();
+  unsetenv("BLOOM_SYNC");
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(bad.message(), "BLOOM_SYNC")) << bad.message();
+}
+
+// docs/operations.md is where users look a flag up: each has its row, and the bookkeeping
+// charge it quotes is the one the code charges.
+TEST(FlagDocsTest, EveryFlagIsDocumentedWithTheCurrentCharge) {
+  const std::string operations = ReadSourceFile("docs/operations.md");
+  ASSERT_FALSE(operations.empty());
+  const std::vector<std::string> names = ServerFlagNames();
+  EXPECT_GE(names.size(), 30u);
+  for (const std::string& name : names) {
+    EXPECT_TRUE(absl::StrContains(operations, absl::StrCat("`--", name, "`")) ||
+                absl::StrContains(operations, absl::StrCat("`--", name, "`,")))
+        << "--" << name << " is not in docs/operations.md";
+  }
+  const std::string charge =
+      absl::StrCat(storage::kResidentFilterOverheadBytes, " bytes of bookkeeping");
+  EXPECT_TRUE(absl::StrContains(operations, charge)) << "docs/operations.md should say " << charge;
+}
+
+}  // namespace
+}  // namespace service
