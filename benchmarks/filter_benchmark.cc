@@ -202,9 +202,9 @@ BENCHMARK(BM_BlockedContains)->Apply(Sizes);
 BENCHMARK(BM_PlainContains)->Apply(Sizes);
 
 // Not a timing: reports bits per item of our layout, the split-block reference and the
-// classic optimum for one error rate (the README table).
+// classic optimum for one error rate (the table in docs/performance.md).
 // What a Stats call pays per sub-filter: the kept set-bit count and the model-based FPR
-// (O(1)), beside the scan of every bit it replaced (issue 15: a 2.9 GB filter took 2.7 s).
+// (O(1)), beside a scan of every bit, for comparison.
 // Arg: filter capacity in millions of items at 1%.
 void BM_StatsKeptCount(benchmark::State& state) {
   auto filter = *bloom::BlockedBloomFilter::Create(

@@ -268,9 +268,9 @@ namespace {
 
 // How many items ahead to fetch each item's line in every filter asked. One filter (a plain
 // filter or one sub-filter): 16, since a block of a filter past the caches takes longer to come
-// than 8 items take to test (filter_benchmark BM_BlockedContains: 10M items 21 -> 17 us, 100M
-// items 26 -> 20 us per 1000 queries; 1M items, in cache, alike). Several (a window's slices):
-// 8, since each item already fetches a line per slice (window_benchmark: 2, 4 and 8 alike).
+// than 8 items take to test (filter_benchmark BM_BlockedContains at 10M and 100M items; in
+// cache, at 1M, the distance does not matter). Several (a window's slices): 8, since each item
+// already fetches a line per slice (window_benchmark BM_Contains finds 2 to 8 alike).
 constexpr size_t kAnyAheadOne = 16;
 constexpr size_t kAnyAheadMany = 8;
 
@@ -329,7 +329,7 @@ void AnyScalar(const Probed& probed, BlockedLayout layout, absl::Span<const uint
 #define BLOOM_HAVE_AVX2_PATH 1
 // The same with AVX2: a block is two 256-bit loads, an and-not and one test, without the
 // scalar test's branch on the first two words, which mispredicts about one slice in five
-// (window_benchmark, 8 slices, 100,000 items in cache: 44 -> 23 ns per query). The vector
+// (window_benchmark BM_Contains, 8 slices, in cache, shows the difference). The vector
 // loads are not atomic while adds OR bits in: harmless, since bits only go from 0 to 1, so a
 // torn read shows each bit either before or after an add, as the atomic word loads do. (Built
 // out under ThreadSanitizer, which would report them.) Its prefetch and skip lines repeat

@@ -2,8 +2,8 @@
 // huge pages.
 //
 // Why aligned: mmap places a mapping on a 4 KiB boundary, and only the aligned 2 MiB stretches
-// inside it can become huge pages, so a 2.4 MiB slice of a window got none and paid a TLB miss
-// per query (window_benchmark, 10M items at 4 slices: 69 -> 50 ns per query once aligned).
+// inside it can become huge pages: an unaligned 2.4 MiB slice of a window would get none and pay
+// a TLB miss per query (window_benchmark BM_Contains at 10M items shows it).
 //
 //   void* bits = MapBits(bytes);  // nullptr if the system has no memory for it
 //   UnmapBits(bits, bytes);

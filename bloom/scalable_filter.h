@@ -160,9 +160,8 @@ class SubFilter {
   }
 
   // 40 bytes, one per per-user filter, in the first line of its bits' slab slot beside their
-  // 24-byte header (it was 48 bytes of its own, with a pointer to the bits; 56 when every
-  // sub-filter kept a slice start, 80 when the shape with its layout and a separate owner of
-  // next_ were kept here). Behind the object: a windowed filter's slice start; then, with
+  // 24-byte header (the static_assert in scalable_filter.cc keeps it there; store_benchmark
+  // BM_PerFilterOverhead measures what a filter costs in all). Behind the object: a windowed filter's slice start; then, with
   // bits_inline_, the bits' object, else before the slice start a pointer to them (owned).
   const int index_;
   const uint16_t slice_position_;  // sliced_ only: < kMaxSubFilters
@@ -415,12 +414,10 @@ class ScalableFilter {
   // the first sub-filter's is the spec's halved, or the spec's for a non-scaling filter).
   double SpecErrorRate(const SubFilter& first) const;
 
-  // 24 bytes (jemalloc's 32-byte class), for millions of small filters; 48 when it kept the
-  // spec's capacity and error rate, which a chain without a window reads from its first
-  // sub-filter now, and the chain's head beside the window's pointer; 64 when the idle_ttl
-  // (which the store keeps) and the newest sub-filter (which newest() finds, or the window
-  // keeps) were kept here, 128 when the spec, with its two 16-byte absl::Durations, the clock
-  // and the window's fields were. Expansion in 16 bits (kMaxExpansion).
+  // 24 bytes (jemalloc's 32-byte class), for millions of small filters: a chain without a
+  // window reads the spec's capacity and error rate from its first sub-filter, one tagged
+  // pointer is the head, the window or the spare, newest() finds the newest sub-filter, and
+  // the idle_ttl is the store's. Expansion in 16 bits (kMaxExpansion).
   const uint64_t seed_;
   // Owning, tagged (HeadKind): the first sub-filter of a chain without a window, which tells
   // the spec's capacity and error rate; else the Window, or the Spare. Written while the

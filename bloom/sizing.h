@@ -63,7 +63,7 @@ absl::StatusOr<BlockedLayout> ChooseLayout(uint64_t capacity, double error_rate)
 // Bits per item of the layout ChooseLayout picks for a large filter at `error_rate`.
 double BlockedBitsPerItem(double error_rate);
 
-// Reference points for the README and benchmarks:
+// Reference points for docs/performance.md and the benchmarks:
 // bits per item of a split-block Bloom filter (256-bit blocks of eight 32-bit words, one bit per
 // word, k = 8; Apache Parquet/Impala) sized by its exact Poisson-mixture formula, and of a
 // classic unblocked filter, -ln p / (ln 2)^2.

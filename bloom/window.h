@@ -16,8 +16,9 @@
 // window, a sizing hint; a non_scaling windowed filter refuses an add beyond its slice's share.
 // Since a slice usually holds just its share, its first sub-filter gets 3/4 of the slice's
 // budget and sub-filter i (3/4) (1/4)^i (a plain chain: 1/2 and (1/2)^(i+1)): at 8 slices and
-// 1% that is 1.57x the bits per item of a plain filter holding the window's items, instead of
-// 1.67x (window_benchmark), for a tighter rate in the sub-filters of a rate surge. A slice's
+// 1% that is about 1.6x the bits per item of a plain filter holding the window's items
+// (window_benchmark BM_WindowBitsPerItem), fewer than an even split, for a tighter rate in the
+// sub-filters of a rate surge. A slice's
 // further sub-filters are sized for the rest of the slice at its rate so far
 // (SliceOverflowCapacity), not doubled as a plain chain's are. The slices'
 // first sub-filters thus share one layout, so a query computes an item's probe once for all

@@ -63,8 +63,9 @@ struct ClientOptions {
   bool pipelined = false;
   size_t pipeline_streams = 1;
   // Batches in flight per stream: 2 lets the server serve one while this side delivers the
-  // other's answers, when a batch holds many operations (one-key calls on per-user filters:
-  // ~15% more calls per second, ~10% more server CPU per key); 1 keeps batches whole.
+  // other's answers, when a batch holds many operations (more calls per second for one-key
+  // calls on per-user filters, at some server CPU per key: tests/bench/compare.sh scenario 5);
+  // 1 keeps batches whole.
   size_t pipeline_rounds = 2;
 };
 

@@ -3,8 +3,8 @@
 // bloom-server is linked with jemalloc (Debian's libjemalloc2; CMake option BLOOM_JEMALLOC,
 // off in sanitizer builds, whose runtimes replace malloc themselves). Why: a per-key
 // operation makes a dozen small allocations across gRPC, protobuf and the store, and glibc's
-// malloc spent 12-15% of the server's CPU on them, much of it in its slow paths
-// (malloc_consolidate, unsorted-bin sorting) once millions of filters had fragmented the heap.
+// malloc spends a noticeable share of the server's CPU on them, much of it in its slow paths
+// (malloc_consolidate, unsorted-bin sorting) once millions of filters fragment the heap.
 // Other programs (tests, benchmarks, bloom-cli) keep glibc's malloc.
 //
 //   bloomheap::ReleaseFreeMemory();  // after freeing many objects

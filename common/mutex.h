@@ -4,8 +4,8 @@
 // TSAN cannot see its synchronisation and reports every access it guards as a race. This lock
 // is built from std::atomic operations (acquire on lock, release on unlock), which every
 // sanitizer sees, and sleeps with std::atomic::wait (a futex on Linux).
-// Why not pthread_rwlock_t (which it replaced): 56 bytes. Every filter has four locks, and a
-// server holding millions of small per-user filters paid 208 bytes per filter for them.
+// Why not pthread_rwlock_t: 56 bytes. Every filter has four locks, and a server holds millions
+// of small per-user filters.
 //
 // The lock prefers writers: once a writer waits, new readers wait too, so a checkpoint waiting
 // for the exclusive lock is not starved by a steady stream of shared holders. A thread that

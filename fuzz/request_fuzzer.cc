@@ -32,7 +32,7 @@ struct Harness {
 Harness* harness_for_exit = nullptr;
 
 // At a normal exit (libFuzzer's -max_total_time, the replay test's end) the store is closed and
-// its temp dir removed: each run used to leave about 70 MB of RocksDB files in /tmp. A crash
+// its temp dir removed, so runs do not fill /tmp with RocksDB files. A crash
 // exits without this, which keeps the dir for a look.
 void RemoveHarnessDir() {
   Harness* h = harness_for_exit;

@@ -11,7 +11,7 @@
 // - state, read at scrape time from the store, RocksDB and /proc: bloom_filters,
 //   bloom_filter_memory_bytes, bloom_journal_pending_bytes, bloom_checkpoint_lag_seconds,
 //   bloom_rocksdb_*, process_* (the standard names Prometheus client libraries use).
-// The README's observability section lists every metric.
+// docs/operations.md (Observability) lists every metric.
 //
 // Thread-safety: every method is thread-safe. RecordRpc is on the request path: after the
 // first call per (method, code) it takes no lock but prometheus-cpp's per-histogram one.

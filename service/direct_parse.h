@@ -1,10 +1,10 @@
 // Reads bloom.v1.AddRequest and MightContainRequest straight from their wire bytes, and writes
 // their responses, without protobuf messages: the items stay views into the received bytes.
 //
-// A 1000-item MightContain spent about a quarter of its server CPU turning every item into a
-// std::string (a heap allocation for each item longer than 15 bytes, freed again with the
-// call) and a repeated field; the callback server now reads its Add and MightContain calls
-// with these functions (bloom_service.h). The wire format is protobuf's, unchanged: the
+// Why: protobuf's parse turns every item into a std::string (a heap allocation for each item
+// longer than 15 bytes, freed again with the call) in a repeated field, a large share of a
+// batched call's server CPU (benchmarks/parse_benchmark compares the two). The callback server
+// reads its Add and MightContain calls with these functions (bloom_service.h). The wire format is protobuf's, unchanged: the
 // parse accepts what protobuf's does for these messages (fields in any order and repeated,
 // unknown fields skipped, a repeated scalar field's last value winning, a repeated message
 // field merged) except groups, which proto3 has none of. `items` are read as bytes, as

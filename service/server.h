@@ -28,8 +28,7 @@ namespace service {
 
 // The service runs on gRPC's callback API: unary calls are answered inline on gRPC's threads,
 // streams cost no thread while they wait, and with --sync adds are answered from the WAL
-// syncer's thread (storage/wal_sync.h). (The synchronous API, a pool thread per running call,
-// was retired: it cost more CPU per call in every workload measured, 4x for one-key calls.)
+// syncer's thread (storage/wal_sync.h).
 struct ServerOptions {
   // host:port; port 0 picks a free port (see BloomServer::port()).
   std::string listen = "127.0.0.1:50051";

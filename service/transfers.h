@@ -1,5 +1,5 @@
 // Export and Import streams on gRPC's callback API: a stream costs no thread while it waits for
-// its client (issue 15: 700 exports that never read held 717 threads and 2.4 GB).
+// its client, so stalled clients cannot pile up threads (docs/security.md).
 //
 //  - Export pulls its dump from an ExportCursor one chunk (at most 1 MiB) at a time, as the
 //    client takes them: one write in flight, the cursor's buffers charged to --memory_limit.

@@ -4,8 +4,7 @@
 //
 // 8 bytes, for millions of small filters: the usual per-user filter (one sub-filter, from index
 // 0, a sequence below 2^32 and fewer than 2^31 items) is held inline, tagged by the low bit;
-// anything else is a heap block of the three. (24 bytes when the sequence, the index and the
-// size were fields beside one inline count; 40 before that.)
+// anything else is a heap block of the three.
 //
 //   Checkpointed last;
 //   last.Assign(/*seq=*/7, /*first_index=*/0, {/*items=*/{42}});

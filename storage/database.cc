@@ -29,7 +29,7 @@ namespace {
 
 // Block cache shared by every column family, holding data blocks and also index and filter
 // blocks. By default RocksDB keeps every open SST file's whole index (and filter) outside any
-// cache: with 10 million filters (15 GB of pages) that was ~150 MB the memory limit did not
+// cache: with 10 million filters (15 GB of pages) that is ~150 MB the memory limit does not
 // see. Partitioned indexes and filters keep only a small top level per file pinned; the
 // partitions come and go through this cache, so RocksDB's reads use at most this much.
 constexpr size_t kBlockCacheBytes = 64 << 20;
@@ -56,7 +56,7 @@ rocksdb::ColumnFamilyOptions MetadataFamilyOptions(const std::shared_ptr<rocksdb
   options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   // The same for the memtable: a name that is not there (every filter created on first add
   // is first looked up) is refused by a Bloom filter instead of a skip-list search of cache
-  // misses (creating 300,000 per-user filters: 7% of the server's CPU). 2% of the memtable's
+  // misses. 2% of the memtable's
   // budget is ~1.3 MB, about 25 bits per record.
   options.memtable_whole_key_filtering = true;
   options.memtable_prefix_bloom_size_ratio = 0.02;
@@ -82,21 +82,16 @@ constexpr uint32_t kGenerationSkipListThreshold = 64;
 // The journal takes one record per add of each filter, keyed by (generation, seq), and the
 // pages family a page for each filter created on first add (its first checkpoint, keyed by
 // generation, sub-filter and page): with many per-user filters both insert at random places.
-// In RocksDB's default memtable, one skip list for all, each such insert missed the cache at
-// every level (InlineSkipList::FindSpliceForLevel, a sixth of the server's CPU for the journal
-// with 100,000 per-user filters, one key per call through the pipelined client). Hashed by
-// generation, an insert touches one bucket and its short list.
+// In RocksDB's default memtable, one skip list for all, each such insert misses the cache at
+// every level (InlineSkipList::FindSpliceForLevel). Hashed by generation, an insert touches
+// one bucket and its short list.
 //
-// Buckets as skip lists (HashSkipList) cost ~330 bytes of arena each at the height a busy
-// filter needs, so the journal had only 16,384 of them (5 MB; 256K added 55 MB and made the
-// memtable flush at once): with 100,000 journalled filters their lists held tens of records,
-// and searching them was still 13% of the server's CPU (Debian's RocksDB, built with
+// Why linked lists and not skip lists per bucket (HashSkipList): those cost ~330 bytes of arena
+// each at the height a busy filter needs, so only a few thousand buckets fit, whose lists then
+// hold tens of records each with many per-user filters (Debian's RocksDB, built with
 // assertions, also searches once more per insert to assert the key is new). Linked-list
-// buckets cost 8 bytes each, so 16 times as many hold a few records each. Measured with
-// alternating servers, one key per call to 100,000 per-user filters: through the pipelined
-// client with the filters existing, 12-14% less server CPU per key for the journal's (3
-// pairings, none worse for one hot filter); over raw Pipeline streams, where most adds create
-// their filter, 7% less on average for the pages' as well (7 pairings, 0-14%).
+// buckets cost 8 bytes each, so 16 times as many hold a few records each.
+// tests/bench/compare.sh scenario 5 (per-user filters) measures the effect.
 //
 // The price, paid where it is cheap: these memtables iterate in key order only within a
 // generation (GenerationScan below, how one filter's pages and journal are read), and a full

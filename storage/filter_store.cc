@@ -30,11 +30,11 @@ std::string DescribeSpec(const bloom::FilterSpec& spec) {
                       " non_scaling=", spec.non_scaling ? "true" : "false");
 }
 
-// A filter's hash seed: unpredictable (the kernel's entropy), so nobody can precompute items
-// that flood a given filter.
-// A fresh hash seed per filter: SplitMix64 over a per-process random base and a counter, so
-// seeds are unpredictable without the base and distinct per filter. (A std::random_device per
-// filter cost about half of creating a small filter: on a VM its CPUID probe traps.)
+// A fresh hash seed per filter, so nobody can precompute items that flood a given filter:
+// SplitMix64 over a per-process base from the kernel's entropy and a counter, so seeds are
+// unpredictable without the base and distinct per filter. The kernel is asked once per
+// process, not per filter: a std::random_device traps into the hypervisor on a VM, which would
+// double the cost of creating a small filter.
 uint64_t RandomSeed() {
   static const uint64_t base = [] {
     std::random_device entropy;

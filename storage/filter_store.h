@@ -271,8 +271,7 @@ class FilterStore {
   // As Acquire for an add with create_if_missing: a missing filter is created (`created`),
   // with its record written by its first write (FindOrCreate's defer_write). A name missing
   // from memory takes the name's lock once, for the lookup on disk and the creation together
-  // (Acquire then FindOrCreate took it twice and looked up a new name in RocksDB twice: a
-  // tenth of the server's CPU per creation at 10 million filters).
+  // (Acquire then FindOrCreate would take it twice and look a new name up in RocksDB twice).
   absl::StatusOr<std::shared_ptr<StoredFilter>> AcquireOrCreate(
       absl::string_view name, const bloom::FilterSpec& spec, bool& created,
       absl::FunctionRef<void()> before_waiting);

@@ -6,15 +6,14 @@
 // any generated client sends). Each made its own RocksDB write. RocksDB joins concurrent writes
 // into a write group, but every follower thread sleeps (sched_yield, then a futex) until its
 // leader has written, and those sleeping threads are gRPC's, which should be reading the next
-// messages. Measured (raw Pipeline, one add per message, 50 streams): 20.9 us of server CPU
-// per add before, 17.8 after; 100,000 per-user filters created on first add: 28.6 before, 19.2.
+// messages (tests/bench/compare.sh scenarios 3 and 5 measure the server CPU per add).
 //
 // Here a thread that submits a job while another serves leaves the job queued and returns at
 // once. The serving thread takes every job queued meanwhile, queues all their operations in
 // one OperationBatch (one write for all of them; with --sync their WhenDurable calls then
 // share the syncer's fsync), lets each job take its answers, destroys the batch, and only then
 // calls each job's Done(). Alone, a
-// job is served at once on its own thread, as before: nothing waits on a timer.
+// job is served at once on its own thread: nothing waits on a timer.
 //
 //   class StreamJob : public storage::GroupCommitter::Job { ... };
 //   committer.Submit(&job);  // may serve other threads' jobs before returning, or none

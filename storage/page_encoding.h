@@ -7,8 +7,8 @@
 //
 // Why: a per-user filter holds a handful of items for most of its life (capacity 1000 at 1% is
 // 1,472 bytes of bits, one item sets 6 words). Written dense, every checkpoint and eviction of
-// such a filter carried 1.5 KB through the WAL, the memtable, flushes and compactions: most of
-// the CPU and disk that creating millions of filters took. A page is written sparse when that
+// such a filter would carry 1.5 KB through the WAL, the memtable, flushes and compactions: most
+// of the CPU and disk that creating millions of filters takes. A page is written sparse when that
 // is under half its dense size; both forms replace the whole page, so a page can change form
 // from one checkpoint to the next. Servers before this format read a sparse page as corrupt
 // (DATA_LOSS for that filter), not as other bits.

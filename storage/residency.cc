@@ -236,9 +236,9 @@ void FilterStore::QueueEvictionCandidates(uint64_t used, uint64_t target) {
   // Two passes under each shard's reader lock, without a shared_ptr copy of every filter
   // (Snapshot) nor a status per filter: the recency of every resident filter, then the names
   // of the oldest. Only the oldest few are needed: as many as a round frees on average, for
-  // kRoundsPerScan rounds, picked in linear time (nth_element); only those are sorted. Sorting all
-  // of them was a tenth of the server's CPU while per-user filters were created through a 100Mi
-  // budget; one scan per round was 6% at 10 million filters through 1Gi.
+  // kRoundsPerScan rounds, picked in linear time (nth_element); only those are sorted: with
+  // millions of resident filters, sorting them all, or scanning them every round, would be a
+  // large share of the server's CPU while filters are created through a small budget.
   auto evictable = [](const StoredFilter& filter) { return filter.usable() && !filter.evicted(); };
   // Ages from one now, oldest largest: the ticks wrap (StoredFilter::Touch).
   const uint32_t now = StoredFilter::NowTicks();
@@ -344,9 +344,9 @@ void FilterStore::EvictLoop() {
     const uint64_t evictions_before = evictions_.load(std::memory_order_relaxed);
     EvictToBudget();
     // Freed filters leave free pages all over the heap, which the allocator keeps (and RSS
-    // counts) for a while or, with glibc, until something of the same size comes; 10 million
-    // filters through a 1 GiB budget left ~700 MB of RSS beyond the budget under glibc. Give
-    // free pages back, at most once a second.
+    // counts) for a while or, with glibc, until something of the same size comes: under a
+    // churning cache that is hundreds of MB of RSS beyond the budget. Give free pages back, at
+    // most once a second.
     const absl::Time now = absl::Now();
     if (evictions_.load(std::memory_order_relaxed) != evictions_before &&
         now - last_trim >= absl::Seconds(1)) {

@@ -2,8 +2,7 @@
 //
 // Why: with --sync an add is acknowledged only once its journal record is on stable storage.
 // A RocksDB write with sync=true makes the writing thread wait for the fsync: on gRPC's
-// callback threads that would stall every call behind it, so --sync used to need the
-// synchronous server model (a thread per running call), which costs more CPU per call. Here
+// callback threads that would stall every call behind it. Here
 // the caller writes without sync, asks AfterSync() to call it back, and returns: one thread
 // fsyncs the log for every request that queued while the previous fsync ran (however many
 // calls and streams they came from) and then calls them back.

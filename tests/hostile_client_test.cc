@@ -2,8 +2,8 @@
 // client (tests/hostile/h2_attacks.py) that does what no gRPC library would. Each test checks
 // the server's peak resident memory (VmHWM) and that it serves normal calls afterwards.
 //
-// Larger runs (several connections, longer floods) are scripts in the README's "Security"
-// section; these are the sizes that fit a 2-core CI machine in seconds.
+// Larger runs (several connections, longer floods) are runs of tests/hostile/h2_attacks.py
+// (docs/security.md); these are the sizes that fit a 2-core CI machine in seconds.
 #include <atomic>
 #include <fstream>
 #include <sstream>

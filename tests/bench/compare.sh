@@ -6,7 +6,7 @@
 # filter over SETBIT/GETBIT, as Redisson and common tutorials do).
 #
 # RedisBloom is not a Debian package: build its module yourself and pass its path in
-# REDIS_MODULE (the README says how); without it the BF.* rows say skipped.
+# REDIS_MODULE (docs/performance.md says how); without it the BF.* rows say skipped.
 #
 # bloom-server is driven three ways (bloom-bench --transport): unary calls, a raw Pipeline
 # stream per client with one operation in flight, and the C++ client's pipelined mode shared by
