@@ -1,8 +1,5 @@
 #include "service/pipeline.h"
 
-#include <google/protobuf/util/message_differencer.h>
-
-#include <algorithm>
 #include <atomic>
 #include <deque>
 #include <memory>
@@ -17,37 +14,13 @@
 #include "common/log.h"
 #include "service/bloom_service.h"
 #include "service/convert.h"
+#include "service/pipeline_batch.h"
 #include "storage/operation_batch.h"
 
 namespace service {
 
 using bloom::v1::PipelineRequest;
 using bloom::v1::PipelineResponse;
-
-namespace {
-
-void SetError(const absl::Status& status, PipelineResponse& response) {
-  bloom::v1::OperationError* error = response.mutable_error();
-  error->set_code(static_cast<int32_t>(status.code()));
-  error->set_message(status.message().data(), status.message().size());
-}
-
-const std::string& OperationName(const PipelineRequest& request) {
-  return request.has_add() ? request.add().name() : request.might_contain().name();
-}
-
-// Whether b may be served in one store call with a (same kind, same filter, and for adds the
-// same create_if_missing).
-bool Mergeable(const PipelineRequest& a, const PipelineRequest& b) {
-  if (a.op_case() != b.op_case() || OperationName(a) != OperationName(b)) return false;
-  if (!a.has_add()) return true;
-  if (a.add().has_create_if_missing() != b.add().has_create_if_missing()) return false;
-  return !a.add().has_create_if_missing() ||
-         google::protobuf::util::MessageDifferencer::Equals(a.add().create_if_missing(),
-                                                            b.add().create_if_missing());
-}
-
-}  // namespace
 
 class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, PipelineResponse>,
                               private storage::GroupCommitter::Job {
@@ -57,7 +30,8 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
         streams_(streams),
         caller_(std::move(caller)),
         window_(service->limits().pipeline_window),
-        start_(absl::Now()) {}
+        start_(absl::Now()),
+        batch_(service, caller_) {}
 
   // The first read (or, if shutdown came first, the end); called once the reactor is
   // registered.
@@ -170,11 +144,6 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
   }
 
  private:
-  struct Read {
-    PipelineRequest request;
-    size_t bytes;  // of the message it came in (0 for the operations in a message's `more`)
-    size_t more;   // operations that came in this one's `more`: the Reads right after it
-  };
   struct Answered {
     PipelineResponse response;
     size_t request_bytes;
@@ -263,21 +232,14 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
           done = true;
           actions = NextActionsLocked();
         } else {
-          batch_.assign(std::make_move_iterator(pending_.begin()),
-                        std::make_move_iterator(pending_.end()));
-          pending_.clear();
+          batch_.Take(pending_);
         }
       }
       if (done) {
         Run(actions);  // may finish the stream: `this` is not touched after it
         return;
       }
-      responses_.clear();
-      responses_.resize(batch_.size());
-      deferred_sync_ = false;
-      const bool adds = std::any_of(batch_.begin(), batch_.end(),
-                                    [](const Read& read) { return read.request.has_add(); });
-      if (adds) {
+      if (batch_.has_adds()) {
         service_->store()->committer().Submit(this);  // Done() serves what is read meanwhile
         return;
       }
@@ -297,41 +259,10 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
   // storage::GroupCommitter::Job, for batch_ (which has adds). Runs on the committer's
   // serving thread, which may be another stream's.
   void Queue(storage::OperationBatch& store_batch) override {
-    queued_.clear();
-    size_t begin = 0;
-    while (begin < batch_.size()) {
-      if (abandoned_.load(std::memory_order_relaxed)) {
-        // Nobody will read the answers: the rest of the batch is not served (and, being
-        // unacknowledged, needs no answer).
-        batch_.resize(begin);
-        responses_.resize(begin);
-        return;
-      }
-      size_t end = begin + 1;
-      while (end < batch_.size() && Mergeable(batch_[begin].request, batch_[end].request)) ++end;
-      const absl::Time start = absl::Now();
-      const auto run = absl::MakeConstSpan(batch_).subspan(begin, end - begin);
-      const auto run_responses = absl::MakeSpan(responses_).subspan(begin, end - begin);
-      if (run.front().request.has_add()) {
-        deferred_sync_ = service_->store()->syncs_adds();
-        QueueAdds(store_batch, run, run_responses, queued_.emplace_back(begin, end, start));
-      } else {
-        AnswerChecks(store_batch, run, run_responses);
-        RecordRun(begin, end, absl::Now() - start);
-      }
-      begin = end;
-    }
+    batch_.Queue(store_batch, abandoned_);
   }
-  void Answer(storage::OperationBatch& store_batch) override {
-    for (QueuedRun& run : queued_) {
-      TakeAdds(store_batch, absl::MakeConstSpan(batch_).subspan(run.begin, run.end - run.begin),
-               absl::MakeSpan(responses_).subspan(run.begin, run.end - run.begin), run);
-      RecordRun(run.begin, run.end, absl::Now() - run.start);
-    }
-  }
-  void Fail(const absl::Status& why) override {
-    for (PipelineResponse& response : responses_) SetError(why, response);
-  }
+  void Answer(storage::OperationBatch& store_batch) override { batch_.Answer(store_batch); }
+  void Fail(const absl::Status& why) override { batch_.Fail(why); }
   void Done() override {
     Deliver();
     Serve();
@@ -340,29 +271,32 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
   // Puts the answers of batch_ in the outbox (to be written once durable: with --sync, after
   // FilterStore::WhenDurable) and empties batch_.
   void Deliver() {
-    for (size_t i = 0; i < batch_.size(); ++i) responses_[i].set_id(batch_[i].request.id());
+    std::vector<PipelineBatch::Operation>& operations = batch_.operations();
+    std::vector<PipelineResponse>& responses = batch_.responses();
+    const bool deferred_sync = batch_.deferred_sync();
+    for (size_t i = 0; i < operations.size(); ++i) responses[i].set_id(operations[i].request.id());
     size_t awaiting_sync = 0;
     Actions actions;
     {
       bloomsync::MutexLock lock(&mu_);
-      operations_ += batch_.size();
+      operations_ += operations.size();
       if (!broken_) {
         // One response per message: a message's `more` is answered in its response's.
-        for (size_t i = 0; i < batch_.size(); i += 1 + batch_[i].more) {
-          for (size_t k = 1; k <= batch_[i].more; ++k) {
-            responses_[i].mutable_more()->Add(std::move(responses_[i + k]));
+        for (size_t i = 0; i < operations.size(); i += 1 + operations[i].more) {
+          for (size_t k = 1; k <= operations[i].more; ++k) {
+            responses[i].mutable_more()->Add(std::move(responses[i + k]));
           }
-          outbox_.push_back(
-              {std::move(responses_[i]), batch_[i].bytes, 1 + batch_[i].more, !deferred_sync_});
-          if (deferred_sync_) ++awaiting_sync;
+          outbox_.push_back({std::move(responses[i]), operations[i].bytes, 1 + operations[i].more,
+                             !deferred_sync});
+          if (deferred_sync) ++awaiting_sync;
         }
       }
-      if (deferred_sync_) ++syncs_in_flight_;
+      if (deferred_sync) ++syncs_in_flight_;
       actions = NextActionsLocked();  // serving_ is still set: this does not finish the stream
     }
-    batch_.clear();
+    batch_.Clear();
     Run(actions);
-    if (deferred_sync_) {
+    if (deferred_sync) {
       service_->store()->WhenDurable(
           [this, awaiting_sync](const absl::Status& synced) { OnDurable(awaiting_sync, synced); });
     }
@@ -383,172 +317,14 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
         answered.durable = true;
         --count;
         if (synced.ok()) continue;
-        if (answered.response.has_add()) SetError(synced, answered.response);
+        if (answered.response.has_add()) SetOperationError(synced, answered.response);
         for (PipelineResponse& more : *answered.response.mutable_more()) {
-          if (more.has_add()) SetError(synced, more);
+          if (more.has_add()) SetOperationError(synced, more);
         }
       }
       actions = NextActionsLocked();
     }
     Run(actions);
-  }
-
-  // A run of adds queued in the store batch: one ticket for all (merged), or one per operation.
-  struct QueuedRun {
-    QueuedRun(size_t begin, size_t end, absl::Time start) : begin(begin), end(end), start(start) {}
-    size_t begin, end;
-    absl::Time start;
-    bool merged = false;
-    std::vector<storage::OperationBatch::Ticket> tickets;  // merged: one; else per operation
-    std::vector<size_t> ends;  // merged: the items of operation i end at ends[i]
-    std::vector<bool> failed;  // not merged: answered with an error before queueing
-  };
-
-  void QueueAdds(storage::OperationBatch& store_batch, absl::Span<const Read> run,
-                 absl::Span<PipelineResponse> responses, QueuedRun& queued) {
-    if (absl::Status allowed = RequireRole(caller_, Role::kWrite, "Pipeline add"); !allowed.ok()) {
-      for (PipelineResponse& response : responses) SetError(allowed, response);
-      queued.failed.assign(run.size(), true);
-      return;
-    }
-    const bloom::v1::AddRequest& first = run.front().request.add();
-    bloom::FilterSpec create_spec;
-    if (first.has_create_if_missing()) create_spec = FromProto(first.create_if_missing());
-    const bloom::FilterSpec* spec = first.has_create_if_missing() ? &create_spec : nullptr;
-    std::vector<absl::string_view> items;
-    if (run.size() > 1) {
-      bool valid = true;
-      for (const Read& read : run) {
-        valid = valid && service_->CollectItems(read.request.add(), items).ok();
-        queued.ends.push_back(items.size());
-      }
-      if (valid) {
-        queued.merged = true;
-        queued.tickets.push_back(store_batch.Add(first.name(), items, spec));
-        return;
-      }
-      queued.ends.clear();
-    }
-    QueueEach(store_batch, run, responses, queued);
-  }
-
-  // One ticket per operation of the run; invalid ones are answered at once.
-  void QueueEach(storage::OperationBatch& store_batch, absl::Span<const Read> run,
-                 absl::Span<PipelineResponse> responses, QueuedRun& queued) {
-    queued.merged = false;
-    queued.tickets.assign(run.size(), 0);
-    queued.failed.assign(run.size(), false);
-    std::vector<absl::string_view> items;
-    for (size_t i = 0; i < run.size(); ++i) {
-      const bloom::v1::AddRequest& add = run[i].request.add();
-      items.clear();
-      if (absl::Status valid = service_->CollectItems(add, items); !valid.ok()) {
-        SetError(valid, responses[i]);
-        queued.failed[i] = true;
-        continue;
-      }
-      bloom::FilterSpec create_spec;
-      if (add.has_create_if_missing()) create_spec = FromProto(add.create_if_missing());
-      queued.tickets[i] =
-          store_batch.Add(add.name(), items, add.has_create_if_missing() ? &create_spec : nullptr);
-    }
-  }
-
-  // Answers a queued run once the batch is written. A merged add that failed is queued again
-  // one operation at a time, so each gets the answer it would get alone (e.g. a full
-  // non-scaling filter may still hold the first operation's items).
-  void TakeAdds(storage::OperationBatch& store_batch, absl::Span<const Read> run,
-                absl::Span<PipelineResponse> responses, QueuedRun& queued) {
-    if (queued.merged) {
-      absl::StatusOr<std::vector<bool>> added = store_batch.TakeResult(queued.tickets.front());
-      if (added.ok()) {
-        size_t begin = 0;
-        for (size_t i = 0; i < run.size(); ++i) {
-          auto* answers = responses[i].mutable_add()->mutable_added();
-          answers->Reserve(static_cast<int>(queued.ends[i] - begin));
-          for (size_t k = begin; k < queued.ends[i]; ++k) answers->Add((*added)[k]);
-          begin = queued.ends[i];
-        }
-        return;
-      }
-      QueueEach(store_batch, run, responses, queued);
-      store_batch.Flush();
-    }
-    for (size_t i = 0; i < run.size(); ++i) {
-      if (queued.failed[i]) continue;
-      absl::StatusOr<std::vector<bool>> added = store_batch.TakeResult(queued.tickets[i]);
-      if (!added.ok()) {
-        SetError(added.status(), responses[i]);
-        continue;
-      }
-      auto* answers = responses[i].mutable_add()->mutable_added();
-      answers->Reserve(static_cast<int>(added->size()));
-      for (bool a : *added) answers->Add(a);
-    }
-  }
-
-  // Checks of one filter: one store call for all, or one each if that fails (so each gets the
-  // answer it would get alone, absent_if_missing included).
-  void AnswerChecks(storage::OperationBatch& store_batch, absl::Span<const Read> run,
-                    absl::Span<PipelineResponse> responses) {
-    std::vector<absl::string_view> items;
-    if (run.size() > 1) {
-      std::vector<size_t> ends;
-      bool valid = true;
-      for (const Read& read : run) {
-        valid = valid && service_->CollectItems(read.request.might_contain(), items).ok();
-        ends.push_back(items.size());
-      }
-      std::unique_ptr<bool[]> present(new bool[items.size()]);
-      if (valid &&
-          store_batch
-              .MightContainInto(run.front().request.might_contain().name(), items, present.get())
-              .ok()) {
-        size_t begin = 0;
-        for (size_t i = 0; i < run.size(); ++i) {
-          auto* answers = responses[i].mutable_might_contain()->mutable_present();
-          answers->Reserve(static_cast<int>(ends[i] - begin));
-          for (size_t k = begin; k < ends[i]; ++k) answers->Add(present[k]);
-          begin = ends[i];
-        }
-        return;
-      }
-    }
-    for (size_t i = 0; i < run.size(); ++i) {
-      const bloom::v1::MightContainRequest& request = run[i].request.might_contain();
-      items.clear();
-      absl::Status status = service_->CollectItems(request, items);
-      std::unique_ptr<bool[]> present(new bool[items.size()]);
-      if (status.ok()) {
-        status = AbsentIfMissing(store_batch.MightContainInto(request.name(), items, present.get()),
-                                 request.absent_if_missing(),
-                                 absl::MakeSpan(present.get(), items.size()));
-      }
-      if (!status.ok()) {
-        SetError(status, responses[i]);
-        continue;
-      }
-      auto* answers = responses[i].mutable_might_contain()->mutable_present();
-      answers->Reserve(static_cast<int>(items.size()));
-      for (size_t k = 0; k < items.size(); ++k) answers->Add(present[k]);
-    }
-  }
-
-  void RecordRun(size_t begin, size_t end, absl::Duration took) {
-    metrics::ServerMetrics* metrics = service_->hooks().metrics;
-    if (metrics == nullptr) return;
-    for (size_t i = begin; i < end; ++i) {
-      const PipelineRequest& request = batch_[i].request;
-      const bool add = request.has_add();
-      const size_t items =
-          add ? request.add().items_size() + request.add().raw_items_size()
-              : request.might_contain().items_size() + request.might_contain().raw_items_size();
-      const auto code = responses_[i].has_error()
-                            ? static_cast<absl::StatusCode>(responses_[i].error().code())
-                            : absl::StatusCode::kOk;
-      metrics->RecordRpc(add ? metrics::Rpc::kPipelineAdd : metrics::Rpc::kPipelineMightContain,
-                         code, took, items);
-    }
   }
 
   BloomService* const service_;
@@ -560,15 +336,13 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
   PipelineRequest read_buffer_;  // the one read in flight writes here
   // The batch being served, its answers, and its runs of adds queued in the store batch: only
   // the thread serving the stream (serving_) touches them.
-  std::vector<Read> batch_;
-  std::vector<PipelineResponse> responses_;
-  std::vector<QueuedRun> queued_;
-  bool deferred_sync_ = false;  // batch_ has adds and --sync: its answers wait for the fsync
+  PipelineBatch batch_;
   // Set with broken_: read without the lock between runs of a batch, so that a cancelled
   // stream stops serving a large message part way.
   std::atomic<bool> abandoned_{false};
   bloomsync::Mutex mu_;
-  std::vector<Read> pending_ ABSL_GUARDED_BY(mu_);    // read, not yet being served
+  std::vector<PipelineBatch::Operation> pending_
+      ABSL_GUARDED_BY(mu_);                           // read, not yet being served
   std::deque<Answered> outbox_ ABSL_GUARDED_BY(mu_);  // answered; front is written first
   size_t unanswered_ ABSL_GUARDED_BY(mu_) = 0;        // read and not yet written
   size_t unanswered_bytes_ ABSL_GUARDED_BY(mu_) = 0;

@@ -1,0 +1,252 @@
+#include "service/pipeline_batch.h"
+
+#include <google/protobuf/util/message_differencer.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/time/clock.h"
+#include "service/bloom_service.h"
+#include "service/convert.h"
+
+namespace service {
+
+using bloom::v1::PipelineRequest;
+using bloom::v1::PipelineResponse;
+
+namespace {
+
+const std::string& OperationName(const PipelineRequest& request) {
+  return request.has_add() ? request.add().name() : request.might_contain().name();
+}
+
+// Whether b may be served in one store call with a (same kind, same filter, and for adds the
+// same create_if_missing).
+bool Mergeable(const PipelineRequest& a, const PipelineRequest& b) {
+  if (a.op_case() != b.op_case() || OperationName(a) != OperationName(b)) return false;
+  if (!a.has_add()) return true;
+  if (a.add().has_create_if_missing() != b.add().has_create_if_missing()) return false;
+  return !a.add().has_create_if_missing() ||
+         google::protobuf::util::MessageDifferencer::Equals(a.add().create_if_missing(),
+                                                            b.add().create_if_missing());
+}
+
+}  // namespace
+
+void SetOperationError(const absl::Status& status, PipelineResponse& response) {
+  bloom::v1::OperationError* error = response.mutable_error();
+  error->set_code(static_cast<int32_t>(status.code()));
+  error->set_message(status.message().data(), status.message().size());
+}
+
+PipelineBatch::PipelineBatch(BloomService* service, Caller caller)
+    : service_(service), caller_(std::move(caller)) {}
+
+void PipelineBatch::Take(std::vector<Operation>& pending) {
+  operations_.swap(pending);  // both keep their capacity for the next batch
+  pending.clear();
+  responses_.clear();
+  responses_.resize(operations_.size());
+  deferred_sync_ = false;
+}
+
+bool PipelineBatch::has_adds() const {
+  return std::any_of(operations_.begin(), operations_.end(),
+                     [](const Operation& operation) { return operation.request.has_add(); });
+}
+
+void PipelineBatch::Clear() {
+  operations_.clear();
+  responses_.clear();
+  queued_.clear();
+}
+
+void PipelineBatch::Queue(storage::OperationBatch& store_batch,
+                          const std::atomic<bool>& abandoned) {
+  queued_.clear();
+  size_t begin = 0;
+  while (begin < operations_.size()) {
+    if (abandoned.load(std::memory_order_relaxed)) {
+      // Nobody will read the answers: the rest of the batch is not served (and, being
+      // unacknowledged, needs no answer).
+      operations_.resize(begin);
+      responses_.resize(begin);
+      return;
+    }
+    size_t end = begin + 1;
+    while (end < operations_.size() &&
+           Mergeable(operations_[begin].request, operations_[end].request))
+      ++end;
+    const absl::Time start = absl::Now();
+    const auto run = absl::MakeConstSpan(operations_).subspan(begin, end - begin);
+    const auto run_responses = absl::MakeSpan(responses_).subspan(begin, end - begin);
+    if (run.front().request.has_add()) {
+      deferred_sync_ = service_->store()->syncs_adds();
+      QueueAdds(store_batch, run, run_responses, queued_.emplace_back(begin, end, start));
+    } else {
+      AnswerChecks(store_batch, run, run_responses);
+      RecordRun(begin, end, absl::Now() - start);
+    }
+    begin = end;
+  }
+}
+void PipelineBatch::Answer(storage::OperationBatch& store_batch) {
+  for (QueuedRun& run : queued_) {
+    TakeAdds(store_batch, absl::MakeConstSpan(operations_).subspan(run.begin, run.end - run.begin),
+             absl::MakeSpan(responses_).subspan(run.begin, run.end - run.begin), run);
+    RecordRun(run.begin, run.end, absl::Now() - run.start);
+  }
+}
+void PipelineBatch::Fail(const absl::Status& why) {
+  for (PipelineResponse& response : responses_) SetOperationError(why, response);
+}
+void PipelineBatch::QueueAdds(storage::OperationBatch& store_batch, Run run, Responses responses,
+                              QueuedRun& queued) {
+  if (absl::Status allowed = RequireRole(caller_, Role::kWrite, "Pipeline add"); !allowed.ok()) {
+    for (PipelineResponse& response : responses) SetOperationError(allowed, response);
+    queued.failed.assign(run.size(), true);
+    return;
+  }
+  const bloom::v1::AddRequest& first = run.front().request.add();
+  bloom::FilterSpec create_spec;
+  if (first.has_create_if_missing()) create_spec = FromProto(first.create_if_missing());
+  const bloom::FilterSpec* spec = first.has_create_if_missing() ? &create_spec : nullptr;
+  std::vector<absl::string_view> items;
+  if (run.size() > 1) {
+    bool valid = true;
+    for (const Operation& read : run) {
+      valid = valid && service_->CollectItems(read.request.add(), items).ok();
+      queued.ends.push_back(items.size());
+    }
+    if (valid) {
+      queued.merged = true;
+      queued.tickets.push_back(store_batch.Add(first.name(), items, spec));
+      return;
+    }
+    queued.ends.clear();
+  }
+  QueueEach(store_batch, run, responses, queued);
+}
+
+// One ticket per operation of the run; invalid ones are answered at once.
+void PipelineBatch::QueueEach(storage::OperationBatch& store_batch, Run run, Responses responses,
+                              QueuedRun& queued) {
+  queued.merged = false;
+  queued.tickets.assign(run.size(), 0);
+  queued.failed.assign(run.size(), false);
+  std::vector<absl::string_view> items;
+  for (size_t i = 0; i < run.size(); ++i) {
+    const bloom::v1::AddRequest& add = run[i].request.add();
+    items.clear();
+    if (absl::Status valid = service_->CollectItems(add, items); !valid.ok()) {
+      SetOperationError(valid, responses[i]);
+      queued.failed[i] = true;
+      continue;
+    }
+    bloom::FilterSpec create_spec;
+    if (add.has_create_if_missing()) create_spec = FromProto(add.create_if_missing());
+    queued.tickets[i] =
+        store_batch.Add(add.name(), items, add.has_create_if_missing() ? &create_spec : nullptr);
+  }
+}
+
+// Answers a queued run once the batch is written. A merged add that failed is queued again
+// one operation at a time, so each gets the answer it would get alone (e.g. a full
+// non-scaling filter may still hold the first operation's items).
+void PipelineBatch::TakeAdds(storage::OperationBatch& store_batch, Run run, Responses responses,
+                             QueuedRun& queued) {
+  if (queued.merged) {
+    absl::StatusOr<std::vector<bool>> added = store_batch.TakeResult(queued.tickets.front());
+    if (added.ok()) {
+      size_t begin = 0;
+      for (size_t i = 0; i < run.size(); ++i) {
+        auto* answers = responses[i].mutable_add()->mutable_added();
+        answers->Reserve(static_cast<int>(queued.ends[i] - begin));
+        for (size_t k = begin; k < queued.ends[i]; ++k) answers->Add((*added)[k]);
+        begin = queued.ends[i];
+      }
+      return;
+    }
+    QueueEach(store_batch, run, responses, queued);
+    store_batch.Flush();
+  }
+  for (size_t i = 0; i < run.size(); ++i) {
+    if (queued.failed[i]) continue;
+    absl::StatusOr<std::vector<bool>> added = store_batch.TakeResult(queued.tickets[i]);
+    if (!added.ok()) {
+      SetOperationError(added.status(), responses[i]);
+      continue;
+    }
+    auto* answers = responses[i].mutable_add()->mutable_added();
+    answers->Reserve(static_cast<int>(added->size()));
+    for (bool a : *added) answers->Add(a);
+  }
+}
+
+// Checks of one filter: one store call for all, or one each if that fails (so each gets the
+// answer it would get alone, absent_if_missing included).
+void PipelineBatch::AnswerChecks(storage::OperationBatch& store_batch, Run run,
+                                 Responses responses) {
+  std::vector<absl::string_view> items;
+  if (run.size() > 1) {
+    std::vector<size_t> ends;
+    bool valid = true;
+    for (const Operation& read : run) {
+      valid = valid && service_->CollectItems(read.request.might_contain(), items).ok();
+      ends.push_back(items.size());
+    }
+    std::unique_ptr<bool[]> present(new bool[items.size()]);
+    if (valid &&
+        store_batch
+            .MightContainInto(run.front().request.might_contain().name(), items, present.get())
+            .ok()) {
+      size_t begin = 0;
+      for (size_t i = 0; i < run.size(); ++i) {
+        auto* answers = responses[i].mutable_might_contain()->mutable_present();
+        answers->Reserve(static_cast<int>(ends[i] - begin));
+        for (size_t k = begin; k < ends[i]; ++k) answers->Add(present[k]);
+        begin = ends[i];
+      }
+      return;
+    }
+  }
+  for (size_t i = 0; i < run.size(); ++i) {
+    const bloom::v1::MightContainRequest& request = run[i].request.might_contain();
+    items.clear();
+    absl::Status status = service_->CollectItems(request, items);
+    std::unique_ptr<bool[]> present(new bool[items.size()]);
+    if (status.ok()) {
+      status =
+          AbsentIfMissing(store_batch.MightContainInto(request.name(), items, present.get()),
+                          request.absent_if_missing(), absl::MakeSpan(present.get(), items.size()));
+    }
+    if (!status.ok()) {
+      SetOperationError(status, responses[i]);
+      continue;
+    }
+    auto* answers = responses[i].mutable_might_contain()->mutable_present();
+    answers->Reserve(static_cast<int>(items.size()));
+    for (size_t k = 0; k < items.size(); ++k) answers->Add(present[k]);
+  }
+}
+
+void PipelineBatch::RecordRun(size_t begin, size_t end, absl::Duration took) {
+  metrics::ServerMetrics* metrics = service_->hooks().metrics;
+  if (metrics == nullptr) return;
+  for (size_t i = begin; i < end; ++i) {
+    const PipelineRequest& request = operations_[i].request;
+    const bool add = request.has_add();
+    const size_t items =
+        add ? request.add().items_size() + request.add().raw_items_size()
+            : request.might_contain().items_size() + request.might_contain().raw_items_size();
+    const auto code = responses_[i].has_error()
+                          ? static_cast<absl::StatusCode>(responses_[i].error().code())
+                          : absl::StatusCode::kOk;
+    metrics->RecordRpc(add ? metrics::Rpc::kPipelineAdd : metrics::Rpc::kPipelineMightContain, code,
+                       took, items);
+  }
+}
+
+}  // namespace service
