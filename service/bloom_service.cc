@@ -173,45 +173,43 @@ grpc::Status BloomService::HandleReserve(const bloom::v1::ReserveRequest& reques
 grpc::Status BloomService::HandleAdd(const bloom::v1::AddRequest& request,
                                      bloom::v1::AddResponse* response,
                                      grpc::ServerContextBase* context) {
-  CallScope log(this, metrics::Rpc::kAdd, context, request.name(),
-                request.items_size() + request.raw_items_size());
-  if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
-  return log.Done(RunAdd(request, response));
-}
-
-absl::Status BloomService::RunAdd(const bloom::v1::AddRequest& request,
-                                  bloom::v1::AddResponse* response) {
-  std::vector<absl::string_view> items;
-  RETURN_IF_ERROR(CollectItems(request, items));
-  bloom::FilterSpec create_spec;
-  if (request.has_create_if_missing()) create_spec = FromProto(request.create_if_missing());
-  absl::StatusOr<std::vector<bool>> added =
-      store_->Add(request.name(), items, request.has_create_if_missing() ? &create_spec : nullptr);
-  if (!added.ok()) return added.status();
-  response->mutable_added()->Reserve(static_cast<int>(added->size()));
-  for (bool a : *added) response->add_added(a);
-  return absl::OkStatus();
+  // The path of the server's own unary Add: the request as views (as direct_parse.h reads it
+  // off the wire), served through the group committer. So in-process callers (tests, fuzzing)
+  // exercise what production runs.
+  ItemsRequestView view;
+  view.name = request.name();
+  view.items.reserve(request.items_size() + request.raw_items_size());
+  for (const std::string& item : request.items()) view.items.emplace_back(item);
+  view.text_items = view.items.size();
+  for (const std::string& item : request.raw_items()) view.items.emplace_back(item);
+  std::string create_spec;
+  if (request.has_create_if_missing()) {
+    create_spec = request.create_if_missing().SerializeAsString();
+    view.create_if_missing.emplace_back(create_spec);
+  }
+  std::unique_ptr<bool[]> added(new bool[view.items.size()]);
+  grpc::Status status = HandleAddItems(view, added.get(), context);
+  if (status.ok()) response->mutable_added()->Add(added.get(), added.get() + view.items.size());
+  return status;
 }
 
 grpc::Status BloomService::HandleMightContain(const bloom::v1::MightContainRequest& request,
                                               bloom::v1::MightContainResponse* response,
                                               grpc::ServerContextBase* context) {
-  CallScope log(this, metrics::Rpc::kMightContain, context, request.name(),
-                request.items_size() + request.raw_items_size());
-  if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
-  return log.Done(RunMightContain(request, response));
-}
-
-absl::Status BloomService::RunMightContain(const bloom::v1::MightContainRequest& request,
-                                           bloom::v1::MightContainResponse* response) {
-  std::vector<absl::string_view> items;
-  RETURN_IF_ERROR(CollectItems(request, items));
-  std::unique_ptr<bool[]> present(new bool[items.size()]);
-  RETURN_IF_ERROR(AbsentIfMissing(store_->MightContainInto(request.name(), items, present.get()),
-                                  request.absent_if_missing(),
-                                  absl::MakeSpan(present.get(), items.size())));
-  response->mutable_present()->Add(present.get(), present.get() + items.size());
-  return absl::OkStatus();
+  // The path of the server's own unary MightContain, as HandleAdd's.
+  ItemsRequestView view;
+  view.name = request.name();
+  view.items.reserve(request.items_size() + request.raw_items_size());
+  for (const std::string& item : request.items()) view.items.emplace_back(item);
+  view.text_items = view.items.size();
+  for (const std::string& item : request.raw_items()) view.items.emplace_back(item);
+  view.absent_if_missing = request.absent_if_missing();
+  std::unique_ptr<bool[]> present(new bool[view.items.size()]);
+  grpc::Status status = HandleMightContainItems(view, present.get(), context);
+  if (status.ok()) {
+    response->mutable_present()->Add(present.get(), present.get() + view.items.size());
+  }
+  return status;
 }
 
 absl::Status AbsentIfMissing(absl::Status checked, bool absent_if_missing,

@@ -105,11 +105,6 @@ class BloomService final : public StreamServiceBase {
   grpc::ServerBidiReactor<bloom::v1::PipelineRequest, bloom::v1::PipelineResponse>* Pipeline(
       grpc::CallbackServerContext* context) override;
 
-  // The work of an admitted Add or MightContain: checks the batch, runs it on the store, fills
-  // the response. Shared by the unary handlers and Pipeline's operations.
-  absl::Status RunAdd(const bloom::v1::AddRequest& request, bloom::v1::AddResponse* response);
-  absl::Status RunMightContain(const bloom::v1::MightContainRequest& request,
-                               bloom::v1::MightContainResponse* response);
   // Admits a stream (not draining, deadline ahead, a valid token from its metadata, with the
   // role `rpc` needs: Pipeline and Export read, Import write) and returns the caller, whose
   // role each Pipeline operation is checked against. A refusal is counted and logged like a
