@@ -151,7 +151,7 @@ void BM_PerFilterOverhead(benchmark::State& state) {
     const storage::RocksDbFigures rocksdb_before = s->database().Figures();
     const uint64_t bits_before = s->memory_used();
     const size_t heap_before = bloomheap::HeapBytesInUse() + slab::Totals().in_use_bytes;
-    const bloom::FilterSpec spec{1000, 0.01};
+    const bloom::FilterParams spec{1000, 0.01};
     std::vector<std::string> keys;
     std::vector<absl::string_view> views;
     for (int i = 0; i < filters; ++i) {
@@ -212,7 +212,7 @@ void BM_IdleCheckpointerCpu(benchmark::State& state) {
     const std::string idle_dir = MakeTempDir();
     // Background checkpoints on, as in the server.
     auto s = OpenStore(idle_dir, false, absl::Hours(1));
-    const bloom::FilterSpec spec{1000, 0.01};
+    const bloom::FilterParams spec{1000, 0.01};
     std::vector<std::string> keys;
     std::vector<absl::string_view> views;
     for (int i = 0; i < filters; ++i) {
@@ -261,7 +261,7 @@ void BM_EvictAndLoad(benchmark::State& state) {
   auto opened = storage::FilterStore::Open(options);
   if (!opened.ok()) std::abort();
   auto& s = *opened;
-  const bloom::FilterSpec spec{1000, 0.01};
+  const bloom::FilterParams spec{1000, 0.01};
   std::vector<std::string> keys;
   std::vector<absl::string_view> views;
   MakeKeys(0, 1, keys, views);
@@ -299,7 +299,7 @@ void BM_CreateOnFirstAdd(benchmark::State& state) {
   const auto group = static_cast<size_t>(state.range(0));
   const std::string create_dir = MakeTempDir();
   auto s = OpenStore(create_dir, false);
-  const bloom::FilterSpec spec{1000, 0.01};
+  const bloom::FilterParams spec{1000, 0.01};
   std::vector<std::string> keys;
   std::vector<absl::string_view> views;
   MakeKeys(0, 1, keys, views);
@@ -345,7 +345,7 @@ void BM_StartUp(benchmark::State& state) {
   static const RemovedAtExit startup{[] {
     std::string made = MakeTempDir();
     auto s = OpenStore(made, false);
-    const bloom::FilterSpec spec{1000, 0.01};
+    const bloom::FilterParams spec{1000, 0.01};
     std::vector<std::string> keys;
     std::vector<absl::string_view> views;
     MakeKeys(0, 1, keys, views);

@@ -37,8 +37,8 @@ void HashBatch(uint64_t first, std::vector<uint64_t>& out) {
   for (size_t i = 0; i < out.size(); ++i) out[i] = HashKey(first + i);
 }
 
-bloom::FilterSpec Spec(uint64_t capacity, double p, uint32_t slices) {
-  bloom::FilterSpec spec{capacity, p};
+bloom::FilterParams Spec(uint64_t capacity, double p, uint32_t slices) {
+  bloom::FilterParams spec{capacity, p};
   if (slices > 0) {
     spec.window = absl::Seconds(100) * slices;  // 100 s slices
     spec.window_slices = slices;
@@ -68,7 +68,7 @@ void BM_WindowBitsPerItem(benchmark::State& state) {
   const double jitter = static_cast<double>(state.range(2)) / 100;
   constexpr uint64_t kPerWindow = 400'000;
   constexpr int kSteps = 256;  // adds arrive in 256 bursts per window
-  const bloom::FilterSpec spec = Spec(kPerWindow, p, slices);
+  const bloom::FilterParams spec = Spec(kPerWindow, p, slices);
   const absl::Duration window = spec.window;
   const absl::Duration step = window / kSteps;
   const uint64_t per_step = kPerWindow / kSteps;
@@ -129,7 +129,7 @@ void BM_SevenDayUrlWindow(benchmark::State& state) {
   constexpr double kTarget = 0.01;
   constexpr uint64_t kPerDay = 200'000, kPerBurst = kPerDay / 96;
   constexpr int kDays = 21;
-  bloom::FilterSpec spec{7 * kPerDay, kTarget};
+  bloom::FilterParams spec{7 * kPerDay, kTarget};
   spec.window = absl::Hours(24 * 7);
   spec = *bloom::NormalizeSpec(spec);
   uint64_t false_negatives = 0, inside_checked = 0, false_positives = 0, absent_checked = 0;
@@ -191,7 +191,7 @@ struct Filled {
 Filled Fill(uint32_t slices, uint64_t items = kItems) {
   Filled f;
   f.clock = std::make_unique<bloom::ManualClock>(absl::FromUnixSeconds(1'700'000'000));
-  const bloom::FilterSpec spec = Spec(items, 0.01, slices);
+  const bloom::FilterParams spec = Spec(items, 0.01, slices);
   f.filter = *bloom::ScalableFilter::Create(spec, kSeed, f.clock.get());
   constexpr int kSteps = 1000;
   for (int s = 0; s < kSteps; ++s) {

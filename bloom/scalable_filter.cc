@@ -12,186 +12,18 @@
 namespace bloom {
 namespace {
 
-// Error-rate tightening ratio r of the chain.
-constexpr double kTightening = 0.5;
-// A window's slice expects capacity / window_slices items when the rate matches the hint, so
-// its first sub-filter gets 3/4 of the slice's error budget (not 1/2): fewer bits per item in
-// the steady state (window_benchmark), a tighter rate for the sub-filters of a surge.
-constexpr double kWindowSliceTightening = 0.25;
-
-// The spec a filter keeps: idle_ttl is the store's (see FilterSpec).
-FilterSpec WithoutIdleTtl(FilterSpec spec) {
+// The spec a filter keeps: idle_ttl is the store's (see FilterParams).
+FilterParams WithoutIdleTtl(FilterParams spec) {
   spec.idle_ttl = absl::ZeroDuration();
   return spec;
 }
 
-// capacity * expansion^index, saturating at UINT64_MAX.
-uint64_t SaturatingGrowth(uint64_t capacity, uint32_t expansion, int index) {
-  uint64_t value = capacity;
-  for (int i = 0; i < index; ++i) {
-    if (value > std::numeric_limits<uint64_t>::max() / expansion) {
-      return std::numeric_limits<uint64_t>::max();
-    }
-    value *= expansion;
-  }
-  return value;
-}
-
 }  // namespace
-
-// The shape of sub-filter `index` of a chain whose sub-filter i gets
-// error_rate * (1 - tightening) * tightening^i.
-static absl::StatusOr<SubFilterShape> ChainShape(const FilterSpec& spec, int index,
-                                                 double tightening);
-
-absl::StatusOr<FilterSpec> NormalizeSpec(const FilterSpec& spec, absl::string_view field) {
-  FilterSpec out = spec;
-  if (spec.capacity == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ".capacity must be at least 1"));
-  }
-  if (!(spec.error_rate > 0 && spec.error_rate < 1)) {  // also rejects NaN
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ".error_rate must be greater than 0 and less than 1, got ", spec.error_rate));
-  }
-  if (spec.expansion > kMaxExpansion) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ".expansion must be 0 (default ",
-                                                   kDefaultExpansion, ") or 1..", kMaxExpansion,
-                                                   ", got ", spec.expansion));
-  }
-  if (spec.non_scaling && spec.expansion > 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ".expansion must be 0 or 1 for a non_scaling filter, got ", spec.expansion));
-  }
-  if (out.expansion == 0) out.expansion = spec.non_scaling ? 1 : kDefaultExpansion;
-  if (absl::Status window = NormalizeWindow(out, field); !window.ok()) return window;
-  return out;
-}
-
-absl::StatusOr<SubFilterShape> SubFilterShapeFor(const FilterSpec& spec, int index) {
-  if (spec.windowed()) {
-    return ChainShape(SliceChainSpec(spec), index, kWindowSliceTightening);
-  }
-  return ChainShape(spec, index, kTightening);
-}
-
-static absl::StatusOr<SubFilterShape> ChainShape(const FilterSpec& spec, int index,
-                                                 double tightening) {
-  if (index < 0 || index >= kMaxSubFilters || (spec.non_scaling && index > 0)) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("a filter has at most ", spec.non_scaling ? 1 : kMaxSubFilters,
-                     " sub-filters; reserve a larger capacity or expansion"));
-  }
-  SubFilterShape shape;
-  shape.capacity = SaturatingGrowth(spec.capacity, spec.expansion, index);
-  shape.error_rate = spec.non_scaling
-                         ? spec.error_rate
-                         : spec.error_rate * (1 - tightening) * std::pow(tightening, index);
-  absl::StatusOr<BlockedLayout> layout = ChooseLayout(shape.capacity, shape.error_rate);
-  if (!layout.ok()) return layout.status();
-  shape.layout = *layout;
-  return shape;
-}
-
-absl::StatusOr<std::unique_ptr<SubFilter>> SubFilter::Create(
-    int index, SubFilterShape shape, std::unique_ptr<BlockedBloomFilter> bits,
-    absl::optional<SliceTag> slice) {
-  if (slice.has_value() && (slice->position < 0 || slice->position >= kMaxSubFilters)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("sub-filter ", index, " is at position ", slice->position,
-                     " of its time slice; a slice has at most ", kMaxSubFilters, " sub-filters"));
-  }
-  const bool sliced = slice.has_value();
-  const bool bits_inline = bits->companion_bytes() == CompanionBytes(sliced);
-  void* memory;
-  if (bits_inline) {
-    memory = bits->companion();
-  } else {
-    memory = ::operator new(CompanionBytes(sliced) + sizeof(void*));
-    ::new (static_cast<char*>(memory) + sizeof(SubFilter)) BlockedBloomFilter*(bits.get());
-  }
-  if (sliced) {
-    ::new (static_cast<char*>(memory) + sizeof(SubFilter) + (bits_inline ? 0 : sizeof(void*)))
-        int64_t(slice->start_micros);
-  }
-  // Owned by the sub-filter now: its operator delete deletes them.
-  static_cast<void>(bits.release());
-  return std::unique_ptr<SubFilter>(
-      ::new (memory) SubFilter(index, sliced ? slice->position : 0, sliced, bits_inline, shape));
-}
-
-SubFilter::SubFilter(int index, int slice_position, bool sliced, bool bits_inline,
-                     const SubFilterShape& shape)
-    : index_(index),
-      slice_position_(static_cast<uint16_t>(slice_position)),
-      sliced_(sliced),
-      bits_inline_(bits_inline),
-      capacity_(shape.capacity),
-      error_rate_(shape.error_rate) {}
-
-void SubFilter::operator delete(SubFilter* sub, std::destroying_delete_t) {
-  BlockedBloomFilter* const bits = &sub->bits();
-  const bool bits_inline = sub->bits_inline_;
-  sub->~SubFilter();
-  if (bits_inline) {
-    // The sub-filter's memory is the bits' companion room: freeing them frees it too.
-    BlockedBloomFilter::Destroy(bits);
-  } else {
-    delete bits;
-    ::operator delete(static_cast<void*>(sub));
-  }
-}
-
-SubFilter::~SubFilter() {
-  // Frees the newer sub-filters this one owns, iteratively: a windowed chain can be long.
-  SubFilter* next = next_.load(std::memory_order_acquire);
-  while (next != nullptr) {
-    SubFilter* after = next->next_.exchange(nullptr, std::memory_order_acq_rel);
-    delete next;
-    next = after;
-  }
-}
-
-uint64_t SubFilter::ReserveUpTo(uint64_t count) {
-  uint64_t current = items_added_.load(std::memory_order_relaxed);
-  while (true) {
-    if (current >= capacity_) return 0;
-    const uint64_t take = std::min(count, capacity_ - current);
-    if (items_added_.compare_exchange_weak(current, current + take, std::memory_order_acq_rel)) {
-      return take;
-    }
-  }
-}
-
-bool SubFilter::ReserveExactly(uint64_t count) {
-  uint64_t current = items_added_.load(std::memory_order_relaxed);
-  while (true) {
-    if (current > capacity_ || count > capacity_ - current) return false;
-    if (items_added_.compare_exchange_weak(current, current + count, std::memory_order_acq_rel)) {
-      return true;
-    }
-  }
-}
-
-void SubFilter::Unreserve(uint64_t count) {
-  items_added_.fetch_sub(count, std::memory_order_acq_rel);
-}
 
 static_assert(sizeof(ScalableFilter) <= 32, "ScalableFilter outgrew its 32-byte size class");
 static_assert(kMaxExpansion <= std::numeric_limits<uint16_t>::max(), "expansion_ is 16 bits");
-static_assert(sizeof(SubFilter) == 40 &&
-                  SubFilter::CompanionBytes(false) + sizeof(BlockedBloomFilter) == 64,
-              "an unwindowed sub-filter and its bits' object share one 64-byte line");
-static_assert(kMaxSubFilters <= std::numeric_limits<uint16_t>::max(), "slice_position_ is 16 bits");
 
-absl::optional<ArenaShape> ArenaShapeFor(const FilterSpec& spec) {
-  if (!spec.windowed()) return absl::nullopt;
-  absl::StatusOr<SubFilterShape> first = SubFilterShapeFor(spec, 0);
-  if (!first.ok() || first->layout.bytes() < SliceArena::kMinSliceBytes) return absl::nullopt;
-  // The unexpired slices, and one expired slice storage has not retired yet.
-  return ArenaShape{first->layout, LiveSlices(spec) + 1};
-}
-
-absl::StatusOr<std::unique_ptr<ScalableFilter>> ScalableFilter::Create(const FilterSpec& spec,
+absl::StatusOr<std::unique_ptr<ScalableFilter>> ScalableFilter::Create(const FilterParams& spec,
                                                                        uint64_t seed,
                                                                        const Clock* clock) {
   std::unique_ptr<ScalableFilter> filter = CreateEmpty(spec, seed, clock);
@@ -201,7 +33,7 @@ absl::StatusOr<std::unique_ptr<ScalableFilter>> ScalableFilter::Create(const Fil
   return filter;
 }
 
-ScalableFilter::Window::Window(const FilterSpec& window_spec, const Clock* window_clock,
+ScalableFilter::Window::Window(const FilterParams& window_spec, const Clock* window_clock,
                                int first_index)
     : spec(window_spec), clock(window_clock), empty_next_index(first_index) {
   absl::StatusOr<SubFilterShape> first = SubFilterShapeFor(spec, 0);
@@ -214,7 +46,7 @@ ScalableFilter::Window::Window(const FilterSpec& window_spec, const Clock* windo
   }
 }
 
-ScalableFilter::ScalableFilter(const FilterSpec& spec, uint64_t seed, const Clock* clock,
+ScalableFilter::ScalableFilter(const FilterParams& spec, uint64_t seed, const Clock* clock,
                                int first_index)
     : seed_(seed),
       head_(
@@ -250,7 +82,7 @@ ScalableFilter::~ScalableFilter() {
 }
 
 double ScalableFilter::SpecErrorRate(const SubFilter& first) const {
-  return non_scaling_ ? first.error_rate_ : first.error_rate_ / (1 - kTightening);
+  return non_scaling_ ? first.error_rate_ : first.error_rate_ / (1 - kChainTightening);
 }
 
 bool ScalableFilter::FirstGivesSpec(const SubFilter& sub, uint64_t capacity,
@@ -259,9 +91,9 @@ bool ScalableFilter::FirstGivesSpec(const SubFilter& sub, uint64_t capacity,
   return sub.index() == 0 && sub.capacity_ == capacity && SpecErrorRate(sub) == error_rate;
 }
 
-FilterSpec ScalableFilter::spec() const {
+FilterParams ScalableFilter::spec() const {
   if (windowed()) return window()->spec;
-  FilterSpec spec;
+  FilterParams spec;
   if (head_kind() == kFirstHead) {
     spec.capacity = first()->capacity_;
     spec.error_rate = SpecErrorRate(*first());
@@ -274,7 +106,7 @@ FilterSpec ScalableFilter::spec() const {
   return spec;
 }
 
-std::unique_ptr<ScalableFilter> ScalableFilter::CreateEmpty(const FilterSpec& spec, uint64_t seed,
+std::unique_ptr<ScalableFilter> ScalableFilter::CreateEmpty(const FilterParams& spec, uint64_t seed,
                                                             const Clock* clock, int first_index) {
   return std::unique_ptr<ScalableFilter>(new ScalableFilter(spec, seed, clock, first_index));
 }
@@ -693,70 +525,6 @@ uint64_t ScalableFilter::size_bytes() const {
     if (!sub->bits().in_arena()) total += sub->shape().layout.bytes();
   }
   return total;
-}
-
-ScalableFilterStats ScalableFilter::ComputeStats() const {
-  std::vector<SubFilterStats> subs;
-  const absl::Time now = windowed() ? window()->clock->Now() : absl::InfinitePast();
-  absl::optional<bloomsync::ReaderMutexLock> lock;
-  if (windowed()) lock.emplace(&window()->retire_mu);
-  absl::InlinedVector<SubFilter*, 8> chain = LiveChain(now);  // newest first
-  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
-    SubFilter* sub = *it;
-    const BlockedLayout layout = sub->bits().layout();
-    const uint64_t set_bits = sub->bits().set_bits();
-    SubFilterStats s;
-    s.capacity = sub->shape().capacity;
-    s.error_rate = sub->shape().error_rate;
-    s.bits = layout.bits();
-    s.hash_count = layout.hash_count;
-    s.items_added = sub->items_added();
-    s.fill_ratio = static_cast<double>(set_bits) / static_cast<double>(layout.bits());
-    s.estimated_cardinality = EstimateCardinality(set_bits, layout);
-    s.estimated_error_rate = sub->bits().EstimatedFalsePositiveRate();
-    if (windowed()) s.slice_start = absl::FromUnixMicros(sub->slice().start_micros);
-    subs.push_back(s);
-  }
-  return CombineSubFilterStats(std::move(subs));
-}
-
-SubFilterStats ExpectedSubFilterStats(const SubFilterShape& shape, uint64_t items_added) {
-  const BlockedLayout& layout = shape.layout;
-  SubFilterStats s;
-  s.capacity = shape.capacity;
-  s.error_rate = shape.error_rate;
-  s.bits = layout.bits();
-  s.hash_count = layout.hash_count;
-  s.items_added = items_added;
-  // E[set bits / bits] = 1 - exp(-lambda * (1 - (1 - 1/512)^k)), lambda = items per block
-  // (the model EstimateCardinality inverts).
-  const double per_block =
-      static_cast<double>(items_added) / static_cast<double>(layout.num_blocks);
-  const double per_item = 1 - std::pow(1.0 - 1.0 / kBlockBits, layout.hash_count);
-  s.fill_ratio = -std::expm1(-per_block * per_item);
-  s.estimated_cardinality = static_cast<double>(items_added);
-  s.estimated_error_rate = BlockedFalsePositiveRate(per_block, layout.hash_count);
-  return s;
-}
-
-ScalableFilterStats CombineSubFilterStats(std::vector<SubFilterStats> subs) {
-  ScalableFilterStats stats;
-  double set_bits_total = 0, bits_total = 0;
-  double all_clear = 1;  // probability that no sub-filter answers "maybe"
-  for (const SubFilterStats& s : subs) {
-    stats.capacity = s.capacity > UINT64_MAX - stats.capacity ? UINT64_MAX  // saturating
-                                                              : stats.capacity + s.capacity;
-    stats.size_bytes += s.bits / 8;
-    stats.items_added += s.items_added;
-    stats.estimated_cardinality += s.estimated_cardinality;
-    set_bits_total += s.fill_ratio * static_cast<double>(s.bits);
-    bits_total += static_cast<double>(s.bits);
-    all_clear *= 1 - s.estimated_error_rate;
-  }
-  stats.fill_ratio = bits_total == 0 ? 0 : set_bits_total / bits_total;
-  stats.estimated_error_rate = 1 - all_clear;
-  stats.sub_filters = std::move(subs);
-  return stats;
 }
 
 }  // namespace bloom

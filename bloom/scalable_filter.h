@@ -48,181 +48,27 @@
 #include "absl/types/optional.h"
 #include "absl/types/span.h"
 #include "bloom/blocked_filter.h"
+#include "bloom/filter_params.h"
+#include "bloom/filter_stats.h"
 #include "bloom/hash.h"
 #include "bloom/slice_arena.h"
+#include "bloom/sub_filter.h"
 #include "bloom/window.h"
 #include "common/mutex.h"
 
 namespace bloom {
 
-inline constexpr uint32_t kDefaultExpansion = 2;
-inline constexpr uint32_t kMaxExpansion = 32768;
-// A chain never grows past this: sub-filter 63 already has error rate error_rate / 2^64.
-inline constexpr int kMaxSubFilters = 64;
-
-struct FilterSpec {
-  uint64_t capacity = 0;     // items the first sub-filter holds at error_rate; >= 1
-  double error_rate = 0;     // target FPR of the whole filter, in (0, 1)
-  uint32_t expansion = 0;    // growth factor of each new sub-filter; 0 means kDefaultExpansion
-  bool non_scaling = false;  // refuse adds beyond capacity instead of growing
-  // Sliding window (window.h): items are forgotten after `window`; zero: never.
-  absl::Duration window = absl::ZeroDuration();
-  uint32_t window_slices = 0;  // slices the window is kept as; 0 means kDefaultWindowSlices
-  // The store deletes the filter after this long without use; zero: never. Neither used nor
-  // kept here: ScalableFilter::spec() answers zero, and the store keeps it (one field less in
-  // each of millions of per-user filters).
-  absl::Duration idle_ttl = absl::ZeroDuration();
-
-  bool windowed() const { return window > absl::ZeroDuration(); }
-  friend bool operator==(const FilterSpec&, const FilterSpec&) = default;
-};
-
-// Checks every field and replaces expansion 0 by the default. InvalidArgument names the field
-// as `field`.capacity etc.
-absl::StatusOr<FilterSpec> NormalizeSpec(const FilterSpec& spec, absl::string_view field = "spec");
-
-struct SubFilterShape {
-  uint64_t capacity = 0;
-  double error_rate = 0;
-  BlockedLayout layout;
-};
-
-// The shape of the sub-filter at `position` in its chain (for a windowed spec: in its slice's
-// chain, SliceChainSpec) of a normalized spec. ResourceExhausted when it cannot exist
-// (position >= kMaxSubFilters, or too large to address).
-absl::StatusOr<SubFilterShape> SubFilterShapeFor(const FilterSpec& spec, int position);
-
-// Which slice a sub-filter of a windowed filter belongs to, and its place in that slice's chain.
-struct SliceTag {
-  int64_t start_micros = 0;  // SliceStartMicros; 0 for a filter without a window
-  int position = 0;          // 0 for the slice's first sub-filter
-};
-
-class SubFilter {
- public:
-  // `slice` (a windowed filter's sub-filters only) defaults to position `index` of an
-  // unwindowed chain. InvalidArgument for a slice position of kMaxSubFilters or more (a
-  // corrupt record: no slice grows that far). When `bits` were made with a companion of
-  // CompanionBytes(slice.has_value()) bytes (BlockedBloomFilter::Create), the sub-filter is
-  // placed there, in the bits' own allocation; otherwise it allocates its own.
-  static absl::StatusOr<std::unique_ptr<SubFilter>> Create(
-      int index, SubFilterShape shape, std::unique_ptr<BlockedBloomFilter> bits,
-      absl::optional<SliceTag> slice = absl::nullopt);
-  // The companion room bits need for a sub-filter to live in their allocation.
-  static constexpr size_t CompanionBytes(bool sliced) {
-    return sizeof(SubFilter) + (sliced ? sizeof(int64_t) : 0);
-  }
-  // Frees the newer sub-filters too (it owns next()).
-  ~SubFilter();
-  // Create() placed the object in its bits' allocation or in one of its own with a tail
-  // (the bits' pointer, a windowed sub-filter's slice start): delete ends it and its bits
-  // and frees what Create() had.
-  static void operator delete(SubFilter* sub, std::destroying_delete_t);
-  SubFilter(const SubFilter&) = delete;
-  SubFilter& operator=(const SubFilter&) = delete;
-
-  int index() const { return index_; }
-  SliceTag slice() const {
-    return sliced_ ? SliceTag{*SliceStart(), slice_position_} : SliceTag{0, index_};
-  }
-  SubFilterShape shape() const { return {capacity_, error_rate_, bits().layout()}; }
-  BlockedBloomFilter& bits() const {
-    char* tail = const_cast<char*>(reinterpret_cast<const char*>(this + 1));
-    return bits_inline_
-               ? *reinterpret_cast<BlockedBloomFilter*>(tail + (sliced_ ? sizeof(int64_t) : 0))
-               : **reinterpret_cast<BlockedBloomFilter**>(tail);
-  }
-
-  // Items counted into this sub-filter (reserved by adds in flight or done).
-  uint64_t items_added() const { return items_added_.load(std::memory_order_acquire); }
-  // Sets the counter; for loading only, before the filter is shared.
-  void set_items_added(uint64_t n) { items_added_.store(n, std::memory_order_release); }
-
-  // Reserves min(count, room left) slots and returns how many.
-  uint64_t ReserveUpTo(uint64_t count);
-  // Reserves exactly `count` slots, or none if they do not fit.
-  bool ReserveExactly(uint64_t count);
-  void Unreserve(uint64_t count);
-
-  // The next (newer) sub-filter, or nullptr. Owned by this one.
-  SubFilter* next() const { return next_.load(std::memory_order_acquire); }
-
- private:
-  friend class ScalableFilter;
-
-  SubFilter(int index, int slice_position, bool sliced, bool bits_inline,
-            const SubFilterShape& shape);
-  // A windowed sub-filter's slice start, behind the object (sliced_ only), after the bits'
-  // pointer when they are elsewhere.
-  const int64_t* SliceStart() const {
-    return reinterpret_cast<const int64_t*>(reinterpret_cast<const char*>(this + 1) +
-                                            (bits_inline_ ? 0 : sizeof(void*)));
-  }
-
-  // 40 bytes, one per per-user filter, in the first line of its bits' slab slot beside their
-  // 24-byte header (the static_assert in scalable_filter.cc keeps it there; store_benchmark
-  // BM_PerFilterOverhead measures what a filter costs in all). Behind the object: a windowed filter's slice start; then, with
-  // bits_inline_, the bits' object, else before the slice start a pointer to them (owned).
-  const int index_;
-  const uint16_t slice_position_;  // sliced_ only: < kMaxSubFilters
-  const bool sliced_;              // a windowed filter's: SliceStart() holds its slice
-  const bool bits_inline_;         // the bits' object follows (in their allocation)
-  const uint64_t capacity_;
-  const double error_rate_;
-  std::atomic<uint64_t> items_added_{0};
-  // Owning: written once, by the appending thread (Retire takes it back).
-  std::atomic<SubFilter*> next_{nullptr};
-};
-
-struct SubFilterStats {
-  uint64_t capacity = 0;
-  double error_rate = 0;
-  uint64_t bits = 0;
-  uint32_t hash_count = 0;
-  uint64_t items_added = 0;
-  double fill_ratio = 0;
-  double estimated_cardinality = 0;
-  double estimated_error_rate = 0;
-  absl::optional<absl::Time> slice_start;  // windowed filters only
-};
-
-struct ScalableFilterStats {
-  uint64_t capacity = 0;    // sum over sub-filters
-  uint64_t size_bytes = 0;  // bytes of bits
-  uint64_t items_added = 0;
-  double estimated_cardinality = 0;
-  double fill_ratio = 0;            // set bits / bits, over all sub-filters
-  double estimated_error_rate = 0;  // 1 - prod_i (1 - estimated_error_rate_i)
-  std::vector<SubFilterStats> sub_filters;
-};
-
-// The slice arena (slice_arena.h) a filter of normalized `spec` keeps its slices' first
-// sub-filters in: a window whose slices are large enough. Nullopt for every other filter.
-struct ArenaShape {
-  BlockedLayout layout;
-  uint32_t slots = 0;
-  uint64_t bytes() const { return layout.bytes() * slots; }
-};
-absl::optional<ArenaShape> ArenaShapeFor(const FilterSpec& spec);
-
-// What a sub-filter of `shape` holding `items_added` distinct items is expected to show,
-// computed from the count instead of its bits (for a filter that is not in memory): fill and
-// error rate from the blocked filter's Poisson model, cardinality = items_added.
-SubFilterStats ExpectedSubFilterStats(const SubFilterShape& shape, uint64_t items_added);
-// The totals over `subs`, as ScalableFilter::ComputeStats makes them.
-ScalableFilterStats CombineSubFilterStats(std::vector<SubFilterStats> subs);
-
 class ScalableFilter {
  public:
   // `spec` must be normalized. Creates sub-filter 0 (of the current slice, if windowed).
   // `clock` (windows only) must outlive the filter.
-  static absl::StatusOr<std::unique_ptr<ScalableFilter>> Create(const FilterSpec& spec,
+  static absl::StatusOr<std::unique_ptr<ScalableFilter>> Create(const FilterParams& spec,
                                                                 uint64_t seed,
                                                                 const Clock* clock = Clock::Real());
   // For loading stored filters: no sub-filter yet; AppendSubFilter() the stored ones, whose
   // indexes count up from `first_index` (above 0 only for a windowed filter that retired some;
   // ignored without a window, whose chain starts at 0).
-  static std::unique_ptr<ScalableFilter> CreateEmpty(const FilterSpec& spec, uint64_t seed,
+  static std::unique_ptr<ScalableFilter> CreateEmpty(const FilterParams& spec, uint64_t seed,
                                                      const Clock* clock = Clock::Real(),
                                                      int first_index = 0);
 
@@ -236,9 +82,9 @@ class ScalableFilter {
   ScalableFilter& operator=(const ScalableFilter&) = delete;
   ~ScalableFilter();
 
-  // The spec it was made with, idle_ttl zero (see FilterSpec). A copy: a filter without a
+  // The spec it was made with, idle_ttl zero (see FilterParams). A copy: a filter without a
   // window keeps it as a few fields.
-  FilterSpec spec() const;
+  FilterParams spec() const;
   bool windowed() const { return head_kind() == kWindowHead; }
   uint64_t seed() const { return seed_; }
   uint64_t Hash(absl::string_view item) const { return HashItem(item, seed_); }
@@ -338,7 +184,7 @@ class ScalableFilter {
   ScalableFilterStats ComputeStats() const;
 
  private:
-  ScalableFilter(const FilterSpec& spec, uint64_t seed, const Clock* clock, int first_index);
+  ScalableFilter(const FilterParams& spec, uint64_t seed, const Clock* clock, int first_index);
 
   enum class ReserveOutcome { kReserved, kNeedsSubFilter, kFull };
   // Reserves room for `remaining` new items, appending where they go to `runs` and decreasing
@@ -377,8 +223,8 @@ class ScalableFilter {
   // emptied chain restarts at, the newest sub-filter, the layout its slices' first sub-filters
   // share, the lock Retire takes, the slice arena and the chain.
   struct Window {
-    Window(const FilterSpec& window_spec, const Clock* window_clock, int first_index);
-    const FilterSpec spec;  // idle_ttl zero, as spec() answers
+    Window(const FilterParams& window_spec, const Clock* window_clock, int first_index);
+    const FilterParams spec;  // idle_ttl zero, as spec() answers
     const Clock* const clock;
     int empty_next_index;  // next_index() while the chain is empty (Retire emptied it)
     // The newest sub-filter (nullptr while the chain is empty), published with release stores.

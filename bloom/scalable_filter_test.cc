@@ -12,13 +12,13 @@
 namespace bloom {
 namespace {
 
-FilterSpec Spec(uint64_t capacity, double p, uint32_t expansion = 0, bool non_scaling = false) {
-  absl::StatusOr<FilterSpec> spec = NormalizeSpec({capacity, p, expansion, non_scaling});
+FilterParams Spec(uint64_t capacity, double p, uint32_t expansion = 0, bool non_scaling = false) {
+  absl::StatusOr<FilterParams> spec = NormalizeSpec({capacity, p, expansion, non_scaling});
   EXPECT_TRUE(spec.ok()) << spec.status();
   return *spec;
 }
 
-std::unique_ptr<ScalableFilter> MakeFilter(const FilterSpec& spec) {
+std::unique_ptr<ScalableFilter> MakeFilter(const FilterParams& spec) {
   absl::StatusOr<std::unique_ptr<ScalableFilter>> filter = ScalableFilter::Create(spec, 1234);
   EXPECT_TRUE(filter.ok()) << filter.status();
   return *std::move(filter);
@@ -45,7 +45,7 @@ std::vector<char> AddAll(ScalableFilter& filter, const std::vector<uint64_t>& ha
 
 TEST(NormalizeSpecTest, ValidatesEachFieldByName) {
   struct Case {
-    FilterSpec spec;
+    FilterParams spec;
     const char* field;
   };
   const double nan = std::nan("");
@@ -55,7 +55,7 @@ TEST(NormalizeSpecTest, ValidatesEachFieldByName) {
         Case{{10, 1, 0, false}, "error_rate"}, Case{{10, nan, 0, false}, "error_rate"},
         Case{{10, inf, 0, false}, "error_rate"}, Case{{10, 0.01, 32769, false}, "expansion"},
         Case{{10, 0.01, 2, true}, "expansion"}}) {
-    absl::StatusOr<FilterSpec> spec = NormalizeSpec(c.spec);
+    absl::StatusOr<FilterParams> spec = NormalizeSpec(c.spec);
     ASSERT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument) << c.field;
     EXPECT_NE(spec.status().message().find(c.field), absl::string_view::npos)
         << spec.status().message();
@@ -66,7 +66,7 @@ TEST(NormalizeSpecTest, ValidatesEachFieldByName) {
 }
 
 TEST(SubFilterShapeTest, GrowsCapacityAndTightensErrorRate) {
-  const FilterSpec spec = Spec(1000, 0.01, 4);
+  const FilterParams spec = Spec(1000, 0.01, 4);
   double total_error = 0;
   for (int i = 0; i < 5; ++i) {
     absl::StatusOr<SubFilterShape> shape = SubFilterShapeFor(spec, i);
@@ -88,7 +88,7 @@ TEST(SubFilterShapeTest, GrowsCapacityAndTightensErrorRate) {
 // that the free matches the allocation). A slice of kMaxSubFilters sub-filters or more can only
 // come from a corrupt record.
 TEST(SubFilterTest, KeepsItsSliceTagOnlyWhenWindowed) {
-  const FilterSpec spec = Spec(1000, 0.01);
+  const FilterParams spec = Spec(1000, 0.01);
   absl::StatusOr<SubFilterShape> shape = SubFilterShapeFor(spec, 0);
   ASSERT_TRUE(shape.ok()) << shape.status();
   auto bits = [&] { return *BlockedBloomFilter::Create(shape->layout); };
@@ -123,10 +123,10 @@ TEST(SubFilterTest, KeepsItsSliceTagOnlyWhenWindowed) {
 // own. Either way it answers the same.
 TEST(SubFilterTest, LivesInItsBitsAllocationWhenTheyHaveRoom) {
   const ManualClock clock;
-  FilterSpec windowed = Spec(1000, 0.01);
+  FilterParams windowed = Spec(1000, 0.01);
   windowed.window = absl::Hours(1);
-  for (const FilterSpec& raw : {Spec(1000, 0.01), windowed, Spec(20'000'000, 0.01)}) {
-    absl::StatusOr<FilterSpec> spec = NormalizeSpec(raw);
+  for (const FilterParams& raw : {Spec(1000, 0.01), windowed, Spec(20'000'000, 0.01)}) {
+    absl::StatusOr<FilterParams> spec = NormalizeSpec(raw);
     ASSERT_TRUE(spec.ok()) << spec.status();
     absl::StatusOr<std::unique_ptr<ScalableFilter>> filter =
         ScalableFilter::Create(*spec, 7, &clock);
@@ -160,7 +160,7 @@ TEST(SubFilterTest, LivesInItsBitsAllocationWhenTheyHaveRoom) {
 // precision, where the chain keeps them apart instead.
 TEST(ScalableFilterTest, AnswersItsSpecExactlyFromItsFirstSubFilter) {
   absl::BitGen gen;
-  std::vector<FilterSpec> specs = {
+  std::vector<FilterParams> specs = {
       Spec(1000, 0.01),         Spec(1, 0.5),
       Spec(1, 1e-30),           Spec(7, 0.999999),
       Spec(100, 0.01, 1, true), Spec(12345, 0.0123456789, kMaxExpansion)};
@@ -171,7 +171,7 @@ TEST(ScalableFilterTest, AnswersItsSpecExactlyFromItsFirstSubFilter) {
                          non_scaling ? 1 : absl::Uniform<uint32_t>(gen, 1, kMaxExpansion + 1),
                          non_scaling));
   }
-  for (const FilterSpec& spec : specs) {
+  for (const FilterParams& spec : specs) {
     SCOPED_TRACE(testing::Message() << spec.capacity << " at " << spec.error_rate << " x"
                                     << spec.expansion << (spec.non_scaling ? " fixed" : ""));
     absl::StatusOr<std::unique_ptr<ScalableFilter>> filter = ScalableFilter::Create(spec, 9);
@@ -185,8 +185,8 @@ TEST(ScalableFilterTest, AnswersItsSpecExactlyFromItsFirstSubFilter) {
 // Loading a chain whose first sub-filter is not the one its spec makes (only a hand-made
 // record has one): the spec stays the stored one, and the chain works.
 TEST(ScalableFilterTest, KeepsItsSpecWhenTheFirstSubFilterDoesNotTellIt) {
-  const FilterSpec spec = Spec(1000, 0.01);
-  for (const FilterSpec& other : {Spec(999, 0.01), Spec(1000, 0.02), Spec(1000, 0.01, 0, true)}) {
+  const FilterParams spec = Spec(1000, 0.01);
+  for (const FilterParams& other : {Spec(999, 0.01), Spec(1000, 0.02), Spec(1000, 0.01, 0, true)}) {
     std::unique_ptr<ScalableFilter> filter = ScalableFilter::CreateEmpty(spec, 5);
     EXPECT_EQ(filter->spec(), spec);
     EXPECT_EQ(filter->first(), nullptr);
@@ -212,9 +212,9 @@ TEST(ScalableFilterTest, KeepsItsSpecWhenTheFirstSubFilterDoesNotTellIt) {
 // Storage builds a chain before the object that holds it, and moves it in: the moved chain
 // answers as before, for a chain with and without a window, and the one it left is empty.
 TEST(ScalableFilterTest, AMovedChainAnswersAsBefore) {
-  FilterSpec windowed = Spec(1000, 0.01);
+  FilterParams windowed = Spec(1000, 0.01);
   windowed.window = absl::Hours(1);
-  for (const FilterSpec& spec : {Spec(100, 0.01), *NormalizeSpec(windowed)}) {
+  for (const FilterParams& spec : {Spec(100, 0.01), *NormalizeSpec(windowed)}) {
     std::unique_ptr<ScalableFilter> built = MakeFilter(spec);
     // Without a window, past the first sub-filter.
     const std::vector<uint64_t> hashes = Hashes(*built, "m", 0, 500);

@@ -33,7 +33,7 @@ const Clock* Clock::Real() {
   return clock;
 }
 
-absl::Status NormalizeWindow(FilterSpec& spec, absl::string_view field) {
+absl::Status NormalizeWindow(FilterParams& spec, absl::string_view field) {
   // Stored in whole microseconds: a spec must compare equal to itself after a restart.
   spec.window = absl::Trunc(spec.window, absl::Microseconds(1));
   spec.idle_ttl = absl::Trunc(spec.idle_ttl, absl::Microseconds(1));
@@ -58,28 +58,28 @@ absl::Status NormalizeWindow(FilterSpec& spec, absl::string_view field) {
   return absl::OkStatus();
 }
 
-int64_t SliceMicros(const FilterSpec& spec) {
+int64_t SliceMicros(const FilterParams& spec) {
   const int64_t micros = absl::ToInt64Microseconds(spec.window) / spec.window_slices;
   return micros < 1 ? 1 : micros;
 }
 
-int64_t SliceStartMicros(const FilterSpec& spec, absl::Time t) {
+int64_t SliceStartMicros(const FilterParams& spec, absl::Time t) {
   const int64_t d = SliceMicros(spec);
   return FloorDiv(absl::ToUnixMicros(t), d) * d;
 }
 
-absl::Time SliceExpiry(const FilterSpec& spec, int64_t slice_start_micros) {
+absl::Time SliceExpiry(const FilterParams& spec, int64_t slice_start_micros) {
   return absl::FromUnixMicros(slice_start_micros + SliceMicros(spec)) + spec.window;
 }
 
-uint32_t LiveSlices(const FilterSpec& spec) {
+uint32_t LiveSlices(const FilterParams& spec) {
   const int64_t d = SliceMicros(spec);
   const int64_t w = absl::ToInt64Microseconds(spec.window);
   return static_cast<uint32_t>(1 + (w + d - 1) / d);
 }
 
-FilterSpec SliceChainSpec(const FilterSpec& spec) {
-  FilterSpec slice;
+FilterParams SliceChainSpec(const FilterParams& spec) {
+  FilterParams slice;
   slice.capacity =
       spec.capacity / spec.window_slices + (spec.capacity % spec.window_slices != 0 ? 1 : 0);
   slice.error_rate = spec.error_rate / LiveSlices(spec);
@@ -88,7 +88,7 @@ FilterSpec SliceChainSpec(const FilterSpec& spec) {
   return slice;
 }
 
-uint64_t SliceOverflowCapacity(const FilterSpec& spec, int64_t slice_start_micros, absl::Time now,
+uint64_t SliceOverflowCapacity(const FilterParams& spec, int64_t slice_start_micros, absl::Time now,
                                uint64_t items_in_slice, uint64_t previous_overflow,
                                uint64_t chain_capacity) {
   constexpr double kMargin = 1.5;

@@ -2,7 +2,7 @@
 // Baquero and Almeida 2020): the maths of which slice an instant falls in, when a slice's
 // items are forgotten and what error rate each slice gets.
 //
-// A windowed filter (FilterSpec::window > 0) keeps its items in time slices of
+// A windowed filter (FilterParams::window > 0) keeps its items in time slices of
 // d = window / window_slices (whole microseconds, rounded down), aligned to multiples of d since
 // the Unix epoch. An add goes to the slice of its instant; slice [s, s + d) is forgotten at
 // s + d + window. So an item added at t reads present up to t + window and is forgotten by
@@ -26,7 +26,7 @@
 // one slice arena (slice_arena.h), so that an item's blocks in all slices are adjacent.
 //
 // Example:
-//   FilterSpec spec{.capacity = 1'000'000, .error_rate = 0.01, .window = absl::Hours(24 * 7)};
+//   FilterParams spec{.capacity = 1'000'000, .error_rate = 0.01, .window = absl::Hours(24 * 7)};
 //   spec = *NormalizeSpec(spec);                 // window_slices 0 -> kDefaultWindowSlices
 //   int64_t start = SliceStartMicros(spec, absl::Now());
 //   absl::Time forget_at = SliceExpiry(spec, start);
@@ -44,7 +44,7 @@
 
 namespace bloom {
 
-struct FilterSpec;
+struct FilterParams;
 
 inline constexpr uint32_t kDefaultWindowSlices = 8;
 inline constexpr uint32_t kMaxWindowSlices = 64;
@@ -78,19 +78,19 @@ class ManualClock : public Clock {
 // Checks window, window_slices and idle_ttl of `spec` (InvalidArgument naming `field`.window
 // etc.), truncates the durations to whole microseconds (as stored) and replaces window_slices 0
 // by the default when there is a window. Called by NormalizeSpec.
-absl::Status NormalizeWindow(FilterSpec& spec, absl::string_view field);
+absl::Status NormalizeWindow(FilterParams& spec, absl::string_view field);
 
 // Slice length d in microseconds (>= 1); spec normalized and windowed.
-int64_t SliceMicros(const FilterSpec& spec);
+int64_t SliceMicros(const FilterParams& spec);
 // The start of the slice holding instant `t`, in Unix microseconds.
-int64_t SliceStartMicros(const FilterSpec& spec, absl::Time t);
+int64_t SliceStartMicros(const FilterParams& spec, absl::Time t);
 // When the items of the slice starting at `slice_start_micros` are forgotten.
-absl::Time SliceExpiry(const FilterSpec& spec, int64_t slice_start_micros);
+absl::Time SliceExpiry(const FilterParams& spec, int64_t slice_start_micros);
 // Most slices unexpired at one instant: 1 + ceil(window / d).
-uint32_t LiveSlices(const FilterSpec& spec);
+uint32_t LiveSlices(const FilterParams& spec);
 // The spec of one slice's scalable chain: capacity ceil(capacity / window_slices), error rate
 // error_rate / LiveSlices(), the spec's expansion and non_scaling, no window.
-FilterSpec SliceChainSpec(const FilterSpec& spec);
+FilterParams SliceChainSpec(const FilterParams& spec);
 
 // The capacity of a slice's next sub-filter once the slice outgrew its first one: what the
 // rest of the slice will bring at the rate the slice has seen so far (`items_in_slice` since
@@ -104,7 +104,7 @@ FilterSpec SliceChainSpec(const FilterSpec& spec);
 // gave those few items a sub-filter of twice the first one's capacity (2.4 times its bits, at
 // its tighter rate), and one more cache miss per query outside the slice arena
 // (slice_arena.h).
-uint64_t SliceOverflowCapacity(const FilterSpec& spec, int64_t slice_start_micros, absl::Time now,
+uint64_t SliceOverflowCapacity(const FilterParams& spec, int64_t slice_start_micros, absl::Time now,
                                uint64_t items_in_slice, uint64_t previous_overflow,
                                uint64_t chain_capacity);
 

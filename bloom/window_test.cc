@@ -14,12 +14,12 @@
 namespace bloom {
 namespace {
 
-FilterSpec Windowed(uint64_t capacity, double p, absl::Duration window, uint32_t slices = 0,
-                    bool non_scaling = false) {
-  FilterSpec spec{capacity, p, 0, non_scaling};
+FilterParams Windowed(uint64_t capacity, double p, absl::Duration window, uint32_t slices = 0,
+                      bool non_scaling = false) {
+  FilterParams spec{capacity, p, 0, non_scaling};
   spec.window = window;
   spec.window_slices = slices;
-  absl::StatusOr<FilterSpec> normalized = NormalizeSpec(spec);
+  absl::StatusOr<FilterParams> normalized = NormalizeSpec(spec);
   EXPECT_TRUE(normalized.ok()) << normalized.status();
   return *normalized;
 }
@@ -55,11 +55,11 @@ TEST(WindowSpecTest, ValidatesEachFieldByName) {
            Case{absl::ZeroDuration(), 0, -absl::Seconds(1), "spec.idle_ttl"},
            Case{absl::ZeroDuration(), 0, absl::InfiniteDuration(), "spec.idle_ttl"},
        }) {
-    FilterSpec spec{100, 0.01, 0, false};
+    FilterParams spec{100, 0.01, 0, false};
     spec.window = c.window;
     spec.window_slices = c.slices;
     spec.idle_ttl = c.idle_ttl;
-    absl::StatusOr<FilterSpec> normalized = NormalizeSpec(spec);
+    absl::StatusOr<FilterParams> normalized = NormalizeSpec(spec);
     ASSERT_EQ(normalized.status().code(), absl::StatusCode::kInvalidArgument) << c.field;
     EXPECT_NE(normalized.status().message().find(c.field), absl::string_view::npos)
         << normalized.status();
@@ -69,14 +69,14 @@ TEST(WindowSpecTest, ValidatesEachFieldByName) {
 }
 
 TEST(WindowSpecTest, SlicesShareTheErrorBudget) {
-  const FilterSpec spec = Windowed(8000, 0.01, absl::Hours(8), 8);
+  const FilterParams spec = Windowed(8000, 0.01, absl::Hours(8), 8);
   EXPECT_EQ(SliceMicros(spec), absl::ToInt64Microseconds(absl::Hours(1)));
   EXPECT_EQ(LiveSlices(spec), 9u);
-  const FilterSpec slice = SliceChainSpec(spec);
+  const FilterParams slice = SliceChainSpec(spec);
   EXPECT_EQ(slice.capacity, 1000u);
   EXPECT_DOUBLE_EQ(slice.error_rate, 0.01 / 9);
   // A window that d does not divide can have one more slice alive; the budget accounts for it.
-  const FilterSpec odd = Windowed(10, 0.01, absl::Seconds(10), 3);
+  const FilterParams odd = Windowed(10, 0.01, absl::Seconds(10), 3);
   EXPECT_EQ(SliceMicros(odd), 3'333'333);
   EXPECT_EQ(LiveSlices(odd), 5u);
   // Slices are aligned to the epoch, also before it.
@@ -92,7 +92,7 @@ TEST(WindowedFilterTest, RemembersTheWindowAndForgetsAfterIt) {
       absl::BitGen gen;
       ManualClock clock(absl::FromUnixSeconds(1'700'000'000 + seed * 977));
       const absl::Duration window = absl::Seconds(absl::Uniform(gen, 1, 5000));
-      const FilterSpec spec = Windowed(200, 0.001, window, slices);
+      const FilterParams spec = Windowed(200, 0.001, window, slices);
       auto filter = *ScalableFilter::Create(spec, 100 + seed, &clock);
       std::map<std::string, absl::Time> last_add;
       int false_negatives = 0, late = 0, late_present = 0;
@@ -131,7 +131,7 @@ TEST(WindowedFilterTest, RemembersTheWindowAndForgetsAfterIt) {
 
 TEST(WindowedFilterTest, ReAddingRefreshesTheItem) {
   ManualClock clock;
-  const FilterSpec spec = Windowed(100, 0.01, absl::Seconds(80), 8);
+  const FilterParams spec = Windowed(100, 0.01, absl::Seconds(80), 8);
   auto filter = *ScalableFilter::Create(spec, 7, &clock);
   EXPECT_TRUE(Add1(*filter, "a"));
   clock.Advance(absl::Seconds(50));
@@ -145,7 +145,7 @@ TEST(WindowedFilterTest, ReAddingRefreshesTheItem) {
 
 TEST(WindowedFilterTest, RetireFreesExpiredSlicesAndKeepsIndexesCounting) {
   ManualClock clock(absl::FromUnixSeconds(1'000'000));
-  const FilterSpec spec = Windowed(80, 0.01, absl::Seconds(80), 8);
+  const FilterParams spec = Windowed(80, 0.01, absl::Seconds(80), 8);
   auto filter = *ScalableFilter::Create(spec, 7, &clock);
   for (int s = 0; s < 20; ++s) {
     Add1(*filter, absl::StrCat("x", s));
@@ -177,7 +177,7 @@ TEST(WindowedFilterTest, SlicesGrowWhenTheRateJumpsAndTheRateStaysUnderTarget) {
   // 1,000 items per window expected; within one window the rate goes up 100x.
   ManualClock clock;
   const double p = 0.01;
-  const FilterSpec spec = Windowed(1000, p, absl::Seconds(800), 8);
+  const FilterParams spec = Windowed(1000, p, absl::Seconds(800), 8);
   auto filter = *ScalableFilter::Create(spec, 99, &clock);
   int item = 0;
   for (int second = 0; second < 1600; ++second) {
@@ -204,7 +204,7 @@ TEST(WindowedFilterTest, SlicesGrowWhenTheRateJumpsAndTheRateStaysUnderTarget) {
 }
 
 TEST(WindowSpecTest, OverflowSubFiltersAreSizedForTheRestOfTheSlice) {
-  const FilterSpec spec = Windowed(8000, 0.01, absl::Seconds(800), 8);  // 1,000 per 100 s slice
+  const FilterParams spec = Windowed(8000, 0.01, absl::Seconds(800), 8);  // 1,000 per 100 s slice
   const int64_t start = 1'700'000'000'000'000;
   const absl::Time begin = absl::FromUnixMicros(start);
   const uint64_t chain = 2000;  // what the plain chain's rule gives position 1
@@ -224,7 +224,7 @@ TEST(WindowSpecTest, OverflowSubFiltersAreSizedForTheRestOfTheSlice) {
 
 TEST(WindowedFilterTest, ASliceOverflowingAtItsEndGetsASmallSubFilter) {
   ManualClock clock(absl::FromUnixSeconds(1'700'000'000));  // a slice starts here
-  const FilterSpec spec = Windowed(8000, 0.01, absl::Seconds(800), 8);
+  const FilterParams spec = Windowed(8000, 0.01, absl::Seconds(800), 8);
   auto filter = *ScalableFilter::Create(spec, 7, &clock);
   int item = 0;
   for (int step = 0; step < 1000; ++step) {  // the slice's share, over 99.9 s
@@ -249,7 +249,7 @@ TEST(WindowedFilterTest, ASliceOverflowingAtItsEndGetsASmallSubFilter) {
 
 TEST(WindowedFilterTest, NonScalingSliceRefusesBeyondItsShare) {
   ManualClock clock;
-  const FilterSpec spec = Windowed(80, 0.01, absl::Seconds(80), 8, /*non_scaling=*/true);
+  const FilterParams spec = Windowed(80, 0.01, absl::Seconds(80), 8, /*non_scaling=*/true);
   auto filter = *ScalableFilter::Create(spec, 5, &clock);
   std::vector<uint64_t> hashes;
   for (int i = 0; i < 11; ++i) hashes.push_back(filter->Hash(absl::StrCat("i", i)));
@@ -268,7 +268,7 @@ TEST(WindowedFilterTest, NonScalingSliceRefusesBeyondItsShare) {
 
 TEST(WindowedFilterTest, ReplaySkipsRetiredSubFilters) {
   ManualClock clock;
-  const FilterSpec spec = Windowed(100, 0.01, absl::Seconds(8), 8);
+  const FilterParams spec = Windowed(100, 0.01, absl::Seconds(8), 8);
   auto filter = *ScalableFilter::Create(spec, 5, &clock);
   clock.Advance(absl::Seconds(30));
   filter->Retire(filter->ExpiredThrough(clock.Now()));
@@ -287,7 +287,7 @@ TEST(WindowedFilterTest, ReplaySkipsRetiredSubFilters) {
 // bits of their own, and retired slices' slots are reused. Answers are the same throughout.
 TEST(WindowedFilterTest, LargeWindowsInterleaveTheirSlicesAndFallBackWhenSlotsRunOut) {
   ManualClock clock(absl::FromUnixSeconds(1'000'000));
-  const FilterSpec spec = Windowed(2'000'000, 0.01, absl::Seconds(80), 8);
+  const FilterParams spec = Windowed(2'000'000, 0.01, absl::Seconds(80), 8);
   const absl::optional<ArenaShape> arena = ArenaShapeFor(spec);
   ASSERT_TRUE(arena.has_value());
   EXPECT_EQ(arena->slots, LiveSlices(spec) + 1);

@@ -111,10 +111,10 @@ TEST(WindowMetricsTest, RetiredSlicesAndExpiredFiltersAreCounted) {
       storage::FilterStore::Open(options);
   ASSERT_OK(store.status());
   std::unique_ptr<ServerMetrics> metrics = ServerMetrics::Create(store->get());
-  bloom::FilterSpec windowed{100, 0.01};
+  bloom::FilterParams windowed{100, 0.01};
   windowed.window = absl::Seconds(40);
   windowed.window_slices = 4;
-  bloom::FilterSpec idle{100, 0.01};
+  bloom::FilterParams idle{100, 0.01};
   idle.idle_ttl = absl::Seconds(30);
   ASSERT_OK((*store)->Reserve("w", windowed).status());
   ASSERT_OK((*store)->Reserve("idle", idle).status());

@@ -229,7 +229,7 @@ class AddCallJob final : public storage::GroupCommitter::Job {
   using Finish = absl::AnyInvocable<void(grpc::Status) &&>;
 
   AddCallJob(storage::FilterStore* store, std::unique_ptr<CallScope> log,
-             const ItemsRequestView& request, absl::optional<bloom::FilterSpec> create_spec,
+             const ItemsRequestView& request, absl::optional<bloom::FilterParams> create_spec,
              bool* answers, Finish finish)
       : store_(store),
         log_(std::move(log)),
@@ -266,7 +266,7 @@ class AddCallJob final : public storage::GroupCommitter::Job {
   storage::FilterStore* const store_;
   const std::unique_ptr<CallScope> log_;
   const ItemsRequestView& request_;  // the caller's, valid until `finish`
-  const absl::optional<bloom::FilterSpec> create_spec_;
+  const absl::optional<bloom::FilterParams> create_spec_;
   bool* const answers_;
   Finish finish_;
   storage::OperationBatch::Ticket ticket_ = 0;
@@ -282,7 +282,7 @@ void BloomService::HandleAddItemsGrouped(const ItemsRequestView& request, bool* 
                                          request.items.size());
   absl::Status status = log->Admit();
   if (status.ok()) status = CheckItems(request.items, request.text_items);
-  absl::optional<bloom::FilterSpec> create_spec;
+  absl::optional<bloom::FilterParams> create_spec;
   if (status.ok() && !request.create_if_missing.empty()) {
     // Concatenated encodings parse as their merge, as protobuf reads a repeated message field.
     bloom::v1::FilterSpec spec;

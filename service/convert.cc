@@ -34,15 +34,15 @@ void ToProto(absl::Time t, google::protobuf::Timestamp* out) {
 
 }  // namespace
 
-bloom::FilterSpec FromProto(const bloom::v1::FilterSpec& spec) {
-  bloom::FilterSpec out{spec.capacity(), spec.error_rate(), spec.expansion(), spec.non_scaling()};
+bloom::FilterParams FromProto(const bloom::v1::FilterSpec& spec) {
+  bloom::FilterParams out{spec.capacity(), spec.error_rate(), spec.expansion(), spec.non_scaling()};
   out.window = FromProto(spec.window());
   out.window_slices = spec.window_slices();
   out.idle_ttl = FromProto(spec.idle_ttl());
   return out;
 }
 
-void ToProto(const bloom::FilterSpec& spec, bloom::v1::FilterSpec* out) {
+void ToProto(const bloom::FilterParams& spec, bloom::v1::FilterSpec* out) {
   out->set_capacity(spec.capacity);
   out->set_error_rate(spec.error_rate);
   out->set_expansion(spec.expansion);

@@ -17,8 +17,8 @@ namespace service {
 // Same code (absl's codes are gRPC's), same message.
 grpc::Status ToGrpcStatus(const absl::Status& status);
 
-bloom::FilterSpec FromProto(const bloom::v1::FilterSpec& spec);
-void ToProto(const bloom::FilterSpec& spec, bloom::v1::FilterSpec* out);
+bloom::FilterParams FromProto(const bloom::v1::FilterSpec& spec);
+void ToProto(const bloom::FilterParams& spec, bloom::v1::FilterSpec* out);
 void ToProto(const storage::FilterInfo& info, bloom::v1::FilterStats* out);
 
 }  // namespace service

@@ -110,9 +110,9 @@ void PipelineBatch::QueueAdds(storage::OperationBatch& store_batch, Run run, Res
     return;
   }
   const bloom::v1::AddRequest& first = run.front().request.add();
-  bloom::FilterSpec create_spec;
+  bloom::FilterParams create_spec;
   if (first.has_create_if_missing()) create_spec = FromProto(first.create_if_missing());
-  const bloom::FilterSpec* spec = first.has_create_if_missing() ? &create_spec : nullptr;
+  const bloom::FilterParams* spec = first.has_create_if_missing() ? &create_spec : nullptr;
   std::vector<absl::string_view> items;
   if (run.size() > 1) {
     bool valid = true;
@@ -145,7 +145,7 @@ void PipelineBatch::QueueEach(storage::OperationBatch& store_batch, Run run, Res
       queued.failed[i] = true;
       continue;
     }
-    bloom::FilterSpec create_spec;
+    bloom::FilterParams create_spec;
     if (add.has_create_if_missing()) create_spec = FromProto(add.create_if_missing());
     queued.tickets[i] =
         store_batch.Add(add.name(), items, add.has_create_if_missing() ? &create_spec : nullptr);

@@ -98,7 +98,7 @@ TEST_F(PipelineBatchTest, ARunOfAddsAnswersEachOperationItsOwnItems) {
 }
 
 TEST_F(PipelineBatchTest, AFailingMergedRunIsServedOneByOne) {
-  bloom::FilterSpec full{2, 0.01, 0, /*non_scaling=*/true};
+  bloom::FilterParams full{2, 0.01, 0, /*non_scaling=*/true};
   ASSERT_OK(store_->Reserve("small", full).status());
   std::vector<PipelineBatch::Operation> operations;
   operations.push_back(AddOf("small", {"x", "y"}));  // fits alone

@@ -129,7 +129,7 @@ class CheckpointScheduleTest : public ::testing::Test {
   // through a pass, and the next round evicts them. Returns the figures after the last pass.
   static constexpr int kChurnFilters = 1500;
   static constexpr uint64_t kChurnMemoryLimit = 700 * ResidentCharge(1472, 1);
-  StoreFigures Churn(const bloom::FilterSpec& spec) {
+  StoreFigures Churn(const bloom::FilterParams& spec) {
     for (int round = 0; round < 5; ++round) {
       for (int f = 0; f < kChurnFilters; ++f) {
         EXPECT_OK(store_->Add(absl::StrCat("feed:", f), Views(Items("x", round, round + 1)), &spec)
@@ -252,7 +252,7 @@ TEST_F(CheckpointScheduleTest, NoChangeRacingThePassesIsLeftUncheckpointed) {
 
 TEST_F(CheckpointScheduleTest, IdleFiltersWaitForTheirExpiryAndUseMovesIt) {
   Open(/*checkpoint_interval=*/absl::Seconds(30));
-  bloom::FilterSpec idle{1000, 0.01};
+  bloom::FilterParams idle{1000, 0.01};
   idle.idle_ttl = absl::Minutes(10);
   for (int f = 0; f < 40; ++f) {
     ASSERT_OK(store_->Reserve(absl::StrCat("feed:", f), idle).status());
@@ -289,7 +289,7 @@ TEST_F(CheckpointScheduleTest, IdleEntriesOfEvictedFiltersDoNotPileUp) {
   // Their expiry is an hour away, so without pruning the heap would keep an entry (and its
   // object's memory) per load until then: about 3,500 here.
   Open(/*checkpoint_interval=*/absl::Seconds(30), kChurnMemoryLimit);
-  bloom::FilterSpec idle{1000, 0.01};
+  bloom::FilterParams idle{1000, 0.01};
   idle.idle_ttl = absl::Hours(1);
   const StoreFigures figures = Churn(idle);
   // At most twice the live entries at the last pruning (with a floor of 1,024).
@@ -309,7 +309,7 @@ TEST_F(CheckpointScheduleTest, ChangedEntriesOfEvictedFiltersDoNotPileUp) {
 
 TEST_F(CheckpointScheduleTest, WindowedFiltersAreWatchedWhileResident) {
   Open(/*checkpoint_interval=*/absl::Seconds(30));
-  bloom::FilterSpec windowed{1000, 0.01, 0, false};
+  bloom::FilterParams windowed{1000, 0.01, 0, false};
   windowed.window = absl::Hours(1);
   windowed.window_slices = 4;
   ASSERT_OK(store_->Reserve("w1", windowed).status());

@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   // Small capacity: the filter grows sub-filters during the run.
-  bloom::FilterSpec spec{static_cast<uint64_t>(batch_size) * 2, 0.01, 2, false};
+  bloom::FilterParams spec{static_cast<uint64_t>(batch_size) * 2, 0.01, 2, false};
   if (window_seconds > 0) {
     spec.window = absl::Seconds(window_seconds);
     spec.window_slices = 4;

@@ -164,7 +164,7 @@ absl::StatusOr<FilterRecord> DecodeFilterRecord(absl::string_view bytes) {
   }
   if (!in.Fixed(subs)) return absl::DataLossError("filter metadata is truncated");
   r.spec.non_scaling = non_scaling != 0;
-  if (absl::StatusOr<bloom::FilterSpec> spec = bloom::NormalizeSpec(r.spec);
+  if (absl::StatusOr<bloom::FilterParams> spec = bloom::NormalizeSpec(r.spec);
       !spec.ok() || !(*spec == r.spec)) {
     return absl::DataLossError("filter metadata holds an invalid spec");
   }

@@ -166,7 +166,7 @@ TEST_P(FaultInjectionTest, DiskFullFailsAddsCleanlyAndTheStoreRecovers) {
 // Group commit (operation_batch.h): a failed write fails every add in it, adds nothing (bits,
 // counters, created filters' records), and a later batch writes again.
 TEST_P(FaultInjectionTest, DiskFullFailsEveryAddOfABatchAndNothingIsHalfAdded) {
-  const bloom::FilterSpec spec{1000, 0.01};
+  const bloom::FilterParams spec{1000, 0.01};
   ASSERT_OK(store_->Reserve("f", spec).status());
   ASSERT_OK(store_->Reserve("g", spec).status());
   const std::vector<std::string> refused = Items("refused-", 50);

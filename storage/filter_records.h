@@ -30,7 +30,7 @@ namespace storage {
 // What Stats reports about a filter.
 struct FilterInfo {
   std::string name;
-  bloom::FilterSpec spec;  // normalized
+  bloom::FilterParams spec;  // normalized
   absl::Time created_at;
   bloom::ScalableFilterStats stats;
   uint64_t checks = 0;      // MightContain items checked
@@ -61,7 +61,7 @@ FilterInfo InfoFromRecord(std::string name, const FilterRecord& record, absl::Ti
 // When a filter with an idle_ttl is deleted if unused (its last use + idle_ttl); nullopt for a
 // filter without one.
 absl::optional<absl::Time> IdleExpiry(absl::Duration idle_ttl, int64_t last_used_micros);
-inline absl::optional<absl::Time> IdleExpiry(const bloom::FilterSpec& spec,
+inline absl::optional<absl::Time> IdleExpiry(const bloom::FilterParams& spec,
                                              int64_t last_used_micros) {
   return IdleExpiry(spec.idle_ttl, last_used_micros);
 }

@@ -24,7 +24,7 @@ bool IsNameChar(char c) {
          c == '.' || c == ':' || c == '/' || c == '-';
 }
 
-std::string DescribeSpec(const bloom::FilterSpec& spec) {
+std::string DescribeSpec(const bloom::FilterParams& spec) {
   return absl::StrCat("capacity=", spec.capacity, " error_rate=", spec.error_rate,
                       " expansion=", spec.expansion,
                       " non_scaling=", spec.non_scaling ? "true" : "false");
@@ -197,7 +197,7 @@ absl::Status FilterStore::DeleteRaceError(absl::string_view name) {
 }
 
 absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::FindOrCreate(
-    absl::string_view name, const bloom::FilterSpec& spec, bool& created, bool defer_write,
+    absl::string_view name, const bloom::FilterParams& spec, bool& created, bool defer_write,
     absl::FunctionRef<void()> before_waiting) ABSL_NO_THREAD_SAFETY_ANALYSIS {
   bloomsync::Mutex& name_lock = NameLock(name);
   if (!name_lock.TryLock()) {
@@ -215,7 +215,7 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::FindOrCreate(
 }
 
 absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::FindOrCreateLocked(
-    absl::string_view name, const bloom::FilterSpec& spec, bool& created, bool defer_write) {
+    absl::string_view name, const bloom::FilterParams& spec, bool& created, bool defer_write) {
   created = false;
   ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> existing, AcquireLocked(name));
   if (existing != nullptr) return existing;
@@ -255,11 +255,11 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::FindOrCreateLocked(
 }
 
 absl::StatusOr<FilterStore::ReserveResult> FilterStore::Reserve(absl::string_view name,
-                                                                const bloom::FilterSpec& spec) {
+                                                                const bloom::FilterParams& spec) {
   bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
   RETURN_IF_ERROR(CheckOpen());
   RETURN_IF_ERROR(ValidateFilterName(name));
-  ASSIGN_OR_RETURN(const bloom::FilterSpec normalized, bloom::NormalizeSpec(spec));
+  ASSIGN_OR_RETURN(const bloom::FilterParams normalized, bloom::NormalizeSpec(spec));
   // A Delete racing this Reserve can remove the filter it found or made before it answers:
   // look again (Reserve never answers NOT_FOUND).
   for (int attempt = 0; attempt < kDeleteRaceRetries; ++attempt) {
@@ -287,7 +287,7 @@ absl::StatusOr<FilterStore::ReserveResult> FilterStore::Reserve(absl::string_vie
 
 absl::StatusOr<std::vector<bool>> FilterStore::Add(absl::string_view name,
                                                    absl::Span<const absl::string_view> items,
-                                                   const bloom::FilterSpec* create_if_missing,
+                                                   const bloom::FilterParams* create_if_missing,
                                                    bool defer_sync) {
   // A batch of one: the same path as the adds of a Pipeline read (lookups, create_if_missing
   // racing Delete, evicted filters, the creating add's checkpoint), one RocksDB write.

@@ -159,7 +159,7 @@ class FilterStore {
   };
   // Creates `name` with `spec`. If it exists with the same (normalized) spec: created=false;
   // with another spec: ALREADY_EXISTS.
-  absl::StatusOr<ReserveResult> Reserve(absl::string_view name, const bloom::FilterSpec& spec);
+  absl::StatusOr<ReserveResult> Reserve(absl::string_view name, const bloom::FilterParams& spec);
 
   // Adds items; result[i] tells whether items[i] was new. Missing filter: NOT_FOUND, unless
   // `create_if_missing` is given, then it is created with that spec (even when many callers
@@ -171,7 +171,7 @@ class FilterStore {
   // nothing (WhenDurable calls back at once).
   absl::StatusOr<std::vector<bool>> Add(absl::string_view name,
                                         absl::Span<const absl::string_view> items,
-                                        const bloom::FilterSpec* create_if_missing,
+                                        const bloom::FilterParams* create_if_missing,
                                         bool defer_sync = false);
   // Calls `done` once every add that returned before this call is durable: at once (OK)
   // without options.sync, else after a group fsync of the write-ahead log (storage/wal_sync.h),
@@ -273,7 +273,7 @@ class FilterStore {
   // from memory takes the name's lock once, for the lookup on disk and the creation together
   // (Acquire then FindOrCreate would take it twice and look a new name up in RocksDB twice).
   absl::StatusOr<std::shared_ptr<StoredFilter>> AcquireOrCreate(
-      absl::string_view name, const bloom::FilterSpec& spec, bool& created,
+      absl::string_view name, const bloom::FilterParams& spec, bool& created,
       absl::FunctionRef<void()> before_waiting);
   // The resident filter `name` when an operation may use it without the name's lock (not
   // evicted, not past its idle_ttl), touched; otherwise null, and `resident` says whether the
@@ -318,10 +318,10 @@ class FilterStore {
   // (StoredFilter::DeferCreation). If the name's lock is busy, `before_waiting` runs before
   // waiting for it (an OperationBatch flushes, so it waits holding no filter's lock).
   absl::StatusOr<std::shared_ptr<StoredFilter>> FindOrCreate(
-      absl::string_view name, const bloom::FilterSpec& spec, bool& created, bool defer_write,
+      absl::string_view name, const bloom::FilterParams& spec, bool& created, bool defer_write,
       absl::FunctionRef<void()> before_waiting = [] {});
   absl::StatusOr<std::shared_ptr<StoredFilter>> FindOrCreateLocked(absl::string_view name,
-                                                                   const bloom::FilterSpec& spec,
+                                                                   const bloom::FilterParams& spec,
                                                                    bool& created, bool defer_write);
   // Registers a resident filter (replacing one of its name) and shows it to the schedule.
   void Insert(std::shared_ptr<StoredFilter> filter) {

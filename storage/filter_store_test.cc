@@ -22,7 +22,7 @@
 namespace storage {
 namespace {
 
-using bloom::FilterSpec;
+using bloom::FilterParams;
 
 using test_items::Items;
 using test_items::Views;
@@ -155,7 +155,7 @@ TEST_F(FilterStoreTest, ErrorsCarryTheirCodes) {
 }
 
 TEST_F(FilterStoreTest, CreateIfMissingCreatesOnceEvenWhenRacing) {
-  const FilterSpec spec{500, 0.01};
+  const FilterParams spec{500, 0.01};
   std::vector<std::thread> threads;
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&, t] {
@@ -167,7 +167,7 @@ TEST_F(FilterStoreTest, CreateIfMissingCreatesOnceEvenWhenRacing) {
   EXPECT_EQ(store_->num_filters(), 1u);
   for (int t = 0; t < 8; ++t) ExpectAllPresent("raced", Items(absl::StrCat("t", t, "-"), 0, 100));
   // An existing filter keeps its spec; create_if_missing does not change it.
-  const FilterSpec other{7, 0.5};
+  const FilterParams other{7, 0.5};
   const std::vector<std::string> more = {"z"};
   ASSERT_OK(store_->Add("raced", Views(more), &other).status());
   EXPECT_EQ(store_->Stats("raced")->spec.capacity, 500u);
@@ -522,7 +522,7 @@ TEST_F(FilterStoreTest, JournalCostsAboutEightBytesPerNewItem) {
 // written with that add's journal record, in one RocksDB write, and survives a crash as one.
 TEST_F(FilterStoreTest, CreatingAFilterOnItsFirstAddIsOneWrite) {
   rocksdb::Statistics* stats = store_->database().statistics();
-  const bloom::FilterSpec spec{1000, 0.01};
+  const bloom::FilterParams spec{1000, 0.01};
   auto writes = [&] {
     return stats->getTickerCount(rocksdb::WRITE_DONE_BY_SELF) +
            stats->getTickerCount(rocksdb::WRITE_DONE_BY_OTHER);
@@ -717,7 +717,7 @@ TEST_F(FilterStoreTest, BadDumpsCreateNothing) {
 TEST_F(FilterStoreTest, ADumpWithASliceOfTooManySubFiltersIsRefused) {
   ASSERT_OK(store_->Reserve("src", {1000, 0.01}).status());
   const std::string real = ExportAll(*store_, "src");
-  absl::StatusOr<bloom::FilterSpec> spec =
+  absl::StatusOr<bloom::FilterParams> spec =
       bloom::NormalizeSpec({.capacity = 1000, .error_rate = 0.01, .window = absl::Hours(1)});
   ASSERT_OK(spec.status());
   absl::StatusOr<bloom::SubFilterShape> shape = bloom::SubFilterShapeFor(*spec, 0);

@@ -31,7 +31,7 @@ class AddJob final : public GroupCommitter::Job {
     batch_seen = &batch;
     queued_on = std::this_thread::get_id();
     if (before_queue) before_queue();
-    bloom::FilterSpec spec;
+    bloom::FilterParams spec;
     spec.capacity = 1000;
     spec.error_rate = 0.01;
     ticket_ = batch.Add(filter_, Views(items_), &spec);

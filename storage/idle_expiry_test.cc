@@ -18,8 +18,8 @@ namespace {
 using test_items::Items;
 using test_items::Views;
 
-bloom::FilterSpec IdleSpec(absl::Duration ttl) {
-  bloom::FilterSpec spec{1000, 0.01};
+bloom::FilterParams IdleSpec(absl::Duration ttl) {
+  bloom::FilterParams spec{1000, 0.01};
   spec.idle_ttl = ttl;
   return spec;
 }
@@ -89,7 +89,7 @@ TEST_F(IdleExpiryTest, UseKeepsAFilterAliveAndIdlenessDeletesItForEveryOperation
   EXPECT_EQ(reserved->info.stats.items_added, 0u);
   // An Add with create_if_missing to an expired name makes a new filter too.
   clock_.Advance(absl::Hours(2));
-  const bloom::FilterSpec spec = IdleSpec(absl::Hours(1));
+  const bloom::FilterParams spec = IdleSpec(absl::Hours(1));
   absl::StatusOr<std::vector<bool>> added = store_->Add("feed:1", Views(Items("a", 0, 10)), &spec);
   ASSERT_OK(added.status());
   EXPECT_EQ(std::count(added->begin(), added->end(), true), 10);
@@ -111,9 +111,9 @@ TEST_F(IdleExpiryTest, LastUseSurvivesARestart) {
 // check and the metadata record (a restart, an eviction) all see it, windowed or not, and a
 // filter without one has none.
 TEST_F(IdleExpiryTest, AFilterKeepsItsIdleTtlThroughReserveRestartAndEviction) {
-  bloom::FilterSpec windowed = IdleSpec(absl::Minutes(90) + absl::Microseconds(7));
+  bloom::FilterParams windowed = IdleSpec(absl::Minutes(90) + absl::Microseconds(7));
   windowed.window = absl::Hours(1);
-  const std::vector<std::pair<std::string, bloom::FilterSpec>> specs = {
+  const std::vector<std::pair<std::string, bloom::FilterParams>> specs = {
       {"idle", IdleSpec(absl::Hours(3))}, {"idle-window", windowed}, {"plain", {1000, 0.01}}};
   auto expect_specs = [&](const std::string& when) {
     for (const auto& [name, spec] : specs) {
@@ -126,7 +126,7 @@ TEST_F(IdleExpiryTest, AFilterKeepsItsIdleTtlThroughReserveRestartAndEviction) {
       absl::StatusOr<FilterStore::ReserveResult> again = store_->Reserve(name, spec);
       ASSERT_OK(again.status());
       EXPECT_FALSE(again->created);
-      bloom::FilterSpec other = spec;
+      bloom::FilterParams other = spec;
       other.idle_ttl += absl::Seconds(1);
       EXPECT_EQ(store_->Reserve(name, other).status().code(), absl::StatusCode::kAlreadyExists)
           << name << " " << when;
@@ -151,7 +151,7 @@ TEST_F(IdleExpiryTest, AFilterKeepsItsIdleTtlThroughReserveRestartAndEviction) {
 TEST_F(IdleExpiryTest, TheSweeperDeletesResidentAndColdFiltersWithoutLoadingThem) {
   // A limit that holds about 30 small filters: most of the 200 below are cold.
   Open(/*background=*/true, /*limit=*/48 << 10);
-  const bloom::FilterSpec spec = IdleSpec(absl::Minutes(10));
+  const bloom::FilterParams spec = IdleSpec(absl::Minutes(10));
   for (int f = 0; f < 200; ++f) {
     ASSERT_OK(store_->Add(absl::StrCat("user:", f), Views(Items("x", 0, 20)), &spec).status());
   }

@@ -30,7 +30,7 @@ OperationBatch::~OperationBatch() ABSL_NO_THREAD_SAFETY_ANALYSIS {
 
 OperationBatch::Ticket OperationBatch::Add(absl::string_view name,
                                            absl::Span<const absl::string_view> items,
-                                           const bloom::FilterSpec* create_if_missing) {
+                                           const bloom::FilterParams* create_if_missing) {
   const Ticket ticket = operations_.size();
   Operation& operation = operations_.emplace_back();
   operation.status = Prepare(name, items, create_if_missing, operation);
@@ -39,11 +39,11 @@ OperationBatch::Ticket OperationBatch::Add(absl::string_view name,
 
 absl::Status OperationBatch::Prepare(absl::string_view name,
                                      absl::Span<const absl::string_view> items,
-                                     const bloom::FilterSpec* create_if_missing,
+                                     const bloom::FilterParams* create_if_missing,
                                      Operation& operation) {
   RETURN_IF_ERROR(store_->CheckOpen());
   RETURN_IF_ERROR(ValidateFilterName(name));
-  std::optional<bloom::FilterSpec> spec;
+  std::optional<bloom::FilterParams> spec;
   if (create_if_missing != nullptr) {
     ASSIGN_OR_RETURN(spec, bloom::NormalizeSpec(*create_if_missing, "create_if_missing"));
   }

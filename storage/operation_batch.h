@@ -65,7 +65,7 @@ class OperationBatch {
   // Queues an add (arguments as FilterStore::Add; `items` need not outlive the call). Its
   // result is ready after Flush().
   Ticket Add(absl::string_view name, absl::Span<const absl::string_view> items,
-             const bloom::FilterSpec* create_if_missing);
+             const bloom::FilterParams* create_if_missing);
   // As FilterStore::MightContainInto, answered now.
   absl::Status MightContainInto(absl::string_view name, absl::Span<const absl::string_view> items,
                                 bool* present);
@@ -98,7 +98,7 @@ class OperationBatch {
   };
 
   absl::Status Prepare(absl::string_view name, absl::Span<const absl::string_view> items,
-                       const bloom::FilterSpec* create_if_missing, Operation& operation);
+                       const bloom::FilterParams* create_if_missing, Operation& operation);
 
   FilterStore* const store_;
   const bool sync_;

@@ -18,7 +18,7 @@
 namespace storage {
 namespace {
 
-using bloom::FilterSpec;
+using bloom::FilterParams;
 
 using test_items::Items;
 using test_items::Views;
@@ -59,7 +59,7 @@ class OperationBatchTest : public ::testing::Test {
 };
 
 TEST_F(OperationBatchTest, AddsToManyFiltersAreOneWriteAndSurviveARestart) {
-  const FilterSpec spec{1000, 0.01};
+  const FilterParams spec{1000, 0.01};
   ASSERT_OK(store_->Reserve("existing", spec).status());
   const uint64_t before = Writes();
   {
@@ -120,8 +120,8 @@ size_t JournalEntries(Database& db) {
 }
 
 TEST_F(OperationBatchTest, TheAddThatCreatesASmallFilterIsItsFirstCheckpoint) {
-  const FilterSpec spec{1000, 0.01};
-  const FilterSpec large{1'000'000, 0.01};  // 1.2 MB of bits: its first add is journalled
+  const FilterParams spec{1000, 0.01};
+  const FilterParams large{1'000'000, 0.01};  // 1.2 MB of bits: its first add is journalled
   {
     std::unique_ptr<OperationBatch> batch = Batch();
     for (int user = 0; user < 20; ++user) {
@@ -160,7 +160,7 @@ TEST_F(OperationBatchTest, TheAddThatCreatesASmallFilterIsItsFirstCheckpoint) {
 // is there, and items_added counts each item that was new exactly once.
 TEST_F(OperationBatchTest, ConcurrentFirstAddsToOneNewFilterLoseNothing) {
   Open(/*background_checkpoints=*/true);
-  const FilterSpec spec{1000, 0.01};
+  const FilterParams spec{1000, 0.01};
   constexpr int kThreads = 4;
   constexpr int kFilters = 50;
   std::vector<std::vector<std::string>> acked(kThreads);
@@ -232,7 +232,7 @@ TEST_F(OperationBatchTest, ACheckSeesTheAddsQueuedBeforeIt) {
 }
 
 TEST_F(OperationBatchTest, ASecondAddToOneFilterSeesTheFirst) {
-  const FilterSpec spec{1000, 0.01};
+  const FilterParams spec{1000, 0.01};
   std::unique_ptr<OperationBatch> batch = Batch();
   const std::vector<std::string> items = Items("x", 0, 10);
   const OperationBatch::Ticket first = batch->Add("f", Views(items), &spec);
@@ -251,7 +251,7 @@ TEST_F(OperationBatchTest, ASecondAddToOneFilterSeesTheFirst) {
 TEST_F(OperationBatchTest, EachAddGetsTheErrorAnAddAloneWouldGet) {
   ASSERT_OK(store_->Reserve("small", {10, 0.01, 0, /*non_scaling=*/true}).status());
   std::unique_ptr<OperationBatch> batch = Batch();
-  const FilterSpec bad_spec{0, 0.01};
+  const FilterParams bad_spec{0, 0.01};
   const OperationBatch::Ticket missing = batch->Add("missing", Views(Items("x", 0, 1)), nullptr);
   const OperationBatch::Ticket bad_name = batch->Add("bad name", Views(Items("x", 0, 1)), nullptr);
   const OperationBatch::Ticket bad = batch->Add("new", Views(Items("x", 0, 1)), &bad_spec);
@@ -280,7 +280,7 @@ TEST_F(OperationBatchTest, ABatchAfterCloseIsRefused) {
 // filter that was never deleted reads as present, also after a restart.
 TEST_F(OperationBatchTest, BatchesRaceCheckpointsDeletesAndPlainAdds) {
   Open(/*background_checkpoints=*/true);
-  const FilterSpec spec{200, 0.01};  // small: adds keep opening sub-filters
+  const FilterParams spec{200, 0.01};  // small: adds keep opening sub-filters
   constexpr int kKeptFilters = 8;
   constexpr int kThreads = 4;
   std::atomic<bool> stop{false};

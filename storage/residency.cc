@@ -122,7 +122,7 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::Acquire(
 }
 
 absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::AcquireOrCreate(
-    absl::string_view name, const bloom::FilterSpec& spec, bool& created,
+    absl::string_view name, const bloom::FilterParams& spec, bool& created,
     absl::FunctionRef<void()> before_waiting) {
   created = false;
   bool resident = false;

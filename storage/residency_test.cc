@@ -20,7 +20,7 @@
 namespace storage {
 namespace {
 
-using bloom::FilterSpec;
+using bloom::FilterParams;
 
 using test_items::Items;
 using test_items::Views;
@@ -29,7 +29,7 @@ using test_items::Views;
 // (ResidentCharge): 20 of them fit this limit with 4,352 bytes to spare, less than a filter of
 // 4000 items takes.
 constexpr uint64_t kLimit = 20 * ResidentCharge(1472, 1) + 4352;
-const FilterSpec kSmall{1000, 0.01};
+const FilterParams kSmall{1000, 0.01};
 
 class ResidencyTest : public ::testing::Test {
  protected:
@@ -224,7 +224,7 @@ TEST_F(ResidencyTest, EvictionKeepsTheCheckCounters) {
 }
 
 TEST_F(ResidencyTest, ColdFiltersKeepTheirIdentityForReserveImportDeleteAndList) {
-  const FilterSpec other{5000, 0.001};
+  const FilterParams other{5000, 0.001};
   ASSERT_OK(store_->Reserve("f0", kSmall).status());
   ASSERT_OK(store_->Add("f0", Views(Items("x", 0, 10)), nullptr).status());
   for (int f = 1; f < 100; ++f) {

@@ -366,8 +366,8 @@ absl::StatusOr<FilterInfo> StoredFilter::Info() const {
   return info;
 }
 
-bloom::FilterSpec StoredFilter::spec() const {
-  bloom::FilterSpec spec = chain_.spec();
+bloom::FilterParams StoredFilter::spec() const {
+  bloom::FilterParams spec = chain_.spec();
   if (has_idle_ttl()) spec.idle_ttl = absl::Microseconds(rare_->idle_ttl_micros);
   return spec;
 }

@@ -100,7 +100,7 @@ class StoredFilter {
   const bloom::ScalableFilter* filter() const { return chain(); }
   // The filter's spec, its idle_ttl included (which this object keeps, not filter()); that of
   // filter(), which must not be null.
-  bloom::FilterSpec spec() const;
+  bloom::FilterParams spec() const;
   // OK, or why this filter cannot be used (NOT_FOUND once deleted, DATA_LOSS if unreadable).
   absl::Status Usable() const;
   // Usable().ok() without building a status: for passes over every resident filter.

@@ -129,7 +129,7 @@ TEST(WalSyncerTest, DeferredAddsOfAStoreShareFsyncsAndPersist) {
   {
     absl::StatusOr<std::unique_ptr<FilterStore>> store = FilterStore::Open(options);
     ASSERT_OK(store.status());
-    const bloom::FilterSpec spec{10'000, 0.01};
+    const bloom::FilterParams spec{10'000, 0.01};
     std::atomic<int> failures{0};
     std::vector<std::thread> threads;
     for (int t = 0; t < kThreads; ++t) {

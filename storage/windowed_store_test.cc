@@ -30,8 +30,8 @@ std::vector<std::string> Items(absl::string_view prefix, int n) {
   return items;
 }
 
-bloom::FilterSpec WindowSpec(uint64_t capacity, absl::Duration window, uint32_t slices) {
-  bloom::FilterSpec spec{capacity, 0.01, 0, false};
+bloom::FilterParams WindowSpec(uint64_t capacity, absl::Duration window, uint32_t slices) {
+  bloom::FilterParams spec{capacity, 0.01, 0, false};
   spec.window = window;
   spec.window_slices = slices;
   return spec;
@@ -108,7 +108,7 @@ class WindowedStoreTest : public ::testing::Test {
 // after a restart (and a later slice's clock) it has the same shape, every item reads
 // present, and Export/Import keeps it.
 TEST_F(WindowedStoreTest, ASlicesSmallOverflowSubFilterSurvivesRestartsAsItWasMade) {
-  const bloom::FilterSpec spec = WindowSpec(8000, absl::Seconds(800), 8);  // 1,000 per 100 s
+  const bloom::FilterParams spec = WindowSpec(8000, absl::Seconds(800), 8);  // 1,000 per 100 s
   ASSERT_OK(store_->Reserve("w", spec).status());
   const std::vector<std::string> steady = Items("steady", 1000);
   for (int i = 0; i < 1000; i += 100) {  // the slice's share over 99.9 s
@@ -138,7 +138,7 @@ TEST_F(WindowedStoreTest, ASlicesSmallOverflowSubFilterSurvivesRestartsAsItWasMa
 }
 
 TEST_F(WindowedStoreTest, CheckpointsRetireExpiredSlicesAndGiveTheirMemoryBack) {
-  const bloom::FilterSpec spec = WindowSpec(8000, absl::Seconds(80), 8);  // 10 s slices
+  const bloom::FilterParams spec = WindowSpec(8000, absl::Seconds(80), 8);  // 10 s slices
   ASSERT_OK(store_->Reserve("w", spec).status());
   for (int slice = 0; slice < 20; ++slice) {
     ASSERT_OK(store_->Add("w", Views(Items(absl::StrCat("s", slice, "-"), 100)), nullptr).status());
@@ -193,7 +193,7 @@ TEST_F(WindowedStoreTest, AWindowKeepsAgeingWhileTheServerIsDown) {
 }
 
 TEST_F(WindowedStoreTest, ReserveIsIdempotentWithTheWindowFields) {
-  const bloom::FilterSpec spec = WindowSpec(1000, absl::Hours(1), 0);
+  const bloom::FilterParams spec = WindowSpec(1000, absl::Hours(1), 0);
   absl::StatusOr<FilterStore::ReserveResult> first = store_->Reserve("w", spec);
   ASSERT_OK(first.status());
   EXPECT_TRUE(first->created);
@@ -204,17 +204,17 @@ TEST_F(WindowedStoreTest, ReserveIsIdempotentWithTheWindowFields) {
             absl::StatusCode::kAlreadyExists);
   EXPECT_EQ(store_->Reserve("w", WindowSpec(1000, absl::Hours(1), 4)).status().code(),
             absl::StatusCode::kAlreadyExists);
-  EXPECT_EQ(store_->Reserve("w", bloom::FilterSpec{1000, 0.01}).status().code(),
+  EXPECT_EQ(store_->Reserve("w", bloom::FilterParams{1000, 0.01}).status().code(),
             absl::StatusCode::kAlreadyExists);
   // A window with nanoseconds is stored to the microsecond: still the same spec after a restart.
-  bloom::FilterSpec fine = WindowSpec(1000, absl::Hours(1) + absl::Nanoseconds(1500), 0);
+  bloom::FilterParams fine = WindowSpec(1000, absl::Hours(1) + absl::Nanoseconds(1500), 0);
   ASSERT_OK(store_->Reserve("fine", fine).status());
   Open();
   absl::StatusOr<FilterStore::ReserveResult> after_restart = store_->Reserve("fine", fine);
   ASSERT_OK(after_restart.status());
   EXPECT_FALSE(after_restart->created);
   EXPECT_EQ(after_restart->info.spec.window, absl::Hours(1) + absl::Microseconds(1));
-  bloom::FilterSpec bad = WindowSpec(1000, absl::Milliseconds(10), 0);
+  bloom::FilterParams bad = WindowSpec(1000, absl::Milliseconds(10), 0);
   absl::Status refused = store_->Reserve("x", bad).status();
   EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(absl::StrContains(refused.message(), "spec.window")) << refused;
@@ -322,7 +322,7 @@ TEST_F(WindowedStoreTest, AcknowledgedAddsInTheWindowSurviveKillNine) {
 // from its creation, its slices' pages written and loaded through the interleaving, across a
 // restart and a retirement, and exported and imported like any filter.
 TEST_F(WindowedStoreTest, ALargeWindowsArenaIsChargedWholeAndItsSlicesReloadExactly) {
-  const bloom::FilterSpec spec = *bloom::NormalizeSpec(WindowSpec(2'000'000, absl::Hours(8), 8));
+  const bloom::FilterParams spec = *bloom::NormalizeSpec(WindowSpec(2'000'000, absl::Hours(8), 8));
   const absl::optional<bloom::ArenaShape> arena = bloom::ArenaShapeFor(spec);
   ASSERT_TRUE(arena.has_value());
   ASSERT_OK(store_->Reserve("big", spec).status());
