@@ -53,7 +53,7 @@ struct FilterRecord {
   uint64_t generation = 0;  // distinguishes successive filters of one name
   uint64_t seed = 0;
   int64_t created_at_micros = 0;
-  bloom::FilterParams spec;       // normalized
+  bloom::FilterParams spec;     // normalized
   uint64_t checkpoint_seq = 0;  // journal records with seq <= this are in `blocks`
   uint64_t checks = 0;          // MightContain items checked, as of the last checkpoint
   uint64_t check_hits = 0;

@@ -74,10 +74,10 @@ absl::StatusOr<std::unique_ptr<FilterStore>> FilterStore::Open(const StoreOption
   FilterStore* raw = store.get();
   store->budget_.set_on_over_limit([raw] {
     {
-      std::lock_guard<std::mutex> lock(raw->evict_mu_);
-      raw->evict_requested_ = true;
+      std::lock_guard<std::mutex> lock(raw->residency_.evict_mu);
+      raw->residency_.evict_requested = true;
     }
-    raw->evict_cv_.notify_one();
+    raw->residency_.evict_cv.notify_one();
   });
   RETURN_IF_ERROR(store->Load());
   if (options.memory_limit_bytes != 0) {
@@ -112,11 +112,11 @@ FilterStore::~FilterStore() {
 absl::Status FilterStore::Close() {
   if (checkpointer_ != nullptr) checkpointer_->Stop();
   {
-    std::lock_guard<std::mutex> lock(evict_mu_);
-    evict_stop_ = true;
+    std::lock_guard<std::mutex> lock(residency_.evict_mu);
+    residency_.evict_stop = true;
   }
-  evict_cv_.notify_all();
-  evicted_cv_.notify_all();
+  residency_.evict_cv.notify_all();
+  residency_.evicted_cv.notify_all();
   if (evictor_.joinable()) evictor_.join();
   // Deferred adds already written are made durable and answered (later ones sync themselves).
   if (wal_syncer_ != nullptr) wal_syncer_->Stop();
@@ -139,10 +139,10 @@ absl::Status FilterStore::CheckOpen() const {
 StoreFigures FilterStore::Figures() const {
   StoreFigures figures;
   figures.memory_used_bytes = budget_.used();
-  figures.cold_filters = static_cast<size_t>(std::max<int64_t>(0, cold_filters_.load()));
-  figures.evictions = evictions_.load(std::memory_order_relaxed);
-  figures.loads = loads_.load(std::memory_order_relaxed);
-  figures.load_time = absl::Microseconds(load_micros_.load(std::memory_order_relaxed));
+  figures.cold_filters = static_cast<size_t>(std::max<int64_t>(0, residency_.cold_filters.load()));
+  figures.evictions = residency_.evictions.load(std::memory_order_relaxed);
+  figures.loads = residency_.loads.load(std::memory_order_relaxed);
+  figures.load_time = absl::Microseconds(residency_.load_micros.load(std::memory_order_relaxed));
   figures.memory_limit_bytes = budget_.limit();
   figures.orphans_deleted_at_start = load_report_.orphans_deleted;
   figures.checkpoints = checkpoints_.load(std::memory_order_relaxed);

@@ -24,21 +24,16 @@
 #ifndef STORAGE_FILTER_STORE_H_
 #define STORAGE_FILTER_STORE_H_
 
-#include <array>
 #include <atomic>
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/btree_set.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/functional/function_ref.h"
-#include "absl/hash/hash.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -54,90 +49,15 @@
 #include "storage/group_commit.h"
 #include "storage/memory_budget.h"
 #include "storage/operation_batch.h"
+#include "storage/residency.h"
+#include "storage/store_options.h"
 #include "storage/stored_filter.h"
 #include "storage/wal_sync.h"
 
 namespace storage {
 
-struct StoreOptions {
-  std::string data_dir;
-  // fsync the WAL before acknowledging an Add (survives power loss, not only crashes).
-  bool sync = false;
-  // Bytes of filter bits (and Export/Import buffers) the store keeps in memory; 0 means no
-  // limit. Filter bits are a cache under it: past the limit, the least recently used filters
-  // are written out and freed, and loaded again on their next use (residency.cc).
-  uint64_t memory_limit_bytes = 0;
-  // A filter with unpersisted changes is checkpointed at least this often.
-  absl::Duration checkpoint_interval = absl::Seconds(30);
-  // Wall-clock time for windows, idle expiry and creation times; tests inject a ManualClock.
-  // Must outlive the store.
-  const bloom::Clock* clock = bloom::Clock::Real();
-  // Run the background checkpointer (tests turn it off to control checkpoints).
-  bool background_checkpoints = true;
-  // Start without reading any filter: only the journal is scanned (to know which filters have
-  // adds to replay), and every filter loads on first use. Start-up time then does not depend on
-  // the number of filters; what an eager start-up also does (report unreadable filters, delete
-  // orphaned pages) is left out. The first start of a data dir written before
-  // kGenerationCeilingKey existed is eager.
-  bool lazy_start = false;
-  // The RocksDB Env (file system) to run on; null: the real one. Tests inject faults with it.
-  // Must outlive the store.
-  rocksdb::Env* env = nullptr;
-};
-
 // Names are 1-255 characters of [A-Za-z0-9_.:/-]. InvalidArgument naming `field` otherwise.
 absl::Status ValidateFilterName(absl::string_view name, absl::string_view field = "name");
-
-struct LoadReport {
-  size_t filters = 0;
-  size_t unreadable = 0;
-  // Filters larger than the whole memory limit, left on disk (RESOURCE_EXHAUSTED on use).
-  size_t not_loaded = 0;
-  // Filters left on disk because the memory limit was full; loaded on first use.
-  size_t cold = 0;
-  // Pages and journal records that belonged to no filter, deleted (see recovery.cc).
-  uint64_t orphans_deleted = 0;
-  uint64_t pages = 0;
-  uint64_t journal_records = 0;
-  absl::Duration elapsed;
-};
-
-// Figures for monitoring (FilterStore::Figures()).
-struct StoreFigures {
-  size_t filters = 0;
-  // Of those, filters that answer DATA_LOSS (their stored data is unreadable) and filters left
-  // on disk at start-up because they did not fit the memory limit (RESOURCE_EXHAUSTED).
-  size_t unreadable_filters = 0;
-  size_t unloaded_filters = 0;
-  // Filters in memory, and filters on disk only (evicted, or cold since start-up).
-  size_t resident_filters = 0;
-  size_t cold_filters = 0;
-  uint64_t evictions = 0;    // since start
-  uint64_t loads = 0;        // cold filters loaded on use, since start
-  absl::Duration load_time;  // spent in those loads
-  // Pages and journal records of no filter that start-up deleted.
-  uint64_t orphans_deleted_at_start = 0;
-  uint64_t memory_used_bytes = 0;
-  uint64_t memory_limit_bytes = 0;  // 0: no limit
-  // Journal written since the filters' last checkpoints: what a restart would replay.
-  uint64_t journal_pending_bytes = 0;
-  // Since the last checkpoint of the filter that has waited longest with unpersisted changes;
-  // zero when every change is checkpointed.
-  absl::Duration checkpoint_lag;
-  uint64_t checkpoints = 0;  // by the background checkpointer, since start
-  uint64_t checkpoint_failures = 0;
-  uint64_t filters_expired = 0;  // deleted for their idle_ttl, since start
-  uint64_t slices_retired = 0;   // expired time slices of windowed filters freed, since start
-  // With --sync: group fsyncs of the write-ahead log for deferred adds, and the requests
-  // (calls and Pipeline batches) they answered.
-  uint64_t wal_syncs = 0;
-  uint64_t wal_sync_requests = 0;
-  // Batches the group committer served, and the jobs (Add calls, Pipeline batches with adds)
-  // in them.
-  uint64_t group_commits = 0;
-  uint64_t group_commit_jobs = 0;
-  RocksDbFigures rocksdb;
-};
 
 class FilterStore {
  public:
@@ -301,9 +221,8 @@ class FilterStore {
   // The checkpointer's sweeps: one resident filter, and the next records of cold ones.
   void SweepIdleResident(const std::shared_ptr<StoredFilter>& filter);
   void SweepIdleCold();
-  // Whether some filter may be on disk only: then a name missing from memory is looked up in
-  // RocksDB. Set before the first filter leaves memory; never cleared.
-  bool MayHaveCold() const { return may_have_cold_.load(std::memory_order_acquire); }
+  // ResidencyState::may_have_cold.
+  bool MayHaveCold() const { return residency_.may_have_cold.load(std::memory_order_acquire); }
   // Called by a thread that just charged the budget, holding no filter's apply lock: waits
   // (bounded) while memory in use is far over the limit, so loads cannot outrun the evictor.
   void WaitForRoom();
@@ -366,35 +285,12 @@ class FilterStore {
   // serialised by it).
   uint64_t synced_sequence_ = 0;
 
-  // Residency.
-  std::atomic<bool> may_have_cold_{false};
-  std::atomic<int64_t> cold_filters_{0};
-  std::atomic<uint64_t> evictions_{0};
-  std::atomic<uint64_t> loads_{0};
-  std::atomic<int64_t> load_micros_{0};
-  // Generations of cold filters that had journal records at start-up (maybe after their
-  // checkpoint): their loads replay the journal. A filter evicted since has none after its
-  // checkpoint (eviction checkpoints it with no add in flight).
-  bloomsync::Mutex cold_journaled_mu_;
-  absl::flat_hash_set<uint64_t> cold_journaled_ ABSL_GUARDED_BY(cold_journaled_mu_);
-  std::mutex evict_round_mu_;  // one EvictToBudget round at a time
-  // The oldest resident filters when EvictToBudget last scanned them all, oldest last, for
-  // this and the next rounds (guarded by evict_round_mu_). Names, not pointers: a kept
-  // pointer would keep a deleted filter's memory.
-  struct EvictionCandidate {
-    uint32_t last_used;  // its recency tick at the scan (used since, if it differs now)
-    uint32_t age;        // ticks from the scan's now back to last_used
-    std::string name;
-  };
-  std::vector<EvictionCandidate> eviction_queue_;
-  // Fills eviction_queue_ (evict_round_mu_ held) with the oldest resident filters: enough to
-  // bring the memory in use from `used` to `target` about kRoundsPerScan times.
+  // Memory as a cache (residency.cc): its counters, the eviction queue and the evictor's
+  // wake-ups.
+  ResidencyState residency_;
+  // Fills residency_.eviction_queue (its round_mu held) with the oldest resident filters:
+  // enough to bring the memory in use from `used` to `target` about kRoundsPerScan times.
   void QueueEvictionCandidates(uint64_t used, uint64_t target);
-  std::mutex evict_mu_;                 // guards evict_requested_ and the waits below
-  std::condition_variable evict_cv_;    // wakes the evictor
-  std::condition_variable evicted_cv_;  // wakes WaitForRoom
-  bool evict_requested_ = false;
-  bool evict_stop_ = false;
   std::thread evictor_;
 };
 

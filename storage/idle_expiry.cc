@@ -48,7 +48,7 @@ absl::StatusOr<bool> FilterStore::ExpireColdIfIdle(absl::string_view name,
   if (!RecordIdleExpired(record, options_.clock->Now())) return false;
   StoredFilter cold(std::string(name), absl::OkStatus(), &context_, record.generation);
   RETURN_IF_ERROR(cold.Delete(options_.sync));
-  cold_filters_.fetch_sub(1, std::memory_order_relaxed);
+  residency_.cold_filters.fetch_sub(1, std::memory_order_relaxed);
   filters_expired_.fetch_add(1, std::memory_order_relaxed);
   return true;
 }

@@ -63,16 +63,16 @@ absl::Status FilterStore::LoadLazily(uint64_t ceiling) {
   std::unique_ptr<rocksdb::Iterator> it = db_->Scan(db_->journal());
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     ASSIGN_OR_RETURN(const JournalKeyParts key, ParseJournalKey(View(it->key())));
-    bloomsync::MutexLock lock(&cold_journaled_mu_);
-    cold_journaled_.insert(key.generation);
+    bloomsync::MutexLock lock(&residency_.cold_journaled_mu);
+    residency_.cold_journaled.insert(key.generation);
     ++load_report_.journal_records;
   }
   RETURN_IF_ERROR(FromRocksDb(it->status(), "scanning the journal"));
   uint64_t estimate = 0;
   db_->db()->GetIntProperty(db_->filters(), "rocksdb.estimate-num-keys", &estimate);
   load_report_.cold = estimate;  // RocksDB's estimate: nothing was read
-  cold_filters_.store(static_cast<int64_t>(estimate));
-  may_have_cold_.store(true);
+  residency_.cold_filters.store(static_cast<int64_t>(estimate));
+  residency_.may_have_cold.store(true);
   RaiseCeilingAtStart(ceiling);
   load_report_.elapsed = absl::Now() - start;
   return absl::OkStatus();
@@ -127,7 +127,7 @@ absl::Status FilterStore::Load() {
       // The memory limit is full: this one stays on disk, cold, and is loaded on first use
       // (with its journal, if it has one). residency.cc.
       filter->reset();
-      may_have_cold_.store(true);
+      residency_.may_have_cold.store(true);
       skipped_generations.insert(record->generation);
       ++load_report_.cold;
       continue;
@@ -140,7 +140,7 @@ absl::Status FilterStore::Load() {
   }
   RETURN_IF_ERROR(FromRocksDb(it->status(), "loading filter metadata"));
   load_report_.filters = by_generation.size();
-  cold_filters_.store(static_cast<int64_t>(load_report_.cold));
+  residency_.cold_filters.store(static_cast<int64_t>(load_report_.cold));
 
   ASSIGN_OR_RETURN(const uint64_t stored_next, ReadCounter(*db_, kNextGenerationKey));
   next_generation_.store(std::max({max_generation + 1, stored_next, ceiling}));
@@ -191,8 +191,8 @@ absl::Status FilterStore::Load() {
       } else {
         // A cold filter's journal is replayed when it is loaded (residency.cc); the others'
         // loads skip the journal scan.
-        bloomsync::MutexLock lock(&cold_journaled_mu_);
-        cold_journaled_.insert(key.generation);
+        bloomsync::MutexLock lock(&residency_.cold_journaled_mu);
+        residency_.cold_journaled.insert(key.generation);
       }
       continue;
     }

@@ -167,7 +167,7 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::LoadCold(absl::string
     auto broken = std::make_shared<StoredFilter>(std::string(name), absl::OkStatus(), &context_);
     broken->MarkUnreadable(record.status());
     Insert(broken);
-    cold_filters_.fetch_sub(1, std::memory_order_relaxed);
+    residency_.cold_filters.fetch_sub(1, std::memory_order_relaxed);
     return broken;
   }
   ASSIGN_OR_RETURN(const bool expired, ExpireColdIfIdle(name, *record));
@@ -194,8 +194,8 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::LoadCold(absl::string
   uint64_t replayed_bytes = 0;
   bool journaled = false;
   {
-    bloomsync::MutexLock lock(&cold_journaled_mu_);
-    journaled = cold_journaled_.contains(record->generation);
+    bloomsync::MutexLock lock(&residency_.cold_journaled_mu);
+    journaled = residency_.cold_journaled.contains(record->generation);
   }
   if (loaded.ok() && journaled) {
     loaded = ReplayJournal(*db_, *record, *stored->mutable_filter(), max_seq, replayed_bytes);
@@ -208,13 +208,14 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::LoadCold(absl::string
   }
   stored->FinishRecovery(max_seq + 1, replayed_bytes);
   if (journaled) {  // its next checkpoint trims what was replayed
-    bloomsync::MutexLock lock(&cold_journaled_mu_);
-    cold_journaled_.erase(record->generation);
+    bloomsync::MutexLock lock(&residency_.cold_journaled_mu);
+    residency_.cold_journaled.erase(record->generation);
   }
   Insert(stored);
-  cold_filters_.fetch_sub(1, std::memory_order_relaxed);
-  loads_.fetch_add(1, std::memory_order_relaxed);
-  load_micros_.fetch_add(absl::ToInt64Microseconds(absl::Now() - start), std::memory_order_relaxed);
+  residency_.cold_filters.fetch_sub(1, std::memory_order_relaxed);
+  residency_.loads.fetch_add(1, std::memory_order_relaxed);
+  residency_.load_micros.fetch_add(absl::ToInt64Microseconds(absl::Now() - start),
+                                   std::memory_order_relaxed);
   return stored;
 }
 
@@ -228,7 +229,7 @@ absl::Status FilterStore::DeleteCold(absl::string_view name) {
   StoredFilter cold(std::string(name), absl::OkStatus(), &context_,
                     record.ok() ? absl::optional<uint64_t>(record->generation) : absl::nullopt);
   RETURN_IF_ERROR(cold.Delete(options_.sync));
-  cold_filters_.fetch_sub(1, std::memory_order_relaxed);
+  residency_.cold_filters.fetch_sub(1, std::memory_order_relaxed);
   return absl::OkStatus();
 }
 
@@ -249,7 +250,7 @@ void FilterStore::QueueEvictionCandidates(uint64_t used, uint64_t target) {
       ages.push_back(StoredFilter::TicksSince(filter->last_used_ticks(), now));
     }
   });
-  eviction_queue_.clear();
+  residency_.eviction_queue.clear();
   if (ages.empty()) return;
   const uint64_t average = std::max<uint64_t>(1, used / ages.size());
   const uint64_t per_round = (used > target ? (used - target) / average : 0) + 64;
@@ -263,12 +264,13 @@ void FilterStore::QueueEvictionCandidates(uint64_t used, uint64_t target) {
     const uint32_t last_used = filter->last_used_ticks();
     const uint32_t age = StoredFilter::TicksSince(last_used, now);
     if (age >= cutoff && evictable(*filter)) {
-      eviction_queue_.push_back({last_used, age, std::string(filter->name())});
+      residency_.eviction_queue.push_back({last_used, age, std::string(filter->name())});
     }
   });
   // Oldest last: popped first.
-  std::sort(eviction_queue_.begin(), eviction_queue_.end(),
-            [](const EvictionCandidate& a, const EvictionCandidate& b) { return a.age < b.age; });
+  std::sort(residency_.eviction_queue.begin(), residency_.eviction_queue.end(),
+            [](const ResidencyState::EvictionCandidate& a,
+               const ResidencyState::EvictionCandidate& b) { return a.age < b.age; });
 }
 
 void FilterStore::EvictToBudget() {
@@ -279,7 +281,7 @@ void FilterStore::EvictToBudget() {
   // in progress on another thread has finished. Checked first, a round that had evicted one of
   // its victims (taking the memory under the limit, not yet under the low watermark) made a
   // test's EvictToBudget return at once and see half a round.
-  std::lock_guard<std::mutex> round(evict_round_mu_);
+  std::lock_guard<std::mutex> round(residency_.round_mu);
   if (budget_.used() <= limit) return;
   // Victims come oldest first from the queue of the last scan, which serves several rounds.
   // That is still exactly least recently used first: every filter left out of the queue was
@@ -288,14 +290,14 @@ void FilterStore::EvictToBudget() {
   bool scanned = false;
   uint64_t evicted_now = 0;
   while (budget_.used() > target) {
-    if (eviction_queue_.empty()) {
+    if (residency_.eviction_queue.empty()) {
       if (scanned) break;  // every filter this round found was busy
       QueueEvictionCandidates(budget_.used(), target);
       scanned = true;
       continue;
     }
-    const EvictionCandidate candidate = std::move(eviction_queue_.back());
-    eviction_queue_.pop_back();
+    const ResidencyState::EvictionCandidate candidate = std::move(residency_.eviction_queue.back());
+    residency_.eviction_queue.pop_back();
     // The lifecycle lock per filter, not per round: a round can take long, and Close() or a
     // RocksDB reopen (which take it exclusively) must not wait for all of it.
     bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
@@ -310,12 +312,12 @@ void FilterStore::EvictToBudget() {
       continue;
     }
     // Before the filter leaves the map, so that a miss looks in RocksDB from now on.
-    may_have_cold_.store(true, std::memory_order_release);
+    residency_.may_have_cold.store(true, std::memory_order_release);
     absl::Status evicted = filter->Evict(options_.sync);
     if (evicted.ok()) {
       Remove(filter->name());
-      cold_filters_.fetch_add(1, std::memory_order_relaxed);
-      evictions_.fetch_add(1, std::memory_order_relaxed);
+      residency_.cold_filters.fetch_add(1, std::memory_order_relaxed);
+      residency_.evictions.fetch_add(1, std::memory_order_relaxed);
     } else if (!absl::IsFailedPrecondition(evicted)) {
       bloomlog::LogError(absl::StrCat("evicting filter '", filter->name(),
                                       "' failed (it stays in memory): ", evicted.message()));
@@ -324,31 +326,32 @@ void FilterStore::EvictToBudget() {
     filter.reset();  // its bits are freed here, or when the last operation on it ends
     if (!evicted.ok() && !absl::IsFailedPrecondition(evicted)) break;  // RocksDB refuses writes
     if (evicted.ok() && ++evicted_now % 64 == 0) {
-      std::lock_guard<std::mutex> lock(evict_mu_);
-      evicted_cv_.notify_all();
+      std::lock_guard<std::mutex> lock(residency_.evict_mu);
+      residency_.evicted_cv.notify_all();
     }
   }
-  std::lock_guard<std::mutex> lock(evict_mu_);
-  evicted_cv_.notify_all();
+  std::lock_guard<std::mutex> lock(residency_.evict_mu);
+  residency_.evicted_cv.notify_all();
 }
 
 void FilterStore::EvictLoop() {
   absl::Time last_trim = absl::InfinitePast();
-  std::unique_lock<std::mutex> lock(evict_mu_);
-  while (!evict_stop_) {
-    evict_cv_.wait_for(lock, std::chrono::seconds(1),
-                       [this] { return evict_requested_ || evict_stop_; });
-    if (evict_stop_) break;
-    evict_requested_ = false;
+  std::unique_lock<std::mutex> lock(residency_.evict_mu);
+  while (!residency_.evict_stop) {
+    residency_.evict_cv.wait_for(lock, std::chrono::seconds(1), [this] {
+      return residency_.evict_requested || residency_.evict_stop;
+    });
+    if (residency_.evict_stop) break;
+    residency_.evict_requested = false;
     lock.unlock();
-    const uint64_t evictions_before = evictions_.load(std::memory_order_relaxed);
+    const uint64_t evictions_before = residency_.evictions.load(std::memory_order_relaxed);
     EvictToBudget();
     // Freed filters leave free pages all over the heap, which the allocator keeps (and RSS
     // counts) for a while or, with glibc, until something of the same size comes: under a
     // churning cache that is hundreds of MB of RSS beyond the budget. Give free pages back, at
     // most once a second.
     const absl::Time now = absl::Now();
-    if (evictions_.load(std::memory_order_relaxed) != evictions_before &&
+    if (residency_.evictions.load(std::memory_order_relaxed) != evictions_before &&
         now - last_trim >= absl::Seconds(1)) {
       bloomheap::ReleaseFreeMemory();
       last_trim = now;
@@ -361,9 +364,9 @@ void FilterStore::WaitForRoom() {
   const uint64_t limit = budget_.limit();
   if (limit == 0 || !evictor_.joinable()) return;
   const uint64_t high = limit + limit / kHighWatermarkDivisor;
-  std::unique_lock<std::mutex> lock(evict_mu_);
-  evicted_cv_.wait_for(lock, kMaxWaitForRoom,
-                       [&] { return budget_.used() <= high || evict_stop_; });
+  std::unique_lock<std::mutex> lock(residency_.evict_mu);
+  residency_.evicted_cv.wait_for(lock, kMaxWaitForRoom,
+                                 [&] { return budget_.used() <= high || residency_.evict_stop; });
 }
 
 }  // namespace storage

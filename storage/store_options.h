@@ -1,0 +1,98 @@
+// What a FilterStore is opened with (StoreOptions) and what it reports: at start-up
+// (LoadReport) and for monitoring (StoreFigures).
+//
+// Thread-safety: plain values.
+#ifndef STORAGE_STORE_OPTIONS_H_
+#define STORAGE_STORE_OPTIONS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/time/time.h"
+#include "bloom/window.h"
+#include "rocksdb/env.h"
+#include "storage/database.h"
+
+namespace storage {
+
+struct StoreOptions {
+  std::string data_dir;
+  // fsync the WAL before acknowledging an Add (survives power loss, not only crashes).
+  bool sync = false;
+  // Bytes of filter bits (and Export/Import buffers) the store keeps in memory; 0 means no
+  // limit. Filter bits are a cache under it: past the limit, the least recently used filters
+  // are written out and freed, and loaded again on their next use (residency.cc).
+  uint64_t memory_limit_bytes = 0;
+  // A filter with unpersisted changes is checkpointed at least this often.
+  absl::Duration checkpoint_interval = absl::Seconds(30);
+  // Wall-clock time for windows, idle expiry and creation times; tests inject a ManualClock.
+  // Must outlive the store.
+  const bloom::Clock* clock = bloom::Clock::Real();
+  // Run the background checkpointer (tests turn it off to control checkpoints).
+  bool background_checkpoints = true;
+  // Start without reading any filter: only the journal is scanned (to know which filters have
+  // adds to replay), and every filter loads on first use. Start-up time then does not depend on
+  // the number of filters; what an eager start-up also does (report unreadable filters, delete
+  // orphaned pages) is left out. The first start of a data dir written before
+  // kGenerationCeilingKey existed is eager.
+  bool lazy_start = false;
+  // The RocksDB Env (file system) to run on; null: the real one. Tests inject faults with it.
+  // Must outlive the store.
+  rocksdb::Env* env = nullptr;
+};
+
+struct LoadReport {
+  size_t filters = 0;
+  size_t unreadable = 0;
+  // Filters larger than the whole memory limit, left on disk (RESOURCE_EXHAUSTED on use).
+  size_t not_loaded = 0;
+  // Filters left on disk because the memory limit was full; loaded on first use.
+  size_t cold = 0;
+  // Pages and journal records that belonged to no filter, deleted (see recovery.cc).
+  uint64_t orphans_deleted = 0;
+  uint64_t pages = 0;
+  uint64_t journal_records = 0;
+  absl::Duration elapsed;
+};
+
+// Figures for monitoring (FilterStore::Figures()).
+struct StoreFigures {
+  size_t filters = 0;
+  // Of those, filters that answer DATA_LOSS (their stored data is unreadable) and filters left
+  // on disk at start-up because they did not fit the memory limit (RESOURCE_EXHAUSTED).
+  size_t unreadable_filters = 0;
+  size_t unloaded_filters = 0;
+  // Filters in memory, and filters on disk only (evicted, or cold since start-up).
+  size_t resident_filters = 0;
+  size_t cold_filters = 0;
+  uint64_t evictions = 0;    // since start
+  uint64_t loads = 0;        // cold filters loaded on use, since start
+  absl::Duration load_time;  // spent in those loads
+  // Pages and journal records of no filter that start-up deleted.
+  uint64_t orphans_deleted_at_start = 0;
+  uint64_t memory_used_bytes = 0;
+  uint64_t memory_limit_bytes = 0;  // 0: no limit
+  // Journal written since the filters' last checkpoints: what a restart would replay.
+  uint64_t journal_pending_bytes = 0;
+  // Since the last checkpoint of the filter that has waited longest with unpersisted changes;
+  // zero when every change is checkpointed.
+  absl::Duration checkpoint_lag;
+  uint64_t checkpoints = 0;  // by the background checkpointer, since start
+  uint64_t checkpoint_failures = 0;
+  uint64_t filters_expired = 0;  // deleted for their idle_ttl, since start
+  uint64_t slices_retired = 0;   // expired time slices of windowed filters freed, since start
+  // With --sync: group fsyncs of the write-ahead log for deferred adds, and the requests
+  // (calls and Pipeline batches) they answered.
+  uint64_t wal_syncs = 0;
+  uint64_t wal_sync_requests = 0;
+  // Batches the group committer served, and the jobs (Add calls, Pipeline batches with adds)
+  // in them.
+  uint64_t group_commits = 0;
+  uint64_t group_commit_jobs = 0;
+  RocksDbFigures rocksdb;
+};
+
+}  // namespace storage
+
+#endif  // STORAGE_STORE_OPTIONS_H_
