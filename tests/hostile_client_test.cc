@@ -406,12 +406,13 @@ TEST_F(HostileClientTest, ExportsThatNeverReadAreBoundedAndAbandoned) {
     call->reader = client->stub().Export(&call->context, request);
     stalled.push_back(std::move(call));
   }
-  absl::SleepFor(absl::Milliseconds(500));
+  // The 8 admitted exports are waiting for a client that does not read.
+  EXPECT_EQ(MetricReaching(*server, R"(bloom_transfers_in_progress{kind="export"})", 8), 8);
   // Callback streams: waiting for a client that does not read costs no thread. A thread per
   // stream would add 8; gRPC's own pools may grow by a thread or two under load.
   EXPECT_LE(ThreadCount(server->pid()), threads_before + 4);
-  EXPECT_EQ(Metric(*server, R"(bloom_transfers_in_progress{kind="export"})"), 8);
-  absl::SleepFor(absl::Seconds(3));  // past the idle timeout, still reading nothing
+  // Past the idle timeout, still reading nothing: the server gives up on all 8.
+  EXPECT_EQ(MetricReaching(*server, R"(bloom_transfers_abandoned_total{kind="export"})", 8), 8);
 
   // Every call ended: 16 refused at once, the 8 admitted ones cancelled by the server (a
   // client that reads nothing would never see a status; the server logs and counts why).
@@ -426,7 +427,6 @@ TEST_F(HostileClientTest, ExportsThatNeverReadAreBoundedAndAbandoned) {
   }
   EXPECT_EQ(refused, 16);
   EXPECT_EQ(abandoned, 8);
-  EXPECT_EQ(MetricReaching(*server, R"(bloom_transfers_abandoned_total{kind="export"})", 8), 8);
   EXPECT_EQ(MetricReaching(*server, R"(bloom_transfers_in_progress{kind="export"})", 0), 0);
   std::ostringstream dump;
   ASSERT_OK(client->Export("big", dump));  // a reading client is served again
@@ -480,9 +480,11 @@ TEST_F(HostileClientTest, AStalledImportIsAbandonedAndItsMemoryReleased) {
     ASSERT_TRUE(writer->Write(chunk));
     chunk.clear_name();
   }
-  absl::SleepFor(absl::Milliseconds(500));
-  // 100 MB charged to the pending import beside the source's 120 MB.
-  EXPECT_GT(Metric(*server, "bloom_filter_memory_bytes"), 220e6);
+  // 100 MB charged to the pending import beside the source's 120 MB, once the server has read
+  // the chunks.
+  EXPECT_TRUE(bloomtest::WaitFor(
+      [&] { return Metric(*server, "bloom_filter_memory_bytes") > 220e6; }, absl::Seconds(10)))
+      << Metric(*server, "bloom_filter_memory_bytes");
   EXPECT_EQ(Metric(*server, R"(bloom_transfers_in_progress{kind="import"})"), 1);
   // The pending import's 100 MB cannot be evicted, filters can: 240 MB more does not fit
   // beside it in 300 MiB, 120 MB does (the source is written out to make room).

@@ -453,13 +453,16 @@ TEST_F(PipelineTest, AClientThatWritesWithoutReadingLosesNothing) {
   grpc::ClientContext context;
   std::unique_ptr<Stream> stream = stub_->Pipeline(&context);
   constexpr int kOps = 20000;
+  std::atomic<int> written{0};
   StreamWriter writer(context, [&] {
     for (int i = 0; i < kOps; ++i) {
       if (!stream->Write(AddOp(i, "f", {absl::StrCat("item-", i, std::string(200, 'p'))}))) return;
+      ++written;
     }
     stream->WritesDone();
   });
-  absl::SleepFor(absl::Milliseconds(500));
+  // Far more than the window written and unread: the server has stopped reading this stream.
+  ASSERT_TRUE(bloomtest::WaitFor([&] { return written.load() >= 200; })) << written.load();
   // Meanwhile the server serves other calls.
   bloom::v1::MightContainRequest check;
   check.set_name("f");
