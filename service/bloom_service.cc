@@ -170,18 +170,30 @@ grpc::Status BloomService::HandleReserve(const bloom::v1::ReserveRequest& reques
   return log.Done(result.status());
 }
 
-grpc::Status BloomService::HandleAdd(const bloom::v1::AddRequest& request,
-                                     bloom::v1::AddResponse* response,
-                                     grpc::ServerContextBase* context) {
-  // The path of the server's own unary Add: the request as views (as direct_parse.h reads it
-  // off the wire), served through the group committer. So in-process callers (tests, fuzzing)
-  // exercise what production runs.
+namespace {
+
+// An Add/MightContainRequest message as the views direct_parse.h reads off the wire: its
+// items, then its raw_items, pointing into the message.
+template <typename Request>
+ItemsRequestView ViewOf(const Request& request) {
   ItemsRequestView view;
   view.name = request.name();
   view.items.reserve(request.items_size() + request.raw_items_size());
   for (const std::string& item : request.items()) view.items.emplace_back(item);
   view.text_items = view.items.size();
   for (const std::string& item : request.raw_items()) view.items.emplace_back(item);
+  return view;
+}
+
+}  // namespace
+
+grpc::Status BloomService::HandleAdd(const bloom::v1::AddRequest& request,
+                                     bloom::v1::AddResponse* response,
+                                     grpc::ServerContextBase* context) {
+  // The path of the server's own unary Add: the request as views (as direct_parse.h reads it
+  // off the wire), served through the group committer. So in-process callers (tests, fuzzing)
+  // exercise what production runs.
+  ItemsRequestView view = ViewOf(request);
   std::string create_spec;
   if (request.has_create_if_missing()) {
     create_spec = request.create_if_missing().SerializeAsString();
@@ -197,12 +209,7 @@ grpc::Status BloomService::HandleMightContain(const bloom::v1::MightContainReque
                                               bloom::v1::MightContainResponse* response,
                                               grpc::ServerContextBase* context) {
   // The path of the server's own unary MightContain, as HandleAdd's.
-  ItemsRequestView view;
-  view.name = request.name();
-  view.items.reserve(request.items_size() + request.raw_items_size());
-  for (const std::string& item : request.items()) view.items.emplace_back(item);
-  view.text_items = view.items.size();
-  for (const std::string& item : request.raw_items()) view.items.emplace_back(item);
+  ItemsRequestView view = ViewOf(request);
   view.absent_if_missing = request.absent_if_missing();
   std::unique_ptr<bool[]> present(new bool[view.items.size()]);
   grpc::Status status = HandleMightContainItems(view, present.get(), context);
