@@ -77,8 +77,9 @@ void PipelineBatch::Queue(storage::OperationBatch& store_batch,
     }
     size_t end = begin + 1;
     while (end < operations_.size() &&
-           Mergeable(operations_[begin].request, operations_[end].request))
+           Mergeable(operations_[begin].request, operations_[end].request)) {
       ++end;
+    }
     const absl::Time start = absl::Now();
     const auto run = absl::MakeConstSpan(operations_).subspan(begin, end - begin);
     const auto run_responses = absl::MakeSpan(responses_).subspan(begin, end - begin);

@@ -253,12 +253,12 @@ absl::StatusOr<ServerConfig> ConfigFromFlags(const bloomsys::ContainerMemory& co
     return Refused("--server_model must be auto, callback or sync (retired: served as callback)");
   }
   if (model == "sync") {
-    config.warnings.push_back(
+    config.warnings.emplace_back(
         "--server_model=sync is retired: serving with the callback model (with --sync, adds are "
         "answered after a shared fsync without holding a thread each); drop the flag");
   }
   if (absl::GetFlag(FLAGS_max_threads) != 0) {
-    config.warnings.push_back(
+    config.warnings.emplace_back(
         "--max_threads is retired with the sync server model and has no effect");
   }
   return config;

@@ -23,7 +23,7 @@ std::shared_ptr<StoredFilter> FilterRegistry::Find(absl::string_view name) const
 void FilterRegistry::Insert(std::shared_ptr<StoredFilter> filter) {
   Shard& shard = ShardFor(filter->name());
   bloomsync::MutexLock lock(&shard.mu);
-  shard.filters.erase(absl::string_view(filter->name()));
+  shard.filters.erase(filter->name());
   shard.filters.insert(std::move(filter));
 }
 
