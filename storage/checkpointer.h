@@ -29,17 +29,19 @@ class Checkpointer {
   // One pass at real time `now`; false: the store is closing, stop.
   using Pass = std::function<bool(absl::Time now)>;
 
-  // Starts the thread: it waits `period`, runs `pass`, and again.
+  // Starts the thread: it waits `period`, runs `pass`, and again. The pass may start before
+  // the constructor's caller has stored the object, so it must not reach the Checkpointer
+  // through the caller's pointer; a pass that should stop early watches a flag its owner sets
+  // before calling Stop() (FilterStore's closing_).
   Checkpointer(absl::Duration period, Pass pass);
   Checkpointer(const Checkpointer&) = delete;
   Checkpointer& operator=(const Checkpointer&) = delete;
   ~Checkpointer() { Stop(); }
 
-  // Asks the thread to stop and joins it (after the pass in progress, which can notice the
-  // request through stop_requested() and cut itself short). Idempotent.
+  // Asks the thread to stop and joins it, after the pass in progress. Idempotent.
   void Stop();
 
-  // Whether Stop() was called: one relaxed load, cheap enough to ask once per filter of a pass.
+  // Whether Stop() was called.
   bool stop_requested() const { return stop_requested_.load(std::memory_order_relaxed); }
 
  private:

@@ -110,6 +110,7 @@ FilterStore::~FilterStore() {
 }
 
 absl::Status FilterStore::Close() {
+  closing_.store(true, std::memory_order_relaxed);
   if (checkpointer_ != nullptr) checkpointer_->Stop();
   {
     std::lock_guard<std::mutex> lock(residency_.evict_mu);

@@ -253,8 +253,8 @@ class FilterStore {
   // its idle_ttl, else checkpoints it if due. False if the store is closing.
   bool VisitForCheckpoint(const std::shared_ptr<StoredFilter>& filter, absl::Time now);
   absl::Status CheckOpen() const ABSL_SHARED_LOCKS_REQUIRED(lifecycle_mu_);
-  // Whether Close() asked the checkpointer to stop (asked once per filter of a pass).
-  bool StopRequested() const { return checkpointer_ != nullptr && checkpointer_->stop_requested(); }
+  // Whether Close() began: a pass in progress stops early (asked once per filter of a pass).
+  bool StopRequested() const { return closing_.load(std::memory_order_relaxed); }
 
   const StoreOptions options_;
   std::unique_ptr<Database> db_;
@@ -275,8 +275,10 @@ class FilterStore {
   FilterRegistry registry_;
   // Shared by every operation, exclusive for Close(): nothing touches RocksDB after it closed.
   mutable bloomsync::Mutex lifecycle_mu_;
-  // Runs RunCheckpointPass once a second (options.background_checkpoints).
+  // Runs RunCheckpointPass once a second (options.background_checkpoints). Only Open and
+  // Close touch the pointer; a pass reads closing_ instead, which Close sets first.
   std::unique_ptr<Checkpointer> checkpointer_;
+  std::atomic<bool> closing_{false};
   // With options.sync: fsyncs the write-ahead log for deferred adds (WhenDurable).
   std::unique_ptr<WalSyncer> wal_syncer_;
   GroupCommitter committer_{this, options_.sync};

@@ -104,9 +104,9 @@ TEST(ObservabilityTest, AuthFailuresAreCountedAndHealthNeedsNoToken) {
             1);
 }
 
-// Clients that open a connection to /metrics and never finish their request (issue 15's attack:
-// three of them blinded the exporter; issue 41's: 200 of them blinded it entirely) neither
-// block scrapes for long nor hold a worker for long.
+// Clients that open a connection to /metrics and never finish their request (a handful could
+// block scrapes, a few hundred could blind the exporter entirely) neither block scrapes for
+// long nor hold a worker for long.
 TEST(ObservabilityTest, SlowClientsCannotBlindTheMetricsEndpoint) {
   bloomtest::TempDir data;
   auto server = ServerProcess::Start(data.path(), {"--metrics_listen=127.0.0.1:0"});

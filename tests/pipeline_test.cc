@@ -192,7 +192,7 @@ TEST_F(PipelineTest, AFailingOperationGetsItsErrorAndTheStreamGoesOn) {
   EXPECT_TRUE(stream->Finish().ok());
 }
 
-// absent_if_missing (issue 13): checks of a filter that does not exist answer all absent, and
+// absent_if_missing: checks of a filter that does not exist answer all absent, and
 // plain checks beside them, written together so the server may merge them, still NOT_FOUND.
 TEST_F(PipelineTest, AbsentIfMissingAnswersAbsentWhilePlainChecksGetNotFound) {
   Start();

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Memory as a cache (issue 13): throughput of one-key operations on many per-user filters when
+# Memory as a cache: throughput of one-key operations on many per-user filters when
 # --memory_limit holds only a share of them, against the same run with every filter resident.
 # For each filter choice (uniform, and Zipf with s = 1.1) and each budget (none, and the
 # share), it starts bloom-server on loopback with a temp dir, creates every filter (one add

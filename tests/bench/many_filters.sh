@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Millions of per-user filters on one server (issue 13): creates FILTERS filters of capacity
+# Millions of per-user filters on one server: creates FILTERS filters of capacity
 # 1000 at 1% (one add each, by create_if_missing from 50 client threads sharing the C++ client's
 # pipelined mode, TRANSPORT=client, or over a raw Pipeline stream each, TRANSPORT=pipeline)
 # on a server with --memory_limit=LIMIT and --lazy_start, then reports:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Hostile HTTP/2 clients for bloom-server's resource-limit tests (issue 15).
+"""Hostile HTTP/2 clients for bloom-server's resource-limit tests (docs/security.md).
 
 A raw HTTP/2 client (standard library only, any python3) that does what a gRPC library never
 would:
@@ -7,7 +7,7 @@ would:
   stalled-messages  opens --streams calls on one connection, each announcing a --announce byte
                     gRPC message, sends --send bytes of each (as fast as flow control allows),
                     then stalls for --hold seconds with the connection open. Without a token (the
-                    default) this is issue 15's pre-auth memory exhaustion.
+                    default) this is the pre-auth memory exhaustion the token gate stops.
   continuation-flood
                     one HEADERS frame without END_HEADERS, then CONTINUATION frames of one small
                     header each, until --flood_bytes are sent or the server closes the
