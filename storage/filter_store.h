@@ -275,8 +275,7 @@ class FilterStore {
   FilterRegistry registry_;
   // Shared by every operation, exclusive for Close(): nothing touches RocksDB after it closed.
   mutable bloomsync::Mutex lifecycle_mu_;
-  // Runs RunCheckpointPass once a second (options.background_checkpoints). Only Open and
-  // Close touch the pointer; a pass reads closing_ instead, which Close sets first.
+  // Runs RunCheckpointPass each second; passes read closing_ (set first by Close), never it.
   std::unique_ptr<Checkpointer> checkpointer_;
   std::atomic<bool> closing_{false};
   // With options.sync: fsyncs the write-ahead log for deferred adds (WhenDurable).
