@@ -83,9 +83,11 @@ class BloomService final : public StreamServiceBase {
   grpc::ServerReadReactor<bloom::v1::ImportChunk>* Import(
       grpc::CallbackServerContext* context, bloom::v1::ImportResponse* response) override;
 
-  // The unary handlers, which BloomCallbackService serves. `context`
-  // gives the call's metadata (the token) and deadline; null for in-process calls (tests,
-  // fuzzing), which then carry no token.
+  // The unary handlers. BloomCallbackService serves Reserve, Stats, Delete and List through
+  // these, and Add and MightContain through their wire-read forms below (HandleAddItems...);
+  // HandleAdd and HandleMightContain take the messages for in-process callers (tests,
+  // fuzzing) and serve them through those same forms. `context` gives the call's metadata
+  // (the token) and deadline; null for in-process calls, which then carry no token.
   grpc::Status HandleReserve(const bloom::v1::ReserveRequest& request,
                              bloom::v1::ReserveResponse* response,
                              grpc::ServerContextBase* context = nullptr);

@@ -5,7 +5,8 @@
 // write error, checkpoint due filters, delete idle ones); this class owns only the timing and
 // the stop, so tests run passes by hand at the moments they choose instead of sleeping.
 //
-//   Checkpointer checkpointer(absl::Seconds(1), [&](absl::Time now) { return store.Pass(now); });
+//   Checkpointer checkpointer(absl::Seconds(1),
+//                             [store](absl::Time now) { return store->RunCheckpointPass(now); });
 //   ...
 //   checkpointer.Stop();  // waits for a pass in progress
 //
