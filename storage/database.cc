@@ -166,8 +166,9 @@ absl::Status CheckRoomToOpen(const std::string& dir) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& dir,
-                                                         rocksdb::Env* env) {
-  auto database = std::unique_ptr<Database>(new Database(dir, env));
+                                                         rocksdb::Env* env,
+                                                         LogRetention retention) {
+  auto database = std::unique_ptr<Database>(new Database(dir, env, retention));
   database->statistics_ = rocksdb::CreateDBStatistics();
   if (absl::Status opened = database->OpenRocksDb(); !opened.ok()) return opened;
   return database;
@@ -183,6 +184,10 @@ absl::Status Database::OpenRocksDb() {
   // A start after kill -9 replays all of it: 128 MB keeps that well under a second.
   options.max_total_wal_size = 128 << 20;
   options.keep_log_file_num = 4;
+  // Followers tail the write-ahead log (replication_log.h): obsolete log files are archived
+  // and kept within these bounds instead of deleted at once.
+  options.WAL_ttl_seconds = static_cast<uint64_t>(absl::ToInt64Seconds(retention_.ttl));
+  options.WAL_size_limit_MB = (retention_.size_limit_bytes + (1 << 20) - 1) >> 20;
   // One memtable budget for all column families (each would otherwise buffer up to 64 MB
   // before flushing), so the server's memory beyond its filters stays bounded.
   options.db_write_buffer_size = 64 << 20;
@@ -374,7 +379,25 @@ absl::Status Database::Write(rocksdb::WriteBatch& batch, bool sync, absl::string
   }
   rocksdb::Status status = db_->Write(options, &batch);
   NoteWriteError(status);
+  if (status.ok() && write_waiters_.load() > 0) {
+    std::lock_guard<std::mutex> lock(write_wait_mu_);
+    write_wait_cv_.notify_all();
+  }
   return FromRocksDb(status, context);
+}
+
+uint64_t Database::LatestSequence() const {
+  return db_ == nullptr ? 0 : db_->GetLatestSequenceNumber();
+}
+
+bool Database::WaitForWriteAfter(uint64_t sequence, absl::Duration timeout) {
+  std::unique_lock<std::mutex> lock(write_wait_mu_);
+  write_waiters_.fetch_add(1);  // seq_cst, as the writer's load: neither misses the other
+  // A write between the check and the wait notifies under write_wait_mu_, which this holds.
+  const bool written = write_wait_cv_.wait_for(
+      lock, absl::ToChronoMicroseconds(timeout), [&] { return LatestSequence() > sequence; });
+  write_waiters_.fetch_sub(1);
+  return written;
 }
 
 RocksDbFigures Database::Figures() const {

@@ -6,12 +6,17 @@
 #define STORAGE_DATABASE_H_
 
 #include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "common/mutex.h"
 #include "rocksdb/cache.h"
 #include "rocksdb/db.h"
@@ -32,6 +37,14 @@ struct RocksDbFigures {
   uint64_t write_stall_micros = 0;  // total time writes waited in stalls, since open
 };
 
+// How long RocksDB keeps write-ahead log files it no longer needs, so that followers can tail
+// the log (storage/replication_log.h): a file is deleted once it is older than `ttl` or the kept
+// files pass `size_limit_bytes`, whichever comes first. Zeros: deleted at once.
+struct LogRetention {
+  absl::Duration ttl = absl::ZeroDuration();
+  uint64_t size_limit_bytes = 0;
+};
+
 class Database {
  public:
   // Opens or creates the DB in `dir`, on `env` (nullptr: the default, real file system).
@@ -40,7 +53,8 @@ class Database {
   // FailedPrecondition when another process holds the directory's lock or the data has a newer
   // format; otherwise the RocksDB error.
   static absl::StatusOr<std::unique_ptr<Database>> Open(const std::string& dir,
-                                                        rocksdb::Env* env = nullptr);
+                                                        rocksdb::Env* env = nullptr,
+                                                        LogRetention retention = {});
 
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;
@@ -68,6 +82,14 @@ class Database {
   // failed write's is.
   absl::Status SyncWal();
 
+  // The sequence number of the latest write (0 for a closed DB). Writes take consecutive numbers,
+  // one per key of their batch.
+  uint64_t LatestSequence() const;
+  // Waits until a write with a sequence number above `sequence` has finished, or `timeout`
+  // passed; returns whether one has. For the replication stream (replication_log.h): writers
+  // pay for the wake-up only while someone waits.
+  bool WaitForWriteAfter(uint64_t sequence, absl::Duration timeout);
+
   // Whether RocksDB must be closed and opened again before it accepts writes.
   bool NeedsReopen() const { return needs_reopen_.load(); }
   // Closes and reopens RocksDB (same directory and Env). The caller must ensure nothing else
@@ -85,7 +107,8 @@ class Database {
                                                  rocksdb::ColumnFamilyHandle* family) const;
 
  private:
-  Database(std::string dir, rocksdb::Env* env) : dir_(std::move(dir)), env_(env) {}
+  Database(std::string dir, rocksdb::Env* env, LogRetention retention)
+      : dir_(std::move(dir)), env_(env), retention_(retention) {}
   absl::Status OpenRocksDb();
   // After a failed write or WAL sync: an I/O error makes the next Write() Resume() RocksDB
   // first, and is kept to explain the refusals until then.
@@ -94,6 +117,11 @@ class Database {
 
   const std::string dir_;
   rocksdb::Env* const env_;
+  const LogRetention retention_;
+  // WaitForWriteAfter's waiters, woken by Write() while there are any.
+  std::atomic<int> write_waiters_{0};
+  std::mutex write_wait_mu_;
+  std::condition_variable write_wait_cv_;
   std::shared_ptr<rocksdb::Statistics> statistics_;
   std::shared_ptr<rocksdb::Cache> block_cache_;  // shared by every column family
   std::unique_ptr<rocksdb::DB> db_;

@@ -69,7 +69,8 @@ FilterStore::FilterStore(const StoreOptions& options, std::unique_ptr<Database> 
 
 absl::StatusOr<std::unique_ptr<FilterStore>> FilterStore::Open(const StoreOptions& options) {
   if (options.data_dir.empty()) return absl::InvalidArgumentError("data_dir must be set");
-  ASSIGN_OR_RETURN(std::unique_ptr<Database> db, Database::Open(options.data_dir, options.env));
+  ASSIGN_OR_RETURN(std::unique_ptr<Database> db,
+                   Database::Open(options.data_dir, options.env, options.log_retention));
   auto store = std::unique_ptr<FilterStore>(new FilterStore(options, std::move(db)));
   FilterStore* raw = store.get();
   store->budget_.set_on_over_limit([raw] {
@@ -79,11 +80,18 @@ absl::StatusOr<std::unique_ptr<FilterStore>> FilterStore::Open(const StoreOption
     }
     raw->residency_.evict_cv.notify_one();
   });
+  if (options.replica) {
+    // Filters the primary creates arrive in RocksDB, not in memory: a miss looks there.
+    store->residency_.may_have_cold.store(true);
+  } else if (options.min_replica_acks > 0) {
+    store->acks_ =
+        std::make_unique<ReplicaAcks>(options.min_replica_acks, options.replica_ack_timeout);
+  }
   RETURN_IF_ERROR(store->Load());
   if (options.memory_limit_bytes != 0) {
     store->evictor_ = std::thread([raw] { raw->EvictLoop(); });
   }
-  if (options.background_checkpoints) {
+  if (options.background_checkpoints && !options.replica) {
     store->checkpointer_ = std::make_unique<Checkpointer>(
         absl::Seconds(1), [raw](absl::Time now) { return raw->RunCheckpointPass(now); });
   }
@@ -124,8 +132,10 @@ absl::Status FilterStore::Close() {
   bloomsync::WriterMutexLock lock(&lifecycle_mu_);
   if (closed_.load()) return absl::OkStatus();
   absl::Status result;
-  for (const std::shared_ptr<StoredFilter>& filter : registry_.Snapshot()) {
-    result.Update(filter->Checkpoint(options_.sync));
+  if (!options_.replica) {  // a replica's RocksDB holds what the primary wrote, and only that
+    for (const std::shared_ptr<StoredFilter>& filter : registry_.Snapshot()) {
+      result.Update(filter->Checkpoint(options_.sync));
+    }
   }
   result.Update(db_->Close());
   closed_.store(true);
@@ -259,6 +269,7 @@ absl::StatusOr<FilterStore::ReserveResult> FilterStore::Reserve(absl::string_vie
                                                                 const bloom::FilterParams& spec) {
   bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
   RETURN_IF_ERROR(CheckOpen());
+  RETURN_IF_ERROR(CheckWritable());
   RETURN_IF_ERROR(ValidateFilterName(name));
   ASSIGN_OR_RETURN(const bloom::FilterParams normalized, bloom::NormalizeSpec(spec));
   // A Delete racing this Reserve can remove the filter it found or made before it answers:
@@ -281,6 +292,7 @@ absl::StatusOr<FilterStore::ReserveResult> FilterStore::Reserve(absl::string_vie
           DescribeSpec(filter->spec()), "; requested ", DescribeSpec(normalized), ")"));
     }
     result.info = *std::move(info);
+    RETURN_IF_ERROR(WaitReplicated());
     return result;
   }
   return DeleteRaceError(name);
@@ -294,7 +306,9 @@ absl::StatusOr<std::vector<bool>> FilterStore::Add(absl::string_view name,
   // racing Delete, evicted filters, the creating add's checkpoint), one RocksDB write.
   ASSIGN_OR_RETURN(std::unique_ptr<OperationBatch> batch, StartBatch(defer_sync));
   const OperationBatch::Ticket ticket = batch->Add(name, items, create_if_missing);
-  return batch->TakeResult(ticket);
+  absl::StatusOr<std::vector<bool>> added = batch->TakeResult(ticket);
+  if (added.ok() && !defer_sync) RETURN_IF_ERROR(WaitReplicated());
+  return added;
 }
 
 absl::StatusOr<std::vector<bool>> FilterStore::MightContain(
@@ -329,12 +343,25 @@ absl::StatusOr<FilterInfo> FilterStore::Stats(absl::string_view name) {
 
 absl::StatusOr<std::unique_ptr<OperationBatch>> FilterStore::StartBatch(bool defer_sync) {
   // holds lifecycle_mu_
+  RETURN_IF_ERROR(CheckWritable());
   std::unique_ptr<OperationBatch> batch(new OperationBatch(this, options_.sync && !defer_sync));
   if (closed_.load()) return absl::FailedPreconditionError("the filter store is closed");
   return batch;
 }
 
 void FilterStore::WhenDurable(WalSyncer::Done done) {
+  if (acks_ != nullptr) {
+    // Every write so far, then the followers' acknowledgement of it (in the order asked: the
+    // syncer answers in order, and so does ReplicaAcks for growing sequences).
+    const uint64_t sequence = LatestSequence();
+    done = [this, sequence, done = std::move(done)](const absl::Status& synced) mutable {
+      if (!synced.ok()) {
+        std::move(done)(synced);
+        return;
+      }
+      acks_->WhenAcked(sequence, std::move(done));
+    };
+  }
   if (wal_syncer_ == nullptr) {
     std::move(done)(absl::OkStatus());
     return;
@@ -345,14 +372,21 @@ void FilterStore::WhenDurable(WalSyncer::Done done) {
 absl::Status FilterStore::Delete(absl::string_view name) {
   bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
   RETURN_IF_ERROR(CheckOpen());
+  RETURN_IF_ERROR(CheckWritable());
   RETURN_IF_ERROR(ValidateFilterName(name));
-  bloomsync::MutexLock name_lock(&NameLock(name));
-  std::shared_ptr<StoredFilter> filter = Find(name);
-  if (filter == nullptr && MayHaveCold()) return DeleteCold(name);
-  if (filter == nullptr) return absl::NotFoundError(absl::StrCat("filter '", name, "' not found"));
-  RETURN_IF_ERROR(filter->Delete(options_.sync));
-  Remove(filter->name());
-  return absl::OkStatus();
+  {
+    bloomsync::MutexLock name_lock(&NameLock(name));
+    std::shared_ptr<StoredFilter> filter = Find(name);
+    if (filter == nullptr && MayHaveCold()) {
+      RETURN_IF_ERROR(DeleteCold(name));
+    } else if (filter == nullptr) {
+      return absl::NotFoundError(absl::StrCat("filter '", name, "' not found"));
+    } else {
+      RETURN_IF_ERROR(filter->Delete(options_.sync));
+      Remove(filter->name());
+    }
+  }
+  return WaitReplicated();
 }
 
 absl::StatusOr<FilterStore::ListPage> FilterStore::List(absl::string_view prefix, size_t page_size,

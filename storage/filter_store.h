@@ -33,6 +33,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/btree_set.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -49,6 +50,8 @@
 #include "storage/group_commit.h"
 #include "storage/memory_budget.h"
 #include "storage/operation_batch.h"
+#include "storage/replica_acks.h"
+#include "storage/replication_log.h"
 #include "storage/residency.h"
 #include "storage/store_options.h"
 #include "storage/stored_filter.h"
@@ -99,8 +102,10 @@ class FilterStore {
   // add or batch, also one that found all its items present: their bits may come from an add
   // that is not durable yet.
   void WhenDurable(WalSyncer::Done done);
-  // Whether adds with defer_sync need WhenDurable() to wait for anything (options.sync).
-  bool syncs_adds() const { return options_.sync; }
+  // Whether adds with defer_sync need WhenDurable() to wait for anything: options.sync, or
+  // followers' acknowledgements (options.min_replica_acks). With acknowledgements, WhenDurable
+  // also waits for them, and Reserve, Delete and CommitImport answer only once they have them.
+  bool syncs_adds() const { return options_.sync || acks_ != nullptr; }
   // fsyncs of the write-ahead log WhenDurable() made, and the requests they served.
   uint64_t wal_syncs() const { return wal_syncer_ ? wal_syncer_->syncs() : 0; }
   uint64_t wal_sync_requests() const { return wal_syncer_ ? wal_syncer_->requests() : 0; }
@@ -164,6 +169,19 @@ class FilterStore {
   // charge goes over the limit; tests call it to evict at a known moment. Returns after any
   // round in progress on another thread has finished.
   void EvictToBudget();
+
+  // Replication (replica_store.cc). The sequence number of the latest write: what a write
+  // answers (bloom.v1 `sequence`) and what a follower has applied.
+  uint64_t LatestSequence() const;
+  // A replica's only writes: the primary's batches, which must follow on from
+  // LatestSequence(); with `sync`, fsynced before it returns. The filters they change in
+  // memory follow (journal records replayed into resident filters; a changed metadata record
+  // makes its filter load again on its next use). FAILED_PRECONDITION on a primary,
+  // DATA_LOSS when a batch does not follow on.
+  absl::Status ApplyReplicated(absl::Span<const LogBatch> batches, bool sync);
+  bool is_replica() const { return options_.replica; }
+  // The followers' acknowledgements on a primary with min_replica_acks; null otherwise.
+  ReplicaAcks* replica_acks() const { return acks_.get(); }
 
   const LoadReport& load_report() const { return load_report_; }
   size_t num_filters() const { return registry_.size(); }
@@ -244,10 +262,24 @@ class FilterStore {
                                                                    bool& created, bool defer_write);
   // Registers a resident filter (replacing one of its name) and shows it to the schedule.
   void Insert(std::shared_ptr<StoredFilter> filter) {
+    if (options_.replica) NoteReplicaResident(filter);
     registry_.Insert(filter);
     schedule_.Watch(filter);
   }
-  void Remove(absl::string_view name) { registry_.Remove(name); }
+  void Remove(absl::string_view name) {
+    if (options_.replica) ForgetReplicaResident(name);
+    registry_.Remove(name);
+  }
+  // Replicas (replica_store.cc): FAILED_PRECONDITION for a write call on a replica; the
+  // resident filters by generation, which journal records name.
+  absl::Status CheckWritable() const;
+  void NoteReplicaResident(const std::shared_ptr<StoredFilter>& filter);
+  void ForgetReplicaResident(absl::string_view name);
+  // Applies what one replicated batch changes to the filters in memory (replica_mu_ held).
+  void ApplyToResident(const rocksdb::WriteBatch& batch);
+  // Waits for the followers' acknowledgement of every write so far (min_replica_acks).
+  absl::Status WaitReplicated();
+  absl::StatusOr<FilterInfo> CommitImportLocked(PendingImport& import);  // filter_transfer.cc
   bloomsync::Mutex& NameLock(absl::string_view name) const { return registry_.NameLock(name); }
   // One of the checkpointer's visits (schedule_ chooses them): deletes the filter if idle past
   // its idle_ttl, else checkpoints it if due. False if the store is closing.
@@ -285,6 +317,14 @@ class FilterStore {
   // to cover is skipped. Used by the syncer's thread only (or by callers after it stopped,
   // serialised by it).
   uint64_t synced_sequence_ = 0;
+
+  // Replicas: exclusive while ApplyReplicated writes a batch and applies it to memory, shared
+  // while a load reads a filter from RocksDB and makes it resident, so that every batch is in
+  // a loaded filter exactly once (read with it, or replayed into it afterwards).
+  mutable bloomsync::Mutex replica_mu_;
+  std::mutex replica_index_mu_;
+  absl::flat_hash_map<uint64_t, std::weak_ptr<StoredFilter>> replica_generations_;
+  std::unique_ptr<ReplicaAcks> acks_;
 
   // Memory as a cache (residency.cc): its counters, the eviction queue and the evictor's
   // wake-ups.

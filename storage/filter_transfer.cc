@@ -62,6 +62,7 @@ absl::StatusOr<std::unique_ptr<ExportCursor>> FilterStore::OpenExport(absl::stri
 absl::StatusOr<std::unique_ptr<PendingImport>> FilterStore::BeginImport(absl::string_view name) {
   bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
   RETURN_IF_ERROR(CheckOpen());
+  RETURN_IF_ERROR(CheckWritable());
   RETURN_IF_ERROR(ValidateFilterName(name));
   ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> existing, Acquire(name));
   if (existing != nullptr) {
@@ -72,8 +73,15 @@ absl::StatusOr<std::unique_ptr<PendingImport>> FilterStore::BeginImport(absl::st
 }
 
 absl::StatusOr<FilterInfo> FilterStore::CommitImport(PendingImport& import) {
+  absl::StatusOr<FilterInfo> info = CommitImportLocked(import);
+  if (info.ok()) RETURN_IF_ERROR(WaitReplicated());  // holding no lock
+  return info;
+}
+
+absl::StatusOr<FilterInfo> FilterStore::CommitImportLocked(PendingImport& import) {
   bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
   RETURN_IF_ERROR(CheckOpen());
+  RETURN_IF_ERROR(CheckWritable());
   ASSIGN_OR_RETURN(DumpParser::Result dump, import.parser_.Finish());
   const std::string& name = import.name();
   bloomsync::MutexLock name_lock(&NameLock(name));

@@ -32,6 +32,9 @@ bool MayHaveIdleTtl(absl::string_view value) {
 }  // namespace
 
 bool FilterStore::IdleExpired(const StoredFilter& filter, absl::Time now) const {
+  // A replica serves a filter until the primary's deletion of it arrives: expiry is the
+  // primary's decision, by the primary's clock.
+  if (options_.replica) return false;
   const absl::optional<absl::Time> at = filter.IdleExpiresAt();
   return at.has_value() && *at <= now && filter.Usable().ok();
 }
@@ -45,7 +48,7 @@ absl::Status FilterStore::ExpireLocked(const std::shared_ptr<StoredFilter>& filt
 
 absl::StatusOr<bool> FilterStore::ExpireColdIfIdle(absl::string_view name,
                                                    const FilterRecord& record) {
-  if (!RecordIdleExpired(record, options_.clock->Now())) return false;
+  if (options_.replica || !RecordIdleExpired(record, options_.clock->Now())) return false;
   StoredFilter cold(std::string(name), absl::OkStatus(), &context_, record.generation);
   RETURN_IF_ERROR(cold.Delete(options_.sync));
   residency_.cold_filters.fetch_sub(1, std::memory_order_relaxed);

@@ -49,6 +49,7 @@ absl::StatusOr<uint64_t> ReadCounter(const Database& db, absl::string_view key) 
 }  // namespace
 
 void FilterStore::RaiseCeilingAtStart(uint64_t next_generation) {
+  if (options_.replica) return;  // a replica never creates filters, nor writes RocksDB
   // Not fatal (the disk may be full at start-up: reads still work); the first creation raises it.
   if (absl::Status raised = RaiseCeiling(next_generation); !raised.ok()) {
     bloomlog::LogWarning(
@@ -216,7 +217,10 @@ absl::Status FilterStore::Load() {
       bloomlog::LogError(stored->Usable().message());
     }
   }
-  if (orphans > 0) RETURN_IF_ERROR(DeleteOrphans(orphans, orphan_generations));
+  // A replica leaves them to the primary, whose deletion it will apply.
+  if (orphans > 0 && !options_.replica) {
+    RETURN_IF_ERROR(DeleteOrphans(orphans, orphan_generations));
+  }
   load_report_.elapsed = absl::Now() - start;
   return absl::OkStatus();
 }

@@ -157,8 +157,18 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::FindUsable(
   return filter;
 }
 
-absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::LoadCold(absl::string_view name) {
+absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::LoadCold(absl::string_view name)
+    ABSL_NO_THREAD_SAFETY_ANALYSIS {
   const absl::Time start = absl::Now();
+  // On a replica, no replicated batch lands between this load's reads and its Insert
+  // (replica_mu_): each is either read here or replayed into the resident filter afterwards.
+  if (options_.replica) replica_mu_.ReaderLock();
+  struct ReplicaUnlock {
+    bloomsync::Mutex* mu;
+    ~ReplicaUnlock() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      if (mu != nullptr) mu->ReaderUnlock();
+    }
+  } unlock{options_.replica ? &replica_mu_ : nullptr};
   ASSIGN_OR_RETURN(absl::optional<StoredRecord> found, ReadFilterRecord(*db_, name));
   if (!found.has_value()) return nullptr;
   absl::StatusOr<FilterRecord>& record = found->record;
@@ -195,7 +205,8 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::LoadCold(absl::string
   bool journaled = false;
   {
     bloomsync::MutexLock lock(&residency_.cold_journaled_mu);
-    journaled = residency_.cold_journaled.contains(record->generation);
+    // A replica keeps no such set: the primary's adds reach it as journal records.
+    journaled = options_.replica || residency_.cold_journaled.contains(record->generation);
   }
   if (loaded.ok() && journaled) {
     loaded = ReplayJournal(*db_, *record, *stored->mutable_filter(), max_seq, replayed_bytes);
@@ -313,7 +324,9 @@ void FilterStore::EvictToBudget() {
     }
     // Before the filter leaves the map, so that a miss looks in RocksDB from now on.
     residency_.may_have_cold.store(true, std::memory_order_release);
-    absl::Status evicted = filter->Evict(options_.sync);
+    // A replica's RocksDB already holds everything the filter has (the primary wrote it):
+    // dropping it from memory is the whole eviction.
+    absl::Status evicted = options_.replica ? absl::OkStatus() : filter->Evict(options_.sync);
     if (evicted.ok()) {
       Remove(filter->name());
       residency_.cold_filters.fetch_add(1, std::memory_order_relaxed);

@@ -40,6 +40,17 @@ struct StoreOptions {
   // The RocksDB Env (file system) to run on; null: the real one. Tests inject faults with it.
   // Must outlive the store.
   rocksdb::Env* env = nullptr;
+
+  // Replication (replica_store.cc, replication_log.h). A replica is a follower's store: it
+  // takes writes only from the primary's log (ApplyReplicated), never writes RocksDB itself
+  // (no checkpoints, no idle expiry, evictions only drop memory), and refuses the write calls.
+  bool replica = false;
+  // How long the write-ahead log is kept for followers that tail it.
+  LogRetention log_retention;
+  // On a primary: writes are acknowledged only once this many followers hold them durably
+  // (ReplicaAcks), or fail UNAVAILABLE after replica_ack_timeout.
+  int min_replica_acks = 0;
+  absl::Duration replica_ack_timeout = absl::Seconds(5);
 };
 
 struct LoadReport {

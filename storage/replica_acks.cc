@@ -1,0 +1,145 @@
+#include "storage/replica_acks.h"
+
+#include <algorithm>
+#include <future>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace storage {
+namespace {
+
+// How often the timer thread looks for waiters past their deadline: a failed write is told
+// within this much after its timeout.
+constexpr auto kTimerTick = std::chrono::milliseconds(20);
+
+}  // namespace
+
+ReplicaAcks::ReplicaAcks(int required, absl::Duration timeout)
+    : required_(std::max(1, required)), timeout_(timeout) {
+  timer_ = std::thread([this] { TimerLoop(); });
+}
+
+ReplicaAcks::~ReplicaAcks() {
+  std::vector<Done> failed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    for (auto& [sequence, waiter] : waiters_) failed.push_back(std::move(waiter.done));
+    waiters_.clear();
+  }
+  cv_.notify_all();
+  timer_.join();
+  for (Done& done : failed) {
+    std::move(done)(absl::UnavailableError("the server is shutting down before followers "
+                                           "acknowledged the write"));
+  }
+}
+
+int ReplicaAcks::Connect(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int id = next_id_++;
+  followers_[id] = Follower{name, 0, absl::Now()};
+  return id;
+}
+
+void ReplicaAcks::Ack(int id, uint64_t durable_sequence) {
+  std::vector<Done> ready;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = followers_.find(id);
+    if (it == followers_.end()) return;
+    it->second.durable_sequence = std::max(it->second.durable_sequence, durable_sequence);
+    it->second.last_ack = absl::Now();
+    TakeCoveredLocked(ready);
+  }
+  for (Done& done : ready) std::move(done)(absl::OkStatus());
+}
+
+void ReplicaAcks::Disconnect(int id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  followers_.erase(id);
+}
+
+uint64_t ReplicaAcks::QuorumSequenceLocked() const {
+  if (static_cast<int>(followers_.size()) < required_) return 0;
+  std::vector<uint64_t> acked;
+  acked.reserve(followers_.size());
+  for (const auto& [id, follower] : followers_) acked.push_back(follower.durable_sequence);
+  std::nth_element(acked.begin(), acked.begin() + (required_ - 1), acked.end(),
+                   std::greater<>());
+  return acked[required_ - 1];
+}
+
+void ReplicaAcks::TakeCoveredLocked(std::vector<Done>& ready) {
+  const uint64_t quorum = QuorumSequenceLocked();
+  auto end = waiters_.upper_bound(quorum);
+  for (auto it = waiters_.begin(); it != end; ++it) ready.push_back(std::move(it->second.done));
+  waiters_.erase(waiters_.begin(), end);
+}
+
+void ReplicaAcks::WhenAcked(uint64_t sequence, Done done) {
+  bool stopped = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopped = stop_;
+    if (!stop_ && (sequence > QuorumSequenceLocked() || !waiters_.empty())) {
+      // Behind earlier waiters even when covered: callbacks keep the order they were asked in.
+      if (sequence <= QuorumSequenceLocked()) sequence = waiters_.rbegin()->first;
+      waiters_.emplace(sequence, Waiter{absl::Now() + timeout_, std::move(done)});
+      return;
+    }
+  }
+  std::move(done)(stopped ? absl::UnavailableError("the server is shutting down")
+                          : absl::OkStatus());
+}
+
+absl::Status ReplicaAcks::WaitAcked(uint64_t sequence) {
+  std::promise<absl::Status> acked;
+  std::future<absl::Status> result = acked.get_future();
+  WhenAcked(sequence, [&acked](const absl::Status& status) { acked.set_value(status); });
+  return result.get();
+}
+
+std::vector<ReplicaAcks::Follower> ReplicaAcks::Followers() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Follower> out;
+  for (const auto& [id, follower] : followers_) out.push_back(follower);
+  return out;
+}
+
+uint64_t ReplicaAcks::timeouts() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return timeouts_;
+}
+
+void ReplicaAcks::TimerLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    cv_.wait_for(lock, kTimerTick);
+    if (stop_) break;
+    const absl::Time now = absl::Now();
+    // Deadlines grow with the order waiters were asked in, which is the map's order except
+    // for waiters placed behind others: fail every waiter up to the last one that expired.
+    auto last_expired = waiters_.end();
+    for (auto it = waiters_.begin(); it != waiters_.end(); ++it) {
+      if (it->second.deadline <= now) last_expired = it;
+    }
+    if (last_expired == waiters_.end()) continue;
+    std::vector<Done> failed;
+    auto end = std::next(last_expired);
+    for (auto it = waiters_.begin(); it != end; ++it) failed.push_back(std::move(it->second.done));
+    waiters_.erase(waiters_.begin(), end);
+    timeouts_ += failed.size();
+    const std::string why = absl::StrCat(
+        "the write was applied on the primary but fewer than ", required_,
+        " followers acknowledged it within ", absl::FormatDuration(timeout_), " (",
+        followers_.size(), " connected; --min_replica_acks=", required_,
+        "): it is not acknowledged; retrying it is harmless");
+    lock.unlock();
+    for (Done& done : failed) std::move(done)(absl::UnavailableError(why));
+    lock.lock();
+  }
+}
+
+}  // namespace storage

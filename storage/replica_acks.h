@@ -1,0 +1,98 @@
+// ReplicaAcks: on a primary with --min_replica_acks=N, which sequence each follower has made
+// durable in its own RocksDB, and the writes that wait for N of them before they are
+// acknowledged.
+//
+//   ReplicaAcks acks(/*required=*/1, absl::Seconds(5));
+//   int follower = acks.Connect("pod-1");      // a Tail stream opened
+//   acks.WhenAcked(sequence, [](const absl::Status& s) { /* answer the call */ });
+//   acks.Ack(follower, durable_sequence);        // the follower's answer: callbacks run
+//   acks.Disconnect(follower);
+//
+// Waiters are grouped as the group committer groups writes: one ack of a follower answers
+// every write up to the sequence it names, and a wait is a map entry, not a thread. A write
+// that N followers have not acknowledged within the timeout fails UNAVAILABLE, naming how many
+// did; it is never acknowledged as if it had been replicated. Callbacks run in the order of
+// their sequences (equal ones in the order they were asked), outside the lock, on the thread
+// of the Ack that satisfied them or on the timer thread.
+//
+// Thread-safety: every method is thread-safe.
+#ifndef STORAGE_REPLICA_ACKS_H_
+#define STORAGE_REPLICA_ACKS_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+
+namespace storage {
+
+class ReplicaAcks {
+ public:
+  using Done = absl::AnyInvocable<void(const absl::Status&) &&>;
+
+  // `required` >= 1 followers must acknowledge each write within `timeout`.
+  ReplicaAcks(int required, absl::Duration timeout);
+  // Fails the waiting writes with UNAVAILABLE and stops the timer thread.
+  ~ReplicaAcks();
+  ReplicaAcks(const ReplicaAcks&) = delete;
+  ReplicaAcks& operator=(const ReplicaAcks&) = delete;
+
+  int required() const { return required_; }
+  absl::Duration timeout() const { return timeout_; }
+
+  // A follower's stream opened; returns its id for Ack and Disconnect.
+  int Connect(const std::string& name);
+  // Follower `id` holds every write up to `durable_sequence` durably.
+  void Ack(int id, uint64_t durable_sequence);
+  void Disconnect(int id);
+
+  // Calls `done` with OK once `required` followers acknowledged `sequence`, or with
+  // UNAVAILABLE after the timeout. At once, on this thread, if they already have.
+  void WhenAcked(uint64_t sequence, Done done);
+  // WhenAcked, waiting: for writes answered on their own thread (Reserve, Delete, Import).
+  absl::Status WaitAcked(uint64_t sequence);
+
+  struct Follower {
+    std::string name;
+    uint64_t durable_sequence = 0;
+    absl::Time last_ack;
+  };
+  std::vector<Follower> Followers() const;
+  // Writes that failed for want of acknowledgements, since start.
+  uint64_t timeouts() const;
+
+ private:
+  struct Waiter {
+    absl::Time deadline;
+    Done done;
+  };
+  // The highest sequence `required_` connected followers have all acknowledged (0 if fewer
+  // are connected).
+  uint64_t QuorumSequenceLocked() const;
+  // Takes out the waiters the quorum covers (in order) into `ready`.
+  void TakeCoveredLocked(std::vector<Done>& ready);
+  void TimerLoop();
+
+  const int required_;
+  const absl::Duration timeout_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;  // wakes the timer thread to stop
+  bool stop_ = false;
+  int next_id_ = 0;
+  std::map<int, Follower> followers_;
+  // By sequence; equal sequences in the order they were asked (multimap keeps it).
+  std::multimap<uint64_t, Waiter> waiters_;
+  uint64_t timeouts_ = 0;
+  std::thread timer_;
+};
+
+}  // namespace storage
+
+#endif  // STORAGE_REPLICA_ACKS_H_

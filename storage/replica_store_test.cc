@@ -1,0 +1,192 @@
+// A replica store (StoreOptions::replica) that follows a primary through its RocksDB log:
+// snapshot, ReadLogSince, ApplyReplicated; and ReplicaAcks, the primary's wait for followers.
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/testing.h"
+#include "gtest/gtest.h"
+#include "storage/filter_store.h"
+#include "storage/replica_acks.h"
+#include "storage/replication_log.h"
+#include "storage/test_items.h"
+
+namespace storage {
+namespace {
+
+std::string ExportAll(FilterStore& store, absl::string_view name) {
+  std::string dump;
+  absl::Status s = store.Export(name, [&](absl::string_view chunk) {
+    dump.append(chunk.data(), chunk.size());
+    return absl::OkStatus();
+  });
+  EXPECT_OK(s);
+  return dump;
+}
+
+class ReplicaStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    StoreOptions options;
+    options.data_dir = primary_dir_.path();
+    options.background_checkpoints = false;
+    options.log_retention = {absl::Hours(1), 1 << 30};
+    absl::StatusOr<std::unique_ptr<FilterStore>> primary = FilterStore::Open(options);
+    ASSERT_OK(primary.status());
+    primary_ = *std::move(primary);
+  }
+
+  // A replica from a snapshot of the primary taken now.
+  void OpenReplica(StoreOptions options = {}) {
+    const std::string dir = absl::StrCat(replica_root_.path(), "/replica");
+    absl::StatusOr<uint64_t> sequence = CreateSnapshot(primary_->database(), dir);
+    ASSERT_OK(sequence.status());
+    options.data_dir = dir;
+    options.replica = true;
+    absl::StatusOr<std::unique_ptr<FilterStore>> replica = FilterStore::Open(options);
+    ASSERT_OK(replica.status());
+    replica_ = *std::move(replica);
+    EXPECT_EQ(replica_->LatestSequence(), *sequence);
+  }
+
+  // Applies everything the primary wrote since the replica's latest sequence.
+  void CatchUp() {
+    while (replica_->LatestSequence() < primary_->LatestSequence()) {
+      absl::StatusOr<LogRead> read =
+          ReadLogSince(primary_->database(), replica_->LatestSequence() + 1, 64 << 10);
+      ASSERT_OK(read.status());
+      ASSERT_FALSE(read->batches.empty());
+      ASSERT_OK(replica_->ApplyReplicated(read->batches, /*sync=*/true));
+    }
+    EXPECT_EQ(replica_->LatestSequence(), primary_->LatestSequence());
+  }
+
+  bloomtest::TempDir primary_dir_;
+  bloomtest::TempDir replica_root_;
+  std::unique_ptr<FilterStore> primary_;
+  std::unique_ptr<FilterStore> replica_;
+};
+
+TEST_F(ReplicaStoreTest, FollowsAddsReservesCheckpointsAndDeletes) {
+  ASSERT_OK(primary_->Reserve("before", {.capacity = 1000, .error_rate = 0.01}).status());
+  const std::vector<std::string> early = test_items::Items("early", 0, 500);
+  ASSERT_OK(primary_->Add("before", test_items::Views(early), nullptr).status());
+  OpenReplica();
+
+  // "before" is resident on the replica (loaded at its start): journal records are replayed
+  // into it; "created" is new, and loads from RocksDB.
+  const std::vector<std::string> late = test_items::Items("late", 0, 3000);  // grows the chain
+  ASSERT_OK(primary_->Add("before", test_items::Views(late), nullptr).status());
+  const bloom::FilterParams spec{.capacity = 100, .error_rate = 0.01};
+  ASSERT_OK(primary_->Add("created", test_items::Views(early), &spec).status());
+  ASSERT_OK(primary_->Reserve("doomed", {.capacity = 10, .error_rate = 0.1}).status());
+  CatchUp();
+  for (const char* name : {"before", "created"}) {
+    // Compared before this test's checks of the replica: a dump carries its server's count of
+    // checked items (checks, check_hits), which are each pod's own.
+    EXPECT_EQ(ExportAll(*replica_, name), ExportAll(*primary_, name)) << name;
+    const std::vector<std::string>& items = std::string(name) == "before" ? late : early;
+    absl::StatusOr<std::vector<bool>> present =
+        replica_->MightContain(name, test_items::Views(items));
+    ASSERT_OK(present.status());
+    for (size_t i = 0; i < items.size(); ++i) ASSERT_TRUE((*present)[i]) << name << " " << i;
+  }
+
+  // Checkpoints and deletes are the primary's decisions, and arrive as such.
+  ASSERT_OK(primary_->CheckpointAll());
+  ASSERT_OK(primary_->Delete("doomed"));
+  CatchUp();
+  EXPECT_TRUE(absl::IsNotFound(replica_->Stats("doomed").status()));
+  // The checkpoint wrote the primary's counts of checks: the replica's filter loaded again.
+  EXPECT_EQ(ExportAll(*replica_, "before"), ExportAll(*primary_, "before"));
+  absl::StatusOr<FilterInfo> stats = replica_->Stats("before");
+  ASSERT_OK(stats.status());
+  EXPECT_EQ(stats->stats.items_added, primary_->Stats("before")->stats.items_added);
+}
+
+TEST_F(ReplicaStoreTest, RefusesWritesAndBatchesThatDoNotFollowOn) {
+  OpenReplica();
+  EXPECT_TRUE(absl::IsFailedPrecondition(
+      replica_->Reserve("x", {.capacity = 10, .error_rate = 0.1}).status()));
+  std::vector<std::string> items = test_items::Items("x", 0, 3);
+  const bloom::FilterParams spec{.capacity = 10, .error_rate = 0.1};
+  EXPECT_TRUE(
+      absl::IsFailedPrecondition(replica_->Add("x", test_items::Views(items), &spec).status()));
+  EXPECT_TRUE(absl::IsFailedPrecondition(replica_->Delete("x")));
+  const uint64_t before = replica_->LatestSequence();
+
+  ASSERT_OK(primary_->Reserve("a", {.capacity = 10, .error_rate = 0.1}).status());
+  ASSERT_OK(primary_->Reserve("b", {.capacity = 10, .error_rate = 0.1}).status());
+  absl::StatusOr<LogRead> read = ReadLogSince(primary_->database(), before + 1, 1 << 20);
+  ASSERT_OK(read.status());
+  ASSERT_GE(read->batches.size(), 2u);
+  // Skipping a batch is refused, and changes nothing.
+  EXPECT_TRUE(absl::IsDataLoss(
+      replica_->ApplyReplicated(absl::MakeSpan(read->batches).subspan(1), true)));
+  EXPECT_EQ(replica_->LatestSequence(), before);
+  ASSERT_OK(replica_->ApplyReplicated(read->batches, true));
+  EXPECT_OK(replica_->Stats("b").status());
+  // A primary refuses a replica's only write.
+  EXPECT_TRUE(absl::IsFailedPrecondition(primary_->ApplyReplicated(read->batches, true)));
+}
+
+TEST_F(ReplicaStoreTest, ReadLogSinceAnswersOutOfRangeOutsideTheLog) {
+  ASSERT_OK(primary_->Reserve("a", {.capacity = 10, .error_rate = 0.1}).status());
+  const uint64_t latest = primary_->LatestSequence();
+  absl::StatusOr<LogRead> none = ReadLogSince(primary_->database(), latest + 1, 1 << 20);
+  ASSERT_OK(none.status());
+  EXPECT_TRUE(none->batches.empty());
+  EXPECT_EQ(none->next, latest + 1);
+  EXPECT_TRUE(absl::IsOutOfRange(
+      ReadLogSince(primary_->database(), latest + 5, 1 << 20).status()));
+  absl::StatusOr<LogRead> all = ReadLogSince(primary_->database(), 1, 1 << 20);
+  ASSERT_OK(all.status());
+  EXPECT_EQ(all->next, latest + 1);
+}
+
+TEST(ReplicaAcksTest, AnswersOnceEnoughFollowersAckInOrder) {
+  ReplicaAcks acks(/*required=*/2, absl::Seconds(30));
+  const int a = acks.Connect("a");
+  const int b = acks.Connect("b");
+  std::vector<int> order;
+  std::mutex mu;
+  for (int sequence : {5, 10, 10}) {
+    acks.WhenAcked(sequence, [&, sequence](const absl::Status& s) {
+      EXPECT_OK(s);
+      std::lock_guard<std::mutex> lock(mu);
+      order.push_back(sequence);
+    });
+  }
+  acks.Ack(a, 10);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_TRUE(order.empty());  // one of two
+  }
+  acks.Ack(b, 7);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_EQ(order, std::vector<int>({5}));
+  }
+  acks.Ack(b, 12);
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(order, std::vector<int>({5, 10, 10}));
+}
+
+TEST(ReplicaAcksTest, FailsUnavailableWhenTooFewFollowersAnswerInTime) {
+  ReplicaAcks acks(/*required=*/1, absl::Milliseconds(100));
+  const int a = acks.Connect("a");
+  const absl::Time start = absl::Now();
+  absl::Status waited = acks.WaitAcked(3);
+  EXPECT_TRUE(absl::IsUnavailable(waited)) << waited;
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(100));
+  EXPECT_EQ(acks.timeouts(), 1u);
+  acks.Ack(a, 3);
+  EXPECT_OK(acks.WaitAcked(3));
+  acks.Disconnect(a);
+  EXPECT_TRUE(absl::IsUnavailable(acks.WaitAcked(4)));
+}
+
+}  // namespace
+}  // namespace storage
