@@ -1,5 +1,7 @@
 #include "metrics/metrics.h"
 
+#include <mutex>
+
 #include <prometheus/collectable.h>
 #include <prometheus/counter.h>
 #include <prometheus/exposer.h>
@@ -49,9 +51,20 @@ class StateCollector final : public prometheus::Collectable {
 
   [[nodiscard]] std::vector<MetricFamily> Collect() const override {
     std::vector<MetricFamily> families;
+    std::lock_guard<std::mutex> lock(mu_);
     if (store_ != nullptr) AddStore(families);
+    if (replication_) AddReplication(replication_(), families);
     AddProcess(families);
     return families;
+  }
+
+  void SetStore(storage::FilterStore* store) {
+    std::lock_guard<std::mutex> lock(mu_);
+    store_ = store;
+  }
+  void SetReplicationSource(std::function<ReplicationFigures()> source) {
+    std::lock_guard<std::mutex> lock(mu_);
+    replication_ = std::move(source);
   }
 
  private:
@@ -180,7 +193,61 @@ class StateCollector final : public prometheus::Collectable {
                         p.start_time_seconds));
   }
 
-  storage::FilterStore* const store_;
+  static void AddReplication(const ReplicationFigures& r, std::vector<MetricFamily>& out) {
+    MetricFamily role{"bloom_replication_role",
+                      "1 for this server's role: primary or follower (--replicate_from).",
+                      MetricType::Gauge,
+                      {}};
+    ClientMetric is;
+    is.label = {{"role", r.follower ? "follower" : "primary"}};
+    is.gauge.value = 1;
+    role.metric.push_back(std::move(is));
+    out.push_back(std::move(role));
+    if (r.follower) {
+      out.push_back(Gauge("bloom_replica_connected",
+                          "1 while this follower's stream from its primary is up.",
+                          r.connected ? 1 : 0));
+      out.push_back(Gauge("bloom_replica_applied_sequence",
+                          "The last sequence of the primary's log applied (durably) here.",
+                          static_cast<double>(r.applied_sequence)));
+      out.push_back(Gauge("bloom_replica_lag_sequences",
+                          "Sequences the primary had written, as last heard, that this "
+                          "follower has not applied.",
+                          static_cast<double>(r.primary_sequence - std::min(r.primary_sequence,
+                                                                           r.applied_sequence))));
+      out.push_back(Gauge("bloom_replica_lag_seconds",
+                          "How far behind the primary's clock this follower's data is: the "
+                          "delay of its last catch-up, or the time since (while behind or cut "
+                          "off). +Inf before the first catch-up.",
+                          absl::ToDoubleSeconds(r.lag)));
+      return;
+    }
+    out.push_back(Gauge("bloom_replication_sequence", "The latest sequence of this primary's log.",
+                        static_cast<double>(r.latest_sequence)));
+    out.push_back(Gauge("bloom_replication_followers", "Followers tailing this primary's log.",
+                        static_cast<double>(r.followers.size())));
+    MetricFamily lag{"bloom_replication_follower_lag_sequences",
+                     "Sequences of this primary's log that a follower has not acknowledged "
+                     "as durable.",
+                     MetricType::Gauge,
+                     {}};
+    for (const ReplicationFigures::Follower& follower : r.followers) {
+      ClientMetric metric;
+      metric.label = {{"follower", follower.name}};
+      metric.gauge.value = static_cast<double>(
+          r.latest_sequence - std::min(r.latest_sequence, follower.durable_sequence));
+      lag.metric.push_back(std::move(metric));
+    }
+    out.push_back(std::move(lag));
+    out.push_back(Counter("bloom_replica_ack_timeouts_total",
+                          "Writes that failed UNAVAILABLE because fewer than "
+                          "--min_replica_acks followers acknowledged them in time.",
+                          static_cast<double>(r.ack_timeouts)));
+  }
+
+  mutable std::mutex mu_;  // scrapes and SetStore/SetReplicationSource
+  storage::FilterStore* store_;
+  std::function<ReplicationFigures()> replication_;
 };
 
 // The metrics listener (CivetWeb, one worker thread per connection being served): how many
@@ -280,6 +347,14 @@ void ServerMetrics::RecordTransferEnd(bool import, bool abandoned) {
 }
 
 ServerMetrics::~ServerMetrics() = default;
+
+void ServerMetrics::SetStore(storage::FilterStore* store) {
+  static_cast<StateCollector*>(state_.get())->SetStore(store);
+}
+
+void ServerMetrics::SetReplicationSource(std::function<ReplicationFigures()> source) {
+  static_cast<StateCollector*>(state_.get())->SetReplicationSource(std::move(source));
+}
 
 absl::Status ServerMetrics::Serve(const std::string& listen) {
   // prometheus-cpp (CivetWeb) reports a bind failure by throwing; it stops here.

@@ -19,6 +19,8 @@
 #define METRICS_METRICS_H_
 
 #include <array>
+#include <vector>
+#include <functional>
 #include <atomic>
 #include <cstddef>
 #include <memory>
@@ -61,6 +63,27 @@ enum class Rpc {
 inline constexpr size_t kNumRpcs = 11;
 const char* RpcName(Rpc rpc);
 
+// Replication figures, read at scrape time from the follower or the primary's replication
+// service (main() provides them: metrics sits below both).
+struct ReplicationFigures {
+  bool follower = false;
+  // A follower's: whether its stream to the primary is up, what it has applied, the primary's
+  // latest as last heard, and how far behind the primary's clock its data is.
+  bool connected = false;
+  uint64_t applied_sequence = 0;
+  uint64_t primary_sequence = 0;
+  absl::Duration lag;
+  // A primary's: its followers' streams, and writes that failed for want of acknowledgements.
+  struct Follower {
+    std::string name;
+    uint64_t sent_sequence = 0;
+    uint64_t durable_sequence = 0;
+  };
+  std::vector<Follower> followers;
+  uint64_t latest_sequence = 0;
+  uint64_t ack_timeouts = 0;
+};
+
 class ServerMetrics {
  public:
   // `store` (may be null in tests) must outlive the metrics.
@@ -83,6 +106,12 @@ class ServerMetrics {
   // An Export or Import stream began, or ended (`abandoned`: cancelled for idling).
   void RecordTransferStart(bool import);
   void RecordTransferEnd(bool import, bool abandoned);
+
+  // The store scrapes read, replaced (a follower that copied a snapshot again opened a new
+  // one); null: none.
+  void SetStore(storage::FilterStore* store);
+  // Where scrapes read replication figures from; unset: none reported.
+  void SetReplicationSource(std::function<ReplicationFigures()> source);
 
   // Everything in the Prometheus text format, as a scrape would return it.
   std::string Render() const;

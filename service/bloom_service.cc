@@ -166,6 +166,7 @@ grpc::Status BloomService::HandleReserve(const bloom::v1::ReserveRequest& reques
   if (result.ok()) {
     response->set_created(result->created);
     ToProto(result->info, response->mutable_stats());
+    response->set_sequence(store_->LatestSequence());
   }
   return log.Done(result.status());
 }
@@ -201,7 +202,10 @@ grpc::Status BloomService::HandleAdd(const bloom::v1::AddRequest& request,
   }
   std::unique_ptr<bool[]> added(new bool[view.items.size()]);
   grpc::Status status = HandleAddItems(view, added.get(), context);
-  if (status.ok()) response->mutable_added()->Add(added.get(), added.get() + view.items.size());
+  if (status.ok()) {
+    response->mutable_added()->Add(added.get(), added.get() + view.items.size());
+    response->set_sequence(store_->LatestSequence());
+  }
   return status;
 }
 
@@ -211,6 +215,7 @@ grpc::Status BloomService::HandleMightContain(const bloom::v1::MightContainReque
   // The path of the server's own unary MightContain, as HandleAdd's.
   ItemsRequestView view = ViewOf(request);
   view.absent_if_missing = request.absent_if_missing();
+  view.min_sequence = request.min_sequence();
   std::unique_ptr<bool[]> present(new bool[view.items.size()]);
   grpc::Status status = HandleMightContainItems(view, present.get(), context);
   if (status.ok()) {
@@ -344,6 +349,9 @@ absl::StatusOr<Caller> BloomService::AdmitStream(grpc::ServerContextBase* contex
 grpc::Status BloomService::HandleStats(const bloom::v1::StatsRequest& request,
                                        bloom::v1::StatsResponse* response,
                                        grpc::ServerContextBase* context) {
+  if (!Applied(request.min_sequence(), context)) {
+    return hooks_.forwarder->UnaryMessage(context, kStatsMethod, request, response);
+  }
   CallScope log(this, metrics::Rpc::kStats, context, request.name());
   if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
   absl::StatusOr<storage::FilterInfo> info = store_->Stats(request.name());
@@ -361,6 +369,9 @@ grpc::Status BloomService::HandleDelete(const bloom::v1::DeleteRequest& request,
 grpc::Status BloomService::HandleList(const bloom::v1::ListRequest& request,
                                       bloom::v1::ListResponse* response,
                                       grpc::ServerContextBase* context) {
+  if (!Applied(request.min_sequence(), context)) {
+    return hooks_.forwarder->UnaryMessage(context, kListMethod, request, response);
+  }
   CallScope log(this, metrics::Rpc::kList, context, request.prefix());
   if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
   // As in Google's AIP-158, larger values are coerced to the maximum; 0 gets the store's
@@ -437,9 +448,37 @@ grpc::ServerUnaryReactor* OnLane(CallLane& lane, grpc::CallbackServerContext* co
 
 }  // namespace
 
+namespace {
+
+// A call forwarded to the primary (a follower's write, or a read it could not answer in time),
+// finished with the primary's status and answer.
+grpc::ServerUnaryReactor* ForwardMessage(Forwarder* forwarder, grpc::CallbackServerContext* context,
+                                         const char* method,
+                                         const google::protobuf::Message& request,
+                                         google::protobuf::Message* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  forwarder->UnaryMessageAsync(context, method, request, response,
+                               [reactor](grpc::Status status) { reactor->Finish(status); });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ForwardBytes(Forwarder* forwarder, grpc::CallbackServerContext* context,
+                                       const char* method, const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  forwarder->Unary(context, method, *request, response,
+                   [reactor](grpc::Status status) { reactor->Finish(status); });
+  return reactor;
+}
+
+}  // namespace
+
 grpc::ServerUnaryReactor* BloomCallbackService::Reserve(grpc::CallbackServerContext* context,
                                                         const bloom::v1::ReserveRequest* request,
                                                         bloom::v1::ReserveResponse* response) {
+  if (Forwarder* forwarder = core_->hooks().forwarder) {
+    return ForwardMessage(forwarder, context, kReserveMethod, *request, response);
+  }
   return Inline(context, [&] { return core_->HandleReserve(*request, response, context); });
 }
 
@@ -472,21 +511,12 @@ void SetResponse(grpc::Slice& encoded, grpc::ByteBuffer* response) {
   response->Swap(&filled);
 }
 
-// A direct-parse unary call (direct_parse.h): reads `request`'s bytes with `parse`, and
-// `handle` writes its answers straight into the response's bytes.
-template <typename Parse, typename Handle>
-grpc::ServerUnaryReactor* Direct(grpc::CallbackServerContext* context,
-                                 const grpc::ByteBuffer* request, grpc::ByteBuffer* response,
-                                 const char* message, Parse parse, Handle handle) {
-  return Inline(context, [&]() -> grpc::Status {
-    grpc::Slice bytes, encoded;
-    ItemsRequestView view;
-    bool* answers = nullptr;
-    grpc::Status status = ReadDirect(request, message, parse, bytes, view, encoded, answers);
-    if (status.ok()) status = handle(view, answers);
-    if (status.ok()) SetResponse(encoded, response);
-    return status;
-  });
+// An AddResponse: the answers, then the sequence of the write (field 2).
+void SetAddResponse(grpc::Slice& encoded, uint64_t sequence, grpc::ByteBuffer* response) {
+  const std::string field = EncodeSequenceField(sequence);
+  grpc::Slice slices[2] = {encoded, grpc::Slice(field)};
+  grpc::ByteBuffer filled(slices, field.empty() ? 1 : 2);
+  response->Swap(&filled);
 }
 
 }  // namespace
@@ -506,6 +536,9 @@ grpc::ServerUnaryReactor* BloomCallbackService::Add(grpc::CallbackServerContext*
     ItemsRequestView view;
     bool* answers = nullptr;
   };
+  if (Forwarder* forwarder = core_->hooks().forwarder) {
+    return ForwardBytes(forwarder, context, kAddMethod, request, response);
+  }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   auto buffers = std::make_unique<Buffers>();
   const grpc::Status read =
@@ -518,8 +551,9 @@ grpc::ServerUnaryReactor* BloomCallbackService::Add(grpc::CallbackServerContext*
   Buffers& call = *buffers;
   core_->HandleAddItemsGrouped(
       call.view, call.answers, context,
-      [reactor, response, buffers = std::move(buffers)](const grpc::Status& status) {
-        if (status.ok()) SetResponse(buffers->encoded, response);
+      [reactor, response, store = core_->store(),
+       buffers = std::move(buffers)](const grpc::Status& status) {
+        if (status.ok()) SetAddResponse(buffers->encoded, store->LatestSequence(), response);
         reactor->Finish(status);
       });
   return reactor;
@@ -528,10 +562,21 @@ grpc::ServerUnaryReactor* BloomCallbackService::Add(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* BloomCallbackService::MightContain(grpc::CallbackServerContext* context,
                                                              const grpc::ByteBuffer* request,
                                                              grpc::ByteBuffer* response) {
-  return Direct(context, request, response, "bloom.v1.MightContainRequest",
-                ParseMightContainRequest, [&](const ItemsRequestView& view, bool* answers) {
-                  return core_->HandleMightContainItems(view, answers, context);
-                });
+  grpc::Slice bytes, encoded;
+  ItemsRequestView view;
+  bool* answers = nullptr;
+  grpc::Status status = ReadDirect(request, "bloom.v1.MightContainRequest",
+                                   ParseMightContainRequest, bytes, view, encoded, answers);
+  if (status.ok() && !core_->Applied(view.min_sequence, context)) {
+    // A follower that has not applied the caller's last write in time: the primary answers.
+    return ForwardBytes(core_->hooks().forwarder, context, kMightContainMethod, request,
+                        response);
+  }
+  if (status.ok()) status = core_->HandleMightContainItems(view, answers, context);
+  if (status.ok()) SetResponse(encoded, response);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(status);
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* BloomCallbackService::Stats(grpc::CallbackServerContext* context,
@@ -544,8 +589,15 @@ grpc::ServerUnaryReactor* BloomCallbackService::Stats(grpc::CallbackServerContex
 
 grpc::ServerUnaryReactor* BloomCallbackService::Delete(grpc::CallbackServerContext* context,
                                                        const bloom::v1::DeleteRequest* request,
-                                                       bloom::v1::DeleteResponse*) {
-  return Inline(context, [&] { return core_->HandleDelete(*request, context); });
+                                                       bloom::v1::DeleteResponse* response) {
+  if (Forwarder* forwarder = core_->hooks().forwarder) {
+    return ForwardMessage(forwarder, context, kDeleteMethod, *request, response);
+  }
+  return Inline(context, [&] {
+    grpc::Status status = core_->HandleDelete(*request, context);
+    if (status.ok()) response->set_sequence(core_->store()->LatestSequence());
+    return status;
+  });
 }
 
 grpc::ServerBidiReactor<bloom::v1::PipelineRequest, bloom::v1::PipelineResponse>*

@@ -26,6 +26,7 @@
 #include "service/auth.h"
 #include "service/call_lane.h"
 #include "service/direct_parse.h"
+#include "service/forwarder.h"
 #include "service/pipeline.h"
 #include "service/transfer_guard.h"
 #include "storage/filter_store.h"
@@ -56,6 +57,9 @@ struct ServiceHooks {
   // Token authentication: every call but health checking needs a token with the right role.
   const TokenAuthenticator* auth = nullptr;
   metrics::ServerMetrics* metrics = nullptr;
+  // On a follower: the way to the primary, for writes and for reads asking for a sequence
+  // not applied here in time (forwarder.h). Null on a primary.
+  Forwarder* forwarder = nullptr;
 };
 
 // The streams (Pipeline, Export, Import) are callback streams: one needs no thread while it
@@ -150,6 +154,12 @@ class BloomService final : public StreamServiceBase {
   grpc::Status HandleMightContainItems(const ItemsRequestView& request, bool* answers,
                                        grpc::ServerContextBase* context);
   const ServiceHooks& hooks() const { return hooks_; }
+  // Read-your-writes (bloom.v1 min_sequence): whether this server has applied `min_sequence`.
+  // Always on a primary; a follower waits for it a while (Forwarder::Applied), and a false
+  // answer means: forward the read.
+  bool Applied(uint64_t min_sequence, const grpc::ServerContextBase* context) {
+    return hooks_.forwarder == nullptr || hooks_.forwarder->Applied(min_sequence, context);
+  }
 
   // Graceful shutdown, step 1: from now on new calls are refused with UNAVAILABLE (clients
   // retry them elsewhere), Pipeline streams answer the operations they have read and end with

@@ -82,7 +82,8 @@ class WireReader {
   const char* const end_;
 };
 
-// Fields 1-3 are the same in both requests; `field4` reads the request's own field 4.
+// Fields 1-3 are the same in both requests; `field4` reads the request's own fields 4 and 5
+// (given the field number).
 template <typename Field4>
 bool ParseItemsRequest(absl::string_view bytes, ItemsRequestView* out, Field4 field4) {
   *out = ItemsRequestView();
@@ -117,8 +118,8 @@ bool ParseItemsRequest(absl::string_view bytes, ItemsRequestView* out, Field4 fi
           text_after_raw |= raw_seen > 0;
         }
       }
-    } else if (field == 4) {
-      read = field4(reader, wire_type);
+    } else if (field == 4 || field == 5) {
+      read = field4(reader, field, wire_type);
     } else {
       read = reader.SkipField(wire_type);
     }
@@ -187,8 +188,9 @@ bool WellFormedFilterSpec(absl::string_view bytes) {
 }  // namespace
 
 bool ParseAddRequest(absl::string_view bytes, ItemsRequestView* out) {
-  return ParseItemsRequest(bytes, out, [out](WireReader& reader, uint32_t wire_type) {
-    if (wire_type != kLengthDelimited) return reader.SkipField(wire_type);
+  return ParseItemsRequest(bytes, out, [out](WireReader& reader, uint32_t field,
+                                             uint32_t wire_type) {
+    if (field != 4 || wire_type != kLengthDelimited) return reader.SkipField(wire_type);
     absl::string_view spec;
     if (!reader.ReadLengthDelimited(&spec) || !WellFormedFilterSpec(spec)) return false;
     out->create_if_missing.push_back(spec);
@@ -197,11 +199,13 @@ bool ParseAddRequest(absl::string_view bytes, ItemsRequestView* out) {
 }
 
 bool ParseMightContainRequest(absl::string_view bytes, ItemsRequestView* out) {
-  return ParseItemsRequest(bytes, out, [out](WireReader& reader, uint32_t wire_type) {
+  return ParseItemsRequest(bytes, out, [out](WireReader& reader, uint32_t field,
+                                             uint32_t wire_type) {
     if (wire_type != kVarint) return reader.SkipField(wire_type);
     uint64_t value;
     if (!reader.ReadVarint(&value)) return false;
-    out->absent_if_missing = value != 0;
+    if (field == 4) out->absent_if_missing = value != 0;
+    if (field == 5) out->min_sequence = value;
     return true;
   });
 }
@@ -218,6 +222,18 @@ size_t VarintSize(uint64_t value) {
 }
 
 }  // namespace
+
+std::string EncodeSequenceField(uint64_t sequence) {
+  std::string out;
+  if (sequence == 0) return out;
+  out.push_back(static_cast<char>((2 << 3) | kVarint));
+  while (sequence >= 0x80) {
+    out.push_back(static_cast<char>((sequence & 0x7f) | 0x80));
+    sequence >>= 7;
+  }
+  out.push_back(static_cast<char>(sequence));
+  return out;
+}
 
 size_t PackedBoolsSize(size_t count) {
   if (count == 0) return 0;  // proto3 writes nothing for an empty repeated field

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string>
 #include <vector>
 
 #include "absl/strings/string_view.h"
@@ -31,8 +32,9 @@ struct ItemsRequestView {
   // answers.
   std::vector<absl::string_view> items;
   size_t text_items = 0;  // how many of `items` came from field 2
-  // MightContainRequest.absent_if_missing (field 4).
+  // MightContainRequest.absent_if_missing (field 4) and min_sequence (field 5).
   bool absent_if_missing = false;
+  uint64_t min_sequence = 0;
   // AddRequest.create_if_missing (field 4): a FilterSpec's encodings, to be merged in order
   // (protobuf merges a message field that appears more than once); empty if absent.
   std::vector<absl::string_view> create_if_missing;
@@ -48,6 +50,10 @@ bool ParseMightContainRequest(absl::string_view bytes, ItemsRequestView* out);
 // Every other FilterSpec field is a scalar. A new message field in FilterSpec must be added
 // here (direct_parse_test compares this list with FilterSpec's descriptor).
 inline constexpr uint32_t kFilterSpecDurationFields[] = {5, 7};
+
+// The encoding of AddResponse.sequence (field 2, a varint): appended to the answers' bytes.
+// Empty for 0 (proto3 writes nothing for a zero scalar).
+std::string EncodeSequenceField(uint64_t sequence);
 
 // The encoding of an AddResponse (field 1 `added`) or MightContainResponse (field 1
 // `present`) of `count` values: both are one packed repeated bool field 1, whose payload is

@@ -12,10 +12,12 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
@@ -30,6 +32,9 @@
 #include "service/auth.h"
 #include "service/server.h"
 #include "service/server_flags.h"
+#include "replication/follower.h"
+#include "replication/replication_service.h"
+#include "service/forwarder.h"
 #include "storage/filter_store.h"
 
 // jemalloc's start-up options (read by jemalloc when it serves malloc, common/heap.h; unused
@@ -209,14 +214,149 @@ absl::Status WritePortFile(const std::string& port_file, int port, int metrics_p
 }
 
 // Serves until SIGTERM or SIGINT (re-reading credentials on SIGHUP and when they change);
-// returns the signal.
-int ServeUntilStopped(service::TokenAuthenticator* auth, const service::TlsOptions& tls) {
+// returns the signal. On a follower, also refreshes its health and returns 0 when it needs a
+// new snapshot of its primary.
+int ServeUntilStopped(service::TokenAuthenticator* auth, const service::TlsOptions& tls,
+                      replication::Follower* follower) {
   int signal_number = 0;
+  int ticks = 0;
   while (signal_number != SIGTERM && signal_number != SIGINT) {
-    signal_number = WaitForSignal(absl::Seconds(1));
-    ReloadCredentials(auth, tls, signal_number == SIGHUP);
+    signal_number = WaitForSignal(follower != nullptr ? absl::Milliseconds(200) : absl::Seconds(1));
+    if (follower != nullptr) {
+      follower->RefreshHealth();
+      if (follower->needs_snapshot()) return 0;
+    }
+    // Credentials are looked at once a second.
+    if (signal_number == SIGHUP || follower == nullptr || ++ticks % 5 == 0) {
+      ReloadCredentials(auth, tls, signal_number == SIGHUP);
+    }
   }
   return signal_number;
+}
+
+// SIGTERM or SIGINT if one arrived (without waiting), else 0: a follower's snapshot copy stops
+// for them.
+int StopSignalArrived() {
+  const int signal_number = WaitForSignal(absl::ZeroDuration());
+  return signal_number == SIGTERM || signal_number == SIGINT ? signal_number : 0;
+}
+
+// `listen` ("host:port") with its port replaced.
+std::string WithPort(const std::string& listen, int port) {
+  const size_t colon = listen.rfind(':');
+  return absl::StrCat(colon == std::string::npos ? listen : listen.substr(0, colon), ":", port);
+}
+
+absl::StatusOr<replication::FollowerOptions> FollowerOptionsFromConfig(
+    const service::ReplicationConfig& config, const std::string& listen) {
+  replication::FollowerOptions options;
+  options.primary = config.replicate_from;
+  options.max_lag = config.max_lag;
+  options.name = config.name;
+  if (options.name.empty()) {
+    char host[256] = {};
+    if (gethostname(host, sizeof(host) - 1) == 0) options.name = host;
+    options.name = absl::StrCat(options.name, ":", listen.substr(listen.rfind(':') + 1));
+  }
+  auto read_file = [](const std::string& path) -> absl::StatusOr<std::string> {
+    std::ifstream in(path);
+    if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+    std::stringstream contents;
+    contents << in.rdbuf();
+    return contents.str();
+  };
+  if (!config.token_file.empty()) {
+    absl::StatusOr<std::string> token = read_file(config.token_file);
+    if (!token.ok()) return token.status();
+    options.token = std::string(absl::StripAsciiWhitespace(*token));
+    if (options.token.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--replication_token_file ", config.token_file, " is empty"));
+    }
+  }
+  if (!config.ca_file.empty()) {
+    absl::StatusOr<std::string> ca = read_file(config.ca_file);
+    if (!ca.ok()) return ca.status();
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = *ca;
+    options.credentials = grpc::SslCredentials(ssl);
+  }
+  return options;
+}
+
+// One incarnation of the server: the store, the calls' server, and what replication adds (a
+// primary's service for its followers; a follower's forwarder and log tailer).
+struct Node {
+  std::unique_ptr<storage::FilterStore> store;
+  std::unique_ptr<replication::ReplicationService> replication;  // primary
+  std::unique_ptr<service::Forwarder> forwarder;                  // follower
+  std::unique_ptr<service::BloomServer> server;
+  std::unique_ptr<replication::Follower> follower;  // follower
+
+  metrics::ReplicationFigures Figures() const {
+    metrics::ReplicationFigures figures;
+    if (follower != nullptr) {
+      const replication::FollowerStatus status = follower->status();
+      figures.follower = true;
+      figures.connected = status.connected;
+      figures.applied_sequence = status.applied_sequence;
+      figures.primary_sequence = status.primary_sequence;
+      figures.lag = status.lag;
+      return figures;
+    }
+    figures.latest_sequence = store->LatestSequence();
+    if (replication != nullptr) {
+      for (const replication::FollowerStream& f : replication->Followers()) {
+        figures.followers.push_back({f.name, f.sent_sequence, f.durable_sequence});
+      }
+    }
+    if (store->replica_acks() != nullptr) figures.ack_timeouts = store->replica_acks()->timeouts();
+    return figures;
+  }
+
+  // Stops in a fixed order: the log's streams, the calls (drained), the tailer, the store.
+  absl::Status Stop() {
+    if (replication != nullptr) replication->Stop();
+    if (follower != nullptr) follower->Stop();
+    if (server != nullptr) server->Shutdown();
+    server.reset();
+    follower.reset();
+    forwarder.reset();
+    const absl::Status closed = store->Close();
+    replication.reset();
+    return closed;
+  }
+};
+
+absl::Status StartNode(Node& node, const service::ServerConfig& config,
+                       service::ServerOptions options,
+                       const absl::StatusOr<replication::FollowerOptions>& follower_options) {
+  if (config.store.replica) {
+    node.forwarder = std::make_unique<service::Forwarder>(
+        replication::PrimaryChannel(*follower_options), follower_options->primary,
+        [&node](uint64_t sequence, absl::Time deadline) {
+          return node.follower != nullptr && node.follower->WaitApplied(sequence, deadline);
+        });
+    options.hooks.forwarder = node.forwarder.get();
+    options.serving_at_start = false;  // until the follower has caught up
+  } else {
+    node.replication = std::make_unique<replication::ReplicationService>(
+        node.store.get(), options.hooks.auth, config.store.data_dir);
+    options.extra_services.push_back(node.replication.get());
+  }
+  absl::StatusOr<std::unique_ptr<service::BloomServer>> server =
+      service::BloomServer::Start(node.store.get(), options);
+  if (!server.ok()) return server.status();
+  node.server = *std::move(server);
+  if (config.store.replica) {
+    service::BloomServer* raw = node.server.get();
+    node.follower = std::make_unique<replication::Follower>(
+        node.store.get(), *follower_options, [raw](bool serving) { raw->SetServing(serving); });
+    node.follower->Start();
+    bloomlog::LogInfo(absl::StrCat("follower of the primary at ", follower_options->primary,
+                                   " (as ", follower_options->name, ")"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -268,10 +408,7 @@ int main(int argc, char** argv) {
   if (!InstallShutdownHandlers()) return Fail("cannot install signal handlers");
   LogHostLimits(container);
 
-  absl::StatusOr<std::unique_ptr<storage::FilterStore>> store = OpenStore(config->store);
-  if (!store.ok()) return Fail(absl::StrCat("cannot open the store: ", store.status().ToString()));
-  std::unique_ptr<metrics::ServerMetrics> server_metrics =
-      metrics::ServerMetrics::Create(store->get());
+  std::unique_ptr<metrics::ServerMetrics> server_metrics = metrics::ServerMetrics::Create(nullptr);
   if (!config->metrics_listen.empty()) {
     if (absl::Status serving = server_metrics->Serve(config->metrics_listen); !serving.ok()) {
       return Fail(serving.ToString());
@@ -279,34 +416,74 @@ int main(int argc, char** argv) {
     bloomlog::LogInfo(absl::StrCat("serving metrics on http://", config->metrics_listen,
                                    "/metrics (port ", server_metrics->port(), ")"));
   }
-
   server_options.hooks.auth = auth->get();
   // Without a metrics listener nobody reads the figures: skip recording them per call.
   if (server_metrics->port() != 0) server_options.hooks.metrics = server_metrics.get();
-  absl::StatusOr<std::unique_ptr<service::BloomServer>> server =
-      service::BloomServer::Start(store->get(), server_options);
-  if (!server.ok()) return Fail(server.status().ToString());
-  LogServing(server_options, **server);
-  if (!config->port_file.empty()) {
-    if (absl::Status written = WritePortFile(config->port_file, (*server)->port(),
-                                             server_metrics->port(), (*server)->health_port());
-        !written.ok()) {
-      return Fail(written.message());
+
+  absl::StatusOr<replication::FollowerOptions> follower_options;
+  if (config->store.replica) {
+    follower_options = FollowerOptionsFromConfig(config->replication, server_options.listen);
+    if (!follower_options.ok()) {
+      return Fail(absl::StrCat("replication: ", follower_options.status().message()));
     }
   }
+  // A follower whose primary's log no longer reaches back to it copies a snapshot again: the
+  // store, the server and the follower are then built anew, on the same port.
+  bool copy_again = false;
+  bool port_file_written = false;
+  int signal_number = 0;
+  absl::Time stop_start;
+  absl::Status closed;
+  while (true) {
+    Node node;
+    if (config->store.replica) {
+      absl::Status copied = replication::Bootstrap(
+          *follower_options, config->store.data_dir, copy_again,
+          [&signal_number] { return (signal_number = StopSignalArrived()) != 0; });
+      if (absl::IsCancelled(copied)) break;
+      if (!copied.ok()) return Fail(absl::StrCat("replication: ", copied.ToString()));
+    }
+    absl::StatusOr<std::unique_ptr<storage::FilterStore>> store = OpenStore(config->store);
+    if (!store.ok()) return Fail(absl::StrCat("cannot open the store: ", store.status().ToString()));
+    node.store = *std::move(store);
+    server_metrics->SetStore(node.store.get());
+    if (absl::Status started = StartNode(node, *config, server_options, follower_options);
+        !started.ok()) {
+      return Fail(started.ToString());
+    }
+    server_metrics->SetReplicationSource([&node] { return node.Figures(); });
+    LogServing(server_options, *node.server);
+    if (!config->port_file.empty() && !port_file_written) {
+      if (absl::Status written = WritePortFile(config->port_file, node.server->port(),
+                                               server_metrics->port(), node.server->health_port());
+          !written.ok()) {
+        return Fail(written.message());
+      }
+      port_file_written = true;
+    }
+    // Rebuilt on the port it got (a port 0 in --listen was picked now).
+    server_options.listen = WithPort(server_options.listen, node.server->port());
 
-  const int signal_number = ServeUntilStopped(auth->get(), server_options.tls);
-  const absl::Time stop_start = absl::Now();
-  bloomlog::LogInfo(absl::StrCat("received ", signal_number == SIGTERM ? "SIGTERM" : "SIGINT",
-                                 ": shutting down"));
+    signal_number = ServeUntilStopped(auth->get(), server_options.tls, node.follower.get());
+    stop_start = absl::Now();
+    if (signal_number != 0) {
+      bloomlog::LogInfo(absl::StrCat("received ", signal_number == SIGTERM ? "SIGTERM" : "SIGINT",
+                                     ": shutting down"));
+    } else {
+      bloomlog::LogWarning("follower: copying a snapshot of the primary again; this server is "
+                           "unavailable meanwhile");
+    }
+    server_metrics->SetReplicationSource(nullptr);
+    server_metrics->SetStore(nullptr);
+    closed = node.Stop();
+    if (signal_number != 0) break;
+    copy_again = true;
+  }
   // Tear down in a fixed order on this thread rather than in destructors at return: the gRPC
-  // servers (draining calls), the metrics listener (its scrapes read the store), the store, and
-  // gRPC's library itself, so that no gRPC or civetweb thread still runs when exit handlers
-  // (and the sanitizers' checks) do.
-  (*server)->Shutdown();
-  server->reset();
+  // servers (draining calls, above), the metrics listener, the store (above), and gRPC's
+  // library itself, so that no gRPC or civetweb thread still runs when exit handlers (and the
+  // sanitizers' checks) do.
   server_metrics.reset();
-  const absl::Status closed = (*store)->Close();
   if (!service::WaitForGrpcLibraryShutdown(absl::Seconds(5))) {
     bloomlog::LogWarning("gRPC had not finished shutting down after 5s; exiting anyway");
   }

@@ -163,6 +163,7 @@ void PipelineBatch::TakeAdds(storage::OperationBatch& store_batch, Run run, Resp
     if (added.ok()) {
       size_t begin = 0;
       for (size_t i = 0; i < run.size(); ++i) {
+        responses[i].mutable_add()->set_sequence(service_->store()->LatestSequence());
         auto* answers = responses[i].mutable_add()->mutable_added();
         answers->Reserve(static_cast<int>(queued.ends[i] - begin));
         for (size_t k = begin; k < queued.ends[i]; ++k) answers->Add((*added)[k]);
@@ -180,7 +181,8 @@ void PipelineBatch::TakeAdds(storage::OperationBatch& store_batch, Run run, Resp
       SetOperationError(added.status(), responses[i]);
       continue;
     }
-    auto* answers = responses[i].mutable_add()->mutable_added();
+    responses[i].mutable_add()->set_sequence(service_->store()->LatestSequence());
+        auto* answers = responses[i].mutable_add()->mutable_added();
     answers->Reserve(static_cast<int>(added->size()));
     for (bool a : *added) answers->Add(a);
   }

@@ -62,6 +62,7 @@ absl::StatusOr<std::unique_ptr<BloomServer>> BloomServer::Start(storage::FilterS
   builder.RegisterService(server->callback_service_.get());
   builder.RegisterService(&server->health_);
   builder.RegisterService(&server->reflection_);
+  for (grpc::Service* extra : options.extra_services) builder.RegisterService(extra);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_concurrent_streams);
   if (options.max_connection_idle > absl::ZeroDuration()) {
@@ -80,7 +81,7 @@ absl::StatusOr<std::unique_ptr<BloomServer>> BloomServer::Start(storage::FilterS
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", options.listen, " (address in use or invalid?)"));
   }
-  server->health_.SetServing(true);
+  server->health_.SetServing(options.serving_at_start);
 
   if (!options.health_listen.empty()) {
     // A server with the health service only.
@@ -95,9 +96,15 @@ absl::StatusOr<std::unique_ptr<BloomServer>> BloomServer::Start(storage::FilterS
       return absl::UnavailableError(absl::StrCat("cannot listen on ", options.health_listen,
                                                  " for health checks (address in use?)"));
     }
-    server->health_port_health_.SetServing(true);
+    server->health_port_health_.SetServing(options.serving_at_start);
   }
   return server;
+}
+
+void BloomServer::SetServing(bool serving) {
+  if (server_ == nullptr) return;
+  health_.SetServing(serving);
+  health_port_health_.SetServing(serving);
 }
 
 BloomServer::~BloomServer() {

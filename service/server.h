@@ -13,6 +13,7 @@
 #include <grpcpp/server.h>
 
 #include <memory>
+#include <vector>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -51,6 +52,12 @@ struct ServerOptions {
   int64_t transport_memory_bytes = 0;
   // How long Shutdown() lets in-flight calls finish before cancelling them.
   absl::Duration shutdown_grace = absl::Seconds(5);
+  // Served on the main port beside bloom.v1 (a primary's replication service), with the same
+  // TLS and token gate. They must outlive the server.
+  std::vector<grpc::Service*> extra_services;
+  // Whether grpc.health.v1 answers SERVING from the start (a follower starts NOT_SERVING and
+  // reports its catch-up through SetServing).
+  bool serving_at_start = true;
 };
 
 class BloomServer {
@@ -65,6 +72,8 @@ class BloomServer {
   // Reports NOT_SERVING, stops accepting calls, and waits for in-flight ones (up to the grace
   // period, then cancels them).
   void Shutdown();
+  // What grpc.health.v1 reports (on both ports) until Shutdown.
+  void SetServing(bool serving);
 
  private:
   BloomServer(std::unique_ptr<BloomService> service, ServerOptions options)

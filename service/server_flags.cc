@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "absl/flags/flag.h"
+#include "common/status_macros.h"
 #include "absl/flags/reflection.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -95,6 +96,30 @@ ABSL_FLAG(int32_t, max_threads, 0,
           "retired with the sync server model, whose threads it bounded; ignored (with a "
           "warning) if set");
 
+ABSL_FLAG(std::string, replicate_from, "",
+          "host:port of the primary: this server is its follower (it copies and tails the "
+          "primary's data, answers reads, forwards writes); empty: a primary");
+ABSL_FLAG(int32_t, min_replica_acks, 0,
+          "on a primary: a write is acknowledged only once this many followers hold it "
+          "durably (0: followers are asynchronous)");
+ABSL_FLAG(absl::Duration, replica_ack_timeout, absl::Seconds(5),
+          "a write that --min_replica_acks followers have not acknowledged by then fails "
+          "UNAVAILABLE");
+ABSL_FLAG(absl::Duration, max_replica_lag, absl::Seconds(1),
+          "a follower reports NOT_SERVING to health checks while it is further behind its "
+          "primary");
+ABSL_FLAG(absl::Duration, replication_log_retention, absl::Minutes(10),
+          "how long a primary keeps write-ahead log files for followers that tail it");
+ABSL_FLAG(std::string, replication_log_limit, "1Gi",
+          "at most this much kept write-ahead log (older files go first)");
+ABSL_FLAG(std::string, replication_token_file, "",
+          "file holding the token (write role) a follower sends to its primary; empty: none");
+ABSL_FLAG(std::string, replication_ca_file, "",
+          "PEM CA that a follower verifies its primary's TLS certificate with; empty: "
+          "plaintext to the primary");
+ABSL_FLAG(std::string, replica_name, "",
+          "how the primary's logs and metrics name this follower; default: the host name");
+
 namespace service {
 namespace {
 
@@ -105,6 +130,38 @@ absl::Status Refused(absl::string_view message) { return absl::FailedPreconditio
 // Abseil's own --flagfile).
 bool IsServerFlag(const absl::CommandLineFlag& flag) {
   return absl::EndsWith(flag.Filename(), "service/server_flags.cc");
+}
+
+absl::Status ReplicationFromFlags(ServerConfig& config) {
+  ReplicationConfig& replication = config.replication;
+  replication.replicate_from = absl::GetFlag(FLAGS_replicate_from);
+  replication.token_file = absl::GetFlag(FLAGS_replication_token_file);
+  replication.ca_file = absl::GetFlag(FLAGS_replication_ca_file);
+  replication.name = absl::GetFlag(FLAGS_replica_name);
+  replication.max_lag = absl::GetFlag(FLAGS_max_replica_lag);
+  storage::StoreOptions& store = config.store;
+  store.replica = !replication.replicate_from.empty();
+  store.min_replica_acks = absl::GetFlag(FLAGS_min_replica_acks);
+  store.replica_ack_timeout = absl::GetFlag(FLAGS_replica_ack_timeout);
+  store.log_retention.ttl = absl::GetFlag(FLAGS_replication_log_retention);
+  if (store.min_replica_acks < 0 || store.min_replica_acks > 16) {
+    return Invalid("--min_replica_acks must be 0 to 16");
+  }
+  if (store.replica_ack_timeout <= absl::ZeroDuration() ||
+      replication.max_lag <= absl::ZeroDuration() ||
+      store.log_retention.ttl < absl::ZeroDuration()) {
+    return Invalid(
+        "--replica_ack_timeout and --max_replica_lag must be positive, "
+        "--replication_log_retention not negative");
+  }
+  if (!ParseBytes(absl::GetFlag(FLAGS_replication_log_limit),
+                  store.log_retention.size_limit_bytes)) {
+    return Invalid("--replication_log_limit must be bytes, e.g. 1Gi");
+  }
+  if (store.replica && replication.replicate_from.find(':') == std::string::npos) {
+    return Invalid("--replicate_from must be host:port of the primary");
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -244,6 +301,7 @@ absl::StatusOr<ServerConfig> ConfigFromFlags(const bloomsys::ContainerMemory& co
     return Refused(absl::StrCat("--open_methods: ", open_methods.status().message()));
   }
   server.open_methods = *open_methods;
+  RETURN_IF_ERROR(ReplicationFromFlags(config));
   config.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
   config.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
   config.port_file = absl::GetFlag(FLAGS_port_file);

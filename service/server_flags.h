@@ -37,6 +37,16 @@ struct LogConfig {
 // INVALID_ARGUMENT for an unknown level.
 absl::StatusOr<LogConfig> LogConfigFromFlags();
 
+// A follower's way to its primary (--replicate_from and the flags beside it); the primary's
+// side (min_replica_acks, the log's retention) is in StoreOptions.
+struct ReplicationConfig {
+  std::string replicate_from;  // empty: this server is a primary
+  std::string token_file;      // the token sent to the primary; empty: none
+  std::string ca_file;         // verifies the primary's certificate; empty: plaintext
+  std::string name;            // empty: the host name
+  absl::Duration max_lag = absl::Seconds(1);
+};
+
 // Everything else main() needs, checked. server.hooks.auth and .metrics are main()'s to fill.
 struct ServerConfig {
   storage::StoreOptions store;
@@ -44,6 +54,7 @@ struct ServerConfig {
   std::string auth_token_file;  // empty: no token auth
   std::string metrics_listen;   // empty: no metrics listener
   std::string port_file;        // empty: none written
+  ReplicationConfig replication;
   // Warnings for retired flags that were set, to log once logging is set up.
   std::vector<std::string> warnings;
 };

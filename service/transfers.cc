@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "service/bloom_service.h"
 #include "service/convert.h"
@@ -50,6 +51,12 @@ class ExportReactor final : public grpc::ServerWriteReactor<ExportChunk> {
         });
     if (!ticket.ok()) return End(ticket.status());
     ticket_ = *std::move(ticket);
+    if (!service_->Applied(request.min_sequence(), context_)) {
+      return End(absl::UnavailableError(absl::StrCat(
+          "this follower has not applied sequence ", request.min_sequence(),
+          " yet; retry, or export from the primary at ",
+          service_->hooks().forwarder->primary_address())));
+    }
     absl::StatusOr<std::unique_ptr<storage::ExportCursor>> cursor =
         service_->store()->OpenExport(request.name());
     if (!cursor.ok()) return End(cursor.status());
@@ -173,6 +180,7 @@ class ImportReactor final : public grpc::ServerReadReactor<ImportChunk> {
     absl::StatusOr<storage::FilterInfo> info = service_->store()->CommitImport(*import);
     if (!info.ok()) return info.status();
     ToProto(*info, response_->mutable_stats());
+    response_->set_sequence(service_->store()->LatestSequence());
     return absl::OkStatus();
   }
 

@@ -6,6 +6,7 @@
 #include "rocksdb/transaction_log.h"
 #include "rocksdb/utilities/checkpoint.h"
 #include "rocksdb/write_batch.h"
+#include "common/status_macros.h"
 #include "storage/rocksdb_status.h"
 
 namespace storage {
@@ -19,48 +20,76 @@ absl::Status LogGone(uint64_t start, absl::string_view why) {
 
 }  // namespace
 
-absl::StatusOr<LogRead> ReadLogSince(const Database& db, uint64_t start, size_t max_bytes) {
+absl::Status LogReader::Reopen() {
+  it_.reset();
+  rocksdb::Status status = db_.db()->GetUpdatesSince(next_, &it_);
+  if (status.IsNotFound()) return LogGone(next_, status.ToString());
+  if (!status.ok()) {
+    it_.reset();
+    return FromRocksDb(status, "reading the write-ahead log");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<LogRead> LogReader::Read(size_t max_bytes) {
   LogRead read;
-  read.next = start;
-  if (db.db() == nullptr) return absl::UnavailableError("the database is closed");
-  const uint64_t latest = db.db()->GetLatestSequenceNumber();
-  if (start > latest + 1) {
-    return absl::OutOfRangeError(absl::StrCat("sequence ", start, " is beyond this server's ",
+  read.next = next_;
+  if (db_.db() == nullptr) return absl::UnavailableError("the database is closed");
+  // Writes reach the log before their sequence is published: all up to `latest` are there.
+  const uint64_t latest = db_.db()->GetLatestSequenceNumber();
+  if (next_ > latest + 1) {
+    return absl::OutOfRangeError(absl::StrCat("sequence ", next_, " is beyond this server's ",
                                               latest, ": the follower has writes the primary "
                                               "does not; copy a snapshot"));
   }
-  if (start == latest + 1) return read;
-  std::unique_ptr<rocksdb::TransactionLogIterator> it;
-  rocksdb::Status status = db.db()->GetUpdatesSince(start, &it);
-  if (status.IsNotFound()) return LogGone(start, status.ToString());
-  if (!status.ok()) return FromRocksDb(status, "reading the write-ahead log");
+  if (next_ == latest + 1) return read;
+  if (it_ != nullptr && it_->Valid()) it_->Next();  // past the batch returned last
+  if (it_ == nullptr || !it_->Valid()) {
+    // Never opened, or it reached the end of the log files it knew (RocksDB asks for a new
+    // iterator to see a newer file), or an error: open one at next_.
+    RETURN_IF_ERROR(Reopen());
+  }
   size_t bytes = 0;
-  for (; it->Valid(); it->Next()) {
-    rocksdb::BatchResult result = it->GetBatch();
+  while (it_->Valid()) {
+    rocksdb::BatchResult result = it_->GetBatch();
     const uint64_t count = static_cast<uint64_t>(result.writeBatchPtr->Count());
-    if (result.sequence + count <= read.next) continue;  // wholly before the asked sequence
-    if (result.sequence != read.next) {
-      // The log skips the asked sequence, or the asked sequence falls inside a batch (which a
-      // follower, applying whole batches, never asks for).
-      return LogGone(read.next, absl::StrCat("the log has sequence ", result.sequence, " next"));
+    if (result.sequence + count <= next_) {  // wholly before the asked sequence
+      it_->Next();
+      continue;
+    }
+    if (result.sequence != next_) {
+      // The log skips the asked sequence, or it falls inside a batch (which a follower,
+      // applying whole batches, never asks for).
+      it_.reset();
+      return LogGone(next_, absl::StrCat("the log has sequence ", result.sequence, " next"));
     }
     LogBatch& batch = read.batches.emplace_back();
     batch.sequence = result.sequence;
     batch.count = static_cast<uint32_t>(count);
     batch.data = result.writeBatchPtr->Data();
-    read.next = result.sequence + count;
+    next_ = result.sequence + count;
     bytes += batch.data.size();
-    if (bytes >= max_bytes) break;
+    // Stay at this batch when it is the last one written (a Next() now would end the
+    // iterator) or the response is full.
+    if (bytes >= max_bytes || next_ > latest) break;
+    it_->Next();
   }
-  // The iterator stops at the end of what is written (TryAgain while RocksDB writes more);
-  // only an error reading the log is one.
-  if (!it->status().ok() && !it->status().IsTryAgain() && read.batches.empty()) {
-    if (it->status().IsNotFound() || it->status().IsCorruption()) {
-      return LogGone(start, it->status().ToString());
+  read.next = next_;
+  if (read.batches.empty() && it_ != nullptr && !it_->Valid()) {
+    const rocksdb::Status status = it_->status();
+    it_.reset();
+    // TryAgain: the end of the files this iterator knew; the next call opens a new one.
+    if (!status.ok() && !status.IsTryAgain()) {
+      if (status.IsNotFound() || status.IsCorruption()) return LogGone(next_, status.ToString());
+      return FromRocksDb(status, "reading the write-ahead log");
     }
-    return FromRocksDb(it->status(), "reading the write-ahead log");
   }
   return read;
+}
+
+absl::StatusOr<LogRead> ReadLogSince(const Database& db, uint64_t start, size_t max_bytes) {
+  LogReader reader(db, start);
+  return reader.Read(max_bytes);
 }
 
 absl::StatusOr<uint64_t> CreateSnapshot(const Database& db, const std::string& dir) {

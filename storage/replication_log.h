@@ -14,10 +14,12 @@
 #define STORAGE_REPLICATION_LOG_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "rocksdb/transaction_log.h"
 #include "storage/database.h"
 
 namespace storage {
@@ -34,9 +36,31 @@ struct LogRead {
   uint64_t next = 0;              // the sequence after the last batch (the asked one if none)
 };
 
-// The batches from `start` on, as many as fit in about `max_bytes` (at least one). None when
-// `start` is past the latest write. OUT_OF_RANGE when the log no longer reaches back to `start`
-// (or `start` falls inside a batch, or beyond the next sequence the primary will write).
+// Reads the log on from a sequence, call after call, as it grows. It keeps RocksDB's log
+// iterator between calls (positioned at the last batch it returned), because a new iterator
+// reads its log file from the file's start up to the asked sequence: tens of MB for each call
+// of a follower that tails the end of a busy log.
+//
+// Thread-safety: one thread at a time.
+class LogReader {
+ public:
+  LogReader(const Database& db, uint64_t start) : db_(db), next_(start) {}
+
+  // The batches from next() on, as many as fit in about `max_bytes` (at least one). None when
+  // next() is past the latest write. OUT_OF_RANGE when the log no longer reaches back to
+  // next() (or it falls inside a batch, or beyond the next sequence this DB will write).
+  absl::StatusOr<LogRead> Read(size_t max_bytes);
+  uint64_t next() const { return next_; }
+
+ private:
+  absl::Status Reopen();
+
+  const Database& db_;
+  uint64_t next_;
+  std::unique_ptr<rocksdb::TransactionLogIterator> it_;  // at the last batch returned, if any
+};
+
+// One LogReader::Read from `start`.
 absl::StatusOr<LogRead> ReadLogSince(const Database& db, uint64_t start, size_t max_bytes);
 
 // Makes a RocksDB checkpoint of `db` in `dir` (which must not exist; on the same file system,

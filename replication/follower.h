@@ -1,0 +1,124 @@
+// Follower: a server started with --replicate_from. It copies a snapshot of the primary's
+// RocksDB when its own data dir holds none (Bootstrap), then tails the primary's log into its
+// replica store (storage/replica_store.cc), acknowledging what it has made durable.
+//
+//   FollowerOptions options{.primary = "pod-0:50051", .credentials = ..., .name = "pod-1"};
+//   RETURN_IF_ERROR(Bootstrap(options, data_dir, /*force=*/false, stop));
+//   ... open the store with StoreOptions::replica ...
+//   Follower follower(store, options, [&](bool serving) { server->SetServing(serving); });
+//   follower.Start();
+//   ... follower.needs_snapshot(): the primary's log no longer reaches back to this replica;
+//   close the store and Bootstrap(..., /*force=*/true) again.
+//
+// Health: NOT_SERVING until the first catch-up, and whenever the follower is connected but
+// more than max_lag behind. A follower that cannot reach its primary keeps serving reads from
+// what it has (a lost primary stops writes, not reads), and says so in its log.
+//
+// Thread-safety: thread-safe. One thread tails the log; the others only read its figures or
+// wait for a sequence.
+#ifndef REPLICATION_FOLLOWER_H_
+#define REPLICATION_FOLLOWER_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "bloom/replication/v1/replication.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+#include "storage/filter_store.h"
+
+namespace replication {
+
+struct FollowerOptions {
+  std::string primary;  // host:port
+  // TLS or plaintext, as the primary serves.
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  // A token with the write role, sent as "authorization: Bearer <token>"; empty: none.
+  std::string token;
+  std::string name;  // how the primary's logs and metrics call this follower
+  absl::Duration max_lag = absl::Seconds(1);
+};
+
+// The channel a follower uses to reach its primary (replication and forwarded calls).
+std::shared_ptr<grpc::Channel> PrimaryChannel(const FollowerOptions& options);
+
+// Copies a snapshot of the primary into `data_dir` unless it holds a complete copy already
+// (`force`: even then). A copy interrupted by a crash is started again. Retries while the
+// primary is unreachable, until `stop` returns true (then CANCELLED).
+absl::Status Bootstrap(const FollowerOptions& options, const std::string& data_dir, bool force,
+                       const std::function<bool()>& stop);
+
+struct FollowerStatus {
+  bool connected = false;
+  bool serving = false;            // what health reports
+  uint64_t applied_sequence = 0;   // durable in this replica
+  uint64_t primary_sequence = 0;   // the primary's latest, as last heard
+  absl::Duration lag;              // how far behind the primary's clock this replica's data is
+  uint64_t batches_applied = 0;    // since start
+  uint64_t bytes_applied = 0;
+};
+
+class Follower {
+ public:
+  // `store` (a replica) must outlive the follower; `on_serving` is called with the health
+  // status whenever it changes (and once at Start).
+  Follower(storage::FilterStore* store, FollowerOptions options,
+           std::function<void(bool)> on_serving);
+  ~Follower();
+  Follower(const Follower&) = delete;
+  Follower& operator=(const Follower&) = delete;
+
+  void Start();
+  void Stop();
+
+  // True once the primary answered that its log no longer holds this replica's next
+  // sequence: the follower stopped; the caller copies a snapshot again.
+  bool needs_snapshot() const { return needs_snapshot_.load(); }
+  FollowerStatus status() const;
+  // Re-evaluates health (a primary gone silent makes the lag grow without any event): call
+  // it every few hundred milliseconds.
+  void RefreshHealth() { UpdateServing(); }
+  // Waits until the replica has applied `sequence`, or until `deadline`; whether it has.
+  bool WaitApplied(uint64_t sequence, absl::Time deadline);
+
+ private:
+  void Run();
+  // One Tail stream, until it ends; its status.
+  grpc::Status TailOnce();
+  void OnApplied(uint64_t primary_sequence, absl::Time primary_time, bool from_batches);
+  void UpdateServing();
+  bool SleepUnlessStopped(absl::Duration duration);
+
+  storage::FilterStore* const store_;
+  const FollowerOptions options_;
+  const std::function<void(bool)> on_serving_;
+  std::unique_ptr<bloom::replication::v1::ReplicationService::Stub> stub_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> needs_snapshot_{false};
+  std::thread thread_;
+
+  mutable std::mutex mu_;
+  std::condition_variable applied_cv_;  // WaitApplied and Stop's wake-ups
+  grpc::ClientContext* call_ = nullptr;  // the stream in progress, for Stop to cancel
+  bool connected_ = false;
+  bool caught_up_once_ = false;
+  bool unreachable_ = false;  // the last attempt to reach the primary failed
+  bool behind_ = false;
+  bool serving_ = false;
+  uint64_t primary_sequence_ = 0;
+  absl::Time caught_up_primary_time_ = absl::InfinitePast();  // primary's clock
+  absl::Time last_response_ = absl::InfinitePast();
+  absl::Duration last_delay_;
+  uint64_t batches_applied_ = 0;
+  uint64_t bytes_applied_ = 0;
+};
+
+}  // namespace replication
+
+#endif  // REPLICATION_FOLLOWER_H_

@@ -1,0 +1,78 @@
+// ReplicationService: what a primary serves its followers (bloom.replication.v1): a snapshot
+// of its RocksDB, then its write-ahead log as it grows, and the followers' acknowledgements.
+//
+// Served on the server's port beside bloom.v1, with the same TLS and tokens: a follower's
+// token needs the write role (it reads every filter). Calls run on gRPC's synchronous threads,
+// one per follower stream: a handful of followers, each a long stream.
+//
+//   ReplicationService replication(store, auth, data_dir);
+//   builder.RegisterService(&replication);   // service::ServerOptions::extra_services
+//   ...
+//   replication.Stop();  // before the server shuts down: the Tail streams end
+//
+// Thread-safety: thread-safe; `store` and `auth` must outlive it.
+#ifndef REPLICATION_REPLICATION_SERVICE_H_
+#define REPLICATION_REPLICATION_SERVICE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "bloom/replication/v1/replication.grpc.pb.h"
+#include "service/auth.h"
+#include "storage/filter_store.h"
+
+namespace replication {
+
+// One follower's Tail stream, as the primary sees it (for metrics and logs).
+struct FollowerStream {
+  std::string name;
+  std::string peer;
+  uint64_t sent_sequence = 0;     // the last sequence sent to it
+  uint64_t durable_sequence = 0;  // the last it acknowledged as durable
+  absl::Time connected_at;
+  absl::Time last_ack;
+};
+
+class ReplicationService final : public bloom::replication::v1::ReplicationService::Service {
+ public:
+  // Snapshots go to temporary directories under `data_dir` (RocksDB's checkpoints hard-link
+  // its files, which needs the same file system). `auth` may be null (no token auth).
+  ReplicationService(storage::FilterStore* store, const service::TokenAuthenticator* auth,
+                     std::string data_dir);
+
+  grpc::Status Snapshot(grpc::ServerContext* context,
+                        const bloom::replication::v1::SnapshotRequest* request,
+                        grpc::ServerWriter<bloom::replication::v1::SnapshotResponse>* writer)
+      override;
+  grpc::Status Tail(grpc::ServerContext* context,
+                    grpc::ServerReaderWriter<bloom::replication::v1::TailResponse,
+                                             bloom::replication::v1::TailRequest>* stream)
+      override;
+
+  // Ends the Tail streams (UNAVAILABLE: the followers reconnect) and refuses new ones.
+  void Stop() { stopping_.store(true); }
+  std::vector<FollowerStream> Followers() const;
+
+ private:
+  grpc::Status Admit(grpc::ServerContext* context) const;
+  int Register(FollowerStream status);
+  void Update(int id, uint64_t sent, uint64_t durable);
+  void Unregister(int id);
+
+  storage::FilterStore* const store_;
+  const service::TokenAuthenticator* const auth_;
+  const std::string data_dir_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<uint64_t> next_snapshot_{0};
+  mutable std::mutex mu_;
+  int next_id_ = 0;
+  std::vector<std::pair<int, FollowerStream>> followers_;
+};
+
+}  // namespace replication
+
+#endif  // REPLICATION_REPLICATION_SERVICE_H_

@@ -1,0 +1,101 @@
+#include "service/forwarder.h"
+
+#include <algorithm>
+#include <future>
+#include <utility>
+#include <vector>
+
+#include "absl/time/clock.h"
+
+namespace service {
+namespace {
+
+grpc::ByteBuffer Serialize(const google::protobuf::Message& message) {
+  std::string bytes = message.SerializeAsString();
+  grpc::Slice slice(bytes);
+  return grpc::ByteBuffer(&slice, 1);
+}
+
+bool Parse(const grpc::ByteBuffer& buffer, google::protobuf::Message* message) {
+  std::vector<grpc::Slice> slices;
+  if (!buffer.Dump(&slices).ok()) return false;
+  std::string bytes;
+  for (const grpc::Slice& slice : slices) {
+    bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  }
+  return message->ParseFromString(bytes);
+}
+
+}  // namespace
+
+Forwarder::Forwarder(std::shared_ptr<grpc::Channel> primary, std::string primary_address,
+                     WaitApplied wait_applied)
+    : channel_(std::move(primary)),
+      primary_address_(std::move(primary_address)),
+      wait_applied_(std::move(wait_applied)),
+      stub_(channel_) {}
+
+bool Forwarder::Applied(uint64_t min_sequence, const grpc::ServerContextBase* caller) {
+  if (min_sequence == 0) return true;
+  const absl::Time now = absl::Now();
+  absl::Duration wait = absl::Seconds(1);
+  if (caller != nullptr) {
+    const absl::Time deadline = absl::FromChrono(caller->deadline());
+    if (deadline < now + absl::Hours(24 * 365)) wait = std::min(wait, (deadline - now) / 2);
+  }
+  return wait_applied_(min_sequence, now + std::max(wait, absl::ZeroDuration()));
+}
+
+std::unique_ptr<grpc::ClientContext> Forwarder::ContextFor(
+    const grpc::ServerContextBase* caller) const {
+  auto context = std::make_unique<grpc::ClientContext>();
+  if (caller == nullptr) return context;
+  context->set_deadline(caller->deadline());
+  const auto& metadata = caller->client_metadata();
+  if (auto it = metadata.find("authorization"); it != metadata.end()) {
+    context->AddMetadata("authorization", std::string(it->second.data(), it->second.size()));
+  }
+  return context;
+}
+
+void Forwarder::Unary(const grpc::ServerContextBase* caller, const std::string& method,
+                      const grpc::ByteBuffer& request, grpc::ByteBuffer* response,
+                      std::function<void(grpc::Status)> done) {
+  // The context lives until the call completes.
+  std::shared_ptr<grpc::ClientContext> context = ContextFor(caller);
+  stub_.UnaryCall(context.get(), method, grpc::StubOptions(), &request, response,
+                  [context, done = std::move(done)](grpc::Status status) { done(status); });
+}
+
+void Forwarder::UnaryMessageAsync(const grpc::ServerContextBase* caller, const std::string& method,
+                                  const google::protobuf::Message& request,
+                                  google::protobuf::Message* response,
+                                  std::function<void(grpc::Status)> done) {
+  struct Call {
+    grpc::ByteBuffer request;
+    grpc::ByteBuffer response;
+  };
+  auto call = std::make_shared<Call>();
+  call->request = Serialize(request);
+  Unary(caller, method, call->request, &call->response,
+        [call, response, done = std::move(done)](grpc::Status status) {
+          if (status.ok() && !Parse(call->response, response)) {
+            status = grpc::Status(grpc::StatusCode::INTERNAL,
+                                  "the primary's answer could not be read");
+          }
+          done(status);
+        });
+}
+
+grpc::Status Forwarder::UnaryMessage(const grpc::ServerContextBase* caller,
+                                     const std::string& method,
+                                     const google::protobuf::Message& request,
+                                     google::protobuf::Message* response) {
+  std::promise<grpc::Status> finished;
+  std::future<grpc::Status> status = finished.get_future();
+  UnaryMessageAsync(caller, method, request, response,
+                    [&finished](grpc::Status done) { finished.set_value(std::move(done)); });
+  return status.get();
+}
+
+}  // namespace service

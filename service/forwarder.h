@@ -1,0 +1,77 @@
+// Forwarder: how a follower hands calls to its primary. A write (and a read that asks for a
+// sequence the follower has not applied in time) goes to the primary as the caller's own call:
+// the same method and request bytes, the caller's token and deadline; the caller gets the
+// primary's status and answer, sequence included.
+//
+//   Forwarder forwarder(channel, "pod-0:50051", [&](uint64_t s, absl::Time d) {
+//     return follower.WaitApplied(s, d); });
+//   forwarder.Unary(context, "/bloom.v1.BloomFilterService/Add", request, response, done);
+//
+// Thread-safety: thread-safe.
+#ifndef SERVICE_FORWARDER_H_
+#define SERVICE_FORWARDER_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/time/time.h"
+#include "google/protobuf/message.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "grpcpp/grpcpp.h"
+
+namespace service {
+
+class Forwarder {
+ public:
+  // Waits until the follower has applied a sequence, or until a deadline; whether it has.
+  using WaitApplied = std::function<bool(uint64_t sequence, absl::Time deadline)>;
+
+  Forwarder(std::shared_ptr<grpc::Channel> primary, std::string primary_address,
+            WaitApplied wait_applied);
+
+  const std::string& primary_address() const { return primary_address_; }
+
+  // Whether a read asking for `min_sequence` may be answered here: waits for the follower to
+  // apply it for at most half the time left before the call's deadline (and at most 1 s), so
+  // that a forwarded read still has time. False: forward it.
+  bool Applied(uint64_t min_sequence, const grpc::ServerContextBase* caller);
+
+  // Forwards one unary call: `done` gets the primary's status, and `response` its answer.
+  // `request` and `response` must stay valid until `done`. `caller` may be null (in-process:
+  // no token, no deadline).
+  void Unary(const grpc::ServerContextBase* caller, const std::string& method,
+             const grpc::ByteBuffer& request, grpc::ByteBuffer* response,
+             std::function<void(grpc::Status)> done);
+  // As Unary, for a call whose messages are protobuf objects, waiting for the answer.
+  grpc::Status UnaryMessage(const grpc::ServerContextBase* caller, const std::string& method,
+                            const google::protobuf::Message& request,
+                            google::protobuf::Message* response);
+  // As UnaryMessage, without waiting: `done` runs on a gRPC thread.
+  void UnaryMessageAsync(const grpc::ServerContextBase* caller, const std::string& method,
+                         const google::protobuf::Message& request,
+                         google::protobuf::Message* response,
+                         std::function<void(grpc::Status)> done);
+
+  // A client context for a call forwarded on behalf of `caller` (token and deadline copied).
+  std::unique_ptr<grpc::ClientContext> ContextFor(const grpc::ServerContextBase* caller) const;
+  const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
+
+ private:
+  const std::shared_ptr<grpc::Channel> channel_;
+  const std::string primary_address_;
+  const WaitApplied wait_applied_;
+  grpc::GenericStub stub_;
+};
+
+// The full method names forwarded (bloom.v1.BloomFilterService).
+inline constexpr char kReserveMethod[] = "/bloom.v1.BloomFilterService/Reserve";
+inline constexpr char kAddMethod[] = "/bloom.v1.BloomFilterService/Add";
+inline constexpr char kMightContainMethod[] = "/bloom.v1.BloomFilterService/MightContain";
+inline constexpr char kStatsMethod[] = "/bloom.v1.BloomFilterService/Stats";
+inline constexpr char kDeleteMethod[] = "/bloom.v1.BloomFilterService/Delete";
+inline constexpr char kListMethod[] = "/bloom.v1.BloomFilterService/List";
+
+}  // namespace service
+
+#endif  // SERVICE_FORWARDER_H_
