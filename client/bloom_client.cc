@@ -94,7 +94,8 @@ BloomClient::BloomClient(std::shared_ptr<grpc::Channel> channel, ClientOptions o
                                         .rounds = options_.pipeline_rounds,
                                         .max_items = options_.batch_size,
                                         .timeout = options_.timeout,
-                                        .token = options_.token});
+                                        .token = options_.token,
+                                        .last_sequence = &last_sequence_});
   }
 }
 
@@ -153,6 +154,7 @@ absl::StatusOr<bloom::v1::ReserveResponse> BloomClient::Reserve(absl::string_vie
   bloom::v1::ReserveResponse response;
   absl::Status status = FromGrpcStatus(stub_->Reserve(&context, request, &response));
   if (!status.ok()) return status;
+  ObserveSequence(response.sequence());
   return response;
 }
 
@@ -183,7 +185,10 @@ absl::StatusOr<std::vector<bool>> BloomClient::Add(absl::string_view name,
     if (create_if_missing != nullptr) *request.mutable_create_if_missing() = *create_if_missing;
     bloom::v1::AddResponse response;
     absl::Status status = FromGrpcStatus(stub_->Add(&context, request, &response));
-    if (status.ok()) out.insert(out.end(), response.added().begin(), response.added().end());
+    if (status.ok()) {
+      out.insert(out.end(), response.added().begin(), response.added().end());
+      ObserveSequence(response.sequence());
+    }
     return status;
   });
 }
@@ -205,6 +210,7 @@ absl::StatusOr<std::vector<bool>> BloomClient::MightContain(absl::string_view na
     request.set_name(std::string(name));
     request.mutable_raw_items()->Add(batch.begin(), batch.end());  // bytes: any item
     request.set_absent_if_missing(absent_if_missing);
+    request.set_min_sequence(last_sequence());
     bloom::v1::MightContainResponse response;
     absl::Status status = FromGrpcStatus(stub_->MightContain(&context, request, &response));
     if (status.ok()) out.insert(out.end(), response.present().begin(), response.present().end());
@@ -222,6 +228,7 @@ absl::StatusOr<bloom::v1::FilterStats> BloomClient::Stats(absl::string_view name
   Prepare(context);
   bloom::v1::StatsRequest request;
   request.set_name(std::string(name));
+  request.set_min_sequence(last_sequence());
   bloom::v1::StatsResponse response;
   absl::Status status = FromGrpcStatus(stub_->Stats(&context, request, &response));
   if (!status.ok()) return status;
@@ -234,7 +241,9 @@ absl::Status BloomClient::Delete(absl::string_view name) {
   bloom::v1::DeleteRequest request;
   request.set_name(std::string(name));
   bloom::v1::DeleteResponse response;
-  return FromGrpcStatus(stub_->Delete(&context, request, &response));
+  absl::Status status = FromGrpcStatus(stub_->Delete(&context, request, &response));
+  if (status.ok()) ObserveSequence(response.sequence());
+  return status;
 }
 
 absl::StatusOr<bloom::v1::ListResponse> BloomClient::List(absl::string_view prefix,
@@ -246,6 +255,7 @@ absl::StatusOr<bloom::v1::ListResponse> BloomClient::List(absl::string_view pref
   request.set_prefix(std::string(prefix));
   request.set_page_size(page_size);
   request.set_page_token(std::string(page_token));
+  request.set_min_sequence(last_sequence());
   bloom::v1::ListResponse response;
   absl::Status status = FromGrpcStatus(stub_->List(&context, request, &response));
   if (!status.ok()) return status;
@@ -258,6 +268,7 @@ absl::Status BloomClient::Export(absl::string_view name, std::ostream& out) {
   Prepare(context, /*deadline=*/false);
   bloom::v1::ExportRequest request;
   request.set_name(std::string(name));
+  request.set_min_sequence(last_sequence());
   std::unique_ptr<grpc::ClientReader<bloom::v1::ExportChunk>> reader =
       stub_->Export(&context, request);
   bloom::v1::ExportChunk chunk;
@@ -296,6 +307,7 @@ absl::StatusOr<bloom::v1::FilterStats> BloomClient::Import(absl::string_view nam
   writer->WritesDone();
   absl::Status status = FromGrpcStatus(writer->Finish());
   if (!status.ok()) return status;
+  ObserveSequence(response.sequence());
   return response.stats();
 }
 

@@ -116,6 +116,13 @@ class BloomClient {
   // Creates `name` from a dump read from `in`.
   absl::StatusOr<bloom::v1::FilterStats> Import(absl::string_view name, std::istream& in);
 
+  // Read-your-writes through followers: the highest sequence a write through this client was
+  // given. Reads send it as min_sequence, so a follower answers them only once it has applied
+  // every write this client made (or forwards them to the primary). ObserveSequence raises it
+  // with one learned elsewhere (another client or process that wrote).
+  uint64_t last_sequence() const { return last_sequence_.load(); }
+  void ObserveSequence(uint64_t sequence) { RaiseSequence(last_sequence_, sequence); }
+
   // Asks the server's grpc.health.v1 service (overall status): true when SERVING.
   absl::StatusOr<bool> Serving();
 
@@ -136,6 +143,7 @@ class BloomClient {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<bloom::v1::BloomFilterService::Stub> stub_;
   const ClientOptions options_;
+  std::atomic<uint64_t> last_sequence_{0};  // before coalescer_, which uses it
   std::unique_ptr<Coalescer> coalescer_;  // pipelined mode; uses stub_, so declared after it
 };
 

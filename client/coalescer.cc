@@ -146,7 +146,7 @@ class Coalescer::Lane {
       if (!stream->finished) stream->rw->WritesDone();
     }
     if (reader_.joinable()) reader_.join();  // it stops its stream's writer when it ends
-    for (std::thread& old : finished_readers_) old.join();
+    for (FinishedReader& old : finished_readers_) old.thread.join();
   }
 
   void Submit(std::shared_ptr<Call> call) {
@@ -170,7 +170,14 @@ class Coalescer::Lane {
   // Opens a stream if there is none; false (and every waiting call failed) if it cannot.
   bool OpenStreamLocked() {
     if (stream_ != nullptr) return true;
-    if (reader_.joinable()) finished_readers_.push_back(std::move(reader_));
+    // Readers of broken streams that have ended are joined now, not at the end: a client
+    // whose server is down opens a stream per call, and their threads would pile up.
+    std::erase_if(finished_readers_, [](FinishedReader& old) {
+      if (!old.done->load()) return false;
+      old.thread.join();
+      return true;
+    });
+    if (reader_.joinable()) finished_readers_.push_back({std::move(reader_), reader_done_});
     auto stream = std::make_shared<PipelineStream>();
     if (!options_.token.empty()) {
       stream->context.AddMetadata("authorization", "Bearer " + options_.token);
@@ -182,7 +189,11 @@ class Coalescer::Lane {
     }
     stream_ = stream;
     stream->writer = std::thread([stream] { stream->WriteQueued(); });
-    reader_ = std::thread([this, stream] { ReadAnswers(*stream); });
+    reader_done_ = std::make_shared<std::atomic<bool>>(false);
+    reader_ = std::thread([this, stream, done = reader_done_] {
+      ReadAnswers(*stream);
+      done->store(true);  // last: holds no lock, touches nothing else
+    });
     return true;
   }
 
@@ -234,6 +245,9 @@ class Coalescer::Lane {
         } else {
           request.mutable_might_contain()->set_name(call->name);
           request.mutable_might_contain()->set_absent_if_missing(call->absent_if_missing);
+          if (options_.last_sequence != nullptr) {
+            request.mutable_might_contain()->set_min_sequence(options_.last_sequence->load());
+          }
         }
         if (!call->alone) open[key] = index;
       }
@@ -320,7 +334,7 @@ class Coalescer::Lane {
         stream.Enqueue(std::move(next));
       }
     }
-    Deliver(response, operation);
+    Deliver(response, operation, options_.last_sequence);
   }
 
   // Whether the reader thread may write `batch` itself instead of handing it to the writer
@@ -351,7 +365,12 @@ class Coalescer::Lane {
     std::vector<std::shared_ptr<Call>> calls;  // in item order
   };
 
-  static void Deliver(const PipelineResponse& response, Operation& operation) {
+  static void Deliver(const PipelineResponse& response, Operation& operation,
+                      std::atomic<uint64_t>* last_sequence) {
+    // Before the callers hear of their adds: a check they make next carries this sequence.
+    if (last_sequence != nullptr && response.has_add()) {
+      RaiseSequence(*last_sequence, response.add().sequence());
+    }
     if (response.has_error()) {
       const absl::Status status(static_cast<absl::StatusCode>(response.error().code()),
                                 response.error().message());
@@ -416,7 +435,13 @@ class Coalescer::Lane {
   uint64_t next_id_ = 1;
   std::shared_ptr<PipelineStream> stream_;  // null until the first call, and once broken
   std::thread reader_;
-  std::vector<std::thread> finished_readers_;  // readers of broken streams, joined at the end
+  // Readers of broken streams, joined once they are done (or at the end).
+  struct FinishedReader {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  std::vector<FinishedReader> finished_readers_;
+  std::shared_ptr<std::atomic<bool>> reader_done_;  // reader_'s
 };
 
 Coalescer::Coalescer(bloom::v1::BloomFilterService::Stub* stub, Options options)

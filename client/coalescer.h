@@ -28,6 +28,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,6 +41,13 @@
 
 namespace bloomclient {
 
+// Raises `last` to `sequence` if that is higher (a CAS loop: many threads answer writes).
+inline void RaiseSequence(std::atomic<uint64_t>& last, uint64_t sequence) {
+  uint64_t seen = last.load();
+  while (seen < sequence && !last.compare_exchange_weak(seen, sequence)) {
+  }
+}
+
 class Coalescer {
  public:
   struct Options {
@@ -48,6 +56,9 @@ class Coalescer {
     size_t max_items = 10000;  // items in one operation
     absl::Duration timeout = absl::Seconds(10);
     std::string token;  // sent as "authorization: Bearer <token>" when the stream opens
+    // Read-your-writes through followers: raised to the sequence of each add's answer, and
+    // sent as min_sequence with each check. Null: not tracked. Must outlive the coalescer.
+    std::atomic<uint64_t>* last_sequence = nullptr;
   };
   // `stub` must outlive the coalescer.
   Coalescer(bloom::v1::BloomFilterService::Stub* stub, Options options);

@@ -237,12 +237,21 @@ grpc::Status Follower::TailOnce() {
     v1::TailResponse response;
     std::vector<storage::LogBatch> batches;
     while (stream->Read(&response)) {
+      if (response.error_code() != 0) {  // the primary's reason for ending the stream
+        context.TryCancel();
+        stream->Finish().IgnoreError();
+        std::lock_guard<std::mutex> lock(mu_);
+        call_ = nullptr;
+        return grpc::Status(static_cast<grpc::StatusCode>(response.error_code()),
+                            response.error_message());
+      }
       if (!announced) {
         announced = true;
         {
           std::lock_guard<std::mutex> lock(mu_);
           connected_ = true;
           unreachable_ = false;
+          last_response_ = absl::Now();  // this response; lag counts from here, not the last stream
         }
         bloomlog::LogInfo(absl::StrCat("follower: connected to the primary at ",
                                        options_.primary, ", applying its log from sequence ",
@@ -371,7 +380,7 @@ void Follower::UpdateServing() {
 
 bool Follower::WaitApplied(uint64_t sequence, absl::Time deadline) {
   std::unique_lock<std::mutex> lock(mu_);
-  while (store_->LatestSequence() < sequence) {
+  while (store_->VisibleSequence() < sequence) {
     if (stop_.load()) return false;
     const absl::Time now = absl::Now();
     if (now >= deadline) return false;

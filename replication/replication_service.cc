@@ -151,6 +151,10 @@ grpc::Status ReplicationService::Tail(
     absl::StatusOr<storage::LogRead> read = log.Read(kMaxResponseBytes);
     if (!read.ok()) {
       result = ToGrpc(read.status());
+      v1::TailResponse last;  // the reason travels in a message: the call ends cancelled
+      last.set_error_code(static_cast<int32_t>(read.status().code()));
+      last.set_error_message(std::string(read.status().message()));
+      stream->Write(last);
       break;
     }
     if (read->batches.empty() && absl::Now() - last_sent < kHeartbeat) {

@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "service/convert.h"
+#include "service/stream_proxy.h"
 #include "service/transfers.h"
 
 namespace service {
@@ -393,6 +394,8 @@ grpc::ServerWriteReactor<bloom::v1::ExportChunk>* BloomService::Export(
 
 grpc::ServerReadReactor<bloom::v1::ImportChunk>* BloomService::Import(
     grpc::CallbackServerContext* context, bloom::v1::ImportResponse* response) {
+  // A follower takes no writes: the whole stream goes to the primary.
+  if (hooks_.forwarder != nullptr) return ProxyImport(hooks_.forwarder, context, response);
   return StartImport(this, context, response);
 }
 
@@ -602,6 +605,9 @@ grpc::ServerUnaryReactor* BloomCallbackService::Delete(grpc::CallbackServerConte
 
 grpc::ServerBidiReactor<bloom::v1::PipelineRequest, bloom::v1::PipelineResponse>*
 BloomService::Pipeline(grpc::CallbackServerContext* context) {
+  // On a follower, the whole stream goes to the primary (its adds must, and a check after an
+  // add of the same item must see it).
+  if (hooks_.forwarder != nullptr) return ProxyPipeline(hooks_.forwarder, context);
   return pipelines_.Start(this, context);
 }
 

@@ -83,6 +83,7 @@ absl::StatusOr<std::unique_ptr<FilterStore>> FilterStore::Open(const StoreOption
   if (options.replica) {
     // Filters the primary creates arrive in RocksDB, not in memory: a miss looks there.
     store->residency_.may_have_cold.store(true);
+    store->replica_visible_.store(store->LatestSequence());
   } else if (options.min_replica_acks > 0) {
     store->acks_ =
         std::make_unique<ReplicaAcks>(options.min_replica_acks, options.replica_ack_timeout);

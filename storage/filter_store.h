@@ -179,6 +179,12 @@ class FilterStore {
   // makes its filter load again on its next use). FAILED_PRECONDITION on a primary,
   // DATA_LOSS when a batch does not follow on.
   absl::Status ApplyReplicated(absl::Span<const LogBatch> batches, bool sync);
+  // What reads see: on a replica, the last sequence whose batch is in RocksDB *and* in the
+  // filters in memory (LatestSequence() moves first, when the batch is written); on a primary,
+  // LatestSequence(). Read-your-writes waits for this one.
+  uint64_t VisibleSequence() const {
+    return options_.replica ? replica_visible_.load(std::memory_order_acquire) : LatestSequence();
+  }
   bool is_replica() const { return options_.replica; }
   // The followers' acknowledgements on a primary with min_replica_acks; null otherwise.
   ReplicaAcks* replica_acks() const { return acks_.get(); }
@@ -325,6 +331,7 @@ class FilterStore {
   std::mutex replica_index_mu_;
   absl::flat_hash_map<uint64_t, std::weak_ptr<StoredFilter>> replica_generations_;
   std::unique_ptr<ReplicaAcks> acks_;
+  std::atomic<uint64_t> replica_visible_{0};  // VisibleSequence() of a replica
 
   // Memory as a cache (residency.cc): its counters, the eviction queue and the evictor's
   // wake-ups.

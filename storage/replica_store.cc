@@ -124,6 +124,7 @@ absl::Status FilterStore::ApplyReplicated(absl::Span<const LogBatch> batches, bo
           ": something else wrote to its RocksDB"));
     }
     ApplyToResident(write);
+    replica_visible_.store(batch.sequence + batch.count - 1, std::memory_order_release);
   }
   if (sync && !batches.empty()) RETURN_IF_ERROR(db_->SyncWal());
   return absl::OkStatus();

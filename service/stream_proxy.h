@@ -1,0 +1,28 @@
+// A follower's Pipeline and Import streams, proxied to the primary whole: every message goes
+// up as it arrives, every answer comes back, and the stream ends with the primary's status.
+// A Pipeline stream carries adds, which only the primary takes; proxying the whole stream keeps
+// its promise that a check after an add of the same item sees it.
+//
+// One message in flight in each direction at a time, so a slow side slows the other, as a
+// direct stream would; the caller's token and deadline go with it (Forwarder::ContextFor).
+//
+// Thread-safety: the reactors are gRPC's; each proxy deletes itself when both of its calls are
+// done.
+#ifndef SERVICE_STREAM_PROXY_H_
+#define SERVICE_STREAM_PROXY_H_
+
+#include "bloom/v1/bloom.grpc.pb.h"
+#include "service/forwarder.h"
+
+namespace service {
+
+grpc::ServerBidiReactor<bloom::v1::PipelineRequest, bloom::v1::PipelineResponse>* ProxyPipeline(
+    Forwarder* forwarder, grpc::CallbackServerContext* context);
+
+grpc::ServerReadReactor<bloom::v1::ImportChunk>* ProxyImport(Forwarder* forwarder,
+                                                             grpc::CallbackServerContext* context,
+                                                             bloom::v1::ImportResponse* response);
+
+}  // namespace service
+
+#endif  // SERVICE_STREAM_PROXY_H_

@@ -1,0 +1,360 @@
+// Replication with real processes on loopback: a primary and followers (--replicate_from), with
+// writers in every client language through every pod while pods are killed, stopped, wiped and
+// cut off from the log. What must hold: every add the primary acknowledged is on every
+// follower, item by item; once quiet, every pod exports every filter byte for byte alike.
+#include <signal.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "client/bloom_client.h"
+#include "common/testing.h"
+#include "gtest/gtest.h"
+#include "tests/replication_cluster.h"
+
+namespace {
+
+using bloomtest::ReplicationCluster;
+
+int EnvInt(const char* name, int fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? std::atoi(value) : fallback;
+}
+
+bloom::v1::FilterSpec Spec() {
+  bloom::v1::FilterSpec spec;
+  spec.set_capacity(10'000);
+  spec.set_error_rate(0.001);  // what the polyglot programs create filters with
+  return spec;
+}
+
+// Adds acknowledged by some pod, by filter: what every pod must hold afterwards.
+class Acknowledged {
+ public:
+  void Record(const std::string& filter, const std::vector<std::string>& items) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::string>& all = items_[filter];
+    all.insert(all.end(), items.begin(), items.end());
+  }
+  std::map<std::string, std::vector<std::string>> Snapshot() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return items_;
+  }
+  size_t size() {
+    std::lock_guard<std::mutex> lock(mu_);
+    size_t n = 0;
+    for (const auto& [filter, items] : items_) n += items.size();
+    return n;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::vector<std::string>> items_;
+};
+
+// Every acknowledged item reads present on the pod at `target`, checked item by item.
+void ExpectAllPresent(const std::string& target,
+                      const std::map<std::string, std::vector<std::string>>& acknowledged) {
+  std::unique_ptr<bloomclient::BloomClient> client = bloomclient::BloomClient::Connect(target);
+  for (const auto& [filter, items] : acknowledged) {
+    absl::StatusOr<std::vector<bool>> present = client->MightContain(filter, items);
+    ASSERT_TRUE(present.ok()) << target << " " << filter << ": " << present.status();
+    for (size_t i = 0; i < items.size(); ++i) {
+      ASSERT_TRUE((*present)[i]) << target << " lost the acknowledged add of "
+                                 << absl::CEscape(items[i]) << " to " << filter;
+    }
+  }
+}
+
+// C++ writers: pipelined clients, one per pod, adding batches of new items to a few filters
+// until stopped; each acknowledged batch is recorded.
+class CppWriters {
+ public:
+  CppWriters(const std::vector<std::string>& targets, Acknowledged* acknowledged)
+      : acknowledged_(acknowledged) {
+    for (size_t w = 0; w < targets.size(); ++w) {
+      threads_.emplace_back([this, target = targets[w], w] {
+        bloomclient::ClientOptions options;
+        options.pipelined = true;
+        options.timeout = absl::Seconds(8);
+        std::unique_ptr<bloomclient::BloomClient> client =
+            bloomclient::BloomClient::Connect(target, options);
+        const bloom::v1::FilterSpec spec = Spec();
+        for (int batch = 0; !stop_.load(); ++batch) {
+          const std::string filter = absl::StrCat("chaos:cpp", batch % 4);
+          std::vector<std::string> items;
+          for (int i = 0; i < 20; ++i) items.push_back(absl::StrCat("cpp-", w, "-", batch, "-", i));
+          if (client->Add(filter, items, &spec).ok()) {
+            acknowledged_->Record(filter, items);
+          } else {
+            failures_.fetch_add(1);
+          }
+        }
+      });
+    }
+  }
+  ~CppWriters() { Stop(); }
+  void Stop() {
+    stop_.store(true);
+    for (std::thread& thread : threads_) {
+      if (thread.joinable()) thread.join();
+    }
+  }
+  int failures() const { return failures_.load(); }
+
+ private:
+  Acknowledged* const acknowledged_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> failures_{0};
+  std::vector<std::thread> threads_;
+};
+
+// The polyglot programs (tests/polyglot_test.cc) of the other languages, as writers: each run
+// adds a batch of new items through one pod and exits 0 only once they were acknowledged.
+std::string PolyglotCommand(const std::string& language) {
+  const std::string source = BLOOM_SOURCE_DIR;
+  if (language == "go") return BLOOM_GO_POLYGLOT;
+  if (language == "node") return "node " + source + "/client/node/polyglot.js";
+  return absl::StrCat("PYTHONPATH=", BLOOM_PYTHON_STUBS_DIR, ":", source,
+                      "/client/python /usr/bin/python3 ", source, "/client/python/polyglot.py");
+}
+
+class PolyglotWriters {
+ public:
+  PolyglotWriters(const std::vector<std::string>& targets, const std::string& scratch,
+                  Acknowledged* acknowledged) {
+    for (const std::string language : {"python", "go", "node"}) {
+      threads_.emplace_back([this, language, targets, scratch, acknowledged] {
+        const std::string input = absl::StrCat(scratch, "/", language, ".hex");
+        for (int round = 0; !stop_.load(); ++round) {
+          const std::string& target = targets[round % targets.size()];
+          const std::string filter = absl::StrCat("chaos:", language);
+          std::vector<std::string> items;
+          for (int i = 0; i < 10; ++i) items.push_back(absl::StrCat(language, "-", round, "-", i));
+          {
+            std::ofstream out(input);
+            for (const std::string& item : items) out << absl::BytesToHexString(item) << "\n";
+          }
+          const bloomtest::CommandResult result = bloomtest::RunCommand(absl::StrCat(
+              "timeout 20 ", PolyglotCommand(language), " ", target, " ", filter, " add < ",
+              input));
+          if (result.exit_code == 0) {
+            acknowledged->Record(filter, items);
+            runs_.fetch_add(1);
+          }
+        }
+      });
+    }
+  }
+  ~PolyglotWriters() { Stop(); }
+  void Stop() {
+    stop_.store(true);
+    for (std::thread& thread : threads_) {
+      if (thread.joinable()) thread.join();
+    }
+  }
+  int runs() const { return runs_.load(); }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::atomic<int> runs_{0};
+  std::vector<std::thread> threads_;
+};
+
+std::vector<std::string> FilterNames(
+    const std::map<std::string, std::vector<std::string>>& acknowledged) {
+  std::vector<std::string> names;
+  for (const auto& [name, items] : acknowledged) names.push_back(name);
+  return names;
+}
+
+TEST(ReplicationTest, KilledPrimaryLosesNoAcknowledgedAddOnEitherFollower) {
+  ReplicationCluster cluster(2, {"--min_replica_acks=2", "--replica_ack_timeout=5s"});
+  ASSERT_TRUE(cluster.Start());
+  ASSERT_TRUE(cluster.WaitCaughtUp());
+  Acknowledged acknowledged;
+  bloomtest::TempDir scratch;
+  {
+    CppWriters cpp(cluster.targets(), &acknowledged);
+    PolyglotWriters polyglot(cluster.targets(), scratch.path(), &acknowledged);
+    std::mt19937 random(20261126);
+    const int kills = EnvInt("BLOOM_REPLICATION_KILLS", 10);
+    for (int kill = 0; kill < kills; ++kill) {
+      // Under load for a while, whatever state the previous restart left.
+      const size_t before = acknowledged.size();
+      ASSERT_TRUE(bloomtest::WaitFor([&] { return acknowledged.size() >= before + 100; },
+                                     absl::Seconds(30)))
+          << "no writes acknowledged after restart " << kill;
+      absl::SleepFor(absl::Milliseconds(100 + random() % 400));
+      cluster.KillPrimary();
+      ASSERT_TRUE(cluster.StartPrimary()) << "restart " << kill;
+    }
+    ASSERT_TRUE(bloomtest::WaitFor([&] { return polyglot.runs() >= 6; }, absl::Seconds(60)));
+    cpp.Stop();
+    polyglot.Stop();
+  }
+  ASSERT_TRUE(cluster.WaitCaughtUp());
+  const auto all = acknowledged.Snapshot();
+  ASSERT_GE(all.size(), 5u);  // the C++ filters and at least two of the other languages'
+  // Exports first: a dump carries its pod's count of checks, which the checks below change.
+  cluster.ExpectIdenticalExports(FilterNames(all));
+  for (int i = 0; i < cluster.followers(); ++i) {
+    ExpectAllPresent(cluster.follower(i).target(), all);
+  }
+  ExpectAllPresent(cluster.primary().target(), all);
+}
+
+TEST(ReplicationTest, KilledFollowerCatchesUpAndAWipedOneCopiesASnapshot) {
+  ReplicationCluster cluster(2, {"--min_replica_acks=1"});
+  ASSERT_TRUE(cluster.Start());
+  Acknowledged acknowledged;
+  {
+    CppWriters cpp({cluster.targets()[0], cluster.targets()[1]}, &acknowledged);
+    ASSERT_TRUE(bloomtest::WaitFor([&] { return acknowledged.size() >= 5'000; }));
+    cluster.KillFollower(1);
+    ASSERT_TRUE(bloomtest::WaitFor([&] { return acknowledged.size() >= 20'000; }));
+    ASSERT_TRUE(cluster.StartFollower(1));
+    ASSERT_TRUE(bloomtest::WaitFor([&] { return acknowledged.size() >= 30'000; }));
+    // A follower whose data dir is wiped while it is down copies a snapshot by itself.
+    cluster.KillFollower(0);
+    std::filesystem::remove_all(cluster.follower_dir(0));
+    std::filesystem::create_directories(cluster.follower_dir(0));
+    ASSERT_TRUE(cluster.StartFollower(0));
+    ASSERT_TRUE(bloomtest::WaitFor([&] { return acknowledged.size() >= 40'000; }));
+  }
+  ASSERT_TRUE(cluster.WaitCaughtUp());
+  const auto all = acknowledged.Snapshot();
+  cluster.ExpectIdenticalExports(FilterNames(all));
+  for (int i = 0; i < cluster.followers(); ++i) {
+    ExpectAllPresent(cluster.follower(i).target(), all);
+  }
+  EXPECT_NE(cluster.follower(0).ReadLog().find("copied a snapshot"), std::string::npos);
+}
+
+TEST(ReplicationTest, FollowerPastTheLogCopiesASnapshotByItself) {
+  // No log kept beyond what RocksDB itself needs: a follower that was away while the log moved
+  // on finds its next sequence gone.
+  ReplicationCluster cluster(2, {"--replication_log_retention=0s", "--replication_log_limit=0"});
+  ASSERT_TRUE(cluster.Start());
+  std::unique_ptr<bloomclient::BloomClient> writer =
+      bloomclient::BloomClient::Connect(cluster.primary().target());
+  const bloom::v1::FilterSpec spec = Spec();
+  std::vector<std::string> items;
+  for (int i = 0; i < 200; ++i) items.push_back(absl::StrCat("early-", i));
+  ASSERT_TRUE(writer->Add("gone:log", items, &spec).ok());
+  ASSERT_TRUE(cluster.WaitCaughtUp());
+  cluster.KillFollower(1);  // away while the log moves on
+  std::vector<std::string> later;
+  for (int i = 0; i < 200; ++i) later.push_back(absl::StrCat("later-", i));
+  ASSERT_TRUE(writer->Add("gone:log", later, &spec).ok());
+  // A snapshot (follower 0 copies one again after a wipe) flushes the primary's memtables, and
+  // RocksDB then deletes the log files they held: follower 1's next sequence with them.
+  cluster.KillFollower(0);
+  std::filesystem::remove_all(cluster.follower_dir(0));
+  std::filesystem::create_directories(cluster.follower_dir(0));
+  ASSERT_TRUE(cluster.StartFollower(0));
+  ASSERT_TRUE(writer->Add("gone:log", {"last"}, &spec).ok());
+  ASSERT_TRUE(cluster.StartFollower(1));
+  ASSERT_TRUE(bloomtest::WaitFor(
+      [&] {
+        return cluster.follower(1).ReadLog().find("copying a snapshot of the primary again") !=
+               std::string::npos;
+      },
+      absl::Seconds(30)))
+      << cluster.follower(1).ReadLog();
+  ASSERT_TRUE(cluster.WaitCaughtUp());
+  later.push_back("last");
+  later.insert(later.end(), items.begin(), items.end());
+  cluster.ExpectIdenticalExports({"gone:log"});  // before the checks, which count on each pod
+  ExpectAllPresent(cluster.follower(1).target(), {{"gone:log", later}});
+}
+
+TEST(ReplicationTest, StalledFollowersStopWritesWithUnavailableNotReads) {
+  ReplicationCluster cluster(2, {"--min_replica_acks=1", "--replica_ack_timeout=1s"});
+  ASSERT_TRUE(cluster.Start());
+  ASSERT_TRUE(cluster.WaitCaughtUp());
+  std::unique_ptr<bloomclient::BloomClient> client =
+      bloomclient::BloomClient::Connect(cluster.primary().target());
+  const bloom::v1::FilterSpec spec = Spec();
+  std::vector<std::string> acked;
+  auto add = [&](const std::string& item) {
+    absl::StatusOr<std::vector<bool>> added = client->Add("stalled", {item}, &spec);
+    if (added.ok()) acked.push_back(item);
+    return added.status();
+  };
+  ASSERT_TRUE(add("before").ok());
+
+  cluster.follower(0).Signal(SIGSTOP);  // one left: min_replica_acks=1 still holds
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(add(absl::StrCat("one-stopped-", i)).ok());
+
+  cluster.follower(1).Signal(SIGSTOP);  // none left
+  const absl::Time start = absl::Now();
+  const absl::Status refused = add("both-stopped");
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_TRUE(absl::IsUnavailable(refused)) << refused;
+  EXPECT_NE(refused.message().find("min_replica_acks"), absl::string_view::npos) << refused;
+  EXPECT_LT(took, absl::Seconds(3));  // the 1 s timeout, not the client's 10 s
+  // Reads on the primary go on.
+  absl::StatusOr<std::vector<bool>> read = client->MightContain("stalled", {"before"});
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_TRUE((*read)[0]);
+
+  cluster.follower(0).Signal(SIGCONT);
+  cluster.follower(1).Signal(SIGCONT);
+  ASSERT_TRUE(bloomtest::WaitFor([&] { return add("resumed").ok(); }, absl::Seconds(20)));
+  ASSERT_TRUE(cluster.WaitCaughtUp());
+  for (int i = 0; i < cluster.followers(); ++i) {
+    ExpectAllPresent(cluster.follower(i).target(), {{"stalled", acked}});
+  }
+}
+
+TEST(ReplicationTest, ReadYourWritesThroughAFollower) {
+  ReplicationCluster cluster(1, {});
+  ASSERT_TRUE(cluster.Start());
+  ASSERT_TRUE(cluster.WaitCaughtUp());
+  const bloom::v1::FilterSpec spec = Spec();
+  const int alternations = EnvInt("BLOOM_READ_YOUR_WRITES_ROUNDS", 100'000);
+  constexpr int kThreads = 8;
+  std::atomic<int> absent{0};
+  std::atomic<int> errors{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::unique_ptr<bloomclient::BloomClient> primary =
+          bloomclient::BloomClient::Connect(cluster.primary().target());
+      std::unique_ptr<bloomclient::BloomClient> follower =
+          bloomclient::BloomClient::Connect(cluster.follower(0).target());
+      const std::string filter = absl::StrCat("ryw:", t);
+      for (int i = t; i < alternations; i += kThreads) {
+        const std::string item = absl::StrCat("item-", i);
+        if (!primary->Add(filter, {item}, &spec).ok()) {
+          errors.fetch_add(1);
+          continue;
+        }
+        // The sequence the primary gave the add, carried to the other pod's client.
+        follower->ObserveSequence(primary->last_sequence());
+        absl::StatusOr<std::vector<bool>> present = follower->MightContain(filter, {item});
+        if (!present.ok()) {
+          errors.fetch_add(1);
+        } else if (!(*present)[0]) {
+          absent.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(absent.load(), 0) << "items added through the primary read absent on the follower";
+  EXPECT_EQ(errors.load(), 0);
+}
+
+}  // namespace
