@@ -71,7 +71,7 @@ TEST_F(ApiContractTest, BufBreakingCatchesRenumberedFieldsAndChangedTypes) {
     std::string from, to, reported;
   };
   for (const Break& change : std::vector<Break>{
-           {"bool absent_if_missing = 4;", "bool absent_if_missing = 5;", "absent_if_missing"},
+           {"bool absent_if_missing = 4;", "bool absent_if_missing = 6;", "absent_if_missing"},
            {"double error_rate = 2;", "float error_rate = 2;", "error_rate"},
            {"rpc Delete(DeleteRequest) returns (DeleteResponse);", "", "Delete"}}) {
     ASSERT_TRUE(absl::StrContains(proto, change.from)) << change.from;

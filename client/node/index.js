@@ -26,6 +26,11 @@
 // go out as one operation (pipeline.js). A broken stream fails its unanswered calls with
 // UNAVAILABLE (retry them: an add is idempotent).
 //
+// Replicas: any pod of a replicated deployment serves any call (followers forward writes to the
+// primary). Writes answer with a sequence; the client keeps the highest (`lastSequence`) and
+// sends it with every read, so a follower answers a read only once it has applied this
+// client's writes. observeSequence() passes a sequence on from another client.
+//
 // Concurrency: a BloomClient may be used by any number of concurrent calls.
 
 const path = require('path');
@@ -92,9 +97,22 @@ class BloomClient {
     this.stub = new BloomFilterService(target, credentialsFor(options.tls), channelOptions);
     this.metadata = new grpc.Metadata();
     if (options.token) this.metadata.set('authorization', `Bearer ${options.token}`);
+    // The highest write sequence seen, shared with the coalescer's streams.
+    this.sequence = { value: 0 };
     this.coalescer = options.pipelined
-      ? new Coalescer(this.stub, () => this.metadata, this.options.batchSize, this.options.streams)
+      ? new Coalescer(this.stub, () => this.metadata, this.options.batchSize, this.options.streams,
+        this.sequence)
       : null;
+  }
+
+  /** The highest sequence a write through this client was given (sent with every read). */
+  get lastSequence() {
+    return this.sequence.value;
+  }
+
+  /** Raises lastSequence to one learned elsewhere (another client that wrote). */
+  observeSequence(sequence) {
+    if (sequence > this.sequence.value) this.sequence.value = sequence;
   }
 
   close() {
@@ -117,6 +135,7 @@ class BloomClient {
   /** Creates a filter; resolves to true if created, false if it existed with this spec. */
   async reserve(name, filterSpec, callOptions) {
     const response = await this._unary('Reserve', { name, spec: spec(filterSpec) }, callOptions);
+    this.observeSequence(response.sequence);
     return response.created;
   }
 
@@ -129,7 +148,10 @@ class BloomClient {
           this._deadline(callOptions));
       }
       return this._unary('Add', { name, rawItems: batch, createIfMissing: create }, callOptions)
-        .then((response) => response.added);
+        .then((response) => {
+          this.observeSequence(response.sequence);
+          return response.added;
+        });
     });
   }
 
@@ -144,8 +166,9 @@ class BloomClient {
         return this.coalescer.call({ add: false, name, absent, items: batch },
           this._deadline(callOptions));
       }
-      return this._unary('MightContain', { name, rawItems: batch, absentIfMissing: absent },
-        callOptions).then((response) => response.present);
+      return this._unary('MightContain', {
+        name, rawItems: batch, absentIfMissing: absent, minSequence: this.lastSequence,
+      }, callOptions).then((response) => response.present);
     });
   }
 
@@ -168,11 +191,13 @@ class BloomClient {
 
   /** Resolves to the filter's stats (FilterStats, camelCase fields). */
   async stats(name, callOptions) {
-    return (await this._unary('Stats', { name }, callOptions)).stats;
+    return (await this._unary('Stats', { name, minSequence: this.lastSequence }, callOptions))
+      .stats;
   }
 
   async delete(name, callOptions) {
-    await this._unary('Delete', { name }, callOptions);
+    const response = await this._unary('Delete', { name }, callOptions);
+    this.observeSequence(response.sequence);
   }
 
   /** Resolves to the stats of every filter whose name starts with prefix, reading all pages. */
@@ -180,7 +205,9 @@ class BloomClient {
     const filters = [];
     let pageToken = '';
     do {
-      const page = await this._unary('List', { prefix, pageSize: 1000, pageToken }, callOptions);
+      const page = await this._unary('List', {
+        prefix, pageSize: 1000, pageToken, minSequence: this.lastSequence,
+      }, callOptions);
       filters.push(...page.filters);
       pageToken = page.nextPageToken;
     } while (pageToken);
@@ -191,7 +218,7 @@ class BloomClient {
   export(name, callOptions) {
     return new Promise((resolve, reject) => {
       const chunks = [];
-      const call = this.stub.Export({ name }, this.metadata,
+      const call = this.stub.Export({ name, minSequence: this.lastSequence }, this.metadata,
         { deadline: this._deadline(callOptions) });
       call.on('data', (chunk) => chunks.push(chunk.data));
       call.on('error', reject);
@@ -203,7 +230,14 @@ class BloomClient {
   import(name, dump, callOptions) {
     return new Promise((resolve, reject) => {
       const call = this.stub.Import(this.metadata, { deadline: this._deadline(callOptions) },
-        (error, response) => (error ? reject(error) : resolve(response.stats)));
+        (error, response) => {
+          if (error) {
+            reject(error);
+            return;
+          }
+          this.observeSequence(response.sequence);
+          resolve(response.stats);
+        });
       call.write({ name, data: dump.subarray(0, DUMP_CHUNK) });
       for (let start = DUMP_CHUNK; start < dump.length; start += DUMP_CHUNK) {
         call.write({ data: dump.subarray(start, start + DUMP_CHUNK) });

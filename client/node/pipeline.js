@@ -30,7 +30,8 @@ function operationKey(call) {
 }
 
 class Lane {
-  constructor(stub, metadata, maxItems) {
+  constructor(stub, metadata, maxItems, sequence) {
+    this.sequence = sequence; // { value }: raised by adds' answers, sent with checks
     this.stub = stub;
     this.metadata = metadata;
     this.maxItems = maxItems;
@@ -90,7 +91,10 @@ class Lane {
         if (call.add) {
           request.add = { name: call.name, rawItems: [], createIfMissing: call.create };
         } else {
-          request.mightContain = { name: call.name, rawItems: [], absentIfMissing: call.absent };
+          request.mightContain = {
+            name: call.name, rawItems: [], absentIfMissing: call.absent,
+            minSequence: this.sequence.value,
+          };
         }
         this.inFlight.set(request.id, { items: 0, calls: [], request });
         if (key !== null) open.set(key, request);
@@ -157,6 +161,9 @@ class Lane {
       for (const call of calls) call.reject(statusError(error.code, error.message));
       return;
     }
+    if (response.result === 'add' && response.add.sequence > this.sequence.value) {
+      this.sequence.value = response.add.sequence; // before the callers hear of their adds
+    }
     const results = response.result === 'add' ? response.add.added
       : response.mightContain.present;
     let start = 0;
@@ -187,10 +194,10 @@ class Lane {
 }
 
 class Coalescer {
-  constructor(stub, metadata, maxItems, streams = 1) {
+  constructor(stub, metadata, maxItems, streams = 1, sequence = { value: 0 }) {
     this.lanes = [];
     for (let i = 0; i < Math.max(1, streams); i++) {
-      this.lanes.push(new Lane(stub, metadata, maxItems));
+      this.lanes.push(new Lane(stub, metadata, maxItems, sequence));
     }
   }
 

@@ -3,9 +3,12 @@
 // clients add and check the same items in one filter and must agree on every answer.
 //
 //   node polyglot.js TARGET FILTER add|add-pipelined|check|check-pipelined < ITEMS
+//   node polyglot.js WRITER,READER FILTER read-your-writes[-pipelined] < ITEMS
 //
 // ITEMS: one hex-encoded item per line. Prints 1 or 0 per item. In the -pipelined modes every
-// item is its own concurrent call (coalesced by the client). Exit 1 on an error.
+// item is its own concurrent call (coalesced by the client). read-your-writes adds each item
+// through WRITER, hands the writer's last sequence to a client of READER (another pod), and
+// prints whether READER answers it present (tests/replication_test.cc). Exit 1 on an error.
 
 const fs = require('fs');
 const { BloomClient } = require('.');
@@ -14,6 +17,23 @@ async function main([target, filter, mode]) {
   const items = fs.readFileSync(0, 'utf8').split('\n').filter((line) => line.trim() !== '')
     .map((line) => Buffer.from(line.trim(), 'hex'));
   const pipelined = mode.endsWith('-pipelined');
+  if (mode.startsWith('read-your-writes')) {
+    const [writerTarget, readerTarget] = target.split(',');
+    const writer = new BloomClient(writerTarget, { pipelined });
+    const reader = new BloomClient(readerTarget, { pipelined });
+    try {
+      const createIfMissing = { capacity: 10_000, errorRate: 0.001 };
+      for (const item of items) {
+        await writer.add(filter, [item], { createIfMissing });
+        reader.observeSequence(writer.lastSequence);
+        process.stdout.write((await reader.mightContain(filter, [item]))[0] ? '1\n' : '0\n');
+      }
+    } finally {
+      writer.close();
+      reader.close();
+    }
+    return;
+  }
   const client = new BloomClient(target, { pipelined });
   const options = mode.startsWith('add')
     ? { createIfMissing: { capacity: 10_000, errorRate: 0.001 } } : {};

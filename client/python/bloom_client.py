@@ -30,6 +30,11 @@ are coalesced into one operation (bloom_pipeline.py): the server then pays per b
 call. Errors keep their codes (bloom_pipeline.PipelineError is a grpc.RpcError); a broken stream
 fails its unanswered calls with UNAVAILABLE (retry them: an add is idempotent).
 
+Replicas: any pod of a replicated deployment serves any call (followers forward writes to the
+primary). Writes answer with a sequence; the client keeps the highest (last_sequence) and sends
+it with every read, so a follower answers a read only once it has applied this client's writes.
+observe_sequence() passes a sequence on from another client.
+
 Thread-safety: a BloomClient may be shared by threads (gRPC channels and stubs are).
 """
 
@@ -40,7 +45,7 @@ from google.protobuf import duration_pb2
 
 from bloom.v1 import bloom_pb2
 from bloom.v1 import bloom_pb2_grpc
-from bloom_pipeline import Coalescer, PipelineError
+from bloom_pipeline import Coalescer, PipelineError, Sequence
 
 __all__ = ["BloomClient", "PipelineError"]
 
@@ -96,8 +101,19 @@ class BloomClient:
         self._stub = bloom_pb2_grpc.BloomFilterServiceStub(self._channel)
         self._timeout = timeout
         self._batch_size = max(1, batch_size)
+        self._sequence = Sequence()
         self._coalescer = Coalescer(self._stub, self._metadata, self._batch_size, timeout,
-                                    pipeline_streams) if pipelined else None
+                                    pipeline_streams, self._sequence) if pipelined else None
+
+    @property
+    def last_sequence(self):
+        """The highest sequence a write through this client was given. Reads send it as
+        min_sequence, so a follower answers them only once it has applied those writes."""
+        return self._sequence.value
+
+    def observe_sequence(self, sequence):
+        """Raises last_sequence to one learned elsewhere (another client that wrote)."""
+        self._sequence.observe(sequence)
 
     def close(self):
         if self._coalescer is not None:
@@ -123,6 +139,7 @@ class BloomClient:
         response = self._stub.Reserve(
             bloom_pb2.ReserveRequest(name=name, spec=spec),
             timeout=self._timeout, metadata=self._metadata)
+        self._sequence.observe(response.sequence)
         return response.created
 
     def add(self, name, items, create_if_missing=None):
@@ -135,9 +152,13 @@ class BloomClient:
         spec = _spec(**create_if_missing) if create_if_missing else None
         if self._coalesces(items):
             return self._coalescer.call(True, name, [_as_bytes(i) for i in items], spec)
-        return self._batched(items, lambda batch: self._stub.Add(
-            bloom_pb2.AddRequest(name=name, raw_items=batch, create_if_missing=spec),
-            timeout=self._timeout, metadata=self._metadata).added)
+        def add_batch(batch):
+            response = self._stub.Add(
+                bloom_pb2.AddRequest(name=name, raw_items=batch, create_if_missing=spec),
+                timeout=self._timeout, metadata=self._metadata)
+            self._sequence.observe(response.sequence)
+            return response.added
+        return self._batched(items, add_batch)
 
     def might_contain(self, name, items, absent_if_missing=False):
         """For each item: False means it was never added, True that it probably was.
@@ -149,21 +170,27 @@ class BloomClient:
                                         absent_if_missing=absent_if_missing)
         return self._batched(items, lambda batch: self._stub.MightContain(
             bloom_pb2.MightContainRequest(name=name, raw_items=batch,
-                                          absent_if_missing=absent_if_missing),
+                                          absent_if_missing=absent_if_missing,
+                                          min_sequence=self._sequence.value),
             timeout=self._timeout, metadata=self._metadata).present)
 
     def stats(self, name):
         """The filter's bloom.v1.FilterStats."""
-        return self._stub.Stats(bloom_pb2.StatsRequest(name=name), timeout=self._timeout, metadata=self._metadata).stats
+        return self._stub.Stats(
+            bloom_pb2.StatsRequest(name=name, min_sequence=self._sequence.value),
+            timeout=self._timeout, metadata=self._metadata).stats
 
     def delete(self, name):
-        self._stub.Delete(bloom_pb2.DeleteRequest(name=name), timeout=self._timeout, metadata=self._metadata)
+        response = self._stub.Delete(bloom_pb2.DeleteRequest(name=name), timeout=self._timeout,
+                                     metadata=self._metadata)
+        self._sequence.observe(response.sequence)
 
     def list(self, prefix=""):
         """Yields the FilterStats of every filter whose name starts with prefix, in name order."""
         token = ""
         while True:
-            page = self._stub.List(bloom_pb2.ListRequest(prefix=prefix, page_token=token),
+            page = self._stub.List(bloom_pb2.ListRequest(prefix=prefix, page_token=token,
+                                                         min_sequence=self._sequence.value),
                                    timeout=self._timeout, metadata=self._metadata)
             yield from page.filters
             token = page.next_page_token
@@ -173,7 +200,8 @@ class BloomClient:
     def export(self, name):
         """The filter's dump, as bytes."""
         return b"".join(chunk.data for chunk in
-                        self._stub.Export(bloom_pb2.ExportRequest(name=name),
+                        self._stub.Export(bloom_pb2.ExportRequest(
+                            name=name, min_sequence=self._sequence.value),
                                           metadata=self._metadata))
 
     def import_dump(self, name, dump):
@@ -182,7 +210,9 @@ class BloomClient:
             yield bloom_pb2.ImportChunk(name=name, data=dump[:_DUMP_CHUNK])
             for offset in range(_DUMP_CHUNK, len(dump), _DUMP_CHUNK):
                 yield bloom_pb2.ImportChunk(data=dump[offset:offset + _DUMP_CHUNK])
-        return self._stub.Import(chunks(), metadata=self._metadata).stats
+        response = self._stub.Import(chunks(), metadata=self._metadata)
+        self._sequence.observe(response.sequence)
+        return response.stats
 
     def _coalesces(self, items):
         return self._coalescer is not None and 0 < len(items) <= self._batch_size

@@ -34,6 +34,22 @@ _REFUSED = (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED)
 _PACKED_BYTES = 1 << 20  # most bytes of operations packed into one message
 
 
+class Sequence:
+    """The highest sequence a write through this client was given (bloom.v1 `sequence`).
+
+    Reads send it as min_sequence: a follower answers them only once it has applied every
+    write this client made, or forwards them to the primary (read-your-writes)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.value = 0
+
+    def observe(self, sequence):
+        with self._lock:
+            if sequence > self.value:
+                self.value = sequence
+
+
 class PipelineError(grpc.RpcError):
     """A failed pipelined call: code() and details() as a unary call's grpc.RpcError."""
 
@@ -73,10 +89,11 @@ class _Call:
 class _Lane:
     """One Pipeline stream and the calls waiting for it or answered on it."""
 
-    def __init__(self, stub, metadata, max_items):
+    def __init__(self, stub, metadata, max_items, sequence):
         self._stub = stub
         self._metadata = metadata
         self._max_items = max_items
+        self._sequence = sequence
         self._lock = threading.Lock()
         self._waiting = []
         self._in_flight = {}  # operation id -> [item count, calls in item order]
@@ -133,6 +150,7 @@ class _Lane:
                 else:
                     request.might_contain.name = call.name
                     request.might_contain.absent_if_missing = call.absent
+                    request.might_contain.min_sequence = self._sequence.value
                 batch.append(request)
                 self._in_flight[request.id] = [0, []]
                 if key is not None:
@@ -215,6 +233,8 @@ class _Lane:
             for call in calls:
                 call.answer(error=failure)
             return
+        if response.HasField("add"):  # before the callers hear of their adds
+            self._sequence.observe(response.add.sequence)
         answers = response.add.added if response.HasField("add") \
             else response.might_contain.present
         start = 0
@@ -226,8 +246,10 @@ class _Lane:
 class Coalescer:
     """Pipelined add/might_contain over `streams` Pipeline streams (a call picks one by filter)."""
 
-    def __init__(self, stub, metadata, max_items, timeout, streams=1):
-        self._lanes = [_Lane(stub, metadata, max_items) for _ in range(max(1, streams))]
+    def __init__(self, stub, metadata, max_items, timeout, streams=1, sequence=None):
+        sequence = sequence if sequence is not None else Sequence()
+        self._lanes = [_Lane(stub, metadata, max_items, sequence)
+                       for _ in range(max(1, streams))]
         self._timeout = timeout
 
     def call(self, add, name, items, create=None, absent_if_missing=False):

@@ -2,9 +2,12 @@
 clients add and check the same items in one filter and must agree on every answer.
 
     polyglot.py TARGET FILTER add|add-pipelined|check|check-pipelined < ITEMS
+    polyglot.py WRITER,READER FILTER read-your-writes[-pipelined] < ITEMS
 
 ITEMS: one hex-encoded item per line. Prints 1 or 0 per item. In the -pipelined modes every item
-is its own call from its own thread (coalesced by the client). Exit 1 on an error.
+is its own call from its own thread (coalesced by the client). read-your-writes adds each item
+through WRITER, hands the writer's last sequence to a client of READER (another pod), and
+prints whether READER answers it present (tests/replication_test.cc). Exit 1 on an error.
 """
 
 import sys
@@ -15,9 +18,23 @@ import grpc
 from bloom_client import BloomClient
 
 
+def read_your_writes(targets, name, items, pipelined):
+    writer_target, reader_target = targets.split(",")
+    create = {"capacity": 10_000, "error_rate": 0.001}
+    with BloomClient(writer_target, pipelined=pipelined) as writer, \
+            BloomClient(reader_target, pipelined=pipelined) as reader:
+        for item in items:
+            writer.add(name, [item], create_if_missing=create)
+            reader.observe_sequence(writer.last_sequence)
+            sys.stdout.write("1\n" if reader.might_contain(name, [item])[0] else "0\n")
+
+
 def main(target, name, mode):
     items = [bytes.fromhex(line.strip()) for line in sys.stdin if line.strip()]
     pipelined = mode.endswith("-pipelined")
+    if mode.startswith("read-your-writes"):
+        read_your_writes(target, name, items, pipelined)
+        return
     with BloomClient(target, pipelined=pipelined) as client:
         if mode.startswith("add"):
             def call(batch):

@@ -21,6 +21,11 @@
 // not per call. A broken stream fails its unanswered calls with codes.Unavailable (retry them:
 // an add is idempotent); the next call opens a new stream.
 //
+// Replicas: any pod of a replicated deployment serves any call (followers forward writes to
+// the primary). Writes answer with a sequence; the client keeps the highest (LastSequence) and
+// sends it with every read, so a follower answers a read only once it has applied this
+// client's writes. ObserveSequence passes a sequence on from another client.
+//
 // Thread-safety: a Client may be used from many goroutines at once.
 package bloom
 
@@ -30,6 +35,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	bloomv1 "github.com/bloom-server/bloom-server/gen/go/bloom/v1"
@@ -103,7 +109,27 @@ type Client struct {
 	stub      bloomv1.BloomFilterServiceClient
 	opts      Options
 	coalescer *coalescer // nil unless Options.Pipelined
+	sequence  *sequence
 }
+
+// sequence is the highest write sequence a client has seen (read-your-writes).
+type sequence struct{ value atomic.Uint64 }
+
+func (s *sequence) observe(v uint64) {
+	for {
+		seen := s.value.Load()
+		if v <= seen || s.value.CompareAndSwap(seen, v) {
+			return
+		}
+	}
+}
+
+// LastSequence is the highest sequence a write through this client was given. Reads send it
+// as min_sequence, so a follower answers them only once it has applied those writes.
+func (c *Client) LastSequence() uint64 { return c.sequence.value.Load() }
+
+// ObserveSequence raises LastSequence to one learned elsewhere (another client that wrote).
+func (c *Client) ObserveSequence(v uint64) { c.sequence.observe(v) }
 
 // Dial returns a client for target ("host:port"); gRPC connects on first use.
 func Dial(target string, opts Options) (*Client, error) {
@@ -121,9 +147,10 @@ func Dial(target string, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{conn: conn, stub: bloomv1.NewBloomFilterServiceClient(conn), opts: opts}
+	c := &Client{conn: conn, stub: bloomv1.NewBloomFilterServiceClient(conn), opts: opts,
+		sequence: &sequence{}}
 	if opts.Pipelined {
-		c.coalescer = newCoalescer(c.stub, opts.BatchSize, opts.Streams, c.withToken)
+		c.coalescer = newCoalescer(c.stub, opts.BatchSize, opts.Streams, c.withToken, c.sequence)
 	}
 	return c, nil
 }
@@ -162,6 +189,7 @@ func (c *Client) Reserve(ctx context.Context, name string, spec Spec) (created b
 	if err != nil {
 		return false, err
 	}
+	c.sequence.observe(resp.Sequence)
 	return resp.Created, nil
 }
 
@@ -184,6 +212,7 @@ func (c *Client) add(ctx context.Context, name string, items [][]byte, create *b
 		if err != nil {
 			return nil, err
 		}
+		c.sequence.observe(resp.Sequence)
 		return resp.Added, nil
 	})
 }
@@ -206,7 +235,8 @@ func (c *Client) mightContain(ctx context.Context, name string, items [][]byte, 
 			return c.coalescer.call(ctx, &pendingCall{name: name, absent: absentIfMissing, items: batch})
 		}
 		resp, err := c.stub.MightContain(ctx, &bloomv1.MightContainRequest{
-			Name: name, RawItems: batch, AbsentIfMissing: absentIfMissing})
+			Name: name, RawItems: batch, AbsentIfMissing: absentIfMissing,
+			MinSequence: c.LastSequence()})
 		if err != nil {
 			return nil, err
 		}
@@ -246,7 +276,7 @@ func (c *Client) batched(ctx context.Context, items [][]byte,
 func (c *Client) Stats(ctx context.Context, name string) (*Stats, error) {
 	ctx, cancel := c.callContext(ctx)
 	defer cancel()
-	resp, err := c.stub.Stats(ctx, &bloomv1.StatsRequest{Name: name})
+	resp, err := c.stub.Stats(ctx, &bloomv1.StatsRequest{Name: name, MinSequence: c.LastSequence()})
 	if err != nil {
 		return nil, err
 	}
@@ -257,8 +287,12 @@ func (c *Client) Stats(ctx context.Context, name string) (*Stats, error) {
 func (c *Client) Delete(ctx context.Context, name string) error {
 	ctx, cancel := c.callContext(ctx)
 	defer cancel()
-	_, err := c.stub.Delete(ctx, &bloomv1.DeleteRequest{Name: name})
-	return err
+	resp, err := c.stub.Delete(ctx, &bloomv1.DeleteRequest{Name: name})
+	if err != nil {
+		return err
+	}
+	c.sequence.observe(resp.Sequence)
+	return nil
 }
 
 // List returns every filter whose name starts with prefix, in name order, reading all pages.
@@ -267,7 +301,8 @@ func (c *Client) List(ctx context.Context, prefix string) ([]*Stats, error) {
 	token := ""
 	for {
 		callCtx, cancel := c.callContext(ctx)
-		resp, err := c.stub.List(callCtx, &bloomv1.ListRequest{Prefix: prefix, PageSize: 1000, PageToken: token})
+		resp, err := c.stub.List(callCtx, &bloomv1.ListRequest{Prefix: prefix, PageSize: 1000,
+			PageToken: token, MinSequence: c.LastSequence()})
 		cancel()
 		if err != nil {
 			return nil, err
@@ -283,7 +318,8 @@ func (c *Client) List(ctx context.Context, prefix string) ([]*Stats, error) {
 // Export writes the dump of a filter to w. ctx bounds the whole transfer (no client timeout
 // is applied: a large filter may take longer than one call).
 func (c *Client) Export(ctx context.Context, name string, w io.Writer) error {
-	stream, err := c.stub.Export(c.withToken(ctx), &bloomv1.ExportRequest{Name: name})
+	stream, err := c.stub.Export(c.withToken(ctx),
+		&bloomv1.ExportRequest{Name: name, MinSequence: c.LastSequence()})
 	if err != nil {
 		return err
 	}
@@ -336,6 +372,7 @@ func (c *Client) Import(ctx context.Context, name string, r io.Reader) (*Stats, 
 	if err != nil {
 		return nil, err
 	}
+	c.sequence.observe(resp.Sequence)
 	return resp.Stats, nil
 }
 

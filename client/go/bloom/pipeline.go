@@ -82,6 +82,7 @@ type operation struct {
 
 // lane is one Pipeline stream and the calls waiting for it or answered on it.
 type lane struct {
+	sequence  *sequence // raised by adds' answers, sent with checks
 	stub      bloomv1.BloomFilterServiceClient
 	maxItems  int
 	withToken func(context.Context) context.Context
@@ -104,13 +105,13 @@ type coalescer struct {
 }
 
 func newCoalescer(stub bloomv1.BloomFilterServiceClient, maxItems, streams int,
-	withToken func(context.Context) context.Context) *coalescer {
+	withToken func(context.Context) context.Context, seq *sequence) *coalescer {
 	if streams < 1 {
 		streams = 1
 	}
 	c := &coalescer{}
 	for i := 0; i < streams; i++ {
-		c.lanes = append(c.lanes, &lane{stub: stub, maxItems: maxItems, withToken: withToken,
+		c.lanes = append(c.lanes, &lane{sequence: seq, stub: stub, maxItems: maxItems, withToken: withToken,
 			inFlight: map[uint64]*operation{}, nextID: 1})
 	}
 	return c
@@ -202,7 +203,7 @@ func (l *lane) takeBatchLocked() []*bloomv1.PipelineRequest {
 					Name: p.name, CreateIfMissing: p.create}}
 			} else {
 				request.Op = &bloomv1.PipelineRequest_MightContain{MightContain: &bloomv1.MightContainRequest{
-					Name: p.name, AbsentIfMissing: p.absent}}
+					Name: p.name, AbsentIfMissing: p.absent, MinSequence: l.sequence.value.Load()}}
 			}
 			batch = append(batch, request)
 			l.inFlight[request.Id] = &operation{}
@@ -352,6 +353,7 @@ func (l *lane) answer(stream bloomv1.BloomFilterService_PipelineClient, response
 	}
 	var results []bool
 	if add := response.GetAdd(); add != nil {
+		l.sequence.observe(add.Sequence) // before the callers hear of their adds
 		results = add.Added
 	} else if check := response.GetMightContain(); check != nil {
 		results = check.Present

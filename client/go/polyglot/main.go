@@ -2,6 +2,11 @@
 // clients add and check the same items in one filter and must agree on every answer.
 //
 //	polyglot TARGET FILTER add|add-pipelined|check|check-pipelined < ITEMS
+//	polyglot WRITER,READER FILTER read-your-writes[-pipelined] < ITEMS
+//
+// read-your-writes adds each item through WRITER, hands the writer's last sequence to a client
+// of READER (another pod), and prints whether READER answers it present
+// (tests/replication_test.cc).
 //
 // ITEMS is one hex-encoded item per line (an item is its bytes, whatever the language).
 // Prints one line per item: 1 (added / present) or 0. In the -pipelined modes every item is
@@ -37,6 +42,10 @@ func main() {
 			os.Exit(2)
 		}
 		items = append(items, item)
+	}
+	if strings.HasPrefix(mode, "read-your-writes") {
+		readYourWrites(target, filter, items, strings.HasSuffix(mode, "-pipelined"))
+		return
 	}
 	client, err := bloom.Dial(target, bloom.Options{Pipelined: strings.HasSuffix(mode, "-pipelined")})
 	if err != nil {
@@ -87,4 +96,40 @@ func main() {
 		}
 	}
 	out.Flush()
+}
+
+func readYourWrites(targets, filter string, items [][]byte, pipelined bool) {
+	pods := strings.Split(targets, ",")
+	fail := func(err error) {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	writer, err := bloom.Dial(pods[0], bloom.Options{Pipelined: pipelined})
+	if err != nil {
+		fail(err)
+	}
+	defer writer.Close()
+	reader, err := bloom.Dial(pods[1], bloom.Options{Pipelined: pipelined})
+	if err != nil {
+		fail(err)
+	}
+	defer reader.Close()
+	ctx := context.Background()
+	out := bufio.NewWriter(os.Stdout)
+	defer out.Flush()
+	for _, item := range items {
+		if _, err := writer.AddOrCreate(ctx, filter, bloom.Spec{Capacity: 10_000, ErrorRate: 0.001}, [][]byte{item}); err != nil {
+			fail(err)
+		}
+		reader.ObserveSequence(writer.LastSequence())
+		present, err := reader.MightContain(ctx, filter, [][]byte{item})
+		if err != nil {
+			fail(err)
+		}
+		if present[0] {
+			fmt.Fprintln(out, "1")
+		} else {
+			fmt.Fprintln(out, "0")
+		}
+	}
 }
