@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <sstream>
 #include <string>
@@ -23,6 +24,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
+#include "common/http_get.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -57,6 +59,11 @@ ABSL_FLAG(uint64_t, preload, 0, "keys added before measuring (for query workload
 ABSL_FLAG(absl::Duration, duration, absl::Seconds(10), "how long to measure");
 ABSL_FLAG(uint64_t, ops, 0, "stop after this many keys instead (0: use --duration)");
 ABSL_FLAG(int, server_pid, 0, "pid of the server, for its CPU time and RSS");
+ABSL_FLAG(int, replica_pid, 0,
+          "pid of a follower of the server (--replicate_from), for its CPU time per key applied");
+ABSL_FLAG(int, replica_metrics_port, 0,
+          "the follower's --metrics_listen port: its bloom_replica_lag_seconds is sampled every "
+          "100 ms, and the run waits for it to catch up before reading its CPU time");
 ABSL_FLAG(bool, json, false, "print one JSON object");
 ABSL_FLAG(std::string, label, "", "a name for this run in the output");
 
@@ -153,6 +160,69 @@ struct ClientResult {
 };
 
 std::string FilterName(int index) { return absl::StrCat("bench-", index); }
+
+uint64_t total_keys(const std::vector<ClientResult>& results) {
+  uint64_t keys = 0;
+  for (const ClientResult& r : results) keys += r.keys;
+  return keys;
+}
+
+// Samples a follower's bloom_replica_lag_seconds every 100 ms while the run goes on.
+class ReplicaLag {
+ public:
+  explicit ReplicaLag(int metrics_port) : port_(metrics_port) {
+    if (port_ <= 0) return;
+    thread_ = std::thread([this] {
+      while (!stop_.load()) {
+        const double lag = Sample("bloom_replica_lag_seconds");
+        if (lag >= 0 && std::isfinite(lag)) {
+          std::lock_guard<std::mutex> lock(mu_);
+          lags_.push_back(lag);
+        }
+        absl::SleepFor(absl::Milliseconds(100));
+      }
+    });
+  }
+  ~ReplicaLag() { Stop(); }
+
+  // Stops sampling; then waits (up to `timeout`) until the follower has applied everything.
+  bool StopAndWaitCaughtUp(absl::Duration timeout) {
+    Stop();
+    if (port_ <= 0) return true;
+    const absl::Time deadline = absl::Now() + timeout;
+    while (absl::Now() < deadline) {
+      if (Sample("bloom_replica_lag_sequences") == 0) return true;
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    return false;
+  }
+  double Percentile(double p) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (lags_.empty()) return 0;
+    std::vector<double> sorted = lags_;
+    std::sort(sorted.begin(), sorted.end());
+    return sorted[static_cast<size_t>(p * (sorted.size() - 1))];
+  }
+  size_t samples() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return lags_.size();
+  }
+
+ private:
+  double Sample(const std::string& series) const {
+    return bloomhttp::PrometheusSample(bloomhttp::HttpGet(port_, "/metrics"), series);
+  }
+  void Stop() {
+    stop_.store(true);
+    if (thread_.joinable()) thread_.join();
+  }
+
+  const int port_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  std::mutex mu_;
+  std::vector<double> lags_;
+};
 
 }  // namespace
 
@@ -281,6 +351,8 @@ int main(int argc, char** argv) {
   }
 
   const ProcessSample before = SampleProcess(absl::GetFlag(FLAGS_server_pid));
+  const ProcessSample replica_before = SampleProcess(absl::GetFlag(FLAGS_replica_pid));
+  ReplicaLag replica_lag(absl::GetFlag(FLAGS_replica_metrics_port));
   const absl::Time start = absl::Now();
   const absl::Time deadline = start + absl::GetFlag(FLAGS_duration);
   const uint64_t ops_limit = absl::GetFlag(FLAGS_ops);
@@ -358,6 +430,13 @@ int main(int argc, char** argv) {
   for (auto& t : threads) t.join();
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
   const ProcessSample after = SampleProcess(absl::GetFlag(FLAGS_server_pid));
+  // The follower's CPU once it has applied everything the run wrote.
+  const bool caught_up = replica_lag.StopAndWaitCaughtUp(absl::Seconds(60));
+  const ProcessSample replica_after = SampleProcess(absl::GetFlag(FLAGS_replica_pid));
+  const double replica_cpu_per_million =
+      total_keys(results) > 0
+          ? (replica_after.cpu_seconds - replica_before.cpu_seconds) / (total_keys(results) / 1e6)
+          : 0;
 
   ClientResult total;
   std::vector<double> latencies;
@@ -391,12 +470,16 @@ int main(int argc, char** argv) {
         "\"keys\":%llu,\"seconds\":%.3f,\"keys_per_second\":%.0f,\"requests_per_second\":%.0f,"
         "\"latency_us\":{\"p50\":%.1f,\"p99\":%.1f,\"p999\":%.1f},\"false_negatives\":%llu,"
         "\"observed_fpr\":%.6f,\"server_cpu_seconds_per_million_keys\":%.4f,"
-        "\"server_rss_bytes\":%llu}\n",
+        "\"server_rss_bytes\":%llu,\"replica_cpu_seconds_per_million_keys\":%.4f,"
+        "\"replica_lag_seconds\":{\"p50\":%.4f,\"p99\":%.4f,\"max\":%.4f},"
+        "\"replica_caught_up\":%s}\n",
         label.c_str(), kind.c_str(), clients, batch, mix.c_str(),
         static_cast<unsigned long long>(total.keys), seconds, keys_per_second,
         total.requests / seconds, percentile(0.5), percentile(0.99), percentile(0.999),
         static_cast<unsigned long long>(total.false_negatives), fpr, cpu_per_million,
-        static_cast<unsigned long long>(after.rss_bytes));
+        static_cast<unsigned long long>(after.rss_bytes), replica_cpu_per_million,
+        replica_lag.Percentile(0.5), replica_lag.Percentile(0.99), replica_lag.Percentile(1),
+        caught_up ? "true" : "false");
   } else {
     std::printf("%s: %llu keys in %.2f s = %.0f keys/s, %.0f requests/s\n", label.c_str(),
                 static_cast<unsigned long long>(total.keys), seconds, keys_per_second,
@@ -409,6 +492,15 @@ int main(int argc, char** argv) {
     if (absl::GetFlag(FLAGS_server_pid) > 0) {
       std::printf("  server: %.3f CPU s per million keys, RSS %.1f MB\n", cpu_per_million,
                   after.rss_bytes / 1e6);
+    }
+    if (absl::GetFlag(FLAGS_replica_pid) > 0) {
+      std::printf("  follower: %.3f CPU s per million keys applied%s\n", replica_cpu_per_million,
+                  caught_up ? "" : " (NOT caught up after 60 s)");
+    }
+    if (absl::GetFlag(FLAGS_replica_metrics_port) > 0) {
+      std::printf("  follower lag: p50 %.1f ms, p99 %.1f ms, max %.1f ms (%zu samples)\n",
+                  replica_lag.Percentile(0.5) * 1e3, replica_lag.Percentile(0.99) * 1e3,
+                  replica_lag.Percentile(1) * 1e3, replica_lag.samples());
     }
   }
   return total.false_negatives == 0 ? 0 : 1;

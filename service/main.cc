@@ -421,6 +421,12 @@ int main(int argc, char** argv) {
   if (server_metrics->port() != 0) server_options.hooks.metrics = server_metrics.get();
 
   absl::StatusOr<replication::FollowerOptions> follower_options;
+  if (char host[256] = {}; config->store.replica && gethostname(host, sizeof(host) - 1) == 0 &&
+                           service::NamesThisHost(config->replication.replicate_from, host)) {
+    bloomlog::LogInfo(absl::StrCat("--replicate_from=", config->replication.replicate_from,
+                                   " names this host (", host, "): serving as the primary"));
+    config->store.replica = false;
+  }
   if (config->store.replica) {
     follower_options = FollowerOptionsFromConfig(config->replication, server_options.listen);
     if (!follower_options.ok()) {

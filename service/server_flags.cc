@@ -132,6 +132,18 @@ bool IsServerFlag(const absl::CommandLineFlag& flag) {
   return absl::EndsWith(flag.Filename(), "service/server_flags.cc");
 }
 
+}  // namespace
+
+bool NamesThisHost(absl::string_view primary, absl::string_view hostname) {
+  if (hostname.empty()) return false;
+  absl::string_view host = primary.substr(0, primary.rfind(':'));
+  return host == hostname ||
+         (absl::StartsWith(host, hostname) && host.size() > hostname.size() &&
+          host[hostname.size()] == '.');
+}
+
+namespace {
+
 absl::Status ReplicationFromFlags(ServerConfig& config) {
   ReplicationConfig& replication = config.replication;
   replication.replicate_from = absl::GetFlag(FLAGS_replicate_from);

@@ -72,6 +72,12 @@ std::vector<std::string> ServerFlagNames();
 // without a certificate, unknown open methods or server model. Both name the flag.
 absl::StatusOr<ServerConfig> ConfigFromFlags(const bloomsys::ContainerMemory& container);
 
+// Whether `primary` ("host:port", --replicate_from) names the host `hostname` itself: its host
+// is the host name, or starts with it and a dot (a StatefulSet pod's DNS name,
+// "bloom-0.bloom-headless.ns.svc", on the pod named "bloom-0"). Such a server is the primary:
+// every pod of a StatefulSet can be given the same --replicate_from, pod 0's address.
+bool NamesThisHost(absl::string_view primary, absl::string_view hostname);
+
 // "0", "1048576", "512Mi", "4Gi" (powers of 1024), "1G" (powers of 1000); false for anything
 // else or a value past 2^64.
 bool ParseBytes(absl::string_view text, uint64_t& bytes);

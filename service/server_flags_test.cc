@@ -106,7 +106,10 @@ TEST_F(FlagsTest, BadValuesAreRefusedNamingTheFlag) {
               {"max_message_bytes", "4Gi"},   {"transport_memory", "200%"},
               {"transfer_min_rate", "fast"},  {"max_concurrent_streams", "0"},
               {"max_connection_idle", "-1s"}, {"server_model", "threads"},
-              {"open_methods", "everything"}, {"tls_client_ca_file", "/ca.pem"}};
+              {"open_methods", "everything"}, {"tls_client_ca_file", "/ca.pem"},
+              {"min_replica_acks", "-1"},     {"min_replica_acks", "17"},
+              {"replica_ack_timeout", "0s"},  {"max_replica_lag", "-1s"},
+              {"replication_log_limit", "much"}, {"replicate_from", "primary-without-port"}};
   for (const auto& bad : kBad) {
     absl::FlagSaver restore;
     SetFlag(bad.flag, bad.value);
@@ -115,6 +118,35 @@ TEST_F(FlagsTest, BadValuesAreRefusedNamingTheFlag) {
     EXPECT_TRUE(absl::StrContains(config.status().message(), absl::StrCat("--", bad.flag)))
         << bad.flag << ": " << config.status().message();
   }
+}
+
+TEST_F(FlagsTest, ReplicationFlagsMakeAFollowerOrSetThePrimary) {
+  absl::StatusOr<ServerConfig> primary = ConfigFromFlags(container_);
+  ASSERT_OK(primary.status());
+  EXPECT_FALSE(primary->store.replica);
+  EXPECT_EQ(primary->store.min_replica_acks, 0);
+  EXPECT_EQ(primary->store.log_retention.ttl, absl::Minutes(10));
+  EXPECT_EQ(primary->store.log_retention.size_limit_bytes, 1ULL << 30);
+
+  SetFlag("replicate_from", "bloom-0.bloom-headless:50051");
+  SetFlag("min_replica_acks", "2");
+  SetFlag("replica_ack_timeout", "3s");
+  SetFlag("replication_log_limit", "64Mi");
+  absl::StatusOr<ServerConfig> follower = ConfigFromFlags(container_);
+  ASSERT_OK(follower.status());
+  EXPECT_TRUE(follower->store.replica);
+  EXPECT_EQ(follower->replication.replicate_from, "bloom-0.bloom-headless:50051");
+  EXPECT_EQ(follower->store.min_replica_acks, 2);
+  EXPECT_EQ(follower->store.replica_ack_timeout, absl::Seconds(3));
+  EXPECT_EQ(follower->store.log_retention.size_limit_bytes, 64u << 20);
+}
+
+TEST(NamesThisHostTest, APodFindsItselfInThePrimarysAddress) {
+  EXPECT_TRUE(NamesThisHost("bloom-0.bloom-headless.ns.svc:50051", "bloom-0"));
+  EXPECT_TRUE(NamesThisHost("bloom-0:50051", "bloom-0"));
+  EXPECT_FALSE(NamesThisHost("bloom-0.bloom-headless.ns.svc:50051", "bloom-1"));
+  EXPECT_FALSE(NamesThisHost("bloom-01.bloom-headless:50051", "bloom-0"));
+  EXPECT_FALSE(NamesThisHost("bloom-0:50051", ""));
 }
 
 TEST_F(FlagsTest, TheLogLevelIsOneOfFour) {

@@ -187,6 +187,62 @@ TEST_F(HelmChartTest, ServicesPdbAndOptionalObjects) {
   EXPECT_EQ(sts["spec"]["template"]["metadata"]["labels"]["team"].as<std::string>(), "search");
 }
 
+TEST_F(HelmChartTest, ThreeReplicasArePodZeroAndItsFollowersSpreadOverNodes) {
+  auto objects = Render("--set replicas=3 --set replication.minReplicaAcks=1");
+  const YAML::Node sts = objects.at("StatefulSet/rel-bloom-server");
+  EXPECT_EQ(sts["spec"]["replicas"].as<int>(), 3);
+  const YAML::Node pod = sts["spec"]["template"]["spec"];
+  std::map<std::string, std::string> env = Env(pod["containers"][0]);
+  // Every pod replicates from pod 0 through the headless Service; pod 0 finds its own name
+  // (rel-bloom-server-0) in that address and serves as the primary.
+  EXPECT_EQ(env["BLOOM_REPLICATE_FROM"],
+            "rel-bloom-server-0.rel-bloom-server-headless.default.svc:50051");
+  EXPECT_EQ(env["BLOOM_MIN_REPLICA_ACKS"], "1");
+  EXPECT_EQ(env["BLOOM_MAX_REPLICA_LAG"], "1s");
+  EXPECT_EQ(sts["spec"]["serviceName"].as<std::string>(), "rel-bloom-server-headless");
+  EXPECT_EQ(objects.at("Service/rel-bloom-server-headless")["spec"]["clusterIP"].as<std::string>(),
+            "None");
+  // The client Service selects every pod (a follower is in it once ready: caught up).
+  EXPECT_EQ(objects.at("Service/rel-bloom-server")["spec"]["selector"]["app.kubernetes.io/name"]
+                .as<std::string>(),
+            "bloom-server");
+  EXPECT_TRUE(pod["containers"][0]["readinessProbe"]["grpc"]);
+  // 2 of 3 stay through voluntary disruptions.
+  EXPECT_EQ(objects.at("PodDisruptionBudget/rel-bloom-server")["spec"]["maxUnavailable"].as<int>(),
+            1);
+  ASSERT_TRUE(pod["topologySpreadConstraints"]) << "pods are not spread";
+  EXPECT_EQ(pod["topologySpreadConstraints"][0]["topologyKey"].as<std::string>(),
+            "kubernetes.io/hostname");
+  EXPECT_EQ(pod["topologySpreadConstraints"][0]["labelSelector"]["matchLabels"]
+               ["app.kubernetes.io/instance"]
+                   .as<std::string>(),
+            "rel");
+
+  // With auth and TLS the followers get a token and the CA that verifies pod 0.
+  objects = Render(absl::StrCat("-f ", BLOOM_SOURCE_DIR, "/tests/helm/all-features.yaml"));
+  const YAML::Node secure = objects.at("StatefulSet/rel-bloom-server")["spec"]["template"]["spec"];
+  env = Env(secure["containers"][0]);
+  EXPECT_EQ(env["BLOOM_REPLICATION_TOKEN_FILE"], "/etc/bloom/replication/token");
+  EXPECT_EQ(env["BLOOM_REPLICATION_CA_FILE"], "/etc/bloom/tls/ca.crt");
+  EXPECT_EQ(secure["topologySpreadConstraints"][0]["whenUnsatisfiable"].as<std::string>(),
+            "DoNotSchedule");
+  bool token_mounted = false;
+  for (const YAML::Node& volume : secure["volumes"]) {
+    token_mounted |= volume["name"].as<std::string>() == "replication-token" &&
+                     volume["secret"]["secretName"].as<std::string>() == "bloom-replication";
+  }
+  EXPECT_TRUE(token_mounted);
+
+  // One pod, or replication off: no replication, no spreading.
+  for (const char* args : {"", "--set replicas=3 --set replication.enabled=false"}) {
+    const YAML::Node single =
+        Render(args).at("StatefulSet/rel-bloom-server")["spec"]["template"]["spec"];
+    EXPECT_EQ(Env(single["containers"][0]).count("BLOOM_REPLICATE_FROM"), 0u) << args;
+  }
+  EXPECT_FALSE(Render().at("StatefulSet/rel-bloom-server")["spec"]["template"]["spec"]
+                   ["topologySpreadConstraints"]);
+}
+
 TEST_F(HelmChartTest, MetricsAreServedAndAnnotatedByDefault) {
   auto objects = Render();
   const YAML::Node pod_template = objects.at("StatefulSet/rel-bloom-server")["spec"]["template"];

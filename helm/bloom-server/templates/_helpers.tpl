@@ -57,3 +57,14 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- include "bloom-server.grpcPort" . -}}
 {{- end -}}
 {{- end -}}
+
+{{/* "true" when the pods replicate: pod 0 the primary, the others its followers. */}}
+{{- define "bloom-server.replicated" -}}
+{{- if and .Values.replication.enabled (gt (int .Values.replicas) 1) -}}true{{- end -}}
+{{- end -}}
+
+{{/* Pod 0's address through the headless Service: the primary every pod replicates from. */}}
+{{- define "bloom-server.primaryAddress" -}}
+{{- $name := include "bloom-server.fullname" . -}}
+{{- printf "%s-0.%s-headless.%s.svc:%s" $name $name .Release.Namespace (include "bloom-server.grpcPort" .) -}}
+{{- end -}}

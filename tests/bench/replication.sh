@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# What replication costs, in one run on this machine: batched adds (1000 keys per call,
+# bloom-bench) to a standalone server, then to a primary with one follower at
+# --min_replica_acks 0 and 1. Prints each run's keys/s, the primary's server CPU per key (and
+# its ratio to the standalone's), the follower's CPU per key applied (and its ratio to the
+# primary's), and the follower's lag sampled every 100 ms. Then times a follower's bootstrap
+# (copying a snapshot and loading it, until health says SERVING) of a ~1 GB data dir.
+#
+# On a 2-core machine the follower takes CPU from the server and the clients: the CPU ratios are
+# the verdict, keys/s is context.
+#
+#   tests/bench/replication.sh                      # 20 s runs, 1 GB bootstrap
+#   DURATION=60s tests/bench/replication.sh         # the lag over a 60 s run
+#   BOOTSTRAP_GB=0 tests/bench/replication.sh       # skip the bootstrap
+#
+# Needs the README's set-up (./scripts/test.sh has built everything).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD_DIR:-build}
+DURATION=${DURATION:-20s}
+CLIENTS=${CLIENTS:-4}
+BOOTSTRAP_GB=${BOOTSTRAP_GB:-1}
+BENCH="$BUILD/loadtest/bloom-bench"
+SERVER="$BUILD/service/bloom-server"
+CLI="$BUILD/client/bloom-cli"
+for tool in "$BENCH" "$SERVER" "$CLI"; do
+  [[ -x "$tool" ]] || { echo "replication.sh: $tool missing: run ./scripts/test.sh first"; exit 2; }
+done
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for pid in "${pids[@]:-}"; do [[ -n "$pid" ]] && kill -9 "$pid" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# start NAME ARGS... -> sets PID, PORT, METRICS (its metrics port); waits for its port file.
+start() {
+  local name=$1
+  shift
+  mkdir -p "$work/$name"
+  rm -f "$work/$name/port"
+  "$SERVER" --listen=127.0.0.1:"${LISTEN_PORT:-0}" --port_file="$work/$name/port" \
+    --data_dir="$work/$name/data" --metrics_listen=127.0.0.1:0 --max_batch=100000 "$@" \
+    >>"$work/$name/log" 2>&1 &
+  PID=$!
+  pids+=("$PID")
+  for _ in $(seq 1200); do [[ -s $work/$name/port ]] && break; sleep 0.05; done
+  [[ -s $work/$name/port ]] || { echo "replication.sh: $name did not start:"; tail "$work/$name/log"; exit 1; }
+  PORT=$(head -1 "$work/$name/port")
+  METRICS=$(awk '$1 == "metrics" {print $2}' "$work/$name/port")
+}
+
+stop() { kill -TERM "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
+
+bench() {  # LABEL ADDRESS SERVER_PID [REPLICA_PID REPLICA_METRICS]
+  local extra=()
+  [[ $# -ge 5 ]] && extra=(--replica_pid="$4" --replica_metrics_port="$5")
+  "$BENCH" --address="$2" --label="$1" --mix=add --batch=1000 --clients="$CLIENTS" \
+    --capacity=100000000 --duration="$DURATION" --server_pid="$3" --json "${extra[@]}" \
+    | tee -a "$work/results.jsonl" >/dev/null
+}
+
+echo "replication.sh: batched adds, $CLIENTS clients x 1000 keys per call, $DURATION per run"
+start standalone
+bench standalone "127.0.0.1:$PORT" "$PID"
+stop "$PID"
+
+for acks in 0 1; do
+  start "primary-$acks" --min_replica_acks="$acks"
+  primary_pid=$PID primary_port=$PORT
+  start "follower-$acks" --replicate_from="127.0.0.1:$primary_port"
+  follower_pid=$PID follower_metrics=$METRICS
+  # Healthy once caught up.
+  for _ in $(seq 600); do "$CLI" --server="127.0.0.1:$PORT" health >/dev/null 2>&1 && break; sleep 0.05; done
+  bench "primary+follower acks=$acks" "127.0.0.1:$primary_port" "$primary_pid" \
+    "$follower_pid" "$follower_metrics"
+  stop "$follower_pid"
+  stop "$primary_pid"
+done
+
+/usr/bin/python3 - "$work/results.jsonl" <<'EOF'
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1])]
+base = rows[0]["server_cpu_seconds_per_million_keys"]
+print(f"{'run':<28}{'keys/s':>12}{'primary us/key':>16}{'vs standalone':>15}"
+      f"{'follower us/key':>17}{'vs primary':>12}{'lag p50 ms':>12}{'lag p99 ms':>12}{'max ms':>9}")
+for r in rows:
+    cpu = r["server_cpu_seconds_per_million_keys"]
+    line = f"{r['label']:<28}{r['keys_per_second']:>12.0f}{cpu:>16.3f}{cpu / base:>14.2f}x"
+    if r["label"] != "standalone":
+        rep = r["replica_cpu_seconds_per_million_keys"]
+        lag = r["replica_lag_seconds"]
+        line += (f"{rep:>17.3f}{rep / cpu:>11.2f}x{lag['p50'] * 1e3:>12.1f}"
+                 f"{lag['p99'] * 1e3:>12.1f}{lag['max'] * 1e3:>9.1f}")
+        if not r["replica_caught_up"]:
+            line += "  (follower not caught up)"
+    print(line)
+EOF
+
+if [[ $BOOTSTRAP_GB != 0 ]]; then
+  # One filter of about BOOTSTRAP_GB GB of bits, filled enough that every page is stored dense.
+  capacity=$((BOOTSTRAP_GB * 850000000))
+  keys=$((BOOTSTRAP_GB * 100000000))
+  start big
+  big_port=$PORT
+  "$CLI" --server="127.0.0.1:$big_port" reserve bench-0 --capacity="$capacity" --error-rate=0.01 >/dev/null
+  "$BENCH" --address="127.0.0.1:$big_port" --mix=add --batch=10000 --clients="$CLIENTS" \
+    --capacity="$capacity" --ops="$keys" >/dev/null
+  stop "$PID"  # the final checkpoint writes every page
+  LISTEN_PORT=$big_port start big
+  size=$(du -sb "$work/big/data" | cut -f1)
+  begin=$(date +%s.%N)
+  start bootstrap --replicate_from="127.0.0.1:$big_port"
+  for _ in $(seq 1200); do "$CLI" --server="127.0.0.1:$PORT" health >/dev/null 2>&1 && break; sleep 0.05; done
+  end=$(date +%s.%N)
+  echo "bootstrap: a follower copied and loaded $(( size / 1000000 )) MB and reported SERVING in $(echo "$end - $begin" | bc) s"
+  grep -h "copied a snapshot" "$work/bootstrap/log" | sed 's/^/  /'
+fi
