@@ -286,8 +286,13 @@ grpc::Status Follower::TailOnce() {
                                                         : grpc::StatusCode::UNAVAILABLE,
                               std::string(applied.message()));
         }
+      }
+      // What was applied (and synced), and the idle filters this follower's reads used.
+      std::vector<std::string> touched = store_->TakeIdleTouches();
+      if (!batches.empty() || !touched.empty()) {
         v1::TailRequest ack;
-        ack.set_durable_sequence(store_->LatestSequence());
+        if (!batches.empty()) ack.set_durable_sequence(store_->LatestSequence());
+        for (std::string& name : touched) ack.add_idle_touches(std::move(name));
         stream->Write(ack);
       }
       {

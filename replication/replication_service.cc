@@ -132,8 +132,14 @@ grpc::Status ReplicationService::Tail(
   std::thread acks_reader([&] {
     v1::TailRequest ack;
     while (stream->Read(&ack)) {
-      if (acks != nullptr) acks->Ack(ack_id, ack.durable_sequence());
+      if (acks != nullptr && ack.durable_sequence() != 0) {
+        acks->Ack(ack_id, ack.durable_sequence());
+      }
       Update(id, 0, ack.durable_sequence());
+      if (ack.idle_touches_size() > 0) {
+        std::vector<std::string> names(ack.idle_touches().begin(), ack.idle_touches().end());
+        store_->TouchIdle(names);
+      }
     }
   });
   grpc::Status result;

@@ -186,6 +186,10 @@ class FilterStore {
     return options_.replica ? replica_visible_.load(std::memory_order_acquire) : LatestSequence();
   }
   bool is_replica() const { return options_.replica; }
+  // A replica's filters with an idle_ttl used since the last call (idle_touches.h), for its
+  // primary; and on the primary, those names counted as used now (a cold one is loaded).
+  std::vector<std::string> TakeIdleTouches() { return idle_touches_.Take(); }
+  void TouchIdle(absl::Span<const std::string> names);
   // The followers' acknowledgements on a primary with min_replica_acks; null otherwise.
   ReplicaAcks* replica_acks() const { return acks_.get(); }
 
@@ -299,7 +303,9 @@ class FilterStore {
   MemoryBudget budget_;
   // The resident filters the checkpointer visits: changed, windowed, or due to idle out.
   CheckpointSchedule schedule_;
-  const StoreContext context_{db_.get(), &budget_, &slices_retired_, options_.clock, &schedule_};
+  IdleTouches idle_touches_;  // a replica's (replica_store.cc)
+  const StoreContext context_{db_.get(),     &budget_,   &slices_retired_, options_.clock,
+                              &schedule_,    options_.replica ? &idle_touches_ : nullptr};
   std::atomic<uint64_t> next_generation_{1};
   std::atomic<uint64_t> generation_ceiling_{0};
   bloomsync::Mutex ceiling_mu_;  // serialises RaiseCeiling

@@ -97,6 +97,19 @@ void FilterStore::ForgetReplicaResident(absl::string_view name) {
   }
 }
 
+void FilterStore::TouchIdle(absl::Span<const std::string> names) {
+  bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
+  if (!CheckOpen().ok() || options_.replica) return;
+  const absl::Time now = options_.clock->Now();
+  for (const std::string& name : names) {
+    if (!ValidateFilterName(name).ok()) continue;
+    absl::StatusOr<std::shared_ptr<StoredFilter>> filter = Acquire(name);
+    if (filter.ok() && *filter != nullptr && (*filter)->has_idle_ttl() && (*filter)->usable()) {
+      (*filter)->TouchIdle(now);
+    }
+  }
+}
+
 absl::Status FilterStore::ApplyReplicated(absl::Span<const LogBatch> batches, bool sync) {
   bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
   RETURN_IF_ERROR(CheckOpen());

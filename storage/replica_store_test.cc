@@ -1,6 +1,10 @@
 // A replica store (StoreOptions::replica) that follows a primary through its RocksDB log:
 // snapshot, ReadLogSince, ApplyReplicated; and ReplicaAcks, the primary's wait for followers.
+#include <atomic>
 #include <future>
+#include <mutex>
+#include <random>
+#include <thread>
 #include <memory>
 #include <string>
 #include <vector>
@@ -106,6 +110,82 @@ TEST_F(ReplicaStoreTest, FollowsAddsReservesCheckpointsAndDeletes) {
   EXPECT_EQ(stats->stats.items_added, primary_->Stats("before")->stats.items_added);
 }
 
+TEST_F(ReplicaStoreTest, ReadersMeetBatchesLoadsAndEvictionsWithoutMissingAnAdd) {
+  // Readers on the replica race the applier (replays, reloads after checkpoints) and the
+  // evictor (a memory limit of 6 of the 8 filters): an add whose sequence the replica shows as
+  // visible must read present.
+  constexpr int kFilters = 8;
+  const bloom::FilterParams spec{.capacity = 2000, .error_rate = 0.01};
+  for (int f = 0; f < kFilters; ++f) {
+    ASSERT_OK(primary_->Reserve(absl::StrCat("f", f), spec).status());
+  }
+  StoreOptions options;
+  options.memory_limit_bytes = 6 * (2400 + kResidentFilterOverheadBytes);
+  OpenReplica(options);
+  struct Added {
+    std::string filter, item;
+    uint64_t sequence;
+  };
+  std::mutex mu;
+  std::vector<Added> added;
+  std::atomic<bool> done{false};
+  std::atomic<int> absent{0}, checked{0};
+  std::thread applier([&] {
+    while (!done.load() || replica_->LatestSequence() < primary_->LatestSequence()) {
+      absl::StatusOr<LogRead> read =
+          ReadLogSince(primary_->database(), replica_->LatestSequence() + 1, 16 << 10);
+      ASSERT_OK(read.status());
+      ASSERT_OK(replica_->ApplyReplicated(read->batches, /*sync=*/false));
+    }
+  });
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 3; ++r) {
+    readers.emplace_back([&, r] {
+      std::mt19937 random(r);
+      while (!done.load()) {
+        Added pick;
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          if (added.empty()) continue;
+          pick = added[random() % added.size()];
+        }
+        if (pick.sequence > replica_->VisibleSequence()) continue;
+        const std::vector<absl::string_view> items = {pick.item};
+        absl::StatusOr<std::vector<bool>> present = replica_->MightContain(pick.filter, items);
+        ASSERT_OK(present.status());
+        checked.fetch_add(1);
+        if (!(*present)[0]) absent.fetch_add(1);
+      }
+    });
+  }
+  for (int round = 0; round < 2000; ++round) {
+    const std::string filter = absl::StrCat("f", round % kFilters);
+    const std::string item = absl::StrCat("item-", round);
+    const std::vector<absl::string_view> items = {item};
+    ASSERT_OK(primary_->Add(filter, items, nullptr).status());
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      added.push_back({filter, item, primary_->LatestSequence()});
+    }
+    if (round % 100 == 99) ASSERT_OK(primary_->CheckpointAll());  // reloads on the replica
+  }
+  // The readers go on a while after the last add, as the applier catches up.
+  ASSERT_TRUE(bloomtest::WaitFor([&] { return checked.load() >= 1000; }));
+  done.store(true);
+  applier.join();
+  for (std::thread& reader : readers) reader.join();
+  EXPECT_EQ(absent.load(), 0) << "of " << checked.load() << " checks";
+  const StoreFigures figures = replica_->Figures();
+  EXPECT_GT(figures.loads, 0u);  // checkpoints made filters load again, under the readers
+  EXPECT_GT(figures.evictions, 0u);
+  for (const Added& a : added) {
+    const std::vector<absl::string_view> items = {a.item};
+    absl::StatusOr<std::vector<bool>> present = replica_->MightContain(a.filter, items);
+    ASSERT_OK(present.status());
+    EXPECT_TRUE((*present)[0]) << a.filter << " " << a.item;
+  }
+}
+
 TEST_F(ReplicaStoreTest, RefusesWritesAndBatchesThatDoNotFollowOn) {
   OpenReplica();
   EXPECT_TRUE(absl::IsFailedPrecondition(
@@ -144,6 +224,37 @@ TEST_F(ReplicaStoreTest, ReadLogSinceAnswersOutOfRangeOutsideTheLog) {
   absl::StatusOr<LogRead> all = ReadLogSince(primary_->database(), 1, 1 << 20);
   ASSERT_OK(all.status());
   EXPECT_EQ(all->next, latest + 1);
+}
+
+TEST(ReplicaIdleTouchesTest, ReadsOnTheReplicaKeepAnIdleFilterAliveOnThePrimary) {
+  bloomtest::TempDir primary_dir, replica_root;
+  bloom::ManualClock clock;  // the primary's: it decides expiry
+  StoreOptions options;
+  options.data_dir = primary_dir.path();
+  options.background_checkpoints = false;
+  options.clock = &clock;
+  absl::StatusOr<std::unique_ptr<FilterStore>> primary = FilterStore::Open(options);
+  ASSERT_OK(primary.status());
+  bloom::FilterParams spec{.capacity = 100, .error_rate = 0.01};
+  spec.idle_ttl = absl::Seconds(10);
+  ASSERT_OK((*primary)->Reserve("feed:1", spec).status());
+  ASSERT_OK((*primary)->Reserve("feed:2", spec).status());
+  const std::string dir = absl::StrCat(replica_root.path(), "/replica");
+  ASSERT_OK(CreateSnapshot((*primary)->database(), dir).status());
+  absl::StatusOr<std::unique_ptr<FilterStore>> replica =
+      FilterStore::Open({.data_dir = dir, .replica = true});
+  ASSERT_OK(replica.status());
+
+  clock.Advance(absl::Seconds(8));
+  ASSERT_OK((*replica)->MightContain("feed:1", {"x"}).status());  // only feed:1 is read
+  std::vector<std::string> touched = (*replica)->TakeIdleTouches();
+  EXPECT_EQ(touched, std::vector<std::string>({"feed:1"}));
+  EXPECT_TRUE((*replica)->TakeIdleTouches().empty());  // taken
+  (*primary)->TouchIdle(touched);
+
+  clock.Advance(absl::Seconds(4));  // 12 s after the reserve, 4 s after the replica's read
+  EXPECT_OK((*primary)->Stats("feed:1").status());
+  EXPECT_TRUE(absl::IsNotFound((*primary)->Stats("feed:2").status()));
 }
 
 TEST(ReplicaAcksTest, AnswersOnceEnoughFollowersAckInOrder) {

@@ -57,6 +57,7 @@
 #include "storage/database.h"
 #include "storage/encoding.h"
 #include "storage/filter_records.h"
+#include "storage/idle_touches.h"
 #include "storage/memory_budget.h"
 #include "storage/resident_charge.h"
 
@@ -74,6 +75,8 @@ struct StoreContext {
   const bloom::Clock* clock = bloom::Clock::Real();
   // Told of each filter's first change since its last checkpoint (may be null: nobody asks).
   CheckpointSchedule* schedule = nullptr;
+  // On a replica: told when a filter with an idle_ttl is used (idle_touches.h); else null.
+  IdleTouches* idle_touches = nullptr;
 };
 
 class StoredFilter {
@@ -200,6 +203,8 @@ class StoredFilter {
     const int64_t micros = absl::ToUnixMicros(now);
     if (micros - rare_->last_used_micros.load(std::memory_order_relaxed) >= 1'000'000) {
       rare_->last_used_micros.store(micros, std::memory_order_relaxed);
+      // A replica's use counts on the primary, whose clock decides expiry.
+      if (context_->idle_touches != nullptr) context_->idle_touches->Note(name());
     }
   }
   // Both kept in this object: the checkpointer's schedule asks each filter that becomes
