@@ -144,7 +144,7 @@ class BloomClient {
   std::unique_ptr<bloom::v1::BloomFilterService::Stub> stub_;
   const ClientOptions options_;
   std::atomic<uint64_t> last_sequence_{0};  // before coalescer_, which uses it
-  std::unique_ptr<Coalescer> coalescer_;  // pipelined mode; uses stub_, so declared after it
+  std::unique_ptr<Coalescer> coalescer_;    // pipelined mode; uses stub_, so declared after it
 };
 
 }  // namespace bloomclient

@@ -26,9 +26,9 @@
 #ifndef CLIENT_COALESCER_H_
 #define CLIENT_COALESCER_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>

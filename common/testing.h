@@ -14,8 +14,8 @@
 #include <string>
 
 #include "absl/time/clock.h"
-#include "common/http_get.h"
 #include "absl/time/time.h"
+#include "common/http_get.h"
 #include "gtest/gtest.h"
 
 #define ASSERT_OK(expr)                                         \

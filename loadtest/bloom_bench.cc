@@ -24,10 +24,10 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
-#include "common/http_get.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/http_get.h"
 #include "loadtest/echo_server.h"
 #include "loadtest/targets.h"
 

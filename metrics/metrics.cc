@@ -1,7 +1,5 @@
 #include "metrics/metrics.h"
 
-#include <mutex>
-
 #include <prometheus/collectable.h>
 #include <prometheus/counter.h>
 #include <prometheus/exposer.h>
@@ -12,6 +10,7 @@
 #include <prometheus/text_serializer.h>
 
 #include <exception>
+#include <mutex>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -213,8 +212,8 @@ class StateCollector final : public prometheus::Collectable {
       out.push_back(Gauge("bloom_replica_lag_sequences",
                           "Sequences the primary had written, as last heard, that this "
                           "follower has not applied.",
-                          static_cast<double>(r.primary_sequence - std::min(r.primary_sequence,
-                                                                           r.applied_sequence))));
+                          static_cast<double>(r.primary_sequence -
+                                              std::min(r.primary_sequence, r.applied_sequence))));
       out.push_back(Gauge("bloom_replica_lag_seconds",
                           "How far behind the primary's clock this follower's data is: the "
                           "delay of its last catch-up, or the time since (while behind or cut "

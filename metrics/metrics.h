@@ -19,12 +19,12 @@
 #define METRICS_METRICS_H_
 
 #include <array>
-#include <vector>
-#include <functional>
 #include <atomic>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"

@@ -91,8 +91,8 @@ absl::StatusOr<uint64_t> CopySnapshot(v1::ReplicationService::Stub& stub,
     }
     const std::string name = std::filesystem::path(chunk.file()).filename().string();
     if (name.empty() || name == kIncompleteMarker || name != chunk.file()) {
-      written = absl::DataLossError(absl::StrCat("the primary sent a bad file name '",
-                                                 chunk.file(), "'"));
+      written = absl::DataLossError(
+          absl::StrCat("the primary sent a bad file name '", chunk.file(), "'"));
       break;
     }
     if (name != file) {
@@ -125,7 +125,8 @@ absl::StatusOr<uint64_t> CopySnapshot(v1::ReplicationService::Stub& stub,
 }
 
 bool HoldsCompleteCopy(const std::filesystem::path& dir) {
-  return std::filesystem::exists(dir / "CURRENT") && !std::filesystem::exists(dir / kIncompleteMarker);
+  return std::filesystem::exists(dir / "CURRENT") &&
+         !std::filesystem::exists(dir / kIncompleteMarker);
 }
 
 }  // namespace
@@ -143,18 +144,17 @@ absl::Status Bootstrap(const FollowerOptions& options, const std::string& data_d
                        const std::function<bool()>& stop) {
   const std::filesystem::path dir(data_dir);
   if (!force && HoldsCompleteCopy(dir)) return absl::OkStatus();
-  bloomlog::LogInfo(absl::StrCat("follower: copying a snapshot of the primary at ",
-                                 options.primary, " into ", data_dir,
-                                 force ? " (the primary's log no longer reaches back to ours)"
-                                       : " (no copy here yet)"));
+  bloomlog::LogInfo(absl::StrCat(
+      "follower: copying a snapshot of the primary at ", options.primary, " into ", data_dir,
+      force ? " (the primary's log no longer reaches back to ours)" : " (no copy here yet)"));
   auto stub = v1::ReplicationService::NewStub(PrimaryChannel(options));
   absl::Duration retry = kMinRetry;
   while (!stop()) {
     absl::StatusOr<uint64_t> copied = CopySnapshot(*stub, options, dir);
     if (copied.ok()) return absl::OkStatus();
     bloomlog::LogWarning(absl::StrCat("follower: copying a snapshot failed (retrying in ",
-                                      absl::FormatDuration(retry), "): ",
-                                      copied.status().ToString()));
+                                      absl::FormatDuration(retry),
+                                      "): ", copied.status().ToString()));
     absl::SleepFor(retry);
     retry = std::min(retry * 2, kMaxRetry);
   }
@@ -224,7 +224,7 @@ grpc::Status Follower::TailOnce() {
   AddToken(context, options_);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stop_.load()) return grpc::Status(grpc::StatusCode::CANCELLED, "stopped");
+    if (stop_.load()) return {grpc::StatusCode::CANCELLED, "stopped"};
     call_ = &context;
   }
   std::unique_ptr<grpc::ClientReaderWriter<v1::TailRequest, v1::TailResponse>> stream =
@@ -242,8 +242,7 @@ grpc::Status Follower::TailOnce() {
         stream->Finish().IgnoreError();
         std::lock_guard<std::mutex> lock(mu_);
         call_ = nullptr;
-        return grpc::Status(static_cast<grpc::StatusCode>(response.error_code()),
-                            response.error_message());
+        return {static_cast<grpc::StatusCode>(response.error_code()), response.error_message()};
       }
       if (!announced) {
         announced = true;
@@ -253,8 +252,8 @@ grpc::Status Follower::TailOnce() {
           unreachable_ = false;
           last_response_ = absl::Now();  // this response; lag counts from here, not the last stream
         }
-        bloomlog::LogInfo(absl::StrCat("follower: connected to the primary at ",
-                                       options_.primary, ", applying its log from sequence ",
+        bloomlog::LogInfo(absl::StrCat("follower: connected to the primary at ", options_.primary,
+                                       ", applying its log from sequence ",
                                        first.start_sequence()));
       }
       batches.clear();
@@ -266,25 +265,23 @@ grpc::Status Follower::TailOnce() {
           stream->Finish().IgnoreError();
           std::lock_guard<std::mutex> lock(mu_);
           call_ = nullptr;
-          return grpc::Status(grpc::StatusCode::DATA_LOSS,
-                              std::string(count.status().message()));
+          return {grpc::StatusCode::DATA_LOSS, std::string{count.status().message()}};
         }
         bytes += batch.data().size();
         batches.push_back({batch.sequence(), *count, std::move(*batch.mutable_data())});
       }
       if (!batches.empty()) {
-        if (absl::Status applied = store_->ApplyReplicated(batches, /*sync=*/true);
-            !applied.ok()) {
-          bloomlog::LogError(absl::StrCat("follower: applying the primary's log failed: ",
-                                          applied.ToString()));
+        if (absl::Status applied = store_->ApplyReplicated(batches, /*sync=*/true); !applied.ok()) {
+          bloomlog::LogError(
+              absl::StrCat("follower: applying the primary's log failed: ", applied.ToString()));
           context.TryCancel();
           stream->Finish().IgnoreError();
           std::lock_guard<std::mutex> lock(mu_);
           call_ = nullptr;
           // A batch that does not follow on: this replica and the primary disagree; copy.
-          return grpc::Status(absl::IsDataLoss(applied) ? grpc::StatusCode::OUT_OF_RANGE
-                                                        : grpc::StatusCode::UNAVAILABLE,
-                              std::string(applied.message()));
+          return {absl::IsDataLoss(applied) ? grpc::StatusCode::OUT_OF_RANGE
+                                            : grpc::StatusCode::UNAVAILABLE,
+                  std::string{applied.message()}};
         }
       }
       // What was applied (and synced), and the idle filters this follower's reads used.
@@ -389,8 +386,8 @@ bool Follower::WaitApplied(uint64_t sequence, absl::Time deadline) {
     if (stop_.load()) return false;
     const absl::Time now = absl::Now();
     if (now >= deadline) return false;
-    applied_cv_.wait_for(lock, absl::ToChronoMicroseconds(std::min(deadline - now,
-                                                                   absl::Milliseconds(50))));
+    applied_cv_.wait_for(
+        lock, absl::ToChronoMicroseconds(std::min(deadline - now, absl::Milliseconds(50))));
   }
   return true;
 }

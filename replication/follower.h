@@ -56,11 +56,11 @@ absl::Status Bootstrap(const FollowerOptions& options, const std::string& data_d
 
 struct FollowerStatus {
   bool connected = false;
-  bool serving = false;            // what health reports
-  uint64_t applied_sequence = 0;   // durable in this replica
-  uint64_t primary_sequence = 0;   // the primary's latest, as last heard
-  absl::Duration lag;              // how far behind the primary's clock this replica's data is
-  uint64_t batches_applied = 0;    // since start
+  bool serving = false;           // what health reports
+  uint64_t applied_sequence = 0;  // durable in this replica
+  uint64_t primary_sequence = 0;  // the primary's latest, as last heard
+  absl::Duration lag;             // how far behind the primary's clock this replica's data is
+  uint64_t batches_applied = 0;   // since start
   uint64_t bytes_applied = 0;
 };
 
@@ -104,7 +104,7 @@ class Follower {
   std::thread thread_;
 
   mutable std::mutex mu_;
-  std::condition_variable applied_cv_;  // WaitApplied and Stop's wake-ups
+  std::condition_variable applied_cv_;   // WaitApplied and Stop's wake-ups
   grpc::ClientContext* call_ = nullptr;  // the stream in progress, for Stop to cancel
   bool connected_ = false;
   bool caught_up_once_ = false;

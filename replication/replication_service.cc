@@ -39,11 +39,11 @@ ReplicationService::ReplicationService(storage::FilterStore* store,
 
 grpc::Status ReplicationService::Admit(grpc::ServerContext* context) const {
   if (stopping_.load()) {
-    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the primary is shutting down");
+    return {grpc::StatusCode::UNAVAILABLE, "the primary is shutting down"};
   }
   if (store_->is_replica()) {
-    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                        "this server is a follower, not a primary: replicate from its primary");
+    return {grpc::StatusCode::FAILED_PRECONDITION,
+            "this server is a follower, not a primary: replicate from its primary"};
   }
   if (auth_ == nullptr) return grpc::Status::OK;
   absl::optional<absl::string_view> authorization;
@@ -84,8 +84,8 @@ grpc::Status ReplicationService::Snapshot(grpc::ServerContext* context,
     if (!entry.is_regular_file()) continue;
     std::ifstream in(entry.path(), std::ios::binary);
     if (!in) {
-      return grpc::Status(grpc::StatusCode::INTERNAL,
-                          absl::StrCat("cannot read snapshot file ", entry.path().string()));
+      return {grpc::StatusCode::INTERNAL,
+              absl::StrCat("cannot read snapshot file ", entry.path().string())};
     }
     uint64_t offset = 0;
     do {
@@ -96,7 +96,7 @@ grpc::Status ReplicationService::Snapshot(grpc::ServerContext* context,
       chunk.set_offset(offset);
       chunk.set_data(buffer.data(), static_cast<size_t>(got));
       if (!writer->Write(chunk)) {
-        return grpc::Status(grpc::StatusCode::CANCELLED, "the follower went away");
+        return {grpc::StatusCode::CANCELLED, "the follower went away"};
       }
       offset += static_cast<uint64_t>(got);
     } while (in);
@@ -118,7 +118,7 @@ grpc::Status ReplicationService::Tail(
   if (grpc::Status admitted = Admit(context); !admitted.ok()) return admitted;
   v1::TailRequest first;
   if (!stream->Read(&first)) {
-    return grpc::Status(grpc::StatusCode::CANCELLED, "no request from the follower");
+    return {grpc::StatusCode::CANCELLED, "no request from the follower"};
   }
   const std::string name = first.follower_id().empty() ? context->peer() : first.follower_id();
   uint64_t next = first.start_sequence();
@@ -159,7 +159,7 @@ grpc::Status ReplicationService::Tail(
       result = ToGrpc(read.status());
       v1::TailResponse last;  // the reason travels in a message: the call ends cancelled
       last.set_error_code(static_cast<int32_t>(read.status().code()));
-      last.set_error_message(std::string(read.status().message()));
+      last.set_error_message(std::string{read.status().message()});
       stream->Write(last);
       break;
     }

@@ -44,14 +44,12 @@ class ReplicationService final : public bloom::replication::v1::ReplicationServi
   ReplicationService(storage::FilterStore* store, const service::TokenAuthenticator* auth,
                      std::string data_dir);
 
-  grpc::Status Snapshot(grpc::ServerContext* context,
-                        const bloom::replication::v1::SnapshotRequest* request,
-                        grpc::ServerWriter<bloom::replication::v1::SnapshotResponse>* writer)
-      override;
+  grpc::Status Snapshot(
+      grpc::ServerContext* context, const bloom::replication::v1::SnapshotRequest* request,
+      grpc::ServerWriter<bloom::replication::v1::SnapshotResponse>* writer) override;
   grpc::Status Tail(grpc::ServerContext* context,
                     grpc::ServerReaderWriter<bloom::replication::v1::TailResponse,
-                                             bloom::replication::v1::TailRequest>* stream)
-      override;
+                                             bloom::replication::v1::TailRequest>* stream) override;
 
   // Ends the Tail streams (UNAVAILABLE: the followers reconnect) and refuses new ones.
   void Stop() { stopping_.store(true); }

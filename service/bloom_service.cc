@@ -552,13 +552,14 @@ grpc::ServerUnaryReactor* BloomCallbackService::Add(grpc::CallbackServerContext*
     return reactor;
   }
   Buffers& call = *buffers;
-  core_->HandleAddItemsGrouped(
-      call.view, call.answers, context,
-      [reactor, response, store = core_->store(),
-       buffers = std::move(buffers)](const grpc::Status& status) {
-        if (status.ok()) SetAddResponse(buffers->encoded, store->LatestSequence(), response);
-        reactor->Finish(status);
-      });
+  core_->HandleAddItemsGrouped(call.view, call.answers, context,
+                               [reactor, response, store = core_->store(),
+                                buffers = std::move(buffers)](const grpc::Status& status) {
+                                 if (status.ok())
+                                   SetAddResponse(buffers->encoded, store->LatestSequence(),
+                                                  response);
+                                 reactor->Finish(status);
+                               });
   return reactor;
 }
 
@@ -572,8 +573,7 @@ grpc::ServerUnaryReactor* BloomCallbackService::MightContain(grpc::CallbackServe
                                    ParseMightContainRequest, bytes, view, encoded, answers);
   if (status.ok() && !core_->Applied(view.min_sequence, context)) {
     // A follower that has not applied the caller's last write in time: the primary answers.
-    return ForwardBytes(core_->hooks().forwarder, context, kMightContainMethod, request,
-                        response);
+    return ForwardBytes(core_->hooks().forwarder, context, kMightContainMethod, request, response);
   }
   if (status.ok()) status = core_->HandleMightContainItems(view, answers, context);
   if (status.ok()) SetResponse(encoded, response);

@@ -4,11 +4,11 @@
 // Why: protobuf's parse turns every item into a std::string (a heap allocation for each item
 // longer than 15 bytes, freed again with the call) in a repeated field, a large share of a
 // batched call's server CPU (benchmarks/parse_benchmark compares the two). The callback server
-// reads its Add and MightContain calls with these functions (bloom_service.h). The wire format is protobuf's, unchanged: the
-// parse accepts what protobuf's does for these messages (fields in any order and repeated,
-// unknown fields skipped, a repeated scalar field's last value winning, a repeated message
-// field merged) except groups, which proto3 has none of. `items` are read as bytes, as
-// protos/wire/items_as_bytes.h does for the protobuf path.
+// reads its Add and MightContain calls with these functions (bloom_service.h). The wire format is
+// protobuf's, unchanged: the parse accepts what protobuf's does for these messages (fields in any
+// order and repeated, unknown fields skipped, a repeated scalar field's last value winning, a
+// repeated message field merged) except groups, which proto3 has none of. `items` are read as
+// bytes, as protos/wire/items_as_bytes.h does for the protobuf path.
 //
 // Thread-safety: stateless functions.
 #ifndef SERVICE_DIRECT_PARSE_H_
@@ -16,7 +16,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <string>
 #include <string>
 #include <vector>
 

@@ -13,7 +13,7 @@ namespace {
 grpc::ByteBuffer Serialize(const google::protobuf::Message& message) {
   std::string bytes = message.SerializeAsString();
   grpc::Slice slice(bytes);
-  return grpc::ByteBuffer(&slice, 1);
+  return {&slice, 1};
 }
 
 bool Parse(const grpc::ByteBuffer& buffer, google::protobuf::Message* message) {
@@ -64,7 +64,7 @@ void Forwarder::Unary(const grpc::ServerContextBase* caller, const std::string& 
   // The context lives until the call completes.
   std::shared_ptr<grpc::ClientContext> context = ContextFor(caller);
   stub_.UnaryCall(context.get(), method, grpc::StubOptions(), &request, response,
-                  [context, done = std::move(done)](grpc::Status status) { done(status); });
+                  [context, done = std::move(done)](grpc::Status status) { done(std::move(status)); });
 }
 
 void Forwarder::UnaryMessageAsync(const grpc::ServerContextBase* caller, const std::string& method,
@@ -80,8 +80,8 @@ void Forwarder::UnaryMessageAsync(const grpc::ServerContextBase* caller, const s
   Unary(caller, method, call->request, &call->response,
         [call, response, done = std::move(done)](grpc::Status status) {
           if (status.ok() && !Parse(call->response, response)) {
-            status = grpc::Status(grpc::StatusCode::INTERNAL,
-                                  "the primary's answer could not be read");
+            status =
+                grpc::Status(grpc::StatusCode::INTERNAL, "the primary's answer could not be read");
           }
           done(status);
         });

@@ -29,12 +29,12 @@
 #include "common/open_files.h"
 #include "google/protobuf/stubs/logging.h"
 #include "metrics/metrics.h"
-#include "service/auth.h"
-#include "service/server.h"
-#include "service/server_flags.h"
 #include "replication/follower.h"
 #include "replication/replication_service.h"
+#include "service/auth.h"
 #include "service/forwarder.h"
+#include "service/server.h"
+#include "service/server_flags.h"
 #include "storage/filter_store.h"
 
 // jemalloc's start-up options (read by jemalloc when it serves malloc, common/heap.h; unused
@@ -289,7 +289,7 @@ absl::StatusOr<replication::FollowerOptions> FollowerOptionsFromConfig(
 struct Node {
   std::unique_ptr<storage::FilterStore> store;
   std::unique_ptr<replication::ReplicationService> replication;  // primary
-  std::unique_ptr<service::Forwarder> forwarder;                  // follower
+  std::unique_ptr<service::Forwarder> forwarder;                 // follower
   std::unique_ptr<service::BloomServer> server;
   std::unique_ptr<replication::Follower> follower;  // follower
 
@@ -450,7 +450,8 @@ int main(int argc, char** argv) {
       if (!copied.ok()) return Fail(absl::StrCat("replication: ", copied.ToString()));
     }
     absl::StatusOr<std::unique_ptr<storage::FilterStore>> store = OpenStore(config->store);
-    if (!store.ok()) return Fail(absl::StrCat("cannot open the store: ", store.status().ToString()));
+    if (!store.ok())
+      return Fail(absl::StrCat("cannot open the store: ", store.status().ToString()));
     node.store = *std::move(store);
     server_metrics->SetStore(node.store.get());
     if (absl::Status started = StartNode(node, *config, server_options, follower_options);
@@ -476,8 +477,9 @@ int main(int argc, char** argv) {
       bloomlog::LogInfo(absl::StrCat("received ", signal_number == SIGTERM ? "SIGTERM" : "SIGINT",
                                      ": shutting down"));
     } else {
-      bloomlog::LogWarning("follower: copying a snapshot of the primary again; this server is "
-                           "unavailable meanwhile");
+      bloomlog::LogWarning(
+          "follower: copying a snapshot of the primary again; this server is "
+          "unavailable meanwhile");
     }
     server_metrics->SetReplicationSource(nullptr);
     server_metrics->SetStore(nullptr);

@@ -182,7 +182,7 @@ void PipelineBatch::TakeAdds(storage::OperationBatch& store_batch, Run run, Resp
       continue;
     }
     responses[i].mutable_add()->set_sequence(service_->store()->LatestSequence());
-        auto* answers = responses[i].mutable_add()->mutable_added();
+    auto* answers = responses[i].mutable_add()->mutable_added();
     answers->Reserve(static_cast<int>(added->size()));
     for (bool a : *added) answers->Add(a);
   }

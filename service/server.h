@@ -13,8 +13,8 @@
 #include <grpcpp/server.h>
 
 #include <memory>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"

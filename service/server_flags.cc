@@ -5,13 +5,13 @@
 #include <cstring>
 
 #include "absl/flags/flag.h"
-#include "common/status_macros.h"
 #include "absl/flags/reflection.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "common/status_macros.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "host:port to serve gRPC on; port 0 picks a free port");
@@ -137,9 +137,8 @@ bool IsServerFlag(const absl::CommandLineFlag& flag) {
 bool NamesThisHost(absl::string_view primary, absl::string_view hostname) {
   if (hostname.empty()) return false;
   absl::string_view host = primary.substr(0, primary.rfind(':'));
-  return host == hostname ||
-         (absl::StartsWith(host, hostname) && host.size() > hostname.size() &&
-          host[hostname.size()] == '.');
+  return host == hostname || (absl::StartsWith(host, hostname) && host.size() > hostname.size() &&
+                              host[hostname.size()] == '.');
 }
 
 namespace {

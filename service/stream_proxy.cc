@@ -29,7 +29,7 @@ void CopyHeaders(const grpc::ClientContext& from, grpc::CallbackServerContext* t
 // `mu` is recursive: gRPC may run a reaction on the thread that started its operation.
 struct ProxyState {
   std::recursive_mutex mu;
-  bool caller_finished = false;   // Finish was called on the caller's side
+  bool caller_finished = false;    // Finish was called on the caller's side
   bool upstream_released = false;  // the hold is gone: no more operations upstream
   bool upstream_done = false;      // its OnDone ran (its context's call is gone)
   bool headers_sent = false;       // the caller's response headers went out
@@ -148,8 +148,7 @@ class PipelineProxy {
 
 class ImportProxy {
  public:
-  ImportProxy(Forwarder* forwarder, grpc::CallbackServerContext* context,
-              ImportResponse* response)
+  ImportProxy(Forwarder* forwarder, grpc::CallbackServerContext* context, ImportResponse* response)
       : caller(this, context), upstream(this, forwarder->ContextFor(context)) {
     std::lock_guard<std::recursive_mutex> lock(state.mu);
     bloom::v1::BloomFilterService::NewStub(forwarder->channel())

@@ -52,10 +52,10 @@ class ExportReactor final : public grpc::ServerWriteReactor<ExportChunk> {
     if (!ticket.ok()) return End(ticket.status());
     ticket_ = *std::move(ticket);
     if (!service_->Applied(request.min_sequence(), context_)) {
-      return End(absl::UnavailableError(absl::StrCat(
-          "this follower has not applied sequence ", request.min_sequence(),
-          " yet; retry, or export from the primary at ",
-          service_->hooks().forwarder->primary_address())));
+      return End(absl::UnavailableError(
+          absl::StrCat("this follower has not applied sequence ", request.min_sequence(),
+                       " yet; retry, or export from the primary at ",
+                       service_->hooks().forwarder->primary_address())));
     }
     absl::StatusOr<std::unique_ptr<storage::ExportCursor>> cursor =
         service_->store()->OpenExport(request.name());

@@ -165,8 +165,7 @@ absl::Status CheckRoomToOpen(const std::string& dir) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& dir,
-                                                         rocksdb::Env* env,
+absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& dir, rocksdb::Env* env,
                                                          LogRetention retention) {
   auto database = std::unique_ptr<Database>(new Database(dir, env, retention));
   database->statistics_ = rocksdb::CreateDBStatistics();
@@ -394,8 +393,8 @@ bool Database::WaitForWriteAfter(uint64_t sequence, absl::Duration timeout) {
   std::unique_lock<std::mutex> lock(write_wait_mu_);
   write_waiters_.fetch_add(1);  // seq_cst, as the writer's load: neither misses the other
   // A write between the check and the wait notifies under write_wait_mu_, which this holds.
-  const bool written = write_wait_cv_.wait_for(
-      lock, absl::ToChronoMicroseconds(timeout), [&] { return LatestSequence() > sequence; });
+  const bool written = write_wait_cv_.wait_for(lock, absl::ToChronoMicroseconds(timeout),
+                                               [&] { return LatestSequence() > sequence; });
   write_waiters_.fetch_sub(1);
   return written;
 }

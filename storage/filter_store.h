@@ -304,8 +304,9 @@ class FilterStore {
   // The resident filters the checkpointer visits: changed, windowed, or due to idle out.
   CheckpointSchedule schedule_;
   IdleTouches idle_touches_;  // a replica's (replica_store.cc)
-  const StoreContext context_{db_.get(),     &budget_,   &slices_retired_, options_.clock,
-                              &schedule_,    options_.replica ? &idle_touches_ : nullptr};
+  const StoreContext context_{db_.get(),        &budget_,
+                              &slices_retired_, options_.clock,
+                              &schedule_,       options_.replica ? &idle_touches_ : nullptr};
   std::atomic<uint64_t> next_generation_{1};
   std::atomic<uint64_t> generation_ceiling_{0};
   bloomsync::Mutex ceiling_mu_;  // serialises RaiseCeiling

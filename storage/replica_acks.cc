@@ -31,8 +31,9 @@ ReplicaAcks::~ReplicaAcks() {
   cv_.notify_all();
   timer_.join();
   for (Done& done : failed) {
-    std::move(done)(absl::UnavailableError("the server is shutting down before followers "
-                                           "acknowledged the write"));
+    std::move(done)(
+        absl::UnavailableError("the server is shutting down before followers "
+                               "acknowledged the write"));
   }
 }
 
@@ -66,8 +67,7 @@ uint64_t ReplicaAcks::QuorumSequenceLocked() const {
   std::vector<uint64_t> acked;
   acked.reserve(followers_.size());
   for (const auto& [id, follower] : followers_) acked.push_back(follower.durable_sequence);
-  std::nth_element(acked.begin(), acked.begin() + (required_ - 1), acked.end(),
-                   std::greater<>());
+  std::nth_element(acked.begin(), acked.begin() + (required_ - 1), acked.end(), std::greater<>());
   return acked[required_ - 1];
 }
 
@@ -131,11 +131,11 @@ void ReplicaAcks::TimerLoop() {
     for (auto it = waiters_.begin(); it != end; ++it) failed.push_back(std::move(it->second.done));
     waiters_.erase(waiters_.begin(), end);
     timeouts_ += failed.size();
-    const std::string why = absl::StrCat(
-        "the write was applied on the primary but fewer than ", required_,
-        " followers acknowledged it within ", absl::FormatDuration(timeout_), " (",
-        followers_.size(), " connected; --min_replica_acks=", required_,
-        "): it is not acknowledged; retrying it is harmless");
+    const std::string why =
+        absl::StrCat("the write was applied on the primary but fewer than ", required_,
+                     " followers acknowledged it within ", absl::FormatDuration(timeout_), " (",
+                     followers_.size(), " connected; --min_replica_acks=", required_,
+                     "): it is not acknowledged; retrying it is harmless");
     lock.unlock();
     for (Done& done : failed) std::move(done)(absl::UnavailableError(why));
     lock.lock();

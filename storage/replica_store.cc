@@ -34,7 +34,8 @@ class BatchEffects final : public rocksdb::WriteBatch::Handler {
                         const rocksdb::Slice& value) override {
     if (family == filters_family_) names.emplace_back(key.data(), key.size());
     if (family == journal_family_) {
-      journal.push_back({std::string(key.data(), key.size()), std::string(value.data(), value.size())});
+      journal.push_back(
+          {std::string(key.data(), key.size()), std::string(value.data(), value.size())});
     }
     return rocksdb::Status::OK();
   }
@@ -131,10 +132,10 @@ absl::Status FilterStore::ApplyReplicated(absl::Span<const LogBatch> batches, bo
     }
     RETURN_IF_ERROR(db_->Write(write, /*sync=*/false, "applying the primary's log"));
     if (LatestSequence() != batch.sequence + batch.count - 1) {
-      return absl::DataLossError(absl::StrCat(
-          "after the primary's batch at sequence ", batch.sequence, " this replica is at ",
-          LatestSequence(), ", not ", batch.sequence + batch.count - 1,
-          ": something else wrote to its RocksDB"));
+      return absl::DataLossError(
+          absl::StrCat("after the primary's batch at sequence ", batch.sequence,
+                       " this replica is at ", LatestSequence(), ", not ",
+                       batch.sequence + batch.count - 1, ": something else wrote to its RocksDB"));
     }
     ApplyToResident(write);
     replica_visible_.store(batch.sequence + batch.count - 1, std::memory_order_release);

@@ -2,11 +2,11 @@
 // snapshot, ReadLogSince, ApplyReplicated; and ReplicaAcks, the primary's wait for followers.
 #include <atomic>
 #include <future>
+#include <memory>
 #include <mutex>
 #include <random>
-#include <thread>
-#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -203,8 +203,8 @@ TEST_F(ReplicaStoreTest, RefusesWritesAndBatchesThatDoNotFollowOn) {
   ASSERT_OK(read.status());
   ASSERT_GE(read->batches.size(), 2u);
   // Skipping a batch is refused, and changes nothing.
-  EXPECT_TRUE(absl::IsDataLoss(
-      replica_->ApplyReplicated(absl::MakeSpan(read->batches).subspan(1), true)));
+  EXPECT_TRUE(
+      absl::IsDataLoss(replica_->ApplyReplicated(absl::MakeSpan(read->batches).subspan(1), true)));
   EXPECT_EQ(replica_->LatestSequence(), before);
   ASSERT_OK(replica_->ApplyReplicated(read->batches, true));
   EXPECT_OK(replica_->Stats("b").status());
@@ -219,8 +219,7 @@ TEST_F(ReplicaStoreTest, ReadLogSinceAnswersOutOfRangeOutsideTheLog) {
   ASSERT_OK(none.status());
   EXPECT_TRUE(none->batches.empty());
   EXPECT_EQ(none->next, latest + 1);
-  EXPECT_TRUE(absl::IsOutOfRange(
-      ReadLogSince(primary_->database(), latest + 5, 1 << 20).status()));
+  EXPECT_TRUE(absl::IsOutOfRange(ReadLogSince(primary_->database(), latest + 5, 1 << 20).status()));
   absl::StatusOr<LogRead> all = ReadLogSince(primary_->database(), 1, 1 << 20);
   ASSERT_OK(all.status());
   EXPECT_EQ(all->next, latest + 1);

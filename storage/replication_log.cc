@@ -3,19 +3,18 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "rocksdb/transaction_log.h"
 #include "rocksdb/utilities/checkpoint.h"
 #include "rocksdb/write_batch.h"
-#include "common/status_macros.h"
 #include "storage/rocksdb_status.h"
 
 namespace storage {
 namespace {
 
 absl::Status LogGone(uint64_t start, absl::string_view why) {
-  return absl::OutOfRangeError(
-      absl::StrCat("the write-ahead log no longer holds sequence ", start, " (", why,
-                   "): copy a snapshot"));
+  return absl::OutOfRangeError(absl::StrCat("the write-ahead log no longer holds sequence ", start,
+                                            " (", why, "): copy a snapshot"));
 }
 
 }  // namespace
@@ -39,7 +38,8 @@ absl::StatusOr<LogRead> LogReader::Read(size_t max_bytes) {
   const uint64_t latest = db_.db()->GetLatestSequenceNumber();
   if (next_ > latest + 1) {
     return absl::OutOfRangeError(absl::StrCat("sequence ", next_, " is beyond this server's ",
-                                              latest, ": the follower has writes the primary "
+                                              latest,
+                                              ": the follower has writes the primary "
                                               "does not; copy a snapshot"));
   }
   if (next_ == latest + 1) return read;
@@ -52,7 +52,7 @@ absl::StatusOr<LogRead> LogReader::Read(size_t max_bytes) {
   size_t bytes = 0;
   while (it_->Valid()) {
     rocksdb::BatchResult result = it_->GetBatch();
-    const uint64_t count = static_cast<uint64_t>(result.writeBatchPtr->Count());
+    const auto count = static_cast<uint64_t>(result.writeBatchPtr->Count());
     if (result.sequence + count <= next_) {  // wholly before the asked sequence
       it_->Next();
       continue;

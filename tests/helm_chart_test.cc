@@ -239,8 +239,8 @@ TEST_F(HelmChartTest, ThreeReplicasArePodZeroAndItsFollowersSpreadOverNodes) {
         Render(args).at("StatefulSet/rel-bloom-server")["spec"]["template"]["spec"];
     EXPECT_EQ(Env(single["containers"][0]).count("BLOOM_REPLICATE_FROM"), 0u) << args;
   }
-  EXPECT_FALSE(Render().at("StatefulSet/rel-bloom-server")["spec"]["template"]["spec"]
-                   ["topologySpreadConstraints"]);
+  EXPECT_FALSE(Render().at(
+      "StatefulSet/rel-bloom-server")["spec"]["template"]["spec"]["topologySpreadConstraints"]);
 }
 
 TEST_F(HelmChartTest, MetricsAreServedAndAnnotatedByDefault) {

@@ -145,9 +145,9 @@ class PolyglotWriters {
             std::ofstream out(input);
             for (const std::string& item : items) out << absl::BytesToHexString(item) << "\n";
           }
-          const bloomtest::CommandResult result = bloomtest::RunCommand(absl::StrCat(
-              "timeout 20 ", PolyglotCommand(language), " ", target, " ", filter, " add < ",
-              input));
+          const bloomtest::CommandResult result =
+              bloomtest::RunCommand(absl::StrCat("timeout 20 ", PolyglotCommand(language), " ",
+                                                 target, " ", filter, " add < ", input));
           if (result.exit_code == 0) {
             acknowledged->Record(filter, items);
             std::lock_guard<std::mutex> lock(mu_);
@@ -379,12 +379,13 @@ TEST(ReplicationTest, EveryClientLanguageReadsItsWritesThroughAFollower) {
     std::ofstream out(input);
     for (int i = 0; i < 200; ++i) out << absl::BytesToHexString(absl::StrCat("ryw-", i)) << "\n";
   }
-  const std::string pods = absl::StrCat(cluster.primary().target(), ",", cluster.follower(0).target());
+  const std::string pods =
+      absl::StrCat(cluster.primary().target(), ",", cluster.follower(0).target());
   for (const std::string language : {"python", "go", "node"}) {
     for (const std::string mode : {"read-your-writes", "read-your-writes-pipelined"}) {
-      const bloomtest::CommandResult result = bloomtest::RunCommand(absl::StrCat(
-          "timeout 120 ", PolyglotCommand(language), " ", pods, " ryw:", language, mode.size(), " ",
-          mode, " < ", input));
+      const bloomtest::CommandResult result = bloomtest::RunCommand(
+          absl::StrCat("timeout 120 ", PolyglotCommand(language), " ", pods, " ryw:", language,
+                       mode.size(), " ", mode, " < ", input));
       ASSERT_EQ(result.exit_code, 0) << language << " " << mode << ": " << result.out;
       std::vector<absl::string_view> lines = absl::StrSplit(result.out, '\n', absl::SkipEmpty());
       ASSERT_EQ(lines.size(), 200u) << language << " " << mode << ": " << result.out;
