@@ -18,23 +18,17 @@
 #include "client/bloom_client.h"
 #include "common/testing.h"
 #include "gtest/gtest.h"
+#include "tests/polyglot_command.h"
 #include "tests/server_process.h"
 
 namespace {
+
+using bloomtest::PolyglotCommand;
 
 using bloomtest::RunCommand;
 using Items = std::vector<std::string>;
 
 constexpr char kFilter[] = "polyglot:seen";
-
-// The command that runs `language`'s polyglot program.
-std::string PolyglotCommand(const std::string& language) {
-  const std::string source = BLOOM_SOURCE_DIR;
-  if (language == "go") return BLOOM_GO_POLYGLOT;
-  if (language == "node") return "node " + source + "/client/node/polyglot.js";
-  return absl::StrCat("PYTHONPATH=", BLOOM_PYTHON_STUBS_DIR, ":", source,
-                      "/client/python /usr/bin/python3 ", source, "/client/python/polyglot.py");
-}
 
 Items LanguageItems(const std::string& language, std::mt19937_64& random) {
   Items items;

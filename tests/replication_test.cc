@@ -20,9 +20,12 @@
 #include "client/bloom_client.h"
 #include "common/testing.h"
 #include "gtest/gtest.h"
+#include "tests/polyglot_command.h"
 #include "tests/replication_cluster.h"
 
 namespace {
+
+using bloomtest::PolyglotCommand;
 
 using bloomtest::ReplicationCluster;
 
@@ -119,16 +122,8 @@ class CppWriters {
   std::vector<std::thread> threads_;
 };
 
-// The polyglot programs (tests/polyglot_test.cc) of the other languages, as writers: each run
-// adds a batch of new items through one pod and exits 0 only once they were acknowledged.
-std::string PolyglotCommand(const std::string& language) {
-  const std::string source = BLOOM_SOURCE_DIR;
-  if (language == "go") return BLOOM_GO_POLYGLOT;
-  if (language == "node") return "node " + source + "/client/node/polyglot.js";
-  return absl::StrCat("env PYTHONPATH=", BLOOM_PYTHON_STUBS_DIR, ":", source,
-                      "/client/python /usr/bin/python3 ", source, "/client/python/polyglot.py");
-}
-
+// The polyglot programs of the other languages, as writers: each run adds a batch of new items
+// through one pod and exits 0 only once they were acknowledged.
 class PolyglotWriters {
  public:
   PolyglotWriters(const std::vector<std::string>& targets, const std::string& scratch,
