@@ -128,6 +128,10 @@ class BloomClient {
 
   // Raw stub access, for calls this wrapper does not cover.
   bloom::v1::BloomFilterService::Stub& stub() { return *stub_; }
+  // The channel, for other services of the same server (bloom-cli's replication status); and
+  // a context with this client's token and timeout for a call on it.
+  const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
+  void PrepareContext(grpc::ClientContext& context) const { Prepare(context); }
 
  private:
   // Adds the token and, with `deadline`, ClientOptions::timeout.

@@ -17,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "bloom/replication/v1/replication.grpc.pb.h"
 #include "client/bloom_client.h"
 
 namespace {
@@ -42,6 +43,8 @@ commands:
   export NAME [--out=FILE]    dump to FILE (default: stdout)
   import NAME [--in=FILE]     create NAME from a dump (default: stdin)
   health                      exit 0 if the server reports SERVING (grpc.health.v1)
+  replication                 the server's role (primary or follower) and replication figures:
+                              a follower's primary, sequence and lag; a primary's followers
   hash-token                  read a token on stdin, print the line digest for a token file
 
 security (for servers with TLS or --auth_token_file):
@@ -93,6 +96,45 @@ int Error(const absl::Status& status) {
   std::fprintf(stderr, "bloom-cli: %s: %s\n", absl::StatusCodeToString(status.code()).c_str(),
                std::string(status.message()).c_str());
   return 1;
+}
+
+void PrintJson(const google::protobuf::Message& message);
+
+// bloom-cli replication: bloom.replication.v1.ReplicationService/Status, printed.
+int ReplicationStatus(bloomclient::BloomClient& client, bool json) {
+  namespace v1 = bloom::replication::v1;
+  grpc::ClientContext context;
+  client.PrepareContext(context);
+  v1::StatusResponse status;
+  const absl::Status called = bloomclient::FromGrpcStatus(
+      v1::ReplicationService::NewStub(client.channel())->Status(&context, {}, &status));
+  if (!called.ok()) return Error(called);
+  if (json) {
+    PrintJson(status);
+    std::cout << "\n";
+    return 0;
+  }
+  if (status.role() == v1::StatusResponse::ROLE_FOLLOWER) {
+    std::cout << "role:              follower of " << status.primary() << "\n"
+              << "connected:         " << (status.connected() ? "yes" : "no") << "\n"
+              << "applied sequence:  " << status.sequence() << "\n"
+              << "primary sequence:  " << status.primary_sequence() << "\n"
+              << "lag:               "
+              << (status.lag_seconds() < 0 ? std::string("not caught up yet")
+                                           : absl::StrFormat("%.3f s", status.lag_seconds()))
+              << "\n";
+    return 0;
+  }
+  std::cout << "role:              primary\n"
+            << "sequence:          " << status.sequence() << "\n"
+            << "min_replica_acks:  " << status.min_replica_acks() << "\n"
+            << "followers:         " << status.followers_size() << "\n";
+  for (const v1::StatusResponse::Follower& f : status.followers()) {
+    std::cout << "  " << f.name() << " (" << f.peer() << "): durable " << f.durable_sequence()
+              << ", behind by "
+              << status.sequence() - std::min(status.sequence(), f.durable_sequence()) << "\n";
+  }
+  return 0;
 }
 
 void PrintJson(const google::protobuf::Message& message) {
@@ -283,6 +325,7 @@ int Run(const Args& args) {
     std::cout << (*serving ? "SERVING" : "NOT_SERVING") << "\n";
     return *serving ? 0 : 1;
   }
+  if (command == "replication") return ReplicationStatus(*client, json);
   const std::string name = args.positional.size() > 1 ? args.positional[1] : "";
   if (command != "list" && name.empty()) return Usage(absl::StrCat(command, " needs a NAME"));
   const std::vector<std::string> items(

@@ -37,11 +37,12 @@ ReplicationService::ReplicationService(storage::FilterStore* store,
   std::filesystem::remove_all(std::filesystem::path(data_dir_) / kSnapshotDir, ignored);
 }
 
-grpc::Status ReplicationService::Admit(grpc::ServerContext* context) const {
+grpc::Status ReplicationService::Admit(grpc::ServerContext* context, service::Role role,
+                                       bool primary_only) const {
   if (stopping_.load()) {
     return {grpc::StatusCode::UNAVAILABLE, "the primary is shutting down"};
   }
-  if (store_->is_replica()) {
+  if (primary_only && store_->is_replica()) {
     return {grpc::StatusCode::FAILED_PRECONDITION,
             "this server is a follower, not a primary: replicate from its primary"};
   }
@@ -51,8 +52,7 @@ grpc::Status ReplicationService::Admit(grpc::ServerContext* context) const {
   if (auto it = metadata.find("authorization"); it != metadata.end()) {
     authorization = absl::string_view(it->second.data(), it->second.size());
   }
-  absl::StatusOr<service::Caller> caller =
-      auth_->Authorize(authorization, service::Role::kWrite, "Replication");
+  absl::StatusOr<service::Caller> caller = auth_->Authorize(authorization, role, "Replication");
   return ToGrpc(caller.status());
 }
 
@@ -187,6 +187,46 @@ grpc::Status ReplicationService::Tail(
   bloomlog::LogInfo(absl::StrCat("replication: follower ", name, " disconnected at sequence ",
                                  next - 1, result.ok() ? "" : ": ", result.error_message()));
   return result;
+}
+
+void ReplicationService::SetFollower(const Follower* follower, std::string primary) {
+  std::lock_guard<std::mutex> lock(mu_);
+  follower_ = follower;
+  primary_ = std::move(primary);
+}
+
+grpc::Status ReplicationService::Status(grpc::ServerContext* context,
+                                        const v1::StatusRequest* /*request*/,
+                                        v1::StatusResponse* response) {
+  if (grpc::Status admitted = Admit(context, service::Role::kRead, /*primary_only=*/false);
+      !admitted.ok()) {
+    return admitted;
+  }
+  response->set_sequence(store_->LatestSequence());
+  std::lock_guard<std::mutex> lock(mu_);
+  if (follower_ != nullptr) {
+    const FollowerStatus status = follower_->status();
+    response->set_role(v1::StatusResponse::ROLE_FOLLOWER);
+    response->set_primary(primary_);
+    response->set_connected(status.connected);
+    response->set_primary_sequence(status.primary_sequence);
+    response->set_lag_seconds(
+        status.lag == absl::InfiniteDuration() ? -1 : absl::ToDoubleSeconds(status.lag));
+    return grpc::Status::OK;
+  }
+  response->set_role(v1::StatusResponse::ROLE_PRIMARY);
+  response->set_primary_sequence(response->sequence());
+  if (const storage::ReplicaAcks* acks = store_->replica_acks()) {
+    response->set_min_replica_acks(acks->required());
+  }
+  for (const auto& [id, follower] : followers_) {
+    v1::StatusResponse::Follower* out = response->add_followers();
+    out->set_name(follower.name);
+    out->set_peer(follower.peer);
+    out->set_sent_sequence(follower.sent_sequence);
+    out->set_durable_sequence(follower.durable_sequence);
+  }
+  return grpc::Status::OK;
 }
 
 int ReplicationService::Register(FollowerStream status) {

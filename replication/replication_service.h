@@ -2,8 +2,9 @@
 // of its RocksDB, then its write-ahead log as it grows, and the followers' acknowledgements.
 //
 // Served on the server's port beside bloom.v1, with the same TLS and tokens: a follower's
-// token needs the write role (it reads every filter). Calls run on gRPC's synchronous threads,
-// one per follower stream: a handful of followers, each a long stream.
+// token needs the write role (it reads every filter). Followers serve it too, for Status. Calls run
+// on gRPC's synchronous threads, one per follower stream: a handful of followers, each a long
+// stream.
 //
 //   ReplicationService replication(store, auth, data_dir);
 //   builder.RegisterService(&replication);   // service::ServerOptions::extra_services
@@ -22,6 +23,7 @@
 
 #include "absl/time/time.h"
 #include "bloom/replication/v1/replication.grpc.pb.h"
+#include "replication/follower.h"
 #include "service/auth.h"
 #include "storage/filter_store.h"
 
@@ -50,13 +52,21 @@ class ReplicationService final : public bloom::replication::v1::ReplicationServi
   grpc::Status Tail(grpc::ServerContext* context,
                     grpc::ServerReaderWriter<bloom::replication::v1::TailResponse,
                                              bloom::replication::v1::TailRequest>* stream) override;
+  grpc::Status Status(grpc::ServerContext* context,
+                      const bloom::replication::v1::StatusRequest* request,
+                      bloom::replication::v1::StatusResponse* response) override;
+  // On a follower: what Status reports of it (the follower must outlive this service, or be
+  // unset first with null). Unset: a primary.
+  void SetFollower(const Follower* follower, std::string primary);
 
   // Ends the Tail streams (UNAVAILABLE: the followers reconnect) and refuses new ones.
   void Stop() { stopping_.store(true); }
   std::vector<FollowerStream> Followers() const;
 
  private:
-  grpc::Status Admit(grpc::ServerContext* context) const;
+  // A primary's calls (Snapshot, Tail) need the write role; Status the read role, on any server.
+  grpc::Status Admit(grpc::ServerContext* context, service::Role role = service::Role::kWrite,
+                     bool primary_only = true) const;
   int Register(FollowerStream status);
   void Update(int id, uint64_t sent, uint64_t durable);
   void Unregister(int id);
@@ -69,6 +79,8 @@ class ReplicationService final : public bloom::replication::v1::ReplicationServi
   mutable std::mutex mu_;
   int next_id_ = 0;
   std::vector<std::pair<int, FollowerStream>> followers_;
+  const Follower* follower_ = nullptr;  // guarded by mu_
+  std::string primary_;
 };
 
 }  // namespace replication

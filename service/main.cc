@@ -288,7 +288,8 @@ absl::StatusOr<replication::FollowerOptions> FollowerOptionsFromConfig(
 // primary's service for its followers; a follower's forwarder and log tailer).
 struct Node {
   std::unique_ptr<storage::FilterStore> store;
-  std::unique_ptr<replication::ReplicationService> replication;  // primary
+  // A primary's service for its followers; on a follower it answers Status only.
+  std::unique_ptr<replication::ReplicationService> replication;
   std::unique_ptr<service::Forwarder> forwarder;                 // follower
   std::unique_ptr<service::BloomServer> server;
   std::unique_ptr<replication::Follower> follower;  // follower
@@ -305,7 +306,7 @@ struct Node {
       return figures;
     }
     figures.latest_sequence = store->LatestSequence();
-    if (replication != nullptr) {
+    if (replication != nullptr) {  // a primary's followers
       for (const replication::FollowerStream& f : replication->Followers()) {
         figures.followers.push_back({f.name, f.sent_sequence, f.durable_sequence});
       }
@@ -339,11 +340,10 @@ absl::Status StartNode(Node& node, const service::ServerConfig& config,
         });
     options.hooks.forwarder = node.forwarder.get();
     options.serving_at_start = false;  // until the follower has caught up
-  } else {
-    node.replication = std::make_unique<replication::ReplicationService>(
-        node.store.get(), options.hooks.auth, config.store.data_dir);
-    options.extra_services.push_back(node.replication.get());
   }
+  node.replication = std::make_unique<replication::ReplicationService>(
+      node.store.get(), options.hooks.auth, config.store.data_dir);
+  options.extra_services.push_back(node.replication.get());
   absl::StatusOr<std::unique_ptr<service::BloomServer>> server =
       service::BloomServer::Start(node.store.get(), options);
   if (!server.ok()) return server.status();
@@ -353,6 +353,7 @@ absl::Status StartNode(Node& node, const service::ServerConfig& config,
     node.follower = std::make_unique<replication::Follower>(
         node.store.get(), *follower_options, [raw](bool serving) { raw->SetServing(serving); });
     node.follower->Start();
+    node.replication->SetFollower(node.follower.get(), follower_options->primary);
     bloomlog::LogInfo(absl::StrCat("follower of the primary at ", follower_options->primary,
                                    " (as ", follower_options->name, ")"));
   }

@@ -16,6 +16,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "client/bloom_client.h"
 #include "common/testing.h"
@@ -390,6 +391,35 @@ TEST(ReplicationTest, EveryClientLanguageReadsItsWritesThroughAFollower) {
       }
     }
   }
+}
+
+TEST(ReplicationTest, StatusShowsEachPodsRoleSequenceAndLag) {
+  ReplicationCluster cluster(1, {"--min_replica_acks=1"});
+  ASSERT_TRUE(cluster.Start());
+  std::unique_ptr<bloomclient::BloomClient> client =
+      bloomclient::BloomClient::Connect(cluster.primary().target());
+  const bloom::v1::FilterSpec spec = Spec();
+  ASSERT_TRUE(client->Add("status", {"a"}, &spec).ok());
+  ASSERT_TRUE(cluster.WaitCaughtUp());
+  auto status = [](const std::string& target) {  // its JSON without spaces and line breaks
+    bloomtest::CommandResult result = bloomtest::RunCommand(
+        absl::StrCat(BLOOM_CLI_PATH, " --server=", target, " --json replication"));
+    result.out = absl::StrReplaceAll(result.out, {{" ", ""}, {"\n", ""}});
+    return result;
+  };
+  const bloomtest::CommandResult primary = status(cluster.primary().target());
+  ASSERT_EQ(primary.exit_code, 0) << primary.out;
+  EXPECT_NE(primary.out.find("\"role\":\"ROLE_PRIMARY\""), std::string::npos) << primary.out;
+  EXPECT_NE(primary.out.find("\"min_replica_acks\":1"), std::string::npos) << primary.out;
+  EXPECT_NE(primary.out.find("\"durable_sequence\":\""), std::string::npos) << primary.out;
+  const bloomtest::CommandResult follower = status(cluster.follower(0).target());
+  ASSERT_EQ(follower.exit_code, 0) << follower.out;
+  EXPECT_NE(follower.out.find("\"role\":\"ROLE_FOLLOWER\""), std::string::npos) << follower.out;
+  EXPECT_NE(follower.out.find("\"connected\":true"), std::string::npos) << follower.out;
+  EXPECT_NE(follower.out.find(cluster.primary().target()), std::string::npos) << follower.out;
+  const bloomtest::CommandResult text = bloomtest::RunCommand(
+      absl::StrCat(BLOOM_CLI_PATH, " --server=", cluster.follower(0).target(), " replication"));
+  EXPECT_NE(text.out.find("lag:"), std::string::npos) << text.out;
 }
 
 }  // namespace
