@@ -59,6 +59,10 @@ ABSL_FLAG(uint64_t, preload, 0, "keys added before measuring (for query workload
 ABSL_FLAG(absl::Duration, duration, absl::Seconds(10), "how long to measure");
 ABSL_FLAG(uint64_t, ops, 0, "stop after this many keys instead (0: use --duration)");
 ABSL_FLAG(int, server_pid, 0, "pid of the server, for its CPU time and RSS");
+ABSL_FLAG(double, rate, 0,
+          "keys per second over all clients (each paces its requests to its share); 0: as fast "
+          "as they go. Compares servers' CPU per key at one load: a server's CPU per key "
+          "depends on the load (fewer calls to share a RocksDB write and a wake-up as it drops)");
 ABSL_FLAG(int, replica_pid, 0,
           "pid of a follower of the server (--replicate_from), for its CPU time per key applied");
 ABSL_FLAG(int, replica_metrics_port, 0,
@@ -378,7 +382,12 @@ int main(int argc, char** argv) {
         if (zipf) return zipf->Next(rng);
         return std::uniform_int_distribution<uint64_t>(0, key_space - 1)(rng);
       };
+      const double client_rate = absl::GetFlag(FLAGS_rate) / clients;
       while (ops_limit ? keys_done.load() < ops_limit : absl::Now() < deadline) {
+        if (client_rate > 0) {  // this client's next request is due once its share allows
+          const absl::Time due = start + absl::Seconds(static_cast<double>(r.keys) / client_rate);
+          if (const absl::Time now = absl::Now(); now < due) absl::SleepFor(due - now);
+        }
         const bool add = mix == "add" || (mix == "both" && rng() % 2 == 0);
         const std::string filter =
             FilterName(static_cast<int>(filter_zipf ? filter_zipf->Next(rng) : rng() % filters));

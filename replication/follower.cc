@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <utility>
@@ -21,6 +22,9 @@ namespace v1 = bloom::replication::v1;
 // Present while a snapshot is being copied into the data dir: a start that finds it copies
 // again (the files there are a partial copy).
 constexpr const char* kIncompleteMarker = "REPLICA_COPY_INCOMPLETE";
+// How often a follower acknowledges to a primary that does not wait for acknowledgements
+// (TailResponse.acks_wanted false): its figures only.
+constexpr absl::Duration kLazyAckInterval = absl::Milliseconds(200);
 // A quiet primary sends a heartbeat every 200 ms: a connected follower that heard nothing for
 // this long counts its lag from the last news.
 constexpr absl::Duration kSilence = absl::Seconds(1);
@@ -219,6 +223,50 @@ void Follower::Run() {
   }
 }
 
+namespace {
+
+// The responses of one Tail stream, read on their own thread while the follower applies the
+// ones before: under load, everything that arrived during one apply and fsync is applied with
+// the next one (one fsync and one acknowledgement for many responses, as the group committer
+// does for adds), so the follower keeps up with a primary that sends many small responses.
+class ResponseQueue {
+ public:
+  // Bounded: the reader stops reading (and HTTP/2 flow control holds the primary back) past it.
+  static constexpr size_t kMaxQueued = 256;
+
+  void Push(v1::TailResponse response) {
+    std::unique_lock<std::mutex> lock(mu_);
+    room_.wait(lock, [&] { return queue_.size() < kMaxQueued || closed_; });
+    queue_.push_back(std::move(response));
+    ready_.notify_one();
+  }
+  // The stream ended (the reader's Read returned false), or the consumer gave up.
+  void Close() {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+    ready_.notify_all();
+    room_.notify_all();
+  }
+  // Everything queued, waiting for at least one; empty once closed and drained.
+  std::vector<v1::TailResponse> TakeAll() {
+    std::unique_lock<std::mutex> lock(mu_);
+    ready_.wait(lock, [&] { return !queue_.empty() || closed_; });
+    std::vector<v1::TailResponse> out(std::make_move_iterator(queue_.begin()),
+                                      std::make_move_iterator(queue_.end()));
+    queue_.clear();
+    room_.notify_all();
+    return out;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable ready_, room_;
+  std::deque<v1::TailResponse> queue_;
+  bool closed_ = false;
+};
+
+}  // namespace
+
 grpc::Status Follower::TailOnce() {
   grpc::ClientContext context;
   AddToken(context, options_);
@@ -232,82 +280,102 @@ grpc::Status Follower::TailOnce() {
   v1::TailRequest first;
   first.set_follower_id(options_.name);
   first.set_start_sequence(store_->LatestSequence() + 1);
-  bool announced = false;
+  ResponseQueue queue;
+  std::thread reader;
   if (stream->Write(first)) {
-    v1::TailResponse response;
-    std::vector<storage::LogBatch> batches;
-    while (stream->Read(&response)) {
-      if (response.error_code() != 0) {  // the primary's reason for ending the stream
-        context.TryCancel();
-        stream->Finish().IgnoreError();
-        std::lock_guard<std::mutex> lock(mu_);
-        call_ = nullptr;
-        return {static_cast<grpc::StatusCode>(response.error_code()), response.error_message()};
-      }
-      if (!announced) {
-        announced = true;
-        {
-          std::lock_guard<std::mutex> lock(mu_);
-          connected_ = true;
-          unreachable_ = false;
-          last_response_ = absl::Now();  // this response; lag counts from here, not the last stream
-        }
-        bloomlog::LogInfo(absl::StrCat("follower: connected to the primary at ", options_.primary,
-                                       ", applying its log from sequence ",
-                                       first.start_sequence()));
-      }
-      batches.clear();
-      uint64_t bytes = 0;
-      for (v1::WalBatch& batch : *response.mutable_batches()) {
-        absl::StatusOr<uint32_t> count = storage::BatchCount(batch.data());
-        if (!count.ok()) {
-          context.TryCancel();
-          stream->Finish().IgnoreError();
-          std::lock_guard<std::mutex> lock(mu_);
-          call_ = nullptr;
-          return {grpc::StatusCode::DATA_LOSS, std::string{count.status().message()}};
-        }
-        bytes += batch.data().size();
-        batches.push_back({batch.sequence(), *count, std::move(*batch.mutable_data())});
-      }
-      if (!batches.empty()) {
-        if (absl::Status applied = store_->ApplyReplicated(batches, /*sync=*/true); !applied.ok()) {
-          bloomlog::LogError(
-              absl::StrCat("follower: applying the primary's log failed: ", applied.ToString()));
-          context.TryCancel();
-          stream->Finish().IgnoreError();
-          std::lock_guard<std::mutex> lock(mu_);
-          call_ = nullptr;
-          // A batch that does not follow on: this replica and the primary disagree; copy.
-          return {absl::IsDataLoss(applied) ? grpc::StatusCode::OUT_OF_RANGE
-                                            : grpc::StatusCode::UNAVAILABLE,
-                  std::string{applied.message()}};
-        }
-      }
-      // What was applied (and synced), and the idle filters this follower's reads used.
-      std::vector<std::string> touched = store_->TakeIdleTouches();
-      if (!batches.empty() || !touched.empty()) {
-        v1::TailRequest ack;
-        if (!batches.empty()) ack.set_durable_sequence(store_->LatestSequence());
-        for (std::string& name : touched) ack.add_idle_touches(std::move(name));
-        stream->Write(ack);
-      }
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        batches_applied_ += batches.size();
-        bytes_applied_ += bytes;
-      }
-      OnApplied(response.primary_sequence(), absl::FromUnixMicros(response.primary_time_micros()),
-                !batches.empty());
-    }
+    reader = std::thread([&] {
+      v1::TailResponse response;
+      while (stream->Read(&response)) queue.Push(std::move(response));
+      queue.Close();
+    });
+  } else {
+    queue.Close();
   }
+  const grpc::Status ended = ApplyResponses(queue, *stream, first.start_sequence());
+  if (!ended.ok()) context.TryCancel();  // the reader's Read returns
+  queue.Close();
+  if (reader.joinable()) reader.join();
   grpc::Status finished = stream->Finish();
   std::lock_guard<std::mutex> lock(mu_);
   call_ = nullptr;
-  return finished;
+  return ended.ok() ? finished : ended;
 }
 
-void Follower::OnApplied(uint64_t primary_sequence, absl::Time primary_time, bool from_batches) {
+template <typename Queue, typename Stream>
+grpc::Status Follower::ApplyResponses(Queue& queue, Stream& stream, uint64_t start) {
+  bool announced = false;
+  std::vector<storage::LogBatch> batches;
+  uint64_t acked = 0;
+  absl::Time last_ack = absl::InfinitePast();
+  for (std::vector<v1::TailResponse> responses = queue.TakeAll(); !responses.empty();
+       responses = queue.TakeAll()) {
+    batches.clear();
+    uint64_t bytes = 0;
+    for (v1::TailResponse& response : responses) {
+      if (response.error_code() != 0) {  // the primary's reason for ending the stream
+        return {static_cast<grpc::StatusCode>(response.error_code()), response.error_message()};
+      }
+      for (v1::WalBatch& batch : *response.mutable_batches()) {
+        absl::StatusOr<uint32_t> count = storage::BatchCount(batch.data());
+        if (!count.ok())
+          return {grpc::StatusCode::DATA_LOSS, std::string{count.status().message()}};
+        bytes += batch.data().size();
+        batches.push_back({batch.sequence(), *count, std::move(*batch.mutable_data())});
+      }
+    }
+    if (!announced) {
+      announced = true;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        connected_ = true;
+        unreachable_ = false;
+        last_response_ = absl::Now();  // these responses; lag counts from here, not the last stream
+      }
+      bloomlog::LogInfo(absl::StrCat("follower: connected to the primary at ", options_.primary,
+                                     ", applying its log from sequence ", start));
+    }
+    if (!batches.empty()) {
+      if (absl::Status applied = store_->ApplyReplicated(batches, /*sync=*/true); !applied.ok()) {
+        bloomlog::LogError(
+            absl::StrCat("follower: applying the primary's log failed: ", applied.ToString()));
+        // A batch that does not follow on: this replica and the primary disagree; copy.
+        return {absl::IsDataLoss(applied) ? grpc::StatusCode::OUT_OF_RANGE
+                                          : grpc::StatusCode::UNAVAILABLE,
+                std::string{applied.message()}};
+      }
+    }
+    // What was applied (and synced), and the idle filters this follower's reads used.
+    // Promptly when the primary's writes wait for it, else a few times a second.
+    const uint64_t durable = store_->LatestSequence();
+    const bool wanted = responses.back().acks_wanted();
+    if (durable > acked && (wanted || absl::Now() - last_ack >= kLazyAckInterval)) {
+      std::vector<std::string> touched = store_->TakeIdleTouches();
+      v1::TailRequest ack;
+      ack.set_durable_sequence(durable);
+      for (std::string& name : touched) ack.add_idle_touches(std::move(name));
+      stream.Write(ack);
+      acked = durable;
+      last_ack = absl::Now();
+    } else if (absl::Now() - last_ack >= kLazyAckInterval) {
+      if (std::vector<std::string> touched = store_->TakeIdleTouches(); !touched.empty()) {
+        v1::TailRequest ack;
+        for (std::string& name : touched) ack.add_idle_touches(std::move(name));
+        stream.Write(ack);
+        last_ack = absl::Now();
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      batches_applied_ += batches.size();
+      bytes_applied_ += bytes;
+    }
+    const v1::TailResponse& last = responses.back();
+    OnApplied(last.primary_sequence(), absl::FromUnixMicros(last.primary_time_micros()));
+  }
+  return grpc::Status::OK;
+}
+
+void Follower::OnApplied(uint64_t primary_sequence, absl::Time primary_time) {
   const uint64_t applied = store_->LatestSequence();
   const absl::Time now = absl::Now();
   bool caught_up_now = false;
@@ -338,7 +406,6 @@ void Follower::OnApplied(uint64_t primary_sequence, absl::Time primary_time, boo
                                       primary_sequence - applied, " sequences (more than ",
                                       absl::FormatDuration(options_.max_lag), ")"));
   }
-  (void)from_batches;
   UpdateServing();
 }
 

@@ -91,7 +91,13 @@ class Follower {
   void Run();
   // One Tail stream, until it ends; its status.
   grpc::Status TailOnce();
-  void OnApplied(uint64_t primary_sequence, absl::Time primary_time, bool from_batches);
+  // Applies what `queue` delivers (all of it at once, one fsync) and acknowledges it on
+  // `stream`, until the stream ends (OK) or a response says why it ends, or applying fails.
+  template <typename Queue, typename Stream>
+  grpc::Status ApplyResponses(Queue& queue, Stream& stream, uint64_t start);
+  // After applying responses whose last one was sent at `primary_time` (the primary's clock),
+  // when the primary's latest was `primary_sequence`.
+  void OnApplied(uint64_t primary_sequence, absl::Time primary_time);
   void UpdateServing();
   bool SleepUnlessStopped(absl::Duration duration);
 

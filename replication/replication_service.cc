@@ -21,6 +21,15 @@ constexpr size_t kMaxResponseBytes = 4 << 20;
 // A quiet primary still sends this often: the follower learns that it is caught up (its lag)
 // and that the stream is alive.
 constexpr absl::Duration kHeartbeat = absl::Milliseconds(200);
+// Responses with writes go at most this often (unless full): what is written meanwhile
+// travels in one response and one write on the follower, instead of one each per RocksDB
+// write. Each response costs the primary thread wake-ups (this thread's, gRPC's), which at
+// thousands of responses a second were a third of what it spent on its adds
+// (tests/bench/replication.sh). The price is latency: a follower sees a write up to this much
+// later (a read-your-writes check through it waits that long), and with --min_replica_acks a
+// write waits up to the shorter interval longer for its answer.
+constexpr absl::Duration kMinDataInterval = absl::Milliseconds(1);
+constexpr absl::Duration kMinDataIntervalWithAcks = absl::Microseconds(500);
 constexpr size_t kSnapshotChunkBytes = 1 << 20;
 constexpr const char* kSnapshotDir = "replication-snapshots";
 
@@ -144,8 +153,10 @@ grpc::Status ReplicationService::Tail(
   });
   grpc::Status result;
   absl::Time last_sent = absl::InfinitePast();
+  absl::Time paced_until = absl::InfinitePast();
   storage::LogReader log(store_->database(), next);
   while (true) {
+    if (const absl::Time now = absl::Now(); now < paced_until) absl::SleepFor(paced_until - now);
     if (stopping_.load()) {
       result = grpc::Status(grpc::StatusCode::UNAVAILABLE, "the primary is shutting down");
       break;
@@ -174,9 +185,14 @@ grpc::Status ReplicationService::Tail(
       out->set_data(std::move(batch.data));
     }
     response.set_primary_sequence(std::max(latest, read->next - 1));
+    response.set_acks_wanted(acks != nullptr);
     response.set_primary_time_micros(absl::ToUnixMicros(absl::Now()));
+    const size_t bytes = response.ByteSizeLong();
     if (!stream->Write(response)) break;
     last_sent = absl::Now();
+    if (!read->batches.empty() && bytes < kMaxResponseBytes) {
+      paced_until = last_sent + (acks != nullptr ? kMinDataIntervalWithAcks : kMinDataInterval);
+    }
     next = read->next;
     Update(id, next - 1, 0);
   }

@@ -6,8 +6,11 @@
 # primary's), and the follower's lag sampled every 100 ms. Then times a follower's bootstrap
 # (copying a snapshot and loading it, until health says SERVING) of a ~1 GB data dir.
 #
-# On a 2-core machine the follower takes CPU from the server and the clients: the CPU ratios are
-# the verdict, keys/s is context.
+# The server measured (standalone, or the primary) runs alone on CPU 0 and everything else (the
+# clients, the follower) on the other CPUs (taskset; PIN=0 turns that off), so that its CPU per
+# key is its own work, not time lost to a follower scheduled beside it. On a 2-core machine the
+# follower and the clients then share one core: the CPU ratios are the verdict, keys/s is
+# context.
 #
 #   tests/bench/replication.sh                      # 20 s runs, 1 GB bootstrap
 #   DURATION=60s tests/bench/replication.sh         # the lag over a 60 s run
@@ -19,7 +22,20 @@ cd "$(dirname "$0")/../.."
 BUILD=${BUILD_DIR:-build}
 DURATION=${DURATION:-20s}
 CLIENTS=${CLIENTS:-4}
+# Every run is offered the same load (bloom-bench --rate), one the replicated runs sustain on
+# this machine: a server's CPU per key depends on the load, so the ratios compare like with
+# like. RATE=0: as fast as the clients go (each run at its own load).
+RATE=${RATE:-1000000}
 BOOTSTRAP_GB=${BOOTSTRAP_GB:-1}
+PIN=${PIN:-1}
+SERVER_CPUS=0
+OTHER_CPUS="1-$(( $(nproc) - 1 ))"
+# pinned CPUS: sets PINNED to the command prefix that runs a program on those CPUs (taskset,
+# which execs it: $! stays the program's PID), or to nothing (PIN=0, or a single CPU).
+pinned() {
+  PINNED=()
+  if [[ $PIN == 1 && $(nproc) -ge 2 ]]; then PINNED=(taskset -c "$1"); fi
+}
 BENCH="$BUILD/loadtest/bloom-bench"
 SERVER="$BUILD/service/bloom-server"
 CLI="$BUILD/client/bloom-cli"
@@ -35,13 +51,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# start NAME ARGS... -> sets PID, PORT, METRICS (its metrics port); waits for its port file.
+# start NAME CPUS ARGS... -> sets PID, PORT, METRICS (its metrics port); waits for its port file.
 start() {
-  local name=$1
-  shift
+  local name=$1 cpus=$2
+  shift 2
   mkdir -p "$work/$name"
   rm -f "$work/$name/port"
-  "$SERVER" --listen=127.0.0.1:"${LISTEN_PORT:-0}" --port_file="$work/$name/port" \
+  pinned "$cpus"
+  "${PINNED[@]}" "$SERVER" --listen=127.0.0.1:"${LISTEN_PORT:-0}" --port_file="$work/$name/port" \
     --data_dir="$work/$name/data" --metrics_listen=127.0.0.1:0 --max_batch=100000 "$@" \
     >>"$work/$name/log" 2>&1 &
   PID=$!
@@ -57,20 +74,23 @@ stop() { kill -TERM "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
 bench() {  # LABEL ADDRESS SERVER_PID [REPLICA_PID REPLICA_METRICS]
   local extra=()
   [[ $# -ge 5 ]] && extra=(--replica_pid="$4" --replica_metrics_port="$5")
-  "$BENCH" --address="$2" --label="$1" --mix=add --batch=1000 --clients="$CLIENTS" \
-    --capacity=100000000 --duration="$DURATION" --server_pid="$3" --json "${extra[@]}" \
+  pinned "$OTHER_CPUS"
+  "${PINNED[@]}" "$BENCH" --address="$2" --label="$1" --mix=add --batch=1000 --clients="$CLIENTS" \
+    --capacity=100000000 --duration="$DURATION" --rate="$RATE" --server_pid="$3" --json \
+    "${extra[@]}" \
     | tee -a "$work/results.jsonl" >/dev/null
 }
 
-echo "replication.sh: batched adds, $CLIENTS clients x 1000 keys per call, $DURATION per run"
-start standalone
+echo "replication.sh: batched adds, $CLIENTS clients x 1000 keys per call, $DURATION per run," \
+  "offered $RATE keys/s (0: unlimited)"
+start standalone "$SERVER_CPUS"
 bench standalone "127.0.0.1:$PORT" "$PID"
 stop "$PID"
 
 for acks in 0 1; do
-  start "primary-$acks" --min_replica_acks="$acks"
+  start "primary-$acks" "$SERVER_CPUS" --min_replica_acks="$acks"
   primary_pid=$PID primary_port=$PORT
-  start "follower-$acks" --replicate_from="127.0.0.1:$primary_port"
+  start "follower-$acks" "$OTHER_CPUS" --replicate_from="127.0.0.1:$primary_port"
   follower_pid=$PID follower_metrics=$METRICS
   # Healthy once caught up.
   for _ in $(seq 600); do "$CLI" --server="127.0.0.1:$PORT" health >/dev/null 2>&1 && break; sleep 0.05; done
@@ -103,16 +123,16 @@ if [[ $BOOTSTRAP_GB != 0 ]]; then
   # One filter of about BOOTSTRAP_GB GB of bits, filled enough that every page is stored dense.
   capacity=$((BOOTSTRAP_GB * 850000000))
   keys=$((BOOTSTRAP_GB * 100000000))
-  start big
+  start big "$SERVER_CPUS"
   big_port=$PORT
   "$CLI" --server="127.0.0.1:$big_port" reserve bench-0 --capacity="$capacity" --error-rate=0.01 >/dev/null
   "$BENCH" --address="127.0.0.1:$big_port" --mix=add --batch=10000 --clients="$CLIENTS" \
     --capacity="$capacity" --ops="$keys" >/dev/null
   stop "$PID"  # the final checkpoint writes every page
-  LISTEN_PORT=$big_port start big
+  LISTEN_PORT=$big_port start big "$SERVER_CPUS"
   size=$(du -sb "$work/big/data" | cut -f1)
   begin=$(date +%s.%N)
-  start bootstrap --replicate_from="127.0.0.1:$big_port"
+  start bootstrap "$OTHER_CPUS" --replicate_from="127.0.0.1:$big_port"
   for _ in $(seq 1200); do "$CLI" --server="127.0.0.1:$PORT" health >/dev/null 2>&1 && break; sleep 0.05; done
   end=$(date +%s.%N)
   echo "bootstrap: a follower copied and loaded $(( size / 1000000 )) MB and reported SERVING in $(echo "$end - $begin" | bc) s"
