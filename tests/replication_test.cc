@@ -362,6 +362,25 @@ TEST(ReplicationTest, ReadYourWritesThroughAFollower) {
   EXPECT_EQ(errors.load(), 0);
 }
 
+TEST(ReplicationTest, APipelineThroughAFollowerSeesItsOwnAdds) {
+  // A Pipeline stream to a follower goes to the primary whole: a check after an add of the
+  // same item on the stream sees it, with no sequence to wait for.
+  ReplicationCluster cluster(1, {});
+  ASSERT_TRUE(cluster.Start());
+  bloomclient::ClientOptions options;
+  options.pipelined = true;
+  std::unique_ptr<bloomclient::BloomClient> client =
+      bloomclient::BloomClient::Connect(cluster.follower(0).target(), options);
+  const bloom::v1::FilterSpec spec = Spec();
+  for (int i = 0; i < 500; ++i) {
+    const std::string item = absl::StrCat("piped-", i);
+    ASSERT_TRUE(client->Add("piped", {item}, &spec).ok()) << i;
+    absl::StatusOr<std::vector<bool>> present = client->MightContain("piped", {item});
+    ASSERT_TRUE(present.ok()) << present.status();
+    ASSERT_TRUE((*present)[0]) << "the stream's own add of " << item << " read absent";
+  }
+}
+
 TEST(ReplicationTest, EveryClientLanguageReadsItsWritesThroughAFollower) {
   // The Python, Go and Node.js clients track the sequence of their writes as the C++ one does
   // (above): each program adds through the primary and checks through the follower, item by
