@@ -135,6 +135,6 @@ if [[ $BOOTSTRAP_GB != 0 ]]; then
   start bootstrap "$OTHER_CPUS" --replicate_from="127.0.0.1:$big_port"
   for _ in $(seq 1200); do "$CLI" --server="127.0.0.1:$PORT" health >/dev/null 2>&1 && break; sleep 0.05; done
   end=$(date +%s.%N)
-  echo "bootstrap: a follower copied and loaded $(( size / 1000000 )) MB and reported SERVING in $(echo "$end - $begin" | bc) s"
+  echo "bootstrap: a follower copied and loaded $(( size / 1000000 )) MB and reported SERVING in $(awk -v a="$begin" -v b="$end" 'BEGIN {printf "%.1f", b - a}') s"
   grep -h "copied a snapshot" "$work/bootstrap/log" | sed 's/^/  /'
 fi
