@@ -26,9 +26,11 @@ if [[ "${BLOOM_QUICK:-0}" == 1 ]]; then exit 0; fi
 # memory or threads: once, in the ordinary build.
 not_under_sanitizers='CrashTest|SoakTest|HelmChartTest|ImageTest|HostileClientTest|HostileLimitsTest|go_build|go_client|node_client|PolyglotTest|ApiContractTest'
 over_grpc='ServerTest|CliTest|CliSecurityTest|SecurityTest|ObservabilityTest|RaceTest|BenchSmokeTest|python_client|shutdown_stress|PipelineTest|CoalescingClientTest|ReplicationTest'
-# Under a sanitizer the replication chaos runs shorter: what it checks does not change with
-# the count, and the ordinary build ran it in full.
+# Under a sanitizer the replication chaos runs shorter (what it checks does not change with
+# the count, and the ordinary build ran it in full), and without the Go writer (built by the
+# go_build fixture, which runs in the ordinary build only).
 export BLOOM_REPLICATION_KILLS=3 BLOOM_READ_YOUR_WRITES_ROUNDS=20000
+export BLOOM_REPLICATION_LANGUAGES="python node"
 for sanitizer in address thread; do
   echo "== tests under -DBLOOM_SANITIZE=$sanitizer"
   BUILD_DIR="build-$sanitizer" ./scripts/build.sh -DBLOOM_SANITIZE="$sanitizer" \
