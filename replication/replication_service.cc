@@ -1,5 +1,6 @@
 #include "replication/replication_service.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -32,6 +33,24 @@ constexpr absl::Duration kMinDataInterval = absl::Milliseconds(1);
 constexpr absl::Duration kMinDataIntervalWithAcks = absl::Microseconds(500);
 constexpr size_t kSnapshotChunkBytes = 1 << 20;
 constexpr const char* kSnapshotDir = "replication-snapshots";
+// Followers a primary serves at once, and snapshots it makes at once; more get
+// RESOURCE_EXHAUSTED (a follower retries).
+constexpr int kMaxTails = 16;
+constexpr int kMaxSnapshots = 2;
+
+// Takes one of `limit` slots of `count` for the scope, or none (ok() false) when all are taken.
+class Slot {
+ public:
+  Slot(std::atomic<int>& count, int limit) : count_(count), ok_(count.fetch_add(1) < limit) {}
+  ~Slot() { count_.fetch_sub(1); }
+  Slot(const Slot&) = delete;
+  Slot& operator=(const Slot&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  std::atomic<int>& count_;
+  const bool ok_;
+};
 
 grpc::Status ToGrpc(const absl::Status& status) { return service::ToGrpcStatus(status); }
 
@@ -69,6 +88,11 @@ grpc::Status ReplicationService::Snapshot(grpc::ServerContext* context,
                                           const v1::SnapshotRequest* request,
                                           grpc::ServerWriter<v1::SnapshotResponse>* writer) {
   if (grpc::Status admitted = Admit(context); !admitted.ok()) return admitted;
+  const Slot slot(snapshots_, kMaxSnapshots);
+  if (!slot.ok()) {
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+            absl::StrCat(kMaxSnapshots, " snapshots are being copied already; retry later")};
+  }
   const std::filesystem::path root = std::filesystem::path(data_dir_) / kSnapshotDir;
   const std::filesystem::path dir = root / absl::StrCat(next_snapshot_.fetch_add(1));
   std::error_code error;
@@ -125,12 +149,21 @@ grpc::Status ReplicationService::Tail(
     grpc::ServerContext* context,
     grpc::ServerReaderWriter<v1::TailResponse, v1::TailRequest>* stream) {
   if (grpc::Status admitted = Admit(context); !admitted.ok()) return admitted;
+  const Slot slot(tails_, kMaxTails);
+  if (!slot.ok()) {
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+            absl::StrCat("this primary serves ", kMaxTails, " followers already")};
+  }
   v1::TailRequest first;
   if (!stream->Read(&first)) {
     return {grpc::StatusCode::CANCELLED, "no request from the follower"};
   }
   const std::string name = first.follower_id().empty() ? context->peer() : first.follower_id();
   uint64_t next = first.start_sequence();
+  // The last sequence sent on this stream: an acknowledgement counts up to it, never beyond,
+  // whatever the follower claims (a write is acknowledged only once it was sent to enough
+  // followers and they say they hold it).
+  std::atomic<uint64_t> sent{next - 1};
   const int id = Register({name, context->peer(), next - 1, 0, absl::Now(), absl::InfinitePast()});
   storage::ReplicaAcks* acks = store_->replica_acks();
   const int ack_id = acks != nullptr ? acks->Connect(name) : -1;
@@ -142,7 +175,7 @@ grpc::Status ReplicationService::Tail(
     v1::TailRequest ack;
     while (stream->Read(&ack)) {
       if (acks != nullptr && ack.durable_sequence() != 0) {
-        acks->Ack(ack_id, ack.durable_sequence());
+        acks->Ack(ack_id, std::min(ack.durable_sequence(), sent.load()));
       }
       Update(id, 0, ack.durable_sequence());
       if (ack.idle_touches_size() > 0) {
@@ -188,6 +221,7 @@ grpc::Status ReplicationService::Tail(
     response.set_acks_wanted(acks != nullptr);
     response.set_primary_time_micros(absl::ToUnixMicros(absl::Now()));
     const size_t bytes = response.ByteSizeLong();
+    sent.store(read->next - 1);  // before the write: its acknowledgement may come at once
     if (!stream->Write(response)) break;
     last_sent = absl::Now();
     if (!read->batches.empty() && bytes < kMaxResponseBytes) {

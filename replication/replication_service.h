@@ -76,6 +76,10 @@ class ReplicationService final : public bloom::replication::v1::ReplicationServi
   const std::string data_dir_;
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> next_snapshot_{0};
+  // Streams running now: each Tail holds two threads and each Snapshot a checkpoint on disk,
+  // so a caller with a write token cannot open them without limit (kMaxTails, kMaxSnapshots).
+  std::atomic<int> tails_{0};
+  std::atomic<int> snapshots_{0};
   mutable std::mutex mu_;
   int next_id_ = 0;
   std::vector<std::pair<int, FollowerStream>> followers_;

@@ -18,8 +18,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "bloom/replication/v1/replication.grpc.pb.h"
 #include "client/bloom_client.h"
 #include "common/testing.h"
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/polyglot_command.h"
 #include "tests/replication_cluster.h"
@@ -448,6 +450,66 @@ TEST(ReplicationTest, StatusShowsEachPodsRoleSequenceAndLag) {
   const bloomtest::CommandResult text = bloomtest::RunCommand(
       absl::StrCat(BLOOM_CLI_PATH, " --server=", cluster.follower(0).target(), " replication"));
   EXPECT_NE(text.out.find("lag:"), std::string::npos) << text.out;
+}
+
+TEST(ReplicationTest, AClientClaimingEverythingDoesNotAcknowledgeWritesAndTailsAreBounded) {
+  // No real follower: a client of the replication service that tails from the end and then
+  // claims to hold every sequence there is. Its claim counts only up to what was sent to it,
+  // so a write it never received is not acknowledged on its word.
+  ReplicationCluster cluster(0, {"--min_replica_acks=1", "--replica_ack_timeout=1s"});
+  ASSERT_TRUE(cluster.Start());
+  namespace v1 = bloom::replication::v1;
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateChannel(cluster.primary().target(), grpc::InsecureChannelCredentials());
+  std::unique_ptr<v1::ReplicationService::Stub> stub = v1::ReplicationService::NewStub(channel);
+  grpc::ClientContext context;
+  auto tail = stub->Tail(&context);
+  v1::TailRequest first;
+  first.set_follower_id("liar");
+  // From the end of the log: what it claims before the add below was never sent to it.
+  first.set_start_sequence(static_cast<uint64_t>(cluster.PrimarySequence()) + 1);
+  ASSERT_TRUE(tail->Write(first));
+  v1::TailRequest claim;
+  claim.set_durable_sequence(UINT64_MAX);
+  ASSERT_TRUE(tail->Write(claim));
+  v1::TailResponse heartbeat;  // the stream is up (its claim is read before this one is sent)
+  ASSERT_TRUE(tail->Read(&heartbeat));
+  std::unique_ptr<bloomclient::BloomClient> client =
+      bloomclient::BloomClient::Connect(cluster.primary().target());
+  const bloom::v1::FilterSpec spec = Spec();
+  const absl::Status added = client->Add("liar", {"x"}, &spec).status();
+  EXPECT_TRUE(absl::IsUnavailable(added)) << added;
+  context.TryCancel();
+  tail->Finish().IgnoreError();
+  ASSERT_TRUE(bloomtest::WaitFor([&] {  // the primary has let it go
+    grpc::ClientContext status_context;
+    v1::StatusResponse status;
+    return stub->Status(&status_context, {}, &status).ok() && status.followers_size() == 0;
+  }));
+
+  // Tail streams beyond the bound are refused, each of the rest holding its threads.
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+  std::vector<std::unique_ptr<grpc::ClientReaderWriter<v1::TailRequest, v1::TailResponse>>> tails;
+  v1::TailRequest from_start;
+  from_start.set_start_sequence(1);
+  for (int i = 0; i < 16; ++i) {
+    contexts.push_back(std::make_unique<grpc::ClientContext>());
+    tails.push_back(stub->Tail(contexts.back().get()));
+    ASSERT_TRUE(tails.back()->Write(from_start));
+    v1::TailResponse response;
+    ASSERT_TRUE(tails.back()->Read(&response)) << "stream " << i << " was not served";
+  }
+  grpc::ClientContext one_more;
+  auto refused = stub->Tail(&one_more);
+  refused->Write(from_start);
+  v1::TailResponse response;
+  EXPECT_FALSE(refused->Read(&response));
+  const grpc::Status status = refused->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
+  for (size_t i = 0; i < tails.size(); ++i) {
+    contexts[i]->TryCancel();
+    tails[i]->Finish().IgnoreError();
+  }
 }
 
 }  // namespace
