@@ -24,11 +24,10 @@ constexpr size_t kMaxResponseBytes = 4 << 20;
 constexpr absl::Duration kHeartbeat = absl::Milliseconds(200);
 // Responses with writes go at most this often (unless full): what is written meanwhile
 // travels in one response and one write on the follower, instead of one each per RocksDB
-// write. Each response costs the primary thread wake-ups (this thread's, gRPC's), which at
-// thousands of responses a second were a third of what it spent on its adds
-// (tests/bench/replication.sh). The price is latency: a follower sees a write up to this much
-// later (a read-your-writes check through it waits that long), and with --min_replica_acks a
-// write waits up to the shorter interval longer for its answer.
+// write, and each response costs this thread's and gRPC's wake-ups. The price is latency: a
+// follower sees a write up to this much later (a read-your-writes check through it waits that
+// long), and with --min_replica_acks a write waits up to the shorter interval longer for its
+// answer.
 constexpr absl::Duration kMinDataInterval = absl::Milliseconds(1);
 constexpr absl::Duration kMinDataIntervalWithAcks = absl::Microseconds(500);
 constexpr size_t kSnapshotChunkBytes = 1 << 20;
