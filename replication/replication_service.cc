@@ -157,6 +157,9 @@ grpc::Status ReplicationService::Tail(
   if (!stream->Read(&first)) {
     return {grpc::StatusCode::CANCELLED, "no request from the follower"};
   }
+  if (first.start_sequence() == 0) {  // sequences start at 1: a follower asks for latest + 1
+    return {grpc::StatusCode::INVALID_ARGUMENT, "start_sequence must be at least 1"};
+  }
   const std::string name = first.follower_id().empty() ? context->peer() : first.follower_id();
   uint64_t next = first.start_sequence();
   // The last sequence sent on this stream: an acknowledgement counts up to it, never beyond,

@@ -487,6 +487,14 @@ TEST(ReplicationTest, AClientClaimingEverythingDoesNotAcknowledgeWritesAndTailsA
     return stub->Status(&status_context, {}, &status).ok() && status.followers_size() == 0;
   }));
 
+  // A stream must say where it starts (sequences start at 1).
+  grpc::ClientContext from_zero_context;
+  auto from_zero = stub->Tail(&from_zero_context);
+  from_zero->Write(v1::TailRequest());
+  v1::TailResponse nothing;
+  EXPECT_FALSE(from_zero->Read(&nothing));
+  EXPECT_EQ(from_zero->Finish().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+
   // Tail streams beyond the bound are refused, each of the rest holding its threads.
   std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
   std::vector<std::unique_ptr<grpc::ClientReaderWriter<v1::TailRequest, v1::TailResponse>>> tails;
