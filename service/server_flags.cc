@@ -36,6 +36,10 @@ ABSL_FLAG(std::string, log_level, "info", "debug, info, warning or error");
 ABSL_FLAG(bool, log_json, false, "log one JSON object per line");
 ABSL_FLAG(absl::Duration, checkpoint_interval, absl::Seconds(30),
           "a filter with unpersisted changes is checkpointed at least this often");
+ABSL_FLAG(std::string, checkpoint_write_rate, "64Mi",
+          "bytes per second at which the background checkpointer writes the pages of a large "
+          "checkpoint (a steady stream to disk and to followers, not a burst); 0: unpaced. "
+          "Checkpoints of under 1 MiB of pages are never held back");
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(5),
           "on SIGTERM, how long in-flight calls may run before they are cancelled");
 ABSL_FLAG(std::string, server_model, "auto",
@@ -250,6 +254,10 @@ absl::StatusOr<ServerConfig> ConfigFromFlags(const bloomsys::ContainerMemory& co
   store.sync = absl::GetFlag(FLAGS_sync);
   store.checkpoint_interval = absl::GetFlag(FLAGS_checkpoint_interval);
   store.lazy_start = absl::GetFlag(FLAGS_lazy_start);
+  if (!ParseBytes(absl::GetFlag(FLAGS_checkpoint_write_rate),
+                  store.checkpoint_write_bytes_per_second)) {
+    return Invalid("--checkpoint_write_rate must be bytes per second, e.g. 64Mi (0: unpaced)");
+  }
   if (!ParseMemoryLimit(absl::GetFlag(FLAGS_memory_limit), container, store.memory_limit_bytes)) {
     return Invalid(
         "--memory_limit must be bytes (536870912, 512Mi) or a share of the container's memory "

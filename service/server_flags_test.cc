@@ -109,7 +109,8 @@ TEST_F(FlagsTest, BadValuesAreRefusedNamingTheFlag) {
               {"open_methods", "everything"},    {"tls_client_ca_file", "/ca.pem"},
               {"min_replica_acks", "-1"},        {"min_replica_acks", "17"},
               {"replica_ack_timeout", "0s"},     {"max_replica_lag", "-1s"},
-              {"replication_log_limit", "much"}, {"replicate_from", "primary-without-port"}};
+              {"replication_log_limit", "much"}, {"replicate_from", "primary-without-port"},
+              {"checkpoint_write_rate", "-1"}};
   for (const auto& bad : kBad) {
     absl::FlagSaver restore;
     SetFlag(bad.flag, bad.value);
@@ -118,6 +119,16 @@ TEST_F(FlagsTest, BadValuesAreRefusedNamingTheFlag) {
     EXPECT_TRUE(absl::StrContains(config.status().message(), absl::StrCat("--", bad.flag)))
         << bad.flag << ": " << config.status().message();
   }
+}
+
+TEST_F(FlagsTest, CheckpointWriteRateIsBytesPerSecondOrZero) {
+  absl::StatusOr<ServerConfig> paced = ConfigFromFlags(container_);
+  ASSERT_OK(paced.status());
+  EXPECT_EQ(paced->store.checkpoint_write_bytes_per_second, 64u << 20);
+  SetFlag("checkpoint_write_rate", "0");
+  absl::StatusOr<ServerConfig> unpaced = ConfigFromFlags(container_);
+  ASSERT_OK(unpaced.status());
+  EXPECT_EQ(unpaced->store.checkpoint_write_bytes_per_second, 0u);
 }
 
 TEST_F(FlagsTest, ReplicationFlagsMakeAFollowerOrSetThePrimary) {

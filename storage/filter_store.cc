@@ -120,6 +120,7 @@ FilterStore::~FilterStore() {
 
 absl::Status FilterStore::Close() {
   closing_.store(true, std::memory_order_relaxed);
+  pacer_.Stop();  // a paced checkpoint in progress finishes at once
   if (checkpointer_ != nullptr) checkpointer_->Stop();
   {
     std::lock_guard<std::mutex> lock(residency_.evict_mu);
@@ -447,7 +448,7 @@ bool FilterStore::VisitForCheckpoint(const std::shared_ptr<StoredFilter>& filter
   if (StopRequested()) return false;
   SweepIdleResident(filter);
   if (!filter->CheckpointDue(now, options_.checkpoint_interval)) return true;
-  absl::Status s = filter->Checkpoint(options_.sync);
+  absl::Status s = filter->Checkpoint(options_.sync, /*paced=*/true);
   (s.ok() ? checkpoints_ : checkpoint_failures_).fetch_add(1, std::memory_order_relaxed);
   if (!s.ok()) {
     bloomlog::LogError(absl::StrCat("checkpoint of filter '", filter->name(),

@@ -56,6 +56,7 @@
 #include "storage/store_options.h"
 #include "storage/stored_filter.h"
 #include "storage/wal_sync.h"
+#include "storage/write_pacer.h"
 
 namespace storage {
 
@@ -304,9 +305,12 @@ class FilterStore {
   // The resident filters the checkpointer visits: changed, windowed, or due to idle out.
   CheckpointSchedule schedule_;
   IdleTouches idle_touches_;  // a replica's (replica_store.cc)
+  // The background checkpointer's page writes (Close() stops the pacing first).
+  WritePacer pacer_{options_.checkpoint_write_bytes_per_second};
   const StoreContext context_{db_.get(),        &budget_,
                               &slices_retired_, options_.clock,
-                              &schedule_,       options_.replica ? &idle_touches_ : nullptr};
+                              &schedule_,       options_.replica ? &idle_touches_ : nullptr,
+                              &pacer_};
   std::atomic<uint64_t> next_generation_{1};
   std::atomic<uint64_t> generation_ceiling_{0};
   bloomsync::Mutex ceiling_mu_;  // serialises RaiseCeiling

@@ -125,7 +125,7 @@ absl::Status FilterStore::ApplyReplicated(absl::Span<const LogBatch> batches, bo
                                               " does not follow this replica's ", expected - 1));
     }
     rocksdb::WriteBatch write(batch.data);
-    if (write.Count() != static_cast<int>(batch.count)) {
+    if (write.Count() != batch.count) {
       return absl::DataLossError(absl::StrCat("the primary's batch at sequence ", batch.sequence,
                                               " holds ", write.Count(), " writes, not ",
                                               batch.count));

@@ -240,8 +240,10 @@ TEST(ReplicaIdleTouchesTest, ReadsOnTheReplicaKeepAnIdleFilterAliveOnThePrimary)
   ASSERT_OK((*primary)->Reserve("feed:2", spec).status());
   const std::string dir = absl::StrCat(replica_root.path(), "/replica");
   ASSERT_OK(CreateSnapshot((*primary)->database(), dir).status());
-  absl::StatusOr<std::unique_ptr<FilterStore>> replica =
-      FilterStore::Open({.data_dir = dir, .replica = true});
+  StoreOptions replica_options;
+  replica_options.data_dir = dir;
+  replica_options.replica = true;
+  absl::StatusOr<std::unique_ptr<FilterStore>> replica = FilterStore::Open(replica_options);
   ASSERT_OK(replica.status());
 
   clock.Advance(absl::Seconds(8));

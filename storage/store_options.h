@@ -26,6 +26,11 @@ struct StoreOptions {
   uint64_t memory_limit_bytes = 0;
   // A filter with unpersisted changes is checkpointed at least this often.
   absl::Duration checkpoint_interval = absl::Seconds(30);
+  // The background checkpointer writes the pages of a large checkpoint at most this fast
+  // (write_pacer.h): a steady stream instead of a burst, for the disk, for the adds waiting in
+  // RocksDB's write queue, and for followers, which receive every page through the log. 0: as
+  // fast as RocksDB takes them. A checkpoint of under 1 MiB of pages is never held back.
+  uint64_t checkpoint_write_bytes_per_second = 64 << 20;
   // Wall-clock time for windows, idle expiry and creation times; tests inject a ManualClock.
   // Must outlive the store.
   const bloom::Clock* clock = bloom::Clock::Real();

@@ -417,6 +417,7 @@ FilterRecord StoredFilter::MakeRecord(const PersistedState& state,
 }
 
 absl::Status StoredFilter::Delete(bool sync) {
+  const WritePacer::Rush rush(context_->pacer);  // a paced checkpoint of this filter hurries
   bloomsync::MutexLock checkpoint_lock(&checkpoint_mu_);
   bloomsync::WriterMutexLock lock(&apply_mu_);
   if (Flag(kDeleted)) return Usable();

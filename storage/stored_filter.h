@@ -12,7 +12,8 @@
 // write those pages and finally (one batch) the metadata with checkpoint_seq S and the counters,
 // plus a range delete of the journal up to S. Pages copied after S may hold newer bits: harmless,
 // since replaying a journal record onto bits that have it already changes nothing (OR is
-// idempotent), while the counters are exact as of S.
+// idempotent), while the counters are exact as of S. So the pages may also go out over seconds:
+// the background checkpointer writes a large filter's pages in paced batches (write_pacer.h).
 //
 // Locks, always taken in this order:
 //   checkpoint_mu_  serialises Checkpoint() and Delete() (a delete must not interleave with a
@@ -60,6 +61,7 @@
 #include "storage/idle_touches.h"
 #include "storage/memory_budget.h"
 #include "storage/resident_charge.h"
+#include "storage/write_pacer.h"
 
 namespace storage {
 
@@ -77,6 +79,8 @@ struct StoreContext {
   CheckpointSchedule* schedule = nullptr;
   // On a replica: told when a filter with an idle_ttl is used (idle_touches.h); else null.
   IdleTouches* idle_touches = nullptr;
+  // Paces the background checkpointer's page writes (write_pacer.h); null: unpaced.
+  WritePacer* pacer = nullptr;
 };
 
 class StoredFilter {
@@ -132,8 +136,9 @@ class StoredFilter {
 
   // Persists dirty pages and counters and trims the journal; retires the expired slices of a
   // windowed filter (one write: the record without them and a range delete of their pages)
-  // and frees them. A no-op when nothing changed.
-  absl::Status Checkpoint(bool sync);
+  // and frees them. A no-op when nothing changed. `paced`: the pages go out in batches at the
+  // store's WritePacer rate (the background checkpointer's; eviction and Close go at once).
+  absl::Status Checkpoint(bool sync, bool paced = false);
   // Whether the checkpointer should call Checkpoint() now: a windowed filter has expired
   // slices, or there are unpersisted changes and either `interval` passed since the last
   // checkpoint or the journal grew as large as the bits.
@@ -320,7 +325,7 @@ class StoredFilter {
   absl::StatusOr<FilterRecord> LiveRecord() const;
   // Checkpoint() without EnsurePersisted, with checkpoint_mu_ held; `evicting` checkpoints an
   // evicted object (which a plain checkpoint leaves alone).
-  absl::Status CheckpointLocked(bool sync, bool evicting)
+  absl::Status CheckpointLocked(bool sync, bool evicting, bool paced)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(checkpoint_mu_);
   // OK, or why an add must not apply here (Usable(), or EvictedError()).
   absl::Status Addable() const;
@@ -349,7 +354,8 @@ class StoredFilter {
   using DirtyPages = std::vector<std::pair<int, std::vector<uint64_t>>>;
   // Writes the dirty pages in batches of about kPageBatchBytes, leaving the last batch in
   // `batch` for the caller to write (with the metadata record).
-  absl::Status WritePages(const DirtyPages& dirty, bool sync, rocksdb::WriteBatch& batch);
+  absl::Status WritePages(const DirtyPages& dirty, bool sync, bool paced,
+                          rocksdb::WriteBatch& batch);
 
   // The chain, or null for an unreadable filter (has_chain_).
   bloom::ScalableFilter* chain() const { return has_chain_ ? &chain_ : nullptr; }

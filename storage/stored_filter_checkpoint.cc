@@ -15,8 +15,11 @@ namespace {
 
 // Checkpoints write pages in batches of about this size, so a 1 GB filter does not become one
 // 1 GB RocksDB write. Earlier batches landing without the final one is harmless: pages only
-// gain bits, and the journal after the old checkpoint_seq is still there to replay.
+// gain bits, and the journal after the old checkpoint_seq is still there to replay. Paced
+// checkpoints write smaller batches: each is a step of the pace, and what a follower receives,
+// writes and fsyncs at once.
 constexpr size_t kPageBatchBytes = 8 << 20;
+constexpr size_t kPacedPageBatchBytes = 1 << 20;
 
 // The journal is checkpointed once it reaches this fraction of the filter's bits (and
 // kMinJournalBytesForEarlyCheckpoint), or the interval passes: that bounds both replay time at
@@ -31,19 +34,20 @@ constexpr uint64_t kMaxPointDeletes = 64;
 
 }  // namespace
 
-absl::Status StoredFilter::Checkpoint(bool sync) {
+absl::Status StoredFilter::Checkpoint(bool sync, bool paced) {
   // A checkpoint's record must not be overwritten later by a pending creation record.
   if (absl::Status created = EnsurePersisted(sync); !created.ok() && Usable().ok()) {
     return created;
   }
   bloomsync::MutexLock checkpoint_lock(&checkpoint_mu_);
-  return CheckpointLocked(sync, /*evicting=*/false);
+  return CheckpointLocked(sync, /*evicting=*/false, paced);
 }
 
 absl::Status StoredFilter::Evict(bool sync) {
   if (!Usable().ok() || evicted() || Flag(kCreationPending)) {
     return absl::FailedPreconditionError("not evictable now");
   }
+  const WritePacer::Rush rush(context_->pacer);  // a paced checkpoint of this filter hurries
   bloomsync::MutexLock checkpoint_lock(&checkpoint_mu_);
   if (!apply_mu_.TryLock()) return absl::FailedPreconditionError("busy");
   // No add applies after this (Addable), so the checkpoint below covers every one.
@@ -51,12 +55,12 @@ absl::Status StoredFilter::Evict(bool sync) {
   if (evictable) SetFlag(kEvicted, true, std::memory_order_release);
   apply_mu_.Unlock();
   if (!evictable) return absl::FailedPreconditionError("not evictable now");
-  absl::Status checkpointed = CheckpointLocked(sync, /*evicting=*/true);
+  absl::Status checkpointed = CheckpointLocked(sync, /*evicting=*/true, /*paced=*/false);
   if (!checkpointed.ok()) SetFlag(kEvicted, false, std::memory_order_release);  // stays resident
   return checkpointed;
 }
 
-absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting) {
+absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting, bool paced) {
   PersistedState next;
   DirtyPages dirty;
   uint64_t journal_bytes = 0;
@@ -104,7 +108,7 @@ absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting) {
   }
   // The last pages share the metadata's write: a small filter's checkpoint is one write.
   rocksdb::WriteBatch batch;
-  absl::Status status = WritePages(dirty, sync, batch);
+  absl::Status status = WritePages(dirty, sync, paced, batch);
   if (status.ok()) {
     bloomsync::MutexLock meta(&meta_mu_);
     batch.Put(db()->filters(), NameSlice(), EncodeFilterRecord(MakeRecord(next, nullptr)));
@@ -150,8 +154,10 @@ void StoredFilter::TrimJournal(uint64_t from_seq, uint64_t to_seq,
                     JournalKey(generation_, to_seq + 1));
 }
 
-absl::Status StoredFilter::WritePages(const DirtyPages& dirty, bool sync,
+absl::Status StoredFilter::WritePages(const DirtyPages& dirty, bool sync, bool paced,
                                       rocksdb::WriteBatch& batch) {
+  WritePacer* const pacer = paced ? context_->pacer : nullptr;
+  const size_t batch_bytes = pacer != nullptr ? kPacedPageBatchBytes : kPageBatchBytes;
   std::string scratch;
   std::string page_bytes;
   for (const auto& [index, pages] : dirty) {
@@ -161,7 +167,8 @@ absl::Status StoredFilter::WritePages(const DirtyPages& dirty, bool sync,
       batch.Put(db()->blocks(),
                 BlockKey(generation_, static_cast<uint32_t>(index), static_cast<uint32_t>(page)),
                 page_bytes);
-      if (batch.GetDataSize() >= kPageBatchBytes) {
+      if (batch.GetDataSize() >= batch_bytes) {
+        if (pacer != nullptr) pacer->Pace(batch.GetDataSize());
         if (absl::Status s = db()->Write(batch, sync, "writing checkpoint pages"); !s.ok()) {
           return s;
         }
