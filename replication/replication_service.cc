@@ -24,12 +24,12 @@ constexpr size_t kMaxResponseBytes = 4 << 20;
 constexpr absl::Duration kHeartbeat = absl::Milliseconds(200);
 // Responses with writes go at most this often (unless full): what is written meanwhile
 // travels in one response and one write on the follower, instead of one each per RocksDB
-// write, and each response costs this thread's and gRPC's wake-ups. The price is latency: a
-// follower sees a write up to this much later (a read-your-writes check through it waits that
-// long), and with --min_replica_acks a write waits up to the shorter interval longer for its
-// answer.
-constexpr absl::Duration kMinDataInterval = absl::Milliseconds(1);
-constexpr absl::Duration kMinDataIntervalWithAcks = absl::Microseconds(500);
+// write, and each response costs this thread's and gRPC's wake-ups (the larger part of what a
+// follower costs its primary). The price is latency: a follower sees a write up to this much
+// later (a read-your-writes check through it waits that long). With --min_replica_acks every
+// write waits for its response and the follower's answer, so responses go more often there.
+constexpr absl::Duration kMinDataInterval = absl::Milliseconds(5);
+constexpr absl::Duration kMinDataIntervalWithAcks = absl::Milliseconds(1);
 constexpr size_t kSnapshotChunkBytes = 1 << 20;
 constexpr const char* kSnapshotDir = "replication-snapshots";
 // Followers a primary serves at once, and snapshots it makes at once; more get
