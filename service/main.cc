@@ -279,6 +279,14 @@ absl::StatusOr<replication::FollowerOptions> FollowerOptionsFromConfig(
     if (!ca.ok()) return ca.status();
     grpc::SslCredentialsOptions ssl;
     ssl.pem_root_certs = *ca;
+    if (!config.cert_file.empty()) {  // for a primary with --tls_client_ca_file
+      absl::StatusOr<std::string> cert = read_file(config.cert_file);
+      if (!cert.ok()) return cert.status();
+      absl::StatusOr<std::string> key = read_file(config.key_file);
+      if (!key.ok()) return key.status();
+      ssl.pem_cert_chain = *std::move(cert);
+      ssl.pem_private_key = *std::move(key);
+    }
     options.credentials = grpc::SslCredentials(ssl);
   }
   return options;
@@ -290,7 +298,7 @@ struct Node {
   std::unique_ptr<storage::FilterStore> store;
   // A primary's service for its followers; on a follower it answers Status only.
   std::unique_ptr<replication::ReplicationService> replication;
-  std::unique_ptr<service::Forwarder> forwarder;                 // follower
+  std::unique_ptr<service::Forwarder> forwarder;  // follower
   std::unique_ptr<service::BloomServer> server;
   std::unique_ptr<replication::Follower> follower;  // follower
 

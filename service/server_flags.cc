@@ -121,6 +121,11 @@ ABSL_FLAG(std::string, replication_token_file, "",
 ABSL_FLAG(std::string, replication_ca_file, "",
           "PEM CA that a follower verifies its primary's TLS certificate with; empty: "
           "plaintext to the primary");
+ABSL_FLAG(std::string, replication_cert_file, "",
+          "PEM client certificate a follower presents to its primary (a primary with "
+          "--tls_client_ca_file requires one); with --replication_key_file and "
+          "--replication_ca_file");
+ABSL_FLAG(std::string, replication_key_file, "", "PEM private key of --replication_cert_file");
 ABSL_FLAG(std::string, replica_name, "",
           "how the primary's logs and metrics name this follower; default: the host name");
 
@@ -152,6 +157,16 @@ absl::Status ReplicationFromFlags(ServerConfig& config) {
   replication.replicate_from = absl::GetFlag(FLAGS_replicate_from);
   replication.token_file = absl::GetFlag(FLAGS_replication_token_file);
   replication.ca_file = absl::GetFlag(FLAGS_replication_ca_file);
+  replication.cert_file = absl::GetFlag(FLAGS_replication_cert_file);
+  replication.key_file = absl::GetFlag(FLAGS_replication_key_file);
+  if (replication.cert_file.empty() != replication.key_file.empty()) {
+    return Invalid("--replication_cert_file and --replication_key_file go together");
+  }
+  if (!replication.cert_file.empty() && replication.ca_file.empty()) {
+    return Invalid(
+        "--replication_cert_file is a TLS client certificate: it needs --replication_ca_file "
+        "(TLS to the primary)");
+  }
   replication.name = absl::GetFlag(FLAGS_replica_name);
   replication.max_lag = absl::GetFlag(FLAGS_max_replica_lag);
   storage::StoreOptions& store = config.store;

@@ -43,7 +43,11 @@ struct ReplicationConfig {
   std::string replicate_from;  // empty: this server is a primary
   std::string token_file;      // the token sent to the primary; empty: none
   std::string ca_file;         // verifies the primary's certificate; empty: plaintext
-  std::string name;            // empty: the host name
+  // The client certificate and key shown to a primary that asks for one (mutual TLS); both
+  // empty: none.
+  std::string cert_file;
+  std::string key_file;
+  std::string name;  // empty: the host name
   absl::Duration max_lag = absl::Seconds(1);
 };
 

@@ -110,7 +110,7 @@ TEST_F(FlagsTest, BadValuesAreRefusedNamingTheFlag) {
               {"min_replica_acks", "-1"},        {"min_replica_acks", "17"},
               {"replica_ack_timeout", "0s"},     {"max_replica_lag", "-1s"},
               {"replication_log_limit", "much"}, {"replicate_from", "primary-without-port"},
-              {"checkpoint_write_rate", "-1"}};
+              {"checkpoint_write_rate", "-1"},   {"replication_cert_file", "/client.crt"}};
   for (const auto& bad : kBad) {
     absl::FlagSaver restore;
     SetFlag(bad.flag, bad.value);
@@ -119,6 +119,20 @@ TEST_F(FlagsTest, BadValuesAreRefusedNamingTheFlag) {
     EXPECT_TRUE(absl::StrContains(config.status().message(), absl::StrCat("--", bad.flag)))
         << bad.flag << ": " << config.status().message();
   }
+}
+
+TEST_F(FlagsTest, AFollowersClientCertificateNeedsItsKeyAndTls) {
+  SetFlag("replicate_from", "bloom-0:50051");
+  SetFlag("replication_cert_file", "/tls/client.crt");
+  SetFlag("replication_key_file", "/tls/client.key");
+  absl::StatusOr<ServerConfig> plaintext = ConfigFromFlags(container_);
+  ASSERT_FALSE(plaintext.ok());
+  EXPECT_TRUE(absl::StrContains(plaintext.status().message(), "--replication_ca_file"));
+  SetFlag("replication_ca_file", "/tls/ca.crt");
+  absl::StatusOr<ServerConfig> mutual = ConfigFromFlags(container_);
+  ASSERT_OK(mutual.status());
+  EXPECT_EQ(mutual->replication.cert_file, "/tls/client.crt");
+  EXPECT_EQ(mutual->replication.key_file, "/tls/client.key");
 }
 
 TEST_F(FlagsTest, CheckpointWriteRateIsBytesPerSecondOrZero) {

@@ -218,12 +218,15 @@ TEST_F(HelmChartTest, ThreeReplicasArePodZeroAndItsFollowersSpreadOverNodes) {
                    .as<std::string>(),
             "rel");
 
-  // With auth and TLS the followers get a token and the CA that verifies pod 0.
+  // With auth and mutual TLS the followers get a token, the CA that verifies pod 0, and the
+  // pod's own certificate to show it.
   objects = Render(absl::StrCat("-f ", BLOOM_SOURCE_DIR, "/tests/helm/all-features.yaml"));
   const YAML::Node secure = objects.at("StatefulSet/rel-bloom-server")["spec"]["template"]["spec"];
   env = Env(secure["containers"][0]);
   EXPECT_EQ(env["BLOOM_REPLICATION_TOKEN_FILE"], "/etc/bloom/replication/token");
   EXPECT_EQ(env["BLOOM_REPLICATION_CA_FILE"], "/etc/bloom/tls/ca.crt");
+  EXPECT_EQ(env["BLOOM_REPLICATION_CERT_FILE"], "/etc/bloom/tls/tls.crt");
+  EXPECT_EQ(env["BLOOM_REPLICATION_KEY_FILE"], "/etc/bloom/tls/tls.key");
   EXPECT_EQ(secure["topologySpreadConstraints"][0]["whenUnsatisfiable"].as<std::string>(),
             "DoNotSchedule");
   bool token_mounted = false;

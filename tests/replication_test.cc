@@ -25,6 +25,7 @@
 #include "gtest/gtest.h"
 #include "tests/polyglot_command.h"
 #include "tests/replication_cluster.h"
+#include "tests/test_pki.h"
 
 namespace {
 
@@ -421,6 +422,45 @@ TEST(ReplicationTest, EveryClientLanguageReadsItsWritesThroughAFollower) {
       }
     }
   }
+}
+
+// A primary with mutual TLS and tokens: the follower copies, tails and forwards with the
+// credentials its flags give it (CA, client certificate, its own token), and callers' writes
+// through the follower reach the primary with the caller's token, refused without one.
+TEST(ReplicationTest, AFollowerReachesAMutualTlsPrimaryWithTokenAndCertificate) {
+  const bloomtest::TestPki pki;
+  bloomtest::TempDir secrets;
+  const std::string tokens = secrets.path() + "/tokens", replica_token = secrets.path() + "/rt";
+  std::ofstream(tokens) << bloomtest::TokenDigest("writer-token") << " write ingest\n"
+                        << bloomtest::TokenDigest("replica-token") << " write followers\n";
+  std::ofstream(replica_token) << "replica-token\n";
+  ReplicationCluster cluster(
+      1,
+      {"--tls_cert_file=" + pki.Path("server1.crt"), "--tls_key_file=" + pki.Path("server1.key"),
+       "--tls_client_ca_file=" + pki.Path("ca1.crt"), "--auth_token_file=" + tokens},
+      {"--replication_ca_file=" + pki.Path("ca1.crt"),
+       "--replication_cert_file=" + pki.Path("client1.crt"),
+       "--replication_key_file=" + pki.Path("client1.key"),
+       "--replication_token_file=" + replica_token});
+  ASSERT_TRUE(cluster.Start());  // the follower copied the primary's snapshot
+  ASSERT_TRUE(cluster.WaitCaughtUp());
+
+  bloomclient::ClientOptions options;
+  options.timeout = absl::Seconds(10);
+  options.token = "writer-token";
+  std::unique_ptr<bloomclient::BloomClient> writer =
+      bloomclient::BloomClient::Connect(cluster.follower(0).target(), options);
+  ASSERT_OK(writer->Reserve("secured", Spec()).status());  // forwarded to the primary
+  ASSERT_OK(writer->Add("secured", {"a", "b"}).status());
+  absl::StatusOr<std::vector<bool>> present = writer->MightContain("secured", {"a", "b"});
+  ASSERT_OK(present.status());  // answered by the follower once it applied the add
+  EXPECT_EQ(*present, std::vector<bool>({true, true}));
+
+  options.token = "";
+  std::unique_ptr<bloomclient::BloomClient> anonymous =
+      bloomclient::BloomClient::Connect(cluster.follower(0).target(), options);
+  EXPECT_EQ(anonymous->Add("secured", {"c"}).status().code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_TRUE(cluster.WaitCaughtUp());
 }
 
 TEST(ReplicationTest, StatusShowsEachPodsRoleSequenceAndLag) {
