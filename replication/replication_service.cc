@@ -16,20 +16,6 @@ namespace {
 
 namespace v1 = bloom::replication::v1;
 
-// What one Tail response carries at most; the follower syncs and acknowledges once per
-// response.
-constexpr size_t kMaxResponseBytes = 4 << 20;
-// A quiet primary still sends this often: the follower learns that it is caught up (its lag)
-// and that the stream is alive.
-constexpr absl::Duration kHeartbeat = absl::Milliseconds(200);
-// Responses with writes go at most this often (unless full): what is written meanwhile
-// travels in one response and one write on the follower, instead of one each per RocksDB
-// write, and each response costs this thread's and gRPC's wake-ups (the larger part of what a
-// follower costs its primary). The price is latency: a follower sees a write up to this much
-// later (a read-your-writes check through it waits that long). With --min_replica_acks every
-// write waits for its response and the follower's answer, so responses go more often there.
-constexpr absl::Duration kMinDataInterval = absl::Milliseconds(5);
-constexpr absl::Duration kMinDataIntervalWithAcks = absl::Milliseconds(1);
 constexpr size_t kSnapshotChunkBytes = 1 << 20;
 constexpr const char* kSnapshotDir = "replication-snapshots";
 // Followers a primary serves at once, and snapshots it makes at once; more get
@@ -37,14 +23,15 @@ constexpr const char* kSnapshotDir = "replication-snapshots";
 constexpr int kMaxTails = 16;
 constexpr int kMaxSnapshots = 2;
 
-// Takes one of `limit` slots of `count` for the scope, or none (ok() false) when all are taken.
+// Takes one of `limit` slots of `count` for the scope, or none (Taken() false) when all are
+// taken.
 class Slot {
  public:
   Slot(std::atomic<int>& count, int limit) : count_(count), ok_(count.fetch_add(1) < limit) {}
   ~Slot() { count_.fetch_sub(1); }
   Slot(const Slot&) = delete;
   Slot& operator=(const Slot&) = delete;
-  bool ok() const { return ok_; }
+  [[nodiscard]] bool Taken() const { return ok_; }
 
  private:
   std::atomic<int>& count_;
@@ -64,7 +51,7 @@ ReplicationService::ReplicationService(storage::FilterStore* store,
   std::filesystem::remove_all(std::filesystem::path(data_dir_) / kSnapshotDir, ignored);
 }
 
-grpc::Status ReplicationService::Admit(grpc::ServerContext* context, service::Role role,
+grpc::Status ReplicationService::Admit(grpc::ServerContextBase* context, service::Role role,
                                        bool primary_only) const {
   if (stopping_.load()) {
     return {grpc::StatusCode::UNAVAILABLE, "the primary is shutting down"};
@@ -88,7 +75,7 @@ grpc::Status ReplicationService::Snapshot(grpc::ServerContext* context,
                                           grpc::ServerWriter<v1::SnapshotResponse>* writer) {
   if (grpc::Status admitted = Admit(context); !admitted.ok()) return admitted;
   const Slot slot(snapshots_, kMaxSnapshots);
-  if (!slot.ok()) {
+  if (!slot.Taken()) {
     return {grpc::StatusCode::RESOURCE_EXHAUSTED,
             absl::StrCat(kMaxSnapshots, " snapshots are being copied already; retry later")};
   }
@@ -144,101 +131,32 @@ grpc::Status ReplicationService::Snapshot(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
-grpc::Status ReplicationService::Tail(
-    grpc::ServerContext* context,
-    grpc::ServerReaderWriter<v1::TailResponse, v1::TailRequest>* stream) {
-  if (grpc::Status admitted = Admit(context); !admitted.ok()) return admitted;
-  const Slot slot(tails_, kMaxTails);
-  if (!slot.ok()) {
-    return {grpc::StatusCode::RESOURCE_EXHAUSTED,
-            absl::StrCat("this primary serves ", kMaxTails, " followers already")};
-  }
-  v1::TailRequest first;
-  if (!stream->Read(&first)) {
-    return {grpc::StatusCode::CANCELLED, "no request from the follower"};
-  }
-  if (first.start_sequence() == 0) {  // sequences start at 1: a follower asks for latest + 1
-    return {grpc::StatusCode::INVALID_ARGUMENT, "start_sequence must be at least 1"};
-  }
-  const std::string name = first.follower_id().empty() ? context->peer() : first.follower_id();
-  uint64_t next = first.start_sequence();
-  // The last sequence sent on this stream: an acknowledgement counts up to it, never beyond,
-  // whatever the follower claims (a write is acknowledged only once it was sent to enough
-  // followers and they say they hold it).
-  std::atomic<uint64_t> sent{next - 1};
-  const int id = Register({name, context->peer(), next - 1, 0, absl::Now(), absl::InfinitePast()});
-  storage::ReplicaAcks* acks = store_->replica_acks();
-  const int ack_id = acks != nullptr ? acks->Connect(name) : -1;
-  bloomlog::LogInfo(absl::StrCat("replication: follower ", name, " (", context->peer(),
-                                 ") tails the log from sequence ", next));
+// A Tail refused before it started: finishes at once, and frees itself when gRPC is done.
+class RefusedTail final : public grpc::ServerBidiReactor<v1::TailRequest, v1::TailResponse> {
+ public:
+  explicit RefusedTail(grpc::Status status) { Finish(std::move(status)); }
+  void OnDone() override { delete this; }
+};
 
-  // Acknowledgements arrive on this thread while the handler's thread sends.
-  std::thread acks_reader([&] {
-    v1::TailRequest ack;
-    while (stream->Read(&ack)) {
-      if (acks != nullptr && ack.durable_sequence() != 0) {
-        acks->Ack(ack_id, std::min(ack.durable_sequence(), sent.load()));
-      }
-      Update(id, 0, ack.durable_sequence());
-      if (ack.idle_touches_size() > 0) {
-        std::vector<std::string> names(ack.idle_touches().begin(), ack.idle_touches().end());
-        store_->TouchIdle(names);
-      }
-    }
-  });
-  grpc::Status result;
-  absl::Time last_sent = absl::InfinitePast();
-  absl::Time paced_until = absl::InfinitePast();
-  storage::LogReader log(store_->database(), next);
-  while (true) {
-    if (const absl::Time now = absl::Now(); now < paced_until) absl::SleepFor(paced_until - now);
-    if (stopping_.load()) {
-      result = grpc::Status(grpc::StatusCode::UNAVAILABLE, "the primary is shutting down");
-      break;
-    }
-    if (context->IsCancelled()) break;
-    // The latest sequence before the read: once the follower applied this response, it holds
-    // everything the primary held when it was sent (unless it was cut at kMaxResponseBytes).
-    const uint64_t latest = store_->LatestSequence();
-    absl::StatusOr<storage::LogRead> read = log.Read(kMaxResponseBytes);
-    if (!read.ok()) {
-      result = ToGrpc(read.status());
-      v1::TailResponse last;  // the reason travels in a message: the call ends cancelled
-      last.set_error_code(static_cast<int32_t>(read.status().code()));
-      last.set_error_message(std::string{read.status().message()});
-      stream->Write(last);
-      break;
-    }
-    if (read->batches.empty() && absl::Now() - last_sent < kHeartbeat) {
-      store_->database().WaitForWriteAfter(next - 1, kHeartbeat);
-      continue;
-    }
-    v1::TailResponse response;
-    for (storage::LogBatch& batch : read->batches) {
-      v1::WalBatch* out = response.add_batches();
-      out->set_sequence(batch.sequence);
-      out->set_data(std::move(batch.data));
-    }
-    response.set_primary_sequence(std::max(latest, read->next - 1));
-    response.set_acks_wanted(acks != nullptr);
-    response.set_primary_time_micros(absl::ToUnixMicros(absl::Now()));
-    const size_t bytes = response.ByteSizeLong();
-    sent.store(read->next - 1);  // before the write: its acknowledgement may come at once
-    if (!stream->Write(response)) break;
-    last_sent = absl::Now();
-    if (!read->batches.empty() && bytes < kMaxResponseBytes) {
-      paced_until = last_sent + (acks != nullptr ? kMinDataIntervalWithAcks : kMinDataInterval);
-    }
-    next = read->next;
-    Update(id, next - 1, 0);
+grpc::ServerBidiReactor<v1::TailRequest, v1::TailResponse>* ReplicationService::Tail(
+    grpc::CallbackServerContext* context) {
+  if (grpc::Status admitted = Admit(context); !admitted.ok()) return new RefusedTail(admitted);
+  if (tails_.fetch_add(1) >= kMaxTails) {
+    tails_.fetch_sub(1);
+    return new RefusedTail({grpc::StatusCode::RESOURCE_EXHAUSTED,
+                            absl::StrCat("this primary serves ", kMaxTails, " followers already")});
   }
-  context->TryCancel();  // ends the reader's Read
-  acks_reader.join();
-  if (acks != nullptr) acks->Disconnect(ack_id);
-  Unregister(id);
-  bloomlog::LogInfo(absl::StrCat("replication: follower ", name, " disconnected at sequence ",
-                                 next - 1, result.ok() ? "" : ": ", result.error_message()));
-  return result;
+  TailHooks hooks;
+  hooks.registered = [this](const std::string& name, const std::string& peer, uint64_t sent) {
+    return Register({name, peer, sent, 0, absl::Now(), absl::InfinitePast()});
+  };
+  hooks.update = [this](int id, uint64_t sent, uint64_t durable) { Update(id, sent, durable); };
+  hooks.unregistered = [this](int id) { Unregister(id); };
+  hooks.done = [this] { tails_.fetch_sub(1); };
+  auto stream = std::make_shared<TailStream>(context, store_, &pump_, std::move(hooks));
+  TailStream* reactor = stream.get();
+  pump_.Add(std::move(stream));  // the pump owns it until gRPC is done with it
+  return reactor;
 }
 
 void ReplicationService::SetFollower(const Follower* follower, std::string primary) {

@@ -2,9 +2,9 @@
 // of its RocksDB, then its write-ahead log as it grows, and the followers' acknowledgements.
 //
 // Served on the server's port beside bloom.v1, with the same TLS and tokens: a follower's
-// token needs the write role (it reads every filter). Followers serve it too, for Status. Calls run
-// on gRPC's synchronous threads, one per follower stream: a handful of followers, each a long
-// stream.
+// token needs the write role (it reads every filter). Followers serve it too, for Status.
+// Snapshot and Status run on gRPC's synchronous threads (rare calls); Tail on its callback API,
+// with one thread reading the log for every follower (tail_stream.h).
 //
 //   ReplicationService replication(store, auth, data_dir);
 //   builder.RegisterService(&replication);   // service::ServerOptions::extra_services
@@ -24,6 +24,7 @@
 #include "absl/time/time.h"
 #include "bloom/replication/v1/replication.grpc.pb.h"
 #include "replication/follower.h"
+#include "replication/tail_stream.h"
 #include "service/auth.h"
 #include "storage/filter_store.h"
 
@@ -39,7 +40,9 @@ struct FollowerStream {
   absl::Time last_ack;
 };
 
-class ReplicationService final : public bloom::replication::v1::ReplicationService::Service {
+class ReplicationService final
+    : public bloom::replication::v1::ReplicationService::WithCallbackMethod_Tail<
+          bloom::replication::v1::ReplicationService::Service> {
  public:
   // Snapshots go to temporary directories under `data_dir` (RocksDB's checkpoints hard-link
   // its files, which needs the same file system). `auth` may be null (no token auth).
@@ -49,9 +52,9 @@ class ReplicationService final : public bloom::replication::v1::ReplicationServi
   grpc::Status Snapshot(
       grpc::ServerContext* context, const bloom::replication::v1::SnapshotRequest* request,
       grpc::ServerWriter<bloom::replication::v1::SnapshotResponse>* writer) override;
-  grpc::Status Tail(grpc::ServerContext* context,
-                    grpc::ServerReaderWriter<bloom::replication::v1::TailResponse,
-                                             bloom::replication::v1::TailRequest>* stream) override;
+  grpc::ServerBidiReactor<bloom::replication::v1::TailRequest,
+                          bloom::replication::v1::TailResponse>*
+  Tail(grpc::CallbackServerContext* context) override;
   grpc::Status Status(grpc::ServerContext* context,
                       const bloom::replication::v1::StatusRequest* request,
                       bloom::replication::v1::StatusResponse* response) override;
@@ -60,12 +63,15 @@ class ReplicationService final : public bloom::replication::v1::ReplicationServi
   void SetFollower(const Follower* follower, std::string primary);
 
   // Ends the Tail streams (UNAVAILABLE: the followers reconnect) and refuses new ones.
-  void Stop() { stopping_.store(true); }
+  void Stop() {
+    stopping_.store(true);
+    pump_.Stop();
+  }
   std::vector<FollowerStream> Followers() const;
 
  private:
   // A primary's calls (Snapshot, Tail) need the write role; Status the read role, on any server.
-  grpc::Status Admit(grpc::ServerContext* context, service::Role role = service::Role::kWrite,
+  grpc::Status Admit(grpc::ServerContextBase* context, service::Role role = service::Role::kWrite,
                      bool primary_only = true) const;
   int Register(FollowerStream status);
   void Update(int id, uint64_t sent, uint64_t durable);
@@ -76,7 +82,7 @@ class ReplicationService final : public bloom::replication::v1::ReplicationServi
   const std::string data_dir_;
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> next_snapshot_{0};
-  // Streams running now: each Tail holds two threads and each Snapshot a checkpoint on disk,
+  // Streams running now: each Tail holds a log reader and each Snapshot a checkpoint on disk,
   // so a caller with a write token cannot open them without limit (kMaxTails, kMaxSnapshots).
   std::atomic<int> tails_{0};
   std::atomic<int> snapshots_{0};
@@ -85,6 +91,7 @@ class ReplicationService final : public bloom::replication::v1::ReplicationServi
   std::vector<std::pair<int, FollowerStream>> followers_;
   const Follower* follower_ = nullptr;  // guarded by mu_
   std::string primary_;
+  TailPump pump_{store_};  // last: its thread stops first
 };
 
 }  // namespace replication

@@ -389,14 +389,21 @@ uint64_t Database::LatestSequence() const {
   return db_ == nullptr ? 0 : db_->GetLatestSequenceNumber();
 }
 
-bool Database::WaitForWriteAfter(uint64_t sequence, absl::Duration timeout) {
+bool Database::WaitForWriteAfter(uint64_t sequence, absl::Duration timeout,
+                                 const std::atomic<bool>* woken) {
   std::unique_lock<std::mutex> lock(write_wait_mu_);
   write_waiters_.fetch_add(1);  // seq_cst, as the writer's load: neither misses the other
   // A write between the check and the wait notifies under write_wait_mu_, which this holds.
-  const bool written = write_wait_cv_.wait_for(lock, absl::ToChronoMicroseconds(timeout),
-                                               [&] { return LatestSequence() > sequence; });
+  const bool written = write_wait_cv_.wait_for(lock, absl::ToChronoMicroseconds(timeout), [&] {
+    return LatestSequence() > sequence || (woken != nullptr && woken->load());
+  });
   write_waiters_.fetch_sub(1);
   return written;
+}
+
+void Database::WakeWriteWaiters() {
+  std::lock_guard<std::mutex> lock(write_wait_mu_);
+  write_wait_cv_.notify_all();
 }
 
 RocksDbFigures Database::Figures() const {

@@ -88,7 +88,11 @@ class Database {
   // Waits until a write with a sequence number above `sequence` has finished, or `timeout`
   // passed; returns whether one has. For the replication stream (replication_log.h): writers
   // pay for the wake-up only while someone waits.
-  bool WaitForWriteAfter(uint64_t sequence, absl::Duration timeout);
+  // `woken` (may be null): the wait also ends once it reads true after WakeWriteWaiters().
+  bool WaitForWriteAfter(uint64_t sequence, absl::Duration timeout,
+                         const std::atomic<bool>* woken = nullptr);
+  // Wakes the WaitForWriteAfter calls, which return if their `woken` flag is set.
+  void WakeWriteWaiters();
 
   // Whether RocksDB must be closed and opened again before it accepts writes.
   bool NeedsReopen() const { return needs_reopen_.load(); }

@@ -1,0 +1,133 @@
+// TailStream and TailPump: the primary's side of each follower's Tail stream, on gRPC's
+// callback API, and the one thread that reads the log for all of them.
+//
+// Why not a synchronous handler: a thread blocked in a synchronous Read or Write takes its turn
+// at polling every connection of the process (gRPC's epoll engine has one poller set), so the
+// two threads a synchronous Tail held kept picking up the clients' Add requests and handing
+// them to the callback threads: a context switch each. Here nothing blocks in gRPC:
+// - TailStream (a ServerBidiReactor) takes the follower's acknowledgements as they arrive
+//   (OnReadDone, on gRPC's threads) and sends what the pump gives it, one write at a time;
+// - TailPump's thread reads the log for every stream that can take a response, paced: at most
+//   every kMinDataInterval (kMinDataIntervalWithAcks when writes wait for acknowledgements),
+//   or a heartbeat when there is nothing new. It sleeps on the database's write notification
+//   when every stream is caught up.
+//
+// Lifetime: the pump owns every stream (shared_ptr) from its first request until gRPC called
+// its OnDone, so a stream the pump is using is never freed under it.
+//
+// Thread-safety: TailPump is thread-safe; a TailStream's state is guarded by its mutex, and its
+// log reader and response are the pump thread's.
+#ifndef REPLICATION_TAIL_STREAM_H_
+#define REPLICATION_TAIL_STREAM_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "bloom/replication/v1/replication.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+#include "storage/filter_store.h"
+#include "storage/replication_log.h"
+
+namespace replication {
+
+class TailPump;
+
+// What a stream reports to its service (ReplicationService's follower list and logs).
+struct TailHooks {
+  std::function<int(const std::string& name, const std::string& peer, uint64_t sent)> registered;
+  std::function<void(int id, uint64_t sent, uint64_t durable)> update;
+  std::function<void(int id)> unregistered;
+  std::function<void()> done;  // releases the stream's slot (kMaxTails)
+};
+
+class TailStream final : public grpc::ServerBidiReactor<bloom::replication::v1::TailRequest,
+                                                        bloom::replication::v1::TailResponse> {
+ public:
+  TailStream(grpc::CallbackServerContext* context, storage::FilterStore* store, TailPump* pump,
+             TailHooks hooks);
+
+  // gRPC's reactions.
+  void OnReadDone(bool ok) override;
+  void OnWriteDone(bool ok) override;
+  void OnCancel() override;
+  void OnDone() override;
+
+  // The pump's step for this stream at `now`: sends the log (or a heartbeat, or the reason the
+  // stream ends) if it can take a response. Lowers `wake` to when it next wants a step, and
+  // `caught_up_at` to the sequence it waits to be written (when it has nothing to send).
+  void Step(absl::Time now, bool stopping, absl::Time& wake, uint64_t& caught_up_at);
+  bool done() const;
+
+ private:
+  // The first request: where to start. False (and finished) if it is not valid.
+  bool Start(const bloom::replication::v1::TailRequest& first);
+  // Finishes now, or after the write in flight (mu_ held).
+  void FinishLocked(grpc::Status status);
+
+  grpc::CallbackServerContext* const context_;
+  storage::FilterStore* const store_;
+  TailPump* const pump_;
+  const TailHooks hooks_;
+  storage::ReplicaAcks* const acks_;
+  bloom::replication::v1::TailRequest request_;  // the read in flight fills it
+
+  mutable std::mutex mu_;
+  bool started_ = false;   // the first request arrived and the pump has this stream
+  bool writing_ = false;   // a write is in flight
+  bool finished_ = false;  // Finish was called (or is due after the write in flight)
+  bool done_ = false;      // OnDone ran
+  grpc::Status finish_after_write_;
+  bool finish_pending_ = false;
+  std::string name_;
+  int id_ = -1;
+  int ack_id_ = -1;
+  // The last sequence sent: an acknowledgement counts up to it, never beyond, whatever the
+  // follower claims.
+  std::atomic<uint64_t> sent_{0};
+
+  // When the next response may go (mu_; the pump sets it, OnWriteDone reads it).
+  absl::Time paced_until_ = absl::InfinitePast();
+
+  // The pump thread's only.
+  std::unique_ptr<storage::LogReader> log_;
+  uint64_t next_ = 0;
+  absl::Time last_sent_ = absl::InfinitePast();
+  bloom::replication::v1::TailResponse response_;  // the write in flight reads it
+};
+
+class TailPump {
+ public:
+  explicit TailPump(storage::FilterStore* store);
+  TailPump(const TailPump&) = delete;
+  TailPump& operator=(const TailPump&) = delete;
+  ~TailPump();  // joins the thread; every stream must be done (the server shut down first)
+
+  void Add(std::shared_ptr<TailStream> stream);
+  // A stream can take a response again, or ended: the pump looks at once.
+  void Wake();
+  // Every stream ends (UNAVAILABLE: the followers reconnect elsewhere or later).
+  void Stop();
+
+ private:
+  void Loop();
+
+  storage::FilterStore* const store_;
+  std::mutex mu_;
+  std::vector<std::shared_ptr<TailStream>> streams_;
+  std::atomic<bool> woken_{false};
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> quit_{false};
+  std::thread thread_;
+};
+
+}  // namespace replication
+
+#endif  // REPLICATION_TAIL_STREAM_H_
