@@ -1,9 +1,7 @@
 #include "replication/replication_service.h"
 
-#include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"

@@ -28,6 +28,8 @@ constexpr absl::Duration kHeartbeat = absl::Milliseconds(200);
 // answer, so responses go more often there.
 constexpr absl::Duration kMinDataInterval = absl::Milliseconds(5);
 constexpr absl::Duration kMinDataIntervalWithAcks = absl::Milliseconds(1);
+// Step's `caught_up_at` when no stream waits for a write.
+constexpr uint64_t kNoneCaughtUp = std::numeric_limits<uint64_t>::max();
 
 }  // namespace
 
@@ -116,17 +118,20 @@ void TailStream::OnCancel() {
 
 void TailStream::OnDone() {
   bool started;
+  uint64_t sent;
+  grpc::Status ended;
   {
     std::lock_guard<std::mutex> lock(mu_);
     done_ = true;
     started = started_;
+    sent = sent_.load();
+    ended = finish_after_write_;
   }
   if (started) {
     if (acks_ != nullptr) acks_->Disconnect(ack_id_);
     hooks_.unregistered(id_);
     bloomlog::LogInfo(absl::StrCat("replication: follower ", name_, " disconnected at sequence ",
-                                   next_ - 1, finish_after_write_.ok() ? "" : ": ",
-                                   finish_after_write_.error_message()));
+                                   sent, ended.ok() ? "" : ": ", ended.error_message()));
   }
   hooks_.done();
   pump_->Wake();  // the pump lets go of this stream; gRPC is done with it
@@ -225,7 +230,11 @@ void TailPump::Add(std::shared_ptr<TailStream> stream) {
 }
 
 void TailPump::Wake() {
-  woken_.store(true);
+  {
+    std::lock_guard<std::mutex> lock(wait_mu_);
+    woken_.store(true);
+  }
+  wait_cv_.notify_one();
   store_->database().WakeWriteWaiters();
 }
 
@@ -245,11 +254,16 @@ void TailPump::Loop() {
     }
     const absl::Time now = absl::Now();
     absl::Time wake = now + kHeartbeat;
-    uint64_t caught_up_at = std::numeric_limits<uint64_t>::max() - 1;
+    uint64_t caught_up_at = kNoneCaughtUp;
     for (const auto& stream : streams) stream->Step(now, stopping_.load(), wake, caught_up_at);
     streams.clear();  // a stream that is done now goes at the next round
-    if (wake > now) {
+    if (wake <= now) continue;
+    if (caught_up_at != kNoneCaughtUp) {  // a stream waits for the next write
       store_->database().WaitForWriteAfter(caught_up_at, wake - now, &woken_);
+    } else {  // only for a pace or a write in flight: writes must not wake the pump
+      std::unique_lock<std::mutex> lock(wait_mu_);
+      wait_cv_.wait_for(lock, absl::ToChronoNanoseconds(wake - now),
+                        [this] { return woken_.load(); });
     }
   }
 }

@@ -10,7 +10,7 @@
 // - TailPump's thread reads the log for every stream that can take a response, paced: at most
 //   every kMinDataInterval (kMinDataIntervalWithAcks when writes wait for acknowledgements),
 //   or a heartbeat when there is nothing new. It sleeps on the database's write notification
-//   when every stream is caught up.
+//   while a stream is caught up, and otherwise until a pace ends or a write completes.
 //
 // Lifetime: the pump owns every stream (shared_ptr) from its first request until gRPC called
 // its OnDone, so a stream the pump is using is never freed under it.
@@ -122,6 +122,10 @@ class TailPump {
   storage::FilterStore* const store_;
   std::mutex mu_;
   std::vector<std::shared_ptr<TailStream>> streams_;
+  // Set by Wake(); ends the pump's wait, on wait_cv_ or on the database's write notification
+  // (only while some stream waits for a write: otherwise every write would wake the pump).
+  std::mutex wait_mu_;
+  std::condition_variable wait_cv_;
   std::atomic<bool> woken_{false};
   std::atomic<bool> stopping_{false};
   std::atomic<bool> quit_{false};
