@@ -198,6 +198,10 @@ TEST_F(ResidencyTest, EvictionKeepsTheCheckCounters) {
   ASSERT_EQ(std::count(in.begin(), in.end(), true), 5);
   const std::vector<bool> out = Check("counted", Items("out", 0, 2));  // false positives count
   const uint64_t hits = 5 + std::count(out.begin(), out.end(), true);
+  // Recency counts in ~1 ms ticks: let one pass, so that "counted" is strictly older than f0
+  // (a tie let the evictor take f0 and leave "counted" resident).
+  for (const uint32_t used = StoredFilter::NowTicks(); StoredFilter::NowTicks() == used;) {
+  }
   // 30 newer filters, more than the budget holds: "counted", the oldest, is evicted.
   for (int f = 0; f < 30; ++f) {
     ASSERT_OK(store_->Reserve(absl::StrCat("f", f), kSmall).status());
