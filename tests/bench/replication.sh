@@ -12,9 +12,14 @@
 # follower and the clients then share one core: the CPU ratios are the verdict, keys/s is
 # context.
 #
-#   tests/bench/replication.sh                      # 20 s runs, 1 GB bootstrap
-#   DURATION=60s tests/bench/replication.sh         # the lag over a 60 s run
-#   BOOTSTRAP_GB=0 tests/bench/replication.sh       # skip the bootstrap
+# The three runs (standalone, acks=0, acks=1) repeat ROUNDS times, interleaved, and each ratio
+# is taken within its round; the verdict is the median over rounds. One run is not enough here:
+# a filter's checkpoint (120 MB of pages written, shipped and flushed) lands inside one run and
+# outside the next, and the standalone alone varies by a quarter between runs on this machine.
+#
+#   tests/bench/replication.sh                      # 3 rounds of 20 s runs, 1 GB bootstrap
+#   DURATION=60s tests/bench/replication.sh         # the lag over 60 s runs
+#   ROUNDS=1 BOOTSTRAP_GB=0 tests/bench/replication.sh   # one round, no bootstrap
 #
 # Needs the README's set-up (./scripts/test.sh has built everything).
 set -euo pipefail
@@ -22,6 +27,7 @@ cd "$(dirname "$0")/../.."
 BUILD=${BUILD_DIR:-build}
 DURATION=${DURATION:-20s}
 CLIENTS=${CLIENTS:-4}
+ROUNDS=${ROUNDS:-3}
 # Every run is offered the same load (bloom-bench --rate), one the replicated runs sustain on
 # this machine: a server's CPU per key depends on the load, so the ratios compare like with
 # like. RATE=0: as fast as the clients go (each run at its own load).
@@ -82,33 +88,38 @@ bench() {  # LABEL ADDRESS SERVER_PID [REPLICA_PID REPLICA_METRICS]
 }
 
 echo "replication.sh: batched adds, $CLIENTS clients x 1000 keys per call, $DURATION per run," \
-  "offered $RATE keys/s (0: unlimited)"
-start standalone "$SERVER_CPUS"
-bench standalone "127.0.0.1:$PORT" "$PID"
-stop "$PID"
+  "offered $RATE keys/s (0: unlimited), $ROUNDS rounds"
+for round in $(seq "$ROUNDS"); do
+  start "standalone-$round" "$SERVER_CPUS"
+  bench "standalone" "127.0.0.1:$PORT" "$PID"
+  stop "$PID"
 
-for acks in 0 1; do
-  start "primary-$acks" "$SERVER_CPUS" --min_replica_acks="$acks"
-  primary_pid=$PID primary_port=$PORT
-  start "follower-$acks" "$OTHER_CPUS" --replicate_from="127.0.0.1:$primary_port"
-  follower_pid=$PID follower_metrics=$METRICS
-  # Healthy once caught up.
-  for _ in $(seq 600); do "$CLI" --server="127.0.0.1:$PORT" health >/dev/null 2>&1 && break; sleep 0.05; done
-  bench "primary+follower acks=$acks" "127.0.0.1:$primary_port" "$primary_pid" \
-    "$follower_pid" "$follower_metrics"
-  stop "$follower_pid"
-  stop "$primary_pid"
+  for acks in 0 1; do
+    start "primary-$acks-$round" "$SERVER_CPUS" --min_replica_acks="$acks"
+    primary_pid=$PID primary_port=$PORT
+    start "follower-$acks-$round" "$OTHER_CPUS" --replicate_from="127.0.0.1:$primary_port"
+    follower_pid=$PID follower_metrics=$METRICS
+    # Healthy once caught up.
+    for _ in $(seq 600); do "$CLI" --server="127.0.0.1:$PORT" health >/dev/null 2>&1 && break; sleep 0.05; done
+    bench "primary+follower acks=$acks" "127.0.0.1:$primary_port" "$primary_pid" \
+      "$follower_pid" "$follower_metrics"
+    stop "$follower_pid"
+    stop "$primary_pid"
+  done
 done
 
 /usr/bin/python3 - "$work/results.jsonl" <<'EOF'
-import json, sys
+import json, statistics, sys
 rows = [json.loads(line) for line in open(sys.argv[1])]
-base = rows[0]["server_cpu_seconds_per_million_keys"]
-print(f"{'run':<28}{'keys/s':>12}{'primary us/key':>16}{'vs standalone':>15}"
+print(f"{'round':<6}{'run':<28}{'keys/s':>12}{'primary us/key':>16}{'vs standalone':>15}"
       f"{'follower us/key':>17}{'vs primary':>12}{'lag p50 ms':>12}{'lag p99 ms':>12}{'max ms':>9}")
-for r in rows:
+ratios = {}  # label -> [(primary vs standalone, follower vs primary, lag p99 ms)]
+base = None
+for i, r in enumerate(rows):
     cpu = r["server_cpu_seconds_per_million_keys"]
-    line = f"{r['label']:<28}{r['keys_per_second']:>12.0f}{cpu:>16.3f}{cpu / base:>14.2f}x"
+    if r["label"] == "standalone":
+        base = cpu
+    line = f"{i // 3 + 1:<6}{r['label']:<28}{r['keys_per_second']:>12.0f}{cpu:>16.3f}{cpu / base:>14.2f}x"
     if r["label"] != "standalone":
         rep = r["replica_cpu_seconds_per_million_keys"]
         lag = r["replica_lag_seconds"]
@@ -116,7 +127,13 @@ for r in rows:
                  f"{lag['p99'] * 1e3:>12.1f}{lag['max'] * 1e3:>9.1f}")
         if not r["replica_caught_up"]:
             line += "  (follower not caught up)"
+        ratios.setdefault(r["label"], []).append((cpu / base, rep / cpu, lag["p99"] * 1e3))
     print(line)
+print(f"median over {len(rows) // 3} round(s):")
+for label, values in ratios.items():
+    primary, follower, p99 = (statistics.median(v[k] for v in values) for k in range(3))
+    print(f"  {label:<28} primary {primary:.2f}x standalone, follower {follower:.2f}x primary,"
+          f" lag p99 {p99:.1f} ms (worst round {max(v[2] for v in values):.1f} ms)")
 EOF
 
 if [[ $BOOTSTRAP_GB != 0 ]]; then
