@@ -16,11 +16,35 @@ PACKAGES=(
   # protobuf shim replaces the 1.3 one that Debian's gRPC for Go would otherwise pull in.
   golang-go golang-google-grpc-dev golang-google-protobuf-dev
   golang-github-golang-protobuf-1-5-dev protoc-gen-go protoc-gen-go-grpc
+  # Coordination (automatic failover): a real etcd for the tests, and its v3 API (below).
+  etcd-server etcd-client
 )
 # The Node.js client and buf come from the npm registry (scripts/install-client-deps.sh);
 # Node.js itself from Debian unless the machine has one already.
 if ! command -v node >/dev/null; then PACKAGES+=(nodejs); fi
 if ! command -v npm >/dev/null; then PACKAGES+=(npm); fi
+
+# etcd's v3 API .proto files, from which the build generates its etcd client stubs
+# (protos/CMakeLists.txt). Debian ships them in golang-etcd-server-dev, whose dependencies are
+# 130 Go source packages (and systemd) that nothing here uses: its .deb is fetched from the
+# archive and only its .proto files are unpacked, into ETCD_API_DIR.
+ETCD_API_DIR=${ETCD_API_DIR:-/usr/local/share/bloom-server/etcd-api}
+install_etcd_api() {
+  [[ -f $ETCD_API_DIR/etcd/etcdserver/etcdserverpb/rpc.proto ]] && return 0
+  local tmp
+  tmp=$(mktemp -d)
+  (cd "$tmp" && apt-get download golang-etcd-server-dev >/dev/null 2>&1) || return 1
+  dpkg-deb -x "$tmp"/golang-etcd-server-dev_*.deb "$tmp/x"
+  local src=$tmp/x/usr/share/gocode/src/go.etcd.io/etcd
+  $SUDO mkdir -p "$ETCD_API_DIR"
+  for proto in etcdserver/etcdserverpb/rpc.proto mvcc/mvccpb/kv.proto auth/authpb/auth.proto; do
+    $SUDO install -D -m 644 "$src/$proto" "$ETCD_API_DIR/etcd/$proto"
+  done
+  rm -rf "$tmp"
+}
+
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do
@@ -29,13 +53,14 @@ for pkg in "${PACKAGES[@]}"; do
   fi
 done
 
-if ((${#missing[@]} == 0)); then
+if ((${#missing[@]} == 0)) && install_etcd_api; then
   echo "install-deps: all ${#PACKAGES[@]} packages present"
   exit 0
 fi
 
-SUDO=""
-if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
-echo "install-deps: installing ${missing[*]}"
 $SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if ((${#missing[@]} > 0)); then
+  echo "install-deps: installing ${missing[*]}"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+install_etcd_api || { echo "install-deps: could not fetch golang-etcd-server-dev"; exit 1; }

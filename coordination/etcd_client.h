@@ -1,0 +1,147 @@
+// EtcdClient: the etcd v3 calls that failover is built on (a lease, its keep-alive, reads,
+// writes guarded by a comparison, and a watch), over etcd's own gRPC API (etcdserverpb, the
+// stubs generated from Debian's .proto files: protos/CMakeLists.txt).
+//
+//   ASSIGN_OR_RETURN(std::unique_ptr<EtcdClient> etcd,
+//                    EtcdClient::Connect({"127.0.0.1:2379"}, absl::Seconds(2)));
+//   ASSIGN_OR_RETURN(EtcdLease lease, etcd->GrantLease(absl::Seconds(5)));
+//   ASSIGN_OR_RETURN(bool created, etcd->CreateIfAbsent("c1/leader", "pod-0", lease.id));
+//
+// Endpoints: every call goes to the current endpoint; one that fails UNAVAILABLE or
+// DEADLINE_EXCEEDED makes the next endpoint current, and the caller retries (no call is
+// retried here: a write that timed out may have been applied, and only its caller knows whether
+// repeating it is harmless).
+//
+// Errors are absl::Status with gRPC's code and etcd's message, prefixed with the endpoint.
+//
+// Thread-safety: thread-safe. A Watch is used by one thread at a time.
+#ifndef COORDINATION_ETCD_CLIENT_H_
+#define COORDINATION_ETCD_CLIENT_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "etcd/etcdserver/etcdserverpb/rpc.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+
+namespace coordination {
+
+struct KeyValue {
+  std::string key;
+  std::string value;
+  int64_t create_revision = 0;
+  int64_t mod_revision = 0;
+  int64_t lease = 0;
+};
+
+struct EtcdLease {
+  int64_t id = 0;
+  absl::Duration ttl;  // as etcd granted it
+};
+
+// One change a watch saw.
+struct WatchEvent {
+  enum class Type { kPut, kDelete };
+  Type type = Type::kPut;
+  KeyValue kv;  // for a delete: the key and the revision of the delete
+};
+
+class EtcdWatch;
+
+class EtcdClient {
+ public:
+  // `endpoints` are host:port of etcd members (plaintext). `call_timeout` bounds every unary
+  // call. Fails INVALID_ARGUMENT without endpoints; it does not wait for etcd to answer.
+  static absl::StatusOr<std::unique_ptr<EtcdClient>> Connect(std::vector<std::string> endpoints,
+                                                             absl::Duration call_timeout);
+
+  // A lease of `ttl` (whole seconds, at least 1: etcd's unit).
+  absl::StatusOr<EtcdLease> GrantLease(absl::Duration ttl);
+  // Renews the lease once; returns the TTL etcd gave it. NOT_FOUND if it has expired (or was
+  // revoked): etcd answers a keep-alive of an unknown lease with a TTL of 0.
+  absl::StatusOr<absl::Duration> KeepAliveOnce(int64_t lease);
+  // Ends the lease and deletes every key under it. OK if it was already gone.
+  absl::Status RevokeLease(int64_t lease);
+
+  // The key's current value; NOT_FOUND if there is none. `revision` (may be null) receives
+  // the store's revision at the read.
+  absl::StatusOr<KeyValue> Get(const std::string& key, int64_t* revision = nullptr);
+  // Every key starting with `prefix`, in key order.
+  absl::StatusOr<std::vector<KeyValue>> GetPrefix(const std::string& prefix,
+                                                  int64_t* revision = nullptr);
+  // Writes the key (under `lease` unless 0); returns the revision of the write.
+  absl::StatusOr<int64_t> Put(const std::string& key, const std::string& value, int64_t lease = 0);
+  // Writes the key only if it does not exist: true if this call created it. Atomic (a Txn
+  // comparing its create_revision with 0).
+  absl::StatusOr<bool> CreateIfAbsent(const std::string& key, const std::string& value,
+                                      int64_t lease = 0);
+  // Writes the key only if its last write was at `mod_revision` (0: only if it does not
+  // exist): true if it did. `lease` as for Put.
+  absl::StatusOr<bool> PutIfModRevision(const std::string& key, const std::string& value,
+                                        int64_t mod_revision, int64_t lease = 0);
+  // Deletes the key only if its value is `value`: true if it did.
+  absl::StatusOr<bool> DeleteIfValue(const std::string& key, const std::string& value);
+
+  // Watches `key` (every key under it as a prefix if `prefix`) from `start_revision` (0: from
+  // now). The watch holds a stream until it is destroyed.
+  absl::StatusOr<std::unique_ptr<EtcdWatch>> Watch(const std::string& key, bool prefix,
+                                                   int64_t start_revision);
+
+  // The endpoint calls go to now.
+  std::string current_endpoint() const;
+
+ private:
+  struct Endpoint {
+    std::string address;
+    std::shared_ptr<grpc::Channel> channel;
+    std::unique_ptr<etcdserverpb::KV::Stub> kv;
+    std::unique_ptr<etcdserverpb::Lease::Stub> lease;
+    std::unique_ptr<etcdserverpb::Watch::Stub> watch;
+  };
+
+  EtcdClient(std::vector<Endpoint> endpoints, absl::Duration call_timeout);
+  const Endpoint& Current() const;
+  // Converts a call's status; a transport failure moves calls to the next endpoint.
+  absl::Status Checked(const Endpoint& endpoint, const grpc::Status& status);
+  void Deadline(grpc::ClientContext& context) const;
+  absl::StatusOr<etcdserverpb::TxnResponse> Txn(const etcdserverpb::TxnRequest& request);
+
+  const std::vector<Endpoint> endpoints_;
+  const absl::Duration call_timeout_;
+  std::atomic<size_t> current_{0};
+};
+
+// A watch's stream. Next() blocks for the next batch of events.
+class EtcdWatch {
+ public:
+  ~EtcdWatch();  // cancels the stream
+  EtcdWatch(const EtcdWatch&) = delete;
+  EtcdWatch& operator=(const EtcdWatch&) = delete;
+
+  // The next events (at least one), or an error when the stream ends: UNAVAILABLE if etcd
+  // went away, OUT_OF_RANGE if `start_revision` was compacted (re-read, then watch again),
+  // CANCELLED after Cancel().
+  absl::StatusOr<std::vector<WatchEvent>> Next();
+  // Ends a Next() blocked on another thread.
+  void Cancel();
+
+ private:
+  friend class EtcdClient;
+  EtcdWatch() = default;
+
+  std::string endpoint_;
+  grpc::ClientContext context_;
+  std::unique_ptr<grpc::ClientReaderWriter<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse>>
+      stream_;
+};
+
+}  // namespace coordination
+
+#endif  // COORDINATION_ETCD_CLIENT_H_
