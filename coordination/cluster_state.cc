@@ -24,7 +24,8 @@ absl::StatusOr<std::map<std::string, std::string>> Words(absl::string_view text,
       return absl::InvalidArgumentError(
           absl::StrCat(what, " record: \"", word, "\" is not key=value"));
     }
-    words[std::string(word.substr(0, equals))] = std::string(word.substr(equals + 1));
+    words.insert_or_assign(std::string{word.substr(0, equals)},
+                           std::string{word.substr(equals + 1)});
   }
   return words;
 }
