@@ -129,6 +129,7 @@ std::string MemberKey(absl::string_view cluster, absl::string_view name) {
 }
 std::string LeaderKey(absl::string_view cluster) { return absl::StrCat(cluster, "/leader"); }
 std::string SyncKey(absl::string_view cluster) { return absl::StrCat(cluster, "/sync"); }
+std::string ElectionKey(absl::string_view cluster) { return absl::StrCat(cluster, "/election"); }
 
 TakeoverDecision MayTakeOver(const std::string& me, const std::vector<MemberRecord>& members,
                              const SyncSet* sync) {

@@ -7,6 +7,10 @@
 //   <cluster>/leader          LeaderRecord, under the primary's lease. Its create_revision is
 //                             the term: etcd revisions only grow, so a later primary's term is
 //                             always higher
+//   <cluster>/election        while there is no leader: created by the first member to see
+//                             none; member records written after its create_revision are
+//                             what members hold now (older ones may be from before the last
+//                             primary went). The winner deletes it as it takes the leader key
 //   <cluster>/sync            SyncSet: the followers whose acknowledgements count, written by
 //                             the primary before it counts any of theirs (Patroni's
 //                             synchronous mode)
@@ -81,6 +85,7 @@ std::string MembersPrefix(absl::string_view cluster);
 std::string MemberKey(absl::string_view cluster, absl::string_view name);
 std::string LeaderKey(absl::string_view cluster);
 std::string SyncKey(absl::string_view cluster);
+std::string ElectionKey(absl::string_view cluster);
 
 struct TakeoverDecision {
   bool allowed = false;

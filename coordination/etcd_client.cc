@@ -223,6 +223,80 @@ absl::StatusOr<bool> EtcdClient::PutIfModRevision(const std::string& key, const 
   return response->succeeded();
 }
 
+absl::StatusOr<bool> EtcdClient::PutIfKeyCreatedAt(const std::string& guard_key,
+                                                   int64_t create_revision, const std::string& key,
+                                                   const std::string& value) {
+  if (create_revision <= 0) return absl::InvalidArgumentError("a guard's revision is positive");
+  pb::TxnRequest request;
+  pb::Compare* compare = request.add_compare();
+  compare->set_key(guard_key);
+  compare->set_result(pb::Compare::EQUAL);
+  compare->set_target(pb::Compare::CREATE);
+  compare->set_create_revision(create_revision);
+  *request.add_success() = PutOp(key, value, /*lease=*/0);
+  absl::StatusOr<pb::TxnResponse> response = Txn(request);
+  if (!response.ok()) return response.status();
+  return response->succeeded();
+}
+
+absl::StatusOr<int64_t> EtcdClient::CreateAndDelete(const std::string& key,
+                                                    const std::string& value, int64_t lease,
+                                                    const std::string& other_key,
+                                                    int64_t other_created_at) {
+  if (other_created_at <= 0) return absl::InvalidArgumentError("a guard's revision is positive");
+  pb::TxnRequest request;
+  pb::Compare* absent = request.add_compare();
+  absent->set_key(key);
+  absent->set_result(pb::Compare::EQUAL);
+  absent->set_target(pb::Compare::CREATE);
+  absent->set_create_revision(0);
+  pb::Compare* other = request.add_compare();
+  other->set_key(other_key);
+  other->set_result(pb::Compare::EQUAL);
+  other->set_target(pb::Compare::CREATE);
+  other->set_create_revision(other_created_at);
+  *request.add_success() = PutOp(key, value, lease);
+  request.add_success()->mutable_request_delete_range()->set_key(other_key);
+  absl::StatusOr<pb::TxnResponse> response = Txn(request);
+  if (!response.ok()) return response.status();
+  // One transaction is one revision: the put's, hence the key's create_revision.
+  return response->succeeded() ? response->header().revision() : 0;
+}
+
+absl::StatusOr<int64_t> EtcdClient::Commit(const std::vector<Condition>& conditions,
+                                           const std::vector<Write>& writes) {
+  pb::TxnRequest request;
+  for (const Condition& condition : conditions) {
+    pb::Compare* compare = request.add_compare();
+    compare->set_key(condition.key);
+    compare->set_result(pb::Compare::EQUAL);
+    switch (condition.kind) {
+      case Condition::Kind::kAbsent:
+        compare->set_target(pb::Compare::CREATE);
+        compare->set_create_revision(0);
+        break;
+      case Condition::Kind::kCreatedAt:
+        compare->set_target(pb::Compare::CREATE);
+        compare->set_create_revision(condition.revision);
+        break;
+      case Condition::Kind::kValueIs:
+        compare->set_target(pb::Compare::VALUE);
+        compare->set_value(condition.value);
+        break;
+    }
+  }
+  for (const Write& write : writes) {
+    if (write.erase) {
+      request.add_success()->mutable_request_delete_range()->set_key(write.key);
+    } else {
+      *request.add_success() = PutOp(write.key, write.value, write.lease);
+    }
+  }
+  absl::StatusOr<pb::TxnResponse> response = Txn(request);
+  if (!response.ok()) return response.status();
+  return response->succeeded() ? response->header().revision() : 0;
+}
+
 absl::StatusOr<bool> EtcdClient::DeleteIfValue(const std::string& key, const std::string& value) {
   pb::TxnRequest request;
   pb::Compare* compare = request.add_compare();

@@ -86,6 +86,34 @@ class EtcdClient {
   // exist): true if it did. `lease` as for Put.
   absl::StatusOr<bool> PutIfModRevision(const std::string& key, const std::string& value,
                                         int64_t mod_revision, int64_t lease = 0);
+  // Writes `key` only if `guard_key` exists and was created at `create_revision` (a term's
+  // leader key): true if it did. A deposed primary's writes are refused this way.
+  absl::StatusOr<bool> PutIfKeyCreatedAt(const std::string& guard_key, int64_t create_revision,
+                                         const std::string& key, const std::string& value);
+  // Creates `key` (under `lease`) only if it does not exist and `other_key` exists and was
+  // created at `other_created_at`, deleting `other_key` in the same transaction: the create
+  // revision of `key` if it did, 0 if not. An election's claim: the leader key taken and the
+  // election's marker removed at once.
+  absl::StatusOr<int64_t> CreateAndDelete(const std::string& key, const std::string& value,
+                                          int64_t lease, const std::string& other_key,
+                                          int64_t other_created_at);
+  // A transaction of conditions that must all hold and writes done only then, at one revision.
+  struct Condition {
+    enum class Kind { kAbsent, kCreatedAt, kValueIs };
+    std::string key;
+    Kind kind = Kind::kAbsent;
+    int64_t revision = 0;  // kCreatedAt
+    std::string value;     // kValueIs
+  };
+  struct Write {
+    std::string key;
+    std::string value;
+    int64_t lease = 0;
+    bool erase = false;  // delete the key instead
+  };
+  // The transaction's revision if every condition held (and the writes were done), 0 if not.
+  absl::StatusOr<int64_t> Commit(const std::vector<Condition>& conditions,
+                                 const std::vector<Write>& writes);
   // Deletes the key only if its value is `value`: true if it did.
   absl::StatusOr<bool> DeleteIfValue(const std::string& key, const std::string& value);
 
