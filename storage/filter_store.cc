@@ -352,6 +352,11 @@ absl::StatusOr<std::unique_ptr<OperationBatch>> FilterStore::StartBatch(bool def
 }
 
 void FilterStore::WhenDurable(WalSyncer::Done done) {
+  if (options_.may_acknowledge != nullptr) {  // asked last, right before the answer
+    done = [this, done = std::move(done)](const absl::Status& status) mutable {
+      std::move(done)(status.ok() ? CheckMayAcknowledge() : status);
+    };
+  }
   if (acks_ != nullptr) {
     // Every write so far, then the followers' acknowledgement of it (in the order asked: the
     // syncer answers in order, and so does ReplicaAcks for growing sequences).

@@ -104,9 +104,12 @@ class FilterStore {
   // that is not durable yet.
   void WhenDurable(WalSyncer::Done done);
   // Whether adds with defer_sync need WhenDurable() to wait for anything: options.sync, or
-  // followers' acknowledgements (options.min_replica_acks). With acknowledgements, WhenDurable
+  // followers' acknowledgements (options.min_replica_acks), or the fence
+  // (options.may_acknowledge). With acknowledgements, WhenDurable
   // also waits for them, and Reserve, Delete and CommitImport answer only once they have them.
-  bool syncs_adds() const { return options_.sync || acks_ != nullptr; }
+  bool syncs_adds() const {
+    return options_.sync || acks_ != nullptr || options_.may_acknowledge != nullptr;
+  }
   // fsyncs of the write-ahead log WhenDurable() made, and the requests they served.
   uint64_t wal_syncs() const { return wal_syncer_ ? wal_syncer_->syncs() : 0; }
   uint64_t wal_sync_requests() const { return wal_syncer_ ? wal_syncer_->requests() : 0; }
@@ -288,8 +291,11 @@ class FilterStore {
   void ForgetReplicaResident(absl::string_view name);
   // Applies what one replicated batch changes to the filters in memory (replica_mu_ held).
   void ApplyToResident(const rocksdb::WriteBatch& batch);
-  // Waits for the followers' acknowledgement of every write so far (min_replica_acks).
+  // Waits for the followers' acknowledgement of every write so far (min_replica_acks), then
+  // asks the fence (CheckMayAcknowledge): what a write answered on its own thread waits for.
   absl::Status WaitReplicated();
+  // OK unless options.may_acknowledge says no (then UNAVAILABLE).
+  absl::Status CheckMayAcknowledge() const;
   absl::StatusOr<FilterInfo> CommitImportLocked(PendingImport& import);  // filter_transfer.cc
   bloomsync::Mutex& NameLock(absl::string_view name) const { return registry_.NameLock(name); }
   // One of the checkpointer's visits (schedule_ chooses them): deletes the filter if idle past

@@ -78,8 +78,15 @@ absl::Status FilterStore::CheckWritable() const {
 }
 
 absl::Status FilterStore::WaitReplicated() {
-  if (acks_ == nullptr) return absl::OkStatus();
-  return acks_->WaitAcked(LatestSequence());
+  if (acks_ != nullptr) RETURN_IF_ERROR(acks_->WaitAcked(LatestSequence()));
+  return CheckMayAcknowledge();
+}
+
+absl::Status FilterStore::CheckMayAcknowledge() const {
+  if (options_.may_acknowledge == nullptr || options_.may_acknowledge()) return absl::OkStatus();
+  return absl::UnavailableError(
+      "this pod is no longer sure it is the primary (its etcd lease could not be renewed in "
+      "time): the write is not acknowledged and may be lost; retry it, through any pod");
 }
 
 void FilterStore::NoteReplicaResident(const std::shared_ptr<StoredFilter>& filter) {

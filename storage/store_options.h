@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "absl/time/time.h"
@@ -56,6 +57,11 @@ struct StoreOptions {
   // (ReplicaAcks), or fail UNAVAILABLE after replica_ack_timeout.
   int min_replica_acks = 0;
   absl::Duration replica_ack_timeout = absl::Seconds(5);
+  // On a primary elected through etcd (coordination/cluster_member.h): asked right before each
+  // write is acknowledged (after its fsync and followers' acknowledgements, if any). False
+  // fails the write UNAVAILABLE: this pod can no longer be sure it is the primary, and another
+  // may already have taken over. Null: always acknowledge. Must be cheap and thread-safe.
+  std::function<bool()> may_acknowledge;
 };
 
 struct LoadReport {

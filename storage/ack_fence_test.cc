@@ -1,0 +1,89 @@
+// StoreOptions::may_acknowledge: the fence a primary elected through etcd puts before every
+// acknowledgement.
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "common/testing.h"
+#include "gtest/gtest.h"
+#include "storage/filter_store.h"
+#include "storage/filter_store_fixture.h"
+#include "storage/test_items.h"
+
+namespace storage {
+namespace {
+
+using test_items::Views;
+
+class AckFenceTest : public FilterStoreTest {
+ protected:
+  void SetUp() override {
+    StoreOptions options;
+    options.background_checkpoints = false;
+    options.may_acknowledge = [this] {
+      ++asked_;
+      return held_.load();
+    };
+    Open(options);
+  }
+
+  std::atomic<bool> held_{true};
+  std::atomic<int> asked_{0};
+};
+
+TEST_F(AckFenceTest, WritesAreAcknowledgedOnlyWhileTheFenceHolds) {
+  const std::vector<std::string> items = {"a", "b"};
+  ASSERT_OK(store_->Reserve("f", {1000, 0.01}).status());
+  ASSERT_OK(store_->Add("f", Views(items), nullptr).status());
+  EXPECT_GT(asked_.load(), 0);
+
+  held_ = false;
+  const std::vector<std::string> more = {"c"};
+  absl::Status add = store_->Add("f", Views(more), nullptr).status();
+  EXPECT_TRUE(absl::IsUnavailable(add)) << add;
+  EXPECT_NE(add.message().find("no longer sure it is the primary"), absl::string_view::npos);
+  EXPECT_TRUE(absl::IsUnavailable(store_->Reserve("g", {1000, 0.01}).status()));
+  // Refused, not undone: each write was applied here, and may be lost when another pod leads.
+  ExpectAllPresent("f", more);
+  EXPECT_OK(store_->Stats("g").status());
+  EXPECT_TRUE(absl::IsUnavailable(store_->Delete("g")));
+  EXPECT_TRUE(absl::IsNotFound(store_->Stats("g").status()));
+  // Reads go on.
+  EXPECT_OK(store_->MightContain("f", Views(items)).status());
+
+  held_ = true;
+  EXPECT_OK(store_->Add("f", Views(more), nullptr).status());
+}
+
+TEST_F(AckFenceTest, DeferredAddsAskTheFenceWhenTheyAreAnswered) {
+  // With a fence, adds with defer_sync wait for WhenDurable even without --sync or acks.
+  EXPECT_TRUE(store_->syncs_adds());
+  const std::vector<std::string> items = {"x"};
+  ASSERT_OK(store_->Reserve("f", {1000, 0.01}).status());
+  ASSERT_OK(store_->Add("f", Views(items), nullptr, /*defer_sync=*/true).status());
+
+  absl::Status answered;
+  absl::Notification done;
+  held_ = false;
+  store_->WhenDurable([&](const absl::Status& status) {
+    answered = status;
+    done.Notify();
+  });
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_TRUE(absl::IsUnavailable(answered)) << answered;
+
+  held_ = true;
+  absl::Notification again;
+  store_->WhenDurable([&](const absl::Status& status) {
+    answered = status;
+    again.Notify();
+  });
+  ASSERT_TRUE(again.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_OK(answered);
+}
+
+TEST_F(FilterStoreTest, WithoutAFenceDeferredAddsNeedNoWait) { EXPECT_FALSE(store_->syncs_adds()); }
+
+}  // namespace
+}  // namespace storage
