@@ -15,6 +15,10 @@
 // their sequences (equal ones in the order they were asked), outside the lock, on the thread
 // of the Ack that satisfied them or on the timer thread.
 //
+// Which followers count: every connected one, until SetSyncSet() is called; from then on only
+// those it names (a primary elected through etcd counts only the sync set it recorded there,
+// coordination/cluster_state.h). A follower counts once however many streams it has open.
+//
 // Thread-safety: every method is thread-safe.
 #ifndef STORAGE_REPLICA_ACKS_H_
 #define STORAGE_REPLICA_ACKS_H_
@@ -23,6 +27,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -59,6 +64,14 @@ class ReplicaAcks {
   // WhenAcked, waiting: for writes answered on their own thread (Reserve, Delete, Import).
   absl::Status WaitAcked(uint64_t sequence);
 
+  // From now on only the followers named count (the set is recorded first: the caller's
+  // order). Waiting writes that the new set already covers are answered.
+  void SetSyncSet(const std::vector<std::string>& names);
+  // The highest sequence every write up to which has been acknowledged (or could have been):
+  // the quorum's highest point so far. Followers leave a sync set only once enough of those
+  // staying hold it.
+  uint64_t acknowledged_sequence() const;
+
   struct Follower {
     std::string name;
     uint64_t durable_sequence = 0;
@@ -73,9 +86,9 @@ class ReplicaAcks {
     absl::Time deadline;
     Done done;
   };
-  // The highest sequence `required_` connected followers have all acknowledged (0 if fewer
-  // are connected).
-  uint64_t QuorumSequenceLocked() const;
+  // The highest sequence `required_` counted followers have all acknowledged (0 if fewer are
+  // connected); it also raises acknowledged_.
+  uint64_t QuorumSequenceLocked();
   // Takes out the waiters the quorum covers (in order) into `ready`.
   void TakeCoveredLocked(std::vector<Done>& ready);
   void TimerLoop();
@@ -90,6 +103,9 @@ class ReplicaAcks {
   // By sequence; equal sequences in the order they were asked (multimap keeps it).
   std::multimap<uint64_t, Waiter> waiters_;
   uint64_t timeouts_ = 0;
+  bool sync_set_mode_ = false;
+  std::set<std::string> sync_set_;  // with sync_set_mode_: the followers that count
+  uint64_t acknowledged_ = 0;
   std::thread timer_;
 };
 

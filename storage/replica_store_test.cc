@@ -300,5 +300,61 @@ TEST(ReplicaAcksTest, FailsUnavailableWhenTooFewFollowersAnswerInTime) {
   EXPECT_TRUE(absl::IsUnavailable(acks.WaitAcked(4)));
 }
 
+TEST(ReplicaAcksTest, WithASyncSetOnlyItsFollowersCount) {
+  ReplicaAcks acks(/*required=*/1, absl::Seconds(30));
+  const int a = acks.Connect("a");
+  const int b = acks.Connect("b");
+  acks.SetSyncSet({"a"});
+  std::atomic<int> answered{0};
+  acks.WhenAcked(10, [&](const absl::Status& s) {
+    EXPECT_OK(s);
+    ++answered;
+  });
+  acks.Ack(b, 10);
+  EXPECT_EQ(answered.load(), 0);  // b is not in the set
+  EXPECT_EQ(acks.acknowledged_sequence(), 0u);
+  acks.Ack(a, 10);
+  EXPECT_EQ(answered.load(), 1);
+  EXPECT_EQ(acks.acknowledged_sequence(), 10u);
+
+  // b joins the set: what it already holds answers the waiting writes at once.
+  acks.WhenAcked(20, [&](const absl::Status& s) {
+    EXPECT_OK(s);
+    ++answered;
+  });
+  acks.Ack(b, 20);
+  EXPECT_EQ(answered.load(), 1);
+  acks.SetSyncSet({"a", "b"});
+  EXPECT_EQ(answered.load(), 2);
+  EXPECT_EQ(acks.acknowledged_sequence(), 20u);
+
+  // What was acknowledged stays so when its followers go.
+  acks.Disconnect(a);
+  acks.Disconnect(b);
+  EXPECT_EQ(acks.acknowledged_sequence(), 20u);
+  // An empty set counts nobody: a new primary's, until its followers caught up.
+  acks.SetSyncSet({});
+  const int c = acks.Connect("c");
+  acks.Ack(c, 30);
+  EXPECT_EQ(acks.acknowledged_sequence(), 20u);
+}
+
+TEST(ReplicaAcksTest, AFollowerCountsOnceHoweverManyStreamsItHas) {
+  ReplicaAcks acks(/*required=*/2, absl::Seconds(30));
+  const int first = acks.Connect("a");
+  const int second = acks.Connect("a");  // reconnected before its old stream was gone
+  std::atomic<int> answered{0};
+  acks.WhenAcked(5, [&](const absl::Status& s) {
+    EXPECT_OK(s);
+    ++answered;
+  });
+  acks.Ack(first, 5);
+  acks.Ack(second, 5);
+  EXPECT_EQ(answered.load(), 0);  // one follower, not two
+  const int b = acks.Connect("b");
+  acks.Ack(b, 5);
+  EXPECT_EQ(answered.load(), 1);
+}
+
 }  // namespace
 }  // namespace storage
