@@ -67,7 +67,8 @@ uint64_t ReplicaAcks::QuorumSequenceLocked() {
   // Each counted follower once, at the furthest any of its streams acknowledged. Called for
   // every write and every acknowledgement, with a handful of followers: no allocation.
   absl::InlinedVector<std::pair<const std::string*, uint64_t>, 4> durable;
-  for (const auto& [id, follower] : followers_) {
+  for (const auto& entry : followers_) {
+    const Follower& follower = entry.second;  // a plain reference: the lambda below uses it
     if (sync_set_mode_ && sync_set_.count(follower.name) == 0) continue;
     auto same = std::find_if(durable.begin(), durable.end(),
                              [&](const auto& seen) { return *seen.first == follower.name; });
