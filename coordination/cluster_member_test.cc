@@ -11,7 +11,9 @@
 
 #include "absl/time/clock.h"
 #include "common/testing.h"
+#include "coordination/sync_set_keeper.h"
 #include "gtest/gtest.h"
+#include "storage/replica_acks.h"
 #include "tests/etcd_process.h"
 
 namespace coordination {
@@ -246,6 +248,50 @@ TEST_F(ClusterMemberTest, APrimaryCutOffFromEtcdStopsAcknowledgingBeforeItsLease
   ASSERT_TRUE(WaitFor([&] { return pod->Is(Role::Kind::kPrimary); }, absl::Seconds(20)));
   EXPECT_GT(pod->Last().term, term);
   EXPECT_TRUE(pod->member->MayAcknowledge());
+}
+
+TEST_F(ClusterMemberTest, ThePrimaryCountsOnlyFollowersItRecordedInTheSyncSet) {
+  ttl_ = absl::Seconds(10);  // the lease outlasts etcd's pause below
+  Pod* pod = StartPod("pod-a", 10, /*required_acks=*/1);
+  ASSERT_TRUE(WaitFor([&] { return pod->Is(Role::Kind::kPrimary); }));
+  const int64_t term = pod->Last().term;
+  storage::ReplicaAcks acks(/*required=*/1, absl::Seconds(30));
+  const int b = acks.Connect("pod-b");
+  SyncSetKeeperOptions options;
+  options.interval = absl::Milliseconds(20);
+  options.stale_after = absl::Seconds(30);
+
+  // etcd stopped before the keeper starts: pod-b cannot be recorded, so its
+  // acknowledgements do not count.
+  etcd_->Signal(SIGSTOP);
+  auto keeper = std::make_unique<SyncSetKeeper>(pod->member.get(), &acks, options);
+  acks.Ack(b, 10);
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_EQ(acks.acknowledged_sequence(), 0u);
+  EXPECT_TRUE(keeper->recorded().empty());
+  etcd_->Signal(SIGCONT);
+
+  // Recorded: then counted.
+  ASSERT_TRUE(WaitFor([&] { return acks.acknowledged_sequence() == 10; }));
+  EXPECT_EQ(keeper->recorded(), std::vector<std::string>{"pod-b"});
+  absl::StatusOr<KeyValue> sync = client_->Get("c1/sync");
+  ASSERT_TRUE(sync.ok()) << sync.status();
+  EXPECT_EQ(sync->value, Encode(SyncSet{"pod-a", term, 1, {"pod-b"}}));
+
+  // pod-c joins and acknowledges only part of what pod-b did; pod-b goes: it stays in the
+  // set until pod-c holds every acknowledged write.
+  const int c = acks.Connect("pod-c");
+  ASSERT_TRUE(WaitFor([&] { return keeper->recorded().size() == 2; }));
+  acks.Ack(b, 20);
+  acks.Ack(c, 15);
+  acks.Disconnect(b);
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_EQ(keeper->recorded(), (std::vector<std::string>{"pod-b", "pod-c"}));
+  acks.Ack(c, 20);
+  ASSERT_TRUE(WaitFor([&] { return keeper->recorded().size() == 1; }));
+  EXPECT_EQ(keeper->recorded(), std::vector<std::string>{"pod-c"});
+  EXPECT_EQ(client_->Get("c1/sync")->value, Encode(SyncSet{"pod-a", term, 1, {"pod-c"}}));
+  keeper.reset();
 }
 
 TEST_F(ClusterMemberTest, OptionsAreChecked) {
