@@ -10,7 +10,9 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -20,6 +22,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
@@ -27,11 +30,14 @@
 #include "common/heap.h"
 #include "common/log.h"
 #include "common/open_files.h"
+#include "common/status_macros.h"
+#include "coordination/sync_set_keeper.h"
 #include "google/protobuf/stubs/logging.h"
 #include "metrics/metrics.h"
 #include "replication/follower.h"
 #include "replication/replication_service.h"
 #include "service/auth.h"
+#include "service/failover.h"
 #include "service/forwarder.h"
 #include "service/server.h"
 #include "service/server_flags.h"
@@ -215,17 +221,19 @@ absl::Status WritePortFile(const std::string& port_file, int port, int metrics_p
 
 // Serves until SIGTERM or SIGINT (re-reading credentials on SIGHUP and when they change);
 // returns the signal. On a follower, also refreshes its health and returns 0 when it needs a
-// new snapshot of its primary.
+// new snapshot of its primary; with failover, returns 0 when `role_changed` says so.
 int ServeUntilStopped(service::TokenAuthenticator* auth, const service::TlsOptions& tls,
-                      replication::Follower* follower) {
+                      replication::Follower* follower, const std::function<bool()>& role_changed) {
   int signal_number = 0;
   int ticks = 0;
+  const bool poll = follower != nullptr || role_changed != nullptr;
   while (signal_number != SIGTERM && signal_number != SIGINT) {
-    signal_number = WaitForSignal(follower != nullptr ? absl::Milliseconds(200) : absl::Seconds(1));
+    signal_number = WaitForSignal(poll ? absl::Milliseconds(200) : absl::Seconds(1));
     if (follower != nullptr) {
       follower->RefreshHealth();
       if (follower->needs_snapshot()) return 0;
     }
+    if (role_changed != nullptr && role_changed()) return 0;
     // Credentials are looked at once a second.
     if (signal_number == SIGHUP || follower == nullptr || ++ticks % 5 == 0) {
       ReloadCredentials(auth, tls, signal_number == SIGHUP);
@@ -301,6 +309,8 @@ struct Node {
   std::unique_ptr<service::Forwarder> forwarder;  // follower
   std::unique_ptr<service::BloomServer> server;
   std::unique_ptr<replication::Follower> follower;  // follower
+  // A primary elected through etcd with --min_replica_acks: its sync set.
+  std::unique_ptr<coordination::SyncSetKeeper> sync_set;
 
   metrics::ReplicationFigures Figures() const {
     metrics::ReplicationFigures figures;
@@ -325,6 +335,7 @@ struct Node {
 
   // Stops in a fixed order: the log's streams, the calls (drained), the tailer, the store.
   absl::Status Stop() {
+    sync_set.reset();  // before the store's acknowledgements go
     if (replication != nullptr) replication->Stop();
     if (follower != nullptr) follower->Stop();
     if (server != nullptr) server->Shutdown();
@@ -336,6 +347,20 @@ struct Node {
     return closed;
   }
 };
+
+// The latest sequence in the data dir (0 if it holds no database yet): what this pod holds
+// when it joins an election. Opened and closed as a replica, which writes nothing.
+absl::StatusOr<uint64_t> HeldSequence(storage::StoreOptions options) {
+  if (!std::filesystem::exists(std::filesystem::path(options.data_dir) / "CURRENT")) return 0;
+  options.replica = true;
+  options.background_checkpoints = false;
+  options.may_acknowledge = nullptr;
+  absl::StatusOr<std::unique_ptr<storage::FilterStore>> store = storage::FilterStore::Open(options);
+  if (!store.ok()) return store.status();
+  const uint64_t held = (*store)->LatestSequence();
+  RETURN_IF_ERROR((*store)->Close());
+  return held;
+}
 
 absl::Status StartNode(Node& node, const service::ServerConfig& config,
                        service::ServerOptions options,
@@ -442,6 +467,21 @@ int main(int argc, char** argv) {
       return Fail(absl::StrCat("replication: ", follower_options.status().message()));
     }
   }
+  // With etcd, the primary is elected: each incarnation of the server plays the role the
+  // pod's member was last told (service/failover.h).
+  std::unique_ptr<service::Failover> failover;
+  if (!config->replication.etcd_endpoints.empty()) {
+    absl::StatusOr<uint64_t> held = HeldSequence(config->store);
+    if (!held.ok()) return Fail(absl::StrCat("cannot open the store: ", held.status().ToString()));
+    absl::StatusOr<std::unique_ptr<service::Failover>> started =
+        service::Failover::Start(config->replication, config->store.min_replica_acks, *held);
+    if (!started.ok()) return Fail(absl::StrCat("etcd: ", started.status().ToString()));
+    failover = *std::move(started);
+    bloomlog::LogInfo(absl::StrCat("cluster ", config->replication.cluster, " in etcd at ",
+                                   absl::StrJoin(config->replication.etcd_endpoints, ","),
+                                   ": this pod is ", config->replication.advertise_address,
+                                   ", holding sequence ", *held));
+  }
   // A follower whose primary's log no longer reaches back to it copies a snapshot again: the
   // store, the server and the follower are then built anew, on the same port.
   bool copy_again = false;
@@ -449,8 +489,43 @@ int main(int argc, char** argv) {
   int signal_number = 0;
   absl::Time stop_start;
   absl::Status closed;
+  service::ServerConfig base = *config;
   while (true) {
     Node node;
+    uint64_t role_version = 0;
+    coordination::Role role;
+    if (failover != nullptr) {
+      role = failover->WaitForRole(
+          [&signal_number] { return (signal_number = StopSignalArrived()) != 0; }, &role_version);
+      if (signal_number != 0) break;
+      *config = base;
+      if (role.kind == coordination::Role::Kind::kPrimary) {
+        config->store.replica = false;
+        config->store.may_acknowledge = failover->Fence();
+      } else {
+        config->store.replica = true;
+        config->replication.replicate_from = role.leader.address;
+        // The primary's sync set names followers as their members do.
+        if (config->replication.name.empty()) {
+          config->replication.name = config->replication.advertise_address;
+        }
+        follower_options = FollowerOptionsFromConfig(config->replication, server_options.listen);
+        if (!follower_options.ok()) {
+          return Fail(absl::StrCat("replication: ", follower_options.status().message()));
+        }
+        // Holding writes the new primary never had (this pod led, or followed one that led,
+        // past the point where the new primary took over): they were never acknowledged, and
+        // a fresh copy drops them.
+        if (failover->held() > role.leader.start_sequence) {
+          bloomlog::LogWarning(
+              absl::StrCat("this pod holds sequence ", failover->held(), ", past ",
+                           role.leader.start_sequence, " where the primary ", role.leader.name,
+                           " took over: copying its data anew (writes only this pod had were never "
+                           "acknowledged)"));
+          copy_again = true;
+        }
+      }
+    }
     if (config->store.replica) {
       absl::Status copied = replication::Bootstrap(
           *follower_options, config->store.data_dir, copy_again,
@@ -463,6 +538,14 @@ int main(int argc, char** argv) {
       return Fail(absl::StrCat("cannot open the store: ", store.status().ToString()));
     node.store = *std::move(store);
     server_metrics->SetStore(node.store.get());
+    if (failover != nullptr) {
+      failover->SetStore(node.store.get());
+      if (!config->store.replica && node.store->replica_acks() != nullptr) {
+        // Before the server takes writes: nobody's acknowledgement counts until recorded.
+        node.sync_set = std::make_unique<coordination::SyncSetKeeper>(
+            failover->member(), node.store->replica_acks(), coordination::SyncSetKeeperOptions{});
+      }
+    }
     if (absl::Status started = StartNode(node, *config, server_options, follower_options);
         !started.ok()) {
       return Fail(started.ToString());
@@ -479,22 +562,39 @@ int main(int argc, char** argv) {
     }
     // Rebuilt on the port it got (a port 0 in --listen was picked now).
     server_options.listen = WithPort(server_options.listen, node.server->port());
+    base.server.listen = server_options.listen;
 
-    signal_number = ServeUntilStopped(auth->get(), server_options.tls, node.follower.get());
+    std::function<bool()> role_changed;
+    if (failover != nullptr) {
+      role_changed = [&failover, role_version] { return failover->RoleChangedSince(role_version); };
+    }
+    signal_number =
+        ServeUntilStopped(auth->get(), server_options.tls, node.follower.get(), role_changed);
     stop_start = absl::Now();
+    const bool needs_snapshot = node.follower != nullptr && node.follower->needs_snapshot();
     if (signal_number != 0) {
       bloomlog::LogInfo(absl::StrCat("received ", signal_number == SIGTERM ? "SIGTERM" : "SIGINT",
                                      ": shutting down"));
-    } else {
+    } else if (needs_snapshot) {
       bloomlog::LogWarning(
           "follower: copying a snapshot of the primary again; this server is "
           "unavailable meanwhile");
+    } else {
+      bloomlog::LogWarning("the cluster's primary changed: this server restarts in its new role");
     }
     server_metrics->SetReplicationSource(nullptr);
     server_metrics->SetStore(nullptr);
+    if (failover != nullptr) failover->SetStore(nullptr);
     closed = node.Stop();
     if (signal_number != 0) break;
-    copy_again = true;
+    copy_again = needs_snapshot;
+  }
+  if (failover != nullptr) {
+    // A planned stop hands over at once rather than after the lease's TTL.
+    if (absl::Status resigned = failover->Resign(); !resigned.ok()) {
+      bloomlog::LogWarning(absl::StrCat("etcd: resigning: ", resigned.ToString()));
+    }
+    failover.reset();
   }
   // Tear down in a fixed order on this thread rather than in destructors at return: the gRPC
   // servers (draining calls, above), the metrics listener, the store (above), and gRPC's

@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
 
@@ -128,6 +129,18 @@ ABSL_FLAG(std::string, replication_cert_file, "",
 ABSL_FLAG(std::string, replication_key_file, "", "PEM private key of --replication_cert_file");
 ABSL_FLAG(std::string, replica_name, "",
           "how the primary's logs and metrics name this follower; default: the host name");
+ABSL_FLAG(std::string, etcd_endpoints, "",
+          "host:port,... of etcd: the primary is elected there and followers follow it "
+          "(automatic failover; replaces --replicate_from); empty: no etcd");
+ABSL_FLAG(std::string, cluster, "bloom",
+          "with --etcd_endpoints: the cluster's key prefix in etcd (clusters can share one etcd)");
+ABSL_FLAG(std::string, advertise_address, "",
+          "with --etcd_endpoints: host:port at which the other pods and clients reach this "
+          "one");
+ABSL_FLAG(absl::Duration, leader_ttl, absl::Seconds(5),
+          "with --etcd_endpoints: the TTL of the primary's lease in etcd; a primary that "
+          "cannot renew it stops acknowledging writes before it can expire, and a new primary "
+          "is elected after it expired");
 
 namespace service {
 namespace {
@@ -190,6 +203,39 @@ absl::Status ReplicationFromFlags(ServerConfig& config) {
   }
   if (store.replica && replication.replicate_from.find(':') == std::string::npos) {
     return Invalid("--replicate_from must be host:port of the primary");
+  }
+  replication.etcd_endpoints.clear();
+  for (absl::string_view endpoint :
+       absl::StrSplit(absl::GetFlag(FLAGS_etcd_endpoints), ',', absl::SkipWhitespace())) {
+    replication.etcd_endpoints.emplace_back(absl::StripAsciiWhitespace(endpoint));
+  }
+  replication.cluster = absl::GetFlag(FLAGS_cluster);
+  replication.advertise_address = absl::GetFlag(FLAGS_advertise_address);
+  replication.leader_ttl = absl::GetFlag(FLAGS_leader_ttl);
+  if (!replication.etcd_endpoints.empty()) {
+    if (store.replica) {
+      return Invalid(
+          "--etcd_endpoints and --replicate_from exclude each other: with etcd the "
+          "primary is elected, and followers follow whoever it is");
+    }
+    for (const std::string& endpoint : replication.etcd_endpoints) {
+      if (endpoint.find(':') == std::string::npos) {
+        return Invalid(absl::StrCat("--etcd_endpoints: \"", endpoint, "\" is not host:port"));
+      }
+    }
+    if (replication.advertise_address.find(':') == std::string::npos ||
+        absl::StrContains(replication.advertise_address, " ")) {
+      return Invalid(
+          "--etcd_endpoints needs --advertise_address=host:port, where the other "
+          "pods reach this one");
+    }
+    if (replication.cluster.empty() || absl::StrContains(replication.cluster, " ")) {
+      return Invalid("--cluster must be a non-empty key prefix without spaces");
+    }
+    if (replication.leader_ttl < absl::Seconds(2) ||
+        replication.leader_ttl != absl::Seconds(absl::ToInt64Seconds(replication.leader_ttl))) {
+      return Invalid("--leader_ttl must be whole seconds, at least 2s");
+    }
   }
   return absl::OkStatus();
 }

@@ -49,6 +49,12 @@ struct ReplicationConfig {
   std::string key_file;
   std::string name;  // empty: the host name
   absl::Duration max_lag = absl::Seconds(1);
+  // Automatic failover (coordination/): the etcd members, the cluster's key prefix, where this
+  // pod is reached, and the primary's lease TTL. No endpoints: no etcd.
+  std::vector<std::string> etcd_endpoints;
+  std::string cluster = "bloom";
+  std::string advertise_address;
+  absl::Duration leader_ttl = absl::Seconds(5);
 };
 
 // Everything else main() needs, checked. server.hooks.auth and .metrics are main()'s to fill.

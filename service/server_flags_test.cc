@@ -166,6 +166,46 @@ TEST_F(FlagsTest, ReplicationFlagsMakeAFollowerOrSetThePrimary) {
   EXPECT_EQ(follower->store.log_retention.size_limit_bytes, 64u << 20);
 }
 
+TEST_F(FlagsTest, EtcdFlagsChooseElectionAndAreChecked) {
+  absl::StatusOr<ServerConfig> none = ConfigFromFlags(container_);
+  ASSERT_OK(none.status());
+  EXPECT_TRUE(none->replication.etcd_endpoints.empty());
+
+  SetFlag("etcd_endpoints", "etcd-0:2379, etcd-1:2379");
+  absl::StatusOr<ServerConfig> no_address = ConfigFromFlags(container_);
+  ASSERT_FALSE(no_address.ok());
+  EXPECT_TRUE(absl::StrContains(no_address.status().message(), "--advertise_address"));
+  SetFlag("advertise_address", "bloom-1.bloom-headless:50051");
+  SetFlag("cluster", "feeds");
+  SetFlag("leader_ttl", "10s");
+  absl::StatusOr<ServerConfig> elected = ConfigFromFlags(container_);
+  ASSERT_OK(elected.status());
+  EXPECT_EQ(elected->replication.etcd_endpoints,
+            (std::vector<std::string>{"etcd-0:2379", "etcd-1:2379"}));
+  EXPECT_EQ(elected->replication.advertise_address, "bloom-1.bloom-headless:50051");
+  EXPECT_EQ(elected->replication.cluster, "feeds");
+  EXPECT_EQ(elected->replication.leader_ttl, absl::Seconds(10));
+  EXPECT_FALSE(elected->store.replica);  // the role is elected, not configured
+
+  const struct {
+    const char* flag;
+    const char* value;
+    const char* named;
+  } kBad[] = {{"leader_ttl", "1s", "--leader_ttl"},
+              {"leader_ttl", "2500ms", "--leader_ttl"},
+              {"cluster", "", "--cluster"},
+              {"etcd_endpoints", "etcd-without-port", "--etcd_endpoints"},
+              {"replicate_from", "bloom-0:50051", "--replicate_from"}};
+  for (const auto& bad : kBad) {
+    absl::FlagSaver restore;
+    SetFlag(bad.flag, bad.value);
+    absl::StatusOr<ServerConfig> config = ConfigFromFlags(container_);
+    EXPECT_FALSE(config.ok()) << bad.flag << "=" << bad.value;
+    EXPECT_TRUE(absl::StrContains(config.status().message(), bad.named))
+        << bad.flag << ": " << config.status().message();
+  }
+}
+
 TEST(NamesThisHostTest, APodFindsItselfInThePrimarysAddress) {
   EXPECT_TRUE(NamesThisHost("bloom-0.bloom-headless.ns.svc:50051", "bloom-0"));
   EXPECT_TRUE(NamesThisHost("bloom-0:50051", "bloom-0"));

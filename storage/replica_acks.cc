@@ -65,13 +65,18 @@ void ReplicaAcks::Disconnect(int id) {
 
 uint64_t ReplicaAcks::QuorumSequenceLocked() {
   // Each counted follower once, at the furthest any of its streams acknowledged. Called for
-  // every write and every acknowledgement, with a handful of followers: no allocation.
+  // every write and every acknowledgement, with a handful of followers: no allocation. Names
+  // identify followers only in a sync set (they are the cluster's member names there); without
+  // one each stream counts, as followers started with --replicate_from on one host may share
+  // their default name.
   absl::InlinedVector<std::pair<const std::string*, uint64_t>, 4> durable;
   for (const auto& entry : followers_) {
     const Follower& follower = entry.second;  // a plain reference: the lambda below uses it
     if (sync_set_mode_ && sync_set_.count(follower.name) == 0) continue;
-    auto same = std::find_if(durable.begin(), durable.end(),
-                             [&](const auto& seen) { return *seen.first == follower.name; });
+    auto same = !sync_set_mode_
+                    ? durable.end()
+                    : std::find_if(durable.begin(), durable.end(),
+                                   [&](const auto& seen) { return *seen.first == follower.name; });
     if (same == durable.end()) {
       durable.emplace_back(&follower.name, follower.durable_sequence);
     } else {

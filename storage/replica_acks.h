@@ -17,7 +17,8 @@
 //
 // Which followers count: every connected one, until SetSyncSet() is called; from then on only
 // those it names (a primary elected through etcd counts only the sync set it recorded there,
-// coordination/cluster_state.h). A follower counts once however many streams it has open.
+// coordination/cluster_state.h). In a sync set a follower counts once however many streams it
+// has open (its name is its member name); without one every stream counts.
 //
 // Thread-safety: every method is thread-safe.
 #ifndef STORAGE_REPLICA_ACKS_H_

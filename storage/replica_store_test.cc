@@ -339,8 +339,9 @@ TEST(ReplicaAcksTest, WithASyncSetOnlyItsFollowersCount) {
   EXPECT_EQ(acks.acknowledged_sequence(), 20u);
 }
 
-TEST(ReplicaAcksTest, AFollowerCountsOnceHoweverManyStreamsItHas) {
+TEST(ReplicaAcksTest, InASyncSetAFollowerCountsOnceHoweverManyStreamsItHas) {
   ReplicaAcks acks(/*required=*/2, absl::Seconds(30));
+  acks.SetSyncSet({"a", "b"});
   const int first = acks.Connect("a");
   const int second = acks.Connect("a");  // reconnected before its old stream was gone
   std::atomic<int> answered{0};
@@ -354,6 +355,16 @@ TEST(ReplicaAcksTest, AFollowerCountsOnceHoweverManyStreamsItHas) {
   const int b = acks.Connect("b");
   acks.Ack(b, 5);
   EXPECT_EQ(answered.load(), 1);
+}
+
+TEST(ReplicaAcksTest, WithoutASyncSetEachStreamCounts) {
+  // Followers started with --replicate_from on one host may share their default name.
+  ReplicaAcks acks(/*required=*/2, absl::Seconds(30));
+  const int first = acks.Connect("host:0");
+  const int second = acks.Connect("host:0");
+  acks.Ack(first, 5);
+  acks.Ack(second, 5);
+  EXPECT_OK(acks.WaitAcked(5));
 }
 
 }  // namespace

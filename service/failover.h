@@ -1,0 +1,67 @@
+// Failover: main()'s part of automatic failover through etcd (--etcd_endpoints). It runs the
+// pod's ClusterMember (coordination/cluster_member.h), keeps the role it was last told to
+// play for main()'s loop, which builds each incarnation of the server for it (a primary, or a
+// follower of the elected primary), and tells the member what this pod holds.
+//
+//   ASSIGN_OR_RETURN(std::unique_ptr<Failover> failover, Failover::Start(config, acks, held));
+//   uint64_t version;
+//   coordination::Role role = failover->WaitForRole(stop, &version);
+//   ... serve as `role` while !failover->RoleChangedSince(version) ...
+//
+// Thread-safety: thread-safe.
+#ifndef SERVICE_FAILOVER_H_
+#define SERVICE_FAILOVER_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+
+#include "absl/status/statusor.h"
+#include "coordination/cluster_member.h"
+#include "coordination/etcd_client.h"
+#include "service/server_flags.h"
+#include "storage/filter_store.h"
+
+namespace service {
+
+class Failover {
+ public:
+  // Connects to etcd and starts the member. `held`: the latest sequence in the data dir now.
+  static absl::StatusOr<std::unique_ptr<Failover>> Start(const ReplicationConfig& config,
+                                                         int required_acks, uint64_t held);
+  ~Failover();  // stops the member (its lease expires; Resign first to hand over at once)
+
+  // Blocks until the member has a role other than kNone, or `stop` returns true (then kNone).
+  coordination::Role WaitForRole(const std::function<bool()>& stop, uint64_t* version);
+  bool RoleChangedSince(uint64_t version) const;
+
+  // The open store, whose latest sequence elections read; null when it closes (its latest
+  // sequence is kept).
+  void SetStore(storage::FilterStore* store);
+  uint64_t held() const;
+
+  // The fence for StoreOptions::may_acknowledge.
+  std::function<bool()> Fence() const;
+  coordination::ClusterMember* member() const { return member_.get(); }
+  // Ends this pod's lease, so another pod takes over without waiting for its TTL.
+  absl::Status Resign();
+
+ private:
+  Failover() = default;
+
+  std::unique_ptr<coordination::EtcdClient> etcd_;
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  coordination::Role role_;                // guarded by mu_
+  uint64_t version_ = 0;                   // guarded by mu_: grows with each role
+  storage::FilterStore* store_ = nullptr;  // guarded by mu_
+  uint64_t held_ = 0;                      // guarded by mu_: without a store
+  // Declared last: destroyed first, while what its callbacks use is still there.
+  std::unique_ptr<coordination::ClusterMember> member_;
+};
+
+}  // namespace service
+
+#endif  // SERVICE_FAILOVER_H_

@@ -1,0 +1,172 @@
+// Automatic failover through etcd with real processes: a real etcd (tests/etcd_process.h) and
+// three bloom-server pods with --etcd_endpoints and --min_replica_acks=1, writers going through
+// every pod. Killing the primary (SIGKILL) elects another, which acknowledges writes within
+// seconds; every acknowledged add is then present on the pods left; the killed pod, restarted,
+// rejoins as a follower with everything; a SIGTERMed primary hands over at once.
+#include <csignal>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "client/bloom_client.h"
+#include "common/testing.h"
+#include "coordination/cluster_state.h"
+#include "coordination/etcd_client.h"
+#include "gtest/gtest.h"
+#include "tests/etcd_process.h"
+#include "tests/server_process.h"
+
+namespace bloomtest {
+namespace {
+
+constexpr char kCluster[] = "failover-test";
+
+bloom::v1::FilterSpec Spec() {
+  bloom::v1::FilterSpec spec;
+  spec.set_capacity(100'000);
+  spec.set_error_rate(0.001);
+  return spec;
+}
+
+class FailoverTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    etcd_ = EtcdProcess::Start();
+    ASSERT_NE(etcd_, nullptr);
+    absl::StatusOr<std::unique_ptr<coordination::EtcdClient>> client =
+        coordination::EtcdClient::Connect({etcd_->endpoint()}, absl::Seconds(2));
+    ASSERT_TRUE(client.ok()) << client.status();
+    etcd_client_ = *std::move(client);
+    for (int i = 0; i < 3; ++i) {
+      data_dirs_.push_back(std::make_unique<TempDir>());
+      ports_.push_back(FreeLoopbackPort());
+      StartPod(i);
+    }
+  }
+
+  void StartPod(int i) {
+    const std::string address = absl::StrCat("127.0.0.1:", ports_[i]);
+    pods_[i] = ServerProcess::Start(
+        data_dirs_[i]->path(),
+        {"--listen=" + address, "--advertise_address=" + address,
+         "--etcd_endpoints=" + etcd_->endpoint(), absl::StrCat("--cluster=", kCluster),
+         "--leader_ttl=3s", "--min_replica_acks=1", "--replica_ack_timeout=3s"});
+    ASSERT_NE(pods_[i], nullptr);
+  }
+
+  [[nodiscard]] std::string Target(int i) const { return absl::StrCat("127.0.0.1:", ports_[i]); }
+
+  // The pod etcd names as the primary, or -1.
+  int Primary() {
+    absl::StatusOr<coordination::KeyValue> leader =
+        etcd_client_->Get(coordination::LeaderKey(kCluster));
+    if (!leader.ok()) return -1;
+    absl::StatusOr<coordination::LeaderRecord> record = coordination::DecodeLeader(leader->value);
+    if (!record.ok()) return -1;
+    for (int i = 0; i < 3; ++i) {
+      if (record->address == Target(i)) return i;
+    }
+    return -1;
+  }
+
+  // Adds a batch of new items through pod `i` (forwarded to the primary); records them if the
+  // add was acknowledged.
+  bool AddThrough(int i, const std::string& tag) {
+    bloomclient::ClientOptions options;
+    options.timeout = absl::Seconds(5);
+    std::unique_ptr<bloomclient::BloomClient> client =
+        bloomclient::BloomClient::Connect(Target(i), options);
+    std::vector<std::string> items;
+    items.reserve(50);
+    for (int k = 0; k < 50; ++k) items.push_back(absl::StrCat(tag, "-", k));
+    const bloom::v1::FilterSpec spec = Spec();
+    if (!client->Add("failover", items, &spec).ok()) return false;
+    acknowledged_.insert(acknowledged_.end(), items.begin(), items.end());
+    return true;
+  }
+
+  void ExpectAllAcknowledgedPresent(int i) {
+    std::unique_ptr<bloomclient::BloomClient> client = bloomclient::BloomClient::Connect(Target(i));
+    absl::StatusOr<std::vector<bool>> present = client->MightContain("failover", acknowledged_);
+    ASSERT_TRUE(present.ok()) << Target(i) << ": " << present.status();
+    for (size_t k = 0; k < acknowledged_.size(); ++k) {
+      ASSERT_TRUE((*present)[k]) << Target(i) << " lost the acknowledged add of "
+                                 << acknowledged_[k];
+    }
+  }
+
+  std::unique_ptr<EtcdProcess> etcd_;
+  std::unique_ptr<coordination::EtcdClient> etcd_client_;
+  std::vector<std::unique_ptr<TempDir>> data_dirs_;
+  std::vector<int> ports_;
+  std::map<int, std::unique_ptr<ServerProcess>> pods_;
+  std::vector<std::string> acknowledged_;
+};
+
+TEST_F(FailoverTest, AKilledPrimaryIsReplacedAndRejoinsAsAFollower) {
+  int primary = -1;
+  ASSERT_TRUE(WaitFor([&] { return (primary = Primary()) >= 0; }));
+  // Writes through every pod, acknowledged once a follower in the sync set holds them.
+  int batch = 0;
+  ASSERT_TRUE(WaitFor([&] { return AddThrough(0, absl::StrCat("first-", batch++)); }));
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(WaitFor([&] { return AddThrough(i, absl::StrCat("before-", i, "-", batch++)); }));
+  }
+
+  const absl::Time killed = absl::Now();
+  pods_[primary]->Kill();
+  const int survivor = (primary + 1) % 3;
+  ASSERT_TRUE(WaitFor([&] { return AddThrough(survivor, absl::StrCat("after-", batch++)); },
+                      absl::Seconds(20)));
+  const absl::Duration failover = absl::Now() - killed;
+  EXPECT_LT(failover, absl::Seconds(10)) << failover;
+  const int elected = Primary();
+  EXPECT_GE(elected, 0);
+  EXPECT_NE(elected, primary);
+  for (int i = 0; i < 3; ++i) {
+    if (i != primary) ExpectAllAcknowledgedPresent(i);
+  }
+
+  // The old primary comes back: a follower of the new one, with every acknowledged add.
+  StartPod(primary);
+  ASSERT_TRUE(WaitFor([&] { return AddThrough(primary, absl::StrCat("back-", batch++)); }));
+  ASSERT_TRUE(WaitFor(
+      [&] { return pods_[primary]->ReadLog().find("is now follower") != std::string::npos; }));
+  EXPECT_EQ(Primary(), elected);
+  ASSERT_TRUE(WaitFor([&] {
+    std::unique_ptr<bloomclient::BloomClient> client =
+        bloomclient::BloomClient::Connect(Target(primary));
+    absl::StatusOr<std::vector<bool>> present = client->MightContain("failover", acknowledged_);
+    if (!present.ok()) return false;
+    for (bool p : *present) {
+      if (!p) return false;
+    }
+    return true;
+  }));
+  ExpectAllAcknowledgedPresent(primary);
+}
+
+TEST_F(FailoverTest, AStoppedPrimaryHandsOverAtOnce) {
+  int primary = -1;
+  ASSERT_TRUE(WaitFor([&] { return (primary = Primary()) >= 0; }));
+  int batch = 0;
+  ASSERT_TRUE(WaitFor([&] { return AddThrough(primary, absl::StrCat("first-", batch++)); }));
+  const absl::Time stopped = absl::Now();
+  EXPECT_EQ(pods_[primary]->Terminate(), 0);
+  const int survivor = (primary + 1) % 3;
+  ASSERT_TRUE(WaitFor([&] { return AddThrough(survivor, absl::StrCat("after-", batch++)); }));
+  // Resigning ends the lease: no wait for its 3 s TTL.
+  EXPECT_LT(absl::Now() - stopped, absl::Seconds(3));
+  const int elected = Primary();
+  EXPECT_GE(elected, 0);
+  EXPECT_NE(elected, primary);
+  for (int i = 0; i < 3; ++i) {
+    if (i != primary) ExpectAllAcknowledgedPresent(i);
+  }
+}
+
+}  // namespace
+}  // namespace bloomtest
