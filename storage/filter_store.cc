@@ -352,7 +352,11 @@ absl::StatusOr<std::unique_ptr<OperationBatch>> FilterStore::StartBatch(bool def
 }
 
 void FilterStore::WhenDurable(WalSyncer::Done done) {
-  if (options_.may_acknowledge != nullptr) {  // asked last, right before the answer
+  if (absl::Status fenced = CheckMayAcknowledge(); !fenced.ok()) {
+    std::move(done)(fenced);  // no use waiting for what cannot be acknowledged
+    return;
+  }
+  if (options_.may_acknowledge != nullptr) {  // asked again last, right before the answer
     done = [this, done = std::move(done)](const absl::Status& status) mutable {
       std::move(done)(status.ok() ? CheckMayAcknowledge() : status);
     };

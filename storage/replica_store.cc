@@ -78,6 +78,8 @@ absl::Status FilterStore::CheckWritable() const {
 }
 
 absl::Status FilterStore::WaitReplicated() {
+  // Asked first too: no use waiting for followers when the answer cannot be OK.
+  RETURN_IF_ERROR(CheckMayAcknowledge());
   if (acks_ != nullptr) RETURN_IF_ERROR(acks_->WaitAcked(LatestSequence()));
   return CheckMayAcknowledge();
 }

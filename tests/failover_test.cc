@@ -2,11 +2,14 @@
 // three bloom-server pods with --etcd_endpoints and --min_replica_acks=1, writers going through
 // every pod. Killing the primary (SIGKILL) elects another, which acknowledges writes within
 // seconds; every acknowledged add is then present on the pods left; the killed pod, restarted,
-// rejoins as a follower with everything; a SIGTERMed primary hands over at once.
+// rejoins as a follower with everything; a SIGTERMed primary hands over at once; a primary
+// paused (SIGSTOP) past its lease acknowledges nothing when it resumes.
+#include <atomic>
 #include <csignal>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -163,6 +166,46 @@ TEST_F(FailoverTest, AStoppedPrimaryHandsOverAtOnce) {
   const int elected = Primary();
   EXPECT_GE(elected, 0);
   EXPECT_NE(elected, primary);
+  for (int i = 0; i < 3; ++i) {
+    if (i != primary) ExpectAllAcknowledgedPresent(i);
+  }
+}
+
+TEST_F(FailoverTest, APrimaryPausedPastItsLeaseAcknowledgesNothingWhenItResumes) {
+  int primary = -1;
+  ASSERT_TRUE(WaitFor([&] { return (primary = Primary()) >= 0; }));
+  int batch = 0;
+  ASSERT_TRUE(WaitFor([&] { return AddThrough(primary, absl::StrCat("first-", batch++)); }));
+
+  pods_[primary]->Signal(SIGSTOP);
+  int elected = -1;
+  ASSERT_TRUE(WaitFor([&] { return (elected = Primary()) >= 0 && elected != primary; }));
+  // A write sent to the paused pod itself waits in its socket until it resumes.
+  std::atomic<bool> done{false};
+  absl::Status answered;
+  std::thread late([&] {
+    bloomclient::ClientOptions options;
+    options.timeout = absl::Seconds(15);
+    std::unique_ptr<bloomclient::BloomClient> client =
+        bloomclient::BloomClient::Connect(Target(primary), options);
+    const bloom::v1::FilterSpec spec = Spec();
+    answered = client->Add("failover", {"sent-to-the-paused-primary"}, &spec).status();
+    done = true;
+  });
+  absl::SleepFor(absl::Milliseconds(500));
+  pods_[primary]->Signal(SIGCONT);
+  late.join();
+  // Not acknowledged: its lease's bound passed while it was paused.
+  EXPECT_FALSE(answered.ok());
+  EXPECT_TRUE(absl::IsUnavailable(answered)) << answered;
+
+  // It steps down and follows the new primary; writes go on through every pod.
+  ASSERT_TRUE(WaitFor(
+      [&] { return pods_[primary]->ReadLog().find("is now follower") != std::string::npos; }));
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(WaitFor([&] { return AddThrough(i, absl::StrCat("after-", i, "-", batch++)); }));
+  }
+  EXPECT_EQ(Primary(), elected);
   for (int i = 0; i < 3; ++i) {
     if (i != primary) ExpectAllAcknowledgedPresent(i);
   }
