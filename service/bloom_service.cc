@@ -418,7 +418,12 @@ bool BloomService::Drain(absl::Time deadline) {
   // Pipeline streams live as long as their clients like: ask them to answer what they have
   // read and end, then wait for them as for every other call.
   pipelines_.ShutdownAll();
-  while (in_flight_.load() > 0 || !pipelines_.empty() || transfers_.active() > 0) {
+  // Calls already on their way (in the connections' buffers, or a process that was paused)
+  // arrive after this: a moment more lets them be refused UNAVAILABLE, which clients retry,
+  // rather than cancelled by the transport's shutdown.
+  const absl::Time late_calls_answered = std::min(deadline, absl::Now() + absl::Milliseconds(100));
+  while (in_flight_.load() > 0 || !pipelines_.empty() || transfers_.active() > 0 ||
+         absl::Now() < late_calls_answered) {
     if (absl::Now() >= deadline) return false;
     absl::SleepFor(absl::Milliseconds(5));
   }
