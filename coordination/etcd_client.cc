@@ -211,32 +211,23 @@ absl::StatusOr<bool> EtcdClient::CreateIfAbsent(const std::string& key, const st
 
 absl::StatusOr<bool> EtcdClient::PutIfModRevision(const std::string& key, const std::string& value,
                                                   int64_t mod_revision, int64_t lease) {
-  pb::TxnRequest request;
-  pb::Compare* compare = request.add_compare();
-  compare->set_key(key);
-  compare->set_result(pb::Compare::EQUAL);
-  compare->set_target(pb::Compare::MOD);
-  compare->set_mod_revision(mod_revision);  // 0: the key does not exist
-  *request.add_success() = PutOp(key, value, lease);
-  absl::StatusOr<pb::TxnResponse> response = Txn(request);
-  if (!response.ok()) return response.status();
-  return response->succeeded();
+  // A mod_revision of 0 is that of a key that does not exist.
+  absl::StatusOr<int64_t> committed =
+      Commit({Condition{key, Condition::Kind::kModifiedAt, mod_revision, ""}},
+             {Write{key, value, lease, false}});
+  if (!committed.ok()) return committed.status();
+  return *committed != 0;
 }
 
 absl::StatusOr<bool> EtcdClient::PutIfKeyCreatedAt(const std::string& guard_key,
                                                    int64_t create_revision, const std::string& key,
                                                    const std::string& value) {
   if (create_revision <= 0) return absl::InvalidArgumentError("a guard's revision is positive");
-  pb::TxnRequest request;
-  pb::Compare* compare = request.add_compare();
-  compare->set_key(guard_key);
-  compare->set_result(pb::Compare::EQUAL);
-  compare->set_target(pb::Compare::CREATE);
-  compare->set_create_revision(create_revision);
-  *request.add_success() = PutOp(key, value, /*lease=*/0);
-  absl::StatusOr<pb::TxnResponse> response = Txn(request);
-  if (!response.ok()) return response.status();
-  return response->succeeded();
+  absl::StatusOr<int64_t> committed =
+      Commit({Condition{guard_key, Condition::Kind::kCreatedAt, create_revision, ""}},
+             {Write{key, value, 0, false}});
+  if (!committed.ok()) return committed.status();
+  return *committed != 0;
 }
 
 absl::StatusOr<int64_t> EtcdClient::CreateAndDelete(const std::string& key,
@@ -244,23 +235,10 @@ absl::StatusOr<int64_t> EtcdClient::CreateAndDelete(const std::string& key,
                                                     const std::string& other_key,
                                                     int64_t other_created_at) {
   if (other_created_at <= 0) return absl::InvalidArgumentError("a guard's revision is positive");
-  pb::TxnRequest request;
-  pb::Compare* absent = request.add_compare();
-  absent->set_key(key);
-  absent->set_result(pb::Compare::EQUAL);
-  absent->set_target(pb::Compare::CREATE);
-  absent->set_create_revision(0);
-  pb::Compare* other = request.add_compare();
-  other->set_key(other_key);
-  other->set_result(pb::Compare::EQUAL);
-  other->set_target(pb::Compare::CREATE);
-  other->set_create_revision(other_created_at);
-  *request.add_success() = PutOp(key, value, lease);
-  request.add_success()->mutable_request_delete_range()->set_key(other_key);
-  absl::StatusOr<pb::TxnResponse> response = Txn(request);
-  if (!response.ok()) return response.status();
   // One transaction is one revision: the put's, hence the key's create_revision.
-  return response->succeeded() ? response->header().revision() : 0;
+  return Commit({Condition{key, Condition::Kind::kAbsent, 0, ""},
+                 Condition{other_key, Condition::Kind::kCreatedAt, other_created_at, ""}},
+                {Write{key, value, lease, false}, Write{other_key, "", 0, true}});
 }
 
 absl::StatusOr<int64_t> EtcdClient::Commit(const std::vector<Condition>& conditions,
@@ -278,6 +256,10 @@ absl::StatusOr<int64_t> EtcdClient::Commit(const std::vector<Condition>& conditi
       case Condition::Kind::kCreatedAt:
         compare->set_target(pb::Compare::CREATE);
         compare->set_create_revision(condition.revision);
+        break;
+      case Condition::Kind::kModifiedAt:
+        compare->set_target(pb::Compare::MOD);
+        compare->set_mod_revision(condition.revision);
         break;
       case Condition::Kind::kValueIs:
         compare->set_target(pb::Compare::VALUE);
@@ -298,16 +280,10 @@ absl::StatusOr<int64_t> EtcdClient::Commit(const std::vector<Condition>& conditi
 }
 
 absl::StatusOr<bool> EtcdClient::DeleteIfValue(const std::string& key, const std::string& value) {
-  pb::TxnRequest request;
-  pb::Compare* compare = request.add_compare();
-  compare->set_key(key);
-  compare->set_result(pb::Compare::EQUAL);
-  compare->set_target(pb::Compare::VALUE);
-  compare->set_value(value);
-  request.add_success()->mutable_request_delete_range()->set_key(key);
-  absl::StatusOr<pb::TxnResponse> response = Txn(request);
-  if (!response.ok()) return response.status();
-  return response->succeeded();
+  absl::StatusOr<int64_t> committed =
+      Commit({Condition{key, Condition::Kind::kValueIs, 0, value}}, {Write{key, "", 0, true}});
+  if (!committed.ok()) return committed.status();
+  return *committed != 0;
 }
 
 absl::StatusOr<std::unique_ptr<EtcdWatch>> EtcdClient::Watch(const std::string& key, bool prefix,

@@ -99,10 +99,10 @@ class EtcdClient {
                                           int64_t other_created_at);
   // A transaction of conditions that must all hold and writes done only then, at one revision.
   struct Condition {
-    enum class Kind { kAbsent, kCreatedAt, kValueIs };
+    enum class Kind { kAbsent, kCreatedAt, kModifiedAt, kValueIs };
     std::string key;
     Kind kind = Kind::kAbsent;
-    int64_t revision = 0;  // kCreatedAt
+    int64_t revision = 0;  // kCreatedAt, kModifiedAt (0: the key does not exist)
     std::string value;     // kValueIs
   };
   struct Write {
