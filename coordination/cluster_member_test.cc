@@ -294,6 +294,23 @@ TEST_F(ClusterMemberTest, ThePrimaryCountsOnlyFollowersItRecordedInTheSyncSet) {
   keeper.reset();
 }
 
+TEST_F(ClusterMemberTest, AMemberCutOffFromEtcdNeverBecomesPrimary) {
+  const std::string dead = "127.0.0.1:" + std::to_string(bloomtest::FreeLoopbackPort());
+  absl::StatusOr<std::unique_ptr<EtcdClient>> nowhere =
+      EtcdClient::Connect({dead}, absl::Milliseconds(500));
+  ASSERT_TRUE(nowhere.ok()) << nowhere.status();
+  Pod pod;
+  pod.held = 100;
+  absl::StatusOr<std::unique_ptr<ClusterMember>> member =
+      ClusterMember::Start(nowhere->get(), Options("pod-a", &pod, 0));
+  ASSERT_TRUE(member.ok()) << member.status();
+  absl::SleepFor(ttl_ + absl::Seconds(1));
+  EXPECT_FALSE((*member)->MayAcknowledge());
+  EXPECT_EQ((*member)->role().kind, Role::Kind::kNone);
+  std::lock_guard<std::mutex> lock(pod.mu);
+  EXPECT_TRUE(pod.roles.empty());
+}
+
 TEST_F(ClusterMemberTest, OptionsAreChecked) {
   Pod pod;
   ClusterMemberOptions options = Options("pod a", &pod, 0);

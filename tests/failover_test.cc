@@ -3,7 +3,8 @@
 // every pod. Killing the primary (SIGKILL) elects another, which acknowledges writes within
 // seconds; every acknowledged add is then present on the pods left; the killed pod, restarted,
 // rejoins as a follower with everything; a SIGTERMed primary hands over at once; a primary
-// paused (SIGSTOP) past its lease acknowledges nothing when it resumes.
+// paused (SIGSTOP) past its lease acknowledges nothing when it resumes; a pod that cannot reach
+// etcd never serves as a primary.
 #include <atomic>
 #include <csignal>
 #include <map>
@@ -209,6 +210,30 @@ TEST_F(FailoverTest, APrimaryPausedPastItsLeaseAcknowledgesNothingWhenItResumes)
   for (int i = 0; i < 3; ++i) {
     if (i != primary) ExpectAllAcknowledgedPresent(i);
   }
+}
+
+TEST(FailoverAloneTest, APodThatCannotReachEtcdNeverServesAsPrimary) {
+  TempDir data;
+  const int port = FreeLoopbackPort();
+  const std::string address = absl::StrCat("127.0.0.1:", port);
+  const std::string no_etcd = absl::StrCat("127.0.0.1:", FreeLoopbackPort());
+  std::unique_ptr<ServerProcess> pod =
+      ServerProcess::Spawn(data.path(), {"--listen=" + address, "--advertise_address=" + address,
+                                         "--etcd_endpoints=" + no_etcd, "--leader_ttl=2s"});
+  ASSERT_TRUE(
+      WaitFor([&] { return pod->ReadLog().find("no etcd lease yet") != std::string::npos; }));
+  absl::SleepFor(absl::Seconds(3));  // more than a TTL
+  const std::string log = pod->ReadLog();
+  EXPECT_EQ(log.find("is now primary"), std::string::npos) << log;
+  // Nothing is served: a write cannot be acknowledged by a pod that was never elected.
+  bloomclient::ClientOptions options;
+  options.timeout = absl::Seconds(1);
+  std::unique_ptr<bloomclient::BloomClient> client =
+      bloomclient::BloomClient::Connect(address, options);
+  const bloom::v1::FilterSpec spec = Spec();
+  absl::Status added = client->Add("alone", {"x"}, &spec).status();
+  EXPECT_FALSE(added.ok());
+  EXPECT_TRUE(absl::IsUnavailable(added) || absl::IsDeadlineExceeded(added)) << added;
 }
 
 }  // namespace
