@@ -15,6 +15,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "bloom/replication/v1/replication.grpc.pb.h"
@@ -113,6 +114,14 @@ int ReplicationStatus(bloomclient::BloomClient& client, bool json) {
     PrintJson(status);
     std::cout << "\n";
     return 0;
+  }
+  if (status.has_cluster()) {
+    const v1::StatusResponse::Cluster& cluster = status.cluster();
+    std::cout << "cluster:           " << cluster.name() << " (etcd), term " << cluster.term()
+              << ", primary " << cluster.leader() << " at " << cluster.leader_address() << "\n";
+    if (status.role() == v1::StatusResponse::ROLE_PRIMARY) {
+      std::cout << "sync set:          {" << absl::StrJoin(cluster.sync_set(), ",") << "}\n";
+    }
   }
   if (status.role() == v1::StatusResponse::ROLE_FOLLOWER) {
     std::cout << "role:              follower of " << status.primary() << "\n"

@@ -202,6 +202,18 @@ class StateCollector final : public prometheus::Collectable {
     is.gauge.value = 1;
     role.metric.push_back(std::move(is));
     out.push_back(std::move(role));
+    if (r.elected) {
+      out.push_back(Gauge("bloom_cluster_term",
+                          "The current term of the cluster's primary, elected through etcd (the "
+                          "leader key's creation revision: it only grows).",
+                          static_cast<double>(r.term)));
+      if (!r.follower) {
+        out.push_back(Gauge("bloom_cluster_sync_set_members",
+                            "Followers in the sync set this primary recorded in etcd, whose "
+                            "acknowledgements count.",
+                            static_cast<double>(r.sync_set_size)));
+      }
+    }
     if (r.follower) {
       out.push_back(Gauge("bloom_replica_connected",
                           "1 while this follower's stream from its primary is up.",

@@ -82,6 +82,11 @@ struct ReplicationFigures {
   std::vector<Follower> followers;
   uint64_t latest_sequence = 0;
   uint64_t ack_timeouts = 0;
+  // With failover through etcd: the current term and, on the primary, its sync set's size
+  // (elected false: no etcd).
+  bool elected = false;
+  int64_t term = 0;
+  size_t sync_set_size = 0;
 };
 
 class ServerMetrics {

@@ -163,6 +163,11 @@ void ReplicationService::SetFollower(const Follower* follower, std::string prima
   primary_ = std::move(primary);
 }
 
+void ReplicationService::SetClusterSource(std::function<ClusterView()> source) {
+  std::lock_guard<std::mutex> lock(mu_);
+  cluster_source_ = std::move(source);
+}
+
 grpc::Status ReplicationService::Status(grpc::ServerContext* context,
                                         const v1::StatusRequest* /*request*/,
                                         v1::StatusResponse* response) {
@@ -172,6 +177,15 @@ grpc::Status ReplicationService::Status(grpc::ServerContext* context,
   }
   response->set_sequence(store_->LatestSequence());
   std::lock_guard<std::mutex> lock(mu_);
+  if (cluster_source_) {
+    const ClusterView view = cluster_source_();
+    v1::StatusResponse::Cluster* cluster = response->mutable_cluster();
+    cluster->set_name(view.name);
+    cluster->set_term(view.term);
+    cluster->set_leader(view.leader);
+    cluster->set_leader_address(view.leader_address);
+    for (const std::string& name : view.sync_set) cluster->add_sync_set(name);
+  }
   if (follower_ != nullptr) {
     const FollowerStatus status = follower_->status();
     response->set_role(v1::StatusResponse::ROLE_FOLLOWER);

@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -62,6 +63,16 @@ class ReplicationService final
   // unset first with null). Unset: a primary.
   void SetFollower(const Follower* follower, std::string primary);
 
+  // With failover through etcd: what Status reports of the cluster (called per Status call).
+  struct ClusterView {
+    std::string name;
+    int64_t term = 0;
+    std::string leader;
+    std::string leader_address;
+    std::vector<std::string> sync_set;
+  };
+  void SetClusterSource(std::function<ClusterView()> source);
+
   // Ends the Tail streams (UNAVAILABLE: the followers reconnect) and refuses new ones.
   void Stop() {
     stopping_.store(true);
@@ -91,7 +102,8 @@ class ReplicationService final
   std::vector<std::pair<int, FollowerStream>> followers_;
   const Follower* follower_ = nullptr;  // guarded by mu_
   std::string primary_;
-  TailPump pump_{store_};  // last: its thread stops first
+  std::function<ClusterView()> cluster_source_;  // guarded by mu_
+  TailPump pump_{store_};                        // last: its thread stops first
 };
 
 }  // namespace replication

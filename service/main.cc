@@ -335,11 +335,11 @@ struct Node {
 
   // Stops in a fixed order: the log's streams, the calls (drained), the tailer, the store.
   absl::Status Stop() {
-    sync_set.reset();  // before the store's acknowledgements go
     if (replication != nullptr) replication->Stop();
     if (follower != nullptr) follower->Stop();
     if (server != nullptr) server->Shutdown();
     server.reset();
+    sync_set.reset();  // after the calls (Status reads it), before the store's acknowledgements
     follower.reset();
     forwarder.reset();
     const absl::Status closed = store->Close();
@@ -550,7 +550,27 @@ int main(int argc, char** argv) {
         !started.ok()) {
       return Fail(started.ToString());
     }
-    server_metrics->SetReplicationSource([&node] { return node.Figures(); });
+    if (failover != nullptr) {
+      const coordination::Role current = role;
+      const std::string cluster = config->replication.cluster;
+      auto view = [&node, current, cluster] {
+        replication::ReplicationService::ClusterView out{
+            cluster, current.term, current.leader.name, current.leader.address, {}};
+        if (node.sync_set != nullptr) out.sync_set = node.sync_set->recorded();
+        return out;
+      };
+      node.replication->SetClusterSource(view);
+      server_metrics->SetReplicationSource([&node, view] {
+        metrics::ReplicationFigures figures = node.Figures();
+        const replication::ReplicationService::ClusterView cluster = view();
+        figures.elected = true;
+        figures.term = cluster.term;
+        figures.sync_set_size = cluster.sync_set.size();
+        return figures;
+      });
+    } else {
+      server_metrics->SetReplicationSource([&node] { return node.Figures(); });
+    }
     LogServing(server_options, *node.server);
     if (!config->port_file.empty() && !port_file_written) {
       if (absl::Status written = WritePortFile(config->port_file, node.server->port(),

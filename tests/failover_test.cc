@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "bloom/replication/v1/replication.grpc.pb.h"
 #include "client/bloom_client.h"
 #include "common/testing.h"
 #include "coordination/cluster_state.h"
@@ -151,6 +152,39 @@ TEST_F(FailoverTest, AKilledPrimaryIsReplacedAndRejoinsAsAFollower) {
     return true;
   }));
   ExpectAllAcknowledgedPresent(primary);
+}
+
+TEST_F(FailoverTest, StatusSaysTheTermThePrimaryAndItsSyncSet) {
+  int primary = -1;
+  ASSERT_TRUE(WaitFor([&] { return (primary = Primary()) >= 0; }));
+  absl::StatusOr<coordination::KeyValue> leader =
+      etcd_client_->Get(coordination::LeaderKey(kCluster));
+  ASSERT_TRUE(leader.ok()) << leader.status();
+  namespace v1 = bloom::replication::v1;
+  auto status_of = [&](int i) {
+    auto stub = v1::ReplicationService::NewStub(
+        grpc::CreateChannel(Target(i), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+    v1::StatusResponse status;
+    EXPECT_TRUE(stub->Status(&context, {}, &status).ok());
+    return status;
+  };
+  // The primary's sync set fills as its two followers connect.
+  ASSERT_TRUE(WaitFor([&] { return status_of(primary).cluster().sync_set_size() == 2; }));
+  for (int i = 0; i < 3; ++i) {
+    const v1::StatusResponse status = status_of(i);
+    EXPECT_EQ(status.role(),
+              i == primary ? v1::StatusResponse::ROLE_PRIMARY : v1::StatusResponse::ROLE_FOLLOWER)
+        << i;
+    EXPECT_EQ(status.cluster().name(), kCluster);
+    EXPECT_EQ(status.cluster().term(), leader->create_revision) << i;
+    EXPECT_EQ(status.cluster().leader_address(), Target(primary)) << i;
+  }
+  const v1::StatusResponse primary_status = status_of(primary);
+  for (const std::string& name : primary_status.cluster().sync_set()) {
+    EXPECT_NE(name, Target(primary));  // its followers, by their member names
+  }
 }
 
 TEST_F(FailoverTest, AStoppedPrimaryHandsOverAtOnce) {
