@@ -349,10 +349,12 @@ struct Node {
 };
 
 // The latest sequence in the data dir (0 if it holds no database yet): what this pod holds
-// when it joins an election. Opened and closed as a replica, which writes nothing.
+// when it joins an election. Opened and closed as a replica, which writes nothing, and lazily,
+// so that no filter is loaded only to be dropped again (the incarnation opens it for real).
 absl::StatusOr<uint64_t> HeldSequence(storage::StoreOptions options) {
   if (!std::filesystem::exists(std::filesystem::path(options.data_dir) / "CURRENT")) return 0;
   options.replica = true;
+  options.lazy_start = true;
   options.background_checkpoints = false;
   options.may_acknowledge = nullptr;
   absl::StatusOr<std::unique_ptr<storage::FilterStore>> store = storage::FilterStore::Open(options);
