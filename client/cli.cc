@@ -46,6 +46,11 @@ commands:
   health                      exit 0 if the server reports SERVING (grpc.health.v1)
   replication                 the server's role (primary or follower) and replication figures:
                               a follower's primary, sequence and lag; a primary's followers
+  switchover [--to=NAME]      move the primary (failover through etcd) to the follower NAME
+                              (its member name; default: the follower holding the most),
+                              losing no acknowledged write; --server may name any pod.
+                              Writes pause until NAME leads (about a second); --timeout
+                              bounds the wait for NAME to catch up
   hash-token                  read a token on stdin, print the line digest for a token file
 
 security (for servers with TLS or --auth_token_file):
@@ -101,15 +106,24 @@ int Error(const absl::Status& status) {
 
 void PrintJson(const google::protobuf::Message& message);
 
-// bloom-cli replication: bloom.replication.v1.ReplicationService/Status, printed.
-int ReplicationStatus(bloomclient::BloomClient& client, bool json) {
+absl::StatusOr<bloom::replication::v1::StatusResponse> CallStatus(
+    const bloomclient::BloomClient& client) {
   namespace v1 = bloom::replication::v1;
   grpc::ClientContext context;
   client.PrepareContext(context);
   v1::StatusResponse status;
   const absl::Status called = bloomclient::FromGrpcStatus(
       v1::ReplicationService::NewStub(client.channel())->Status(&context, {}, &status));
-  if (!called.ok()) return Error(called);
+  if (!called.ok()) return called;
+  return status;
+}
+
+// bloom-cli replication: bloom.replication.v1.ReplicationService/Status, printed.
+int ReplicationStatus(bloomclient::BloomClient& client, bool json) {
+  namespace v1 = bloom::replication::v1;
+  absl::StatusOr<v1::StatusResponse> called = CallStatus(client);
+  if (!called.ok()) return Error(called.status());
+  const v1::StatusResponse& status = *called;
   if (json) {
     PrintJson(status);
     std::cout << "\n";
@@ -144,6 +158,75 @@ int ReplicationStatus(bloomclient::BloomClient& client, bool json) {
               << status.sequence() - std::min(status.sequence(), f.durable_sequence()) << "\n";
   }
   return 0;
+}
+
+// bloom-cli switchover: asks the primary (found through the pod named by --server) to hand
+// over, then waits until a pod reports the new primary in a later term.
+int Switchover(const bloomclient::BloomClient& client, const std::string& server,
+               const bloomclient::ClientOptions& options, const std::string& to, bool json) {
+  namespace v1 = bloom::replication::v1;
+  absl::StatusOr<v1::StatusResponse> status = CallStatus(client);
+  if (!status.ok()) return Error(status.status());
+  if (!status->has_cluster()) {
+    return Error(absl::FailedPreconditionError(
+        absl::StrCat(server,
+                     " is not in a cluster that elects its primary through etcd (it "
+                     "runs without --etcd_endpoints): there is nothing to switch over")));
+  }
+  // The primary is asked directly: only it can hand over.
+  std::unique_ptr<bloomclient::BloomClient> opened;
+  const bloomclient::BloomClient* primary = &client;
+  if (status->role() != v1::StatusResponse::ROLE_PRIMARY) {
+    absl::StatusOr<std::unique_ptr<bloomclient::BloomClient>> other =
+        bloomclient::BloomClient::Open(status->cluster().leader_address(), options);
+    if (!other.ok()) return Error(other.status());
+    opened = *std::move(other);
+    primary = opened.get();
+  }
+  grpc::ClientContext context;
+  primary->PrepareContext(context);
+  v1::SwitchoverRequest request;
+  request.set_to(to);
+  v1::SwitchoverResponse response;
+  const absl::Status called =
+      bloomclient::FromGrpcStatus(v1::ReplicationService::NewStub(primary->channel())
+                                      ->Switchover(&context, request, &response));
+  if (!called.ok()) return Error(called);
+  if (response.primary() == status->cluster().leader()) {
+    if (json) {
+      PrintJson(response);
+      std::cout << "\n";
+    } else {
+      std::cout << response.primary() << " is the primary already\n";
+    }
+    return 0;
+  }
+  // The new primary's election takes about a second; the pod asked may restart in its new role
+  // meanwhile, so failed calls are retried.
+  const absl::Time give_up = absl::Now() + std::max(options.timeout, absl::Seconds(15));
+  while (true) {
+    absl::StatusOr<v1::StatusResponse> now = CallStatus(*primary);
+    if (now.ok() && now->cluster().term() > response.term() &&
+        now->cluster().leader() == response.primary()) {
+      if (json) {
+        PrintJson(*now);
+        std::cout << "\n";
+      } else {
+        std::cout << "handed over from " << status->cluster().leader() << " to "
+                  << response.primary() << " at sequence " << response.sequence() << "; "
+                  << response.primary() << " leads term " << now->cluster().term() << "\n";
+      }
+      return 0;
+    }
+    if (absl::Now() >= give_up) {
+      return Error(absl::DeadlineExceededError(
+          absl::StrCat(status->cluster().leader(), " handed over to ", response.primary(),
+                       " at sequence ", response.sequence(),
+                       ", but no pod reported it primary in time; see bloom-cli "
+                       "replication")));
+    }
+    absl::SleepFor(absl::Milliseconds(100));
+  }
 }
 
 void PrintJson(const google::protobuf::Message& message) {
@@ -335,6 +418,7 @@ int Run(const Args& args) {
     return *serving ? 0 : 1;
   }
   if (command == "replication") return ReplicationStatus(*client, json);
+  if (command == "switchover") return Switchover(*client, server, options, args.Get("to"), json);
   const std::string name = args.positional.size() > 1 ? args.positional[1] : "";
   if (command != "list" && name.empty()) return Usage(absl::StrCat(command, " needs a NAME"));
   const std::vector<std::string> items(

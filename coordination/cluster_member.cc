@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "common/status_macros.h"
 
 namespace coordination {
 namespace {
@@ -84,30 +85,77 @@ Role ClusterMember::role() const {
 }
 
 bool ClusterMember::MayAcknowledge() const {
-  if (!primary_.load()) return false;
+  if (!primary_.load() || handing_over_.load()) return false;
   std::shared_ptr<LeaseKeeper> lease = keeper();
   return lease != nullptr && lease->Held();
 }
 
 absl::Status ClusterMember::RecordSyncSet(std::vector<std::string> followers) {
-  int64_t term = 0;
+  std::lock_guard<std::mutex> writing(sync_write_mu_);
+  SyncSet set{options_.name, 0, options_.required_acks, std::move(followers)};
+  std::sort(set.names.begin(), set.names.end());
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (role_.kind != Role::Kind::kPrimary) {
       return absl::FailedPreconditionError("only the primary records the sync set");
     }
-    term = role_.term;
+    set.term = role_.term;
+    set.handover_to = handover_to_;
+    set.handover_sequence = handover_sequence_;
   }
-  std::sort(followers.begin(), followers.end());
-  const SyncSet set{options_.name, term, options_.required_acks, std::move(followers)};
-  absl::StatusOr<bool> written = etcd_->PutIfKeyCreatedAt(LeaderKey(options_.cluster), term,
+  RETURN_IF_ERROR(WriteSyncSet(set));
+  std::lock_guard<std::mutex> lock(mu_);
+  if (role_.term == set.term) recorded_names_ = set.names;
+  return absl::OkStatus();
+}
+
+absl::Status ClusterMember::WriteSyncSet(const SyncSet& set) {
+  absl::StatusOr<bool> written = etcd_->PutIfKeyCreatedAt(LeaderKey(options_.cluster), set.term,
                                                           SyncKey(options_.cluster), Encode(set));
   if (!written.ok()) return written.status();
   if (!*written) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("the leader key of term ", term, " is gone: this pod is no longer primary"));
+    return absl::FailedPreconditionError(absl::StrCat("the leader key of term ", set.term,
+                                                      " is gone: this pod is no longer primary"));
   }
   return absl::OkStatus();
+}
+
+absl::Status ClusterMember::BeginHandOver() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (role_.kind != Role::Kind::kPrimary || stop_) {
+    return absl::FailedPreconditionError("this pod is not the primary: only it can hand over");
+  }
+  handing_over_.store(true);
+  return absl::OkStatus();
+}
+
+void ClusterMember::CancelHandOver() { handing_over_.store(false); }
+
+absl::Status ClusterMember::HandOver(const std::string& to, uint64_t sequence) {
+  std::shared_ptr<LeaseKeeper> lease;
+  {
+    std::lock_guard<std::mutex> writing(sync_write_mu_);
+    SyncSet set{options_.name, 0, options_.required_acks, {}};
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!handing_over_.load() || role_.kind != Role::Kind::kPrimary) {
+        return absl::FailedPreconditionError(
+            "not handing over: this pod is no longer primary, or the handover was not begun");
+      }
+      set.term = role_.term;
+      set.names = recorded_names_;
+      handover_to_ = set.handover_to = to;
+      handover_sequence_ = set.handover_sequence = sequence;
+      lease = keeper_;
+    }
+    RETURN_IF_ERROR(WriteSyncSet(set));
+  }
+  bloomlog::LogInfo(absl::StrCat("cluster ", options_.cluster, ": ", options_.name,
+                                 " hands over to ", to, " at sequence ", sequence));
+  primary_.store(false);
+  // The member key and the leader key go with the lease; the member thread, watching the
+  // leader key, campaigns again with a new lease.
+  return lease->Revoke();
 }
 
 absl::Status ClusterMember::Resign() {
@@ -149,6 +197,10 @@ void ClusterMember::SetRole(const Role& role) {
     }
     if (stop_) return;
     role_ = role;
+    recorded_names_.clear();
+    handover_to_.clear();
+    handover_sequence_ = 0;
+    handing_over_.store(false);
     primary_.store(role.kind == Role::Kind::kPrimary);
   }
   if (role.term > last_term_) last_term_ = role.term;

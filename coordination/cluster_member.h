@@ -20,6 +20,11 @@
 // 4. the others wait for a leader, and hold the round again (rewriting their records) if
 //    none comes.
 //
+// A planned switchover (HandOver) is the primary's: it stops acknowledging (BeginHandOver),
+// waits until the target holds every write it holds, records the target in its sync set, and
+// ends its lease; the election that follows makes the target primary (the takeover rule puts a
+// handover first), and this member takes part in it as any other, with a new lease.
+//
 // Roles change only on this member's thread, in order, through on_role: kNone while it has no
 // lease or the cluster has no leader, kPrimary with the term it won, kFollower with the leader
 // to follow. A primary whose lease is lost (or whose leader key is gone) becomes kNone at once
@@ -85,6 +90,7 @@ class ClusterMember {
   ClusterMember& operator=(const ClusterMember&) = delete;
 
   Role role() const;
+  const std::string& name() const { return options_.name; }
   // The fence: true only while this member is the primary and its lease is certainly held.
   bool MayAcknowledge() const;
   // As primary: records `followers` as the sync set of this term, before their
@@ -95,6 +101,17 @@ class ClusterMember {
   // so another member can take over without waiting for the TTL), and stops taking part.
   absl::Status Resign();
 
+  // A planned switchover, in three steps. BeginHandOver closes the fence (MayAcknowledge turns
+  // false) while this member stays primary; FAILED_PRECONDITION if it is not the primary.
+  absl::Status BeginHandOver();
+  // Opens the fence again (the target did not catch up in time).
+  void CancelHandOver();
+  // Once `to` holds every write up to `sequence` (which must cover every write this member may
+  // have acknowledged: read after BeginHandOver): records the handover in the sync set of this
+  // term, then ends the lease; the member goes on, without a role until the election that
+  // follows. FAILED_PRECONDITION without BeginHandOver or when no longer primary.
+  absl::Status HandOver(const std::string& to, uint64_t sequence);
+
  private:
   ClusterMember(EtcdClient* etcd, ClusterMemberOptions options);
   void Loop();
@@ -104,6 +121,8 @@ class ClusterMember {
   void Elect();
   void FollowLeader(const KeyValue& leader_key, int64_t revision);
   void SetRole(const Role& role);
+  // Writes `set` if the leader key of its term still stands.
+  absl::Status WriteSyncSet(const SyncSet& set);
   // Sleeps up to `duration`; false if the member is stopping.
   bool Pause(absl::Duration duration);
   std::shared_ptr<LeaseKeeper> keeper() const;
@@ -114,12 +133,21 @@ class ClusterMember {
 
   mutable std::mutex mu_;
   std::condition_variable wake_;
-  bool stop_ = false;                    // guarded by mu_
-  Role role_;                            // guarded by mu_
-  std::shared_ptr<LeaseKeeper> keeper_;  // guarded by mu_
-  std::shared_ptr<EtcdWatch> watch_;     // guarded by mu_: cancelled to end a wait
-  std::atomic<bool> primary_{false};     // role_.kind == kPrimary, read without the lock
-  int64_t last_term_ = 0;                // the member thread's only
+  bool stop_ = false;                      // guarded by mu_
+  Role role_;                              // guarded by mu_
+  std::shared_ptr<LeaseKeeper> keeper_;    // guarded by mu_
+  std::shared_ptr<EtcdWatch> watch_;       // guarded by mu_: cancelled to end a wait
+  std::atomic<bool> primary_{false};       // role_.kind == kPrimary, read without the lock
+  std::atomic<bool> handing_over_{false};  // between BeginHandOver and the next role
+  // The sync set last recorded in this term (names, and a handover once HandOver wrote one):
+  // RecordSyncSet keeps the handover in every later record of the term.
+  std::vector<std::string> recorded_names_;  // guarded by mu_
+  std::string handover_to_;                  // guarded by mu_
+  uint64_t handover_sequence_ = 0;           // guarded by mu_
+  // Held across each write of the sync set, so that a record read before a handover cannot
+  // land after it.
+  std::mutex sync_write_mu_;
+  int64_t last_term_ = 0;                               // the member thread's only
   absl::Time last_refusal_log_ = absl::InfinitePast();  // the member thread's only
   std::thread thread_;
 };

@@ -70,8 +70,14 @@ std::string Encode(const LeaderRecord& record) {
 }
 
 std::string Encode(const SyncSet& set) {
-  return absl::StrCat("leader=", set.leader, " term=", set.term, " required=", set.required,
-                      " names=", absl::StrJoin(set.names, ","));
+  std::string text =
+      absl::StrCat("leader=", set.leader, " term=", set.term, " required=", set.required,
+                   " names=", absl::StrJoin(set.names, ","));
+  if (!set.handover_to.empty()) {
+    absl::StrAppend(&text, " handover_to=", set.handover_to,
+                    " handover_sequence=", set.handover_sequence);
+  }
+  return text;
 }
 
 absl::StatusOr<MemberRecord> DecodeMember(absl::string_view text) {
@@ -120,6 +126,15 @@ absl::StatusOr<SyncSet> DecodeSyncSet(absl::string_view text) {
   for (absl::string_view name : absl::StrSplit(names->second, ',', absl::SkipEmpty())) {
     set.names.emplace_back(name);
   }
+  if (words->count("handover_to") > 0) {
+    absl::StatusOr<std::string> to = Text(*words, "handover_to", kWhat);
+    absl::StatusOr<uint64_t> sequence = Number<uint64_t>(*words, "handover_sequence", kWhat);
+    for (const absl::Status& status : {to.status(), sequence.status()}) {
+      if (!status.ok()) return status;
+    }
+    set.handover_to = *to;
+    set.handover_sequence = *sequence;
+  }
   return set;
 }
 
@@ -134,6 +149,19 @@ std::string ElectionKey(absl::string_view cluster) { return absl::StrCat(cluster
 TakeoverDecision MayTakeOver(const std::string& me, const std::vector<MemberRecord>& members,
                              const SyncSet* sync) {
   TakeoverDecision decision;
+  if (sync != nullptr && !sync->handover_to.empty()) {
+    for (const MemberRecord& member : members) {
+      if (member.name == sync->handover_to && member.sequence >= sync->handover_sequence) {
+        decision.allowed = member.name == me;
+        decision.candidate = member.name;
+        decision.reason = absl::StrCat("the primary of term ", sync->term, " (", sync->leader,
+                                       ") handed over to ", member.name, ", which holds sequence ",
+                                       member.sequence, " (", sync->handover_sequence, " needed)");
+        return decision;
+      }
+    }
+    // The target is down (or lost its data): the ordinary rule, which the set still allows.
+  }
   std::vector<const MemberRecord*> counted;  // the members that may be chosen
   if (sync == nullptr || sync->required == 0) {
     for (const MemberRecord& member : members) counted.push_back(&member);

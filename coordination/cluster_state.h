@@ -13,7 +13,7 @@
 //                             primary went). The winner deletes it as it takes the leader key
 //   <cluster>/sync            SyncSet: the followers whose acknowledgements count, written by
 //                             the primary before it counts any of theirs (Patroni's
-//                             synchronous mode)
+//                             synchronous mode), and a planned switchover's target
 //
 // The takeover rule (MayTakeOver), for a primary that ran with --min_replica_acks=N >= 1 and
 // recorded K followers in the sync set:
@@ -29,6 +29,10 @@
 // write acknowledged so far, and joins it (the set written) before its acknowledgements count:
 // the primary's side of the rule. A new primary starts with an empty set: until its followers
 // hold what it held when it took over, only it can lead.
+// A planned switchover comes first: a primary hands over only after it stopped acknowledging
+// writes and the target acknowledged every write it holds (handover_sequence). That target
+// holds every acknowledged write, whatever N is, so once it has said it holds at least that
+// much it takes over, and nobody else may while it is up.
 // With N = 0 nothing guarantees that: the member holding the most of those up takes over, and
 // writes only the old primary had are lost (README, "High availability"). Before any sync set
 // was written no write was acknowledged, so any member may lead.
@@ -70,6 +74,10 @@ struct SyncSet {
   int64_t term = 0;                // its term
   int required = 0;                // its --min_replica_acks
   std::vector<std::string> names;  // the followers whose acknowledgements count
+  // Set by a primary handing over (a planned switchover): the member to take over, which
+  // holds every write up to handover_sequence, the last this primary may have acknowledged.
+  std::string handover_to;
+  uint64_t handover_sequence = 0;
 };
 
 std::string Encode(const MemberRecord& record);

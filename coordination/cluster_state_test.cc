@@ -39,6 +39,14 @@ TEST(ClusterRecordsTest, RoundTripAsText) {
   absl::StatusOr<SyncSet> empty = DecodeSyncSet(Encode(SyncSet{"pod-0", 8, 1, {}}));
   ASSERT_TRUE(empty.ok()) << empty.status();
   EXPECT_TRUE(empty->names.empty());
+  EXPECT_TRUE(empty->handover_to.empty());
+  SyncSet handing_over{"pod-0", 8, 1, {"pod-1"}};
+  handing_over.handover_to = "pod-1";
+  handing_over.handover_sequence = 77;
+  absl::StatusOr<SyncSet> handover = DecodeSyncSet(Encode(handing_over));
+  ASSERT_TRUE(handover.ok()) << handover.status();
+  EXPECT_EQ(handover->handover_to, "pod-1");
+  EXPECT_EQ(handover->handover_sequence, 77u);
 
   // A later version's extra words are passed over.
   EXPECT_TRUE(DecodeLeader("name=a address=b:1 start_sequence=3 zone=eu").ok());
@@ -56,6 +64,8 @@ TEST(ClusterRecordsTest, MalformedRecordsNameWhatIsWrong) {
   EXPECT_TRUE(
       absl::IsInvalidArgument(DecodeSyncSet("leader=a term=1 required=-1 names=").status()));
   EXPECT_TRUE(absl::IsInvalidArgument(DecodeSyncSet("leader=a term=1 required=1").status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      DecodeSyncSet("leader=a term=1 required=1 names= handover_to=b").status()));
 }
 
 TEST(TakeoverRuleTest, WithoutASyncSetTheMemberHoldingTheMostLeads) {
@@ -129,6 +139,34 @@ TEST(TakeoverRuleTest, AnEmptySetWithAcksLetsOnlyItsPrimaryLead) {
   const SyncSet sync{"pod-1", 9, 1, {}};
   EXPECT_FALSE(MayTakeOver("pod-2", {Member("pod-2", 50)}, &sync).allowed);
   EXPECT_TRUE(MayTakeOver("pod-1", {Member("pod-1", 60), Member("pod-2", 50)}, &sync).allowed);
+}
+
+TEST(TakeoverRuleTest, APlannedSwitchoverNamesItsTargetWhileItIsUp) {
+  SyncSet sync{"pod-0", 5, 1, {"pod-1", "pod-2"}};
+  sync.handover_to = "pod-2";
+  sync.handover_sequence = 40;
+  // The old primary is back and holds the most, and pod-1 is in the set: pod-2 still leads.
+  const std::vector<MemberRecord> members = {Member("pod-0", 41), Member("pod-1", 40),
+                                             Member("pod-2", 40)};
+  EXPECT_TRUE(MayTakeOver("pod-2", members, &sync).allowed);
+  EXPECT_FALSE(MayTakeOver("pod-0", members, &sync).allowed);
+  EXPECT_FALSE(MayTakeOver("pod-1", members, &sync).allowed);
+  EXPECT_EQ(MayTakeOver("pod-1", members, &sync).candidate, "pod-2");
+  // Even with min_replica_acks=0, and outside the set.
+  sync.required = 0;
+  sync.names.clear();
+  EXPECT_TRUE(MayTakeOver("pod-2", members, &sync).allowed);
+  // A target holding less than it was handed (its data dir was replaced) does not: the
+  // ordinary rule decides.
+  const std::vector<MemberRecord> behind = {Member("pod-0", 41), Member("pod-2", 39)};
+  EXPECT_FALSE(MayTakeOver("pod-2", behind, &sync).allowed);
+  EXPECT_TRUE(MayTakeOver("pod-0", behind, &sync).allowed);
+  // Nor does a target that is down: the old primary, back, leads again; a follower alone
+  // cannot be sure it holds every acknowledged write.
+  sync.required = 1;
+  sync.names = {"pod-1", "pod-2"};
+  EXPECT_TRUE(MayTakeOver("pod-0", {Member("pod-0", 41), Member("pod-1", 40)}, &sync).allowed);
+  EXPECT_FALSE(MayTakeOver("pod-1", {Member("pod-1", 40)}, &sync).allowed);
 }
 
 }  // namespace

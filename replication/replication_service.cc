@@ -1,5 +1,6 @@
 #include "replication/replication_service.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <utility>
@@ -20,6 +21,10 @@ constexpr const char* kSnapshotDir = "replication-snapshots";
 // RESOURCE_EXHAUSTED (a follower retries).
 constexpr int kMaxTails = 16;
 constexpr int kMaxSnapshots = 2;
+// How long a switchover may wait for its target to catch up: the call's deadline, at most the
+// longer bound; the shorter one without a deadline.
+constexpr absl::Duration kSwitchoverDefaultWait = absl::Seconds(10);
+constexpr absl::Duration kSwitchoverMaxWait = absl::Minutes(1);
 
 // Takes one of `limit` slots of `count` for the scope, or none (Taken() false) when all are
 // taken.
@@ -208,6 +213,49 @@ grpc::Status ReplicationService::Status(grpc::ServerContext* context,
     out->set_sent_sequence(follower.sent_sequence);
     out->set_durable_sequence(follower.durable_sequence);
   }
+  return grpc::Status::OK;
+}
+
+void ReplicationService::SetSwitchoverHandler(SwitchoverHandler handler) {
+  std::lock_guard<std::mutex> lock(mu_);
+  switchover_ = std::move(handler);
+}
+
+grpc::Status ReplicationService::Switchover(grpc::ServerContext* context,
+                                            const v1::SwitchoverRequest* request,
+                                            v1::SwitchoverResponse* response) {
+  if (grpc::Status admitted = Admit(context, service::Role::kWrite, /*primary_only=*/false);
+      !admitted.ok()) {
+    return admitted;
+  }
+  SwitchoverHandler handler;
+  std::string primary;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    handler = switchover_;
+    if (cluster_source_) {
+      const ClusterView view = cluster_source_();
+      primary = absl::StrCat(view.leader, " at ", view.leader_address);
+    }
+  }
+  if (primary.empty()) {
+    return {grpc::StatusCode::FAILED_PRECONDITION,
+            "switchover needs failover through etcd (--etcd_endpoints): without it the primary "
+            "is whichever pod the others --replicate_from"};
+  }
+  if (!handler) {
+    return {grpc::StatusCode::FAILED_PRECONDITION,
+            absl::StrCat("this pod is not the primary: call the primary (", primary, ")")};
+  }
+  // Bounded: the primary refuses writes while it waits.
+  const absl::Time now = absl::Now();
+  absl::Time deadline = now + kSwitchoverDefaultWait;
+  if (context->deadline() != std::chrono::system_clock::time_point::max()) {
+    deadline = std::min(absl::FromChrono(context->deadline()), now + kSwitchoverMaxWait);
+  }
+  absl::StatusOr<v1::SwitchoverResponse> done = handler(request->to(), deadline);
+  if (!done.ok()) return ToGrpc(done.status());
+  *response = *std::move(done);
   return grpc::Status::OK;
 }
 

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "bloom/replication/v1/replication.grpc.pb.h"
 #include "replication/follower.h"
@@ -59,6 +60,9 @@ class ReplicationService final
   grpc::Status Status(grpc::ServerContext* context,
                       const bloom::replication::v1::StatusRequest* request,
                       bloom::replication::v1::StatusResponse* response) override;
+  grpc::Status Switchover(grpc::ServerContext* context,
+                          const bloom::replication::v1::SwitchoverRequest* request,
+                          bloom::replication::v1::SwitchoverResponse* response) override;
   // On a follower: what Status reports of it (the follower must outlive this service, or be
   // unset first with null). Unset: a primary.
   void SetFollower(const Follower* follower, std::string primary);
@@ -72,6 +76,12 @@ class ReplicationService final
     std::vector<std::string> sync_set;
   };
   void SetClusterSource(std::function<ClusterView()> source);
+  // On a primary elected through etcd: what Switchover runs (service::Failover::Switchover),
+  // given the target's name (empty: any) and when to give up. Unset: FAILED_PRECONDITION.
+  using SwitchoverHandler =
+      std::function<absl::StatusOr<bloom::replication::v1::SwitchoverResponse>(
+          const std::string& to, absl::Time deadline)>;
+  void SetSwitchoverHandler(SwitchoverHandler handler);
 
   // Ends the Tail streams (UNAVAILABLE: the followers reconnect) and refuses new ones.
   void Stop() {
@@ -103,6 +113,7 @@ class ReplicationService final
   const Follower* follower_ = nullptr;  // guarded by mu_
   std::string primary_;
   std::function<ClusterView()> cluster_source_;  // guarded by mu_
+  SwitchoverHandler switchover_;                 // guarded by mu_
   TailPump pump_{store_};                        // last: its thread stops first
 };
 

@@ -1,15 +1,25 @@
 // Failover (failover.h): the member, its roles, and what this pod holds.
 #include "service/failover.h"
 
+#include <algorithm>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/status_macros.h"
 
 namespace service {
 namespace {
 
 // Each etcd call's own bound: well under a lease's TTL.
 constexpr absl::Duration kEtcdCallTimeout = absl::Seconds(2);
+// A switchover waits this long after closing the fence before it reads the sequence to hand
+// over at, for writes that passed the fence just before it closed; later ones are caught by
+// reading it again once the target holds it.
+constexpr absl::Duration kInFlightWrites = absl::Milliseconds(20);
+constexpr absl::Duration kSwitchoverPoll = absl::Milliseconds(5);
 
 }  // namespace
 
@@ -80,5 +90,71 @@ std::function<bool()> Failover::Fence() const {
 }
 
 absl::Status Failover::Resign() { return member_->Resign(); }
+
+absl::StatusOr<Failover::Handover> Failover::Switchover(
+    const std::string& to, absl::Time deadline,
+    const std::function<std::vector<FollowerProgress>()>& followers,
+    const std::function<uint64_t()>& latest) {
+  const coordination::Role role = member_->role();
+  if (role.kind != coordination::Role::Kind::kPrimary) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("this pod is not the primary: call the primary (", role.leader.name, " at ",
+                     role.leader.address, ")"));
+  }
+  if (to == member_->name()) return Handover{to, latest(), role.term};
+  // The highest sequence a follower named `name` acknowledged on any of its streams (-1: none
+  // connected).
+  auto durable = [&followers](const std::string& name) {
+    int64_t most = -1;
+    for (const FollowerProgress& follower : followers()) {
+      if (follower.name == name) {
+        most = std::max(most, static_cast<int64_t>(follower.durable_sequence));
+      }
+    }
+    return most;
+  };
+  std::string target = to;
+  const std::vector<FollowerProgress> now = followers();
+  if (target.empty()) {
+    uint64_t most = 0;
+    for (const FollowerProgress& follower : now) {
+      if (target.empty() || follower.durable_sequence > most) {
+        target = follower.name;
+        most = follower.durable_sequence;
+      }
+    }
+    if (target.empty()) {
+      return absl::FailedPreconditionError("no follower is connected to hand over to");
+    }
+  } else if (durable(target) < 0) {
+    std::vector<std::string> names;
+    for (const FollowerProgress& follower : now) names.push_back(follower.name);
+    return absl::FailedPreconditionError(
+        absl::StrCat(target, " is not following this primary (its followers: ",
+                     names.empty() ? "none" : absl::StrJoin(names, ", "), ")"));
+  }
+  RETURN_IF_ERROR(member_->BeginHandOver());
+  absl::SleepFor(kInFlightWrites);
+  uint64_t sequence = latest();
+  while (true) {
+    while (durable(target) < static_cast<int64_t>(sequence)) {
+      if (absl::Now() >= deadline) {
+        member_->CancelHandOver();
+        return absl::DeadlineExceededError(absl::StrCat(
+            target, " did not acknowledge sequence ", sequence, " in time (it holds ",
+            std::max<int64_t>(durable(target), 0), "): not handed over; writes are taken again"));
+      }
+      absl::SleepFor(kSwitchoverPoll);
+    }
+    const uint64_t again = latest();
+    if (again == sequence) break;
+    sequence = again;
+  }
+  if (absl::Status handed = member_->HandOver(target, sequence); !handed.ok()) {
+    member_->CancelHandOver();
+    return handed;
+  }
+  return Handover{target, sequence, role.term};
+}
 
 }  // namespace service

@@ -17,8 +17,11 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "coordination/cluster_member.h"
 #include "coordination/etcd_client.h"
 #include "service/server_flags.h"
@@ -47,6 +50,28 @@ class Failover {
   coordination::ClusterMember* member() const { return member_.get(); }
   // Ends this pod's lease, so another pod takes over without waiting for its TTL.
   absl::Status Resign();
+
+  // A planned switchover from this pod, the primary, to the follower named `to` (empty: the
+  // follower that holds the most): writes are refused from now on (UNAVAILABLE, retried by
+  // clients), and once `to` holds every write this pod holds, the handover is recorded in etcd
+  // and this pod's lease ends; `to` wins the election that follows, and this pod follows it.
+  // `followers` lists each connected follower's name and durable sequence; `latest` is this
+  // pod's latest sequence. FAILED_PRECONDITION if this pod is not the primary or `to` is not a
+  // connected follower; DEADLINE_EXCEEDED if `to` does not catch up by `deadline` (writes are
+  // taken again, as before). `to` naming this pod is done already.
+  struct FollowerProgress {
+    std::string name;
+    uint64_t durable_sequence = 0;
+  };
+  struct Handover {
+    std::string to;
+    uint64_t sequence = 0;  // every write up to this is on `to`
+    int64_t term = 0;       // the term that ended (or goes on, when `to` is this pod)
+  };
+  absl::StatusOr<Handover> Switchover(
+      const std::string& to, absl::Time deadline,
+      const std::function<std::vector<FollowerProgress>()>& followers,
+      const std::function<uint64_t()>& latest);
 
  private:
   Failover() = default;

@@ -53,6 +53,9 @@ const char* malloc_conf = "background_thread:true";
 
 namespace {
 
+// How long a primary told to stop waits for a follower to catch up before it hands over.
+constexpr absl::Duration kHandOverOnStop = absl::Seconds(5);
+
 // SIGTERM/SIGINT arrive on whichever thread the kernel picks (gRPC starts threads before
 // main); the handler only writes the signal number to a pipe that main() waits on.
 int shutdown_pipe[2] = {-1, -1};
@@ -348,6 +351,45 @@ struct Node {
   }
 };
 
+// A switchover from this primary (the Switchover call): followers as its replication service
+// sees them.
+absl::StatusOr<bloom::replication::v1::SwitchoverResponse> SwitchOver(Node& node,
+                                                                      service::Failover& failover,
+                                                                      const std::string& to,
+                                                                      absl::Time deadline) {
+  auto followers = [&node] {
+    std::vector<service::Failover::FollowerProgress> out;
+    for (const replication::FollowerStream& f : node.replication->Followers()) {
+      out.push_back({f.name, f.durable_sequence});
+    }
+    return out;
+  };
+  auto latest = [&node] { return node.store->LatestSequence(); };
+  absl::StatusOr<service::Failover::Handover> handover =
+      failover.Switchover(to, deadline, followers, latest);
+  if (!handover.ok()) return handover.status();
+  bloom::replication::v1::SwitchoverResponse response;
+  response.set_primary(handover->to);
+  response.set_sequence(handover->sequence);
+  response.set_term(handover->term);
+  return response;
+}
+
+// A primary told to stop hands over to the follower holding the most first, if one is
+// connected: writes then pause for an election's settle time instead of the lease's TTL, and
+// the new primary needs no other member of the sync set to be up (a rolling upgrade stops
+// pods one by one).
+void HandOverBeforeStopping(Node& node, service::Failover& failover) {
+  absl::StatusOr<bloom::replication::v1::SwitchoverResponse> handed =
+      SwitchOver(node, failover, "", absl::Now() + kHandOverOnStop);
+  if (handed.ok()) {
+    bloomlog::LogInfo(absl::StrCat("handed over to ", handed->primary(), " at sequence ",
+                                   handed->sequence(), " before stopping"));
+  } else {
+    bloomlog::LogInfo(absl::StrCat("stopping without handing over: ", handed.status().message()));
+  }
+}
+
 // The latest sequence in the data dir (0 if it holds no database yet): what this pod holds
 // when it joins an election. Opened and closed as a replica, which writes nothing, and lazily,
 // so that no filter is loaded only to be dropped again (the incarnation opens it for real).
@@ -562,6 +604,12 @@ int main(int argc, char** argv) {
         return out;
       };
       node.replication->SetClusterSource(view);
+      if (!config->store.replica) {
+        node.replication->SetSwitchoverHandler(
+            [&node, &failover](const std::string& to, absl::Time deadline) {
+              return SwitchOver(node, *failover, to, deadline);
+            });
+      }
       server_metrics->SetReplicationSource([&node, view] {
         metrics::ReplicationFigures figures = node.Figures();
         const replication::ReplicationService::ClusterView cluster = view();
@@ -593,6 +641,10 @@ int main(int argc, char** argv) {
     signal_number =
         ServeUntilStopped(auth->get(), server_options.tls, node.follower.get(), role_changed);
     stop_start = absl::Now();
+    if (signal_number != 0 && failover != nullptr &&
+        role.kind == coordination::Role::Kind::kPrimary) {
+      HandOverBeforeStopping(node, *failover);
+    }
     const bool needs_snapshot = node.follower != nullptr && node.follower->needs_snapshot();
     if (signal_number != 0) {
       bloomlog::LogInfo(absl::StrCat("received ", signal_number == SIGTERM ? "SIGTERM" : "SIGINT",

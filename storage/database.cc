@@ -360,6 +360,11 @@ absl::Status Database::Write(rocksdb::WriteBatch& batch, bool sync, absl::string
 #ifdef BLOOM_TSAN
   std::lock_guard<std::mutex> lock(TsanWriteMutex());
 #endif
+  if (write_gate_) {
+    if (absl::Status allowed = write_gate_(); !allowed.ok()) {
+      return absl::Status(allowed.code(), absl::StrCat(context, ": ", allowed.message()));
+    }
+  }
   if (db_ == nullptr) {
     return absl::UnavailableError(
         absl::StrCat(context, ": storage is being reopened after a write error"));

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -77,6 +78,11 @@ class Database {
   // gives up on recovering (it escalates a disk-full error to fatal when its own retry fails
   // while the disk is still full), NeedsReopen() turns true.
   absl::Status Write(rocksdb::WriteBatch& batch, bool sync, absl::string_view context);
+  // Asked before every Write(): an error refuses the write with it. For a primary elected
+  // through etcd that stopped writing (StoreOptions::may_acknowledge): nothing more may enter
+  // its log, which must stay a prefix of the next primary's. Set once, before any Write()
+  // that may run concurrently with it.
+  void SetWriteGate(std::function<absl::Status()> gate) { write_gate_ = std::move(gate); }
   // Makes every write that finished before this call durable (an fsync of the write-ahead
   // log), for writes made with sync=false (storage/wal_sync.h). An I/O error is handled as a
   // failed write's is.
@@ -123,6 +129,7 @@ class Database {
   rocksdb::Env* const env_;
   const LogRetention retention_;
   // WaitForWriteAfter's waiters, woken by Write() while there are any.
+  std::function<absl::Status()> write_gate_;  // set before concurrent writes
   std::atomic<int> write_waiters_{0};
   std::mutex write_wait_mu_;
   std::condition_variable write_wait_cv_;

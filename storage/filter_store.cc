@@ -89,6 +89,11 @@ absl::StatusOr<std::unique_ptr<FilterStore>> FilterStore::Open(const StoreOption
         std::make_unique<ReplicaAcks>(options.min_replica_acks, options.replica_ack_timeout);
   }
   RETURN_IF_ERROR(store->Load());
+  if (!options.replica && options.may_acknowledge != nullptr) {
+    // Not only calls: checkpoints, evictions and expiry write too (after loading, which may
+    // delete orphaned pages before this pod takes any write).
+    store->db_->SetWriteGate([raw] { return raw->CheckWritable(); });
+  }
   if (options.memory_limit_bytes != 0) {
     store->evictor_ = std::thread([raw] { raw->EvictLoop(); });
   }
@@ -134,7 +139,9 @@ absl::Status FilterStore::Close() {
   bloomsync::WriterMutexLock lock(&lifecycle_mu_);
   if (closed_.load()) return absl::OkStatus();
   absl::Status result;
-  if (!options_.replica) {  // a replica's RocksDB holds what the primary wrote, and only that
+  // A replica's RocksDB holds what the primary wrote, and only that; nor does a primary that
+  // stopped writing (fenced, or handing over) checkpoint: its journal has every write.
+  if (!options_.replica && CheckWritable().ok()) {
     for (const std::shared_ptr<StoredFilter>& filter : registry_.Snapshot()) {
       result.Update(filter->Checkpoint(options_.sync));
     }
@@ -455,6 +462,7 @@ bool FilterStore::VisitForCheckpoint(const std::shared_ptr<StoredFilter>& filter
   // Not WaitForStop(ZeroDuration()): a condition variable's wait with a timeout that has
   // passed still makes a futex call, and a pass may visit hundreds of thousands of filters.
   if (StopRequested()) return false;
+  if (!CheckWritable().ok()) return false;  // fenced: the next pass tries again
   SweepIdleResident(filter);
   if (!filter->CheckpointDue(now, options_.checkpoint_interval)) return true;
   absl::Status s = filter->Checkpoint(options_.sync, /*paced=*/true);

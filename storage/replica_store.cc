@@ -71,7 +71,16 @@ class BatchEffects final : public rocksdb::WriteBatch::Handler {
 uint64_t FilterStore::LatestSequence() const { return db_->LatestSequence(); }
 
 absl::Status FilterStore::CheckWritable() const {
-  if (!options_.replica) return absl::OkStatus();
+  if (!options_.replica) {
+    // Asked before a write changes anything too: a primary that stopped acknowledging (its
+    // lease is in doubt, or it is handing over) applies nothing more, so that it holds no
+    // writes the next primary lacks.
+    if (options_.may_acknowledge == nullptr || options_.may_acknowledge()) return absl::OkStatus();
+    return absl::UnavailableError(
+        "this pod is no longer sure it is the primary (its etcd lease could not be renewed in "
+        "time), or it is handing over to another pod: the write was not applied; retry it, "
+        "through any pod");
+  }
   return absl::FailedPreconditionError(
       "this server is a follower: writes go to the primary (bloom-server forwards them when "
       "it was started with --replicate_from)");
@@ -88,7 +97,8 @@ absl::Status FilterStore::CheckMayAcknowledge() const {
   if (options_.may_acknowledge == nullptr || options_.may_acknowledge()) return absl::OkStatus();
   return absl::UnavailableError(
       "this pod is no longer sure it is the primary (its etcd lease could not be renewed in "
-      "time): the write is not acknowledged and may be lost; retry it, through any pod");
+      "time), or it is handing over to another pod: the write is not acknowledged and may be "
+      "lost; retry it, through any pod");
 }
 
 void FilterStore::NoteReplicaResident(const std::shared_ptr<StoredFilter>& filter) {

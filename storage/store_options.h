@@ -57,10 +57,11 @@ struct StoreOptions {
   // (ReplicaAcks), or fail UNAVAILABLE after replica_ack_timeout.
   int min_replica_acks = 0;
   absl::Duration replica_ack_timeout = absl::Seconds(5);
-  // On a primary elected through etcd (coordination/cluster_member.h): asked right before each
-  // write is acknowledged (after its fsync and followers' acknowledgements, if any). False
-  // fails the write UNAVAILABLE: this pod can no longer be sure it is the primary, and another
-  // may already have taken over. Null: always acknowledge. Must be cheap and thread-safe.
+  // On a primary elected through etcd (coordination/cluster_member.h): asked before each write
+  // is applied, and again right before it is acknowledged (after its fsync and followers'
+  // acknowledgements, if any). False fails the write UNAVAILABLE: this pod can no longer be
+  // sure it is the primary (another may already have taken over), or it is handing over.
+  // Null: always acknowledge. Must be cheap and thread-safe.
   std::function<bool()> may_acknowledge;
 };
 

@@ -2,9 +2,10 @@
 // three bloom-server pods with --etcd_endpoints and --min_replica_acks=1, writers going through
 // every pod. Killing the primary (SIGKILL) elects another, which acknowledges writes within
 // seconds; every acknowledged add is then present on the pods left; the killed pod, restarted,
-// rejoins as a follower with everything; a SIGTERMed primary hands over at once; a primary
-// paused (SIGSTOP) past its lease acknowledges nothing when it resumes; a pod that cannot reach
-// etcd never serves as a primary.
+// rejoins as a follower with everything; a SIGTERMed primary hands over at once; a planned
+// switchover (the Switchover call, bloom-cli switchover) moves the primary losing nothing; a
+// primary paused (SIGSTOP) past its lease acknowledges nothing when it resumes; a pod that cannot
+// reach etcd never serves as a primary.
 #include <atomic>
 #include <csignal>
 #include <map>
@@ -204,6 +205,93 @@ TEST_F(FailoverTest, AStoppedPrimaryHandsOverAtOnce) {
   for (int i = 0; i < 3; ++i) {
     if (i != primary) ExpectAllAcknowledgedPresent(i);
   }
+}
+
+TEST_F(FailoverTest, APlannedSwitchoverMovesThePrimaryLosingNothing) {
+  namespace v1 = bloom::replication::v1;
+  int primary = -1;
+  ASSERT_TRUE(WaitFor([&] { return (primary = Primary()) >= 0; }));
+  const int target = (primary + 1) % 3;
+  const int other = (primary + 2) % 3;
+  auto switchover = [&](int pod, const std::string& to, v1::SwitchoverResponse* response) {
+    auto stub = v1::ReplicationService::NewStub(
+        grpc::CreateChannel(Target(pod), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+    v1::SwitchoverRequest request;
+    request.set_to(to);
+    return stub->Switchover(&context, request, response);
+  };
+  int batch = 0;
+  // Both followers in the sync set: each holds what was acknowledged.
+  ASSERT_TRUE(WaitFor([&] { return AddThrough(other, absl::StrCat("first-", batch++)); }));
+
+  v1::SwitchoverResponse response;
+  grpc::Status refused = switchover(target, Target(target), &response);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(refused.error_message().find(Target(primary)), std::string::npos)
+      << refused.error_message();  // names the primary
+  refused = switchover(primary, "no-such-pod", &response);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(refused.error_message().find("no-such-pod is not following"), std::string::npos)
+      << refused.error_message();
+  EXPECT_EQ(Primary(), primary);  // and nothing changed
+
+  // A writer goes on through the third pod during the switchover.
+  std::atomic<bool> writing{true};
+  std::vector<std::string> written;
+  int refusals = 0;
+  std::thread writer([&] {
+    bloomclient::ClientOptions options;
+    options.timeout = absl::Seconds(5);
+    std::unique_ptr<bloomclient::BloomClient> client =
+        bloomclient::BloomClient::Connect(Target(other), options);
+    const bloom::v1::FilterSpec spec = Spec();
+    for (int n = 0; writing.load(); ++n) {
+      const std::vector<std::string> items = {absl::StrCat("during-", n, "-a"),
+                                              absl::StrCat("during-", n, "-b")};
+      if (client->Add("failover", items, &spec).ok()) {
+        written.insert(written.end(), items.begin(), items.end());
+      } else {
+        ++refusals;
+      }
+    }
+  });
+  absl::SleepFor(absl::Milliseconds(300));
+  const absl::Time started = absl::Now();
+  grpc::Status moved = switchover(primary, Target(target), &response);
+  ASSERT_TRUE(moved.ok()) << moved.error_message();
+  EXPECT_EQ(response.primary(), Target(target));
+  ASSERT_TRUE(WaitFor([&] { return Primary() == target; }));
+  // An election's settle time, not the lease's TTL.
+  EXPECT_LT(absl::Now() - started, absl::Seconds(3));
+  ASSERT_TRUE(WaitFor([&] { return AddThrough(other, absl::StrCat("after-", batch++)); }));
+  writing = false;
+  writer.join();
+  acknowledged_.insert(acknowledged_.end(), written.begin(), written.end());
+  EXPECT_GT(written.size(), 0u) << refusals << " refused";
+
+  // The old primary follows the new one, without copying its data again: it applied nothing
+  // that the target lacks.
+  ASSERT_TRUE(WaitFor(
+      [&] { return pods_[primary]->ReadLog().find("is now follower") != std::string::npos; }));
+  EXPECT_EQ(pods_[primary]->ReadLog().find("copying its data anew"), std::string::npos);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(WaitFor([&] { return AddThrough(i, absl::StrCat("last-", i, "-", batch++)); }));
+  }
+  for (int i = 0; i < 3; ++i) ExpectAllAcknowledgedPresent(i);
+
+  // bloom-cli, through any pod, to whichever follower holds the most.
+  const CommandResult cli =
+      RunCommand(absl::StrCat(BLOOM_CLI_PATH, " --server=", Target(other), " switchover 2>&1"));
+  EXPECT_EQ(cli.exit_code, 0) << cli.out;
+  EXPECT_NE(cli.out.find("handed over from " + Target(target)), std::string::npos) << cli.out;
+  EXPECT_NE(Primary(), target);
+  const CommandResult again =
+      RunCommand(absl::StrCat(BLOOM_CLI_PATH, " --server=", Target(other),
+                              " switchover --to=", Target(Primary()), " 2>&1"));
+  EXPECT_EQ(again.exit_code, 0) << again.out;
+  EXPECT_NE(again.out.find("is the primary already"), std::string::npos) << again.out;
 }
 
 TEST_F(FailoverTest, APrimaryPausedPastItsLeaseAcknowledgesNothingWhenItResumes) {
