@@ -30,6 +30,9 @@ constexpr absl::Duration kLazyAckInterval = absl::Milliseconds(200);
 constexpr absl::Duration kSilence = absl::Seconds(1);
 constexpr absl::Duration kMinRetry = absl::Milliseconds(100);
 constexpr absl::Duration kMaxRetry = absl::Seconds(2);
+// For this long after Retarget, a refused connection is retried at the shortest interval:
+// a new primary opens its port a moment after it is elected.
+constexpr absl::Duration kNewPrimaryGrace = absl::Seconds(10);
 
 void AddToken(grpc::ClientContext& context, const FollowerOptions& options) {
   if (!options.token.empty()) {
@@ -189,9 +192,29 @@ void Follower::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+void Follower::Retarget(const std::string& primary) {
+  FollowerOptions options = options_;
+  options.primary = primary;
+  std::shared_ptr<v1::ReplicationService::Stub> stub =
+      v1::ReplicationService::NewStub(PrimaryChannel(options));
+  std::lock_guard<std::mutex> lock(mu_);
+  options_.primary = primary;
+  stub_ = std::move(stub);
+  retargeted_ = true;
+  retargeted_at_ = absl::Now();
+  if (call_ != nullptr) call_->TryCancel();
+  applied_cv_.notify_all();
+}
+
+std::string Follower::primary() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return options_.primary;
+}
+
 bool Follower::SleepUnlessStopped(absl::Duration duration) {
   std::unique_lock<std::mutex> lock(mu_);
-  applied_cv_.wait_for(lock, absl::ToChronoMicroseconds(duration), [&] { return stop_.load(); });
+  applied_cv_.wait_for(lock, absl::ToChronoMicroseconds(duration),
+                       [&] { return stop_.load() || retargeted_; });
   return !stop_.load();
 }
 
@@ -213,8 +236,19 @@ void Follower::Run() {
       needs_snapshot_.store(true);
       return;
     }
+    bool new_primary = false;  // elected moments ago: it may still be opening its port
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (retargeted_) {  // the old primary's stream was ended on purpose: the new one now
+        retargeted_ = false;
+        retry = kMinRetry;
+        continue;
+      }
+      new_primary = absl::Now() - retargeted_at_ < kNewPrimaryGrace;
+    }
+    if (new_primary) retry = kMinRetry;
     bloomlog::LogWarning(absl::StrCat(
-        "follower: lost the primary at ", options_.primary, " (", ended.error_code(), ": ",
+        "follower: lost the primary at ", primary(), " (", ended.error_code(), ": ",
         ended.error_message(), "); serving reads from what was applied up to sequence ",
         store_->LatestSequence(), "; reconnecting in ", absl::FormatDuration(retry)));
     if (absl::Now() - start > absl::Seconds(10)) retry = kMinRetry;  // it had been working
@@ -270,13 +304,16 @@ class ResponseQueue {
 grpc::Status Follower::TailOnce() {
   grpc::ClientContext context;
   AddToken(context, options_);
+  std::shared_ptr<v1::ReplicationService::Stub> stub;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_.load()) return {grpc::StatusCode::CANCELLED, "stopped"};
     call_ = &context;
+    stub = stub_;
+    retargeted_ = false;
   }
   std::unique_ptr<grpc::ClientReaderWriter<v1::TailRequest, v1::TailResponse>> stream =
-      stub_->Tail(&context);
+      stub->Tail(&context);
   v1::TailRequest first;
   first.set_follower_id(options_.name);
   first.set_start_sequence(store_->LatestSequence() + 1);
@@ -331,7 +368,7 @@ grpc::Status Follower::ApplyResponses(Queue& queue, Stream& stream, uint64_t sta
         unreachable_ = false;
         last_response_ = absl::Now();  // these responses; lag counts from here, not the last stream
       }
-      bloomlog::LogInfo(absl::StrCat("follower: connected to the primary at ", options_.primary,
+      bloomlog::LogInfo(absl::StrCat("follower: connected to the primary at ", primary(),
                                      ", applying its log from sequence ", start));
     }
     if (!batches.empty()) {

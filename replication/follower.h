@@ -86,6 +86,11 @@ class Follower {
   void RefreshHealth() { UpdateServing(); }
   // Waits until the replica has applied `sequence`, or until `deadline`; whether it has.
   bool WaitApplied(uint64_t sequence, absl::Time deadline);
+  // Tails another primary from here on (failover through etcd elected it): the stream to the
+  // old one ends, and the next starts at once from this replica's latest sequence, which must
+  // be in the new primary's log (a replica holding more copies a snapshot instead).
+  void Retarget(const std::string& primary);
+  std::string primary() const;
 
  private:
   void Run();
@@ -102,9 +107,12 @@ class Follower {
   bool SleepUnlessStopped(absl::Duration duration);
 
   storage::FilterStore* const store_;
-  const FollowerOptions options_;
+  FollowerOptions options_;  // options_.primary guarded by mu_ (Retarget); the rest constant
   const std::function<void(bool)> on_serving_;
-  std::unique_ptr<bloom::replication::v1::ReplicationService::Stub> stub_;
+  // Guarded by mu_ (Retarget replaces it); a stream keeps the one it started with.
+  std::shared_ptr<bloom::replication::v1::ReplicationService::Stub> stub_;
+  bool retargeted_ = false;                          // guarded by mu_: reconnect without waiting
+  absl::Time retargeted_at_ = absl::InfinitePast();  // guarded by mu_
   std::atomic<bool> stop_{false};
   std::atomic<bool> needs_snapshot_{false};
   std::thread thread_;

@@ -68,6 +68,12 @@ coordination::Role Failover::WaitForRole(const std::function<bool()>& stop, uint
   return role_;
 }
 
+coordination::Role Failover::role(uint64_t* version) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  *version = version_;
+  return role_;
+}
+
 bool Failover::RoleChangedSince(uint64_t version) const {
   std::lock_guard<std::mutex> lock(mu_);
   return version_ != version;

@@ -39,6 +39,8 @@ class Failover {
   // Blocks until the member has a role other than kNone, or `stop` returns true (then kNone).
   coordination::Role WaitForRole(const std::function<bool()>& stop, uint64_t* version);
   bool RoleChangedSince(uint64_t version) const;
+  // The role last told, and its version.
+  coordination::Role role(uint64_t* version) const;
 
   // The open store, whose latest sequence elections read; null when it closes (its latest
   // sequence is kept).

@@ -30,10 +30,23 @@ bool Parse(const grpc::ByteBuffer& buffer, google::protobuf::Message* message) {
 
 Forwarder::Forwarder(std::shared_ptr<grpc::Channel> primary, std::string primary_address,
                      WaitApplied wait_applied)
-    : channel_(std::move(primary)),
-      primary_address_(std::move(primary_address)),
-      wait_applied_(std::move(wait_applied)),
-      stub_(channel_) {}
+    : wait_applied_(std::move(wait_applied)),
+      target_(std::make_shared<Target>(std::move(primary), std::move(primary_address))) {}
+
+void Forwarder::Retarget(std::shared_ptr<grpc::Channel> primary, std::string primary_address) {
+  auto target = std::make_shared<Target>(std::move(primary), std::move(primary_address));
+  std::lock_guard<std::mutex> lock(mu_);
+  target_ = std::move(target);
+}
+
+std::shared_ptr<Forwarder::Target> Forwarder::target() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return target_;
+}
+
+std::string Forwarder::primary_address() const { return target()->address; }
+
+std::shared_ptr<grpc::Channel> Forwarder::channel() const { return target()->channel; }
 
 bool Forwarder::Applied(uint64_t min_sequence, const grpc::ServerContextBase* caller) {
   if (min_sequence == 0) return true;
@@ -63,8 +76,11 @@ void Forwarder::Unary(const grpc::ServerContextBase* caller, const std::string& 
                       std::function<void(grpc::Status)> done) {
   // The context lives until the call completes.
   std::shared_ptr<grpc::ClientContext> context = ContextFor(caller);
-  stub_.UnaryCall(context.get(), method, grpc::StubOptions(), &request, response,
-                  [context, done = std::move(done)](grpc::Status status) { done(std::move(status)); });
+  std::shared_ptr<Target> target = this->target();
+  grpc::GenericStub& stub = target->stub;
+  stub.UnaryCall(context.get(), method, grpc::StubOptions(), &request, response,
+                 [context, target = std::move(target),
+                  done = std::move(done)](grpc::Status status) { done(std::move(status)); });
 }
 
 void Forwarder::UnaryMessageAsync(const grpc::ServerContextBase* caller, const std::string& method,

@@ -7,12 +7,16 @@
 //     return follower.WaitApplied(s, d); });
 //   forwarder.Unary(context, "/bloom.v1.BloomFilterService/Add", request, response, done);
 //
+// Retarget() points it at another primary (failover through etcd): calls in flight finish with
+// the old one, later calls go to the new one.
+//
 // Thread-safety: thread-safe.
 #ifndef SERVICE_FORWARDER_H_
 #define SERVICE_FORWARDER_H_
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "absl/time/time.h"
@@ -30,7 +34,8 @@ class Forwarder {
   Forwarder(std::shared_ptr<grpc::Channel> primary, std::string primary_address,
             WaitApplied wait_applied);
 
-  const std::string& primary_address() const { return primary_address_; }
+  std::string primary_address() const;
+  void Retarget(std::shared_ptr<grpc::Channel> primary, std::string primary_address);
 
   // Whether a read asking for `min_sequence` may be answered here: waits for the follower to
   // apply it for at most half the time left before the call's deadline (and at most 1 s), so
@@ -55,13 +60,21 @@ class Forwarder {
 
   // A client context for a call forwarded on behalf of `caller` (token and deadline copied).
   std::unique_ptr<grpc::ClientContext> ContextFor(const grpc::ServerContextBase* caller) const;
-  const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
+  std::shared_ptr<grpc::Channel> channel() const;
 
  private:
-  const std::shared_ptr<grpc::Channel> channel_;
-  const std::string primary_address_;
+  struct Target {
+    explicit Target(std::shared_ptr<grpc::Channel> primary, std::string primary_address)
+        : channel(std::move(primary)), address(std::move(primary_address)), stub(channel) {}
+    std::shared_ptr<grpc::Channel> channel;
+    std::string address;
+    grpc::GenericStub stub;
+  };
+  std::shared_ptr<Target> target() const;
+
   const WaitApplied wait_applied_;
-  grpc::GenericStub stub_;
+  mutable std::mutex mu_;
+  std::shared_ptr<Target> target_;  // guarded by mu_; each call keeps the one it started with
 };
 
 // The full method names forwarded (bloom.v1.BloomFilterService).

@@ -351,6 +351,34 @@ struct Node {
   }
 };
 
+// A follower told to follow another primary keeps serving reads from its store: only its log
+// tailer and its forwarder change primary. That needs a follower that holds nothing past where
+// the new primary took over (else it copies the new primary's data, in a new incarnation) and
+// is not copying a snapshot. While the cluster has no primary, it serves reads as it was.
+// Returns whether it goes on serving (`role_version` then names the role now played).
+bool RetargetInPlace(Node& node, service::Failover& failover,
+                     replication::FollowerOptions follower_options, uint64_t& role_version) {
+  if (node.follower == nullptr || node.follower->needs_snapshot()) return false;
+  uint64_t version = 0;
+  const coordination::Role next = failover.role(&version);
+  if (next.kind == coordination::Role::Kind::kNone) {
+    // No primary now (an election runs): reads go on from what was applied.
+    role_version = version;
+    return true;
+  }
+  if (next.kind != coordination::Role::Kind::kFollower) return false;
+  if (node.store->LatestSequence() > next.leader.start_sequence) return false;
+  follower_options.primary = next.leader.address;
+  node.forwarder->Retarget(replication::PrimaryChannel(follower_options), next.leader.address);
+  node.follower->Retarget(next.leader.address);
+  node.replication->SetFollower(node.follower.get(), next.leader.address);
+  role_version = version;
+  bloomlog::LogInfo(absl::StrCat("follower: now follows the primary ", next.leader.name, " at ",
+                                 next.leader.address, " (term ", next.term,
+                                 "), serving reads throughout"));
+  return true;
+}
+
 // A switchover from this primary (the Switchover call): followers as its replication service
 // sees them.
 absl::StatusOr<bloom::replication::v1::SwitchoverResponse> SwitchOver(Node& node,
@@ -595,9 +623,10 @@ int main(int argc, char** argv) {
       return Fail(started.ToString());
     }
     if (failover != nullptr) {
-      const coordination::Role current = role;
       const std::string cluster = config->replication.cluster;
-      auto view = [&node, current, cluster] {
+      auto view = [&node, &failover, cluster] {
+        uint64_t version = 0;
+        const coordination::Role current = failover->role(&version);
         replication::ReplicationService::ClusterView out{
             cluster, current.term, current.leader.name, current.leader.address, {}};
         if (node.sync_set != nullptr) out.sync_set = node.sync_set->recorded();
@@ -636,10 +665,18 @@ int main(int argc, char** argv) {
 
     std::function<bool()> role_changed;
     if (failover != nullptr) {
-      role_changed = [&failover, role_version] { return failover->RoleChangedSince(role_version); };
+      role_changed = [&failover, &role_version] {
+        return failover->RoleChangedSince(role_version);
+      };
     }
-    signal_number =
-        ServeUntilStopped(auth->get(), server_options.tls, node.follower.get(), role_changed);
+    while (true) {
+      signal_number =
+          ServeUntilStopped(auth->get(), server_options.tls, node.follower.get(), role_changed);
+      if (signal_number != 0 || failover == nullptr || node.follower == nullptr ||
+          !RetargetInPlace(node, *failover, *follower_options, role_version)) {
+        break;
+      }
+    }
     stop_start = absl::Now();
     if (signal_number != 0 && failover != nullptr &&
         role.kind == coordination::Role::Kind::kPrimary) {

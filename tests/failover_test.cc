@@ -6,6 +6,7 @@
 // switchover (the Switchover call, bloom-cli switchover) moves the primary losing nothing; a
 // primary paused (SIGSTOP) past its lease acknowledges nothing when it resumes; a pod that cannot
 // reach etcd never serves as a primary.
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <map>
@@ -94,8 +95,14 @@ class FailoverTest : public ::testing::Test {
     return true;
   }
 
+  // Once pod `i` has caught up (a follower may be a moment behind: these reads carry no
+  // sequence to wait for), every acknowledged add reads present through it.
   void ExpectAllAcknowledgedPresent(int i) {
     std::unique_ptr<bloomclient::BloomClient> client = bloomclient::BloomClient::Connect(Target(i));
+    WaitFor([&] {
+      absl::StatusOr<std::vector<bool>> present = client->MightContain("failover", acknowledged_);
+      return present.ok() && std::find(present->begin(), present->end(), false) == present->end();
+    });
     absl::StatusOr<std::vector<bool>> present = client->MightContain("failover", acknowledged_);
     ASSERT_TRUE(present.ok()) << Target(i) << ": " << present.status();
     for (size_t k = 0; k < acknowledged_.size(); ++k) {
