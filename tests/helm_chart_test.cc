@@ -111,6 +111,88 @@ TEST_F(HelmChartTest, StatefulSetHasVolumeProbesAndSecurity) {
   EXPECT_TRUE(container["resources"]["requests"]["cpu"]) << "no cpu request";
 }
 
+TEST_F(HelmChartTest, EtcdElectsThePrimaryWhenGivenOrDeployed) {
+  // A release's own etcd: three members, peers by their headless names, a quorum-keeping PDB.
+  auto objects = Render(
+      "--set replicas=3 --set replication.minReplicaAcks=1 --set etcd.deploy=true "
+      "--set networkPolicy.enabled=true");
+  const YAML::Node etcd = objects.at("StatefulSet/rel-bloom-server-etcd");
+  EXPECT_EQ(etcd["spec"]["replicas"].as<int>(), 3);
+  EXPECT_EQ(etcd["spec"]["podManagementPolicy"].as<std::string>(), "Parallel");
+  EXPECT_EQ(
+      objects.at("PodDisruptionBudget/rel-bloom-server-etcd")["spec"]["minAvailable"].as<int>(), 2);
+  EXPECT_TRUE(
+      objects.at("Service/rel-bloom-server-etcd-headless")["spec"]["publishNotReadyAddresses"]
+          .as<bool>());
+  std::string initial_cluster;
+  for (const YAML::Node& arg : etcd["spec"]["template"]["spec"]["containers"][0]["command"]) {
+    if (absl::StartsWith(arg.as<std::string>(), "--initial-cluster=")) {
+      initial_cluster = arg.as<std::string>();
+    }
+  }
+  EXPECT_EQ(initial_cluster,
+            "--initial-cluster="
+            "rel-bloom-server-etcd-0=http://"
+            "rel-bloom-server-etcd-0.rel-bloom-server-etcd-headless.default.svc:2380,"
+            "rel-bloom-server-etcd-1=http://"
+            "rel-bloom-server-etcd-1.rel-bloom-server-etcd-headless.default.svc:2380,"
+            "rel-bloom-server-etcd-2=http://"
+            "rel-bloom-server-etcd-2.rel-bloom-server-etcd-headless.default.svc:2380");
+  // The etcd pods are not selected as bloom-server pods (Service, PDB, NetworkPolicy).
+  EXPECT_EQ(
+      etcd["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/name"].as<std::string>(),
+      "etcd");
+  EXPECT_TRUE(objects.count("NetworkPolicy/rel-bloom-server-etcd"));
+  std::map<std::string, std::string> env =
+      Env(objects.at("StatefulSet/rel-bloom-server")["spec"]["template"]["spec"]["containers"][0]);
+  EXPECT_EQ(env["BLOOM_ETCD_ENDPOINTS"],
+            "rel-bloom-server-etcd-0.rel-bloom-server-etcd-headless.default.svc:2379,"
+            "rel-bloom-server-etcd-1.rel-bloom-server-etcd-headless.default.svc:2379,"
+            "rel-bloom-server-etcd-2.rel-bloom-server-etcd-headless.default.svc:2379");
+  EXPECT_EQ(env["BLOOM_ADVERTISE_ADDRESS"],
+            "$(POD_NAME).rel-bloom-server-headless.default.svc:50051");
+  EXPECT_EQ(env["POD_NAME"], "<valueFrom>");
+  EXPECT_EQ(env["BLOOM_CLUSTER"], "rel-bloom-server");
+  EXPECT_EQ(env["BLOOM_LEADER_TTL"], "5s");
+  EXPECT_EQ(env["BLOOM_MIN_REPLICA_ACKS"], "1");
+  EXPECT_EQ(env.count("BLOOM_REPLICATE_FROM"), 0u);  // elected, not pod 0
+  // Every variable is a server flag (POD_NAME is only expanded into the address).
+  const CommandResult help = Shell(absl::StrCat(BLOOM_SERVER_PATH, " --helpfull"));
+  for (const auto& [name, value] : env) {
+    if (!absl::StartsWith(name, "BLOOM_") || name == "BLOOM_CONTAINER_MEMORY_BYTES") continue;
+    const std::string flag = absl::AsciiStrToLower(name.substr(strlen("BLOOM_")));
+    EXPECT_TRUE(absl::StrContains(help.out, "-" + flag + " ")) << name << " is no server flag";
+  }
+
+  // An existing etcd: its endpoints, no etcd of the release's own.
+  objects = Render(
+      "--set replicas=3 --set 'etcd.endpoints=etcd-a:2379\\,etcd-b:2379' --set etcd.cluster=feeds "
+      "--set etcd.leaderTtl=10s");
+  EXPECT_EQ(objects.count("StatefulSet/rel-bloom-server-etcd"), 0u);
+  env =
+      Env(objects.at("StatefulSet/rel-bloom-server")["spec"]["template"]["spec"]["containers"][0]);
+  EXPECT_EQ(env["BLOOM_ETCD_ENDPOINTS"], "etcd-a:2379,etcd-b:2379");
+  EXPECT_EQ(env["BLOOM_CLUSTER"], "feeds");
+  EXPECT_EQ(env["BLOOM_LEADER_TTL"], "10s");
+
+  // Several pods without etcd keep the static primary, and NOTES.txt says so.
+  const CommandResult notes =
+      Shell(absl::StrCat(Helm(), " install --dry-run rel ", kChart, " --set replicas=3"));
+  EXPECT_EQ(notes.exit_code, 0) << notes.out;
+  EXPECT_TRUE(absl::StrContains(notes.out,
+                                "No etcd is configured, so there is no automatic "
+                                "failover"))
+      << notes.out;
+  const CommandResult elected = Shell(absl::StrCat(Helm(), " install --dry-run rel ", kChart,
+                                                   " --set replicas=3 --set etcd.deploy=true"));
+  EXPECT_TRUE(absl::StrContains(elected.out, "Automatic failover: the pods elect their primary"))
+      << elected.out;
+  // A TTL etcd cannot take is refused by the schema.
+  EXPECT_NE(Shell(absl::StrCat(Helm(), " template rel ", kChart, " --set etcd.leaderTtl=1500ms"))
+                .exit_code,
+            0);
+}
+
 TEST_F(HelmChartTest, EnvironmentIsWiredToValuesAndEveryVariableIsAServerFlag) {
   auto objects = Render(
       "--set config.maxBatch=500 --set config.sync=true --set config.logLevel=debug "

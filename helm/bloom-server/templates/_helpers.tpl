@@ -68,3 +68,27 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- $name := include "bloom-server.fullname" . -}}
 {{- printf "%s-0.%s-headless.%s.svc:%s" $name $name .Release.Namespace (include "bloom-server.grpcPort" .) -}}
 {{- end -}}
+
+{{/* The etcd the pods elect their primary through: etcd.endpoints, or the members of the etcd
+this release deploys (etcd.deploy); empty without either. */}}
+{{- define "bloom-server.etcdEndpoints" -}}
+{{- if .Values.etcd.endpoints -}}
+{{- .Values.etcd.endpoints -}}
+{{- else if .Values.etcd.deploy -}}
+{{- $name := include "bloom-server.etcdName" . -}}
+{{- $members := list -}}
+{{- range $i := until 3 -}}
+{{- $members = append $members (printf "%s-%d.%s-headless.%s.svc:2379" $name $i $name $.Release.Namespace) -}}
+{{- end -}}
+{{- join "," $members -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "bloom-server.etcdName" -}}
+{{- printf "%s-etcd" (include "bloom-server.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Automatic failover: replicated pods with an etcd to elect their primary through. */}}
+{{- define "bloom-server.failover" -}}
+{{- if and (include "bloom-server.replicated" .) (include "bloom-server.etcdEndpoints" .) -}}true{{- end -}}
+{{- end -}}
