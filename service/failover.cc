@@ -24,7 +24,8 @@ constexpr absl::Duration kSwitchoverPoll = absl::Milliseconds(5);
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Failover>> Failover::Start(const ReplicationConfig& config,
-                                                          int required_acks, uint64_t held) {
+                                                          int required_acks, uint64_t held,
+                                                          std::function<void()> on_change) {
   auto failover = std::unique_ptr<Failover>(new Failover());
   failover->held_ = held;
   absl::StatusOr<std::unique_ptr<coordination::EtcdClient>> etcd =
@@ -39,13 +40,14 @@ absl::StatusOr<std::unique_ptr<Failover>> Failover::Start(const ReplicationConfi
   options.lease.ttl = config.leader_ttl;
   Failover* raw = failover.get();
   options.held_sequence = [raw] { return raw->held(); };
-  options.on_role = [raw](const coordination::Role& role) {
+  options.on_role = [raw, on_change = std::move(on_change)](const coordination::Role& role) {
     {
       std::lock_guard<std::mutex> lock(raw->mu_);
       raw->role_ = role;
       ++raw->version_;
     }
     raw->changed_.notify_all();
+    if (on_change) on_change();
   };
   absl::StatusOr<std::unique_ptr<coordination::ClusterMember>> member =
       coordination::ClusterMember::Start(failover->etcd_.get(), std::move(options));

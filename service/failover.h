@@ -32,8 +32,11 @@ namespace service {
 class Failover {
  public:
   // Connects to etcd and starts the member. `held`: the latest sequence in the data dir now.
+  // `on_change` (may be null) runs on the member's thread after each change of role, to wake
+  // whoever waits on RoleChangedSince.
   static absl::StatusOr<std::unique_ptr<Failover>> Start(const ReplicationConfig& config,
-                                                         int required_acks, uint64_t held);
+                                                         int required_acks, uint64_t held,
+                                                         std::function<void()> on_change = {});
   ~Failover();  // stops the member (its lease expires; Resign first to hand over at once)
 
   // Blocks until the member has a role other than kNone, or `stop` returns true (then kNone).

@@ -26,6 +26,9 @@ bool Parse(const grpc::ByteBuffer& buffer, google::protobuf::Message* message) {
   return message->ParseFromString(bytes);
 }
 
+// The longest a forwarded call may take.
+constexpr absl::Duration kForwardedCallBound = absl::Seconds(60);
+
 }  // namespace
 
 Forwarder::Forwarder(std::shared_ptr<grpc::Channel> primary, std::string primary_address,
@@ -46,6 +49,16 @@ std::shared_ptr<Forwarder::Target> Forwarder::target() const {
 
 std::string Forwarder::primary_address() const { return target()->address; }
 
+void Forwarder::CancelAll() {
+  std::vector<std::shared_ptr<grpc::ClientContext>> calls;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    calls.assign(in_flight_.begin(), in_flight_.end());
+  }
+  // Outside the lock: a cancelled call's completion takes it.
+  for (const std::shared_ptr<grpc::ClientContext>& context : calls) context->TryCancel();
+}
+
 std::shared_ptr<grpc::Channel> Forwarder::channel() const { return target()->channel; }
 
 bool Forwarder::Applied(uint64_t min_sequence, const grpc::ServerContextBase* caller) {
@@ -59,11 +72,20 @@ bool Forwarder::Applied(uint64_t min_sequence, const grpc::ServerContextBase* ca
   return wait_applied_(min_sequence, now + std::max(wait, absl::ZeroDuration()));
 }
 
-std::unique_ptr<grpc::ClientContext> Forwarder::ContextFor(
-    const grpc::ServerContextBase* caller) const {
+std::unique_ptr<grpc::ClientContext> Forwarder::ContextFor(const grpc::ServerContextBase* caller,
+                                                           bool stream) const {
   auto context = std::make_unique<grpc::ClientContext>();
+  // A unary call without a deadline still gets a bound: a primary that stopped answering
+  // (paused, or cut off) must not hold the call, or this follower's next change of role, for
+  // ever. A stream (Pipeline) lives as long as its caller keeps it.
+  auto deadline =
+      caller != nullptr ? caller->deadline() : std::chrono::system_clock::time_point::max();
+  if (!stream) {
+    deadline = std::min(
+        deadline, std::chrono::system_clock::now() + absl::ToChronoSeconds(kForwardedCallBound));
+  }
+  context->set_deadline(deadline);
   if (caller == nullptr) return context;
-  context->set_deadline(caller->deadline());
   const auto& metadata = caller->client_metadata();
   if (auto it = metadata.find("authorization"); it != metadata.end()) {
     context->AddMetadata("authorization", std::string(it->second.data(), it->second.size()));
@@ -76,11 +98,21 @@ void Forwarder::Unary(const grpc::ServerContextBase* caller, const std::string& 
                       std::function<void(grpc::Status)> done) {
   // The context lives until the call completes.
   std::shared_ptr<grpc::ClientContext> context = ContextFor(caller);
-  std::shared_ptr<Target> target = this->target();
+  std::shared_ptr<Target> target;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    target = target_;
+    in_flight_.insert(context);
+  }
   grpc::GenericStub& stub = target->stub;
   stub.UnaryCall(context.get(), method, grpc::StubOptions(), &request, response,
-                 [context, target = std::move(target),
-                  done = std::move(done)](grpc::Status status) { done(std::move(status)); });
+                 [this, context, target, done = std::move(done)](grpc::Status status) {
+                   {
+                     std::lock_guard<std::mutex> lock(mu_);
+                     in_flight_.erase(context);
+                   }
+                   done(std::move(status));
+                 });
 }
 
 void Forwarder::UnaryMessageAsync(const grpc::ServerContextBase* caller, const std::string& method,

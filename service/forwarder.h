@@ -17,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "absl/time/time.h"
@@ -58,9 +59,15 @@ class Forwarder {
                          google::protobuf::Message* response,
                          std::function<void(grpc::Status)> done);
 
-  // A client context for a call forwarded on behalf of `caller` (token and deadline copied).
-  std::unique_ptr<grpc::ClientContext> ContextFor(const grpc::ServerContextBase* caller) const;
+  // A client context for a call forwarded on behalf of `caller` (token and deadline copied; a
+  // unary call's deadline at most a minute away).
+  std::unique_ptr<grpc::ClientContext> ContextFor(const grpc::ServerContextBase* caller,
+                                                  bool stream = false) const;
   std::shared_ptr<grpc::Channel> channel() const;
+  // Cancels the unary calls forwarded and not yet answered (their callers get CANCELLED): a
+  // server shutting down after its grace period must not wait on a primary that stopped
+  // answering. (Streams end with their callers: stream_proxy.cc.)
+  void CancelAll();
 
  private:
   struct Target {
@@ -75,6 +82,8 @@ class Forwarder {
   const WaitApplied wait_applied_;
   mutable std::mutex mu_;
   std::shared_ptr<Target> target_;  // guarded by mu_; each call keeps the one it started with
+  // Guarded by mu_: the unary calls not yet answered.
+  std::set<std::shared_ptr<grpc::ClientContext>> in_flight_;
 };
 
 // The full method names forwarded (bloom.v1.BloomFilterService).

@@ -36,6 +36,7 @@
 #include "metrics/metrics.h"
 #include "replication/follower.h"
 #include "replication/replication_service.h"
+#include "service/ack_log.h"
 #include "service/auth.h"
 #include "service/failover.h"
 #include "service/forwarder.h"
@@ -53,6 +54,8 @@ const char* malloc_conf = "background_thread:true";
 
 namespace {
 
+// How long calls in flight may finish when the server is rebuilt in a new role.
+constexpr absl::Duration kRoleChangeGrace = absl::Milliseconds(300);
 // How long a primary told to stop waits for a follower to catch up before it hands over.
 constexpr absl::Duration kHandOverOnStop = absl::Seconds(5);
 
@@ -76,6 +79,12 @@ bool InstallShutdownHandlers() {
 }
 
 // Waits up to `timeout` for a signal; 0 if none came.
+// Wakes WaitForSignal without a signal (it returns 0): a change of role is acted on at once.
+void WakeMainLoop() {
+  const char byte = 0;
+  [[maybe_unused]] ssize_t ignored = write(shutdown_pipe[1], &byte, 1);
+}
+
 int WaitForSignal(absl::Duration timeout) {
   pollfd fd{shutdown_pipe[0], POLLIN, 0};
   if (poll(&fd, 1, static_cast<int>(absl::ToInt64Milliseconds(timeout))) <= 0) return 0;
@@ -337,10 +346,11 @@ struct Node {
   }
 
   // Stops in a fixed order: the log's streams, the calls (drained), the tailer, the store.
-  absl::Status Stop() {
+  // `grace`: how long calls in flight may finish (default: --shutdown_grace).
+  absl::Status Stop(absl::optional<absl::Duration> grace = absl::nullopt) {
     if (replication != nullptr) replication->Stop();
     if (follower != nullptr) follower->Stop();
-    if (server != nullptr) server->Shutdown();
+    if (server != nullptr) server->Shutdown(grace);
     server.reset();
     sync_set.reset();  // after the calls (Status reads it), before the store's acknowledgements
     follower.reset();
@@ -357,7 +367,8 @@ struct Node {
 // is not copying a snapshot. While the cluster has no primary, it serves reads as it was.
 // Returns whether it goes on serving (`role_version` then names the role now played).
 bool RetargetInPlace(Node& node, service::Failover& failover,
-                     replication::FollowerOptions follower_options, uint64_t& role_version) {
+                     replication::FollowerOptions follower_options, uint64_t& role_version,
+                     int64_t& data_term) {
   if (node.follower == nullptr || node.follower->needs_snapshot()) return false;
   uint64_t version = 0;
   const coordination::Role next = failover.role(&version);
@@ -367,12 +378,15 @@ bool RetargetInPlace(Node& node, service::Failover& failover,
     return true;
   }
   if (next.kind != coordination::Role::Kind::kFollower) return false;
-  if (node.store->LatestSequence() > next.leader.start_sequence) return false;
+  if (next.term != data_term && node.store->LatestSequence() > next.leader.start_sequence) {
+    return false;
+  }
   follower_options.primary = next.leader.address;
   node.forwarder->Retarget(replication::PrimaryChannel(follower_options), next.leader.address);
   node.follower->Retarget(next.leader.address);
   node.replication->SetFollower(node.follower.get(), next.leader.address);
   role_version = version;
+  data_term = next.term;
   bloomlog::LogInfo(absl::StrCat("follower: now follows the primary ", next.leader.name, " at ",
                                  next.leader.address, " (term ", next.term,
                                  "), serving reads throughout"));
@@ -545,8 +559,8 @@ int main(int argc, char** argv) {
   if (!config->replication.etcd_endpoints.empty()) {
     absl::StatusOr<uint64_t> held = HeldSequence(config->store);
     if (!held.ok()) return Fail(absl::StrCat("cannot open the store: ", held.status().ToString()));
-    absl::StatusOr<std::unique_ptr<service::Failover>> started =
-        service::Failover::Start(config->replication, config->store.min_replica_acks, *held);
+    absl::StatusOr<std::unique_ptr<service::Failover>> started = service::Failover::Start(
+        config->replication, config->store.min_replica_acks, *held, WakeMainLoop);
     if (!started.ok()) return Fail(absl::StrCat("etcd: ", started.status().ToString()));
     failover = *std::move(started);
     bloomlog::LogInfo(absl::StrCat("cluster ", config->replication.cluster, " in etcd at ",
@@ -554,9 +568,22 @@ int main(int argc, char** argv) {
                                    ": this pod is ", config->replication.advertise_address,
                                    ", holding sequence ", *held));
   }
+  std::unique_ptr<service::AckLog> ack_log;
+  if (!config->replication.ack_log.empty()) {
+    absl::StatusOr<std::unique_ptr<service::AckLog>> opened = service::AckLog::Open(
+        config->replication.ack_log, config->replication.name.empty()
+                                         ? config->replication.advertise_address
+                                         : config->replication.name);
+    if (!opened.ok()) return Fail(opened.status().message());
+    ack_log = *std::move(opened);
+  }
   // A follower whose primary's log no longer reaches back to it copies a snapshot again: the
   // store, the server and the follower are then built anew, on the same port.
   bool copy_again = false;
+  // The term of the primary whose log this pod's data continues (it led that term, or followed
+  // it): writes past that primary's start sequence are its own, not writes it never had. 0:
+  // not known (just started).
+  int64_t data_term = 0;
   bool port_file_written = false;
   int signal_number = 0;
   absl::Time stop_start;
@@ -574,6 +601,11 @@ int main(int argc, char** argv) {
       if (role.kind == coordination::Role::Kind::kPrimary) {
         config->store.replica = false;
         config->store.may_acknowledge = failover->Fence();
+        if (ack_log != nullptr) {
+          ack_log->BeginTerm(role.term, role.leader.start_sequence);
+          service::AckLog* log = ack_log.get();
+          config->store.on_acknowledged = [log](uint64_t sequence) { log->Acknowledged(sequence); };
+        }
       } else {
         config->store.replica = true;
         config->replication.replicate_from = role.leader.address;
@@ -588,7 +620,7 @@ int main(int argc, char** argv) {
         // Holding writes the new primary never had (this pod led, or followed one that led,
         // past the point where the new primary took over): they were never acknowledged, and
         // a fresh copy drops them.
-        if (failover->held() > role.leader.start_sequence) {
+        if (role.term != data_term && failover->held() > role.leader.start_sequence) {
           bloomlog::LogWarning(
               absl::StrCat("this pod holds sequence ", failover->held(), ", past ",
                            role.leader.start_sequence, " where the primary ", role.leader.name,
@@ -597,6 +629,7 @@ int main(int argc, char** argv) {
           copy_again = true;
         }
       }
+      data_term = role.term;
     }
     if (config->store.replica) {
       absl::Status copied = replication::Bootstrap(
@@ -673,7 +706,7 @@ int main(int argc, char** argv) {
       signal_number =
           ServeUntilStopped(auth->get(), server_options.tls, node.follower.get(), role_changed);
       if (signal_number != 0 || failover == nullptr || node.follower == nullptr ||
-          !RetargetInPlace(node, *failover, *follower_options, role_version)) {
+          !RetargetInPlace(node, *failover, *follower_options, role_version, data_term)) {
         break;
       }
     }
@@ -696,7 +729,10 @@ int main(int argc, char** argv) {
     server_metrics->SetReplicationSource(nullptr);
     server_metrics->SetStore(nullptr);
     if (failover != nullptr) failover->SetStore(nullptr);
-    closed = node.Stop();
+    // A change of role is urgent (a new primary must take writes, a demoted one must stop),
+    // and the calls in flight are mostly forwarded to a primary that is gone: they get a
+    // moment, not the whole grace period, and clients retry what was cut.
+    closed = node.Stop(signal_number != 0 ? absl::nullopt : absl::make_optional(kRoleChangeGrace));
     if (signal_number != 0) break;
     copy_again = needs_snapshot;
   }

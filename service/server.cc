@@ -113,16 +113,18 @@ BloomServer::~BloomServer() {
   if (gate_ != nullptr) gate_->Close();
 }
 
-void BloomServer::Shutdown() {
+void BloomServer::Shutdown(absl::optional<absl::Duration> grace) {
   if (server_ == nullptr) return;
   health_.SetServing(false);
   health_port_health_.SetServing(false);
   // gRPC's own Shutdown(deadline) also waits for clients to close their connections after its
   // GOAWAY, which an idle client only reads on its next call: every shutdown would last the
   // whole grace period. So drain the calls ourselves, then close the connections at once.
-  if (!service_->Drain(absl::Now() + options_.shutdown_grace)) {
+  if (!service_->Drain(absl::Now() + grace.value_or(options_.shutdown_grace))) {
     bloomlog::LogWarning("calls still running after the shutdown grace period are cancelled");
   }
+  // Calls forwarded to a primary end with their callers, not when that primary answers.
+  if (options_.hooks.forwarder != nullptr) options_.hooks.forwarder->CancelAll();
   server_->Shutdown(std::chrono::system_clock::now());
   server_->Wait();
   server_.reset();

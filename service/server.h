@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "absl/types/optional.h"
 #include "service/bloom_service.h"
 #include "service/health.h"
 #include "service/reflection.h"
@@ -70,8 +71,8 @@ class BloomServer {
   int port() const { return port_; }
   int health_port() const { return health_port_; }
   // Reports NOT_SERVING, stops accepting calls, and waits for in-flight ones (up to the grace
-  // period, then cancels them).
-  void Shutdown();
+  // period, or `grace` if given, then cancels them).
+  void Shutdown(absl::optional<absl::Duration> grace = absl::nullopt);
   // What grpc.health.v1 reports (on both ports) until Shutdown.
   void SetServing(bool serving);
 

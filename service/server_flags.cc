@@ -141,6 +141,10 @@ ABSL_FLAG(absl::Duration, leader_ttl, absl::Seconds(5),
           "with --etcd_endpoints: the TTL of the primary's lease in etcd; a primary that "
           "cannot renew it stops acknowledging writes before it can expire, and a new primary "
           "is elected after it expired");
+ABSL_FLAG(std::string, ack_log, "",
+          "with --etcd_endpoints: append a line to this file for each term this pod leads and "
+          "each new highest sequence it acknowledges in it, before answering (for failover "
+          "checkers: tests/failover_chaos_test.cc); empty: none");
 
 namespace service {
 namespace {
@@ -212,6 +216,10 @@ absl::Status ReplicationFromFlags(ServerConfig& config) {
   replication.cluster = absl::GetFlag(FLAGS_cluster);
   replication.advertise_address = absl::GetFlag(FLAGS_advertise_address);
   replication.leader_ttl = absl::GetFlag(FLAGS_leader_ttl);
+  replication.ack_log = absl::GetFlag(FLAGS_ack_log);
+  if (!replication.ack_log.empty() && replication.etcd_endpoints.empty()) {
+    return Invalid("--ack_log needs --etcd_endpoints: it logs acknowledgements by term");
+  }
   if (!replication.etcd_endpoints.empty()) {
     if (store.replica) {
       return Invalid(

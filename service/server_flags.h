@@ -55,6 +55,8 @@ struct ReplicationConfig {
   std::string cluster = "bloom";
   std::string advertise_address;
   absl::Duration leader_ttl = absl::Seconds(5);
+  // Where a primary logs its terms and acknowledged sequences (--ack_log); empty: nowhere.
+  std::string ack_log;
 };
 
 // Everything else main() needs, checked. server.hooks.auth and .metrics are main()'s to fill.

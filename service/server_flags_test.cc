@@ -170,6 +170,13 @@ TEST_F(FlagsTest, EtcdFlagsChooseElectionAndAreChecked) {
   absl::StatusOr<ServerConfig> none = ConfigFromFlags(container_);
   ASSERT_OK(none.status());
   EXPECT_TRUE(none->replication.etcd_endpoints.empty());
+  {
+    absl::FlagSaver restore;
+    SetFlag("ack_log", "/tmp/acks.log");  // by term: nothing to log without etcd
+    absl::StatusOr<ServerConfig> ack_log = ConfigFromFlags(container_);
+    EXPECT_FALSE(ack_log.ok());
+    EXPECT_TRUE(absl::StrContains(ack_log.status().message(), "--ack_log")) << ack_log.status();
+  }
 
   SetFlag("etcd_endpoints", "etcd-0:2379, etcd-1:2379");
   absl::StatusOr<ServerConfig> no_address = ConfigFromFlags(container_);
@@ -178,6 +185,7 @@ TEST_F(FlagsTest, EtcdFlagsChooseElectionAndAreChecked) {
   SetFlag("advertise_address", "bloom-1.bloom-headless:50051");
   SetFlag("cluster", "feeds");
   SetFlag("leader_ttl", "10s");
+  SetFlag("ack_log", "/tmp/acks.log");
   absl::StatusOr<ServerConfig> elected = ConfigFromFlags(container_);
   ASSERT_OK(elected.status());
   EXPECT_EQ(elected->replication.etcd_endpoints,
@@ -185,6 +193,7 @@ TEST_F(FlagsTest, EtcdFlagsChooseElectionAndAreChecked) {
   EXPECT_EQ(elected->replication.advertise_address, "bloom-1.bloom-headless:50051");
   EXPECT_EQ(elected->replication.cluster, "feeds");
   EXPECT_EQ(elected->replication.leader_ttl, absl::Seconds(10));
+  EXPECT_EQ(elected->replication.ack_log, "/tmp/acks.log");
   EXPECT_FALSE(elected->store.replica);  // the role is elected, not configured
 
   const struct {

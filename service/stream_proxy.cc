@@ -49,7 +49,7 @@ void SideDone(Proxy* proxy) {
 class PipelineProxy {
  public:
   PipelineProxy(Forwarder* forwarder, grpc::CallbackServerContext* context)
-      : caller(this, context), upstream(this, forwarder->ContextFor(context)) {
+      : caller(this, context), upstream(this, forwarder->ContextFor(context, /*stream=*/true)) {
     std::lock_guard<std::recursive_mutex> lock(state.mu);
     bloom::v1::BloomFilterService::NewStub(forwarder->channel())
         ->async()
@@ -149,7 +149,7 @@ class PipelineProxy {
 class ImportProxy {
  public:
   ImportProxy(Forwarder* forwarder, grpc::CallbackServerContext* context, ImportResponse* response)
-      : caller(this, context), upstream(this, forwarder->ContextFor(context)) {
+      : caller(this, context), upstream(this, forwarder->ContextFor(context, /*stream=*/true)) {
     std::lock_guard<std::recursive_mutex> lock(state.mu);
     bloom::v1::BloomFilterService::NewStub(forwarder->channel())
         ->async()

@@ -363,15 +363,18 @@ void FilterStore::WhenDurable(WalSyncer::Done done) {
     std::move(done)(fenced);  // no use waiting for what cannot be acknowledged
     return;
   }
+  // Every write so far (the caller's among them).
+  const uint64_t sequence = LatestSequence();
   if (options_.may_acknowledge != nullptr) {  // asked again last, right before the answer
-    done = [this, done = std::move(done)](const absl::Status& status) mutable {
-      std::move(done)(status.ok() ? CheckMayAcknowledge() : status);
+    done = [this, sequence, done = std::move(done)](const absl::Status& status) mutable {
+      absl::Status answer = status.ok() ? CheckMayAcknowledge() : status;
+      if (answer.ok() && options_.on_acknowledged) options_.on_acknowledged(sequence);
+      std::move(done)(answer);
     };
   }
   if (acks_ != nullptr) {
-    // Every write so far, then the followers' acknowledgement of it (in the order asked: the
-    // syncer answers in order, and so does ReplicaAcks for growing sequences).
-    const uint64_t sequence = LatestSequence();
+    // Then the followers' acknowledgement of it (in the order asked: the syncer answers in
+    // order, and so does ReplicaAcks for growing sequences).
     done = [this, sequence, done = std::move(done)](const absl::Status& synced) mutable {
       if (!synced.ok()) {
         std::move(done)(synced);

@@ -89,8 +89,11 @@ absl::Status FilterStore::CheckWritable() const {
 absl::Status FilterStore::WaitReplicated() {
   // Asked first too: no use waiting for followers when the answer cannot be OK.
   RETURN_IF_ERROR(CheckMayAcknowledge());
-  if (acks_ != nullptr) RETURN_IF_ERROR(acks_->WaitAcked(LatestSequence()));
-  return CheckMayAcknowledge();
+  const uint64_t sequence = LatestSequence();
+  if (acks_ != nullptr) RETURN_IF_ERROR(acks_->WaitAcked(sequence));
+  RETURN_IF_ERROR(CheckMayAcknowledge());
+  if (options_.on_acknowledged) options_.on_acknowledged(sequence);
+  return absl::OkStatus();
 }
 
 absl::Status FilterStore::CheckMayAcknowledge() const {

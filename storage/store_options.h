@@ -63,6 +63,9 @@ struct StoreOptions {
   // sure it is the primary (another may already have taken over), or it is handing over.
   // Null: always acknowledge. Must be cheap and thread-safe.
   std::function<bool()> may_acknowledge;
+  // With may_acknowledge: called with a sequence covering the write, after the fence said yes
+  // and before the write is answered OK (--ack_log). Must be thread-safe.
+  std::function<void(uint64_t sequence)> on_acknowledged;
 };
 
 struct LoadReport {

@@ -16,6 +16,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 
 namespace bloomtest {
@@ -23,7 +24,145 @@ namespace {
 
 constexpr char kEtcdBinary[] = "/usr/bin/etcd";  // Debian's etcd-server
 
+// Starts etcd with `args` (after the binary), its output to `log_path`; its pid.
+pid_t SpawnEtcd(std::vector<std::string> args, const std::string& log_path) {
+  args.insert(args.begin(), kEtcdBinary);
+  std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  // Built before fork(): the child of a multithreaded parent may not allocate before exec.
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      dup2(fd, STDOUT_FILENO);
+      dup2(fd, STDERR_FILENO);
+    }
+    execv(kEtcdBinary, argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+void KillAndReap(pid_t& pid) {
+  if (pid <= 0) return;
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  pid = -1;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void PrintLogTail(const std::string& title, std::string log) {
+  constexpr size_t kTailBytes = 8 << 10;
+  if (log.size() > kTailBytes) log = "[...]" + log.substr(log.size() - kTailBytes);
+  std::fprintf(stderr, "---- %s ----\n%s---- end of %s ----\n", title.c_str(), log.c_str(),
+               title.c_str());
+}
+
 }  // namespace
+
+std::unique_ptr<EtcdCluster> EtcdCluster::Start(int members, absl::Duration timeout) {
+  if (access(kEtcdBinary, X_OK) != 0) {
+    ADD_FAILURE() << kEtcdBinary << " is missing: install etcd-server (scripts/install-deps.sh)";
+    return nullptr;
+  }
+  auto cluster = std::unique_ptr<EtcdCluster>(new EtcdCluster());
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    if (cluster->TryStart(members, timeout)) return cluster;
+  }
+  ADD_FAILURE() << "an etcd cluster of " << members << " did not start";
+  return nullptr;
+}
+
+bool EtcdCluster::TryStart(int members, absl::Duration timeout) {
+  for (Member& member : members_) KillAndReap(member.pid);
+  members_.assign(members, Member{});
+  scratch_ = std::make_unique<TempDir>();
+  std::vector<std::string> peers;
+  for (int i = 0; i < members; ++i) {
+    Member& member = members_[i];
+    member.name = absl::StrCat("etcd", i);
+    member.client_port = FreeLoopbackPort();
+    member.peer_port = FreeLoopbackPort();
+    member.log_path = absl::StrCat(scratch_->path(), "/", member.name, ".log");
+    peers.push_back(absl::StrCat(member.name, "=http://127.0.0.1:", member.peer_port));
+  }
+  initial_cluster_ = absl::StrJoin(peers, ",");
+  for (Member& member : members_) {
+    if (!Spawn(member)) return false;
+  }
+  const absl::Time deadline = absl::Now() + timeout;
+  for (const Member& member : members_) {
+    if (!WaitHealthy(member, deadline)) return false;
+  }
+  return true;
+}
+
+bool EtcdCluster::Spawn(Member& member) {
+  const std::string client_url = absl::StrCat("http://127.0.0.1:", member.client_port);
+  const std::string peer_url = absl::StrCat("http://127.0.0.1:", member.peer_port);
+  member.pid = SpawnEtcd(
+      {
+          "--name=" + member.name,
+          absl::StrCat("--data-dir=", scratch_->path(), "/", member.name),
+          "--listen-client-urls=" + client_url,
+          "--advertise-client-urls=" + client_url,
+          "--listen-peer-urls=" + peer_url,
+          "--initial-advertise-peer-urls=" + peer_url,
+          "--initial-cluster=" + initial_cluster_,
+          "--initial-cluster-state=new",  // ignored by a member restarted with its data
+          "--log-level=warn",
+          "--logger=zap",
+      },
+      member.log_path);
+  return member.pid > 0;
+}
+
+bool EtcdCluster::WaitHealthy(const Member& member, absl::Time deadline) {
+  while (absl::Now() < deadline) {
+    if (absl::StrContains(HttpGet(member.client_port, "/health"), R"("health":"true")")) {
+      return true;
+    }
+    int status = 0;
+    if (waitpid(member.pid, &status, WNOHANG) == member.pid) return false;  // lost a port?
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  return false;
+}
+
+EtcdCluster::~EtcdCluster() {
+  for (Member& member : members_) KillAndReap(member.pid);
+  if (::testing::Test::HasFailure()) {
+    for (const Member& member : members_) {
+      PrintLogTail(member.name + " log", ReadFile(member.log_path));
+    }
+  }
+}
+
+std::string EtcdCluster::endpoints() const {
+  std::vector<std::string> out;
+  for (const Member& member : members_) {
+    out.push_back(absl::StrCat("127.0.0.1:", member.client_port));
+  }
+  return absl::StrJoin(out, ",");
+}
+
+void EtcdCluster::Kill(int member) { KillAndReap(members_[member].pid); }
+
+bool EtcdCluster::Restart(int member, absl::Duration timeout) {
+  Member& restarted = members_[member];
+  KillAndReap(restarted.pid);
+  if (!Spawn(restarted)) return false;
+  return WaitHealthy(restarted, absl::Now() + timeout);
+}
 
 int FreeLoopbackPort() {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -62,34 +201,20 @@ bool EtcdProcess::TryStart(absl::Duration timeout) {
   const int peer_port = FreeLoopbackPort();
   const std::string client_url = absl::StrCat("http://127.0.0.1:", client_port_);
   const std::string peer_url = absl::StrCat("http://127.0.0.1:", peer_port);
-  std::vector<std::string> args = {
-      kEtcdBinary,
-      "--name=test",
-      "--data-dir=" + scratch_->path() + "/data",
-      "--listen-client-urls=" + client_url,
-      "--advertise-client-urls=" + client_url,
-      "--listen-peer-urls=" + peer_url,
-      "--initial-advertise-peer-urls=" + peer_url,
-      "--initial-cluster=test=" + peer_url,
-      // Elections and heartbeats at etcd's defaults; no metrics listener of its own.
-      "--log-level=warn",
-      "--logger=zap",
-  };
-  std::vector<char*> argv;
-  argv.reserve(args.size() + 1);
-  for (std::string& arg : args) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-  // Built before fork(): the child of a multithreaded parent may not allocate before exec.
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int fd = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-      dup2(fd, STDOUT_FILENO);
-      dup2(fd, STDERR_FILENO);
-    }
-    execv(kEtcdBinary, argv.data());
-    _exit(127);
-  }
+  const pid_t pid = SpawnEtcd(
+      {
+          "--name=test",
+          "--data-dir=" + scratch_->path() + "/data",
+          "--listen-client-urls=" + client_url,
+          "--advertise-client-urls=" + client_url,
+          "--listen-peer-urls=" + peer_url,
+          "--initial-advertise-peer-urls=" + peer_url,
+          "--initial-cluster=test=" + peer_url,
+          // Elections and heartbeats at etcd's defaults; no metrics listener of its own.
+          "--log-level=warn",
+          "--logger=zap",
+      },
+      log_path_);
   pid_ = pid;
   const absl::Time deadline = absl::Now() + timeout;
   while (absl::Now() < deadline) {
@@ -106,32 +231,16 @@ bool EtcdProcess::TryStart(absl::Duration timeout) {
 }
 
 EtcdProcess::~EtcdProcess() {
-  if (pid_ > 0) Kill();
-  if (::testing::Test::HasFailure() && !log_path_.empty()) {
-    std::string log = ReadLog();
-    constexpr size_t kTailBytes = 8 << 10;
-    if (log.size() > kTailBytes) log = "[...]" + log.substr(log.size() - kTailBytes);
-    std::fprintf(stderr, "---- etcd log ----\n%s---- end of etcd log ----\n", log.c_str());
-  }
+  KillAndReap(pid_);
+  if (::testing::Test::HasFailure() && !log_path_.empty()) PrintLogTail("etcd log", ReadLog());
 }
 
 void EtcdProcess::Signal(int signal) {
   if (pid_ > 0) kill(pid_, signal);
 }
 
-void EtcdProcess::Kill() {
-  if (pid_ <= 0) return;
-  kill(pid_, SIGKILL);
-  int status = 0;
-  waitpid(pid_, &status, 0);
-  pid_ = -1;
-}
+void EtcdProcess::Kill() { KillAndReap(pid_); }
 
-std::string EtcdProcess::ReadLog() const {
-  std::ifstream in(log_path_);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+std::string EtcdProcess::ReadLog() const { return ReadFile(log_path_); }
 
 }  // namespace bloomtest

@@ -16,6 +16,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "common/testing.h"
@@ -46,6 +47,44 @@ class EtcdProcess {
   int client_port_ = 0;
   std::string log_path_;
   std::unique_ptr<TempDir> scratch_;  // data dir and log
+};
+
+// A real etcd cluster of several members on loopback, each with its own data dir, which a test
+// can kill and restart (with its data, on its ports) while the others keep a quorum.
+//
+//   std::unique_ptr<EtcdCluster> etcd = EtcdCluster::Start(3);
+//   ... --etcd_endpoints=etcd->endpoints() ...
+//   etcd->Kill(1);  ...  ASSERT_TRUE(etcd->Restart(1));
+class EtcdCluster {
+ public:
+  // nullptr, with a test failure, if the members do not all answer within `timeout`.
+  static std::unique_ptr<EtcdCluster> Start(int members,
+                                            absl::Duration timeout = absl::Seconds(30));
+  ~EtcdCluster();  // SIGKILLs every member; prints their logs' tails if the test failed
+
+  // host:port,... of every member's client URL.
+  std::string endpoints() const;
+  int size() const { return static_cast<int>(members_.size()); }
+  void Kill(int member);
+  // Starts a killed member again and waits until it answers healthy.
+  bool Restart(int member, absl::Duration timeout = absl::Seconds(30));
+
+ private:
+  struct Member {
+    std::string name;
+    int client_port = 0;
+    int peer_port = 0;
+    pid_t pid = -1;
+    std::string log_path;
+  };
+  EtcdCluster() = default;
+  bool TryStart(int members, absl::Duration timeout);
+  bool Spawn(Member& member);
+  bool WaitHealthy(const Member& member, absl::Time deadline);
+
+  std::unique_ptr<TempDir> scratch_;
+  std::vector<Member> members_;
+  std::string initial_cluster_;
 };
 
 // A loopback TCP port that was free a moment ago.

@@ -23,176 +23,23 @@
 #include "common/testing.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "tests/chaos_writers.h"
 #include "tests/polyglot_command.h"
 #include "tests/replication_cluster.h"
 #include "tests/test_pki.h"
 
 namespace {
 
+using bloomtest::Acknowledged;
+using bloomtest::CppWriters;
+using bloomtest::EnvInt;
+using bloomtest::ExpectAllPresent;
+using bloomtest::FilterNames;
+using bloomtest::Languages;
 using bloomtest::PolyglotCommand;
-
+using bloomtest::PolyglotWriters;
 using bloomtest::ReplicationCluster;
-
-int EnvInt(const char* name, int fallback) {
-  const char* value = std::getenv(name);
-  return value != nullptr && *value != '\0' ? std::atoi(value) : fallback;
-}
-
-// The client languages whose polyglot programs write (besides C++): BLOOM_REPLICATION_LANGUAGES,
-// space-separated, default all three. The sanitizer builds leave Go out: its program is built by
-// the go_build fixture, which runs in the ordinary build only.
-std::vector<std::string> Languages() {
-  const char* set = std::getenv("BLOOM_REPLICATION_LANGUAGES");
-  if (set == nullptr || *set == '\0') return {"python", "go", "node"};
-  return absl::StrSplit(set, ' ', absl::SkipEmpty());
-}
-
-bloom::v1::FilterSpec Spec() {
-  bloom::v1::FilterSpec spec;
-  spec.set_capacity(10'000);
-  spec.set_error_rate(0.001);  // what the polyglot programs create filters with
-  return spec;
-}
-
-// Adds acknowledged by some pod, by filter: what every pod must hold afterwards.
-class Acknowledged {
- public:
-  void Record(const std::string& filter, const std::vector<std::string>& items) {
-    std::lock_guard<std::mutex> lock(mu_);
-    std::vector<std::string>& all = items_[filter];
-    all.insert(all.end(), items.begin(), items.end());
-  }
-  std::map<std::string, std::vector<std::string>> Snapshot() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return items_;
-  }
-  size_t size() {
-    std::lock_guard<std::mutex> lock(mu_);
-    size_t n = 0;
-    for (const auto& [filter, items] : items_) n += items.size();
-    return n;
-  }
-
- private:
-  std::mutex mu_;
-  std::map<std::string, std::vector<std::string>> items_;
-};
-
-// Every acknowledged item reads present on the pod at `target`, checked item by item.
-void ExpectAllPresent(const std::string& target,
-                      const std::map<std::string, std::vector<std::string>>& acknowledged) {
-  std::unique_ptr<bloomclient::BloomClient> client = bloomclient::BloomClient::Connect(target);
-  for (const auto& [filter, items] : acknowledged) {
-    absl::StatusOr<std::vector<bool>> present = client->MightContain(filter, items);
-    ASSERT_TRUE(present.ok()) << target << " " << filter << ": " << present.status();
-    for (size_t i = 0; i < items.size(); ++i) {
-      ASSERT_TRUE((*present)[i]) << target << " lost the acknowledged add of "
-                                 << absl::CEscape(items[i]) << " to " << filter;
-    }
-  }
-}
-
-// C++ writers: pipelined clients, one per pod, adding batches of new items to a few filters
-// until stopped; each acknowledged batch is recorded.
-class CppWriters {
- public:
-  CppWriters(const std::vector<std::string>& targets, Acknowledged* acknowledged)
-      : acknowledged_(acknowledged) {
-    for (size_t w = 0; w < targets.size(); ++w) {
-      threads_.emplace_back([this, target = targets[w], w] {
-        bloomclient::ClientOptions options;
-        options.pipelined = true;
-        options.timeout = absl::Seconds(8);
-        std::unique_ptr<bloomclient::BloomClient> client =
-            bloomclient::BloomClient::Connect(target, options);
-        const bloom::v1::FilterSpec spec = Spec();
-        for (int batch = 0; !stop_.load(); ++batch) {
-          const std::string filter = absl::StrCat("chaos:cpp", batch % 4);
-          std::vector<std::string> items;
-          for (int i = 0; i < 20; ++i) items.push_back(absl::StrCat("cpp-", w, "-", batch, "-", i));
-          if (client->Add(filter, items, &spec).ok()) {
-            acknowledged_->Record(filter, items);
-          } else {
-            failures_.fetch_add(1);
-          }
-        }
-      });
-    }
-  }
-  ~CppWriters() { Stop(); }
-  void Stop() {
-    stop_.store(true);
-    for (std::thread& thread : threads_) {
-      if (thread.joinable()) thread.join();
-    }
-  }
-  int failures() const { return failures_.load(); }
-
- private:
-  Acknowledged* const acknowledged_;
-  std::atomic<bool> stop_{false};
-  std::atomic<int> failures_{0};
-  std::vector<std::thread> threads_;
-};
-
-// The polyglot programs of the other languages, as writers: each run adds a batch of new items
-// through one pod and exits 0 only once they were acknowledged.
-class PolyglotWriters {
- public:
-  PolyglotWriters(const std::vector<std::string>& targets, const std::string& scratch,
-                  Acknowledged* acknowledged) {
-    for (const std::string& language : Languages()) {
-      threads_.emplace_back([this, language, targets, scratch, acknowledged] {
-        const std::string input = absl::StrCat(scratch, "/", language, ".hex");
-        for (int round = 0; !stop_.load(); ++round) {
-          const std::string& target = targets[round % targets.size()];
-          const std::string filter = absl::StrCat("chaos:", language);
-          std::vector<std::string> items;
-          for (int i = 0; i < 10; ++i) items.push_back(absl::StrCat(language, "-", round, "-", i));
-          {
-            std::ofstream out(input);
-            for (const std::string& item : items) out << absl::BytesToHexString(item) << "\n";
-          }
-          const bloomtest::CommandResult result =
-              bloomtest::RunCommand(absl::StrCat("timeout 20 ", PolyglotCommand(language), " ",
-                                                 target, " ", filter, " add < ", input));
-          if (result.exit_code == 0) {
-            acknowledged->Record(filter, items);
-            std::lock_guard<std::mutex> lock(mu_);
-            ++runs_[language];
-          }
-        }
-      });
-    }
-  }
-  ~PolyglotWriters() { Stop(); }
-  void Stop() {
-    stop_.store(true);
-    for (std::thread& thread : threads_) {
-      if (thread.joinable()) thread.join();
-    }
-  }
-  // The fewest acknowledged runs of any language.
-  int min_runs() {
-    std::lock_guard<std::mutex> lock(mu_);
-    int fewest = runs_.size() < Languages().size() ? 0 : INT32_MAX;
-    for (const auto& [language, runs] : runs_) fewest = std::min(fewest, runs);
-    return fewest;
-  }
-
- private:
-  std::atomic<bool> stop_{false};
-  std::mutex mu_;
-  std::map<std::string, int> runs_;
-  std::vector<std::thread> threads_;
-};
-
-std::vector<std::string> FilterNames(
-    const std::map<std::string, std::vector<std::string>>& acknowledged) {
-  std::vector<std::string> names;
-  for (const auto& [name, items] : acknowledged) names.push_back(name);
-  return names;
-}
+using bloomtest::Spec;
 
 TEST(ReplicationTest, KilledPrimaryLosesNoAcknowledgedAddOnEitherFollower) {
   ReplicationCluster cluster(2, {"--min_replica_acks=2", "--replica_ack_timeout=5s"});

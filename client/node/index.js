@@ -91,7 +91,14 @@ class BloomClient {
    */
   constructor(target, options = {}) {
     this.options = { timeoutMs: 10_000, batchSize: 10_000, streams: 1, ...options };
-    const channelOptions = {};
+    // A pod restarting, or rebuilding its server in a new role when the primary fails over, is
+    // back within a second or so: reconnect every few hundred milliseconds rather than after
+    // gRPC's default backoff (1 s, growing to 2 min).
+    const channelOptions = {
+      'grpc.initial_reconnect_backoff_ms': 200,
+      'grpc.min_reconnect_backoff_ms': 200,
+      'grpc.max_reconnect_backoff_ms': 5000,
+    };
     if (options.serverName) channelOptions['grpc.ssl_target_name_override'] = options.serverName;
     const { BloomFilterService } = loadService();
     this.stub = new BloomFilterService(target, credentialsFor(options.tls), channelOptions);

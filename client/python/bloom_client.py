@@ -89,8 +89,14 @@ class BloomClient:
     def __init__(self, target="127.0.0.1:50051", timeout=10.0, batch_size=10_000, channel=None,
                  token=None, tls=False, root_certificates=None, private_key=None,
                  certificate_chain=None, pipelined=False, pipeline_streams=1):
+        # A pod restarting, or rebuilding its server in a new role when the primary fails
+        # over, is back within a second or so: reconnect every few hundred milliseconds
+        # rather than after gRPC's default backoff (1 s, growing to 2 min).
         options = [("grpc.max_receive_message_length", -1),
-                   ("grpc.max_send_message_length", -1)]
+                   ("grpc.max_send_message_length", -1),
+                   ("grpc.initial_reconnect_backoff_ms", 200),
+                   ("grpc.min_reconnect_backoff_ms", 200),
+                   ("grpc.max_reconnect_backoff_ms", 5000)]
         if channel is None and (tls or root_certificates or certificate_chain):
             credentials = grpc.ssl_channel_credentials(
                 root_certificates=root_certificates, private_key=private_key,

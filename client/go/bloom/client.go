@@ -40,6 +40,7 @@ import (
 
 	bloomv1 "github.com/bloom-server/bloom-server/gen/go/bloom/v1"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
@@ -143,7 +144,16 @@ func Dial(target string, opts Options) (*Client, error) {
 	if opts.TLS != nil {
 		transport = grpc.WithTransportCredentials(credentials.NewTLS(opts.TLS))
 	}
-	conn, err := grpc.Dial(target, transport)
+	// A pod restarting, or rebuilding its server in a new role when the primary fails over, is
+	// back within a second or so: reconnect every few hundred milliseconds rather than after
+	// gRPC's default backoff (1 s, growing to 2 min).
+	reconnect := grpc.WithConnectParams(grpc.ConnectParams{
+		Backoff: backoff.Config{
+			BaseDelay: 200 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 5 * time.Second,
+		},
+		MinConnectTimeout: 200 * time.Millisecond,
+	})
+	conn, err := grpc.Dial(target, transport, reconnect)
 	if err != nil {
 		return nil, err
 	}
