@@ -94,7 +94,8 @@ bench() {  # LABEL ADDRESS SERVER_PID
 }
 
 echo "failover.sh: steady state, batched adds, $CLIENTS clients x 1000 keys per call, $DURATION per run, $ROUNDS rounds"
-for round in $(seq "$ROUNDS"); do
+run_static() {
+  local round=$1 p f
   p=$(free_port); f=$(free_port)
   start "static-primary-$round" "$SERVER_CPUS" "$p" --min_replica_acks=1
   wait_port "static-primary-$round"
@@ -102,7 +103,9 @@ for round in $(seq "$ROUNDS"); do
   healthy "127.0.0.1:$f"
   bench static "127.0.0.1:$p" "${pids[static-primary-$round]}"
   stop "static-follower-$round"; stop "static-primary-$round"
-
+}
+run_elected() {
+  local round=$1 p f common
   p=$(free_port); f=$(free_port)
   common=(--etcd_endpoints="$ETCD" --cluster="steady-$round" --min_replica_acks=1)
   start "elected-primary-$round" "$SERVER_CPUS" "$p" --advertise_address="127.0.0.1:$p" "${common[@]}"
@@ -115,20 +118,32 @@ for round in $(seq "$ROUNDS"); do
   done
   bench elected "127.0.0.1:$p" "${pids[elected-primary-$round]}"
   stop "elected-follower-$round"; stop "elected-primary-$round"
+}
+# The order alternates between rounds, so that neither setup always runs on a warmer machine.
+for round in $(seq "$ROUNDS"); do
+  if (( round % 2 == 1 )); then run_static "$round"; run_elected "$round"
+  else run_elected "$round"; run_static "$round"; fi
 done
+if [[ $ROUNDS != 0 ]]; then
 /usr/bin/python3 - "$work/steady.jsonl" <<'EOF'
 import json, statistics, sys
 rows = [json.loads(line) for line in open(sys.argv[1])]
-ratios = []
+ratios, cpu = [], []
 for i in range(0, len(rows) - 1, 2):
-    static, elected = rows[i], rows[i + 1]
+    pair = {rows[i]["label"]: rows[i], rows[i + 1]["label"]: rows[i + 1]}
+    static, elected = pair["static"], pair["elected"]
     ratio = elected["keys_per_second"] / static["keys_per_second"]
+    cost = (elected["server_cpu_seconds_per_million_keys"] /
+            static["server_cpu_seconds_per_million_keys"])
     ratios.append(ratio)
+    cpu.append(cost)
     print(f"  round {i // 2 + 1}: static {static['keys_per_second']:.0f} keys/s, elected "
-          f"{elected['keys_per_second']:.0f} keys/s: {ratio:.3f}x")
+          f"{elected['keys_per_second']:.0f} keys/s: {ratio:.3f}x; primary CPU per key {cost:.3f}x")
 print(f"steady state: elected through etcd {statistics.median(ratios):.3f}x the static primary's "
-      f"keys/s (median of {len(ratios)} rounds; target >= 0.95x)")
+      f"keys/s (median of {len(ratios)} rounds; target >= 0.95x), primary CPU per key "
+      f"{statistics.median(cpu):.3f}x")
 EOF
+fi
 
 # Failover time: three pods, the default lease TTL.
 ports=($(free_port) $(free_port) $(free_port))
@@ -140,7 +155,7 @@ for i in 0 1 2; do pod "$i"; done
 primary() {  # the index of the pod etcd names, or nothing
   local leader
   leader=$(ETCDCTL_API=3 etcdctl --endpoints="$ETCD" get failover/leader --print-value-only 2>/dev/null) || return 0
-  for i in 0 1 2; do [[ $leader == *"address=127.0.0.1:${ports[$i]} "* ]] && echo "$i"; done
+  for i in 0 1 2; do if [[ $leader == *"address=127.0.0.1:${ports[$i]} "* ]]; then echo "$i"; fi; done
 }
 # Healed: a primary whose sync set holds both others.
 heal() {
