@@ -136,6 +136,7 @@ absl::StatusOr<Failover::Handover> Failover::Switchover(
     }
   } else if (durable(target) < 0) {
     std::vector<std::string> names;
+    names.reserve(now.size());
     for (const FollowerProgress& follower : now) names.push_back(follower.name);
     return absl::FailedPreconditionError(
         absl::StrCat(target, " is not following this primary (its followers: ",

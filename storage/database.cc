@@ -362,7 +362,7 @@ absl::Status Database::Write(rocksdb::WriteBatch& batch, bool sync, absl::string
 #endif
   if (write_gate_) {
     if (absl::Status allowed = write_gate_(); !allowed.ok()) {
-      return absl::Status(allowed.code(), absl::StrCat(context, ": ", allowed.message()));
+      return {allowed.code(), absl::StrCat(context, ": ", allowed.message())};
     }
   }
   if (db_ == nullptr) {

@@ -18,10 +18,9 @@
 //
 // BLOOM_CHAOS_TTL (default 2s) is the pods' --leader_ttl: failover time scales with it, and the
 // checks do not depend on it.
-#include <signal.h>
-
 #include <algorithm>
 #include <atomic>
+#include <csignal>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -139,8 +138,9 @@ class FailoverChaosTest : public ::testing::Test {
   [[nodiscard]] std::string AckLogPath(int i) const {
     return absl::StrCat(scratch_.path(), "/acks-", i, ".log");
   }
-  std::vector<std::string> Targets() const {
+  [[nodiscard]] std::vector<std::string> Targets() const {
     std::vector<std::string> out;
+    out.reserve(kPods);
     for (int i = 0; i < kPods; ++i) out.push_back(Target(i));
     return out;
   }
@@ -286,6 +286,7 @@ TEST_F(FailoverChaosTest, NoAcknowledgedAddIsLostAndNoTwoPodsLeadOneTerm) {
   ASSERT_TRUE(WaitFor([&] { return Healthy(); }, absl::Seconds(60)));
   // Items acknowledged before the chaos, which every read must find.
   std::vector<std::string> seeds;
+  seeds.reserve(100);
   for (int i = 0; i < 100; ++i) seeds.push_back(absl::StrCat("seed-", i));
   {
     std::unique_ptr<bloomclient::BloomClient> client =
