@@ -53,6 +53,7 @@ void Forwarder::CancelAll() {
   std::vector<std::shared_ptr<grpc::ClientContext>> calls;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    cancelled_ = true;
     calls.assign(in_flight_.begin(), in_flight_.end());
   }
   // Outside the lock: a cancelled call's completion takes it.
@@ -107,9 +108,17 @@ void Forwarder::Unary(const grpc::ServerContextBase* caller, const std::string& 
   grpc::GenericStub& stub = target->stub;
   stub.UnaryCall(context.get(), method, grpc::StubOptions(), &request, response,
                  [this, context, target, done = std::move(done)](grpc::Status status) {
+                   bool cut = false;
                    {
                      std::lock_guard<std::mutex> lock(mu_);
                      in_flight_.erase(context);
+                     cut = cancelled_;
+                   }
+                   if (cut && status.error_code() == grpc::StatusCode::CANCELLED) {
+                     // Cut by CancelAll, not by its caller: the caller should retry it.
+                     status = grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                           "this pod stopped forwarding to the primary (it is "
+                                           "changing role or shutting down): retry the call");
                    }
                    done(std::move(status));
                  });

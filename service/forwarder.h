@@ -64,9 +64,9 @@ class Forwarder {
   std::unique_ptr<grpc::ClientContext> ContextFor(const grpc::ServerContextBase* caller,
                                                   bool stream = false) const;
   std::shared_ptr<grpc::Channel> channel() const;
-  // Cancels the unary calls forwarded and not yet answered (their callers get CANCELLED): a
-  // server shutting down after its grace period must not wait on a primary that stopped
-  // answering. (Streams end with their callers: stream_proxy.cc.)
+  // Cancels the unary calls forwarded and not yet answered (their callers get UNAVAILABLE, and
+  // retry): a server shutting down after its grace period must not wait on a primary that
+  // stopped answering. (Streams end with their callers: stream_proxy.cc.)
   void CancelAll();
 
  private:
@@ -84,6 +84,7 @@ class Forwarder {
   std::shared_ptr<Target> target_;  // guarded by mu_; each call keeps the one it started with
   // Guarded by mu_: the unary calls not yet answered.
   std::set<std::shared_ptr<grpc::ClientContext>> in_flight_;
+  bool cancelled_ = false;  // guarded by mu_: CancelAll ran
 };
 
 // The full method names forwarded (bloom.v1.BloomFilterService).
