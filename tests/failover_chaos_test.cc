@@ -145,6 +145,13 @@ class FailoverChaosTest : public ::testing::Test {
     return out;
   }
 
+  // The current term (the leader key's creation revision), or 0 without a primary.
+  int64_t Term() {
+    absl::StatusOr<coordination::KeyValue> leader =
+        etcd_client_->Get(coordination::LeaderKey(kCluster));
+    return leader.ok() ? leader->create_revision : 0;
+  }
+
   // The pod etcd names as the primary, or -1.
   int Primary() {
     absl::StatusOr<coordination::KeyValue> leader =
@@ -246,6 +253,7 @@ class FailoverChaosTest : public ::testing::Test {
   // Runs one fault and waits until the cluster has healed.
   void Run(Fault fault, const std::function<void(Fault&)>& inject) {
     const int primary_before = Primary();
+    const int64_t term_before = Term();
     fault.start = absl::Now();
     inject(fault);
     ASSERT_TRUE(WaitFor([&] { return Healthy(); }, absl::Seconds(60))) << fault.what;
@@ -254,10 +262,14 @@ class FailoverChaosTest : public ::testing::Test {
     ASSERT_TRUE(WaitFor([&] { return acknowledged_.size() >= before + 50; }, absl::Seconds(30)))
         << "no writes acknowledged after " << fault.what;
     fault.healed = absl::Now();
+    // A new term: the old primary stopped being it and the new one became it, rebuilding their
+    // servers in their new roles (the same pod, when a primary that lost its lease to an etcd
+    // outage is elected again).
     const int primary_after = Primary();
-    if (primary_before != primary_after) {  // they rebuilt their servers in their new roles
-      fault.touched.insert(primary_before);
-      fault.touched.insert(primary_after);
+    if (Term() != term_before) {
+      for (int pod : {primary_before, primary_after}) {
+        if (pod >= 0) fault.touched.insert(pod);
+      }
     }
     faults_.push_back(fault);
   }
