@@ -341,6 +341,30 @@ TEST_F(FailoverTest, APrimaryPausedPastItsLeaseAcknowledgesNothingWhenItResumes)
   }
 }
 
+TEST(FailoverAloneTest, ASwitchoverWithoutEtcdIsRefusedNamingWhatItNeeds) {
+  TempDir data;
+  std::unique_ptr<ServerProcess> server = ServerProcess::Start(data.path());
+  ASSERT_NE(server, nullptr);
+  namespace v1 = bloom::replication::v1;
+  auto stub = v1::ReplicationService::NewStub(
+      grpc::CreateChannel(server->target(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+  v1::SwitchoverRequest request;
+  request.set_to("127.0.0.1:1");
+  v1::SwitchoverResponse response;
+  const grpc::Status refused = stub->Switchover(&context, request, &response);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(refused.error_message().find("--etcd_endpoints"), std::string::npos)
+      << refused.error_message();
+  // bloom-cli says the same before it asks.
+  const CommandResult cli =
+      RunCommand(absl::StrCat(BLOOM_CLI_PATH, " --server=", server->target(), " switchover 2>&1"));
+  EXPECT_EQ(cli.exit_code, 1) << cli.out;
+  EXPECT_NE(cli.out.find("FAILED_PRECONDITION"), std::string::npos) << cli.out;
+  EXPECT_NE(cli.out.find("--etcd_endpoints"), std::string::npos) << cli.out;
+}
+
 TEST(FailoverAloneTest, APodThatCannotReachEtcdNeverServesAsPrimary) {
   TempDir data;
   const int port = FreeLoopbackPort();
