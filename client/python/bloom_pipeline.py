@@ -32,6 +32,7 @@ _CODES = {code.value[0]: code for code in grpc.StatusCode}
 _RETRY_ALONE = (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED)
 _REFUSED = (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED)
 _PACKED_BYTES = 1 << 20  # most bytes of operations packed into one message
+_CLOSE_WAIT_SECONDS = 5  # close() waits this long at most for a cancelled stream's reader
 
 
 class Sequence:
@@ -101,6 +102,7 @@ class _Lane:
         self._next_id = 1
         self._requests = None  # the open stream's request queue; None: no stream
         self._responses = None
+        self._reader = None  # the thread reading the open (or last) stream's answers
         self.packs = False  # the open stream's server reads `more`: pack operations
 
     def submit(self, call):
@@ -117,19 +119,25 @@ class _Lane:
 
     def close(self):
         with self._lock:
-            requests, responses = self._requests, self._responses
+            requests, responses, reader = self._requests, self._responses, self._reader
             self._requests = None
         if requests is not None:
             requests.put(None)  # ends the request stream: the server finishes it
             responses.cancel()
+        # The reader sees the cancellation at once. Waiting for it leaves no call in progress
+        # when the program exits: gRPC Python can hang in its exit-time shutdown when a call
+        # is still being read by another thread.
+        if reader is not None and reader is not threading.current_thread():
+            reader.join(_CLOSE_WAIT_SECONDS)
 
     def _open(self):
         requests = queue.SimpleQueue()
         self._requests = requests
         self.packs = False
         self._responses = self._stub.Pipeline(iter(requests.get, None), metadata=self._metadata)
-        threading.Thread(target=self._read, args=(requests, self._responses), daemon=True,
-                         name="bloom-pipeline-reader").start()
+        self._reader = threading.Thread(target=self._read, args=(requests, self._responses),
+                                        daemon=True, name="bloom-pipeline-reader")
+        self._reader.start()
 
     def _take_batch(self):
         """Every waiting call as operations, one per run of calls that may share one."""
