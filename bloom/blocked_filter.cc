@@ -15,6 +15,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "bloom/hash.h"
 #include "bloom/mapped_bits.h"
 #include "bloom/slice_arena.h"
 #include "common/slab.h"
@@ -24,15 +25,6 @@ namespace {
 
 static_assert(std::endian::native == std::endian::little,
               "pages are persisted as little-endian words");
-
-// splitmix64's finaliser (Steele et al.): a bijection whose output bits are close to independent.
-inline uint64_t Mix(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 // Filters of at least this many bytes are mmap'ed (zero pages are free until touched) and
 // asked for transparent huge pages, which cut TLB misses on random access to large filters.

@@ -31,8 +31,10 @@ uint64_t SaturatingGrowth(uint64_t capacity, uint32_t expansion, int index) {
 
 }  // namespace
 
-// The shape of sub-filter `index` of a chain whose sub-filter i gets
-// error_rate * (1 - tightening) * tightening^i.
+// What sub-filter `index` of a chain whose sub-filter i gets
+// error_rate * (1 - tightening) * tightening^i must hold, and its shape.
+static absl::StatusOr<ChainTarget> ChainTargetWith(const FilterParams& spec, int index,
+                                                   double tightening);
 static absl::StatusOr<SubFilterShape> ChainShape(const FilterParams& spec, int index,
                                                  double tightening);
 
@@ -66,18 +68,32 @@ absl::StatusOr<SubFilterShape> SubFilterShapeFor(const FilterParams& spec, int i
   return ChainShape(spec, index, kChainTightening);
 }
 
-static absl::StatusOr<SubFilterShape> ChainShape(const FilterParams& spec, int index,
-                                                 double tightening) {
+absl::StatusOr<ChainTarget> ChainTargetFor(const FilterParams& spec, int index) {
+  return ChainTargetWith(spec, index, kChainTightening);
+}
+
+static absl::StatusOr<ChainTarget> ChainTargetWith(const FilterParams& spec, int index,
+                                                   double tightening) {
   if (index < 0 || index >= kMaxSubFilters || (spec.non_scaling && index > 0)) {
     return absl::ResourceExhaustedError(
         absl::StrCat("a filter has at most ", spec.non_scaling ? 1 : kMaxSubFilters,
                      " sub-filters; reserve a larger capacity or expansion"));
   }
+  ChainTarget target;
+  target.capacity = SaturatingGrowth(spec.capacity, spec.expansion, index);
+  target.error_rate = spec.non_scaling
+                          ? spec.error_rate
+                          : spec.error_rate * (1 - tightening) * std::pow(tightening, index);
+  return target;
+}
+
+static absl::StatusOr<SubFilterShape> ChainShape(const FilterParams& spec, int index,
+                                                 double tightening) {
+  absl::StatusOr<ChainTarget> target = ChainTargetWith(spec, index, tightening);
+  if (!target.ok()) return target.status();
   SubFilterShape shape;
-  shape.capacity = SaturatingGrowth(spec.capacity, spec.expansion, index);
-  shape.error_rate = spec.non_scaling
-                         ? spec.error_rate
-                         : spec.error_rate * (1 - tightening) * std::pow(tightening, index);
+  shape.capacity = target->capacity;
+  shape.error_rate = target->error_rate;
   absl::StatusOr<BlockedLayout> layout = ChooseLayout(shape.capacity, shape.error_rate);
   if (!layout.ok()) return layout.status();
   shape.layout = *layout;

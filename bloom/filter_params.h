@@ -65,6 +65,15 @@ absl::StatusOr<SubFilterShape> SubFilterShapeFor(const FilterParams& spec, int p
 // The error-rate tightening ratio r of a scalable chain.
 inline constexpr double kChainTightening = 0.5;
 
+// What sub-filter `index` of an unwindowed chain of normalized `spec` must hold, whatever kind
+// of filter it is: capacity * expansion^index items (saturating) at error_rate * (1-r) * r^index
+// (error_rate itself for a non-scaling filter). ResourceExhausted past the chain's end.
+struct ChainTarget {
+  uint64_t capacity = 0;
+  double error_rate = 0;
+};
+absl::StatusOr<ChainTarget> ChainTargetFor(const FilterParams& spec, int index);
+
 // The slice arena (slice_arena.h) a filter of normalized `spec` keeps its slices' first
 // sub-filters in: a window whose slices are large enough. Nullopt for every other filter.
 struct ArenaShape {

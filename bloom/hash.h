@@ -24,6 +24,21 @@ inline uint64_t HashItem(absl::string_view item, uint64_t seed) {
   return XXH3_64bits_withSeed(item.data(), item.size(), seed);
 }
 
+// splitmix64's finaliser (Steele et al.): a bijection whose output bits are close to independent.
+// Derives further hashes from an item's one (bit positions, fingerprints, buckets).
+inline uint64_t Mix(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// A uniform value in [0, n) from 64 uniform bits (Lemire's multiply-shift, "fastrange").
+inline uint64_t FastRange(uint64_t x, uint64_t n) {
+  return static_cast<uint64_t>((static_cast<unsigned __int128>(x) * n) >> 64);
+}
+
 }  // namespace bloom
 
 #endif  // BLOOM_HASH_H_

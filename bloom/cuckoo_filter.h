@@ -1,0 +1,131 @@
+// CuckooFilter: a filter that can forget. A scalable chain of cuckoo tables (cuckoo_table.h),
+// as ScalableFilter is a chain of Bloom filters: table i holds capacity * expansion^i items at
+// error_rate * (1-r) * r^i (ChainTargetFor), so the chain's FPR stays under error_rate however
+// far it grows; each step down in error rate costs one more fingerprint bit. A non-scaling
+// filter is one table at the full error rate.
+//
+//   ASSIGN_OR_RETURN(auto filter, CuckooFilter::Create(spec, seed));
+//   RETURN_IF_ERROR(filter->Add(items));          // one copy of each item
+//   std::vector<bool> gone = filter->Remove({"user:42"});
+//   std::vector<uint32_t> copies = filter->Count(items);
+//
+// Adds go to the newest table until it holds its capacity (its load is then at most
+// kCuckooMaxLoad, the load its fingerprints were sized for) or an insert's relocation walk
+// fails; the next table opens then. An Add batch is all or nothing: when a non-scaling filter
+// is full, or the chain cannot grow (kMaxSubFilters, or fingerprints past 32 bits), the items
+// it already took are removed again and it answers RESOURCE_EXHAUSTED: the filter answers
+// every question as before.
+//
+// Count is the number of copies held of the item's fingerprint in its buckets, over every
+// table: at least the number of adds not yet removed, more when another item's fingerprint
+// collides. Remove takes one copy from the newest table that holds one. The hazard every cuckoo
+// filter has: removing an item that was never added can remove a colliding item's copy, and
+// that item then reads absent (a false negative).
+//
+// Each table's item hash is the item's seeded hash (hash.h) remixed with the table's index, and
+// its relocation key derives from the seed, so tables are independent and nobody who lacks the
+// seed can choose colliding items.
+//
+// Thread-safety: thread-safe. Lookups (MightContain, Count, Stats) share a lock; Add and Remove
+// take it exclusively: a relocation walk moves fingerprints between buckets, and a lookup
+// between two of its steps could miss the one in transit.
+#ifndef BLOOM_CUCKOO_FILTER_H_
+#define BLOOM_CUCKOO_FILTER_H_
+
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "bloom/cuckoo_table.h"
+#include "bloom/filter_params.h"
+#include "common/mutex.h"
+
+namespace bloom {
+
+struct CuckooTableStats {
+  uint64_t capacity = 0;
+  double error_rate = 0;  // the table's target
+  uint64_t buckets = 0;
+  uint32_t fingerprint_bits = 0;
+  uint64_t items = 0;  // copies held
+  double load_factor = 0;
+  double estimated_error_rate = 0;  // at its load now
+};
+
+struct CuckooFilterStats {
+  uint64_t capacity = 0;  // sum over tables
+  uint64_t size_bytes = 0;
+  uint64_t items = 0;
+  uint64_t buckets = 0;
+  double load_factor = 0;           // copies held / slots, over every table
+  double estimated_error_rate = 0;  // 1 - prod_i (1 - estimated_error_rate_i)
+  std::vector<CuckooTableStats> tables;
+};
+
+class CuckooFilter {
+ public:
+  // `spec` must be normalized and have no window (InvalidArgument otherwise). Creates table 0.
+  static absl::StatusOr<std::unique_ptr<CuckooFilter>> Create(const FilterParams& spec,
+                                                              uint64_t seed);
+  // For loading a stored filter: no table yet; AppendTable() the stored ones in order.
+  static absl::StatusOr<std::unique_ptr<CuckooFilter>> CreateEmpty(const FilterParams& spec,
+                                                                   uint64_t seed);
+  CuckooFilter(const CuckooFilter&) = delete;
+  CuckooFilter& operator=(const CuckooFilter&) = delete;
+
+  const FilterParams& spec() const { return spec_; }
+  uint64_t seed() const { return seed_; }
+
+  // Adds one copy of each item (an item twice in `items` gets two). All or nothing:
+  // RESOURCE_EXHAUSTED, changing nothing, when they do not all fit.
+  absl::Status Add(absl::Span<const absl::string_view> items) ABSL_LOCKS_EXCLUDED(mu_);
+  std::vector<bool> MightContain(absl::Span<const absl::string_view> items) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+  std::vector<uint32_t> Count(absl::Span<const absl::string_view> items) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Per item, in order, whether a copy was removed.
+  std::vector<bool> Remove(absl::Span<const absl::string_view> items) ABSL_LOCKS_EXCLUDED(mu_);
+
+  CuckooFilterStats Stats() const ABSL_LOCKS_EXCLUDED(mu_);
+  int num_tables() const ABSL_LOCKS_EXCLUDED(mu_);
+  // The layout and key table `index` has (or will have, for the next one). ResourceExhausted
+  // past the chain's end.
+  absl::StatusOr<CuckooLayout> LayoutOf(int index) const;
+  uint64_t KeyOf(int index) const;
+  // Loading: the next table, of LayoutOf(num_tables()) and KeyOf(num_tables()) (its pages
+  // loaded by the caller). InvalidArgument for a table of another layout or key.
+  absl::Status AppendTable(std::unique_ptr<CuckooTable> table) ABSL_LOCKS_EXCLUDED(mu_);
+  // Persistence: calls `visit(index, table)` for each table, holding the lock shared (the
+  // tables do not change during the visit; TakeDirtyPages needs the exclusive form).
+  void ForEachTable(absl::FunctionRef<void(int, const CuckooTable&)> visit) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // The dirty pages of each table since the last call: (table, page) pairs, ascending.
+  std::vector<std::pair<int, uint64_t>> TakeDirtyPages() ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  CuckooFilter(const FilterParams& spec, uint64_t seed) : spec_(spec), seed_(seed) {}
+
+  // The item hash table `index` uses, from the item's seeded hash.
+  static uint64_t TableHash(uint64_t item_hash, int index);
+  // Opens the next table (ResourceExhausted when the chain cannot grow).
+  absl::Status GrowLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether the newest table takes the item (its capacity not reached, its walk succeeded).
+  bool InsertLocked(uint64_t item_hash) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const FilterParams spec_;
+  const uint64_t seed_;
+  mutable bloomsync::Mutex mu_;
+  std::vector<std::unique_ptr<CuckooTable>> tables_ ABSL_GUARDED_BY(mu_);
+  std::vector<uint64_t> capacities_ ABSL_GUARDED_BY(mu_);  // each table's target capacity
+};
+
+}  // namespace bloom
+
+#endif  // BLOOM_CUCKOO_FILTER_H_

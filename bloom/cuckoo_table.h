@@ -1,0 +1,168 @@
+// CuckooTable: one cuckoo filter (Fan, Andersen, Kaminsky, Mitzenmacher, "Cuckoo Filter:
+// Practically Better Than Bloom", CoNEXT 2014): buckets of kCuckooBucketSlots fingerprints, an
+// item's fingerprint in one of its two buckets. Unlike a Bloom filter it can forget an item
+// (Remove) and count its copies (Count). The link of a scalable cuckoo chain (cuckoo_filter.h).
+//
+// Sizing. A lookup compares the item's fingerprint with the 2 * 4 slots of its two buckets, each
+// holding a fingerprint with probability `load`, and fingerprints are uniform over
+// [1, 2^f - 1] (0 marks an empty slot), so
+//   FPR = 1 - (1 - 1 / (2^f - 1))^(8 * load)  <=  8 * load / (2^f - 1).
+// ChooseCuckooLayout takes the fewest fingerprint bits f whose FPR at kCuckooMaxLoad meets the
+// error rate, and the fewest buckets that hold `capacity` at that load. At 1% that is 10 bits
+// per fingerprint, 10.5 bits per item; at 0.1%, 13 and 13.7; at 3%, 8 and 8.4 (our blocked
+// Bloom filter needs 9.9, 15.5 and 7.4: cuckoo_benchmark's BM_BitsPerItem prints both). Below
+// about 0.5% the cuckoo filter is the smaller.
+//
+// Hashing. Everything derives from the item's seeded 64-bit hash (hash.h) and the table's key
+// (drawn from the filter's seed): bucket1 = fastrange(hash, n), the fingerprint from the hash
+// remixed, and bucket2 = (T(fp) - bucket1) mod n with T(fp) = fastrange(mix(fp ^ key), n). The
+// map bucket -> other bucket is its own inverse for any n (so the table needs no power-of-two
+// size, which would waste up to half its memory), and T is keyed, so a client who knows the
+// algorithm but not the seed cannot choose items whose fingerprints crowd one bucket pair.
+//
+// Insertion relocates fingerprints along a walk of at most kMaxKicks steps. The walk's choices
+// come from the item's hash and the step, not from a random generator: the same inserts in the
+// same order give the same bytes, so a follower that replays a primary's log holds the
+// primary's table exactly. A walk that finds no free slot is undone, and the item goes to the
+// stash (below) if it has room; otherwise Insert fails and changes nothing.
+//
+// Memory: the fingerprints are bit-packed, bucket after bucket, and addressed as pages of
+// kPageBytes, the unit the storage layer persists (as BlockedBloomFilter's bits).
+//
+// Thread-safety: none. The owner serialises writers against readers (CuckooFilter's lock).
+#ifndef BLOOM_CUCKOO_TABLE_H_
+#define BLOOM_CUCKOO_TABLE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace bloom {
+
+inline constexpr int kCuckooBucketSlots = 4;
+// The load a table is sized for: the paper finds buckets of 4 reach 95% before an insert fails.
+inline constexpr double kCuckooMaxLoad = 0.95;
+inline constexpr uint32_t kMinFingerprintBits = 4;
+inline constexpr uint32_t kMaxFingerprintBits = 32;
+// The longest relocation walk before an insert gives up (the paper's choice).
+inline constexpr int kMaxKicks = 500;
+// Bucket indexes are 64-bit, but a table's bytes must be allocatable: 2^36 buckets of 4 32-bit
+// fingerprints are 1 TiB.
+inline constexpr uint64_t kMaxCuckooBuckets = uint64_t{1} << 36;
+// The stash: fingerprints whose walk found no free slot, each with its bucket pair (Kirsch,
+// Mitzenmacher, Wieder, "More robust hashing: cuckoo hashing with a stash"). Small tables near
+// their capacity have a few over-full bucket pairs that no walk can relieve; a handful of stash
+// entries takes those items instead of failing. An entry is 12 bytes: the pair's lower bucket
+// and the fingerprint (0: empty).
+inline constexpr int kStashEntries = 4;
+inline constexpr uint64_t kStashEntryBytes = 12;
+
+struct CuckooLayout {
+  uint64_t num_buckets = 0;       // >= 1
+  uint32_t fingerprint_bits = 0;  // in [kMinFingerprintBits, kMaxFingerprintBits]
+
+  uint64_t slots() const { return num_buckets * kCuckooBucketSlots; }
+  // The bit-packed buckets, then the stash.
+  uint64_t bucket_bytes() const { return (slots() * fingerprint_bits + 7) / 8; }
+  uint64_t bytes() const { return bucket_bytes() + kStashEntries * kStashEntryBytes; }
+  friend bool operator==(const CuckooLayout&, const CuckooLayout&) = default;
+};
+
+// The expected FPR of one lookup in a table of `fingerprint_bits` at `load` (occupied slots /
+// slots).
+double CuckooFalsePositiveRate(double load, uint32_t fingerprint_bits);
+
+// The smallest layout holding `capacity` items at kCuckooMaxLoad with FPR <= `error_rate`.
+// InvalidArgument for capacity 0 or an error rate outside (0, 1); ResourceExhausted when it
+// needs more than kMaxFingerprintBits bits (error rates below about 2e-9) or kMaxCuckooBuckets.
+absl::StatusOr<CuckooLayout> ChooseCuckooLayout(uint64_t capacity, double error_rate);
+
+class CuckooTable {
+ public:
+  static constexpr uint32_t kPageBytes = 16 * 1024;
+
+  // Where an item goes: computed once, used for every question about it.
+  struct Probe {
+    uint64_t hash = 0;  // the item's seeded hash (drives the relocation walk)
+    uint64_t bucket1 = 0;
+    uint64_t bucket2 = 0;
+    uint32_t fingerprint = 0;  // never 0
+  };
+
+  // Zeroed (empty) for `layout`, keyed by `key`. ResourceExhausted when the memory cannot be
+  // had; InvalidArgument for a layout outside the limits above.
+  static absl::StatusOr<std::unique_ptr<CuckooTable>> Create(CuckooLayout layout, uint64_t key);
+  CuckooTable(const CuckooTable&) = delete;
+  CuckooTable& operator=(const CuckooTable&) = delete;
+
+  const CuckooLayout& layout() const { return layout_; }
+  uint64_t key() const { return key_; }
+  // Occupied slots: the copies this table holds.
+  uint64_t occupied() const { return occupied_; }
+  double load() const { return static_cast<double>(occupied_) / layout_.slots(); }
+
+  Probe ProbeFor(uint64_t hash) const;
+  bool Contains(const Probe& probe) const;
+  // Copies of the probe's fingerprint in its two buckets (each counted once when they are the
+  // same bucket).
+  int Count(const Probe& probe) const;
+  // Adds a copy. False, changing nothing, when no walk of kMaxKicks steps finds a free slot
+  // and the stash is full.
+  bool Insert(const Probe& probe);
+  // Removes one copy of the probe's fingerprint; false when neither bucket holds one.
+  bool Remove(const Probe& probe);
+
+  // Persistence: the bytes as pages (the last one short), and the pages changed since the last
+  // TakeDirtyPages (ascending).
+  uint64_t num_pages() const { return (layout_.bytes() + kPageBytes - 1) / kPageBytes; }
+  std::string ReadPage(uint64_t page) const;
+  // Replaces a page (loading a stored table); recounts occupied(). InvalidArgument when `page`
+  // is out of range, its size is not the page's, or a fingerprint in it is out of range (a
+  // stored table of another layout).
+  absl::Status LoadPage(uint64_t page, absl::string_view data);
+  std::vector<uint64_t> TakeDirtyPages();
+
+ private:
+  CuckooTable(CuckooLayout layout, uint64_t key);
+
+  uint64_t AltBucket(uint64_t bucket, uint32_t fingerprint) const;
+  uint32_t Slot(uint64_t bucket, int slot) const;
+  void SetSlot(uint64_t bucket, int slot, uint32_t fingerprint);
+  // The first empty slot of `bucket`, or -1.
+  int FreeSlot(uint64_t bucket) const;
+  int CountIn(uint64_t bucket, uint32_t fingerprint) const;
+  uint64_t CountOccupied(uint64_t first_byte, uint64_t end_byte) const;
+
+  struct StashEntry {
+    uint64_t bucket = 0;  // the lower of the pair
+    uint32_t fingerprint = 0;
+  };
+  StashEntry StashAt(int entry) const;
+  void SetStash(int entry, StashEntry value);
+  int CountInStash(const Probe& probe) const;
+  // The stash entry holding the probe's fingerprint for its pair, or -1.
+  int FindInStash(const Probe& probe) const;
+  int CountStashed() const;
+
+  const CuckooLayout layout_;
+  const uint64_t key_;
+  const uint32_t mask_;  // fingerprint_bits ones
+  uint64_t occupied_ = 0;
+  int stashed_ = 0;  // stash entries in use: lookups skip an empty stash
+  // layout_.bytes() and 8 bytes of slack, so that every slot reads as one 8-byte load; from
+  // calloc, so that a large table's zero pages cost nothing until written.
+  struct FreeBytes {
+    void operator()(uint8_t* bytes) const;
+  };
+  std::unique_ptr<uint8_t[], FreeBytes> bytes_;
+  std::vector<uint64_t> dirty_;  // one bit per page
+};
+
+}  // namespace bloom
+
+#endif  // BLOOM_CUCKOO_TABLE_H_
