@@ -25,6 +25,7 @@ namespace {
 
 constexpr char kUsage[] =
     R"(usage: bloom-cli [--server=HOST:PORT] [--timeout=10s] [--json] [security] COMMAND ...
+       bloom-cli --version
 
 commands:
   reserve NAME --capacity=N --error-rate=P [--expansion=E] [--non-scaling]
@@ -554,6 +555,10 @@ int main(int argc, char** argv) {
   const Args args = Parse(argc, argv);
   if (args.Has("help") || args.Has("h")) {
     std::cout << kUsage;
+    return 0;
+  }
+  if (args.Has("version")) {
+    std::cout << "bloom-cli " << BLOOM_VERSION << "\n";
     return 0;
   }
   return Run(args);

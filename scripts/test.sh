@@ -25,8 +25,9 @@ if [[ "${BLOOM_QUICK:-0}" == 1 ]]; then exit 0; fi
 # The Go, Node.js, polyglot and buf tests check clients and the API contract, not the server's
 # memory or threads: once, in the ordinary build.
 # FailoverChaosTest runs the real binaries through 21 faults for minutes: once, like the crash
-# and soak tests.
-not_under_sanitizers='CrashTest|SoakTest|FailoverChaosTest|HelmChartTest|ImageTest|HostileClientTest|HostileLimitsTest|go_build|go_client|node_client|PolyglotTest|ApiContractTest'
+# and soak tests. InstallTest checks what `cmake --install` puts where, which no sanitizer
+# changes.
+not_under_sanitizers='CrashTest|SoakTest|FailoverChaosTest|HelmChartTest|ImageTest|HostileClientTest|HostileLimitsTest|go_build|go_client|node_client|PolyglotTest|ApiContractTest|InstallTest'
 # Under TSan, the property tests that run on one thread (the filter maths, windows, a scan of
 # RocksDB) have no race to find, and are its slowest: ASan runs them.
 single_threaded='WindowedFilterTest|FalsePositiveRateTest|DatabaseTest.ScansOfOneGeneration'

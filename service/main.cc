@@ -19,6 +19,7 @@
 
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -489,6 +490,9 @@ int main(int argc, char** argv) {
   // do not pay for it.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 #endif
+  absl::FlagsUsageConfig usage;
+  usage.version_string = [] { return std::string("bloom-server ") + BLOOM_VERSION + "\n"; };
+  absl::SetFlagsUsageConfig(usage);
   absl::SetProgramUsageMessage(
       "Persistent Bloom filters over gRPC.\n"
       "Flags may also be set as BLOOM_<FLAG> environment variables, e.g. BLOOM_DATA_DIR.");

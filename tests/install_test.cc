@@ -1,0 +1,137 @@
+// What `cmake --install` gives a user (packaging/CMakeLists.txt): installed into a fresh prefix,
+// the binaries report the project's version, and a program outside this repository builds
+// against the installed C++ client, through find_package(BloomClient) and through pkg-config,
+// and talks to a real server. Nothing of the source tree is on those builds' include paths.
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "tests/server_process.h"
+
+namespace {
+
+using bloomtest::CommandResult;
+using bloomtest::RunCommand;
+using bloomtest::TempDir;
+
+// A user's program: reserve, add, check. Prints what the check answered ("110").
+constexpr char kProgram[] = R"(#include <iostream>
+#include <string>
+#include <vector>
+
+#include "client/bloom_client.h"
+
+int main(int argc, char** argv) {
+  if (argc != 2) return 2;
+  std::unique_ptr<bloomclient::BloomClient> client = bloomclient::BloomClient::Connect(argv[1]);
+  bloom::v1::FilterSpec spec;
+  spec.set_capacity(1000);
+  spec.set_error_rate(0.01);
+  absl::StatusOr<bloom::v1::ReserveResponse> reserved = client->Reserve("installed", spec);
+  if (!reserved.ok()) {
+    std::cerr << reserved.status() << "\n";
+    return 1;
+  }
+  const std::vector<std::string> added = {"alice", "bob"};
+  if (absl::StatusOr<std::vector<bool>> result = client->Add("installed", added); !result.ok()) {
+    std::cerr << result.status() << "\n";
+    return 1;
+  }
+  const std::vector<std::string> asked = {"alice", "bob", "carol"};
+  absl::StatusOr<std::vector<bool>> seen = client->MightContain("installed", asked);
+  if (!seen.ok()) {
+    std::cerr << seen.status() << "\n";
+    return 1;
+  }
+  for (bool present : *seen) std::cout << (present ? '1' : '0');
+  std::cout << "\n";
+  return 0;
+}
+)";
+
+constexpr char kCMakeProject[] = R"(cmake_minimum_required(VERSION 3.22)
+project(uses_bloom_client LANGUAGES CXX)
+set(CMAKE_CXX_STANDARD 20)
+find_package(BloomClient 0.1 CONFIG REQUIRED)
+add_executable(app main.cc)
+target_link_libraries(app PRIVATE BloomClient::bloom_client)
+)";
+
+class InstallTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    prefix_ = new TempDir();
+    const CommandResult installed = RunCommand(
+        absl::StrCat("cmake --install ", BLOOM_BINARY_DIR, " --prefix ", prefix_->path()));
+    ASSERT_EQ(installed.exit_code, 0) << installed.out;
+  }
+  static void TearDownTestSuite() {
+    delete prefix_;
+    prefix_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_NE(prefix_, nullptr);
+    ASSERT_EQ(RunCommand("test -x " + prefix_->path() + "/bin/bloom-server").exit_code, 0)
+        << "cmake --install failed (see the first test)";
+  }
+  static std::string Prefix() { return prefix_->path(); }
+
+ private:
+  static TempDir* prefix_;  // the install prefix, shared by the suite's tests
+};
+
+TempDir* InstallTest::prefix_ = nullptr;
+
+TEST_F(InstallTest, BinariesReportTheProjectVersion) {
+  for (const std::string name : {"bloom-server", "bloom-cli"}) {
+    const CommandResult version = RunCommand(absl::StrCat(Prefix(), "/bin/", name, " --version"));
+    EXPECT_EQ(version.exit_code, 0) << version.out;
+    EXPECT_EQ(version.out, absl::StrCat(name, " ", BLOOM_VERSION, "\n"));
+  }
+}
+
+TEST_F(InstallTest, AnExternalCMakeProjectFindsTheClientAndTalksToAServer) {
+  TempDir project;
+  std::ofstream(project.path() + "/CMakeLists.txt") << kCMakeProject;
+  std::ofstream(project.path() + "/main.cc") << kProgram;
+  const CommandResult built = RunCommand(absl::StrCat(
+      "cd ", project.path(), " && cmake -S . -B build -G Ninja -DCMAKE_PREFIX_PATH=", Prefix(),
+      " >/dev/null && cmake --build build"));
+  ASSERT_EQ(built.exit_code, 0) << built.out;
+  // The build used the installed headers, not this repository's.
+  const CommandResult flags = RunCommand(
+      absl::StrCat("grep -l ", BLOOM_SOURCE_DIR, " ", project.path(), "/build/build.ninja"));
+  EXPECT_NE(flags.exit_code, 0) << "the external build refers to the source tree";
+
+  TempDir data;
+  std::unique_ptr<bloomtest::ServerProcess> server = bloomtest::ServerProcess::Start(data.path());
+  ASSERT_NE(server, nullptr);
+  const CommandResult ran = RunCommand(project.path() + "/build/app " + server->target());
+  EXPECT_EQ(ran.exit_code, 0) << ran.out;
+  EXPECT_EQ(ran.out, "110\n");
+}
+
+TEST_F(InstallTest, PkgConfigBuildsTheSameProgram) {
+  TempDir project;
+  std::ofstream(project.path() + "/main.cc") << kProgram;
+  const std::string pkg_config =
+      absl::StrCat("PKG_CONFIG_PATH=", Prefix(), "/", BLOOM_LIBDIR, "/pkgconfig pkg-config");
+  const CommandResult version = RunCommand(pkg_config + " --modversion bloom-client");
+  ASSERT_EQ(version.exit_code, 0) << version.out;
+  EXPECT_EQ(version.out, absl::StrCat(BLOOM_VERSION, "\n"));
+  const CommandResult built =
+      RunCommand(absl::StrCat("cd ", project.path(), " && c++ -std=c++20 main.cc -o app $(",
+                              pkg_config, " --cflags --libs bloom-client)"));
+  ASSERT_EQ(built.exit_code, 0) << built.out;
+
+  TempDir data;
+  std::unique_ptr<bloomtest::ServerProcess> server = bloomtest::ServerProcess::Start(data.path());
+  ASSERT_NE(server, nullptr);
+  const CommandResult ran = RunCommand(project.path() + "/app " + server->target());
+  EXPECT_EQ(ran.exit_code, 0) << ran.out;
+  EXPECT_EQ(ran.out, "110\n");
+}
+
+}  // namespace
