@@ -62,27 +62,29 @@ target_link_libraries(app PRIVATE BloomClient::bloom_client)
 class InstallTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    prefix_ = new TempDir();
-    const CommandResult installed = RunCommand(
-        absl::StrCat("cmake --install ", BLOOM_BINARY_DIR, " --prefix ", prefix_->path()));
+    Installed() = new TempDir();
+    const CommandResult installed =
+        RunCommand(absl::StrCat("cmake --install ", BLOOM_BINARY_DIR, " --prefix ", Prefix()));
     ASSERT_EQ(installed.exit_code, 0) << installed.out;
   }
   static void TearDownTestSuite() {
-    delete prefix_;
-    prefix_ = nullptr;
+    delete Installed();
+    Installed() = nullptr;
   }
   void SetUp() override {
-    ASSERT_NE(prefix_, nullptr);
-    ASSERT_EQ(RunCommand("test -x " + prefix_->path() + "/bin/bloom-server").exit_code, 0)
+    ASSERT_NE(Installed(), nullptr);
+    ASSERT_EQ(RunCommand("test -x " + Prefix() + "/bin/bloom-server").exit_code, 0)
         << "cmake --install failed (see the first test)";
   }
-  static std::string Prefix() { return prefix_->path(); }
+  static std::string Prefix() { return Installed()->path(); }
 
  private:
-  static TempDir* prefix_;  // the install prefix, shared by the suite's tests
+  // The install prefix, shared by the suite's tests.
+  static TempDir*& Installed() {
+    static TempDir* prefix = nullptr;
+    return prefix;
+  }
 };
-
-TempDir* InstallTest::prefix_ = nullptr;
 
 TEST_F(InstallTest, BinariesReportTheProjectVersion) {
   for (const std::string name : {"bloom-server", "bloom-cli"}) {
