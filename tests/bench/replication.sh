@@ -93,6 +93,8 @@ for round in $(seq "$ROUNDS"); do
   start "standalone-$round" "$SERVER_CPUS"
   bench "standalone" "127.0.0.1:$PORT" "$PID"
   stop "$PID"
+  # Each run writes gigabytes (the log a primary keeps for its followers): keep only its log.
+  rm -rf "$work/standalone-$round/data"
 
   for acks in 0 1; do
     start "primary-$acks-$round" "$SERVER_CPUS" --min_replica_acks="$acks"
@@ -105,6 +107,7 @@ for round in $(seq "$ROUNDS"); do
       "$follower_pid" "$follower_metrics"
     stop "$follower_pid"
     stop "$primary_pid"
+    rm -rf "$work/primary-$acks-$round/data" "$work/follower-$acks-$round/data"
   done
 done
 
