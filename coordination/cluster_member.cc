@@ -92,7 +92,10 @@ bool ClusterMember::MayAcknowledge() const {
 
 absl::Status ClusterMember::RecordSyncSet(std::vector<std::string> followers) {
   std::lock_guard<std::mutex> writing(sync_write_mu_);
-  SyncSet set{options_.name, 0, options_.required_acks, std::move(followers)};
+  SyncSet set{.leader = options_.name,
+              .term = 0,
+              .required = options_.required_acks,
+              .names = std::move(followers)};
   std::sort(set.names.begin(), set.names.end());
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -135,7 +138,8 @@ absl::Status ClusterMember::HandOver(const std::string& to, uint64_t sequence) {
   std::shared_ptr<LeaseKeeper> lease;
   {
     std::lock_guard<std::mutex> writing(sync_write_mu_);
-    SyncSet set{options_.name, 0, options_.required_acks, {}};
+    SyncSet set{
+        .leader = options_.name, .term = 0, .required = options_.required_acks, .names = {}};
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!handing_over_.load() || role_.kind != Role::Kind::kPrimary) {
@@ -325,7 +329,8 @@ void ClusterMember::Elect() {
                                      " takes over at sequence ", held, ": ", decision.reason));
       // A new term starts with an empty set: until its followers hold what it holds, only this
       // member holds every write.
-      const SyncSet set{options_.name, *term, options_.required_acks, {}};
+      const SyncSet set{
+          .leader = options_.name, .term = *term, .required = options_.required_acks, .names = {}};
       absl::StatusOr<bool> written = etcd_->PutIfKeyCreatedAt(
           LeaderKey(options_.cluster), *term, SyncKey(options_.cluster), Encode(set));
       if (!written.ok() || !*written) {

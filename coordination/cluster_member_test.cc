@@ -125,7 +125,8 @@ TEST_F(ClusterMemberTest, TheMemberHoldingTheMostLeadsAndTheOthersFollowIt) {
   EXPECT_EQ(leader->create_revision, primary.term);
   absl::StatusOr<KeyValue> sync = client_->Get("c1/sync");
   ASSERT_TRUE(sync.ok()) << sync.status();
-  EXPECT_EQ(sync->value, Encode(SyncSet{"pod-b", primary.term, 0, {}}));
+  EXPECT_EQ(sync->value,
+            Encode(SyncSet{.leader = "pod-b", .term = primary.term, .required = 0, .names = {}}));
   EXPECT_TRUE(absl::IsNotFound(client_->Get("c1/election").status()));
   absl::StatusOr<std::vector<KeyValue>> members = client_->GetPrefix("c1/members/");
   ASSERT_TRUE(members.ok()) << members.status();
@@ -205,7 +206,10 @@ TEST_F(ClusterMemberTest, OnlyAMemberOfTheSyncSetTakesOver) {
   // The new term starts with an empty set.
   absl::StatusOr<KeyValue> sync = client_->Get("c1/sync");
   ASSERT_TRUE(sync.ok()) << sync.status();
-  EXPECT_EQ(sync->value, Encode(SyncSet{"pod-b", pods_["pod-b"]->Last().term, 1, {}}));
+  EXPECT_EQ(
+      sync->value,
+      Encode(SyncSet{
+          .leader = "pod-b", .term = pods_["pod-b"]->Last().term, .required = 1, .names = {}}));
 }
 
 TEST_F(ClusterMemberTest, WithTooFewOfTheSyncSetUpNobodyTakesOverUntilThePrimaryReturns) {
@@ -276,7 +280,8 @@ TEST_F(ClusterMemberTest, ThePrimaryCountsOnlyFollowersItRecordedInTheSyncSet) {
   EXPECT_EQ(keeper->recorded(), std::vector<std::string>{"pod-b"});
   absl::StatusOr<KeyValue> sync = client_->Get("c1/sync");
   ASSERT_TRUE(sync.ok()) << sync.status();
-  EXPECT_EQ(sync->value, Encode(SyncSet{"pod-a", term, 1, {"pod-b"}}));
+  EXPECT_EQ(sync->value,
+            Encode(SyncSet{.leader = "pod-a", .term = term, .required = 1, .names = {"pod-b"}}));
 
   // pod-c joins and acknowledges only part of what pod-b did; pod-b goes: it stays in the
   // set until pod-c holds every acknowledged write.
@@ -290,7 +295,8 @@ TEST_F(ClusterMemberTest, ThePrimaryCountsOnlyFollowersItRecordedInTheSyncSet) {
   acks.Ack(c, 20);
   ASSERT_TRUE(WaitFor([&] { return keeper->recorded().size() == 1; }));
   EXPECT_EQ(keeper->recorded(), std::vector<std::string>{"pod-c"});
-  EXPECT_EQ(client_->Get("c1/sync")->value, Encode(SyncSet{"pod-a", term, 1, {"pod-c"}}));
+  EXPECT_EQ(client_->Get("c1/sync")->value,
+            Encode(SyncSet{.leader = "pod-a", .term = term, .required = 1, .names = {"pod-c"}}));
   keeper.reset();
 }
 

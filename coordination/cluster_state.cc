@@ -122,7 +122,7 @@ absl::StatusOr<SyncSet> DecodeSyncSet(absl::string_view text) {
   if (*required < 0) return absl::InvalidArgumentError("sync set record: required < 0");
   auto names = words->find("names");
   if (names == words->end()) return absl::InvalidArgumentError("sync set record: no names");
-  SyncSet set{*leader, *term, *required, {}};
+  SyncSet set{.leader = *leader, .term = *term, .required = *required, .names = {}};
   for (absl::string_view name : absl::StrSplit(names->second, ',', absl::SkipEmpty())) {
     set.names.emplace_back(name);
   }

@@ -30,17 +30,19 @@ TEST(ClusterRecordsTest, RoundTripAsText) {
   EXPECT_EQ(leader->address, "a:1");
   EXPECT_EQ(leader->start_sequence, 99u);
 
-  absl::StatusOr<SyncSet> sync = DecodeSyncSet(Encode(SyncSet{"pod-0", 8, 1, {"pod-1", "pod-2"}}));
+  absl::StatusOr<SyncSet> sync = DecodeSyncSet(
+      Encode(SyncSet{.leader = "pod-0", .term = 8, .required = 1, .names = {"pod-1", "pod-2"}}));
   ASSERT_TRUE(sync.ok()) << sync.status();
   EXPECT_EQ(sync->leader, "pod-0");
   EXPECT_EQ(sync->term, 8);
   EXPECT_EQ(sync->required, 1);
   EXPECT_EQ(sync->names, (std::vector<std::string>{"pod-1", "pod-2"}));
-  absl::StatusOr<SyncSet> empty = DecodeSyncSet(Encode(SyncSet{"pod-0", 8, 1, {}}));
+  absl::StatusOr<SyncSet> empty =
+      DecodeSyncSet(Encode(SyncSet{.leader = "pod-0", .term = 8, .required = 1, .names = {}}));
   ASSERT_TRUE(empty.ok()) << empty.status();
   EXPECT_TRUE(empty->names.empty());
   EXPECT_TRUE(empty->handover_to.empty());
-  SyncSet handing_over{"pod-0", 8, 1, {"pod-1"}};
+  SyncSet handing_over{.leader = "pod-0", .term = 8, .required = 1, .names = {"pod-1"}};
   handing_over.handover_to = "pod-1";
   handing_over.handover_sequence = 77;
   absl::StatusOr<SyncSet> handover = DecodeSyncSet(Encode(handing_over));
@@ -83,14 +85,14 @@ TEST(TakeoverRuleTest, WithoutASyncSetTheMemberHoldingTheMostLeads) {
 }
 
 TEST(TakeoverRuleTest, AfterAPrimaryThatDidNotWaitForAcksAnyMemberMayLead) {
-  const SyncSet sync{"pod-0", 5, 0, {}};
+  const SyncSet sync{.leader = "pod-0", .term = 5, .required = 0, .names = {}};
   const std::vector<MemberRecord> members = {Member("pod-1", 10), Member("pod-2", 11)};
   EXPECT_TRUE(MayTakeOver("pod-2", members, &sync).allowed);
   EXPECT_FALSE(MayTakeOver("pod-1", members, &sync).allowed);
 }
 
 TEST(TakeoverRuleTest, OneAckOfTwoNeedsBothFollowersOfTheSetUp) {
-  const SyncSet sync{"pod-0", 5, 1, {"pod-1", "pod-2"}};
+  const SyncSet sync{.leader = "pod-0", .term = 5, .required = 1, .names = {"pod-1", "pod-2"}};
   // Both up: the one holding more has every acknowledged write.
   const std::vector<MemberRecord> both = {Member("pod-1", 10), Member("pod-2", 12)};
   EXPECT_TRUE(MayTakeOver("pod-2", both, &sync).allowed);
@@ -107,12 +109,12 @@ TEST(TakeoverRuleTest, OneAckOfTwoNeedsBothFollowersOfTheSetUp) {
 }
 
 TEST(TakeoverRuleTest, TwoAcksOfTwoLetEitherFollowerLeadAlone) {
-  const SyncSet sync{"pod-0", 5, 2, {"pod-1", "pod-2"}};
+  const SyncSet sync{.leader = "pod-0", .term = 5, .required = 2, .names = {"pod-1", "pod-2"}};
   EXPECT_TRUE(MayTakeOver("pod-2", {Member("pod-2", 3)}, &sync).allowed);
 }
 
 TEST(TakeoverRuleTest, ThePrimaryThatWroteTheSetLeadsAgainWhenBack) {
-  const SyncSet sync{"pod-0", 5, 1, {"pod-1", "pod-2"}};
+  const SyncSet sync{.leader = "pod-0", .term = 5, .required = 1, .names = {"pod-1", "pod-2"}};
   // Followers hold a prefix of their primary's log: it holds at least what they do.
   const std::vector<MemberRecord> members = {Member("pod-0", 15), Member("pod-1", 10),
                                              Member("pod-2", 12)};
@@ -122,7 +124,7 @@ TEST(TakeoverRuleTest, ThePrimaryThatWroteTheSetLeadsAgainWhenBack) {
 }
 
 TEST(TakeoverRuleTest, AMemberThatLostItsDataDoesNotCount) {
-  const SyncSet sync{"pod-0", 5, 1, {"pod-1", "pod-2"}};
+  const SyncSet sync{.leader = "pod-0", .term = 5, .required = 1, .names = {"pod-1", "pod-2"}};
   // The old primary is back with less than a follower holds: it is not trusted to lead.
   const std::vector<MemberRecord> rewound = {Member("pod-0", 3), Member("pod-1", 10),
                                              Member("pod-2", 12)};
@@ -136,13 +138,13 @@ TEST(TakeoverRuleTest, AMemberThatLostItsDataDoesNotCount) {
 
 TEST(TakeoverRuleTest, AnEmptySetWithAcksLetsOnlyItsPrimaryLead) {
   // A new primary's set before its followers caught up: only it holds every write.
-  const SyncSet sync{"pod-1", 9, 1, {}};
+  const SyncSet sync{.leader = "pod-1", .term = 9, .required = 1, .names = {}};
   EXPECT_FALSE(MayTakeOver("pod-2", {Member("pod-2", 50)}, &sync).allowed);
   EXPECT_TRUE(MayTakeOver("pod-1", {Member("pod-1", 60), Member("pod-2", 50)}, &sync).allowed);
 }
 
 TEST(TakeoverRuleTest, APlannedSwitchoverNamesItsTargetWhileItIsUp) {
-  SyncSet sync{"pod-0", 5, 1, {"pod-1", "pod-2"}};
+  SyncSet sync{.leader = "pod-0", .term = 5, .required = 1, .names = {"pod-1", "pod-2"}};
   sync.handover_to = "pod-2";
   sync.handover_sequence = 40;
   // The old primary is back and holds the most, and pod-1 is in the set: pod-2 still leads.

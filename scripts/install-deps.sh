@@ -9,6 +9,8 @@ PACKAGES=(
   libabsl-dev librocksdb-dev libxxhash-dev libjemalloc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-grpcio python3-protobuf
+  # The Python client's wheel (client/python/pyproject.toml) and the venv its test installs into.
+  python3-build python3-wheel python3-venv
   libhiredis-dev redis-server libyaml-cpp-dev
   prometheus-cpp-dev libssl-dev openssl prometheus
   clang-14 libclang-rt-14-dev

@@ -1,7 +1,9 @@
-// What `cmake --install` gives a user (packaging/CMakeLists.txt): installed into a fresh prefix,
-// the binaries report the project's version, and a program outside this repository builds
-// against the installed C++ client, through find_package(BloomClient) and through pkg-config,
-// and talks to a real server. Nothing of the source tree is on those builds' include paths.
+// What a user installs (packaging/CMakeLists.txt, client/python/pyproject.toml): with
+// `cmake --install` into a fresh prefix, the binaries report the project's version, and a
+// program outside this repository builds against the installed C++ client, through
+// find_package(BloomClient) and through pkg-config, and talks to a real server; nothing of the
+// source tree is on those builds' include paths. The Python wheel installs into a fresh venv and
+// runs the example.
 #include <fstream>
 #include <memory>
 #include <string>
@@ -134,6 +136,46 @@ TEST_F(InstallTest, PkgConfigBuildsTheSameProgram) {
   const CommandResult ran = RunCommand(project.path() + "/app " + server->target());
   EXPECT_EQ(ran.exit_code, 0) << ran.out;
   EXPECT_EQ(ran.out, "110\n");
+}
+
+// client/python as a wheel: built from a copy of the sources it needs (so the tree stays clean),
+// installed into a fresh venv that sees Debian's grpcio and protobuf but nothing of this
+// repository, and example.py run from outside the repository against a real server.
+TEST_F(InstallTest, PythonWheelInstallsIntoAFreshVenvAndRunsTheExample) {
+  TempDir work;
+  const std::string src = work.path() + "/src";
+  const CommandResult built = RunCommand(absl::StrCat(
+      "mkdir -p ", src, "/client && cp -r ", BLOOM_SOURCE_DIR, "/client/python ", src,
+      "/client/ && cp -r ", BLOOM_SOURCE_DIR, "/protos ", BLOOM_SOURCE_DIR, "/CMakeLists.txt ", src,
+      "/ && cd ", src, "/client/python && /usr/bin/python3 -m build --no-isolation --wheel",
+      " --outdir ", work.path(), "/dist ."));
+  ASSERT_EQ(built.exit_code, 0) << built.out;
+  const std::string wheel =
+      absl::StrCat(work.path(), "/dist/bloom_client-", BLOOM_VERSION, "-py3-none-any.whl");
+  ASSERT_EQ(RunCommand("test -f " + wheel).exit_code, 0) << built.out;
+  const CommandResult installed = RunCommand(
+      absl::StrCat("/usr/bin/python3 -m venv --system-site-packages ", work.path(), "/venv && ",
+                   work.path(), "/venv/bin/pip install --no-deps --no-index ", wheel));
+  ASSERT_EQ(installed.exit_code, 0) << installed.out;
+
+  TempDir data;
+  std::unique_ptr<bloomtest::ServerProcess> server = bloomtest::ServerProcess::Start(data.path());
+  ASSERT_NE(server, nullptr);
+  const CommandResult ran = RunCommand(absl::StrCat(
+      "mkdir ", work.path(), "/run && cp ", BLOOM_SOURCE_DIR, "/client/python/example.py ",
+      work.path(), "/run/ && cd ", work.path(), "/run && env -u PYTHONPATH ", work.path(),
+      "/venv/bin/python example.py ", server->target()));
+  EXPECT_EQ(ran.exit_code, 0) << ran.out;
+  EXPECT_NE(ran.out.find("1500: may exist"), std::string::npos) << ran.out;
+  EXPECT_NE(ran.out.find("424242: does not exist"), std::string::npos) << ran.out;
+  // The module came from the venv, not from a path into this repository.
+  const CommandResult where =
+      RunCommand(absl::StrCat("cd ", work.path(), " && env -u PYTHONPATH ", work.path(),
+                              "/venv/bin/python -c 'import bloom_client, bloom.v1.bloom_pb2 as p; "
+                              "print(bloom_client.__file__); print(p.__file__)'"));
+  ASSERT_EQ(where.exit_code, 0) << where.out;
+  EXPECT_EQ(where.out.find(BLOOM_SOURCE_DIR), std::string::npos) << where.out;
+  EXPECT_NE(where.out.find(work.path() + "/venv/"), std::string::npos) << where.out;
 }
 
 }  // namespace

@@ -15,9 +15,10 @@ they are all sent as bytes: the text "a" and the bytes b"a" are the same item. L
 `batch_size` are sent as several requests, in order (each request is atomic, the list is not).
 Errors are grpc.RpcError with the server's status code, e.g. grpc.StatusCode.NOT_FOUND.
 
-Needs Debian's python3-grpcio and python3-protobuf, and the stubs generated from
-protos/bloom/v1/bloom.proto (the build puts them in build/protos/python: add that directory to
-PYTHONPATH).
+Needs grpcio and protobuf (Debian's python3-grpcio and python3-protobuf, or later). The wheel
+(`python3 -m build --no-isolation --wheel` in client/python) carries the stubs generated from
+protos/bloom/v1/bloom.proto; in this tree the build puts them in build/protos/python instead:
+add that directory to PYTHONPATH.
 
 Security: `token` is sent as "authorization: Bearer <token>" with every call (servers started
 with --auth_token_file); `tls=True` connects with TLS, verified against `root_certificates`

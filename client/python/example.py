@@ -1,6 +1,7 @@
 """Guards a cache against lookups of ids that do not exist (cache penetration).
 
-    PYTHONPATH=build/protos/python:client/python /usr/bin/python3 client/python/example.py
+With the wheel installed (client/python/pyproject.toml):  python3 example.py [HOST:PORT]
+In this tree:  PYTHONPATH=build/protos/python:client/python /usr/bin/python3 client/python/example.py
 """
 
 import sys
