@@ -122,7 +122,6 @@ void TailStream::OnDone() {
   grpc::Status ended;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    done_ = true;
     started = started_;
     sent = sent_.load();
     ended = finish_after_write_;
@@ -134,7 +133,14 @@ void TailStream::OnDone() {
                                    sent, ended.ok() ? "" : ": ", ended.error_message()));
   }
   hooks_.done();
-  pump_->Wake();  // the pump lets go of this stream; gRPC is done with it
+  // Last: once done() answers true, the pump may drop its reference, which can be the last one,
+  // and free this stream while this function still runs; nothing of it may be touched after.
+  TailPump* const pump = pump_;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ = true;
+  }
+  pump->Wake();  // the pump lets go of this stream; gRPC is done with it
 }
 
 bool TailStream::done() const {

@@ -83,7 +83,7 @@ class TailStream final : public grpc::ServerBidiReactor<bloom::replication::v1::
   bool started_ = false;   // the first request arrived and the pump has this stream
   bool writing_ = false;   // a write is in flight
   bool finished_ = false;  // Finish was called (or is due after the write in flight)
-  bool done_ = false;      // OnDone ran
+  bool done_ = false;      // OnDone has finished with this stream: the pump may free it
   grpc::Status finish_after_write_;
   bool finish_pending_ = false;
   std::string name_;
