@@ -28,9 +28,9 @@ if [[ "${BLOOM_QUICK:-0}" == 1 ]]; then exit 0; fi
 # and soak tests. InstallTest checks what `cmake --install` puts where, which no sanitizer
 # changes.
 not_under_sanitizers='CrashTest|SoakTest|FailoverChaosTest|HelmChartTest|ImageTest|HostileClientTest|HostileLimitsTest|go_build|go_client|node_client|PolyglotTest|ApiContractTest|InstallTest'
-# Under TSan, the property tests that run on one thread (the filter maths, windows, a scan of
-# RocksDB) have no race to find, and are its slowest: ASan runs them.
-single_threaded='WindowedFilterTest|FalsePositiveRateTest|DatabaseTest.ScansOfOneGeneration'
+# Under TSan, the property tests that run on one thread (the filter maths, windows, cuckoo
+# tables, a scan of RocksDB) have no race to find, and are its slowest: ASan runs them.
+single_threaded='WindowedFilterTest|FalsePositiveRateTest|DatabaseTest.ScansOfOneGeneration|CuckooFilterTest|CuckooTableTest|CuckooLayoutTest'
 over_grpc='ServerTest|CliTest|CliSecurityTest|SecurityTest|ObservabilityTest|RaceTest|BenchSmokeTest|python_client|shutdown_stress|PipelineTest|CoalescingClientTest|ReplicationTest'
 # Under a sanitizer the replication chaos runs shorter (what it checks does not change with
 # the count, and the ordinary build ran it in full), and without the Go writer (built by the
