@@ -88,6 +88,16 @@ class InstallTest : public ::testing::Test {
   }
 };
 
+// Runs the program kProgram was built into against a fresh real server: it must answer "110".
+void ExpectTheProgramReadsItsAdds(const std::string& program) {
+  TempDir data;
+  std::unique_ptr<bloomtest::ServerProcess> server = bloomtest::ServerProcess::Start(data.path());
+  ASSERT_NE(server, nullptr);
+  const CommandResult ran = RunCommand(program + " " + server->target());
+  EXPECT_EQ(ran.exit_code, 0) << ran.out;
+  EXPECT_EQ(ran.out, "110\n");
+}
+
 TEST_F(InstallTest, BinariesReportTheProjectVersion) {
   for (const std::string name : {"bloom-server", "bloom-cli"}) {
     const CommandResult version = RunCommand(absl::StrCat(Prefix(), "/bin/", name, " --version"));
@@ -109,12 +119,7 @@ TEST_F(InstallTest, AnExternalCMakeProjectFindsTheClientAndTalksToAServer) {
       absl::StrCat("grep -l ", BLOOM_SOURCE_DIR, " ", project.path(), "/build/build.ninja"));
   EXPECT_NE(flags.exit_code, 0) << "the external build refers to the source tree";
 
-  TempDir data;
-  std::unique_ptr<bloomtest::ServerProcess> server = bloomtest::ServerProcess::Start(data.path());
-  ASSERT_NE(server, nullptr);
-  const CommandResult ran = RunCommand(project.path() + "/build/app " + server->target());
-  EXPECT_EQ(ran.exit_code, 0) << ran.out;
-  EXPECT_EQ(ran.out, "110\n");
+  ExpectTheProgramReadsItsAdds(project.path() + "/build/app");
 }
 
 TEST_F(InstallTest, PkgConfigBuildsTheSameProgram) {
@@ -130,12 +135,7 @@ TEST_F(InstallTest, PkgConfigBuildsTheSameProgram) {
                               pkg_config, " --cflags --libs bloom-client)"));
   ASSERT_EQ(built.exit_code, 0) << built.out;
 
-  TempDir data;
-  std::unique_ptr<bloomtest::ServerProcess> server = bloomtest::ServerProcess::Start(data.path());
-  ASSERT_NE(server, nullptr);
-  const CommandResult ran = RunCommand(project.path() + "/app " + server->target());
-  EXPECT_EQ(ran.exit_code, 0) << ran.out;
-  EXPECT_EQ(ran.out, "110\n");
+  ExpectTheProgramReadsItsAdds(project.path() + "/app");
 }
 
 // client/python as a wheel: built from a copy of the sources it needs (so the tree stays clean),
