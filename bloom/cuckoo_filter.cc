@@ -38,10 +38,18 @@ absl::StatusOr<std::unique_ptr<CuckooFilter>> CuckooFilter::Create(const FilterP
   return filter;
 }
 
-absl::StatusOr<CuckooLayout> CuckooFilter::LayoutOf(int index) const {
+absl::StatusOr<CuckooFilter::TableShape> CuckooFilter::ShapeOf(int index) const {
   absl::StatusOr<ChainTarget> target = ChainTargetFor(spec_, index);
   if (!target.ok()) return target.status();
-  return ChooseCuckooLayout(target->capacity, target->error_rate);
+  absl::StatusOr<CuckooLayout> layout = ChooseCuckooLayout(target->capacity, target->error_rate);
+  if (!layout.ok()) return layout.status();
+  return TableShape{*target, *layout};
+}
+
+absl::StatusOr<CuckooLayout> CuckooFilter::LayoutOf(int index) const {
+  absl::StatusOr<TableShape> shape = ShapeOf(index);
+  if (!shape.ok()) return shape.status();
+  return shape->layout;
 }
 
 uint64_t CuckooFilter::KeyOf(int index) const {
@@ -54,39 +62,37 @@ uint64_t CuckooFilter::TableHash(uint64_t item_hash, int index) {
 
 absl::Status CuckooFilter::GrowLocked() {
   const int index = static_cast<int>(tables_.size());
-  absl::StatusOr<ChainTarget> target = ChainTargetFor(spec_, index);
-  if (!target.ok()) return target.status();
-  absl::StatusOr<CuckooLayout> layout = ChooseCuckooLayout(target->capacity, target->error_rate);
-  if (!layout.ok()) return layout.status();
-  absl::StatusOr<std::unique_ptr<CuckooTable>> table = CuckooTable::Create(*layout, KeyOf(index));
+  absl::StatusOr<TableShape> shape = ShapeOf(index);
+  if (!shape.ok()) return shape.status();
+  absl::StatusOr<std::unique_ptr<CuckooTable>> table =
+      CuckooTable::Create(shape->layout, KeyOf(index));
   if (!table.ok()) return table.status();
   tables_.push_back(*std::move(table));
-  capacities_.push_back(target->capacity);
+  targets_.push_back(shape->target);
   return absl::OkStatus();
 }
 
 absl::Status CuckooFilter::AppendTable(std::unique_ptr<CuckooTable> table) {
   bloomsync::MutexLock lock(&mu_);
   const int index = static_cast<int>(tables_.size());
-  absl::StatusOr<ChainTarget> target = ChainTargetFor(spec_, index);
-  if (!target.ok()) return target.status();
-  absl::StatusOr<CuckooLayout> layout = ChooseCuckooLayout(target->capacity, target->error_rate);
-  if (!layout.ok()) return layout.status();
-  if (!(table->layout() == *layout) || table->key() != KeyOf(index)) {
+  absl::StatusOr<TableShape> shape = ShapeOf(index);
+  if (!shape.ok()) return shape.status();
+  const CuckooLayout& layout = shape->layout;
+  if (!(table->layout() == layout) || table->key() != KeyOf(index)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "cuckoo table ", index, " has ", table->layout().num_buckets, " buckets of ",
         table->layout().fingerprint_bits, "-bit fingerprints; its filter's spec gives ",
-        layout->num_buckets, " of ", layout->fingerprint_bits, " bits"));
+        layout.num_buckets, " of ", layout.fingerprint_bits, " bits"));
   }
   tables_.push_back(std::move(table));
-  capacities_.push_back(target->capacity);
+  targets_.push_back(shape->target);
   return absl::OkStatus();
 }
 
 bool CuckooFilter::InsertLocked(uint64_t item_hash) {
   const int newest = static_cast<int>(tables_.size()) - 1;
   CuckooTable& table = *tables_[newest];
-  if (table.occupied() >= capacities_[newest]) return false;
+  if (table.occupied() >= targets_[newest].capacity) return false;
   return table.Insert(table.ProbeFor(TableHash(item_hash, newest)));
 }
 
@@ -116,7 +122,7 @@ absl::Status CuckooFilter::Add(absl::Span<const absl::string_view> items) {
     table.Remove(table.ProbeFor(TableHash(hash, index)));
   }
   tables_.resize(tables_before);
-  capacities_.resize(tables_before);
+  targets_.resize(tables_before);
   if (status.code() == absl::StatusCode::kResourceExhausted) {
     return absl::ResourceExhaustedError(absl::StrCat("the cuckoo filter is full (",
                                                      status.message(),
@@ -172,9 +178,8 @@ CuckooFilterStats CuckooFilter::Stats() const {
   for (size_t t = 0; t < tables_.size(); ++t) {
     const CuckooTable& table = *tables_[t];
     CuckooTableStats one;
-    one.capacity = capacities_[t];
-    absl::StatusOr<ChainTarget> target = ChainTargetFor(spec_, static_cast<int>(t));
-    one.error_rate = target.ok() ? target->error_rate : 0;
+    one.capacity = targets_[t].capacity;
+    one.error_rate = targets_[t].error_rate;
     one.buckets = table.layout().num_buckets;
     one.fingerprint_bits = table.layout().fingerprint_bits;
     one.items = table.occupied();

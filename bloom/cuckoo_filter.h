@@ -112,6 +112,12 @@ class CuckooFilter {
  private:
   CuckooFilter(const FilterParams& spec, uint64_t seed) : spec_(spec), seed_(seed) {}
 
+  // What table `index` must hold, and its layout.
+  struct TableShape {
+    ChainTarget target;
+    CuckooLayout layout;
+  };
+  absl::StatusOr<TableShape> ShapeOf(int index) const;
   // The item hash table `index` uses, from the item's seeded hash.
   static uint64_t TableHash(uint64_t item_hash, int index);
   // Opens the next table (ResourceExhausted when the chain cannot grow).
@@ -123,7 +129,7 @@ class CuckooFilter {
   const uint64_t seed_;
   mutable bloomsync::Mutex mu_;
   std::vector<std::unique_ptr<CuckooTable>> tables_ ABSL_GUARDED_BY(mu_);
-  std::vector<uint64_t> capacities_ ABSL_GUARDED_BY(mu_);  // each table's target capacity
+  std::vector<ChainTarget> targets_ ABSL_GUARDED_BY(mu_);  // each table's capacity and rate
 };
 
 }  // namespace bloom

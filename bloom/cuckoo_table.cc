@@ -58,10 +58,9 @@ absl::StatusOr<CuckooLayout> ChooseCuckooLayout(uint64_t capacity, double error_
                                                      " would need more than ", kMaxCuckooBuckets,
                                                      " buckets"));
   }
-  // One bucket more than the load needs: with it and the stash, no table of the sizes tried
-  // (every capacity to 2,000 with 200 seeds each, larger ones to 200,000 with 20) failed an
-  // insert before holding its capacity; without it, 1 in 10,000 did (cuckoo_filter_test's
-  // EveryNonScalingFilterHoldsItsCapacity samples them).
+  // One bucket more than the load needs: small tables near their load have a few over-full
+  // bucket pairs, and this bucket with the stash lets every table hold its capacity
+  // (cuckoo_filter_test's EveryNonScalingFilterHoldsItsCapacity samples them).
   layout.num_buckets = static_cast<uint64_t>(buckets) + 1;
   return layout;
 }

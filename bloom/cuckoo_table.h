@@ -122,8 +122,7 @@ class CuckooTable {
   uint64_t num_pages() const { return (layout_.bytes() + kPageBytes - 1) / kPageBytes; }
   std::string ReadPage(uint64_t page) const;
   // Replaces a page (loading a stored table); recounts occupied(). InvalidArgument when `page`
-  // is out of range, its size is not the page's, or a fingerprint in it is out of range (a
-  // stored table of another layout).
+  // is out of range or `data` is not the page's size.
   absl::Status LoadPage(uint64_t page, absl::string_view data);
   std::vector<uint64_t> TakeDirtyPages();
 
