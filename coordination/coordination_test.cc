@@ -244,5 +244,32 @@ TEST_F(EtcdTest, AnExpiredLeaseIsReportedLost) {
   EXPECT_TRUE(absl::IsInvalidArgument(LeaseKeeper::Start(client_.get(), options).status()));
 }
 
+// An etcd whose Watch ends every stream at once, before it can answer "created" (as a member
+// cut off by gRPC's keep-alive does).
+class EndingWatchService final : public etcdserverpb::Watch::Service {
+  grpc::Status Watch(grpc::ServerContext* /*context*/,
+                     grpc::ServerReaderWriter<etcdserverpb::WatchResponse,
+                                              etcdserverpb::WatchRequest>* /*stream*/) override {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "going away");
+  }
+};
+
+TEST(EtcdWatchTest, AWatchEndedBeforeItWasCreatedFailsUnavailable) {
+  EndingWatchService service;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  absl::StatusOr<std::unique_ptr<EtcdClient>> client =
+      EtcdClient::Connect({"127.0.0.1:" + std::to_string(port)}, absl::Seconds(2));
+  ASSERT_OK(StatusOf(client));
+  // The stream is finished once, here; destroying the failed watch must not finish it again.
+  absl::StatusOr<std::unique_ptr<EtcdWatch>> watch = (*client)->Watch("c1/leader", false, 1);
+  EXPECT_TRUE(absl::IsUnavailable(watch.status())) << watch.status();
+  server->Shutdown();
+}
+
 }  // namespace
 }  // namespace coordination

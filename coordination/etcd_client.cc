@@ -121,7 +121,7 @@ absl::StatusOr<absl::Duration> EtcdClient::KeepAliveOnce(int64_t lease) {
   const bool exchanged = stream->Write(request) && stream->Read(&response);
   stream->WritesDone();
   if (!exchanged) {
-    context.TryCancel();
+    // The stream is over (a failed Write or Read says so): its status says why.
     absl::Status status = Checked(endpoint, stream->Finish());
     if (status.ok()) status = absl::UnavailableError("etcd ended the keep-alive stream");
     return status;
@@ -300,8 +300,10 @@ absl::StatusOr<std::unique_ptr<EtcdWatch>> EtcdClient::Watch(const std::string& 
   create->set_start_revision(start_revision);
   pb::WatchResponse created;
   if (!watch->stream_->Write(request) || !watch->stream_->Read(&created)) {
-    watch->context_.TryCancel();
+    // The stream is over (a failed Write or Read says so): its status says why.
     absl::Status status = Checked(endpoint, watch->stream_->Finish());
+    // Finished: ~EtcdWatch must not finish it again (gRPC aborts on a second Finish).
+    watch->stream_.reset();
     if (status.ok()) status = absl::UnavailableError("etcd ended the watch stream");
     return status;
   }
