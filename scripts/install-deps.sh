@@ -12,9 +12,11 @@ PACKAGES=(
   # The Python client's wheel (client/python/pyproject.toml) and the venv its test installs into.
   python3-build python3-wheel python3-venv
   libhiredis-dev redis-server libyaml-cpp-dev
+  # The .deb checks (tests/package_test.cc).
+  lintian
   prometheus-cpp-dev libssl-dev openssl prometheus
   clang-14 libclang-rt-14-dev
-  # The Go client (client/go), built in GOPATH mode against Debian's Go sources; the 1.5
+  # The Go client module (client/go), built offline against Debian's Go sources; the 1.5
   # protobuf shim replaces the 1.3 one that Debian's gRPC for Go would otherwise pull in.
   golang-go golang-google-grpc-dev golang-google-protobuf-dev
   golang-github-golang-protobuf-1-5-dev protoc-gen-go protoc-gen-go-grpc

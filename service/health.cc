@@ -173,7 +173,8 @@ HealthService::HealthService() {
         watch ? kWatch : kCheck, grpc::internal::RpcMethod::BIDI_STREAMING, nullptr));
     MarkMethodRawCallback(
         index++, new grpc::internal::CallbackBidiHandler<grpc::ByteBuffer, grpc::ByteBuffer>(
-                     [this, watch](grpc::CallbackServerContext* /*context*/) {
+                     [this, watch](grpc::CallbackServerContext* context) {
+                       context->AddInitialMetadata(kVersionHeader, BLOOM_VERSION);
                        return new Call(this, watch);
                      }));
   }

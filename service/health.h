@@ -19,7 +19,9 @@
 //
 // Check answers SERVING or NOT_SERVING for "" (the whole server) and for
 // bloom.v1.BloomFilterService, NOT_FOUND for any other name; Watch streams the status
-// (SERVICE_UNKNOWN for other names), then each change, until the client cancels.
+// (SERVICE_UNKNOWN for other names), then each change, until the client cancels. Both send the
+// server's version in the `bloom-server-version` header (`grpcurl -v` shows it), so an operator
+// can tell which release a pod runs.
 //
 // Thread-safety: thread-safe.
 #ifndef SERVICE_HEALTH_H_
@@ -40,6 +42,7 @@ class HealthService final : public grpc::Service {
  public:
   static constexpr absl::Duration kReadTimeout = absl::Milliseconds(100);
   static constexpr size_t kMaxRequestBytes = 1024;  // a HealthCheckRequest is a service name
+  static constexpr char kVersionHeader[] = "bloom-server-version";
 
   HealthService();
   HealthService(const HealthService&) = delete;

@@ -444,8 +444,8 @@ TEST_F(ServerTest, HealthIsServingAndReflectionListsTheService) {
 }
 
 // grpc.health.v1 is the server's own service (service/health.h): Check knows the server ("")
-// and its service, NOT_FOUND for other names, INVALID_ARGUMENT for a request over 1 KiB; Watch
-// streams SERVING, then NOT_SERVING when the server shuts down.
+// and its service and sends the server's version, NOT_FOUND for other names, INVALID_ARGUMENT for a
+// request over 1 KiB; Watch streams SERVING, then NOT_SERVING when the server shuts down.
 TEST_F(ServerTest, HealthCheckAndWatchFollowTheProtocol) {
   auto channel = grpc::CreateChannel(server_->target(), grpc::InsecureChannelCredentials());
   grpc::GenericStub generic(channel);
@@ -466,6 +466,7 @@ TEST_F(ServerTest, HealthCheckAndWatchFollowTheProtocol) {
     grpc::health::v1::HealthCheckResponse message;
     return message.ParseFromString(bytes) ? static_cast<int>(message.status()) : -1;
   };
+  std::string version;  // the last Check's bloom-server-version header
   auto check = [&](const grpc::ByteBuffer& body, grpc::ByteBuffer* response) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
@@ -481,11 +482,16 @@ TEST_F(ServerTest, HealthCheckAndWatchFollowTheProtocol) {
     cq.Shutdown();
     while (cq.Next(&tag, &ok)) {
     }
+    const auto header = context.GetServerInitialMetadata().find("bloom-server-version");
+    version = header == context.GetServerInitialMetadata().end()
+                  ? ""
+                  : std::string(header->second.data(), header->second.size());
     return status;
   };
   grpc::ByteBuffer response;
   ASSERT_TRUE(check(request(""), &response).ok());
   EXPECT_EQ(status_of(response), 1);  // SERVING
+  EXPECT_EQ(version, BLOOM_VERSION);  // the release this server is, for operators
   ASSERT_TRUE(check(request("bloom.v1.BloomFilterService"), &response).ok());
   EXPECT_EQ(status_of(response), 1);
   EXPECT_EQ(check(request("nope"), &response).error_code(), grpc::StatusCode::NOT_FOUND);

@@ -3,7 +3,7 @@
 //
 //   node client/node/example.js [HOST:PORT]   (default 127.0.0.1:50051)
 
-const { BloomClient } = require('.');
+const { BloomClient } = require('@bloom-server/client');
 
 async function main(target = '127.0.0.1:50051') {
   const client = new BloomClient(target, { token: process.env.BLOOM_TOKEN });

@@ -1,7 +1,7 @@
 'use strict';
 // Node.js client for bloom-server (bloom.v1.BloomFilterService): every call returns a promise.
 //
-//   const { BloomClient } = require('./client/node');
+//   const { BloomClient } = require('@bloom-server/client');  // or './client/node' in this repo
 //   const client = new BloomClient('127.0.0.1:50051');
 //   await client.reserve('users', { capacity: 1_000_000, errorRate: 0.01 });
 //   await client.add('users', ['alice', 'bob']);              // -> [true, true]
@@ -33,13 +33,19 @@
 //
 // Concurrency: a BloomClient may be used by any number of concurrent calls.
 
+const fs = require('fs');
 const path = require('path');
 const grpc = require('@grpc/grpc-js');
 const protoLoader = require('@grpc/proto-loader');
 const { Coalescer } = require('./pipeline');
 const { toItems, statusError } = require('./items');
 
-const PROTO_DIR = path.join(__dirname, '..', '..', 'protos');
+// bloom.proto: the packed package carries its own copy (package.json's prepack); in this
+// repository it is read from protos/.
+const PACKAGED_PROTO_DIR = path.join(__dirname, 'protos');
+const PROTO_DIR = fs.existsSync(path.join(PACKAGED_PROTO_DIR, 'bloom', 'v1', 'bloom.proto'))
+  ? PACKAGED_PROTO_DIR
+  : path.join(__dirname, '..', '..', 'protos');
 const DUMP_CHUNK = 1 << 20;
 
 let servicePackage = null;

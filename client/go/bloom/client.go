@@ -38,7 +38,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	bloomv1 "github.com/bloom-server/bloom-server/gen/go/bloom/v1"
+	bloomv1 "github.com/bloom-server/bloom-server/client/go/bloomv1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"

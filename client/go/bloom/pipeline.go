@@ -27,7 +27,7 @@ import (
 	"hash/fnv"
 	"sync"
 
-	bloomv1 "github.com/bloom-server/bloom-server/gen/go/bloom/v1"
+	bloomv1 "github.com/bloom-server/bloom-server/client/go/bloomv1"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"

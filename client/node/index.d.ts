@@ -1,0 +1,130 @@
+// Types of the Node.js client for bloom-server (index.js): the public API only. Every call
+// returns a promise and rejects with a ServiceError (its `code` is a gRPC status code).
+
+import type { status as grpcStatus, ServiceError } from '@grpc/grpc-js';
+
+/** An item is its bytes: a string its UTF-8 bytes, an integer its decimal string. */
+export type Item = string | number | bigint | Buffer | Uint8Array;
+
+export interface FilterSpec {
+  /** Items the first sub-filter holds at errorRate. */
+  capacity: number;
+  /** The target false-positive rate, in (0, 1). */
+  errorRate: number;
+  /** Each new sub-filter's capacity over the last's (0: the server's default). */
+  expansion?: number;
+  /** A full filter refuses adds (RESOURCE_EXHAUSTED) instead of growing. */
+  nonScaling?: boolean;
+  /** Forget items added longer ago than this (0: never). */
+  windowMs?: number;
+  /** The window's slices (0: the server's default). */
+  windowSlices?: number;
+  /** Delete the filter after this long without an add or a check (0: never). */
+  idleTtlMs?: number;
+}
+
+export interface ClientOptions {
+  /** Sent as "authorization: Bearer <token>" with every call. */
+  token?: string;
+  /** true, or PEM buffers for a private CA and mutual TLS. */
+  tls?: boolean | { rootCerts?: Buffer; privateKey?: Buffer; certChain?: Buffer };
+  /** The name to verify in the server's certificate. */
+  serverName?: string;
+  /** Every call's deadline unless it passes its own (default 10000). */
+  timeoutMs?: number;
+  /** Items per request; longer lists go out as several requests in order (default 10000). */
+  batchSize?: number;
+  /** add() and mightContain() over coalescing Pipeline streams. */
+  pipelined?: boolean;
+  /** Pipeline streams in pipelined mode (default 1). */
+  streams?: number;
+}
+
+export interface CallOptions {
+  /** A Date or epoch milliseconds; default now + timeoutMs. */
+  deadline?: Date | number;
+}
+
+export interface AddOptions extends CallOptions {
+  /** Create the filter with this spec when it does not exist. */
+  createIfMissing?: FilterSpec;
+}
+
+export interface CheckOptions extends CallOptions {
+  /** A missing filter answers all false instead of NOT_FOUND. */
+  absentIfMissing?: boolean;
+}
+
+export interface Duration {
+  seconds: number;
+  nanos: number;
+}
+
+export interface Timestamp {
+  seconds: number;
+  nanos: number;
+}
+
+export interface SubFilterStats {
+  capacity: number;
+  errorRate: number;
+  bits: number;
+  hashCount: number;
+  itemsAdded: number;
+  fillRatio: number;
+  sliceStart: Timestamp | null;
+}
+
+/** bloom.v1.FilterStats with camelCase fields (uint64 counters as numbers). */
+export interface FilterStats {
+  name: string;
+  spec: {
+    capacity: number;
+    errorRate: number;
+    expansion: number;
+    nonScaling: boolean;
+    window: Duration | null;
+    windowSlices: number;
+    idleTtl: Duration | null;
+  };
+  capacity: number;
+  sizeBytes: number;
+  subFilters: number;
+  itemsAdded: number;
+  estimatedCardinality: number;
+  fillRatio: number;
+  estimatedErrorRate: number;
+  subFilterStats: SubFilterStats[];
+  createdAt: Timestamp | null;
+  checks: number;
+  checkHits: number;
+  expiresAt: Timestamp | null;
+  windowStart: Timestamp | null;
+}
+
+export class BloomClient {
+  /** target: "host:port". */
+  constructor(target: string, options?: ClientOptions);
+  /** The highest sequence a write through this client was given (sent with every read). */
+  readonly lastSequence: number;
+  /** Raises lastSequence to one learned elsewhere (another client that wrote). */
+  observeSequence(sequence: number): void;
+  close(): void;
+  /** Resolves to true if created, false if the filter existed with this spec. */
+  reserve(name: string, spec: FilterSpec, options?: CallOptions): Promise<boolean>;
+  /** Resolves to added[i]: items[i] was (probably) new. */
+  add(name: string, items: Item[], options?: AddOptions): Promise<boolean[]>;
+  /** Resolves to present[i]: false means items[i] was never added. */
+  mightContain(name: string, items: Item[], options?: CheckOptions): Promise<boolean[]>;
+  stats(name: string, options?: CallOptions): Promise<FilterStats>;
+  delete(name: string, options?: CallOptions): Promise<void>;
+  /** The stats of every filter whose name starts with prefix (all pages). */
+  list(prefix?: string, options?: CallOptions): Promise<FilterStats[]>;
+  /** The filter's dump; the deadline covers the whole transfer. */
+  export(name: string, options?: CallOptions): Promise<Buffer>;
+  /** Creates filter `name` from a dump; resolves to its stats. */
+  import(name: string, dump: Buffer | Uint8Array, options?: CallOptions): Promise<FilterStats>;
+}
+
+export const status: typeof grpcStatus;
+export type { ServiceError };
