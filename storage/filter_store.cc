@@ -218,14 +218,15 @@ absl::Status FilterStore::DeleteRaceError(absl::string_view name) {
 
 absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::FindOrCreate(
     absl::string_view name, const bloom::FilterParams& spec, bool& created, bool defer_write,
-    absl::FunctionRef<void()> before_waiting) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    absl::FunctionRef<void()> before_waiting,
+    absl::optional<uint64_t> seed) ABSL_NO_THREAD_SAFETY_ANALYSIS {
   bloomsync::Mutex& name_lock = NameLock(name);
   if (!name_lock.TryLock()) {
     before_waiting();
     name_lock.Lock();
   }
   absl::StatusOr<std::shared_ptr<StoredFilter>> filter =
-      FindOrCreateLocked(name, spec, created, defer_write);
+      FindOrCreateLocked(name, spec, created, defer_write, seed);
   name_lock.Unlock();
   if (filter.ok() && budget_.over_limit()) {
     before_waiting();
@@ -235,7 +236,8 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::FindOrCreate(
 }
 
 absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::FindOrCreateLocked(
-    absl::string_view name, const bloom::FilterParams& spec, bool& created, bool defer_write) {
+    absl::string_view name, const bloom::FilterParams& spec, bool& created, bool defer_write,
+    absl::optional<uint64_t> seed) {
   created = false;
   ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> existing, AcquireLocked(name));
   if (existing != nullptr) return existing;
@@ -244,7 +246,7 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::FindOrCreateLocked(
   FilterRecord record;
   ASSIGN_OR_RETURN(record.generation, AllocateGeneration());
   const absl::Time now = options_.clock->Now();
-  record.seed = RandomSeed();
+  record.seed = seed.has_value() ? *seed : RandomSeed();
   record.created_at_micros = absl::ToUnixMicros(now);
   record.last_used_micros = record.created_at_micros;
   record.spec = spec;
@@ -281,12 +283,19 @@ absl::StatusOr<FilterStore::ReserveResult> FilterStore::Reserve(absl::string_vie
   RETURN_IF_ERROR(CheckWritable());
   RETURN_IF_ERROR(ValidateFilterName(name));
   ASSIGN_OR_RETURN(const bloom::FilterParams normalized, bloom::NormalizeSpec(spec));
+  return ReserveWith(name, normalized, absl::nullopt, "");
+}
+
+absl::StatusOr<FilterStore::ReserveResult> FilterStore::ReserveWith(
+    absl::string_view name, const bloom::FilterParams& normalized, absl::optional<uint64_t> seed,
+    absl::string_view like) {
   // A Delete racing this Reserve can remove the filter it found or made before it answers:
   // look again (Reserve never answers NOT_FOUND).
   for (int attempt = 0; attempt < kDeleteRaceRetries; ++attempt) {
     ReserveResult result;
     ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> filter,
-                     FindOrCreate(name, normalized, result.created, /*defer_write=*/false));
+                     FindOrCreate(
+                         name, normalized, result.created, /*defer_write=*/false, [] {}, seed));
     // Found as created by an Add whose first write has not happened yet: write it now, the
     // answer says the filter exists.
     absl::Status persisted = filter->EnsurePersisted(options_.sync);
@@ -299,6 +308,10 @@ absl::StatusOr<FilterStore::ReserveResult> FilterStore::Reserve(absl::string_vie
       return absl::AlreadyExistsError(absl::StrCat(
           "filter '", name, "' already exists with a different spec (",
           DescribeSpec(filter->spec()), "; requested ", DescribeSpec(normalized), ")"));
+    }
+    if (!result.created && seed.has_value() && filter->filter()->seed() != *seed) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("filter '", name, "' already exists, not made like '", like, "'"));
     }
     result.info = *std::move(info);
     RETURN_IF_ERROR(WaitReplicated());

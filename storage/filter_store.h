@@ -39,6 +39,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "absl/types/optional.h"
 #include "absl/types/span.h"
 #include "bloom/scalable_filter.h"
 #include "common/mutex.h"
@@ -84,6 +85,17 @@ class FilterStore {
   // Creates `name` with `spec`. If it exists with the same (normalized) spec: created=false;
   // with another spec: ALREADY_EXISTS.
   absl::StatusOr<ReserveResult> Reserve(absl::string_view name, const bloom::FilterParams& spec);
+  // Creates `name` empty, like `like`: its spec and its seed, so that the two can be merged
+  // (filter_merge.cc). If `name` exists with that spec and seed: created=false; otherwise
+  // ALREADY_EXISTS. NOT_FOUND when `like` does not exist.
+  absl::StatusOr<ReserveResult> ReserveLike(absl::string_view name, absl::string_view like);
+  // ORs the bits of `sources` into `target` (StoredFilter::Merge): afterwards the target
+  // answers "maybe" for every item any of them had, and the union is durable (one RocksDB
+  // write; followers have it before this answers, as for any write). Answers the target's stats.
+  // INVALID_ARGUMENT for no sources, bad names, or the target among them; NOT_FOUND for a
+  // missing filter; FAILED_PRECONDITION for filters not made alike (naming the mismatch) or
+  // windowed ones.
+  absl::StatusOr<FilterInfo> Merge(absl::string_view target, absl::Span<const std::string> sources);
 
   // Adds items; result[i] tells whether items[i] was new. Missing filter: NOT_FOUND, unless
   // `create_if_missing` is given, then it is created with that spec (even when many callers
@@ -270,10 +282,20 @@ class FilterStore {
   // waiting for it (an OperationBatch flushes, so it waits holding no filter's lock).
   absl::StatusOr<std::shared_ptr<StoredFilter>> FindOrCreate(
       absl::string_view name, const bloom::FilterParams& spec, bool& created, bool defer_write,
-      absl::FunctionRef<void()> before_waiting = [] {});
-  absl::StatusOr<std::shared_ptr<StoredFilter>> FindOrCreateLocked(absl::string_view name,
-                                                                   const bloom::FilterParams& spec,
-                                                                   bool& created, bool defer_write);
+      absl::FunctionRef<void()> before_waiting = [] {},
+      absl::optional<uint64_t> seed = absl::nullopt);
+  absl::StatusOr<std::shared_ptr<StoredFilter>> FindOrCreateLocked(
+      absl::string_view name, const bloom::FilterParams& spec, bool& created, bool defer_write,
+      absl::optional<uint64_t> seed = absl::nullopt);
+  // Reserve and ReserveLike: `seed` for a filter like another (nullopt: a random one), whose
+  // name `like` is for messages.
+  absl::StatusOr<ReserveResult> ReserveWith(absl::string_view name,
+                                            const bloom::FilterParams& normalized,
+                                            absl::optional<uint64_t> seed, absl::string_view like);
+  // Merge up to the write, with lifecycle_mu_ held (Merge then waits for the followers
+  // holding no lock).
+  absl::StatusOr<FilterInfo> MergeLocked(absl::string_view target,
+                                         absl::Span<const std::string> sources);
   // Registers a resident filter (replacing one of its name) and shows it to the schedule.
   void Insert(std::shared_ptr<StoredFilter> filter) {
     if (options_.replica) NoteReplicaResident(filter);

@@ -227,6 +227,22 @@ class StoredFilter {
   // with compaction). Afterwards every operation answers NOT_FOUND.
   absl::Status Delete(bool sync);
 
+  // Merge (stored_filter_merge.cc): ORs each source's bits into this filter, sub-filter by
+  // sub-filter, first growing the chain to the longest source's, and persists the result as a
+  // checkpoint written in one batch: on disk, all of the union or none of it. A source must
+  // have this filter's seed and, wherever both have a sub-filter, its layout; otherwise
+  // FAILED_PRECONDITION naming the source and the mismatch. Windowed filters are refused.
+  // Each sub-filter's items_added grows by the sources' (an upper bound: an item in several
+  // filters counts once in each). Adds wait while the bits are ORed; checks may see part of the
+  // union until Merge returns. Sources are read without their locks, so adds racing the merge
+  // may or may not be in it. Errors: Addable()'s (an evicted object: look the filter up again),
+  // growth's (the memory limit), the write's.
+  struct MergeSource {
+    absl::string_view name;
+    const bloom::ScalableFilter* filter;
+  };
+  absl::Status Merge(absl::Span<const MergeSource> sources, bool sync);
+
   // Creation without a write of its own (Add with create_if_missing): until its creation record
   // is persisted, every write of this filter (its first journal record, a new sub-filter, a
   // checkpoint, EnsurePersisted) carries that record in the same batch. So creating a filter on its
@@ -323,9 +339,13 @@ class StoredFilter {
 
   // The metadata record with live counters; apply_mu_ held (shared) by the caller.
   absl::StatusOr<FilterRecord> LiveRecord() const;
+  // How a checkpoint writes its pages: in batches of about kPageBatchBytes (the last with the
+  // metadata record), in smaller batches at the store's WritePacer rate, or all in the one
+  // batch with the record (a merge: on disk, all of it or none).
+  enum class PageWrites { kBatches, kPaced, kOneBatch };
   // Checkpoint() without EnsurePersisted, with checkpoint_mu_ held; `evicting` checkpoints an
   // evicted object (which a plain checkpoint leaves alone).
-  absl::Status CheckpointLocked(bool sync, bool evicting, bool paced)
+  absl::Status CheckpointLocked(bool sync, bool evicting, PageWrites pages)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(checkpoint_mu_);
   // OK, or why an add must not apply here (Usable(), or EvictedError()).
   absl::Status Addable() const;
@@ -352,9 +372,9 @@ class StoredFilter {
   void TrimJournal(uint64_t from_seq, uint64_t to_seq, rocksdb::WriteBatch& batch) const;
   // Dirty pages per sub-filter index.
   using DirtyPages = std::vector<std::pair<int, std::vector<uint64_t>>>;
-  // Writes the dirty pages in batches of about kPageBatchBytes, leaving the last batch in
-  // `batch` for the caller to write (with the metadata record).
-  absl::Status WritePages(const DirtyPages& dirty, bool sync, bool paced,
+  // Writes the dirty pages as `pages` says, leaving the last batch in `batch` for the caller to
+  // write (with the metadata record).
+  absl::Status WritePages(const DirtyPages& dirty, bool sync, PageWrites pages,
                           rocksdb::WriteBatch& batch);
 
   // The chain, or null for an unreadable filter (has_chain_).

@@ -1,6 +1,7 @@
 // StoredFilter's checkpoints and eviction (stored_filter.h describes the design): dirty pages
 // written in batches, the metadata record and the journal's trim in the last one.
 #include <algorithm>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -40,7 +41,8 @@ absl::Status StoredFilter::Checkpoint(bool sync, bool paced) {
     return created;
   }
   bloomsync::MutexLock checkpoint_lock(&checkpoint_mu_);
-  return CheckpointLocked(sync, /*evicting=*/false, paced);
+  return CheckpointLocked(sync, /*evicting=*/false,
+                          paced ? PageWrites::kPaced : PageWrites::kBatches);
 }
 
 absl::Status StoredFilter::Evict(bool sync) {
@@ -55,12 +57,12 @@ absl::Status StoredFilter::Evict(bool sync) {
   if (evictable) SetFlag(kEvicted, true, std::memory_order_release);
   apply_mu_.Unlock();
   if (!evictable) return absl::FailedPreconditionError("not evictable now");
-  absl::Status checkpointed = CheckpointLocked(sync, /*evicting=*/true, /*paced=*/false);
+  absl::Status checkpointed = CheckpointLocked(sync, /*evicting=*/true, PageWrites::kBatches);
   if (!checkpointed.ok()) SetFlag(kEvicted, false, std::memory_order_release);  // stays resident
   return checkpointed;
 }
 
-absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting, bool paced) {
+absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting, PageWrites pages) {
   PersistedState next;
   DirtyPages dirty;
   uint64_t journal_bytes = 0;
@@ -108,7 +110,7 @@ absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting, bool paced
   }
   // The last pages share the metadata's write: a small filter's checkpoint is one write.
   rocksdb::WriteBatch batch;
-  absl::Status status = WritePages(dirty, sync, paced, batch);
+  absl::Status status = WritePages(dirty, sync, pages, batch);
   if (status.ok()) {
     bloomsync::MutexLock meta(&meta_mu_);
     batch.Put(db()->filters(), NameSlice(), EncodeFilterRecord(MakeRecord(next, nullptr)));
@@ -154,10 +156,12 @@ void StoredFilter::TrimJournal(uint64_t from_seq, uint64_t to_seq,
                     JournalKey(generation_, to_seq + 1));
 }
 
-absl::Status StoredFilter::WritePages(const DirtyPages& dirty, bool sync, bool paced,
+absl::Status StoredFilter::WritePages(const DirtyPages& dirty, bool sync, PageWrites pages,
                                       rocksdb::WriteBatch& batch) {
-  WritePacer* const pacer = paced ? context_->pacer : nullptr;
-  const size_t batch_bytes = pacer != nullptr ? kPacedPageBatchBytes : kPageBatchBytes;
+  WritePacer* const pacer = pages == PageWrites::kPaced ? context_->pacer : nullptr;
+  const size_t batch_bytes = pages == PageWrites::kOneBatch ? std::numeric_limits<size_t>::max()
+                             : pacer != nullptr             ? kPacedPageBatchBytes
+                                                            : kPageBatchBytes;
   std::string scratch;
   std::string page_bytes;
   for (const auto& [index, pages] : dirty) {
