@@ -164,6 +164,34 @@ absl::StatusOr<bloom::v1::ReserveResponse> BloomClient::Reserve(absl::string_vie
   return response;
 }
 
+absl::StatusOr<bloom::v1::ReserveResponse> BloomClient::ReserveLike(absl::string_view name,
+                                                                    absl::string_view like) {
+  grpc::ClientContext context;
+  Prepare(context);
+  bloom::v1::ReserveRequest request;
+  request.set_name(std::string(name));
+  request.set_like(std::string(like));
+  bloom::v1::ReserveResponse response;
+  absl::Status status = FromGrpcStatus(stub_->Reserve(&context, request, &response));
+  if (!status.ok()) return status;
+  ObserveSequence(response.sequence());
+  return response;
+}
+
+absl::StatusOr<bloom::v1::FilterStats> BloomClient::Merge(absl::string_view target,
+                                                          absl::Span<const std::string> sources) {
+  grpc::ClientContext context;
+  Prepare(context);
+  bloom::v1::MergeRequest request;
+  request.set_target(std::string(target));
+  for (const std::string& source : sources) request.add_sources(source);
+  bloom::v1::MergeResponse response;
+  absl::Status status = FromGrpcStatus(stub_->Merge(&context, request, &response));
+  if (!status.ok()) return status;
+  ObserveSequence(response.sequence());
+  return std::move(*response.mutable_stats());
+}
+
 absl::StatusOr<std::vector<bool>> BloomClient::Batched(
     absl::Span<const std::string> items,
     const std::function<absl::Status(absl::Span<const std::string>, std::vector<bool>&)>& call) {
@@ -289,8 +317,8 @@ absl::Status BloomClient::Export(absl::string_view name, std::ostream& out) {
   return FromGrpcStatus(reader->Finish());
 }
 
-absl::StatusOr<bloom::v1::FilterStats> BloomClient::Import(absl::string_view name,
-                                                           std::istream& in) {
+absl::StatusOr<bloom::v1::FilterStats> BloomClient::Import(absl::string_view name, std::istream& in,
+                                                           bool merge_into_existing) {
   grpc::ClientContext context;
   Prepare(context, /*deadline=*/false);
   bloom::v1::ImportResponse response;
@@ -298,6 +326,7 @@ absl::StatusOr<bloom::v1::FilterStats> BloomClient::Import(absl::string_view nam
       stub_->Import(&context, &response);
   bloom::v1::ImportChunk chunk;
   chunk.set_name(std::string(name));
+  chunk.set_merge_into_existing(merge_into_existing);
   std::string buffer(1 << 20, '\0');
   bool first = true;
   while (true) {
@@ -307,6 +336,7 @@ absl::StatusOr<bloom::v1::FilterStats> BloomClient::Import(absl::string_view nam
     chunk.set_data(buffer.data(), static_cast<size_t>(got));
     if (!writer->Write(chunk)) break;  // the server ended the call: Finish() says why
     chunk.clear_name();
+    chunk.clear_merge_into_existing();
     first = false;
     if (got == 0) break;
   }

@@ -89,6 +89,12 @@ class BloomClient {
 
   absl::StatusOr<bloom::v1::ReserveResponse> Reserve(absl::string_view name,
                                                      const bloom::v1::FilterSpec& spec);
+  // An empty filter with the spec and hash seed of `like`, so that the two can be merged.
+  absl::StatusOr<bloom::v1::ReserveResponse> ReserveLike(absl::string_view name,
+                                                         absl::string_view like);
+  // ORs `sources` into `target` (filters alike): answers the target's stats.
+  absl::StatusOr<bloom::v1::FilterStats> Merge(absl::string_view target,
+                                               absl::Span<const std::string> sources);
 
   // added[i]: items[i] was (probably) new. With `create_if_missing`, a missing filter is
   // created with that spec.
@@ -113,8 +119,10 @@ class BloomClient {
 
   // Writes the dump of `name` to `out`. The deadline is ClientOptions::timeout per MiB + 1.
   absl::Status Export(absl::string_view name, std::ostream& out);
-  // Creates `name` from a dump read from `in`.
-  absl::StatusOr<bloom::v1::FilterStats> Import(absl::string_view name, std::istream& in);
+  // Creates `name` from a dump read from `in`. With `merge_into_existing`, an existing filter
+  // `name` (alike the dump's) gets the dump ORed into it instead.
+  absl::StatusOr<bloom::v1::FilterStats> Import(absl::string_view name, std::istream& in,
+                                                bool merge_into_existing = false);
 
   // Read-your-writes through followers: the highest sequence a write through this client was
   // given. Reads send it as min_sequence, so a follower answers them only once it has applied

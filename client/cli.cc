@@ -33,6 +33,7 @@ commands:
                               a sliding window forgets items after about 7 days; an idle
                               filter is deleted after 30 days without adds or checks
                               (durations: 90s, 15m, 12h, 7d, 1h30m)
+  reserve NAME --like=OTHER   an empty filter like OTHER (its spec and seed), to merge with it
   add NAME ITEM...            add items given as arguments
   add NAME --file=PATH|-      add one item per line (bulk load in batches)
         [--create-capacity=N --create-error-rate=P]   create the filter if missing
@@ -43,7 +44,9 @@ commands:
   list [--prefix=P] [--page-size=N]       every page, in name order
   delete NAME
   export NAME [--out=FILE]    dump to FILE (default: stdout)
-  import NAME [--in=FILE]     create NAME from a dump (default: stdin)
+  import NAME [--in=FILE] [--merge]   create NAME from a dump (default: stdin); with --merge,
+                              an existing NAME (alike the dump's filter) gets it ORed in
+  merge TARGET SOURCE...      OR the sources into TARGET (filters alike: reserve --like)
   health                      exit 0 if the server reports SERVING (grpc.health.v1)
   replication                 the server's role (primary or follower) and replication figures:
                               a follower's primary, sequence and lag; a primary's followers
@@ -426,18 +429,36 @@ int Run(const Args& args) {
       args.positional.begin() + std::min<size_t>(2, args.positional.size()), args.positional.end());
 
   if (command == "reserve") {
+    const bool like = args.Has("like");
     bloom::v1::FilterSpec spec;
-    if (!ParseSpec(args, "capacity", "error-rate", spec)) {
+    if (like && (args.Has("capacity") || args.Has("error-rate"))) {
+      return Usage("reserve takes --like or a spec (--capacity, --error-rate), not both");
+    }
+    if (!like && !ParseSpec(args, "capacity", "error-rate", spec)) {
       return Usage(
           "reserve needs --capacity=N and --error-rate=P (and durations like 7d or 12h for "
-          "--window and --idle-ttl)");
+          "--window and --idle-ttl), or --like=OTHER");
     }
-    absl::StatusOr<bloom::v1::ReserveResponse> r = client->Reserve(name, spec);
+    absl::StatusOr<bloom::v1::ReserveResponse> r =
+        like ? client->ReserveLike(name, args.Get("like")) : client->Reserve(name, spec);
     if (!r.ok()) return Error(r.status());
     if (json) {
       PrintJson(*r);
     } else {
       std::cout << (r->created() ? "created " : "exists (same spec) ") << name << "\n";
+    }
+    return 0;
+  }
+  if (command == "merge") {
+    if (items.empty()) return Usage("merge needs a TARGET and at least one SOURCE");
+    absl::StatusOr<bloom::v1::FilterStats> merged = client->Merge(name, items);
+    if (!merged.ok()) return Error(merged.status());
+    if (json) {
+      PrintJson(*merged);
+    } else {
+      std::cout << absl::StrFormat(
+          "merged %d filter(s) into %s: about %.0f distinct items, estimated error rate %.4g\n",
+          items.size(), name, merged->estimated_cardinality(), merged->estimated_error_rate());
     }
     return 0;
   }
@@ -541,7 +562,7 @@ int Run(const Args& args) {
       if (!file) return Error(absl::NotFoundError(absl::StrCat("cannot open ", in_path)));
     }
     absl::StatusOr<bloom::v1::FilterStats> s =
-        client->Import(name, in_path == "-" ? std::cin : file);
+        client->Import(name, in_path == "-" ? std::cin : file, args.Has("merge"));
     if (!s.ok()) return Error(s.status());
     json ? PrintJson(*s) : PrintStats(*s);
     return 0;

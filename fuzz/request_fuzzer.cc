@@ -3,7 +3,8 @@
 // by all inputs of a run, with a memory limit, so state accumulates like in a server).
 // Choices 6 and 7 read Add / MightContain with the callback server's direct parser
 // (service/direct_parse.h), which must never accept what protobuf refuses and must read what
-// it accepts exactly as protobuf does; a difference aborts.
+// it accepts exactly as protobuf does; a difference aborts. Choice 8 is Merge ("f-like" is made
+// like "f", so that the two can merge).
 #include <stdlib.h>
 
 #include <cstddef>
@@ -58,6 +59,7 @@ Harness& GetHarness() {
     // Filters for the fuzzer's Adds and queries to find.
     h->store->Reserve("f", {1000, 0.01}).IgnoreError();
     h->store->Reserve("fixed", {10, 0.1, 0, true}).IgnoreError();
+    h->store->ReserveLike("f-like", "f").IgnoreError();  // merges into and from "f"
     // Registered after the store opened, so that it runs before the destructors of the
     // statics that opening created.
     harness_for_exit = h;
@@ -117,7 +119,9 @@ void RunDirect(const uint8_t* data, size_t size, bool add) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   service::BloomService& s = *GetHarness().service;
-  const uint8_t method = data[0] % 8;
+  // 0-7 as the first byte mod 8 (so saved inputs keep their handler), Merge for bytes that are
+  // 8 mod 16.
+  const uint8_t method = data[0] % 16 == 8 ? 8 : data[0] % 8;
   ++data;
   --size;
   switch (method) {
@@ -147,7 +151,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     case 4:
       Run<bloom::v1::DeleteRequest>(data, size, [&](const auto& r) {
-        if (r.name() != "f" && r.name() != "fixed") s.HandleDelete(r);  // keep the targets
+        if (r.name() != "f" && r.name() != "fixed" && r.name() != "f-like") {
+          s.HandleDelete(r);  // keep the targets
+        }
       });
       break;
     case 5:
@@ -161,6 +167,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     case 7:
       RunDirect<bloom::v1::MightContainRequest>(data, size, /*add=*/false);
+      break;
+    case 8:
+      Run<bloom::v1::MergeRequest>(data, size, [&](const auto& r) {
+        bloom::v1::MergeResponse response;
+        s.HandleMerge(r, &response);
+      });
       break;
   }
   return 0;

@@ -291,7 +291,8 @@ const char* RpcName(Rpc rpc) {
                                                    "Import",
                                                    "Pipeline",
                                                    "Pipeline.Add",
-                                                   "Pipeline.MightContain"};
+                                                   "Pipeline.MightContain",
+                                                   "Merge"};
   return kNames[static_cast<size_t>(rpc)];
 }
 

@@ -59,8 +59,9 @@ enum class Rpc {
   kPipeline,
   kPipelineAdd,
   kPipelineMightContain,
+  kMerge,
 };
-inline constexpr size_t kNumRpcs = 11;
+inline constexpr size_t kNumRpcs = 12;
 const char* RpcName(Rpc rpc);
 
 // Replication figures, read at scrape time from the follower or the primary's replication

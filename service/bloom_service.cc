@@ -70,7 +70,8 @@ class CallScope {
       }
     }
     const bool writes = rpc_ == metrics::Rpc::kReserve || rpc_ == metrics::Rpc::kAdd ||
-                        rpc_ == metrics::Rpc::kDelete || rpc_ == metrics::Rpc::kImport;
+                        rpc_ == metrics::Rpc::kDelete || rpc_ == metrics::Rpc::kImport ||
+                        rpc_ == metrics::Rpc::kMerge;
     absl::StatusOr<Caller> caller = service_->hooks_.auth->Authorize(
         authorization, writes ? Role::kWrite : Role::kRead, metrics::RpcName(rpc_));
     if (caller.ok()) {
@@ -161,9 +162,17 @@ grpc::Status BloomService::HandleReserve(const bloom::v1::ReserveRequest& reques
                                          grpc::ServerContextBase* context) {
   CallScope log(this, metrics::Rpc::kReserve, context, request.name());
   if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
-  if (!request.has_spec()) return log.Done(absl::InvalidArgumentError("spec is required"));
-  absl::StatusOr<storage::FilterStore::ReserveResult> result =
-      store_->Reserve(request.name(), FromProto(request.spec()));
+  absl::StatusOr<storage::FilterStore::ReserveResult> result;
+  if (!request.like().empty()) {
+    if (request.has_spec()) {
+      return log.Done(absl::InvalidArgumentError("give spec or like, not both"));
+    }
+    result = store_->ReserveLike(request.name(), request.like());
+  } else if (!request.has_spec()) {
+    return log.Done(absl::InvalidArgumentError("spec (or like) is required"));
+  } else {
+    result = store_->Reserve(request.name(), FromProto(request.spec()));
+  }
   if (result.ok()) {
     response->set_created(result->created);
     ToProto(result->info, response->mutable_stats());
@@ -365,6 +374,26 @@ grpc::Status BloomService::HandleDelete(const bloom::v1::DeleteRequest& request,
   CallScope log(this, metrics::Rpc::kDelete, context, request.name());
   if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
   return log.Done(store_->Delete(request.name()));
+}
+
+grpc::Status BloomService::HandleMerge(const bloom::v1::MergeRequest& request,
+                                       bloom::v1::MergeResponse* response,
+                                       grpc::ServerContextBase* context) {
+  CallScope log(this, metrics::Rpc::kMerge, context, request.target());
+  if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
+  // The store refuses more sources too; this is before copying them.
+  if (static_cast<size_t>(request.sources_size()) > storage::FilterStore::kMaxMergeSources) {
+    return log.Done(absl::InvalidArgumentError(
+        absl::StrCat("sources names ", request.sources_size(), " filters; at most ",
+                     storage::FilterStore::kMaxMergeSources)));
+  }
+  const std::vector<std::string> sources(request.sources().begin(), request.sources().end());
+  absl::StatusOr<storage::FilterInfo> merged = store_->Merge(request.target(), sources);
+  if (merged.ok()) {
+    ToProto(*merged, response->mutable_stats());
+    response->set_sequence(store_->LatestSequence());
+  }
+  return log.Done(merged.status());
 }
 
 grpc::Status BloomService::HandleList(const bloom::v1::ListRequest& request,
@@ -606,6 +635,15 @@ grpc::ServerUnaryReactor* BloomCallbackService::Delete(grpc::CallbackServerConte
     if (status.ok()) response->set_sequence(core_->store()->LatestSequence());
     return status;
   });
+}
+
+grpc::ServerUnaryReactor* BloomCallbackService::Merge(grpc::CallbackServerContext* context,
+                                                      const bloom::v1::MergeRequest* request,
+                                                      bloom::v1::MergeResponse* response) {
+  if (Forwarder* forwarder = core_->hooks().forwarder) {
+    return ForwardMessage(forwarder, context, kMergeMethod, *request, response);
+  }
+  return Inline(context, [&] { return core_->HandleMerge(*request, response, context); });
 }
 
 grpc::ServerBidiReactor<bloom::v1::PipelineRequest, bloom::v1::PipelineResponse>*

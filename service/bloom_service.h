@@ -105,6 +105,9 @@ class BloomService final : public StreamServiceBase {
                            grpc::ServerContextBase* context = nullptr);
   grpc::Status HandleDelete(const bloom::v1::DeleteRequest& request,
                             grpc::ServerContextBase* context = nullptr);
+  grpc::Status HandleMerge(const bloom::v1::MergeRequest& request,
+                           bloom::v1::MergeResponse* response,
+                           grpc::ServerContextBase* context = nullptr);
   grpc::Status HandleList(const bloom::v1::ListRequest& request, bloom::v1::ListResponse* response,
                           grpc::ServerContextBase* context = nullptr);
 
@@ -187,7 +190,9 @@ using CallbackUnaryBase = bloom::v1::BloomFilterService::WithCallbackMethod_Rese
         bloom::v1::BloomFilterService::WithRawCallbackMethod_MightContain<
             bloom::v1::BloomFilterService::WithCallbackMethod_Stats<
                 bloom::v1::BloomFilterService::WithCallbackMethod_Delete<
-                    bloom::v1::BloomFilterService::WithCallbackMethod_List<StreamServiceBase>>>>>>;
+                    bloom::v1::BloomFilterService::WithCallbackMethod_Merge<
+                        bloom::v1::BloomFilterService::WithCallbackMethod_List<
+                            StreamServiceBase>>>>>>>;
 
 class BloomCallbackService final : public CallbackUnaryBase {
  public:
@@ -210,6 +215,9 @@ class BloomCallbackService final : public CallbackUnaryBase {
   grpc::ServerUnaryReactor* Delete(grpc::CallbackServerContext* context,
                                    const bloom::v1::DeleteRequest* request,
                                    bloom::v1::DeleteResponse* response) override;
+  grpc::ServerUnaryReactor* Merge(grpc::CallbackServerContext* context,
+                                  const bloom::v1::MergeRequest* request,
+                                  bloom::v1::MergeResponse* response) override;
   grpc::ServerUnaryReactor* List(grpc::CallbackServerContext* context,
                                  const bloom::v1::ListRequest* request,
                                  bloom::v1::ListResponse* response) override;

@@ -93,6 +93,7 @@ inline constexpr char kAddMethod[] = "/bloom.v1.BloomFilterService/Add";
 inline constexpr char kMightContainMethod[] = "/bloom.v1.BloomFilterService/MightContain";
 inline constexpr char kStatsMethod[] = "/bloom.v1.BloomFilterService/Stats";
 inline constexpr char kDeleteMethod[] = "/bloom.v1.BloomFilterService/Delete";
+inline constexpr char kMergeMethod[] = "/bloom.v1.BloomFilterService/Merge";
 inline constexpr char kListMethod[] = "/bloom.v1.BloomFilterService/List";
 
 }  // namespace service

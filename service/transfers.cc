@@ -156,7 +156,7 @@ class ImportReactor final : public grpc::ServerReadReactor<ImportChunk> {
     ticket_->Touch(chunk_.name().size() + chunk_.data().size());
     if (import_ == nullptr) {
       absl::StatusOr<std::unique_ptr<storage::PendingImport>> import =
-          service_->store()->BeginImport(chunk_.name());
+          service_->store()->BeginImport(chunk_.name(), chunk_.merge_into_existing());
       if (!import.ok()) return import.status();
       import_ = *std::move(import);
     }

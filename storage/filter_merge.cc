@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/cleanup/cleanup.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "storage/filter_store.h"
@@ -43,11 +44,20 @@ absl::StatusOr<FilterInfo> FilterStore::MergeLocked(absl::string_view target,
   RETURN_IF_ERROR(CheckWritable());
   RETURN_IF_ERROR(ValidateFilterName(target, "target"));
   if (sources.empty()) return absl::InvalidArgumentError("sources must not be empty");
+  if (sources.size() > kMaxMergeSources) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sources names ", sources.size(), " filters; at most ", kMaxMergeSources));
+  }
+  absl::flat_hash_set<absl::string_view> seen;
   for (const std::string& source : sources) {
     RETURN_IF_ERROR(ValidateFilterName(source, "sources"));
     if (source == target) {
       return absl::InvalidArgumentError(absl::StrCat("sources name the target '", target,
                                                      "': a filter is not merged into itself"));
+    }
+    // Its items would count twice.
+    if (!seen.insert(source).second) {
+      return absl::InvalidArgumentError(absl::StrCat("sources name '", source, "' twice"));
     }
   }
   // Each source pinned while it is read; unpinned however this returns.

@@ -13,6 +13,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "common/testing.h"
 #include "gtest/gtest.h"
 #include "storage/filter_store.h"
@@ -130,9 +131,51 @@ TEST_F(FilterMergeTest, FiltersNotMadeAlikeAreRefusedWithTheReason) {
   EXPECT_TRUE(absl::IsInvalidArgument(store_->Merge("fixed", {}).status()));
   EXPECT_TRUE(absl::IsInvalidArgument(store_->Merge("fixed", {"fixed"}).status()));
   EXPECT_TRUE(absl::IsInvalidArgument(store_->Merge("fixed", {""}).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(store_->Merge("target", {"fixed", "fixed"}).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      store_->Merge("target", std::vector<std::string>(FilterStore::kMaxMergeSources + 1, "x"))
+          .status()));
   // Nothing was merged by any of these.
   EXPECT_EQ(store_->Stats("target")->stats.items_added, 0u);
   EXPECT_EQ(FalsePositiveRate("target", Items("s", 0, 10)), 0);
+}
+
+// Import with merge_into_existing ORs a dump into the filter of its name: the union of a filter
+// with a dump of one alike (as from another server), while a dump of a stranger is refused.
+TEST_F(FilterMergeTest, ImportMergesADumpIntoTheExistingFilter) {
+  auto dump_of = [&](const std::string& name) {
+    std::string dump;
+    EXPECT_OK(store_->Export(name, [&](absl::string_view chunk) {
+      dump.append(chunk.data(), chunk.size());
+      return absl::OkStatus();
+    }));
+    return dump;
+  };
+  auto import = [&](const std::string& name, const std::string& dump, bool merge) {
+    absl::StatusOr<std::unique_ptr<PendingImport>> pending = store_->BeginImport(name, merge);
+    if (!pending.ok()) return pending.status();
+    RETURN_IF_ERROR((*pending)->Append(dump));
+    return store_->CommitImport(**pending).status();
+  };
+  ASSERT_OK(store_->Reserve("seen", kSpec).status());
+  ASSERT_OK(store_->ReserveLike("elsewhere", "seen").status());
+  const std::vector<std::string> here = Items("here", 0, 3'000);
+  const std::vector<std::string> there = Items("there", 0, 15'000);  // two sub-filters
+  AddAll("seen", here);
+  AddAll("elsewhere", there);
+  const std::string dump = dump_of("elsewhere");
+  EXPECT_TRUE(absl::IsAlreadyExists(import("seen", dump, /*merge=*/false)));
+  ASSERT_OK(import("seen", dump, /*merge=*/true));
+  ExpectAllPresent("seen", here);
+  ExpectAllPresent("seen", there);
+  EXPECT_EQ(store_->Stats("seen")->stats.items_added, 18'000u);
+  ASSERT_OK(import("new", dump, /*merge=*/true));  // no filter of that name: created
+  ExpectAllPresent("new", there);
+
+  ASSERT_OK(store_->Reserve("stranger", kSpec).status());
+  absl::Status refused = import("seen", dump_of("stranger"), /*merge=*/true);
+  EXPECT_TRUE(absl::IsFailedPrecondition(refused)) << refused;
+  EXPECT_EQ(store_->Stats("seen")->stats.items_added, 18'000u);
 }
 
 // A merge that returned is on disk: a process that merges and then dies by SIGKILL (no Close,

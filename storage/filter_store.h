@@ -92,10 +92,13 @@ class FilterStore {
   // ORs the bits of `sources` into `target` (StoredFilter::Merge): afterwards the target
   // answers "maybe" for every item any of them had, and the union is durable (one RocksDB
   // write; followers have it before this answers, as for any write). Answers the target's stats.
-  // INVALID_ARGUMENT for no sources, bad names, or the target among them; NOT_FOUND for a
+  // INVALID_ARGUMENT for no sources or more than kMaxMergeSources, bad names, a source named
+  // twice, or the target among them; NOT_FOUND for a
   // missing filter; FAILED_PRECONDITION for filters not made alike (naming the mismatch) or
   // windowed ones.
   absl::StatusOr<FilterInfo> Merge(absl::string_view target, absl::Span<const std::string> sources);
+  // Sources one Merge reads (each pinned and looked up: bounded work per call).
+  static constexpr size_t kMaxMergeSources = 64;
 
   // Adds items; result[i] tells whether items[i] was new. Missing filter: NOT_FOUND, unless
   // `create_if_missing` is given, then it is created with that spec (even when many callers
@@ -159,11 +162,13 @@ class FilterStore {
   // buffers (ExportCursor::kChargedBytes).
   absl::StatusOr<std::unique_ptr<ExportCursor>> OpenExport(absl::string_view name);
   // Starts importing a dump as the new filter `name`: INVALID_ARGUMENT for a bad name,
-  // ALREADY_EXISTS if it is taken.
-  absl::StatusOr<std::unique_ptr<PendingImport>> BeginImport(absl::string_view name);
+  // ALREADY_EXISTS if it is taken (unless `merge_into_existing`).
+  absl::StatusOr<std::unique_ptr<PendingImport>> BeginImport(absl::string_view name,
+                                                             bool merge_into_existing = false);
   // Creates the filter once the whole dump arrived: an identical filter (spec, seed, bits,
   // counters) under the new name. Nothing is created on error (ALREADY_EXISTS if the name was
-  // taken meanwhile, or the dump's error).
+  // taken meanwhile, or the dump's error). With merge_into_existing, an existing filter of that
+  // name gets the dump ORed into it instead (StoredFilter::Merge, with its refusals).
   absl::StatusOr<FilterInfo> CommitImport(PendingImport& import);
 
   // Checkpoints every filter with changes now.

@@ -7,8 +7,10 @@
 
 namespace storage {
 
-PendingImport::PendingImport(std::string name, MemoryBudget* budget, const bloom::Clock* clock)
+PendingImport::PendingImport(std::string name, bool merge_into_existing, MemoryBudget* budget,
+                             const bloom::Clock* clock)
     : name_(std::move(name)),
+      merge_into_existing_(merge_into_existing),
       budget_(budget),
       parser_(
           [this](uint64_t bytes, uint64_t total) {
@@ -59,17 +61,18 @@ absl::StatusOr<std::unique_ptr<ExportCursor>> FilterStore::OpenExport(absl::stri
   return std::unique_ptr<ExportCursor>(new ExportCursor(std::move(filter), *record, &budget_));
 }
 
-absl::StatusOr<std::unique_ptr<PendingImport>> FilterStore::BeginImport(absl::string_view name) {
+absl::StatusOr<std::unique_ptr<PendingImport>> FilterStore::BeginImport(absl::string_view name,
+                                                                        bool merge_into_existing) {
   bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
   RETURN_IF_ERROR(CheckOpen());
   RETURN_IF_ERROR(CheckWritable());
   RETURN_IF_ERROR(ValidateFilterName(name));
   ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> existing, Acquire(name));
-  if (existing != nullptr) {
+  if (existing != nullptr && !merge_into_existing) {
     return absl::AlreadyExistsError(absl::StrCat("filter '", name, "' already exists"));
   }
   return std::unique_ptr<PendingImport>(
-      new PendingImport(std::string(name), &budget_, options_.clock));
+      new PendingImport(std::string(name), merge_into_existing, &budget_, options_.clock));
 }
 
 absl::StatusOr<FilterInfo> FilterStore::CommitImport(PendingImport& import) {
@@ -86,6 +89,13 @@ absl::StatusOr<FilterInfo> FilterStore::CommitImportLocked(PendingImport& import
   const std::string& name = import.name();
   bloomsync::MutexLock name_lock(&NameLock(name));
   ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> existing, AcquireLocked(name));
+  if (existing != nullptr && import.merge_into_existing_) {
+    // The dump's filter is read like a Merge source; its pinned charge is released with the
+    // import. The name's lock keeps the target from being evicted meanwhile.
+    const StoredFilter::MergeSource dump_source{"the imported dump", dump.filter.get()};
+    RETURN_IF_ERROR(existing->Merge({&dump_source, 1}, options_.sync));
+    return existing->Info();
+  }
   if (existing != nullptr) {
     return absl::AlreadyExistsError(absl::StrCat("filter '", name, "' already exists"));
   }

@@ -45,9 +45,11 @@ class PendingImport {
 
  private:
   friend class FilterStore;
-  PendingImport(std::string name, MemoryBudget* budget, const bloom::Clock* clock);
+  PendingImport(std::string name, bool merge_into_existing, MemoryBudget* budget,
+                const bloom::Clock* clock);
 
   const std::string name_;
+  const bool merge_into_existing_;
   MemoryBudget* const budget_;
   uint64_t charged_ = 0;
   DumpParser parser_;

@@ -85,9 +85,80 @@ TEST_F(CliTest, ExportImportListDelete) {
   EXPECT_TRUE(absl::StartsWith(r.out, "bloom-cli: ALREADY_EXISTS")) << r.out;
 }
 
+// Two shards' filters made alike, and their union (the Merge RPC; storage/filter_merge_test.cc
+// tests the union itself).
+TEST_F(CliTest, ReserveLikeAndMerge) {
+  ASSERT_EQ(Cli("reserve shard-1 --capacity=1000 --error-rate=0.01").exit_code, 0);
+  Result r = Cli("reserve shard-2 --like=shard-1");
+  EXPECT_EQ(r.out, "created shard-2\n");
+  ASSERT_EQ(Cli("reserve all --like=shard-1").exit_code, 0);
+  ASSERT_EQ(Cli("add shard-1 a b").exit_code, 0);
+  ASSERT_EQ(Cli("add shard-2 c").exit_code, 0);
+  r = Cli("merge all shard-1 shard-2");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_TRUE(absl::StartsWith(r.out, "merged 2 filter(s) into all: about 3 distinct items"))
+      << r.out;
+  EXPECT_EQ(Cli("check all a b c d").out, "a\tmaybe\nb\tmaybe\nc\tmaybe\nd\tno\n");
+
+  ASSERT_EQ(Cli("reserve stranger --capacity=1000 --error-rate=0.01").exit_code, 0);
+  r = Cli("merge all stranger");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(absl::StartsWith(r.out,
+                               "bloom-cli: FAILED_PRECONDITION: filter 'stranger' hashes "
+                               "with another seed"))
+      << r.out;
+  EXPECT_EQ(Cli("merge all").exit_code, 2);
+  EXPECT_EQ(Cli("reserve x --like=shard-1 --capacity=5").exit_code, 2);
+  r = Cli("reserve x --like=missing");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(absl::StartsWith(r.out, "bloom-cli: NOT_FOUND")) << r.out;
+}
+
+// One filter per server, made alike through a dump, united on one server: each exports its
+// filter, and `import --merge` ORs the dumps into the one there.
+TEST_F(CliTest, ImportMergeUnitesFiltersExportedFromTwoServers) {
+  bloomtest::TempDir other_data;
+  std::unique_ptr<bloomtest::ServerProcess> other =
+      bloomtest::ServerProcess::Start(other_data.path());
+  ASSERT_NE(other, nullptr);
+  auto cli_at = [&](const bloomtest::ServerProcess& server, const std::string& args) {
+    return bloomtest::RunCommand(
+        absl::StrCat(BLOOM_CLI_PATH, " --server=", server.target(), " ", args));
+  };
+  const std::string empty = files_.path() + "/empty.dump";
+  const std::string from_other = files_.path() + "/other.dump";
+  ASSERT_EQ(Cli("reserve seen --capacity=1000 --error-rate=0.01").exit_code, 0);
+  ASSERT_EQ(Cli(absl::StrCat("export seen --out=", empty)).exit_code, 0);  // before any add
+  ASSERT_EQ(cli_at(*other, absl::StrCat("import seen --in=", empty)).exit_code, 0);
+  ASSERT_EQ(Cli("add seen here").exit_code, 0);
+  ASSERT_EQ(cli_at(*other, "add seen there").exit_code, 0);
+  ASSERT_EQ(cli_at(*other, absl::StrCat("export seen --out=", from_other)).exit_code, 0);
+
+  Result r = Cli(absl::StrCat("import seen --in=", from_other));  // no --merge: the name is taken
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(absl::StartsWith(r.out, "bloom-cli: ALREADY_EXISTS")) << r.out;
+  r = Cli(absl::StrCat("import seen --merge --in=", from_other));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "items_added:           2")) << r.out;
+  EXPECT_EQ(Cli("check seen here there elsewhere").out,
+            "here\tmaybe\nthere\tmaybe\nelsewhere\tno\n");
+  // A name that does not exist yet is created from the dump, with or without --merge.
+  r = Cli(absl::StrCat("import fresh --merge --in=", from_other));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(Cli("check fresh there").out, "there\tmaybe\n");
+  // A dump of a filter not made alike is refused, and changes nothing.
+  ASSERT_EQ(cli_at(*other, "reserve stranger --capacity=1000 --error-rate=0.01").exit_code, 0);
+  const std::string stranger = files_.path() + "/stranger.dump";
+  ASSERT_EQ(cli_at(*other, absl::StrCat("export stranger --out=", stranger)).exit_code, 0);
+  r = Cli(absl::StrCat("import seen --merge --in=", stranger));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(absl::StrContains(r.out, "FAILED_PRECONDITION")) << r.out;
+}
+
 TEST_F(CliTest, WindowAndIdleTtlFlags) {
-  Result r = Cli("reserve seen --capacity=1000 --error-rate=0.01 --window=7d --window-slices=4 "
-                 "--idle-ttl=30d");
+  Result r =
+      Cli("reserve seen --capacity=1000 --error-rate=0.01 --window=7d --window-slices=4 "
+          "--idle-ttl=30d");
   EXPECT_EQ(r.exit_code, 0) << r.out;
   r = Cli("stats seen");
   EXPECT_TRUE(absl::StrContains(r.out, "window:                168h in 4 slices")) << r.out;

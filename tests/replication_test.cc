@@ -4,6 +4,7 @@
 // follower, item by item; once quiet, every pod exports every filter byte for byte alike.
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -238,6 +239,35 @@ TEST(ReplicationTest, APipelineThroughAFollowerSeesItsOwnAdds) {
     ASSERT_TRUE(present.ok()) << present.status();
     ASSERT_TRUE((*present)[0]) << "the stream's own add of " << item << " read absent";
   }
+}
+
+TEST(ReplicationTest, AMergeThroughAFollowerIsReadThereAndOnTheOther) {
+  // ReserveLike and Merge are writes: a follower forwards them to the primary, and the union
+  // arrives at every follower as the one batch the primary wrote.
+  ReplicationCluster cluster(2, {});
+  ASSERT_TRUE(cluster.Start());
+  std::unique_ptr<bloomclient::BloomClient> client =
+      bloomclient::BloomClient::Connect(cluster.follower(0).target());
+  const bloom::v1::FilterSpec spec = Spec();
+  ASSERT_OK(client->Reserve("all", spec).status());
+  ASSERT_OK(client->ReserveLike("shard", "all").status());
+  std::vector<std::string> items;
+  for (int i = 0; i < 2000; ++i) items.push_back(absl::StrCat("shard-item-", i));
+  ASSERT_OK(client->Add("shard", items).status());
+  absl::StatusOr<bloom::v1::FilterStats> merged = client->Merge("all", {"shard"});
+  ASSERT_OK(merged.status());
+  EXPECT_EQ(merged->items_added(), 2000u);
+  // Each read carries the merge's sequence: a follower answers once it has applied it.
+  auto expect_union = [&](bloomclient::BloomClient& reader) {
+    absl::StatusOr<std::vector<bool>> present = reader.MightContain("all", items);
+    ASSERT_OK(present.status());
+    EXPECT_EQ(std::count(present->begin(), present->end(), true), 2000);
+  };
+  expect_union(*client);
+  std::unique_ptr<bloomclient::BloomClient> other =
+      bloomclient::BloomClient::Connect(cluster.follower(1).target());
+  other->ObserveSequence(client->last_sequence());
+  expect_union(*other);
 }
 
 TEST(ReplicationTest, EveryClientLanguageReadsItsWritesThroughAFollower) {

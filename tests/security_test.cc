@@ -193,6 +193,9 @@ TEST_F(SecurityTest, TokensAndRolesGateEveryRpc) {
          std::stringstream in(dump.str());
          return c.Import("imported", in).status().code();
        }},
+      {"Reserve like", true,
+       [](BloomClient& c) { return c.ReserveLike("h", "f").status().code(); }},
+      {"Merge", true, [](BloomClient& c) { return c.Merge("h", {"f"}).status().code(); }},
       {"Delete", true, [](BloomClient& c) { return c.Delete("g").code(); }},
   };
   for (const Rpc& rpc : rpcs) {

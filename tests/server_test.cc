@@ -402,6 +402,81 @@ TEST_F(ServerTest, DataSurvivesSigtermAndKillNine) {
   EXPECT_GE(client_->Stats("persist")->items_added(), 1990u);
 }
 
+// Merge over the wire: filters reserved alike unite, the union survives kill -9, and every bad
+// request gets its code and a message naming the problem.
+TEST_F(ServerTest, MergeUnitesFiltersMadeAlikeAndRefusesBadRequests) {
+  bloom::v1::FilterSpec spec;
+  spec.set_capacity(10'000);
+  spec.set_error_rate(0.01);
+  ASSERT_OK(client_->Reserve("all", spec).status());
+  ASSERT_OK(client_->ReserveLike("shard-1", "all").status());
+  ASSERT_OK(client_->ReserveLike("shard-2", "all").status());
+  std::vector<std::string> first, second;
+  for (int i = 0; i < 500; ++i) {
+    first.push_back(absl::StrCat("one-", i));
+    second.push_back(absl::StrCat("two-", i));
+  }
+  ASSERT_OK(client_->Add("shard-1", first).status());
+  ASSERT_OK(client_->Add("shard-2", second).status());
+  absl::StatusOr<bloom::v1::FilterStats> merged = client_->Merge("all", {"shard-1", "shard-2"});
+  ASSERT_OK(merged.status());
+  EXPECT_EQ(merged->items_added(), 1000u);
+  EXPECT_NEAR(merged->estimated_cardinality(), 1000, 50);
+  server_->Kill();
+  StartServer();
+  ExpectAllPresent("all", first);
+  ExpectAllPresent("all", second);
+
+  auto stub = bloom::v1::BloomFilterService::NewStub(
+      grpc::CreateChannel(server_->target(), grpc::InsecureChannelCredentials()));
+  auto reserve = [&](const std::string& name, bool with_spec, const std::string& like) {
+    grpc::ClientContext context;
+    bloom::v1::ReserveRequest request;
+    request.set_name(name);
+    if (with_spec) *request.mutable_spec() = spec;
+    request.set_like(like);
+    bloom::v1::ReserveResponse response;
+    return stub->Reserve(&context, request, &response);
+  };
+  auto merge = [&](const std::string& target, const std::vector<std::string>& sources) {
+    grpc::ClientContext context;
+    bloom::v1::MergeRequest request;
+    request.set_target(target);
+    for (const std::string& source : sources) request.add_sources(source);
+    bloom::v1::MergeResponse response;
+    return stub->Merge(&context, request, &response);
+  };
+  struct Refused {
+    grpc::Status status;
+    grpc::StatusCode code;
+    const char* says;
+  };
+  const std::vector<Refused> refused = {
+      {reserve("x", true, "all"), grpc::StatusCode::INVALID_ARGUMENT, "spec or like, not both"},
+      {reserve("x", false, ""), grpc::StatusCode::INVALID_ARGUMENT, "spec (or like) is required"},
+      {reserve("x", false, "nope"), grpc::StatusCode::NOT_FOUND, "'nope'"},
+      {reserve("x", false, "bad name!"), grpc::StatusCode::INVALID_ARGUMENT, "like"},
+      {merge("all", {}), grpc::StatusCode::INVALID_ARGUMENT, "sources must not be empty"},
+      {merge("all", std::vector<std::string>(65, "shard-1")), grpc::StatusCode::INVALID_ARGUMENT,
+       "at most 64"},
+      {merge("all", {"shard-1", "shard-1"}), grpc::StatusCode::INVALID_ARGUMENT, "twice"},
+      {merge("all", {"all"}), grpc::StatusCode::INVALID_ARGUMENT, "itself"},
+      {merge("", {"shard-1"}), grpc::StatusCode::INVALID_ARGUMENT, "target"},
+      {merge("missing", {"shard-1"}), grpc::StatusCode::NOT_FOUND, "'missing'"},
+      {merge("all", {"missing"}), grpc::StatusCode::NOT_FOUND, "'missing'"},
+  };
+  for (const Refused& r : refused) {
+    EXPECT_EQ(r.status.error_code(), r.code) << r.status.error_message();
+    EXPECT_TRUE(absl::StrContains(r.status.error_message(), r.says)) << r.status.error_message();
+  }
+  ASSERT_OK(client_->Reserve("stranger", spec).status());
+  const grpc::Status stranger = merge("all", {"stranger"});
+  EXPECT_EQ(stranger.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_TRUE(absl::StrContains(stranger.error_message(), "another seed"))
+      << stranger.error_message();
+  EXPECT_EQ(client_->Stats("all")->items_added(), 1000u);  // refusals changed nothing
+}
+
 TEST_F(ServerTest, HealthIsServingAndReflectionListsTheService) {
   auto channel = grpc::CreateChannel(server_->target(), grpc::InsecureChannelCredentials());
   grpc::GenericStub generic(channel);

@@ -112,6 +112,10 @@ export class BloomClient {
   close(): void;
   /** Resolves to true if created, false if the filter existed with this spec. */
   reserve(name: string, spec: FilterSpec, options?: CallOptions): Promise<boolean>;
+  /** An empty filter with the spec and hash seed of `like`, to merge with it. */
+  reserveLike(name: string, like: string, options?: CallOptions): Promise<boolean>;
+  /** ORs `sources` (filters made alike) into `target`; resolves to the target's stats. */
+  merge(target: string, sources: string[], options?: CallOptions): Promise<FilterStats>;
   /** Resolves to added[i]: items[i] was (probably) new. */
   add(name: string, items: Item[], options?: AddOptions): Promise<boolean[]>;
   /** Resolves to present[i]: false means items[i] was never added. */
@@ -122,8 +126,9 @@ export class BloomClient {
   list(prefix?: string, options?: CallOptions): Promise<FilterStats[]>;
   /** The filter's dump; the deadline covers the whole transfer. */
   export(name: string, options?: CallOptions): Promise<Buffer>;
-  /** Creates filter `name` from a dump; resolves to its stats. */
-  import(name: string, dump: Buffer | Uint8Array, options?: CallOptions): Promise<FilterStats>;
+  /** Creates filter `name` from a dump (or ORs it into an existing one); resolves to its stats. */
+  import(name: string, dump: Buffer | Uint8Array,
+    options?: CallOptions & { mergeIntoExisting?: boolean }): Promise<FilterStats>;
 }
 
 export const status: typeof grpcStatus;

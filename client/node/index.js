@@ -152,6 +152,23 @@ class BloomClient {
     return response.created;
   }
 
+  /**
+   * Creates an empty filter with the spec and hash seed of filter `like`, so that the two can be
+   * merged; resolves to true if created, false if it existed already like it.
+   */
+  async reserveLike(name, like, callOptions) {
+    const response = await this._unary('Reserve', { name, like }, callOptions);
+    this.observeSequence(response.sequence);
+    return response.created;
+  }
+
+  /** ORs the filters `sources` (made alike: reserveLike) into `target`; resolves to its stats. */
+  async merge(target, sources, callOptions) {
+    const response = await this._unary('Merge', { target, sources }, callOptions);
+    this.observeSequence(response.sequence);
+    return response.stats;
+  }
+
   /** Adds items; resolves to added[i]: items[i] was (probably) new. */
   add(name, items, callOptions = {}) {
     const create = callOptions.createIfMissing ? spec(callOptions.createIfMissing) : null;
@@ -239,7 +256,11 @@ class BloomClient {
     });
   }
 
-  /** Creates filter `name` from a dump (a Buffer); resolves to its stats. */
+  /**
+   * Creates filter `name` from a dump (a Buffer); resolves to its stats. With
+   * { mergeIntoExisting: true }, an existing filter `name` (made alike the dump's) gets the dump
+   * ORed into it instead of ALREADY_EXISTS.
+   */
   import(name, dump, callOptions) {
     return new Promise((resolve, reject) => {
       const call = this.stub.Import(this.metadata, { deadline: this._deadline(callOptions) },
@@ -251,7 +272,11 @@ class BloomClient {
           this.observeSequence(response.sequence);
           resolve(response.stats);
         });
-      call.write({ name, data: dump.subarray(0, DUMP_CHUNK) });
+      call.write({
+        name,
+        data: dump.subarray(0, DUMP_CHUNK),
+        mergeIntoExisting: Boolean(callOptions && callOptions.mergeIntoExisting),
+      });
       for (let start = DUMP_CHUNK; start < dump.length; start += DUMP_CHUNK) {
         call.write({ data: dump.subarray(start, start + DUMP_CHUNK) });
       }

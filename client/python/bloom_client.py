@@ -149,6 +149,22 @@ class BloomClient:
         self._sequence.observe(response.sequence)
         return response.created
 
+    def reserve_like(self, name, like):
+        """Creates an empty filter with the spec and hash seed of filter `like`, so that the two
+        can be merged; returns True if created, False if it existed already like it."""
+        response = self._stub.Reserve(bloom_pb2.ReserveRequest(name=name, like=like),
+                                      timeout=self._timeout, metadata=self._metadata)
+        self._sequence.observe(response.sequence)
+        return response.created
+
+    def merge(self, target, sources):
+        """ORs the filters `sources` (made alike: reserve_like) into `target`; returns the
+        target's FilterStats."""
+        response = self._stub.Merge(bloom_pb2.MergeRequest(target=target, sources=list(sources)),
+                                    timeout=self._timeout, metadata=self._metadata)
+        self._sequence.observe(response.sequence)
+        return response.stats
+
     def add(self, name, items, create_if_missing=None):
         """Adds items; returns for each whether it was (probably) new.
 
@@ -211,10 +227,15 @@ class BloomClient:
                             name=name, min_sequence=self._sequence.value),
                                           metadata=self._metadata))
 
-    def import_dump(self, name, dump):
-        """Creates filter `name` from a dump made by export(); returns its FilterStats."""
+    def import_dump(self, name, dump, merge_into_existing=False):
+        """Creates filter `name` from a dump made by export(); returns its FilterStats.
+
+        merge_into_existing: if filter `name` exists (made alike the dump's), OR the dump into
+        it instead of failing with ALREADY_EXISTS.
+        """
         def chunks():
-            yield bloom_pb2.ImportChunk(name=name, data=dump[:_DUMP_CHUNK])
+            yield bloom_pb2.ImportChunk(name=name, data=dump[:_DUMP_CHUNK],
+                                        merge_into_existing=merge_into_existing)
             for offset in range(_DUMP_CHUNK, len(dump), _DUMP_CHUNK):
                 yield bloom_pb2.ImportChunk(data=dump[offset:offset + _DUMP_CHUNK])
         response = self._stub.Import(chunks(), metadata=self._metadata)

@@ -177,6 +177,29 @@ class BloomClientTest(LoggedTestCase):
             self.client.stats("py:list:a")
         self.assertEqual(gone.exception.code(), grpc.StatusCode.NOT_FOUND)
 
+    def test_reserve_like_and_merge(self):
+        self.client.reserve("py:all", capacity=1000, error_rate=0.01)
+        self.assertTrue(self.client.reserve_like("py:shard-1", "py:all"))
+        self.assertTrue(self.client.reserve_like("py:shard-2", "py:all"))
+        self.assertFalse(self.client.reserve_like("py:shard-2", "py:all"))
+        self.client.add("py:shard-1", ["a", "b"])
+        self.client.add("py:shard-2", ["c"])
+        stats = self.client.merge("py:all", ["py:shard-1", "py:shard-2"])
+        self.assertEqual(stats.items_added, 3)
+        self.assertEqual(self.client.might_contain("py:all", ["a", "b", "c"]), [True] * 3)
+        # A dump ORed into the existing filter of its name (as from another server).
+        self.client.reserve_like("py:shard-3", "py:all")
+        self.client.add("py:shard-3", ["d"])
+        dump = self.client.export("py:shard-3")
+        merged = self.client.import_dump("py:all", dump, merge_into_existing=True)
+        self.assertEqual(merged.items_added, 4)
+        self.assertEqual(self.client.might_contain("py:all", ["d"]), [True])
+        self.client.reserve("py:stranger", capacity=1000, error_rate=0.01)
+        with self.assertRaises(grpc.RpcError) as refused:
+            self.client.merge("py:all", ["py:stranger"])
+        self.assertEqual(refused.exception.code(), grpc.StatusCode.FAILED_PRECONDITION)
+        self.assertIn("another seed", refused.exception.details())
+
     def test_example_runs(self):
         example.main(self.server.target)
         self.assertEqual(self.client.might_contain("example:user-ids", [1500]), [True])

@@ -203,6 +203,32 @@ func (c *Client) Reserve(ctx context.Context, name string, spec Spec) (created b
 	return resp.Created, nil
 }
 
+// ReserveLike creates an empty filter with the spec and hash seed of filter like, so that the
+// two can be merged; created is false if it existed already, made like it.
+func (c *Client) ReserveLike(ctx context.Context, name, like string) (created bool, err error) {
+	ctx, cancel := c.callContext(ctx)
+	defer cancel()
+	resp, err := c.stub.Reserve(ctx, &bloomv1.ReserveRequest{Name: name, Like: like})
+	if err != nil {
+		return false, err
+	}
+	c.sequence.observe(resp.Sequence)
+	return resp.Created, nil
+}
+
+// Merge ORs the filters sources (made alike: ReserveLike) into target and returns the
+// target's stats.
+func (c *Client) Merge(ctx context.Context, target string, sources ...string) (*Stats, error) {
+	ctx, cancel := c.callContext(ctx)
+	defer cancel()
+	resp, err := c.stub.Merge(ctx, &bloomv1.MergeRequest{Target: target, Sources: sources})
+	if err != nil {
+		return nil, err
+	}
+	c.sequence.observe(resp.Sequence)
+	return resp.Stats, nil
+}
+
 // Add adds items; added[i] reports that items[i] was (probably) new.
 func (c *Client) Add(ctx context.Context, name string, items [][]byte) ([]bool, error) {
 	return c.add(ctx, name, items, nil)
@@ -349,6 +375,16 @@ func (c *Client) Export(ctx context.Context, name string, w io.Writer) error {
 
 // Import creates filter name from a dump read from r. ctx bounds the whole transfer.
 func (c *Client) Import(ctx context.Context, name string, r io.Reader) (*Stats, error) {
+	return c.importDump(ctx, name, r, false)
+}
+
+// ImportMerging is Import that, if filter name exists (made alike the dump's), ORs the dump
+// into it instead of failing with AlreadyExists.
+func (c *Client) ImportMerging(ctx context.Context, name string, r io.Reader) (*Stats, error) {
+	return c.importDump(ctx, name, r, true)
+}
+
+func (c *Client) importDump(ctx context.Context, name string, r io.Reader, merge bool) (*Stats, error) {
 	ctx, cancel := context.WithCancel(c.withToken(ctx))
 	defer cancel() // on a read error this ends the stream without committing anything
 	stream, err := c.stub.Import(ctx)
@@ -363,6 +399,7 @@ func (c *Client) Import(ctx context.Context, name string, r io.Reader) (*Stats, 
 			chunk := &bloomv1.ImportChunk{Data: append([]byte(nil), buf[:n]...)}
 			if first {
 				chunk.Name = name
+				chunk.MergeIntoExisting = merge
 				first = false
 			}
 			if err := stream.Send(chunk); err != nil && !errors.Is(err, io.EOF) {

@@ -209,6 +209,60 @@ func TestExportThenImportAnswersAlike(t *testing.T) {
 	wantCode(t, err, codes.NotFound, "a failed Import creates nothing")
 }
 
+// Two filters made alike merge into a third; one not made alike is refused.
+func TestReserveLikeAndMerge(t *testing.T) {
+	server := startServer(t)
+	client := dial(t, server.target, Options{})
+	ctx := context.Background()
+	if _, err := client.Reserve(ctx, "go:all", spec); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"go:shard-1", "go:shard-2"} {
+		if created, err := client.ReserveLike(ctx, name, "go:all"); err != nil || !created {
+			t.Fatalf("ReserveLike %s: %v %v", name, created, err)
+		}
+	}
+	one, two := numbered("one", 300), numbered("two", 300)
+	if _, err := client.Add(ctx, "go:shard-1", one); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Add(ctx, "go:shard-2", two); err != nil {
+		t.Fatal(err)
+	}
+	stats, err := client.Merge(ctx, "go:all", "go:shard-1", "go:shard-2")
+	if err != nil || stats.ItemsAdded != 600 {
+		t.Fatalf("Merge: %v %v", stats, err)
+	}
+	present, err := client.MightContain(ctx, "go:all", append(one, two...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range present {
+		if !p {
+			t.Fatalf("item %d of the sources is absent from the union", i)
+		}
+	}
+	// A dump ORed into the existing filter of its name (as from another server).
+	if _, err := client.ReserveLike(ctx, "go:shard-3", "go:all"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Add(ctx, "go:shard-3", Strings("three")); err != nil {
+		t.Fatal(err)
+	}
+	var dump bytes.Buffer
+	if err := client.Export(ctx, "go:shard-3", &dump); err != nil {
+		t.Fatal(err)
+	}
+	if stats, err := client.ImportMerging(ctx, "go:all", &dump); err != nil || stats.ItemsAdded != 601 {
+		t.Fatalf("ImportMerging: %v %v", stats, err)
+	}
+	if _, err := client.Reserve(ctx, "go:stranger", spec); err != nil {
+		t.Fatal(err)
+	}
+	_, err = client.Merge(ctx, "go:all", "go:stranger")
+	wantCode(t, err, codes.FailedPrecondition, "a filter not made alike")
+}
+
 // Many goroutines' single-key calls share one stream and go out as fewer operations.
 func TestPipelinedModeCoalescesConcurrentCalls(t *testing.T) {
 	server := startServer(t)

@@ -40,11 +40,23 @@ type BloomFilterServiceClient interface {
 	// buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
 	Export(ctx context.Context, in *ExportRequest, opts ...grpc.CallOption) (BloomFilterService_ExportClient, error)
 	// Recreates a filter from an Export dump under a new name (given in the first chunk). The
-	// result answers exactly like the exported filter. ALREADY_EXISTS if the name is taken;
+	// result answers exactly like the exported filter. ALREADY_EXISTS if the name is taken
+	// (unless the first chunk asks to merge_into_existing);
 	// INVALID_ARGUMENT or DATA_LOSS for a corrupt or truncated dump, and then nothing is created.
 	// ImportChunk is a frozen v1 name (buf's standard would say ImportRequest):
 	// buf:lint:ignore RPC_REQUEST_STANDARD_NAME
 	Import(ctx context.Context, opts ...grpc.CallOption) (BloomFilterService_ImportClient, error)
+	// ORs the bits of `sources` into `target`: afterwards the target answers "maybe" for every
+	// item any source had (its union). The filters must be alike: one reserved with `like` the
+	// other, or imported from one dump (same seed and spec). When it returns OK the union is
+	// durable and, with replicas, on the followers that writes wait for; on disk it is all there
+	// or not at all. Sub-filters merge one by one (the target grows to the longest source's chain),
+	// so each holds what it held in every source: Stats of the union report its
+	// estimated_cardinality and estimated_error_rate from its bits, and items_added as the sum of
+	// the sources' (an upper bound). FAILED_PRECONDITION for filters not alike (the message names
+	// the mismatch) or windowed; NOT_FOUND for a missing filter; INVALID_ARGUMENT for no sources,
+	// more than 64, one named twice, or the target among them. A refused merge changes nothing.
+	Merge(ctx context.Context, in *MergeRequest, opts ...grpc.CallOption) (*MergeResponse, error)
 	// Many Add/MightContain operations over one long-lived stream, answered in request order.
 	//
 	// Each PipelineRequest gets exactly one PipelineResponse with the same id, in the order the
@@ -191,6 +203,15 @@ func (x *bloomFilterServiceImportClient) CloseAndRecv() (*ImportResponse, error)
 	return m, nil
 }
 
+func (c *bloomFilterServiceClient) Merge(ctx context.Context, in *MergeRequest, opts ...grpc.CallOption) (*MergeResponse, error) {
+	out := new(MergeResponse)
+	err := c.cc.Invoke(ctx, "/bloom.v1.BloomFilterService/Merge", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *bloomFilterServiceClient) Pipeline(ctx context.Context, opts ...grpc.CallOption) (BloomFilterService_PipelineClient, error) {
 	stream, err := c.cc.NewStream(ctx, &_BloomFilterService_serviceDesc.Streams[2], "/bloom.v1.BloomFilterService/Pipeline", opts...)
 	if err != nil {
@@ -249,11 +270,23 @@ type BloomFilterServiceServer interface {
 	// buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
 	Export(*ExportRequest, BloomFilterService_ExportServer) error
 	// Recreates a filter from an Export dump under a new name (given in the first chunk). The
-	// result answers exactly like the exported filter. ALREADY_EXISTS if the name is taken;
+	// result answers exactly like the exported filter. ALREADY_EXISTS if the name is taken
+	// (unless the first chunk asks to merge_into_existing);
 	// INVALID_ARGUMENT or DATA_LOSS for a corrupt or truncated dump, and then nothing is created.
 	// ImportChunk is a frozen v1 name (buf's standard would say ImportRequest):
 	// buf:lint:ignore RPC_REQUEST_STANDARD_NAME
 	Import(BloomFilterService_ImportServer) error
+	// ORs the bits of `sources` into `target`: afterwards the target answers "maybe" for every
+	// item any source had (its union). The filters must be alike: one reserved with `like` the
+	// other, or imported from one dump (same seed and spec). When it returns OK the union is
+	// durable and, with replicas, on the followers that writes wait for; on disk it is all there
+	// or not at all. Sub-filters merge one by one (the target grows to the longest source's chain),
+	// so each holds what it held in every source: Stats of the union report its
+	// estimated_cardinality and estimated_error_rate from its bits, and items_added as the sum of
+	// the sources' (an upper bound). FAILED_PRECONDITION for filters not alike (the message names
+	// the mismatch) or windowed; NOT_FOUND for a missing filter; INVALID_ARGUMENT for no sources,
+	// more than 64, one named twice, or the target among them. A refused merge changes nothing.
+	Merge(context.Context, *MergeRequest) (*MergeResponse, error)
 	// Many Add/MightContain operations over one long-lived stream, answered in request order.
 	//
 	// Each PipelineRequest gets exactly one PipelineResponse with the same id, in the order the
@@ -300,6 +333,9 @@ func (UnimplementedBloomFilterServiceServer) Export(*ExportRequest, BloomFilterS
 }
 func (UnimplementedBloomFilterServiceServer) Import(BloomFilterService_ImportServer) error {
 	return status.Errorf(codes.Unimplemented, "method Import not implemented")
+}
+func (UnimplementedBloomFilterServiceServer) Merge(context.Context, *MergeRequest) (*MergeResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Merge not implemented")
 }
 func (UnimplementedBloomFilterServiceServer) Pipeline(BloomFilterService_PipelineServer) error {
 	return status.Errorf(codes.Unimplemented, "method Pipeline not implemented")
@@ -472,6 +508,24 @@ func (x *bloomFilterServiceImportServer) Recv() (*ImportChunk, error) {
 	return m, nil
 }
 
+func _BloomFilterService_Merge_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MergeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BloomFilterServiceServer).Merge(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/bloom.v1.BloomFilterService/Merge",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BloomFilterServiceServer).Merge(ctx, req.(*MergeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _BloomFilterService_Pipeline_Handler(srv interface{}, stream grpc.ServerStream) error {
 	return srv.(BloomFilterServiceServer).Pipeline(&bloomFilterServicePipelineServer{stream})
 }
@@ -525,6 +579,10 @@ var _BloomFilterService_serviceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "List",
 			Handler:    _BloomFilterService_List_Handler,
+		},
+		{
+			MethodName: "Merge",
+			Handler:    _BloomFilterService_Merge_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -106,6 +106,31 @@ test('export then import answers alike; a truncated dump creates nothing', async
   await rejectsWith(client.stats('node:bad'), status.NOT_FOUND, 'a failed import');
 });
 
+test('filters made alike merge; one not made alike is refused', async (t) => {
+  const server = await startServer(t);
+  const client = new BloomClient(server.target);
+  t.after(() => client.close());
+  await client.reserve('node:all', spec);
+  assert.equal(await client.reserveLike('node:shard-1', 'node:all'), true);
+  assert.equal(await client.reserveLike('node:shard-2', 'node:all'), true);
+  await client.add('node:shard-1', numbered('one', 300));
+  await client.add('node:shard-2', numbered('two', 300));
+  const stats = await client.merge('node:all', ['node:shard-1', 'node:shard-2']);
+  assert.equal(stats.itemsAdded, 600);
+  const present = await client.mightContain('node:all', [...numbered('one', 300), ...numbered('two', 300)]);
+  assert.ok(present.every(Boolean), 'every source item is in the union');
+  // A dump ORed into the existing filter of its name (as from another server).
+  await client.reserveLike('node:shard-3', 'node:all');
+  await client.add('node:shard-3', ['three']);
+  const dump = await client.export('node:shard-3');
+  const imported = await client.import('node:all', dump, { mergeIntoExisting: true });
+  assert.equal(imported.itemsAdded, 601);
+  assert.deepEqual(await client.mightContain('node:all', ['three']), [true]);
+  await client.reserve('node:stranger', spec);
+  await rejectsWith(client.merge('node:all', ['node:stranger']), status.FAILED_PRECONDITION,
+    'a filter not made alike');
+});
+
 test('pipelined mode coalesces concurrent single-key calls', async (t) => {
   const server = await startServer(t);
   const client = new BloomClient(server.target, { pipelined: true });
