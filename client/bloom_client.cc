@@ -152,25 +152,24 @@ void BloomClient::Prepare(grpc::ClientContext& context, bool deadline) const {
 
 absl::StatusOr<bloom::v1::ReserveResponse> BloomClient::Reserve(absl::string_view name,
                                                                 const bloom::v1::FilterSpec& spec) {
-  grpc::ClientContext context;
-  Prepare(context);
   bloom::v1::ReserveRequest request;
   request.set_name(std::string(name));
   *request.mutable_spec() = spec;
-  bloom::v1::ReserveResponse response;
-  absl::Status status = FromGrpcStatus(stub_->Reserve(&context, request, &response));
-  if (!status.ok()) return status;
-  ObserveSequence(response.sequence());
-  return response;
+  return SendReserve(request);
 }
 
 absl::StatusOr<bloom::v1::ReserveResponse> BloomClient::ReserveLike(absl::string_view name,
                                                                     absl::string_view like) {
-  grpc::ClientContext context;
-  Prepare(context);
   bloom::v1::ReserveRequest request;
   request.set_name(std::string(name));
   request.set_like(std::string(like));
+  return SendReserve(request);
+}
+
+absl::StatusOr<bloom::v1::ReserveResponse> BloomClient::SendReserve(
+    const bloom::v1::ReserveRequest& request) {
+  grpc::ClientContext context;
+  Prepare(context);
   bloom::v1::ReserveResponse response;
   absl::Status status = FromGrpcStatus(stub_->Reserve(&context, request, &response));
   if (!status.ok()) return status;

@@ -144,6 +144,8 @@ class BloomClient {
  private:
   // Adds the token and, with `deadline`, ClientOptions::timeout.
   void Prepare(grpc::ClientContext& context, bool deadline = true) const;
+  // Reserve and ReserveLike: the call, and the sequence it answers.
+  absl::StatusOr<bloom::v1::ReserveResponse> SendReserve(const bloom::v1::ReserveRequest& request);
   // Sends `items` in batches through `call`, concatenating the answers.
   absl::StatusOr<std::vector<bool>> Batched(
       absl::Span<const std::string> items,

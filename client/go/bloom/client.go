@@ -193,22 +193,19 @@ func (c *Client) callContext(ctx context.Context) (context.Context, context.Canc
 // Reserve creates a filter. Reserving an existing name with the same spec succeeds with
 // created == false, so every replica may call it at start-up.
 func (c *Client) Reserve(ctx context.Context, name string, spec Spec) (created bool, err error) {
-	ctx, cancel := c.callContext(ctx)
-	defer cancel()
-	resp, err := c.stub.Reserve(ctx, &bloomv1.ReserveRequest{Name: name, Spec: spec.proto()})
-	if err != nil {
-		return false, err
-	}
-	c.sequence.observe(resp.Sequence)
-	return resp.Created, nil
+	return c.reserve(ctx, &bloomv1.ReserveRequest{Name: name, Spec: spec.proto()})
 }
 
 // ReserveLike creates an empty filter with the spec and hash seed of filter like, so that the
 // two can be merged; created is false if it existed already, made like it.
 func (c *Client) ReserveLike(ctx context.Context, name, like string) (created bool, err error) {
+	return c.reserve(ctx, &bloomv1.ReserveRequest{Name: name, Like: like})
+}
+
+func (c *Client) reserve(ctx context.Context, request *bloomv1.ReserveRequest) (bool, error) {
 	ctx, cancel := c.callContext(ctx)
 	defer cancel()
-	resp, err := c.stub.Reserve(ctx, &bloomv1.ReserveRequest{Name: name, Like: like})
+	resp, err := c.stub.Reserve(ctx, request)
 	if err != nil {
 		return false, err
 	}
