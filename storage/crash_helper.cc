@@ -4,6 +4,9 @@
 //
 // Usage: storage_crash_helper DIR FILTER BATCHES BATCH_SIZE CHECKPOINT_AFTER_BATCH SYNC
 //                             [WINDOW_SECONDS ADVANCE_SECONDS]
+//        storage_crash_helper DIR --merge TARGET_ITEMS SOURCE_ITEMS
+// The second form (filter_merge_test): reserves "target" and "source" like it, adds items
+// "t-<i>" and "s-<i>" to them, merges the source into the target, prints "merged", and dies.
 // With WINDOW_SECONDS the filter has a sliding window of that length and the store a manual
 // clock that starts at kWindowedStart and moves ADVANCE_SECONDS after each batch, so batch b
 // is added at kWindowedStart + b * ADVANCE_SECONDS (windowed_store_test knows when).
@@ -20,7 +23,38 @@ namespace {
 constexpr int64_t kWindowedStart = 1'700'000'000;
 }  // namespace
 
+// The --merge form.
+int MergeThenDie(const std::string& dir, int target_items, int source_items) {
+  storage::StoreOptions options;
+  options.data_dir = dir;
+  options.background_checkpoints = false;
+  auto store = storage::FilterStore::Open(options);
+  if (!store.ok()) return 1;
+  auto items = [](const std::string& prefix, int n) {
+    std::vector<std::string> out;
+    for (int i = 0; i < n; ++i) out.push_back(prefix + std::to_string(i));
+    return out;
+  };
+  const std::vector<std::string> target = items("t-", target_items);
+  const std::vector<std::string> source = items("s-", source_items);
+  const std::vector<absl::string_view> target_views(target.begin(), target.end());
+  const std::vector<absl::string_view> source_views(source.begin(), source.end());
+  const bool merged = (*store)->Reserve("target", {10'000, 0.01}).ok() &&
+                      (*store)->ReserveLike("source", "target").ok() &&
+                      (*store)->Add("target", target_views, nullptr).ok() &&
+                      (*store)->Add("source", source_views, nullptr).ok() &&
+                      (*store)->Merge("target", {"source"}).ok();
+  if (!merged) return 1;
+  std::printf("merged\n");
+  std::fflush(stdout);
+  std::raise(SIGKILL);
+  return 3;  // unreachable
+}
+
 int main(int argc, char** argv) {
+  if (argc == 5 && std::string(argv[2]) == "--merge") {
+    return MergeThenDie(argv[1], std::atoi(argv[3]), std::atoi(argv[4]));
+  }
   if (argc != 7 && argc != 9) {
     std::fprintf(stderr,
                  "usage: %s DIR FILTER BATCHES BATCH_SIZE CHECKPOINT_AFTER SYNC "

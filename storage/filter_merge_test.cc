@@ -1,9 +1,6 @@
 // FilterStore::ReserveLike and Merge (filter_merge.cc, stored_filter_merge.cc): the union answers
 // for every item of every source, survives a restart, counts, grows the target's chain, refuses
 // filters not made alike, and keeps every add made to the target while it merges.
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <csignal>
@@ -179,32 +176,18 @@ TEST_F(FilterMergeTest, ImportMergesADumpIntoTheExistingFilter) {
 }
 
 // A merge that returned is on disk: a process that merges and then dies by SIGKILL (no Close,
-// no checkpoint after the merge's own) leaves a target that answers for the source's items.
+// no checkpoint after the merge's own: storage_crash_helper --merge) leaves a target that
+// answers for the source's items.
 TEST_F(FilterMergeTest, AnAnsweredMergeSurvivesKillNine) {
-  const std::vector<std::string> in_target = Items("t", 0, 2'000);
-  const std::vector<std::string> in_source = Items("s", 0, 25'000);  // two sub-filters
-  store_.reset();  // the child takes the directory
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {  // no gtest assertion here: any failure exits 1
-    StoreOptions options;
-    options.data_dir = dir_.path();
-    options.background_checkpoints = false;
-    absl::StatusOr<std::unique_ptr<FilterStore>> store = FilterStore::Open(options);
-    const bool merged = store.ok() && (*store)->Reserve("target", kSpec).ok() &&
-                        (*store)->ReserveLike("source", "target").ok() &&
-                        (*store)->Add("target", Views(in_target), nullptr).ok() &&
-                        (*store)->Add("source", Views(in_source), nullptr).ok() &&
-                        (*store)->Merge("target", {"source"}).ok();
-    if (!merged) _exit(1);
-    std::raise(SIGKILL);
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "child failed: " << status;
+  store_.reset();  // the helper takes the directory
+  const bloomtest::CommandResult helper = bloomtest::RunCommand(
+      absl::StrCat(CRASH_HELPER_PATH, " ", dir_.path(), " --merge 2000 25000"));
+  // (The shell may add "Killed".)
+  ASSERT_TRUE(absl::StartsWith(helper.out, "merged\n")) << helper.out << helper.exit_code;
+  EXPECT_TRUE(helper.exit_code == -1 || helper.exit_code == 128 + SIGKILL) << helper.exit_code;
   Open({.background_checkpoints = false});
-  ExpectAllPresent("target", in_target);
-  ExpectAllPresent("target", in_source);
+  ExpectAllPresent("target", Items("t-", 0, 2'000));
+  ExpectAllPresent("target", Items("s-", 0, 25'000));  // two sub-filters of the source
   EXPECT_EQ(store_->Stats("target")->stats.items_added, 27'000u);
 }
 
