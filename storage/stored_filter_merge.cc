@@ -13,6 +13,10 @@
 // see merged bits: a merge is not acknowledged until then, so a crash that loses them loses
 // nothing a client was told it has. A failed write leaves the union in memory with its pages
 // dirty (the next checkpoint writes them) and answers the write's error.
+#include <algorithm>
+#include <memory>
+#include <string>
+
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "storage/stored_filter.h"
