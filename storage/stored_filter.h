@@ -229,7 +229,8 @@ class StoredFilter {
 
   // Merge (stored_filter_merge.cc): ORs each source's bits into this filter, sub-filter by
   // sub-filter, first growing the chain to the longest source's, and persists the result as a
-  // checkpoint written in one batch: on disk, all of the union or none of it. A source must
+  // checkpoint written in one batch: on disk, all of the union or none of it (up to 64 MiB of
+  // changed pages; larger unions are written in bounded batches). A source must
   // have this filter's seed and, wherever both have a sub-filter, its layout; otherwise
   // FAILED_PRECONDITION naming the source and the mismatch. Windowed filters are refused.
   // Each sub-filter's items_added grows by the sources' (an upper bound: an item in several
@@ -341,7 +342,8 @@ class StoredFilter {
   absl::StatusOr<FilterRecord> LiveRecord() const;
   // How a checkpoint writes its pages: in batches of about kPageBatchBytes (the last with the
   // metadata record), in smaller batches at the store's WritePacer rate, or all in the one
-  // batch with the record (a merge: on disk, all of it or none).
+  // batch with the record (a merge: on disk, all of it or none; up to 64 MiB of pages, beyond
+  // which it is written in batches: stored_filter_checkpoint.cc).
   enum class PageWrites { kBatches, kPaced, kOneBatch };
   // Checkpoint() without EnsurePersisted, with checkpoint_mu_ held; `evicting` checkpoints an
   // evicted object (which a plain checkpoint leaves alone).

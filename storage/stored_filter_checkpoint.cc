@@ -21,6 +21,11 @@ namespace {
 // writes and fsyncs at once.
 constexpr size_t kPageBatchBytes = 8 << 20;
 constexpr size_t kPacedPageBatchBytes = 1 << 20;
+// PageWrites::kOneBatch (a merge) writes its pages in one batch up to this size. The batch is
+// not charged to the memory budget, so a larger union goes out in kPageBatchBytes batches like
+// any checkpoint: a crash during that write can leave part of the union on disk (extra bits;
+// no acknowledged add is lost).
+constexpr uint64_t kMaxOneBatchBytes = 64 << 20;
 
 // The journal is checkpointed once it reaches this fraction of the filter's bits (and
 // kMinJournalBytesForEarlyCheckpoint), or the interval passes: that bounds both replay time at
@@ -106,6 +111,13 @@ absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting, PageWrites
     if (!any_dirty && next.checkpoint_seq == checkpointed_.seq() && !checks_changed &&
         next.first_index == retire_from) {
       return absl::OkStatus();
+    }
+  }
+  if (pages == PageWrites::kOneBatch) {
+    uint64_t dirty_pages = 0;
+    for (const auto& [index, of_sub] : dirty) dirty_pages += of_sub.size();
+    if (dirty_pages * bloom::BlockedBloomFilter::kPageBytes > kMaxOneBatchBytes) {
+      pages = PageWrites::kBatches;
     }
   }
   // The last pages share the metadata's write: a small filter's checkpoint is one write.

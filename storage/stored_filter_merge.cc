@@ -9,10 +9,12 @@
 //     applied across it; it is released before the write, as in any checkpoint.
 // The union then goes to disk as one checkpoint whose pages and record are one RocksDB batch
 // (PageWrites::kOneBatch): a crash leaves the target as it was or the whole union, never part of
-// it, and a follower applies it as one batch too. Before that write returns, checks may already
-// see merged bits: a merge is not acknowledged until then, so a crash that loses them loses
-// nothing a client was told it has. A failed write leaves the union in memory with its pages
-// dirty (the next checkpoint writes them) and answers the write's error.
+// it, and a follower applies it as one batch too. (Unions of more than 64 MiB of changed pages
+// go out in bounded batches instead, as any checkpoint: that much is not held twice in memory.)
+// Before that write returns, checks may already see merged bits: a merge is not acknowledged until
+// then, so a crash that loses them loses nothing a client was told it has. A failed write leaves
+// the union in memory with its pages dirty (the next checkpoint writes them) and answers the
+// write's error.
 #include <algorithm>
 #include <memory>
 #include <string>
