@@ -50,7 +50,8 @@ type BloomFilterServiceClient interface {
 	// item any source had (its union). The filters must be alike: one reserved with `like` the
 	// other, or imported from one dump (same seed and spec). When it returns OK the union is
 	// durable and, with replicas, on the followers that writes wait for; on disk it is all there
-	// or not at all. Sub-filters merge one by one (the target grows to the longest source's chain),
+	// or not at all (for unions of up to 64 MiB of changed bits; a larger one is written in parts,
+	// so a crash during the write may leave part of it: extra bits, nothing lost). Sub-filters merge one by one (the target grows to the longest source's chain),
 	// so each holds what it held in every source: Stats of the union report its
 	// estimated_cardinality and estimated_error_rate from its bits, and items_added as the sum of
 	// the sources' (an upper bound). FAILED_PRECONDITION for filters not alike (the message names
@@ -280,7 +281,8 @@ type BloomFilterServiceServer interface {
 	// item any source had (its union). The filters must be alike: one reserved with `like` the
 	// other, or imported from one dump (same seed and spec). When it returns OK the union is
 	// durable and, with replicas, on the followers that writes wait for; on disk it is all there
-	// or not at all. Sub-filters merge one by one (the target grows to the longest source's chain),
+	// or not at all (for unions of up to 64 MiB of changed bits; a larger one is written in parts,
+	// so a crash during the write may leave part of it: extra bits, nothing lost). Sub-filters merge one by one (the target grows to the longest source's chain),
 	// so each holds what it held in every source: Stats of the union report its
 	// estimated_cardinality and estimated_error_rate from its bits, and items_added as the sum of
 	// the sources' (an upper bound). FAILED_PRECONDITION for filters not alike (the message names
