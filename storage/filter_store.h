@@ -91,11 +91,11 @@ class FilterStore {
   absl::StatusOr<ReserveResult> ReserveLike(absl::string_view name, absl::string_view like);
   // ORs the bits of `sources` into `target` (StoredFilter::Merge): afterwards the target
   // answers "maybe" for every item any of them had, and the union is durable (one RocksDB
-  // write; followers have it before this answers, as for any write). Answers the target's stats.
-  // INVALID_ARGUMENT for no sources or more than kMaxMergeSources, bad names, a source named
-  // twice, or the target among them; NOT_FOUND for a
-  // missing filter; FAILED_PRECONDITION for filters not made alike (naming the mismatch) or
-  // windowed ones.
+  // write up to 64 MiB of changed pages, bounded batches beyond; followers have it before this
+  // answers, as for any write). Answers the target's stats. INVALID_ARGUMENT for no sources or
+  // more than kMaxMergeSources, bad names, a source named twice, or the target among them;
+  // NOT_FOUND for a missing filter; FAILED_PRECONDITION for filters not made alike (naming the
+  // mismatch) or windowed ones.
   absl::StatusOr<FilterInfo> Merge(absl::string_view target, absl::Span<const std::string> sources);
   // Sources one Merge reads (each pinned and looked up: bounded work per call).
   static constexpr size_t kMaxMergeSources = 64;
