@@ -3,6 +3,7 @@
 #include "bloom/cuckoo_filter.h"
 
 #include <algorithm>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "bloom/hash.h"
@@ -67,6 +68,7 @@ absl::Status CuckooFilter::GrowLocked() {
   absl::StatusOr<std::unique_ptr<CuckooTable>> table =
       CuckooTable::Create(shape->layout, KeyOf(index));
   if (!table.ok()) return table.status();
+  (*table)->RecordChanges(recording_, static_cast<uint32_t>(index));
   tables_.push_back(*std::move(table));
   targets_.push_back(shape->target);
   return absl::OkStatus();
@@ -97,14 +99,48 @@ bool CuckooFilter::InsertLocked(uint64_t item_hash) {
 }
 
 absl::Status CuckooFilter::Add(absl::Span<const absl::string_view> items) {
+  return Add(items, [](absl::Span<const CuckooChange>, int, int) { return absl::OkStatus(); });
+}
+
+void CuckooFilter::RecordLocked(std::vector<CuckooChange>* changes) {
+  recording_ = changes;
+  for (size_t t = 0; t < tables_.size(); ++t) {
+    tables_[t]->RecordChanges(changes, static_cast<uint32_t>(t));
+  }
+}
+
+void CuckooFilter::UndoLocked(absl::Span<const CuckooChange> changes, size_t tables_before) {
+  for (size_t i = changes.size(); i-- > 0;) {  // newest first
+    // Cannot fail: each change was made at a position of its table.
+    tables_[changes[i].table]->Apply(changes[i], /*undo=*/true).IgnoreError();
+  }
+  tables_.resize(tables_before);
+  targets_.resize(tables_before);
+}
+
+namespace {
+
+std::vector<uint64_t> HashAll(absl::Span<const absl::string_view> items, uint64_t seed) {
+  std::vector<uint64_t> hashes(items.size());
+  for (size_t i = 0; i < items.size(); ++i) hashes[i] = HashItem(items[i], seed);
+  return hashes;
+}
+
+}  // namespace
+
+uint64_t CuckooFilter::Hash(absl::string_view item) const { return HashItem(item, seed_); }
+
+absl::Status CuckooFilter::Add(absl::Span<const absl::string_view> items, Persist persist) {
+  return AddHashes(HashAll(items, seed_), persist);
+}
+
+absl::Status CuckooFilter::AddHashes(absl::Span<const uint64_t> hashes, Persist persist) {
   bloomsync::MutexLock lock(&mu_);
   const size_t tables_before = tables_.size();
-  // (table, item hash) of each copy added so far, to take them out again if one does not fit.
-  std::vector<std::pair<int, uint64_t>> added;
-  added.reserve(items.size());
+  std::vector<CuckooChange> changes;
+  RecordLocked(&changes);
   absl::Status status;
-  for (absl::string_view item : items) {
-    const uint64_t hash = HashItem(item, seed_);
+  for (const uint64_t hash : hashes) {
     if (!InsertLocked(hash)) {
       status = GrowLocked();
       if (status.ok() && !InsertLocked(hash)) {
@@ -113,89 +149,165 @@ absl::Status CuckooFilter::Add(absl::Span<const absl::string_view> items) {
       }
       if (!status.ok()) break;
     }
-    added.emplace_back(static_cast<int>(tables_.size()) - 1, hash);
   }
-  if (status.ok()) return status;
-  for (size_t i = added.size(); i-- > 0;) {  // newest first: the reverse of the walks
-    const auto [index, hash] = added[i];
-    CuckooTable& table = *tables_[index];
-    table.Remove(table.ProbeFor(TableHash(hash, index)));
-  }
-  tables_.resize(tables_before);
-  targets_.resize(tables_before);
   if (status.code() == absl::StatusCode::kResourceExhausted) {
-    return absl::ResourceExhaustedError(absl::StrCat("the cuckoo filter is full (",
-                                                     status.message(),
-                                                     "); none of the batch's items were added"));
+    status = absl::ResourceExhaustedError(absl::StrCat(
+        "the cuckoo filter is full (", status.message(), "); none of the batch's items were added"));
   }
+  if (status.ok() && !changes.empty()) {
+    status = persist(changes, static_cast<int>(tables_before), static_cast<int>(tables_.size()));
+  }
+  RecordLocked(nullptr);
+  if (!status.ok()) UndoLocked(changes, tables_before);
   return status;
 }
 
 std::vector<bool> CuckooFilter::MightContain(absl::Span<const absl::string_view> items) const {
-  std::vector<bool> present(items.size(), false);
+  const std::vector<uint64_t> hashes = HashAll(items, seed_);
+  std::unique_ptr<bool[]> present(new bool[hashes.size()]);
+  MightContainHashes(hashes, present.get());
+  return std::vector<bool>(present.get(), present.get() + hashes.size());
+}
+
+void CuckooFilter::MightContainHashes(absl::Span<const uint64_t> hashes, bool* present) const {
   bloomsync::ReaderMutexLock lock(&mu_);
-  for (size_t i = 0; i < items.size(); ++i) {
-    const uint64_t hash = HashItem(items[i], seed_);
+  for (size_t i = 0; i < hashes.size(); ++i) {
+    present[i] = false;
     for (size_t t = 0; t < tables_.size() && !present[i]; ++t) {
       const CuckooTable& table = *tables_[t];
-      present[i] = table.Contains(table.ProbeFor(TableHash(hash, static_cast<int>(t))));
+      present[i] = table.Contains(table.ProbeFor(TableHash(hashes[i], static_cast<int>(t))));
     }
   }
-  return present;
 }
 
 std::vector<uint32_t> CuckooFilter::Count(absl::Span<const absl::string_view> items) const {
-  std::vector<uint32_t> counts(items.size(), 0);
+  return CountHashes(HashAll(items, seed_));
+}
+
+std::vector<uint32_t> CuckooFilter::CountHashes(absl::Span<const uint64_t> hashes) const {
+  std::vector<uint32_t> counts(hashes.size(), 0);
   bloomsync::ReaderMutexLock lock(&mu_);
-  for (size_t i = 0; i < items.size(); ++i) {
-    const uint64_t hash = HashItem(items[i], seed_);
+  for (size_t i = 0; i < hashes.size(); ++i) {
     for (size_t t = 0; t < tables_.size(); ++t) {
       const CuckooTable& table = *tables_[t];
-      counts[i] += table.Count(table.ProbeFor(TableHash(hash, static_cast<int>(t))));
+      counts[i] += table.Count(table.ProbeFor(TableHash(hashes[i], static_cast<int>(t))));
     }
   }
   return counts;
 }
 
 std::vector<bool> CuckooFilter::Remove(absl::Span<const absl::string_view> items) {
-  std::vector<bool> removed(items.size(), false);
+  // Cannot fail: nothing to persist.
+  return *Remove(items,
+                 [](absl::Span<const CuckooChange>, int, int) { return absl::OkStatus(); });
+}
+
+absl::StatusOr<std::vector<bool>> CuckooFilter::Remove(absl::Span<const absl::string_view> items,
+                                                       Persist persist) {
+  return RemoveHashes(HashAll(items, seed_), persist);
+}
+
+absl::StatusOr<std::vector<bool>> CuckooFilter::RemoveHashes(absl::Span<const uint64_t> hashes,
+                                                             Persist persist) {
+  std::vector<bool> removed(hashes.size(), false);
   bloomsync::MutexLock lock(&mu_);
-  for (size_t i = 0; i < items.size(); ++i) {
-    const uint64_t hash = HashItem(items[i], seed_);
-    for (int t = static_cast<int>(tables_.size()) - 1; t >= 0 && !removed[i]; --t) {
+  const size_t tables = tables_.size();
+  std::vector<CuckooChange> changes;
+  RecordLocked(&changes);
+  for (size_t i = 0; i < hashes.size(); ++i) {
+    for (int t = static_cast<int>(tables) - 1; t >= 0 && !removed[i]; --t) {
       CuckooTable& table = *tables_[t];
-      removed[i] = table.Remove(table.ProbeFor(TableHash(hash, t)));
+      removed[i] = table.Remove(table.ProbeFor(TableHash(hashes[i], t)));
     }
+  }
+  absl::Status status;
+  if (!changes.empty()) {
+    status = persist(changes, static_cast<int>(tables), static_cast<int>(tables));
+  }
+  RecordLocked(nullptr);
+  if (!status.ok()) {
+    UndoLocked(changes, tables);
+    return status;
   }
   return removed;
 }
 
-CuckooFilterStats CuckooFilter::Stats() const {
+absl::Status CuckooFilter::Replay(absl::Span<const CuckooChange> changes) {
+  bloomsync::MutexLock lock(&mu_);
+  for (const CuckooChange& change : changes) {
+    if (change.table >= tables_.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("a change names cuckoo table ", change.table,
+                                                     " of a chain of ", tables_.size()));
+    }
+    if (absl::Status applied = tables_[change.table]->Apply(change); !applied.ok()) return applied;
+  }
+  return absl::OkStatus();
+}
+
+CuckooTableStats ExpectedCuckooTableStats(const ChainTarget& target, const CuckooLayout& layout,
+                                          uint64_t items) {
+  CuckooTableStats one;
+  one.capacity = target.capacity;
+  one.error_rate = target.error_rate;
+  one.buckets = layout.num_buckets;
+  one.fingerprint_bits = layout.fingerprint_bits;
+  one.items = items;
+  one.load_factor = static_cast<double>(items) / static_cast<double>(layout.slots());
+  one.estimated_error_rate = CuckooFalsePositiveRate(one.load_factor, one.fingerprint_bits);
+  return one;
+}
+
+CuckooFilterStats CombineCuckooTableStats(std::vector<CuckooTableStats> tables) {
   CuckooFilterStats stats;
   double all_pass = 1;
   uint64_t slots = 0;
-  bloomsync::ReaderMutexLock lock(&mu_);
-  for (size_t t = 0; t < tables_.size(); ++t) {
-    const CuckooTable& table = *tables_[t];
-    CuckooTableStats one;
-    one.capacity = targets_[t].capacity;
-    one.error_rate = targets_[t].error_rate;
-    one.buckets = table.layout().num_buckets;
-    one.fingerprint_bits = table.layout().fingerprint_bits;
-    one.items = table.occupied();
-    one.load_factor = table.load();
-    one.estimated_error_rate = CuckooFalsePositiveRate(one.load_factor, one.fingerprint_bits);
+  for (const CuckooTableStats& one : tables) {
+    const CuckooLayout layout{one.buckets, one.fingerprint_bits};
     stats.capacity += one.capacity;
-    stats.size_bytes += table.layout().bytes();
+    stats.size_bytes += layout.bytes();
     stats.items += one.items;
     stats.buckets += one.buckets;
-    slots += table.layout().slots();
+    slots += layout.slots();
     all_pass *= 1 - one.estimated_error_rate;
-    stats.tables.push_back(one);
   }
   stats.load_factor = slots == 0 ? 0 : static_cast<double>(stats.items) / slots;
   stats.estimated_error_rate = 1 - all_pass;
+  stats.tables = std::move(tables);
   return stats;
+}
+
+ScalableFilterStats AsFilterStats(const CuckooFilterStats& stats) {
+  ScalableFilterStats out;
+  out.capacity = stats.capacity;
+  out.size_bytes = stats.size_bytes;
+  out.items_added = stats.items;
+  out.estimated_cardinality = static_cast<double>(stats.items);
+  out.fill_ratio = stats.load_factor;
+  out.estimated_error_rate = stats.estimated_error_rate;
+  for (const CuckooTableStats& one : stats.tables) {
+    SubFilterStats sub;
+    sub.capacity = one.capacity;
+    sub.error_rate = one.error_rate;
+    sub.bits = CuckooLayout{one.buckets, one.fingerprint_bits}.slots() * one.fingerprint_bits;
+    sub.items_added = one.items;
+    sub.fill_ratio = one.load_factor;
+    sub.estimated_cardinality = static_cast<double>(one.items);
+    sub.estimated_error_rate = one.estimated_error_rate;
+    sub.buckets = one.buckets;
+    sub.fingerprint_bits = one.fingerprint_bits;
+    out.sub_filters.push_back(sub);
+  }
+  return out;
+}
+
+CuckooFilterStats CuckooFilter::Stats() const {
+  std::vector<CuckooTableStats> tables;
+  bloomsync::ReaderMutexLock lock(&mu_);
+  for (size_t t = 0; t < tables_.size(); ++t) {
+    tables.push_back(
+        ExpectedCuckooTableStats(targets_[t], tables_[t]->layout(), tables_[t]->occupied()));
+  }
+  return CombineCuckooTableStats(std::move(tables));
 }
 
 int CuckooFilter::num_tables() const {
@@ -217,6 +329,28 @@ std::vector<std::pair<int, uint64_t>> CuckooFilter::TakeDirtyPages() {
     }
   }
   return pages;
+}
+
+void CuckooFilter::MarkPageDirty(int table, uint64_t page) {
+  bloomsync::MutexLock lock(&mu_);
+  if (table >= 0 && static_cast<size_t>(table) < tables_.size()) {
+    tables_[table]->MarkPageDirty(page);
+  }
+}
+
+absl::Status CuckooFilter::LoadPage(int table, uint64_t page, absl::string_view data) {
+  bloomsync::MutexLock lock(&mu_);
+  if (table < 0 || static_cast<size_t>(table) >= tables_.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a page of cuckoo table ", table, " of a chain of ", tables_.size()));
+  }
+  return tables_[table]->LoadPage(page, data);
+}
+
+std::string CuckooFilter::ReadPage(int table, uint64_t page) const {
+  bloomsync::ReaderMutexLock lock(&mu_);
+  if (table < 0 || static_cast<size_t>(table) >= tables_.size()) return {};
+  return tables_[table]->ReadPage(page);
 }
 
 }  // namespace bloom

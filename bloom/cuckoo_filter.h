@@ -12,9 +12,13 @@
 // Adds go to the newest table until it holds its capacity (its load is then at most
 // kCuckooMaxLoad, the load its fingerprints were sized for) or an insert's relocation walk
 // fails; the next table opens then. An Add batch is all or nothing: when a non-scaling filter
-// is full, or the chain cannot grow (kMaxSubFilters, or fingerprints past 32 bits), the items
-// it already took are removed again and it answers RESOURCE_EXHAUSTED: the filter answers
-// every question as before.
+// is full, or the chain cannot grow (kMaxSubFilters, or fingerprints past 32 bits), every
+// change it made is undone, to the byte, and it answers RESOURCE_EXHAUSTED.
+//
+// Persistence (the storage layer): Add and Remove record each slot they write (CuckooChange)
+// and hand the list to a Persist callback before releasing the lock, so nobody sees a change
+// that is not persisted; a failed persist is undone to the byte as well. Replay() writes
+// recorded changes back, for loading and for followers.
 //
 // Count is the number of copies held of the item's fingerprint in its buckets, over every
 // table: at least the number of adds not yet removed, more when another item's fingerprint
@@ -45,6 +49,7 @@
 #include "absl/types/span.h"
 #include "bloom/cuckoo_table.h"
 #include "bloom/filter_params.h"
+#include "bloom/filter_stats.h"
 #include "common/mutex.h"
 
 namespace bloom {
@@ -69,6 +74,17 @@ struct CuckooFilterStats {
   std::vector<CuckooTableStats> tables;
 };
 
+// A table's figures expected from its shape and the copies it holds (for a filter not in
+// memory: its metadata record's counts).
+CuckooTableStats ExpectedCuckooTableStats(const ChainTarget& target, const CuckooLayout& layout,
+                                          uint64_t items);
+// The chain's figures over `tables` (CuckooFilter::Stats sums them so).
+CuckooFilterStats CombineCuckooTableStats(std::vector<CuckooTableStats> tables);
+// The figures in the form every filter's Stats take (bloom::ScalableFilterStats): per table,
+// bits = fingerprint bits, items_added = copies held, fill_ratio = load, and estimated
+// cardinality = copies held.
+ScalableFilterStats AsFilterStats(const CuckooFilterStats& stats);
+
 class CuckooFilter {
  public:
   // `spec` must be normalized and have no window (InvalidArgument otherwise). Creates table 0.
@@ -83,15 +99,41 @@ class CuckooFilter {
   const FilterParams& spec() const { return spec_; }
   uint64_t seed() const { return seed_; }
 
+  // Persisting a change before anybody sees it (the storage layer): Add and Remove call it
+  // holding the lock exclusively, with every change they made to the tables' bytes, in order,
+  // and the chain's length before and after (an add may open tables). Its error undoes the
+  // changes exactly (the bytes as they were) and is the call's answer.
+  using Persist = absl::FunctionRef<absl::Status(absl::Span<const CuckooChange> changes,
+                                                 int tables_before, int tables_after)>;
+
   // Adds one copy of each item (an item twice in `items` gets two). All or nothing:
   // RESOURCE_EXHAUSTED, changing nothing, when they do not all fit.
   absl::Status Add(absl::Span<const absl::string_view> items) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status Add(absl::Span<const absl::string_view> items, Persist persist)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // The item hashes every call takes (Hash()): the storage layer hashes once per request.
+  uint64_t Hash(absl::string_view item) const;
+  absl::Status AddHashes(absl::Span<const uint64_t> hashes, Persist persist)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // present[i] (hashes.size() elements) = might contain hashes[i].
+  void MightContainHashes(absl::Span<const uint64_t> hashes, bool* present) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+  std::vector<uint32_t> CountHashes(absl::Span<const uint64_t> hashes) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<std::vector<bool>> RemoveHashes(absl::Span<const uint64_t> hashes,
+                                                 Persist persist) ABSL_LOCKS_EXCLUDED(mu_);
   std::vector<bool> MightContain(absl::Span<const absl::string_view> items) const
       ABSL_LOCKS_EXCLUDED(mu_);
   std::vector<uint32_t> Count(absl::Span<const absl::string_view> items) const
       ABSL_LOCKS_EXCLUDED(mu_);
   // Per item, in order, whether a copy was removed.
   std::vector<bool> Remove(absl::Span<const absl::string_view> items) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<std::vector<bool>> Remove(absl::Span<const absl::string_view> items,
+                                           Persist persist) ABSL_LOCKS_EXCLUDED(mu_);
+  // Loading and following: writes the changes' `after` values, in order (journal replay).
+  // InvalidArgument, with the changes before it applied, for one naming a table the chain
+  // lacks or a slot past its table.
+  absl::Status Replay(absl::Span<const CuckooChange> changes) ABSL_LOCKS_EXCLUDED(mu_);
 
   CuckooFilterStats Stats() const ABSL_LOCKS_EXCLUDED(mu_);
   int num_tables() const ABSL_LOCKS_EXCLUDED(mu_);
@@ -108,6 +150,13 @@ class CuckooFilter {
       ABSL_LOCKS_EXCLUDED(mu_);
   // The dirty pages of each table since the last call: (table, page) pairs, ascending.
   std::vector<std::pair<int, uint64_t>> TakeDirtyPages() ABSL_LOCKS_EXCLUDED(mu_);
+  // A page taken by TakeDirtyPages that could not be written: dirty again.
+  void MarkPageDirty(int table, uint64_t page) ABSL_LOCKS_EXCLUDED(mu_);
+  // Loading: replaces a page of table `table` (CuckooTable::LoadPage's errors; InvalidArgument
+  // past the chain).
+  absl::Status LoadPage(int table, uint64_t page, absl::string_view data) ABSL_LOCKS_EXCLUDED(mu_);
+  // A copy of one page of table `table` (empty past the chain or the table).
+  std::string ReadPage(int table, uint64_t page) const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   CuckooFilter(const FilterParams& spec, uint64_t seed) : spec_(spec), seed_(seed) {}
@@ -124,12 +173,18 @@ class CuckooFilter {
   absl::Status GrowLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether the newest table takes the item (its capacity not reached, its walk succeeded).
   bool InsertLocked(uint64_t item_hash) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Starts (or, with null, stops) recording every table's changes into `changes`.
+  void RecordLocked(std::vector<CuckooChange>* changes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Puts the bytes back as they were before `changes` and drops tables past `tables_before`.
+  void UndoLocked(absl::Span<const CuckooChange> changes, size_t tables_before)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const FilterParams spec_;
   const uint64_t seed_;
   mutable bloomsync::Mutex mu_;
   std::vector<std::unique_ptr<CuckooTable>> tables_ ABSL_GUARDED_BY(mu_);
   std::vector<ChainTarget> targets_ ABSL_GUARDED_BY(mu_);  // each table's capacity and rate
+  std::vector<CuckooChange>* recording_ ABSL_GUARDED_BY(mu_) = nullptr;  // RecordLocked
 };
 
 }  // namespace bloom

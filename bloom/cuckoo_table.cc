@@ -112,6 +112,12 @@ uint32_t CuckooTable::Slot(uint64_t bucket, int slot) const {
 }
 
 void CuckooTable::SetSlot(uint64_t bucket, int slot, uint32_t fingerprint) {
+  if (changes_ != nullptr) {
+    changes_->push_back({.table = table_index_,
+                         .position = bucket * kCuckooBucketSlots + slot,
+                         .before = Slot(bucket, slot),
+                         .after = fingerprint});
+  }
   const uint64_t bit = (bucket * kCuckooBucketSlots + slot) * layout_.fingerprint_bits;
   uint8_t* at = bytes_.get() + bit / 8;
   uint64_t word;
@@ -148,6 +154,15 @@ CuckooTable::StashEntry CuckooTable::StashAt(int entry) const {
 }
 
 void CuckooTable::SetStash(int entry, StashEntry value) {
+  if (changes_ != nullptr) {
+    const StashEntry old = StashAt(entry);
+    changes_->push_back({.table = table_index_,
+                         .position = layout_.slots() + entry,
+                         .before = old.fingerprint,
+                         .after = value.fingerprint,
+                         .stash_bucket_before = old.bucket,
+                         .stash_bucket_after = value.bucket});
+  }
   const uint64_t offset = layout_.bucket_bytes() + entry * kStashEntryBytes;
   std::memcpy(bytes_.get() + offset, &value.bucket, sizeof(value.bucket));
   std::memcpy(bytes_.get() + offset + sizeof(value.bucket), &value.fingerprint,
@@ -297,6 +312,40 @@ absl::Status CuckooTable::LoadPage(uint64_t page, absl::string_view data) {
   std::memcpy(bytes_.get() + begin, data.data(), data.size());
   stashed_ = CountStashed();
   occupied_ += CountOccupied(begin, end) + stashed_;
+  return absl::OkStatus();
+}
+
+void CuckooTable::MarkPageDirty(uint64_t page) {
+  if (page < num_pages()) dirty_[page / 64] |= uint64_t{1} << (page % 64);
+}
+
+absl::Status CuckooTable::Apply(const CuckooChange& change, bool undo) {
+  const uint32_t fingerprint = undo ? change.before : change.after;
+  if (change.position >= layout_.slots() + kStashEntries || fingerprint > mask_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a change of slot ", change.position, " to ", fingerprint,
+                     " does not fit a cuckoo table of ", layout_.slots(), " slots of ",
+                     layout_.fingerprint_bits, " bits"));
+  }
+  if (change.position < layout_.slots()) {
+    const uint64_t bucket = change.position / kCuckooBucketSlots;
+    const int slot = static_cast<int>(change.position % kCuckooBucketSlots);
+    const bool was = Slot(bucket, slot) != 0;
+    SetSlot(bucket, slot, fingerprint);
+    occupied_ += static_cast<uint64_t>(fingerprint != 0) - static_cast<uint64_t>(was);
+    return absl::OkStatus();
+  }
+  const uint64_t bucket = undo ? change.stash_bucket_before : change.stash_bucket_after;
+  if (fingerprint != 0 && bucket >= layout_.num_buckets) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a stash entry names bucket ", bucket, " of ", layout_.num_buckets));
+  }
+  const int entry = static_cast<int>(change.position - layout_.slots());
+  const bool was = StashAt(entry).fingerprint != 0;
+  SetStash(entry, {fingerprint != 0 ? bucket : 0, fingerprint});
+  const int delta = static_cast<int>(fingerprint != 0) - static_cast<int>(was);
+  stashed_ += delta;
+  occupied_ += static_cast<uint64_t>(static_cast<int64_t>(delta));
   return absl::OkStatus();
 }
 

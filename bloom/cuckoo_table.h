@@ -62,6 +62,20 @@ inline constexpr uint64_t kMaxCuckooBuckets = uint64_t{1} << 36;
 inline constexpr int kStashEntries = 4;
 inline constexpr uint64_t kStashEntryBytes = 12;
 
+// One change to a table's bytes: a slot's fingerprint, or a stash entry (with the lower bucket
+// of its pair). The storage layer journals the values written (`after`), which are absolute:
+// replaying a table's changes in their order onto a copy of its pages taken at any moment
+// since the first of them gives the same bytes (a slot ends as its last change left it).
+// `before` is for undoing a change that could not be persisted.
+struct CuckooChange {
+  uint32_t table = 0;     // the table's index in its chain (set by CuckooFilter)
+  uint64_t position = 0;  // slot index (bucket * kCuckooBucketSlots + slot), or slots() + entry
+  uint32_t before = 0;
+  uint32_t after = 0;
+  uint64_t stash_bucket_before = 0;  // stash entries only
+  uint64_t stash_bucket_after = 0;
+};
+
 struct CuckooLayout {
   uint64_t num_buckets = 0;       // >= 1
   uint32_t fingerprint_bits = 0;  // in [kMinFingerprintBits, kMaxFingerprintBits]
@@ -125,6 +139,17 @@ class CuckooTable {
   // is out of range or `data` is not the page's size.
   absl::Status LoadPage(uint64_t page, absl::string_view data);
   std::vector<uint64_t> TakeDirtyPages();
+  void MarkPageDirty(uint64_t page);
+
+  // Change recording: while set, every write of a slot or stash entry (Insert's walk and its
+  // undo, Remove) appends a CuckooChange tagged `table_index` to `changes`; null stops it.
+  void RecordChanges(std::vector<CuckooChange>* changes, uint32_t table_index) {
+    changes_ = changes;
+    table_index_ = table_index;
+  }
+  // Writes `change.after` (or, with `undo`, `change.before`) at its position, keeping
+  // occupied() exact whatever the slot held. InvalidArgument for a position past the table.
+  absl::Status Apply(const CuckooChange& change, bool undo = false);
 
  private:
   CuckooTable(CuckooLayout layout, uint64_t key);
@@ -160,6 +185,8 @@ class CuckooTable {
   };
   std::unique_ptr<uint8_t[], FreeBytes> bytes_;
   std::vector<uint64_t> dirty_;  // one bit per page
+  std::vector<CuckooChange>* changes_ = nullptr;
+  uint32_t table_index_ = 0;
 };
 
 }  // namespace bloom

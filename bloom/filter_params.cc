@@ -57,6 +57,14 @@ absl::StatusOr<FilterParams> NormalizeSpec(const FilterParams& spec, absl::strin
         field, ".expansion must be 0 or 1 for a non_scaling filter, got ", spec.expansion));
   }
   if (out.expansion == 0) out.expansion = spec.non_scaling ? 1 : kDefaultExpansion;
+  if (spec.kind != FilterKind::kBloom && spec.kind != FilterKind::kCuckoo) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ".kind is not a filter kind"));
+  }
+  if (spec.cuckoo() && spec.window != absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ".window is not available for a CUCKOO filter: items leave it by Remove, and the "
+               "whole filter by idle_ttl"));
+  }
   if (absl::Status window = NormalizeWindow(out, field); !window.ok()) return window;
   return out;
 }

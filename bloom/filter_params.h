@@ -29,11 +29,16 @@ inline constexpr uint32_t kMaxExpansion = 32768;
 // A chain never grows past this: sub-filter 63 already has error rate error_rate / 2^64.
 inline constexpr int kMaxSubFilters = 64;
 
+// What a filter is made of. A Bloom filter (scalable_filter.h) cannot forget an item; a cuckoo
+// filter (cuckoo_filter.h) can (Remove), and counts copies, at the cost of no window.
+enum class FilterKind : uint8_t { kBloom = 0, kCuckoo = 1 };
+
 struct FilterParams {
   uint64_t capacity = 0;     // items the first sub-filter holds at error_rate; >= 1
   double error_rate = 0;     // target FPR of the whole filter, in (0, 1)
   uint32_t expansion = 0;    // growth factor of each new sub-filter; 0 means kDefaultExpansion
   bool non_scaling = false;  // refuse adds beyond capacity instead of growing
+  FilterKind kind = FilterKind::kBloom;
   // Sliding window (window.h): items are forgotten after `window`; zero: never.
   absl::Duration window = absl::ZeroDuration();
   uint32_t window_slices = 0;  // slices the window is kept as; 0 means kDefaultWindowSlices
@@ -43,10 +48,11 @@ struct FilterParams {
   absl::Duration idle_ttl = absl::ZeroDuration();
 
   bool windowed() const { return window > absl::ZeroDuration(); }
+  bool cuckoo() const { return kind == FilterKind::kCuckoo; }
   friend bool operator==(const FilterParams&, const FilterParams&) = default;
 };
 
-// Checks every field and replaces expansion 0 by the default. InvalidArgument names the field
+// Checks every field and replaces expansion 0 by the default. A cuckoo filter has no window. InvalidArgument names the field
 // as `field`.capacity etc.
 absl::StatusOr<FilterParams> NormalizeSpec(const FilterParams& spec,
                                            absl::string_view field = "spec");

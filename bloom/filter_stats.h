@@ -25,6 +25,10 @@ struct SubFilterStats {
   double estimated_cardinality = 0;
   double estimated_error_rate = 0;
   absl::optional<absl::Time> slice_start;  // windowed filters only
+  // Cuckoo tables only (cuckoo_filter.h): bits are fingerprint bits, hash_count 0,
+  // items_added the copies held, fill_ratio the load.
+  uint64_t buckets = 0;
+  uint32_t fingerprint_bits = 0;
 };
 
 struct ScalableFilterStats {

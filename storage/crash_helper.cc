@@ -5,6 +5,11 @@
 // Usage: storage_crash_helper DIR FILTER BATCHES BATCH_SIZE CHECKPOINT_AFTER_BATCH SYNC
 //                             [WINDOW_SECONDS ADVANCE_SECONDS]
 //        storage_crash_helper DIR --merge TARGET_ITEMS SOURCE_ITEMS
+//        storage_crash_helper DIR --cuckoo ROUNDS
+// The --cuckoo form (cuckoo_store_test): a scaling CUCKOO filter "c" (capacity 1000, so it
+// grows); round r adds "c-<r>-<i>" for i < 100, then removes "c-<r-1>-<i>" for i < 50, and
+// prints "acked <r>"; a second thread checkpoints all the while, so the kill lands during
+// checkpoints as well as writes.
 // The second form (filter_merge_test): reserves "target" and "source" like it, adds items
 // "t-<i>" and "s-<i>" to them, merges the source into the target, prints "merged", and dies.
 // With WINDOW_SECONDS the filter has a sliding window of that length and the store a manual
@@ -14,7 +19,9 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "storage/filter_store.h"
@@ -51,7 +58,45 @@ int MergeThenDie(const std::string& dir, int target_items, int source_items) {
   return 3;  // unreachable
 }
 
+// The --cuckoo form.
+int CuckooThenDie(const std::string& dir, int rounds) {
+  storage::StoreOptions options;
+  options.data_dir = dir;
+  options.background_checkpoints = false;
+  auto store = storage::FilterStore::Open(options);
+  if (!store.ok()) return 1;
+  bloom::FilterParams spec{1000, 0.01};
+  spec.kind = bloom::FilterKind::kCuckoo;
+  if (!(*store)->Reserve("c", spec).ok()) return 1;
+  std::atomic<bool> stop{false};
+  std::thread checkpointer([&] {
+    while (!stop.load()) (*store)->CheckpointAll().IgnoreError();
+  });
+  auto round_items = [](int round, int n) {
+    std::vector<std::string> out;
+    for (int i = 0; i < n; ++i) out.push_back("c-" + std::to_string(round) + "-" + std::to_string(i));
+    return out;
+  };
+  for (int r = 0; r < rounds; ++r) {
+    const std::vector<std::string> added = round_items(r, 100);
+    const std::vector<absl::string_view> added_views(added.begin(), added.end());
+    if (!(*store)->Add("c", added_views, nullptr).ok()) return 1;
+    if (r > 0) {
+      const std::vector<std::string> gone = round_items(r - 1, 50);
+      const std::vector<absl::string_view> gone_views(gone.begin(), gone.end());
+      if (!(*store)->RemoveItems("c", gone_views).ok()) return 1;
+    }
+    std::printf("acked %d\n", r);
+    std::fflush(stdout);
+  }
+  std::raise(SIGKILL);
+  return 3;  // unreachable
+}
+
 int main(int argc, char** argv) {
+  if (argc == 4 && std::string(argv[2]) == "--cuckoo") {
+    return CuckooThenDie(argv[1], std::atoi(argv[3]));
+  }
   if (argc == 5 && std::string(argv[2]) == "--merge") {
     return MergeThenDie(argv[1], std::atoi(argv[3]), std::atoi(argv[4]));
   }

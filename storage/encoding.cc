@@ -23,9 +23,13 @@ constexpr uint32_t kMaxWindowedSubFilterRecords =
 // Version 2 records add the window, idle expiry and retired-slice fields (EncodeFilterRecord
 // writes it only for filters that use them, so other records stay readable by older servers).
 constexpr uint16_t kWindowedRecordVersion = 2;
+// Version 3: version 2 and the filter's kind (only CUCKOO filters need it).
+constexpr uint16_t kKindRecordVersion = 3;
+constexpr uint8_t kCuckooJournalVersion = 2;
 
 bool NeedsVersion2(const FilterRecord& r) {
-  return r.spec.windowed() || r.spec.idle_ttl != absl::ZeroDuration() || r.first_sub_index != 0;
+  return r.spec.windowed() || r.spec.idle_ttl != absl::ZeroDuration() || r.first_sub_index != 0 ||
+         r.spec.cuckoo();
 }
 
 class Writer {
@@ -99,7 +103,9 @@ std::string EncodeFilterRecord(const FilterRecord& r) {
   Writer w;
   const bool v2 = NeedsVersion2(r);
   w.Bytes(kFilterMagic);
-  w.Fixed<uint16_t>(v2 ? kWindowedRecordVersion : kFormatVersion);
+  w.Fixed<uint16_t>(r.spec.cuckoo() ? kKindRecordVersion
+                    : v2              ? kWindowedRecordVersion
+                                      : kFormatVersion);
   w.Fixed(r.generation);
   w.Fixed(r.seed);
   w.Fixed(r.created_at_micros);
@@ -110,6 +116,7 @@ std::string EncodeFilterRecord(const FilterRecord& r) {
   w.Fixed(r.checkpoint_seq);
   w.Fixed(r.checks);
   w.Fixed(r.check_hits);
+  if (r.spec.cuckoo()) w.Fixed(static_cast<uint8_t>(r.spec.kind));
   if (v2) {
     w.Fixed<int64_t>(absl::ToInt64Microseconds(r.spec.window));
     w.Fixed(r.spec.window_slices);
@@ -138,12 +145,13 @@ absl::StatusOr<FilterRecord> DecodeFilterRecord(absl::string_view bytes) {
   if (!in.Bytes(kFilterMagic.size(), magic) || magic != kFilterMagic || !in.Fixed(version)) {
     return absl::DataLossError("filter metadata has no BLMF header");
   }
-  if (version != kFormatVersion && version != kWindowedRecordVersion) {
+  if (version != kFormatVersion && version != kWindowedRecordVersion &&
+      version != kKindRecordVersion) {
     return absl::DataLossError(absl::StrCat("filter metadata has format version ", version,
                                             "; this server reads versions ", kFormatVersion,
-                                            " and ", kWindowedRecordVersion));
+                                            " to ", kKindRecordVersion));
   }
-  const bool v2 = version == kWindowedRecordVersion;
+  const bool v2 = version >= kWindowedRecordVersion;
   FilterRecord r;
   uint8_t non_scaling = 0;
   uint32_t subs = 0;
@@ -152,6 +160,13 @@ absl::StatusOr<FilterRecord> DecodeFilterRecord(absl::string_view bytes) {
       !in.Fixed(non_scaling) || !in.Fixed(r.checkpoint_seq) || !in.Fixed(r.checks) ||
       !in.Fixed(r.check_hits)) {
     return absl::DataLossError("filter metadata is truncated");
+  }
+  if (version == kKindRecordVersion) {
+    uint8_t kind = 0;
+    if (!in.Fixed(kind) || kind != static_cast<uint8_t>(bloom::FilterKind::kCuckoo)) {
+      return absl::DataLossError("filter metadata holds an unknown filter kind");
+    }
+    r.spec.kind = bloom::FilterKind::kCuckoo;
   }
   if (v2) {
     int64_t window_micros = 0, idle_ttl_micros = 0;
@@ -189,8 +204,14 @@ absl::StatusOr<FilterRecord> DecodeFilterRecord(absl::string_view bytes) {
       return absl::DataLossError("filter metadata lists slices out of order");
     }
     previous_slice = s.slice_start_micros;
-    if (s.num_blocks == 0 || s.num_blocks > bloom::kMaxBlocks || s.hash_count == 0 ||
-        s.hash_count > bloom::kMaxHashCount) {
+    const bool layout_ok =
+        r.spec.cuckoo()
+            ? s.num_blocks > 0 && s.num_blocks <= bloom::kMaxCuckooBuckets &&
+                  s.hash_count >= bloom::kMinFingerprintBits &&
+                  s.hash_count <= bloom::kMaxFingerprintBits
+            : s.num_blocks > 0 && s.num_blocks <= bloom::kMaxBlocks && s.hash_count > 0 &&
+                  s.hash_count <= bloom::kMaxHashCount;
+    if (!layout_ok) {
       return absl::DataLossError("filter metadata holds an invalid sub-filter layout");
     }
   }
@@ -245,6 +266,84 @@ absl::Status DecodeJournalRecord(absl::string_view bytes, std::vector<Run>& runs
   in.Bytes(total * 8, raw);
   std::memcpy(hashes.data(), raw.data(), raw.size());
   return absl::OkStatus();
+}
+
+namespace {
+
+void PutVarint(std::string& out, uint64_t value) {
+  while (value >= 0x80) {
+    out.push_back(static_cast<char>((value & 0x7f) | 0x80));
+    value >>= 7;
+  }
+  out.push_back(static_cast<char>(value));
+}
+
+bool GetVarint(absl::string_view& in, uint64_t& value) {
+  value = 0;
+  for (int shift = 0; shift < 64 && !in.empty(); shift += 7) {
+    const uint8_t byte = static_cast<uint8_t>(in.front());
+    in.remove_prefix(1);
+    value |= uint64_t{byte & 0x7fu} << shift;
+    if ((byte & 0x80) == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string EncodeCuckooJournalRecord(absl::Span<const bloom::CuckooChange> changes) {
+  std::string body;
+  body.reserve(changes.size() * 10);
+  for (const bloom::CuckooChange& change : changes) {
+    PutVarint(body, change.table);
+    PutVarint(body, change.position);
+    PutVarint(body, change.after);
+    PutVarint(body, change.stash_bucket_after);
+  }
+  Writer w;
+  w.Reserve(1 + 4 + body.size() + 8);
+  w.Fixed<uint8_t>(kCuckooJournalVersion);
+  w.Fixed(static_cast<uint32_t>(changes.size()));
+  w.Bytes(body);
+  return w.FinishWithChecksum();
+}
+
+absl::Status DecodeCuckooJournalRecord(absl::string_view bytes,
+                                       std::vector<bloom::CuckooChange>& changes) {
+  changes.clear();
+  absl::StatusOr<absl::string_view> payload = VerifyChecksum(bytes, "journal record");
+  if (!payload.ok()) return payload.status();
+  Reader in(*payload);
+  uint8_t version = 0;
+  uint32_t count = 0;
+  // Each change takes at least 4 bytes.
+  if (!in.Fixed(version) || version != kCuckooJournalVersion || !in.Fixed(count) ||
+      count > in.remaining() / 4) {
+    return absl::DataLossError("cuckoo journal record has a bad header");
+  }
+  absl::string_view body;
+  in.Bytes(in.remaining(), body);
+  changes.resize(count);
+  for (bloom::CuckooChange& change : changes) {
+    uint64_t table = 0, after = 0;
+    if (!GetVarint(body, table) || !GetVarint(body, change.position) || !GetVarint(body, after) ||
+        !GetVarint(body, change.stash_bucket_after) || table >= bloom::kMaxSubFilters ||
+        after > std::numeric_limits<uint32_t>::max()) {
+      changes.clear();
+      return absl::DataLossError("cuckoo journal record holds a bad change");
+    }
+    change.table = static_cast<uint32_t>(table);
+    change.after = static_cast<uint32_t>(after);
+  }
+  if (!body.empty()) {
+    changes.clear();
+    return absl::DataLossError("cuckoo journal record has trailing bytes");
+  }
+  return absl::OkStatus();
+}
+
+bool IsCuckooJournalRecord(absl::string_view bytes) {
+  return !bytes.empty() && static_cast<uint8_t>(bytes[0]) == kCuckooJournalVersion;
 }
 
 std::string GenerationPrefix(uint64_t generation) {

@@ -3,6 +3,7 @@
 #include <utility>
 #include <vector>
 
+#include "bloom/cuckoo_filter.h"
 #include "rocksdb/db.h"
 #include "storage/rocksdb_status.h"
 
@@ -23,6 +24,19 @@ FilterInfo InfoFromRecord(std::string name, const FilterRecord& record, absl::Ti
   info.name = std::move(name);
   info.spec = record.spec;
   info.created_at = absl::FromUnixMicros(record.created_at_micros);
+  info.expires_at = IdleExpiry(record.spec, record.last_used_micros);
+  info.checks = record.checks;
+  info.check_hits = record.check_hits;
+  if (record.spec.cuckoo()) {
+    std::vector<bloom::CuckooTableStats> tables;
+    for (const SubFilterRecord& s : record.sub_filters) {
+      tables.push_back(bloom::ExpectedCuckooTableStats(
+          {s.capacity, s.error_rate}, {s.num_blocks, static_cast<uint32_t>(s.hash_count)},
+          s.items_added));
+    }
+    info.stats = bloom::AsFilterStats(bloom::CombineCuckooTableStats(std::move(tables)));
+    return info;
+  }
   std::vector<bloom::SubFilterStats> subs;
   for (const SubFilterRecord& s : record.sub_filters) {
     if (record.spec.windowed() && bloom::SliceExpiry(record.spec, s.slice_start_micros) <= now) {
@@ -35,10 +49,7 @@ FilterInfo InfoFromRecord(std::string name, const FilterRecord& record, absl::Ti
     }
   }
   if (record.spec.windowed()) info.window_start = now - record.spec.window;
-  info.expires_at = IdleExpiry(record.spec, record.last_used_micros);
   info.stats = bloom::CombineSubFilterStats(std::move(subs));
-  info.checks = record.checks;
-  info.check_hits = record.check_hits;
   return info;
 }
 

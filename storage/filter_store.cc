@@ -242,22 +242,26 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::FindOrCreateLocked(
   ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> existing, AcquireLocked(name));
   if (existing != nullptr) return existing;
 
-  ASSIGN_OR_RETURN(const bloom::SubFilterShape first, bloom::SubFilterShapeFor(spec, 0));
   FilterRecord record;
-  ASSIGN_OR_RETURN(record.generation, AllocateGeneration());
   const absl::Time now = options_.clock->Now();
+  if (spec.cuckoo()) {
+    ASSIGN_OR_RETURN(const SubFilterRecord table, StoredFilter::NewCuckooTableRecord(spec, 0));
+    record.sub_filters.push_back(table);
+  } else {
+    ASSIGN_OR_RETURN(const bloom::SubFilterShape first, bloom::SubFilterShapeFor(spec, 0));
+    record.sub_filters.push_back({first.capacity, first.error_rate, first.layout.num_blocks,
+                                  first.layout.hash_count, 0,
+                                  spec.windowed() ? bloom::SliceStartMicros(spec, now) : 0});
+  }
+  ASSIGN_OR_RETURN(record.generation, AllocateGeneration());
   record.seed = seed.has_value() ? *seed : RandomSeed();
   record.created_at_micros = absl::ToUnixMicros(now);
   record.last_used_micros = record.created_at_micros;
   record.spec = spec;
-  record.sub_filters.push_back({first.capacity, first.error_rate, first.layout.num_blocks,
-                                first.layout.hash_count, 0,
-                                spec.windowed() ? bloom::SliceStartMicros(spec, now) : 0});
-  const uint64_t bytes = ResidentCharge(RecordBitsBytes(record), 1);
+  const uint64_t bytes = RecordCharge(record);
   RETURN_IF_ERROR(CheckResidentCharge(bytes, name));
   RETURN_IF_ERROR(budget_.ChargeCached(bytes, 0, absl::StrCat("filter '", name, "'")));
-  absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> filter =
-      StoredFilter::BuildFilter(record, options_.clock);
+  absl::StatusOr<StoredFilter::Built> filter = StoredFilter::Build(record, options_.clock);
   absl::Status status = filter.status();
   if (status.ok() && !defer_write) {
     rocksdb::WriteBatch batch;
@@ -268,8 +272,8 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::FindOrCreateLocked(
     budget_.Release(bytes);
     return status;
   }
-  auto stored = std::make_shared<StoredFilter>(std::string(name), record, *std::move(filter),
-                                               &context_, bytes);
+  std::shared_ptr<StoredFilter> stored =
+      StoredFilter::Make(name, record, *std::move(filter), &context_, bytes);
   if (defer_write) stored->DeferCreation();
   Insert(stored);
   created = true;
@@ -309,7 +313,7 @@ absl::StatusOr<FilterStore::ReserveResult> FilterStore::ReserveWith(
           "filter '", name, "' already exists with a different spec (",
           DescribeSpec(filter->spec()), "; requested ", DescribeSpec(normalized), ")"));
     }
-    if (!result.created && seed.has_value() && filter->filter()->seed() != *seed) {
+    if (!result.created && seed.has_value() && filter->seed() != *seed) {
       return absl::AlreadyExistsError(
           absl::StrCat("filter '", name, "' already exists, not made like '", like, "'"));
     }
@@ -339,7 +343,7 @@ absl::StatusOr<std::vector<bool>> FilterStore::MightContain(
   RETURN_IF_ERROR(CheckOpen());
   ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> filter, FindUsable(name));
   std::vector<uint64_t> hashes(items.size());
-  for (size_t i = 0; i < items.size(); ++i) hashes[i] = filter->filter()->Hash(items[i]);
+  for (size_t i = 0; i < items.size(); ++i) hashes[i] = filter->Hash(items[i]);
   std::unique_ptr<bool[]> present(new bool[items.size()]);
   RETURN_IF_ERROR(filter->MightContain(hashes, present.get()));
   return std::vector<bool>(present.get(), present.get() + items.size());
@@ -352,7 +356,7 @@ absl::Status FilterStore::MightContainInto(absl::string_view name,
   RETURN_IF_ERROR(CheckOpen());
   ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> filter, FindUsable(name));
   std::vector<uint64_t> hashes(items.size());
-  for (size_t i = 0; i < items.size(); ++i) hashes[i] = filter->filter()->Hash(items[i]);
+  for (size_t i = 0; i < items.size(); ++i) hashes[i] = filter->Hash(items[i]);
   return filter->MightContain(hashes, present);
 }
 

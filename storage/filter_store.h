@@ -136,6 +136,14 @@ class FilterStore {
   absl::Status MightContainInto(absl::string_view name, absl::Span<const absl::string_view> items,
                                 bool* present);
   absl::StatusOr<FilterInfo> Stats(absl::string_view name);
+  // CUCKOO filters only (filter_store_cuckoo.cc; FAILED_PRECONDITION for a BLOOM filter).
+  // RemoveItems takes one copy of each item out; result[i] whether there was one. Durable and
+  // atomic as Add (`defer_sync` too). Count: the copies held of each item.
+  absl::StatusOr<std::vector<bool>> RemoveItems(absl::string_view name,
+                                                absl::Span<const absl::string_view> items,
+                                                bool defer_sync = false);
+  absl::StatusOr<std::vector<uint32_t>> Count(absl::string_view name,
+                                              absl::Span<const absl::string_view> items);
   // A batch of adds and checks whose adds share one RocksDB write (operation_batch.h).
   // FAILED_PRECONDITION after Close. `defer_sync`: as for Add (one WhenDurable() for the batch).
   absl::StatusOr<std::unique_ptr<OperationBatch>> StartBatch(bool defer_sync = false);

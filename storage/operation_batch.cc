@@ -77,9 +77,13 @@ absl::Status OperationBatch::Prepare(absl::string_view name,
     absl::Status status = filter->Usable();
     if (status.ok()) {
       ItemHashes hashes(items.size());
-      for (size_t i = 0; i < items.size(); ++i) hashes[i] = filter->filter()->Hash(items[i]);
-      status = filter->PrepareGroupAdd(hashes, operation.added.get(), store_->options_.sync, write_,
-                                       grouped);
+      for (size_t i = 0; i < items.size(); ++i) hashes[i] = filter->Hash(items[i]);
+      // A cuckoo filter's add is its own write, made under its chain's lock
+      // (stored_filter_cuckoo.cc); it never waits for this batch's.
+      status = filter->cuckoo() != nullptr
+                   ? filter->CuckooAdd(hashes, operation.added.get(), sync_)
+                   : filter->PrepareGroupAdd(hashes, operation.added.get(),
+                                             store_->options_.sync, write_, grouped);
     }
     if (status.ok() && grouped.needs_write) {
       held_.insert(filter.get());
@@ -101,7 +105,7 @@ absl::Status OperationBatch::MightContainInto(absl::string_view name,
                    store_->FindUsable(name, [this] { Flush(); }));
   if (held_.contains(filter.get())) Flush();  // the check must see the add queued before it
   ItemHashes hashes(items.size());
-  for (size_t i = 0; i < items.size(); ++i) hashes[i] = filter->filter()->Hash(items[i]);
+  for (size_t i = 0; i < items.size(); ++i) hashes[i] = filter->Hash(items[i]);
   return filter->MightContain(hashes, present);
 }
 

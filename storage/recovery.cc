@@ -92,8 +92,8 @@ absl::Status FilterStore::Load() {
     std::string name(View(it->key()));
     absl::StatusOr<FilterRecord> record = DecodeFilterRecord(View(it->value()));
     if (record.ok()) max_generation = std::max(max_generation, record->generation);
-    absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> filter =
-        record.ok() ? StoredFilter::BuildFilter(*record, options_.clock, /*drop_expired=*/true)
+    absl::StatusOr<StoredFilter::Built> filter =
+        record.ok() ? StoredFilter::Build(*record, options_.clock, /*drop_expired=*/true)
                     : record.status();
     if (!filter.ok()) {
       auto broken = std::make_shared<StoredFilter>(name, absl::OkStatus(), &context_);
@@ -103,7 +103,7 @@ absl::Status FilterStore::Load() {
       ++load_report_.unreadable;
       continue;
     }
-    const uint64_t bytes = ResidentCharge((*filter)->size_bytes(), (*filter)->num_sub_filters());
+    const uint64_t bytes = filter->charge();
     absl::Status fits = CheckResidentCharge(bytes, name);
     if (fits.ok() && budget_.limit() != 0 && bytes > budget_.limit()) {
       fits = absl::ResourceExhaustedError(absl::StrCat(
@@ -134,8 +134,8 @@ absl::Status FilterStore::Load() {
       continue;
     }
     budget_.ChargeCached(bytes, 0, "loading a filter").IgnoreError();  // fits: checked above
-    auto stored = std::make_shared<StoredFilter>(std::move(name), *record, *std::move(filter),
-                                                 &context_, bytes);
+    std::shared_ptr<StoredFilter> stored =
+        StoredFilter::Make(name, *record, *std::move(filter), &context_, bytes);
     by_generation[record->generation] = stored;
     Insert(std::move(stored));
   }
@@ -163,24 +163,14 @@ absl::Status FilterStore::Load() {
       continue;
     }
     StoredFilter& stored = *found->second;
-    bloom::SubFilter* sub = stored.mutable_filter()->sub_filter(static_cast<int>(key.sub_filter));
-    // Pages of slices a windowed filter retired (a crash came before their range delete).
-    if (sub == nullptr &&
-        static_cast<int>(key.sub_filter) < stored.mutable_filter()->first_index()) {
-      continue;
-    }
     absl::Status loaded =
-        sub == nullptr
-            ? absl::DataLossError(absl::StrCat("page of missing sub-filter ", key.sub_filter))
-            : OrStoredPage(sub->bits(), key.page, View(it->value()), page_scratch);
+        stored.LoadStoredPage(key.sub_filter, key.page, View(it->value()), page_scratch);
     if (!loaded.ok()) stored.MarkUnreadable(loaded);
     ++load_report_.pages;
   }
   RETURN_IF_ERROR(FromRocksDb(it->status(), "loading filter pages"));
 
   absl::flat_hash_map<uint64_t, Replayed> replayed;
-  std::vector<Run> runs;
-  std::vector<uint64_t> hashes;
   it = db_->Scan(db_->journal());
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     ASSIGN_OR_RETURN(const JournalKeyParts key, ParseJournalKey(View(it->key())));
@@ -199,8 +189,7 @@ absl::Status FilterStore::Load() {
     }
     StoredFilter& stored = *found->second;
     if (key.seq <= stored.checkpoint_seq()) continue;  // already in the pages
-    absl::Status status = DecodeJournalRecord(View(it->value()), runs, hashes);
-    if (status.ok()) status = stored.mutable_filter()->Replay(runs, hashes);
+    absl::Status status = stored.ReplayJournalRecord(View(it->value()));
     if (!status.ok()) stored.MarkUnreadable(status);
     Replayed& r = replayed[key.generation];
     r.max_seq = std::max(r.max_seq, key.seq);

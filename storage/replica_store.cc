@@ -105,7 +105,7 @@ absl::Status FilterStore::CheckMayAcknowledge() const {
 }
 
 void FilterStore::NoteReplicaResident(const std::shared_ptr<StoredFilter>& filter) {
-  if (filter->filter() == nullptr) return;  // unreadable: nothing to replay into
+  if (filter->filter() == nullptr && filter->cuckoo() == nullptr) return;  // unreadable: nothing to replay into
   std::lock_guard<std::mutex> lock(replica_index_mu_);
   replica_generations_[filter->generation()] = filter;
 }
@@ -172,8 +172,6 @@ void FilterStore::ApplyToResident(const rocksdb::WriteBatch& batch) {
     bloomlog::LogError(absl::StrCat("reading a replicated batch: ", read.ToString()));
     return;
   }
-  std::vector<Run> runs;
-  std::vector<uint64_t> hashes;
   for (const BatchEffects::JournalRecord& record : effects.journal) {
     absl::StatusOr<JournalKeyParts> key = ParseJournalKey(record.key);
     if (!key.ok()) continue;
@@ -184,8 +182,7 @@ void FilterStore::ApplyToResident(const rocksdb::WriteBatch& batch) {
       if (it != replica_generations_.end()) filter = it->second.lock();
     }
     if (filter == nullptr || registry_.Find(filter->name()) != filter) continue;  // cold
-    absl::Status replayed = DecodeJournalRecord(record.value, runs, hashes);
-    if (replayed.ok()) replayed = filter->mutable_filter()->Replay(runs, hashes);
+    const absl::Status replayed = filter->ReplayJournalRecord(record.value);
     if (!replayed.ok()) {
       // Not what this replica holds in memory (a sub-filter it has not opened): load it again.
       effects.names.emplace_back(filter->name());

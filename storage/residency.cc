@@ -51,36 +51,26 @@ constexpr auto kMaxWaitForRoom = std::chrono::milliseconds(500);
 
 absl::string_view View(const rocksdb::Slice& slice) { return {slice.data(), slice.size()}; }
 
-// ORs the checkpointed pages of `generation` into `filter`.
-absl::Status LoadPages(const Database& db, uint64_t generation, bloom::ScalableFilter& filter) {
+// Loads the checkpointed pages of `generation` into `filter`.
+absl::Status LoadPages(const Database& db, uint64_t generation, StoredFilter& filter) {
   GenerationScan it(db, db.blocks(), generation);
   std::string scratch;
   for (; it->Valid(); it->Next()) {
     ASSIGN_OR_RETURN(const BlockKeyParts key, ParseBlockKey(View(it->key())));
-    bloom::SubFilter* sub = filter.sub_filter(static_cast<int>(key.sub_filter));
-    // Pages of slices a windowed filter retired (a crash came before their range delete).
-    if (sub == nullptr && static_cast<int>(key.sub_filter) < filter.first_index()) continue;
-    if (sub == nullptr) {
-      return absl::DataLossError(absl::StrCat("page of missing sub-filter ", key.sub_filter));
-    }
-    RETURN_IF_ERROR(OrStoredPage(sub->bits(), key.page, View(it->value()), scratch));
+    RETURN_IF_ERROR(filter.LoadStoredPage(key.sub_filter, key.page, View(it->value()), scratch));
   }
   return FromRocksDb(it->status(), "loading filter pages");
 }
 
 // Replays the journal records of `record`'s filter after its checkpoint into `filter`;
 // `max_seq` and `replayed_bytes` grow by what was replayed.
-absl::Status ReplayJournal(const Database& db, const FilterRecord& record,
-                           bloom::ScalableFilter& filter, uint64_t& max_seq,
-                           uint64_t& replayed_bytes) {
-  std::vector<Run> runs;
-  std::vector<uint64_t> hashes;
+absl::Status ReplayJournal(const Database& db, const FilterRecord& record, StoredFilter& filter,
+                           uint64_t& max_seq, uint64_t& replayed_bytes) {
   GenerationScan it(db, db.journal(), record.generation);
   for (; it->Valid(); it->Next()) {
     ASSIGN_OR_RETURN(const JournalKeyParts key, ParseJournalKey(View(it->key())));
     if (key.seq <= record.checkpoint_seq) continue;  // already in the pages
-    RETURN_IF_ERROR(DecodeJournalRecord(View(it->value()), runs, hashes));
-    RETURN_IF_ERROR(filter.Replay(runs, hashes));
+    RETURN_IF_ERROR(filter.ReplayJournalRecord(View(it->value())));
     max_seq = std::max(max_seq, key.seq);
     replayed_bytes += it->value().size();
   }
@@ -185,21 +175,21 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::LoadCold(absl::string
   uint64_t bytes = RecordCharge(*record);
   RETURN_IF_ERROR(CheckResidentCharge(bytes, name));
   RETURN_IF_ERROR(budget_.ChargeCached(bytes, 0, absl::StrCat("loading filter '", name, "'")));
-  absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> filter =
-      StoredFilter::BuildFilter(*record, options_.clock, /*drop_expired=*/true);
+  absl::StatusOr<StoredFilter::Built> filter =
+      StoredFilter::Build(*record, options_.clock, /*drop_expired=*/true);
   if (!filter.ok()) {
     budget_.Release(bytes);
     return filter.status();
   }
   // Expired slices were left out: charge what was built.
-  const uint64_t built = ResidentCharge((*filter)->size_bytes(), (*filter)->num_sub_filters());
+  const uint64_t built = filter->charge();
   if (built < bytes) {
     budget_.Release(bytes - built);
     bytes = built;
   }
-  auto stored = std::make_shared<StoredFilter>(std::string(name), *record, *std::move(filter),
-                                               &context_, bytes);
-  absl::Status loaded = LoadPages(*db_, record->generation, *stored->mutable_filter());
+  std::shared_ptr<StoredFilter> stored =
+      StoredFilter::Make(name, *record, *std::move(filter), &context_, bytes);
+  absl::Status loaded = LoadPages(*db_, record->generation, *stored);
   uint64_t max_seq = record->checkpoint_seq;
   uint64_t replayed_bytes = 0;
   bool journaled = false;
@@ -209,7 +199,7 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::LoadCold(absl::string
     journaled = options_.replica || residency_.cold_journaled.contains(record->generation);
   }
   if (loaded.ok() && journaled) {
-    loaded = ReplayJournal(*db_, *record, *stored->mutable_filter(), max_seq, replayed_bytes);
+    loaded = ReplayJournal(*db_, *record, *stored, max_seq, replayed_bytes);
   }
   if (!loaded.ok()) {
     // A read error is not the filter's fault: answer it and leave the filter cold. Bad data is.

@@ -2,10 +2,18 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/types/optional.h"
+#include "bloom/cuckoo_table.h"
 
 namespace storage {
 
 uint64_t RecordBitsBytes(const FilterRecord& record) {
+  if (record.spec.cuckoo()) {
+    uint64_t bytes = 0;
+    for (const SubFilterRecord& table : record.sub_filters) {
+      bytes += bloom::CuckooLayout{table.num_blocks, static_cast<uint32_t>(table.hash_count)}.bytes();
+    }
+    return bytes;
+  }
   const absl::optional<bloom::ArenaShape> arena = bloom::ArenaShapeFor(record.spec);
   uint64_t bytes = arena.has_value() ? arena->bytes() : 0;
   for (size_t i = 0; i < record.sub_filters.size(); ++i) {

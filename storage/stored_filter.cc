@@ -241,6 +241,7 @@ absl::Status StoredFilter::PrepareGroupAdd(absl::Span<const uint64_t> hashes, bo
                                            bool sync, rocksdb::WriteBatch& batch,
                                            GroupedAdd& grouped) {
   if (absl::Status addable = Addable(); !addable.ok()) return addable;
+  if (cuckoo() != nullptr) return absl::InternalError("a grouped add of a CUCKOO filter");
   if (has_idle_ttl()) TouchIdle(context_->clock->Now());
   ASSIGN_OR_RETURN(grouped.prepared,
                    chain_.PrepareAdd(hashes, added, [&](const bloom::SubFilter& sub) {
@@ -326,7 +327,11 @@ absl::Status StoredFilter::MightContain(absl::Span<const uint64_t> hashes, bool*
   if (absl::Status usable = Usable(); !usable.ok()) return usable;
   if (has_idle_ttl()) TouchIdle(context_->clock->Now());
   std::fill(present, present + hashes.size(), false);
-  chain_.MightContainMany(hashes, present);
+  if (bloom::CuckooFilter* const cuckoo_chain = cuckoo(); cuckoo_chain != nullptr) {
+    cuckoo_chain->MightContainHashes(hashes, present);
+  } else {
+    chain_.MightContainMany(hashes, present);
+  }
   checks_.fetch_add(hashes.size());
   check_hits_.fetch_add(std::count(present, present + hashes.size(), true));
   if ((change_flags_.load() & kChecksChanged) == 0) {
@@ -342,7 +347,7 @@ absl::StatusOr<FilterInfo> StoredFilter::Info() const {
   info.name = name_.str();
   info.spec = spec();
   info.created_at = absl::FromUnixMicros(created_at_micros_);
-  info.stats = chain_.ComputeStats();
+  info.stats = cuckoo() != nullptr ? bloom::AsFilterStats(cuckoo()->Stats()) : chain_.ComputeStats();
   info.checks = checks_.load(std::memory_order_relaxed);
   info.check_hits = check_hits_.load(std::memory_order_relaxed);
   if (info.spec.windowed()) info.window_start = chain_.clock()->Now() - info.spec.window;
@@ -351,7 +356,7 @@ absl::StatusOr<FilterInfo> StoredFilter::Info() const {
 }
 
 bloom::FilterParams StoredFilter::spec() const {
-  bloom::FilterParams spec = chain_.spec();
+  bloom::FilterParams spec = cuckoo() != nullptr ? cuckoo()->spec() : chain_.spec();
   if (has_idle_ttl()) spec.idle_ttl = absl::Microseconds(rare_->idle_ttl_micros);
   return spec;
 }
@@ -376,6 +381,10 @@ absl::StatusOr<FilterRecord> StoredFilter::PinChain() {
 
 absl::StatusOr<FilterRecord> StoredFilter::LiveRecord() const {
   if (absl::Status usable = Usable(); !usable.ok()) return usable;
+  if (cuckoo() != nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "filter '", name(), "' is a CUCKOO filter: Export and Merge take BLOOM filters only"));
+  }
   PersistedState live;
   live.checks = checks_.load();
   live.check_hits = check_hits_.load();
@@ -389,6 +398,7 @@ absl::StatusOr<FilterRecord> StoredFilter::LiveRecord() const {
 
 FilterRecord StoredFilter::MakeRecord(const PersistedState& state,
                                       const bloom::SubFilter* extra) const {
+  if (cuckoo() != nullptr) return MakeCuckooRecord(state);
   FilterRecord record;
   record.generation = generation_;
   record.seed = chain_.seed();

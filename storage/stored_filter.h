@@ -1,4 +1,5 @@
-// One named filter: its in-memory ScalableFilter and how its changes reach RocksDB.
+// One named filter: its in-memory ScalableFilter (or, for a CUCKOO filter, its CuckooFilter:
+// stored_filter_cuckoo.cc) and how its changes reach RocksDB.
 //
 // Write path of an Add (see bloom/scalable_filter.h for the steps): reserve room, write one
 // journal record (the new items' hashes and their sub-filters) in one RocksDB write, then set
@@ -28,6 +29,14 @@
 // Thread-safety: all public methods are thread-safe, except the recovery methods (marked),
 // which run before the filter is shared.
 //
+// A CUCKOO filter (bloom/cuckoo_filter.h) is the same object with its cuckoo chain in Rare and
+// no Bloom chain: the same name, generation, locks, schedule, eviction, idle expiry and Delete.
+// Only its writes and checkpoints differ (stored_filter_cuckoo.cc): an add or remove moves
+// fingerprints, so it is made in memory first, under the cuckoo chain's lock, and journalled
+// as the values it wrote before that lock is released (undone exactly if the write fails);
+// replaying such records in order onto pages copied at any moment since the checkpoint's
+// sequence gives the same bytes, so the checkpoint design above holds for it too.
+//
 // This header is longer than the project's 300 lines on purpose: the private fields are part of
 // the class's contract (one object per filter, millions of them, sized to one jemalloc size
 // class by the static_assert in stored_filter.cc), so they stay here with the comments that
@@ -51,6 +60,7 @@
 #include "absl/time/time.h"
 #include "absl/types/optional.h"
 #include "absl/types/span.h"
+#include "bloom/cuckoo_filter.h"
 #include "bloom/scalable_filter.h"
 #include "common/mutex.h"
 #include "common/short_string.h"
@@ -292,8 +302,62 @@ class StoredFilter {
                                rocksdb::WriteBatch& batch, GroupedAdd& grouped);
   void FinishGroupAdd(const GroupedAdd& grouped, bool written);
 
+  // Either kind, from its record (stored_filter_cuckoo.cc): what BuildFilter or BuildCuckoo
+  // made of it, and the StoredFilter holding that.
+  struct Built {
+    std::unique_ptr<bloom::ScalableFilter> chain;
+    std::unique_ptr<bloom::CuckooFilter> cuckoo;
+    // Its charge in memory (ResidentCharge of what was built).
+    uint64_t charge() const;
+    void reset() {
+      chain.reset();
+      cuckoo.reset();
+    }
+  };
+  static absl::StatusOr<Built> Build(const FilterRecord& record,
+                                     const bloom::Clock* clock = bloom::Clock::Real(),
+                                     bool drop_expired = false);
+  static std::shared_ptr<StoredFilter> Make(absl::string_view name, const FilterRecord& record,
+                                            Built built, const StoreContext* context,
+                                            uint64_t charged_bytes);
+  // Loading: one stored page of sub-filter (or cuckoo table) `sub`; `scratch` is reused.
+  // Pages of slices a windowed filter retired are skipped; DATA_LOSS for one that fits nothing.
+  absl::Status LoadStoredPage(uint32_t sub, uint32_t page, absl::string_view value,
+                              std::string& scratch);
+
+  // CUCKOO filters (stored_filter_cuckoo.cc). A stored cuckoo filter: `cuckoo` holds the
+  // record's tables, empty (BuildCuckoo), for the caller to load.
+  StoredFilter(absl::string_view name, const FilterRecord& record,
+               std::unique_ptr<bloom::CuckooFilter> cuckoo, const StoreContext* context,
+               uint64_t charged_bytes);
+  static absl::StatusOr<std::unique_ptr<bloom::CuckooFilter>> BuildCuckoo(
+      const FilterRecord& record);
+  // The record of table `index` of a new cuckoo filter of normalized `spec` (no items).
+  static absl::StatusOr<SubFilterRecord> NewCuckooTableRecord(const bloom::FilterParams& spec,
+                                                              int index);
+  // The filter's seed (either kind; not for an unreadable filter).
+  uint64_t seed() const { return has_chain_ ? chain_.seed() : rare_->cuckoo->seed(); }
+  // Null for a Bloom filter (and an unreadable one).
+  bloom::CuckooFilter* cuckoo() const { return rare_ != nullptr ? rare_->cuckoo.get() : nullptr; }
+  // The filter's seeded hash of `item`, which its calls take (either kind; not for an
+  // unreadable filter).
+  uint64_t Hash(absl::string_view item) const {
+    return has_chain_ ? chain_.Hash(item) : rare_->cuckoo->Hash(item);
+  }
+  // One copy of each item (added[i] set true for all: a cuckoo filter counts copies), durable
+  // as an add is: journalled in its own RocksDB write. The caller holds the apply lock
+  // (LockForGroup, or TryLockForCreation for the add that created the filter). Errors: as
+  // PrepareGroupAdd's; RESOURCE_EXHAUSTED when the batch does not fit (nothing added).
+  absl::Status CuckooAdd(absl::Span<const uint64_t> hashes, bool* added, bool sync);
+  // Removes one copy of each item; result[i] whether there was one. Durable like an add.
+  absl::StatusOr<std::vector<bool>> CuckooRemove(absl::Span<const uint64_t> hashes, bool sync);
+  // Copies held of each item.
+  absl::StatusOr<std::vector<uint32_t>> CuckooCount(absl::Span<const uint64_t> hashes);
+
   // Recovery, before the filter is shared.
   bloom::ScalableFilter* mutable_filter() { return chain(); }
+  // Replays one journal record of this filter (either kind; DATA_LOSS for an unreadable one).
+  absl::Status ReplayJournalRecord(absl::string_view bytes);
   uint64_t checkpoint_seq() const;
   void MarkUnreadable(absl::Status error);
   // `next_seq` follows the last replayed journal record; `replayed_bytes` of journal are
@@ -308,6 +372,10 @@ class StoredFilter {
     int64_t idle_ttl_micros = 0;  // NormalizeSpec's unit; 0: none
     std::atomic<int64_t> last_used_micros{0};
     absl::Status load_error;
+    // A CUCKOO filter's chain, and how many of its tables a metadata record lists (a write that
+    // opens one raises it first, and lowers it again if the write fails).
+    std::unique_ptr<bloom::CuckooFilter> cuckoo;
+    std::atomic<int> cuckoo_tables{0};
   };
   // What the records keep as the last use: the filter's own for one with an idle_ttl, else its
   // creation (as the record made at its creation says).
@@ -368,6 +436,17 @@ class StoredFilter {
   static constexpr uint64_t kMaxCreationCheckpointBytes = 64 << 10;
   // The metadata record for `state`, listing the chain plus `extra` (a sub-filter being opened).
   FilterRecord MakeRecord(const PersistedState& state, const bloom::SubFilter* extra) const;
+  // A cuckoo filter's (stored_filter_cuckoo.cc): its first Rare::cuckoo_tables tables.
+  FilterRecord MakeCuckooRecord(const PersistedState& state) const;
+  // Journals one Add's or Remove's changes (CuckooFilter::Persist), with the record listing
+  // tables the add opened and a pending creation record, in one RocksDB write.
+  absl::Status PersistCuckooChanges(absl::Span<const bloom::CuckooChange> changes,
+                                    int tables_before, int tables_after, bool sync);
+  // CheckpointLocked of a cuckoo filter.
+  absl::Status CuckooCheckpointLocked(bool sync, bool evicting, PageWrites pages)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(checkpoint_mu_);
+  // Writes the creation record if it is pending (the caller holds the apply lock).
+  absl::Status PersistPendingCreation(bool sync);
   // Adds the pending creation record, if any, to `batch`; true if it did.
   bool AddPendingCreation(rocksdb::WriteBatch& batch) const;
   // Deletes the journal records after `from_seq` up to `to_seq` (a checkpoint covers them).

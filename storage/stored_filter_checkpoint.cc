@@ -68,6 +68,7 @@ absl::Status StoredFilter::Evict(bool sync) {
 }
 
 absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting, PageWrites pages) {
+  if (cuckoo() != nullptr) return CuckooCheckpointLocked(sync, evicting, pages);
   PersistedState next;
   DirtyPages dirty;
   uint64_t journal_bytes = 0;
