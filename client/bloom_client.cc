@@ -256,6 +256,44 @@ absl::StatusOr<std::vector<bool>> BloomClient::MightContainIntegers(
   return MightContain(name, Decimal(values));
 }
 
+absl::StatusOr<std::vector<bool>> BloomClient::Remove(absl::string_view name,
+                                                      absl::Span<const std::string> items) {
+  return Batched(items, [&](absl::Span<const std::string> batch, std::vector<bool>& out) {
+    grpc::ClientContext context;
+    Prepare(context);
+    bloom::v1::RemoveRequest request;
+    request.set_name(std::string(name));
+    request.mutable_raw_items()->Add(batch.begin(), batch.end());
+    bloom::v1::RemoveResponse response;
+    absl::Status status = FromGrpcStatus(stub_->Remove(&context, request, &response));
+    if (!status.ok()) return status;
+    ObserveSequence(response.sequence());
+    out.insert(out.end(), response.removed().begin(), response.removed().end());
+    return status;
+  });
+}
+
+absl::StatusOr<std::vector<uint32_t>> BloomClient::Count(absl::string_view name,
+                                                         absl::Span<const std::string> items) {
+  std::vector<uint32_t> counts;
+  counts.reserve(items.size());
+  const size_t batch = std::max<size_t>(1, options_.batch_size);
+  for (size_t begin = 0; begin < items.size() || begin == 0; begin += batch) {
+    grpc::ClientContext context;
+    Prepare(context);
+    bloom::v1::CountRequest request;
+    request.set_name(std::string(name));
+    for (const std::string& item : items.subspan(begin, batch)) request.add_raw_items(item);
+    request.set_min_sequence(last_sequence());
+    bloom::v1::CountResponse response;
+    absl::Status status = FromGrpcStatus(stub_->Count(&context, request, &response));
+    if (!status.ok()) return status;
+    counts.insert(counts.end(), response.counts().begin(), response.counts().end());
+    if (items.empty()) break;  // one request, so the server can answer INVALID_ARGUMENT
+  }
+  return counts;
+}
+
 absl::StatusOr<bloom::v1::FilterStats> BloomClient::Stats(absl::string_view name) {
   grpc::ClientContext context;
   Prepare(context);

@@ -111,6 +111,14 @@ class BloomClient {
   absl::StatusOr<std::vector<bool>> MightContainIntegers(absl::string_view name,
                                                          absl::Span<const int64_t> values);
 
+  // CUCKOO filters (FAILED_PRECONDITION for a BLOOM filter). removed[i]: a copy of items[i]
+  // was removed. Not idempotent: a retried Remove removes another copy, if there is one.
+  absl::StatusOr<std::vector<bool>> Remove(absl::string_view name,
+                                           absl::Span<const std::string> items);
+  // counts[i]: the copies of items[i] the filter holds.
+  absl::StatusOr<std::vector<uint32_t>> Count(absl::string_view name,
+                                              absl::Span<const std::string> items);
+
   absl::StatusOr<bloom::v1::FilterStats> Stats(absl::string_view name);
   absl::Status Delete(absl::string_view name);
   absl::StatusOr<bloom::v1::ListResponse> List(absl::string_view prefix = "",

@@ -292,7 +292,10 @@ const char* RpcName(Rpc rpc) {
                                                    "Pipeline",
                                                    "Pipeline.Add",
                                                    "Pipeline.MightContain",
-                                                   "Merge"};
+                                                   "Merge",
+                                                   "Remove",
+                                                   "Count",
+                                                   "Pipeline.Remove"};
   return kNames[static_cast<size_t>(rpc)];
 }
 

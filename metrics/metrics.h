@@ -60,8 +60,11 @@ enum class Rpc {
   kPipelineAdd,
   kPipelineMightContain,
   kMerge,
+  kRemove,
+  kCount,
+  kPipelineRemove,
 };
-inline constexpr size_t kNumRpcs = 12;
+inline constexpr size_t kNumRpcs = 15;
 const char* RpcName(Rpc rpc);
 
 // Replication figures, read at scrape time from the follower or the primary's replication

@@ -71,7 +71,7 @@ class CallScope {
     }
     const bool writes = rpc_ == metrics::Rpc::kReserve || rpc_ == metrics::Rpc::kAdd ||
                         rpc_ == metrics::Rpc::kDelete || rpc_ == metrics::Rpc::kImport ||
-                        rpc_ == metrics::Rpc::kMerge;
+                        rpc_ == metrics::Rpc::kMerge || rpc_ == metrics::Rpc::kRemove;
     absl::StatusOr<Caller> caller = service_->hooks_.auth->Authorize(
         authorization, writes ? Role::kWrite : Role::kRead, metrics::RpcName(rpc_));
     if (caller.ok()) {
@@ -155,6 +155,10 @@ absl::Status BloomService::CheckItems(absl::Span<const absl::string_view> items,
 template absl::Status BloomService::CollectItems(const bloom::v1::AddRequest&,
                                                  std::vector<absl::string_view>&) const;
 template absl::Status BloomService::CollectItems(const bloom::v1::MightContainRequest&,
+                                                 std::vector<absl::string_view>&) const;
+template absl::Status BloomService::CollectItems(const bloom::v1::RemoveRequest&,
+                                                 std::vector<absl::string_view>&) const;
+template absl::Status BloomService::CollectItems(const bloom::v1::CountRequest&,
                                                  std::vector<absl::string_view>&) const;
 
 grpc::Status BloomService::HandleReserve(const bloom::v1::ReserveRequest& request,
@@ -394,6 +398,38 @@ grpc::Status BloomService::HandleMerge(const bloom::v1::MergeRequest& request,
     response->set_sequence(store_->LatestSequence());
   }
   return log.Done(merged.status());
+}
+
+grpc::Status BloomService::HandleRemove(const bloom::v1::RemoveRequest& request,
+                                        bloom::v1::RemoveResponse* response,
+                                        grpc::ServerContextBase* context) {
+  CallScope log(this, metrics::Rpc::kRemove, context, request.name(),
+                request.items_size() + request.raw_items_size());
+  if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
+  std::vector<absl::string_view> items;
+  if (absl::Status valid = CollectItems(request, items); !valid.ok()) return log.Done(valid);
+  absl::StatusOr<std::vector<bool>> removed = store_->RemoveItems(request.name(), items);
+  if (removed.ok()) {
+    response->mutable_removed()->Add(removed->begin(), removed->end());
+    response->set_sequence(store_->LatestSequence());
+  }
+  return log.Done(removed.status());
+}
+
+grpc::Status BloomService::HandleCount(const bloom::v1::CountRequest& request,
+                                       bloom::v1::CountResponse* response,
+                                       grpc::ServerContextBase* context) {
+  if (!Applied(request.min_sequence(), context)) {
+    return hooks_.forwarder->UnaryMessage(context, kCountMethod, request, response);
+  }
+  CallScope log(this, metrics::Rpc::kCount, context, request.name(),
+                request.items_size() + request.raw_items_size());
+  if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
+  std::vector<absl::string_view> items;
+  if (absl::Status valid = CollectItems(request, items); !valid.ok()) return log.Done(valid);
+  absl::StatusOr<std::vector<uint32_t>> counts = store_->Count(request.name(), items);
+  if (counts.ok()) response->mutable_counts()->Add(counts->begin(), counts->end());
+  return log.Done(counts.status());
 }
 
 grpc::Status BloomService::HandleList(const bloom::v1::ListRequest& request,
@@ -644,6 +680,21 @@ grpc::ServerUnaryReactor* BloomCallbackService::Merge(grpc::CallbackServerContex
     return ForwardMessage(forwarder, context, kMergeMethod, *request, response);
   }
   return Inline(context, [&] { return core_->HandleMerge(*request, response, context); });
+}
+
+grpc::ServerUnaryReactor* BloomCallbackService::Remove(grpc::CallbackServerContext* context,
+                                                       const bloom::v1::RemoveRequest* request,
+                                                       bloom::v1::RemoveResponse* response) {
+  if (Forwarder* forwarder = core_->hooks().forwarder) {
+    return ForwardMessage(forwarder, context, kRemoveMethod, *request, response);
+  }
+  return Inline(context, [&] { return core_->HandleRemove(*request, response, context); });
+}
+
+grpc::ServerUnaryReactor* BloomCallbackService::Count(grpc::CallbackServerContext* context,
+                                                      const bloom::v1::CountRequest* request,
+                                                      bloom::v1::CountResponse* response) {
+  return Inline(context, [&] { return core_->HandleCount(*request, response, context); });
 }
 
 grpc::ServerBidiReactor<bloom::v1::PipelineRequest, bloom::v1::PipelineResponse>*

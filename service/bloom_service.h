@@ -110,6 +110,13 @@ class BloomService final : public StreamServiceBase {
                            grpc::ServerContextBase* context = nullptr);
   grpc::Status HandleList(const bloom::v1::ListRequest& request, bloom::v1::ListResponse* response,
                           grpc::ServerContextBase* context = nullptr);
+  // CUCKOO filters only (FAILED_PRECONDITION for a BLOOM filter).
+  grpc::Status HandleRemove(const bloom::v1::RemoveRequest& request,
+                            bloom::v1::RemoveResponse* response,
+                            grpc::ServerContextBase* context = nullptr);
+  grpc::Status HandleCount(const bloom::v1::CountRequest& request,
+                           bloom::v1::CountResponse* response,
+                           grpc::ServerContextBase* context = nullptr);
 
   grpc::ServerBidiReactor<bloom::v1::PipelineRequest, bloom::v1::PipelineResponse>* Pipeline(
       grpc::CallbackServerContext* context) override;
@@ -192,7 +199,9 @@ using CallbackUnaryBase = bloom::v1::BloomFilterService::WithCallbackMethod_Rese
                 bloom::v1::BloomFilterService::WithCallbackMethod_Delete<
                     bloom::v1::BloomFilterService::WithCallbackMethod_Merge<
                         bloom::v1::BloomFilterService::WithCallbackMethod_List<
-                            StreamServiceBase>>>>>>>;
+                            bloom::v1::BloomFilterService::WithCallbackMethod_Remove<
+                                bloom::v1::BloomFilterService::WithCallbackMethod_Count<
+                                    StreamServiceBase>>>>>>>>>;
 
 class BloomCallbackService final : public CallbackUnaryBase {
  public:
@@ -221,6 +230,12 @@ class BloomCallbackService final : public CallbackUnaryBase {
   grpc::ServerUnaryReactor* List(grpc::CallbackServerContext* context,
                                  const bloom::v1::ListRequest* request,
                                  bloom::v1::ListResponse* response) override;
+  grpc::ServerUnaryReactor* Remove(grpc::CallbackServerContext* context,
+                                   const bloom::v1::RemoveRequest* request,
+                                   bloom::v1::RemoveResponse* response) override;
+  grpc::ServerUnaryReactor* Count(grpc::CallbackServerContext* context,
+                                  const bloom::v1::CountRequest* request,
+                                  bloom::v1::CountResponse* response) override;
   grpc::ServerWriteReactor<bloom::v1::ExportChunk>* Export(
       grpc::CallbackServerContext* context, const bloom::v1::ExportRequest* request) override {
     return core_->Export(context, request);

@@ -39,6 +39,17 @@ bloom::FilterParams FromProto(const bloom::v1::FilterSpec& spec) {
   out.window = FromProto(spec.window());
   out.window_slices = spec.window_slices();
   out.idle_ttl = FromProto(spec.idle_ttl());
+  switch (spec.kind()) {
+    case bloom::v1::FILTER_KIND_UNSPECIFIED:
+    case bloom::v1::FILTER_KIND_BLOOM:
+      out.kind = bloom::FilterKind::kBloom;
+      break;
+    case bloom::v1::FILTER_KIND_CUCKOO:
+      out.kind = bloom::FilterKind::kCuckoo;
+      break;
+    default:  // an enum value from a newer client: NormalizeSpec names it
+      out.kind = static_cast<bloom::FilterKind>(0xff);
+  }
   return out;
 }
 
@@ -50,6 +61,8 @@ void ToProto(const bloom::FilterParams& spec, bloom::v1::FilterSpec* out) {
   if (spec.window != absl::ZeroDuration()) ToProto(spec.window, out->mutable_window());
   out->set_window_slices(spec.window_slices);
   if (spec.idle_ttl != absl::ZeroDuration()) ToProto(spec.idle_ttl, out->mutable_idle_ttl());
+  // Unset for BLOOM: Stats of a Bloom filter read as before kinds existed.
+  if (spec.cuckoo()) out->set_kind(bloom::v1::FILTER_KIND_CUCKOO);
 }
 
 void ToProto(const storage::FilterInfo& info, bloom::v1::FilterStats* out) {
@@ -72,6 +85,8 @@ void ToProto(const storage::FilterInfo& info, bloom::v1::FilterStats* out) {
     o->set_items_added(sub.items_added);
     o->set_fill_ratio(sub.fill_ratio);
     if (sub.slice_start.has_value()) ToProto(*sub.slice_start, o->mutable_slice_start());
+    o->set_buckets(sub.buckets);
+    o->set_fingerprint_bits(sub.fingerprint_bits);
   }
   ToProto(info.created_at, out->mutable_created_at());
   if (info.expires_at.has_value()) ToProto(*info.expires_at, out->mutable_expires_at());

@@ -95,6 +95,8 @@ inline constexpr char kStatsMethod[] = "/bloom.v1.BloomFilterService/Stats";
 inline constexpr char kDeleteMethod[] = "/bloom.v1.BloomFilterService/Delete";
 inline constexpr char kMergeMethod[] = "/bloom.v1.BloomFilterService/Merge";
 inline constexpr char kListMethod[] = "/bloom.v1.BloomFilterService/List";
+inline constexpr char kRemoveMethod[] = "/bloom.v1.BloomFilterService/Remove";
+inline constexpr char kCountMethod[] = "/bloom.v1.BloomFilterService/Count";
 
 }  // namespace service
 

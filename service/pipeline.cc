@@ -78,7 +78,7 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
       } else if (read_buffer_.op_case() == PipelineRequest::OP_NOT_SET) {
         if (end_status_.ok()) {
           end_status_ = absl::InvalidArgumentError(absl::StrCat(
-              "PipelineRequest id ", read_buffer_.id(), " has neither add nor might_contain"));
+              "PipelineRequest id ", read_buffer_.id(), " has no operation (add, might_contain or remove)"));
         }
         stop_reading_ = true;
       } else if (absl::Status packed = CheckMore(read_buffer_); !packed.ok()) {
@@ -159,7 +159,7 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
       if (more.op_case() == PipelineRequest::OP_NOT_SET) {
         return absl::InvalidArgumentError(absl::StrCat("PipelineRequest id ", request.id(),
                                                        ": more (id ", more.id(),
-                                                       ") has neither add nor might_contain"));
+                                                       ") has no operation (add, might_contain or remove)"));
       }
       if (more.more_size() > 0) {
         return absl::InvalidArgumentError(
@@ -239,7 +239,7 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
         Run(actions);  // may finish the stream: `this` is not touched after it
         return;
       }
-      if (batch_.has_adds()) {
+      if (batch_.has_writes()) {
         service_->store()->committer().Submit(this);  // Done() serves what is read meanwhile
         return;
       }
@@ -305,7 +305,7 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
   // The WAL's fsync for `count` answers at the oldest not durable ones of the outbox finished
   // (--sync; WhenDurable calls back in the order it was asked, so they are these): they may be
   // written now. If it failed, their adds answer its error instead (unacknowledged: a client
-  // retries them; adds are idempotent).
+  // retries them; a BLOOM filter's adds are idempotent, a CUCKOO filter's adds and removes are not: bloom.proto says so).
   void OnDurable(size_t count, const absl::Status& synced) {
     Actions actions;
     {
@@ -317,9 +317,11 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
         answered.durable = true;
         --count;
         if (synced.ok()) continue;
-        if (answered.response.has_add()) SetOperationError(synced, answered.response);
+        if (answered.response.has_add() || answered.response.has_remove()) {
+          SetOperationError(synced, answered.response);
+        }
         for (PipelineResponse& more : *answered.response.mutable_more()) {
-          if (more.has_add()) SetOperationError(synced, more);
+          if (more.has_add() || more.has_remove()) SetOperationError(synced, more);
         }
       }
       actions = NextActionsLocked();

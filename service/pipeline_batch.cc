@@ -19,13 +19,16 @@ using bloom::v1::PipelineResponse;
 namespace {
 
 const std::string& OperationName(const PipelineRequest& request) {
-  return request.has_add() ? request.add().name() : request.might_contain().name();
+  if (request.has_add()) return request.add().name();
+  if (request.has_remove()) return request.remove().name();
+  return request.might_contain().name();
 }
 
 // Whether b may be served in one store call with a (same kind, same filter, and for adds the
 // same create_if_missing).
 bool Mergeable(const PipelineRequest& a, const PipelineRequest& b) {
   if (a.op_case() != b.op_case() || OperationName(a) != OperationName(b)) return false;
+  if (a.has_remove()) return false;  // each answers its own removed[]
   if (!a.has_add()) return true;
   if (a.add().has_create_if_missing() != b.add().has_create_if_missing()) return false;
   return !a.add().has_create_if_missing() ||
@@ -52,9 +55,11 @@ void PipelineBatch::Take(std::vector<Operation>& pending) {
   deferred_sync_ = false;
 }
 
-bool PipelineBatch::has_adds() const {
+bool PipelineBatch::has_writes() const {
   return std::any_of(operations_.begin(), operations_.end(),
-                     [](const Operation& operation) { return operation.request.has_add(); });
+                     [](const Operation& operation) {
+                       return operation.request.has_add() || operation.request.has_remove();
+                     });
 }
 
 void PipelineBatch::Clear() {
@@ -86,6 +91,11 @@ void PipelineBatch::Queue(storage::OperationBatch& store_batch,
     if (run.front().request.has_add()) {
       deferred_sync_ = service_->store()->syncs_adds();
       QueueAdds(store_batch, run, run_responses, queued_.emplace_back(begin, end, start));
+    } else if (run.front().request.has_remove()) {
+      // Written now, without waiting for the fsync: answered once the batch's is done.
+      deferred_sync_ = service_->store()->syncs_adds();
+      AnswerRemoves(store_batch, run, run_responses);
+      RecordRun(begin, end, absl::Now() - start);
     } else {
       AnswerChecks(store_batch, run, run_responses);
       RecordRun(begin, end, absl::Now() - start);
@@ -188,6 +198,27 @@ void PipelineBatch::TakeAdds(storage::OperationBatch& store_batch, Run run, Resp
   }
 }
 
+void PipelineBatch::AnswerRemoves(storage::OperationBatch& store_batch, Run run,
+                                  Responses responses) {
+  std::vector<absl::string_view> items;
+  for (size_t i = 0; i < run.size(); ++i) {
+    const bloom::v1::RemoveRequest& request = run[i].request.remove();
+    items.clear();
+    absl::Status status = RequireRole(caller_, Role::kWrite, "Pipeline remove");
+    if (status.ok()) status = service_->CollectItems(request, items);
+    absl::StatusOr<std::vector<bool>> removed =
+        status.ok() ? store_batch.RemoveItems(request.name(), items)
+                    : absl::StatusOr<std::vector<bool>>(status);
+    if (!removed.ok()) {
+      SetOperationError(removed.status(), responses[i]);
+      continue;
+    }
+    bloom::v1::RemoveResponse* answer = responses[i].mutable_remove();
+    answer->mutable_removed()->Add(removed->begin(), removed->end());
+    answer->set_sequence(service_->store()->LatestSequence());
+  }
+}
+
 // Checks of one filter: one store call for all, or one each if that fails (so each gets the
 // answer it would get alone, absent_if_missing included).
 void PipelineBatch::AnswerChecks(storage::OperationBatch& store_batch, Run run,
@@ -241,14 +272,18 @@ void PipelineBatch::RecordRun(size_t begin, size_t end, absl::Duration took) {
   for (size_t i = begin; i < end; ++i) {
     const PipelineRequest& request = operations_[i].request;
     const bool add = request.has_add();
+    const bool remove = request.has_remove();
     const size_t items =
-        add ? request.add().items_size() + request.add().raw_items_size()
-            : request.might_contain().items_size() + request.might_contain().raw_items_size();
+        add      ? request.add().items_size() + request.add().raw_items_size()
+        : remove ? request.remove().items_size() + request.remove().raw_items_size()
+                 : request.might_contain().items_size() + request.might_contain().raw_items_size();
     const auto code = responses_[i].has_error()
                           ? static_cast<absl::StatusCode>(responses_[i].error().code())
                           : absl::StatusCode::kOk;
-    metrics->RecordRpc(add ? metrics::Rpc::kPipelineAdd : metrics::Rpc::kPipelineMightContain, code,
-                       took, items);
+    metrics->RecordRpc(add      ? metrics::Rpc::kPipelineAdd
+                       : remove ? metrics::Rpc::kPipelineRemove
+                                : metrics::Rpc::kPipelineMightContain,
+                       code, took, items);
   }
 }
 

@@ -54,9 +54,10 @@ class PipelineBatch {
   // cleared.
   void Take(std::vector<Operation>& pending);
   size_t size() const { return operations_.size(); }
-  bool has_adds() const;
+  // Whether it has adds or removes (served through the store's group committer).
+  bool has_writes() const;
 
-  // Serves the batch into `store_batch`: checks are answered now, adds are queued. Once
+  // Serves the batch into `store_batch`: checks and removes are answered now, adds are queued. Once
   // `abandoned` reads true (nobody will read the answers) the rest is dropped: size() shrinks.
   void Queue(storage::OperationBatch& store_batch, const std::atomic<bool>& abandoned);
   // After `store_batch` was flushed: the queued adds' answers.
@@ -93,6 +94,8 @@ class PipelineBatch {
   // one operation at a time.
   void TakeAdds(storage::OperationBatch& store_batch, Run run, Responses responses,
                 QueuedRun& queued);
+  // Removes (CUCKOO filters), one store call each, answered now.
+  void AnswerRemoves(storage::OperationBatch& store_batch, Run run, Responses responses);
   // Checks of one filter: one store call for all, or one each if that fails.
   void AnswerChecks(storage::OperationBatch& store_batch, Run run, Responses responses);
   void RecordRun(size_t begin, size_t end, absl::Duration took);

@@ -141,7 +141,7 @@ TEST_F(PipelineBatchTest, AnAbandonedBatchStopsAndFailAnswersEveryOperation) {
   operations.push_back(AddOf("f", {"a"}, true));
   operations.push_back(CheckOf("f", {"a"}));
   batch.Take(operations);
-  EXPECT_TRUE(batch.has_adds());
+  EXPECT_TRUE(batch.has_writes());
   absl::StatusOr<std::unique_ptr<storage::OperationBatch>> store_batch = store_->StartBatch();
   ASSERT_OK(store_batch.status());
   const std::atomic<bool> abandoned{true};
@@ -154,7 +154,7 @@ TEST_F(PipelineBatchTest, AnAbandonedBatchStopsAndFailAnswersEveryOperation) {
   operations.push_back(CheckOf("f", {"a"}));
   operations.push_back(CheckOf("g", {"a"}));
   batch.Take(operations);
-  EXPECT_FALSE(batch.has_adds());
+  EXPECT_FALSE(batch.has_writes());
   batch.Fail(absl::UnavailableError("closing"));
   for (const PipelineResponse& response : batch.responses()) {
     EXPECT_EQ(response.error().code(), static_cast<int>(absl::StatusCode::kUnavailable));

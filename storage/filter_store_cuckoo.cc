@@ -1,5 +1,5 @@
 // FilterStore's calls that only CUCKOO filters have (filter_store.h): Remove and Count. The
-// filter's own side is in stored_filter_cuckoo.cc.
+// filter's own side is in stored_filter_cuckoo.cc, a remove's lookup in operation_batch.cc.
 #include <memory>
 #include <string>
 #include <vector>
@@ -7,15 +7,10 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "storage/filter_store.h"
+#include "storage/operation_batch.h"
 
 namespace storage {
 namespace {
-
-absl::Status NotCuckoo(absl::string_view name, absl::string_view call) {
-  return absl::FailedPreconditionError(absl::StrCat(
-      call, " needs a CUCKOO filter; '", name,
-      "' is a BLOOM filter, which cannot forget or count items (reserve one with kind CUCKOO)"));
-}
 
 std::vector<uint64_t> HashItems(const StoredFilter& filter,
                                 absl::Span<const absl::string_view> items) {
@@ -30,17 +25,9 @@ absl::StatusOr<std::vector<bool>> FilterStore::RemoveItems(
     absl::string_view name, absl::Span<const absl::string_view> items, bool defer_sync) {
   absl::StatusOr<std::vector<bool>> removed;
   {
-    bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
-    RETURN_IF_ERROR(CheckOpen());
-    RETURN_IF_ERROR(CheckWritable());
-    RETURN_IF_ERROR(ValidateFilterName(name));
-    // An evicted filter answers EvictedError: look it up again, which loads it.
-    for (int attempt = 0; attempt < kDeleteRaceRetries; ++attempt) {
-      ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> filter, FindUsable(name));
-      if (filter->cuckoo() == nullptr) return NotCuckoo(name, "Remove");
-      removed = filter->CuckooRemove(HashItems(*filter, items), options_.sync && !defer_sync);
-      if (!StoredFilter::IsEvicted(removed.status())) break;
-    }
+    // A batch of one, as Add: the path of a Pipeline's removes.
+    ASSIGN_OR_RETURN(std::unique_ptr<OperationBatch> batch, StartBatch(defer_sync));
+    removed = batch->RemoveItems(name, items);
   }
   if (removed.ok() && !defer_sync) RETURN_IF_ERROR(WaitReplicated());  // holding no lock
   return removed;
@@ -52,7 +39,7 @@ absl::StatusOr<std::vector<uint32_t>> FilterStore::Count(
   RETURN_IF_ERROR(CheckOpen());
   RETURN_IF_ERROR(ValidateFilterName(name));
   ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> filter, FindUsable(name));
-  if (filter->cuckoo() == nullptr) return NotCuckoo(name, "Count");
+  RETURN_IF_ERROR(filter->RequireCuckoo("Count"));
   return filter->CuckooCount(HashItems(*filter, items));
 }
 

@@ -109,6 +109,24 @@ absl::Status OperationBatch::MightContainInto(absl::string_view name,
   return filter->MightContain(hashes, present);
 }
 
+absl::StatusOr<std::vector<bool>> OperationBatch::RemoveItems(
+    absl::string_view name, absl::Span<const absl::string_view> items) {
+  RETURN_IF_ERROR(store_->CheckOpen());
+  RETURN_IF_ERROR(store_->CheckWritable());
+  RETURN_IF_ERROR(ValidateFilterName(name));
+  // An evicted filter answers EvictedError: look it up again, which loads it.
+  for (int attempt = 0; attempt < FilterStore::kDeleteRaceRetries; ++attempt) {
+    ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> filter,
+                     store_->FindUsable(name, [this] { Flush(); }));
+    RETURN_IF_ERROR(filter->RequireCuckoo("Remove"));
+    ItemHashes hashes(items.size());
+    for (size_t i = 0; i < items.size(); ++i) hashes[i] = filter->Hash(items[i]);
+    absl::StatusOr<std::vector<bool>> removed = filter->CuckooRemove(hashes, sync_);
+    if (!StoredFilter::IsEvicted(removed.status())) return removed;
+  }
+  return FilterStore::DeleteRaceError(name);
+}
+
 void OperationBatch::Flush() {
   if (pending_.empty()) return;
   const absl::Status written = store_->db_->Write(write_, sync_, "journaling a batch of adds");

@@ -69,6 +69,10 @@ class OperationBatch {
   // As FilterStore::MightContainInto, answered now.
   absl::Status MightContainInto(absl::string_view name, absl::Span<const absl::string_view> items,
                                 bool* present);
+  // As FilterStore::RemoveItems (CUCKOO filters), answered now, in its own write (adds pending
+  // for other filters are flushed first only when the lookup must wait).
+  absl::StatusOr<std::vector<bool>> RemoveItems(absl::string_view name,
+                                                absl::Span<const absl::string_view> items);
   // Writes the pending adds (one RocksDB write) and applies them. A no-op when none is pending.
   void Flush();
   // The result of Add `ticket`, as FilterStore::Add would answer it; flushes first if needed.

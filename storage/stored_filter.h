@@ -337,6 +337,8 @@ class StoredFilter {
                                                               int index);
   // The filter's seed (either kind; not for an unreadable filter).
   uint64_t seed() const { return has_chain_ ? chain_.seed() : rare_->cuckoo->seed(); }
+  // OK for a CUCKOO filter; FAILED_PRECONDITION naming `call` (Remove, Count) otherwise.
+  absl::Status RequireCuckoo(absl::string_view call) const;
   // Null for a Bloom filter (and an unreadable one).
   bloom::CuckooFilter* cuckoo() const { return rare_ != nullptr ? rare_->cuckoo.get() : nullptr; }
   // The filter's seeded hash of `item`, which its calls take (either kind; not for an

@@ -80,6 +80,13 @@ absl::Status StoredFilter::LoadStoredPage(uint32_t sub, uint32_t page, absl::str
   return OrStoredPage(sub_filter->bits(), page, value, scratch);
 }
 
+absl::Status StoredFilter::RequireCuckoo(absl::string_view call) const {
+  if (cuckoo() != nullptr) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      call, " needs a CUCKOO filter; '", name(),
+      "' is a BLOOM filter, which cannot forget or count items (reserve one with kind CUCKOO)"));
+}
+
 absl::StatusOr<SubFilterRecord> StoredFilter::NewCuckooTableRecord(const bloom::FilterParams& spec,
                                                                    int index) {
   ASSIGN_OR_RETURN(const bloom::ChainTarget target, bloom::ChainTargetFor(spec, index));
