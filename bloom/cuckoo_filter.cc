@@ -151,8 +151,9 @@ absl::Status CuckooFilter::AddHashes(absl::Span<const uint64_t> hashes, Persist 
     }
   }
   if (status.code() == absl::StatusCode::kResourceExhausted) {
-    status = absl::ResourceExhaustedError(absl::StrCat(
-        "the cuckoo filter is full (", status.message(), "); none of the batch's items were added"));
+    status =
+        absl::ResourceExhaustedError(absl::StrCat("the cuckoo filter is full (", status.message(),
+                                                  "); none of the batch's items were added"));
   }
   if (status.ok() && !changes.empty()) {
     status = persist(changes, static_cast<int>(tables_before), static_cast<int>(tables_.size()));
@@ -198,8 +199,7 @@ std::vector<uint32_t> CuckooFilter::CountHashes(absl::Span<const uint64_t> hashe
 
 std::vector<bool> CuckooFilter::Remove(absl::Span<const absl::string_view> items) {
   // Cannot fail: nothing to persist.
-  return *Remove(items,
-                 [](absl::Span<const CuckooChange>, int, int) { return absl::OkStatus(); });
+  return *Remove(items, [](absl::Span<const CuckooChange>, int, int) { return absl::OkStatus(); });
 }
 
 absl::StatusOr<std::vector<bool>> CuckooFilter::Remove(absl::Span<const absl::string_view> items,

@@ -120,8 +120,8 @@ class CuckooFilter {
       ABSL_LOCKS_EXCLUDED(mu_);
   std::vector<uint32_t> CountHashes(absl::Span<const uint64_t> hashes) const
       ABSL_LOCKS_EXCLUDED(mu_);
-  absl::StatusOr<std::vector<bool>> RemoveHashes(absl::Span<const uint64_t> hashes,
-                                                 Persist persist) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<std::vector<bool>> RemoveHashes(absl::Span<const uint64_t> hashes, Persist persist)
+      ABSL_LOCKS_EXCLUDED(mu_);
   std::vector<bool> MightContain(absl::Span<const absl::string_view> items) const
       ABSL_LOCKS_EXCLUDED(mu_);
   std::vector<uint32_t> Count(absl::Span<const absl::string_view> items) const

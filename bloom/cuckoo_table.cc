@@ -322,10 +322,10 @@ void CuckooTable::MarkPageDirty(uint64_t page) {
 absl::Status CuckooTable::Apply(const CuckooChange& change, bool undo) {
   const uint32_t fingerprint = undo ? change.before : change.after;
   if (change.position >= layout_.slots() + kStashEntries || fingerprint > mask_) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("a change of slot ", change.position, " to ", fingerprint,
-                     " does not fit a cuckoo table of ", layout_.slots(), " slots of ",
-                     layout_.fingerprint_bits, " bits"));
+    return absl::InvalidArgumentError(absl::StrCat("a change of slot ", change.position, " to ",
+                                                   fingerprint, " does not fit a cuckoo table of ",
+                                                   layout_.slots(), " slots of ",
+                                                   layout_.fingerprint_bits, " bits"));
   }
   if (change.position < layout_.slots()) {
     const uint64_t bucket = change.position / kCuckooBucketSlots;

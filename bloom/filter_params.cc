@@ -62,8 +62,9 @@ absl::StatusOr<FilterParams> NormalizeSpec(const FilterParams& spec, absl::strin
   }
   if (spec.cuckoo() && spec.window != absl::ZeroDuration()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        field, ".window is not available for a CUCKOO filter: items leave it by Remove, and the "
-               "whole filter by idle_ttl"));
+        field,
+        ".window is not available for a CUCKOO filter: items leave it by Remove, and the "
+        "whole filter by idle_ttl"));
   }
   if (absl::Status window = NormalizeWindow(out, field); !window.ok()) return window;
   return out;

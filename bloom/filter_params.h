@@ -52,8 +52,8 @@ struct FilterParams {
   friend bool operator==(const FilterParams&, const FilterParams&) = default;
 };
 
-// Checks every field and replaces expansion 0 by the default. A cuckoo filter has no window. InvalidArgument names the field
-// as `field`.capacity etc.
+// Checks every field and replaces expansion 0 by the default. A cuckoo filter has no window.
+// InvalidArgument names the field as `field`.capacity etc.
 absl::StatusOr<FilterParams> NormalizeSpec(const FilterParams& spec,
                                            absl::string_view field = "spec");
 

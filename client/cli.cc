@@ -29,17 +29,23 @@ constexpr char kUsage[] =
 
 commands:
   reserve NAME --capacity=N --error-rate=P [--expansion=E] [--non-scaling]
-        [--window=7d [--window-slices=8]] [--idle-ttl=30d]
+        [--window=7d [--window-slices=8]] [--idle-ttl=30d] [--kind=bloom|cuckoo]
                               a sliding window forgets items after about 7 days; an idle
                               filter is deleted after 30 days without adds or checks
-                              (durations: 90s, 15m, 12h, 7d, 1h30m)
+                              (durations: 90s, 15m, 12h, 7d, 1h30m); a cuckoo filter
+                              can remove and count items, and has no window
   reserve NAME --like=OTHER   an empty filter like OTHER (its spec and seed), to merge with it
   add NAME ITEM...            add items given as arguments
   add NAME --file=PATH|-      add one item per line (bulk load in batches)
         [--create-capacity=N --create-error-rate=P]   create the filter if missing
-        (with reserve's --expansion, --non-scaling, --window, --window-slices, --idle-ttl)
+        (with reserve's --expansion, --non-scaling, --window, --window-slices, --idle-ttl,
+        --kind)
   check NAME ITEM...          "maybe" (probably added) or "no" (never added) per item
   check NAME --file=PATH|-
+  remove NAME ITEM...         cuckoo filters: remove one copy of each item ("removed", or
+  remove NAME --file=PATH|-   "absent" when the filter held none). Remove only what was
+                              added: removing another item can remove a colliding one's copy
+  count NAME ITEM...          cuckoo filters: the copies held of each item
   stats NAME
   list [--prefix=P] [--page-size=N]       every page, in name order
   delete NAME
@@ -270,6 +276,15 @@ void PrintStats(const bloom::v1::FilterStats& s) {
                              absl::Nanoseconds(s.spec().window().nanos())),
         s.spec().window_slices(), FormatTimestamp(s.window_start()));
   }
+  if (s.spec().kind() == bloom::v1::FILTER_KIND_CUCKOO) {
+    std::cout << absl::StrFormat(
+        "kind:                  cuckoo (items_added: copies held; fill_ratio: load factor)\n");
+    for (const bloom::v1::SubFilterStats& table : s.sub_filter_stats()) {
+      std::cout << absl::StrFormat(
+          "  table:               %d buckets of 4, %d-bit fingerprints, load %.4f\n",
+          table.buckets(), table.fingerprint_bits(), table.fill_ratio());
+    }
+  }
   if (s.has_expires_at()) {
     std::cout << absl::StrFormat(
         "expires_at:            %s unless used (idle_ttl %s)\n", FormatTimestamp(s.expires_at()),
@@ -313,6 +328,12 @@ bool ParseSpec(const Args& args, const std::string& capacity_key, const std::str
     return false;
   }
   spec.set_window_slices(slices);
+  const std::string kind = args.Get("kind", "bloom");
+  if (kind == "cuckoo") {
+    spec.set_kind(bloom::v1::FILTER_KIND_CUCKOO);
+  } else if (kind != "bloom") {
+    return false;
+  }
   return true;
 }
 
@@ -437,7 +458,7 @@ int Run(const Args& args) {
     if (!like && !ParseSpec(args, "capacity", "error-rate", spec)) {
       return Usage(
           "reserve needs --capacity=N and --error-rate=P (and durations like 7d or 12h for "
-          "--window and --idle-ttl), or --like=OTHER");
+          "--window and --idle-ttl, --kind=bloom or cuckoo), or --like=OTHER");
     }
     absl::StatusOr<bloom::v1::ReserveResponse> r =
         like ? client->ReserveLike(name, args.Get("like")) : client->Reserve(name, spec);
@@ -462,20 +483,38 @@ int Run(const Args& args) {
     }
     return 0;
   }
-  if (command == "add" || command == "check") {
+  if (command == "count") {
+    if (items.empty()) return Usage("count needs items");
+    absl::StatusOr<std::vector<uint32_t>> counts = client->Count(name, items);
+    if (!counts.ok()) return Error(counts.status());
+    if (json) {
+      std::cout << "{\"counts\": [" << absl::StrJoin(*counts, ", ") << "]}\n";
+    } else {
+      for (size_t i = 0; i < counts->size(); ++i)
+        std::cout << items[i] << "\t" << (*counts)[i] << "\n";
+    }
+    return 0;
+  }
+  if (command == "add" || command == "check" || command == "remove") {
     const bool add = command == "add";
+    const bool remove = command == "remove";
+    // What each answer means, per command: added / present / removed.
+    const char* const key = add ? "added" : remove ? "removed" : "present";
+    const char* const yes = add ? "new" : remove ? "removed" : "maybe";
+    const char* const no = add ? "present" : remove ? "absent" : "no";
     bloom::v1::FilterSpec create;
     const bool create_if_missing = args.Has("create-capacity");
     if (create_if_missing && !ParseSpec(args, "create-capacity", "create-error-rate", create)) {
-      return Usage("--create-capacity needs --create-error-rate");
+      return Usage("--create-capacity needs --create-error-rate (and --kind=bloom or cuckoo)");
     }
     if (args.Has("file")) {
       uint64_t total = 0, hits = 0;
       absl::Status status = ForEachBatch(
           args.Get("file"), options.batch_size, [&](const std::vector<std::string>& batch) {
             absl::StatusOr<std::vector<bool>> r =
-                add ? client->Add(name, batch, create_if_missing ? &create : nullptr)
-                    : client->MightContain(name, batch);
+                add      ? client->Add(name, batch, create_if_missing ? &create : nullptr)
+                : remove ? client->Remove(name, batch)
+                         : client->MightContain(name, batch);
             if (!r.ok()) return r.status();
             total += r->size();
             for (bool b : *r) hits += b;
@@ -484,27 +523,32 @@ int Run(const Args& args) {
       if (!status.ok()) return Error(status);
       if (json) {
         std::cout << absl::StrFormat("{\"items\": %d, \"%s\": %d}\n", total,
-                                     add ? "new" : "present", hits);
+                                     add      ? "new"
+                                     : remove ? "removed"
+                                              : "present",
+                                     hits);
       } else {
         std::cout << absl::StrFormat("%d items: %d %s\n", total, hits,
-                                     add ? "new" : "maybe present");
+                                     add      ? "new"
+                                     : remove ? "removed"
+                                              : "maybe present");
       }
       return 0;
     }
     if (items.empty()) return Usage(absl::StrCat(command, " needs items or --file"));
     absl::StatusOr<std::vector<bool>> r =
-        add ? client->Add(name, items, create_if_missing ? &create : nullptr)
-            : client->MightContain(name, items);
+        add      ? client->Add(name, items, create_if_missing ? &create : nullptr)
+        : remove ? client->Remove(name, items)
+                 : client->MightContain(name, items);
     if (!r.ok()) return Error(r.status());
     if (json) {
-      std::cout << "{\"" << (add ? "added" : "present") << "\": [";
+      std::cout << "{\"" << key << "\": [";
       for (size_t i = 0; i < r->size(); ++i)
         std::cout << (i ? ", " : "") << ((*r)[i] ? "true" : "false");
       std::cout << "]}\n";
     } else {
       for (size_t i = 0; i < r->size(); ++i) {
-        std::cout << items[i] << "\t"
-                  << (add ? ((*r)[i] ? "new" : "present") : ((*r)[i] ? "maybe" : "no")) << "\n";
+        std::cout << items[i] << "\t" << ((*r)[i] ? yes : no) << "\n";
       }
     }
     return 0;

@@ -4,7 +4,8 @@
 // Choices 6 and 7 read Add / MightContain with the callback server's direct parser
 // (service/direct_parse.h), which must never accept what protobuf refuses and must read what
 // it accepts exactly as protobuf does; a difference aborts. Choice 8 is Merge ("f-like" is made
-// like "f", so that the two can merge).
+// like "f", so that the two can merge). Choices 9 and 10 are Remove and Count, mostly of the
+// CUCKOO filter "c".
 #include <stdlib.h>
 
 #include <cstddef>
@@ -58,6 +59,9 @@ Harness& GetHarness() {
         std::make_unique<service::BloomService>(h->store.get(), service::ServiceLimits{1000, 1024});
     // Filters for the fuzzer's Adds and queries to find.
     h->store->Reserve("f", {1000, 0.01}).IgnoreError();
+    bloom::FilterParams cuckoo{1000, 0.01};
+    cuckoo.kind = bloom::FilterKind::kCuckoo;
+    h->store->Reserve("c", cuckoo).IgnoreError();
     h->store->Reserve("fixed", {10, 0.1, 0, true}).IgnoreError();
     h->store->ReserveLike("f-like", "f").IgnoreError();  // merges into and from "f"
     // Registered after the store opened, so that it runs before the destructors of the
@@ -119,9 +123,9 @@ void RunDirect(const uint8_t* data, size_t size, bool add) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   service::BloomService& s = *GetHarness().service;
-  // 0-7 as the first byte mod 8 (so saved inputs keep their handler), Merge for bytes that are
-  // 8 mod 16.
-  const uint8_t method = data[0] % 16 == 8 ? 8 : data[0] % 8;
+  // 0-7 as the first byte mod 8 (so saved inputs keep their handler), Merge, Remove and Count
+  // for bytes that are 8, 9 and 10 mod 16.
+  const uint8_t method = data[0] % 16 >= 8 && data[0] % 16 <= 10 ? data[0] % 16 : data[0] % 8;
   ++data;
   --size;
   switch (method) {
@@ -151,7 +155,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     case 4:
       Run<bloom::v1::DeleteRequest>(data, size, [&](const auto& r) {
-        if (r.name() != "f" && r.name() != "fixed" && r.name() != "f-like") {
+        if (r.name() != "f" && r.name() != "fixed" && r.name() != "f-like" && r.name() != "c") {
           s.HandleDelete(r);  // keep the targets
         }
       });
@@ -172,6 +176,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       Run<bloom::v1::MergeRequest>(data, size, [&](const auto& r) {
         bloom::v1::MergeResponse response;
         s.HandleMerge(r, &response);
+      });
+      break;
+    case 9:
+      Run<bloom::v1::RemoveRequest>(data, size, [&](const auto& r) {
+        bloom::v1::RemoveResponse response;
+        s.HandleRemove(r, &response);
+      });
+      break;
+    case 10:
+      Run<bloom::v1::CountRequest>(data, size, [&](const auto& r) {
+        bloom::v1::CountResponse response;
+        s.HandleCount(r, &response);
       });
       break;
   }

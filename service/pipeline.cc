@@ -77,8 +77,9 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
         stop_reading_ = true;
       } else if (read_buffer_.op_case() == PipelineRequest::OP_NOT_SET) {
         if (end_status_.ok()) {
-          end_status_ = absl::InvalidArgumentError(absl::StrCat(
-              "PipelineRequest id ", read_buffer_.id(), " has no operation (add, might_contain or remove)"));
+          end_status_ = absl::InvalidArgumentError(
+              absl::StrCat("PipelineRequest id ", read_buffer_.id(),
+                           " has no operation (add, might_contain or remove)"));
         }
         stop_reading_ = true;
       } else if (absl::Status packed = CheckMore(read_buffer_); !packed.ok()) {
@@ -157,9 +158,9 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
   static absl::Status CheckMore(const PipelineRequest& request) {
     for (const PipelineRequest& more : request.more()) {
       if (more.op_case() == PipelineRequest::OP_NOT_SET) {
-        return absl::InvalidArgumentError(absl::StrCat("PipelineRequest id ", request.id(),
-                                                       ": more (id ", more.id(),
-                                                       ") has no operation (add, might_contain or remove)"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("PipelineRequest id ", request.id(), ": more (id ", more.id(),
+                         ") has no operation (add, might_contain or remove)"));
       }
       if (more.more_size() > 0) {
         return absl::InvalidArgumentError(
@@ -305,7 +306,8 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
   // The WAL's fsync for `count` answers at the oldest not durable ones of the outbox finished
   // (--sync; WhenDurable calls back in the order it was asked, so they are these): they may be
   // written now. If it failed, their adds answer its error instead (unacknowledged: a client
-  // retries them; a BLOOM filter's adds are idempotent, a CUCKOO filter's adds and removes are not: bloom.proto says so).
+  // retries them; a BLOOM filter's adds are idempotent, a CUCKOO filter's adds and removes are not:
+  // bloom.proto says so).
   void OnDurable(size_t count, const absl::Status& synced) {
     Actions actions;
     {

@@ -56,10 +56,9 @@ void PipelineBatch::Take(std::vector<Operation>& pending) {
 }
 
 bool PipelineBatch::has_writes() const {
-  return std::any_of(operations_.begin(), operations_.end(),
-                     [](const Operation& operation) {
-                       return operation.request.has_add() || operation.request.has_remove();
-                     });
+  return std::any_of(operations_.begin(), operations_.end(), [](const Operation& operation) {
+    return operation.request.has_add() || operation.request.has_remove();
+  });
 }
 
 void PipelineBatch::Clear() {
@@ -206,9 +205,9 @@ void PipelineBatch::AnswerRemoves(storage::OperationBatch& store_batch, Run run,
     items.clear();
     absl::Status status = RequireRole(caller_, Role::kWrite, "Pipeline remove");
     if (status.ok()) status = service_->CollectItems(request, items);
-    absl::StatusOr<std::vector<bool>> removed =
-        status.ok() ? store_batch.RemoveItems(request.name(), items)
-                    : absl::StatusOr<std::vector<bool>>(status);
+    absl::StatusOr<std::vector<bool>> removed = status.ok()
+                                                    ? store_batch.RemoveItems(request.name(), items)
+                                                    : absl::StatusOr<std::vector<bool>>(status);
     if (!removed.ok()) {
       SetOperationError(removed.status(), responses[i]);
       continue;

@@ -16,10 +16,10 @@
 // clock that starts at kWindowedStart and moves ADVANCE_SECONDS after each batch, so batch b
 // is added at kWindowedStart + b * ADVANCE_SECONDS (windowed_store_test knows when).
 #include <algorithm>
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <atomic>
 #include <string>
 #include <thread>
 #include <vector>
@@ -74,7 +74,8 @@ int CuckooThenDie(const std::string& dir, int rounds) {
   });
   auto round_items = [](int round, int n) {
     std::vector<std::string> out;
-    for (int i = 0; i < n; ++i) out.push_back("c-" + std::to_string(round) + "-" + std::to_string(i));
+    for (int i = 0; i < n; ++i)
+      out.push_back("c-" + std::to_string(round) + "-" + std::to_string(i));
     return out;
   };
   for (int r = 0; r < rounds; ++r) {

@@ -95,12 +95,11 @@ TEST_F(CuckooStoreTest, CheckpointsRacingAddsAndRemovesKeepTheFilterExact) {
     while (!stop.load()) ASSERT_OK(store_->CheckpointAll());
   });
   for (int round = 0; round < 40; ++round) {
-    ASSERT_OK(store_->Add("c", Views(Items(absl::StrCat("r", round, "-"), 0, 100)), nullptr)
-                  .status());
+    ASSERT_OK(
+        store_->Add("c", Views(Items(absl::StrCat("r", round, "-"), 0, 100)), nullptr).status());
     if (round > 0) {
-      ASSERT_OK(
-          store_->RemoveItems("c", Views(Items(absl::StrCat("r", round - 1, "-"), 0, 50)))
-              .status());
+      ASSERT_OK(store_->RemoveItems("c", Views(Items(absl::StrCat("r", round - 1, "-"), 0, 50)))
+                    .status());
     }
   }
   stop.store(true);

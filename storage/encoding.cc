@@ -104,8 +104,8 @@ std::string EncodeFilterRecord(const FilterRecord& r) {
   const bool v2 = NeedsVersion2(r);
   w.Bytes(kFilterMagic);
   w.Fixed<uint16_t>(r.spec.cuckoo() ? kKindRecordVersion
-                    : v2              ? kWindowedRecordVersion
-                                      : kFormatVersion);
+                    : v2            ? kWindowedRecordVersion
+                                    : kFormatVersion);
   w.Fixed(r.generation);
   w.Fixed(r.seed);
   w.Fixed(r.created_at_micros);
@@ -148,8 +148,8 @@ absl::StatusOr<FilterRecord> DecodeFilterRecord(absl::string_view bytes) {
   if (version != kFormatVersion && version != kWindowedRecordVersion &&
       version != kKindRecordVersion) {
     return absl::DataLossError(absl::StrCat("filter metadata has format version ", version,
-                                            "; this server reads versions ", kFormatVersion,
-                                            " to ", kKindRecordVersion));
+                                            "; this server reads versions ", kFormatVersion, " to ",
+                                            kKindRecordVersion));
   }
   const bool v2 = version >= kWindowedRecordVersion;
   FilterRecord r;
@@ -204,13 +204,12 @@ absl::StatusOr<FilterRecord> DecodeFilterRecord(absl::string_view bytes) {
       return absl::DataLossError("filter metadata lists slices out of order");
     }
     previous_slice = s.slice_start_micros;
-    const bool layout_ok =
-        r.spec.cuckoo()
-            ? s.num_blocks > 0 && s.num_blocks <= bloom::kMaxCuckooBuckets &&
-                  s.hash_count >= bloom::kMinFingerprintBits &&
-                  s.hash_count <= bloom::kMaxFingerprintBits
-            : s.num_blocks > 0 && s.num_blocks <= bloom::kMaxBlocks && s.hash_count > 0 &&
-                  s.hash_count <= bloom::kMaxHashCount;
+    const bool layout_ok = r.spec.cuckoo()
+                               ? s.num_blocks > 0 && s.num_blocks <= bloom::kMaxCuckooBuckets &&
+                                     s.hash_count >= bloom::kMinFingerprintBits &&
+                                     s.hash_count <= bloom::kMaxFingerprintBits
+                               : s.num_blocks > 0 && s.num_blocks <= bloom::kMaxBlocks &&
+                                     s.hash_count > 0 && s.hash_count <= bloom::kMaxHashCount;
     if (!layout_ok) {
       return absl::DataLossError("filter metadata holds an invalid sub-filter layout");
     }

@@ -82,8 +82,8 @@ absl::Status OperationBatch::Prepare(absl::string_view name,
       // (stored_filter_cuckoo.cc); it never waits for this batch's.
       status = filter->cuckoo() != nullptr
                    ? filter->CuckooAdd(hashes, operation.added.get(), sync_)
-                   : filter->PrepareGroupAdd(hashes, operation.added.get(),
-                                             store_->options_.sync, write_, grouped);
+                   : filter->PrepareGroupAdd(hashes, operation.added.get(), store_->options_.sync,
+                                             write_, grouped);
     }
     if (status.ok() && grouped.needs_write) {
       held_.insert(filter.get());

@@ -10,7 +10,8 @@ uint64_t RecordBitsBytes(const FilterRecord& record) {
   if (record.spec.cuckoo()) {
     uint64_t bytes = 0;
     for (const SubFilterRecord& table : record.sub_filters) {
-      bytes += bloom::CuckooLayout{table.num_blocks, static_cast<uint32_t>(table.hash_count)}.bytes();
+      bytes +=
+          bloom::CuckooLayout{table.num_blocks, static_cast<uint32_t>(table.hash_count)}.bytes();
     }
     return bytes;
   }

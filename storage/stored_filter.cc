@@ -347,7 +347,8 @@ absl::StatusOr<FilterInfo> StoredFilter::Info() const {
   info.name = name_.str();
   info.spec = spec();
   info.created_at = absl::FromUnixMicros(created_at_micros_);
-  info.stats = cuckoo() != nullptr ? bloom::AsFilterStats(cuckoo()->Stats()) : chain_.ComputeStats();
+  info.stats =
+      cuckoo() != nullptr ? bloom::AsFilterStats(cuckoo()->Stats()) : chain_.ComputeStats();
   info.checks = checks_.load(std::memory_order_relaxed);
   info.check_hits = check_hits_.load(std::memory_order_relaxed);
   if (info.spec.windowed()) info.window_start = chain_.clock()->Now() - info.spec.window;

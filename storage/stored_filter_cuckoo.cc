@@ -51,9 +51,8 @@ absl::StatusOr<StoredFilter::Built> StoredFilter::Build(const FilterRecord& reco
   return built;
 }
 
-std::shared_ptr<StoredFilter> StoredFilter::Make(absl::string_view name,
-                                                 const FilterRecord& record, Built built,
-                                                 const StoreContext* context,
+std::shared_ptr<StoredFilter> StoredFilter::Make(absl::string_view name, const FilterRecord& record,
+                                                 Built built, const StoreContext* context,
                                                  uint64_t charged_bytes) {
   if (built.cuckoo != nullptr) {
     return std::make_shared<StoredFilter>(name, record, std::move(built.cuckoo), context,
@@ -112,7 +111,8 @@ absl::StatusOr<std::unique_ptr<bloom::CuckooFilter>> StoredFilter::BuildCuckoo(
     const bloom::CuckooLayout layout{s.num_blocks, static_cast<uint32_t>(s.hash_count)};
     absl::StatusOr<bloom::CuckooLayout> expected = cuckoo->LayoutOf(static_cast<int>(i));
     if (!expected.ok() || !(*expected == layout)) {
-      return absl::DataLossError(absl::StrCat("cuckoo table ", i, " has a layout its spec does not give"));
+      return absl::DataLossError(
+          absl::StrCat("cuckoo table ", i, " has a layout its spec does not give"));
     }
     ASSIGN_OR_RETURN(std::unique_ptr<bloom::CuckooTable> table,
                      bloom::CuckooTable::Create(layout, cuckoo->KeyOf(static_cast<int>(i))));
@@ -122,10 +122,9 @@ absl::StatusOr<std::unique_ptr<bloom::CuckooFilter>> StoredFilter::BuildCuckoo(
 }
 
 StoredFilter::StoredFilter(absl::string_view name, const FilterRecord& record,
-                           std::unique_ptr<bloom::CuckooFilter> cuckoo,
-                           const StoreContext* context, uint64_t charged_bytes)
-    : StoredFilter(name, record, std::unique_ptr<bloom::ScalableFilter>(), context,
-                   charged_bytes) {
+                           std::unique_ptr<bloom::CuckooFilter> cuckoo, const StoreContext* context,
+                           uint64_t charged_bytes)
+    : StoredFilter(name, record, std::unique_ptr<bloom::ScalableFilter>(), context, charged_bytes) {
   rare_ = std::make_unique<Rare>();
   rare_->cuckoo_tables.store(cuckoo->num_tables());
   rare_->cuckoo = std::move(cuckoo);
@@ -150,7 +149,8 @@ FilterRecord StoredFilter::MakeCuckooRecord(const PersistedState& state) const {
   for (int i = 0; i < tables; ++i) {
     // Cannot fail: the table exists, so its spec gives it.
     SubFilterRecord table = *NewCuckooTableRecord(record.spec, i);
-    table.items_added = static_cast<size_t>(i) < state.items_added.size() ? state.items_added[i] : 0;
+    table.items_added =
+        static_cast<size_t>(i) < state.items_added.size() ? state.items_added[i] : 0;
     record.sub_filters.push_back(table);
   }
   return record;
@@ -174,7 +174,8 @@ absl::Status StoredFilter::PersistCuckooChanges(absl::Span<const bloom::CuckooCh
     rare_->cuckoo_tables.store(tables_after);
     bloomsync::MutexLock meta(&meta_mu_);
     // Over the creation record, if any: the full record with the new tables.
-    batch.Put(db()->filters(), NameSlice(), EncodeFilterRecord(MakeRecord(PersistedNow(), nullptr)));
+    batch.Put(db()->filters(), NameSlice(),
+              EncodeFilterRecord(MakeRecord(PersistedNow(), nullptr)));
   }
   const std::string record = EncodeCuckooJournalRecord(changes);
   batch.Put(db()->journal(), JournalKey(generation_, next_seq_.fetch_add(1)), record);
@@ -219,19 +220,18 @@ absl::StatusOr<std::vector<bool>> StoredFilter::CuckooRemove(absl::Span<const ui
   bloomsync::ReaderMutexLock lock(&apply_mu_);
   RETURN_IF_ERROR(Addable());
   if (has_idle_ttl()) TouchIdle(context_->clock->Now());
-  ASSIGN_OR_RETURN(std::vector<bool> removed,
-                   rare_->cuckoo->RemoveHashes(
-                       hashes, [&](absl::Span<const bloom::CuckooChange> changes, int before,
-                                   int after) {
-                         return PersistCuckooChanges(changes, before, after, sync);
-                       }));
+  ASSIGN_OR_RETURN(
+      std::vector<bool> removed,
+      rare_->cuckoo->RemoveHashes(
+          hashes, [&](absl::Span<const bloom::CuckooChange> changes, int before, int after) {
+            return PersistCuckooChanges(changes, before, after, sync);
+          }));
   RETURN_IF_ERROR(PersistPendingCreation(sync));
   if (journal_bytes_.load() > 0) MarkChanged();
   return removed;
 }
 
-absl::StatusOr<std::vector<uint32_t>> StoredFilter::CuckooCount(
-    absl::Span<const uint64_t> hashes) {
+absl::StatusOr<std::vector<uint32_t>> StoredFilter::CuckooCount(absl::Span<const uint64_t> hashes) {
   RETURN_IF_ERROR(Usable());
   if (has_idle_ttl()) TouchIdle(context_->clock->Now());
   return rare_->cuckoo->CountHashes(hashes);

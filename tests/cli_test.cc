@@ -116,6 +116,33 @@ TEST_F(CliTest, ReserveLikeAndMerge) {
 
 // One filter per server, made alike through a dump, united on one server: each exports its
 // filter, and `import --merge` ORs the dumps into the one there.
+TEST_F(CliTest, CuckooKindRemoveAndCount) {
+  ASSERT_EQ(Cli("reserve blocked --capacity=1000 --error-rate=0.01 --kind=cuckoo").exit_code, 0);
+  ASSERT_EQ(Cli("add blocked a b b c").exit_code, 0);
+  EXPECT_EQ(Cli("count blocked a b z").out, "a\t1\nb\t2\nz\t0\n");
+  EXPECT_EQ(Cli("remove blocked a z").out, "a\tremoved\nz\tabsent\n");
+  EXPECT_EQ(Cli("check blocked a b").out, "a\tno\nb\tmaybe\n");
+  EXPECT_EQ(Cli("--json count blocked b").out, "{\"counts\": [2]}\n");
+  EXPECT_EQ(Cli("--json remove blocked b").out, "{\"removed\": [true]}\n");
+  Result r = Cli("stats blocked");
+  EXPECT_TRUE(absl::StrContains(r.out, "kind:                  cuckoo")) << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "11-bit fingerprints")) << r.out;
+  // Created by an add, removed from a file.
+  ASSERT_EQ(
+      Cli("add feed --create-capacity=100 --create-error-rate=0.01 --kind=cuckoo x y").exit_code,
+      0);
+  const std::string file = absl::StrCat(files_.path(), "/gone.txt");
+  std::ofstream(file) << "x\nnot-there\n";
+  EXPECT_EQ(Cli(absl::StrCat("remove feed --file=", file)).out, "2 items: 1 removed\n");
+  ASSERT_EQ(Cli("reserve plain --capacity=1000 --error-rate=0.01").exit_code, 0);
+  r = Cli("remove plain a");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(absl::StartsWith(r.out, "bloom-cli: FAILED_PRECONDITION: Remove needs a CUCKOO"))
+      << r.out;
+  EXPECT_EQ(Cli("reserve w --capacity=10 --error-rate=0.01 --kind=quotient").exit_code, 2);
+  EXPECT_EQ(Cli("count blocked").exit_code, 2);
+}
+
 TEST_F(CliTest, ImportMergeUnitesFiltersExportedFromTwoServers) {
   bloomtest::TempDir other_data;
   std::unique_ptr<bloomtest::ServerProcess> other =

@@ -124,8 +124,9 @@ TEST_F(CuckooServerTest, CreateIfMissingAndPipelineRemoves) {
   ASSERT_OK(bloomclient::FromGrpcStatus(stream->Finish()));
   ASSERT_TRUE(read);
   ASSERT_TRUE(response.has_remove()) << response.DebugString();
-  EXPECT_EQ(std::vector<bool>(response.remove().removed().begin(), response.remove().removed().end()),
-            (std::vector<bool>{true, false}));
+  EXPECT_EQ(
+      std::vector<bool>(response.remove().removed().begin(), response.remove().removed().end()),
+      (std::vector<bool>{true, false}));
   EXPECT_GT(response.remove().sequence(), 0u);
   ASSERT_EQ(response.more_size(), 2);
   EXPECT_EQ(std::vector<bool>(response.more(0).might_contain().present().begin(),

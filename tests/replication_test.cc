@@ -270,6 +270,49 @@ TEST(ReplicationTest, AMergeThroughAFollowerIsReadThereAndOnTheOther) {
   expect_union(*other);
 }
 
+TEST(ReplicationTest, ACuckooFilterWrittenThroughAFollowerCountsTheSameOnEveryFollower) {
+  // Adds and removes of a CUCKOO filter reach a follower as journal records of the slots they
+  // wrote, replayed into its resident copy; a new table changes the record, and the follower
+  // loads the filter again. Both followers hold the filter before the writes (read first).
+  ReplicationCluster cluster(2, {});
+  ASSERT_TRUE(cluster.Start());
+  std::unique_ptr<bloomclient::BloomClient> client =
+      bloomclient::BloomClient::Connect(cluster.follower(0).target());
+  std::unique_ptr<bloomclient::BloomClient> other =
+      bloomclient::BloomClient::Connect(cluster.follower(1).target());
+  bloom::v1::FilterSpec spec = Spec();
+  spec.set_capacity(500);
+  spec.set_kind(bloom::v1::FILTER_KIND_CUCKOO);
+  ASSERT_OK(client->Reserve("blocked", spec).status());
+  other->ObserveSequence(client->last_sequence());
+  ASSERT_OK(client->Count("blocked", {"x"}).status());
+  ASSERT_OK(other->Count("blocked", {"x"}).status());
+  std::vector<std::string> kept, lifted;
+  for (int i = 0; i < 1000; ++i) {
+    kept.push_back(absl::StrCat("kept-", i));
+    lifted.push_back(absl::StrCat("lifted-", i));
+  }
+  ASSERT_OK(client->Add("blocked", kept).status());
+  ASSERT_OK(client->Add("blocked", lifted).status());
+  ASSERT_OK(client->Add("blocked", {"twice", "twice"}).status());
+  absl::StatusOr<std::vector<bool>> removed = client->Remove("blocked", lifted);
+  ASSERT_OK(removed.status());
+  EXPECT_EQ(std::count(removed->begin(), removed->end(), true), 1000);
+  other->ObserveSequence(client->last_sequence());
+  for (bloomclient::BloomClient* reader : {client.get(), other.get()}) {
+    absl::StatusOr<std::vector<bool>> present = reader->MightContain("blocked", kept);
+    ASSERT_OK(present.status());
+    EXPECT_EQ(std::count(present->begin(), present->end(), true), 1000);
+    absl::StatusOr<std::vector<uint32_t>> counts = reader->Count("blocked", {"twice"});
+    ASSERT_OK(counts.status());
+    EXPECT_EQ((*counts)[0], 2u);
+    absl::StatusOr<bloom::v1::FilterStats> stats = reader->Stats("blocked");
+    ASSERT_OK(stats.status());
+    EXPECT_EQ(stats->items_added(), 1002u);
+    EXPECT_GT(stats->sub_filters(), 1u) << "the chain grew";
+  }
+}
+
 TEST(ReplicationTest, EveryClientLanguageReadsItsWritesThroughAFollower) {
   // The Python, Go and Node.js clients track the sequence of their writes as the C++ one does
   // (above): each program adds through the primary and checks through the follower, item by

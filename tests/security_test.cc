@@ -169,6 +169,10 @@ TEST_F(SecurityTest, TokensAndRolesGateEveryRpc) {
   ASSERT_OK(writer->Add("f", {"a"}).status());
   std::stringstream dump;
   ASSERT_OK(writer->Export("f", dump));
+  bloom::v1::FilterSpec cuckoo = spec;
+  cuckoo.set_kind(bloom::v1::FILTER_KIND_CUCKOO);
+  ASSERT_OK(writer->Reserve("c", cuckoo).status());
+  ASSERT_OK(writer->Add("c", {"a", "a", "a"}).status());
 
   using Code = absl::StatusCode;
   struct Rpc {
@@ -196,6 +200,8 @@ TEST_F(SecurityTest, TokensAndRolesGateEveryRpc) {
       {"Reserve like", true,
        [](BloomClient& c) { return c.ReserveLike("h", "f").status().code(); }},
       {"Merge", true, [](BloomClient& c) { return c.Merge("h", {"f"}).status().code(); }},
+      {"Remove", true, [](BloomClient& c) { return c.Remove("c", {"a"}).status().code(); }},
+      {"Count", false, [](BloomClient& c) { return c.Count("c", {"a"}).status().code(); }},
       {"Delete", true, [](BloomClient& c) { return c.Delete("g").code(); }},
   };
   for (const Rpc& rpc : rpcs) {

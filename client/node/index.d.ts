@@ -21,6 +21,8 @@ export interface FilterSpec {
   windowSlices?: number;
   /** Delete the filter after this long without an add or a check (0: never). */
   idleTtlMs?: number;
+  /** 'cuckoo': a filter that can remove() and count() items (no window). Default 'bloom'. */
+  kind?: 'bloom' | 'cuckoo';
 }
 
 export interface ClientOptions {
@@ -120,6 +122,13 @@ export class BloomClient {
   add(name: string, items: Item[], options?: AddOptions): Promise<boolean[]>;
   /** Resolves to present[i]: false means items[i] was never added. */
   mightContain(name: string, items: Item[], options?: CheckOptions): Promise<boolean[]>;
+  /**
+   * Cuckoo filters: removes one copy of each item; removed[i]: the filter held one. Remove only
+   * what was added; not idempotent (a retried call removes another copy).
+   */
+  remove(name: string, items: Item[], options?: CallOptions): Promise<boolean[]>;
+  /** Cuckoo filters: the copies of each item held. */
+  count(name: string, items: Item[], options?: CallOptions): Promise<number[]>;
   stats(name: string, options?: CallOptions): Promise<FilterStats>;
   delete(name: string, options?: CallOptions): Promise<void>;
   /** The stats of every filter whose name starts with prefix (all pages). */

@@ -77,15 +77,19 @@ function duration(ms) {
   return { seconds, nanos: Math.round((ms - seconds * 1000) * 1e6) };
 }
 
+const KINDS = { bloom: 'FILTER_KIND_UNSPECIFIED', cuckoo: 'FILTER_KIND_CUCKOO' };
+
 // windowMs: forget items added longer ago (kept in windowSlices slices, 0: the server's 8);
-// idleTtlMs: delete the filter after this long without an add or check.
+// idleTtlMs: delete the filter after this long without an add or check; kind: 'bloom' or
+// 'cuckoo' (a cuckoo filter can remove() and count() items, and has no window).
 function spec({
   capacity, errorRate, expansion = 0, nonScaling = false, windowMs = 0, windowSlices = 0,
-  idleTtlMs = 0,
+  idleTtlMs = 0, kind = 'bloom',
 }) {
+  if (!(kind in KINDS)) throw new TypeError(`kind must be 'bloom' or 'cuckoo', not '${kind}'`);
   return {
     capacity, errorRate, expansion, nonScaling, window: duration(windowMs), windowSlices,
-    idleTtl: duration(idleTtlMs),
+    idleTtl: duration(idleTtlMs), kind: KINDS[kind],
   };
 }
 
@@ -200,6 +204,27 @@ class BloomClient {
         name, rawItems: batch, absentIfMissing: absent, minSequence: this.lastSequence,
       }, callOptions).then((response) => response.present);
     });
+  }
+
+  /**
+   * Cuckoo filters: removes one copy of each item; resolves to removed[i]: the filter held one.
+   * Remove only what was added (removing another item can remove a colliding item's copy, which
+   * then reads absent). Not idempotent: a retried call removes another copy.
+   */
+  remove(name, items, callOptions = {}) {
+    return this._batched(toItems(items), callOptions, (batch) => this._unary('Remove', {
+      name, rawItems: batch,
+    }, callOptions).then((response) => {
+      this.observeSequence(response.sequence);
+      return response.removed;
+    }));
+  }
+
+  /** Cuckoo filters: resolves to counts[i], the copies of items[i] the filter holds. */
+  count(name, items, callOptions = {}) {
+    return this._batched(toItems(items), callOptions, (batch) => this._unary('Count', {
+      name, rawItems: batch, minSequence: this.lastSequence,
+    }, callOptions).then((response) => response.counts));
   }
 
   async _batched(items, callOptions, send) {

@@ -76,12 +76,18 @@ def _duration(value):
     return out
 
 
+_KINDS = {"bloom": bloom_pb2.FILTER_KIND_BLOOM, "cuckoo": bloom_pb2.FILTER_KIND_CUCKOO}
+
+
 def _spec(capacity, error_rate, expansion=0, non_scaling=False, window=None, window_slices=0,
-          idle_ttl=None):
+          idle_ttl=None, kind="bloom"):
+    if kind not in _KINDS:
+        raise ValueError(f"kind must be 'bloom' or 'cuckoo', not {kind!r}")
     return bloom_pb2.FilterSpec(capacity=capacity, error_rate=error_rate,
                                 expansion=expansion, non_scaling=non_scaling,
                                 window=_duration(window), window_slices=window_slices,
-                                idle_ttl=_duration(idle_ttl))
+                                idle_ttl=_duration(idle_ttl),
+                                kind=_KINDS[kind] if kind == "cuckoo" else 0)
 
 
 class BloomClient:
@@ -134,15 +140,16 @@ class BloomClient:
         self.close()
 
     def reserve(self, name, capacity, error_rate, expansion=0, non_scaling=False, window=None,
-                window_slices=0, idle_ttl=None):
+                window_slices=0, idle_ttl=None, kind="bloom"):
         """Creates a filter; returns True if created, False if it existed with the same spec.
 
         window: forget items older than this (a timedelta or seconds), kept in window_slices
         slices (0: the server's default, 8); idle_ttl: delete the filter after this long
-        without an add or check.
+        without an add or check. kind="cuckoo": a cuckoo filter, which can remove() and
+        count() items (and has no window).
         """
         spec = _spec(capacity, error_rate, expansion, non_scaling, window, window_slices,
-                     idle_ttl)
+                     idle_ttl, kind)
         response = self._stub.Reserve(
             bloom_pb2.ReserveRequest(name=name, spec=spec),
             timeout=self._timeout, metadata=self._metadata)
@@ -196,6 +203,23 @@ class BloomClient:
                                           absent_if_missing=absent_if_missing,
                                           min_sequence=self._sequence.value),
             timeout=self._timeout, metadata=self._metadata).present)
+
+    def remove(self, name, items):
+        """Cuckoo filters: removes one copy of each item; returns for each whether the filter
+        held one. Remove only what was added: removing another item can remove a colliding
+        item's copy, which then reads absent. Not idempotent: a retried call removes again."""
+        def remove_batch(batch):
+            response = self._stub.Remove(bloom_pb2.RemoveRequest(name=name, raw_items=batch),
+                                         timeout=self._timeout, metadata=self._metadata)
+            self._sequence.observe(response.sequence)
+            return response.removed
+        return self._batched(items, remove_batch)
+
+    def count(self, name, items):
+        """Cuckoo filters: the copies of each item the filter holds."""
+        return self._batched(items, lambda batch: self._stub.Count(
+            bloom_pb2.CountRequest(name=name, raw_items=batch, min_sequence=self._sequence.value),
+            timeout=self._timeout, metadata=self._metadata).counts)
 
     def stats(self, name):
         """The filter's bloom.v1.FilterStats."""

@@ -19,6 +19,7 @@ import grpc
 
 import example
 from bloom_client import BloomClient
+from bloom.v1 import bloom_pb2  # after bloom_client, which finds the generated modules
 
 
 class ServerFixture:
@@ -199,6 +200,27 @@ class BloomClientTest(LoggedTestCase):
             self.client.merge("py:all", ["py:stranger"])
         self.assertEqual(refused.exception.code(), grpc.StatusCode.FAILED_PRECONDITION)
         self.assertIn("another seed", refused.exception.details())
+
+    def test_cuckoo_remove_and_count(self):
+        self.assertTrue(self.client.reserve("py:blocked", capacity=1000, error_rate=0.01,
+                                            kind="cuckoo"))
+        self.assertEqual(self.client.add("py:blocked", ["a", "b", "b", 7]), [True] * 4)
+        self.assertEqual(self.client.count("py:blocked", ["a", "b", "7", "z"]), [1, 2, 1, 0])
+        self.assertEqual(self.client.remove("py:blocked", ["a", "z"]), [True, False])
+        self.assertEqual(self.client.might_contain("py:blocked", ["a", "b"]), [False, True])
+        stats = self.client.stats("py:blocked")
+        self.assertEqual(stats.spec.kind, bloom_pb2.FILTER_KIND_CUCKOO)
+        self.assertEqual(stats.items_added, 3)
+        self.assertEqual(stats.sub_filter_stats[0].fingerprint_bits, 11)
+        self.client.add("py:feed", ["x"], create_if_missing={"capacity": 100, "error_rate": 0.01,
+                                                             "kind": "cuckoo"})
+        self.assertEqual(self.client.count("py:feed", ["x"]), [1])
+        self.client.reserve("py:plain", capacity=1000, error_rate=0.01)
+        with self.assertRaises(grpc.RpcError) as refused:
+            self.client.remove("py:plain", ["a"])
+        self.assertEqual(refused.exception.code(), grpc.StatusCode.FAILED_PRECONDITION)
+        with self.assertRaises(ValueError):
+            self.client.reserve("py:bad", capacity=10, error_rate=0.1, kind="quotient")
 
     def test_example_runs(self):
         example.main(self.server.target)

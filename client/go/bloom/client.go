@@ -78,6 +78,8 @@ type Spec struct {
 	WindowSlices uint32
 	// IdleTTL, when not 0, deletes the filter after this long without an Add or MightContain.
 	IdleTTL time.Duration
+	// Cuckoo makes a cuckoo filter, which can Remove and Count items (and has no Window).
+	Cuckoo bool
 }
 
 func (s Spec) proto() *bloomv1.FilterSpec {
@@ -88,6 +90,9 @@ func (s Spec) proto() *bloomv1.FilterSpec {
 	}
 	if s.IdleTTL != 0 {
 		out.IdleTtl = durationpb.New(s.IdleTTL)
+	}
+	if s.Cuckoo {
+		out.Kind = bloomv1.FilterKind_FILTER_KIND_CUCKOO
 	}
 	return out
 }
@@ -301,6 +306,48 @@ func (c *Client) batched(ctx context.Context, items [][]byte,
 				len(results), end-start)
 		}
 		out = append(out, results...)
+	}
+	return out, nil
+}
+
+// Remove removes one copy of each item from a cuckoo filter; removed[i] reports that the
+// filter held one. FAILED_PRECONDITION for a Bloom filter. Remove only what was added:
+// removing another item can remove a colliding item's copy, which then reads absent. Not
+// idempotent: a retried Remove removes another copy.
+func (c *Client) Remove(ctx context.Context, name string, items [][]byte) ([]bool, error) {
+	return c.batched(ctx, items, func(ctx context.Context, batch [][]byte) ([]bool, error) {
+		resp, err := c.stub.Remove(ctx, &bloomv1.RemoveRequest{Name: name, RawItems: batch})
+		if err != nil {
+			return nil, err
+		}
+		c.sequence.observe(resp.Sequence)
+		return resp.Removed, nil
+	})
+}
+
+// Count returns the copies of each item a cuckoo filter holds.
+func (c *Client) Count(ctx context.Context, name string, items [][]byte) ([]uint32, error) {
+	if len(items) == 0 {
+		return nil, status.Error(codes.InvalidArgument, "items must not be empty")
+	}
+	out := make([]uint32, 0, len(items))
+	for start := 0; start < len(items); start += c.opts.BatchSize {
+		end := start + c.opts.BatchSize
+		if end > len(items) {
+			end = len(items)
+		}
+		callCtx, cancel := c.callContext(ctx)
+		resp, err := c.stub.Count(callCtx, &bloomv1.CountRequest{
+			Name: name, RawItems: items[start:end], MinSequence: c.LastSequence()})
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		if len(resp.Counts) != end-start {
+			return nil, status.Errorf(codes.Internal, "the server answered %d counts for %d items",
+				len(resp.Counts), end-start)
+		}
+		out = append(out, resp.Counts...)
 	}
 	return out, nil
 }

@@ -263,6 +263,46 @@ func TestReserveLikeAndMerge(t *testing.T) {
 	wantCode(t, err, codes.FailedPrecondition, "a filter not made alike")
 }
 
+func TestCuckooRemoveAndCount(t *testing.T) {
+	server := startServer(t)
+	client := dial(t, server.target, Options{})
+	ctx := context.Background()
+	cuckoo := Spec{Capacity: 1000, ErrorRate: 0.01, Cuckoo: true}
+	if _, err := client.Reserve(ctx, "go:blocked", cuckoo); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Add(ctx, "go:blocked", Strings("a", "b", "b")); err != nil {
+		t.Fatal(err)
+	}
+	counts, err := client.Count(ctx, "go:blocked", Strings("a", "b", "z"))
+	if err != nil || fmt.Sprint(counts) != "[1 2 0]" {
+		t.Fatalf("Count: %v %v", counts, err)
+	}
+	removed, err := client.Remove(ctx, "go:blocked", Strings("a", "z"))
+	if err != nil || fmt.Sprint(removed) != "[true false]" {
+		t.Fatalf("Remove: %v %v", removed, err)
+	}
+	present, err := client.MightContain(ctx, "go:blocked", Strings("a", "b"))
+	if err != nil || fmt.Sprint(present) != "[false true]" {
+		t.Fatalf("MightContain: %v %v", present, err)
+	}
+	stats, err := client.Stats(ctx, "go:blocked")
+	if err != nil || stats.Spec.Kind.String() != "FILTER_KIND_CUCKOO" || stats.ItemsAdded != 2 {
+		t.Fatalf("Stats: %v %v", stats, err)
+	}
+	if _, err := client.AddOrCreate(ctx, "go:feed", cuckoo, Strings("x")); err != nil {
+		t.Fatal(err)
+	}
+	if counts, err := client.Count(ctx, "go:feed", Strings("x")); err != nil || counts[0] != 1 {
+		t.Fatalf("Count after AddOrCreate: %v %v", counts, err)
+	}
+	if _, err := client.Reserve(ctx, "go:plain", spec); err != nil {
+		t.Fatal(err)
+	}
+	_, err = client.Remove(ctx, "go:plain", Strings("a"))
+	wantCode(t, err, codes.FailedPrecondition, "Remove on a Bloom filter")
+}
+
 // Many goroutines' single-key calls share one stream and go out as fewer operations.
 func TestPipelinedModeCoalescesConcurrentCalls(t *testing.T) {
 	server := startServer(t)

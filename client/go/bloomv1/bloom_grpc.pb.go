@@ -58,7 +58,15 @@ type BloomFilterServiceClient interface {
 	// the mismatch) or windowed; NOT_FOUND for a missing filter; INVALID_ARGUMENT for no sources,
 	// more than 64, one named twice, or the target among them. A refused merge changes nothing.
 	Merge(ctx context.Context, in *MergeRequest, opts ...grpc.CallOption) (*MergeResponse, error)
-	// Many Add/MightContain operations over one long-lived stream, answered in request order.
+	// CUCKOO filters only: removes one copy of each item, if the filter holds one; removed[i]
+	// says whether it did. Durable and atomic like Add. Removing an item that was never added can
+	// remove the fingerprint of another item that collides with it, which then reads absent:
+	// remove only what you added. FAILED_PRECONDITION on a BLOOM filter.
+	Remove(ctx context.Context, in *RemoveRequest, opts ...grpc.CallOption) (*RemoveResponse, error)
+	// CUCKOO filters only: how many copies of each item the filter holds (adds not yet removed,
+	// plus the rare other item whose fingerprint collides). FAILED_PRECONDITION on a BLOOM filter.
+	Count(ctx context.Context, in *CountRequest, opts ...grpc.CallOption) (*CountResponse, error)
+	// Many Add/MightContain/Remove operations over one long-lived stream, answered in request order.
 	//
 	// Each PipelineRequest gets exactly one PipelineResponse with the same id, in the order the
 	// requests were sent. An operation means what the unary call means (an add's response: its
@@ -213,6 +221,24 @@ func (c *bloomFilterServiceClient) Merge(ctx context.Context, in *MergeRequest, 
 	return out, nil
 }
 
+func (c *bloomFilterServiceClient) Remove(ctx context.Context, in *RemoveRequest, opts ...grpc.CallOption) (*RemoveResponse, error) {
+	out := new(RemoveResponse)
+	err := c.cc.Invoke(ctx, "/bloom.v1.BloomFilterService/Remove", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *bloomFilterServiceClient) Count(ctx context.Context, in *CountRequest, opts ...grpc.CallOption) (*CountResponse, error) {
+	out := new(CountResponse)
+	err := c.cc.Invoke(ctx, "/bloom.v1.BloomFilterService/Count", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *bloomFilterServiceClient) Pipeline(ctx context.Context, opts ...grpc.CallOption) (BloomFilterService_PipelineClient, error) {
 	stream, err := c.cc.NewStream(ctx, &_BloomFilterService_serviceDesc.Streams[2], "/bloom.v1.BloomFilterService/Pipeline", opts...)
 	if err != nil {
@@ -289,7 +315,15 @@ type BloomFilterServiceServer interface {
 	// the mismatch) or windowed; NOT_FOUND for a missing filter; INVALID_ARGUMENT for no sources,
 	// more than 64, one named twice, or the target among them. A refused merge changes nothing.
 	Merge(context.Context, *MergeRequest) (*MergeResponse, error)
-	// Many Add/MightContain operations over one long-lived stream, answered in request order.
+	// CUCKOO filters only: removes one copy of each item, if the filter holds one; removed[i]
+	// says whether it did. Durable and atomic like Add. Removing an item that was never added can
+	// remove the fingerprint of another item that collides with it, which then reads absent:
+	// remove only what you added. FAILED_PRECONDITION on a BLOOM filter.
+	Remove(context.Context, *RemoveRequest) (*RemoveResponse, error)
+	// CUCKOO filters only: how many copies of each item the filter holds (adds not yet removed,
+	// plus the rare other item whose fingerprint collides). FAILED_PRECONDITION on a BLOOM filter.
+	Count(context.Context, *CountRequest) (*CountResponse, error)
+	// Many Add/MightContain/Remove operations over one long-lived stream, answered in request order.
 	//
 	// Each PipelineRequest gets exactly one PipelineResponse with the same id, in the order the
 	// requests were sent. An operation means what the unary call means (an add's response: its
@@ -338,6 +372,12 @@ func (UnimplementedBloomFilterServiceServer) Import(BloomFilterService_ImportSer
 }
 func (UnimplementedBloomFilterServiceServer) Merge(context.Context, *MergeRequest) (*MergeResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Merge not implemented")
+}
+func (UnimplementedBloomFilterServiceServer) Remove(context.Context, *RemoveRequest) (*RemoveResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Remove not implemented")
+}
+func (UnimplementedBloomFilterServiceServer) Count(context.Context, *CountRequest) (*CountResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Count not implemented")
 }
 func (UnimplementedBloomFilterServiceServer) Pipeline(BloomFilterService_PipelineServer) error {
 	return status.Errorf(codes.Unimplemented, "method Pipeline not implemented")
@@ -528,6 +568,42 @@ func _BloomFilterService_Merge_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _BloomFilterService_Remove_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RemoveRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BloomFilterServiceServer).Remove(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/bloom.v1.BloomFilterService/Remove",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BloomFilterServiceServer).Remove(ctx, req.(*RemoveRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _BloomFilterService_Count_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CountRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BloomFilterServiceServer).Count(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/bloom.v1.BloomFilterService/Count",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BloomFilterServiceServer).Count(ctx, req.(*CountRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _BloomFilterService_Pipeline_Handler(srv interface{}, stream grpc.ServerStream) error {
 	return srv.(BloomFilterServiceServer).Pipeline(&bloomFilterServicePipelineServer{stream})
 }
@@ -585,6 +661,14 @@ var _BloomFilterService_serviceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Merge",
 			Handler:    _BloomFilterService_Merge_Handler,
+		},
+		{
+			MethodName: "Remove",
+			Handler:    _BloomFilterService_Remove_Handler,
+		},
+		{
+			MethodName: "Count",
+			Handler:    _BloomFilterService_Count_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

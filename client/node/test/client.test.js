@@ -131,6 +131,28 @@ test('filters made alike merge; one not made alike is refused', async (t) => {
     'a filter not made alike');
 });
 
+test('cuckoo filters remove and count', async (t) => {
+  const server = await startServer(t);
+  const client = new BloomClient(server.target);
+  t.after(() => client.close());
+  const cuckoo = { capacity: 1000, errorRate: 0.01, kind: 'cuckoo' };
+  assert.equal(await client.reserve('node:blocked', cuckoo), true);
+  await client.add('node:blocked', ['a', 'b', 'b']);
+  assert.deepEqual(await client.count('node:blocked', ['a', 'b', 'z']), [1, 2, 0]);
+  assert.deepEqual(await client.remove('node:blocked', ['a', 'z']), [true, false]);
+  assert.deepEqual(await client.mightContain('node:blocked', ['a', 'b']), [false, true]);
+  const stats = await client.stats('node:blocked');
+  assert.equal(stats.spec.kind, 'FILTER_KIND_CUCKOO');
+  assert.equal(stats.itemsAdded, 2);
+  await client.add('node:feed', ['x'], { createIfMissing: cuckoo });
+  assert.deepEqual(await client.count('node:feed', ['x']), [1]);
+  await client.reserve('node:plain', spec);
+  await rejectsWith(client.remove('node:plain', ['a']), status.FAILED_PRECONDITION,
+    'Remove on a Bloom filter');
+  await assert.rejects(client.reserve('node:bad', { capacity: 10, errorRate: 0.1, kind: 'quotient' }),
+    TypeError);
+});
+
 test('pipelined mode coalesces concurrent single-key calls', async (t) => {
   const server = await startServer(t);
   const client = new BloomClient(server.target, { pipelined: true });
