@@ -338,6 +338,38 @@ void CuckooFilter::MarkPageDirty(int table, uint64_t page) {
   }
 }
 
+absl::StatusOr<std::unique_ptr<CuckooFilter>> CuckooFilter::Clone() const {
+  std::unique_ptr<CuckooFilter> copy(new CuckooFilter(spec_, seed_));
+  bloomsync::ReaderMutexLock lock(&mu_);
+  bloomsync::MutexLock copy_lock(&copy->mu_);
+  for (size_t t = 0; t < tables_.size(); ++t) {
+    const CuckooTable& table = *tables_[t];
+    absl::StatusOr<std::unique_ptr<CuckooTable>> copied =
+        CuckooTable::Create(table.layout(), table.key());
+    if (!copied.ok()) return copied.status();
+    for (uint64_t page = 0; page < table.num_pages(); ++page) {
+      // Cannot fail: the same layout, so the same page sizes.
+      (*copied)->LoadPage(page, table.ReadPage(page)).IgnoreError();
+    }
+    copy->tables_.push_back(*std::move(copied));
+  }
+  copy->targets_ = targets_;
+  return copy;
+}
+
+void CuckooFilter::MarkAllPagesDirty() {
+  bloomsync::MutexLock lock(&mu_);
+  for (const std::unique_ptr<CuckooTable>& table : tables_) {
+    for (uint64_t page = 0; page < table->num_pages(); ++page) table->MarkPageDirty(page);
+  }
+}
+
+uint64_t CuckooFilter::NumPages(int index) const {
+  bloomsync::ReaderMutexLock lock(&mu_);
+  if (index < 0 || static_cast<size_t>(index) >= tables_.size()) return 0;
+  return tables_[index]->num_pages();
+}
+
 absl::Status CuckooFilter::LoadPage(int table, uint64_t page, absl::string_view data) {
   bloomsync::MutexLock lock(&mu_);
   if (table < 0 || static_cast<size_t>(table) >= tables_.size()) {

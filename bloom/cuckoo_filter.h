@@ -150,6 +150,13 @@ class CuckooFilter {
       ABSL_LOCKS_EXCLUDED(mu_);
   // The dirty pages of each table since the last call: (table, page) pairs, ascending.
   std::vector<std::pair<int, uint64_t>> TakeDirtyPages() ABSL_LOCKS_EXCLUDED(mu_);
+  // A copy of the chain as it is now (its pages dirty), e.g. for a consistent dump while adds
+  // go on. ResourceExhausted when the memory cannot be had.
+  absl::StatusOr<std::unique_ptr<CuckooFilter>> Clone() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Every page of every table dirty (an imported filter's first checkpoint writes them all).
+  void MarkAllPagesDirty() ABSL_LOCKS_EXCLUDED(mu_);
+  // Pages of table `index` (0 past the chain).
+  uint64_t NumPages(int index) const ABSL_LOCKS_EXCLUDED(mu_);
   // A page taken by TakeDirtyPages that could not be written: dirty again.
   void MarkPageDirty(int table, uint64_t page) ABSL_LOCKS_EXCLUDED(mu_);
   // Loading: replaces a page of table `table` (CuckooTable::LoadPage's errors; InvalidArgument

@@ -1,5 +1,6 @@
 // Fuzz target: the Import dump parser (fed in chunks of fuzzer-chosen sizes) and the metadata
-// and journal record decoders. Nothing may crash; every failure must be a status.
+// and journal record decoders (both kinds of filter, both dump versions). Nothing may crash;
+// every failure must be a status.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -27,11 +28,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     status = parser.Append(input.substr(i, chunk));
   }
   absl::StatusOr<storage::DumpParser::Result> result = parser.Finish();
-  // Only a windowed filter whose slices all expired has no sub-filter.
-  if (result.ok() && result->filter->num_sub_filters() == 0 && !result->filter->spec().windowed()) {
-    __builtin_trap();  // impossible
-  }
-  if (result.ok()) {  // a parsed filter answers queries
+  if (result.ok() && result->cuckoo != nullptr) {  // a version 2 dump: a cuckoo filter
+    if (result->filter != nullptr || result->cuckoo->num_tables() == 0) __builtin_trap();
+    const uint64_t hash = result->cuckoo->Hash("probe");
+    bool present = false;
+    result->cuckoo->MightContainHashes({&hash, 1}, &present);
+    result->cuckoo->CountHashes({&hash, 1});
+  } else if (result.ok() && result->filter->num_sub_filters() == 0 &&
+             !result->filter->spec().windowed()) {
+    // Only a windowed filter whose slices all expired has no sub-filter.
+    __builtin_trap();        // impossible
+  } else if (result.ok()) {  // a parsed filter answers queries
     const uint64_t hash = result->filter->Hash("probe");
     bool present = false;
     result->filter->MightContainMany({&hash, 1}, &present);
@@ -41,6 +48,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<storage::Run> runs;
   std::vector<uint64_t> hashes;
   storage::DecodeJournalRecord(input, runs, hashes).IgnoreError();
+  std::vector<bloom::CuckooChange> changes;
+  storage::DecodeCuckooJournalRecord(input, changes).IgnoreError();
   storage::ParseBlockKey(input).status().IgnoreError();
   storage::ParseJournalKey(input).status().IgnoreError();
   return 0;

@@ -12,6 +12,7 @@
 #include "common/testing.h"
 #include "gtest/gtest.h"
 #include "storage/filter_store_fixture.h"
+#include "storage/filter_transfer.h"
 #include "storage/test_items.h"
 
 namespace storage {
@@ -113,9 +114,13 @@ TEST_F(CuckooStoreTest, CheckpointsRacingAddsAndRemovesKeepTheFilterExact) {
   ASSERT_OK(after.status());
   EXPECT_EQ(after->stats.items_added, before->stats.items_added);
   EXPECT_EQ(after->stats.sub_filters.size(), before->stats.sub_filters.size());
+  // Removing added items from a grown chain can take a colliding item's copy (about 2% of the
+  // error rate per removal: CuckooRemoveTest); a lost write would lose a whole round.
+  int kept = 0;
   for (int round = 0; round < 40; ++round) {
-    EXPECT_EQ(Present("c", Items(absl::StrCat("r", round, "-"), 50, 100)), 50) << round;
+    kept += Present("c", Items(absl::StrCat("r", round, "-"), 50, 100));
   }
+  EXPECT_GE(kept, 40 * 50 - 3);
 }
 
 TEST_F(CuckooStoreTest, GrowsAndAFullNonScalingFilterChangesNothing) {
@@ -160,8 +165,6 @@ TEST_F(CuckooStoreTest, RefusesWhatItsKindDoesNotHave) {
   absl::StatusOr<FilterStore::ReserveResult> again = store_->Reserve("c", Cuckoo(1000));
   ASSERT_OK(again.status());
   EXPECT_FALSE(again->created);
-  EXPECT_EQ(store_->Export("c", [](absl::string_view) { return absl::OkStatus(); }).code(),
-            absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(store_->Merge("c", {"bloom"}).status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(store_->Merge("bloom", {"c"}).status().code(), absl::StatusCode::kFailedPrecondition);
 }
@@ -190,6 +193,62 @@ TEST_F(CuckooStoreTest, CreatedByAnAddEvictedAndLoadedAgain) {
   for (int user = 0; user < 200; user += 7) {
     EXPECT_EQ(Present(absl::StrCat("user-", user), Items("seen-", 5, 20)), 15) << user;
   }
+}
+
+// Export, then Import under another name and after a restart: the copy holds the same copies;
+// a version 1 dump (a Bloom filter's) still imports; a cuckoo dump does not merge.
+TEST_F(CuckooStoreTest, ExportImportKeepsEveryCopyWhileAddsGoOn) {
+  ASSERT_OK(store_->Reserve("c", Cuckoo(300)).status());
+  const std::vector<std::string> items = Items("i-", 0, 2000);  // grows to several tables
+  ASSERT_OK(store_->Add("c", Views(items), nullptr).status());
+  ASSERT_OK(store_->RemoveItems("c", Views(Items("i-", 0, 500))).status());
+  ASSERT_OK(store_->Add("c", {"twice", "twice"}, nullptr).status());
+  std::string dump;
+  const std::vector<uint32_t> before = Counts("c", items);
+  // Adds racing the export move fingerprints between pages: the dump is of a copy.
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    for (int i = 0; !stop.load(); ++i) {
+      ASSERT_OK(store_->Add("c", {absl::StrCat("racing-", i)}, nullptr).status());
+    }
+  });
+  ASSERT_OK(store_->Export("c", [&](absl::string_view chunk) {
+    dump.append(chunk.data(), chunk.size());
+    return absl::OkStatus();
+  }));
+  stop.store(true);
+  writer.join();
+  ASSERT_EQ(dump.substr(4, 2), std::string("\x02\x00", 2)) << "a version 2 dump";
+  absl::StatusOr<std::unique_ptr<PendingImport>> import = store_->BeginImport("copy");
+  ASSERT_OK(import.status());
+  ASSERT_OK((*import)->Append(dump));
+  absl::StatusOr<FilterInfo> copied = store_->CommitImport(**import);
+  ASSERT_OK(copied.status());
+  EXPECT_TRUE(copied->spec.cuckoo());
+  // The copy holds what the filter held at one moment of the export: no copy fewer than
+  // before it began, none more than after it (racing adds only add, and may collide).
+  const std::vector<uint32_t> after = Counts("c", items);
+  for (int restart = 0; restart < 2; ++restart) {
+    const std::vector<uint32_t> copied = Counts("copy", items);
+    ASSERT_EQ(copied.size(), items.size());
+    for (size_t i = 0; i < items.size(); ++i) {
+      ASSERT_GE(copied[i], before[i]) << items[i];
+      ASSERT_LE(copied[i], after[i]) << items[i];
+    }
+    EXPECT_GE(Counts("copy", {"twice"})[0], 2u);
+    store_->Close().IgnoreError();
+    Reopen();
+  }
+  absl::StatusOr<std::unique_ptr<PendingImport>> merging = store_->BeginImport("c", true);
+  ASSERT_OK(merging.status());
+  ASSERT_OK((*merging)->Append(dump));
+  EXPECT_EQ(store_->CommitImport(**merging).status().code(), absl::StatusCode::kFailedPrecondition);
+  // A corrupt version byte: a version 1 dump cannot hold a cuckoo filter.
+  std::string relabelled = dump;
+  relabelled[4] = 1;
+  absl::StatusOr<std::unique_ptr<PendingImport>> bad = store_->BeginImport("bad");
+  ASSERT_OK(bad.status());
+  EXPECT_EQ((*bad)->Append(relabelled).code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(CuckooStoreTest, ListsAndDeletesBothKinds) {
@@ -235,14 +294,19 @@ TEST_F(CuckooStoreTest, KillNineUnderAddsAndRemovesLosesNothingAcknowledged) {
     absl::StatusOr<std::unique_ptr<FilterStore>> reopened = FilterStore::Open(options);
     ASSERT_OK(reopened.status());
     store_ = *std::move(reopened);
+    // The second half of every acknowledged round stays; the first half of each round before
+    // the last acknowledged one was removed. The filter grows (capacity 1000), where removing
+    // an added item can take a colliding item's copy (about 2% of the error rate per removal:
+    // CuckooRemoveTest): a few may be missing, a lost write would lose a round's 50.
+    int kept = 0, removed_present = 0;
     for (int round = 0; round <= acked; ++round) {
-      // The second half of every acknowledged round stays; the first half of each round
-      // before the last acknowledged one was removed.
-      EXPECT_EQ(Present("c", Items(absl::StrCat("c-", round, "-"), 50, 100)), 50) << round;
+      kept += Present("c", Items(absl::StrCat("c-", round, "-"), 50, 100));
       if (round < acked) {
-        EXPECT_LE(Present("c", Items(absl::StrCat("c-", round, "-"), 0, 50)), 3) << round;
+        removed_present += Present("c", Items(absl::StrCat("c-", round, "-"), 0, 50));
       }
     }
+    EXPECT_GE(kept, 50 * (acked + 1) - 3);
+    EXPECT_LE(removed_present, acked + 5);  // 1% false positives: about acked / 2
   }
 }
 

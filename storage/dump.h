@@ -1,10 +1,13 @@
 // The Export/Import dump of one filter: self-describing, versioned and checksummed.
 //
-//   "BLMD"  u16 version (1)  u32 header length  header  bits...  u64 XXH3-64 of all before it
+//   "BLMD"  u16 version  u32 header length  header  bits...  u64 XXH3-64 of all before it
 //
 // The header is a FilterRecord (encoding.h: spec, seed, creation time, counters, and every
 // sub-filter's shape, with its own checksum); the bits follow sub-filter by sub-filter, each
-// num_blocks * 64 bytes of little-endian words. A dump is streamed in chunks of any size.
+// num_blocks * 64 bytes of little-endian words. Version 2 holds a CUCKOO filter: its header is
+// a version 3 record, and its tables' bytes (bloom/cuckoo_table.h: the bit-packed buckets and
+// the stash) follow table by table. Version 1 dumps (Bloom filters) are written and read as
+// before. A dump is streamed in chunks of any size.
 //
 // Thread-safety: DumpParser is not thread-safe (one import stream owns it).
 #ifndef STORAGE_DUMP_H_
@@ -20,6 +23,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "bloom/cuckoo_filter.h"
 #include "bloom/scalable_filter.h"
 #include "storage/encoding.h"
 
@@ -37,6 +41,9 @@ class DumpWriter {
   // `filter` must outlive the writer, and its sub-filters listed in `record` too (see
   // StoredFilter::PinChain); sub-filters opened after the record are not dumped.
   DumpWriter(const FilterRecord& record, const bloom::ScalableFilter& filter);
+  // A CUCKOO filter's dump, from a copy of it (CuckooFilter::Clone: adds move fingerprints
+  // between pages, so a dump read while they go on could miss one).
+  DumpWriter(const FilterRecord& record, std::unique_ptr<bloom::CuckooFilter> snapshot);
   ~DumpWriter();
   DumpWriter(const DumpWriter&) = delete;
   DumpWriter& operator=(const DumpWriter&) = delete;
@@ -46,9 +53,15 @@ class DumpWriter {
   bool Next(std::string& chunk);
 
  private:
+  // The next pages of the cuckoo snapshot, into `chunk`; true once every table is written.
+  bool NextCuckooPages(std::string& chunk);
+
   const std::string header_;
-  const bloom::SubFilter* sub_;
-  size_t subs_left_;  // of the record's sub-filters, sub_ included
+  const bloom::SubFilter* sub_ = nullptr;
+  size_t subs_left_ = 0;  // of the record's sub-filters, sub_ included
+  const std::unique_ptr<bloom::CuckooFilter> cuckoo_;
+  int tables_ = 0;  // of cuckoo_
+  int table_ = 0;
   uint64_t page_ = 0;
   bool header_written_ = false;
   bool finished_ = false;
@@ -58,6 +71,8 @@ class DumpWriter {
 // Streams the dump of `filter` (described by `record`, whose sub-filter list must match it) to
 // `sink` in chunks of at most kMaxDumpChunkBytes. Stops early with the sink's error.
 absl::Status WriteDump(const FilterRecord& record, const bloom::ScalableFilter& filter,
+                       const std::function<absl::Status(absl::string_view)>& sink);
+absl::Status WriteDump(const FilterRecord& record, std::unique_ptr<bloom::CuckooFilter> snapshot,
                        const std::function<absl::Status(absl::string_view)>& sink);
 
 // Parses a dump as it arrives. Errors: INVALID_ARGUMENT for data that is not a dump of a
@@ -84,8 +99,9 @@ class DumpParser {
   absl::Status Append(absl::string_view data);
 
   struct Result {
-    FilterRecord record;  // generation and checkpoint_seq are meaningless
-    std::unique_ptr<bloom::ScalableFilter> filter;
+    FilterRecord record;                            // generation and checkpoint_seq are meaningless
+    std::unique_ptr<bloom::ScalableFilter> filter;  // a BLOOM filter's; or
+    std::unique_ptr<bloom::CuckooFilter> cuckoo;    // a CUCKOO filter's
   };
   // The filter, once every byte and the checksum arrived.
   absl::StatusOr<Result> Finish();
@@ -96,6 +112,10 @@ class DumpParser {
   absl::Status StartBits();
 
   absl::Status ChargeRest();
+  // The current sub-filter's (or table's) pages, the size of `page` of it, and storing it.
+  uint64_t NumPages() const;
+  size_t PageSize(uint64_t page) const;
+  absl::Status StorePage(uint64_t page, absl::string_view data);
 
   ChargeMemory charge_memory_;
   uint64_t total_bytes_ = 0;    // the bits' size, from the header
@@ -110,7 +130,9 @@ class DumpParser {
   std::string pending_;  // bytes of the current preamble, header, page or checksum
   uint32_t header_length_ = 0;
   FilterRecord record_;
+  uint16_t version_ = 0;
   std::unique_ptr<bloom::ScalableFilter> filter_;
+  std::unique_ptr<bloom::CuckooFilter> cuckoo_;
   int sub_ = 0;
   uint64_t page_ = 0;
   absl::Status error_;  // sticky: once failed, every call answers it

@@ -76,10 +76,6 @@ absl::StatusOr<FilterInfo> FilterStore::MergeLocked(absl::string_view target,
   // A target evicted between the lookup and the merge is loaded again (as an add does).
   for (int attempt = 0; attempt < kDeleteRaceRetries; ++attempt) {
     ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> into, FindUsable(target));
-    if (into->cuckoo() != nullptr) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "filter '", target, "' is a CUCKOO filter: Export and Merge take BLOOM filters only"));
-    }
     absl::Status status = into->Merge(merged, options_.sync);
     if (StoredFilter::IsEvicted(status)) continue;
     RETURN_IF_ERROR(status);

@@ -212,6 +212,9 @@ TEST_F(FilterMergeTest, AddsToTheTargetDuringMergesAreAllKept) {
       acked_batches.store(batch + 1);
     }
   });
+  // The merges begin once adds are flowing (on a loaded machine they could all finish before
+  // the adder's first batch).
+  while (acked_batches.load() == 0) std::this_thread::yield();
   for (int s = 0; s < kSources; ++s) {
     ASSERT_OK(store_->Merge("target", {absl::StrCat("source-", s)}).status());
   }

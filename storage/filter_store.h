@@ -332,6 +332,9 @@ class FilterStore {
   // OK unless options.may_acknowledge says no (then UNAVAILABLE).
   absl::Status CheckMayAcknowledge() const;
   absl::StatusOr<FilterInfo> CommitImportLocked(PendingImport& import);  // filter_transfer.cc
+  // A CUCKOO filter's copy to export, its bytes charged (pinned) as `charged`.
+  absl::StatusOr<StoredFilter::CuckooSnapshot> SnapshotForExport(const StoredFilter& filter,
+                                                                 uint64_t& charged);
   bloomsync::Mutex& NameLock(absl::string_view name) const { return registry_.NameLock(name); }
   // One of the checkpointer's visits (schedule_ chooses them): deletes the filter if idle past
   // its idle_ttl, else checkpoints it if due. False if the store is closing.

@@ -2,6 +2,7 @@
 #include "storage/filter_transfer.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/types/optional.h"
 #include "common/status_macros.h"
 #include "storage/filter_store.h"
 
@@ -30,15 +31,41 @@ PendingImport::~PendingImport() {
   if (charged_ > 0) budget_->ReleasePinned(charged_);
 }
 
+absl::StatusOr<StoredFilter::CuckooSnapshot> FilterStore::SnapshotForExport(
+    const StoredFilter& filter, uint64_t& charged) {
+  // Charged before the copy is made, at the chain's size now (a table opened meanwhile is not
+  // in the copy's record... nor charged: the copy has only what it lists).
+  charged = filter.cuckoo()->Stats().size_bytes;
+  RETURN_IF_ERROR(budget_.ChargePinned(
+      charged, absl::StrCat("copying cuckoo filter '", filter.name(), "' to export it")));
+  absl::StatusOr<StoredFilter::CuckooSnapshot> snapshot = filter.SnapshotCuckoo();
+  if (!snapshot.ok()) {
+    budget_.ReleasePinned(charged);
+    charged = 0;
+  }
+  return snapshot;
+}
+
 absl::Status FilterStore::Export(absl::string_view name,
                                  const std::function<absl::Status(absl::string_view)>& sink) {
   std::shared_ptr<StoredFilter> filter;
   FilterRecord record;
+  absl::optional<StoredFilter::CuckooSnapshot> snapshot;  // a CUCKOO filter's
+  uint64_t charged = 0;
   {
     bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
     RETURN_IF_ERROR(CheckOpen());
     ASSIGN_OR_RETURN(filter, FindUsable(name));
-    ASSIGN_OR_RETURN(record, filter->PinChain());
+    if (filter->cuckoo() != nullptr) {
+      ASSIGN_OR_RETURN(snapshot, SnapshotForExport(*filter, charged));
+    } else {
+      ASSIGN_OR_RETURN(record, filter->PinChain());
+    }
+  }
+  if (snapshot.has_value()) {
+    absl::Status written = WriteDump(snapshot->record, std::move(snapshot->copy), sink);
+    budget_.ReleasePinned(charged);
+    return written;
   }
   // The bits are read without holding the store: a slow reader must not block Close(); the
   // shared_ptr keeps the filter's memory alive even if it is deleted meanwhile.
@@ -53,6 +80,17 @@ absl::StatusOr<std::unique_ptr<ExportCursor>> FilterStore::OpenExport(absl::stri
   ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> filter, FindUsable(name));
   RETURN_IF_ERROR(budget_.ChargePinned(ExportCursor::kChargedBytes,
                                        absl::StrCat("exporting filter '", name, "'")));
+  if (filter->cuckoo() != nullptr) {
+    uint64_t charged = 0;
+    absl::StatusOr<StoredFilter::CuckooSnapshot> snapshot = SnapshotForExport(*filter, charged);
+    if (!snapshot.ok()) {
+      budget_.ReleasePinned(ExportCursor::kChargedBytes);
+      return snapshot.status();
+    }
+    const FilterRecord snapshot_record = snapshot->record;
+    return std::unique_ptr<ExportCursor>(new ExportCursor(
+        std::move(filter), snapshot_record, std::move(snapshot->copy), charged, &budget_));
+  }
   absl::StatusOr<FilterRecord> record = filter->PinChain();
   if (!record.ok()) {
     budget_.ReleasePinned(ExportCursor::kChargedBytes);
@@ -89,6 +127,13 @@ absl::StatusOr<FilterInfo> FilterStore::CommitImportLocked(PendingImport& import
   const std::string& name = import.name();
   bloomsync::MutexLock name_lock(&NameLock(name));
   ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> existing, AcquireLocked(name));
+  if (dump.cuckoo != nullptr && existing != nullptr) {
+    return !import.merge_into_existing_
+               ? absl::AlreadyExistsError(absl::StrCat("filter '", name, "' already exists"))
+               : absl::FailedPreconditionError(
+                     absl::StrCat("the dump holds a CUCKOO filter, which is not merged into '",
+                                  name, "': Merge takes BLOOM filters only"));
+  }
   if (existing != nullptr && import.merge_into_existing_) {
     // The dump's filter is read like a Merge source; its pinned charge is released with the
     // import. The name's lock keeps the target from being evicted meanwhile.
@@ -105,13 +150,20 @@ absl::StatusOr<FilterInfo> FilterStore::CommitImportLocked(PendingImport& import
   record.created_at_micros = absl::ToUnixMicros(options_.clock->Now());
   // The generation is below the synced ceiling (AllocateGeneration): if we crash while writing
   // pages, they belong to a generation nobody will reuse.
-  auto stored = std::make_shared<StoredFilter>(name, record, std::move(dump.filter), &context_,
-                                               import.charged_);
+  std::shared_ptr<StoredFilter> stored =
+      dump.cuckoo != nullptr ? std::make_shared<StoredFilter>(name, record, std::move(dump.cuckoo),
+                                                              &context_, import.charged_)
+                             : std::make_shared<StoredFilter>(name, record, std::move(dump.filter),
+                                                              &context_, import.charged_);
   budget_.Unpin(import.charged_);  // the StoredFilter owns the charge now: evictable bits
   import.charged_ = 0;
-  for (bloom::SubFilter* sub = stored->mutable_filter()->first(); sub != nullptr;
-       sub = sub->next()) {
-    sub->bits().MarkAllPagesDirty();
+  if (stored->cuckoo() != nullptr) {
+    stored->cuckoo()->MarkAllPagesDirty();
+  } else {
+    for (bloom::SubFilter* sub = stored->mutable_filter()->first(); sub != nullptr;
+         sub = sub->next()) {
+      sub->bits().MarkAllPagesDirty();
+    }
   }
   // A checkpoint writes every page and then the metadata that makes the filter exist.
   RETURN_IF_ERROR(stored->Checkpoint(options_.sync));

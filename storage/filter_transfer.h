@@ -64,8 +64,8 @@ class ExportCursor {
   static constexpr uint64_t kChargedBytes = 2 * kMaxDumpChunkBytes;
 
   ~ExportCursor() {
-    filter_->UnpinChain();
-    budget_->ReleasePinned(kChargedBytes);
+    if (pinned_) filter_->UnpinChain();
+    budget_->ReleasePinned(kChargedBytes + snapshot_bytes_);
   }
   ExportCursor(const ExportCursor&) = delete;
   ExportCursor& operator=(const ExportCursor&) = delete;
@@ -79,9 +79,21 @@ class ExportCursor {
   ExportCursor(std::shared_ptr<StoredFilter> filter, const FilterRecord& record,
                MemoryBudget* budget)
       : filter_(std::move(filter)), budget_(budget), writer_(record, *filter_->filter()) {}
+  // A CUCKOO filter's: from its copy (StoredFilter::SnapshotCuckoo), whose `snapshot_bytes`
+  // are charged (pinned) too; nothing is pinned in the filter.
+  ExportCursor(std::shared_ptr<StoredFilter> filter, const FilterRecord& record,
+               std::unique_ptr<bloom::CuckooFilter> snapshot, uint64_t snapshot_bytes,
+               MemoryBudget* budget)
+      : filter_(std::move(filter)),
+        budget_(budget),
+        pinned_(false),
+        snapshot_bytes_(snapshot_bytes),
+        writer_(record, std::move(snapshot)) {}
 
   const std::shared_ptr<StoredFilter> filter_;
   MemoryBudget* const budget_;
+  const bool pinned_ = true;
+  const uint64_t snapshot_bytes_ = 0;
   DumpWriter writer_;
 };
 

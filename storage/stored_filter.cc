@@ -383,8 +383,8 @@ absl::StatusOr<FilterRecord> StoredFilter::PinChain() {
 absl::StatusOr<FilterRecord> StoredFilter::LiveRecord() const {
   if (absl::Status usable = Usable(); !usable.ok()) return usable;
   if (cuckoo() != nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "filter '", name(), "' is a CUCKOO filter: Export and Merge take BLOOM filters only"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("filter '", name(), "' is a CUCKOO filter: Merge takes BLOOM filters only"));
   }
   PersistedState live;
   live.checks = checks_.load();

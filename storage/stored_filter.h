@@ -355,6 +355,13 @@ class StoredFilter {
   absl::StatusOr<std::vector<bool>> CuckooRemove(absl::Span<const uint64_t> hashes, bool sync);
   // Copies held of each item.
   absl::StatusOr<std::vector<uint32_t>> CuckooCount(absl::Span<const uint64_t> hashes);
+  // For Export: a copy of the cuckoo chain and the record describing it (live counters),
+  // consistent with each other.
+  struct CuckooSnapshot {
+    FilterRecord record;
+    std::unique_ptr<bloom::CuckooFilter> copy;
+  };
+  absl::StatusOr<CuckooSnapshot> SnapshotCuckoo() const;
 
   // Recovery, before the filter is shared.
   bloom::ScalableFilter* mutable_filter() { return chain(); }
@@ -438,8 +445,9 @@ class StoredFilter {
   static constexpr uint64_t kMaxCreationCheckpointBytes = 64 << 10;
   // The metadata record for `state`, listing the chain plus `extra` (a sub-filter being opened).
   FilterRecord MakeRecord(const PersistedState& state, const bloom::SubFilter* extra) const;
-  // A cuckoo filter's (stored_filter_cuckoo.cc): its first Rare::cuckoo_tables tables.
-  FilterRecord MakeCuckooRecord(const PersistedState& state) const;
+  // A cuckoo filter's (stored_filter_cuckoo.cc): its first `tables` tables (-1:
+  // Rare::cuckoo_tables).
+  FilterRecord MakeCuckooRecord(const PersistedState& state, int tables = -1) const;
   // Journals one Add's or Remove's changes (CuckooFilter::Persist), with the record listing
   // tables the add opened and a pending creation record, in one RocksDB write.
   absl::Status PersistCuckooChanges(absl::Span<const bloom::CuckooChange> changes,

@@ -135,7 +135,7 @@ StoredFilter::StoredFilter(absl::string_view name, const FilterRecord& record,
   }
 }
 
-FilterRecord StoredFilter::MakeCuckooRecord(const PersistedState& state) const {
+FilterRecord StoredFilter::MakeCuckooRecord(const PersistedState& state, int tables) const {
   FilterRecord record;
   record.generation = generation_;
   record.seed = rare_->cuckoo->seed();
@@ -145,7 +145,7 @@ FilterRecord StoredFilter::MakeCuckooRecord(const PersistedState& state) const {
   record.checks = state.checks;
   record.check_hits = state.check_hits;
   record.last_used_micros = state.last_used_micros;
-  const int tables = rare_->cuckoo_tables.load();
+  if (tables < 0) tables = rare_->cuckoo_tables.load();
   for (int i = 0; i < tables; ++i) {
     // Cannot fail: the table exists, so its spec gives it.
     SubFilterRecord table = *NewCuckooTableRecord(record.spec, i);
@@ -235,6 +235,24 @@ absl::StatusOr<std::vector<uint32_t>> StoredFilter::CuckooCount(absl::Span<const
   RETURN_IF_ERROR(Usable());
   if (has_idle_ttl()) TouchIdle(context_->clock->Now());
   return rare_->cuckoo->CountHashes(hashes);
+}
+
+absl::StatusOr<StoredFilter::CuckooSnapshot> StoredFilter::SnapshotCuckoo() const {
+  bloomsync::ReaderMutexLock lock(&apply_mu_);
+  RETURN_IF_ERROR(Usable());
+  RETURN_IF_ERROR(RequireCuckoo("SnapshotCuckoo"));
+  CuckooSnapshot snapshot;
+  ASSIGN_OR_RETURN(snapshot.copy, rare_->cuckoo->Clone());
+  PersistedState live;
+  live.checks = checks_.load();
+  live.check_hits = check_hits_.load();
+  live.last_used_micros = LastUsedMicros();
+  for (const bloom::CuckooTableStats& table : snapshot.copy->Stats().tables) {
+    live.items_added.push_back(table.items);
+  }
+  snapshot.record = MakeCuckooRecord(live, snapshot.copy->num_tables());
+  snapshot.record.generation = generation_;
+  return snapshot;
 }
 
 absl::Status StoredFilter::ReplayJournalRecord(absl::string_view bytes) {

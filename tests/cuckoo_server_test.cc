@@ -196,9 +196,19 @@ TEST_F(CuckooServerTest, RefusalsNameTheProblem) {
   // A cuckoo filter is not a Bloom filter of the same numbers.
   absl::Status other_kind = client_->Reserve("cuckoo", bloom_spec).status();
   EXPECT_TRUE(absl::IsAlreadyExists(other_kind)) << other_kind;
-  std::stringstream dump;
-  EXPECT_TRUE(absl::IsFailedPrecondition(client_->Export("cuckoo", dump))) << "not yet exported";
   EXPECT_TRUE(absl::IsFailedPrecondition(client_->Merge("cuckoo", {"bloom"}).status()));
+  EXPECT_TRUE(absl::IsFailedPrecondition(client_->Merge("bloom", {"cuckoo"}).status()));
+  // A cuckoo filter's dump imports as a cuckoo filter, and is not merged into another.
+  ASSERT_OK(client_->Add("cuckoo", {"x", "x"}).status());
+  std::stringstream dump;
+  ASSERT_OK(client_->Export("cuckoo", dump));
+  absl::StatusOr<bloom::v1::FilterStats> copy = client_->Import("cuckoo-copy", dump);
+  ASSERT_OK(copy.status());
+  EXPECT_EQ(copy->spec().kind(), bloom::v1::FILTER_KIND_CUCKOO);
+  EXPECT_EQ(*client_->Count("cuckoo-copy", {"x"}), std::vector<uint32_t>{2});
+  dump.clear();
+  dump.seekg(0);
+  EXPECT_TRUE(absl::IsFailedPrecondition(client_->Import("cuckoo", dump, true).status()));
 }
 
 }  // namespace
