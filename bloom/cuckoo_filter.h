@@ -24,7 +24,10 @@
 // table: at least the number of adds not yet removed, more when another item's fingerprint
 // collides. Remove takes one copy from the newest table that holds one. The hazard every cuckoo
 // filter has: removing an item that was never added can remove a colliding item's copy, and
-// that item then reads absent (a false negative).
+// that item then reads absent (a false negative). A grown chain adds a smaller one: an added
+// item's probe in a table newer than its own can match another item's copy (a false positive
+// of that table), and Remove takes that copy (measured: 2% of the error rate per removal,
+// CuckooRemoveTest). In one table, removing added items is exact.
 //
 // Each table's item hash is the item's seeded hash (hash.h) remixed with the table's index, and
 // its relocation key derives from the seed, so tables are independent and nobody who lacks the

@@ -4,11 +4,14 @@
 //
 //   node polyglot.js TARGET FILTER add|add-pipelined|check|check-pipelined < ITEMS
 //   node polyglot.js WRITER,READER FILTER read-your-writes[-pipelined] < ITEMS
+//   node polyglot.js TARGET FILTER cuckoo-add|remove|count < ITEMS
 //
 // ITEMS: one hex-encoded item per line. Prints 1 or 0 per item. In the -pipelined modes every
 // item is its own concurrent call (coalesced by the client). read-your-writes adds each item
 // through WRITER, hands the writer's last sequence to a client of READER (another pod), and
-// prints whether READER answers it present (tests/replication_test.cc). Exit 1 on an error.
+// prints whether READER answers it present (tests/replication_test.cc). cuckoo-add adds to a
+// CUCKOO filter (created if missing), remove prints 1 or 0 per item removed, count the copies
+// held of each item. Exit 1 on an error.
 
 const fs = require('fs');
 const { BloomClient } = require('.');
@@ -31,6 +34,24 @@ async function main([target, filter, mode]) {
     } finally {
       writer.close();
       reader.close();
+    }
+    return;
+  }
+  if (['cuckoo-add', 'remove', 'count'].includes(mode)) {
+    const cuckoo = new BloomClient(target);
+    try {
+      let lines;
+      if (mode === 'cuckoo-add') {
+        const createIfMissing = { capacity: 10_000, errorRate: 0.001, kind: 'cuckoo' };
+        lines = (await cuckoo.add(filter, items, { createIfMissing })).map((r) => (r ? 1 : 0));
+      } else if (mode === 'remove') {
+        lines = (await cuckoo.remove(filter, items)).map((r) => (r ? 1 : 0));
+      } else {
+        lines = await cuckoo.count(filter, items);
+      }
+      process.stdout.write(lines.map((line) => `${line}\n`).join(''));
+    } finally {
+      cuckoo.close();
     }
     return;
   }

@@ -3,11 +3,14 @@ clients add and check the same items in one filter and must agree on every answe
 
     polyglot.py TARGET FILTER add|add-pipelined|check|check-pipelined < ITEMS
     polyglot.py WRITER,READER FILTER read-your-writes[-pipelined] < ITEMS
+    polyglot.py TARGET FILTER cuckoo-add|remove|count < ITEMS
 
 ITEMS: one hex-encoded item per line. Prints 1 or 0 per item. In the -pipelined modes every item
 is its own call from its own thread (coalesced by the client). read-your-writes adds each item
 through WRITER, hands the writer's last sequence to a client of READER (another pod), and
-prints whether READER answers it present (tests/replication_test.cc). Exit 1 on an error.
+prints whether READER answers it present (tests/replication_test.cc). cuckoo-add adds to a
+CUCKOO filter (created if missing), remove prints 1 or 0 per item removed, count the copies held
+of each item. Exit 1 on an error.
 """
 
 import sys
@@ -34,6 +37,18 @@ def main(target, name, mode):
     pipelined = mode.endswith("-pipelined")
     if mode.startswith("read-your-writes"):
         read_your_writes(target, name, items, pipelined)
+        return
+    if mode in ("cuckoo-add", "remove", "count"):
+        with BloomClient(target) as client:
+            if mode == "cuckoo-add":
+                results = client.add(name, items, create_if_missing={
+                    "capacity": 10_000, "error_rate": 0.001, "kind": "cuckoo"})
+            elif mode == "remove":
+                results = client.remove(name, items)
+            else:
+                sys.stdout.write("".join(f"{c}\n" for c in client.count(name, items)))
+                return
+        sys.stdout.write("".join("1\n" if r else "0\n" for r in results))
         return
     with BloomClient(target, pipelined=pipelined) as client:
         if mode.startswith("add"):

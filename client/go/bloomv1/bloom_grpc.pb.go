@@ -61,7 +61,11 @@ type BloomFilterServiceClient interface {
 	// CUCKOO filters only: removes one copy of each item, if the filter holds one; removed[i]
 	// says whether it did. Durable and atomic like Add. Removing an item that was never added can
 	// remove the fingerprint of another item that collides with it, which then reads absent:
-	// remove only what you added. FAILED_PRECONDITION on a BLOOM filter.
+	// remove only what you added. In a filter that has grown past its capacity (more than one
+	// sub-filter), even removing an added item does so with a probability of about 2% of
+	// error_rate: size capacity for the peak, or use non_scaling. Not idempotent, as a CUCKOO
+	// filter's Add: a call retried after an error may remove a second copy. FAILED_PRECONDITION
+	// on a BLOOM filter.
 	Remove(ctx context.Context, in *RemoveRequest, opts ...grpc.CallOption) (*RemoveResponse, error)
 	// CUCKOO filters only: how many copies of each item the filter holds (adds not yet removed,
 	// plus the rare other item whose fingerprint collides). FAILED_PRECONDITION on a BLOOM filter.
@@ -318,7 +322,11 @@ type BloomFilterServiceServer interface {
 	// CUCKOO filters only: removes one copy of each item, if the filter holds one; removed[i]
 	// says whether it did. Durable and atomic like Add. Removing an item that was never added can
 	// remove the fingerprint of another item that collides with it, which then reads absent:
-	// remove only what you added. FAILED_PRECONDITION on a BLOOM filter.
+	// remove only what you added. In a filter that has grown past its capacity (more than one
+	// sub-filter), even removing an added item does so with a probability of about 2% of
+	// error_rate: size capacity for the peak, or use non_scaling. Not idempotent, as a CUCKOO
+	// filter's Add: a call retried after an error may remove a second copy. FAILED_PRECONDITION
+	// on a BLOOM filter.
 	Remove(context.Context, *RemoveRequest) (*RemoveResponse, error)
 	// CUCKOO filters only: how many copies of each item the filter holds (adds not yet removed,
 	// plus the rare other item whose fingerprint collides). FAILED_PRECONDITION on a BLOOM filter.

@@ -3,10 +3,12 @@
 //
 //	polyglot TARGET FILTER add|add-pipelined|check|check-pipelined < ITEMS
 //	polyglot WRITER,READER FILTER read-your-writes[-pipelined] < ITEMS
+//	polyglot TARGET FILTER cuckoo-add|remove|count < ITEMS
 //
 // read-your-writes adds each item through WRITER, hands the writer's last sequence to a client
 // of READER (another pod), and prints whether READER answers it present
-// (tests/replication_test.cc).
+// (tests/replication_test.cc). cuckoo-add adds to a CUCKOO filter (created if missing), remove
+// prints 1 or 0 per item removed, count the copies held of each item.
 //
 // ITEMS is one hex-encoded item per line (an item is its bytes, whatever the language).
 // Prints one line per item: 1 (added / present) or 0. In the -pipelined modes every item is
@@ -45,6 +47,10 @@ func main() {
 	}
 	if strings.HasPrefix(mode, "read-your-writes") {
 		readYourWrites(target, filter, items, strings.HasSuffix(mode, "-pipelined"))
+		return
+	}
+	if mode == "cuckoo-add" || mode == "remove" || mode == "count" {
+		cuckoo(target, filter, mode, items)
 		return
 	}
 	client, err := bloom.Dial(target, bloom.Options{Pipelined: strings.HasSuffix(mode, "-pipelined")})
@@ -132,4 +138,44 @@ func readYourWrites(targets, filter string, items [][]byte, pipelined bool) {
 			fmt.Fprintln(out, "0")
 		}
 	}
+}
+
+// cuckoo serves the CUCKOO filter modes: one call for all the items.
+func cuckoo(target, filter, mode string, items [][]byte) {
+	client, err := bloom.Dial(target, bloom.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer client.Close()
+	ctx := context.Background()
+	var lines []string
+	switch mode {
+	case "cuckoo-add", "remove":
+		var results []bool
+		if mode == "remove" {
+			results, err = client.Remove(ctx, filter, items)
+		} else {
+			results, err = client.AddOrCreate(ctx, filter,
+				bloom.Spec{Capacity: 10_000, ErrorRate: 0.001, Cuckoo: true}, items)
+		}
+		for _, r := range results {
+			if r {
+				lines = append(lines, "1")
+			} else {
+				lines = append(lines, "0")
+			}
+		}
+	default:
+		var counts []uint32
+		counts, err = client.Count(ctx, filter, items)
+		for _, c := range counts {
+			lines = append(lines, fmt.Sprint(c))
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Print(strings.Join(lines, "\n") + "\n")
 }
