@@ -138,9 +138,18 @@ absl::Status CuckooFilter::AddHashes(absl::Span<const uint64_t> hashes, Persist 
   bloomsync::MutexLock lock(&mu_);
   const size_t tables_before = tables_.size();
   std::vector<CuckooChange> changes;
+  changes.reserve(hashes.size() + hashes.size() / 4);  // most inserts write one slot
   RecordLocked(&changes);
   absl::Status status;
-  for (const uint64_t hash : hashes) {
+  // The newest table's buckets of the item this far ahead are loaded while this one inserts.
+  constexpr size_t kAhead = 16;
+  for (size_t i = 0; i < hashes.size(); ++i) {
+    const uint64_t hash = hashes[i];
+    if (i + kAhead < hashes.size()) {
+      const int newest = static_cast<int>(tables_.size()) - 1;
+      const CuckooTable& table = *tables_[newest];
+      table.Prefetch(table.ProbeFor(TableHash(hashes[i + kAhead], newest)), /*write=*/true);
+    }
     if (!InsertLocked(hash)) {
       status = GrowLocked();
       if (status.ok() && !InsertLocked(hash)) {
@@ -171,13 +180,19 @@ std::vector<bool> CuckooFilter::MightContain(absl::Span<const absl::string_view>
 }
 
 void CuckooFilter::MightContainHashes(absl::Span<const uint64_t> hashes, bool* present) const {
+  std::fill(present, present + hashes.size(), false);
+  std::vector<uint64_t> remixed;  // the items' hashes in tables after the first
   bloomsync::ReaderMutexLock lock(&mu_);
-  for (size_t i = 0; i < hashes.size(); ++i) {
-    present[i] = false;
-    for (size_t t = 0; t < tables_.size() && !present[i]; ++t) {
-      const CuckooTable& table = *tables_[t];
-      present[i] = table.Contains(table.ProbeFor(TableHash(hashes[i], static_cast<int>(t))));
+  for (size_t t = 0; t < tables_.size(); ++t) {
+    if (t == 0) {
+      tables_[0]->ContainsMany(hashes.data(), hashes.size(), present);
+      continue;
     }
+    remixed.resize(hashes.size());
+    for (size_t i = 0; i < hashes.size(); ++i) {
+      remixed[i] = TableHash(hashes[i], static_cast<int>(t));
+    }
+    tables_[t]->ContainsMany(remixed.data(), remixed.size(), present);
   }
 }
 

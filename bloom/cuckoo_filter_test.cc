@@ -283,5 +283,26 @@ TEST(CuckooTableTest, TheAlternateBucketIsKeyed) {
   EXPECT_LT(same, 5);
 }
 
+// Contains and FreeSlot read a bucket as one word for fingerprints of up to 14 bits; Count
+// reads slot by slot. They agree on every probe, full table or not, at every width.
+TEST(CuckooTableTest, TheWordWideBucketReadAgreesWithSlotBySlot) {
+  for (uint32_t bits = kMinFingerprintBits; bits <= 16; ++bits) {
+    SCOPED_TRACE(absl::StrCat(bits, "-bit fingerprints"));
+    absl::StatusOr<std::unique_ptr<CuckooTable>> table =
+        CuckooTable::Create({.num_buckets = 257, .fingerprint_bits = bits}, bits);
+    ASSERT_TRUE(table.ok());
+    int inserted = 0;
+    for (uint64_t i = 0; i < 2000 && (*table)->load() < 0.97; ++i) {
+      inserted += (*table)->Insert((*table)->ProbeFor(HashItem(absl::StrCat("x", i), bits)));
+    }
+    EXPECT_GT(inserted, 900);  // a walk fills buckets: every slot pattern occurs
+    for (uint64_t i = 0; i < 20'000; ++i) {
+      const CuckooTable::Probe probe =
+          (*table)->ProbeFor(HashItem(absl::StrCat(i % 2 ? "x" : "y", i / 2), bits));
+      ASSERT_EQ((*table)->Contains(probe), (*table)->Count(probe) > 0) << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace bloom

@@ -87,6 +87,10 @@ CuckooTable::CuckooTable(CuckooLayout layout, uint64_t key)
     : layout_(layout),
       key_(key),
       mask_(static_cast<uint32_t>((uint64_t{1} << layout.fingerprint_bits) - 1)),
+      lane_lows_(1 | uint64_t{1} << layout.fingerprint_bits |
+                 uint64_t{1} << (2 * layout.fingerprint_bits) |
+                 uint64_t{1} << (3 * layout.fingerprint_bits)),
+      lane_highs_(lane_lows_ << (layout.fingerprint_bits - 1)),
       dirty_((num_pages() + 63) / 64, 0) {}
 
 CuckooTable::Probe CuckooTable::ProbeFor(uint64_t hash) const {
@@ -133,10 +137,24 @@ void CuckooTable::SetSlot(uint64_t bucket, int slot, uint32_t fingerprint) {
 }
 
 int CuckooTable::FreeSlot(uint64_t bucket) const {
+  const uint32_t bits = layout_.fingerprint_bits;
+  if (bits <= kWordLaneBits) {
+    // The lowest zero lane, as in BucketHas: exact, since a borrow only reaches higher lanes.
+    const uint64_t zero = ZeroLanes(BucketWord(bucket));
+    return zero == 0 ? -1 : std::countr_zero(zero) / static_cast<int>(bits);
+  }
   for (int slot = 0; slot < kCuckooBucketSlots; ++slot) {
     if (Slot(bucket, slot) == 0) return slot;
   }
   return -1;
+}
+
+uint64_t CuckooTable::BucketWord(uint64_t bucket) const {
+  const uint32_t bits = layout_.fingerprint_bits;
+  const uint64_t bit = bucket * kCuckooBucketSlots * bits;
+  uint64_t word;
+  std::memcpy(&word, bytes_.get() + bit / 8, sizeof(word));
+  return (word >> (bit % 8)) & ((uint64_t{1} << (kCuckooBucketSlots * bits)) - 1);
 }
 
 int CuckooTable::CountIn(uint64_t bucket, uint32_t fingerprint) const {
@@ -194,9 +212,45 @@ int CuckooTable::CountInStash(const Probe& probe) const {
   return count;
 }
 
+bool CuckooTable::BucketHas(uint64_t bucket, uint32_t fingerprint) const {
+  if (layout_.fingerprint_bits > kWordLaneBits) return CountIn(bucket, fingerprint) > 0;
+  // A lane is zero where the slot holds the fingerprint.
+  return ZeroLanes(BucketWord(bucket) ^ (fingerprint * lane_lows_)) != 0;
+}
+
 bool CuckooTable::Contains(const Probe& probe) const {
-  return CountIn(probe.bucket1, probe.fingerprint) > 0 ||
-         CountIn(probe.bucket2, probe.fingerprint) > 0 || FindInStash(probe) >= 0;
+  return BucketHas(probe.bucket1, probe.fingerprint) ||
+         BucketHas(probe.bucket2, probe.fingerprint) || FindInStash(probe) >= 0;
+}
+
+void CuckooTable::Prefetch(const Probe& probe, bool write) const {
+  const uint64_t bucket_bits = uint64_t{kCuckooBucketSlots} * layout_.fingerprint_bits;
+  for (uint64_t bucket : {probe.bucket1, probe.bucket2}) {
+    const uint8_t* at = bytes_.get() + bucket * bucket_bits / 8;
+    if (write) {
+      __builtin_prefetch(at, 1);
+    } else {
+      __builtin_prefetch(at, 0);
+    }
+  }
+}
+
+void CuckooTable::ContainsMany(const uint64_t* hashes, size_t n, bool* present) const {
+  // Far enough ahead to overlap the misses, near enough that the lines are still cached.
+  constexpr size_t kAhead = 16;
+  Probe ahead[kAhead];
+  for (size_t i = 0; i < std::min(n, kAhead); ++i) {
+    ahead[i] = ProbeFor(hashes[i]);
+    if (!present[i]) Prefetch(ahead[i]);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const Probe probe = ahead[i % kAhead];
+    if (i + kAhead < n) {
+      ahead[i % kAhead] = ProbeFor(hashes[i + kAhead]);
+      if (!present[i + kAhead]) Prefetch(ahead[i % kAhead]);
+    }
+    if (!present[i]) present[i] = Contains(probe);
+  }
 }
 
 int CuckooTable::Count(const Probe& probe) const {

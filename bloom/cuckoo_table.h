@@ -122,6 +122,11 @@ class CuckooTable {
 
   Probe ProbeFor(uint64_t hash) const;
   bool Contains(const Probe& probe) const;
+  // For each i with !present[i]: present[i] = Contains(ProbeFor(hashes[i])). Loads the buckets
+  // of items a few ahead while it checks one (two cache misses per item, overlapped).
+  void ContainsMany(const uint64_t* hashes, size_t n, bool* present) const;
+  // Asks the CPU to load the probe's two buckets (`write`: for an insert).
+  void Prefetch(const Probe& probe, bool write = false) const;
   // Copies of the probe's fingerprint in its two buckets (each counted once when they are the
   // same bucket).
   int Count(const Probe& probe) const;
@@ -160,6 +165,17 @@ class CuckooTable {
   // The first empty slot of `bucket`, or -1.
   int FreeSlot(uint64_t bucket) const;
   int CountIn(uint64_t bucket, uint32_t fingerprint) const;
+  // Whether `bucket` holds `fingerprint`: for fingerprints of up to kWordLaneBits bits, the
+  // bucket's four slots are one 64-bit load compared at once (SWAR), else CountIn.
+  bool BucketHas(uint64_t bucket, uint32_t fingerprint) const;
+  static constexpr uint32_t kWordLaneBits = 14;  // 4 * 14 + 7 (the load's bit offset) <= 64
+  // For fingerprints of up to kWordLaneBits bits: the bucket's four slots, lane i in bits
+  // [i * bits, (i + 1) * bits).
+  uint64_t BucketWord(uint64_t bucket) const;
+  // The high bit of the lowest zero lane of `word` is set in the result (and perhaps higher
+  // lanes' above a zero lane, by the borrow); zero when no lane is zero (SWAR: exact for "some
+  // lane is zero" and for which lane is the lowest).
+  uint64_t ZeroLanes(uint64_t word) const { return (word - lane_lows_) & ~word & lane_highs_; }
   uint64_t CountOccupied(uint64_t first_byte, uint64_t end_byte) const;
 
   struct StashEntry {
@@ -176,6 +192,9 @@ class CuckooTable {
   const CuckooLayout layout_;
   const uint64_t key_;
   const uint32_t mask_;  // fingerprint_bits ones
+  // BucketHas: a one in the lowest and in the highest bit of each of the four lanes.
+  const uint64_t lane_lows_;
+  const uint64_t lane_highs_;
   uint64_t occupied_ = 0;
   int stashed_ = 0;  // stash entries in use: lookups skip an empty stash
   // layout_.bytes() and 8 bytes of slack, so that every slot reads as one 8-byte load; from
