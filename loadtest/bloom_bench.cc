@@ -31,7 +31,9 @@
 #include "loadtest/echo_server.h"
 #include "loadtest/targets.h"
 
-ABSL_FLAG(std::string, target, "bloom", "bloom, redis-bitmap or redis-bf");
+ABSL_FLAG(std::string, target, "bloom",
+          "bloom, bloom-cuckoo (CUCKOO filters), redis-bitmap, redis-bf or redis-cf (RedisBloom's "
+          "CF.*)");
 ABSL_FLAG(std::string, transport, "unary",
           "bloom target: unary (calls), pipeline (a raw Pipeline stream per client, one "
           "operation in flight) or client (all clients share the client library's pipelined "

@@ -36,7 +36,8 @@ class Target {
   }
 };
 
-// "bloom" (address host:port), "redis-bitmap" or "redis-bf" (address host:port). Filters are
+// "bloom" or "bloom-cuckoo" (CUCKOO filters; address host:port), "redis-bitmap", "redis-bf" or
+// "redis-cf" (RedisBloom's cuckoo filters, at its default bucket size; address host:port). Filters are
 // created on first use by the bloom target (create_if_missing) with `capacity`/`error_rate`.
 // `transport` (bloom only): "unary" calls, one connection per target; "pipeline", a raw
 // Pipeline stream per target with one operation in flight; "client", every target sharing one

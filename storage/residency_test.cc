@@ -152,14 +152,18 @@ TEST_F(ResidencyTest, ARoundEvictsTheLeastRecentlyUsedFilters) {
   // A larger filter takes memory over the limit; the round evicts down to 15/16 of it.
   ASSERT_OK(store_->Reserve("big", {4000, 0.01}).status());
   store_->EvictToBudget();
-  EXPECT_GE(store_->Figures().cold_filters, 2u);
+  const uint64_t evicted = store_->Figures().cold_filters;
+  EXPECT_GE(evicted, 2u);
   EXPECT_LE(store_->memory_used(), kLimit);
   const uint64_t loads = store_->Figures().loads;
   for (int f = 0; f < 10; ++f) Check(absl::StrCat("f", f), Items("x", 0, 1));
   Check("big", Items("x", 0, 1));
   EXPECT_EQ(store_->Figures().loads, loads) << "a recently used filter was evicted";
-  Check("f10", Items("x", 0, 1));  // the oldest: evicted, loaded again
-  EXPECT_EQ(store_->Figures().loads, loads + 1);
+  // Every evicted filter is among the ten least recently used. (Not always the very oldest:
+  // the background evictor's round may start while Reserve("big") still holds its name's
+  // lock, and a candidate whose lock stripe is busy is passed over for the next oldest.)
+  for (int f = 10; f < 20; ++f) Check(absl::StrCat("f", f), Items("x", 0, 1));
+  EXPECT_EQ(store_->Figures().loads, loads + evicted);
 }
 
 // A scan queues the oldest filters for several rounds (QueueEvictionCandidates); a later

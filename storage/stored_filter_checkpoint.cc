@@ -210,10 +210,14 @@ bool StoredFilter::CheckpointDue(absl::Time now, absl::Duration interval) const 
 }
 
 bool StoredFilter::JournalOverdue() const {
-  if (!has_chain_) return false;
+  // A cuckoo filter's bytes, read without its lock: its charge (bytes and bookkeeping).
+  const uint64_t bits = has_chain_            ? chain_.size_bytes()
+                        : cuckoo() != nullptr ? charged_bytes()
+                                              : 0;
+  if (bits == 0) return false;
   const uint64_t journal = journal_bytes_.load(std::memory_order_relaxed);
   return journal >= kMinJournalBytesForEarlyCheckpoint &&
-         static_cast<double>(journal) >= kJournalToBitsRatio * chain_.size_bytes();
+         static_cast<double>(journal) >= kJournalToBitsRatio * static_cast<double>(bits);
 }
 
 }  // namespace storage

@@ -212,6 +212,7 @@ absl::Status StoredFilter::CuckooAdd(absl::Span<const uint64_t> hashes, bool* ad
   RETURN_IF_ERROR(PersistPendingCreation(sync));
   std::fill(added, added + hashes.size(), true);
   if (journal_bytes_.load() > 0) MarkChanged();
+  ReportIfOverdue();
   return absl::OkStatus();
 }
 
@@ -228,6 +229,7 @@ absl::StatusOr<std::vector<bool>> StoredFilter::CuckooRemove(absl::Span<const ui
           }));
   RETURN_IF_ERROR(PersistPendingCreation(sync));
   if (journal_bytes_.load() > 0) MarkChanged();
+  ReportIfOverdue();
   return removed;
 }
 

@@ -15,7 +15,7 @@
 # the pipelined client it is the most keys/s this machine gives with the client beside the
 # server, whatever the server does.
 #
-#   tests/bench/compare.sh                 # scenarios 1 2 3 5 6 (10 s each)
+#   tests/bench/compare.sh                 # scenarios 1 2 3 5 6 7 8 (10 s each)
 #   SCENARIOS="1 2 3 4 5 6" tests/bench/compare.sh   # 4: a 100M-item filter (minutes to load)
 #   DURATION=3s QUICK=1 tests/bench/compare.sh     # smaller sizes
 #   REDIS_MODULE=/tmp/redisbloom/redisbloom.so tests/bench/compare.sh
@@ -25,7 +25,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD_DIR:-build}
 DURATION=${DURATION:-10s}
-SCENARIOS=${SCENARIOS:-"1 2 3 5 6"}
+SCENARIOS=${SCENARIOS:-"1 2 3 5 6 7 8"}
 REDIS_MODULE=${REDIS_MODULE:-}
 QUICK=${QUICK:-0}
 BENCH="$BUILD/loadtest/bloom-bench"
@@ -155,6 +155,18 @@ for s in $SCENARIOS; do
     6) unbatched "6 MightContain, 10 keys per call, 50 clients" --mix=query --keys=uniform \
          --key_space=1000000 --capacity=1000000 --preload=$((1000000 / small)) --batch=10 \
          --clients=50 ;;
+    # Cuckoo filters (CF.*), at the rate RedisBloom's filter delivers (8-bit fingerprints in
+    # buckets of 2: about 1.6%): bloom-server's CUCKOO filter is reserved at that rate.
+    7) args=(--mix=add --keys=unique --capacity=$((1000000 / small)) --ops=$((900000 / small))
+             --batch=1000 --clients=8 --error_rate=0.016)
+       run "7 cuckoo: batched Add of unique keys to 90%, batch 1000, 8 clients" redis-mem redis-cf "${args[@]}"
+       run "7 cuckoo: batched Add of unique keys to 90%, batch 1000, 8 clients" bloom bloom-cuckoo "${args[@]}"
+       run "7 cuckoo: batched Add of unique keys to 90%, batch 1000, 8 clients" redis-aof redis-cf "${args[@]}" ;;
+    8) args=(--mix=query --capacity=$((1000000 / small)) --preload=$((900000 / small))
+             --batch=1000 --clients=8 --error_rate=0.016)
+       run "8 cuckoo: batched MightContain, 1M filter at 90%, batch 1000, 8 clients" redis-mem redis-cf "${args[@]}"
+       run "8 cuckoo: batched MightContain, 1M filter at 90%, batch 1000, 8 clients" bloom bloom-cuckoo "${args[@]}"
+       run "8 cuckoo: batched MightContain, 1M filter at 90%, batch 1000, 8 clients" bloom bloom-cuckoo/client "${args[@]}" ;;
   esac
 done
 
@@ -166,7 +178,7 @@ baseline = {}
 for r in rows:
     scenario, server, target = r["label"].split("|")
     if server == "redis-mem" and "keys_per_second" in r:
-        kind = "bf" if target.startswith("redis-bf") else "bitmap"
+        kind = "bf" if target.startswith(("redis-bf", "redis-cf")) else "bitmap"
         baseline.setdefault(scenario, {})[kind] = r
 print(f"{'scenario':62} {'system':24} {'keys/s':>10} {'vs base':>8} {'p50 us':>8} "
       f"{'p99 us':>8} {'CPU us/key':>10} {'CPU vs base':>11} {'RSS MB':>7}")
@@ -185,6 +197,6 @@ for r in rows:
     print(f"{scenario:62} {system:24} {r['keys_per_second']:10.0f} {ratio:>8} "
           f"{r['latency_us']['p50']:8.0f} {r['latency_us']['p99']:8.0f} {cpu:10.3f} "
           f"{cpu_ratio:>11} {r['server_rss_bytes']/1e6:7.1f}")
-print("base: RedisBloom (redis-mem/redis-bf) where it ran, else the Redis bitmap (redis-mem); "
+print("base: RedisBloom (redis-mem/redis-bf, or redis-cf for cuckoo filters) where it ran, else the Redis bitmap (redis-mem); "
       "CPU us/key = server CPU seconds per million keys")
 PY
