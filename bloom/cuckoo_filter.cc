@@ -357,8 +357,8 @@ absl::StatusOr<std::unique_ptr<CuckooFilter>> CuckooFilter::Clone() const {
   std::unique_ptr<CuckooFilter> copy(new CuckooFilter(spec_, seed_));
   bloomsync::ReaderMutexLock lock(&mu_);
   bloomsync::MutexLock copy_lock(&copy->mu_);
-  for (size_t t = 0; t < tables_.size(); ++t) {
-    const CuckooTable& table = *tables_[t];
+  for (const std::unique_ptr<CuckooTable>& original : tables_) {
+    const CuckooTable& table = *original;
     absl::StatusOr<std::unique_ptr<CuckooTable>> copied =
         CuckooTable::Create(table.layout(), table.key());
     if (!copied.ok()) return copied.status();

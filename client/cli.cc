@@ -490,8 +490,9 @@ int Run(const Args& args) {
     if (json) {
       std::cout << "{\"counts\": [" << absl::StrJoin(*counts, ", ") << "]}\n";
     } else {
-      for (size_t i = 0; i < counts->size(); ++i)
+      for (size_t i = 0; i < counts->size(); ++i) {
         std::cout << items[i] << "\t" << (*counts)[i] << "\n";
+      }
     }
     return 0;
   }
