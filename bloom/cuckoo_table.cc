@@ -87,9 +87,13 @@ CuckooTable::CuckooTable(CuckooLayout layout, uint64_t key)
     : layout_(layout),
       key_(key),
       mask_(static_cast<uint32_t>((uint64_t{1} << layout.fingerprint_bits) - 1)),
-      lane_lows_(1 | uint64_t{1} << layout.fingerprint_bits |
-                 uint64_t{1} << (2 * layout.fingerprint_bits) |
-                 uint64_t{1} << (3 * layout.fingerprint_bits)),
+      // Only fingerprints of up to kWordLaneBits bits are compared as a word (and a shift by
+      // 3 * 22 bits or more would be undefined).
+      lane_lows_(layout.fingerprint_bits > kWordLaneBits
+                     ? 0
+                     : 1 | uint64_t{1} << layout.fingerprint_bits |
+                           uint64_t{1} << (2 * layout.fingerprint_bits) |
+                           uint64_t{1} << (3 * layout.fingerprint_bits)),
       lane_highs_(lane_lows_ << (layout.fingerprint_bits - 1)),
       dirty_((num_pages() + 63) / 64, 0) {}
 
