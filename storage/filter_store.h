@@ -1,4 +1,5 @@
-// FilterStore: named scalable Bloom filters, in memory for speed, persisted in RocksDB.
+// FilterStore: named filters (scalable Bloom filters, and CUCKOO filters that can forget), in
+// memory for speed, persisted in RocksDB.
 //
 // Example:
 //   absl::StatusOr<std::unique_ptr<FilterStore>> store = FilterStore::Open({.data_dir = dir});
@@ -95,7 +96,7 @@ class FilterStore {
   // answers, as for any write). Answers the target's stats. INVALID_ARGUMENT for no sources or
   // more than kMaxMergeSources, bad names, a source named twice, or the target among them;
   // NOT_FOUND for a missing filter; FAILED_PRECONDITION for filters not made alike (naming the
-  // mismatch) or windowed ones.
+  // mismatch), windowed ones, or CUCKOO ones.
   absl::StatusOr<FilterInfo> Merge(absl::string_view target, absl::Span<const std::string> sources);
   // Sources one Merge reads (each pinned and looked up: bounded work per call).
   static constexpr size_t kMaxMergeSources = 64;

@@ -141,6 +141,8 @@ class StoredFilter {
   absl::StatusOr<FilterRecord> SnapshotRecord() const;
   // Export walks the chain over many calls: while pinned, checkpoints retire no slice of a
   // windowed filter. PinChain answers the record to export (SnapshotRecord) and pins on OK.
+  // FAILED_PRECONDITION for a CUCKOO filter (Merge refuses it; Export copies it instead:
+  // SnapshotCuckoo).
   absl::StatusOr<FilterRecord> PinChain();
   void UnpinChain() { chain_pins_.fetch_sub(1); }
 
@@ -247,7 +249,7 @@ class StoredFilter {
   // filters counts once in each). Adds wait while the bits are ORed; checks may see part of the
   // union until Merge returns. Sources are read without their locks, so adds racing the merge
   // may or may not be in it. Errors: Addable()'s (an evicted object: look the filter up again),
-  // growth's (the memory limit), the write's.
+  // growth's (the memory limit), the write's; FAILED_PRECONDITION for a CUCKOO filter.
   struct MergeSource {
     absl::string_view name;
     const bloom::ScalableFilter* filter;
