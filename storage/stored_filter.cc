@@ -397,12 +397,10 @@ absl::StatusOr<FilterRecord> StoredFilter::LiveRecord() const {
   return MakeRecord(live, nullptr);
 }
 
-FilterRecord StoredFilter::MakeRecord(const PersistedState& state,
-                                      const bloom::SubFilter* extra) const {
-  if (cuckoo() != nullptr) return MakeCuckooRecord(state);
+FilterRecord StoredFilter::RecordBase(const PersistedState& state) const {
   FilterRecord record;
   record.generation = generation_;
-  record.seed = chain_.seed();
+  record.seed = seed();
   record.created_at_micros = created_at_micros_;
   record.spec = spec();
   record.checkpoint_seq = state.checkpoint_seq;
@@ -410,6 +408,13 @@ FilterRecord StoredFilter::MakeRecord(const PersistedState& state,
   record.check_hits = state.check_hits;
   record.first_sub_index = state.first_index;
   record.last_used_micros = state.last_used_micros;
+  return record;
+}
+
+FilterRecord StoredFilter::MakeRecord(const PersistedState& state,
+                                      const bloom::SubFilter* extra) const {
+  if (cuckoo() != nullptr) return MakeCuckooRecord(state);
+  FilterRecord record = RecordBase(state);
   auto append = [&](const bloom::SubFilter& sub) {
     // Sub-filters the state does not cover (retired since, or new) are left out or count 0.
     if (sub.index() < static_cast<int>(state.first_index)) return;

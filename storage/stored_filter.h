@@ -428,6 +428,13 @@ class StoredFilter {
   // evicted object (which a plain checkpoint leaves alone).
   absl::Status CheckpointLocked(bool sync, bool evicting, PageWrites pages)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(checkpoint_mu_);
+  // A checkpoint's snapshot, apply_mu_ held exclusively: into `next` the journal sequence it
+  // covers and the check counters; into `journal_bytes` the journal it takes over; whether
+  // checks changed since the last one. RestoreCounters gives them back when its write fails, so
+  // that the next checkpoint tries again (both kinds: stored_filter_checkpoint.cc).
+  bool SnapshotCounters(PersistedState& next, uint64_t& journal_bytes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
+  void RestoreCounters(uint64_t journal_bytes, bool checks_changed);
   // OK, or why an add must not apply here (Usable(), or EvictedError()).
   absl::Status Addable() const;
   absl::Status PersistNewSubFilter(const bloom::SubFilter& sub, bool sync);
@@ -447,6 +454,8 @@ class StoredFilter {
   static constexpr uint64_t kMaxCreationCheckpointBytes = 64 << 10;
   // The metadata record for `state`, listing the chain plus `extra` (a sub-filter being opened).
   FilterRecord MakeRecord(const PersistedState& state, const bloom::SubFilter* extra) const;
+  // The fields of a metadata record besides its sub-filters, for `state` (either kind).
+  FilterRecord RecordBase(const PersistedState& state) const;
   // A cuckoo filter's (stored_filter_cuckoo.cc): its first `tables` tables (-1:
   // Rare::cuckoo_tables).
   FilterRecord MakeCuckooRecord(const PersistedState& state, int tables = -1) const;

@@ -93,13 +93,7 @@ absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting, PageWrites
       }
     }
     next.first_index = static_cast<uint32_t>(chain_.first_index());
-    next.checkpoint_seq = next_seq_.load() - 1;
-    checks_changed =
-        (change_flags_.fetch_and(static_cast<uint8_t>(~kChecksChanged)) & kChecksChanged) != 0;
-    next.checks = checks_.load();
-    next.check_hits = check_hits_.load();
-    journal_bytes = journal_bytes_.exchange(0);
-    change_flags_.fetch_and(static_cast<uint8_t>(~kOverdue));
+    checks_changed = SnapshotCounters(next, journal_bytes);
     bool any_dirty = false;
     for (bloom::SubFilter* sub = chain_.first(); sub != nullptr; sub = sub->next()) {
       next.items_added.push_back(sub->items_added());
@@ -145,15 +139,30 @@ absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting, PageWrites
     for (const auto& [index, pages] : dirty) {
       for (uint64_t page : pages) chain_.sub_filter(index)->bits().MarkPageDirty(page);
     }
-    CountJournalBytes(journal_bytes);
-    if (checks_changed) change_flags_.fetch_or(kChecksChanged);
-    // A pass may have dropped this filter meanwhile, finding nothing to checkpoint.
-    if (journal_bytes > 0 || checks_changed) MarkChanged();
-    ReportIfOverdue();
+    RestoreCounters(journal_bytes, checks_changed);
     return status;
   }
   last_checkpoint_second_.store(SecondsSinceEpoch(absl::Now()), std::memory_order_relaxed);
   return absl::OkStatus();
+}
+
+bool StoredFilter::SnapshotCounters(PersistedState& next, uint64_t& journal_bytes) {
+  next.checkpoint_seq = next_seq_.load() - 1;
+  const bool checks_changed =
+      (change_flags_.fetch_and(static_cast<uint8_t>(~kChecksChanged)) & kChecksChanged) != 0;
+  next.checks = checks_.load();
+  next.check_hits = check_hits_.load();
+  journal_bytes = journal_bytes_.exchange(0);
+  change_flags_.fetch_and(static_cast<uint8_t>(~kOverdue));
+  return checks_changed;
+}
+
+void StoredFilter::RestoreCounters(uint64_t journal_bytes, bool checks_changed) {
+  CountJournalBytes(journal_bytes);
+  if (checks_changed) change_flags_.fetch_or(kChecksChanged);
+  // A pass may have dropped this filter meanwhile, finding nothing to checkpoint.
+  if (journal_bytes > 0 || checks_changed) MarkChanged();
+  ReportIfOverdue();
 }
 
 void StoredFilter::TrimJournal(uint64_t from_seq, uint64_t to_seq,

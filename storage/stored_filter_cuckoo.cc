@@ -136,15 +136,8 @@ StoredFilter::StoredFilter(absl::string_view name, const FilterRecord& record,
 }
 
 FilterRecord StoredFilter::MakeCuckooRecord(const PersistedState& state, int tables) const {
-  FilterRecord record;
-  record.generation = generation_;
-  record.seed = rare_->cuckoo->seed();
-  record.created_at_micros = created_at_micros_;
-  record.spec = spec();
-  record.checkpoint_seq = state.checkpoint_seq;
-  record.checks = state.checks;
-  record.check_hits = state.check_hits;
-  record.last_used_micros = state.last_used_micros;
+  FilterRecord record = RecordBase(state);
+  record.first_sub_index = 0;  // a cuckoo chain never retires a table
   if (tables < 0) tables = rare_->cuckoo_tables.load();
   for (int i = 0; i < tables; ++i) {
     // Cannot fail: the table exists, so its spec gives it.
@@ -279,13 +272,7 @@ absl::Status StoredFilter::CuckooCheckpointLocked(bool sync, bool evicting, Page
   {
     bloomsync::WriterMutexLock lock(&apply_mu_);  // no add or remove is half done
     if (!Usable().ok() || evicted() != evicting) return absl::OkStatus();
-    next.checkpoint_seq = next_seq_.load() - 1;
-    checks_changed =
-        (change_flags_.fetch_and(static_cast<uint8_t>(~kChecksChanged)) & kChecksChanged) != 0;
-    next.checks = checks_.load();
-    next.check_hits = check_hits_.load();
-    journal_bytes = journal_bytes_.exchange(0);
-    change_flags_.fetch_and(static_cast<uint8_t>(~kOverdue));
+    checks_changed = SnapshotCounters(next, journal_bytes);
     dirty = cuckoo_chain.TakeDirtyPages();
     for (const bloom::CuckooTableStats& table : cuckoo_chain.Stats().tables) {
       next.items_added.push_back(table.items);
@@ -322,9 +309,7 @@ absl::Status StoredFilter::CuckooCheckpointLocked(bool sync, bool evicting, Page
   if (!status.ok()) {
     // Nothing is lost (the journal after the last checkpoint is intact): try again later.
     for (const auto& [table, page] : dirty) cuckoo_chain.MarkPageDirty(table, page);
-    CountJournalBytes(journal_bytes);
-    if (checks_changed) change_flags_.fetch_or(kChecksChanged);
-    if (journal_bytes > 0 || checks_changed) MarkChanged();
+    RestoreCounters(journal_bytes, checks_changed);
     return status;
   }
   last_checkpoint_second_.store(SecondsSinceEpoch(absl::Now()), std::memory_order_relaxed);
