@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -98,8 +100,33 @@ std::unique_ptr<ServerProcess> ServerProcess::Spawn(const std::string& data_dir,
   return server;
 }
 
+namespace {
+
+// Whether every thread of `pid` is stopped (state T in /proc/PID/task/*/stat).
+bool AllThreadsStopped(pid_t pid) {
+  std::error_code error;
+  const std::filesystem::path tasks = absl::StrCat("/proc/", pid, "/task");
+  for (const auto& task : std::filesystem::directory_iterator(tasks, error)) {
+    std::ifstream stat(task.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    const size_t close = line.rfind(')');  // the state follows "(comm) "
+    if (close == std::string::npos || close + 2 >= line.size()) return false;
+    if (line[close + 2] != 'T' && line[close + 2] != 't') return false;
+  }
+  return !error;
+}
+
+}  // namespace
+
 void ServerProcess::Signal(int signal) {
-  if (pid_ > 0) kill(pid_, signal);
+  if (pid_ <= 0) return;
+  kill(pid_, signal);
+  // kill() returns before a thread running on another core has stopped: a test that stops a
+  // server and then writes must not find it still answering.
+  if (signal != SIGSTOP) return;
+  const absl::Time deadline = absl::Now() + absl::Seconds(5);
+  while (!AllThreadsStopped(pid_) && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(1));
 }
 
 ServerProcess::~ServerProcess() {

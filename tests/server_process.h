@@ -46,7 +46,8 @@ class ServerProcess {
   // Starts bloom-server without waiting for it to serve (to kill it during start-up).
   static std::unique_ptr<ServerProcess> Spawn(const std::string& data_dir,
                                               const std::vector<std::string>& args = {});
-  // Sends `signal` without waiting.
+  // Sends `signal`. SIGSTOP returns once every thread of the server has stopped (at most 5 s);
+  // any other signal, without waiting.
   void Signal(int signal);
 
   // Sends SIGTERM and waits; returns the exit status (or -signal if killed by one). Anything
