@@ -284,6 +284,18 @@ bool CuckooTable::Insert(const Probe& probe) {
   uint32_t carried = probe.fingerprint;
   uint64_t bucket = (probe.hash & 1) != 0 ? probe.bucket2 : probe.bucket1;
   for (int kick = 0; kick < kMaxKicks; ++kick) {
+    // One step of lookahead: a fingerprint of this bucket whose other bucket has room moves
+    // there, and the carried one takes its slot; most walks end here near full load.
+    for (int held = 0; held < kCuckooBucketSlots; ++held) {
+      const uint32_t fingerprint = Slot(bucket, held);
+      const uint64_t other = AltBucket(bucket, fingerprint);
+      if (int free = FreeSlot(other); free >= 0) {
+        SetSlot(other, free, fingerprint);
+        SetSlot(bucket, held, carried);
+        ++occupied_;
+        return true;
+      }
+    }
     const int slot = static_cast<int>(Mix(probe.hash + (kick + 1) * kGolden) % kCuckooBucketSlots);
     const uint32_t displaced = Slot(bucket, slot);
     SetSlot(bucket, slot, carried);
