@@ -20,8 +20,11 @@
 // size, which would waste up to half its memory), and T is keyed, so a client who knows the
 // algorithm but not the seed cannot choose items whose fingerprints crowd one bucket pair.
 //
-// Insertion relocates fingerprints along a walk of at most kMaxKicks steps. The walk's choices
-// come from the item's hash and the step, not from a random generator: the same inserts in the
+// Insertion relocates fingerprints along a walk of at most kMaxKicks steps. Each step first looks
+// one step ahead: a fingerprint of the full bucket whose other bucket has room moves there, and
+// the walk ends (near full load most walks end so, after a few cache misses instead of many
+// kicks); otherwise it kicks a slot. The walk's choices come from the table's contents, the
+// item's hash and the step, not from a random generator: the same inserts in the
 // same order give the same bytes, so a follower that replays a primary's log holds the
 // primary's table exactly. A walk that finds no free slot is undone, and the item goes to the
 // stash (below) if it has room; otherwise Insert fails and changes nothing.
