@@ -135,6 +135,55 @@ TEST_F(CuckooServerTest, CreateIfMissingAndPipelineRemoves) {
   EXPECT_EQ(response.more(1).error().code(), static_cast<int>(grpc::StatusCode::NOT_FOUND));
 }
 
+// An item is its bytes whichever field carries it: `items` that are not valid UTF-8 (C++
+// protobuf sends them) are removed and counted as their bytes, unary and in Pipeline
+// (protos/wire/items_as_bytes.h), not refused with an empty UNIMPLEMENTED.
+TEST_F(CuckooServerTest, ItemsThatAreNotUtf8AreRemovedAndCountedAsTheirBytes) {
+  const std::string binary("\xff\xfe\x00", 3), other("\xfd\xfc", 2);
+  ASSERT_OK(client_->Reserve("binary", CuckooSpec(1000, 0.01)).status());
+  ASSERT_OK(client_->Add("binary", {binary, binary, other}).status());
+  {
+    grpc::ClientContext context;
+    bloom::v1::CountRequest request;
+    request.set_name("binary");
+    request.add_items(binary);
+    request.add_raw_items(other);
+    bloom::v1::CountResponse response;
+    const grpc::Status status = stub_->Count(&context, request, &response);
+    ASSERT_TRUE(status.ok()) << status.error_code() << " " << status.error_message();
+    EXPECT_EQ(std::vector<uint32_t>(response.counts().begin(), response.counts().end()),
+              (std::vector<uint32_t>{2, 1}));
+  }
+  {
+    grpc::ClientContext context;
+    bloom::v1::RemoveRequest request;
+    request.set_name("binary");
+    request.add_items(binary);
+    bloom::v1::RemoveResponse response;
+    const grpc::Status status = stub_->Remove(&context, request, &response);
+    ASSERT_TRUE(status.ok()) << status.error_code() << " " << status.error_message();
+    ASSERT_EQ(response.removed_size(), 1);
+    EXPECT_TRUE(response.removed(0));
+  }
+  {
+    grpc::ClientContext context;
+    auto stream = stub_->Pipeline(&context);
+    bloom::v1::PipelineRequest request;
+    request.set_id(7);
+    request.mutable_remove()->set_name("binary");
+    request.mutable_remove()->add_items(other);
+    ASSERT_TRUE(stream->Write(request));
+    stream->WritesDone();
+    bloom::v1::PipelineResponse response;
+    const bool read = stream->Read(&response);
+    ASSERT_OK(bloomclient::FromGrpcStatus(stream->Finish()));
+    ASSERT_TRUE(read);
+    ASSERT_TRUE(response.has_remove()) << response.DebugString();
+    EXPECT_TRUE(response.remove().removed(0));
+  }
+  EXPECT_EQ(*client_->Count("binary", {binary, other}), (std::vector<uint32_t>{1, 0}));
+}
+
 TEST_F(CuckooServerTest, RefusalsNameTheProblem) {
   bloom::v1::FilterSpec bloom_spec;
   bloom_spec.set_capacity(1000);

@@ -40,6 +40,23 @@ bool Convert(MightContainRequestBytes& twin, bloom::v1::MightContainRequest* req
   return true;
 }
 
+bool Convert(RemoveRequestBytes& twin, bloom::v1::RemoveRequest* request) {
+  request->Clear();
+  request->set_name(std::move(*twin.mutable_name()));
+  MoveAll(*twin.mutable_items(), request->mutable_items());
+  MoveAll(*twin.mutable_raw_items(), request->mutable_raw_items());
+  return true;
+}
+
+bool Convert(CountRequestBytes& twin, bloom::v1::CountRequest* request) {
+  request->Clear();
+  request->set_name(std::move(*twin.mutable_name()));
+  MoveAll(*twin.mutable_items(), request->mutable_items());
+  MoveAll(*twin.mutable_raw_items(), request->mutable_raw_items());
+  request->set_min_sequence(twin.min_sequence());
+  return true;
+}
+
 bool Convert(PipelineRequestBytes& twin, bloom::v1::PipelineRequest* request) {
   request->Clear();
   request->set_id(twin.id());
@@ -48,6 +65,8 @@ bool Convert(PipelineRequestBytes& twin, bloom::v1::PipelineRequest* request) {
       return ParseLeniently(twin.add(), request->mutable_add());
     case PipelineRequestBytes::kMightContain:
       return ParseLeniently(twin.might_contain(), request->mutable_might_contain());
+    case PipelineRequestBytes::kRemove:
+      return ParseLeniently(twin.remove(), request->mutable_remove());
     case PipelineRequestBytes::OP_NOT_SET:
       return true;
   }
@@ -134,6 +153,12 @@ bool ParseLeniently(const std::string& encoding, bloom::v1::AddRequest* request)
 bool ParseLeniently(const std::string& encoding, bloom::v1::MightContainRequest* request) {
   return ParseString<MightContainRequestBytes>(encoding, request);
 }
+bool ParseLeniently(const std::string& encoding, bloom::v1::RemoveRequest* request) {
+  return ParseString<RemoveRequestBytes>(encoding, request);
+}
+bool ParseLeniently(const std::string& encoding, bloom::v1::CountRequest* request) {
+  return ParseString<CountRequestBytes>(encoding, request);
+}
 bool ParseLeniently(const std::string& encoding, bloom::v1::PipelineRequest* request) {
   return ParseString<PipelineRequestBytes>(encoding, request);
 }
@@ -142,6 +167,12 @@ bool ParseLeniently(grpc::ProtoBufferReader* reader, bloom::v1::AddRequest* requ
 }
 bool ParseLeniently(grpc::ProtoBufferReader* reader, bloom::v1::MightContainRequest* request) {
   return ParseStream<MightContainRequestBytes>(reader, request);
+}
+bool ParseLeniently(grpc::ProtoBufferReader* reader, bloom::v1::RemoveRequest* request) {
+  return ParseStream<RemoveRequestBytes>(reader, request);
+}
+bool ParseLeniently(grpc::ProtoBufferReader* reader, bloom::v1::CountRequest* request) {
+  return ParseStream<CountRequestBytes>(reader, request);
 }
 bool ParseLeniently(grpc::ProtoBufferReader* reader, bloom::v1::PipelineRequest* request) {
   return ParseStream<PipelineRequestBytes>(reader, request);

@@ -1,5 +1,5 @@
 // gRPC serialization of the bloom.v1 requests that carry items (AddRequest,
-// MightContainRequest, PipelineRequest): as protobuf's, except that a request failing to parse
+// MightContainRequest, RemoveRequest, CountRequest, PipelineRequest): as protobuf's, except that a request failing to parse
 // only because a string is not valid UTF-8 is read again with items_as_bytes.proto's twins and
 // served: an item is its bytes, whichever field carries it. gRPC 1.51's callback server answers
 // a request it cannot parse with UNIMPLEMENTED and no message, which told a client that sent
@@ -31,9 +31,13 @@ namespace bloom::wire {
 // Each returns false if neither parses.
 bool ParseLeniently(const std::string& encoding, bloom::v1::AddRequest* request);
 bool ParseLeniently(const std::string& encoding, bloom::v1::MightContainRequest* request);
+bool ParseLeniently(const std::string& encoding, bloom::v1::RemoveRequest* request);
+bool ParseLeniently(const std::string& encoding, bloom::v1::CountRequest* request);
 bool ParseLeniently(const std::string& encoding, bloom::v1::PipelineRequest* request);
 bool ParseLeniently(grpc::ProtoBufferReader* reader, bloom::v1::AddRequest* request);
 bool ParseLeniently(grpc::ProtoBufferReader* reader, bloom::v1::MightContainRequest* request);
+bool ParseLeniently(grpc::ProtoBufferReader* reader, bloom::v1::RemoveRequest* request);
+bool ParseLeniently(grpc::ProtoBufferReader* reader, bloom::v1::CountRequest* request);
 bool ParseLeniently(grpc::ProtoBufferReader* reader, bloom::v1::PipelineRequest* request);
 
 // The most operations one PipelineRequest may carry, itself and those in its `more`
@@ -89,6 +93,8 @@ namespace grpc {
 
 BLOOM_WIRE_ITEMS_AS_BYTES(bloom::v1::AddRequest)
 BLOOM_WIRE_ITEMS_AS_BYTES(bloom::v1::MightContainRequest)
+BLOOM_WIRE_ITEMS_AS_BYTES(bloom::v1::RemoveRequest)
+BLOOM_WIRE_ITEMS_AS_BYTES(bloom::v1::CountRequest)
 BLOOM_WIRE_ITEMS_AS_BYTES(bloom::v1::PipelineRequest)
 #undef BLOOM_WIRE_ITEMS_AS_BYTES
 
