@@ -408,7 +408,17 @@ grpc::Status BloomService::HandleRemove(const bloom::v1::RemoveRequest& request,
   if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
   std::vector<absl::string_view> items;
   if (absl::Status valid = CollectItems(request, items); !valid.ok()) return log.Done(valid);
-  absl::StatusOr<std::vector<bool>> removed = store_->RemoveItems(request.name(), items);
+  // With --sync (or followers' acknowledgements) the remove is written without waiting, and
+  // the wait happens here, outside the filter's lock: concurrent writes share the fsync.
+  const bool deferred = store_->syncs_adds();
+  absl::StatusOr<std::vector<bool>> removed =
+      store_->RemoveItems(request.name(), items, deferred);
+  if (removed.ok() && deferred) {
+    std::promise<absl::Status> durable;
+    std::future<absl::Status> done = durable.get_future();
+    store_->WhenDurable([&durable](const absl::Status& synced) { durable.set_value(synced); });
+    if (absl::Status synced = done.get(); !synced.ok()) removed = synced;
+  }
   if (removed.ok()) {
     response->mutable_removed()->Add(removed->begin(), removed->end());
     response->set_sequence(store_->LatestSequence());

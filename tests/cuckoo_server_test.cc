@@ -41,9 +41,9 @@ int CountTrue(const std::vector<bool>& values) {
 
 class CuckooServerTest : public ::testing::Test {
  protected:
-  void StartServer() {
+  void StartServer(const std::vector<std::string>& args = {"--max_batch=1000"}) {
     server_.reset();
-    server_ = ServerProcess::Start(data_dir_.path(), {"--max_batch=1000"});
+    server_ = ServerProcess::Start(data_dir_.path(), args);
     ASSERT_NE(server_, nullptr);
     client_ = BloomClient::Connect(server_->target());
     stub_ = bloom::v1::BloomFilterService::NewStub(
@@ -96,6 +96,23 @@ TEST_F(CuckooServerTest, AddRemoveCountAndStatsSurviveKillNine) {
   ASSERT_OK(list.status());
   ASSERT_EQ(list->filters_size(), 1);
   EXPECT_EQ(list->filters(0).spec().kind(), bloom::v1::FILTER_KIND_CUCKOO);
+}
+
+// With --sync a Remove is answered after the fsync it shares with other writes (made outside
+// the filter's lock), and what it answered survives kill -9.
+TEST_F(CuckooServerTest, UnderSyncARemoveAnsweredSurvivesKillNine) {
+  StartServer({"--sync"});
+  ASSERT_OK(client_->Reserve("blocked", CuckooSpec(1000, 0.001)).status());
+  ASSERT_OK(client_->Add("blocked", Items("x-", 0, 100)).status());
+  absl::StatusOr<std::vector<bool>> removed = client_->Remove("blocked", Items("x-", 0, 50));
+  ASSERT_OK(removed.status());
+  EXPECT_EQ(CountTrue(*removed), 50);
+  server_->Kill();
+  StartServer({"--sync"});
+  absl::StatusOr<std::vector<uint32_t>> gone = client_->Count("blocked", Items("x-", 0, 50));
+  ASSERT_OK(gone.status());
+  EXPECT_LE(std::count_if(gone->begin(), gone->end(), [](uint32_t c) { return c > 0; }), 1);
+  EXPECT_EQ(CountTrue(*client_->MightContain("blocked", Items("x-", 50, 100))), 50);
 }
 
 TEST_F(CuckooServerTest, CreateIfMissingAndPipelineRemoves) {
