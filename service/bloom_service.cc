@@ -411,8 +411,7 @@ grpc::Status BloomService::HandleRemove(const bloom::v1::RemoveRequest& request,
   // With --sync (or followers' acknowledgements) the remove is written without waiting, and
   // the wait happens here, outside the filter's lock: concurrent writes share the fsync.
   const bool deferred = store_->syncs_adds();
-  absl::StatusOr<std::vector<bool>> removed =
-      store_->RemoveItems(request.name(), items, deferred);
+  absl::StatusOr<std::vector<bool>> removed = store_->RemoveItems(request.name(), items, deferred);
   if (removed.ok() && deferred) {
     std::promise<absl::Status> durable;
     std::future<absl::Status> done = durable.get_future();

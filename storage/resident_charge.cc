@@ -2,7 +2,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/types/optional.h"
-#include "bloom/cuckoo_table.h"
 
 namespace storage {
 
@@ -10,8 +9,7 @@ uint64_t RecordBitsBytes(const FilterRecord& record) {
   if (record.spec.cuckoo()) {
     uint64_t bytes = 0;
     for (const SubFilterRecord& table : record.sub_filters) {
-      bytes +=
-          bloom::CuckooLayout{table.num_blocks, static_cast<uint32_t>(table.hash_count)}.bytes();
+      bytes += CuckooTableCharge({table.num_blocks, static_cast<uint32_t>(table.hash_count)});
     }
     return bytes;
   }

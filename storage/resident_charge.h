@@ -22,6 +22,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "bloom/cuckoo_table.h"
 #include "bloom/scalable_filter.h"
 #include "storage/encoding.h"
 
@@ -33,7 +34,8 @@ inline constexpr uint64_t kSubFilterOverheadBytes = 128;
 
 // Bytes of bits the filter `record` describes holds once built, as ScalableFilter::size_bytes()
 // counts them: a large window's slice arena whole, the slices' first sub-filters in it not
-// again (bloom/slice_arena.h). Expired slices count until a build drops them.
+// again (bloom/slice_arena.h). Expired slices count until a build drops them. A CUCKOO filter's
+// tables count as CuckooTableCharge (below).
 uint64_t RecordBitsBytes(const FilterRecord& record);
 
 // The bytes of bits a sub-filter adds to its filter's: none for a slot of a slice arena, whose
@@ -63,6 +65,13 @@ static_assert(kResidentFilterOverheadBytes % kChargeUnitBytes == 0 &&
                   kSubFilterOverheadBytes % kChargeUnitBytes == 0,
               "charges are kept in 32-byte units");
 absl::Status CheckResidentCharge(uint64_t bytes, absl::string_view name);
+
+// What a cuckoo table's bytes are charged: rounded up to the charge unit, since, unlike a Bloom
+// filter's 64-byte blocks, its bit-packed buckets and stash are not a multiple of it (a charge
+// kept in units would give back less than it took). RecordBitsBytes counts them so too.
+inline uint64_t CuckooTableCharge(const bloom::CuckooLayout& layout) {
+  return (layout.bytes() + kChargeUnitBytes - 1) / kChargeUnitBytes * kChargeUnitBytes;
+}
 
 }  // namespace storage
 

@@ -33,8 +33,10 @@ constexpr size_t kPacedPageBatchBytes = 1 << 20;
 
 uint64_t StoredFilter::Built::charge() const {
   if (cuckoo != nullptr) {
-    const bloom::CuckooFilterStats stats = cuckoo->Stats();
-    return ResidentCharge(stats.size_bytes, stats.tables.size());
+    uint64_t bytes = 0;
+    const int tables = cuckoo->num_tables();
+    for (int i = 0; i < tables; ++i) bytes += CuckooTableCharge(*cuckoo->LayoutOf(i));
+    return ResidentCharge(bytes, static_cast<size_t>(tables));
   }
   return chain == nullptr ? 0 : ResidentCharge(chain->size_bytes(), chain->num_sub_filters());
 }
@@ -157,9 +159,8 @@ absl::Status StoredFilter::PersistCuckooChanges(absl::Span<const bloom::CuckooCh
   if (tables_after > tables_before) {
     for (int i = tables_before; i < tables_after; ++i) {
       ASSIGN_OR_RETURN(const bloom::CuckooLayout layout, rare_->cuckoo->LayoutOf(i));
-      grown_bytes += layout.bytes() + kSubFilterOverheadBytes;
+      grown_bytes += CuckooTableCharge(layout) + kSubFilterOverheadBytes;
     }
-    grown_bytes = (grown_bytes + kChargeUnitBytes - 1) / kChargeUnitBytes * kChargeUnitBytes;
     RETURN_IF_ERROR(CheckResidentCharge(charged_bytes() + grown_bytes, name()));
     RETURN_IF_ERROR(budget()->ChargeCached(
         grown_bytes, charged_bytes(),

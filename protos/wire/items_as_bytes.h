@@ -1,10 +1,11 @@
 // gRPC serialization of the bloom.v1 requests that carry items (AddRequest,
-// MightContainRequest, RemoveRequest, CountRequest, PipelineRequest): as protobuf's, except that a request failing to parse
-// only because a string is not valid UTF-8 is read again with items_as_bytes.proto's twins and
-// served: an item is its bytes, whichever field carries it. gRPC 1.51's callback server answers
-// a request it cannot parse with UNIMPLEMENTED and no message, which told a client that sent
-// binary items in `items` nothing useful; a name that is not UTF-8 now reaches name validation
-// and gets its INVALID_ARGUMENT. Requests that are not protobuf at all still fail to parse.
+// MightContainRequest, RemoveRequest, CountRequest, PipelineRequest): as protobuf's, except that a
+// request failing to parse only because a string is not valid UTF-8 is read again with
+// items_as_bytes.proto's twins and served: an item is its bytes, whichever field carries it.
+// gRPC 1.51's callback server answers a request it cannot parse with UNIMPLEMENTED and no message,
+// which told a client that sent binary items in `items` nothing useful; a name that is not UTF-8
+// now reaches name validation and gets its INVALID_ARGUMENT. Requests that are not protobuf at all
+// still fail to parse.
 //
 // A PipelineRequest is counted before it is parsed: one carrying more operations (itself and
 // those in `more`) than SetMaxPipelineOperations allows is not parsed at all (its operations would
