@@ -163,11 +163,11 @@ TEST(CuckooRemoveTest, RemovingAddedItemsIsExactInOneTableAndNearlySoInAGrownCha
 TEST(CuckooJournalTest, ReplayRefusesChangesOutsideTheChain) {
   absl::StatusOr<std::unique_ptr<CuckooFilter>> filter = CuckooFilter::Create(Spec(100), 3);
   ASSERT_TRUE(filter.ok());
-  CuckooChange past_table{.table = 1, .position = 0, .after = 5};
+  CuckooChange past_table{.table = 1, .after = 5, .position = 0};
   EXPECT_EQ((*filter)->Replay({&past_table, 1}).code(), absl::StatusCode::kInvalidArgument);
-  CuckooChange past_slot{.table = 0, .position = uint64_t{1} << 40, .after = 5};
+  CuckooChange past_slot{.table = 0, .after = 5, .position = uint64_t{1} << 40};
   EXPECT_EQ((*filter)->Replay({&past_slot, 1}).code(), absl::StatusCode::kInvalidArgument);
-  CuckooChange too_wide{.table = 0, .position = 0, .after = 0xffffffffu};
+  CuckooChange too_wide{.table = 0, .after = 0xffffffffu, .position = 0};
   EXPECT_EQ((*filter)->Replay({&too_wide, 1}).code(), absl::StatusCode::kInvalidArgument);
 }
 

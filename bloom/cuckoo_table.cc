@@ -8,6 +8,7 @@
 #include <cstring>
 #include <new>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "bloom/hash.h"
@@ -122,9 +123,9 @@ uint32_t CuckooTable::Slot(uint64_t bucket, int slot) const {
 void CuckooTable::SetSlot(uint64_t bucket, int slot, uint32_t fingerprint) {
   if (changes_ != nullptr) {
     changes_->push_back({.table = table_index_,
-                         .position = bucket * kCuckooBucketSlots + slot,
                          .before = Slot(bucket, slot),
-                         .after = fingerprint});
+                         .after = fingerprint,
+                         .position = bucket * kCuckooBucketSlots + slot});
   }
   const uint64_t bit = (bucket * kCuckooBucketSlots + slot) * layout_.fingerprint_bits;
   uint8_t* at = bytes_.get() + bit / 8;
@@ -179,9 +180,10 @@ void CuckooTable::SetStash(int entry, StashEntry value) {
   if (changes_ != nullptr) {
     const StashEntry old = StashAt(entry);
     changes_->push_back({.table = table_index_,
-                         .position = layout_.slots() + entry,
                          .before = old.fingerprint,
                          .after = value.fingerprint,
+                         .stash = true,
+                         .position = layout_.slots() + entry,
                          .stash_bucket_before = old.bucket,
                          .stash_bucket_after = value.bucket});
   }
@@ -279,8 +281,8 @@ bool CuckooTable::Insert(const Probe& probe) {
     int slot;
     uint32_t displaced;
   };
-  std::vector<Step> walk;
-  walk.reserve(64);
+  // Most walks end in a step or two: no allocation for them.
+  absl::InlinedVector<Step, 16> walk;
   uint32_t carried = probe.fingerprint;
   uint64_t bucket = (probe.hash & 1) != 0 ? probe.bucket2 : probe.bucket1;
   for (int kick = 0; kick < kMaxKicks; ++kick) {

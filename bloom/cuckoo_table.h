@@ -71,10 +71,11 @@ inline constexpr uint64_t kStashEntryBytes = 12;
 // since the first of them gives the same bytes (a slot ends as its last change left it).
 // `before` is for undoing a change that could not be persisted.
 struct CuckooChange {
-  uint32_t table = 0;     // the table's index in its chain (set by CuckooFilter)
-  uint64_t position = 0;  // slot index (bucket * kCuckooBucketSlots + slot), or slots() + entry
+  uint32_t table = 0;  // the table's index in its chain (set by CuckooFilter)
   uint32_t before = 0;
   uint32_t after = 0;
+  bool stash = false;     // a stash entry, not a slot
+  uint64_t position = 0;  // slot index (bucket * kCuckooBucketSlots + slot), or slots() + entry
   uint64_t stash_bucket_before = 0;  // stash entries only
   uint64_t stash_bucket_after = 0;
 };

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "bloom/cuckoo_table.h"
 
 namespace storage {
 namespace {
@@ -25,7 +26,6 @@ constexpr uint32_t kMaxWindowedSubFilterRecords =
 constexpr uint16_t kWindowedRecordVersion = 2;
 // Version 3: version 2 and the filter's kind (only CUCKOO filters need it).
 constexpr uint16_t kKindRecordVersion = 3;
-constexpr uint8_t kCuckooJournalVersion = 2;
 
 bool NeedsVersion2(const FilterRecord& r) {
   return r.spec.windowed() || r.spec.idle_ttl != absl::ZeroDuration() || r.first_sub_index != 0 ||
@@ -265,84 +265,6 @@ absl::Status DecodeJournalRecord(absl::string_view bytes, std::vector<Run>& runs
   in.Bytes(total * 8, raw);
   std::memcpy(hashes.data(), raw.data(), raw.size());
   return absl::OkStatus();
-}
-
-namespace {
-
-void PutVarint(std::string& out, uint64_t value) {
-  while (value >= 0x80) {
-    out.push_back(static_cast<char>((value & 0x7f) | 0x80));
-    value >>= 7;
-  }
-  out.push_back(static_cast<char>(value));
-}
-
-bool GetVarint(absl::string_view& in, uint64_t& value) {
-  value = 0;
-  for (int shift = 0; shift < 64 && !in.empty(); shift += 7) {
-    const uint8_t byte = static_cast<uint8_t>(in.front());
-    in.remove_prefix(1);
-    value |= uint64_t{byte & 0x7fu} << shift;
-    if ((byte & 0x80) == 0) return true;
-  }
-  return false;
-}
-
-}  // namespace
-
-std::string EncodeCuckooJournalRecord(absl::Span<const bloom::CuckooChange> changes) {
-  std::string body;
-  body.reserve(changes.size() * 10);
-  for (const bloom::CuckooChange& change : changes) {
-    PutVarint(body, change.table);
-    PutVarint(body, change.position);
-    PutVarint(body, change.after);
-    PutVarint(body, change.stash_bucket_after);
-  }
-  Writer w;
-  w.Reserve(1 + 4 + body.size() + 8);
-  w.Fixed<uint8_t>(kCuckooJournalVersion);
-  w.Fixed(static_cast<uint32_t>(changes.size()));
-  w.Bytes(body);
-  return w.FinishWithChecksum();
-}
-
-absl::Status DecodeCuckooJournalRecord(absl::string_view bytes,
-                                       std::vector<bloom::CuckooChange>& changes) {
-  changes.clear();
-  absl::StatusOr<absl::string_view> payload = VerifyChecksum(bytes, "journal record");
-  if (!payload.ok()) return payload.status();
-  Reader in(*payload);
-  uint8_t version = 0;
-  uint32_t count = 0;
-  // Each change takes at least 4 bytes.
-  if (!in.Fixed(version) || version != kCuckooJournalVersion || !in.Fixed(count) ||
-      count > in.remaining() / 4) {
-    return absl::DataLossError("cuckoo journal record has a bad header");
-  }
-  absl::string_view body;
-  in.Bytes(in.remaining(), body);
-  changes.resize(count);
-  for (bloom::CuckooChange& change : changes) {
-    uint64_t table = 0, after = 0;
-    if (!GetVarint(body, table) || !GetVarint(body, change.position) || !GetVarint(body, after) ||
-        !GetVarint(body, change.stash_bucket_after) || table >= bloom::kMaxSubFilters ||
-        after > std::numeric_limits<uint32_t>::max()) {
-      changes.clear();
-      return absl::DataLossError("cuckoo journal record holds a bad change");
-    }
-    change.table = static_cast<uint32_t>(table);
-    change.after = static_cast<uint32_t>(after);
-  }
-  if (!body.empty()) {
-    changes.clear();
-    return absl::DataLossError("cuckoo journal record has trailing bytes");
-  }
-  return absl::OkStatus();
-}
-
-bool IsCuckooJournalRecord(absl::string_view bytes) {
-  return !bytes.empty() && static_cast<uint8_t>(bytes[0]) == kCuckooJournalVersion;
 }
 
 std::string GenerationPrefix(uint64_t generation) {

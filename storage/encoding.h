@@ -15,8 +15,8 @@
 // sub-filter; a JournalRecord has a version byte and the same checksum. Version 3 (CUCKOO
 // filters) is version 2 with the kind byte after the check counters; its sub-filters are the
 // chain's cuckoo tables (num_blocks: buckets, hash_count: fingerprint bits, items_added: the
-// copies held as of the checkpoint). A cuckoo filter's journal records (version byte 2) hold
-// the table changes of one Add or Remove (bloom::CuckooChange: table, position, value written).
+// copies held as of the checkpoint). A cuckoo filter's journal records hold the table changes
+// of one Add or Remove (cuckoo_journal.h).
 // Decoding validates lengths, ranges and the checksum and answers DATA_LOSS with the reason.
 //
 // Thread-safety: pure functions.
@@ -31,7 +31,6 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "bloom/cuckoo_table.h"
 #include "bloom/scalable_filter.h"
 
 namespace storage {
@@ -72,13 +71,6 @@ struct FilterRecord {
 
 std::string EncodeFilterRecord(const FilterRecord& record);
 absl::StatusOr<FilterRecord> DecodeFilterRecord(absl::string_view bytes);
-
-// A cuckoo filter's journal record: the `after` values of `changes` (with their stash buckets).
-std::string EncodeCuckooJournalRecord(absl::Span<const bloom::CuckooChange> changes);
-absl::Status DecodeCuckooJournalRecord(absl::string_view bytes,
-                                       std::vector<bloom::CuckooChange>& changes);
-// Whether a journal record is a cuckoo filter's (by its version byte; not verified).
-bool IsCuckooJournalRecord(absl::string_view bytes);
 
 using Run = bloom::ScalableFilter::Run;
 std::string EncodeJournalRecord(absl::Span<const Run> runs, absl::Span<const uint64_t> hashes);

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "rocksdb/write_batch.h"
+#include "storage/cuckoo_journal.h"
 #include "storage/encoding.h"
 #include "storage/page_encoding.h"
 #include "storage/resident_charge.h"
