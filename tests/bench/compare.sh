@@ -161,6 +161,7 @@ for s in $SCENARIOS; do
              --batch=1000 --clients=8 --error_rate=0.016)
        run "7 cuckoo: batched Add of unique keys to 90%, batch 1000, 8 clients" redis-mem redis-cf "${args[@]}"
        run "7 cuckoo: batched Add of unique keys to 90%, batch 1000, 8 clients" bloom bloom-cuckoo "${args[@]}"
+       run "7 cuckoo: batched Add of unique keys to 90%, batch 1000, 8 clients" bloom bloom-cuckoo/client "${args[@]}"
        run "7 cuckoo: batched Add of unique keys to 90%, batch 1000, 8 clients" redis-aof redis-cf "${args[@]}" ;;
     8) args=(--mix=query --capacity=$((1000000 / small)) --preload=$((900000 / small))
              --batch=1000 --clients=8 --error_rate=0.016)
