@@ -22,9 +22,14 @@ constexpr uint8_t kStashRun = 1;
 constexpr size_t kMaxVarintBytes = 10;
 constexpr size_t kChecksumBytes = sizeof(uint64_t);
 // The bit writer keeps fewer than 8 pending bits, so one put of up to 56 bits fits its 64-bit
-// word. Positions need at most 39 bits (kMaxCuckooBuckets slots of 4, and the stash).
+// word. A position (a slot of kMaxCuckooBuckets buckets of 4, or a stash entry) fits 40 bits;
+// a decoded change never holds more, so whatever is decoded can be encoded again.
 constexpr int kMaxPutBits = 56;
+constexpr int kMaxPositionBits = 40;
 constexpr int kMaxValueBits = 32;
+constexpr uint64_t kPositionLimit = uint64_t{1} << kMaxPositionBits;
+static_assert(bloom::kMaxCuckooBuckets * bloom::kCuckooBucketSlots + bloom::kStashEntries <=
+              kPositionLimit);
 
 int BitsFor(uint64_t largest) { return std::max(1, static_cast<int>(std::bit_width(largest))); }
 
@@ -106,7 +111,7 @@ absl::Status DecodeSlotRun(uint32_t table, uint64_t count, absl::string_view& bo
   const int position_bits = static_cast<uint8_t>(body[0]);
   const int value_bits = static_cast<uint8_t>(body[1]);
   body.remove_prefix(2);
-  if (position_bits < 1 || position_bits > kMaxPutBits || value_bits < 1 ||
+  if (position_bits < 1 || position_bits > kMaxPositionBits || value_bits < 1 ||
       value_bits > kMaxValueBits) {
     return BadRecord(absl::StrCat("has fields of ", position_bits, " and ", value_bits, " bits"));
   }
@@ -132,7 +137,7 @@ absl::Status DecodeStashRun(uint32_t table, uint64_t count, absl::string_view& b
   for (uint64_t i = 0; i < count; ++i) {
     uint64_t position = 0, value = 0, bucket = 0;
     if (!GetVarint(body, position) || !GetVarint(body, value) || !GetVarint(body, bucket) ||
-        value > std::numeric_limits<uint32_t>::max()) {
+        position >= kPositionLimit || value > std::numeric_limits<uint32_t>::max()) {
       return BadRecord("holds a bad stash entry");
     }
     changes.push_back({.table = table,
@@ -177,7 +182,7 @@ absl::Status DecodeVarints(absl::string_view body, std::vector<bloom::CuckooChan
     uint64_t table = 0, after = 0;
     if (!GetVarint(body, table) || !GetVarint(body, change.position) || !GetVarint(body, after) ||
         !GetVarint(body, change.stash_bucket_after) || table >= uint64_t{bloom::kMaxSubFilters} ||
-        after > std::numeric_limits<uint32_t>::max()) {
+        change.position >= kPositionLimit || after > std::numeric_limits<uint32_t>::max()) {
       return BadRecord("holds a bad change");
     }
     change.table = static_cast<uint32_t>(table);

@@ -20,8 +20,9 @@
 // Version 2 (read only, from data directories and leaders written before version 3): a u32
 // count of (varint table, varint position, varint value, varint stash bucket).
 //
-// Decoding validates lengths and ranges and the checksum, and answers DATA_LOSS with the reason;
-// positions are checked against the table when the change is applied.
+// Decoding validates lengths and ranges (positions below 2^40, fingerprints of at most 32 bits)
+// and the checksum, and answers DATA_LOSS with the reason; positions are checked against their
+// table when the change is applied.
 //
 // Thread-safety: pure functions.
 #ifndef STORAGE_CUCKOO_JOURNAL_H_

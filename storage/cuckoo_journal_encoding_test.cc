@@ -91,6 +91,14 @@ TEST(CuckooJournalEncodingTest, RecordsOfTheVarintVersionStillDecode) {
   EXPECT_EQ(decoded[1].position, 40u);
   EXPECT_EQ(decoded[1].after, 77u);
   EXPECT_EQ(decoded[1].stash_bucket_after, 300u);
+
+  std::string too_far(1, '\2');
+  const uint32_t one = 1;
+  too_far.append(reinterpret_cast<const char*>(&one), sizeof(one));
+  for (uint64_t value : {uint64_t{0}, uint64_t{1} << 40, uint64_t{5}, uint64_t{0}}) {
+    PutVarint(too_far, value);
+  }
+  EXPECT_EQ(DecodeCuckooJournalRecord(Seal(too_far), decoded).code(), absl::StatusCode::kDataLoss);
 }
 
 TEST(CuckooJournalEncodingTest, BloomJournalRecordsAreNotCuckooRecords) {
@@ -129,6 +137,8 @@ TEST(CuckooJournalEncodingTest, DamagedRecordsAreDataLoss) {
       << "a run of an unknown kind";
   EXPECT_EQ(code_of(run(std::string("\0\1\7\7\xff\0\0", 7))), absl::StatusCode::kDataLoss)
       << "a trailing byte";
+  EXPECT_EQ(code_of(run(std::string("\0\1\51\7\0\0\0\0\0\0", 10))), absl::StatusCode::kDataLoss)
+      << "41-bit positions";
   EXPECT_EQ(code_of(Seal(std::string("\4\0", 2))), absl::StatusCode::kDataLoss)
       << "an unknown version";
   EXPECT_EQ(code_of(Seal(std::string("\3\1\x80\x80\x80\x80\x01\0\1\7\7\xff", 12))),
