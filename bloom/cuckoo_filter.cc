@@ -120,6 +120,43 @@ void CuckooFilter::UndoLocked(absl::Span<const CuckooChange> changes, size_t tab
 
 namespace {
 
+// A thread's change list, reused from one add or remove to the next, so a batch's changes are
+// written into memory that is already mapped and cached: a fresh list for each batch of adds
+// (40 bytes a change, 250 KB for 5,000 adds) cost page faults and cache misses. A nested use
+// (there is none) would get a list of its own; a list grown past kKeptChanges is let go.
+class ChangeList {
+ public:
+  ChangeList() : nested_(Shared().in_use) {
+    Shared().in_use = true;
+    list().clear();
+  }
+  ~ChangeList() {
+    if (nested_) return;
+    Shared().in_use = false;
+    if (Shared().changes.capacity() > kKeptChanges) {
+      std::vector<CuckooChange>().swap(Shared().changes);
+    }
+  }
+  ChangeList(const ChangeList&) = delete;
+  ChangeList& operator=(const ChangeList&) = delete;
+
+  std::vector<CuckooChange>& list() { return nested_ ? own_ : Shared().changes; }
+
+ private:
+  static constexpr size_t kKeptChanges = size_t{1} << 16;  // 2.5 MB
+  struct ThreadList {
+    std::vector<CuckooChange> changes;
+    bool in_use = false;
+  };
+  static ThreadList& Shared() {
+    thread_local ThreadList shared;
+    return shared;
+  }
+
+  const bool nested_;
+  std::vector<CuckooChange> own_;
+};
+
 std::vector<uint64_t> HashAll(absl::Span<const absl::string_view> items, uint64_t seed) {
   std::vector<uint64_t> hashes(items.size());
   for (size_t i = 0; i < items.size(); ++i) hashes[i] = HashItem(items[i], seed);
@@ -137,7 +174,8 @@ absl::Status CuckooFilter::Add(absl::Span<const absl::string_view> items, Persis
 absl::Status CuckooFilter::AddHashes(absl::Span<const uint64_t> hashes, Persist persist) {
   bloomsync::MutexLock lock(&mu_);
   const size_t tables_before = tables_.size();
-  std::vector<CuckooChange> changes;
+  ChangeList list;
+  std::vector<CuckooChange>& changes = list.list();
   changes.reserve(hashes.size() + hashes.size() / 4);  // most inserts write one slot
   RecordLocked(&changes);
   absl::Status status;
@@ -227,7 +265,8 @@ absl::StatusOr<std::vector<bool>> CuckooFilter::RemoveHashes(absl::Span<const ui
   std::vector<bool> removed(hashes.size(), false);
   bloomsync::MutexLock lock(&mu_);
   const size_t tables = tables_.size();
-  std::vector<CuckooChange> changes;
+  ChangeList list;
+  std::vector<CuckooChange>& changes = list.list();
   RecordLocked(&changes);
   for (size_t i = 0; i < hashes.size(); ++i) {
     for (int t = static_cast<int>(tables) - 1; t >= 0 && !removed[i]; --t) {

@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "bloom/hash.h"
+#include "bloom/mapped_bits.h"
 
 namespace bloom {
 namespace {
@@ -22,9 +23,18 @@ static_assert(std::endian::native == std::endian::little,
 // Steps of a relocation walk draw their slot from the item's hash and the step.
 constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;
 
+// Tables this large are mapped in huge pages (FreeBytes), as blocked_filter.cc's bits are.
+constexpr uint64_t kMapBytes = 2 << 20;
+
 }  // namespace
 
-void CuckooTable::FreeBytes::operator()(uint8_t* bytes) const { std::free(bytes); }
+void CuckooTable::FreeBytes::operator()(uint8_t* bytes) const {
+  if (mapped_bytes > 0) {
+    UnmapBits(bytes, mapped_bytes);
+  } else {
+    std::free(bytes);
+  }
+}
 
 double CuckooFalsePositiveRate(double load, uint32_t fingerprint_bits) {
   const double values = std::ldexp(1.0, static_cast<int>(fingerprint_bits)) - 1;
@@ -76,7 +86,13 @@ absl::StatusOr<std::unique_ptr<CuckooTable>> CuckooTable::Create(CuckooLayout la
                                                    "-bit fingerprints"));
   }
   std::unique_ptr<CuckooTable> table(new CuckooTable(layout, key));
-  table->bytes_.reset(static_cast<uint8_t*>(std::calloc(layout.bytes() + 8, 1)));
+  const uint64_t bytes = layout.bytes() + 8;
+  if (bytes >= kMapBytes) {
+    table->bytes_.get_deleter().mapped_bytes = bytes;
+    table->bytes_.reset(static_cast<uint8_t*>(MapBits(bytes)));
+  } else {
+    table->bytes_.reset(static_cast<uint8_t*>(std::calloc(bytes, 1)));
+  }
   if (table->bytes_ == nullptr) {
     return absl::ResourceExhaustedError(
         absl::StrCat("cannot allocate ", layout.bytes(), " bytes for a cuckoo table"));
