@@ -128,7 +128,7 @@ class ChangeList {
  public:
   ChangeList() : nested_(Shared().in_use) {
     Shared().in_use = true;
-    list().clear();
+    List().clear();
   }
   ~ChangeList() {
     if (nested_) return;
@@ -140,7 +140,7 @@ class ChangeList {
   ChangeList(const ChangeList&) = delete;
   ChangeList& operator=(const ChangeList&) = delete;
 
-  std::vector<CuckooChange>& list() { return nested_ ? own_ : Shared().changes; }
+  std::vector<CuckooChange>& List() { return nested_ ? own_ : Shared().changes; }
 
  private:
   static constexpr size_t kKeptChanges = size_t{1} << 16;  // 2.5 MB
@@ -175,7 +175,7 @@ absl::Status CuckooFilter::AddHashes(absl::Span<const uint64_t> hashes, Persist 
   bloomsync::MutexLock lock(&mu_);
   const size_t tables_before = tables_.size();
   ChangeList list;
-  std::vector<CuckooChange>& changes = list.list();
+  std::vector<CuckooChange>& changes = list.List();
   changes.reserve(hashes.size() + hashes.size() / 4);  // most inserts write one slot
   RecordLocked(&changes);
   absl::Status status;
@@ -266,7 +266,7 @@ absl::StatusOr<std::vector<bool>> CuckooFilter::RemoveHashes(absl::Span<const ui
   bloomsync::MutexLock lock(&mu_);
   const size_t tables = tables_.size();
   ChangeList list;
-  std::vector<CuckooChange>& changes = list.list();
+  std::vector<CuckooChange>& changes = list.List();
   RecordLocked(&changes);
   for (size_t i = 0; i < hashes.size(); ++i) {
     for (int t = static_cast<int>(tables) - 1; t >= 0 && !removed[i]; --t) {

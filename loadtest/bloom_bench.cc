@@ -6,13 +6,13 @@
 // Every key it adds and sees acknowledged must read as present afterwards: a false negative
 // fails the run (exit 1). Queries include keys from a namespace never added, whose "present"
 // answers give the observed false-positive rate.
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <memory>
 #include <mutex>

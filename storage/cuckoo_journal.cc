@@ -45,7 +45,7 @@ char* PutVarint(char* out, uint64_t value) {
 bool GetVarint(absl::string_view& in, uint64_t& value) {
   value = 0;
   for (int shift = 0; shift < 64 && !in.empty(); shift += 7) {
-    const uint8_t byte = static_cast<uint8_t>(in.front());
+    const auto byte = static_cast<uint8_t>(in.front());
     in.remove_prefix(1);
     value |= uint64_t{byte & 0x7fu} << shift;
     if ((byte & 0x80) == 0) return true;
@@ -68,7 +68,7 @@ class BitWriter {
     pending_bits_ %= 8;
   }
   // Past the last byte written, a partial one included.
-  char* Finish() const { return out_ + (pending_bits_ > 0 ? 1 : 0); }
+  [[nodiscard]] char* Finish() const { return out_ + (pending_bits_ > 0 ? 1 : 0); }
 
  private:
   char* out_;
@@ -157,7 +157,7 @@ absl::Status DecodePacked(absl::string_view body, std::vector<bloom::CuckooChang
     if (!GetVarint(body, table) || table >= uint64_t{bloom::kMaxSubFilters} || body.empty()) {
       return BadRecord("names a bad table");
     }
-    const uint8_t kind = static_cast<uint8_t>(body.front());
+    const auto kind = static_cast<uint8_t>(body.front());
     body.remove_prefix(1);
     if (!GetVarint(body, count) || count == 0) return BadRecord("has a run of no changes");
     absl::Status decoded =

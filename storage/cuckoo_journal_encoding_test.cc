@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "storage/cuckoo_journal.h"
 
@@ -124,7 +125,7 @@ TEST(CuckooJournalEncodingTest, DamagedRecordsAreDataLoss) {
 
   // Past the checksum: version 3, one run of table 0, then what follows.
   auto run = [](absl::string_view rest) {
-    return Seal(std::string("\3\1\0", 3) + std::string(rest));
+    return Seal(absl::StrCat(absl::string_view("\3\1\0", 3), rest));
   };
   EXPECT_EQ(code_of(run(std::string("\0\1\0\7\xff", 5))), absl::StatusCode::kDataLoss)
       << "0-bit positions";
