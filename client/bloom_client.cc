@@ -258,6 +258,7 @@ absl::StatusOr<std::vector<bool>> BloomClient::MightContainIntegers(
 
 absl::StatusOr<std::vector<bool>> BloomClient::Remove(absl::string_view name,
                                                       absl::Span<const std::string> items) {
+  if (Coalesces(items)) return coalescer_->Remove(name, items);
   return Batched(items, [&](absl::Span<const std::string> batch, std::vector<bool>& out) {
     grpc::ClientContext context;
     Prepare(context);

@@ -14,11 +14,12 @@
 // the server, the list as a whole is not. Errors keep the server's gRPC code, so callers can
 // branch on absl::IsNotFound(status) etc.
 //
-// Pipelined mode (ClientOptions::pipelined): Add and MightContain calls of up to batch_size
-// items travel over bloom.v1.Pipeline streams, and concurrent calls on the same filter are
-// coalesced into one operation (coalescer.h). Use it when many threads make small calls: the
-// server then pays per batch, not per call. A broken stream fails its unanswered calls with
-// UNAVAILABLE (retry them; an add is idempotent).
+// Pipelined mode (ClientOptions::pipelined): Add, MightContain and Remove calls of up to
+// batch_size items travel over bloom.v1.Pipeline streams, and concurrent calls of one kind on
+// the same filter are coalesced into one operation (coalescer.h). Use it when many threads make
+// small calls: the server then pays per batch, not per call. A broken stream fails its
+// unanswered calls with UNAVAILABLE (retry an add, which is idempotent; a remove may have been
+// made).
 //
 // Thread-safety: a BloomClient is safe to use from many threads at once (gRPC stubs are).
 #ifndef CLIENT_BLOOM_CLIENT_H_

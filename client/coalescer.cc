@@ -21,9 +21,10 @@ namespace bloomclient {
 using bloom::v1::PipelineRequest;
 using bloom::v1::PipelineResponse;
 
-// One caller's Add or MightContain, and where its answer goes.
+// One caller's Add, MightContain or Remove, and where its answer goes.
 struct Coalescer::Call {
-  bool add = false;
+  enum class Kind { kAdd, kCheck, kRemove };
+  Kind kind = Kind::kCheck;
   std::string name;
   absl::optional<bloom::v1::FilterSpec> create_if_missing;
   bool absent_if_missing = false;  // a check's
@@ -223,8 +224,11 @@ class Coalescer::Lane {
     for (std::shared_ptr<Call>& call : waiting_) {
       std::string key;
       if (!call->alone) {
-        key = absl::StrCat(call->add ? "a" : (call->absent_if_missing ? "C" : "c"),
-                           call->name.size(), ":", call->name);
+        const char* kind = call->kind == Call::Kind::kAdd      ? "a"
+                           : call->kind == Call::Kind::kRemove ? "r"
+                           : call->absent_if_missing           ? "C"
+                                                               : "c";
+        key = absl::StrCat(kind, call->name.size(), ":", call->name);
         if (call->create_if_missing.has_value()) {
           absl::StrAppend(&key, call->create_if_missing->SerializeAsString());
         }
@@ -237,7 +241,9 @@ class Coalescer::Lane {
       } else {
         PipelineRequest& request = batch.emplace_back();
         request.set_id(next_id_++);
-        if (call->add) {
+        if (call->kind == Call::Kind::kRemove) {
+          request.mutable_remove()->set_name(call->name);
+        } else if (call->kind == Call::Kind::kAdd) {
           request.mutable_add()->set_name(call->name);
           if (call->create_if_missing.has_value()) {
             *request.mutable_add()->mutable_create_if_missing() = *call->create_if_missing;
@@ -252,8 +258,10 @@ class Coalescer::Lane {
         if (!call->alone) open[key] = index;
       }
       PipelineRequest& request = batch[index];
-      auto* items = call->add ? request.mutable_add()->mutable_raw_items()
-                              : request.mutable_might_contain()->mutable_raw_items();
+      auto* items = call->kind == Call::Kind::kAdd ? request.mutable_add()->mutable_raw_items()
+                    : call->kind == Call::Kind::kRemove
+                        ? request.mutable_remove()->mutable_raw_items()
+                        : request.mutable_might_contain()->mutable_raw_items();
       for (const std::string& item : call->items) items->Add()->assign(item);
       Operation& operation = in_flight_[request.id()];
       if (operation.calls.empty()) {
@@ -300,7 +308,8 @@ class Coalescer::Lane {
                        : absl::UnavailableError(absl::StrCat(
                              "the Pipeline stream ended: ",
                              status.ok() ? "by the server" : status.error_message(), " (code ",
-                             static_cast<int>(status.error_code()), "); an add may be retried")));
+                             static_cast<int>(status.error_code()),
+                             "); an add may be retried, a remove may have been made")));
     if (stream_.get() == &stream) stream_.reset();  // the next call opens a new one
   }
 
@@ -370,6 +379,8 @@ class Coalescer::Lane {
     // Before the callers hear of their adds: a check they make next carries this sequence.
     if (last_sequence != nullptr && response.has_add()) {
       RaiseSequence(*last_sequence, response.add().sequence());
+    } else if (last_sequence != nullptr && response.has_remove()) {
+      RaiseSequence(*last_sequence, response.remove().sequence());
     }
     if (response.has_error()) {
       const absl::Status status(static_cast<absl::StatusCode>(response.error().code()),
@@ -377,8 +388,9 @@ class Coalescer::Lane {
       for (const std::shared_ptr<Call>& call : operation.calls) call->Answer(status);
       return;
     }
-    const auto& answers =
-        response.has_add() ? response.add().added() : response.might_contain().present();
+    const auto& answers = response.has_add()      ? response.add().added()
+                          : response.has_remove() ? response.remove().removed()
+                                                  : response.might_contain().present();
     size_t next = 0;
     for (const std::shared_ptr<Call>& call : operation.calls) {
       if (next + call->items.size() > static_cast<size_t>(answers.size())) {
@@ -456,7 +468,7 @@ absl::StatusOr<std::vector<bool>> Coalescer::Add(absl::string_view name,
                                                  absl::Span<const std::string> items,
                                                  const bloom::v1::FilterSpec* create_if_missing) {
   auto call = std::make_shared<Call>();
-  call->add = true;
+  call->kind = Call::Kind::kAdd;
   call->name.assign(name.data(), name.size());
   if (create_if_missing != nullptr) call->create_if_missing = *create_if_missing;
   call->items.assign(items.begin(), items.end());
@@ -469,6 +481,15 @@ absl::StatusOr<std::vector<bool>> Coalescer::MightContain(absl::string_view name
   auto call = std::make_shared<Call>();
   call->name.assign(name.data(), name.size());
   call->absent_if_missing = absent_if_missing;
+  call->items.assign(items.begin(), items.end());
+  return Submit(std::move(call));
+}
+
+absl::StatusOr<std::vector<bool>> Coalescer::Remove(absl::string_view name,
+                                                    absl::Span<const std::string> items) {
+  auto call = std::make_shared<Call>();
+  call->kind = Call::Kind::kRemove;
+  call->name.assign(name.data(), name.size());
   call->items.assign(items.begin(), items.end());
   return Submit(std::move(call));
 }

@@ -1,6 +1,6 @@
 // Coalescer: BloomClient's pipelined mode (ClientOptions::pipelined). Single-key (or small)
-// Add/MightContain calls from many threads share a few Pipeline streams, and calls on the same
-// filter that wait together go out as one operation with all their items.
+// Add/MightContain/Remove calls from many threads share a few Pipeline streams, and calls of one
+// kind on the same filter that wait together go out as one operation with all their items.
 //
 // Batching without a timer, as RocksDB's write thread does it: a call that finds its stream
 // idle is sent at once, alone; calls that arrive while batches are in flight wait, and when a
@@ -14,9 +14,9 @@
 // DEADLINE_EXCEEDED). A failed operation fails the calls in it with its code; where a merged
 // operation fails for what one call could have caused (INVALID_ARGUMENT, RESOURCE_EXHAUSTED),
 // its calls are retried alone, so each gets the answer it would have got by itself. A broken
-// stream fails its unanswered calls with UNAVAILABLE (an add is idempotent: retry it), or with
-// UNAUTHENTICATED / PERMISSION_DENIED when the server refused the stream's token, and the next
-// call opens a new stream.
+// stream fails its unanswered calls with UNAVAILABLE (an add is idempotent: retry it; a remove
+// is not, and may have been made), or with UNAUTHENTICATED / PERMISSION_DENIED when the server
+// refused the stream's token, and the next call opens a new stream.
 //
 // Threads: each stream has a reader thread, which also sends small follow-up batches, and a
 // writer thread for large ones, so the reader never blocks on a write the server cannot take
@@ -72,6 +72,10 @@ class Coalescer {
   absl::StatusOr<std::vector<bool>> MightContain(absl::string_view name,
                                                  absl::Span<const std::string> items,
                                                  bool absent_if_missing = false);
+  // As BloomClient::Remove. Calls on one filter merged into one operation remove in the order
+  // they were made: of two calls removing an item held once, the first removes it.
+  absl::StatusOr<std::vector<bool>> Remove(absl::string_view name,
+                                           absl::Span<const std::string> items);
 
  private:
   class Lane;

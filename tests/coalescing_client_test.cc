@@ -99,6 +99,65 @@ TEST_F(CoalescingClientTest, ManyThreadsSingleKeyCallsCoalesceAndEachGetsItsAnsw
   EXPECT_EQ(bloomtest::PrometheusSample(metrics, "bloom_items_added_total"), kThreads * kCalls);
 }
 
+// Removes from a CUCKOO filter coalesce too: each caller hears whether its own items were
+// removed, and of two callers removing an item held once, exactly one removes it.
+TEST_F(CoalescingClientTest, ConcurrentRemovesCoalesceAndRemoveEachCopyOnce) {
+  auto server = ServerProcess::Start(data_.path(), {"--metrics_listen=127.0.0.1:0"});
+  ASSERT_NE(server, nullptr);
+  auto plain = BloomClient::Connect(server->target());
+  bloom::v1::FilterSpec spec = Spec(100000);
+  spec.set_kind(bloom::v1::FILTER_KIND_CUCKOO);
+  spec.set_error_rate(1e-6);  // no removal of an absent item finds another's fingerprint
+  ASSERT_OK(plain->Reserve("c", spec).status());
+  constexpr int kThreads = 20, kCalls = 100, kShared = 200;
+  std::vector<std::string> all;
+  for (int t = 0; t < kThreads; ++t) {
+    for (int i = 0; i < kCalls; ++i) all.push_back(absl::StrCat("t", t, "-", i));
+  }
+  for (int k = 0; k < kShared; ++k) all.push_back(absl::StrCat("shared-", k));
+  ASSERT_OK(plain->Add("c", all).status());
+
+  auto client = BloomClient::Connect(server->target(), Pipelined(2));
+  std::atomic<int> failures{0};
+  std::vector<std::atomic<int>> shared_removed(kShared);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kCalls; ++i) {
+        absl::StatusOr<std::vector<bool>> removed =
+            client->Remove("c", {absl::StrCat("t", t, "-", i)});
+        if (!removed.ok() || removed->size() != 1 || !(*removed)[0]) ++failures;
+        // Two threads race for each shared item k: k % kThreads and the one after it.
+        if (i >= kShared / kThreads) continue;
+        for (int owner : {t, (t + kThreads - 1) % kThreads}) {
+          const int item = owner + i * kThreads;
+          absl::StatusOr<std::vector<bool>> shared =
+              client->Remove("c", {absl::StrCat("shared-", item)});
+          if (!shared.ok() || shared->size() != 1) {
+            ++failures;
+          } else if ((*shared)[0]) {
+            ++shared_removed[item];
+          }
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(failures.load(), 0);
+  for (int k = 0; k < kShared; ++k) EXPECT_EQ(shared_removed[k].load(), 1) << "shared-" << k;
+
+  // Every item is gone, as a plain client reads it.
+  absl::StatusOr<std::vector<uint32_t>> counts = plain->Count("c", all);
+  ASSERT_OK(counts.status());
+  for (size_t i = 0; i < all.size(); ++i) EXPECT_EQ((*counts)[i], 0u) << all[i];
+
+  const std::string metrics = Scrape(server->metrics_port());
+  const double removes = bloomtest::PrometheusSample(
+      metrics, R"(bloom_rpc_requests_total{code="OK",method="Pipeline.Remove"})");
+  EXPECT_GT(removes, 0) << metrics;
+  EXPECT_LT(removes, (kThreads * kCalls + 2 * kShared) * 0.9) << metrics;
+}
+
 // Large concurrent calls on many filters: batches of operations whose requests and answers
 // exceed HTTP/2's flow-control windows. Neither side may wait on the other forever.
 TEST_F(CoalescingClientTest, LargeConcurrentCallsOnManyFiltersComplete) {
