@@ -25,11 +25,12 @@ with --auth_token_file); `tls=True` connects with TLS, verified against `root_ce
 (PEM bytes; None = the system's roots), with `private_key` and `certificate_chain` (PEM bytes)
 as the client certificate for servers that require mutual TLS.
 
-Pipelined mode: with `pipelined=True`, add() and might_contain() calls of up to batch_size items
-travel over bloom.v1.Pipeline streams, and concurrent calls on the same filter from many threads
-are coalesced into one operation (bloom_pipeline.py): the server then pays per batch, not per
-call. Errors keep their codes (bloom_pipeline.PipelineError is a grpc.RpcError); a broken stream
-fails its unanswered calls with UNAVAILABLE (retry them: an add is idempotent).
+Pipelined mode: with `pipelined=True`, add(), might_contain() and remove() calls of up to
+batch_size items travel over bloom.v1.Pipeline streams, and concurrent calls of one kind on the
+same filter from many threads are coalesced into one operation (bloom_pipeline.py): the server
+then pays per batch, not per call. Errors keep their codes (bloom_pipeline.PipelineError is a
+grpc.RpcError); a broken stream fails its unanswered calls with UNAVAILABLE (retry an add, which
+is idempotent; a remove may have been made).
 
 Replicas: any pod of a replicated deployment serves any call (followers forward writes to the
 primary). Writes answer with a sequence; the client keeps the highest (last_sequence) and sends
@@ -46,7 +47,7 @@ from google.protobuf import duration_pb2
 
 from bloom.v1 import bloom_pb2
 from bloom.v1 import bloom_pb2_grpc
-from bloom_pipeline import Coalescer, PipelineError, Sequence
+from bloom_pipeline import ADD, CHECK, REMOVE, Coalescer, PipelineError, Sequence
 
 __all__ = ["BloomClient", "PipelineError"]
 
@@ -181,7 +182,7 @@ class BloomClient:
         """
         spec = _spec(**create_if_missing) if create_if_missing else None
         if self._coalesces(items):
-            return self._coalescer.call(True, name, [_as_bytes(i) for i in items], spec)
+            return self._coalescer.call(ADD, name, [_as_bytes(i) for i in items], spec)
         def add_batch(batch):
             response = self._stub.Add(
                 bloom_pb2.AddRequest(name=name, raw_items=batch, create_if_missing=spec),
@@ -196,7 +197,7 @@ class BloomClient:
         absent_if_missing: a filter that does not exist answers all False instead of raising
         NOT_FOUND (nothing is created): one call for "has this user seen this item?"."""
         if self._coalesces(items):
-            return self._coalescer.call(False, name, [_as_bytes(i) for i in items],
+            return self._coalescer.call(CHECK, name, [_as_bytes(i) for i in items],
                                         absent_if_missing=absent_if_missing)
         return self._batched(items, lambda batch: self._stub.MightContain(
             bloom_pb2.MightContainRequest(name=name, raw_items=batch,
@@ -208,6 +209,9 @@ class BloomClient:
         """Cuckoo filters: removes one copy of each item; returns for each whether the filter
         held one. Remove only what was added: removing another item can remove a colliding
         item's copy, which then reads absent. Not idempotent: a retried call removes again."""
+        if self._coalesces(items):
+            return self._coalescer.call(REMOVE, name, [_as_bytes(i) for i in items])
+
         def remove_batch(batch):
             response = self._stub.Remove(bloom_pb2.RemoveRequest(name=name, raw_items=batch),
                                          timeout=self._timeout, metadata=self._metadata)

@@ -1,8 +1,9 @@
 """The Python client's pipelined mode: concurrent small calls coalesced over Pipeline streams.
 
-BloomClient(..., pipelined=True) sends add() and might_contain() calls of up to batch_size
-items over bloom.v1.Pipeline streams. Calls on the same filter from many threads that wait
-together go out as one operation with all their items, with no timer: a call that finds its
+BloomClient(..., pipelined=True) sends add(), might_contain() and remove() calls of up to
+batch_size items over bloom.v1.Pipeline streams. Calls of one kind on the same filter from many
+threads that wait together go out as one operation with all their items (removes in the order
+they were made), with no timer: a call that finds its
 stream idle is sent at once; calls arriving while an operation is in flight gather, and the
 answer to that operation sends them (as RocksDB's write thread batches writers).
 
@@ -13,7 +14,8 @@ then cost the server one message, and their adds one RocksDB write.
 Each caller waits only for its own answer (at most the client's timeout: DEADLINE_EXCEEDED).
 A merged operation failing with INVALID_ARGUMENT or RESOURCE_EXHAUSTED is retried one call at a
 time, so each call gets the answer it would get alone. A broken stream fails its unanswered
-calls with UNAVAILABLE (an add is idempotent: retry it), or with the server's UNAUTHENTICATED /
+calls with UNAVAILABLE (an add is idempotent: retry it; a remove is not, and may have been made),
+or with the server's UNAUTHENTICATED /
 PERMISSION_DENIED when it refused the token; the next call opens a new stream.
 
 Errors are PipelineError, a grpc.RpcError with code() and details() like the unary calls'.
@@ -27,6 +29,9 @@ import threading
 import grpc
 
 from bloom.v1 import bloom_pb2
+
+# What a call does: Coalescer.call's `kind`.
+ADD, CHECK, REMOVE = "add", "check", "remove"
 
 _CODES = {code.value[0]: code for code in grpc.StatusCode}
 _RETRY_ALONE = (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED)
@@ -67,10 +72,10 @@ class PipelineError(grpc.RpcError):
 
 
 class _Call:
-    __slots__ = ("add", "name", "create", "absent", "items", "alone", "done", "result", "error")
+    __slots__ = ("kind", "name", "create", "absent", "items", "alone", "done", "result", "error")
 
-    def __init__(self, add, name, create, items, absent=False):
-        self.add, self.name, self.create, self.items = add, name, create, items
+    def __init__(self, kind, name, create, items, absent=False):
+        self.kind, self.name, self.create, self.items = kind, name, create, items
         self.absent = absent  # a check's absent_if_missing
         self.alone = False
         self.done = threading.Event()
@@ -79,7 +84,7 @@ class _Call:
 
     def key(self):
         create = self.create.SerializeToString() if self.create is not None else b""
-        return (self.add, self.name, create, self.absent)
+        return (self.kind, self.name, create, self.absent)
 
     def answer(self, result=None, error=None):
         if not self.done.is_set():
@@ -151,10 +156,12 @@ class _Lane:
             if request is None:
                 request = bloom_pb2.PipelineRequest(id=self._next_id)
                 self._next_id += 1
-                if call.add:
+                if call.kind == ADD:
                     request.add.name = call.name
                     if call.create is not None:
                         request.add.create_if_missing.CopyFrom(call.create)
+                elif call.kind == REMOVE:
+                    request.remove.name = call.name
                 else:
                     request.might_contain.name = call.name
                     request.might_contain.absent_if_missing = call.absent
@@ -163,7 +170,8 @@ class _Lane:
                 self._in_flight[request.id] = [0, []]
                 if key is not None:
                     open_ops[key] = request
-            op = request.add if call.add else request.might_contain
+            op = request.add if call.kind == ADD \
+                else request.remove if call.kind == REMOVE else request.might_contain
             op.raw_items.extend(call.items)
             entry = self._in_flight[request.id]
             entry[0] += len(call.items)
@@ -205,7 +213,8 @@ class _Lane:
             details = error.details() if error is not None else "by the server"
             failure = PipelineError(
                 grpc.StatusCode.UNAVAILABLE,
-                f"the Pipeline stream ended: {details} ({code.name}); an add may be retried")
+                f"the Pipeline stream ended: {details} ({code.name}); an add may be retried, "
+                "a remove may have been made")
         with self._lock:
             if self._requests is requests:
                 self._requests = None
@@ -243,7 +252,10 @@ class _Lane:
             return
         if response.HasField("add"):  # before the callers hear of their adds
             self._sequence.observe(response.add.sequence)
+        elif response.HasField("remove"):
+            self._sequence.observe(response.remove.sequence)
         answers = response.add.added if response.HasField("add") \
+            else response.remove.removed if response.HasField("remove") \
             else response.might_contain.present
         start = 0
         for call in calls:
@@ -252,7 +264,8 @@ class _Lane:
 
 
 class Coalescer:
-    """Pipelined add/might_contain over `streams` Pipeline streams (a call picks one by filter)."""
+    """Pipelined add/might_contain/remove over `streams` Pipeline streams (a call picks one by
+    filter)."""
 
     def __init__(self, stub, metadata, max_items, timeout, streams=1, sequence=None):
         sequence = sequence if sequence is not None else Sequence()
@@ -260,9 +273,10 @@ class Coalescer:
                        for _ in range(max(1, streams))]
         self._timeout = timeout
 
-    def call(self, add, name, items, create=None, absent_if_missing=False):
-        """items: a non-empty list of bytes; returns a list of bool or raises PipelineError."""
-        call = _Call(add, name, create, items, absent_if_missing)
+    def call(self, kind, name, items, create=None, absent_if_missing=False):
+        """kind: ADD, CHECK or REMOVE; items: a non-empty list of bytes; returns a list of bool
+        or raises PipelineError."""
+        call = _Call(kind, name, create, items, absent_if_missing)
         self._lanes[hash(name) % len(self._lanes)].submit(call)
         if not call.done.wait(self._timeout):
             raise PipelineError(grpc.StatusCode.DEADLINE_EXCEEDED,

@@ -342,6 +342,44 @@ class PipelinedClientTest(LoggedTestCase):
                          [True])
         self.assertEqual(self.client.stats("pp:made").spec.capacity, 50)
 
+    def test_threads_removing_coalesce_and_remove_each_copy_once(self):
+        # error_rate 1e-6: removing an item no longer held finds no other item's fingerprint.
+        self.client.reserve("pp:cuckoo", capacity=100000, error_rate=1e-6, kind="cuckoo")
+        threads, calls, shared = 10, 50, 100
+        own = [f"t{t}-{i}" for t in range(threads) for i in range(calls)]
+        with BloomClient(self.server.target) as plain:
+            plain.add("pp:cuckoo", own + [f"shared-{k}" for k in range(shared)])
+        failures, removed_shared, lock = [], [0] * shared, threading.Lock()
+
+        def work(t):
+            for i in range(calls):
+                try:
+                    if self.client.remove("pp:cuckoo", [f"t{t}-{i}"]) != [True]:
+                        failures.append(f"t{t}-{i} not removed")
+                    # Threads t and t + 1 race for each shared item k with k % threads == t.
+                    for owner in (t, (t + threads - 1) % threads):
+                        item = owner + i * threads
+                        if item < shared and self.client.remove(
+                                "pp:cuckoo", [f"shared-{item}"]) == [True]:
+                            with lock:
+                                removed_shared[item] += 1
+                except grpc.RpcError as error:
+                    failures.append(repr(error))
+
+        workers = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        self.assertEqual(failures, [])
+        self.assertEqual(removed_shared, [1] * shared)
+        with BloomClient(self.server.target) as plain:
+            self.assertFalse(any(plain.might_contain("pp:cuckoo", own)))
+        operations = _metric(self.server.metrics_port,
+                             'bloom_rpc_requests_total{code="OK",method="Pipeline.Remove"}')
+        self.assertGreater(operations, 0)
+        self.assertLess(operations, threads * calls + 2 * shared)  # fewer operations than calls
+
 
 def make_tls_files(directory):
     """A CA and a server certificate for 127.0.0.1, made with openssl; returns their paths."""
