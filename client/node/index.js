@@ -21,10 +21,11 @@
 // (or an object { rootCerts, privateKey, certChain } of PEM Buffers, for private CAs and
 // mutual TLS) connects with TLS.
 //
-// Pipelined mode (`pipelined: true`): add() and mightContain() travel over bloom.v1.Pipeline
-// streams, and concurrent calls on the same filter (Node services issue many concurrent awaits)
-// go out as one operation (pipeline.js). A broken stream fails its unanswered calls with
-// UNAVAILABLE (retry them: an add is idempotent).
+// Pipelined mode (`pipelined: true`): add(), mightContain() and remove() travel over
+// bloom.v1.Pipeline streams, and concurrent calls of one kind on the same filter (Node services
+// issue many concurrent awaits) go out as one operation (pipeline.js). A broken stream fails its
+// unanswered calls with UNAVAILABLE (retry an add, which is idempotent; a remove may have been
+// made).
 //
 // Replicas: any pod of a replicated deployment serves any call (followers forward writes to the
 // primary). Writes answer with a sequence; the client keeps the highest (`lastSequence`) and
@@ -212,12 +213,16 @@ class BloomClient {
    * then reads absent). Not idempotent: a retried call removes another copy.
    */
   remove(name, items, callOptions = {}) {
-    return this._batched(toItems(items), callOptions, (batch) => this._unary('Remove', {
-      name, rawItems: batch,
-    }, callOptions).then((response) => {
-      this.observeSequence(response.sequence);
-      return response.removed;
-    }));
+    return this._batched(toItems(items), callOptions, (batch) => {
+      if (this.coalescer) {
+        return this.coalescer.call({ remove: true, name, items: batch },
+          this._deadline(callOptions));
+      }
+      return this._unary('Remove', { name, rawItems: batch }, callOptions).then((response) => {
+        this.observeSequence(response.sequence);
+        return response.removed;
+      });
+    });
   }
 
   /** Cuckoo filters: resolves to counts[i], the copies of items[i] the filter holds. */

@@ -1,7 +1,8 @@
 'use strict';
 // The Node.js client's pipelined mode: concurrent small calls coalesced over Pipeline streams.
 //
-// Calls on the same filter that wait together go out as one operation with all their items,
+// Calls of one kind (add, check, remove) on the same filter that wait together go out as one
+// operation with all their items (removes in the order they were made),
 // with no timer: calls made while a stream is idle are sent together at the end of the current
 // tick (a microtask, so a burst of concurrent awaits is one operation and nothing waits on a
 // clock); calls made while operations are in flight gather, and the answer to the last of them
@@ -14,8 +15,9 @@
 //
 // A merged operation failing with INVALID_ARGUMENT or RESOURCE_EXHAUSTED is retried one call at
 // a time, so each call gets the answer it would get alone. A broken stream fails its unanswered
-// calls with UNAVAILABLE (an add is idempotent: retry it), or with the server's UNAUTHENTICATED
-// / PERMISSION_DENIED when it refused the token; the next call opens a new stream.
+// calls with UNAVAILABLE (an add is idempotent: retry it; a remove is not, and may have been
+// made), or with the server's UNAUTHENTICATED / PERMISSION_DENIED when it refused the token; the
+// next call opens a new stream.
 
 const { status } = require('@grpc/grpc-js');
 const { statusError } = require('./items');
@@ -26,7 +28,8 @@ const REFUSED = new Set([status.UNAUTHENTICATED, status.PERMISSION_DENIED]);
 
 function operationKey(call) {
   const create = call.create ? JSON.stringify(call.create) : '';
-  return `${call.add ? 'a' : 'c'}${call.absent ? 1 : 0}${create}\u0000${call.name}`;
+  const kind = call.add ? 'a' : call.remove ? 'r' : 'c';
+  return `${kind}${call.absent ? 1 : 0}${create}\u0000${call.name}`;
 }
 
 class Lane {
@@ -90,6 +93,8 @@ class Lane {
         request = { id: this.nextId++ };
         if (call.add) {
           request.add = { name: call.name, rawItems: [], createIfMissing: call.create };
+        } else if (call.remove) {
+          request.remove = { name: call.name, rawItems: [] };
         } else {
           request.mightContain = {
             name: call.name, rawItems: [], absentIfMissing: call.absent,
@@ -99,7 +104,7 @@ class Lane {
         this.inFlight.set(request.id, { items: 0, calls: [], request });
         if (key !== null) open.set(key, request);
       }
-      (call.add ? request.add : request.mightContain).rawItems.push(...call.items);
+      (request.add || request.remove || request.mightContain).rawItems.push(...call.items);
       const operation = this.inFlight.get(request.id);
       operation.items += call.items.length;
       operation.calls.push(call);
@@ -126,7 +131,7 @@ class Lane {
     const messages = [];
     let size = 0;
     for (const request of batch) {
-      const operation = request.add || request.mightContain;
+      const operation = request.add || request.remove || request.mightContain;
       let requestSize = 32 + operation.name.length;
       for (const item of operation.rawItems) requestSize += item.length + 3;
       if (messages.length > 0 && size + requestSize <= PACKED_BYTES) {
@@ -161,11 +166,14 @@ class Lane {
       for (const call of calls) call.reject(statusError(error.code, error.message));
       return;
     }
-    if (response.result === 'add' && response.add.sequence > this.sequence.value) {
-      this.sequence.value = response.add.sequence; // before the callers hear of their adds
+    const written = response.result === 'add' ? response.add
+      : response.result === 'remove' ? response.remove : null;
+    if (written && written.sequence > this.sequence.value) {
+      this.sequence.value = written.sequence; // before the callers hear of their writes
     }
     const results = response.result === 'add' ? response.add.added
-      : response.mightContain.present;
+      : response.result === 'remove' ? response.remove.removed
+        : response.mightContain.present;
     let start = 0;
     for (const call of calls) {
       call.resolve(results.slice(start, start + call.items.length));
@@ -182,7 +190,7 @@ class Lane {
     } else {
       const why = error ? `${error.details} (code ${error.code})` : 'by the server';
       failure = statusError(status.UNAVAILABLE,
-        `the Pipeline stream ended: ${why}; an add may be retried`);
+        `the Pipeline stream ended: ${why}; an add may be retried, a remove may have been made`);
     }
     const calls = [...this.waiting];
     for (const operation of this.inFlight.values()) calls.push(...operation.calls);
@@ -201,7 +209,7 @@ class Coalescer {
     }
   }
 
-  /** call: { add, name, create, absent, items }; resolves to one bool per item. */
+  /** call: { add, remove, name, create, absent, items }; resolves to one bool per item. */
   call(call, deadline) {
     return new Promise((resolve, reject) => {
       const ms = (deadline instanceof Date ? deadline.getTime() : deadline) - Date.now();

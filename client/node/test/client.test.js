@@ -173,6 +173,40 @@ test('pipelined mode coalesces concurrent single-key calls', async (t) => {
   assert.equal((await client.stats('node:feed')).itemsAdded, 3200);
 });
 
+test('pipelined removes coalesce and remove each copy once', async (t) => {
+  const server = await startServer(t);
+  const client = new BloomClient(server.target, { pipelined: true });
+  t.after(() => client.close());
+  // error rate 1e-6: removing an item no longer held finds no other item's fingerprint.
+  await client.reserve('node:unfollow', { capacity: 100_000, errorRate: 1e-6, kind: 'cuckoo' });
+  const own = [];
+  for (let w = 0; w < 32; w++) for (let i = 0; i < 20; i++) own.push(`w${w}-${i}`);
+  const shared = Array.from({ length: 64 }, (_, k) => `shared-${k}`);
+  await client.add('node:unfollow', [...own, ...shared]);
+  const removedShared = new Array(shared.length).fill(0);
+  const lane = client.coalescer.lanes[0];
+  const before = lane.operationsSent;
+  const workers = Array.from({ length: 32 }, async (_, w) => {
+    for (let i = 0; i < 20; i++) {
+      assert.deepEqual(await client.remove('node:unfollow', [`w${w}-${i}`]), [true]);
+      // Workers w and w + 1 race for each shared item k with k % 32 == w.
+      for (const owner of [w, (w + 31) % 32]) {
+        const k = owner + i * 32;
+        if (k < shared.length && (await client.remove('node:unfollow', [shared[k]]))[0]) {
+          removedShared[k]++;
+        }
+      }
+    }
+  });
+  await Promise.all(workers);
+  const sent = lane.operationsSent - before;
+  assert.deepEqual(removedShared, new Array(shared.length).fill(1));
+  const present = await client.mightContain('node:unfollow', own);
+  assert.ok(present.every((p) => !p), 'a removed item reads present');
+  const calls = own.length + 2 * shared.length;
+  assert.ok(sent > 0 && sent < calls / 2, `${calls} removes went out as ${sent} operations`);
+});
+
 test('pipelined calls on many filters pack into few messages', async (t) => {
   const server = await startServer(t);
   const client = new BloomClient(server.target, { pipelined: true });
