@@ -15,11 +15,12 @@
 // context: its deadline and cancellation apply to the call; without a deadline the client's
 // Options.Timeout does.
 //
-// Pipelined mode (Options.Pipelined): Add and MightContain calls of up to BatchSize items
-// travel over bloom.v1.Pipeline streams, and concurrent calls on the same filter from many
-// goroutines are coalesced into one operation (pipeline.go): the server then pays per batch,
-// not per call. A broken stream fails its unanswered calls with codes.Unavailable (retry them:
-// an add is idempotent); the next call opens a new stream.
+// Pipelined mode (Options.Pipelined): Add, MightContain and Remove calls of up to BatchSize
+// items travel over bloom.v1.Pipeline streams, and concurrent calls of one kind on the same
+// filter from many goroutines are coalesced into one operation (pipeline.go): the server then
+// pays per batch, not per call. A broken stream fails its unanswered calls with
+// codes.Unavailable (retry an add, which is idempotent; a remove may have been made); the next
+// call opens a new stream.
 //
 // Replicas: any pod of a replicated deployment serves any call (followers forward writes to
 // the primary). Writes answer with a sequence; the client keeps the highest (LastSequence) and
@@ -316,6 +317,9 @@ func (c *Client) batched(ctx context.Context, items [][]byte,
 // idempotent: a retried Remove removes another copy.
 func (c *Client) Remove(ctx context.Context, name string, items [][]byte) ([]bool, error) {
 	return c.batched(ctx, items, func(ctx context.Context, batch [][]byte) ([]bool, error) {
+		if c.coalescer != nil {
+			return c.coalescer.call(ctx, &pendingCall{remove: true, name: name, items: batch})
+		}
 		resp, err := c.stub.Remove(ctx, &bloomv1.RemoveRequest{Name: name, RawItems: batch})
 		if err != nil {
 			return nil, err

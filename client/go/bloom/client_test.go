@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -327,6 +328,94 @@ func TestPipelinedModeCoalescesConcurrentCalls(t *testing.T) {
 	stats, err := client.Stats(ctx, "go:feed")
 	if err != nil || stats.ItemsAdded != goroutines*perGoroutine {
 		t.Fatalf("Stats: %v %v", stats, err)
+	}
+}
+
+// Removes from a cuckoo filter coalesce too: each caller hears whether its own item was removed,
+// and of two goroutines removing an item held once, exactly one removes it.
+func TestPipelinedRemovesCoalesceAndRemoveEachCopyOnce(t *testing.T) {
+	server := startServer(t)
+	client := dial(t, server.target, Options{Pipelined: true})
+	ctx := context.Background()
+	// An error rate of 1e-6: removing an item no longer held finds no other item's fingerprint.
+	spec := Spec{Capacity: 100_000, ErrorRate: 1e-6, Cuckoo: true}
+	if _, err := client.Reserve(ctx, "go:unfollow", spec); err != nil {
+		t.Fatal(err)
+	}
+	const goroutines, perGoroutine, shared = 32, 20, 64
+	var all [][]byte
+	for g := 0; g < goroutines; g++ {
+		for i := 0; i < perGoroutine; i++ {
+			all = append(all, []byte(fmt.Sprintf("g%d-%d", g, i)))
+		}
+	}
+	for k := 0; k < shared; k++ {
+		all = append(all, []byte(fmt.Sprintf("shared-%d", k)))
+	}
+	if _, err := client.Add(ctx, "go:unfollow", all); err != nil {
+		t.Fatal(err)
+	}
+	lane := client.coalescer.lanes[0]
+	lane.mu.Lock()
+	before := lane.nextID
+	lane.mu.Unlock()
+	var removedShared [shared]atomic.Int32
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines)
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < perGoroutine; i++ {
+				removed, err := client.Remove(ctx, "go:unfollow", Strings(fmt.Sprintf("g%d-%d", g, i)))
+				if err != nil || len(removed) != 1 || !removed[0] {
+					errs <- fmt.Errorf("g%d-%d: removed %v, %v", g, i, removed, err)
+					return
+				}
+				// Goroutines g and g + 1 race for each shared item k with k % goroutines == g.
+				for _, owner := range []int{g, (g + goroutines - 1) % goroutines} {
+					k := owner + i*goroutines
+					if k >= shared {
+						continue
+					}
+					removed, err := client.Remove(ctx, "go:unfollow", Strings(fmt.Sprintf("shared-%d", k)))
+					if err != nil || len(removed) != 1 {
+						errs <- fmt.Errorf("shared-%d: %v %v", k, removed, err)
+						return
+					}
+					if removed[0] {
+						removedShared[k].Add(1)
+					}
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	for k := range removedShared {
+		if n := removedShared[k].Load(); n != 1 {
+			t.Errorf("shared-%d was removed %d times", k, n)
+		}
+	}
+	lane.mu.Lock()
+	operations := lane.nextID - before
+	lane.mu.Unlock()
+	calls := uint64(goroutines*perGoroutine + 2*shared)
+	t.Logf("%d removes went out as %d operations", calls, operations)
+	if operations == 0 || operations >= calls {
+		t.Errorf("%d removes went out as %d operations: nothing was coalesced", calls, operations)
+	}
+	present, err := client.MightContain(ctx, "go:unfollow", all[:goroutines*perGoroutine])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range present {
+		if p {
+			t.Errorf("%s reads present after its removal", all[i])
+		}
 	}
 }
 

@@ -1,7 +1,8 @@
 // The Go client's pipelined mode: concurrent small calls coalesced over Pipeline streams.
 //
-// Calls on the same filter from many goroutines that wait together go out as one operation
-// with all their items, with no timer: a call that finds its stream idle is sent at once;
+// Calls of one kind (add, check, remove) on the same filter from many goroutines that wait
+// together go out as one operation with all their items (removes in the order they were made),
+// with no timer: a call that finds its stream idle is sent at once;
 // calls arriving while operations are in flight gather, and the answer to the last of those
 // operations sends them (as RocksDB's write thread batches writers). Each caller waits only
 // for its own answer, or its context.
@@ -13,9 +14,9 @@
 //
 // A merged operation failing with InvalidArgument or ResourceExhausted is retried one call at
 // a time, so each call gets the answer it would get alone. A broken stream fails its
-// unanswered calls with Unavailable (an add is idempotent: retry it), or with the server's
-// Unauthenticated / PermissionDenied when it refused the token; the next call opens a new
-// stream.
+// unanswered calls with Unavailable (an add is idempotent: retry it; a remove is not, and may
+// have been made), or with the server's Unauthenticated / PermissionDenied when it refused the
+// token; the next call opens a new stream.
 //
 // Thread-safety: a coalescer may be used from many goroutines at once; each lane's state is
 // guarded by its mu, and one goroutine at a time sends on a stream (sendMu).
@@ -36,9 +37,10 @@ import (
 // packedBytes bounds the operations packed into one message (as the C++ and Python clients).
 const packedBytes = 1 << 20
 
-// pendingCall is one caller's Add or MightContain waiting for its answer.
+// pendingCall is one caller's Add, MightContain or Remove waiting for its answer.
 type pendingCall struct {
 	add    bool
+	remove bool // a Remove (a call with neither is a MightContain)
 	name   string
 	create *bloomv1.FilterSpec // an add's create_if_missing; nil: none
 	absent bool                // a check's absent_if_missing
@@ -61,6 +63,7 @@ func (p *pendingCall) answer(result []bool, err error) {
 // operationKey says which calls may share one operation: same kind, filter and options.
 type operationKey struct {
 	add    bool
+	remove bool
 	name   string
 	create string // the serialized spec
 	absent bool
@@ -72,7 +75,7 @@ func (p *pendingCall) key() operationKey {
 		bytes, _ := proto.MarshalOptions{Deterministic: true}.Marshal(p.create)
 		create = string(bytes)
 	}
-	return operationKey{p.add, p.name, create, p.absent}
+	return operationKey{p.add, p.remove, p.name, create, p.absent}
 }
 
 type operation struct {
@@ -201,6 +204,8 @@ func (l *lane) takeBatchLocked() []*bloomv1.PipelineRequest {
 			if p.add {
 				request.Op = &bloomv1.PipelineRequest_Add{Add: &bloomv1.AddRequest{
 					Name: p.name, CreateIfMissing: p.create}}
+			} else if p.remove {
+				request.Op = &bloomv1.PipelineRequest_Remove{Remove: &bloomv1.RemoveRequest{Name: p.name}}
 			} else {
 				request.Op = &bloomv1.PipelineRequest_MightContain{MightContain: &bloomv1.MightContainRequest{
 					Name: p.name, AbsentIfMissing: p.absent, MinSequence: l.sequence.value.Load()}}
@@ -214,6 +219,9 @@ func (l *lane) takeBatchLocked() []*bloomv1.PipelineRequest {
 		if p.add {
 			add := request.GetAdd()
 			add.RawItems = append(add.RawItems, p.items...)
+		} else if p.remove {
+			remove := request.GetRemove()
+			remove.RawItems = append(remove.RawItems, p.items...)
 		} else {
 			check := request.GetMightContain()
 			check.RawItems = append(check.RawItems, p.items...)
@@ -301,7 +309,8 @@ func (l *lane) read(stream bloomv1.BloomFilterService_PipelineClient, cancel con
 	}
 	st := status.Convert(err)
 	failure := status.Errorf(codes.Unavailable,
-		"the Pipeline stream ended: %s (%s); an add may be retried", st.Message(), st.Code())
+		"the Pipeline stream ended: %s (%s); an add may be retried, a remove may have been made",
+		st.Message(), st.Code())
 	if st.Code() == codes.Unauthenticated || st.Code() == codes.PermissionDenied {
 		failure = st.Err()
 	}
@@ -355,6 +364,9 @@ func (l *lane) answer(stream bloomv1.BloomFilterService_PipelineClient, response
 	if add := response.GetAdd(); add != nil {
 		l.sequence.observe(add.Sequence) // before the callers hear of their adds
 		results = add.Added
+	} else if remove := response.GetRemove(); remove != nil {
+		l.sequence.observe(remove.Sequence)
+		results = remove.Removed
 	} else if check := response.GetMightContain(); check != nil {
 		results = check.Present
 	}
