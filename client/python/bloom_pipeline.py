@@ -3,9 +3,9 @@
 BloomClient(..., pipelined=True) sends add(), might_contain() and remove() calls of up to
 batch_size items over bloom.v1.Pipeline streams. Calls of one kind on the same filter from many
 threads that wait together go out as one operation with all their items (removes in the order
-they were made), with no timer: a call that finds its
-stream idle is sent at once; calls arriving while an operation is in flight gather, and the
-answer to that operation sends them (as RocksDB's write thread batches writers).
+they were made), with no timer: a call that finds its stream idle is sent at once; calls
+arriving while an operation is in flight gather, and the answer to that operation sends them
+(as RocksDB's write thread batches writers).
 
 Operations that go out together travel in one message when the server says it reads
 PipelineRequest.more (its bloom-pipeline-more header): calls on many filters (one per user)
@@ -15,8 +15,8 @@ Each caller waits only for its own answer (at most the client's timeout: DEADLIN
 A merged operation failing with INVALID_ARGUMENT or RESOURCE_EXHAUSTED is retried one call at a
 time, so each call gets the answer it would get alone. A broken stream fails its unanswered
 calls with UNAVAILABLE (an add is idempotent: retry it; a remove is not, and may have been made),
-or with the server's UNAUTHENTICATED /
-PERMISSION_DENIED when it refused the token; the next call opens a new stream.
+or with the server's UNAUTHENTICATED / PERMISSION_DENIED when it refused the token; the next
+call opens a new stream.
 
 Errors are PipelineError, a grpc.RpcError with code() and details() like the unary calls'.
 
