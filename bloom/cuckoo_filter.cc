@@ -122,7 +122,7 @@ namespace {
 
 // A thread's change list, reused from one add or remove to the next, so a batch's changes are
 // written into memory that is already mapped and cached: a fresh list for each batch of adds
-// (40 bytes a change, 250 KB for 5,000 adds) cost page faults and cache misses. A nested use
+// (40 bytes a change, 250 KB for 5,000 adds) would cost page faults and cache misses. A nested use
 // (there is none) would get a list of its own. A list grown past kKeptChanges is let go: what a
 // thread keeps is not charged to the memory budget, so it stays small (batches of up to about
 // 6,000 adds reuse it).

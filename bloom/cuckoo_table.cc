@@ -136,8 +136,8 @@ uint32_t CuckooTable::Slot(uint64_t bucket, int slot) const {
   return static_cast<uint32_t>(word >> (bit % 8)) & mask_;
 }
 
-// Flattened: the recording's vector append is inlined here (GCC kept it out of line, a call per
-// change on the hottest path of an add).
+// Flattened: the recording's vector append is inlined here (GCC otherwise keeps it out of line,
+// a call per change on the hottest path of an add).
 [[gnu::flatten]] void CuckooTable::SetSlot(uint64_t bucket, int slot, uint32_t fingerprint) {
   if (changes_ != nullptr) {
     changes_->push_back({.table = table_index_,

@@ -204,7 +204,7 @@ class CuckooTable {
   // layout_.bytes() and 8 bytes of slack, so that every slot reads as one 8-byte load; zero
   // pages that cost nothing until written: from calloc, or for a table of 2 MiB or more from
   // MapBits (bloom/mapped_bits.h), in huge pages as the Bloom filters' bits are (a lookup
-  // touches two random buckets: with 4 KiB pages, a 10M-item table missed the TLB on most).
+  // touches two random buckets: with 4 KiB pages, a 10M-item table would miss the TLB on most).
   struct FreeBytes {
     FreeBytes() : mapped_bytes(0) {}  // (a default member initializer would not do here)
     uint64_t mapped_bytes;            // 0: from calloc

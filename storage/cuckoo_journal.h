@@ -15,7 +15,7 @@
 //   kind 1 (stash entries): `count` x (varint position, varint value, varint bucket).
 // Every add writes one slot or a few, at random positions: fixed-width packing takes about 4
 // bytes per change in a 1M-item filter at 1.6% (22-bit positions, 7-bit fingerprints), where
-// version 2's varints took 6 to 8, and is written in one pass without a byte loop. The WAL, the
+// version 2's varints take 6 to 8, and is written in one pass without a byte loop. The WAL, the
 // memtable and the flush then carry that much less.
 // Version 2 (read only, from data directories and leaders written before version 3): a u32
 // count of (varint table, varint position, varint value, varint stash bucket).

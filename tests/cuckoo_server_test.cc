@@ -9,9 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/bloom_client.h"
+#include "common/status_macros.h"
 #include "common/testing.h"
 #include "gtest/gtest.h"
 #include "tests/server_process.h"
@@ -50,6 +52,19 @@ class CuckooServerTest : public ::testing::Test {
         grpc::CreateChannel(server_->target(), grpc::InsecureChannelCredentials()));
   }
   void SetUp() override { StartServer(); }
+  // Sends `request` alone on a new Pipeline stream and returns the one response to it.
+  absl::StatusOr<bloom::v1::PipelineResponse> PipelineOnce(
+      const bloom::v1::PipelineRequest& request) {
+    grpc::ClientContext context;
+    auto stream = stub_->Pipeline(&context);
+    if (!stream->Write(request)) return absl::UnavailableError("the request was not written");
+    stream->WritesDone();
+    bloom::v1::PipelineResponse response;
+    const bool read = stream->Read(&response);
+    RETURN_IF_ERROR(bloomclient::FromGrpcStatus(stream->Finish()));
+    if (!read) return absl::InternalError("the stream ended without a response");
+    return response;
+  }
 
   bloomtest::TempDir data_dir_;
   std::unique_ptr<ServerProcess> server_;
@@ -118,8 +133,6 @@ TEST_F(CuckooServerTest, UnderSyncARemoveAnsweredSurvivesKillNine) {
 TEST_F(CuckooServerTest, CreateIfMissingAndPipelineRemoves) {
   const bloom::v1::FilterSpec spec = CuckooSpec(1000, 0.01);
   ASSERT_OK(client_->Add("feed:u1", {"a", "b", "c"}, &spec).status());
-  grpc::ClientContext context;
-  auto stream = stub_->Pipeline(&context);
   bloom::v1::PipelineRequest request;
   request.set_id(1);
   request.mutable_remove()->set_name("feed:u1");
@@ -134,12 +147,9 @@ TEST_F(CuckooServerTest, CreateIfMissingAndPipelineRemoves) {
   on_bloom->set_id(3);
   on_bloom->mutable_remove()->set_name("missing");
   on_bloom->mutable_remove()->add_items("a");
-  ASSERT_TRUE(stream->Write(request));
-  stream->WritesDone();
-  bloom::v1::PipelineResponse response;
-  const bool read = stream->Read(&response);
-  ASSERT_OK(bloomclient::FromGrpcStatus(stream->Finish()));
-  ASSERT_TRUE(read);
+  absl::StatusOr<bloom::v1::PipelineResponse> answered = PipelineOnce(request);
+  ASSERT_OK(answered.status());
+  const bloom::v1::PipelineResponse& response = *answered;
   ASSERT_TRUE(response.has_remove()) << response.DebugString();
   EXPECT_EQ(
       std::vector<bool>(response.remove().removed().begin(), response.remove().removed().end()),
@@ -183,20 +193,14 @@ TEST_F(CuckooServerTest, ItemsThatAreNotUtf8AreRemovedAndCountedAsTheirBytes) {
     EXPECT_TRUE(response.removed(0));
   }
   {
-    grpc::ClientContext context;
-    auto stream = stub_->Pipeline(&context);
     bloom::v1::PipelineRequest request;
     request.set_id(7);
     request.mutable_remove()->set_name("binary");
     request.mutable_remove()->add_items(other);
-    ASSERT_TRUE(stream->Write(request));
-    stream->WritesDone();
-    bloom::v1::PipelineResponse response;
-    const bool read = stream->Read(&response);
-    ASSERT_OK(bloomclient::FromGrpcStatus(stream->Finish()));
-    ASSERT_TRUE(read);
-    ASSERT_TRUE(response.has_remove()) << response.DebugString();
-    EXPECT_TRUE(response.remove().removed(0));
+    absl::StatusOr<bloom::v1::PipelineResponse> response = PipelineOnce(request);
+    ASSERT_OK(response.status());
+    ASSERT_TRUE(response->has_remove()) << response->DebugString();
+    EXPECT_TRUE(response->remove().removed(0));
   }
   EXPECT_EQ(*client_->Count("binary", {binary, other}), (std::vector<uint32_t>{1, 0}));
 }

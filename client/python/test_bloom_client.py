@@ -79,6 +79,15 @@ class ServerFixture:
         return code
 
 
+def _run_threads(work, count):
+    """Runs work(0) ... work(count - 1) on threads of their own and waits for all of them."""
+    workers = [threading.Thread(target=work, args=(t,)) for t in range(count)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+
+
 class LoggedTestCase(unittest.TestCase):
     """A test case that prints the logs of the servers it ran against when it fails."""
 
@@ -261,11 +270,7 @@ class PipelinedClientTest(LoggedTestCase):
             except grpc.RpcError as error:
                 errors.append(error.code())
 
-        workers = [threading.Thread(target=check, args=(t,)) for t in range(20)]
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join()
+        _run_threads(check, 20)
         self.assertEqual(answers, [[False]] * 10)
         self.assertEqual(errors, [grpc.StatusCode.NOT_FOUND] * 10)
 
@@ -285,11 +290,7 @@ class PipelinedClientTest(LoggedTestCase):
                 if len(added) != 1 or len(present) != 2 or not present[0]:
                     failures.append(f"{item}: added={added} present={present}")
 
-        workers = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join()
+        _run_threads(work, threads)
         self.assertEqual(failures, [])
         items = [f"t{t}-{i}" for t in range(threads) for i in range(calls)]
         with BloomClient(self.server.target) as plain:
@@ -314,11 +315,7 @@ class PipelinedClientTest(LoggedTestCase):
                 except grpc.RpcError as error:
                     failures.append(repr(error))
 
-        workers = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join()
+        _run_threads(work, threads)
         self.assertEqual(failures, [])
         self.assertTrue(all(lane.packs for lane in self.client._coalescer._lanes))
         with BloomClient(self.server.target) as plain:
@@ -366,11 +363,7 @@ class PipelinedClientTest(LoggedTestCase):
                 except grpc.RpcError as error:
                     failures.append(repr(error))
 
-        workers = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join()
+        _run_threads(work, threads)
         self.assertEqual(failures, [])
         self.assertEqual(removed_shared, [1] * shared)
         with BloomClient(self.server.target) as plain:

@@ -360,41 +360,29 @@ func TestPipelinedRemovesCoalesceAndRemoveEachCopyOnce(t *testing.T) {
 	before := lane.nextID
 	lane.mu.Unlock()
 	var removedShared [shared]atomic.Int32
-	var wg sync.WaitGroup
-	errs := make(chan error, goroutines)
-	for g := 0; g < goroutines; g++ {
-		wg.Add(1)
-		go func(g int) {
-			defer wg.Done()
-			for i := 0; i < perGoroutine; i++ {
-				removed, err := client.Remove(ctx, "go:unfollow", Strings(fmt.Sprintf("g%d-%d", g, i)))
-				if err != nil || len(removed) != 1 || !removed[0] {
-					errs <- fmt.Errorf("g%d-%d: removed %v, %v", g, i, removed, err)
-					return
+	inGoroutines(t, goroutines, func(g int) error {
+		for i := 0; i < perGoroutine; i++ {
+			removed, err := client.Remove(ctx, "go:unfollow", Strings(fmt.Sprintf("g%d-%d", g, i)))
+			if err != nil || len(removed) != 1 || !removed[0] {
+				return fmt.Errorf("g%d-%d: removed %v, %v", g, i, removed, err)
+			}
+			// Goroutines g and g + 1 race for each shared item k with k % goroutines == g.
+			for _, owner := range []int{g, (g + goroutines - 1) % goroutines} {
+				k := owner + i*goroutines
+				if k >= shared {
+					continue
 				}
-				// Goroutines g and g + 1 race for each shared item k with k % goroutines == g.
-				for _, owner := range []int{g, (g + goroutines - 1) % goroutines} {
-					k := owner + i*goroutines
-					if k >= shared {
-						continue
-					}
-					removed, err := client.Remove(ctx, "go:unfollow", Strings(fmt.Sprintf("shared-%d", k)))
-					if err != nil || len(removed) != 1 {
-						errs <- fmt.Errorf("shared-%d: %v %v", k, removed, err)
-						return
-					}
-					if removed[0] {
-						removedShared[k].Add(1)
-					}
+				removed, err := client.Remove(ctx, "go:unfollow", Strings(fmt.Sprintf("shared-%d", k)))
+				if err != nil || len(removed) != 1 {
+					return fmt.Errorf("shared-%d: %v %v", k, removed, err)
+				}
+				if removed[0] {
+					removedShared[k].Add(1)
 				}
 			}
-		}(g)
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+		}
+		return nil
+	})
 	for k := range removedShared {
 		if n := removedShared[k].Load(); n != 1 {
 			t.Errorf("shared-%d was removed %d times", k, n)
@@ -464,31 +452,44 @@ func addThenCheck(t *testing.T, goroutines, calls int, target func(g, i int) (st
 	add, check itemsCall) {
 	t.Helper()
 	ctx := context.Background()
+	inGoroutines(t, goroutines, func(g int) error {
+		for i := 0; i < calls; i++ {
+			name, item := target(g, i)
+			added, err := add(ctx, name, item)
+			if err != nil || len(added) != 1 {
+				return fmt.Errorf("add to %s: %v %v", name, added, err)
+			}
+			present, err := check(ctx, name, item)
+			if err != nil || !present[0] {
+				return fmt.Errorf("an acknowledged add reads absent in %s: %v %v", name, present, err)
+			}
+		}
+		return nil
+	})
+}
+
+// inGoroutines runs work(0) ... work(n - 1) in goroutines of their own, waits for all of them,
+// and fails t with each error they returned.
+func inGoroutines(t *testing.T, n int, work func(g int) error) {
+	t.Helper()
 	var wg sync.WaitGroup
-	errs := make(chan error, goroutines)
-	for g := 0; g < goroutines; g++ {
+	errs := make(chan error, n)
+	for g := 0; g < n; g++ {
 		wg.Add(1)
 		go func(g int) {
 			defer wg.Done()
-			for i := 0; i < calls; i++ {
-				name, item := target(g, i)
-				added, err := add(ctx, name, item)
-				if err != nil || len(added) != 1 {
-					errs <- fmt.Errorf("add to %s: %v %v", name, added, err)
-					return
-				}
-				present, err := check(ctx, name, item)
-				if err != nil || !present[0] {
-					errs <- fmt.Errorf("an acknowledged add reads absent in %s: %v %v", name, present, err)
-					return
-				}
+			if err := work(g); err != nil {
+				errs <- err
 			}
 		}(g)
 	}
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		t.Fatal(err)
+		t.Error(err)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 }
 
