@@ -544,15 +544,6 @@ grpc::ServerUnaryReactor* ForwardMessage(Forwarder* forwarder, grpc::CallbackSer
   return reactor;
 }
 
-grpc::ServerUnaryReactor* ForwardBytes(Forwarder* forwarder, grpc::CallbackServerContext* context,
-                                       const char* method, const grpc::ByteBuffer* request,
-                                       grpc::ByteBuffer* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  forwarder->Unary(context, method, *request, response,
-                   [reactor](grpc::Status status) { reactor->Finish(status); });
-  return reactor;
-}
-
 }  // namespace
 
 grpc::ServerUnaryReactor* BloomCallbackService::Reserve(grpc::CallbackServerContext* context,
@@ -562,103 +553,6 @@ grpc::ServerUnaryReactor* BloomCallbackService::Reserve(grpc::CallbackServerCont
     return ForwardMessage(forwarder, context, kReserveMethod, *request, response);
   }
   return Inline(context, [&] { return core_->HandleReserve(*request, response, context); });
-}
-
-namespace {
-
-// Reads a direct-parse request (direct_parse.h) with `parse` into `view`, which points into
-// `bytes`; prepares `encoded` for the answers and points `answers` at them.
-template <typename Parse>
-grpc::Status ReadDirect(const grpc::ByteBuffer* request, const char* message, Parse parse,
-                        grpc::Slice& bytes, ItemsRequestView& view, grpc::Slice& encoded,
-                        bool*& answers) {
-  // One slice: a copy only when gRPC received the message in pieces.
-  if (!request->TrySingleSlice(&bytes).ok() && !request->DumpToSingleSlice(&bytes).ok()) {
-    return grpc::Status(grpc::StatusCode::INTERNAL, "could not read the request");
-  }
-  if (!parse(absl::string_view(reinterpret_cast<const char*>(bytes.begin()), bytes.size()),
-             &view)) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        absl::StrCat("the request is not a well-formed ", message));
-  }
-  // A fresh slice is ours to fill (as gRPC's own serializer does).
-  encoded = grpc::Slice(PackedBoolsSize(view.items.size()));
-  answers = WritePackedBoolsHeader(view.items.size(),
-                                   reinterpret_cast<char*>(const_cast<uint8_t*>(encoded.begin())));
-  return grpc::Status::OK;
-}
-
-void SetResponse(grpc::Slice& encoded, grpc::ByteBuffer* response) {
-  grpc::ByteBuffer filled(&encoded, 1);
-  response->Swap(&filled);
-}
-
-// An AddResponse: the answers, then the sequence of the write (field 2).
-void SetAddResponse(grpc::Slice& encoded, uint64_t sequence, grpc::ByteBuffer* response) {
-  const std::string field = EncodeSequenceField(sequence);
-  grpc::Slice slices[2] = {encoded, grpc::Slice(field)};
-  grpc::ByteBuffer filled(slices, field.empty() ? 1 : 2);
-  response->Swap(&filled);
-}
-
-}  // namespace
-
-grpc::ServerUnaryReactor* BloomCallbackService::Add(grpc::CallbackServerContext* context,
-                                                    const grpc::ByteBuffer* request,
-                                                    grpc::ByteBuffer* response) {
-  // Served through the store's group committer: the adds of calls arriving together share one
-  // RocksDB write (with --sync, one fsync, answered from the WAL syncer's thread), and no gRPC
-  // thread waits for another's. The call's buffers live on the heap until it finishes: it may
-  // be served on another thread after this returns.
-  struct Buffers {
-    grpc::Slice bytes;  // the request; `view` points into it
-    // The response; `answers` points into it. On the heap: a small slice keeps its bytes
-    // inline, and a moved one would leave them behind.
-    grpc::Slice encoded;
-    ItemsRequestView view;
-    bool* answers = nullptr;
-  };
-  if (Forwarder* forwarder = core_->hooks().forwarder) {
-    return ForwardBytes(forwarder, context, kAddMethod, request, response);
-  }
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  auto buffers = std::make_unique<Buffers>();
-  const grpc::Status read =
-      ReadDirect(request, "bloom.v1.AddRequest", ParseAddRequest, buffers->bytes, buffers->view,
-                 buffers->encoded, buffers->answers);
-  if (!read.ok()) {
-    reactor->Finish(read);
-    return reactor;
-  }
-  Buffers& call = *buffers;
-  core_->HandleAddItemsGrouped(call.view, call.answers, context,
-                               [reactor, response, store = core_->store(),
-                                buffers = std::move(buffers)](const grpc::Status& status) {
-                                 if (status.ok())
-                                   SetAddResponse(buffers->encoded, store->LatestSequence(),
-                                                  response);
-                                 reactor->Finish(status);
-                               });
-  return reactor;
-}
-
-grpc::ServerUnaryReactor* BloomCallbackService::MightContain(grpc::CallbackServerContext* context,
-                                                             const grpc::ByteBuffer* request,
-                                                             grpc::ByteBuffer* response) {
-  grpc::Slice bytes, encoded;
-  ItemsRequestView view;
-  bool* answers = nullptr;
-  grpc::Status status = ReadDirect(request, "bloom.v1.MightContainRequest",
-                                   ParseMightContainRequest, bytes, view, encoded, answers);
-  if (status.ok() && !core_->Applied(view.min_sequence, context)) {
-    // A follower that has not applied the caller's last write in time: the primary answers.
-    return ForwardBytes(core_->hooks().forwarder, context, kMightContainMethod, request, response);
-  }
-  if (status.ok()) status = core_->HandleMightContainItems(view, answers, context);
-  if (status.ok()) SetResponse(encoded, response);
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(status);
-  return reactor;
 }
 
 grpc::ServerUnaryReactor* BloomCallbackService::Stats(grpc::CallbackServerContext* context,

@@ -4,10 +4,10 @@
 // streaming order), converts messages, and turns every absl::Status into a grpc::Status with
 // the same code. See protos/bloom/v1/bloom.proto for the contract.
 //
-// BloomCallbackService serves the same handlers through gRPC's callback API (unary methods run
-// inline on gRPC's threads), reading Add and MightContain straight from their wire bytes
-// (direct_parse.h); which one a server uses is chosen with ServerOptions::model. The streams
-// are callback streams in both (pipeline.h, transfers.h).
+// BloomCallbackService serves the handlers through gRPC's callback API (unary methods run inline
+// on gRPC's threads), except Add and MightContain, which it leaves to gRPC's async API: ItemCalls
+// (item_calls.h) serves those, read straight from their wire bytes (direct_parse.h). The streams
+// are callback streams (pipeline.h, transfers.h).
 //
 // Thread-safety: every method is thread-safe; the store does the synchronisation.
 #ifndef SERVICE_BLOOM_SERVICE_H_
@@ -88,7 +88,8 @@ class BloomService final : public StreamServiceBase {
       grpc::CallbackServerContext* context, bloom::v1::ImportResponse* response) override;
 
   // The unary handlers. BloomCallbackService serves Reserve, Stats, Delete and List through
-  // these, and Add and MightContain through their wire-read forms below (HandleAddItems...);
+  // these, and ItemCalls Add and MightContain through their wire-read forms below
+  // (HandleAddItems...);
   // HandleAdd and HandleMightContain take the messages for in-process callers (tests,
   // fuzzing) and serve them through those same forms. `context` gives the call's metadata
   // (the token) and deadline; null for in-process calls, which then carry no token.
@@ -145,7 +146,7 @@ class BloomService final : public StreamServiceBase {
   // rest from `raw_items` (error messages name the field and index).
   absl::Status CheckItems(absl::Span<const absl::string_view> items, size_t text_items) const;
 
-  // Add and MightContain read from the wire (direct_parse.h), for the callback server:
+  // Add and MightContain read from the wire (direct_parse.h), for ItemCalls:
   // `answers` (request.items.size() bools, in the response being written) gets one value per
   // item of `request`.
   //
@@ -193,8 +194,8 @@ class BloomService final : public StreamServiceBase {
 };
 
 using CallbackUnaryBase = bloom::v1::BloomFilterService::WithCallbackMethod_Reserve<
-    bloom::v1::BloomFilterService::WithRawCallbackMethod_Add<
-        bloom::v1::BloomFilterService::WithRawCallbackMethod_MightContain<
+    bloom::v1::BloomFilterService::WithRawMethod_Add<
+        bloom::v1::BloomFilterService::WithRawMethod_MightContain<
             bloom::v1::BloomFilterService::WithCallbackMethod_Stats<
                 bloom::v1::BloomFilterService::WithCallbackMethod_Delete<
                     bloom::v1::BloomFilterService::WithCallbackMethod_Merge<
@@ -203,6 +204,8 @@ using CallbackUnaryBase = bloom::v1::BloomFilterService::WithCallbackMethod_Rese
                                 bloom::v1::BloomFilterService::WithCallbackMethod_Count<
                                     StreamServiceBase>>>>>>>>>;
 
+// Add and MightContain are async raw methods (RequestAdd, RequestMightContain): ItemCalls asks
+// for and serves them.
 class BloomCallbackService final : public CallbackUnaryBase {
  public:
   // `core` must outlive this service.
@@ -211,13 +214,6 @@ class BloomCallbackService final : public CallbackUnaryBase {
   grpc::ServerUnaryReactor* Reserve(grpc::CallbackServerContext* context,
                                     const bloom::v1::ReserveRequest* request,
                                     bloom::v1::ReserveResponse* response) override;
-  // Add and MightContain as wire bytes: direct_parse.h reads them, and writes the answers.
-  grpc::ServerUnaryReactor* Add(grpc::CallbackServerContext* context,
-                                const grpc::ByteBuffer* request,
-                                grpc::ByteBuffer* response) override;
-  grpc::ServerUnaryReactor* MightContain(grpc::CallbackServerContext* context,
-                                         const grpc::ByteBuffer* request,
-                                         grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* Stats(grpc::CallbackServerContext* context,
                                   const bloom::v1::StatsRequest* request,
                                   bloom::v1::StatsResponse* response) override;

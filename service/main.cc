@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -483,6 +484,10 @@ absl::Status StartNode(Node& node, const service::ServerConfig& config,
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before gRPC starts: its "poll" strategy polls each connection from the thread of one
+  // completion queue, so that Add and MightContain are read, served and answered on one thread
+  // (service/item_calls.h). An operator's own GRPC_POLL_STRATEGY wins.
+  setenv("GRPC_POLL_STRATEGY", "poll", /*overwrite=*/0);
   RouteProtobufLogs();
 #ifdef NDEBUG
   // Debian's Abseil is built with mutex deadlock detection on, which keeps a lock graph on

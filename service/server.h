@@ -21,6 +21,7 @@
 #include "absl/types/optional.h"
 #include "service/bloom_service.h"
 #include "service/health.h"
+#include "service/item_calls.h"
 #include "service/reflection.h"
 #include "service/tls.h"
 #include "service/token_gate.h"
@@ -28,8 +29,9 @@
 
 namespace service {
 
-// The service runs on gRPC's callback API: unary calls are answered inline on gRPC's threads,
-// streams cost no thread while they wait, and with --sync adds are answered from the WAL
+// The service runs on gRPC's callback API (unary calls answered inline on gRPC's threads,
+// streams costing no thread while they wait), but for Add and MightContain, which run on its
+// async API, on threads of their own (item_calls.h). With --sync adds are answered from the WAL
 // syncer's thread (storage/wal_sync.h).
 struct ServerOptions {
   // host:port; port 0 picks a free port (see BloomServer::port()).
@@ -56,6 +58,9 @@ struct ServerOptions {
   // Served on the main port beside bloom.v1 (a primary's replication service), with the same
   // TLS and token gate. They must outlive the server.
   std::vector<grpc::Service*> extra_services;
+  // Threads (each with its completion queue) serving Add and MightContain (item_calls.h); 0:
+  // ItemCalls::DefaultThreads().
+  int item_call_threads = 0;
   // Whether grpc.health.v1 answers SERVING from the start (a follower starts NOT_SERVING and
   // reports its catch-up through SetServing).
   bool serving_at_start = true;
@@ -83,6 +88,8 @@ class BloomServer {
   std::unique_ptr<BloomService> service_;
   std::shared_ptr<TokenGate> gate_;  // with token auth; shared with gRPC's credentials, closed last
   std::unique_ptr<BloomCallbackService> callback_service_;  // what gRPC serves
+  // Its Add and MightContain calls; declared before the server, which must go first.
+  std::unique_ptr<ItemCalls> item_calls_;
   // grpc.health.v1 on the main port and on the health port (health.h), and reflection on the
   // main port (reflection.h); declared before the servers, which must go first.
   HealthService health_;

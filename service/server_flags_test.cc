@@ -110,7 +110,8 @@ TEST_F(FlagsTest, BadValuesAreRefusedNamingTheFlag) {
               {"min_replica_acks", "-1"},        {"min_replica_acks", "17"},
               {"replica_ack_timeout", "0s"},     {"max_replica_lag", "-1s"},
               {"replication_log_limit", "much"}, {"replicate_from", "primary-without-port"},
-              {"checkpoint_write_rate", "-1"},   {"replication_cert_file", "/client.crt"}};
+              {"checkpoint_write_rate", "-1"},   {"replication_cert_file", "/client.crt"},
+              {"item_call_threads", "-1"},       {"item_call_threads", "65"}};
   for (const auto& bad : kBad) {
     absl::FlagSaver restore;
     SetFlag(bad.flag, bad.value);

@@ -1,0 +1,239 @@
+// ItemCalls (item_calls.h): Add and MightContain on gRPC's async API, one completion queue and
+// one thread per queue.
+#include "service/item_calls.h"
+
+#include <grpcpp/support/byte_buffer.h>
+#include <grpcpp/support/slice.h>
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/log.h"
+#include "service/direct_parse.h"
+#include "service/forwarder.h"
+
+namespace service {
+namespace {
+
+// Calls of each method each queue keeps asked for. A call that arrives with none waiting waits
+// in gRPC until one is; this many keep that rare.
+constexpr int kCallsWaiting = 16;
+// How long Shutdown waits for the adds still being written before it gives up on them.
+constexpr absl::Duration kAnswerGrace = absl::Seconds(10);
+
+// Reads a direct-parse request (direct_parse.h) with `parse` into `view`, which points into
+// `bytes`; prepares `encoded` for the answers and points `answers` at them.
+template <typename Parse>
+grpc::Status ReadDirect(const grpc::ByteBuffer& request, const char* message, Parse parse,
+                        grpc::Slice& bytes, ItemsRequestView& view, grpc::Slice& encoded,
+                        bool*& answers) {
+  // One slice: a copy only when gRPC received the message in pieces.
+  if (!request.TrySingleSlice(&bytes).ok() && !request.DumpToSingleSlice(&bytes).ok()) {
+    return {grpc::StatusCode::INTERNAL, "could not read the request"};
+  }
+  if (!parse(absl::string_view(reinterpret_cast<const char*>(bytes.begin()), bytes.size()),
+             &view)) {
+    return {grpc::StatusCode::INVALID_ARGUMENT,
+            absl::StrCat("the request is not a well-formed ", message)};
+  }
+  // A fresh slice is ours to fill (as gRPC's own serializer does).
+  encoded = grpc::Slice(PackedBoolsSize(view.items.size()));
+  answers = WritePackedBoolsHeader(view.items.size(),
+                                   reinterpret_cast<char*>(const_cast<uint8_t*>(encoded.begin())));
+  return grpc::Status::OK;
+}
+
+void SetResponse(grpc::Slice& encoded, grpc::ByteBuffer& response) {
+  grpc::ByteBuffer filled(&encoded, 1);
+  response.Swap(&filled);
+}
+
+// An AddResponse: the answers, then the sequence of the write (field 2).
+void SetAddResponse(grpc::Slice& encoded, uint64_t sequence, grpc::ByteBuffer& response) {
+  const std::string field = EncodeSequenceField(sequence);
+  grpc::Slice slices[2] = {encoded, grpc::Slice(field)};
+  grpc::ByteBuffer filled(slices, field.empty() ? 1 : 2);
+  response.Swap(&filled);
+}
+
+}  // namespace
+
+// One call: asked for on a queue, read, served, answered. Its address is its tag for both of its
+// queue events (the call's arrival, then its answer sent), so it lives on the heap until the
+// second. Not moved: `view` and `answers` point into its slices.
+class ItemCalls::Call {
+ public:
+  Call(ItemCalls* owner, Queue* queue, Method method)
+      : owner_(owner), queue_(queue), method_(method) {
+    grpc::ServerCompletionQueue* completion = queue->completion.get();
+    if (method == Method::kAdd) {
+      owner->service_->RequestAdd(&context_, &request_, &responder_, completion, completion, this);
+    } else {
+      owner->service_->RequestMightContain(&context_, &request_, &responder_, completion,
+                                           completion, this);
+    }
+  }
+
+  // On the queue's thread, for each of the call's events.
+  void Proceed(bool ok) {
+    if (answered_ || !ok) {  // its answer went out, or no call came (the server shut down)
+      delete this;
+      return;
+    }
+    {
+      bloomsync::MutexLock lock(&queue_->mu);
+      if (queue_->shut) {
+        delete this;
+        return;
+      }
+      owner_->answering_.fetch_add(1);
+    }
+    owner_->Request(*queue_, method_);  // the next call of this method on this queue
+    if (method_ == Method::kAdd) {
+      ServeAdd();
+    } else {
+      ServeMightContain();
+    }
+  }
+
+ private:
+  void ServeAdd() {
+    BloomService* core = owner_->core_;
+    if (Forwarder* forwarder = core->hooks().forwarder) {
+      forwarder->Unary(&context_, kAddMethod, request_, &response_,
+                       [this](const grpc::Status& status) { Answer(status); });
+      return;
+    }
+    const grpc::Status read = ReadDirect(request_, "bloom.v1.AddRequest", ParseAddRequest, bytes_,
+                                         view_, encoded_, answers_);
+    if (!read.ok()) {
+      Answer(read);
+      return;
+    }
+    // Served through the store's group committer: the adds of calls arriving together share
+    // one RocksDB write (with --sync, one fsync, answered from the WAL syncer's thread).
+    core->HandleAddItemsGrouped(view_, answers_, &context_,
+                                [this, store = core->store()](const grpc::Status& status) {
+                                  if (status.ok()) {
+                                    SetAddResponse(encoded_, store->LatestSequence(), response_);
+                                  }
+                                  Answer(status);
+                                });
+  }
+
+  void ServeMightContain() {
+    BloomService* core = owner_->core_;
+    grpc::Status status = ReadDirect(request_, "bloom.v1.MightContainRequest",
+                                     ParseMightContainRequest, bytes_, view_, encoded_, answers_);
+    if (status.ok() && !core->Applied(view_.min_sequence, &context_)) {
+      // A follower that has not applied the caller's last write in time: the primary answers.
+      core->hooks().forwarder->Unary(&context_, kMightContainMethod, request_, &response_,
+                                     [this](const grpc::Status& forwarded) { Answer(forwarded); });
+      return;
+    }
+    if (status.ok()) status = core->HandleMightContainItems(view_, answers_, &context_);
+    if (status.ok()) SetResponse(encoded_, response_);
+    Answer(status);
+  }
+
+  // Sends the answer (on any thread); the queue's thread deletes the call once it is sent.
+  void Answer(const grpc::Status& status) {
+    ItemCalls* owner = owner_;  // `this` may be gone once the answer is on the queue
+    {
+      bloomsync::MutexLock lock(&queue_->mu);
+      answered_ = true;
+      if (queue_->shut) {
+        // Past the shutdown grace: the server has ended the call already.
+        delete this;
+      } else if (status.ok()) {
+        responder_.Finish(response_, status, this);
+      } else {
+        responder_.FinishWithError(status, this);
+      }
+    }
+    owner->answering_.fetch_sub(1);
+  }
+
+  ItemCalls* const owner_;
+  Queue* const queue_;
+  const Method method_;
+  bool answered_ = false;
+  grpc::ServerContext context_;
+  grpc::ByteBuffer request_;
+  grpc::ByteBuffer response_;
+  grpc::ServerAsyncResponseWriter<grpc::ByteBuffer> responder_{&context_};
+  grpc::Slice bytes_;    // the request in one slice; `view_` points into it
+  grpc::Slice encoded_;  // the answers, written through `answers_`
+  ItemsRequestView view_;
+  bool* answers_ = nullptr;
+};
+
+ItemCalls::ItemCalls(BloomService* core, BloomCallbackService* service, int threads)
+    : core_(core), service_(service), threads_(std::max(threads, 1)) {}
+
+ItemCalls::~ItemCalls() { Shutdown(); }
+
+int ItemCalls::DefaultThreads() {
+  return std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 2, 16);
+}
+
+void ItemCalls::AddQueues(grpc::ServerBuilder& builder) {
+  for (int i = 0; i < threads_; ++i) {
+    auto queue = std::make_unique<Queue>();
+    queue->completion = builder.AddCompletionQueue();
+    queues_.push_back(std::move(queue));
+  }
+}
+
+void ItemCalls::Start() {
+  for (const std::unique_ptr<Queue>& queue : queues_) {
+    for (int i = 0; i < kCallsWaiting; ++i) {
+      Request(*queue, Method::kAdd);
+      Request(*queue, Method::kMightContain);
+    }
+    queue->thread = std::thread(Run, queue.get());
+  }
+  started_ = true;
+}
+
+void ItemCalls::Request(Queue& queue, Method method) {
+  bloomsync::MutexLock lock(&queue.mu);
+  if (!queue.shut) new Call(this, &queue, method);
+}
+
+void ItemCalls::Run(Queue* queue) {
+  void* tag = nullptr;
+  bool ok = false;
+  while (queue->completion->Next(&tag, &ok)) static_cast<Call*>(tag)->Proceed(ok);
+}
+
+void ItemCalls::Shutdown() {
+  if (queues_.empty()) return;
+  const absl::Time deadline = absl::Now() + kAnswerGrace;
+  while (answering_.load() > 0 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(1));
+  if (answering_.load() > 0) {
+    bloomlog::LogWarning(
+        absl::StrCat(answering_.load(), " Add or MightContain calls still unanswered at shutdown"));
+  }
+  for (const std::unique_ptr<Queue>& queue : queues_) {
+    {
+      bloomsync::MutexLock lock(&queue->mu);
+      queue->shut = true;
+    }
+    queue->completion->Shutdown();
+  }
+  for (const std::unique_ptr<Queue>& queue : queues_) {
+    if (started_) {
+      queue->thread.join();
+    } else {  // nothing ran them: drain here (a queue must be empty when destroyed)
+      Run(queue.get());
+    }
+  }
+  queues_.clear();
+}
+
+}  // namespace service
