@@ -80,13 +80,11 @@ class ItemCalls::Call {
 
   // On the queue's thread, for each of the call's events.
   void Proceed(bool ok) {
-    if (answered_ || !ok) {  // its answer went out, or no call came (the server shut down)
-      delete this;
-      return;
-    }
     {
+      // Under the lock Answer() holds (perhaps on another thread): what it wrote is seen here.
       bloomsync::MutexLock lock(&queue_->mu);
-      if (queue_->shut) {
+      // Its answer went out, no call came (the server shut down), or the queue is closing.
+      if (answered_ || !ok || queue_->shut) {
         delete this;
         return;
       }
@@ -161,7 +159,7 @@ class ItemCalls::Call {
   ItemCalls* const owner_;
   Queue* const queue_;
   const Method method_;
-  bool answered_ = false;
+  bool answered_ = false;  // guarded by queue_->mu
   grpc::ServerContext context_;
   grpc::ByteBuffer request_;
   grpc::ByteBuffer response_;

@@ -6,7 +6,8 @@
 // threads (the poller that read it, the thread that runs its handler, the one that sends its
 // answer). Here, with gRPC's "poll" polling strategy (bloom-server sets it, main.cc), each
 // connection is polled by one of these threads, and that thread reads a call, serves it and
-// sends the answer itself: a unary call costs about 40% less server CPU (docs/performance.md).
+// sends the answer itself, which saves most of the CPU a call spent passing between threads
+// (docs/performance.md has the figures).
 // The price: one connection's Add and MightContain calls are served by one thread at a time; a
 // client spreads over more threads with more connections (the pipelined clients' streams are
 // callback streams, served by any thread).
