@@ -5,9 +5,10 @@
 // the same code. See protos/bloom/v1/bloom.proto for the contract.
 //
 // BloomCallbackService serves the handlers through gRPC's callback API (unary methods run inline
-// on gRPC's threads), except Add and MightContain, which it leaves to gRPC's async API: ItemCalls
-// (item_calls.h) serves those, read straight from their wire bytes (direct_parse.h). The streams
-// are callback streams (pipeline.h, transfers.h).
+// on gRPC's threads), but for Add and MightContain: its two subclasses in item_calls.h serve those
+// on the callback API too (CallbackItemService, the default) or on the async API (AsyncItemService
+// with ItemCalls), read straight from their wire bytes (direct_parse.h). The streams are callback
+// streams (pipeline.h, transfers.h).
 //
 // Thread-safety: every method is thread-safe; the store does the synchronisation.
 #ifndef SERVICE_BLOOM_SERVICE_H_
@@ -194,23 +195,18 @@ class BloomService final : public StreamServiceBase {
 };
 
 using CallbackUnaryBase = bloom::v1::BloomFilterService::WithCallbackMethod_Reserve<
-    bloom::v1::BloomFilterService::WithRawMethod_Add<
-        bloom::v1::BloomFilterService::WithRawMethod_MightContain<
-            bloom::v1::BloomFilterService::WithCallbackMethod_Stats<
-                bloom::v1::BloomFilterService::WithCallbackMethod_Delete<
-                    bloom::v1::BloomFilterService::WithCallbackMethod_Merge<
-                        bloom::v1::BloomFilterService::WithCallbackMethod_List<
-                            bloom::v1::BloomFilterService::WithCallbackMethod_Remove<
-                                bloom::v1::BloomFilterService::WithCallbackMethod_Count<
-                                    StreamServiceBase>>>>>>>>>;
+    bloom::v1::BloomFilterService::WithCallbackMethod_Stats<
+        bloom::v1::BloomFilterService::WithCallbackMethod_Delete<
+            bloom::v1::BloomFilterService::WithCallbackMethod_Merge<
+                bloom::v1::BloomFilterService::WithCallbackMethod_List<
+                    bloom::v1::BloomFilterService::WithCallbackMethod_Remove<
+                        bloom::v1::BloomFilterService::WithCallbackMethod_Count<
+                            StreamServiceBase>>>>>>>;
 
-// Add and MightContain are async raw methods (RequestAdd, RequestMightContain): ItemCalls asks
-// for and serves them.
-class BloomCallbackService final : public CallbackUnaryBase {
+// Every method but Add and MightContain, which its subclasses (item_calls.h) make callback or
+// async methods: no method is left synchronous (gRPC would start a thread pool for those).
+class BloomCallbackService : public CallbackUnaryBase {
  public:
-  // `core` must outlive this service.
-  explicit BloomCallbackService(BloomService* core) : core_(core) {}
-
   grpc::ServerUnaryReactor* Reserve(grpc::CallbackServerContext* context,
                                     const bloom::v1::ReserveRequest* request,
                                     bloom::v1::ReserveResponse* response) override;
@@ -245,8 +241,10 @@ class BloomCallbackService final : public CallbackUnaryBase {
     return core_->Pipeline(context);
   }
 
- private:
-  BloomService* const core_;
+ protected:
+  // Set by the subclass's constructor (gRPC's method wrappers in between construct only by
+  // default); it must outlive the service.
+  BloomService* core_ = nullptr;
 };
 
 }  // namespace service

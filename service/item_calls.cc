@@ -1,5 +1,5 @@
-// ItemCalls (item_calls.h): Add and MightContain on gRPC's async API, one completion queue and
-// one thread per queue.
+// Add and MightContain (item_calls.h): on gRPC's callback API (CallbackItemService), or on its
+// async API (ItemCalls: one completion queue and one thread per queue).
 #include "service/item_calls.h"
 
 #include <grpcpp/support/byte_buffer.h>
@@ -60,7 +60,77 @@ void SetAddResponse(grpc::Slice& encoded, uint64_t sequence, grpc::ByteBuffer& r
   response.Swap(&filled);
 }
 
+// A callback call forwarded to the primary, finished with the primary's status and answer.
+grpc::ServerUnaryReactor* ForwardBytes(Forwarder* forwarder, grpc::CallbackServerContext* context,
+                                       const char* method, const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  forwarder->Unary(context, method, *request, response,
+                   [reactor](const grpc::Status& status) { reactor->Finish(status); });
+  return reactor;
+}
+
 }  // namespace
+
+grpc::ServerUnaryReactor* CallbackItemService::Add(grpc::CallbackServerContext* context,
+                                                   const grpc::ByteBuffer* request,
+                                                   grpc::ByteBuffer* response) {
+  // Served through the store's group committer: the adds of calls arriving together share one
+  // RocksDB write (with --sync, one fsync, answered from the WAL syncer's thread), and no gRPC
+  // thread waits for another's. The call's buffers live on the heap until it finishes: it may
+  // be served on another thread after this returns.
+  struct Buffers {
+    grpc::Slice bytes;  // the request; `view` points into it
+    // The response; `answers` points into it. On the heap: a small slice keeps its bytes
+    // inline, and a moved one would leave them behind.
+    grpc::Slice encoded;
+    ItemsRequestView view;
+    bool* answers = nullptr;
+  };
+  if (Forwarder* forwarder = core_->hooks().forwarder) {
+    return ForwardBytes(forwarder, context, kAddMethod, request, response);
+  }
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  auto buffers = std::make_unique<Buffers>();
+  const grpc::Status read =
+      ReadDirect(*request, "bloom.v1.AddRequest", ParseAddRequest, buffers->bytes, buffers->view,
+                 buffers->encoded, buffers->answers);
+  if (!read.ok()) {
+    reactor->Finish(read);
+    return reactor;
+  }
+  Buffers& call = *buffers;
+  core_->HandleAddItemsGrouped(call.view, call.answers, context,
+                               [reactor, response, store = core_->store(),
+                                buffers = std::move(buffers)](const grpc::Status& status) {
+                                 if (status.ok()) {
+                                   SetAddResponse(buffers->encoded, store->LatestSequence(),
+                                                  *response);
+                                 }
+                                 reactor->Finish(status);
+                               });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* CallbackItemService::MightContain(grpc::CallbackServerContext* context,
+                                                            const grpc::ByteBuffer* request,
+                                                            grpc::ByteBuffer* response) {
+  grpc::Slice bytes;
+  grpc::Slice encoded;
+  ItemsRequestView view;
+  bool* answers = nullptr;
+  grpc::Status status = ReadDirect(*request, "bloom.v1.MightContainRequest",
+                                   ParseMightContainRequest, bytes, view, encoded, answers);
+  if (status.ok() && !core_->Applied(view.min_sequence, context)) {
+    // A follower that has not applied the caller's last write in time: the primary answers.
+    return ForwardBytes(core_->hooks().forwarder, context, kMightContainMethod, request, response);
+  }
+  if (status.ok()) status = core_->HandleMightContainItems(view, answers, context);
+  if (status.ok()) SetResponse(encoded, *response);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(status);
+  return reactor;
+}
 
 // One call: asked for on a queue, read, served, answered. Its address is its tag for both of its
 // queue events (the call's arrival, then its answer sent), so it lives on the heap until the
@@ -170,14 +240,10 @@ class ItemCalls::Call {
   bool* answers_ = nullptr;
 };
 
-ItemCalls::ItemCalls(BloomService* core, BloomCallbackService* service, int threads)
+ItemCalls::ItemCalls(BloomService* core, AsyncItemService* service, int threads)
     : core_(core), service_(service), threads_(std::max(threads, 1)) {}
 
 ItemCalls::~ItemCalls() { Shutdown(); }
-
-int ItemCalls::DefaultThreads() {
-  return std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 2, 16);
-}
 
 void ItemCalls::AddQueues(grpc::ServerBuilder& builder) {
   for (int i = 0; i < threads_; ++i) {

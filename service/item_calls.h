@@ -1,29 +1,32 @@
-// ItemCalls: Add and MightContain, the unary calls that carry items, served on gRPC's async API
-// by threads that each own a completion queue.
+// Add and MightContain, the unary calls that carry items, read straight from their wire bytes
+// (direct_parse.h) and served one of two ways:
 //
-// Why these two are not callback calls like the rest (bloom_service.h): clients make them by the
-// million, and most of what one costs is gRPC's. On the callback API a call passes between
-// threads (the poller that read it, the thread that runs its handler, the one that sends its
-// answer). Here, with gRPC's "poll" polling strategy (bloom-server sets it, main.cc), each
-// connection is polled by one of these threads, and that thread reads a call, serves it and
-// sends the answer itself, which saves most of the CPU a call spent passing between threads
-// (docs/performance.md has the figures).
-// The price: one connection's Add and MightContain calls are served by one thread at a time; a
-// client spreads over more threads with more connections (the pipelined clients' streams are
-// callback streams, served by any thread).
+// - CallbackItemService (the default): on gRPC's callback API, like every other call.
+// - AsyncItemService with ItemCalls (--item_call_threads=N): on gRPC's async API, by N threads
+//   that each own a completion queue. With gRPC's "poll" polling strategy (bloom-server sets it
+//   in this mode, main.cc) each connection is polled by one of these threads, and that thread
+//   reads a call, serves it and sends the answer itself, which saves most of the CPU a call
+//   spends passing between threads on the callback API. The price: gRPC's callback streams
+//   (Pipeline, and so the pipelined clients) cost more under the poll strategy, since a stream
+//   whose connection one of these threads polls has every read handed to gRPC's callback
+//   threads; and one connection's unary calls are served by one thread at a time.
+//   docs/performance.md has the figures: a server for batched unary calls gains, one for the
+//   pipelined clients' small calls loses.
 //
-// Requests are read from their wire bytes (direct_parse.h). An Add goes through the group
-// committer and may be answered from another thread (BloomService::HandleAddItemsGrouped). On a
-// follower both are forwarded to the primary (forwarder.h), as the callback calls are.
+// An Add goes through the group committer and may be answered from another thread
+// (BloomService::HandleAddItemsGrouped). On a follower both are forwarded to the primary
+// (forwarder.h), as the other calls are.
 //
-//   ItemCalls calls(core, &service, threads);  // `service` is registered with `builder`
+//   AsyncItemService service(core);            // registered with `builder`
+//   ItemCalls calls(core, &service, threads);
 //   calls.AddQueues(builder);                   // before builder.BuildAndStart()
 //   calls.Start();                              // after it
 //   server->Shutdown(deadline);
 //   calls.Shutdown();                           // then destroy the server, then `calls`
 //
-// Thread-safety: AddQueues, Start and Shutdown are called by one owner, in that order; calls are
-// served on the queues' threads and on the group committer's.
+// Thread-safety: the services are thread-safe. ItemCalls: AddQueues, Start and Shutdown are
+// called by one owner, in that order; calls are served on the queues' threads and on the group
+// committer's.
 #ifndef SERVICE_ITEM_CALLS_H_
 #define SERVICE_ITEM_CALLS_H_
 
@@ -40,10 +43,35 @@
 
 namespace service {
 
+class CallbackItemService final
+    : public bloom::v1::BloomFilterService::WithRawCallbackMethod_Add<
+          bloom::v1::BloomFilterService::WithRawCallbackMethod_MightContain<BloomCallbackService>> {
+ public:
+  // `core` must outlive this service.
+  explicit CallbackItemService(BloomService* core) { core_ = core; }
+
+  grpc::ServerUnaryReactor* Add(grpc::CallbackServerContext* context,
+                                const grpc::ByteBuffer* request,
+                                grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* MightContain(grpc::CallbackServerContext* context,
+                                         const grpc::ByteBuffer* request,
+                                         grpc::ByteBuffer* response) override;
+};
+
+// Add and MightContain are async methods (RequestAdd, RequestMightContain): ItemCalls asks for and
+// serves them.
+class AsyncItemService final
+    : public bloom::v1::BloomFilterService::WithRawMethod_Add<
+          bloom::v1::BloomFilterService::WithRawMethod_MightContain<BloomCallbackService>> {
+ public:
+  // `core` must outlive this service.
+  explicit AsyncItemService(BloomService* core) { core_ = core; }
+};
+
 class ItemCalls {
  public:
   // `core` and `service` must outlive this. `threads`: queues (and their threads), at least 1.
-  ItemCalls(BloomService* core, BloomCallbackService* service, int threads);
+  ItemCalls(BloomService* core, AsyncItemService* service, int threads);
   ItemCalls(const ItemCalls&) = delete;
   ItemCalls& operator=(const ItemCalls&) = delete;
   ~ItemCalls();
@@ -54,9 +82,6 @@ class ItemCalls {
   // After the server's Shutdown (which ends the calls not yet answered): waits for the adds still
   // being written (up to a few seconds), then shuts the queues down and joins their threads.
   void Shutdown();
-
-  // The threads a server uses when ServerOptions leaves it open: one per core, 2 to 16.
-  static int DefaultThreads();
 
  private:
   class Call;
@@ -75,7 +100,7 @@ class ItemCalls {
   static void Run(Queue* queue);
 
   BloomService* const core_;
-  BloomCallbackService* const service_;
+  AsyncItemService* const service_;
   const int threads_;
   std::vector<std::unique_ptr<Queue>> queues_;
   bool started_ = false;

@@ -484,10 +484,6 @@ absl::Status StartNode(Node& node, const service::ServerConfig& config,
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Before gRPC starts: its "poll" strategy polls each connection from the thread of one
-  // completion queue, so that Add and MightContain are read, served and answered on one thread
-  // (service/item_calls.h). An operator's own GRPC_POLL_STRATEGY wins.
-  setenv("GRPC_POLL_STRATEGY", "poll", /*overwrite=*/0);
   RouteProtobufLogs();
 #ifdef NDEBUG
   // Debian's Abseil is built with mutex deadlock detection on, which keeps a lock graph on
@@ -523,6 +519,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   for (const std::string& warning : config->warnings) bloomlog::LogWarning(warning);
+  if (config->server.item_call_threads > 0) {
+    // Before gRPC starts: its "poll" strategy polls each connection from the thread of one
+    // completion queue, so that Add and MightContain are read, served and answered on one
+    // thread (service/item_calls.h). An operator's own GRPC_POLL_STRATEGY wins.
+    setenv("GRPC_POLL_STRATEGY", "poll", /*overwrite=*/0);
+  }
 
   // Security settings are checked before the store opens, so a bad file fails fast.
   service::ServerOptions& server_options = config->server;

@@ -58,12 +58,16 @@ absl::StatusOr<std::unique_ptr<BloomServer>> BloomServer::Start(storage::FilterS
   }
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, credentials, &server->port_);
-  server->callback_service_ = std::make_unique<BloomCallbackService>(server->service_.get());
+  if (options.item_call_threads > 0) {
+    auto service = std::make_unique<AsyncItemService>(server->service_.get());
+    server->item_calls_ = std::make_unique<ItemCalls>(server->service_.get(), service.get(),
+                                                      options.item_call_threads);
+    server->item_calls_->AddQueues(builder);
+    server->callback_service_ = std::move(service);
+  } else {
+    server->callback_service_ = std::make_unique<CallbackItemService>(server->service_.get());
+  }
   builder.RegisterService(server->callback_service_.get());
-  server->item_calls_ = std::make_unique<ItemCalls>(
-      server->service_.get(), server->callback_service_.get(),
-      options.item_call_threads > 0 ? options.item_call_threads : ItemCalls::DefaultThreads());
-  server->item_calls_->AddQueues(builder);
   builder.RegisterService(&server->health_);
   builder.RegisterService(&server->reflection_);
   for (grpc::Service* extra : options.extra_services) builder.RegisterService(extra);
@@ -85,7 +89,7 @@ absl::StatusOr<std::unique_ptr<BloomServer>> BloomServer::Start(storage::FilterS
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", options.listen, " (address in use or invalid?)"));
   }
-  server->item_calls_->Start();
+  if (server->item_calls_ != nullptr) server->item_calls_->Start();
   server->health_.SetServing(options.serving_at_start);
 
   if (!options.health_listen.empty()) {
@@ -131,7 +135,7 @@ void BloomServer::Shutdown(absl::optional<absl::Duration> grace) {
   // Calls forwarded to a primary end with their callers, not when that primary answers.
   if (options_.hooks.forwarder != nullptr) options_.hooks.forwarder->CancelAll();
   server_->Shutdown(std::chrono::system_clock::now());
-  item_calls_->Shutdown();
+  if (item_calls_ != nullptr) item_calls_->Shutdown();
   server_->Wait();
   server_.reset();
   if (health_server_ != nullptr) {

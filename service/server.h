@@ -29,10 +29,10 @@
 
 namespace service {
 
-// The service runs on gRPC's callback API (unary calls answered inline on gRPC's threads,
-// streams costing no thread while they wait), but for Add and MightContain, which run on its
-// async API, on threads of their own (item_calls.h). With --sync adds are answered from the WAL
-// syncer's thread (storage/wal_sync.h).
+// The service runs on gRPC's callback API: unary calls are answered inline on gRPC's threads,
+// streams cost no thread while they wait, and with --sync adds are answered from the WAL
+// syncer's thread (storage/wal_sync.h). With item_call_threads, Add and MightContain run on
+// its async API instead, on threads of their own (item_calls.h).
 struct ServerOptions {
   // host:port; port 0 picks a free port (see BloomServer::port()).
   std::string listen = "127.0.0.1:50051";
@@ -58,8 +58,9 @@ struct ServerOptions {
   // Served on the main port beside bloom.v1 (a primary's replication service), with the same
   // TLS and token gate. They must outlive the server.
   std::vector<grpc::Service*> extra_services;
-  // Threads (each with its completion queue) serving Add and MightContain (item_calls.h); 0:
-  // ItemCalls::DefaultThreads().
+  // If positive, the threads (each with its completion queue) serving Add and MightContain on
+  // gRPC's async API (item_calls.h; the process should use gRPC's poll strategy); 0: they are
+  // callback calls like the rest.
   int item_call_threads = 0;
   // Whether grpc.health.v1 answers SERVING from the start (a follower starts NOT_SERVING and
   // reports its catch-up through SetServing).
@@ -87,8 +88,9 @@ class BloomServer {
 
   std::unique_ptr<BloomService> service_;
   std::shared_ptr<TokenGate> gate_;  // with token auth; shared with gRPC's credentials, closed last
-  std::unique_ptr<BloomCallbackService> callback_service_;  // what gRPC serves
-  // Its Add and MightContain calls; declared before the server, which must go first.
+  // What gRPC serves: a CallbackItemService, or an AsyncItemService whose Add and MightContain
+  // calls `item_calls_` serves (declared before the server, which must go first).
+  std::unique_ptr<BloomCallbackService> callback_service_;
   std::unique_ptr<ItemCalls> item_calls_;
   // grpc.health.v1 on the main port and on the health port (health.h), and reflection on the
   // main port (reflection.h); declared before the servers, which must go first.

@@ -73,8 +73,9 @@ ABSL_FLAG(std::string, health_listen, "",
 // in a 2 GiB container beside the filters; --transport_memory bounds all connections together.
 ABSL_FLAG(int32_t, max_concurrent_streams, 64, "most concurrent calls per client connection");
 ABSL_FLAG(int32_t, item_call_threads, 0,
-          "threads serving Add and MightContain calls, each polling its share of the client "
-          "connections; 0 = one per core, at least 2 and at most 16");
+          "if positive, unary Add and MightContain calls run on gRPC's async API on this many "
+          "threads, each polling its share of the client connections (less server CPU for "
+          "batched unary calls, more for Pipeline streams); 0 = on the callback API");
 ABSL_FLAG(absl::Duration, max_connection_idle, absl::Minutes(5),
           "a client connection with no call in flight for this long is closed (GOAWAY; gRPC "
           "clients reconnect on their next call), so idle connections do not pile up; 0 = never");
@@ -377,7 +378,7 @@ absl::StatusOr<ServerConfig> ConfigFromFlags(const bloomsys::ContainerMemory& co
   }
   server.item_call_threads = absl::GetFlag(FLAGS_item_call_threads);
   if (server.item_call_threads < 0 || server.item_call_threads > 64) {
-    return Invalid("--item_call_threads must be 0 (one per core) to 64");
+    return Invalid("--item_call_threads must be 0 (off) to 64");
   }
   server.listen = absl::GetFlag(FLAGS_listen);
   server.health_listen = absl::GetFlag(FLAGS_health_listen);

@@ -222,6 +222,56 @@ TEST(ReplicationTest, ReadYourWritesThroughAFollower) {
   EXPECT_EQ(errors.load(), 0);
 }
 
+// With --item_call_threads, a follower's async Add forwards to the primary, and its async
+// MightContain waits for the caller's sequence (or forwards): every add made through the
+// follower reads present there at once.
+TEST(ReplicationTest, AsyncItemCallsOnAFollowerForwardAddsAndReadTheirWrites) {
+  ReplicationCluster cluster(1, {"--item_call_threads=2"}, {"--item_call_threads=2"});
+  ASSERT_TRUE(cluster.Start());
+  ASSERT_TRUE(cluster.WaitCaughtUp());
+  const bloom::v1::FilterSpec spec = Spec();
+  constexpr int kThreads = 4;
+  constexpr int kItems = 400;
+  std::atomic<int> absent{0};
+  std::atomic<int> errors{0};
+  std::vector<std::thread> threads;
+  threads.reserve(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::unique_ptr<bloomclient::BloomClient> follower =
+          bloomclient::BloomClient::Connect(cluster.follower(0).target());
+      const std::string filter = absl::StrCat("async:", t);
+      for (int i = 0; i < kItems; ++i) {
+        const std::string item = absl::StrCat("item-", i);
+        if (!follower->Add(filter, {item}, &spec).ok()) {
+          errors.fetch_add(1);
+          continue;
+        }
+        absl::StatusOr<std::vector<bool>> present = follower->MightContain(filter, {item});
+        if (!present.ok()) {
+          errors.fetch_add(1);
+        } else if (!(*present)[0]) {
+          absent.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(absent.load(), 0) << "items added through the follower read absent there";
+  EXPECT_EQ(errors.load(), 0);
+  // The adds went to the primary: it holds them all.
+  std::unique_ptr<bloomclient::BloomClient> primary =
+      bloomclient::BloomClient::Connect(cluster.primary().target());
+  for (int t = 0; t < kThreads; ++t) {
+    std::vector<std::string> items;
+    for (int i = 0; i < kItems; ++i) items.push_back(absl::StrCat("item-", i));
+    absl::StatusOr<std::vector<bool>> present =
+        primary->MightContain(absl::StrCat("async:", t), items);
+    ASSERT_TRUE(present.ok()) << present.status();
+    EXPECT_EQ(std::count(present->begin(), present->end(), true), kItems);
+  }
+}
+
 TEST(ReplicationTest, APipelineThroughAFollowerSeesItsOwnAdds) {
   // A Pipeline stream to a follower goes to the primary whole: a check after an add of the
   // same item on the stream sees it, with no sequence to wait for.
