@@ -1,10 +1,8 @@
-// The floor under bloom-server: a bare bloom.v1 service that answers Add, MightContain and
-// Pipeline operations (packed ones in a message's `more` too, as bloom-server answers them)
-// without any filter work (every item "present", every add "new"). Same messages, same
-// transport, same threading as bloom-server (unary Add and MightContain on the async API with a
-// completion queue per thread under gRPC's poll strategy, streams on the callback API), nothing
-// else: what gRPC and protobuf alone cost per call and per stream message. Unlike bloom-server it
-// parses requests with protobuf's generated code (bloom-server reads items off the wire).
+// The floor under bloom-server: a bare bloom.v1 service on gRPC's callback API that answers
+// Add, MightContain and Pipeline operations (packed ones in a message's `more` too, as
+// bloom-server answers them) without any filter work (every item "present", every add "new").
+// Same messages, same transport, same threading as bloom-server's callback model, nothing
+// else: what gRPC and protobuf alone cost per call and per stream message.
 // bloom-bench drives it like a bloom-server (`bloom-bench --serve_echo=ADDRESS` runs it), so
 // compare.sh measures the floor beside us in every run.
 //
