@@ -13,7 +13,9 @@
 # all clients (coalescing). The "echo" rows are the floor: a bare gRPC service answering the
 # same messages without any filter work (bloom-bench --serve_echo), through each transport: for
 # the pipelined client it is the most keys/s this machine gives with the client beside the
-# server, whatever the server does.
+# server, whatever the server does. "bloom-async" rows are bloom-server with
+# --item_call_threads=$ITEM_CALL_THREADS (default 2): unary Add and MightContain on gRPC's async
+# API (service/item_calls.h).
 #
 #   tests/bench/compare.sh                 # scenarios 1 2 3 5 6 7 8 (10 s each)
 #   SCENARIOS="1 2 3 4 5 6" tests/bench/compare.sh   # 4: a 100M-item filter (minutes to load)
@@ -51,9 +53,10 @@ start_server() {
   local kind=$1 dir
   dir=$(mktemp -d "$work/$kind-XXXX")
   case $kind in
-    bloom|bloom-sync)
+    bloom|bloom-sync|bloom-async)
       local flags=()
       [[ $kind == bloom-sync ]] && flags+=(--sync)
+      [[ $kind == bloom-async ]] && flags+=(--item_call_threads="${ITEM_CALL_THREADS:-2}")
       "$SERVER" --listen=127.0.0.1:0 --port_file="$dir/port" --data_dir="$dir/data" \
         --max_batch=100000 "${flags[@]}" >"$dir/log" 2>&1 &
       SERVER_PID=$!
@@ -109,6 +112,7 @@ every_target() {  # every_target SCENARIO ARGS...: the same workload against eac
   local scenario=$1
   shift
   run "$scenario" bloom bloom "$@"
+  run "$scenario" bloom-async bloom "$@"
   run "$scenario" bloom-sync bloom "$@"
   run "$scenario" redis-mem redis-bitmap "$@"
   run "$scenario" redis-aof redis-bitmap "$@"
@@ -144,6 +148,8 @@ for s in $SCENARIOS; do
     3) args=(--mix=both --keys=uniform --key_space=1000000 --capacity=1000000
              --preload=$((100000 / small)) --batch=1 --clients=50)
        unbatched "3 single-key MightContain+Add, 50 clients" "${args[@]}"
+       run "3 single-key MightContain+Add, 50 clients" bloom-async bloom/unary "${args[@]}"
+       run "3 single-key MightContain+Add, 50 clients" bloom-async bloom/client "${args[@]}"
        run "3 single-key MightContain+Add, 50 clients" bloom-sync bloom/client "${args[@]}"
        run "3 single-key MightContain+Add, 50 clients" redis-always redis-bf "${args[@]}" ;;
     4) every_target "4 100M-item filter, uniform queries" --mix=query --keys=uniform \
@@ -162,12 +168,14 @@ for s in $SCENARIOS; do
        run "7 cuckoo: batched Add of unique keys to 90%, batch 1000, 8 clients" redis-mem redis-cf "${args[@]}"
        run "7 cuckoo: batched Add of unique keys to 90%, batch 1000, 8 clients" bloom bloom-cuckoo "${args[@]}"
        run "7 cuckoo: batched Add of unique keys to 90%, batch 1000, 8 clients" bloom bloom-cuckoo/client "${args[@]}"
+       run "7 cuckoo: batched Add of unique keys to 90%, batch 1000, 8 clients" bloom-async bloom-cuckoo "${args[@]}"
        run "7 cuckoo: batched Add of unique keys to 90%, batch 1000, 8 clients" redis-aof redis-cf "${args[@]}" ;;
     8) args=(--mix=query --capacity=$((1000000 / small)) --preload=$((900000 / small))
              --batch=1000 --clients=8 --error_rate=0.016)
        run "8 cuckoo: batched MightContain, 1M filter at 90%, batch 1000, 8 clients" redis-mem redis-cf "${args[@]}"
        run "8 cuckoo: batched MightContain, 1M filter at 90%, batch 1000, 8 clients" bloom bloom-cuckoo "${args[@]}"
-       run "8 cuckoo: batched MightContain, 1M filter at 90%, batch 1000, 8 clients" bloom bloom-cuckoo/client "${args[@]}" ;;
+       run "8 cuckoo: batched MightContain, 1M filter at 90%, batch 1000, 8 clients" bloom bloom-cuckoo/client "${args[@]}"
+       run "8 cuckoo: batched MightContain, 1M filter at 90%, batch 1000, 8 clients" bloom-async bloom-cuckoo "${args[@]}" ;;
   esac
 done
 
