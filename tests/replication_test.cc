@@ -183,6 +183,26 @@ TEST(ReplicationTest, StalledFollowersStopWritesWithUnavailableNotReads) {
   }
 }
 
+// Adds `item` through `writer`, then reads it through `reader` (which has observed the add's
+// sequence): a refused call counts in `errors`, an absent answer in `absent`.
+void AddThenReadBack(bloomclient::BloomClient& writer, bloomclient::BloomClient& reader,
+                     const std::string& filter, const std::string& item,
+                     const bloom::v1::FilterSpec& spec, std::atomic<int>& absent,
+                     std::atomic<int>& errors) {
+  if (!writer.Add(filter, {item}, &spec).ok()) {
+    errors.fetch_add(1);
+    return;
+  }
+  // The sequence the writer's pod gave the add, carried to the reader's client.
+  reader.ObserveSequence(writer.last_sequence());
+  absl::StatusOr<std::vector<bool>> present = reader.MightContain(filter, {item});
+  if (!present.ok()) {
+    errors.fetch_add(1);
+  } else if (!(*present)[0]) {
+    absent.fetch_add(1);
+  }
+}
+
 TEST(ReplicationTest, ReadYourWritesThroughAFollower) {
   ReplicationCluster cluster(1, {});
   ASSERT_TRUE(cluster.Start());
@@ -201,19 +221,8 @@ TEST(ReplicationTest, ReadYourWritesThroughAFollower) {
           bloomclient::BloomClient::Connect(cluster.follower(0).target());
       const std::string filter = absl::StrCat("ryw:", t);
       for (int i = t; i < alternations; i += kThreads) {
-        const std::string item = absl::StrCat("item-", i);
-        if (!primary->Add(filter, {item}, &spec).ok()) {
-          errors.fetch_add(1);
-          continue;
-        }
-        // The sequence the primary gave the add, carried to the other pod's client.
-        follower->ObserveSequence(primary->last_sequence());
-        absl::StatusOr<std::vector<bool>> present = follower->MightContain(filter, {item});
-        if (!present.ok()) {
-          errors.fetch_add(1);
-        } else if (!(*present)[0]) {
-          absent.fetch_add(1);
-        }
+        AddThenReadBack(*primary, *follower, filter, absl::StrCat("item-", i), spec, absent,
+                        errors);
       }
     });
   }
@@ -242,17 +251,8 @@ TEST(ReplicationTest, AsyncItemCallsOnAFollowerForwardAddsAndReadTheirWrites) {
           bloomclient::BloomClient::Connect(cluster.follower(0).target());
       const std::string filter = absl::StrCat("async:", t);
       for (int i = 0; i < kItems; ++i) {
-        const std::string item = absl::StrCat("item-", i);
-        if (!follower->Add(filter, {item}, &spec).ok()) {
-          errors.fetch_add(1);
-          continue;
-        }
-        absl::StatusOr<std::vector<bool>> present = follower->MightContain(filter, {item});
-        if (!present.ok()) {
-          errors.fetch_add(1);
-        } else if (!(*present)[0]) {
-          absent.fetch_add(1);
-        }
+        AddThenReadBack(*follower, *follower, filter, absl::StrCat("item-", i), spec, absent,
+                        errors);
       }
     });
   }
