@@ -89,11 +89,10 @@ class BloomService final : public StreamServiceBase {
       grpc::CallbackServerContext* context, bloom::v1::ImportResponse* response) override;
 
   // The unary handlers. BloomCallbackService serves Reserve, Stats, Delete and List through
-  // these, and ItemCalls Add and MightContain through their wire-read forms below
-  // (HandleAddItems...);
-  // HandleAdd and HandleMightContain take the messages for in-process callers (tests,
-  // fuzzing) and serve them through those same forms. `context` gives the call's metadata
-  // (the token) and deadline; null for in-process calls, which then carry no token.
+  // these, and item_calls.h serves Add and MightContain through their wire-read forms below
+  // (HandleAddItems...); HandleAdd and HandleMightContain take the messages for in-process
+  // callers (tests, fuzzing) and serve them through those same forms. `context` gives the call's
+  // metadata (the token) and deadline; null for in-process calls, which then carry no token.
   grpc::Status HandleReserve(const bloom::v1::ReserveRequest& request,
                              bloom::v1::ReserveResponse* response,
                              grpc::ServerContextBase* context = nullptr);
@@ -147,7 +146,7 @@ class BloomService final : public StreamServiceBase {
   // rest from `raw_items` (error messages name the field and index).
   absl::Status CheckItems(absl::Span<const absl::string_view> items, size_t text_items) const;
 
-  // Add and MightContain read from the wire (direct_parse.h), for ItemCalls:
+  // Add and MightContain read from the wire (direct_parse.h), for item_calls.h (either API):
   // `answers` (request.items.size() bools, in the response being written) gets one value per
   // item of `request`.
   //
