@@ -9,6 +9,7 @@
 
 #include <condition_variable>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -44,10 +45,11 @@ class ItemCallsTest : public ::testing::Test {
     store_ = *std::move(store);
   }
 
-  void StartServer(int threads) {
+  void StartServer(int threads, const TokenAuthenticator* auth = nullptr) {
     ServerOptions options;
     options.listen = "127.0.0.1:0";
     options.item_call_threads = threads;
+    options.hooks.auth = auth;
     absl::StatusOr<std::unique_ptr<BloomServer>> server = BloomServer::Start(store_.get(), options);
     ASSERT_OK(server.status());
     server_ = *std::move(server);
@@ -161,6 +163,44 @@ TEST_F(ItemCallsTest, RequestsThatDoNotParseGetInvalidArgument) {
   grpc::ClientContext context;
   bloom::v1::AddResponse added;
   ASSERT_TRUE(client->Add(&context, add, &added).ok());
+}
+
+TEST_F(ItemCallsTest, TokensAndRolesApplyToAsyncCalls) {
+  const std::string tokens = dir_.path() + "/tokens";
+  std::ofstream(tokens) << TokenAuthenticator::HashToken("writer-token") << " write\n"
+                        << TokenAuthenticator::HashToken("reader-token") << " read\n";
+  absl::StatusOr<std::unique_ptr<TokenAuthenticator>> auth = TokenAuthenticator::Load(tokens);
+  ASSERT_OK(auth.status());
+  StartServer(2, auth->get());
+  std::unique_ptr<bloom::v1::BloomFilterService::Stub> stub = Connect(0);
+  const auto add = [&](const char* token) {
+    bloom::v1::AddRequest request;
+    SetCreatingSpec(request);
+    request.add_items("x");
+    grpc::ClientContext context;
+    if (token != nullptr) context.AddMetadata("authorization", absl::StrCat("Bearer ", token));
+    bloom::v1::AddResponse response;
+    return stub->Add(&context, request, &response).error_code();
+  };
+  const auto check = [&](const char* token) {
+    bloom::v1::MightContainRequest request;
+    request.set_name("f");
+    request.add_items("x");
+    grpc::ClientContext context;
+    if (token != nullptr) context.AddMetadata("authorization", absl::StrCat("Bearer ", token));
+    bloom::v1::MightContainResponse response;
+    const grpc::Status status = stub->MightContain(&context, request, &response);
+    return status.ok() && response.present_size() == 1 && response.present(0)
+               ? grpc::StatusCode::OK
+               : (status.ok() ? grpc::StatusCode::DATA_LOSS : status.error_code());
+  };
+  EXPECT_EQ(add(nullptr), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(add("wrong-token"), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(add("reader-token"), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(add("writer-token"), grpc::StatusCode::OK);
+  EXPECT_EQ(check(nullptr), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(check("reader-token"), grpc::StatusCode::OK);  // and the add is there
+  server_.reset();  // the server goes before the authenticator it uses
 }
 
 TEST_F(ItemCallsTest, ShutdownWhileAddingAnswersEveryCallAndKeepsWhatItAcknowledged) {
