@@ -192,6 +192,7 @@ void Follower::Start() {
 
 void Follower::Stop() {
   stop_.store(true);
+  waiters_.Stop();  // the reads waiting go to the primary (or fail there, as it is gone)
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (call_ != nullptr) call_->TryCancel();
@@ -442,7 +443,7 @@ void Follower::OnApplied(uint64_t primary_sequence, absl::Time primary_time) {
     const absl::Duration lag = behind_ ? now - caught_up_primary_time_ : last_delay_;
     fell_behind = behind_ && caught_up_once_ && lag > options_.max_lag && serving_;
   }
-  applied_cv_.notify_all();
+  waiters_.Notify();
   if (caught_up_now) {
     bloomlog::LogInfo(absl::StrCat("follower: caught up with the primary at sequence ", applied));
   }
@@ -490,18 +491,6 @@ void Follower::UpdateServing() {
                                  " (applied sequence ", now.applied_sequence, ", primary's ",
                                  now.primary_sequence, ")"));
   if (on_serving_) on_serving_(serving);
-}
-
-bool Follower::WaitApplied(uint64_t sequence, absl::Time deadline) {
-  std::unique_lock<std::mutex> lock(mu_);
-  while (store_->VisibleSequence() < sequence) {
-    if (stop_.load()) return false;
-    const absl::Time now = absl::Now();
-    if (now >= deadline) return false;
-    applied_cv_.wait_for(
-        lock, absl::ToChronoMicroseconds(std::min(deadline - now, absl::Milliseconds(50))));
-  }
-  return true;
 }
 
 }  // namespace replication

@@ -31,6 +31,7 @@
 #include "absl/time/time.h"
 #include "bloom/replication/v1/replication.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
+#include "replication/applied_waiters.h"
 #include "storage/filter_store.h"
 
 namespace replication {
@@ -84,8 +85,15 @@ class Follower {
   // Re-evaluates health (a primary gone silent makes the lag grow without any event): call
   // it every few hundred milliseconds.
   void RefreshHealth() { UpdateServing(); }
-  // Waits until the replica has applied `sequence`, or until `deadline`; whether it has.
-  bool WaitApplied(uint64_t sequence, absl::Time deadline);
+  // Calls done(true) once the replica has applied `sequence` (at once, on this thread, if it
+  // has), or done(false) at `deadline`, once the follower stops, or at once when
+  // kMaxWaitingReads calls wait already (applied_waiters.h: no thread is held meanwhile).
+  void WhenApplied(uint64_t sequence, absl::Time deadline, AppliedWaiters::Done done) {
+    waiters_.Wait(sequence, deadline, std::move(done));
+  }
+  // Reads waiting in WhenApplied at once, at most: a follower answers more of them by
+  // forwarding them to the primary at once.
+  static constexpr size_t kMaxWaitingReads = 4096;
   // Tails another primary from here on (failover through etcd elected it): the stream to the
   // old one ends, and the next starts at once from this replica's latest sequence, which must
   // be in the new primary's log (a replica holding more copies a snapshot instead).
@@ -118,7 +126,7 @@ class Follower {
   std::thread thread_;
 
   mutable std::mutex mu_;
-  std::condition_variable applied_cv_;   // WaitApplied and Stop's wake-ups
+  std::condition_variable applied_cv_;   // Stop's and Retarget's wake-ups
   grpc::ClientContext* call_ = nullptr;  // the stream in progress, for Stop to cancel
   bool connected_ = false;
   bool caught_up_once_ = false;
@@ -131,6 +139,8 @@ class Follower {
   absl::Duration last_delay_;
   uint64_t batches_applied_ = 0;
   uint64_t bytes_applied_ = 0;
+  // After mu_'s fields: stopped (its waiters answered) first when the follower is destroyed.
+  AppliedWaiters waiters_{[store = store_] { return store->VisibleSequence(); }, kMaxWaitingReads};
 };
 
 }  // namespace replication

@@ -363,9 +363,6 @@ absl::StatusOr<Caller> BloomService::AdmitStream(grpc::ServerContextBase* contex
 grpc::Status BloomService::HandleStats(const bloom::v1::StatsRequest& request,
                                        bloom::v1::StatsResponse* response,
                                        grpc::ServerContextBase* context) {
-  if (!Applied(request.min_sequence(), context)) {
-    return hooks_.forwarder->UnaryMessage(context, kStatsMethod, request, response);
-  }
   CallScope log(this, metrics::Rpc::kStats, context, request.name());
   if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
   absl::StatusOr<storage::FilterInfo> info = store_->Stats(request.name());
@@ -400,37 +397,59 @@ grpc::Status BloomService::HandleMerge(const bloom::v1::MergeRequest& request,
   return log.Done(merged.status());
 }
 
+void BloomService::HandleRemoveThen(const bloom::v1::RemoveRequest& request,
+                                    bloom::v1::RemoveResponse* response,
+                                    grpc::ServerContextBase* context,
+                                    absl::AnyInvocable<void(grpc::Status) &&> finish) {
+  auto log = std::make_unique<CallScope>(this, metrics::Rpc::kRemove, context, request.name(),
+                                         request.items_size() + request.raw_items_size());
+  absl::Status status = log->Admit();
+  std::vector<absl::string_view> items;
+  if (status.ok()) status = CollectItems(request, items);
+  if (!status.ok()) {
+    std::move(finish)(log->Done(status));
+    return;
+  }
+  // With --sync (or followers' acknowledgements) the remove is written without waiting, and
+  // answered once durable, from the WAL syncer's thread: concurrent writes share the fsync,
+  // and no gRPC thread waits for it (or for slow followers).
+  const bool deferred = store_->syncs_adds();
+  absl::StatusOr<std::vector<bool>> removed = store_->RemoveItems(request.name(), items, deferred);
+  auto answer = [this, response, log = std::move(log),
+                 finish = std::move(finish)](absl::StatusOr<std::vector<bool>> result) mutable {
+    if (result.ok()) {
+      response->mutable_removed()->Add(result->begin(), result->end());
+      response->set_sequence(store_->LatestSequence());
+    }
+    std::move(finish)(log->Done(result.status()));
+  };
+  if (!removed.ok() || !deferred) {
+    answer(std::move(removed));
+    return;
+  }
+  store_->WhenDurable([answer = std::move(answer),
+                       removed = *std::move(removed)](const absl::Status& synced) mutable {
+    if (synced.ok()) {
+      answer(std::move(removed));
+    } else {
+      answer(synced);
+    }
+  });
+}
+
 grpc::Status BloomService::HandleRemove(const bloom::v1::RemoveRequest& request,
                                         bloom::v1::RemoveResponse* response,
                                         grpc::ServerContextBase* context) {
-  CallScope log(this, metrics::Rpc::kRemove, context, request.name(),
-                request.items_size() + request.raw_items_size());
-  if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
-  std::vector<absl::string_view> items;
-  if (absl::Status valid = CollectItems(request, items); !valid.ok()) return log.Done(valid);
-  // With --sync (or followers' acknowledgements) the remove is written without waiting, and
-  // the wait happens here, outside the filter's lock: concurrent writes share the fsync.
-  const bool deferred = store_->syncs_adds();
-  absl::StatusOr<std::vector<bool>> removed = store_->RemoveItems(request.name(), items, deferred);
-  if (removed.ok() && deferred) {
-    std::promise<absl::Status> durable;
-    std::future<absl::Status> done = durable.get_future();
-    store_->WhenDurable([&durable](const absl::Status& synced) { durable.set_value(synced); });
-    if (absl::Status synced = done.get(); !synced.ok()) removed = synced;
-  }
-  if (removed.ok()) {
-    response->mutable_removed()->Add(removed->begin(), removed->end());
-    response->set_sequence(store_->LatestSequence());
-  }
-  return log.Done(removed.status());
+  std::promise<grpc::Status> finished;
+  std::future<grpc::Status> status = finished.get_future();
+  HandleRemoveThen(request, response, context,
+                   [&finished](grpc::Status done) { finished.set_value(std::move(done)); });
+  return status.get();
 }
 
 grpc::Status BloomService::HandleCount(const bloom::v1::CountRequest& request,
                                        bloom::v1::CountResponse* response,
                                        grpc::ServerContextBase* context) {
-  if (!Applied(request.min_sequence(), context)) {
-    return hooks_.forwarder->UnaryMessage(context, kCountMethod, request, response);
-  }
   CallScope log(this, metrics::Rpc::kCount, context, request.name(),
                 request.items_size() + request.raw_items_size());
   if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
@@ -444,9 +463,6 @@ grpc::Status BloomService::HandleCount(const bloom::v1::CountRequest& request,
 grpc::Status BloomService::HandleList(const bloom::v1::ListRequest& request,
                                       bloom::v1::ListResponse* response,
                                       grpc::ServerContextBase* context) {
-  if (!Applied(request.min_sequence(), context)) {
-    return hooks_.forwarder->UnaryMessage(context, kListMethod, request, response);
-  }
   CallScope log(this, metrics::Rpc::kList, context, request.prefix());
   if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
   // As in Google's AIP-158, larger values are coerced to the maximum; 0 gets the store's
@@ -517,20 +533,13 @@ grpc::ServerUnaryReactor* Inline(grpc::CallbackServerContext* context, Handler h
 // A callback unary call answered on `lane` (call_lane.h); RESOURCE_EXHAUSTED at once when too
 // many wait there already.
 template <typename Handler>
-grpc::ServerUnaryReactor* OnLane(CallLane& lane, grpc::CallbackServerContext* context,
-                                 Handler handler) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+void OnLane(CallLane& lane, grpc::ServerUnaryReactor* reactor, Handler handler) {
   if (!lane.Post(
           [reactor, handler = std::move(handler)]() mutable { reactor->Finish(handler()); })) {
     reactor->Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                                  "too many List and Stats calls are waiting; retry later"));
   }
-  return reactor;
 }
-
-}  // namespace
-
-namespace {
 
 // A call forwarded to the primary (a follower's write, or a read it could not answer in time),
 // finished with the primary's status and answer.
@@ -540,7 +549,32 @@ grpc::ServerUnaryReactor* ForwardMessage(Forwarder* forwarder, grpc::CallbackSer
                                          google::protobuf::Message* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   forwarder->UnaryMessageAsync(context, method, request, response,
-                               [reactor](grpc::Status status) { reactor->Finish(status); });
+                               [reactor](const grpc::Status& status) { reactor->Finish(status); });
+  return reactor;
+}
+
+// A read asking for `min_sequence` (read your writes): `serve(reactor)` answers it once this
+// pod has applied that sequence (at once, on this thread, on a primary or a follower that has
+// it), else the primary answers it. A follower holds no thread while the read waits
+// (Forwarder::WhenApplied): a client cannot tie up the gRPC threads with sequences that never
+// come.
+template <typename Serve>
+grpc::ServerUnaryReactor* AtSequence(BloomService* core, grpc::CallbackServerContext* context,
+                                     uint64_t min_sequence, const char* method,
+                                     const google::protobuf::Message* request,
+                                     google::protobuf::Message* response, Serve serve) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  core->WhenApplied(min_sequence, context,
+                    [core, context, reactor, method, request, response,
+                     serve = std::move(serve)](bool applied) mutable {
+                      if (applied) {
+                        serve(reactor);
+                        return;
+                      }
+                      core->hooks().forwarder->UnaryMessageAsync(
+                          context, method, *request, response,
+                          [reactor](const grpc::Status& status) { reactor->Finish(status); });
+                    });
   return reactor;
 }
 
@@ -558,9 +592,12 @@ grpc::ServerUnaryReactor* BloomCallbackService::Reserve(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* BloomCallbackService::Stats(grpc::CallbackServerContext* context,
                                                       const bloom::v1::StatsRequest* request,
                                                       bloom::v1::StatsResponse* response) {
-  return OnLane(core_->admin_lane(), context, [core = core_, context, request, response] {
-    return core->HandleStats(*request, response, context);
-  });
+  return AtSequence(core_, context, request->min_sequence(), kStatsMethod, request, response,
+                    [core = core_, context, request, response](grpc::ServerUnaryReactor* reactor) {
+                      OnLane(core->admin_lane(), reactor, [core, context, request, response] {
+                        return core->HandleStats(*request, response, context);
+                      });
+                    });
 }
 
 grpc::ServerUnaryReactor* BloomCallbackService::Delete(grpc::CallbackServerContext* context,
@@ -591,13 +628,19 @@ grpc::ServerUnaryReactor* BloomCallbackService::Remove(grpc::CallbackServerConte
   if (Forwarder* forwarder = core_->hooks().forwarder) {
     return ForwardMessage(forwarder, context, kRemoveMethod, *request, response);
   }
-  return Inline(context, [&] { return core_->HandleRemove(*request, response, context); });
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  core_->HandleRemoveThen(*request, response, context,
+                          [reactor](const grpc::Status& status) { reactor->Finish(status); });
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* BloomCallbackService::Count(grpc::CallbackServerContext* context,
                                                       const bloom::v1::CountRequest* request,
                                                       bloom::v1::CountResponse* response) {
-  return Inline(context, [&] { return core_->HandleCount(*request, response, context); });
+  return AtSequence(core_, context, request->min_sequence(), kCountMethod, request, response,
+                    [core = core_, context, request, response](grpc::ServerUnaryReactor* reactor) {
+                      reactor->Finish(core->HandleCount(*request, response, context));
+                    });
 }
 
 grpc::ServerBidiReactor<bloom::v1::PipelineRequest, bloom::v1::PipelineResponse>*
@@ -611,9 +654,12 @@ BloomService::Pipeline(grpc::CallbackServerContext* context) {
 grpc::ServerUnaryReactor* BloomCallbackService::List(grpc::CallbackServerContext* context,
                                                      const bloom::v1::ListRequest* request,
                                                      bloom::v1::ListResponse* response) {
-  return OnLane(core_->admin_lane(), context, [core = core_, context, request, response] {
-    return core->HandleList(*request, response, context);
-  });
+  return AtSequence(core_, context, request->min_sequence(), kListMethod, request, response,
+                    [core = core_, context, request, response](grpc::ServerUnaryReactor* reactor) {
+                      OnLane(core->admin_lane(), reactor, [core, context, request, response] {
+                        return core->HandleList(*request, response, context);
+                      });
+                    });
 }
 
 }  // namespace service

@@ -93,6 +93,8 @@ class BloomService final : public StreamServiceBase {
   // (HandleAddItems...); HandleAdd and HandleMightContain take the messages for in-process
   // callers (tests, fuzzing) and serve them through those same forms. `context` gives the call's
   // metadata (the token) and deadline; null for in-process calls, which then carry no token.
+  // They answer from this pod's store: a read's min_sequence is for their callers to honour
+  // first (WhenApplied, below).
   grpc::Status HandleReserve(const bloom::v1::ReserveRequest& request,
                              bloom::v1::ReserveResponse* response,
                              grpc::ServerContextBase* context = nullptr);
@@ -112,6 +114,13 @@ class BloomService final : public StreamServiceBase {
   grpc::Status HandleList(const bloom::v1::ListRequest& request, bloom::v1::ListResponse* response,
                           grpc::ServerContextBase* context = nullptr);
   // CUCKOO filters only (FAILED_PRECONDITION for a BLOOM filter).
+  // A Remove answered through `finish`: at once on this thread, or, when it must wait to be
+  // durable (--sync, --min_replica_acks), from the thread that makes it so; no thread waits.
+  // `request` and `response` must stay valid until then.
+  void HandleRemoveThen(const bloom::v1::RemoveRequest& request,
+                        bloom::v1::RemoveResponse* response, grpc::ServerContextBase* context,
+                        absl::AnyInvocable<void(grpc::Status) &&> finish);
+  // HandleRemoveThen, waiting for `finish`: for in-process callers (fuzzing).
   grpc::Status HandleRemove(const bloom::v1::RemoveRequest& request,
                             bloom::v1::RemoveResponse* response,
                             grpc::ServerContextBase* context = nullptr);
@@ -165,11 +174,17 @@ class BloomService final : public StreamServiceBase {
   grpc::Status HandleMightContainItems(const ItemsRequestView& request, bool* answers,
                                        grpc::ServerContextBase* context);
   const ServiceHooks& hooks() const { return hooks_; }
-  // Read-your-writes (bloom.v1 min_sequence): whether this server has applied `min_sequence`.
-  // Always on a primary; a follower waits for it a while (Forwarder::Applied), and a false
-  // answer means: forward the read.
-  bool Applied(uint64_t min_sequence, const grpc::ServerContextBase* context) {
-    return hooks_.forwarder == nullptr || hooks_.forwarder->Applied(min_sequence, context);
+  // Read-your-writes (bloom.v1 min_sequence): done(true) once this server has applied
+  // `min_sequence`, at once on this thread on a primary (and on a follower that has applied
+  // it); a follower waits for it a while without holding a thread (Forwarder::WhenApplied),
+  // and done(false) means: forward the read to the primary.
+  void WhenApplied(uint64_t min_sequence, const grpc::ServerContextBase* context,
+                   absl::AnyInvocable<void(bool applied) &&> done) {
+    if (hooks_.forwarder == nullptr) {
+      std::move(done)(true);
+    } else {
+      hooks_.forwarder->WhenApplied(min_sequence, context, std::move(done));
+    }
   }
 
   // Graceful shutdown, step 1: from now on new calls are refused with UNAVAILABLE (clients

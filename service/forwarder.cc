@@ -1,7 +1,6 @@
 #include "service/forwarder.h"
 
 #include <algorithm>
-#include <future>
 #include <utility>
 #include <vector>
 
@@ -32,8 +31,8 @@ constexpr absl::Duration kForwardedCallBound = absl::Seconds(60);
 }  // namespace
 
 Forwarder::Forwarder(std::shared_ptr<grpc::Channel> primary, std::string primary_address,
-                     WaitApplied wait_applied)
-    : wait_applied_(std::move(wait_applied)),
+                     WhenAppliedFn when_applied)
+    : when_applied_(std::move(when_applied)),
       target_(std::make_shared<Target>(std::move(primary), std::move(primary_address))) {}
 
 void Forwarder::Retarget(std::shared_ptr<grpc::Channel> primary, std::string primary_address) {
@@ -62,15 +61,19 @@ void Forwarder::CancelAll() {
 
 std::shared_ptr<grpc::Channel> Forwarder::channel() const { return target()->channel; }
 
-bool Forwarder::Applied(uint64_t min_sequence, const grpc::ServerContextBase* caller) {
-  if (min_sequence == 0) return true;
+void Forwarder::WhenApplied(uint64_t min_sequence, const grpc::ServerContextBase* caller,
+                            AppliedDone done) {
+  if (min_sequence == 0) {
+    std::move(done)(true);
+    return;
+  }
   const absl::Time now = absl::Now();
   absl::Duration wait = absl::Seconds(1);
   if (caller != nullptr) {
     const absl::Time deadline = absl::FromChrono(caller->deadline());
     if (deadline < now + absl::Hours(24 * 365)) wait = std::min(wait, (deadline - now) / 2);
   }
-  return wait_applied_(min_sequence, now + std::max(wait, absl::ZeroDuration()));
+  when_applied_(min_sequence, now + std::max(wait, absl::ZeroDuration()), std::move(done));
 }
 
 std::unique_ptr<grpc::ClientContext> Forwarder::ContextFor(const grpc::ServerContextBase* caller,
@@ -142,17 +145,6 @@ void Forwarder::UnaryMessageAsync(const grpc::ServerContextBase* caller, const s
           }
           done(status);
         });
-}
-
-grpc::Status Forwarder::UnaryMessage(const grpc::ServerContextBase* caller,
-                                     const std::string& method,
-                                     const google::protobuf::Message& request,
-                                     google::protobuf::Message* response) {
-  std::promise<grpc::Status> finished;
-  std::future<grpc::Status> status = finished.get_future();
-  UnaryMessageAsync(caller, method, request, response,
-                    [&finished](grpc::Status done) { finished.set_value(std::move(done)); });
-  return status.get();
 }
 
 }  // namespace service

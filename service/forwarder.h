@@ -3,8 +3,8 @@
 // the same method and request bytes, the caller's token and deadline; the caller gets the
 // primary's status and answer, sequence included.
 //
-//   Forwarder forwarder(channel, "pod-0:50051", [&](uint64_t s, absl::Time d) {
-//     return follower.WaitApplied(s, d); });
+//   Forwarder forwarder(channel, "pod-0:50051", [&](uint64_t s, absl::Time d, auto done) {
+//     follower.WhenApplied(s, d, std::move(done)); });
 //   forwarder.Unary(context, "/bloom.v1.BloomFilterService/Add", request, response, done);
 //
 // Retarget() points it at another primary (failover through etcd): calls in flight finish with
@@ -20,6 +20,7 @@
 #include <set>
 #include <string>
 
+#include "absl/functional/any_invocable.h"
 #include "absl/time/time.h"
 #include "google/protobuf/message.h"
 #include "grpcpp/generic/generic_stub.h"
@@ -29,19 +30,23 @@ namespace service {
 
 class Forwarder {
  public:
-  // Waits until the follower has applied a sequence, or until a deadline; whether it has.
-  using WaitApplied = std::function<bool(uint64_t sequence, absl::Time deadline)>;
+  using AppliedDone = absl::AnyInvocable<void(bool applied) &&>;
+  // Calls done(true) once the follower has applied a sequence, or done(false) at a deadline
+  // (replication::Follower::WhenApplied); holds no thread meanwhile.
+  using WhenAppliedFn =
+      std::function<void(uint64_t sequence, absl::Time deadline, AppliedDone done)>;
 
   Forwarder(std::shared_ptr<grpc::Channel> primary, std::string primary_address,
-            WaitApplied wait_applied);
+            WhenAppliedFn when_applied);
 
   std::string primary_address() const;
   void Retarget(std::shared_ptr<grpc::Channel> primary, std::string primary_address);
 
-  // Whether a read asking for `min_sequence` may be answered here: waits for the follower to
-  // apply it for at most half the time left before the call's deadline (and at most 1 s), so
-  // that a forwarded read still has time. False: forward it.
-  bool Applied(uint64_t min_sequence, const grpc::ServerContextBase* caller);
+  // done(true) when a read asking for `min_sequence` may be answered here (at once, on this
+  // thread, for 0 or a sequence already applied), after waiting for the follower to apply it
+  // for at most half the time left before the call's deadline (and at most 1 s), so that a
+  // forwarded read still has time; done(false): forward it. No thread waits meanwhile.
+  void WhenApplied(uint64_t min_sequence, const grpc::ServerContextBase* caller, AppliedDone done);
 
   // Forwards one unary call: `done` gets the primary's status, and `response` its answer.
   // `request` and `response` must stay valid until `done`. `caller` may be null (in-process:
@@ -49,11 +54,7 @@ class Forwarder {
   void Unary(const grpc::ServerContextBase* caller, const std::string& method,
              const grpc::ByteBuffer& request, grpc::ByteBuffer* response,
              std::function<void(grpc::Status)> done);
-  // As Unary, for a call whose messages are protobuf objects, waiting for the answer.
-  grpc::Status UnaryMessage(const grpc::ServerContextBase* caller, const std::string& method,
-                            const google::protobuf::Message& request,
-                            google::protobuf::Message* response);
-  // As UnaryMessage, without waiting: `done` runs on a gRPC thread.
+  // As Unary, for a call whose messages are protobuf objects: `done` runs on a gRPC thread.
   void UnaryMessageAsync(const grpc::ServerContextBase* caller, const std::string& method,
                          const google::protobuf::Message& request,
                          google::protobuf::Message* response,
@@ -79,7 +80,7 @@ class Forwarder {
   };
   std::shared_ptr<Target> target() const;
 
-  const WaitApplied wait_applied_;
+  const WhenAppliedFn when_applied_;
   mutable std::mutex mu_;
   std::shared_ptr<Target> target_;  // guarded by mu_; each call keeps the one it started with
   // Guarded by mu_: the unary calls not yet answered.

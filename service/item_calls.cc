@@ -6,6 +6,7 @@
 #include <grpcpp/support/slice.h>
 
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -70,6 +71,53 @@ grpc::ServerUnaryReactor* ForwardBytes(Forwarder* forwarder, grpc::CallbackServe
   return reactor;
 }
 
+// A callback call's request and answers, on the heap while the call may be served on another
+// thread after its handler returned.
+struct CallBuffers {
+  grpc::Slice bytes;  // the request; `view` points into it
+  // The response; `answers` points into it. On the heap: a small slice keeps its bytes inline,
+  // and a moved one would leave them behind.
+  grpc::Slice encoded;
+  ItemsRequestView view;
+  bool* answers = nullptr;
+};
+
+// A follower's callback MightContain asking for a sequence (read your writes): answered once the
+// follower has applied it, by the thread that sees it applied, or by the primary if it does not
+// come in time. No thread waits meanwhile (Forwarder::WhenApplied), so calls asking for
+// sequences that never come cannot tie up the gRPC threads.
+grpc::ServerUnaryReactor* MightContainAtSequence(BloomService* core,
+                                                 grpc::CallbackServerContext* context,
+                                                 const grpc::ByteBuffer* request,
+                                                 grpc::ByteBuffer* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  // Read again into buffers of its own (the caller's are on its stack).
+  auto buffers = std::make_unique<CallBuffers>();
+  const grpc::Status read =
+      ReadDirect(*request, "bloom.v1.MightContainRequest", ParseMightContainRequest, buffers->bytes,
+                 buffers->view, buffers->encoded, buffers->answers);
+  if (!read.ok()) {
+    reactor->Finish(read);
+    return reactor;
+  }
+  const uint64_t min_sequence = buffers->view.min_sequence;
+  core->WhenApplied(
+      min_sequence, context,
+      [core, context, reactor, request, response, buffers = std::move(buffers)](bool applied) {
+        if (!applied) {
+          core->hooks().forwarder->Unary(
+              context, kMightContainMethod, *request, response,
+              [reactor](const grpc::Status& status) { reactor->Finish(status); });
+          return;
+        }
+        const grpc::Status status =
+            core->HandleMightContainItems(buffers->view, buffers->answers, context);
+        if (status.ok()) SetResponse(buffers->encoded, *response);
+        reactor->Finish(status);
+      });
+  return reactor;
+}
+
 }  // namespace
 
 grpc::ServerUnaryReactor* CallbackItemService::Add(grpc::CallbackServerContext* context,
@@ -79,19 +127,11 @@ grpc::ServerUnaryReactor* CallbackItemService::Add(grpc::CallbackServerContext* 
   // RocksDB write (with --sync, one fsync, answered from the WAL syncer's thread), and no gRPC
   // thread waits for another's. The call's buffers live on the heap until it finishes: it may
   // be served on another thread after this returns.
-  struct Buffers {
-    grpc::Slice bytes;  // the request; `view` points into it
-    // The response; `answers` points into it. On the heap: a small slice keeps its bytes
-    // inline, and a moved one would leave them behind.
-    grpc::Slice encoded;
-    ItemsRequestView view;
-    bool* answers = nullptr;
-  };
   if (Forwarder* forwarder = core_->hooks().forwarder) {
     return ForwardBytes(forwarder, context, kAddMethod, request, response);
   }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  auto buffers = std::make_unique<Buffers>();
+  auto buffers = std::make_unique<CallBuffers>();
   const grpc::Status read =
       ReadDirect(*request, "bloom.v1.AddRequest", ParseAddRequest, buffers->bytes, buffers->view,
                  buffers->encoded, buffers->answers);
@@ -99,7 +139,7 @@ grpc::ServerUnaryReactor* CallbackItemService::Add(grpc::CallbackServerContext* 
     reactor->Finish(read);
     return reactor;
   }
-  Buffers& call = *buffers;
+  CallBuffers& call = *buffers;
   core_->HandleAddItemsGrouped(call.view, call.answers, context,
                                [reactor, response, store = core_->store(),
                                 buffers = std::move(buffers)](const grpc::Status& status) {
@@ -121,9 +161,8 @@ grpc::ServerUnaryReactor* CallbackItemService::MightContain(grpc::CallbackServer
   bool* answers = nullptr;
   grpc::Status status = ReadDirect(*request, "bloom.v1.MightContainRequest",
                                    ParseMightContainRequest, bytes, view, encoded, answers);
-  if (status.ok() && !core_->Applied(view.min_sequence, context)) {
-    // A follower that has not applied the caller's last write in time: the primary answers.
-    return ForwardBytes(core_->hooks().forwarder, context, kMightContainMethod, request, response);
+  if (status.ok() && view.min_sequence != 0 && core_->hooks().forwarder != nullptr) {
+    return MightContainAtSequence(core_, context, request, response);
   }
   if (status.ok()) status = core_->HandleMightContainItems(view, answers, context);
   if (status.ok()) SetResponse(encoded, *response);
@@ -197,13 +236,25 @@ class ItemCalls::Call {
     BloomService* core = owner_->core_;
     grpc::Status status = ReadDirect(request_, "bloom.v1.MightContainRequest",
                                      ParseMightContainRequest, bytes_, view_, encoded_, answers_);
-    if (status.ok() && !core->Applied(view_.min_sequence, &context_)) {
+    if (!status.ok()) {
+      Answer(status);
+      return;
+    }
+    // At once on a primary; a follower may answer later, from the thread that sees the
+    // caller's sequence applied (the call lives until it is answered).
+    core->WhenApplied(view_.min_sequence, &context_,
+                      [this](bool applied) { AnswerMightContain(applied); });
+  }
+
+  void AnswerMightContain(bool applied) {
+    BloomService* core = owner_->core_;
+    if (!applied) {
       // A follower that has not applied the caller's last write in time: the primary answers.
       core->hooks().forwarder->Unary(&context_, kMightContainMethod, request_, &response_,
                                      [this](const grpc::Status& forwarded) { Answer(forwarded); });
       return;
     }
-    if (status.ok()) status = core->HandleMightContainItems(view_, answers_, &context_);
+    const grpc::Status status = core->HandleMightContainItems(view_, answers_, &context_);
     if (status.ok()) SetResponse(encoded_, response_);
     Answer(status);
   }

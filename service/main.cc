@@ -456,8 +456,12 @@ absl::Status StartNode(Node& node, const service::ServerConfig& config,
   if (config.store.replica) {
     node.forwarder = std::make_unique<service::Forwarder>(
         replication::PrimaryChannel(*follower_options), follower_options->primary,
-        [&node](uint64_t sequence, absl::Time deadline) {
-          return node.follower != nullptr && node.follower->WaitApplied(sequence, deadline);
+        [&node](uint64_t sequence, absl::Time deadline, service::Forwarder::AppliedDone done) {
+          if (node.follower == nullptr) {
+            std::move(done)(false);
+          } else {
+            node.follower->WhenApplied(sequence, deadline, std::move(done));
+          }
         });
     options.hooks.forwarder = node.forwarder.get();
     options.serving_at_start = false;  // until the follower has caught up

@@ -36,7 +36,7 @@ class ExportReactor final : public grpc::ServerWriteReactor<ExportChunk> {
   ExportReactor(BloomService* service, grpc::CallbackServerContext* context)
       : service_(service), context_(context), start_(absl::Now()) {}
 
-  // Runs in the method handler: every path ends in a write or Finish.
+  // Runs in the method handler: every path ends in a write or Finish (perhaps later, in Open).
   void Begin(const bloom::v1::ExportRequest& request) {
     absl::StatusOr<Caller> caller = service_->AdmitStream(context_, metrics::Rpc::kExport);
     if (!caller.ok()) {
@@ -51,17 +51,11 @@ class ExportReactor final : public grpc::ServerWriteReactor<ExportChunk> {
         });
     if (!ticket.ok()) return End(ticket.status());
     ticket_ = *std::move(ticket);
-    if (!service_->Applied(request.min_sequence(), context_)) {
-      return End(absl::UnavailableError(
-          absl::StrCat("this follower has not applied sequence ", request.min_sequence(),
-                       " yet; retry, or export from the primary at ",
-                       service_->hooks().forwarder->primary_address())));
-    }
-    absl::StatusOr<std::unique_ptr<storage::ExportCursor>> cursor =
-        service_->store()->OpenExport(request.name());
-    if (!cursor.ok()) return End(cursor.status());
-    cursor_ = *std::move(cursor);
-    WriteNext();
+    // A follower may call back later, from the thread that sees the sequence applied (nothing
+    // else touches the reactor before then: no write is started).
+    service_->WhenApplied(request.min_sequence(), context_,
+                          [this, name = request.name(), min_sequence = request.min_sequence()](
+                              bool applied) { Open(name, min_sequence, applied); });
   }
 
   void OnWriteDone(bool ok) override {
@@ -82,6 +76,21 @@ class ExportReactor final : public grpc::ServerWriteReactor<ExportChunk> {
   }
 
  private:
+  // Starts the export once this pod has applied the caller's `min_sequence` (`applied`).
+  void Open(const std::string& name, uint64_t min_sequence, bool applied) {
+    if (!applied) {
+      return End(absl::UnavailableError(
+          absl::StrCat("this follower has not applied sequence ", min_sequence,
+                       " yet; retry, or export from the primary at ",
+                       service_->hooks().forwarder->primary_address())));
+    }
+    absl::StatusOr<std::unique_ptr<storage::ExportCursor>> cursor =
+        service_->store()->OpenExport(name);
+    if (!cursor.ok()) return End(cursor.status());
+    cursor_ = *std::move(cursor);
+    WriteNext();
+  }
+
   // One write in flight at a time: the next chunk is made when the previous one was taken.
   void WriteNext() {
     if (service_->draining()) return End(ShuttingDown());

@@ -1,5 +1,6 @@
 // Issue 41's attacks against the real bloom-server binary (hostile clients, round two): huge
-// Pipeline messages, the memory limit of the server's own cgroup, the open-file limit.
+// Pipeline messages, the memory limit of the server's own cgroup, the open-file limit; and
+// reads that ask a follower for a sequence nobody will reach.
 // (/metrics under 200 slow connections is ObservabilityTest.SlowClientsCannotBlindTheMetrics
 // Endpoint.) Each test checks that the attack is refused or bounded and that everyone else is
 // served meanwhile.
@@ -29,6 +30,7 @@
 #include "client/bloom_client.h"
 #include "common/testing.h"
 #include "gtest/gtest.h"
+#include "tests/replication_cluster.h"
 #include "tests/server_process.h"
 
 namespace {
@@ -599,6 +601,86 @@ TEST(HostileLimitsTest, TheOpenFileLimitIsRaisedToTheHardLimit) {
   EXPECT_TRUE(checked) << limits;
   EXPECT_TRUE(absl::StrContains(server->ReadLog(), "open-file limit: ")) << server->ReadLog();
   EXPECT_TRUE(absl::StrContains(server->ReadLog(), "(raised from 256)")) << server->ReadLog();
+}
+
+// Reads asking a follower for a sequence nobody will reach (min_sequence, read your writes):
+// each waited for it on the gRPC thread that received it, up to 1 s, so a few hundred of them
+// (from any client with a read token) held every thread, and the follower answered nobody else
+// for as long as they came. Now a waiting read holds no thread: everyone else is answered at
+// once, and the waiting reads are answered by the primary once their wait is over.
+TEST(HostileLimitsTest, ReadsWaitingForASequenceThatNeverComesDoNotBlindAFollower) {
+  bloomtest::ReplicationCluster cluster(1, {}, {});
+  ASSERT_TRUE(cluster.Start());
+  std::unique_ptr<BloomClient> primary = BloomClient::Connect(cluster.primary().target());
+  bloom::v1::FilterSpec spec;
+  spec.set_capacity(1000);
+  spec.set_error_rate(0.01);
+  ASSERT_TRUE(primary->Add("guarded", {"known"}, &spec).ok());
+  ASSERT_TRUE(cluster.WaitCaughtUp());
+
+  // 8 connections (gRPC would share one between channels of the same target) x 48 calls,
+  // under --max_concurrent_streams.
+  constexpr int kConnections = 8;
+  constexpr int kCallsEach = 48;
+  struct Call {
+    grpc::ClientContext context;
+    bloom::v1::MightContainResponse response;
+    grpc::Status status;
+    std::unique_ptr<grpc::ClientAsyncResponseReader<bloom::v1::MightContainResponse>> reader;
+  };
+  grpc::CompletionQueue queue;
+  std::vector<std::unique_ptr<BloomFilterService::Stub>> stubs;
+  std::vector<std::unique_ptr<Call>> calls;
+  for (int c = 0; c < kConnections; ++c) {
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    stubs.push_back(BloomFilterService::NewStub(grpc::CreateCustomChannel(
+        cluster.follower(0).target(), grpc::InsecureChannelCredentials(), args)));
+    for (int i = 0; i < kCallsEach; ++i) {
+      auto call = std::make_unique<Call>();
+      call->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+      bloom::v1::MightContainRequest request;
+      request.set_name("guarded");
+      request.add_items("known");
+      request.set_min_sequence(uint64_t{1} << 62);
+      call->reader = stubs.back()->AsyncMightContain(&call->context, request, &queue);
+      call->reader->Finish(&call->response, &call->status, call.get());
+      calls.push_back(std::move(call));
+    }
+  }
+  absl::SleepFor(absl::Milliseconds(300));  // the calls have arrived and wait
+
+  // Everyone else: plain reads on connections of their own, each answered well inside the 1 s
+  // that a waiting read held a thread for.
+  ClientOptions options;
+  options.timeout = absl::Seconds(3);
+  for (int i = 0; i < 5; ++i) {
+    std::unique_ptr<BloomClient> reader =
+        BloomClient::Connect(cluster.follower(0).target(), options);
+    const absl::Time start = absl::Now();
+    absl::StatusOr<std::vector<bool>> present = reader->MightContain("guarded", {"known"});
+    ASSERT_TRUE(present.ok()) << "a plain read on the follower under the attack: "
+                              << present.status();
+    EXPECT_TRUE((*present)[0]);
+    EXPECT_LT(absl::Now() - start, absl::Seconds(1));
+  }
+
+  // The waiting reads end at the primary, which has the item: each answers present.
+  int answered = 0;
+  void* tag = nullptr;
+  bool ok = false;
+  while (answered < static_cast<int>(calls.size()) && queue.Next(&tag, &ok)) {
+    ASSERT_TRUE(ok);
+    const Call* call = static_cast<Call*>(tag);
+    ASSERT_TRUE(call->status.ok()) << call->status.error_message();
+    ASSERT_EQ(call->response.present_size(), 1);
+    EXPECT_TRUE(call->response.present(0));
+    ++answered;
+  }
+  EXPECT_EQ(answered, kConnections * kCallsEach);
+  queue.Shutdown();
+  while (queue.Next(&tag, &ok)) {
+  }
 }
 
 }  // namespace

@@ -1,0 +1,90 @@
+// AppliedWaiters: reads on a follower that wait for it to apply a sequence (a caller's
+// `min_sequence`: read your writes), without holding a thread each.
+//
+// A read asking for a sequence the follower has not applied yet waits a moment for it, and is
+// forwarded to the primary if it does not come. Waiting on the gRPC thread that received the
+// call would let a client blind a follower: a few hundred such calls (any read token will do,
+// with a min_sequence nobody will reach) hold every gRPC thread for their whole wait, and
+// every other call queues behind them. Here a waiting call is an entry in a table; one thread
+// answers the entries whose sequence has come or whose deadline has passed, and at most
+// `max_waiting` wait at once (beyond that a call is told "not applied" at once, and goes to the
+// primary).
+//
+//   AppliedWaiters waiters([&] { return store->VisibleSequence(); }, /*max_waiting=*/4096);
+//   waiters.Wait(sequence, deadline, [](bool applied) { applied ? Serve() : Forward(); });
+//   ... after applying a batch: waiters.Notify();
+//
+// Thread-safety: thread-safe. `done` runs at most once per Wait, on the caller's thread (when
+// the answer is known at once) or on the waiters' thread; it must not block.
+#ifndef REPLICATION_APPLIED_WAITERS_H_
+#define REPLICATION_APPLIED_WAITERS_H_
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/time/time.h"
+
+namespace replication {
+
+class AppliedWaiters {
+ public:
+  using Done = absl::AnyInvocable<void(bool applied) &&>;
+
+  // `applied_sequence` says what has been applied (and is visible to reads); it is called
+  // with no lock of the waiters held.
+  AppliedWaiters(std::function<uint64_t()> applied_sequence, size_t max_waiting);
+  ~AppliedWaiters();  // Stop()
+  AppliedWaiters(const AppliedWaiters&) = delete;
+  AppliedWaiters& operator=(const AppliedWaiters&) = delete;
+
+  // done(true) once applied_sequence() >= `sequence` (at once if it is already); done(false)
+  // at `deadline`, at Stop(), or at once when `max_waiting` calls wait already.
+  void Wait(uint64_t sequence, absl::Time deadline, Done done);
+  // The applied sequence may have grown: answers the waiters it reaches (on the waiters'
+  // thread, not the caller's).
+  void Notify();
+  // Answers every waiter false (on the caller's thread) and every later Wait false at once;
+  // joins the waiters' thread.
+  void Stop();
+
+  size_t waiting() const;
+
+ private:
+  void Run();
+
+  const std::function<uint64_t()> applied_sequence_;
+  const size_t max_waiting_;
+
+  // std::mutex for its condition variable (Debian's absl::Mutex is invisible to TSAN).
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  bool stopped_ = false;   // guarded by mu_
+  bool notified_ = false;  // guarded by mu_: Notify() since the thread last looked
+  // Guarded by mu_: the waiting calls in two orders, by sequence and by deadline; each entry
+  // points at its twin in the other (a multimap's iterators stay valid until erased).
+  struct BySequence;
+  struct ByDeadline;
+  using SequenceOrder = std::multimap<uint64_t, BySequence>;
+  using DeadlineOrder = std::multimap<absl::Time, ByDeadline>;
+  struct BySequence {
+    Done done;
+    DeadlineOrder::iterator twin;
+  };
+  struct ByDeadline {
+    SequenceOrder::iterator twin;
+  };
+  SequenceOrder by_sequence_;
+  DeadlineOrder by_deadline_;
+  std::thread thread_;  // started by the first Wait that waits
+};
+
+}  // namespace replication
+
+#endif  // REPLICATION_APPLIED_WAITERS_H_
