@@ -161,28 +161,71 @@ template absl::Status BloomService::CollectItems(const bloom::v1::RemoveRequest&
 template absl::Status BloomService::CollectItems(const bloom::v1::CountRequest&,
                                                  std::vector<absl::string_view>&) const;
 
+namespace {
+
+// Runs `start` with a Finish and waits for it to be called: the in-process forms of the
+// handlers that answer through one (tests and fuzzers).
+template <typename Start>
+grpc::Status WaitFor(Start start) {
+  std::promise<grpc::Status> finished;
+  std::future<grpc::Status> status = finished.get_future();
+  start([&finished](grpc::Status done) { finished.set_value(std::move(done)); });
+  return status.get();
+}
+
+// Answers a write made with defer_ack (filter_store.h) through `finish` once the store
+// acknowledges it (FilterStore::WhenReplicated: at once without --min_replica_acks or the
+// fence, else from the thread that hears the followers), running `answer` first if it is
+// acknowledged; a refused write at once. `log` counts the call as in flight until then. No
+// thread waits meanwhile: a stalled follower cannot tie up the gRPC threads.
+void AnswerOnceReplicated(storage::FilterStore* store, std::unique_ptr<CallScope> log,
+                          const absl::Status& written, absl::AnyInvocable<void() &&> answer,
+                          BloomService::Finish finish) {
+  if (!written.ok()) {
+    std::move(finish)(log->Done(written));
+    return;
+  }
+  store->WhenReplicated([log = std::move(log), answer = std::move(answer),
+                         finish = std::move(finish)](const absl::Status& acknowledged) mutable {
+    if (acknowledged.ok()) std::move(answer)();
+    std::move(finish)(log->Done(acknowledged));
+  });
+}
+
+}  // namespace
+
+void BloomService::HandleReserveThen(const bloom::v1::ReserveRequest& request,
+                                     bloom::v1::ReserveResponse* response,
+                                     grpc::ServerContextBase* context, Finish finish) {
+  auto log = std::make_unique<CallScope>(this, metrics::Rpc::kReserve, context, request.name());
+  absl::StatusOr<storage::FilterStore::ReserveResult> result;
+  if (absl::Status admitted = log->Admit(); !admitted.ok()) {
+    result = admitted;
+  } else if (!request.like().empty()) {
+    result = request.has_spec()
+                 ? absl::InvalidArgumentError("give spec or like, not both")
+                 : store_->ReserveLike(request.name(), request.like(), /*defer_ack=*/true);
+  } else if (!request.has_spec()) {
+    result = absl::InvalidArgumentError("spec (or like) is required");
+  } else {
+    result = store_->Reserve(request.name(), FromProto(request.spec()), /*defer_ack=*/true);
+  }
+  const absl::Status written = result.status();
+  AnswerOnceReplicated(
+      store_, std::move(log), written,
+      [store = store_, response, result = std::move(result)]() mutable {
+        response->set_created(result->created);
+        ToProto(result->info, response->mutable_stats());
+        response->set_sequence(store->LatestSequence());
+      },
+      std::move(finish));
+}
+
 grpc::Status BloomService::HandleReserve(const bloom::v1::ReserveRequest& request,
                                          bloom::v1::ReserveResponse* response,
                                          grpc::ServerContextBase* context) {
-  CallScope log(this, metrics::Rpc::kReserve, context, request.name());
-  if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
-  absl::StatusOr<storage::FilterStore::ReserveResult> result;
-  if (!request.like().empty()) {
-    if (request.has_spec()) {
-      return log.Done(absl::InvalidArgumentError("give spec or like, not both"));
-    }
-    result = store_->ReserveLike(request.name(), request.like());
-  } else if (!request.has_spec()) {
-    return log.Done(absl::InvalidArgumentError("spec (or like) is required"));
-  } else {
-    result = store_->Reserve(request.name(), FromProto(request.spec()));
-  }
-  if (result.ok()) {
-    response->set_created(result->created);
-    ToProto(result->info, response->mutable_stats());
-    response->set_sequence(store_->LatestSequence());
-  }
-  return log.Done(result.status());
+  return WaitFor(
+      [&](Finish finish) { HandleReserveThen(request, response, context, std::move(finish)); });
 }
 
 namespace {
@@ -330,11 +373,8 @@ void BloomService::HandleAddItemsGrouped(const ItemsRequestView& request, bool* 
 
 grpc::Status BloomService::HandleAddItems(const ItemsRequestView& request, bool* answers,
                                           grpc::ServerContextBase* context) {
-  std::promise<grpc::Status> finished;
-  std::future<grpc::Status> status = finished.get_future();
-  HandleAddItemsGrouped(request, answers, context,
-                        [&finished](grpc::Status done) { finished.set_value(std::move(done)); });
-  return status.get();
+  return WaitFor(
+      [&](Finish finish) { HandleAddItemsGrouped(request, answers, context, std::move(finish)); });
 }
 
 grpc::Status BloomService::HandleMightContainItems(const ItemsRequestView& request, bool* answers,
@@ -370,31 +410,56 @@ grpc::Status BloomService::HandleStats(const bloom::v1::StatsRequest& request,
   return log.Done(info.status());
 }
 
+void BloomService::HandleDeleteThen(const bloom::v1::DeleteRequest& request,
+                                    bloom::v1::DeleteResponse* response,
+                                    grpc::ServerContextBase* context, Finish finish) {
+  auto log = std::make_unique<CallScope>(this, metrics::Rpc::kDelete, context, request.name());
+  absl::Status written = log->Admit();
+  if (written.ok()) written = store_->Delete(request.name(), /*defer_ack=*/true);
+  AnswerOnceReplicated(
+      store_, std::move(log), written,
+      [store = store_, response] { response->set_sequence(store->LatestSequence()); },
+      std::move(finish));
+}
+
 grpc::Status BloomService::HandleDelete(const bloom::v1::DeleteRequest& request,
                                         grpc::ServerContextBase* context) {
-  CallScope log(this, metrics::Rpc::kDelete, context, request.name());
-  if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
-  return log.Done(store_->Delete(request.name()));
+  bloom::v1::DeleteResponse response;
+  return WaitFor(
+      [&](Finish finish) { HandleDeleteThen(request, &response, context, std::move(finish)); });
+}
+
+void BloomService::HandleMergeThen(const bloom::v1::MergeRequest& request,
+                                   bloom::v1::MergeResponse* response,
+                                   grpc::ServerContextBase* context, Finish finish) {
+  auto log = std::make_unique<CallScope>(this, metrics::Rpc::kMerge, context, request.target());
+  absl::StatusOr<storage::FilterInfo> merged;
+  if (absl::Status admitted = log->Admit(); !admitted.ok()) {
+    merged = admitted;
+  } else if (static_cast<size_t>(request.sources_size()) > storage::FilterStore::kMaxMergeSources) {
+    // The store refuses more sources too; this is before copying them.
+    merged = absl::InvalidArgumentError(absl::StrCat("sources names ", request.sources_size(),
+                                                     " filters; at most ",
+                                                     storage::FilterStore::kMaxMergeSources));
+  } else {
+    const std::vector<std::string> sources(request.sources().begin(), request.sources().end());
+    merged = store_->Merge(request.target(), sources, /*defer_ack=*/true);
+  }
+  const absl::Status written = merged.status();
+  AnswerOnceReplicated(
+      store_, std::move(log), written,
+      [store = store_, response, merged = std::move(merged)]() mutable {
+        ToProto(*merged, response->mutable_stats());
+        response->set_sequence(store->LatestSequence());
+      },
+      std::move(finish));
 }
 
 grpc::Status BloomService::HandleMerge(const bloom::v1::MergeRequest& request,
                                        bloom::v1::MergeResponse* response,
                                        grpc::ServerContextBase* context) {
-  CallScope log(this, metrics::Rpc::kMerge, context, request.target());
-  if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
-  // The store refuses more sources too; this is before copying them.
-  if (static_cast<size_t>(request.sources_size()) > storage::FilterStore::kMaxMergeSources) {
-    return log.Done(absl::InvalidArgumentError(
-        absl::StrCat("sources names ", request.sources_size(), " filters; at most ",
-                     storage::FilterStore::kMaxMergeSources)));
-  }
-  const std::vector<std::string> sources(request.sources().begin(), request.sources().end());
-  absl::StatusOr<storage::FilterInfo> merged = store_->Merge(request.target(), sources);
-  if (merged.ok()) {
-    ToProto(*merged, response->mutable_stats());
-    response->set_sequence(store_->LatestSequence());
-  }
-  return log.Done(merged.status());
+  return WaitFor(
+      [&](Finish finish) { HandleMergeThen(request, response, context, std::move(finish)); });
 }
 
 void BloomService::HandleRemoveThen(const bloom::v1::RemoveRequest& request,
@@ -440,11 +505,8 @@ void BloomService::HandleRemoveThen(const bloom::v1::RemoveRequest& request,
 grpc::Status BloomService::HandleRemove(const bloom::v1::RemoveRequest& request,
                                         bloom::v1::RemoveResponse* response,
                                         grpc::ServerContextBase* context) {
-  std::promise<grpc::Status> finished;
-  std::future<grpc::Status> status = finished.get_future();
-  HandleRemoveThen(request, response, context,
-                   [&finished](grpc::Status done) { finished.set_value(std::move(done)); });
-  return status.get();
+  return WaitFor(
+      [&](Finish finish) { HandleRemoveThen(request, response, context, std::move(finish)); });
 }
 
 grpc::Status BloomService::HandleCount(const bloom::v1::CountRequest& request,
@@ -522,11 +584,12 @@ bool BloomService::Drain(absl::Time deadline) {
 
 namespace {
 
-// A callback unary call answered inline, on the gRPC thread that received it.
+// A callback unary call answered through the `finish` that `handler` is given: at once, or
+// later from another thread.
 template <typename Handler>
-grpc::ServerUnaryReactor* Inline(grpc::CallbackServerContext* context, Handler handler) {
+grpc::ServerUnaryReactor* Later(grpc::CallbackServerContext* context, Handler handler) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(handler());
+  handler([reactor](const grpc::Status& status) { reactor->Finish(status); });
   return reactor;
 }
 
@@ -586,7 +649,9 @@ grpc::ServerUnaryReactor* BloomCallbackService::Reserve(grpc::CallbackServerCont
   if (Forwarder* forwarder = core_->hooks().forwarder) {
     return ForwardMessage(forwarder, context, kReserveMethod, *request, response);
   }
-  return Inline(context, [&] { return core_->HandleReserve(*request, response, context); });
+  return Later(context, [&](BloomService::Finish finish) {
+    core_->HandleReserveThen(*request, response, context, std::move(finish));
+  });
 }
 
 grpc::ServerUnaryReactor* BloomCallbackService::Stats(grpc::CallbackServerContext* context,
@@ -606,10 +671,8 @@ grpc::ServerUnaryReactor* BloomCallbackService::Delete(grpc::CallbackServerConte
   if (Forwarder* forwarder = core_->hooks().forwarder) {
     return ForwardMessage(forwarder, context, kDeleteMethod, *request, response);
   }
-  return Inline(context, [&] {
-    grpc::Status status = core_->HandleDelete(*request, context);
-    if (status.ok()) response->set_sequence(core_->store()->LatestSequence());
-    return status;
+  return Later(context, [&](BloomService::Finish finish) {
+    core_->HandleDeleteThen(*request, response, context, std::move(finish));
   });
 }
 
@@ -619,7 +682,9 @@ grpc::ServerUnaryReactor* BloomCallbackService::Merge(grpc::CallbackServerContex
   if (Forwarder* forwarder = core_->hooks().forwarder) {
     return ForwardMessage(forwarder, context, kMergeMethod, *request, response);
   }
-  return Inline(context, [&] { return core_->HandleMerge(*request, response, context); });
+  return Later(context, [&](BloomService::Finish finish) {
+    core_->HandleMergeThen(*request, response, context, std::move(finish));
+  });
 }
 
 grpc::ServerUnaryReactor* BloomCallbackService::Remove(grpc::CallbackServerContext* context,
@@ -628,10 +693,9 @@ grpc::ServerUnaryReactor* BloomCallbackService::Remove(grpc::CallbackServerConte
   if (Forwarder* forwarder = core_->hooks().forwarder) {
     return ForwardMessage(forwarder, context, kRemoveMethod, *request, response);
   }
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  core_->HandleRemoveThen(*request, response, context,
-                          [reactor](const grpc::Status& status) { reactor->Finish(status); });
-  return reactor;
+  return Later(context, [&](BloomService::Finish finish) {
+    core_->HandleRemoveThen(*request, response, context, std::move(finish));
+  });
 }
 
 grpc::ServerUnaryReactor* BloomCallbackService::Count(grpc::CallbackServerContext* context,

@@ -95,6 +95,23 @@ class BloomService final : public StreamServiceBase {
   // metadata (the token) and deadline; null for in-process calls, which then carry no token.
   // They answer from this pod's store: a read's min_sequence is for their callers to honour
   // first (WhenApplied, below).
+  //
+  // How a handler that may answer later (from another thread) answers: exactly once.
+  using Finish = absl::AnyInvocable<void(grpc::Status) &&>;
+
+  // Reserve, Delete, Merge and Remove answer through `finish`: at once on this thread, or,
+  // when the write must wait to be acknowledged (followers' acknowledgements with
+  // --min_replica_acks, the fence, and for Remove the fsync with --sync), from the thread that
+  // acknowledges it; no thread waits meanwhile. `request` and `response` must stay valid until
+  // then. The forms without `finish` wait for it, for in-process callers.
+  void HandleReserveThen(const bloom::v1::ReserveRequest& request,
+                         bloom::v1::ReserveResponse* response, grpc::ServerContextBase* context,
+                         Finish finish);
+  void HandleDeleteThen(const bloom::v1::DeleteRequest& request,
+                        bloom::v1::DeleteResponse* response, grpc::ServerContextBase* context,
+                        Finish finish);
+  void HandleMergeThen(const bloom::v1::MergeRequest& request, bloom::v1::MergeResponse* response,
+                       grpc::ServerContextBase* context, Finish finish);
   grpc::Status HandleReserve(const bloom::v1::ReserveRequest& request,
                              bloom::v1::ReserveResponse* response,
                              grpc::ServerContextBase* context = nullptr);
@@ -114,13 +131,9 @@ class BloomService final : public StreamServiceBase {
   grpc::Status HandleList(const bloom::v1::ListRequest& request, bloom::v1::ListResponse* response,
                           grpc::ServerContextBase* context = nullptr);
   // CUCKOO filters only (FAILED_PRECONDITION for a BLOOM filter).
-  // A Remove answered through `finish`: at once on this thread, or, when it must wait to be
-  // durable (--sync, --min_replica_acks), from the thread that makes it so; no thread waits.
-  // `request` and `response` must stay valid until then.
   void HandleRemoveThen(const bloom::v1::RemoveRequest& request,
                         bloom::v1::RemoveResponse* response, grpc::ServerContextBase* context,
-                        absl::AnyInvocable<void(grpc::Status) &&> finish);
-  // HandleRemoveThen, waiting for `finish`: for in-process callers (fuzzing).
+                        Finish finish);
   grpc::Status HandleRemove(const bloom::v1::RemoveRequest& request,
                             bloom::v1::RemoveResponse* response,
                             grpc::ServerContextBase* context = nullptr);

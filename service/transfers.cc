@@ -139,8 +139,9 @@ class ImportReactor final : public grpc::ServerReadReactor<ImportChunk> {
   }
 
   void OnReadDone(bool ok) override {
-    absl::Status status = ok ? Take() : Commit();
-    if (status.ok() && ok) {
+    if (!ok) return Commit();
+    absl::Status status = Take();
+    if (status.ok()) {
       StartRead(&chunk_);
       return;
     }
@@ -172,25 +173,38 @@ class ImportReactor final : public grpc::ServerReadReactor<ImportChunk> {
     return import_->Append(chunk_.data());
   }
 
-  // The stream ended: a complete dump if the client half-closed, else a cancellation.
-  absl::Status Commit() {
+  // The stream ended: a complete dump if the client half-closed, else a cancellation. Finishes
+  // the stream: at once, or once the followers hold the new filter (--min_replica_acks), from
+  // the thread that hears so (no thread waits for them).
+  void Commit() {
     std::unique_ptr<storage::PendingImport> import;
+    absl::Status refused;
     {
       bloomsync::MutexLock lock(&mu_);
-      if (finished_) return absl::CancelledError("abandoned");
-      if (context_->IsCancelled()) return absl::CancelledError("the import was cancelled");
-      if (import_ == nullptr) {
-        return absl::InvalidArgumentError("Import needs at least one chunk, the first with a name");
+      if (finished_) return;  // abandoned: finished already
+      if (context_->IsCancelled()) {
+        refused = absl::CancelledError("the import was cancelled");
+      } else if (import_ == nullptr) {
+        refused =
+            absl::InvalidArgumentError("Import needs at least one chunk, the first with a name");
+      } else {
+        // Committing writes the whole filter to RocksDB; it is not idle meanwhile.
+        committing_ = true;
+        import = std::move(import_);
       }
-      // Committing writes the whole filter to RocksDB; it is not idle meanwhile.
-      committing_ = true;
-      import = std::move(import_);
     }
-    absl::StatusOr<storage::FilterInfo> info = service_->store()->CommitImport(*import);
-    if (!info.ok()) return info.status();
-    ToProto(*info, response_->mutable_stats());
-    response_->set_sequence(service_->store()->LatestSequence());
-    return absl::OkStatus();
+    if (!refused.ok()) return FinishOnce(std::move(refused));
+    absl::StatusOr<storage::FilterInfo> info =
+        service_->store()->CommitImport(*import, /*defer_ack=*/true);
+    if (!info.ok()) return FinishOnce(info.status());
+    service_->store()->WhenReplicated(
+        [this, info = *std::move(info)](const absl::Status& acknowledged) {
+          if (acknowledged.ok()) {
+            ToProto(info, response_->mutable_stats());
+            response_->set_sequence(service_->store()->LatestSequence());
+          }
+          FinishOnce(acknowledged);
+        });
   }
 
   // The watchdog's: no chunk for the idle timeout. Under the guard's lock; must not block.
@@ -206,7 +220,8 @@ class ImportReactor final : public grpc::ServerReadReactor<ImportChunk> {
   }
 
   // Finishes with `status` unless the stream was finished already (by Abandon). From the
-  // reactions only (no read is pending then), never from the watchdog.
+  // reactions, or the commit's acknowledgement (no read is pending then), never from the
+  // watchdog.
   void FinishOnce(absl::Status status) {
     {
       bloomsync::MutexLock lock(&mu_);

@@ -20,20 +20,27 @@
 namespace storage {
 
 absl::StatusOr<FilterStore::ReserveResult> FilterStore::ReserveLike(absl::string_view name,
-                                                                    absl::string_view like) {
-  bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
-  RETURN_IF_ERROR(CheckOpen());
-  RETURN_IF_ERROR(CheckWritable());
-  RETURN_IF_ERROR(ValidateFilterName(name));
-  RETURN_IF_ERROR(ValidateFilterName(like, "like"));
-  ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> model, FindUsable(like));
-  return ReserveWith(name, model->spec(), model->seed(), like);
+                                                                    absl::string_view like,
+                                                                    bool defer_ack) {
+  absl::StatusOr<ReserveResult> result;
+  {
+    bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
+    RETURN_IF_ERROR(CheckOpen());
+    RETURN_IF_ERROR(CheckWritable());
+    RETURN_IF_ERROR(ValidateFilterName(name));
+    RETURN_IF_ERROR(ValidateFilterName(like, "like"));
+    ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> model, FindUsable(like));
+    result = ReserveWith(name, model->spec(), model->seed(), like);
+  }
+  if (result.ok() && !defer_ack) RETURN_IF_ERROR(WaitReplicated());  // holding no lock
+  return result;
 }
 
 absl::StatusOr<FilterInfo> FilterStore::Merge(absl::string_view target,
-                                              absl::Span<const std::string> sources) {
+                                              absl::Span<const std::string> sources,
+                                              bool defer_ack) {
   absl::StatusOr<FilterInfo> info = MergeLocked(target, sources);
-  if (info.ok()) RETURN_IF_ERROR(WaitReplicated());  // holding no lock
+  if (info.ok() && !defer_ack) RETURN_IF_ERROR(WaitReplicated());  // holding no lock
   return info;
 }
 

@@ -281,13 +281,19 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::FindOrCreateLocked(
 }
 
 absl::StatusOr<FilterStore::ReserveResult> FilterStore::Reserve(absl::string_view name,
-                                                                const bloom::FilterParams& spec) {
-  bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
-  RETURN_IF_ERROR(CheckOpen());
-  RETURN_IF_ERROR(CheckWritable());
-  RETURN_IF_ERROR(ValidateFilterName(name));
-  ASSIGN_OR_RETURN(const bloom::FilterParams normalized, bloom::NormalizeSpec(spec));
-  return ReserveWith(name, normalized, absl::nullopt, "");
+                                                                const bloom::FilterParams& spec,
+                                                                bool defer_ack) {
+  absl::StatusOr<ReserveResult> result;
+  {
+    bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
+    RETURN_IF_ERROR(CheckOpen());
+    RETURN_IF_ERROR(CheckWritable());
+    RETURN_IF_ERROR(ValidateFilterName(name));
+    ASSIGN_OR_RETURN(const bloom::FilterParams normalized, bloom::NormalizeSpec(spec));
+    result = ReserveWith(name, normalized, absl::nullopt, "");
+  }
+  if (result.ok() && !defer_ack) RETURN_IF_ERROR(WaitReplicated());  // holding no lock
+  return result;
 }
 
 absl::StatusOr<FilterStore::ReserveResult> FilterStore::ReserveWith(
@@ -318,7 +324,6 @@ absl::StatusOr<FilterStore::ReserveResult> FilterStore::ReserveWith(
           absl::StrCat("filter '", name, "' already exists, not made like '", like, "'"));
     }
     result.info = *std::move(info);
-    RETURN_IF_ERROR(WaitReplicated());
     return result;
   }
   return DeleteRaceError(name);
@@ -375,7 +380,11 @@ absl::StatusOr<std::unique_ptr<OperationBatch>> FilterStore::StartBatch(bool def
   return batch;
 }
 
-void FilterStore::WhenDurable(WalSyncer::Done done) {
+void FilterStore::WhenDurable(WalSyncer::Done done) { AfterWrites(std::move(done), true); }
+
+void FilterStore::WhenReplicated(WalSyncer::Done done) { AfterWrites(std::move(done), false); }
+
+void FilterStore::AfterWrites(WalSyncer::Done done, bool sync_wal) {
   if (absl::Status fenced = CheckMayAcknowledge(); !fenced.ok()) {
     std::move(done)(fenced);  // no use waiting for what cannot be acknowledged
     return;
@@ -400,19 +409,19 @@ void FilterStore::WhenDurable(WalSyncer::Done done) {
       acks_->WhenAcked(sequence, std::move(done));
     };
   }
-  if (wal_syncer_ == nullptr) {
+  if (wal_syncer_ == nullptr || !sync_wal) {
     std::move(done)(absl::OkStatus());
     return;
   }
   wal_syncer_->AfterSync(std::move(done));
 }
 
-absl::Status FilterStore::Delete(absl::string_view name) {
-  bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
-  RETURN_IF_ERROR(CheckOpen());
-  RETURN_IF_ERROR(CheckWritable());
-  RETURN_IF_ERROR(ValidateFilterName(name));
+absl::Status FilterStore::Delete(absl::string_view name, bool defer_ack) {
   {
+    bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
+    RETURN_IF_ERROR(CheckOpen());
+    RETURN_IF_ERROR(CheckWritable());
+    RETURN_IF_ERROR(ValidateFilterName(name));
     bloomsync::MutexLock name_lock(&NameLock(name));
     std::shared_ptr<StoredFilter> filter = Find(name);
     if (filter == nullptr && MayHaveCold()) {
@@ -424,7 +433,7 @@ absl::Status FilterStore::Delete(absl::string_view name) {
       Remove(filter->name());
     }
   }
-  return WaitReplicated();
+  return defer_ack ? absl::OkStatus() : WaitReplicated();  // holding no lock
 }
 
 absl::StatusOr<FilterStore::ListPage> FilterStore::List(absl::string_view prefix, size_t page_size,

@@ -83,13 +83,21 @@ class FilterStore {
     bool created = false;
     FilterInfo info;
   };
+  // Reserve, ReserveLike, Merge, Delete and CommitImport answer once the followers hold the
+  // write (options.min_replica_acks) and the fence allows it (options.may_acknowledge), waiting
+  // on the caller's thread; with `defer_ack` they answer as soon as it is written, and the
+  // caller acknowledges it only once a WhenReplicated() made after it calls back OK (a server
+  // does so: no thread of its waits for a slow follower).
+  //
   // Creates `name` with `spec`. If it exists with the same (normalized) spec: created=false;
   // with another spec: ALREADY_EXISTS.
-  absl::StatusOr<ReserveResult> Reserve(absl::string_view name, const bloom::FilterParams& spec);
+  absl::StatusOr<ReserveResult> Reserve(absl::string_view name, const bloom::FilterParams& spec,
+                                        bool defer_ack = false);
   // Creates `name` empty, like `like`: its spec and its seed, so that the two can be merged
   // (filter_merge.cc). If `name` exists with that spec and seed: created=false; otherwise
   // ALREADY_EXISTS. NOT_FOUND when `like` does not exist.
-  absl::StatusOr<ReserveResult> ReserveLike(absl::string_view name, absl::string_view like);
+  absl::StatusOr<ReserveResult> ReserveLike(absl::string_view name, absl::string_view like,
+                                            bool defer_ack = false);
   // ORs the bits of `sources` into `target` (StoredFilter::Merge): afterwards the target
   // answers "maybe" for every item any of them had, and the union is durable (one RocksDB
   // write up to 64 MiB of changed pages, bounded batches beyond; followers have it before this
@@ -97,7 +105,8 @@ class FilterStore {
   // more than kMaxMergeSources, bad names, a source named twice, or the target among them;
   // NOT_FOUND for a missing filter; FAILED_PRECONDITION for filters not made alike (naming the
   // mismatch), windowed ones, or CUCKOO ones.
-  absl::StatusOr<FilterInfo> Merge(absl::string_view target, absl::Span<const std::string> sources);
+  absl::StatusOr<FilterInfo> Merge(absl::string_view target, absl::Span<const std::string> sources,
+                                   bool defer_ack = false);
   // Sources one Merge reads (each pinned and looked up: bounded work per call).
   static constexpr size_t kMaxMergeSources = 64;
 
@@ -119,6 +128,11 @@ class FilterStore {
   // add or batch, also one that found all its items present: their bits may come from an add
   // that is not durable yet.
   void WhenDurable(WalSyncer::Done done);
+  // Calls `done` once every write that returned before this call is acknowledged: held by
+  // options.min_replica_acks followers and allowed by the fence (at once, OK, without either),
+  // from the thread that acknowledges it. For writes made with `defer_ack`; as WhenDurable
+  // without the WAL's fsync (those writes made their own).
+  void WhenReplicated(WalSyncer::Done done);
   // Whether adds with defer_sync need WhenDurable() to wait for anything: options.sync, or
   // followers' acknowledgements (options.min_replica_acks), or the fence
   // (options.may_acknowledge). With acknowledgements, WhenDurable
@@ -152,7 +166,7 @@ class FilterStore {
   // (group_commit.h). Its jobs answer FAILED_PRECONDITION after Close.
   GroupCommitter& committer() { return committer_; }
   // Deletes `name`; it can be reserved again at once. NOT_FOUND if missing.
-  absl::Status Delete(absl::string_view name);
+  absl::Status Delete(absl::string_view name, bool defer_ack = false);
 
   struct ListPage {
     std::vector<FilterInfo> filters;
@@ -178,7 +192,7 @@ class FilterStore {
   // counters) under the new name. Nothing is created on error (ALREADY_EXISTS if the name was
   // taken meanwhile, or the dump's error). With merge_into_existing, an existing filter of that
   // name gets the dump ORed into it instead (StoredFilter::Merge, with its refusals).
-  absl::StatusOr<FilterInfo> CommitImport(PendingImport& import);
+  absl::StatusOr<FilterInfo> CommitImport(PendingImport& import, bool defer_ack = false);
 
   // Checkpoints every filter with changes now.
   absl::Status CheckpointAll();
@@ -301,7 +315,8 @@ class FilterStore {
   absl::StatusOr<std::shared_ptr<StoredFilter>> FindOrCreateLocked(
       absl::string_view name, const bloom::FilterParams& spec, bool& created, bool defer_write,
       absl::optional<uint64_t> seed = absl::nullopt);
-  // Reserve and ReserveLike: `seed` for a filter like another (nullopt: a random one), whose
+  // Reserve and ReserveLike up to the write, with lifecycle_mu_ held (they then wait for the
+  // followers holding no lock): `seed` for a filter like another (nullopt: a random one), whose
   // name `like` is for messages.
   absl::StatusOr<ReserveResult> ReserveWith(absl::string_view name,
                                             const bloom::FilterParams& normalized,
@@ -330,6 +345,8 @@ class FilterStore {
   // Waits for the followers' acknowledgement of every write so far (min_replica_acks), then
   // asks the fence (CheckMayAcknowledge): what a write answered on its own thread waits for.
   absl::Status WaitReplicated();
+  // WhenDurable (`sync_wal`: after a group fsync of the WAL) and WhenReplicated.
+  void AfterWrites(WalSyncer::Done done, bool sync_wal);
   // OK unless options.may_acknowledge says no (then UNAVAILABLE).
   absl::Status CheckMayAcknowledge() const;
   absl::StatusOr<FilterInfo> CommitImportLocked(PendingImport& import);  // filter_transfer.cc

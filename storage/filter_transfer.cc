@@ -113,9 +113,9 @@ absl::StatusOr<std::unique_ptr<PendingImport>> FilterStore::BeginImport(absl::st
       new PendingImport(std::string(name), merge_into_existing, &budget_, options_.clock));
 }
 
-absl::StatusOr<FilterInfo> FilterStore::CommitImport(PendingImport& import) {
+absl::StatusOr<FilterInfo> FilterStore::CommitImport(PendingImport& import, bool defer_ack) {
   absl::StatusOr<FilterInfo> info = CommitImportLocked(import);
-  if (info.ok()) RETURN_IF_ERROR(WaitReplicated());  // holding no lock
+  if (info.ok() && !defer_ack) RETURN_IF_ERROR(WaitReplicated());  // holding no lock
   return info;
 }
 

@@ -603,6 +603,90 @@ TEST(HostileLimitsTest, TheOpenFileLimitIsRaisedToTheHardLimit) {
   EXPECT_TRUE(absl::StrContains(server->ReadLog(), "(raised from 256)")) << server->ReadLog();
 }
 
+// Unary calls on connections of their own (gRPC would share one connection between channels
+// of the same target), all answered on one completion queue: many calls in flight from one
+// thread.
+template <typename Response>
+class CallFlood {
+ public:
+  CallFlood(const std::string& target, int connections) {
+    for (int c = 0; c < connections; ++c) {
+      grpc::ChannelArguments args;
+      args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+      stubs_.push_back(BloomFilterService::NewStub(
+          grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args)));
+    }
+  }
+  ~CallFlood() {
+    queue_.Shutdown();
+    void* tag = nullptr;
+    bool ok = false;
+    while (queue_.Next(&tag, &ok)) {
+    }
+  }
+
+  // Starts a call on each connection `per_connection` times: start(stub, context, queue) returns
+  // its reader. Each has a minute's deadline.
+  template <typename Start>
+  void StartEach(int per_connection, Start start) {
+    for (int i = 0; i < per_connection; ++i) {
+      for (const std::unique_ptr<BloomFilterService::Stub>& stub : stubs_) {
+        auto call = std::make_unique<Call>();
+        call->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+        call->reader = start(*stub, call->context, queue_);
+        call->reader->Finish(&call->response, &call->status, call.get());
+        calls_.push_back(std::move(call));
+      }
+    }
+  }
+
+  // Waits for every call's answer; `check` gets each status and response.
+  template <typename Check>
+  void WaitAll(Check check) {
+    for (size_t answered = 0; answered < calls_.size(); ++answered) {
+      void* tag = nullptr;
+      bool ok = false;
+      ASSERT_TRUE(queue_.Next(&tag, &ok));
+      ASSERT_TRUE(ok);
+      const Call* call = static_cast<Call*>(tag);
+      check(call->status, call->response);
+    }
+  }
+
+ private:
+  struct Call {
+    grpc::ClientContext context;
+    Response response;
+    grpc::Status status;
+    std::unique_ptr<grpc::ClientAsyncResponseReader<Response>> reader;
+  };
+  grpc::CompletionQueue queue_;
+  std::vector<std::unique_ptr<BloomFilterService::Stub>> stubs_;
+  std::vector<std::unique_ptr<Call>> calls_;
+};
+
+// Plain reads on connections of their own, each answered well inside a second.
+void ExpectPlainReadsAnswered(const std::string& target, const std::string& filter,
+                              const std::string& item, const char* during) {
+  ClientOptions options;
+  options.timeout = absl::Seconds(3);
+  for (int i = 0; i < 5; ++i) {
+    std::unique_ptr<BloomClient> reader = BloomClient::Connect(target, options);
+    const absl::Time start = absl::Now();
+    absl::StatusOr<std::vector<bool>> present = reader->MightContain(filter, {item});
+    ASSERT_TRUE(present.ok()) << "a plain read " << during << ": " << present.status();
+    EXPECT_TRUE((*present)[0]);
+    EXPECT_LT(absl::Now() - start, absl::Seconds(1)) << during;
+  }
+}
+
+bloom::v1::FilterSpec SmallSpec() {
+  bloom::v1::FilterSpec spec;
+  spec.set_capacity(1000);
+  spec.set_error_rate(0.01);
+  return spec;
+}
+
 // Reads asking a follower for a sequence nobody will reach (min_sequence, read your writes):
 // each waited for it on the gRPC thread that received it, up to 1 s, so a few hundred of them
 // (from any client with a read token) held every thread, and the follower answered nobody else
@@ -612,75 +696,71 @@ TEST(HostileLimitsTest, ReadsWaitingForASequenceThatNeverComesDoNotBlindAFollowe
   bloomtest::ReplicationCluster cluster(1, {}, {});
   ASSERT_TRUE(cluster.Start());
   std::unique_ptr<BloomClient> primary = BloomClient::Connect(cluster.primary().target());
-  bloom::v1::FilterSpec spec;
-  spec.set_capacity(1000);
-  spec.set_error_rate(0.01);
+  const bloom::v1::FilterSpec spec = SmallSpec();
   ASSERT_TRUE(primary->Add("guarded", {"known"}, &spec).ok());
   ASSERT_TRUE(cluster.WaitCaughtUp());
 
-  // 8 connections (gRPC would share one between channels of the same target) x 48 calls,
-  // under --max_concurrent_streams.
-  constexpr int kConnections = 8;
-  constexpr int kCallsEach = 48;
-  struct Call {
-    grpc::ClientContext context;
-    bloom::v1::MightContainResponse response;
-    grpc::Status status;
-    std::unique_ptr<grpc::ClientAsyncResponseReader<bloom::v1::MightContainResponse>> reader;
-  };
-  grpc::CompletionQueue queue;
-  std::vector<std::unique_ptr<BloomFilterService::Stub>> stubs;
-  std::vector<std::unique_ptr<Call>> calls;
-  for (int c = 0; c < kConnections; ++c) {
-    grpc::ChannelArguments args;
-    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    stubs.push_back(BloomFilterService::NewStub(grpc::CreateCustomChannel(
-        cluster.follower(0).target(), grpc::InsecureChannelCredentials(), args)));
-    for (int i = 0; i < kCallsEach; ++i) {
-      auto call = std::make_unique<Call>();
-      call->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
-      bloom::v1::MightContainRequest request;
-      request.set_name("guarded");
-      request.add_items("known");
-      request.set_min_sequence(uint64_t{1} << 62);
-      call->reader = stubs.back()->AsyncMightContain(&call->context, request, &queue);
-      call->reader->Finish(&call->response, &call->status, call.get());
-      calls.push_back(std::move(call));
-    }
-  }
+  // 8 connections x 48 calls (under --max_concurrent_streams).
+  CallFlood<bloom::v1::MightContainResponse> flood(cluster.follower(0).target(), 8);
+  flood.StartEach(48, [](BloomFilterService::Stub& stub, grpc::ClientContext& context,
+                         grpc::CompletionQueue& queue) {
+    bloom::v1::MightContainRequest request;
+    request.set_name("guarded");
+    request.add_items("known");
+    request.set_min_sequence(uint64_t{1} << 62);
+    return stub.AsyncMightContain(&context, request, &queue);
+  });
   absl::SleepFor(absl::Milliseconds(300));  // the calls have arrived and wait
 
-  // Everyone else: plain reads on connections of their own, each answered well inside the 1 s
-  // that a waiting read held a thread for.
-  ClientOptions options;
-  options.timeout = absl::Seconds(3);
-  for (int i = 0; i < 5; ++i) {
-    std::unique_ptr<BloomClient> reader =
-        BloomClient::Connect(cluster.follower(0).target(), options);
-    const absl::Time start = absl::Now();
-    absl::StatusOr<std::vector<bool>> present = reader->MightContain("guarded", {"known"});
-    ASSERT_TRUE(present.ok()) << "a plain read on the follower under the attack: "
-                              << present.status();
-    EXPECT_TRUE((*present)[0]);
-    EXPECT_LT(absl::Now() - start, absl::Seconds(1));
-  }
-
+  ExpectPlainReadsAnswered(cluster.follower(0).target(), "guarded", "known",
+                           "on the follower under the attack");
   // The waiting reads end at the primary, which has the item: each answers present.
-  int answered = 0;
-  void* tag = nullptr;
-  bool ok = false;
-  while (answered < static_cast<int>(calls.size()) && queue.Next(&tag, &ok)) {
-    ASSERT_TRUE(ok);
-    const Call* call = static_cast<Call*>(tag);
-    ASSERT_TRUE(call->status.ok()) << call->status.error_message();
-    ASSERT_EQ(call->response.present_size(), 1);
-    EXPECT_TRUE(call->response.present(0));
-    ++answered;
-  }
-  EXPECT_EQ(answered, kConnections * kCallsEach);
-  queue.Shutdown();
-  while (queue.Next(&tag, &ok)) {
-  }
+  flood.WaitAll([](const grpc::Status& status, const bloom::v1::MightContainResponse& response) {
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    ASSERT_EQ(response.present_size(), 1);
+    EXPECT_TRUE(response.present(0));
+  });
+}
+
+// With --min_replica_acks, a Reserve (likewise Delete, Merge, Import, and Remove) waited for
+// the followers' acknowledgement on the gRPC thread that received it, up to
+// --replica_ack_timeout: while a follower was stalled, a few hundred such writes held every
+// thread, and the primary answered no read either (200 Reserves: reads timed out at 10 s).
+// Now they wait holding no thread: reads go on, and the writes fail UNAVAILABLE at the timeout
+// as a lone write does.
+TEST(HostileLimitsTest, WritesWaitingForAStalledFollowerDoNotBlindThePrimary) {
+  bloomtest::ReplicationCluster cluster(1, {"--min_replica_acks=1", "--replica_ack_timeout=3s"});
+  ASSERT_TRUE(cluster.Start());
+  std::unique_ptr<BloomClient> primary = BloomClient::Connect(cluster.primary().target());
+  const bloom::v1::FilterSpec spec = SmallSpec();
+  ASSERT_TRUE(primary->Add("guarded", {"known"}, &spec).ok());
+  ASSERT_TRUE(cluster.WaitCaughtUp());
+
+  cluster.follower(0).Signal(SIGSTOP);
+  CallFlood<bloom::v1::ReserveResponse> flood(cluster.primary().target(), 8);
+  int next = 0;
+  flood.StartEach(48, [&](BloomFilterService::Stub& stub, grpc::ClientContext& context,
+                          grpc::CompletionQueue& queue) {
+    bloom::v1::ReserveRequest request;
+    request.set_name(absl::StrCat("reserved-", next++));
+    *request.mutable_spec() = SmallSpec();
+    return stub.AsyncReserve(&context, request, &queue);
+  });
+  absl::SleepFor(absl::Milliseconds(300));
+
+  ExpectPlainReadsAnswered(cluster.primary().target(), "guarded", "known",
+                           "on the primary while its follower is stalled");
+  const absl::Time start = absl::Now();
+  flood.WaitAll([](const grpc::Status& status, const bloom::v1::ReserveResponse&) {
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
+    EXPECT_TRUE(absl::StrContains(status.error_message(), "min_replica_acks"))
+        << status.error_message();
+  });
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10)) << "the writes waited past their timeout";
+
+  cluster.follower(0).Signal(SIGCONT);
+  ASSERT_TRUE(bloomtest::WaitFor(
+      [&] { return primary->Reserve("after-the-stall", SmallSpec()).ok(); }, absl::Seconds(20)));
 }
 
 }  // namespace
