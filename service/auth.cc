@@ -159,6 +159,12 @@ absl::StatusOr<Caller> TokenAuthenticator::Authorize(
   return match->caller;
 }
 
+std::string ClientKey(const Caller& caller, const std::string& peer) {
+  if (!caller.label.empty()) return absl::StrCat("the token '", caller.label, "'");
+  const size_t port = peer.rfind(':');
+  return absl::StrCat("the peer ", port == std::string::npos ? peer : peer.substr(0, port));
+}
+
 absl::Status RequireRole(const Caller& caller, Role required, absl::string_view method) {
   if (required != Role::kWrite || caller.role == Role::kWrite) return absl::OkStatus();
   return absl::PermissionDeniedError(

@@ -45,6 +45,11 @@ struct Caller {
   std::string label;  // from the token file; "" if the line had none
 };
 
+// Whom per-client bounds count (--max_transfers_per_client, a follower's proxied streams): the
+// token's label, else the peer's address without its port ("ipv4:10.0.0.7:51234" is
+// "ipv4:10.0.0.7"), so new connections do not make a new client. Reads as a message's subject.
+std::string ClientKey(const Caller& caller, const std::string& peer);
+
 // OK if `caller` may call `method`, which needs `required`; PERMISSION_DENIED naming both roles
 // otherwise. (Authorize() applies it; a stream authenticated once applies it per operation.)
 absl::Status RequireRole(const Caller& caller, Role required, absl::string_view method);

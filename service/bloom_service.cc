@@ -389,6 +389,13 @@ grpc::Status BloomService::HandleMightContainItems(const ItemsRequestView& reque
                                   absl::MakeSpan(answers, request.items.size())));
 }
 
+absl::StatusOr<std::string> BloomService::ProxyClient(grpc::CallbackServerContext* context,
+                                                      metrics::Rpc rpc) {
+  absl::StatusOr<Caller> caller = AdmitStream(context, rpc);
+  if (!caller.ok()) return caller.status();
+  return ClientKey(*caller, context->peer());
+}
+
 absl::StatusOr<Caller> BloomService::AdmitStream(grpc::ServerContextBase* context,
                                                  metrics::Rpc rpc) {
   CallScope scope(this, rpc, context, "");
@@ -547,7 +554,10 @@ grpc::ServerWriteReactor<bloom::v1::ExportChunk>* BloomService::Export(
 grpc::ServerReadReactor<bloom::v1::ImportChunk>* BloomService::Import(
     grpc::CallbackServerContext* context, bloom::v1::ImportResponse* response) {
   // A follower takes no writes: the whole stream goes to the primary.
-  if (hooks_.forwarder != nullptr) return ProxyImport(hooks_.forwarder, context, response);
+  if (hooks_.forwarder != nullptr) {
+    return ProxyImport(hooks_.forwarder, context, response,
+                       ProxyClient(context, metrics::Rpc::kImport));
+  }
   return StartImport(this, context, response);
 }
 
@@ -711,7 +721,9 @@ grpc::ServerBidiReactor<bloom::v1::PipelineRequest, bloom::v1::PipelineResponse>
 BloomService::Pipeline(grpc::CallbackServerContext* context) {
   // On a follower, the whole stream goes to the primary (its adds must, and a check after an
   // add of the same item must see it).
-  if (hooks_.forwarder != nullptr) return ProxyPipeline(hooks_.forwarder, context);
+  if (hooks_.forwarder != nullptr) {
+    return ProxyPipeline(hooks_.forwarder, context, ProxyClient(context, metrics::Rpc::kPipeline));
+  }
   return pipelines_.Start(this, context);
 }
 

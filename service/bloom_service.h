@@ -150,6 +150,9 @@ class BloomService final : public StreamServiceBase {
   // refused call.
   absl::StatusOr<Caller> AdmitStream(grpc::ServerContextBase* context,
                                      metrics::Rpc rpc = metrics::Rpc::kPipeline);
+  // A follower's stream to proxy to the primary, admitted here first (so that one refused costs
+  // the primary nothing; the primary checks the token again): its ClientKey, or the refusal.
+  absl::StatusOr<std::string> ProxyClient(grpc::CallbackServerContext* context, metrics::Rpc rpc);
   TransferGuard& transfers() { return transfers_; }
   // Where List and Stats run, off gRPC's threads (call_lane.h).
   CallLane& admin_lane() { return admin_lane_; }

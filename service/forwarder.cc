@@ -30,13 +30,16 @@ constexpr absl::Duration kForwardedCallBound = absl::Seconds(60);
 
 }  // namespace
 
-Forwarder::Forwarder(std::shared_ptr<grpc::Channel> primary, std::string primary_address,
+Forwarder::Forwarder(StreamConnections::Connect connect, std::string primary_address,
                      WhenAppliedFn when_applied)
-    : when_applied_(std::move(when_applied)),
-      target_(std::make_shared<Target>(std::move(primary), std::move(primary_address))) {}
+    : connect_(std::move(connect)),
+      when_applied_(std::move(when_applied)),
+      streams_(connect_, primary_address),
+      target_(std::make_shared<Target>(connect_(primary_address), std::move(primary_address))) {}
 
-void Forwarder::Retarget(std::shared_ptr<grpc::Channel> primary, std::string primary_address) {
-  auto target = std::make_shared<Target>(std::move(primary), std::move(primary_address));
+void Forwarder::Retarget(std::string primary_address) {
+  auto target = std::make_shared<Target>(connect_(primary_address), primary_address);
+  streams_.Retarget(std::move(primary_address));
   std::lock_guard<std::mutex> lock(mu_);
   target_ = std::move(target);
 }

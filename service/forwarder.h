@@ -3,12 +3,13 @@
 // the same method and request bytes, the caller's token and deadline; the caller gets the
 // primary's status and answer, sequence included.
 //
-//   Forwarder forwarder(channel, "pod-0:50051", [&](uint64_t s, absl::Time d, auto done) {
+//   Forwarder forwarder(connect, "pod-0:50051", [&](uint64_t s, absl::Time d, auto done) {
 //     follower.WhenApplied(s, d, std::move(done)); });
 //   forwarder.Unary(context, "/bloom.v1.BloomFilterService/Add", request, response, done);
 //
 // Retarget() points it at another primary (failover through etcd): calls in flight finish with
-// the old one, later calls go to the new one.
+// the old one, later calls go to the new one. Unary calls share one connection; proxied streams
+// take places on connections of their own (stream_connections.h).
 //
 // Thread-safety: thread-safe.
 #ifndef SERVICE_FORWARDER_H_
@@ -25,6 +26,7 @@
 #include "google/protobuf/message.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
+#include "service/stream_connections.h"
 
 namespace service {
 
@@ -36,11 +38,12 @@ class Forwarder {
   using WhenAppliedFn =
       std::function<void(uint64_t sequence, absl::Time deadline, AppliedDone done)>;
 
-  Forwarder(std::shared_ptr<grpc::Channel> primary, std::string primary_address,
+  // `connect` opens a channel to an address on a connection of its own.
+  Forwarder(StreamConnections::Connect connect, std::string primary_address,
             WhenAppliedFn when_applied);
 
   std::string primary_address() const;
-  void Retarget(std::shared_ptr<grpc::Channel> primary, std::string primary_address);
+  void Retarget(std::string primary_address);
 
   // done(true) when a read asking for `min_sequence` may be answered here (at once, on this
   // thread, for 0 or a sequence already applied), after waiting for the follower to apply it
@@ -65,6 +68,8 @@ class Forwarder {
   std::unique_ptr<grpc::ClientContext> ContextFor(const grpc::ServerContextBase* caller,
                                                   bool stream = false) const;
   std::shared_ptr<grpc::Channel> channel() const;
+  // Where proxied streams (Pipeline, Import) get their connection.
+  StreamConnections& streams() { return streams_; }
   // Cancels the unary calls forwarded and not yet answered (their callers get UNAVAILABLE, and
   // retry): a server shutting down after its grace period must not wait on a primary that
   // stopped answering. (Streams end with their callers: stream_proxy.cc.)
@@ -80,7 +85,9 @@ class Forwarder {
   };
   std::shared_ptr<Target> target() const;
 
+  const StreamConnections::Connect connect_;
   const WhenAppliedFn when_applied_;
+  StreamConnections streams_;
   mutable std::mutex mu_;
   std::shared_ptr<Target> target_;  // guarded by mu_; each call keeps the one it started with
   // Guarded by mu_: the unary calls not yet answered.

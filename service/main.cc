@@ -384,7 +384,7 @@ bool RetargetInPlace(Node& node, service::Failover& failover,
     return false;
   }
   follower_options.primary = next.leader.address;
-  node.forwarder->Retarget(replication::PrimaryChannel(follower_options), next.leader.address);
+  node.forwarder->Retarget(next.leader.address);
   node.follower->Retarget(next.leader.address);
   node.replication->SetFollower(node.follower.get(), next.leader.address);
   role_version = version;
@@ -455,7 +455,12 @@ absl::Status StartNode(Node& node, const service::ServerConfig& config,
                        const absl::StatusOr<replication::FollowerOptions>& follower_options) {
   if (config.store.replica) {
     node.forwarder = std::make_unique<service::Forwarder>(
-        replication::PrimaryChannel(*follower_options), follower_options->primary,
+        [options = *follower_options](const std::string& address) {
+          replication::FollowerOptions to = options;
+          to.primary = address;
+          return replication::PrimaryChannel(to);  // a connection of its own
+        },
+        follower_options->primary,
         [&node](uint64_t sequence, absl::Time deadline, service::Forwarder::AppliedDone done) {
           if (node.follower == nullptr) {
             std::move(done)(false);

@@ -3,6 +3,9 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
+
+#include "service/convert.h"
 
 namespace service {
 namespace {
@@ -46,12 +49,23 @@ void SideDone(Proxy* proxy) {
   if (last) delete proxy;
 }
 
+// A stream refused before anything is read: it only finishes.
+template <typename Reactor>
+class Refused final : public Reactor {
+ public:
+  explicit Refused(const grpc::Status& status) { this->Finish(status); }
+  void OnDone() override { delete this; }
+};
+
 class PipelineProxy {
  public:
-  PipelineProxy(Forwarder* forwarder, grpc::CallbackServerContext* context)
-      : caller(this, context), upstream(this, forwarder->ContextFor(context, /*stream=*/true)) {
+  PipelineProxy(Forwarder* forwarder, grpc::CallbackServerContext* context,
+                std::unique_ptr<StreamConnections::Lease> place)
+      : place(std::move(place)),
+        caller(this, context),
+        upstream(this, forwarder->ContextFor(context, /*stream=*/true)) {
     std::lock_guard<std::recursive_mutex> lock(state.mu);
-    bloom::v1::BloomFilterService::NewStub(forwarder->channel())
+    bloom::v1::BloomFilterService::NewStub(this->place->channel())
         ->async()
         ->Pipeline(upstream.context.get(), &upstream);
     upstream.AddHold();
@@ -141,6 +155,8 @@ class PipelineProxy {
     PipelineResponse answer;
   };
 
+  // The stream's place on a connection to the primary: given back when the proxy is deleted.
+  const std::unique_ptr<StreamConnections::Lease> place;
   ProxyState state;
   Caller caller;
   Upstream upstream;
@@ -148,10 +164,13 @@ class PipelineProxy {
 
 class ImportProxy {
  public:
-  ImportProxy(Forwarder* forwarder, grpc::CallbackServerContext* context, ImportResponse* response)
-      : caller(this, context), upstream(this, forwarder->ContextFor(context, /*stream=*/true)) {
+  ImportProxy(Forwarder* forwarder, grpc::CallbackServerContext* context, ImportResponse* response,
+              std::unique_ptr<StreamConnections::Lease> place)
+      : place(std::move(place)),
+        caller(this, context),
+        upstream(this, forwarder->ContextFor(context, /*stream=*/true)) {
     std::lock_guard<std::recursive_mutex> lock(state.mu);
-    bloom::v1::BloomFilterService::NewStub(forwarder->channel())
+    bloom::v1::BloomFilterService::NewStub(this->place->channel())
         ->async()
         ->Import(upstream.context.get(), response, &upstream);
     upstream.AddHold();
@@ -216,6 +235,7 @@ class ImportProxy {
     std::unique_ptr<grpc::ClientContext> context;
   };
 
+  const std::unique_ptr<StreamConnections::Lease> place;  // as PipelineProxy's
   ProxyState state;
   Caller caller;
   Upstream upstream;
@@ -224,14 +244,27 @@ class ImportProxy {
 }  // namespace
 
 grpc::ServerBidiReactor<PipelineRequest, PipelineResponse>* ProxyPipeline(
-    Forwarder* forwarder, grpc::CallbackServerContext* context) {
-  return &(new PipelineProxy(forwarder, context))->caller;
+    Forwarder* forwarder, grpc::CallbackServerContext* context,
+    const absl::StatusOr<std::string>& client) {
+  absl::StatusOr<std::unique_ptr<StreamConnections::Lease>> place =
+      client.ok() ? forwarder->streams().Acquire(*client) : client.status();
+  if (!place.ok()) {
+    return new Refused<grpc::ServerBidiReactor<PipelineRequest, PipelineResponse>>(
+        ToGrpcStatus(place.status()));
+  }
+  return &(new PipelineProxy(forwarder, context, *std::move(place)))->caller;
 }
 
 grpc::ServerReadReactor<ImportChunk>* ProxyImport(Forwarder* forwarder,
                                                   grpc::CallbackServerContext* context,
-                                                  ImportResponse* response) {
-  return &(new ImportProxy(forwarder, context, response))->caller;
+                                                  ImportResponse* response,
+                                                  const absl::StatusOr<std::string>& client) {
+  absl::StatusOr<std::unique_ptr<StreamConnections::Lease>> place =
+      client.ok() ? forwarder->streams().Acquire(*client) : client.status();
+  if (!place.ok()) {
+    return new Refused<grpc::ServerReadReactor<ImportChunk>>(ToGrpcStatus(place.status()));
+  }
+  return &(new ImportProxy(forwarder, context, response, *std::move(place)))->caller;
 }
 
 }  // namespace service

@@ -11,17 +11,25 @@
 #ifndef SERVICE_STREAM_PROXY_H_
 #define SERVICE_STREAM_PROXY_H_
 
+#include <string>
+
+#include "absl/status/statusor.h"
 #include "bloom/v1/bloom.grpc.pb.h"
 #include "service/forwarder.h"
 
 namespace service {
 
+// `client` is the admitted caller's ClientKey (auth.h), or why the follower refused the stream
+// (it then finishes with that at once). Each stream takes a place on a connection to the
+// primary (Forwarder::streams(), counted for `client`); with none to be had it finishes
+// RESOURCE_EXHAUSTED at once.
 grpc::ServerBidiReactor<bloom::v1::PipelineRequest, bloom::v1::PipelineResponse>* ProxyPipeline(
-    Forwarder* forwarder, grpc::CallbackServerContext* context);
+    Forwarder* forwarder, grpc::CallbackServerContext* context,
+    const absl::StatusOr<std::string>& client);
 
-grpc::ServerReadReactor<bloom::v1::ImportChunk>* ProxyImport(Forwarder* forwarder,
-                                                             grpc::CallbackServerContext* context,
-                                                             bloom::v1::ImportResponse* response);
+grpc::ServerReadReactor<bloom::v1::ImportChunk>* ProxyImport(
+    Forwarder* forwarder, grpc::CallbackServerContext* context, bloom::v1::ImportResponse* response,
+    const absl::StatusOr<std::string>& client);
 
 }  // namespace service
 

@@ -22,15 +22,6 @@ absl::Status ShuttingDown() {
   return absl::UnavailableError("the server is shutting down; retry another replica");
 }
 
-// Whom --max_transfers_per_client counts: the token's label, else the peer's address without
-// its port ("ipv4:10.0.0.7:51234" is "ipv4:10.0.0.7"), so new connections do not make a new
-// client.
-std::string ClientKey(const Caller& caller, const std::string& peer) {
-  if (!caller.label.empty()) return absl::StrCat("the token '", caller.label, "'");
-  const size_t port = peer.rfind(':');
-  return absl::StrCat("the peer ", port == std::string::npos ? peer : peer.substr(0, port));
-}
-
 class ExportReactor final : public grpc::ServerWriteReactor<ExportChunk> {
  public:
   ExportReactor(BloomService* service, grpc::CallbackServerContext* context)

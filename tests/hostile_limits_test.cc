@@ -764,3 +764,63 @@ TEST(HostileLimitsTest, WritesWaitingForAStalledFollowerDoNotBlindThePrimary) {
 }
 
 }  // namespace
+
+namespace {
+
+// Idle Pipeline streams opened through a follower: each is proxied to the primary, and they
+// shared the connection the follower forwards its writes on, where the primary takes 64 calls
+// at once. 70 of them (any read token) held every place, and every write forwarded from that
+// follower waited until its deadline. Now proxied streams have connections of their own, and one
+// client may have at most 64 through a follower (the rest are refused RESOURCE_EXHAUSTED).
+TEST(HostileLimitsTest, IdlePipelinesThroughAFollowerDoNotBlockItsForwardedWrites) {
+  bloomtest::ReplicationCluster cluster(1, {}, {});
+  ASSERT_TRUE(cluster.Start());
+  ASSERT_TRUE(cluster.WaitCaughtUp());
+  // On 7 connections of the same client (one connection takes at most 64 streams).
+  std::vector<std::unique_ptr<BloomFilterService::Stub>> stubs;
+  for (int c = 0; c < 7; ++c) {
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    stubs.push_back(BloomFilterService::NewStub(grpc::CreateCustomChannel(
+        cluster.follower(0).target(), grpc::InsecureChannelCredentials(), args)));
+  }
+  constexpr int kStreams = 70;
+  struct Idle {
+    grpc::ClientContext context;
+    std::unique_ptr<grpc::ClientReaderWriter<PipelineRequest, PipelineResponse>> stream;
+  };
+  std::vector<std::unique_ptr<Idle>> idle;
+  for (int i = 0; i < kStreams; ++i) {
+    auto one = std::make_unique<Idle>();
+    one->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    one->stream = stubs[i % stubs.size()]->Pipeline(&one->context);
+    idle.push_back(std::move(one));
+  }
+  absl::SleepFor(absl::Milliseconds(500));  // every stream reached the follower
+
+  ClientOptions options;
+  options.timeout = absl::Seconds(3);
+  std::unique_ptr<BloomClient> writer = BloomClient::Connect(cluster.follower(0).target(), options);
+  const bloom::v1::FilterSpec spec = SmallSpec();
+  absl::StatusOr<std::vector<bool>> added = writer->Add("through-the-follower", {"item"}, &spec);
+  ASSERT_TRUE(added.ok()) << "a write forwarded while " << kStreams
+                          << " Pipeline streams idle through the follower: " << added.status();
+
+  // The streams end: the first 64 as the primary ends a stream its client half-closed, the
+  // rest refused at once for the client's bound.
+  int refused = 0;
+  for (std::unique_ptr<Idle>& one : idle) {
+    one->stream->WritesDone();
+    const grpc::Status status = one->stream->Finish();
+    if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+      ++refused;
+      EXPECT_TRUE(absl::StrContains(status.error_message(), "streams open through this follower"))
+          << status.error_message();
+    } else {
+      EXPECT_TRUE(status.ok()) << status.error_message();
+    }
+  }
+  EXPECT_EQ(refused, kStreams - 64);
+}
+
+}  // namespace
