@@ -57,7 +57,7 @@ void PipelineBatch::Take(std::vector<Operation>& pending) {
 
 bool PipelineBatch::has_writes() const {
   return std::any_of(operations_.begin(), operations_.end(), [](const Operation& operation) {
-    return operation.request.has_add() || operation.request.has_remove();
+    return operation.request().has_add() || operation.request().has_remove();
   });
 }
 
@@ -81,16 +81,16 @@ void PipelineBatch::Queue(storage::OperationBatch& store_batch,
     }
     size_t end = begin + 1;
     while (end < operations_.size() &&
-           Mergeable(operations_[begin].request, operations_[end].request)) {
+           Mergeable(operations_[begin].request(), operations_[end].request())) {
       ++end;
     }
     const absl::Time start = absl::Now();
     const auto run = absl::MakeConstSpan(operations_).subspan(begin, end - begin);
     const auto run_responses = absl::MakeSpan(responses_).subspan(begin, end - begin);
-    if (run.front().request.has_add()) {
+    if (run.front().request().has_add()) {
       deferred_sync_ = service_->store()->syncs_adds();
       QueueAdds(store_batch, run, run_responses, queued_.emplace_back(begin, end, start));
-    } else if (run.front().request.has_remove()) {
+    } else if (run.front().request().has_remove()) {
       // Written now, without waiting for the fsync: answered once the batch's is done.
       deferred_sync_ = service_->store()->syncs_adds();
       AnswerRemoves(store_batch, run, run_responses);
@@ -119,7 +119,7 @@ void PipelineBatch::QueueAdds(storage::OperationBatch& store_batch, Run run, Res
     queued.failed.assign(run.size(), true);
     return;
   }
-  const bloom::v1::AddRequest& first = run.front().request.add();
+  const bloom::v1::AddRequest& first = run.front().request().add();
   bloom::FilterParams create_spec;
   if (first.has_create_if_missing()) create_spec = FromProto(first.create_if_missing());
   const bloom::FilterParams* spec = first.has_create_if_missing() ? &create_spec : nullptr;
@@ -127,7 +127,7 @@ void PipelineBatch::QueueAdds(storage::OperationBatch& store_batch, Run run, Res
   if (run.size() > 1) {
     bool valid = true;
     for (const Operation& read : run) {
-      valid = valid && service_->CollectItems(read.request.add(), items).ok();
+      valid = valid && service_->CollectItems(read.request().add(), items).ok();
       queued.ends.push_back(items.size());
     }
     if (valid) {
@@ -148,7 +148,7 @@ void PipelineBatch::QueueEach(storage::OperationBatch& store_batch, Run run, Res
   queued.failed.assign(run.size(), false);
   std::vector<absl::string_view> items;
   for (size_t i = 0; i < run.size(); ++i) {
-    const bloom::v1::AddRequest& add = run[i].request.add();
+    const bloom::v1::AddRequest& add = run[i].request().add();
     items.clear();
     if (absl::Status valid = service_->CollectItems(add, items); !valid.ok()) {
       SetOperationError(valid, responses[i]);
@@ -201,7 +201,7 @@ void PipelineBatch::AnswerRemoves(storage::OperationBatch& store_batch, Run run,
                                   Responses responses) {
   std::vector<absl::string_view> items;
   for (size_t i = 0; i < run.size(); ++i) {
-    const bloom::v1::RemoveRequest& request = run[i].request.remove();
+    const bloom::v1::RemoveRequest& request = run[i].request().remove();
     items.clear();
     absl::Status status = RequireRole(caller_, Role::kWrite, "Pipeline remove");
     if (status.ok()) status = service_->CollectItems(request, items);
@@ -227,13 +227,13 @@ void PipelineBatch::AnswerChecks(storage::OperationBatch& store_batch, Run run,
     std::vector<size_t> ends;
     bool valid = true;
     for (const Operation& read : run) {
-      valid = valid && service_->CollectItems(read.request.might_contain(), items).ok();
+      valid = valid && service_->CollectItems(read.request().might_contain(), items).ok();
       ends.push_back(items.size());
     }
     std::unique_ptr<bool[]> present(new bool[items.size()]);
     if (valid &&
         store_batch
-            .MightContainInto(run.front().request.might_contain().name(), items, present.get())
+            .MightContainInto(run.front().request().might_contain().name(), items, present.get())
             .ok()) {
       size_t begin = 0;
       for (size_t i = 0; i < run.size(); ++i) {
@@ -246,7 +246,7 @@ void PipelineBatch::AnswerChecks(storage::OperationBatch& store_batch, Run run,
     }
   }
   for (size_t i = 0; i < run.size(); ++i) {
-    const bloom::v1::MightContainRequest& request = run[i].request.might_contain();
+    const bloom::v1::MightContainRequest& request = run[i].request().might_contain();
     items.clear();
     absl::Status status = service_->CollectItems(request, items);
     std::unique_ptr<bool[]> present(new bool[items.size()]);
@@ -269,7 +269,7 @@ void PipelineBatch::RecordRun(size_t begin, size_t end, absl::Duration took) {
   metrics::ServerMetrics* metrics = service_->hooks().metrics;
   if (metrics == nullptr) return;
   for (size_t i = begin; i < end; ++i) {
-    const PipelineRequest& request = operations_[i].request;
+    const PipelineRequest& request = operations_[i].request();
     const bool add = request.has_add();
     const bool remove = request.has_remove();
     const size_t items =

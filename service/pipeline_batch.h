@@ -23,6 +23,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <memory>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -39,11 +40,15 @@ class BloomService;
 class PipelineBatch {
  public:
   // One operation as read: a message's own operation is followed by the `more` operations it
-  // carried, which have bytes 0.
+  // carried, which have bytes 0. The message was parsed on `arena`, which the operation keeps:
+  // its items are strings allocated there, freed together with the arena, not one by one.
   struct Operation {
-    bloom::v1::PipelineRequest request;
+    std::shared_ptr<google::protobuf::Arena> arena;
+    const bloom::v1::PipelineRequest* message = nullptr;  // on `arena`
     size_t bytes = 0;  // of the message it came in (0 for the operations in a message's `more`)
     size_t more = 0;   // operations that came in this one's `more`: the Operations right after it
+
+    const bloom::v1::PipelineRequest& request() const { return *message; }
   };
 
   // `service` (its limits, store and metrics) must outlive the batch; `caller` is the stream's,

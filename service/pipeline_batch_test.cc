@@ -20,10 +20,21 @@ namespace {
 using bloom::v1::PipelineRequest;
 using bloom::v1::PipelineResponse;
 
+// An operation whose message is on an arena of its own, as the stream reads them; `request`
+// points at the message to fill.
+PipelineBatch::Operation NewOperation(PipelineRequest*& request) {
+  PipelineBatch::Operation operation;
+  operation.arena = std::make_shared<google::protobuf::Arena>();
+  request = google::protobuf::Arena::CreateMessage<PipelineRequest>(operation.arena.get());
+  operation.message = request;
+  return operation;
+}
+
 PipelineBatch::Operation AddOf(const std::string& name, const std::vector<std::string>& items,
                                bool create = false) {
-  PipelineBatch::Operation operation;
-  bloom::v1::AddRequest* add = operation.request.mutable_add();
+  PipelineRequest* request = nullptr;
+  PipelineBatch::Operation operation = NewOperation(request);
+  bloom::v1::AddRequest* add = request->mutable_add();
   add->set_name(name);
   for (const std::string& item : items) add->add_items(item);
   if (create) {
@@ -35,8 +46,9 @@ PipelineBatch::Operation AddOf(const std::string& name, const std::vector<std::s
 
 PipelineBatch::Operation CheckOf(const std::string& name, const std::vector<std::string>& items,
                                  bool absent_if_missing = false) {
-  PipelineBatch::Operation operation;
-  bloom::v1::MightContainRequest* check = operation.request.mutable_might_contain();
+  PipelineRequest* request = nullptr;
+  PipelineBatch::Operation operation = NewOperation(request);
+  bloom::v1::MightContainRequest* check = request->mutable_might_contain();
   check->set_name(name);
   for (const std::string& item : items) check->add_items(item);
   check->set_absent_if_missing(absent_if_missing);
