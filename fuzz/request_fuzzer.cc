@@ -11,15 +11,18 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <deque>
 #include <filesystem>
 #include <memory>
 #include <string>
 #include <system_error>
+#include <vector>
 
 #include "absl/strings/str_join.h"
 #include "bloom/v1/bloom.pb.h"
 #include "service/bloom_service.h"
 #include "service/direct_parse.h"
+#include "service/pipeline_batch.h"
 #include "storage/filter_store.h"
 #include "wire/items_as_bytes.h"
 
@@ -118,14 +121,49 @@ void RunDirect(const uint8_t* data, size_t size, bool add) {
   }
 }
 
+// The direct parse of a PipelineRequest against protobuf's; then the stream's own reading
+// (PipelineBatch::Read, with a bound on operations).
+void RunPipelineParse(const uint8_t* data, size_t size) {
+  const absl::string_view bytes(reinterpret_cast<const char*>(data), size);
+  std::vector<service::PipelineOperationView> read;
+  std::deque<std::string> merged;
+  const bool direct = service::ParsePipelineRequest(bytes, &read, &merged);
+  bloom::v1::PipelineRequest request;
+  if (direct && request.ParseFromArray(data, static_cast<int>(size))) {
+    // (Where protobuf refuses only a string that is not UTF-8, the direct parse reads bytes.)
+    bool nested = false;
+    for (const service::PipelineOperationView& op : read) nested |= op.nested_more > 0;
+    if (!nested && read.size() != 1u + request.more_size()) abort();
+    for (size_t i = 0; !nested && i < read.size(); ++i) {
+      const bloom::v1::PipelineRequest& op =
+          i == 0 ? request : request.more(static_cast<int>(i - 1));
+      if (read[i].id != op.id()) abort();
+      const bool kind_agrees =
+          (read[i].kind == service::PipelineOperationView::Kind::kNone) ==
+              (op.op_case() == bloom::v1::PipelineRequest::OP_NOT_SET) &&
+          (read[i].kind == service::PipelineOperationView::Kind::kAdd) == op.has_add() &&
+          (read[i].kind == service::PipelineOperationView::Kind::kRemove) == op.has_remove();
+      if (!kind_agrees) abort();
+      const std::string& name = op.has_add()      ? op.add().name()
+                                : op.has_remove() ? op.remove().name()
+                                                  : op.might_contain().name();
+      if (op.op_case() != bloom::v1::PipelineRequest::OP_NOT_SET && read[i].request.name != name) {
+        abort();
+      }
+    }
+  }
+  auto kept = std::make_shared<const std::string>(bytes);
+  (void)service::PipelineBatch::Read(kept, *kept, /*max_operations=*/64).status();
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   service::BloomService& s = *GetHarness().service;
-  // 0-7 as the first byte mod 8 (so saved inputs keep their handler), Merge, Remove and Count
-  // for bytes that are 8, 9 and 10 mod 16.
-  const uint8_t method = data[0] % 16 >= 8 && data[0] % 16 <= 10 ? data[0] % 16 : data[0] % 8;
+  // 0-7 as the first byte mod 8 (so saved inputs keep their handler), Merge, Remove, Count and
+  // a Pipeline message's parse for bytes that are 8, 9, 10 and 11 mod 16.
+  const uint8_t method = data[0] % 16 >= 8 && data[0] % 16 <= 11 ? data[0] % 16 : data[0] % 8;
   ++data;
   --size;
   switch (method) {
@@ -189,6 +227,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         bloom::v1::CountResponse response;
         s.HandleCount(r, &response);
       });
+      break;
+    case 11:
+      RunPipelineParse(data, size);
       break;
   }
   return 0;

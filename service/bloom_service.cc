@@ -152,6 +152,26 @@ absl::Status BloomService::CheckItems(absl::Span<const absl::string_view> items,
   return absl::OkStatus();
 }
 
+absl::Status BloomService::CollectItems(const ItemsRequestView& request,
+                                        std::vector<absl::string_view>& items) const {
+  const size_t first = items.size();
+  const size_t needed = first + request.items.size();
+  if (needed > items.capacity()) items.reserve(std::max(needed, 2 * items.capacity()));
+  items.insert(items.end(), request.items.begin(), request.items.end());
+  return CheckItems(absl::MakeConstSpan(items).subspan(first), request.text_items);
+}
+
+absl::StatusOr<absl::optional<bloom::FilterParams>> BloomService::CreateSpecOf(
+    const ItemsRequestView& request) {
+  if (request.create_if_missing.empty()) return absl::nullopt;
+  // Concatenated encodings parse as their merge, as protobuf reads a repeated message field.
+  bloom::v1::FilterSpec spec;
+  if (!spec.ParseFromString(absl::StrJoin(request.create_if_missing, ""))) {
+    return absl::InvalidArgumentError("create_if_missing is not a FilterSpec");
+  }
+  return FromProto(spec);
+}
+
 template absl::Status BloomService::CollectItems(const bloom::v1::AddRequest&,
                                                  std::vector<absl::string_view>&) const;
 template absl::Status BloomService::CollectItems(const bloom::v1::MightContainRequest&,
@@ -352,13 +372,12 @@ void BloomService::HandleAddItemsGrouped(const ItemsRequestView& request, bool* 
   absl::Status status = log->Admit();
   if (status.ok()) status = CheckItems(request.items, request.text_items);
   absl::optional<bloom::FilterParams> create_spec;
-  if (status.ok() && !request.create_if_missing.empty()) {
-    // Concatenated encodings parse as their merge, as protobuf reads a repeated message field.
-    bloom::v1::FilterSpec spec;
-    if (spec.ParseFromString(absl::StrJoin(request.create_if_missing, ""))) {
-      create_spec = FromProto(spec);
+  if (status.ok()) {
+    absl::StatusOr<absl::optional<bloom::FilterParams>> spec = CreateSpecOf(request);
+    if (spec.ok()) {
+      create_spec = *std::move(spec);
     } else {
-      status = absl::InvalidArgumentError("create_if_missing is not a FilterSpec");
+      status = spec.status();
     }
   }
   if (!status.ok()) {
@@ -717,8 +736,8 @@ grpc::ServerUnaryReactor* BloomCallbackService::Count(grpc::CallbackServerContex
                     });
 }
 
-grpc::ServerBidiReactor<bloom::v1::PipelineRequest, bloom::v1::PipelineResponse>*
-BloomService::Pipeline(grpc::CallbackServerContext* context) {
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* BloomService::Pipeline(
+    grpc::CallbackServerContext* context) {
   // On a follower, the whole stream goes to the primary (its adds must, and a check after an
   // add of the same item must see it).
   if (hooks_.forwarder != nullptr) {

@@ -64,9 +64,10 @@ struct ServiceHooks {
 };
 
 // The streams (Pipeline, Export, Import) are callback streams: one needs no thread while it
-// waits for its client. BloomService implements them and the unary handlers; gRPC serves
-// BloomCallbackService, which adds the unary calls on the callback API.
-using StreamServiceBase = bloom::v1::BloomFilterService::WithCallbackMethod_Pipeline<
+// waits for its client. Pipeline reads and writes bytes (pipeline.h parses them). BloomService
+// implements them and the unary handlers; gRPC serves BloomCallbackService, which adds the unary
+// calls on the callback API.
+using StreamServiceBase = bloom::v1::BloomFilterService::WithRawCallbackMethod_Pipeline<
     bloom::v1::BloomFilterService::WithCallbackMethod_Export<
         bloom::v1::BloomFilterService::WithCallbackMethod_Import<
             bloom::v1::BloomFilterService::Service>>>;
@@ -141,7 +142,7 @@ class BloomService final : public StreamServiceBase {
                            bloom::v1::CountResponse* response,
                            grpc::ServerContextBase* context = nullptr);
 
-  grpc::ServerBidiReactor<bloom::v1::PipelineRequest, bloom::v1::PipelineResponse>* Pipeline(
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Pipeline(
       grpc::CallbackServerContext* context) override;
 
   // Admits a stream (not draining, deadline ahead, a valid token from its metadata, with the
@@ -170,6 +171,12 @@ class BloomService final : public StreamServiceBase {
   // The batch limits of one request's items: the first `text_items` came from `items`, the
   // rest from `raw_items` (error messages name the field and index).
   absl::Status CheckItems(absl::Span<const absl::string_view> items, size_t text_items) const;
+  // As CollectItems, for a request read as views (direct_parse.h).
+  absl::Status CollectItems(const ItemsRequestView& request,
+                            std::vector<absl::string_view>& items) const;
+  // An AddRequest's create_if_missing (nullopt: none); INVALID_ARGUMENT if it does not parse.
+  static absl::StatusOr<absl::optional<bloom::FilterParams>> CreateSpecOf(
+      const ItemsRequestView& request);
 
   // Add and MightContain read from the wire (direct_parse.h), for item_calls.h (either API):
   // `answers` (request.items.size() bools, in the response being written) gets one value per
@@ -266,7 +273,7 @@ class BloomCallbackService : public CallbackUnaryBase {
       grpc::CallbackServerContext* context, bloom::v1::ImportResponse* response) override {
     return core_->Import(context, response);
   }
-  grpc::ServerBidiReactor<bloom::v1::PipelineRequest, bloom::v1::PipelineResponse>* Pipeline(
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Pipeline(
       grpc::CallbackServerContext* context) override {
     return core_->Pipeline(context);
   }

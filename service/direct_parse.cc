@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <iterator>
 
+#include "absl/strings/str_join.h"
+
 namespace service {
 namespace {
 
@@ -210,6 +212,109 @@ bool ParseMightContainRequest(absl::string_view bytes, ItemsRequestView* out) {
                              if (field == 5) out->min_sequence = value;
                              return true;
                            });
+}
+
+bool ParseRemoveRequest(absl::string_view bytes, ItemsRequestView* out) {
+  return ParseItemsRequest(bytes, out,
+                           [](WireReader& reader, uint32_t /*field*/, uint32_t wire_type) {
+                             return reader.SkipField(wire_type);
+                           });
+}
+
+namespace {
+
+// PipelineRequest's fields.
+constexpr uint32_t kPipelineId = 1;
+constexpr uint32_t kPipelineAdd = 2;
+constexpr uint32_t kPipelineMightContain = 3;
+constexpr uint32_t kPipelineMore = 4;
+constexpr uint32_t kPipelineRemove = 5;
+
+// One PipelineRequest's own fields into `op`; its `more` entries into `more` (null: count them
+// in op->nested_more). The oneof's message comes in one piece as clients send it; protobuf
+// merges a message field that appears more than once (and a later member of the oneof replaces
+// an earlier one), so pieces of one field are joined in `merged` and read together.
+bool ParseOperation(absl::string_view bytes, PipelineOperationView* op,
+                    std::vector<absl::string_view>* more, std::deque<std::string>* merged) {
+  uint32_t chosen = 0;
+  std::vector<absl::string_view> pieces;
+  WireReader reader(bytes);
+  while (!reader.AtEnd()) {
+    uint32_t field;
+    uint32_t wire_type;
+    if (!reader.ReadTag(&field, &wire_type)) return false;
+    bool read;
+    if (field == kPipelineId && wire_type == kVarint) {
+      read = reader.ReadVarint(&op->id);
+    } else if ((field == kPipelineAdd || field == kPipelineMightContain ||
+                field == kPipelineRemove) &&
+               wire_type == kLengthDelimited) {
+      absl::string_view value;
+      read = reader.ReadLengthDelimited(&value);
+      if (field != chosen) pieces.clear();
+      chosen = field;
+      pieces.push_back(value);
+    } else if (field == kPipelineMore && wire_type == kLengthDelimited) {
+      absl::string_view value;
+      read = reader.ReadLengthDelimited(&value);
+      if (more != nullptr) {
+        more->push_back(value);
+      } else {
+        ++op->nested_more;
+      }
+    } else {
+      read = reader.SkipField(wire_type);
+    }
+    if (!read) return false;
+  }
+  if (chosen == 0) return true;  // no operation (the stream says so)
+  const absl::string_view request =
+      pieces.size() == 1 ? pieces.front() : merged->emplace_back(absl::StrJoin(pieces, ""));
+  switch (chosen) {
+    case kPipelineAdd:
+      op->kind = PipelineOperationView::Kind::kAdd;
+      return ParseAddRequest(request, &op->request);
+    case kPipelineMightContain:
+      op->kind = PipelineOperationView::Kind::kMightContain;
+      return ParseMightContainRequest(request, &op->request);
+    default:
+      op->kind = PipelineOperationView::Kind::kRemove;
+      return ParseRemoveRequest(request, &op->request);
+  }
+}
+
+}  // namespace
+
+bool CountPipelineOperations(absl::string_view bytes, size_t* operations, uint64_t* id) {
+  *operations = 1;
+  *id = 0;
+  WireReader reader(bytes);
+  while (!reader.AtEnd()) {
+    uint32_t field;
+    uint32_t wire_type;
+    if (!reader.ReadTag(&field, &wire_type)) return false;
+    if (field == kPipelineId && wire_type == kVarint) {
+      if (!reader.ReadVarint(id)) return false;
+      continue;
+    }
+    if (field == kPipelineMore && wire_type == kLengthDelimited) ++*operations;
+    if (!reader.SkipField(wire_type)) return false;
+  }
+  return true;
+}
+
+bool ParsePipelineRequest(absl::string_view bytes, std::vector<PipelineOperationView>* out,
+                          std::deque<std::string>* merged) {
+  out->clear();
+  std::vector<absl::string_view> more;
+  out->emplace_back();
+  if (!ParseOperation(bytes, &out->back(), &more, merged)) return false;
+  out->reserve(1 + more.size());
+  for (absl::string_view entry : more) {
+    out->emplace_back();
+    if (!ParseOperation(entry, &out->back(), nullptr, merged)) return false;
+  }
+  return true;
 }
 
 namespace {

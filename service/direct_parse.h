@@ -1,10 +1,12 @@
-// Reads bloom.v1.AddRequest and MightContainRequest straight from their wire bytes, and writes
-// their responses, without protobuf messages: the items stay views into the received bytes.
+// Reads bloom.v1.AddRequest, MightContainRequest, RemoveRequest and PipelineRequest straight
+// from their wire bytes, and writes Add and MightContain responses, without protobuf messages:
+// the items stay views into the received bytes.
 //
 // Why: protobuf's parse turns every item into a std::string (a heap allocation for each item
 // longer than 15 bytes, freed again with the call) in a repeated field, a large share of a
-// batched call's server CPU (benchmarks/parse_benchmark compares the two). The callback server
-// reads its Add and MightContain calls with these functions (bloom_service.h). The wire format is
+// batched call's server CPU (benchmarks/parse_benchmark compares the two). The server reads its
+// Add and MightContain calls (item_calls.h) and Pipeline messages (pipeline.h) with these
+// functions. The wire format is
 // protobuf's, unchanged: the parse accepts what protobuf's does for these messages (fields in any
 // order and repeated, unknown fields skipped, a repeated scalar field's last value winning, a
 // repeated message field merged) except groups, which proto3 has none of. `items` are read as
@@ -16,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -43,6 +46,32 @@ struct ItemsRequestView {
 // well-formed message of that type (truncated, a bad varint or tag, a group).
 bool ParseAddRequest(absl::string_view bytes, ItemsRequestView* out);
 bool ParseMightContainRequest(absl::string_view bytes, ItemsRequestView* out);
+
+// A RemoveRequest (fields 1-3 as the others'; nothing else is read).
+bool ParseRemoveRequest(absl::string_view bytes, ItemsRequestView* out);
+
+// One operation of a bloom.v1.PipelineRequest: the message's own, or one of its `more`.
+struct PipelineOperationView {
+  enum class Kind { kNone, kAdd, kMightContain, kRemove };
+  uint64_t id = 0;
+  Kind kind = Kind::kNone;   // kNone: the message carried no operation
+  ItemsRequestView request;  // its AddRequest, MightContainRequest or RemoveRequest
+  // For an operation in `more`: the `more` entries it carried itself (operations nest one level
+  // only: the stream refuses any).
+  size_t nested_more = 0;
+};
+
+// The operations a PipelineRequest carries (1 + its `more` entries) and its id, read without
+// parsing any operation (the bound is checked before the parse costs anything); false if the
+// message is malformed at its top level.
+bool CountPipelineOperations(absl::string_view bytes, size_t* operations, uint64_t* id);
+// Parses a PipelineRequest into `*out`: its own operation first, then its `more`, in order.
+// Views point into `bytes`, or into `merged` for an operation whose message came in more than
+// one piece (protobuf merges them; no client sends that): both must outlive `*out`. False if the
+// message is not well-formed (as protobuf would refuse it, nested `more` entries aside, which are
+// counted, not parsed).
+bool ParsePipelineRequest(absl::string_view bytes, std::vector<PipelineOperationView>* out,
+                          std::deque<std::string>* merged);
 
 // The FilterSpec fields that are messages (window and idle_ttl, google.protobuf.Durations):
 // protobuf refuses a request in which one of them is malformed, so ParseAddRequest checks them.

@@ -105,6 +105,7 @@ inline constexpr char kMergeMethod[] = "/bloom.v1.BloomFilterService/Merge";
 inline constexpr char kListMethod[] = "/bloom.v1.BloomFilterService/List";
 inline constexpr char kRemoveMethod[] = "/bloom.v1.BloomFilterService/Remove";
 inline constexpr char kCountMethod[] = "/bloom.v1.BloomFilterService/Count";
+inline constexpr char kPipelineMethod[] = "/bloom.v1.BloomFilterService/Pipeline";
 
 }  // namespace service
 

@@ -1,5 +1,8 @@
 #include "service/pipeline.h"
 
+#include <grpcpp/impl/codegen/proto_utils.h>
+#include <grpcpp/support/slice.h>
+
 #include <atomic>
 #include <deque>
 #include <memory>
@@ -19,16 +22,9 @@
 
 namespace service {
 
-using bloom::v1::PipelineRequest;
 using bloom::v1::PipelineResponse;
 
-// The arena a read message is parsed on grows in blocks from the first size to the second: a
-// one-item message takes one small block; a 1,000-item add (about 40 KB of std::strings and
-// their array) a few.
-constexpr size_t kArenaStartBlock = 1024;
-constexpr size_t kArenaMaxBlock = size_t{64} * 1024;
-
-class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, PipelineResponse>,
+class PipelineReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
                               private storage::GroupCommitter::Job {
  public:
   PipelineReactor(BloomService* service, PipelineStreams* streams, Caller caller)
@@ -65,6 +61,10 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
   }
 
   void OnReadDone(bool ok) override {
+    // Parsed before the lock is taken, as gRPC's deserialization was.
+    size_t bytes = 0;
+    absl::StatusOr<std::shared_ptr<const PipelineBatch::Message>> message;
+    if (ok) message = ReadMessage(&bytes);
     Actions actions;
     bool serve = false;
     {
@@ -72,38 +72,18 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
       reading_ = false;
       if (!ok) {
         stop_reading_ = true;  // the client half-closed, or the stream broke
-      } else if (const size_t operations = bloom::wire::RefusedOperationCount(*read_buffer_);
-                 operations > 0) {
-        if (end_status_.ok()) {
-          end_status_ = absl::InvalidArgumentError(absl::StrCat(
-              "PipelineRequest id ", read_buffer_->id(), " carries ", operations,
-              " operations (itself and its `more`); the limit is ",
-              service_->limits().max_pipeline_operations, " (--max_pipeline_operations)"));
-        }
-        stop_reading_ = true;
-      } else if (read_buffer_->op_case() == PipelineRequest::OP_NOT_SET) {
-        if (end_status_.ok()) {
-          end_status_ = absl::InvalidArgumentError(
-              absl::StrCat("PipelineRequest id ", read_buffer_->id(),
-                           " has no operation (add, might_contain or remove)"));
-        }
-        stop_reading_ = true;
-      } else if (absl::Status packed = CheckMore(*read_buffer_); !packed.ok()) {
-        if (end_status_.ok()) end_status_ = packed;
+      } else if (!message.ok()) {
+        if (end_status_.ok()) end_status_ = message.status();
         stop_reading_ = true;
       } else if (!stop_reading_) {
         // (A read that completes after shutdown or a break decided to stop is dropped: its
         // operation was never acknowledged.)
-        const size_t bytes = read_buffer_->ByteSizeLong();
-        const auto more = static_cast<size_t>(read_buffer_->more_size());
+        const size_t more = (*message)->operations.size() - 1;
         unanswered_bytes_ += bytes;
         unanswered_ += 1 + more;
-        // The operations of one message stay together in pending_ (taken whole by Serve). They
-        // point into the message, which their arena keeps.
-        pending_.push_back({read_arena_, read_buffer_, bytes, more});
-        for (const PipelineRequest& request : read_buffer_->more()) {
-          pending_.push_back({read_arena_, &request, 0, 0});
-        }
+        // The operations of one message stay together in pending_ (taken whole by Serve).
+        pending_.push_back({*message, 0, bytes, more});
+        for (size_t i = 1; i <= more; ++i) pending_.push_back({*message, i, 0, 0});
         if (!serving_) serve = serving_ = true;
       }
       actions = NextActionsLocked();
@@ -161,22 +141,20 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
     bool durable = true;
   };
 
-  // The operations in a message's `more` must each have one and no `more` of their own.
-  static absl::Status CheckMore(const PipelineRequest& request) {
-    for (const PipelineRequest& more : request.more()) {
-      if (more.op_case() == PipelineRequest::OP_NOT_SET) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("PipelineRequest id ", request.id(), ": more (id ", more.id(),
-                         ") has no operation (add, might_contain or remove)"));
-      }
-      if (more.more_size() > 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("PipelineRequest id ", request.id(), ": more (id ", more.id(),
-                         ") has a `more` of its own; operations nest one level only"));
-      }
+  // The message just read, in one slice (a copy only when it arrived in pieces) that its
+  // operations keep: their items are views into it (direct_parse.h).
+  absl::StatusOr<std::shared_ptr<const PipelineBatch::Message>> ReadMessage(size_t* bytes) {
+    auto slice = std::make_shared<grpc::Slice>();  // not moved: a small slice holds its bytes
+    if (!read_buffer_.TrySingleSlice(slice.get()).ok() &&
+        !read_buffer_.DumpToSingleSlice(slice.get()).ok()) {
+      return absl::InternalError("could not read a PipelineRequest");
     }
-    return absl::OkStatus();
+    read_buffer_.Clear();
+    *bytes = slice->size();
+    const absl::string_view wire(reinterpret_cast<const char*>(slice->begin()), slice->size());
+    return PipelineBatch::Read(slice, wire, service_->limits().max_pipeline_operations);
   }
+
   // What to start once the mutex is released: gRPC may run a reaction inline.
   struct Actions {
     bool read = false;
@@ -218,18 +196,21 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
   }
 
   void Run(const Actions& actions) {
-    if (actions.write != nullptr) StartWrite(actions.write);
-    if (actions.read) {
-      // A fresh message on an arena of its own for each read (only this thread reads it
-      // until OnReadDone: one read is in flight). Parsing allocates its operations and items
-      // there, bump by bump; the arena goes when its last operation is answered.
-      google::protobuf::ArenaOptions options;
-      options.start_block_size = kArenaStartBlock;
-      options.max_block_size = kArenaMaxBlock;
-      read_arena_ = std::make_shared<google::protobuf::Arena>(options);
-      read_buffer_ = google::protobuf::Arena::CreateMessage<PipelineRequest>(read_arena_.get());
-      StartRead(read_buffer_);
+    if (actions.write != nullptr) {
+      // The outbox's front stays put while it is written (only later answers are added, and
+      // only answers not yet durable change), so it is read here without the lock.
+      bool own_buffer = false;
+      write_buffer_.Clear();  // the previous write's is done with (one write in flight)
+      const grpc::Status serialized =
+          grpc::GenericSerialize<grpc::ProtoBufferWriter, PipelineResponse>(
+              *actions.write, &write_buffer_, &own_buffer);
+      if (!serialized.ok()) {
+        bloomlog::LogWarning(absl::StrCat("Pipeline: an answer could not be serialized: ",
+                                          serialized.error_message()));
+      }
+      StartWrite(&write_buffer_);
     }
+    if (actions.read) StartRead(&read_buffer_);
     if (actions.finish) Finish(ToGrpcStatus(actions.status));
   }
 
@@ -293,7 +274,7 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
     std::vector<PipelineResponse>& responses = batch_.responses();
     const bool deferred_sync = batch_.deferred_sync();
     for (size_t i = 0; i < operations.size(); ++i) {
-      responses[i].set_id(operations[i].request().id());
+      responses[i].set_id(operations[i].view().id);
     }
     size_t awaiting_sync = 0;
     Actions actions;
@@ -356,9 +337,8 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
   const size_t window_;
   const absl::Time start_;
 
-  // The one read in flight writes into read_buffer_, on read_arena_ (both set by Run).
-  std::shared_ptr<google::protobuf::Arena> read_arena_;
-  PipelineRequest* read_buffer_ = nullptr;
+  grpc::ByteBuffer read_buffer_;   // the one read in flight writes here
+  grpc::ByteBuffer write_buffer_;  // the one write in flight's answer, serialized
   // The batch being served, its answers, and its runs of adds queued in the store batch: only
   // the thread serving the stream (serving_) touches them.
   PipelineBatch batch_;
@@ -384,13 +364,13 @@ class PipelineReactor final : public grpc::ServerBidiReactor<PipelineRequest, Pi
   absl::Status end_status_;  // guarded by mu_ until finished_, then read by OnDone
 };
 
-grpc::ServerBidiReactor<PipelineRequest, PipelineResponse>* PipelineStreams::Start(
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* PipelineStreams::Start(
     BloomService* service, grpc::CallbackServerContext* context) {
   absl::StatusOr<Caller> caller = service->AdmitStream(context);
   if (!caller.ok()) {
     // A reactor that only finishes: nothing is read, so an unauthenticated peer's messages
     // are never buffered for it.
-    class Refused final : public grpc::ServerBidiReactor<PipelineRequest, PipelineResponse> {
+    class Refused final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
      public:
       explicit Refused(const absl::Status& status) { Finish(ToGrpcStatus(status)); }
       void OnDone() override { delete this; }

@@ -1,7 +1,10 @@
 // Pipeline: bloom.v1's Pipeline stream, many Add/MightContain operations over one long-lived
 // bidirectional stream, answered in request order (see the rpc's comment in bloom.proto).
 //
-// Each stream is a PipelineReactor on gRPC's callback API, so a stream costs no thread:
+// Each stream is a PipelineReactor on gRPC's callback API, so a stream costs no thread. It reads
+// each PipelineRequest as bytes and parses it into views of its items (direct_parse.h), which
+// its operations keep until answered (no string per item); answers are PipelineResponse
+// messages, serialized as they are written.
 //  - it is admitted once, from its metadata, before any message is read (token, draining,
 //    deadline); each add is then checked against the token's role;
 //  - one read is in flight while fewer than `pipeline_window` operations, and fewer than
@@ -26,6 +29,7 @@
 #ifndef SERVICE_PIPELINE_H_
 #define SERVICE_PIPELINE_H_
 
+#include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/server_callback.h>
 
 #include <cstddef>
@@ -53,7 +57,7 @@ class PipelineStreams {
 
   // Starts serving a new stream of `service` (which must outlive it); a draining service or a
   // refused token finishes it at once.
-  grpc::ServerBidiReactor<bloom::v1::PipelineRequest, bloom::v1::PipelineResponse>* Start(
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Start(
       BloomService* service, grpc::CallbackServerContext* context);
 
   // Asks every live stream to stop reading, answer what it has read and finish UNAVAILABLE.

@@ -1,42 +1,72 @@
 #include "service/pipeline_batch.h"
 
-#include <google/protobuf/util/message_differencer.h>
-
 #include <algorithm>
 #include <memory>
 #include <string>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "service/bloom_service.h"
 #include "service/convert.h"
 
 namespace service {
 
-using bloom::v1::PipelineRequest;
 using bloom::v1::PipelineResponse;
 
 namespace {
 
-const std::string& OperationName(const PipelineRequest& request) {
-  if (request.has_add()) return request.add().name();
-  if (request.has_remove()) return request.remove().name();
-  return request.might_contain().name();
-}
+using Kind = PipelineOperationView::Kind;
 
 // Whether b may be served in one store call with a (same kind, same filter, and for adds the
-// same create_if_missing).
-bool Mergeable(const PipelineRequest& a, const PipelineRequest& b) {
-  if (a.op_case() != b.op_case() || OperationName(a) != OperationName(b)) return false;
-  if (a.has_remove()) return false;  // each answers its own removed[]
-  if (!a.has_add()) return true;
-  if (a.add().has_create_if_missing() != b.add().has_create_if_missing()) return false;
-  return !a.add().has_create_if_missing() ||
-         google::protobuf::util::MessageDifferencer::Equals(a.add().create_if_missing(),
-                                                            b.add().create_if_missing());
+// same create_if_missing, compared as bytes: equal specs encoded differently are served apart,
+// which is only slower).
+bool Mergeable(const PipelineOperationView& a, const PipelineOperationView& b) {
+  if (a.kind != b.kind || a.request.name != b.request.name) return false;
+  if (a.kind == Kind::kRemove) return false;  // each answers its own removed[]
+  return a.kind != Kind::kAdd || a.request.create_if_missing == b.request.create_if_missing;
 }
 
 }  // namespace
+
+absl::StatusOr<std::shared_ptr<const PipelineBatch::Message>> PipelineBatch::Read(
+    std::shared_ptr<const void> keep, absl::string_view bytes, size_t max_operations) {
+  size_t operations = 0;
+  uint64_t id = 0;
+  if (!CountPipelineOperations(bytes, &operations, &id)) {
+    return absl::InvalidArgumentError("a PipelineRequest is not well-formed");
+  }
+  if (max_operations > 0 && operations > max_operations) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("PipelineRequest id ", id, " carries ", operations,
+                     " operations (itself and its `more`); the limit is ", max_operations,
+                     " (--max_pipeline_operations)"));
+  }
+  auto message = std::make_shared<Message>();
+  message->bytes = std::move(keep);
+  if (!ParsePipelineRequest(bytes, &message->operations, &message->merged)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("PipelineRequest id ", id, " is not well-formed"));
+  }
+  const std::vector<PipelineOperationView>& read = message->operations;
+  if (read.front().kind == Kind::kNone) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "PipelineRequest id ", id, " has no operation (add, might_contain or remove)"));
+  }
+  for (size_t i = 1; i < read.size(); ++i) {
+    if (read[i].kind == Kind::kNone) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("PipelineRequest id ", id, ": more (id ", read[i].id,
+                       ") has no operation (add, might_contain or remove)"));
+    }
+    if (read[i].nested_more > 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("PipelineRequest id ", id, ": more (id ", read[i].id,
+                       ") has a `more` of its own; operations nest one level only"));
+    }
+  }
+  return std::shared_ptr<const Message>(std::move(message));
+}
 
 void SetOperationError(const absl::Status& status, PipelineResponse& response) {
   bloom::v1::OperationError* error = response.mutable_error();
@@ -57,7 +87,7 @@ void PipelineBatch::Take(std::vector<Operation>& pending) {
 
 bool PipelineBatch::has_writes() const {
   return std::any_of(operations_.begin(), operations_.end(), [](const Operation& operation) {
-    return operation.request().has_add() || operation.request().has_remove();
+    return operation.view().kind == Kind::kAdd || operation.view().kind == Kind::kRemove;
   });
 }
 
@@ -81,16 +111,16 @@ void PipelineBatch::Queue(storage::OperationBatch& store_batch,
     }
     size_t end = begin + 1;
     while (end < operations_.size() &&
-           Mergeable(operations_[begin].request(), operations_[end].request())) {
+           Mergeable(operations_[begin].view(), operations_[end].view())) {
       ++end;
     }
     const absl::Time start = absl::Now();
     const auto run = absl::MakeConstSpan(operations_).subspan(begin, end - begin);
     const auto run_responses = absl::MakeSpan(responses_).subspan(begin, end - begin);
-    if (run.front().request().has_add()) {
+    if (run.front().view().kind == Kind::kAdd) {
       deferred_sync_ = service_->store()->syncs_adds();
       QueueAdds(store_batch, run, run_responses, queued_.emplace_back(begin, end, start));
-    } else if (run.front().request().has_remove()) {
+    } else if (run.front().view().kind == Kind::kRemove) {
       // Written now, without waiting for the fsync: answered once the batch's is done.
       deferred_sync_ = service_->store()->syncs_adds();
       AnswerRemoves(store_batch, run, run_responses);
@@ -119,20 +149,20 @@ void PipelineBatch::QueueAdds(storage::OperationBatch& store_batch, Run run, Res
     queued.failed.assign(run.size(), true);
     return;
   }
-  const bloom::v1::AddRequest& first = run.front().request().add();
-  bloom::FilterParams create_spec;
-  if (first.has_create_if_missing()) create_spec = FromProto(first.create_if_missing());
-  const bloom::FilterParams* spec = first.has_create_if_missing() ? &create_spec : nullptr;
+  const ItemsRequestView& first = run.front().view().request;
+  absl::StatusOr<absl::optional<bloom::FilterParams>> create_spec =
+      BloomService::CreateSpecOf(first);
   std::vector<absl::string_view> items;
-  if (run.size() > 1) {
+  if (run.size() > 1 && create_spec.ok()) {
     bool valid = true;
     for (const Operation& read : run) {
-      valid = valid && service_->CollectItems(read.request().add(), items).ok();
+      valid = valid && service_->CollectItems(read.view().request, items).ok();
       queued.ends.push_back(items.size());
     }
     if (valid) {
       queued.merged = true;
-      queued.tickets.push_back(store_batch.Add(first.name(), items, spec));
+      queued.tickets.push_back(
+          store_batch.Add(first.name, items, create_spec->has_value() ? &**create_spec : nullptr));
       return;
     }
     queued.ends.clear();
@@ -148,17 +178,18 @@ void PipelineBatch::QueueEach(storage::OperationBatch& store_batch, Run run, Res
   queued.failed.assign(run.size(), false);
   std::vector<absl::string_view> items;
   for (size_t i = 0; i < run.size(); ++i) {
-    const bloom::v1::AddRequest& add = run[i].request().add();
+    const ItemsRequestView& add = run[i].view().request;
     items.clear();
-    if (absl::Status valid = service_->CollectItems(add, items); !valid.ok()) {
-      SetOperationError(valid, responses[i]);
+    absl::Status valid = service_->CollectItems(add, items);
+    absl::StatusOr<absl::optional<bloom::FilterParams>> create_spec =
+        valid.ok() ? BloomService::CreateSpecOf(add) : valid;
+    if (!create_spec.ok()) {
+      SetOperationError(create_spec.status(), responses[i]);
       queued.failed[i] = true;
       continue;
     }
-    bloom::FilterParams create_spec;
-    if (add.has_create_if_missing()) create_spec = FromProto(add.create_if_missing());
     queued.tickets[i] =
-        store_batch.Add(add.name(), items, add.has_create_if_missing() ? &create_spec : nullptr);
+        store_batch.Add(add.name, items, create_spec->has_value() ? &**create_spec : nullptr);
   }
 }
 
@@ -201,12 +232,12 @@ void PipelineBatch::AnswerRemoves(storage::OperationBatch& store_batch, Run run,
                                   Responses responses) {
   std::vector<absl::string_view> items;
   for (size_t i = 0; i < run.size(); ++i) {
-    const bloom::v1::RemoveRequest& request = run[i].request().remove();
+    const ItemsRequestView& request = run[i].view().request;
     items.clear();
     absl::Status status = RequireRole(caller_, Role::kWrite, "Pipeline remove");
     if (status.ok()) status = service_->CollectItems(request, items);
     absl::StatusOr<std::vector<bool>> removed = status.ok()
-                                                    ? store_batch.RemoveItems(request.name(), items)
+                                                    ? store_batch.RemoveItems(request.name, items)
                                                     : absl::StatusOr<std::vector<bool>>(status);
     if (!removed.ok()) {
       SetOperationError(removed.status(), responses[i]);
@@ -227,14 +258,12 @@ void PipelineBatch::AnswerChecks(storage::OperationBatch& store_batch, Run run,
     std::vector<size_t> ends;
     bool valid = true;
     for (const Operation& read : run) {
-      valid = valid && service_->CollectItems(read.request().might_contain(), items).ok();
+      valid = valid && service_->CollectItems(read.view().request, items).ok();
       ends.push_back(items.size());
     }
     std::unique_ptr<bool[]> present(new bool[items.size()]);
     if (valid &&
-        store_batch
-            .MightContainInto(run.front().request().might_contain().name(), items, present.get())
-            .ok()) {
+        store_batch.MightContainInto(run.front().view().request.name, items, present.get()).ok()) {
       size_t begin = 0;
       for (size_t i = 0; i < run.size(); ++i) {
         auto* answers = responses[i].mutable_might_contain()->mutable_present();
@@ -246,14 +275,14 @@ void PipelineBatch::AnswerChecks(storage::OperationBatch& store_batch, Run run,
     }
   }
   for (size_t i = 0; i < run.size(); ++i) {
-    const bloom::v1::MightContainRequest& request = run[i].request().might_contain();
+    const ItemsRequestView& request = run[i].view().request;
     items.clear();
     absl::Status status = service_->CollectItems(request, items);
     std::unique_ptr<bool[]> present(new bool[items.size()]);
     if (status.ok()) {
       status =
-          AbsentIfMissing(store_batch.MightContainInto(request.name(), items, present.get()),
-                          request.absent_if_missing(), absl::MakeSpan(present.get(), items.size()));
+          AbsentIfMissing(store_batch.MightContainInto(request.name, items, present.get()),
+                          request.absent_if_missing, absl::MakeSpan(present.get(), items.size()));
     }
     if (!status.ok()) {
       SetOperationError(status, responses[i]);
@@ -269,13 +298,10 @@ void PipelineBatch::RecordRun(size_t begin, size_t end, absl::Duration took) {
   metrics::ServerMetrics* metrics = service_->hooks().metrics;
   if (metrics == nullptr) return;
   for (size_t i = begin; i < end; ++i) {
-    const PipelineRequest& request = operations_[i].request();
-    const bool add = request.has_add();
-    const bool remove = request.has_remove();
-    const size_t items =
-        add      ? request.add().items_size() + request.add().raw_items_size()
-        : remove ? request.remove().items_size() + request.remove().raw_items_size()
-                 : request.might_contain().items_size() + request.might_contain().raw_items_size();
+    const PipelineOperationView& view = operations_[i].view();
+    const bool add = view.kind == Kind::kAdd;
+    const bool remove = view.kind == Kind::kRemove;
+    const size_t items = view.request.items.size();
     const auto code = responses_[i].has_error()
                           ? static_cast<absl::StatusCode>(responses_[i].error().code())
                           : absl::StatusCode::kOk;

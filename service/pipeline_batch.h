@@ -23,14 +23,19 @@
 
 #include <atomic>
 #include <cstddef>
+#include <deque>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "bloom/v1/bloom.pb.h"
 #include "service/auth.h"
+#include "service/direct_parse.h"
 #include "storage/operation_batch.h"
 
 namespace service {
@@ -39,16 +44,29 @@ class BloomService;
 
 class PipelineBatch {
  public:
+  // One PipelineRequest as read: its operations as views (direct_parse.h) into its bytes,
+  // which `bytes` keeps (the stream's received slice), or into `merged`.
+  struct Message {
+    std::shared_ptr<const void> bytes;
+    std::deque<std::string> merged;
+    std::vector<PipelineOperationView> operations;
+  };
+  // Reads the PipelineRequest in `bytes` (kept by `keep`): INVALID_ARGUMENT, naming the request's
+  // id, when it is malformed, carries more than `max_operations` operations (0: no bound;
+  // checked before it is parsed), has no operation, or nests operations in a `more`.
+  static absl::StatusOr<std::shared_ptr<const Message>> Read(std::shared_ptr<const void> keep,
+                                                             absl::string_view bytes,
+                                                             size_t max_operations);
+
   // One operation as read: a message's own operation is followed by the `more` operations it
-  // carried, which have bytes 0. The message was parsed on `arena`, which the operation keeps:
-  // its items are strings allocated there, freed together with the arena, not one by one.
+  // carried, which have bytes 0.
   struct Operation {
-    std::shared_ptr<google::protobuf::Arena> arena;
-    const bloom::v1::PipelineRequest* message = nullptr;  // on `arena`
+    std::shared_ptr<const Message> message;  // keeps what the view points into
+    size_t index = 0;                        // in message->operations
     size_t bytes = 0;  // of the message it came in (0 for the operations in a message's `more`)
     size_t more = 0;   // operations that came in this one's `more`: the Operations right after it
 
-    const bloom::v1::PipelineRequest& request() const { return *message; }
+    const PipelineOperationView& view() const { return message->operations[index]; }
   };
 
   // `service` (its limits, store and metrics) must outlive the batch; `caller` is the stream's,

@@ -20,39 +20,39 @@ namespace {
 using bloom::v1::PipelineRequest;
 using bloom::v1::PipelineResponse;
 
-// An operation whose message is on an arena of its own, as the stream reads them; `request`
-// points at the message to fill.
-PipelineBatch::Operation NewOperation(PipelineRequest*& request) {
+// An operation as the stream reads it: the request's encoding, read as views.
+PipelineBatch::Operation OperationOf(const PipelineRequest& request) {
+  auto bytes = std::make_shared<const std::string>(request.SerializeAsString());
+  absl::StatusOr<std::shared_ptr<const PipelineBatch::Message>> message =
+      PipelineBatch::Read(bytes, *bytes, /*max_operations=*/0);
+  EXPECT_TRUE(message.ok()) << message.status();
   PipelineBatch::Operation operation;
-  operation.arena = std::make_shared<google::protobuf::Arena>();
-  request = google::protobuf::Arena::CreateMessage<PipelineRequest>(operation.arena.get());
-  operation.message = request;
+  operation.message = *std::move(message);
+  operation.bytes = operation.message == nullptr ? 0 : bytes->size();
   return operation;
 }
 
 PipelineBatch::Operation AddOf(const std::string& name, const std::vector<std::string>& items,
                                bool create = false) {
-  PipelineRequest* request = nullptr;
-  PipelineBatch::Operation operation = NewOperation(request);
-  bloom::v1::AddRequest* add = request->mutable_add();
+  PipelineRequest request;
+  bloom::v1::AddRequest* add = request.mutable_add();
   add->set_name(name);
   for (const std::string& item : items) add->add_items(item);
   if (create) {
     add->mutable_create_if_missing()->set_capacity(1000);
     add->mutable_create_if_missing()->set_error_rate(0.01);
   }
-  return operation;
+  return OperationOf(request);
 }
 
 PipelineBatch::Operation CheckOf(const std::string& name, const std::vector<std::string>& items,
                                  bool absent_if_missing = false) {
-  PipelineRequest* request = nullptr;
-  PipelineBatch::Operation operation = NewOperation(request);
-  bloom::v1::MightContainRequest* check = request->mutable_might_contain();
+  PipelineRequest request;
+  bloom::v1::MightContainRequest* check = request.mutable_might_contain();
   check->set_name(name);
   for (const std::string& item : items) check->add_items(item);
   check->set_absent_if_missing(absent_if_missing);
-  return operation;
+  return OperationOf(request);
 }
 
 std::vector<bool> Added(const PipelineResponse& response) {

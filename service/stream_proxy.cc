@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "grpcpp/generic/generic_stub.h"
 #include "service/convert.h"
 
 namespace service {
@@ -12,8 +13,6 @@ namespace {
 
 using bloom::v1::ImportChunk;
 using bloom::v1::ImportResponse;
-using bloom::v1::PipelineRequest;
-using bloom::v1::PipelineResponse;
 
 // Copies the primary's response headers (e.g. bloom-pipeline-more) to the caller's.
 void CopyHeaders(const grpc::ClientContext& from, grpc::CallbackServerContext* to) {
@@ -65,9 +64,10 @@ class PipelineProxy {
         caller(this, context),
         upstream(this, forwarder->ContextFor(context, /*stream=*/true)) {
     std::lock_guard<std::recursive_mutex> lock(state.mu);
-    bloom::v1::BloomFilterService::NewStub(this->place->channel())
-        ->async()
-        ->Pipeline(upstream.context.get(), &upstream);
+    // Bytes both ways: the follower neither parses nor serializes what it passes on.
+    grpc::GenericStub(this->place->channel())
+        .PrepareBidiStreamingCall(upstream.context.get(), kPipelineMethod, grpc::StubOptions(),
+                                  &upstream);
     upstream.AddHold();
     upstream.StartRead(&upstream.answer);
     upstream.StartCall();
@@ -75,7 +75,7 @@ class PipelineProxy {
   }
 
   // The caller's stream: each request goes up, each answer comes down.
-  struct Caller final : grpc::ServerBidiReactor<PipelineRequest, PipelineResponse> {
+  struct Caller final : grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
     Caller(PipelineProxy* proxy, grpc::CallbackServerContext* context)
         : proxy(proxy), context(context) {}
     void OnReadDone(bool ok) override {
@@ -104,11 +104,11 @@ class PipelineProxy {
 
     PipelineProxy* const proxy;
     grpc::CallbackServerContext* const context;
-    PipelineRequest request;
+    grpc::ByteBuffer request;
   };
 
   // The stream to the primary.
-  struct Upstream final : grpc::ClientBidiReactor<PipelineRequest, PipelineResponse> {
+  struct Upstream final : grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
     Upstream(PipelineProxy* proxy, std::unique_ptr<grpc::ClientContext> context)
         : proxy(proxy), context(std::move(context)) {}
     // The primary's headers, once, before the first answer: gRPC may deliver the first answer's
@@ -152,7 +152,7 @@ class PipelineProxy {
 
     PipelineProxy* const proxy;
     std::unique_ptr<grpc::ClientContext> context;
-    PipelineResponse answer;
+    grpc::ByteBuffer answer;
   };
 
   // The stream's place on a connection to the primary: given back when the proxy is deleted.
@@ -243,13 +243,13 @@ class ImportProxy {
 
 }  // namespace
 
-grpc::ServerBidiReactor<PipelineRequest, PipelineResponse>* ProxyPipeline(
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ProxyPipeline(
     Forwarder* forwarder, grpc::CallbackServerContext* context,
     const absl::StatusOr<std::string>& client) {
   absl::StatusOr<std::unique_ptr<StreamConnections::Lease>> place =
       client.ok() ? forwarder->streams().Acquire(*client) : client.status();
   if (!place.ok()) {
-    return new Refused<grpc::ServerBidiReactor<PipelineRequest, PipelineResponse>>(
+    return new Refused<grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>>(
         ToGrpcStatus(place.status()));
   }
   return &(new PipelineProxy(forwarder, context, *std::move(place)))->caller;

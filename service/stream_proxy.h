@@ -23,7 +23,8 @@ namespace service {
 // (it then finishes with that at once). Each stream takes a place on a connection to the
 // primary (Forwarder::streams(), counted for `client`); with none to be had it finishes
 // RESOURCE_EXHAUSTED at once.
-grpc::ServerBidiReactor<bloom::v1::PipelineRequest, bloom::v1::PipelineResponse>* ProxyPipeline(
+// The Pipeline stream's messages pass as bytes, unparsed (the primary reads them).
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ProxyPipeline(
     Forwarder* forwarder, grpc::CallbackServerContext* context,
     const absl::StatusOr<std::string>& client);
 
