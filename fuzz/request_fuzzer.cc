@@ -128,11 +128,14 @@ void RunPipelineParse(const uint8_t* data, size_t size) {
   std::vector<service::PipelineOperationView> read;
   std::deque<std::string> merged;
   const bool direct = service::ParsePipelineRequest(bytes, &read, &merged);
+  bool nested = false;
+  for (const service::PipelineOperationView& op : read) nested |= op.nested_more > 0;
   bloom::v1::PipelineRequest request;
-  if (direct && request.ParseFromArray(data, static_cast<int>(size))) {
-    // (Where protobuf refuses only a string that is not UTF-8, the direct parse reads bytes.)
-    bool nested = false;
-    for (const service::PipelineOperationView& op : read) nested |= op.nested_more > 0;
+  // Items are bytes: where protobuf refuses only a string that is not UTF-8, its reading of
+  // items as bytes is the one to agree with. (A `more` nesting its own is refused by the stream,
+  // whatever it holds: only its count is read.)
+  if (direct && !nested && !bloom::wire::ParseLeniently(std::string(bytes), &request)) abort();
+  if (direct) {
     if (!nested && read.size() != 1u + request.more_size()) abort();
     for (size_t i = 0; !nested && i < read.size(); ++i) {
       const bloom::v1::PipelineRequest& op =

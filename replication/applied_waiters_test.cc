@@ -87,6 +87,9 @@ TEST_F(AppliedWaitersTest, AWaiterIsAnsweredFalseAtItsDeadlineAndNotBefore) {
   EXPECT_FALSE(early.applied.load());
   EXPECT_EQ(late.calls.load(), 0) << "a later deadline was answered with the earlier one";
   EXPECT_EQ(waiters.waiting(), 1u);
+  waiters.Stop();  // answers `late` while it still exists
+  EXPECT_EQ(late.calls.load(), 1);
+  EXPECT_FALSE(late.applied.load());
 }
 
 TEST_F(AppliedWaitersTest, APassedDeadlineIsAnsweredFalseAtOnce) {
@@ -119,6 +122,9 @@ TEST_F(AppliedWaitersTest, BeyondMaxWaitingACallIsAnsweredFalseAtOnce) {
   Wait(waiters, 80, deadline, fourth);
   EXPECT_EQ(fourth.calls.load(), 0);
   EXPECT_EQ(waiters.waiting(), 2u);
+  waiters.Stop();  // answers the waiting ones while they still exist
+  EXPECT_EQ(second.calls.load(), 1);
+  EXPECT_EQ(fourth.calls.load(), 1);
 }
 
 TEST_F(AppliedWaitersTest, StopAnswersEveryWaiterFalseAndLaterCallsAtOnce) {

@@ -268,19 +268,27 @@ bool ParseOperation(absl::string_view bytes, PipelineOperationView* op,
     if (!read) return false;
   }
   if (chosen == 0) return true;  // no operation (the stream says so)
-  const absl::string_view request =
-      pieces.size() == 1 ? pieces.front() : merged->emplace_back(absl::StrJoin(pieces, ""));
+  bool (*parse)(absl::string_view, ItemsRequestView*) = nullptr;
   switch (chosen) {
     case kPipelineAdd:
       op->kind = PipelineOperationView::Kind::kAdd;
-      return ParseAddRequest(request, &op->request);
+      parse = ParseAddRequest;
+      break;
     case kPipelineMightContain:
       op->kind = PipelineOperationView::Kind::kMightContain;
-      return ParseMightContainRequest(request, &op->request);
+      parse = ParseMightContainRequest;
+      break;
     default:
       op->kind = PipelineOperationView::Kind::kRemove;
-      return ParseRemoveRequest(request, &op->request);
+      parse = ParseRemoveRequest;
   }
+  if (pieces.size() == 1) return parse(pieces.front(), &op->request);
+  // Protobuf parses each piece as a message of its own before merging them: a piece that is
+  // not one fails the request even when the pieces joined would parse.
+  for (absl::string_view piece : pieces) {
+    if (!parse(piece, &op->request)) return false;
+  }
+  return parse(merged->emplace_back(absl::StrJoin(pieces, "")), &op->request);
 }
 
 }  // namespace

@@ -21,8 +21,6 @@ absl::StatusOr<std::unique_ptr<BloomServer>> BloomServer::Start(storage::FilterS
   // Our health service replaces gRPC's, which reads a request whole whatever its size
   // (health.h).
   grpc::EnableDefaultHealthCheckService(false);
-  // Process-wide, as gRPC's deserializers are: servers in one process share the bound.
-  bloom::wire::SetMaxPipelineOperations(options.limits.max_pipeline_operations);
   auto server = std::unique_ptr<BloomServer>(new BloomServer(
       std::make_unique<BloomService>(store, options.limits, options.hooks), options));
 

@@ -57,8 +57,8 @@ bool Convert(CountRequestBytes& twin, bloom::v1::CountRequest* request) {
   return true;
 }
 
-bool Convert(PipelineRequestBytes& twin, bloom::v1::PipelineRequest* request) {
-  request->Clear();
+// A PipelineRequest's id and operation (not its `more`).
+bool ConvertOperation(PipelineRequestBytes& twin, bloom::v1::PipelineRequest* request) {
   request->set_id(twin.id());
   switch (twin.op_case()) {
     case PipelineRequestBytes::kAdd:
@@ -69,6 +69,20 @@ bool Convert(PipelineRequestBytes& twin, bloom::v1::PipelineRequest* request) {
       return ParseLeniently(twin.remove(), request->mutable_remove());
     case PipelineRequestBytes::OP_NOT_SET:
       return true;
+  }
+  return true;
+}
+
+// Each of a message's `more` is read as protobuf reads it, else with the twin; operations nest
+// one level (a `more` of a `more` is dropped here; the server refuses those anyway).
+bool Convert(PipelineRequestBytes& twin, bloom::v1::PipelineRequest* request) {
+  request->Clear();
+  if (!ConvertOperation(twin, request)) return false;
+  for (const std::string& encoding : twin.more()) {
+    bloom::v1::PipelineRequest* more = request->add_more();
+    if (more->ParseFromString(encoding)) continue;
+    PipelineRequestBytes more_twin;
+    if (!more_twin.ParseFromString(encoding) || !ConvertOperation(more_twin, more)) return false;
   }
   return true;
 }

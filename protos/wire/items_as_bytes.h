@@ -7,10 +7,12 @@
 // now reaches name validation and gets its INVALID_ARGUMENT. Requests that are not protobuf at all
 // still fail to parse.
 //
-// A PipelineRequest is counted before it is parsed: one carrying more operations (itself and
-// those in `more`) than SetMaxPipelineOperations allows is not parsed at all (its operations would
-// cost memory and CPU before any check could refuse them); it arrives as a request with only its id
-// and a mark that RefusedOperationCount reads, so the stream can answer INVALID_ARGUMENT.
+// bloom-server reads Pipeline messages itself, as views of their bytes (service/direct_parse.h);
+// the PipelineRequest traits serve other readers of the type. A PipelineRequest is counted before
+// it is parsed: one carrying more operations (itself and those in `more`) than
+// SetMaxPipelineOperations allows is not parsed at all (its operations would cost memory and CPU
+// before any check could refuse them); it arrives as a request with only its id and a mark that
+// RefusedOperationCount reads, so a reader can answer INVALID_ARGUMENT.
 //
 // Included into bloom.grpc.pb.h (protoc's additional_header_includes, protos/CMakeLists.txt),
 // so every translation unit using the service sees these specializations before it uses them.
