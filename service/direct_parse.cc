@@ -232,8 +232,9 @@ constexpr uint32_t kPipelineRemove = 5;
 
 // One PipelineRequest's own fields into `op`; its `more` entries into `more` (null: count them
 // in op->nested_more). The oneof's message comes in one piece as clients send it; protobuf
-// merges a message field that appears more than once (and a later member of the oneof replaces
-// an earlier one), so pieces of one field are joined in `merged` and read together.
+// merges a message field that appears more than once, each piece a message of its own (and a
+// later member of the oneof replaces an earlier one), so each piece of one field must parse, and
+// the pieces are joined in `merged` and read together.
 bool ParseOperation(absl::string_view bytes, PipelineOperationView* op,
                     std::vector<absl::string_view>* more, std::deque<std::string>* merged) {
   uint32_t chosen = 0;
