@@ -52,14 +52,16 @@ Expected ExpectedOf(const PipelineRequest& request) {
   }
 }
 
-// Compares every operation parsed with the one protobuf parsed.
-void ExpectSame(const std::vector<PipelineOperationView>& read, const PipelineRequest& proto) {
+// Compares every operation parsed with the one protobuf parsed (`contents`: their names and
+// items too, not only their ids and kinds).
+void ExpectSame(const std::vector<PipelineOperationView>& read, const PipelineRequest& proto,
+                bool contents = true) {
   ASSERT_EQ(read.size(), 1u + proto.more_size()) << proto.DebugString();
   for (size_t i = 0; i < read.size(); ++i) {
     const Expected expected = ExpectedOf(i == 0 ? proto : proto.more(static_cast<int>(i - 1)));
     EXPECT_EQ(read[i].id, expected.id) << i;
     EXPECT_EQ(read[i].kind, expected.kind) << i;
-    if (expected.kind == Kind::kNone) continue;
+    if (expected.kind == Kind::kNone || !contents) continue;
     EXPECT_EQ(read[i].request.name, expected.name) << i;
     EXPECT_EQ(std::vector<std::string>(read[i].request.items.begin(), read[i].request.items.end()),
               expected.items)
@@ -181,7 +183,9 @@ TEST(PipelineParseTest, TruncatedAndCorruptedMessagesNeverDisagreeWithProtobuf) 
     std::deque<std::string> merged;
     PipelineRequest proto;
     // Items are bytes here: where protobuf refuses a string that is not UTF-8, its reading of
-    // items as bytes (items_as_bytes.h) is the one to agree with.
+    // items as bytes (items_as_bytes.h) must accept too. That twin keeps only the last piece of
+    // an operation sent in pieces (protobuf merges them, as the direct parse does), so contents
+    // are compared only where protobuf itself parsed the message.
     const bool strict = proto.ParseFromString(input);
     const bool proto_ok = strict || bloom::wire::ParseLeniently(input, &proto);
     if (!ParsePipelineRequest(input, &read, &merged)) {
@@ -195,7 +199,7 @@ TEST(PipelineParseTest, TruncatedAndCorruptedMessagesNeverDisagreeWithProtobuf) 
     if (nested) continue;
     ++accepted;
     ASSERT_TRUE(proto_ok) << "accepted what protobuf refuses: " << absl::CEscape(input);
-    ExpectSame(read, proto);
+    ExpectSame(read, proto, /*contents=*/strict);
   }
   EXPECT_GT(accepted, 0);
   EXPECT_GT(refused, 0);
