@@ -193,23 +193,29 @@ grpc::Status WaitFor(Start start) {
   return status.get();
 }
 
-// Answers a write made with defer_ack (filter_store.h) through `finish` once the store
-// acknowledges it (FilterStore::WhenReplicated: at once without --min_replica_acks or the
-// fence, else from the thread that hears the followers), running `answer` first if it is
-// acknowledged; a refused write at once. `log` counts the call as in flight until then. No
-// thread waits meanwhile: a stalled follower cannot tie up the gRPC threads.
-void AnswerOnceReplicated(storage::FilterStore* store, std::unique_ptr<CallScope> log,
-                          const absl::Status& written, absl::AnyInvocable<void() &&> answer,
-                          BloomService::Finish finish) {
+// Answers a write made without waiting to be acknowledged (filter_store.h: defer_ack, or
+// defer_sync with `durable`) through `finish` once the store acknowledges it: at once without
+// --min_replica_acks, the fence (or, `durable`, --sync), else from the thread that hears the
+// followers (or the WAL syncer's). `answer` runs first if it is acknowledged; a refused write
+// is answered at once. `log` counts the call as in flight until then. No thread waits
+// meanwhile: a stalled follower or a slow disk cannot tie up the gRPC threads.
+void AnswerOnceAcknowledged(storage::FilterStore* store, std::unique_ptr<CallScope> log,
+                            const absl::Status& written, absl::AnyInvocable<void() &&> answer,
+                            BloomService::Finish finish, bool durable = false) {
   if (!written.ok()) {
     std::move(finish)(log->Done(written));
     return;
   }
-  store->WhenReplicated([log = std::move(log), answer = std::move(answer),
-                         finish = std::move(finish)](const absl::Status& acknowledged) mutable {
-    if (acknowledged.ok()) std::move(answer)();
-    std::move(finish)(log->Done(acknowledged));
-  });
+  auto acknowledged = [log = std::move(log), answer = std::move(answer),
+                       finish = std::move(finish)](const absl::Status& status) mutable {
+    if (status.ok()) std::move(answer)();
+    std::move(finish)(log->Done(status));
+  };
+  if (durable) {
+    store->WhenDurable(std::move(acknowledged));
+  } else {
+    store->WhenReplicated(std::move(acknowledged));
+  }
 }
 
 }  // namespace
@@ -231,7 +237,7 @@ void BloomService::HandleReserveThen(const bloom::v1::ReserveRequest& request,
     result = store_->Reserve(request.name(), FromProto(request.spec()), /*defer_ack=*/true);
   }
   const absl::Status written = result.status();
-  AnswerOnceReplicated(
+  AnswerOnceAcknowledged(
       store_, std::move(log), written,
       [store = store_, response, result = std::move(result)]() mutable {
         response->set_created(result->created);
@@ -442,7 +448,7 @@ void BloomService::HandleDeleteThen(const bloom::v1::DeleteRequest& request,
   auto log = std::make_unique<CallScope>(this, metrics::Rpc::kDelete, context, request.name());
   absl::Status written = log->Admit();
   if (written.ok()) written = store_->Delete(request.name(), /*defer_ack=*/true);
-  AnswerOnceReplicated(
+  AnswerOnceAcknowledged(
       store_, std::move(log), written,
       [store = store_, response] { response->set_sequence(store->LatestSequence()); },
       std::move(finish));
@@ -472,7 +478,7 @@ void BloomService::HandleMergeThen(const bloom::v1::MergeRequest& request,
     merged = store_->Merge(request.target(), sources, /*defer_ack=*/true);
   }
   const absl::Status written = merged.status();
-  AnswerOnceReplicated(
+  AnswerOnceAcknowledged(
       store_, std::move(log), written,
       [store = store_, response, merged = std::move(merged)]() mutable {
         ToProto(*merged, response->mutable_stats());
@@ -490,42 +496,25 @@ grpc::Status BloomService::HandleMerge(const bloom::v1::MergeRequest& request,
 
 void BloomService::HandleRemoveThen(const bloom::v1::RemoveRequest& request,
                                     bloom::v1::RemoveResponse* response,
-                                    grpc::ServerContextBase* context,
-                                    absl::AnyInvocable<void(grpc::Status) &&> finish) {
+                                    grpc::ServerContextBase* context, Finish finish) {
   auto log = std::make_unique<CallScope>(this, metrics::Rpc::kRemove, context, request.name(),
                                          request.items_size() + request.raw_items_size());
   absl::Status status = log->Admit();
   std::vector<absl::string_view> items;
   if (status.ok()) status = CollectItems(request, items);
-  if (!status.ok()) {
-    std::move(finish)(log->Done(status));
-    return;
-  }
-  // With --sync (or followers' acknowledgements) the remove is written without waiting, and
-  // answered once durable, from the WAL syncer's thread: concurrent writes share the fsync,
-  // and no gRPC thread waits for it (or for slow followers).
-  const bool deferred = store_->syncs_adds();
-  absl::StatusOr<std::vector<bool>> removed = store_->RemoveItems(request.name(), items, deferred);
-  auto answer = [this, response, log = std::move(log),
-                 finish = std::move(finish)](absl::StatusOr<std::vector<bool>> result) mutable {
-    if (result.ok()) {
-      response->mutable_removed()->Add(result->begin(), result->end());
-      response->set_sequence(store_->LatestSequence());
-    }
-    std::move(finish)(log->Done(result.status()));
-  };
-  if (!removed.ok() || !deferred) {
-    answer(std::move(removed));
-    return;
-  }
-  store_->WhenDurable([answer = std::move(answer),
-                       removed = *std::move(removed)](const absl::Status& synced) mutable {
-    if (synced.ok()) {
-      answer(std::move(removed));
-    } else {
-      answer(synced);
-    }
-  });
+  // Written without waiting for the fsync (--sync) or the followers, and answered once
+  // durable: concurrent writes share the fsync, and no gRPC thread waits for it.
+  absl::StatusOr<std::vector<bool>> removed =
+      status.ok() ? store_->RemoveItems(request.name(), items, /*defer_sync=*/true)
+                  : absl::StatusOr<std::vector<bool>>(status);
+  const absl::Status written = removed.status();
+  AnswerOnceAcknowledged(
+      store_, std::move(log), written,
+      [store = store_, response, removed = std::move(removed)]() mutable {
+        response->mutable_removed()->Add(removed->begin(), removed->end());
+        response->set_sequence(store->LatestSequence());
+      },
+      std::move(finish), /*durable=*/true);
 }
 
 grpc::Status BloomService::HandleRemove(const bloom::v1::RemoveRequest& request,
@@ -633,13 +622,13 @@ void OnLane(CallLane& lane, grpc::ServerUnaryReactor* reactor, Handler handler) 
   }
 }
 
-// A call forwarded to the primary (a follower's write, or a read it could not answer in time),
-// finished with the primary's status and answer.
+// A call forwarded to the primary (a follower's write, or a read it could not answer in time):
+// `reactor` (the call's) finishes with the primary's status and answer.
 grpc::ServerUnaryReactor* ForwardMessage(Forwarder* forwarder, grpc::CallbackServerContext* context,
                                          const char* method,
                                          const google::protobuf::Message& request,
-                                         google::protobuf::Message* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+                                         google::protobuf::Message* response,
+                                         grpc::ServerUnaryReactor* reactor) {
   forwarder->UnaryMessageAsync(context, method, request, response,
                                [reactor](const grpc::Status& status) { reactor->Finish(status); });
   return reactor;
@@ -661,11 +650,10 @@ grpc::ServerUnaryReactor* AtSequence(BloomService* core, grpc::CallbackServerCon
                      serve = std::move(serve)](bool applied) mutable {
                       if (applied) {
                         serve(reactor);
-                        return;
+                      } else {
+                        ForwardMessage(core->hooks().forwarder, context, method, *request, response,
+                                       reactor);
                       }
-                      core->hooks().forwarder->UnaryMessageAsync(
-                          context, method, *request, response,
-                          [reactor](const grpc::Status& status) { reactor->Finish(status); });
                     });
   return reactor;
 }
@@ -676,7 +664,8 @@ grpc::ServerUnaryReactor* BloomCallbackService::Reserve(grpc::CallbackServerCont
                                                         const bloom::v1::ReserveRequest* request,
                                                         bloom::v1::ReserveResponse* response) {
   if (Forwarder* forwarder = core_->hooks().forwarder) {
-    return ForwardMessage(forwarder, context, kReserveMethod, *request, response);
+    return ForwardMessage(forwarder, context, kReserveMethod, *request, response,
+                          context->DefaultReactor());
   }
   return Later(context, [&](BloomService::Finish finish) {
     core_->HandleReserveThen(*request, response, context, std::move(finish));
@@ -698,7 +687,8 @@ grpc::ServerUnaryReactor* BloomCallbackService::Delete(grpc::CallbackServerConte
                                                        const bloom::v1::DeleteRequest* request,
                                                        bloom::v1::DeleteResponse* response) {
   if (Forwarder* forwarder = core_->hooks().forwarder) {
-    return ForwardMessage(forwarder, context, kDeleteMethod, *request, response);
+    return ForwardMessage(forwarder, context, kDeleteMethod, *request, response,
+                          context->DefaultReactor());
   }
   return Later(context, [&](BloomService::Finish finish) {
     core_->HandleDeleteThen(*request, response, context, std::move(finish));
@@ -709,7 +699,8 @@ grpc::ServerUnaryReactor* BloomCallbackService::Merge(grpc::CallbackServerContex
                                                       const bloom::v1::MergeRequest* request,
                                                       bloom::v1::MergeResponse* response) {
   if (Forwarder* forwarder = core_->hooks().forwarder) {
-    return ForwardMessage(forwarder, context, kMergeMethod, *request, response);
+    return ForwardMessage(forwarder, context, kMergeMethod, *request, response,
+                          context->DefaultReactor());
   }
   return Later(context, [&](BloomService::Finish finish) {
     core_->HandleMergeThen(*request, response, context, std::move(finish));
@@ -720,7 +711,8 @@ grpc::ServerUnaryReactor* BloomCallbackService::Remove(grpc::CallbackServerConte
                                                        const bloom::v1::RemoveRequest* request,
                                                        bloom::v1::RemoveResponse* response) {
   if (Forwarder* forwarder = core_->hooks().forwarder) {
-    return ForwardMessage(forwarder, context, kRemoveMethod, *request, response);
+    return ForwardMessage(forwarder, context, kRemoveMethod, *request, response,
+                          context->DefaultReactor());
   }
   return Later(context, [&](BloomService::Finish finish) {
     core_->HandleRemoveThen(*request, response, context, std::move(finish));

@@ -61,11 +61,12 @@ void SetAddResponse(grpc::Slice& encoded, uint64_t sequence, grpc::ByteBuffer& r
   response.Swap(&filled);
 }
 
-// A callback call forwarded to the primary, finished with the primary's status and answer.
+// A callback call forwarded to the primary: `reactor` (the call's) finishes with the primary's
+// status and answer.
 grpc::ServerUnaryReactor* ForwardBytes(Forwarder* forwarder, grpc::CallbackServerContext* context,
                                        const char* method, const grpc::ByteBuffer* request,
-                                       grpc::ByteBuffer* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+                                       grpc::ByteBuffer* response,
+                                       grpc::ServerUnaryReactor* reactor) {
   forwarder->Unary(context, method, *request, response,
                    [reactor](const grpc::Status& status) { reactor->Finish(status); });
   return reactor;
@@ -105,9 +106,8 @@ grpc::ServerUnaryReactor* MightContainAtSequence(BloomService* core,
       min_sequence, context,
       [core, context, reactor, request, response, buffers = std::move(buffers)](bool applied) {
         if (!applied) {
-          core->hooks().forwarder->Unary(
-              context, kMightContainMethod, *request, response,
-              [reactor](const grpc::Status& status) { reactor->Finish(status); });
+          ForwardBytes(core->hooks().forwarder, context, kMightContainMethod, request, response,
+                       reactor);
           return;
         }
         const grpc::Status status =
@@ -128,7 +128,8 @@ grpc::ServerUnaryReactor* CallbackItemService::Add(grpc::CallbackServerContext* 
   // thread waits for another's. The call's buffers live on the heap until it finishes: it may
   // be served on another thread after this returns.
   if (Forwarder* forwarder = core_->hooks().forwarder) {
-    return ForwardBytes(forwarder, context, kAddMethod, request, response);
+    return ForwardBytes(forwarder, context, kAddMethod, request, response,
+                        context->DefaultReactor());
   }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   auto buffers = std::make_unique<CallBuffers>();
