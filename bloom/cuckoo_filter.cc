@@ -181,23 +181,30 @@ absl::Status CuckooFilter::AddHashes(absl::Span<const uint64_t> hashes, Persist 
   changes.reserve(hashes.size() + hashes.size() / 4);  // most inserts write one slot
   RecordLocked(&changes);
   absl::Status status;
-  // The newest table's buckets of the item this far ahead are loaded while this one inserts.
-  constexpr size_t kAhead = 16;
-  for (size_t i = 0; i < hashes.size(); ++i) {
-    const uint64_t hash = hashes[i];
-    if (i + kAhead < hashes.size()) {
-      const int newest = static_cast<int>(tables_.size()) - 1;
-      const CuckooTable& table = *tables_[newest];
-      table.Prefetch(table.ProbeFor(TableHash(hashes[i + kAhead], newest)), /*write=*/true);
+  std::vector<uint64_t> remixed;  // the items' hashes in a table after the first
+  for (size_t done = 0; done < hashes.size();) {
+    // The newest table takes what it can; when it refuses an item (full, or at its target
+    // capacity), the chain grows and the next table goes on from that item.
+    const int newest = static_cast<int>(tables_.size()) - 1;
+    const uint64_t* table_hashes = hashes.data() + done;
+    const size_t left = hashes.size() - done;
+    if (newest > 0) {
+      remixed.resize(left);
+      for (size_t i = 0; i < left; ++i) remixed[i] = TableHash(table_hashes[i], newest);
+      table_hashes = remixed.data();
     }
-    if (!InsertLocked(hash)) {
-      status = GrowLocked();
-      if (status.ok() && !InsertLocked(hash)) {
-        // A new table's first insert always finds an empty bucket.
-        status = absl::InternalError("a new cuckoo table refused its first item");
-      }
-      if (!status.ok()) break;
+    const size_t inserted =
+        tables_[newest]->InsertMany(table_hashes, left, targets_[newest].capacity);
+    done += inserted;
+    if (done == hashes.size()) break;
+    status = GrowLocked();
+    if (!status.ok()) break;
+    if (!InsertLocked(hashes[done])) {
+      // A new table's first insert always finds an empty bucket.
+      status = absl::InternalError("a new cuckoo table refused its first item");
+      break;
     }
+    ++done;
   }
   if (status.code() == absl::StatusCode::kResourceExhausted) {
     status =

@@ -23,6 +23,10 @@ static_assert(std::endian::native == std::endian::little,
 // Steps of a relocation walk draw their slot from the item's hash and the step.
 constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;
 
+// The helpers of an insert and a lookup, inlined into their loops (GCC otherwise keeps some of
+// them out of line: a call each on the hottest path).
+#define BLOOM_HOT_INLINE [[gnu::always_inline]] inline
+
 // Tables this large are mapped in huge pages (FreeBytes), as blocked_filter.cc's bits are.
 constexpr uint64_t kMapBytes = 2 << 20;
 
@@ -112,9 +116,15 @@ CuckooTable::CuckooTable(CuckooLayout layout, uint64_t key)
                            uint64_t{1} << (2 * layout.fingerprint_bits) |
                            uint64_t{1} << (3 * layout.fingerprint_bits)),
       lane_highs_(lane_lows_ << (layout.fingerprint_bits - 1)),
-      dirty_((num_pages() + 63) / 64, 0) {}
+      dirty_((num_pages() + 63) / 64, 0) {
+  for (uint32_t bit = 0; bit < 64; ++bit) {
+    lane_of_bit_[bit] = static_cast<uint8_t>(bit / layout.fingerprint_bits);
+  }
+}
 
-CuckooTable::Probe CuckooTable::ProbeFor(uint64_t hash) const {
+CuckooTable::Probe CuckooTable::ProbeFor(uint64_t hash) const { return ProbeOf(hash); }
+
+BLOOM_HOT_INLINE CuckooTable::Probe CuckooTable::ProbeOf(uint64_t hash) const {
   Probe probe;
   probe.hash = hash;
   probe.bucket1 = FastRange(hash, layout_.num_buckets);
@@ -123,13 +133,13 @@ CuckooTable::Probe CuckooTable::ProbeFor(uint64_t hash) const {
   return probe;
 }
 
-uint64_t CuckooTable::AltBucket(uint64_t bucket, uint32_t fingerprint) const {
+BLOOM_HOT_INLINE uint64_t CuckooTable::AltBucket(uint64_t bucket, uint32_t fingerprint) const {
   const uint64_t n = layout_.num_buckets;
   const uint64_t target = FastRange(Mix(fingerprint ^ key_), n);
   return target >= bucket ? target - bucket : target + n - bucket;  // (target - bucket) mod n
 }
 
-uint32_t CuckooTable::Slot(uint64_t bucket, int slot) const {
+BLOOM_HOT_INLINE uint32_t CuckooTable::Slot(uint64_t bucket, int slot) const {
   const uint64_t bit = (bucket * kCuckooBucketSlots + slot) * layout_.fingerprint_bits;
   uint64_t word;
   std::memcpy(&word, bytes_.get() + bit / 8, sizeof(word));
@@ -138,7 +148,8 @@ uint32_t CuckooTable::Slot(uint64_t bucket, int slot) const {
 
 // Flattened: the recording's vector append is inlined here (GCC otherwise keeps it out of line,
 // a call per change on the hottest path of an add).
-[[gnu::flatten]] void CuckooTable::SetSlot(uint64_t bucket, int slot, uint32_t fingerprint) {
+[[gnu::flatten]] BLOOM_HOT_INLINE void CuckooTable::SetSlot(uint64_t bucket, int slot,
+                                                            uint32_t fingerprint) {
   if (changes_ != nullptr) {
     changes_->push_back({.table = table_index_,
                          .before = Slot(bucket, slot),
@@ -159,12 +170,12 @@ uint32_t CuckooTable::Slot(uint64_t bucket, int slot) const {
   }
 }
 
-int CuckooTable::FreeSlot(uint64_t bucket) const {
+BLOOM_HOT_INLINE int CuckooTable::FreeSlot(uint64_t bucket) const {
   const uint32_t bits = layout_.fingerprint_bits;
   if (bits <= kWordLaneBits) {
     // The lowest zero lane, as in BucketHas: exact, since a borrow only reaches higher lanes.
     const uint64_t zero = ZeroLanes(BucketWord(bucket));
-    return zero == 0 ? -1 : std::countr_zero(zero) / static_cast<int>(bits);
+    return zero == 0 ? -1 : lane_of_bit_[std::countr_zero(zero)];
   }
   for (int slot = 0; slot < kCuckooBucketSlots; ++slot) {
     if (Slot(bucket, slot) == 0) return slot;
@@ -172,7 +183,7 @@ int CuckooTable::FreeSlot(uint64_t bucket) const {
   return -1;
 }
 
-uint64_t CuckooTable::BucketWord(uint64_t bucket) const {
+BLOOM_HOT_INLINE uint64_t CuckooTable::BucketWord(uint64_t bucket) const {
   const uint32_t bits = layout_.fingerprint_bits;
   const uint64_t bit = bucket * kCuckooBucketSlots * bits;
   uint64_t word;
@@ -247,7 +258,7 @@ bool CuckooTable::Contains(const Probe& probe) const {
          BucketHas(probe.bucket2, probe.fingerprint) || FindInStash(probe) >= 0;
 }
 
-void CuckooTable::Prefetch(const Probe& probe, bool write) const {
+BLOOM_HOT_INLINE void CuckooTable::PrefetchBuckets(const Probe& probe, bool write) const {
   const uint64_t bucket_bits = uint64_t{kCuckooBucketSlots} * layout_.fingerprint_bits;
   for (uint64_t bucket : {probe.bucket1, probe.bucket2}) {
     const uint8_t* at = bytes_.get() + bucket * bucket_bits / 8;
@@ -258,6 +269,8 @@ void CuckooTable::Prefetch(const Probe& probe, bool write) const {
     }
   }
 }
+
+void CuckooTable::Prefetch(const Probe& probe, bool write) const { PrefetchBuckets(probe, write); }
 
 void CuckooTable::ContainsMany(const uint64_t* hashes, size_t n, bool* present) const {
   // Far enough ahead to overlap the misses, near enough that the lines are still cached.
@@ -284,7 +297,30 @@ int CuckooTable::Count(const Probe& probe) const {
                                     : first + CountIn(probe.bucket2, probe.fingerprint));
 }
 
-bool CuckooTable::Insert(const Probe& probe) {
+bool CuckooTable::Insert(const Probe& probe) { return InsertProbe(probe); }
+
+// Flattened, as SetSlot: the recording's vector append inlined too.
+[[gnu::flatten]] size_t CuckooTable::InsertMany(const uint64_t* hashes, size_t n, uint64_t limit) {
+  // Each item's probe is computed once, this far ahead of its insert, and its buckets are loaded
+  // meanwhile (probes[i % kAhead] is item i's).
+  constexpr size_t kAhead = 16;
+  Probe probes[kAhead];
+  for (size_t i = 0; i < std::min(n, kAhead); ++i) {
+    probes[i] = ProbeOf(hashes[i]);
+    PrefetchBuckets(probes[i], /*write=*/true);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const Probe probe = probes[i % kAhead];
+    if (i + kAhead < n) {
+      probes[i % kAhead] = ProbeOf(hashes[i + kAhead]);
+      PrefetchBuckets(probes[i % kAhead], /*write=*/true);
+    }
+    if (occupied_ >= limit || !InsertProbe(probe)) return i;
+  }
+  return n;
+}
+
+BLOOM_HOT_INLINE bool CuckooTable::InsertProbe(const Probe& probe) {
   for (uint64_t bucket : {probe.bucket1, probe.bucket2}) {
     if (int slot = FreeSlot(bucket); slot >= 0) {
       SetSlot(bucket, slot, probe.fingerprint);

@@ -137,6 +137,11 @@ class CuckooTable {
   // Adds a copy. False, changing nothing, when no walk of kMaxKicks steps finds a free slot
   // and the stash is full.
   bool Insert(const Probe& probe);
+  // Inserts the items of `hashes` (this table's hashes, as ProbeFor takes) in order while
+  // occupied() < `limit`, loading each one's buckets a few items ahead: the number inserted.
+  // Fewer than `n` when the limit was reached or Insert failed for hashes[returned] (which
+  // changed nothing).
+  size_t InsertMany(const uint64_t* hashes, size_t n, uint64_t limit);
   // Removes one copy of the probe's fingerprint; false when neither bucket holds one.
   bool Remove(const Probe& probe);
 
@@ -163,6 +168,10 @@ class CuckooTable {
  private:
   CuckooTable(CuckooLayout layout, uint64_t key);
 
+  // ProbeFor, Prefetch and Insert, inlined where this file's loops use them.
+  Probe ProbeOf(uint64_t hash) const;
+  void PrefetchBuckets(const Probe& probe, bool write) const;
+  bool InsertProbe(const Probe& probe);
   uint64_t AltBucket(uint64_t bucket, uint32_t fingerprint) const;
   uint32_t Slot(uint64_t bucket, int slot) const;
   void SetSlot(uint64_t bucket, int slot, uint32_t fingerprint);
@@ -199,6 +208,9 @@ class CuckooTable {
   // BucketHas: a one in the lowest and in the highest bit of each of the four lanes.
   const uint64_t lane_lows_;
   const uint64_t lane_highs_;
+  // The lane of each bit of a bucket's word (bit / fingerprint_bits): FreeSlot's answer without
+  // a division, which costs more than the rest of a simple insert.
+  uint8_t lane_of_bit_[64];
   uint64_t occupied_ = 0;
   int stashed_ = 0;  // stash entries in use: lookups skip an empty stash
   // layout_.bytes() and 8 bytes of slack, so that every slot reads as one 8-byte load; zero
