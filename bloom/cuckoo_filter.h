@@ -184,7 +184,7 @@ class CuckooFilter {
   // Whether the newest table takes the item (its capacity not reached, its walk succeeded).
   bool InsertLocked(uint64_t item_hash) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Starts (or, with null, stops) recording every table's changes into `changes`.
-  void RecordLocked(std::vector<CuckooChange>* changes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RecordLocked(CuckooChangeLog* changes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Puts the bytes back as they were before `changes` and drops tables past `tables_before`.
   void UndoLocked(absl::Span<const CuckooChange> changes, size_t tables_before)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -193,8 +193,8 @@ class CuckooFilter {
   const uint64_t seed_;
   mutable bloomsync::Mutex mu_;
   std::vector<std::unique_ptr<CuckooTable>> tables_ ABSL_GUARDED_BY(mu_);
-  std::vector<ChainTarget> targets_ ABSL_GUARDED_BY(mu_);  // each table's capacity and rate
-  std::vector<CuckooChange>* recording_ ABSL_GUARDED_BY(mu_) = nullptr;  // RecordLocked
+  std::vector<ChainTarget> targets_ ABSL_GUARDED_BY(mu_);      // each table's capacity and rate
+  CuckooChangeLog* recording_ ABSL_GUARDED_BY(mu_) = nullptr;  // RecordLocked
 };
 
 }  // namespace bloom

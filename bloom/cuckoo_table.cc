@@ -19,6 +19,7 @@ namespace {
 
 static_assert(std::endian::native == std::endian::little,
               "pages are persisted as little-endian fingerprints");
+static_assert(sizeof(CuckooChange) == 32, "an add records one or more changes per item");
 
 // Steps of a relocation walk draw their slot from the item's hash and the step.
 constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;
@@ -31,6 +32,8 @@ constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;
 constexpr uint64_t kMapBytes = 2 << 20;
 
 }  // namespace
+
+void CuckooChangeLog::Grow() { buffer_.resize(std::max<size_t>(64, 2 * buffer_.size())); }
 
 void CuckooTable::FreeBytes::operator()(uint8_t* bytes) const {
   if (mapped_bytes > 0) {
@@ -146,15 +149,12 @@ BLOOM_HOT_INLINE uint32_t CuckooTable::Slot(uint64_t bucket, int slot) const {
   return static_cast<uint32_t>(word >> (bit % 8)) & mask_;
 }
 
-// Flattened: the recording's vector append is inlined here (GCC otherwise keeps it out of line,
-// a call per change on the hottest path of an add).
-[[gnu::flatten]] BLOOM_HOT_INLINE void CuckooTable::SetSlot(uint64_t bucket, int slot,
-                                                            uint32_t fingerprint) {
+BLOOM_HOT_INLINE void CuckooTable::SetSlot(uint64_t bucket, int slot, uint32_t fingerprint) {
   if (changes_ != nullptr) {
-    changes_->push_back({.table = table_index_,
-                         .before = Slot(bucket, slot),
-                         .after = fingerprint,
-                         .position = bucket * kCuckooBucketSlots + slot});
+    changes_->Append({.table = table_index_,
+                      .before = Slot(bucket, slot),
+                      .after = fingerprint,
+                      .position = bucket * kCuckooBucketSlots + slot});
   }
   const uint64_t bit = (bucket * kCuckooBucketSlots + slot) * layout_.fingerprint_bits;
   uint8_t* at = bytes_.get() + bit / 8;
@@ -208,13 +208,12 @@ CuckooTable::StashEntry CuckooTable::StashAt(int entry) const {
 void CuckooTable::SetStash(int entry, StashEntry value) {
   if (changes_ != nullptr) {
     const StashEntry old = StashAt(entry);
-    changes_->push_back({.table = table_index_,
-                         .before = old.fingerprint,
-                         .after = value.fingerprint,
-                         .stash = true,
-                         .position = layout_.slots() + entry,
-                         .stash_bucket_before = old.bucket,
-                         .stash_bucket_after = value.bucket});
+    changes_->Append({.table = table_index_,
+                      .before = old.fingerprint,
+                      .after = value.fingerprint,
+                      .stash = true,
+                      .position = layout_.slots() + entry,
+                      .stash_bucket = value.fingerprint != 0 ? value.bucket : old.bucket});
   }
   const uint64_t offset = layout_.bucket_bytes() + entry * kStashEntryBytes;
   std::memcpy(bytes_.get() + offset, &value.bucket, sizeof(value.bucket));
@@ -299,8 +298,7 @@ int CuckooTable::Count(const Probe& probe) const {
 
 bool CuckooTable::Insert(const Probe& probe) { return InsertProbe(probe); }
 
-// Flattened, as SetSlot: the recording's vector append inlined too.
-[[gnu::flatten]] size_t CuckooTable::InsertMany(const uint64_t* hashes, size_t n, uint64_t limit) {
+size_t CuckooTable::InsertMany(const uint64_t* hashes, size_t n, uint64_t limit) {
   // Each item's probe is computed once, this far ahead of its insert, and its buckets are loaded
   // meanwhile (probes[i % kAhead] is item i's).
   constexpr size_t kAhead = 16;
@@ -461,7 +459,7 @@ absl::Status CuckooTable::Apply(const CuckooChange& change, bool undo) {
     occupied_ += static_cast<uint64_t>(fingerprint != 0) - static_cast<uint64_t>(was);
     return absl::OkStatus();
   }
-  const uint64_t bucket = undo ? change.stash_bucket_before : change.stash_bucket_after;
+  const uint64_t bucket = change.stash_bucket;
   if (fingerprint != 0 && bucket >= layout_.num_buckets) {
     return absl::InvalidArgumentError(
         absl::StrCat("a stash entry names bucket ", bucket, " of ", layout_.num_buckets));

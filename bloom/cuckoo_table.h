@@ -69,15 +69,49 @@ inline constexpr uint64_t kStashEntryBytes = 12;
 // of its pair). The storage layer journals the values written (`after`), which are absolute:
 // replaying a table's changes in their order onto a copy of its pages taken at any moment
 // since the first of them gives the same bytes (a slot ends as its last change left it).
-// `before` is for undoing a change that could not be persisted.
+// `before` is for undoing a change that could not be persisted. 32 bytes: an add records one
+// or more for each item.
 struct CuckooChange {
   uint32_t table = 0;  // the table's index in its chain (set by CuckooFilter)
   uint32_t before = 0;
   uint32_t after = 0;
   bool stash = false;     // a stash entry, not a slot
   uint64_t position = 0;  // slot index (bucket * kCuckooBucketSlots + slot), or slots() + entry
-  uint64_t stash_bucket_before = 0;  // stash entries only
-  uint64_t stash_bucket_after = 0;
+  // Stash entries only: the entry's bucket, that of whichever of `before` and `after` is a
+  // fingerprint (a table fills an empty entry and empties a full one, never both at once).
+  uint64_t stash_bucket = 0;
+};
+
+// Where a recording table (CuckooTable::RecordChanges) writes its changes, in the order made;
+// the tables of one chain share one. An append is a store and a compare on the insert path
+// (a std::vector's push_back is a call there: GCC keeps it out of line); the buffer grows out
+// of line and keeps its size from one use to the next (Clear).
+//
+// Thread-safety: none (the filter's lock).
+class CuckooChangeLog {
+ public:
+  void Clear() { size_ = 0; }
+  // Room for `changes` more without growing.
+  void Reserve(size_t changes) {
+    if (size_ + changes > buffer_.size()) buffer_.resize(size_ + changes);
+  }
+  void Append(const CuckooChange& change) {
+    if (size_ == buffer_.size()) [[unlikely]]
+      Grow();
+    buffer_[size_++] = change;
+  }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  // The bytes it holds whatever its size (what a thread that keeps a log keeps).
+  size_t capacity_bytes() const { return buffer_.size() * sizeof(CuckooChange); }
+  const CuckooChange* data() const { return buffer_.data(); }
+  const CuckooChange& operator[](size_t i) const { return buffer_[i]; }
+
+ private:
+  void Grow();
+
+  std::vector<CuckooChange> buffer_;  // its size() is the log's capacity
+  size_t size_ = 0;
 };
 
 struct CuckooLayout {
@@ -157,7 +191,7 @@ class CuckooTable {
 
   // Change recording: while set, every write of a slot or stash entry (Insert's walk and its
   // undo, Remove) appends a CuckooChange tagged `table_index` to `changes`; null stops it.
-  void RecordChanges(std::vector<CuckooChange>* changes, uint32_t table_index) {
+  void RecordChanges(CuckooChangeLog* changes, uint32_t table_index) {
     changes_ = changes;
     table_index_ = table_index;
   }
@@ -224,7 +258,7 @@ class CuckooTable {
   };
   std::unique_ptr<uint8_t[], FreeBytes> bytes_;
   std::vector<uint64_t> dirty_;  // one bit per page
-  std::vector<CuckooChange>* changes_ = nullptr;
+  CuckooChangeLog* changes_ = nullptr;
   uint32_t table_index_ = 0;
 };
 

@@ -69,7 +69,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (size_t i = 0; i < again.size(); ++i) {
       if (again[i].table != changes[i].table || again[i].position != changes[i].position ||
           again[i].after != changes[i].after || again[i].stash != changes[i].stash ||
-          (changes[i].stash && again[i].stash_bucket_after != changes[i].stash_bucket_after)) {
+          (changes[i].stash && again[i].stash_bucket != changes[i].stash_bucket)) {
         __builtin_trap();
       }
     }

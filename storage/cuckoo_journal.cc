@@ -144,7 +144,7 @@ absl::Status DecodeStashRun(uint32_t table, uint64_t count, absl::string_view& b
                        .after = static_cast<uint32_t>(value),
                        .stash = true,
                        .position = position,
-                       .stash_bucket_after = bucket});
+                       .stash_bucket = bucket});
   }
   return absl::OkStatus();
 }
@@ -181,7 +181,7 @@ absl::Status DecodeVarints(absl::string_view body, std::vector<bloom::CuckooChan
   for (bloom::CuckooChange& change : changes) {
     uint64_t table = 0, after = 0;
     if (!GetVarint(body, table) || !GetVarint(body, change.position) || !GetVarint(body, after) ||
-        !GetVarint(body, change.stash_bucket_after) || table >= uint64_t{bloom::kMaxSubFilters} ||
+        !GetVarint(body, change.stash_bucket) || table >= uint64_t{bloom::kMaxSubFilters} ||
         change.position >= kPositionLimit || after > std::numeric_limits<uint32_t>::max()) {
       return BadRecord("holds a bad change");
     }
@@ -229,7 +229,7 @@ std::string EncodeCuckooJournalRecord(absl::Span<const bloom::CuckooChange> chan
       for (size_t i = run.begin; i < run.end; ++i) {
         at = PutVarint(at, changes[i].position);
         at = PutVarint(at, changes[i].after);
-        at = PutVarint(at, changes[i].stash_bucket_after);
+        at = PutVarint(at, changes[i].stash_bucket);
       }
       continue;
     }

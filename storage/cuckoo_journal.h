@@ -41,7 +41,7 @@ namespace storage {
 
 // The `after` values of `changes` (with the stash buckets of stash entries), in order.
 std::string EncodeCuckooJournalRecord(absl::Span<const bloom::CuckooChange> changes);
-// Into `changes` (cleared first): table, position, after, stash and stash_bucket_after.
+// Into `changes` (cleared first): table, position, after, stash and stash_bucket.
 absl::Status DecodeCuckooJournalRecord(absl::string_view bytes,
                                        std::vector<bloom::CuckooChange>& changes);
 // Whether a journal record is a cuckoo filter's (by its version byte; not verified).

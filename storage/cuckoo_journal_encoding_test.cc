@@ -34,7 +34,7 @@ void ExpectSameChanges(const std::vector<CuckooChange>& decoded,
     EXPECT_EQ(decoded[i].position, written[i].position);
     EXPECT_EQ(decoded[i].after, written[i].after);
     EXPECT_EQ(decoded[i].stash, written[i].stash);
-    EXPECT_EQ(decoded[i].stash_bucket_after, written[i].stash ? written[i].stash_bucket_after : 0);
+    EXPECT_EQ(decoded[i].stash_bucket, written[i].stash ? written[i].stash_bucket : 0);
   }
 }
 
@@ -49,10 +49,9 @@ TEST(CuckooJournalEncodingTest, EveryChangeComesBackInItsOrder) {
     const int value_bits = change.table == 3 ? 32 : 7 + static_cast<int>(change.table);
     change.position = random() >> (64 - position_bits);
     change.after = static_cast<uint32_t>(random() >> (64 - value_bits));
-    change.before = 1;                     // not journalled
-    change.stash_bucket_before = 9;        // not journalled
-    change.stash_bucket_after = random();  // journalled for stash entries only
-    change.stash = random() % 97 == 0;     // a few stash entries amid the slots
+    change.before = 1;                  // not journalled
+    change.stash_bucket = random();     // journalled for stash entries only
+    change.stash = random() % 97 == 0;  // a few stash entries amid the slots
     written.push_back(change);
   }
   std::vector<CuckooChange> decoded;
@@ -91,7 +90,7 @@ TEST(CuckooJournalEncodingTest, RecordsOfTheVarintVersionStillDecode) {
   EXPECT_EQ(decoded[1].table, 1u);
   EXPECT_EQ(decoded[1].position, 40u);
   EXPECT_EQ(decoded[1].after, 77u);
-  EXPECT_EQ(decoded[1].stash_bucket_after, 300u);
+  EXPECT_EQ(decoded[1].stash_bucket, 300u);
 
   std::string too_far(1, '\2');
   const uint32_t one = 1;
