@@ -257,6 +257,10 @@ bool CuckooTable::Contains(const Probe& probe) const {
          BucketHas(probe.bucket2, probe.fingerprint) || FindInStash(probe) >= 0;
 }
 
+BLOOM_HOT_INLINE void CuckooTable::PrefetchBucket(uint64_t bucket) const {
+  __builtin_prefetch(bytes_.get() + bucket * kCuckooBucketSlots * layout_.fingerprint_bits / 8, 1);
+}
+
 BLOOM_HOT_INLINE void CuckooTable::PrefetchBuckets(const Probe& probe, bool write) const {
   const uint64_t bucket_bits = uint64_t{kCuckooBucketSlots} * layout_.fingerprint_bits;
   for (uint64_t bucket : {probe.bucket1, probe.bucket2}) {
@@ -339,10 +343,16 @@ BLOOM_HOT_INLINE bool CuckooTable::InsertProbe(const Probe& probe) {
   uint64_t bucket = (probe.hash & 1) != 0 ? probe.bucket2 : probe.bucket1;
   for (int kick = 0; kick < kMaxKicks; ++kick) {
     // One step of lookahead: a fingerprint of this bucket whose other bucket has room moves
-    // there, and the carried one takes its slot; most walks end here near full load.
+    // there, and the carried one takes its slot; most walks end here near full load. The four
+    // other buckets are asked for first, so that their cache misses overlap.
+    uint64_t others[kCuckooBucketSlots];
+    for (int held = 0; held < kCuckooBucketSlots; ++held) {
+      others[held] = AltBucket(bucket, Slot(bucket, held));
+      PrefetchBucket(others[held]);
+    }
     for (int held = 0; held < kCuckooBucketSlots; ++held) {
       const uint32_t fingerprint = Slot(bucket, held);
-      const uint64_t other = AltBucket(bucket, fingerprint);
+      const uint64_t other = others[held];
       if (int free = FreeSlot(other); free >= 0) {
         SetSlot(other, free, fingerprint);
         SetSlot(bucket, held, carried);

@@ -205,6 +205,7 @@ class CuckooTable {
   // ProbeFor, Prefetch and Insert, inlined where this file's loops use them.
   Probe ProbeOf(uint64_t hash) const;
   void PrefetchBuckets(const Probe& probe, bool write) const;
+  void PrefetchBucket(uint64_t bucket) const;  // for a write
   bool InsertProbe(const Probe& probe);
   uint64_t AltBucket(uint64_t bucket, uint32_t fingerprint) const;
   uint32_t Slot(uint64_t bucket, int slot) const;
