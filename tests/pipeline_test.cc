@@ -64,10 +64,14 @@ class StreamWriter {
   std::thread thread_;
 };
 
-class PipelineTest : public ::testing::Test {
+// Each test runs against the default server and one with --item_call_threads, whose queue
+// threads poll the connections (gRPC's "poll" strategy) and hand a stream's reads to the
+// callback threads.
+class PipelineTest : public ::testing::TestWithParam<bool> {
  protected:
   void Start(std::vector<std::string> args = {}) {
     args.push_back("--max_item_bytes=1024");
+    if (GetParam()) args.push_back("--item_call_threads=2");
     server_ = ServerProcess::Start(data_.path(), args);
     ASSERT_NE(server_, nullptr);
     stub_ = BloomFilterService::NewStub(
@@ -99,7 +103,7 @@ class PipelineTest : public ::testing::Test {
   std::unique_ptr<BloomFilterService::Stub> stub_;
 };
 
-TEST_F(PipelineTest, AnswersEveryOperationInOrderWithItsId) {
+TEST_P(PipelineTest, AnswersEveryOperationInOrderWithItsId) {
   Start();
   Reserve("a", 10000);
   Reserve("b", 10000);
@@ -150,7 +154,7 @@ TEST_F(PipelineTest, AnswersEveryOperationInOrderWithItsId) {
   EXPECT_LT(false_positives, 20);  // 400 chances at about 1%
 }
 
-TEST_F(PipelineTest, AFailingOperationGetsItsErrorAndTheStreamGoesOn) {
+TEST_P(PipelineTest, AFailingOperationGetsItsErrorAndTheStreamGoesOn) {
   Start();
   Reserve("full", 10, /*non_scaling=*/true);
   Reserve("ok", 100);
@@ -194,7 +198,7 @@ TEST_F(PipelineTest, AFailingOperationGetsItsErrorAndTheStreamGoesOn) {
 
 // absent_if_missing: checks of a filter that does not exist answer all absent, and
 // plain checks beside them, written together so the server may merge them, still NOT_FOUND.
-TEST_F(PipelineTest, AbsentIfMissingAnswersAbsentWhilePlainChecksGetNotFound) {
+TEST_P(PipelineTest, AbsentIfMissingAnswersAbsentWhilePlainChecksGetNotFound) {
   Start();
   grpc::ClientContext context;
   std::unique_ptr<Stream> stream = stub_->Pipeline(&context);
@@ -232,7 +236,7 @@ TEST_F(PipelineTest, AbsentIfMissingAnswersAbsentWhilePlainChecksGetNotFound) {
 // Per-user windowed filters made by the stream's adds (create_if_missing with a window and an
 // idle_ttl): they answer like unary calls, Stats shows the window, a bad window is that
 // operation's INVALID_ARGUMENT and the stream goes on.
-TEST_F(PipelineTest, WindowedFiltersCreatedByTheStream) {
+TEST_P(PipelineTest, WindowedFiltersCreatedByTheStream) {
   Start();
   grpc::ClientContext context;
   std::unique_ptr<Stream> stream = stub_->Pipeline(&context);
@@ -278,7 +282,7 @@ TEST_F(PipelineTest, WindowedFiltersCreatedByTheStream) {
 // A message's `more` (many users' filters in one message): each operation is served as if it
 // had come alone right after its leader, with its own answer or error, and every answer comes
 // back in the leader's response, in order. The server says it packs in its response headers.
-TEST_F(PipelineTest, OperationsInMoreAreAnsweredInOneResponseInOrder) {
+TEST_P(PipelineTest, OperationsInMoreAreAnsweredInOneResponseInOrder) {
   Start();
   Reserve("full", 2, /*non_scaling=*/true);
   grpc::ClientContext context;
@@ -353,7 +357,7 @@ TEST_F(PipelineTest, OperationsInMoreAreAnsweredInOneResponseInOrder) {
 // message's own operation and in its `more`: the server reads Pipeline messages as bytes
 // (direct_parse.h). Read with protobuf, such a message parsed only as the items-as-bytes twin,
 // which had no `more`: those operations were dropped, unanswered.
-TEST_F(PipelineTest, ItemsThatAreNotUtf8AreServedInEveryOperationOfAMessage) {
+TEST_P(PipelineTest, ItemsThatAreNotUtf8AreServedInEveryOperationOfAMessage) {
   Start();
   Reserve("f", 1000);
   grpc::ClientContext context;
@@ -380,7 +384,7 @@ TEST_F(PipelineTest, ItemsThatAreNotUtf8AreServedInEveryOperationOfAMessage) {
   EXPECT_TRUE(stream->Finish().ok());
 }
 
-TEST_F(PipelineTest, MoreNestsOneLevelAndEachMustHaveAnOperation) {
+TEST_P(PipelineTest, MoreNestsOneLevelAndEachMustHaveAnOperation) {
   Start();
   Reserve("f", 100);
   for (const bool nested_more : {false, true}) {
@@ -406,7 +410,7 @@ TEST_F(PipelineTest, MoreNestsOneLevelAndEachMustHaveAnOperation) {
   }
 }
 
-TEST_F(PipelineTest, ARequestWithoutAnOperationEndsTheStreamAfterEarlierAnswers) {
+TEST_P(PipelineTest, ARequestWithoutAnOperationEndsTheStreamAfterEarlierAnswers) {
   Start();
   Reserve("f", 100);
   grpc::ClientContext context;
@@ -425,7 +429,7 @@ TEST_F(PipelineTest, ARequestWithoutAnOperationEndsTheStreamAfterEarlierAnswers)
   EXPECT_TRUE(absl::StrContains(status.error_message(), "id 2")) << status.error_message();
 }
 
-TEST_F(PipelineTest, TokensAreCheckedAtStartAndRolesPerOperation) {
+TEST_P(PipelineTest, TokensAreCheckedAtStartAndRolesPerOperation) {
   bloomtest::TempDir secrets;
   const std::string tokens = secrets.path() + "/tokens";
   std::ofstream(tokens) << absl::StrCat(bloomtest::TokenDigest("reader-token"), " read reader\n",
@@ -478,7 +482,7 @@ TEST_F(PipelineTest, TokensAreCheckedAtStartAndRolesPerOperation) {
 // A client that writes without reading: the server holds at most its window of operations
 // (the small answers wait in transport buffers), keeps serving everyone else, and everything
 // is answered in order once the client reads.
-TEST_F(PipelineTest, AClientThatWritesWithoutReadingLosesNothing) {
+TEST_P(PipelineTest, AClientThatWritesWithoutReadingLosesNothing) {
   Start({"--pipeline_window=8"});
   Reserve("f", 100000);
   grpc::ClientContext context;
@@ -512,7 +516,7 @@ TEST_F(PipelineTest, AClientThatWritesWithoutReadingLosesNothing) {
   EXPECT_TRUE(stream->Finish().ok());
 }
 
-TEST_F(PipelineTest, CancelledStreamsLeaveTheServerServing) {
+TEST_P(PipelineTest, CancelledStreamsLeaveTheServerServing) {
   Start();
   Reserve("f", 1000);
   for (int round = 0; round < 20; ++round) {
@@ -532,7 +536,7 @@ TEST_F(PipelineTest, CancelledStreamsLeaveTheServerServing) {
 
 // SIGTERM: open streams answer what they read and end UNAVAILABLE, at once rather than after
 // the grace period; acknowledged adds survive the restart.
-TEST_F(PipelineTest, ShutdownEndsOpenStreamsUnavailableAndKeepsTheirAdds) {
+TEST_P(PipelineTest, ShutdownEndsOpenStreamsUnavailableAndKeepsTheirAdds) {
   Start({"--shutdown_grace=30s"});
   Reserve("f", 1000);
   grpc::ClientContext context;
@@ -560,7 +564,7 @@ TEST_F(PipelineTest, ShutdownEndsOpenStreamsUnavailableAndKeepsTheirAdds) {
 // With --sync the server keeps the callback model: adds (unary and Pipeline) are written at
 // once and answered after a group fsync, from the WAL syncer's thread. Checks read behind adds
 // still answer in request order, after them.
-TEST_F(PipelineTest, SyncAnswersAddsAfterASharedFsyncInOrder) {
+TEST_P(PipelineTest, SyncAnswersAddsAfterASharedFsyncInOrder) {
   Start({"--sync", "--metrics_listen=127.0.0.1:0"});
   Reserve("f", 10'000);
   constexpr int kStreams = 4, kOps = 300;
@@ -651,7 +655,7 @@ TEST_F(PipelineTest, SyncAnswersAddsAfterASharedFsyncInOrder) {
 
 // The sync server model was retired: a command line that still asks for it starts, warns, and
 // serves --sync on the callback model.
-TEST_F(PipelineTest, TheRetiredSyncModelFlagServesTheCallbackModel) {
+TEST_P(PipelineTest, TheRetiredSyncModelFlagServesTheCallbackModel) {
   Start({"--sync", "--server_model=sync", "--max_threads=8"});
   Reserve("f", 1000);
   grpc::ClientContext context;
@@ -667,5 +671,10 @@ TEST_F(PipelineTest, TheRetiredSyncModelFlagServesTheCallbackModel) {
   EXPECT_TRUE(absl::StrContains(log, "--server_model=sync is retired")) << log;
   EXPECT_TRUE(absl::StrContains(log, "--max_threads is retired")) << log;
 }
+
+INSTANTIATE_TEST_SUITE_P(Served, PipelineTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "ItemCallThreads" : "Default";
+                         });
 
 }  // namespace

@@ -272,10 +272,11 @@ TEST(ReplicationTest, AsyncItemCallsOnAFollowerForwardAddsAndReadTheirWrites) {
   }
 }
 
-TEST(ReplicationTest, APipelineThroughAFollowerSeesItsOwnAdds) {
-  // A Pipeline stream to a follower goes to the primary whole: a check after an add of the
-  // same item on the stream sees it, with no sequence to wait for.
-  ReplicationCluster cluster(1, {});
+// A Pipeline stream to a follower goes to the primary whole: a check after an add of the same
+// item on the stream sees it, with no sequence to wait for. `follower_args` choose how the
+// follower serves the stream.
+void ExpectAPipelineThroughAFollowerSeesItsOwnAdds(std::vector<std::string> follower_args) {
+  ReplicationCluster cluster(1, {}, std::move(follower_args));
   ASSERT_TRUE(cluster.Start());
   bloomclient::ClientOptions options;
   options.pipelined = true;
@@ -289,6 +290,15 @@ TEST(ReplicationTest, APipelineThroughAFollowerSeesItsOwnAdds) {
     ASSERT_TRUE(present.ok()) << present.status();
     ASSERT_TRUE((*present)[0]) << "the stream's own add of " << item << " read absent";
   }
+}
+
+TEST(ReplicationTest, APipelineThroughAFollowerSeesItsOwnAdds) {
+  ExpectAPipelineThroughAFollowerSeesItsOwnAdds({});
+}
+
+TEST(ReplicationTest, APipelineThroughAFollowerWithItemCallThreadsSeesItsOwnAdds) {
+  // The follower's connections are polled by its queue threads (gRPC's "poll" strategy).
+  ExpectAPipelineThroughAFollowerSeesItsOwnAdds({"--item_call_threads=2"});
 }
 
 TEST(ReplicationTest, AMergeThroughAFollowerIsReadThereAndOnTheOther) {
