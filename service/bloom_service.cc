@@ -338,9 +338,9 @@ class AddCallJob final : public storage::GroupCommitter::Job {
                         create_spec_.has_value() ? &*create_spec_ : nullptr);
   }
   void Answer(storage::OperationBatch& batch) override {
-    absl::StatusOr<std::vector<bool>> added = batch.TakeResult(ticket_);
+    absl::StatusOr<std::unique_ptr<bool[]>> added = batch.TakeAnswers(ticket_);
     status_ = added.status();
-    if (added.ok()) std::copy(added->begin(), added->end(), answers_);
+    if (added.ok()) std::copy_n(added->get(), request_.items.size(), answers_);
   }
   void Fail(const absl::Status& why) override { status_ = why; }
   void Done() override {

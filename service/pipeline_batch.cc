@@ -199,14 +199,13 @@ void PipelineBatch::QueueEach(storage::OperationBatch& store_batch, Run run, Res
 void PipelineBatch::TakeAdds(storage::OperationBatch& store_batch, Run run, Responses responses,
                              QueuedRun& queued) {
   if (queued.merged) {
-    absl::StatusOr<std::vector<bool>> added = store_batch.TakeResult(queued.tickets.front());
+    absl::StatusOr<std::unique_ptr<bool[]>> added = store_batch.TakeAnswers(queued.tickets.front());
     if (added.ok()) {
       size_t begin = 0;
       for (size_t i = 0; i < run.size(); ++i) {
         responses[i].mutable_add()->set_sequence(service_->store()->LatestSequence());
-        auto* answers = responses[i].mutable_add()->mutable_added();
-        answers->Reserve(static_cast<int>(queued.ends[i] - begin));
-        for (size_t k = begin; k < queued.ends[i]; ++k) answers->Add((*added)[k]);
+        responses[i].mutable_add()->mutable_added()->Add(added->get() + begin,
+                                                         added->get() + queued.ends[i]);
         begin = queued.ends[i];
       }
       return;

@@ -142,6 +142,13 @@ void OperationBatch::Flush() {
 }
 
 absl::StatusOr<std::vector<bool>> OperationBatch::TakeResult(Ticket ticket) {
+  const size_t items = ticket < operations_.size() ? operations_[ticket].items : 0;
+  absl::StatusOr<std::unique_ptr<bool[]>> added = TakeAnswers(ticket);
+  if (!added.ok()) return added.status();
+  return std::vector<bool>(added->get(), added->get() + items);
+}
+
+absl::StatusOr<std::unique_ptr<bool[]>> OperationBatch::TakeAnswers(Ticket ticket) {
   if (ticket >= operations_.size() || operations_[ticket].taken) {
     return absl::InternalError(absl::StrCat("OperationBatch: no result for ticket ", ticket));
   }
@@ -149,9 +156,7 @@ absl::StatusOr<std::vector<bool>> OperationBatch::TakeResult(Ticket ticket) {
   Operation& operation = operations_[ticket];
   operation.taken = true;
   if (!operation.status.ok()) return operation.status;
-  std::vector<bool> added(operation.added.get(), operation.added.get() + operation.items);
-  operation.added.reset();
-  return added;
+  return std::move(operation.added);
 }
 
 }  // namespace storage

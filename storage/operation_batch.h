@@ -78,6 +78,9 @@ class OperationBatch {
   // The result of Add `ticket`, as FilterStore::Add would answer it; flushes first if needed.
   // Once per ticket.
   absl::StatusOr<std::vector<bool>> TakeResult(Ticket ticket);
+  // The same as the batch holds it, one bool per item (no copy): for servers that answer from
+  // it (1,000 answers copied out of a std::vector<bool> cost about 1% of a served add).
+  absl::StatusOr<std::unique_ptr<bool[]>> TakeAnswers(Ticket ticket);
 
   // Adds prepared and not yet written.
   size_t pending_adds() const { return pending_.size(); }
