@@ -246,13 +246,15 @@ int CuckooTable::CountInStash(const Probe& probe) const {
   return count;
 }
 
-bool CuckooTable::BucketHas(uint64_t bucket, uint32_t fingerprint) const {
+BLOOM_HOT_INLINE bool CuckooTable::BucketHas(uint64_t bucket, uint32_t fingerprint) const {
   if (layout_.fingerprint_bits > kWordLaneBits) return CountIn(bucket, fingerprint) > 0;
   // A lane is zero where the slot holds the fingerprint.
   return ZeroLanes(BucketWord(bucket) ^ (fingerprint * lane_lows_)) != 0;
 }
 
-bool CuckooTable::Contains(const Probe& probe) const {
+bool CuckooTable::Contains(const Probe& probe) const { return ContainsProbe(probe); }
+
+BLOOM_HOT_INLINE bool CuckooTable::ContainsProbe(const Probe& probe) const {
   return BucketHas(probe.bucket1, probe.fingerprint) ||
          BucketHas(probe.bucket2, probe.fingerprint) || FindInStash(probe) >= 0;
 }
@@ -280,16 +282,16 @@ void CuckooTable::ContainsMany(const uint64_t* hashes, size_t n, bool* present) 
   constexpr size_t kAhead = 16;
   Probe ahead[kAhead];
   for (size_t i = 0; i < std::min(n, kAhead); ++i) {
-    ahead[i] = ProbeFor(hashes[i]);
-    if (!present[i]) Prefetch(ahead[i]);
+    ahead[i] = ProbeOf(hashes[i]);
+    if (!present[i]) PrefetchBuckets(ahead[i], /*write=*/false);
   }
   for (size_t i = 0; i < n; ++i) {
     const Probe probe = ahead[i % kAhead];
     if (i + kAhead < n) {
-      ahead[i % kAhead] = ProbeFor(hashes[i + kAhead]);
-      if (!present[i + kAhead]) Prefetch(ahead[i % kAhead]);
+      ahead[i % kAhead] = ProbeOf(hashes[i + kAhead]);
+      if (!present[i + kAhead]) PrefetchBuckets(ahead[i % kAhead], /*write=*/false);
     }
-    if (!present[i]) present[i] = Contains(probe);
+    if (!present[i]) present[i] = ContainsProbe(probe);
   }
 }
 

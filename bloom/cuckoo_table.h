@@ -207,6 +207,7 @@ class CuckooTable {
   void PrefetchBuckets(const Probe& probe, bool write) const;
   void PrefetchBucket(uint64_t bucket) const;  // for a write
   bool InsertProbe(const Probe& probe);
+  bool ContainsProbe(const Probe& probe) const;
   uint64_t AltBucket(uint64_t bucket, uint32_t fingerprint) const;
   uint32_t Slot(uint64_t bucket, int slot) const;
   void SetSlot(uint64_t bucket, int slot, uint32_t fingerprint);
