@@ -152,6 +152,27 @@ TEST(CuckooFilterTest, CountsCopiesAndRemoveTakesOneAtATime) {
   EXPECT_GE((*filter)->num_tables(), 2);
 }
 
+TEST(CuckooFilterTest, OneBatchRemovesCopiesFromEveryTableAndNoMoreThanItHas) {
+  // A batch is removed table by table (newest first): each of its items still takes one copy,
+  // wherever that copy is, and an item asked for more often than it has copies answers false
+  // for the rest.
+  absl::StatusOr<std::unique_ptr<CuckooFilter>> filter =
+      CuckooFilter::Create(Spec(1000, 1e-6, false), 11);
+  ASSERT_TRUE(filter.ok());
+  ASSERT_TRUE((*filter)->Add({"early"}).ok());  // table 0
+  AddAll(**filter, Items("fill-", 0, 3000));    // the chain grows
+  ASSERT_GE((*filter)->num_tables(), 2);
+  ASSERT_TRUE((*filter)->Add({"early", "late"}).ok());  // the newest table
+  EXPECT_EQ((*filter)->Count({"early"})[0], 2u);
+  const std::vector<absl::string_view> batch = {"early", "late", "early", "early", "never"};
+  EXPECT_EQ((*filter)->Remove(batch), (std::vector<bool>{true, true, true, false, false}));
+  EXPECT_EQ((*filter)->Count({"early", "late"}), (std::vector<uint32_t>{0, 0}));
+  // Every other item kept its copy.
+  const std::vector<std::string> kept = Items("fill-", 0, 3000);
+  const std::vector<bool> present = (*filter)->MightContain(Views(kept));
+  EXPECT_EQ(std::count(present.begin(), present.end(), false), 0);
+}
+
 TEST(CuckooFilterTest, AFullNonScalingFilterRefusesTheWholeBatchAndChangesNothing) {
   absl::StatusOr<std::unique_ptr<CuckooFilter>> filter =
       CuckooFilter::Create(Spec(1000, 0.01, true), 11);

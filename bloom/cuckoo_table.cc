@@ -388,7 +388,26 @@ BLOOM_HOT_INLINE bool CuckooTable::InsertProbe(const Probe& probe) {
   return false;
 }
 
-bool CuckooTable::Remove(const Probe& probe) {
+bool CuckooTable::Remove(const Probe& probe) { return RemoveProbe(probe); }
+
+void CuckooTable::RemoveMany(const uint64_t* hashes, size_t n, bool* removed) {
+  constexpr size_t kAhead = 16;  // as ContainsMany
+  Probe ahead[kAhead];
+  for (size_t i = 0; i < std::min(n, kAhead); ++i) {
+    ahead[i] = ProbeOf(hashes[i]);
+    if (!removed[i]) PrefetchBuckets(ahead[i], /*write=*/true);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const Probe probe = ahead[i % kAhead];
+    if (i + kAhead < n) {
+      ahead[i % kAhead] = ProbeOf(hashes[i + kAhead]);
+      if (!removed[i + kAhead]) PrefetchBuckets(ahead[i % kAhead], /*write=*/true);
+    }
+    if (!removed[i]) removed[i] = RemoveProbe(probe);
+  }
+}
+
+BLOOM_HOT_INLINE bool CuckooTable::RemoveProbe(const Probe& probe) {
   for (uint64_t bucket : {probe.bucket1, probe.bucket2}) {
     for (int slot = 0; slot < kCuckooBucketSlots; ++slot) {
       if (Slot(bucket, slot) == probe.fingerprint) {

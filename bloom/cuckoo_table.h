@@ -178,6 +178,9 @@ class CuckooTable {
   size_t InsertMany(const uint64_t* hashes, size_t n, uint64_t limit);
   // Removes one copy of the probe's fingerprint; false when neither bucket holds one.
   bool Remove(const Probe& probe);
+  // For each i with !removed[i]: removed[i] = Remove(ProbeFor(hashes[i])), in order, loading the
+  // buckets of items a few ahead (as ContainsMany).
+  void RemoveMany(const uint64_t* hashes, size_t n, bool* removed);
 
   // Persistence: the bytes as pages (the last one short), and the pages changed since the last
   // TakeDirtyPages (ascending).
@@ -208,6 +211,7 @@ class CuckooTable {
   void PrefetchBucket(uint64_t bucket) const;  // for a write
   bool InsertProbe(const Probe& probe);
   bool ContainsProbe(const Probe& probe) const;
+  bool RemoveProbe(const Probe& probe);
   uint64_t AltBucket(uint64_t bucket, uint32_t fingerprint) const;
   uint32_t Slot(uint64_t bucket, int slot) const;
   void SetSlot(uint64_t bucket, int slot, uint32_t fingerprint);
