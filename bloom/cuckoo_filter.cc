@@ -253,12 +253,18 @@ std::vector<uint32_t> CuckooFilter::Count(absl::Span<const absl::string_view> it
 
 std::vector<uint32_t> CuckooFilter::CountHashes(absl::Span<const uint64_t> hashes) const {
   std::vector<uint32_t> counts(hashes.size(), 0);
+  std::vector<uint64_t> remixed;  // the items' hashes in tables after the first
   bloomsync::ReaderMutexLock lock(&mu_);
-  for (size_t i = 0; i < hashes.size(); ++i) {
-    for (size_t t = 0; t < tables_.size(); ++t) {
-      const CuckooTable& table = *tables_[t];
-      counts[i] += table.Count(table.ProbeFor(TableHash(hashes[i], static_cast<int>(t))));
+  for (size_t t = 0; t < tables_.size(); ++t) {
+    const uint64_t* table_hashes = hashes.data();
+    if (t > 0) {
+      remixed.resize(hashes.size());
+      for (size_t i = 0; i < hashes.size(); ++i) {
+        remixed[i] = TableHash(hashes[i], static_cast<int>(t));
+      }
+      table_hashes = remixed.data();
     }
+    tables_[t]->CountMany(table_hashes, hashes.size(), counts.data());
   }
   return counts;
 }

@@ -295,6 +295,23 @@ void CuckooTable::ContainsMany(const uint64_t* hashes, size_t n, bool* present) 
   }
 }
 
+void CuckooTable::CountMany(const uint64_t* hashes, size_t n, uint32_t* counts) const {
+  constexpr size_t kAhead = 16;  // as ContainsMany
+  Probe ahead[kAhead];
+  for (size_t i = 0; i < std::min(n, kAhead); ++i) {
+    ahead[i] = ProbeOf(hashes[i]);
+    PrefetchBuckets(ahead[i], /*write=*/false);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const Probe probe = ahead[i % kAhead];
+    if (i + kAhead < n) {
+      ahead[i % kAhead] = ProbeOf(hashes[i + kAhead]);
+      PrefetchBuckets(ahead[i % kAhead], /*write=*/false);
+    }
+    counts[i] += static_cast<uint32_t>(Count(probe));
+  }
+}
+
 int CuckooTable::Count(const Probe& probe) const {
   const int first = CountIn(probe.bucket1, probe.fingerprint);
   return CountInStash(probe) + (probe.bucket2 == probe.bucket1

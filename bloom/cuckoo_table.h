@@ -168,6 +168,9 @@ class CuckooTable {
   // Copies of the probe's fingerprint in its two buckets (each counted once when they are the
   // same bucket).
   int Count(const Probe& probe) const;
+  // counts[i] += Count(ProbeFor(hashes[i])) for each i, loading the buckets of items a few
+  // ahead (as ContainsMany).
+  void CountMany(const uint64_t* hashes, size_t n, uint32_t* counts) const;
   // Adds a copy. False, changing nothing, when no walk of kMaxKicks steps finds a free slot
   // and the stash is full.
   bool Insert(const Probe& probe);
