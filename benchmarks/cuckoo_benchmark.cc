@@ -54,6 +54,17 @@ absl::Status NothingToPersist(absl::Span<const bloom::CuckooChange>, int, int) {
   return absl::OkStatus();
 }
 
+// A non-scaling filter holding keys [0, capacity rounded down to whole batches).
+std::unique_ptr<bloom::CuckooFilter> FullCuckooFilter(uint64_t capacity, double error_rate) {
+  auto filter = MakeCuckooFilter(capacity, error_rate);
+  std::vector<uint64_t> hashes(kBatch);
+  for (uint64_t key = 0; key + kBatch <= capacity; key += kBatch) {
+    HashBatch(key, hashes);
+    if (!filter->AddHashes(hashes, NothingToPersist).ok()) std::abort();
+  }
+  return filter;
+}
+
 std::unique_ptr<bloom::BlockedBloomFilter> MakeBlocked(uint64_t capacity, double error_rate) {
   return *bloom::BlockedBloomFilter::Create(*bloom::ChooseLayout(capacity, error_rate));
 }
@@ -108,12 +119,8 @@ void BM_BlockedAdd(benchmark::State& state) {
 // Lookups in a full filter, half of them of added keys.
 void BM_CuckooContains(benchmark::State& state) {
   const uint64_t capacity = state.range(0);
-  auto filter = MakeCuckooFilter(capacity, ErrorRate(state));
+  auto filter = FullCuckooFilter(capacity, ErrorRate(state));
   std::vector<uint64_t> hashes(kBatch);
-  for (uint64_t key = 0; key + kBatch <= capacity; key += kBatch) {
-    HashBatch(key, hashes);
-    (void)filter->AddHashes(hashes, NothingToPersist);
-  }
   std::unique_ptr<bool[]> present(new bool[kBatch]);
   uint64_t key = 0, hits = 0;
   for (auto _ : state) {
@@ -170,12 +177,8 @@ void BM_CuckooRemoveAndAdd(benchmark::State& state) {
 // a full filter, then added back.
 void BM_CuckooFilterRemoveAndAdd(benchmark::State& state) {
   const uint64_t capacity = state.range(0);
-  auto filter = MakeCuckooFilter(capacity, ErrorRate(state));
+  auto filter = FullCuckooFilter(capacity, ErrorRate(state));
   std::vector<uint64_t> hashes(kBatch);
-  for (uint64_t key = 0; key + kBatch <= capacity; key += kBatch) {
-    HashBatch(key, hashes);
-    if (!filter->AddHashes(hashes, NothingToPersist).ok()) std::abort();
-  }
   uint64_t key = 0, failed = 0;
   for (auto _ : state) {
     HashBatch(key, hashes);

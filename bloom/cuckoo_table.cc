@@ -277,39 +277,46 @@ BLOOM_HOT_INLINE void CuckooTable::PrefetchBuckets(const Probe& probe, bool writ
 
 void CuckooTable::Prefetch(const Probe& probe, bool write) const { PrefetchBuckets(probe, write); }
 
-void CuckooTable::ContainsMany(const uint64_t* hashes, size_t n, bool* present) const {
-  // Far enough ahead to overlap the misses, near enough that the lines are still cached.
-  constexpr size_t kAhead = 16;
-  Probe ahead[kAhead];
-  for (size_t i = 0; i < std::min(n, kAhead); ++i) {
+// The batch loops below share one shape: each item's probe is computed once, kProbeAhead items
+// before its turn, and its buckets are asked for then (when the item is still wanted), so that the
+// batch's cache misses overlap. Far enough ahead to overlap them, near enough that the lines are
+// still cached when the item's turn comes. `visit(i, probe)` returns false to stop there.
+template <typename Wanted, typename Visit>
+BLOOM_HOT_INLINE size_t CuckooTable::VisitProbes(const uint64_t* hashes, size_t n, bool write,
+                                                 Wanted wanted, Visit visit) const {
+  constexpr size_t kProbeAhead = 16;
+  Probe ahead[kProbeAhead];
+  for (size_t i = 0; i < std::min(n, kProbeAhead); ++i) {
     ahead[i] = ProbeOf(hashes[i]);
-    if (!present[i]) PrefetchBuckets(ahead[i], /*write=*/false);
+    if (wanted(i)) PrefetchBuckets(ahead[i], write);
   }
   for (size_t i = 0; i < n; ++i) {
-    const Probe probe = ahead[i % kAhead];
-    if (i + kAhead < n) {
-      ahead[i % kAhead] = ProbeOf(hashes[i + kAhead]);
-      if (!present[i + kAhead]) PrefetchBuckets(ahead[i % kAhead], /*write=*/false);
+    const Probe probe = ahead[i % kProbeAhead];
+    if (i + kProbeAhead < n) {
+      ahead[i % kProbeAhead] = ProbeOf(hashes[i + kProbeAhead]);
+      if (wanted(i + kProbeAhead)) PrefetchBuckets(ahead[i % kProbeAhead], write);
     }
-    if (!present[i]) present[i] = ContainsProbe(probe);
+    if (!visit(i, probe)) return i;
   }
+  return n;
+}
+
+void CuckooTable::ContainsMany(const uint64_t* hashes, size_t n, bool* present) const {
+  VisitProbes(
+      hashes, n, /*write=*/false, [present](size_t i) { return !present[i]; },
+      [this, present](size_t i, const Probe& probe) {
+        if (!present[i]) present[i] = ContainsProbe(probe);
+        return true;
+      });
 }
 
 void CuckooTable::CountMany(const uint64_t* hashes, size_t n, uint32_t* counts) const {
-  constexpr size_t kAhead = 16;  // as ContainsMany
-  Probe ahead[kAhead];
-  for (size_t i = 0; i < std::min(n, kAhead); ++i) {
-    ahead[i] = ProbeOf(hashes[i]);
-    PrefetchBuckets(ahead[i], /*write=*/false);
-  }
-  for (size_t i = 0; i < n; ++i) {
-    const Probe probe = ahead[i % kAhead];
-    if (i + kAhead < n) {
-      ahead[i % kAhead] = ProbeOf(hashes[i + kAhead]);
-      PrefetchBuckets(ahead[i % kAhead], /*write=*/false);
-    }
-    counts[i] += static_cast<uint32_t>(Count(probe));
-  }
+  VisitProbes(
+      hashes, n, /*write=*/false, [](size_t) { return true; },
+      [this, counts](size_t i, const Probe& probe) {
+        counts[i] += static_cast<uint32_t>(Count(probe));
+        return true;
+      });
 }
 
 int CuckooTable::Count(const Probe& probe) const {
@@ -322,23 +329,11 @@ int CuckooTable::Count(const Probe& probe) const {
 bool CuckooTable::Insert(const Probe& probe) { return InsertProbe(probe); }
 
 size_t CuckooTable::InsertMany(const uint64_t* hashes, size_t n, uint64_t limit) {
-  // Each item's probe is computed once, this far ahead of its insert, and its buckets are loaded
-  // meanwhile (probes[i % kAhead] is item i's).
-  constexpr size_t kAhead = 16;
-  Probe probes[kAhead];
-  for (size_t i = 0; i < std::min(n, kAhead); ++i) {
-    probes[i] = ProbeOf(hashes[i]);
-    PrefetchBuckets(probes[i], /*write=*/true);
-  }
-  for (size_t i = 0; i < n; ++i) {
-    const Probe probe = probes[i % kAhead];
-    if (i + kAhead < n) {
-      probes[i % kAhead] = ProbeOf(hashes[i + kAhead]);
-      PrefetchBuckets(probes[i % kAhead], /*write=*/true);
-    }
-    if (occupied_ >= limit || !InsertProbe(probe)) return i;
-  }
-  return n;
+  return VisitProbes(
+      hashes, n, /*write=*/true, [](size_t) { return true; },
+      [this, limit](size_t, const Probe& probe) {
+        return occupied_ < limit && InsertProbe(probe);
+      });
 }
 
 BLOOM_HOT_INLINE bool CuckooTable::InsertProbe(const Probe& probe) {
@@ -408,20 +403,12 @@ BLOOM_HOT_INLINE bool CuckooTable::InsertProbe(const Probe& probe) {
 bool CuckooTable::Remove(const Probe& probe) { return RemoveProbe(probe); }
 
 void CuckooTable::RemoveMany(const uint64_t* hashes, size_t n, bool* removed) {
-  constexpr size_t kAhead = 16;  // as ContainsMany
-  Probe ahead[kAhead];
-  for (size_t i = 0; i < std::min(n, kAhead); ++i) {
-    ahead[i] = ProbeOf(hashes[i]);
-    if (!removed[i]) PrefetchBuckets(ahead[i], /*write=*/true);
-  }
-  for (size_t i = 0; i < n; ++i) {
-    const Probe probe = ahead[i % kAhead];
-    if (i + kAhead < n) {
-      ahead[i % kAhead] = ProbeOf(hashes[i + kAhead]);
-      if (!removed[i + kAhead]) PrefetchBuckets(ahead[i % kAhead], /*write=*/true);
-    }
-    if (!removed[i]) removed[i] = RemoveProbe(probe);
-  }
+  VisitProbes(
+      hashes, n, /*write=*/true, [removed](size_t i) { return !removed[i]; },
+      [this, removed](size_t i, const Probe& probe) {
+        if (!removed[i]) removed[i] = RemoveProbe(probe);
+        return true;
+      });
 }
 
 BLOOM_HOT_INLINE bool CuckooTable::RemoveProbe(const Probe& probe) {

@@ -215,6 +215,13 @@ class CuckooTable {
   bool InsertProbe(const Probe& probe);
   bool ContainsProbe(const Probe& probe) const;
   bool RemoveProbe(const Probe& probe);
+  // The batch loops' shared shape (cuckoo_table.cc): visits each item's probe in order, computed
+  // a few items ahead with its buckets loaded meanwhile when `wanted(i)`; stops at the first i
+  // whose visit returns false and answers it (n if none). `visit` may change the table (the
+  // loops that do are not const; the probes depend only on the hashes).
+  template <typename Wanted, typename Visit>
+  size_t VisitProbes(const uint64_t* hashes, size_t n, bool write, Wanted wanted,
+                     Visit visit) const;
   uint64_t AltBucket(uint64_t bucket, uint32_t fingerprint) const;
   uint32_t Slot(uint64_t bucket, int slot) const;
   void SetSlot(uint64_t bucket, int slot, uint32_t fingerprint);
