@@ -62,6 +62,14 @@ uint64_t CuckooFilter::TableHash(uint64_t item_hash, int index) {
   return index == 0 ? item_hash : Mix(item_hash + static_cast<uint64_t>(index) * kGolden);
 }
 
+const uint64_t* CuckooFilter::TableHashes(absl::Span<const uint64_t> item_hashes, int index,
+                                          std::vector<uint64_t>& remixed) {
+  if (index == 0) return item_hashes.data();
+  remixed.resize(item_hashes.size());
+  for (size_t i = 0; i < item_hashes.size(); ++i) remixed[i] = TableHash(item_hashes[i], index);
+  return remixed.data();
+}
+
 absl::Status CuckooFilter::GrowLocked() {
   const int index = static_cast<int>(tables_.size());
   absl::StatusOr<TableShape> shape = ShapeOf(index);
@@ -189,15 +197,9 @@ absl::Status CuckooFilter::AddHashes(absl::Span<const uint64_t> hashes, Persist 
     // The newest table takes what it can; when it refuses an item (full, or at its target
     // capacity), the chain grows and the next table goes on from that item.
     const int newest = static_cast<int>(tables_.size()) - 1;
-    const uint64_t* table_hashes = hashes.data() + done;
     const size_t left = hashes.size() - done;
-    if (newest > 0) {
-      remixed.resize(left);
-      for (size_t i = 0; i < left; ++i) remixed[i] = TableHash(table_hashes[i], newest);
-      table_hashes = remixed.data();
-    }
-    const size_t inserted =
-        tables_[newest]->InsertMany(table_hashes, left, targets_[newest].capacity);
+    const size_t inserted = tables_[newest]->InsertMany(
+        TableHashes(hashes.subspan(done), newest, remixed), left, targets_[newest].capacity);
     done += inserted;
     if (done == hashes.size()) break;
     status = GrowLocked();
@@ -235,15 +237,8 @@ void CuckooFilter::MightContainHashes(absl::Span<const uint64_t> hashes, bool* p
   std::vector<uint64_t> remixed;  // the items' hashes in tables after the first
   bloomsync::ReaderMutexLock lock(&mu_);
   for (size_t t = 0; t < tables_.size(); ++t) {
-    if (t == 0) {
-      tables_[0]->ContainsMany(hashes.data(), hashes.size(), present);
-      continue;
-    }
-    remixed.resize(hashes.size());
-    for (size_t i = 0; i < hashes.size(); ++i) {
-      remixed[i] = TableHash(hashes[i], static_cast<int>(t));
-    }
-    tables_[t]->ContainsMany(remixed.data(), remixed.size(), present);
+    tables_[t]->ContainsMany(TableHashes(hashes, static_cast<int>(t), remixed), hashes.size(),
+                             present);
   }
 }
 
@@ -256,15 +251,8 @@ std::vector<uint32_t> CuckooFilter::CountHashes(absl::Span<const uint64_t> hashe
   std::vector<uint64_t> remixed;  // the items' hashes in tables after the first
   bloomsync::ReaderMutexLock lock(&mu_);
   for (size_t t = 0; t < tables_.size(); ++t) {
-    const uint64_t* table_hashes = hashes.data();
-    if (t > 0) {
-      remixed.resize(hashes.size());
-      for (size_t i = 0; i < hashes.size(); ++i) {
-        remixed[i] = TableHash(hashes[i], static_cast<int>(t));
-      }
-      table_hashes = remixed.data();
-    }
-    tables_[t]->CountMany(table_hashes, hashes.size(), counts.data());
+    tables_[t]->CountMany(TableHashes(hashes, static_cast<int>(t), remixed), hashes.size(),
+                          counts.data());
   }
   return counts;
 }
@@ -292,13 +280,7 @@ absl::StatusOr<std::vector<bool>> CuckooFilter::RemoveHashes(absl::Span<const ui
   // each item's tables in turn, with the batch's cache misses overlapped).
   std::vector<uint64_t> remixed;
   for (int t = static_cast<int>(tables) - 1; t >= 0; --t) {
-    const uint64_t* table_hashes = hashes.data();
-    if (t > 0) {
-      remixed.resize(hashes.size());
-      for (size_t i = 0; i < hashes.size(); ++i) remixed[i] = TableHash(hashes[i], t);
-      table_hashes = remixed.data();
-    }
-    tables_[t]->RemoveMany(table_hashes, hashes.size(), removed.get());
+    tables_[t]->RemoveMany(TableHashes(hashes, t, remixed), hashes.size(), removed.get());
   }
   absl::Status status;
   if (!changes.empty()) {

@@ -179,6 +179,10 @@ class CuckooFilter {
   absl::StatusOr<TableShape> ShapeOf(int index) const;
   // The item hash table `index` uses, from the item's seeded hash.
   static uint64_t TableHash(uint64_t item_hash, int index);
+  // TableHash of each of `item_hashes`: the hashes themselves for table 0, else written into
+  // `remixed`.
+  static const uint64_t* TableHashes(absl::Span<const uint64_t> item_hashes, int index,
+                                     std::vector<uint64_t>& remixed);
   // Opens the next table (ResourceExhausted when the chain cannot grow).
   absl::Status GrowLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether the newest table takes the item (its capacity not reached, its walk succeeded).

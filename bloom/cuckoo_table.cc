@@ -119,11 +119,7 @@ CuckooTable::CuckooTable(CuckooLayout layout, uint64_t key)
                            uint64_t{1} << (2 * layout.fingerprint_bits) |
                            uint64_t{1} << (3 * layout.fingerprint_bits)),
       lane_highs_(lane_lows_ << (layout.fingerprint_bits - 1)),
-      dirty_((num_pages() + 63) / 64, 0) {
-  for (uint32_t bit = 0; bit < 64; ++bit) {
-    lane_of_bit_[bit] = static_cast<uint8_t>(bit / layout.fingerprint_bits);
-  }
-}
+      dirty_((num_pages() + 63) / 64, 0) {}
 
 CuckooTable::Probe CuckooTable::ProbeFor(uint64_t hash) const { return ProbeOf(hash); }
 
@@ -175,7 +171,7 @@ BLOOM_HOT_INLINE int CuckooTable::FreeSlot(uint64_t bucket) const {
   if (bits <= kWordLaneBits) {
     // The lowest zero lane, as in BucketHas: exact, since a borrow only reaches higher lanes.
     const uint64_t zero = ZeroLanes(BucketWord(bucket));
-    return zero == 0 ? -1 : lane_of_bit_[std::countr_zero(zero)];
+    return zero == 0 ? -1 : std::countr_zero(zero) / static_cast<int>(bits);
   }
   for (int slot = 0; slot < kCuckooBucketSlots; ++slot) {
     if (Slot(bucket, slot) == 0) return slot;
@@ -259,23 +255,19 @@ BLOOM_HOT_INLINE bool CuckooTable::ContainsProbe(const Probe& probe) const {
          BucketHas(probe.bucket2, probe.fingerprint) || FindInStash(probe) >= 0;
 }
 
-BLOOM_HOT_INLINE void CuckooTable::PrefetchBucket(uint64_t bucket) const {
-  __builtin_prefetch(bytes_.get() + bucket * kCuckooBucketSlots * layout_.fingerprint_bits / 8, 1);
-}
-
-BLOOM_HOT_INLINE void CuckooTable::PrefetchBuckets(const Probe& probe, bool write) const {
-  const uint64_t bucket_bits = uint64_t{kCuckooBucketSlots} * layout_.fingerprint_bits;
-  for (uint64_t bucket : {probe.bucket1, probe.bucket2}) {
-    const uint8_t* at = bytes_.get() + bucket * bucket_bits / 8;
-    if (write) {
-      __builtin_prefetch(at, 1);
-    } else {
-      __builtin_prefetch(at, 0);
-    }
+BLOOM_HOT_INLINE void CuckooTable::PrefetchBucket(uint64_t bucket, bool write) const {
+  const uint8_t* at = bytes_.get() + bucket * kCuckooBucketSlots * layout_.fingerprint_bits / 8;
+  if (write) {
+    __builtin_prefetch(at, 1);
+  } else {
+    __builtin_prefetch(at, 0);
   }
 }
 
-void CuckooTable::Prefetch(const Probe& probe, bool write) const { PrefetchBuckets(probe, write); }
+BLOOM_HOT_INLINE void CuckooTable::PrefetchBuckets(const Probe& probe, bool write) const {
+  PrefetchBucket(probe.bucket1, write);
+  PrefetchBucket(probe.bucket2, write);
+}
 
 // The batch loops below share one shape: each item's probe is computed once, kProbeAhead items
 // before its turn, and its buckets are asked for then (when the item is still wanted), so that the
@@ -362,7 +354,7 @@ BLOOM_HOT_INLINE bool CuckooTable::InsertProbe(const Probe& probe) {
     uint64_t others[kCuckooBucketSlots];
     for (int held = 0; held < kCuckooBucketSlots; ++held) {
       others[held] = AltBucket(bucket, Slot(bucket, held));
-      PrefetchBucket(others[held]);
+      PrefetchBucket(others[held], /*write=*/true);
     }
     for (int held = 0; held < kCuckooBucketSlots; ++held) {
       const uint32_t fingerprint = Slot(bucket, held);

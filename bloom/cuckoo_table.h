@@ -105,7 +105,6 @@ class CuckooChangeLog {
   // The bytes it holds whatever its size (what a thread that keeps a log keeps).
   size_t capacity_bytes() const { return buffer_.size() * sizeof(CuckooChange); }
   const CuckooChange* data() const { return buffer_.data(); }
-  const CuckooChange& operator[](size_t i) const { return buffer_[i]; }
 
  private:
   void Grow();
@@ -163,8 +162,6 @@ class CuckooTable {
   // For each i with !present[i]: present[i] = Contains(ProbeFor(hashes[i])). Loads the buckets
   // of items a few ahead while it checks one (two cache misses per item, overlapped).
   void ContainsMany(const uint64_t* hashes, size_t n, bool* present) const;
-  // Asks the CPU to load the probe's two buckets (`write`: for an insert).
-  void Prefetch(const Probe& probe, bool write = false) const;
   // Copies of the probe's fingerprint in its two buckets (each counted once when they are the
   // same bucket).
   int Count(const Probe& probe) const;
@@ -208,10 +205,11 @@ class CuckooTable {
  private:
   CuckooTable(CuckooLayout layout, uint64_t key);
 
-  // ProbeFor, Prefetch and Insert, inlined where this file's loops use them.
+  // ProbeFor, Insert, Contains and Remove as the batch loops inline them, and the prefetches
+  // of a probe's buckets (`write`: for an insert or a remove).
   Probe ProbeOf(uint64_t hash) const;
   void PrefetchBuckets(const Probe& probe, bool write) const;
-  void PrefetchBucket(uint64_t bucket) const;  // for a write
+  void PrefetchBucket(uint64_t bucket, bool write) const;
   bool InsertProbe(const Probe& probe);
   bool ContainsProbe(const Probe& probe) const;
   bool RemoveProbe(const Probe& probe);
@@ -258,9 +256,6 @@ class CuckooTable {
   // BucketHas: a one in the lowest and in the highest bit of each of the four lanes.
   const uint64_t lane_lows_;
   const uint64_t lane_highs_;
-  // The lane of each bit of a bucket's word (bit / fingerprint_bits): FreeSlot's answer without
-  // a division, which costs more than the rest of a simple insert.
-  uint8_t lane_of_bit_[64];
   uint64_t occupied_ = 0;
   int stashed_ = 0;  // stash entries in use: lookups skip an empty stash
   // layout_.bytes() and 8 bytes of slack, so that every slot reads as one 8-byte load; zero
