@@ -564,7 +564,7 @@ grpc::ServerReadReactor<bloom::v1::ImportChunk>* BloomService::Import(
   // A follower takes no writes: the whole stream goes to the primary.
   if (hooks_.forwarder != nullptr) {
     return ProxyImport(hooks_.forwarder, context, response,
-                       ProxyClient(context, metrics::Rpc::kImport));
+                       ProxyClient(context, metrics::Rpc::kImport), proxied_);
   }
   return StartImport(this, context, response);
 }
@@ -588,12 +588,14 @@ bool BloomService::Drain(absl::Time deadline) {
   // Pipeline streams live as long as their clients like: ask them to answer what they have
   // read and end, then wait for them as for every other call.
   pipelines_.ShutdownAll();
+  // A follower's streams to the primary: the same, once the primary has answered what went up.
+  proxied_->DrainAll();
   // Calls already on their way (in the connections' buffers, or a process that was paused)
   // arrive after this: a moment more lets them be refused UNAVAILABLE, which clients retry,
   // rather than cancelled by the transport's shutdown.
   const absl::Time late_calls_answered = std::min(deadline, absl::Now() + absl::Milliseconds(100));
-  while (in_flight_.load() > 0 || !pipelines_.empty() || transfers_.active() > 0 ||
-         absl::Now() < late_calls_answered) {
+  while (in_flight_.load() > 0 || !pipelines_.empty() || !proxied_->empty() ||
+         transfers_.active() > 0 || absl::Now() < late_calls_answered) {
     if (absl::Now() >= deadline) return false;
     absl::SleepFor(absl::Milliseconds(5));
   }
@@ -733,7 +735,8 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* BloomService::Pipel
   // On a follower, the whole stream goes to the primary (its adds must, and a check after an
   // add of the same item must see it).
   if (hooks_.forwarder != nullptr) {
-    return ProxyPipeline(hooks_.forwarder, context, ProxyClient(context, metrics::Rpc::kPipeline));
+    return ProxyPipeline(hooks_.forwarder, context, ProxyClient(context, metrics::Rpc::kPipeline),
+                         proxied_);
   }
   return pipelines_.Start(this, context);
 }

@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <memory>
 #include <vector>
 
 #include "absl/functional/any_invocable.h"
@@ -29,6 +30,7 @@
 #include "service/direct_parse.h"
 #include "service/forwarder.h"
 #include "service/pipeline.h"
+#include "service/stream_proxy.h"
 #include "service/transfer_guard.h"
 #include "storage/filter_store.h"
 
@@ -226,6 +228,8 @@ class BloomService final : public StreamServiceBase {
   std::atomic<int64_t> last_auth_log_micros_{0};  // auth failures are logged at most 1/s
   std::atomic<int> in_flight_{0};
   PipelineStreams pipelines_;
+  // A follower's streams to the primary (stream_proxy.h); shared, as a proxy may end after this.
+  const std::shared_ptr<ProxiedStreams> proxied_ = std::make_shared<ProxiedStreams>();
   TransferGuard transfers_;
   // Declared last: destroyed first, it runs what is queued while the rest is still there.
   CallLane admin_lane_;

@@ -768,6 +768,8 @@ int main(int argc, char** argv) {
   // library itself, so that no gRPC or civetweb thread still runs when exit handlers (and the
   // sanitizers' checks) do.
   server_metrics.reset();
+  // Channel credentials are gRPC objects too: a follower's would hold the library open.
+  if (follower_options.ok()) follower_options->credentials.reset();
   if (!service::WaitForGrpcLibraryShutdown(absl::Seconds(5))) {
     bloomlog::LogWarning("gRPC had not finished shutting down after 5s; exiting anyway");
   }

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "grpcpp/generic/generic_stub.h"
 #include "service/convert.h"
@@ -25,9 +26,11 @@ void CopyHeaders(const grpc::ClientContext& from, grpc::CallbackServerContext* t
 // The rules both proxies follow, so that neither side is used after it is done:
 // - every Start* on either side happens under `mu` and only while that side may still take
 //   one (the caller's until its Finish, the upstream's until its hold is released);
-// - the upstream reactor holds itself (AddHold) until its answers have ended, so its OnDone
-//   cannot run while the caller's side may still start a write on it;
-// - the proxy deletes itself when both sides' OnDone have run.
+// - the upstream reactor holds itself (AddHold) until no more answers can come down: its
+//   answers ended, or the caller went away while one was being written to it (no read is
+//   pending upstream then; the hold must be released there, or the proxy would wait forever);
+//   so its OnDone cannot run while the caller's side may still start an operation on it;
+// - the proxy deletes itself when both sides' OnDone have run and no DrainAll holds it.
 // `mu` is recursive: gRPC may run a reaction on the thread that started its operation.
 struct ProxyState {
   std::recursive_mutex mu;
@@ -36,17 +39,62 @@ struct ProxyState {
   bool upstream_done = false;      // its OnDone ran (its context's call is gone)
   bool headers_sent = false;       // the caller's response headers went out
   int sides_done = 0;
+  int pins = 1;           // the factory's, until the proxy is registered
+  bool deleting = false;  // both sides done and no pins: no new pin
 };
 
-template <typename Proxy>
-void SideDone(Proxy* proxy) {
-  bool last;
-  {
-    std::lock_guard<std::recursive_mutex> lock(proxy->state.mu);
-    last = ++proxy->state.sides_done == 2;
+// A proxy's membership of its ProxiedStreams and its lifetime (ProxyState).
+class ProxyBase : public ProxiedStreams::Stream {
+ public:
+  explicit ProxyBase(std::shared_ptr<ProxiedStreams> streams) : streams_(std::move(streams)) {}
+
+  bool Pin() final {
+    std::lock_guard<std::recursive_mutex> lock(state.mu);
+    if (state.deleting) return false;
+    ++state.pins;
+    return true;
   }
-  if (last) delete proxy;
-}
+  void Unpin() final {
+    bool last;
+    {
+      std::lock_guard<std::recursive_mutex> lock(state.mu);
+      --state.pins;
+      last = ReadyToDeleteLocked();
+    }
+    if (last) DeleteSelf();
+  }
+  // One side's OnDone has run.
+  void SideDone() {
+    bool last;
+    {
+      std::lock_guard<std::recursive_mutex> lock(state.mu);
+      ++state.sides_done;
+      last = ReadyToDeleteLocked();
+    }
+    if (last) DeleteSelf();
+  }
+  // Registers the new proxy, drains it if the server already drains, and drops the factory's pin.
+  void Register() {
+    if (streams_->Add(this)) Drain();
+    Unpin();
+  }
+
+  ProxyState state;
+
+ private:
+  bool ReadyToDeleteLocked() {
+    if (state.sides_done < 2 || state.pins > 0 || state.deleting) return false;
+    state.deleting = true;
+    return true;
+  }
+  // Out of the registry first (after this no DrainAll can pin it), then gone.
+  void DeleteSelf() {
+    streams_->Remove(this);
+    delete this;
+  }
+
+  const std::shared_ptr<ProxiedStreams> streams_;
+};
 
 // A stream refused before anything is read: it only finishes.
 template <typename Reactor>
@@ -56,11 +104,13 @@ class Refused final : public Reactor {
   void OnDone() override { delete this; }
 };
 
-class PipelineProxy {
+class PipelineProxy final : public ProxyBase {
  public:
   PipelineProxy(Forwarder* forwarder, grpc::CallbackServerContext* context,
-                std::unique_ptr<StreamConnections::Lease> place)
-      : place(std::move(place)),
+                std::unique_ptr<StreamConnections::Lease> place,
+                std::shared_ptr<ProxiedStreams> streams)
+      : ProxyBase(std::move(streams)),
+        place(std::move(place)),
         caller(this, context),
         upstream(this, forwarder->ContextFor(context, /*stream=*/true)) {
     std::lock_guard<std::recursive_mutex> lock(state.mu);
@@ -74,6 +124,14 @@ class PipelineProxy {
     caller.StartRead(&caller.request);
   }
 
+  // No more messages go up: the primary answers those that did, then the stream ends.
+  void Drain() override {
+    std::lock_guard<std::recursive_mutex> lock(state.mu);
+    if (draining_ || state.caller_finished || state.upstream_released) return;
+    draining_ = true;
+    HalfCloseLocked();
+  }
+
   // The caller's stream: each request goes up, each answer comes down.
   struct Caller final : grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
     Caller(PipelineProxy* proxy, grpc::CallbackServerContext* context)
@@ -81,26 +139,33 @@ class PipelineProxy {
     void OnReadDone(bool ok) override {
       std::lock_guard<std::recursive_mutex> lock(proxy->state.mu);
       if (proxy->state.upstream_released) return;
-      if (ok) {
+      if (ok && !proxy->draining_) {
+        proxy->write_up_pending_ = true;
         proxy->upstream.StartWrite(&request);
-      } else {  // the caller half-closed, or went away: so does the upstream
-        proxy->upstream.StartWritesDone();
+        return;
       }
+      // The caller half-closed or went away, or the proxy drains (a message read now is
+      // dropped: it never reached the primary): the upstream half-closes too.
+      if (!ok) proxy->caller_half_closed_ = true;
+      proxy->HalfCloseLocked();
     }
     void OnWriteDone(bool ok) override {
       std::lock_guard<std::recursive_mutex> lock(proxy->state.mu);
       if (proxy->state.upstream_released) return;
       if (ok) {
         proxy->upstream.StartRead(&proxy->upstream.answer);
-      } else {
-        proxy->upstream.context->TryCancel();  // the caller is gone
+        return;
       }
+      // The caller is gone and takes no more answers; no read is pending upstream, so release
+      // the hold here: the primary's stream ends, and its OnDone finishes this side.
+      proxy->upstream.context->TryCancel();
+      proxy->ReleaseUpstreamLocked();
     }
     void OnCancel() override {
       std::lock_guard<std::recursive_mutex> lock(proxy->state.mu);
       if (!proxy->state.upstream_done) proxy->upstream.context->TryCancel();
     }
-    void OnDone() override { SideDone(proxy); }
+    void OnDone() override { proxy->SideDone(); }
 
     PipelineProxy* const proxy;
     grpc::CallbackServerContext* const context;
@@ -125,18 +190,24 @@ class PipelineProxy {
     }
     void OnWriteDone(bool ok) override {
       std::lock_guard<std::recursive_mutex> lock(proxy->state.mu);
-      if (ok && !proxy->state.caller_finished) proxy->caller.StartRead(&proxy->caller.request);
+      proxy->write_up_pending_ = false;
+      // Not ok: the primary ended the stream, and the pending read brings its end.
+      if (!ok || proxy->state.caller_finished || proxy->state.upstream_released) return;
+      if (proxy->draining_) {
+        proxy->HalfCloseLocked();
+      } else {
+        proxy->caller.StartRead(&proxy->caller.request);
+      }
     }
     void OnReadDone(bool ok) override {
       std::lock_guard<std::recursive_mutex> lock(proxy->state.mu);
-      if (ok) {
+      if (ok && !proxy->state.caller_finished) {
         SendHeaders(/*received=*/true);  // an answer came: so did the headers
-        if (!proxy->state.caller_finished) proxy->caller.StartWrite(&answer);
+        proxy->caller.StartWrite(&answer);
         return;
       }
       // The primary ended the stream; OnDone gets its status once this hold is gone.
-      proxy->state.upstream_released = true;
-      RemoveHold();
+      proxy->ReleaseUpstreamLocked();
     }
     void OnDone(const grpc::Status& status) override {
       {
@@ -144,10 +215,16 @@ class PipelineProxy {
         proxy->state.upstream_done = true;
         if (!proxy->state.caller_finished) {
           proxy->state.caller_finished = true;
-          proxy->caller.Finish(status);  // the primary's own, message included
+          // The primary's own status, message included; OK after a drain cut the stream short
+          // means the caller's later operations were not made: it should go elsewhere.
+          proxy->caller.Finish(proxy->draining_ && status.ok() && !proxy->caller_half_closed_
+                                   ? grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                                  "the server is shutting down; retry another "
+                                                  "replica")
+                                   : status);
         }
       }
-      SideDone(proxy);
+      proxy->SideDone();
     }
 
     PipelineProxy* const proxy;
@@ -157,16 +234,36 @@ class PipelineProxy {
 
   // The stream's place on a connection to the primary: given back when the proxy is deleted.
   const std::unique_ptr<StreamConnections::Lease> place;
-  ProxyState state;
   Caller caller;
   Upstream upstream;
+
+ private:
+  // Half-closes the upstream once no caller's message is on its way up.
+  void HalfCloseLocked() {
+    if (writes_done_ || write_up_pending_ || state.upstream_released) return;
+    writes_done_ = true;
+    upstream.StartWritesDone();
+  }
+  void ReleaseUpstreamLocked() {
+    if (state.upstream_released) return;
+    state.upstream_released = true;
+    upstream.RemoveHold();
+  }
+
+  // Guarded by state.mu.
+  bool draining_ = false;            // Drain(): no more messages go up
+  bool writes_done_ = false;         // the upstream is half-closed
+  bool write_up_pending_ = false;    // a caller's message is on its way up
+  bool caller_half_closed_ = false;  // the caller's messages ended (or it went away)
 };
 
-class ImportProxy {
+class ImportProxy final : public ProxyBase {
  public:
   ImportProxy(Forwarder* forwarder, grpc::CallbackServerContext* context, ImportResponse* response,
-              std::unique_ptr<StreamConnections::Lease> place)
-      : place(std::move(place)),
+              std::unique_ptr<StreamConnections::Lease> place,
+              std::shared_ptr<ProxiedStreams> streams)
+      : ProxyBase(std::move(streams)),
+        place(std::move(place)),
         caller(this, context),
         upstream(this, forwarder->ContextFor(context, /*stream=*/true)) {
     std::lock_guard<std::recursive_mutex> lock(state.mu);
@@ -177,6 +274,9 @@ class ImportProxy {
     upstream.StartCall();
     caller.StartRead(&caller.chunk);
   }
+
+  // An upload runs to its end: cut short, it would be lost whole.
+  void Drain() override {}
 
   struct Caller final : grpc::ServerReadReactor<ImportChunk> {
     Caller(ImportProxy* proxy, grpc::CallbackServerContext* context)
@@ -198,7 +298,7 @@ class ImportProxy {
       std::lock_guard<std::recursive_mutex> lock(proxy->state.mu);
       if (!proxy->state.upstream_done) proxy->upstream.context->TryCancel();
     }
-    void OnDone() override { SideDone(proxy); }
+    void OnDone() override { proxy->SideDone(); }
 
     ImportProxy* const proxy;
     grpc::CallbackServerContext* const context;
@@ -228,7 +328,7 @@ class ImportProxy {
           proxy->caller.Finish(status);
         }
       }
-      SideDone(proxy);
+      proxy->SideDone();
     }
 
     ImportProxy* const proxy;
@@ -236,35 +336,76 @@ class ImportProxy {
   };
 
   const std::unique_ptr<StreamConnections::Lease> place;  // as PipelineProxy's
-  ProxyState state;
   Caller caller;
   Upstream upstream;
 };
 
 }  // namespace
 
+void ProxiedStreams::DrainAll() {
+  std::vector<Stream*> pinned;
+  {
+    bloomsync::MutexLock lock(&mu_);
+    draining_ = true;
+    for (Stream* stream : live_) {
+      if (stream->Pin()) pinned.push_back(stream);
+    }
+  }
+  // Outside the lock: a drain starts gRPC operations, whose reactions may end other proxies.
+  for (Stream* stream : pinned) {
+    stream->Drain();
+    stream->Unpin();
+  }
+}
+
+bool ProxiedStreams::empty() const {
+  bloomsync::ReaderMutexLock lock(&mu_);
+  return live_.empty();
+}
+
+bool ProxiedStreams::Add(Stream* stream) {
+  bloomsync::MutexLock lock(&mu_);
+  live_.insert(stream);
+  return draining_;
+}
+
+void ProxiedStreams::Remove(Stream* stream) {
+  bloomsync::MutexLock lock(&mu_);
+  live_.erase(stream);
+}
+
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ProxyPipeline(
     Forwarder* forwarder, grpc::CallbackServerContext* context,
-    const absl::StatusOr<std::string>& client) {
+    const absl::StatusOr<std::string>& client, std::shared_ptr<ProxiedStreams> streams) {
   absl::StatusOr<std::unique_ptr<StreamConnections::Lease>> place =
       client.ok() ? forwarder->streams().Acquire(*client) : client.status();
   if (!place.ok()) {
     return new Refused<grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>>(
         ToGrpcStatus(place.status()));
   }
-  return &(new PipelineProxy(forwarder, context, *std::move(place)))->caller;
+  auto* proxy = new PipelineProxy(forwarder, context, *std::move(place), std::move(streams));
+  // gRPC runs no reaction of the caller's side before it has this reactor, so the proxy cannot
+  // end before it is returned.
+  auto* reactor = &proxy->caller;
+  proxy->Register();
+  return reactor;
 }
 
 grpc::ServerReadReactor<ImportChunk>* ProxyImport(Forwarder* forwarder,
                                                   grpc::CallbackServerContext* context,
                                                   ImportResponse* response,
-                                                  const absl::StatusOr<std::string>& client) {
+                                                  const absl::StatusOr<std::string>& client,
+                                                  std::shared_ptr<ProxiedStreams> streams) {
   absl::StatusOr<std::unique_ptr<StreamConnections::Lease>> place =
       client.ok() ? forwarder->streams().Acquire(*client) : client.status();
   if (!place.ok()) {
     return new Refused<grpc::ServerReadReactor<ImportChunk>>(ToGrpcStatus(place.status()));
   }
-  return &(new ImportProxy(forwarder, context, response, *std::move(place)))->caller;
+  auto* proxy =
+      new ImportProxy(forwarder, context, response, *std::move(place), std::move(streams));
+  auto* reactor = &proxy->caller;
+  proxy->Register();
+  return reactor;
 }
 
 }  // namespace service

@@ -823,4 +823,80 @@ TEST(HostileLimitsTest, IdlePipelinesThroughAFollowerDoNotBlockItsForwardedWrite
   EXPECT_EQ(refused, kStreams - 64);
 }
 
+// A client that abandons Pipeline streams through a follower while their answers wait unread (it
+// sends adds, never reads, and cancels) gives each stream's place back. The follower's proxy
+// used to wait for an answer it was writing down to the gone client and kept the stream to the
+// primary open forever: 64 such streams locked the client out of the follower, and the
+// follower could no longer shut down.
+TEST(HostileLimitsTest, PipelinesThroughAFollowerAbandonedWithAnswersUnreadGiveTheirPlacesBack) {
+  bloomtest::ReplicationCluster cluster(1, {}, {});
+  ASSERT_TRUE(cluster.Start());
+  ASSERT_TRUE(cluster.WaitCaughtUp());
+  // A small receive window and no window growth: the follower's answers back up after a few KB.
+  // On 7 connections of the same client (one connection takes at most 64 streams).
+  std::vector<std::unique_ptr<BloomFilterService::Stub>> stubs;
+  for (int c = 0; c < 7; ++c) {
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+    args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 1024);
+    stubs.push_back(BloomFilterService::NewStub(grpc::CreateCustomChannel(
+        cluster.follower(0).target(), grpc::InsecureChannelCredentials(), args)));
+  }
+  const bloom::v1::FilterSpec spec = SmallSpec();
+  PipelineRequest add;
+  add.mutable_add()->set_name("abandoned");
+  *add.mutable_add()->mutable_create_if_missing() = spec;
+  for (int i = 0; i < 100; ++i) add.mutable_add()->add_items(absl::StrCat("item-", i));
+  constexpr int kStreams = 70;  // past the 64 a client may hold open through a follower
+  struct Abandoned {
+    grpc::ClientContext context;
+    std::unique_ptr<grpc::ClientReaderWriter<PipelineRequest, PipelineResponse>> stream;
+    std::thread writer;
+  };
+  std::vector<std::unique_ptr<Abandoned>> streams;
+  for (int i = 0; i < kStreams; ++i) {
+    auto one = std::make_unique<Abandoned>();
+    one->stream = stubs[i % stubs.size()]->Pipeline(&one->context);
+    one->writer = std::thread([&add, stream = one->stream.get()] {
+      PipelineRequest request = add;
+      for (uint64_t id = 0; id < 200; ++id) {
+        request.set_id(id);
+        if (!stream->Write(request)) return;  // cancelled
+      }
+    });
+    streams.push_back(std::move(one));
+  }
+  absl::SleepFor(absl::Seconds(1));  // answers back up at the follower
+  for (std::unique_ptr<Abandoned>& one : streams) one->context.TryCancel();
+  for (std::unique_ptr<Abandoned>& one : streams) {
+    one->writer.join();
+    one->stream->Finish().IgnoreError();
+  }
+
+  // The places came back: a new stream through the follower is served.
+  ASSERT_TRUE(bloomtest::WaitFor([&] {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    auto stream = stubs[0]->Pipeline(&context);
+    PipelineRequest check;
+    check.set_id(1);
+    check.mutable_might_contain()->set_name("abandoned");
+    check.mutable_might_contain()->add_items("item-1");
+    PipelineResponse answer;
+    if (!stream->Write(check) || !stream->Read(&answer)) {
+      stream->Finish().IgnoreError();
+      return false;
+    }
+    stream->WritesDone();
+    return stream->Finish().ok() && answer.might_contain().present(0);
+  })) << "no Pipeline stream through the follower after "
+      << kStreams << " were abandoned";
+  // And the follower still shuts down at once.
+  const absl::Time start = absl::Now();
+  cluster.follower(0).Signal(SIGTERM);
+  EXPECT_EQ(cluster.follower(0).Terminate(), 0);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+}
+
 }  // namespace

@@ -301,6 +301,64 @@ TEST(ReplicationTest, APipelineThroughAFollowerWithItemCallThreadsSeesItsOwnAdds
   ExpectAPipelineThroughAFollowerSeesItsOwnAdds({"--item_call_threads=2"});
 }
 
+// SIGTERM to a follower while a Pipeline stream runs through it to the primary: every operation
+// that went up is answered, the stream then ends UNAVAILABLE ("retry another replica"), not
+// cancelled with adds applied but unanswered, and the follower exits at once rather than after
+// its grace period. Operations it did not send up were not made: a client retries them safely.
+TEST(ReplicationTest, ADrainingFollowerAnswersWhatItProxiedThenEndsTheStreamUnavailable) {
+  ReplicationCluster cluster(1, {}, {"--shutdown_grace=30s"});
+  ASSERT_TRUE(cluster.Start());
+  std::unique_ptr<bloom::v1::BloomFilterService::Stub> stub =
+      bloom::v1::BloomFilterService::NewStub(
+          grpc::CreateChannel(cluster.follower(0).target(), grpc::InsecureChannelCredentials()));
+  const bloom::v1::FilterSpec spec = Spec();
+  const auto add = [&spec](uint64_t id) {
+    bloom::v1::PipelineRequest request;
+    request.set_id(id);
+    request.mutable_add()->set_name("drained");
+    request.mutable_add()->add_items(absl::StrCat("item-", id));
+    *request.mutable_add()->mutable_create_if_missing() = spec;
+    return request;
+  };
+  grpc::ClientContext context;
+  auto stream = stub->Pipeline(&context);
+  std::atomic<uint64_t> answers{0};
+  std::thread writer([&] {
+    for (uint64_t id = 0; id < 1'000'000; ++id) {
+      if (!stream->Write(add(id))) return;  // the stream has ended
+      // Some answers first, then operations in flight as the follower drains.
+      while (id >= 100 && answers.load() < 50) absl::SleepFor(absl::Milliseconds(1));
+    }
+  });
+  std::vector<std::string> answered;
+  bloom::v1::PipelineResponse response;
+  absl::Time signalled = absl::InfiniteFuture();
+  while (stream->Read(&response)) {
+    ASSERT_TRUE(response.has_add()) << response.ShortDebugString();
+    answered.push_back(absl::StrCat("item-", response.id()));
+    if (answers.fetch_add(1) + 1 == 50) {
+      signalled = absl::Now();
+      cluster.follower(0).Signal(SIGTERM);
+    }
+  }
+  writer.join();
+  const grpc::Status status = stream->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
+  EXPECT_NE(status.error_message().find("retry another replica"), std::string::npos)
+      << status.error_message();
+  EXPECT_EQ(cluster.follower(0).Terminate(), 0);
+  // Within moments: a follower used to wait 5 s for gRPC's library, which its primary's channel
+  // credentials held open.
+  EXPECT_LT(absl::Now() - signalled, absl::Seconds(4));
+  ASSERT_GE(answered.size(), 50u);
+  std::unique_ptr<bloomclient::BloomClient> client =
+      bloomclient::BloomClient::Connect(cluster.primary().target());
+  absl::StatusOr<std::vector<bool>> present = client->MightContain("drained", answered);
+  ASSERT_TRUE(present.ok()) << present.status();
+  EXPECT_EQ(std::count(present->begin(), present->end(), true),
+            static_cast<std::ptrdiff_t>(answered.size()));
+}
+
 TEST(ReplicationTest, AMergeThroughAFollowerIsReadThereAndOnTheOther) {
   // ReserveLike and Merge are writes: a follower forwards them to the primary, and the union
   // arrives at every follower as the one batch the primary wrote.
