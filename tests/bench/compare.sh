@@ -17,7 +17,7 @@
 # --item_call_threads=$ITEM_CALL_THREADS (default 2): unary Add and MightContain on gRPC's async
 # API (service/item_calls.h).
 #
-#   tests/bench/compare.sh                 # scenarios 1 2 3 5 6 7 8 (10 s each)
+#   tests/bench/compare.sh                 # scenarios 1 2 3 5 6 7 8 9 10 (10 s each)
 #   SCENARIOS="1 2 3 4 5 6" tests/bench/compare.sh   # 4: a 100M-item filter (minutes to load)
 #   DURATION=3s QUICK=1 tests/bench/compare.sh     # smaller sizes
 #   REDIS_MODULE=/tmp/redisbloom/redisbloom.so tests/bench/compare.sh
@@ -27,7 +27,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD_DIR:-build}
 DURATION=${DURATION:-10s}
-SCENARIOS=${SCENARIOS:-"1 2 3 5 6 7 8"}
+SCENARIOS=${SCENARIOS:-"1 2 3 5 6 7 8 9 10"}
 REDIS_MODULE=${REDIS_MODULE:-}
 QUICK=${QUICK:-0}
 BENCH="$BUILD/loadtest/bloom-bench"
@@ -134,6 +134,29 @@ unbatched() {  # unbatched SCENARIO ARGS...: small calls, where the transport de
   run "$scenario" redis-aof redis-bf "$@"
 }
 
+cuckoo_adds() {  # cuckoo_adds SCENARIO CAPACITY: batched adds of unique keys to 90%
+  local capacity=$(($2 / small)) label
+  label="$1 cuckoo: batched Add of unique keys to 90% of $(($2 / 1000000))M, batch 1000, 8 clients"
+  local args=(--mix=add --keys=unique --capacity=$capacity --ops=$((capacity * 9 / 10))
+              --batch=1000 --clients=8 --error_rate=0.016)
+  run "$label" redis-mem redis-cf "${args[@]}"
+  run "$label" bloom bloom-cuckoo "${args[@]}"
+  run "$label" bloom bloom-cuckoo/client "${args[@]}"
+  run "$label" bloom-async bloom-cuckoo "${args[@]}"
+  run "$label" redis-aof redis-cf "${args[@]}"
+}
+
+cuckoo_queries() {  # cuckoo_queries SCENARIO CAPACITY: batched checks of a filter at 90%
+  local capacity=$(($2 / small)) label
+  label="$1 cuckoo: batched MightContain, $(($2 / 1000000))M filter at 90%, batch 1000, 8 clients"
+  local args=(--mix=query --capacity=$capacity --preload=$((capacity * 9 / 10))
+              --batch=1000 --clients=8 --error_rate=0.016)
+  run "$label" redis-mem redis-cf "${args[@]}"
+  run "$label" bloom bloom-cuckoo "${args[@]}"
+  run "$label" bloom bloom-cuckoo/client "${args[@]}"
+  run "$label" bloom-async bloom-cuckoo "${args[@]}"
+}
+
 small=1; [[ $QUICK == 1 ]] && small=10
 for s in $SCENARIOS; do
   case $s in
@@ -162,20 +185,12 @@ for s in $SCENARIOS; do
          --key_space=1000000 --capacity=1000000 --preload=$((1000000 / small)) --batch=10 \
          --clients=50 ;;
     # Cuckoo filters (CF.*), at the rate RedisBloom's filter delivers (8-bit fingerprints in
-    # buckets of 2: about 1.6%): bloom-server's CUCKOO filter is reserved at that rate.
-    7) args=(--mix=add --keys=unique --capacity=$((1000000 / small)) --ops=$((900000 / small))
-             --batch=1000 --clients=8 --error_rate=0.016)
-       run "7 cuckoo: batched Add of unique keys to 90%, batch 1000, 8 clients" redis-mem redis-cf "${args[@]}"
-       run "7 cuckoo: batched Add of unique keys to 90%, batch 1000, 8 clients" bloom bloom-cuckoo "${args[@]}"
-       run "7 cuckoo: batched Add of unique keys to 90%, batch 1000, 8 clients" bloom bloom-cuckoo/client "${args[@]}"
-       run "7 cuckoo: batched Add of unique keys to 90%, batch 1000, 8 clients" bloom-async bloom-cuckoo "${args[@]}"
-       run "7 cuckoo: batched Add of unique keys to 90%, batch 1000, 8 clients" redis-aof redis-cf "${args[@]}" ;;
-    8) args=(--mix=query --capacity=$((1000000 / small)) --preload=$((900000 / small))
-             --batch=1000 --clients=8 --error_rate=0.016)
-       run "8 cuckoo: batched MightContain, 1M filter at 90%, batch 1000, 8 clients" redis-mem redis-cf "${args[@]}"
-       run "8 cuckoo: batched MightContain, 1M filter at 90%, batch 1000, 8 clients" bloom bloom-cuckoo "${args[@]}"
-       run "8 cuckoo: batched MightContain, 1M filter at 90%, batch 1000, 8 clients" bloom bloom-cuckoo/client "${args[@]}"
-       run "8 cuckoo: batched MightContain, 1M filter at 90%, batch 1000, 8 clients" bloom-async bloom-cuckoo "${args[@]}" ;;
+    # buckets of 2: about 1.6%): bloom-server's CUCKOO filter is reserved at that rate. 7 and 8
+    # fill a 1M filter (which stays in the CPU's caches), 9 and 10 a 10M one.
+    7) cuckoo_adds 7 1000000 ;;
+    8) cuckoo_queries 8 1000000 ;;
+    9) cuckoo_adds 9 10000000 ;;
+    10) cuckoo_queries 10 10000000 ;;
   esac
 done
 
