@@ -564,7 +564,7 @@ grpc::ServerReadReactor<bloom::v1::ImportChunk>* BloomService::Import(
   // A follower takes no writes: the whole stream goes to the primary.
   if (hooks_.forwarder != nullptr) {
     return ProxyImport(hooks_.forwarder, context, response,
-                       ProxyClient(context, metrics::Rpc::kImport), proxied_);
+                       ProxyClient(context, metrics::Rpc::kImport), proxied_, &transfers_);
   }
   return StartImport(this, context, response);
 }

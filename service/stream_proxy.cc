@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/types/optional.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "service/convert.h"
 
@@ -257,6 +258,10 @@ class PipelineProxy final : public ProxyBase {
   bool caller_half_closed_ = false;  // the caller's messages ended (or it went away)
 };
 
+// An Import: chunks go up one at a time, and the primary's answer comes back. The follower
+// guards it as the primary guards its own (TransferGuard: admission, and abandoning a stream
+// that stops sending): the primary's own guard ends its side, but a client that stalls with a
+// read pending here would otherwise hold its stream open until its deadline.
 class ImportProxy final : public ProxyBase {
  public:
   ImportProxy(Forwarder* forwarder, grpc::CallbackServerContext* context, ImportResponse* response,
@@ -275,6 +280,19 @@ class ImportProxy final : public ProxyBase {
     caller.StartRead(&caller.chunk);
   }
 
+  // Takes a transfer slot of `guard` for `client`, or ends the stream with the refusal.
+  void Admit(TransferGuard* guard, const std::string& client) {
+    absl::StatusOr<std::unique_ptr<TransferGuard::Ticket>> ticket =
+        guard->Admit(TransferGuard::Kind::kImport, caller.context->peer(), client,
+                     [this](const absl::Status& why) { Abandon(why); });
+    std::lock_guard<std::recursive_mutex> lock(state.mu);
+    if (ticket.ok()) {
+      ticket_ = *std::move(ticket);
+    } else {
+      EndLocked(ticket.status());
+    }
+  }
+
   // An upload runs to its end: cut short, it would be lost whole.
   void Drain() override {}
 
@@ -285,20 +303,32 @@ class ImportProxy final : public ProxyBase {
       std::lock_guard<std::recursive_mutex> lock(proxy->state.mu);
       if (proxy->state.upstream_released) return;
       if (ok) {
+        if (proxy->ticket_ != nullptr) {
+          proxy->ticket_->Touch(chunk.name().size() + chunk.data().size());
+        }
+        proxy->write_up_pending_ = true;
         proxy->upstream.StartWrite(&chunk);
         return;
       }
       // The caller's chunks ended (or it went away): so do the upstream's; no more operations
       // upstream, and OnDone brings the primary's answer.
       proxy->upstream.StartWritesDone();
-      proxy->state.upstream_released = true;
-      proxy->upstream.RemoveHold();
+      proxy->ReleaseUpstreamLocked();
     }
     void OnCancel() override {
       std::lock_guard<std::recursive_mutex> lock(proxy->state.mu);
       if (!proxy->state.upstream_done) proxy->upstream.context->TryCancel();
     }
-    void OnDone() override { proxy->SideDone(); }
+    void OnDone() override {
+      // The ticket goes first, outside the lock (its destructor waits for a running Abandon).
+      std::unique_ptr<TransferGuard::Ticket> ticket;
+      {
+        std::lock_guard<std::recursive_mutex> lock(proxy->state.mu);
+        ticket = std::move(proxy->ticket_);
+      }
+      ticket.reset();
+      proxy->SideDone();
+    }
 
     ImportProxy* const proxy;
     grpc::CallbackServerContext* const context;
@@ -310,13 +340,14 @@ class ImportProxy final : public ProxyBase {
         : proxy(proxy), context(std::move(context)) {}
     void OnWriteDone(bool ok) override {
       std::lock_guard<std::recursive_mutex> lock(proxy->state.mu);
+      proxy->write_up_pending_ = false;
       if (proxy->state.caller_finished) return;
-      if (ok) {
+      if (ok && !proxy->ended_.has_value()) {
         proxy->caller.StartRead(&proxy->caller.chunk);
-      } else if (!proxy->state.upstream_released) {
-        // The primary ended the call: no more chunks go up; OnDone brings its status.
-        proxy->state.upstream_released = true;
-        RemoveHold();
+      } else {
+        // The primary ended the call, or this side did (EndLocked): no more chunks go up;
+        // OnDone brings the status.
+        proxy->ReleaseUpstreamLocked();
       }
     }
     void OnDone(const grpc::Status& status) override {
@@ -325,7 +356,7 @@ class ImportProxy final : public ProxyBase {
         proxy->state.upstream_done = true;
         if (!proxy->state.caller_finished) {
           proxy->state.caller_finished = true;
-          proxy->caller.Finish(status);
+          proxy->caller.Finish(proxy->ended_.has_value() ? ToGrpcStatus(*proxy->ended_) : status);
         }
       }
       proxy->SideDone();
@@ -338,6 +369,33 @@ class ImportProxy final : public ProxyBase {
   const std::unique_ptr<StreamConnections::Lease> place;  // as PipelineProxy's
   Caller caller;
   Upstream upstream;
+
+ private:
+  // From the guard's watchdog, holding the guard's lock.
+  void Abandon(const absl::Status& why) {
+    std::lock_guard<std::recursive_mutex> lock(state.mu);
+    EndLocked(why);
+  }
+  // Ends the stream with `why`: the upstream is cancelled, and the caller is finished with `why`
+  // once it is done, even while the caller's read waits for a chunk that does not come.
+  void EndLocked(const absl::Status& why) {
+    if (ended_.has_value() || state.caller_finished) return;
+    ended_ = why;
+    upstream.context->TryCancel();
+    if (!write_up_pending_) ReleaseUpstreamLocked();  // else its OnWriteDone does
+  }
+  void ReleaseUpstreamLocked() {
+    if (state.upstream_released) return;
+    state.upstream_released = true;
+    upstream.RemoveHold();
+  }
+
+  // Guarded by state.mu.
+  bool write_up_pending_ = false;       // a chunk is on its way up
+  absl::optional<absl::Status> ended_;  // EndLocked's reason
+  // Last, so destroyed first: its destructor waits for an Abandon in progress, which touches
+  // the members above.
+  std::unique_ptr<TransferGuard::Ticket> ticket_;
 };
 
 }  // namespace
@@ -395,7 +453,8 @@ grpc::ServerReadReactor<ImportChunk>* ProxyImport(Forwarder* forwarder,
                                                   grpc::CallbackServerContext* context,
                                                   ImportResponse* response,
                                                   const absl::StatusOr<std::string>& client,
-                                                  std::shared_ptr<ProxiedStreams> streams) {
+                                                  std::shared_ptr<ProxiedStreams> streams,
+                                                  TransferGuard* transfers) {
   absl::StatusOr<std::unique_ptr<StreamConnections::Lease>> place =
       client.ok() ? forwarder->streams().Acquire(*client) : client.status();
   if (!place.ok()) {
@@ -404,6 +463,7 @@ grpc::ServerReadReactor<ImportChunk>* ProxyImport(Forwarder* forwarder,
   auto* proxy =
       new ImportProxy(forwarder, context, response, *std::move(place), std::move(streams));
   auto* reactor = &proxy->caller;
+  proxy->Admit(transfers, *client);
   proxy->Register();
   return reactor;
 }

@@ -26,6 +26,7 @@
 #include "bloom/v1/bloom.grpc.pb.h"
 #include "common/mutex.h"
 #include "service/forwarder.h"
+#include "service/transfer_guard.h"
 
 namespace service {
 
@@ -70,9 +71,12 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ProxyPipeline(
     Forwarder* forwarder, grpc::CallbackServerContext* context,
     const absl::StatusOr<std::string>& client, std::shared_ptr<ProxiedStreams> streams);
 
+// An Import also takes a slot of `transfers` (the follower's), which ends it ABORTED if it
+// stops sending (--transfer_idle_timeout, --transfer_min_rate), as the primary's own imports.
 grpc::ServerReadReactor<bloom::v1::ImportChunk>* ProxyImport(
     Forwarder* forwarder, grpc::CallbackServerContext* context, bloom::v1::ImportResponse* response,
-    const absl::StatusOr<std::string>& client, std::shared_ptr<ProxiedStreams> streams);
+    const absl::StatusOr<std::string>& client, std::shared_ptr<ProxiedStreams> streams,
+    TransferGuard* transfers);
 
 }  // namespace service
 

@@ -899,4 +899,42 @@ TEST(HostileLimitsTest, PipelinesThroughAFollowerAbandonedWithAnswersUnreadGiveT
   EXPECT_LT(absl::Now() - start, absl::Seconds(10));
 }
 
+// An Import through a follower that stalls after its first chunk: the primary abandons it after
+// --transfer_idle_timeout, but the follower's proxy, waiting for the client's next chunk, kept
+// the client's stream open (and its place) until the client's own deadline. Now the follower
+// guards the imports it proxies as the primary guards its own: ABORTED after the timeout.
+TEST(HostileLimitsTest, AnImportStalledThroughAFollowerIsAbandonedThere) {
+  bloomtest::ReplicationCluster cluster(1, {"--transfer_idle_timeout=2s"},
+                                        {"--transfer_idle_timeout=2s"});
+  ASSERT_TRUE(cluster.Start());
+  ASSERT_TRUE(cluster.WaitCaughtUp());
+  auto primary = BloomClient::Connect(cluster.primary().target());
+  ASSERT_OK(primary->Reserve("source", SmallSpec()).status());
+  std::string header;  // the start of its dump
+  {
+    grpc::ClientContext context;
+    bloom::v1::ExportRequest request;
+    request.set_name("source");
+    auto reader = primary->stub().Export(&context, request);
+    bloom::v1::ExportChunk chunk;
+    ASSERT_TRUE(reader->Read(&chunk));
+    header = chunk.data().substr(0, std::min<size_t>(chunk.data().size(), 64));
+    context.TryCancel();
+    reader->Finish().IgnoreError();
+  }
+  auto follower = BloomClient::Connect(cluster.follower(0).target());
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  bloom::v1::ImportResponse response;
+  auto writer = follower->stub().Import(&context, &response);
+  bloom::v1::ImportChunk chunk;
+  chunk.set_name("copy");
+  chunk.set_data(header);
+  ASSERT_TRUE(writer->Write(chunk));
+  const absl::Time start = absl::Now();
+  const grpc::Status status = writer->Finish();  // no more chunks, and no half-close
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::ABORTED) << status.error_message();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+}
+
 }  // namespace
