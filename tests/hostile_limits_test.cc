@@ -240,6 +240,20 @@ class MemoryCgroup {
   std::string parent_, path_, why_;
 };
 
+// The first `bytes` of filter `name`'s dump (its header and the start of its bits), from an
+// Export cut short; empty if none came.
+std::string DumpStart(BloomClient& client, const std::string& name, size_t bytes) {
+  grpc::ClientContext context;
+  bloom::v1::ExportRequest request;
+  request.set_name(name);
+  auto reader = client.stub().Export(&context, request);
+  bloom::v1::ExportChunk chunk;
+  if (!reader->Read(&chunk)) return "";
+  context.TryCancel();
+  reader->Finish().IgnoreError();
+  return chunk.data().substr(0, bytes);
+}
+
 // Attack 3: an Import that sent its dump's header and then a byte every 20 s had the whole
 // dump's memory reserved at the header, and reserved memory outranks cached filters: an in-use
 // 430 MB filter became unusable for 70 s. Now an import is charged as its bits arrive, and one
@@ -257,18 +271,8 @@ TEST(HostileLimitsTest, ATrickledImportNeitherPinsTheBudgetNorHoldsItsSlot) {
   spec.set_non_scaling(true);
   ASSERT_OK(client->Reserve("in-use", spec).status());
   ASSERT_OK(client->Add("in-use", {"mine"}).status());
-  std::string header;  // the start of its dump: the header and a little of the bits
-  {
-    grpc::ClientContext context;
-    bloom::v1::ExportRequest request;
-    request.set_name("in-use");
-    auto reader = client->stub().Export(&context, request);
-    bloom::v1::ExportChunk chunk;
-    ASSERT_TRUE(reader->Read(&chunk));
-    header = chunk.data().substr(0, 4096);
-    context.TryCancel();
-    reader->Finish();
-  }
+  const std::string header = DumpStart(*client, "in-use", 4096);
+  ASSERT_FALSE(header.empty());
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
   bloom::v1::ImportResponse response;
@@ -767,6 +771,19 @@ TEST(HostileLimitsTest, WritesWaitingForAStalledFollowerDoNotBlindThePrimary) {
 
 namespace {
 
+// Stubs to the first follower on 7 connections of the same client (one connection takes at most
+// 64 streams), each with `args`.
+std::vector<std::unique_ptr<BloomFilterService::Stub>> FollowerStubs(
+    bloomtest::ReplicationCluster& cluster, grpc::ChannelArguments args) {
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  std::vector<std::unique_ptr<BloomFilterService::Stub>> stubs;
+  for (int c = 0; c < 7; ++c) {
+    stubs.push_back(BloomFilterService::NewStub(grpc::CreateCustomChannel(
+        cluster.follower(0).target(), grpc::InsecureChannelCredentials(), args)));
+  }
+  return stubs;
+}
+
 // Idle Pipeline streams opened through a follower: each is proxied to the primary, and they
 // shared the connection the follower forwards its writes on, where the primary takes 64 calls
 // at once. 70 of them (any read token) held every place, and every write forwarded from that
@@ -776,14 +793,8 @@ TEST(HostileLimitsTest, IdlePipelinesThroughAFollowerDoNotBlockItsForwardedWrite
   bloomtest::ReplicationCluster cluster(1, {}, {});
   ASSERT_TRUE(cluster.Start());
   ASSERT_TRUE(cluster.WaitCaughtUp());
-  // On 7 connections of the same client (one connection takes at most 64 streams).
-  std::vector<std::unique_ptr<BloomFilterService::Stub>> stubs;
-  for (int c = 0; c < 7; ++c) {
-    grpc::ChannelArguments args;
-    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    stubs.push_back(BloomFilterService::NewStub(grpc::CreateCustomChannel(
-        cluster.follower(0).target(), grpc::InsecureChannelCredentials(), args)));
-  }
+  std::vector<std::unique_ptr<BloomFilterService::Stub>> stubs =
+      FollowerStubs(cluster, grpc::ChannelArguments());
   constexpr int kStreams = 70;
   struct Idle {
     grpc::ClientContext context;
@@ -833,16 +844,11 @@ TEST(HostileLimitsTest, PipelinesThroughAFollowerAbandonedWithAnswersUnreadGiveT
   ASSERT_TRUE(cluster.Start());
   ASSERT_TRUE(cluster.WaitCaughtUp());
   // A small receive window and no window growth: the follower's answers back up after a few KB.
-  // On 7 connections of the same client (one connection takes at most 64 streams).
-  std::vector<std::unique_ptr<BloomFilterService::Stub>> stubs;
-  for (int c = 0; c < 7; ++c) {
-    grpc::ChannelArguments args;
-    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
-    args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 1024);
-    stubs.push_back(BloomFilterService::NewStub(grpc::CreateCustomChannel(
-        cluster.follower(0).target(), grpc::InsecureChannelCredentials(), args)));
-  }
+  grpc::ChannelArguments small_window;
+  small_window.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  small_window.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 1024);
+  std::vector<std::unique_ptr<BloomFilterService::Stub>> stubs =
+      FollowerStubs(cluster, small_window);
   const bloom::v1::FilterSpec spec = SmallSpec();
   PipelineRequest add;
   add.mutable_add()->set_name("abandoned");
@@ -910,18 +916,8 @@ TEST(HostileLimitsTest, AnImportStalledThroughAFollowerIsAbandonedThere) {
   ASSERT_TRUE(cluster.WaitCaughtUp());
   auto primary = BloomClient::Connect(cluster.primary().target());
   ASSERT_OK(primary->Reserve("source", SmallSpec()).status());
-  std::string header;  // the start of its dump
-  {
-    grpc::ClientContext context;
-    bloom::v1::ExportRequest request;
-    request.set_name("source");
-    auto reader = primary->stub().Export(&context, request);
-    bloom::v1::ExportChunk chunk;
-    ASSERT_TRUE(reader->Read(&chunk));
-    header = chunk.data().substr(0, std::min<size_t>(chunk.data().size(), 64));
-    context.TryCancel();
-    reader->Finish().IgnoreError();
-  }
+  const std::string header = DumpStart(*primary, "source", 64);
+  ASSERT_FALSE(header.empty());
   auto follower = BloomClient::Connect(cluster.follower(0).target());
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
