@@ -55,25 +55,9 @@ class ProxyBase : public ProxiedStreams::Stream {
     ++state.pins;
     return true;
   }
-  void Unpin() final {
-    bool last;
-    {
-      std::lock_guard<std::recursive_mutex> lock(state.mu);
-      --state.pins;
-      last = ReadyToDeleteLocked();
-    }
-    if (last) DeleteSelf();
-  }
+  void Unpin() final { Count(&state.pins, -1); }
   // One side's OnDone has run.
-  void SideDone() {
-    bool last;
-    {
-      std::lock_guard<std::recursive_mutex> lock(state.mu);
-      ++state.sides_done;
-      last = ReadyToDeleteLocked();
-    }
-    if (last) DeleteSelf();
-  }
+  void SideDone() { Count(&state.sides_done, +1); }
   // Registers the new proxy, drains it if the server already drains, and drops the factory's pin.
   void Register() {
     if (streams_->Add(this)) Drain();
@@ -83,10 +67,19 @@ class ProxyBase : public ProxiedStreams::Stream {
   ProxyState state;
 
  private:
-  bool ReadyToDeleteLocked() {
-    if (state.sides_done < 2 || state.pins > 0 || state.deleting) return false;
-    state.deleting = true;
-    return true;
+  // Moves `counter` (a pin or a side done) by `delta`; the proxy goes once both sides are done
+  // and nothing pins it.
+  void Count(int* counter, int delta) {
+    bool last = false;
+    {
+      std::lock_guard<std::recursive_mutex> lock(state.mu);
+      *counter += delta;
+      if (state.sides_done == 2 && state.pins == 0 && !state.deleting) {
+        state.deleting = true;
+        last = true;
+      }
+    }
+    if (last) DeleteSelf();
   }
   // Out of the registry first (after this no DrainAll can pin it), then gone.
   void DeleteSelf() {
