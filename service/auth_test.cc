@@ -171,8 +171,7 @@ TEST_F(AuthTest, OpenMethodsAreTheOnesListed) {
   const std::string reflection = "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo";
   TokenGate by_default(auth->get(), nullptr);
   EXPECT_TRUE(by_default.Check(health, absl::nullopt).ok());
-  EXPECT_EQ(by_default.Check(reflection, absl::nullopt).code(),
-            absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(by_default.Check(reflection, absl::nullopt).code(), absl::StatusCode::kUnauthenticated);
   EXPECT_TRUE(by_default.Check(reflection, "Bearer good").ok());
   EXPECT_EQ(by_default.Check("/bloom.v1.BloomFilterService/Stats", absl::nullopt).code(),
             absl::StatusCode::kUnauthenticated);

@@ -4,11 +4,8 @@
 // streaming order), converts messages, and turns every absl::Status into a grpc::Status with
 // the same code. See protos/bloom/v1/bloom.proto for the contract.
 //
-// BloomCallbackService serves the handlers through gRPC's callback API (unary methods run inline
-// on gRPC's threads), but for Add and MightContain: its two subclasses in item_calls.h serve those
-// on the callback API too (CallbackItemService, the default) or on the async API (AsyncItemService
-// with ItemCalls), read straight from their wire bytes (direct_parse.h). The streams are callback
-// streams (pipeline.h, transfers.h).
+// BloomCallbackService (callback_service.h) serves the handlers through gRPC's callback API.
+// The streams are callback streams (pipeline.h, transfers.h).
 //
 // Thread-safety: every method is thread-safe; the store does the synchronisation.
 #ifndef SERVICE_BLOOM_SERVICE_H_
@@ -67,8 +64,8 @@ struct ServiceHooks {
 
 // The streams (Pipeline, Export, Import) are callback streams: one needs no thread while it
 // waits for its client. Pipeline reads and writes bytes (pipeline.h parses them). BloomService
-// implements them and the unary handlers; gRPC serves BloomCallbackService, which adds the unary
-// calls on the callback API.
+// implements them and the unary handlers; gRPC serves BloomCallbackService (callback_service.h),
+// which adds the unary calls on the callback API.
 using StreamServiceBase = bloom::v1::BloomFilterService::WithRawCallbackMethod_Pipeline<
     bloom::v1::BloomFilterService::WithCallbackMethod_Export<
         bloom::v1::BloomFilterService::WithCallbackMethod_Import<
@@ -233,59 +230,6 @@ class BloomService final : public StreamServiceBase {
   TransferGuard transfers_;
   // Declared last: destroyed first, it runs what is queued while the rest is still there.
   CallLane admin_lane_;
-};
-
-using CallbackUnaryBase = bloom::v1::BloomFilterService::WithCallbackMethod_Reserve<
-    bloom::v1::BloomFilterService::WithCallbackMethod_Stats<
-        bloom::v1::BloomFilterService::WithCallbackMethod_Delete<
-            bloom::v1::BloomFilterService::WithCallbackMethod_Merge<
-                bloom::v1::BloomFilterService::WithCallbackMethod_List<
-                    bloom::v1::BloomFilterService::WithCallbackMethod_Remove<
-                        bloom::v1::BloomFilterService::WithCallbackMethod_Count<
-                            StreamServiceBase>>>>>>>;
-
-// Every method but Add and MightContain, which its subclasses (item_calls.h) make callback or
-// async methods: no method is left synchronous (gRPC would start a thread pool for those).
-class BloomCallbackService : public CallbackUnaryBase {
- public:
-  grpc::ServerUnaryReactor* Reserve(grpc::CallbackServerContext* context,
-                                    const bloom::v1::ReserveRequest* request,
-                                    bloom::v1::ReserveResponse* response) override;
-  grpc::ServerUnaryReactor* Stats(grpc::CallbackServerContext* context,
-                                  const bloom::v1::StatsRequest* request,
-                                  bloom::v1::StatsResponse* response) override;
-  grpc::ServerUnaryReactor* Delete(grpc::CallbackServerContext* context,
-                                   const bloom::v1::DeleteRequest* request,
-                                   bloom::v1::DeleteResponse* response) override;
-  grpc::ServerUnaryReactor* Merge(grpc::CallbackServerContext* context,
-                                  const bloom::v1::MergeRequest* request,
-                                  bloom::v1::MergeResponse* response) override;
-  grpc::ServerUnaryReactor* List(grpc::CallbackServerContext* context,
-                                 const bloom::v1::ListRequest* request,
-                                 bloom::v1::ListResponse* response) override;
-  grpc::ServerUnaryReactor* Remove(grpc::CallbackServerContext* context,
-                                   const bloom::v1::RemoveRequest* request,
-                                   bloom::v1::RemoveResponse* response) override;
-  grpc::ServerUnaryReactor* Count(grpc::CallbackServerContext* context,
-                                  const bloom::v1::CountRequest* request,
-                                  bloom::v1::CountResponse* response) override;
-  grpc::ServerWriteReactor<bloom::v1::ExportChunk>* Export(
-      grpc::CallbackServerContext* context, const bloom::v1::ExportRequest* request) override {
-    return core_->Export(context, request);
-  }
-  grpc::ServerReadReactor<bloom::v1::ImportChunk>* Import(
-      grpc::CallbackServerContext* context, bloom::v1::ImportResponse* response) override {
-    return core_->Import(context, response);
-  }
-  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Pipeline(
-      grpc::CallbackServerContext* context) override {
-    return core_->Pipeline(context);
-  }
-
- protected:
-  // Set by the subclass's constructor (gRPC's method wrappers in between construct only by
-  // default); it must outlive the service.
-  BloomService* core_ = nullptr;
 };
 
 }  // namespace service

@@ -11,19 +11,18 @@ namespace {
 
 TEST(ConvertTest, StatusCodesAndMessagesPassUnchanged) {
   EXPECT_TRUE(ToGrpcStatus(absl::OkStatus()).ok());
-  const absl::Status statuses[] = {
-      absl::InvalidArgumentError("spec.capacity must be at least 1"),
-      absl::NotFoundError("filter 'x' not found"),
-      absl::AlreadyExistsError("exists"),
-      absl::ResourceExhaustedError("full"),
-      absl::DataLossError("checksum"),
-      absl::UnavailableError("disk full"),
-      absl::FailedPreconditionError("closed"),
-      absl::AbortedError("retry"),
-      absl::PermissionDeniedError("read token"),
-      absl::UnauthenticatedError("no token"),
-      absl::DeadlineExceededError("late"),
-      absl::InternalError("bug")};
+  const absl::Status statuses[] = {absl::InvalidArgumentError("spec.capacity must be at least 1"),
+                                   absl::NotFoundError("filter 'x' not found"),
+                                   absl::AlreadyExistsError("exists"),
+                                   absl::ResourceExhaustedError("full"),
+                                   absl::DataLossError("checksum"),
+                                   absl::UnavailableError("disk full"),
+                                   absl::FailedPreconditionError("closed"),
+                                   absl::AbortedError("retry"),
+                                   absl::PermissionDeniedError("read token"),
+                                   absl::UnauthenticatedError("no token"),
+                                   absl::DeadlineExceededError("late"),
+                                   absl::InternalError("bug")};
   for (const absl::Status& status : statuses) {
     const grpc::Status converted = ToGrpcStatus(status);
     EXPECT_EQ(static_cast<int>(converted.error_code()), static_cast<int>(status.code()));

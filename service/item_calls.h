@@ -40,6 +40,7 @@
 #include "absl/base/thread_annotations.h"
 #include "common/mutex.h"
 #include "service/bloom_service.h"
+#include "service/callback_service.h"
 
 namespace service {
 

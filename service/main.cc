@@ -1,27 +1,24 @@
 // bloom-server: persistent Bloom filters over gRPC.
 //
-// main() sets up logging from the flags (service/server_flags.h), opens the store, starts the
-// metrics listener and the gRPC servers, then waits for signals: SIGHUP re-reads credentials,
-// SIGTERM/SIGINT shut down in a fixed order.
-#include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
+// main() sets up logging from the flags (service/server_flags.h), checks the security
+// settings, starts the metrics listener and, with etcd, joins the cluster. Then it runs the
+// server's incarnations (service/node.h) one after another: each opens the store, serves in
+// one role (standalone, primary, or follower) until a signal (service/signals.h: SIGHUP
+// re-reads credentials, SIGTERM/SIGINT shut down) or a change of role, and stops in a fixed
+// order.
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <memory>
-#include <sstream>
 #include <string>
 
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -41,9 +38,10 @@
 #include "service/ack_log.h"
 #include "service/auth.h"
 #include "service/failover.h"
-#include "service/forwarder.h"
+#include "service/node.h"
 #include "service/server.h"
 #include "service/server_flags.h"
+#include "service/signals.h"
 #include "storage/filter_store.h"
 
 // jemalloc's start-up options (read by jemalloc when it serves malloc, common/heap.h; unused
@@ -58,43 +56,6 @@ namespace {
 
 // How long calls in flight may finish when the server is rebuilt in a new role.
 constexpr absl::Duration kRoleChangeGrace = absl::Milliseconds(300);
-// How long a primary told to stop waits for a follower to catch up before it hands over.
-constexpr absl::Duration kHandOverOnStop = absl::Seconds(5);
-
-// SIGTERM/SIGINT arrive on whichever thread the kernel picks (gRPC starts threads before
-// main); the handler only writes the signal number to a pipe that main() waits on.
-int shutdown_pipe[2] = {-1, -1};
-
-extern "C" void OnShutdownSignal(int signal_number) {
-  const char byte = static_cast<char>(signal_number);
-  [[maybe_unused]] ssize_t ignored = write(shutdown_pipe[1], &byte, 1);
-}
-
-bool InstallShutdownHandlers() {
-  if (pipe2(shutdown_pipe, O_CLOEXEC) != 0) return false;
-  struct sigaction action = {};
-  action.sa_handler = OnShutdownSignal;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESTART;
-  return sigaction(SIGTERM, &action, nullptr) == 0 && sigaction(SIGINT, &action, nullptr) == 0 &&
-         sigaction(SIGHUP, &action, nullptr) == 0;
-}
-
-// Waits up to `timeout` for a signal; 0 if none came.
-// Wakes WaitForSignal without a signal (it returns 0): a change of role is acted on at once.
-void WakeMainLoop() {
-  const char byte = 0;
-  [[maybe_unused]] ssize_t ignored = write(shutdown_pipe[1], &byte, 1);
-}
-
-int WaitForSignal(absl::Duration timeout) {
-  pollfd fd{shutdown_pipe[0], POLLIN, 0};
-  if (poll(&fd, 1, static_cast<int>(absl::ToInt64Milliseconds(timeout))) <= 0) return 0;
-  char byte = 0;
-  while (read(shutdown_pipe[0], &byte, 1) < 0 && errno == EINTR) {
-  }
-  return byte;
-}
 
 // Re-reads the token file (always on SIGHUP, else when it changed) and logs the outcome.
 void ReloadCredentials(service::TokenAuthenticator* auth, const service::TlsOptions& tls,
@@ -131,6 +92,17 @@ bool IsLoopback(absl::string_view listen) {
 int Fail(absl::string_view message) {
   bloomlog::LogError(message);
   return 1;
+}
+
+// A usage error before logging is set up: on stderr, exit status 2.
+int UsageError(absl::string_view message) {
+  std::fprintf(stderr, "bloom-server: %.*s\n", static_cast<int>(message.size()), message.data());
+  return 2;
+}
+
+// `status` (its code, its text) with what failed said first, for the line main() fails with.
+absl::Status InContext(absl::string_view what_failed, const absl::Status& status) {
+  return {status.code(), absl::StrCat(what_failed, status.ToString())};
 }
 
 // libprotobuf logs an ERROR line for every request whose string fields are not UTF-8, which the
@@ -242,7 +214,7 @@ int ServeUntilStopped(service::TokenAuthenticator* auth, const service::TlsOptio
   int ticks = 0;
   const bool poll = follower != nullptr || role_changed != nullptr;
   while (signal_number != SIGTERM && signal_number != SIGINT) {
-    signal_number = WaitForSignal(poll ? absl::Milliseconds(200) : absl::Seconds(1));
+    signal_number = service::WaitForSignal(poll ? absl::Milliseconds(200) : absl::Seconds(1));
     if (follower != nullptr) {
       follower->RefreshHealth();
       if (follower->needs_snapshot()) return 0;
@@ -256,238 +228,124 @@ int ServeUntilStopped(service::TokenAuthenticator* auth, const service::TlsOptio
   return signal_number;
 }
 
-// SIGTERM or SIGINT if one arrived (without waiting), else 0: a follower's snapshot copy stops
-// for them.
-int StopSignalArrived() {
-  const int signal_number = WaitForSignal(absl::ZeroDuration());
-  return signal_number == SIGTERM || signal_number == SIGINT ? signal_number : 0;
-}
-
 // `listen` ("host:port") with its port replaced.
 std::string WithPort(const std::string& listen, int port) {
   const size_t colon = listen.rfind(':');
   return absl::StrCat(colon == std::string::npos ? listen : listen.substr(0, colon), ":", port);
 }
 
-absl::StatusOr<replication::FollowerOptions> FollowerOptionsFromConfig(
-    const service::ReplicationConfig& config, const std::string& listen) {
-  replication::FollowerOptions options;
-  options.primary = config.replicate_from;
-  options.max_lag = config.max_lag;
-  options.name = config.name;
-  if (options.name.empty()) {
-    char host[256] = {};
-    if (gethostname(host, sizeof(host) - 1) == 0) options.name = host;
-    options.name = absl::StrCat(options.name, ":", listen.substr(listen.rfind(':') + 1));
-  }
-  auto read_file = [](const std::string& path) -> absl::StatusOr<std::string> {
-    std::ifstream in(path);
-    if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-    std::stringstream contents;
-    contents << in.rdbuf();
-    return contents.str();
-  };
-  if (!config.token_file.empty()) {
-    absl::StatusOr<std::string> token = read_file(config.token_file);
-    if (!token.ok()) return token.status();
-    options.token = std::string(absl::StripAsciiWhitespace(*token));
-    if (options.token.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--replication_token_file ", config.token_file, " is empty"));
+// Each incarnation's settings for the role etcd gave it: a primary's acknowledgement fence and
+// ack log, or a follower of the elected primary (and its `follower_options`). Sets
+// `copy_again` when this pod holds writes the new primary never had (this pod led, or
+// followed one that led, past the point where the new primary took over): they were never
+// acknowledged, and a fresh copy drops them. `data_term`: the term whose log the data
+// continues.
+absl::StatusOr<service::ServerConfig> ConfigForRole(
+    const service::ServerConfig& base, const coordination::Role& role, service::Failover& failover,
+    service::AckLog* ack_log, int64_t data_term,
+    absl::StatusOr<replication::FollowerOptions>& follower_options, bool& copy_again) {
+  service::ServerConfig config = base;
+  if (role.kind == coordination::Role::Kind::kPrimary) {
+    config.store.replica = false;
+    config.store.may_acknowledge = failover.Fence();
+    if (ack_log != nullptr) {
+      ack_log->BeginTerm(role.term, role.leader.start_sequence);
+      config.store.on_acknowledged = [ack_log](uint64_t sequence) {
+        ack_log->Acknowledged(sequence);
+      };
     }
+    return config;
   }
-  if (!config.ca_file.empty()) {
-    absl::StatusOr<std::string> ca = read_file(config.ca_file);
-    if (!ca.ok()) return ca.status();
-    grpc::SslCredentialsOptions ssl;
-    ssl.pem_root_certs = *ca;
-    if (!config.cert_file.empty()) {  // for a primary with --tls_client_ca_file
-      absl::StatusOr<std::string> cert = read_file(config.cert_file);
-      if (!cert.ok()) return cert.status();
-      absl::StatusOr<std::string> key = read_file(config.key_file);
-      if (!key.ok()) return key.status();
-      ssl.pem_cert_chain = *std::move(cert);
-      ssl.pem_private_key = *std::move(key);
-    }
-    options.credentials = grpc::SslCredentials(ssl);
+  config.store.replica = true;
+  config.replication.replicate_from = role.leader.address;
+  // The primary's sync set names followers as their members do.
+  if (config.replication.name.empty()) {
+    config.replication.name = config.replication.advertise_address;
   }
-  return options;
+  follower_options = service::FollowerOptionsFromConfig(config.replication, config.server.listen);
+  if (!follower_options.ok()) {
+    return InContext("replication: ", follower_options.status());
+  }
+  if (role.term != data_term && failover.held() > role.leader.start_sequence) {
+    bloomlog::LogWarning(absl::StrCat(
+        "this pod holds sequence ", failover.held(), ", past ", role.leader.start_sequence,
+        " where the primary ", role.leader.name,
+        " took over: copying its data anew (writes only this pod had were never acknowledged)"));
+    copy_again = true;
+  }
+  return config;
 }
 
-// One incarnation of the server: the store, the calls' server, and what replication adds (a
-// primary's service for its followers; a follower's forwarder and log tailer).
-struct Node {
-  std::unique_ptr<storage::FilterStore> store;
-  // A primary's service for its followers; on a follower it answers Status only.
-  std::unique_ptr<replication::ReplicationService> replication;
-  std::unique_ptr<service::Forwarder> forwarder;  // follower
-  std::unique_ptr<service::BloomServer> server;
-  std::unique_ptr<replication::Follower> follower;  // follower
-  // A primary elected through etcd with --min_replica_acks: its sync set.
-  std::unique_ptr<coordination::SyncSetKeeper> sync_set;
-
-  metrics::ReplicationFigures Figures() const {
-    metrics::ReplicationFigures figures;
-    if (follower != nullptr) {
-      const replication::FollowerStatus status = follower->status();
-      figures.follower = true;
-      figures.connected = status.connected;
-      figures.applied_sequence = status.applied_sequence;
-      figures.primary_sequence = status.primary_sequence;
-      figures.lag = status.lag;
-      return figures;
+// Opens the store of a new incarnation and starts its servers; with failover, connects it to
+// the cluster (a primary with a sync set records it before it takes writes).
+absl::Status StartIncarnation(service::Node& node, const service::ServerConfig& config,
+                              const absl::StatusOr<replication::FollowerOptions>& follower_options,
+                              service::Failover* failover, metrics::ServerMetrics& server_metrics) {
+  absl::StatusOr<std::unique_ptr<storage::FilterStore>> store = OpenStore(config.store);
+  if (!store.ok()) {
+    return InContext("cannot open the store: ", store.status());
+  }
+  node.store = *std::move(store);
+  server_metrics.SetStore(node.store.get());
+  if (failover != nullptr) {
+    failover->SetStore(node.store.get());
+    if (!config.store.replica && node.store->replica_acks() != nullptr) {
+      // Before the server takes writes: nobody's acknowledgement counts until recorded.
+      node.sync_set = std::make_unique<coordination::SyncSetKeeper>(
+          failover->member(), node.store->replica_acks(), coordination::SyncSetKeeperOptions{});
     }
-    figures.latest_sequence = store->LatestSequence();
-    if (replication != nullptr) {  // a primary's followers
-      for (const replication::FollowerStream& f : replication->Followers()) {
-        figures.followers.push_back({f.name, f.sent_sequence, f.durable_sequence});
-      }
-    }
-    if (store->replica_acks() != nullptr) figures.ack_timeouts = store->replica_acks()->timeouts();
-    return figures;
   }
-
-  // Stops in a fixed order: the log's streams, the calls (drained), the tailer, the store.
-  // `grace`: how long calls in flight may finish (default: --shutdown_grace).
-  absl::Status Stop(absl::optional<absl::Duration> grace = absl::nullopt) {
-    if (replication != nullptr) replication->Stop();
-    if (follower != nullptr) follower->Stop();
-    if (server != nullptr) server->Shutdown(grace);
-    server.reset();
-    sync_set.reset();  // after the calls (Status reads it), before the store's acknowledgements
-    follower.reset();
-    forwarder.reset();
-    const absl::Status closed = store->Close();
-    replication.reset();
-    return closed;
-  }
-};
-
-// A follower told to follow another primary keeps serving reads from its store: only its log
-// tailer and its forwarder change primary. That needs a follower that holds nothing past where
-// the new primary took over (else it copies the new primary's data, in a new incarnation) and
-// is not copying a snapshot. While the cluster has no primary, it serves reads as it was.
-// Returns whether it goes on serving (`role_version` then names the role now played).
-bool RetargetInPlace(Node& node, service::Failover& failover,
-                     replication::FollowerOptions follower_options, uint64_t& role_version,
-                     int64_t& data_term) {
-  if (node.follower == nullptr || node.follower->needs_snapshot()) return false;
-  uint64_t version = 0;
-  const coordination::Role next = failover.role(&version);
-  if (next.kind == coordination::Role::Kind::kNone) {
-    // No primary now (an election runs): reads go on from what was applied.
-    role_version = version;
-    return true;
-  }
-  if (next.kind != coordination::Role::Kind::kFollower) return false;
-  if (next.term != data_term && node.store->LatestSequence() > next.leader.start_sequence) {
-    return false;
-  }
-  follower_options.primary = next.leader.address;
-  node.forwarder->Retarget(next.leader.address);
-  node.follower->Retarget(next.leader.address);
-  node.replication->SetFollower(node.follower.get(), next.leader.address);
-  role_version = version;
-  data_term = next.term;
-  bloomlog::LogInfo(absl::StrCat("follower: now follows the primary ", next.leader.name, " at ",
-                                 next.leader.address, " (term ", next.term,
-                                 "), serving reads throughout"));
-  return true;
-}
-
-// A switchover from this primary (the Switchover call): followers as its replication service
-// sees them.
-absl::StatusOr<bloom::replication::v1::SwitchoverResponse> SwitchOver(Node& node,
-                                                                      service::Failover& failover,
-                                                                      const std::string& to,
-                                                                      absl::Time deadline) {
-  auto followers = [&node] {
-    std::vector<service::Failover::FollowerProgress> out;
-    for (const replication::FollowerStream& f : node.replication->Followers()) {
-      out.push_back({f.name, f.durable_sequence});
-    }
-    return out;
-  };
-  auto latest = [&node] { return node.store->LatestSequence(); };
-  absl::StatusOr<service::Failover::Handover> handover =
-      failover.Switchover(to, deadline, followers, latest);
-  if (!handover.ok()) return handover.status();
-  bloom::replication::v1::SwitchoverResponse response;
-  response.set_primary(handover->to);
-  response.set_sequence(handover->sequence);
-  response.set_term(handover->term);
-  return response;
-}
-
-// A primary told to stop hands over to the follower holding the most first, if one is
-// connected: writes then pause for an election's settle time instead of the lease's TTL, and
-// the new primary needs no other member of the sync set to be up (a rolling upgrade stops
-// pods one by one).
-void HandOverBeforeStopping(Node& node, service::Failover& failover) {
-  absl::StatusOr<bloom::replication::v1::SwitchoverResponse> handed =
-      SwitchOver(node, failover, "", absl::Now() + kHandOverOnStop);
-  if (handed.ok()) {
-    bloomlog::LogInfo(absl::StrCat("handed over to ", handed->primary(), " at sequence ",
-                                   handed->sequence(), " before stopping"));
+  RETURN_IF_ERROR(service::StartNode(node, config, config.server, follower_options));
+  if (failover != nullptr) {
+    service::ConnectToCluster(node, *failover, config.replication.cluster,
+                              /*primary=*/!config.store.replica, server_metrics);
   } else {
-    bloomlog::LogInfo(absl::StrCat("stopping without handing over: ", handed.status().message()));
+    server_metrics.SetReplicationSource([&node] { return node.Figures(); });
   }
-}
-
-// The latest sequence in the data dir (0 if it holds no database yet): what this pod holds
-// when it joins an election. Opened and closed as a replica, which writes nothing, and lazily,
-// so that no filter is loaded only to be dropped again (the incarnation opens it for real).
-absl::StatusOr<uint64_t> HeldSequence(storage::StoreOptions options) {
-  if (!std::filesystem::exists(std::filesystem::path(options.data_dir) / "CURRENT")) return 0;
-  options.replica = true;
-  options.lazy_start = true;
-  options.background_checkpoints = false;
-  options.may_acknowledge = nullptr;
-  absl::StatusOr<std::unique_ptr<storage::FilterStore>> store = storage::FilterStore::Open(options);
-  if (!store.ok()) return store.status();
-  const uint64_t held = (*store)->LatestSequence();
-  RETURN_IF_ERROR((*store)->Close());
-  return held;
-}
-
-absl::Status StartNode(Node& node, const service::ServerConfig& config,
-                       service::ServerOptions options,
-                       const absl::StatusOr<replication::FollowerOptions>& follower_options) {
-  if (config.store.replica) {
-    node.forwarder = std::make_unique<service::Forwarder>(
-        [options = *follower_options](const std::string& address) {
-          replication::FollowerOptions to = options;
-          to.primary = address;
-          return replication::PrimaryChannel(to);  // a connection of its own
-        },
-        follower_options->primary,
-        [&node](uint64_t sequence, absl::Time deadline, service::Forwarder::AppliedDone done) {
-          if (node.follower == nullptr) {
-            std::move(done)(false);
-          } else {
-            node.follower->WhenApplied(sequence, deadline, std::move(done));
-          }
-        });
-    options.hooks.forwarder = node.forwarder.get();
-    options.serving_at_start = false;  // until the follower has caught up
-  }
-  node.replication = std::make_unique<replication::ReplicationService>(
-      node.store.get(), options.hooks.auth, config.store.data_dir);
-  options.extra_services.push_back(node.replication.get());
-  absl::StatusOr<std::unique_ptr<service::BloomServer>> server =
-      service::BloomServer::Start(node.store.get(), options);
-  if (!server.ok()) return server.status();
-  node.server = *std::move(server);
-  if (config.store.replica) {
-    service::BloomServer* raw = node.server.get();
-    node.follower = std::make_unique<replication::Follower>(
-        node.store.get(), *follower_options, [raw](bool serving) { raw->SetServing(serving); });
-    node.follower->Start();
-    node.replication->SetFollower(node.follower.get(), follower_options->primary);
-    bloomlog::LogInfo(absl::StrCat("follower of the primary at ", follower_options->primary,
-                                   " (as ", follower_options->name, ")"));
-  }
+  LogServing(config.server, *node.server);
   return absl::OkStatus();
+}
+
+// Why an incarnation ends: a signal, a follower's new snapshot, or a change of role.
+void LogStopping(int signal_number, bool needs_snapshot) {
+  if (signal_number != 0) {
+    bloomlog::LogInfo(absl::StrCat("received ", signal_number == SIGTERM ? "SIGTERM" : "SIGINT",
+                                   ": shutting down"));
+  } else if (needs_snapshot) {
+    bloomlog::LogWarning(
+        "follower: copying a snapshot of the primary again; this server is unavailable "
+        "meanwhile");
+  } else {
+    bloomlog::LogWarning("the cluster's primary changed: this server restarts in its new role");
+  }
+}
+
+// With --etcd_endpoints, joins the cluster holding what the data dir holds; null without.
+absl::StatusOr<std::unique_ptr<service::Failover>> JoinCluster(
+    const service::ServerConfig& config) {
+  if (config.replication.etcd_endpoints.empty()) return nullptr;
+  absl::StatusOr<uint64_t> held = service::HeldSequence(config.store);
+  if (!held.ok()) {
+    return InContext("cannot open the store: ", held.status());
+  }
+  absl::StatusOr<std::unique_ptr<service::Failover>> started = service::Failover::Start(
+      config.replication, config.store.min_replica_acks, *held, service::WakeMainLoop);
+  if (!started.ok()) {
+    return InContext("etcd: ", started.status());
+  }
+  bloomlog::LogInfo(absl::StrCat("cluster ", config.replication.cluster, " in etcd at ",
+                                 absl::StrJoin(config.replication.etcd_endpoints, ","),
+                                 ": this pod is ", config.replication.advertise_address,
+                                 ", holding sequence ", *held));
+  return started;
+}
+
+// The ack log of --ack_log; null without.
+absl::StatusOr<std::unique_ptr<service::AckLog>> OpenAckLog(
+    const service::ReplicationConfig& config) {
+  if (config.ack_log.empty()) return nullptr;
+  return service::AckLog::Open(config.ack_log,
+                               config.name.empty() ? config.advertise_address : config.name);
 }
 
 }  // namespace
@@ -507,14 +365,12 @@ int main(int argc, char** argv) {
       "Persistent Bloom filters over gRPC.\n"
       "Flags may also be set as BLOOM_<FLAG> environment variables, e.g. BLOOM_DATA_DIR.");
   if (absl::Status applied = service::ApplyFlagEnvironment(); !applied.ok()) {
-    std::fprintf(stderr, "bloom-server: %s\n", std::string(applied.message()).c_str());
-    return 2;
+    return UsageError(applied.message());
   }
   absl::ParseCommandLine(argc, argv);
   absl::StatusOr<service::LogConfig> log = service::LogConfigFromFlags();
   if (!log.ok()) {
-    std::fprintf(stderr, "bloom-server: %s\n", std::string(log.status().message()).c_str());
-    return 2;
+    return UsageError(log.status().message());
   }
   bloomlog::SetLevel(log->level);
   bloomlog::SetJson(log->json);
@@ -524,8 +380,7 @@ int main(int argc, char** argv) {
   absl::StatusOr<service::ServerConfig> config = service::ConfigFromFlags(container);
   if (absl::IsFailedPrecondition(config.status())) return Fail(config.status().message());
   if (!config.ok()) {
-    std::fprintf(stderr, "bloom-server: %s\n", std::string(config.status().message()).c_str());
-    return 2;
+    return UsageError(config.status().message());
   }
   for (const std::string& warning : config->warnings) bloomlog::LogWarning(warning);
   if (config->server.item_call_threads > 0) {
@@ -545,7 +400,7 @@ int main(int argc, char** argv) {
   absl::StatusOr<std::unique_ptr<service::TokenAuthenticator>> auth =
       LoadTokens(config->auth_token_file);
   if (!auth.ok()) return Fail(absl::StrCat("auth: ", auth.status().message()));
-  if (!InstallShutdownHandlers()) return Fail("cannot install signal handlers");
+  if (!service::InstallSignalHandlers()) return Fail("cannot install signal handlers");
   LogHostLimits(container);
 
   std::unique_ptr<metrics::ServerMetrics> server_metrics = metrics::ServerMetrics::Create(nullptr);
@@ -568,35 +423,20 @@ int main(int argc, char** argv) {
     config->store.replica = false;
   }
   if (config->store.replica) {
-    follower_options = FollowerOptionsFromConfig(config->replication, server_options.listen);
+    follower_options =
+        service::FollowerOptionsFromConfig(config->replication, server_options.listen);
     if (!follower_options.ok()) {
       return Fail(absl::StrCat("replication: ", follower_options.status().message()));
     }
   }
   // With etcd, the primary is elected: each incarnation of the server plays the role the
   // pod's member was last told (service/failover.h).
-  std::unique_ptr<service::Failover> failover;
-  if (!config->replication.etcd_endpoints.empty()) {
-    absl::StatusOr<uint64_t> held = HeldSequence(config->store);
-    if (!held.ok()) return Fail(absl::StrCat("cannot open the store: ", held.status().ToString()));
-    absl::StatusOr<std::unique_ptr<service::Failover>> started = service::Failover::Start(
-        config->replication, config->store.min_replica_acks, *held, WakeMainLoop);
-    if (!started.ok()) return Fail(absl::StrCat("etcd: ", started.status().ToString()));
-    failover = *std::move(started);
-    bloomlog::LogInfo(absl::StrCat("cluster ", config->replication.cluster, " in etcd at ",
-                                   absl::StrJoin(config->replication.etcd_endpoints, ","),
-                                   ": this pod is ", config->replication.advertise_address,
-                                   ", holding sequence ", *held));
-  }
-  std::unique_ptr<service::AckLog> ack_log;
-  if (!config->replication.ack_log.empty()) {
-    absl::StatusOr<std::unique_ptr<service::AckLog>> opened = service::AckLog::Open(
-        config->replication.ack_log, config->replication.name.empty()
-                                         ? config->replication.advertise_address
-                                         : config->replication.name);
-    if (!opened.ok()) return Fail(opened.status().message());
-    ack_log = *std::move(opened);
-  }
+  absl::StatusOr<std::unique_ptr<service::Failover>> joined = JoinCluster(*config);
+  if (!joined.ok()) return Fail(joined.status().message());
+  std::unique_ptr<service::Failover> failover = *std::move(joined);
+  absl::StatusOr<std::unique_ptr<service::AckLog>> ack_log = OpenAckLog(config->replication);
+  if (!ack_log.ok()) return Fail(ack_log.status().message());
+
   // A follower whose primary's log no longer reaches back to it copies a snapshot again: the
   // store, the server and the follower are then built anew, on the same port.
   bool copy_again = false;
@@ -610,100 +450,32 @@ int main(int argc, char** argv) {
   absl::Status closed;
   service::ServerConfig base = *config;
   while (true) {
-    Node node;
+    service::Node node;
     uint64_t role_version = 0;
     coordination::Role role;
     if (failover != nullptr) {
       role = failover->WaitForRole(
-          [&signal_number] { return (signal_number = StopSignalArrived()) != 0; }, &role_version);
+          [&signal_number] { return (signal_number = service::StopSignalArrived()) != 0; },
+          &role_version);
       if (signal_number != 0) break;
-      *config = base;
-      if (role.kind == coordination::Role::Kind::kPrimary) {
-        config->store.replica = false;
-        config->store.may_acknowledge = failover->Fence();
-        if (ack_log != nullptr) {
-          ack_log->BeginTerm(role.term, role.leader.start_sequence);
-          service::AckLog* log = ack_log.get();
-          config->store.on_acknowledged = [log](uint64_t sequence) { log->Acknowledged(sequence); };
-        }
-      } else {
-        config->store.replica = true;
-        config->replication.replicate_from = role.leader.address;
-        // The primary's sync set names followers as their members do.
-        if (config->replication.name.empty()) {
-          config->replication.name = config->replication.advertise_address;
-        }
-        follower_options = FollowerOptionsFromConfig(config->replication, server_options.listen);
-        if (!follower_options.ok()) {
-          return Fail(absl::StrCat("replication: ", follower_options.status().message()));
-        }
-        // Holding writes the new primary never had (this pod led, or followed one that led,
-        // past the point where the new primary took over): they were never acknowledged, and
-        // a fresh copy drops them.
-        if (role.term != data_term && failover->held() > role.leader.start_sequence) {
-          bloomlog::LogWarning(
-              absl::StrCat("this pod holds sequence ", failover->held(), ", past ",
-                           role.leader.start_sequence, " where the primary ", role.leader.name,
-                           " took over: copying its data anew (writes only this pod had were never "
-                           "acknowledged)"));
-          copy_again = true;
-        }
-      }
+      absl::StatusOr<service::ServerConfig> for_role = ConfigForRole(
+          base, role, *failover, ack_log->get(), data_term, follower_options, copy_again);
+      if (!for_role.ok()) return Fail(for_role.status().message());
+      *config = *std::move(for_role);
       data_term = role.term;
     }
     if (config->store.replica) {
       absl::Status copied = replication::Bootstrap(
           *follower_options, config->store.data_dir, copy_again,
-          [&signal_number] { return (signal_number = StopSignalArrived()) != 0; });
+          [&signal_number] { return (signal_number = service::StopSignalArrived()) != 0; });
       if (absl::IsCancelled(copied)) break;
       if (!copied.ok()) return Fail(absl::StrCat("replication: ", copied.ToString()));
     }
-    absl::StatusOr<std::unique_ptr<storage::FilterStore>> store = OpenStore(config->store);
-    if (!store.ok())
-      return Fail(absl::StrCat("cannot open the store: ", store.status().ToString()));
-    node.store = *std::move(store);
-    server_metrics->SetStore(node.store.get());
-    if (failover != nullptr) {
-      failover->SetStore(node.store.get());
-      if (!config->store.replica && node.store->replica_acks() != nullptr) {
-        // Before the server takes writes: nobody's acknowledgement counts until recorded.
-        node.sync_set = std::make_unique<coordination::SyncSetKeeper>(
-            failover->member(), node.store->replica_acks(), coordination::SyncSetKeeperOptions{});
-      }
-    }
-    if (absl::Status started = StartNode(node, *config, server_options, follower_options);
+    if (absl::Status started =
+            StartIncarnation(node, *config, follower_options, failover.get(), *server_metrics);
         !started.ok()) {
-      return Fail(started.ToString());
+      return Fail(started.message());
     }
-    if (failover != nullptr) {
-      const std::string cluster = config->replication.cluster;
-      auto view = [&node, &failover, cluster] {
-        uint64_t version = 0;
-        const coordination::Role current = failover->role(&version);
-        replication::ReplicationService::ClusterView out{
-            cluster, current.term, current.leader.name, current.leader.address, {}};
-        if (node.sync_set != nullptr) out.sync_set = node.sync_set->recorded();
-        return out;
-      };
-      node.replication->SetClusterSource(view);
-      if (!config->store.replica) {
-        node.replication->SetSwitchoverHandler(
-            [&node, &failover](const std::string& to, absl::Time deadline) {
-              return SwitchOver(node, *failover, to, deadline);
-            });
-      }
-      server_metrics->SetReplicationSource([&node, view] {
-        metrics::ReplicationFigures figures = node.Figures();
-        const replication::ReplicationService::ClusterView cluster = view();
-        figures.elected = true;
-        figures.term = cluster.term;
-        figures.sync_set_size = cluster.sync_set.size();
-        return figures;
-      });
-    } else {
-      server_metrics->SetReplicationSource([&node] { return node.Figures(); });
-    }
-    LogServing(server_options, *node.server);
     if (!config->port_file.empty() && !port_file_written) {
       if (absl::Status written = WritePortFile(config->port_file, node.server->port(),
                                                server_metrics->port(), node.server->health_port());
@@ -713,8 +485,8 @@ int main(int argc, char** argv) {
       port_file_written = true;
     }
     // Rebuilt on the port it got (a port 0 in --listen was picked now).
-    server_options.listen = WithPort(server_options.listen, node.server->port());
-    base.server.listen = server_options.listen;
+    base.server.listen = WithPort(base.server.listen, node.server->port());
+    config->server.listen = base.server.listen;
 
     std::function<bool()> role_changed;
     if (failover != nullptr) {
@@ -724,28 +496,19 @@ int main(int argc, char** argv) {
     }
     while (true) {
       signal_number =
-          ServeUntilStopped(auth->get(), server_options.tls, node.follower.get(), role_changed);
+          ServeUntilStopped(auth->get(), base.server.tls, node.follower.get(), role_changed);
       if (signal_number != 0 || failover == nullptr || node.follower == nullptr ||
-          !RetargetInPlace(node, *failover, *follower_options, role_version, data_term)) {
+          !service::RetargetInPlace(node, *failover, *follower_options, role_version, data_term)) {
         break;
       }
     }
     stop_start = absl::Now();
     if (signal_number != 0 && failover != nullptr &&
         role.kind == coordination::Role::Kind::kPrimary) {
-      HandOverBeforeStopping(node, *failover);
+      service::HandOverBeforeStopping(node, *failover);
     }
     const bool needs_snapshot = node.follower != nullptr && node.follower->needs_snapshot();
-    if (signal_number != 0) {
-      bloomlog::LogInfo(absl::StrCat("received ", signal_number == SIGTERM ? "SIGTERM" : "SIGINT",
-                                     ": shutting down"));
-    } else if (needs_snapshot) {
-      bloomlog::LogWarning(
-          "follower: copying a snapshot of the primary again; this server is "
-          "unavailable meanwhile");
-    } else {
-      bloomlog::LogWarning("the cluster's primary changed: this server restarts in its new role");
-    }
+    LogStopping(signal_number, needs_snapshot);
     server_metrics->SetReplicationSource(nullptr);
     server_metrics->SetStore(nullptr);
     if (failover != nullptr) failover->SetStore(nullptr);

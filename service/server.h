@@ -20,6 +20,7 @@
 #include "absl/time/time.h"
 #include "absl/types/optional.h"
 #include "service/bloom_service.h"
+#include "service/callback_service.h"
 #include "service/health.h"
 #include "service/item_calls.h"
 #include "service/reflection.h"
