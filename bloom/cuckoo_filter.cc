@@ -229,7 +229,9 @@ std::vector<bool> CuckooFilter::MightContain(absl::Span<const absl::string_view>
   const std::vector<uint64_t> hashes = HashAll(items, seed_);
   std::unique_ptr<bool[]> present(new bool[hashes.size()]);
   MightContainHashes(hashes, present.get());
-  return std::vector<bool>(present.get(), present.get() + hashes.size());
+  // Not `return {first, last}`: braces would make a vector of those two pointers as bools.
+  std::vector<bool> answers(present.get(), present.get() + hashes.size());
+  return answers;
 }
 
 void CuckooFilter::MightContainHashes(absl::Span<const uint64_t> hashes, bool* present) const {

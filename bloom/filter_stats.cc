@@ -2,6 +2,7 @@
 #include "bloom/filter_stats.h"
 
 #include <cmath>
+#include <ranges>
 #include <utility>
 
 #include "bloom/scalable_filter.h"
@@ -15,8 +16,7 @@ ScalableFilterStats ScalableFilter::ComputeStats() const {
   absl::optional<bloomsync::ReaderMutexLock> lock;
   if (windowed()) lock.emplace(&window()->retire_mu);
   absl::InlinedVector<SubFilter*, 8> chain = LiveChain(now);  // newest first
-  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
-    SubFilter* sub = *it;
+  for (SubFilter* sub : std::ranges::reverse_view(chain)) {   // oldest first
     const BlockedLayout layout = sub->bits().layout();
     const uint64_t set_bits = sub->bits().set_bits();
     SubFilterStats s;

@@ -25,7 +25,7 @@ LoadRange PoissonRange(double lambda) {
 }
 
 double PoissonWeight(double lambda, uint64_t j) {
-  const double jd = static_cast<double>(j);
+  const auto jd = static_cast<double>(j);
   int sign = 0;  // lgamma_r, not lgamma: lgamma writes the global signgam (a data race)
   return std::exp(-lambda + jd * std::log(lambda) - lgamma_r(jd + 1, &sign));
 }
@@ -177,7 +177,7 @@ double BlockedFalsePositiveRate(double items_per_block, uint32_t hash_count) {
 }
 
 double EstimateCardinality(uint64_t set_bits, const BlockedLayout& layout) {
-  const double bits = static_cast<double>(layout.bits());
+  const auto bits = static_cast<double>(layout.bits());
   // A full filter says only "at least this many"; cap the fill just below 1.
   const double fill = std::min(static_cast<double>(set_bits), bits - 0.5) / bits;
   const double per_item = 1 - std::pow(1.0 - 1.0 / kBlockBits, layout.hash_count);

@@ -10,7 +10,7 @@ namespace {
 
 class RealClock : public Clock {
  public:
-  absl::Time Now() const override { return absl::Now(); }
+  [[nodiscard]] absl::Time Now() const override { return absl::Now(); }
 };
 
 // floor(a / b) for b > 0, also for negative a (instants before 1970).

@@ -27,7 +27,7 @@ std::vector<std::string> Decimal(absl::Span<const int64_t> values) {
 
 absl::Status FromGrpcStatus(const grpc::Status& status) {
   if (status.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+  return {static_cast<absl::StatusCode>(status.error_code()), status.error_message()};
 }
 
 namespace {
@@ -153,7 +153,7 @@ void BloomClient::Prepare(grpc::ClientContext& context, bool deadline) const {
 absl::StatusOr<bloom::v1::ReserveResponse> BloomClient::Reserve(absl::string_view name,
                                                                 const bloom::v1::FilterSpec& spec) {
   bloom::v1::ReserveRequest request;
-  request.set_name(std::string(name));
+  request.set_name(static_cast<std::string>(name));
   *request.mutable_spec() = spec;
   return SendReserve(request);
 }
@@ -161,8 +161,8 @@ absl::StatusOr<bloom::v1::ReserveResponse> BloomClient::Reserve(absl::string_vie
 absl::StatusOr<bloom::v1::ReserveResponse> BloomClient::ReserveLike(absl::string_view name,
                                                                     absl::string_view like) {
   bloom::v1::ReserveRequest request;
-  request.set_name(std::string(name));
-  request.set_like(std::string(like));
+  request.set_name(static_cast<std::string>(name));
+  request.set_like(static_cast<std::string>(like));
   return SendReserve(request);
 }
 
@@ -182,7 +182,7 @@ absl::StatusOr<bloom::v1::FilterStats> BloomClient::Merge(absl::string_view targ
   grpc::ClientContext context;
   Prepare(context);
   bloom::v1::MergeRequest request;
-  request.set_target(std::string(target));
+  request.set_target(static_cast<std::string>(target));
   for (const std::string& source : sources) request.add_sources(source);
   bloom::v1::MergeResponse response;
   absl::Status status = FromGrpcStatus(stub_->Merge(&context, request, &response));
@@ -213,7 +213,7 @@ absl::StatusOr<std::vector<bool>> BloomClient::Add(absl::string_view name,
     grpc::ClientContext context;
     Prepare(context);
     bloom::v1::AddRequest request;
-    request.set_name(std::string(name));
+    request.set_name(static_cast<std::string>(name));
     request.mutable_raw_items()->Add(batch.begin(), batch.end());  // bytes: any item
     if (create_if_missing != nullptr) *request.mutable_create_if_missing() = *create_if_missing;
     bloom::v1::AddResponse response;
@@ -240,7 +240,7 @@ absl::StatusOr<std::vector<bool>> BloomClient::MightContain(absl::string_view na
     grpc::ClientContext context;
     Prepare(context);
     bloom::v1::MightContainRequest request;
-    request.set_name(std::string(name));
+    request.set_name(static_cast<std::string>(name));
     request.mutable_raw_items()->Add(batch.begin(), batch.end());  // bytes: any item
     request.set_absent_if_missing(absent_if_missing);
     request.set_min_sequence(last_sequence());
@@ -263,7 +263,7 @@ absl::StatusOr<std::vector<bool>> BloomClient::Remove(absl::string_view name,
     grpc::ClientContext context;
     Prepare(context);
     bloom::v1::RemoveRequest request;
-    request.set_name(std::string(name));
+    request.set_name(static_cast<std::string>(name));
     request.mutable_raw_items()->Add(batch.begin(), batch.end());
     bloom::v1::RemoveResponse response;
     absl::Status status = FromGrpcStatus(stub_->Remove(&context, request, &response));
@@ -283,7 +283,7 @@ absl::StatusOr<std::vector<uint32_t>> BloomClient::Count(absl::string_view name,
     grpc::ClientContext context;
     Prepare(context);
     bloom::v1::CountRequest request;
-    request.set_name(std::string(name));
+    request.set_name(static_cast<std::string>(name));
     for (const std::string& item : items.subspan(begin, batch)) request.add_raw_items(item);
     request.set_min_sequence(last_sequence());
     bloom::v1::CountResponse response;
@@ -299,7 +299,7 @@ absl::StatusOr<bloom::v1::FilterStats> BloomClient::Stats(absl::string_view name
   grpc::ClientContext context;
   Prepare(context);
   bloom::v1::StatsRequest request;
-  request.set_name(std::string(name));
+  request.set_name(static_cast<std::string>(name));
   request.set_min_sequence(last_sequence());
   bloom::v1::StatsResponse response;
   absl::Status status = FromGrpcStatus(stub_->Stats(&context, request, &response));
@@ -311,7 +311,7 @@ absl::Status BloomClient::Delete(absl::string_view name) {
   grpc::ClientContext context;
   Prepare(context);
   bloom::v1::DeleteRequest request;
-  request.set_name(std::string(name));
+  request.set_name(static_cast<std::string>(name));
   bloom::v1::DeleteResponse response;
   absl::Status status = FromGrpcStatus(stub_->Delete(&context, request, &response));
   if (status.ok()) ObserveSequence(response.sequence());
@@ -324,9 +324,9 @@ absl::StatusOr<bloom::v1::ListResponse> BloomClient::List(absl::string_view pref
   grpc::ClientContext context;
   Prepare(context);
   bloom::v1::ListRequest request;
-  request.set_prefix(std::string(prefix));
+  request.set_prefix(static_cast<std::string>(prefix));
   request.set_page_size(page_size);
-  request.set_page_token(std::string(page_token));
+  request.set_page_token(static_cast<std::string>(page_token));
   request.set_min_sequence(last_sequence());
   bloom::v1::ListResponse response;
   absl::Status status = FromGrpcStatus(stub_->List(&context, request, &response));
@@ -339,7 +339,7 @@ absl::Status BloomClient::Export(absl::string_view name, std::ostream& out) {
   // Dumps can be large: no fixed deadline, but the server stops if we go away.
   Prepare(context, /*deadline=*/false);
   bloom::v1::ExportRequest request;
-  request.set_name(std::string(name));
+  request.set_name(static_cast<std::string>(name));
   request.set_min_sequence(last_sequence());
   std::unique_ptr<grpc::ClientReader<bloom::v1::ExportChunk>> reader =
       stub_->Export(&context, request);
@@ -363,7 +363,7 @@ absl::StatusOr<bloom::v1::FilterStats> BloomClient::Import(absl::string_view nam
   std::unique_ptr<grpc::ClientWriter<bloom::v1::ImportChunk>> writer =
       stub_->Import(&context, &response);
   bloom::v1::ImportChunk chunk;
-  chunk.set_name(std::string(name));
+  chunk.set_name(static_cast<std::string>(name));
   chunk.set_merge_into_existing(merge_into_existing);
   std::string buffer(1 << 20, '\0');
   bool first = true;

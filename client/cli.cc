@@ -78,8 +78,8 @@ struct Args {
   std::vector<std::string> positional;
   std::map<std::string, std::string> options;  // --key=value; --flag maps to "true"
 
-  bool Has(const std::string& key) const { return options.count(key) > 0; }
-  std::string Get(const std::string& key, const std::string& fallback = "") const {
+  [[nodiscard]] bool Has(const std::string& key) const { return options.count(key) > 0; }
+  [[nodiscard]] std::string Get(const std::string& key, const std::string& fallback = "") const {
     auto it = options.find(key);
     return it == options.end() ? fallback : it->second;
   }
@@ -104,13 +104,13 @@ Args Parse(int argc, char** argv) {
 }
 
 int Usage(absl::string_view problem) {
-  std::fprintf(stderr, "bloom-cli: %s\n\n%s", std::string(problem).c_str(), kUsage);
+  std::fprintf(stderr, "bloom-cli: %s\n\n%s", static_cast<std::string>(problem).c_str(), kUsage);
   return 2;
 }
 
 int Error(const absl::Status& status) {
   std::fprintf(stderr, "bloom-cli: %s: %s\n", absl::StatusCodeToString(status.code()).c_str(),
-               std::string(status.message()).c_str());
+               static_cast<std::string>(status.message()).c_str());
   return 1;
 }
 
@@ -544,8 +544,9 @@ int Run(const Args& args) {
     if (!r.ok()) return Error(r.status());
     if (json) {
       std::cout << "{\"" << key << "\": [";
-      for (size_t i = 0; i < r->size(); ++i)
+      for (size_t i = 0; i < r->size(); ++i) {
         std::cout << (i ? ", " : "") << ((*r)[i] ? "true" : "false");
+      }
       std::cout << "]}\n";
     } else {
       for (size_t i = 0; i < r->size(); ++i) {

@@ -7,6 +7,7 @@
 
 // jemalloc's control interface, declared weak: it resolves to jemalloc's when the program is
 // linked with it and is null otherwise, so one library serves both kinds of program.
+// NOLINTNEXTLINE(readability-identifier-naming): the name is jemalloc's interface.
 extern "C" int mallctl(const char* name, void* oldp, size_t* oldlenp, void* newp, size_t newlen)
     __attribute__((weak));
 

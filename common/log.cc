@@ -75,8 +75,8 @@ void Log(Level level, absl::string_view message) {
   const std::string time =
       absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone());
   std::string line = json_lines.load()
-                         ? absl::StrCat("{\"time\":\"", time, "\",\"level\":\"", LevelName(level),
-                                        "\",\"msg\":\"", JsonEscape(message), "\"}\n")
+                         ? absl::StrCat(R"({"time":")", time, R"(","level":")", LevelName(level),
+                                        R"(","msg":")", JsonEscape(message), "\"}\n")
                          : absl::StrCat(time, " ", LevelName(level), " ", message, "\n");
   std::fwrite(line.data(), 1, line.size(), stderr);  // one write per line: no interleaving
 }

@@ -81,7 +81,7 @@ class AckedKeys {
  public:
   explicit AckedKeys(uint64_t n) : words_((n + 63) / 64) {}
   void Set(uint64_t id) { words_[id / 64].fetch_or(1ULL << (id % 64), std::memory_order_release); }
-  bool Get(uint64_t id) const {
+  [[nodiscard]] bool Get(uint64_t id) const {
     return words_[id / 64].load(std::memory_order_acquire) & (1ULL << (id % 64));
   }
 
@@ -175,7 +175,7 @@ struct ClientResult {
 
 std::string FilterName(int index) { return absl::StrCat("bench-", index); }
 
-uint64_t total_keys(const std::vector<ClientResult>& results) {
+uint64_t TotalKeys(const std::vector<ClientResult>& results) {
   uint64_t keys = 0;
   for (const ClientResult& r : results) keys += r.keys;
   return keys;
@@ -217,13 +217,13 @@ class ReplicaLag {
     std::sort(sorted.begin(), sorted.end());
     return sorted[static_cast<size_t>(p * (sorted.size() - 1))];
   }
-  size_t samples() {
+  size_t Samples() {
     std::lock_guard<std::mutex> lock(mu_);
     return lags_.size();
   }
 
  private:
-  double Sample(const std::string& series) const {
+  [[nodiscard]] double Sample(const std::string& series) const {
     return bloomhttp::PrometheusSample(bloomhttp::HttpGet(port_, "/metrics"), series);
   }
   void Stop() {
@@ -282,7 +282,7 @@ int main(int argc, char** argv) {
       absl::Status prepared = (*target)->Prepare(FilterName(f), capacity, error_rate);
       if (absl::IsUnimplemented(prepared)) {
         std::printf("bloom-bench: skipped %s: %s\n", kind.c_str(),
-                    std::string(prepared.message()).c_str());
+                    static_cast<std::string>(prepared.message()).c_str());
         return 0;
       }
       if (!prepared.ok()) {
@@ -316,6 +316,7 @@ int main(int argc, char** argv) {
     std::atomic<uint64_t> next{0};
     std::atomic<bool> failed{false};
     std::vector<std::thread> threads;
+    threads.reserve(clients);
     for (int c = 0; c < clients; ++c) {
       threads.emplace_back([&] {
         auto target = *loadtest::MakeTarget(kind, address, capacity, error_rate, transport);
@@ -323,11 +324,13 @@ int main(int argc, char** argv) {
         std::vector<bool> added;
         for (uint64_t first; (first = next.fetch_add(10'000)) < preload;) {
           keys.clear();
-          for (uint64_t id = first; id < std::min(preload, first + 10'000); ++id)
+          for (uint64_t id = first; id < std::min(preload, first + 10'000); ++id) {
             keys.push_back(absl::StrCat(id));
+          }
           if (!target->Add(FilterName(static_cast<int>(first / 10'000 % filters)), keys, added)
-                   .ok())
+                   .ok()) {
             failed = true;
+          }
           // Preloaded keys of filter f are only verified in filter f: keep it simple, mark
           // them only when there is one filter.
           if (filters == 1) {
@@ -347,6 +350,7 @@ int main(int argc, char** argv) {
     std::atomic<int> next{0};
     std::atomic<bool> failed{false};
     std::vector<std::thread> threads;
+    threads.reserve(clients);
     for (int c = 0; c < clients; ++c) {
       threads.emplace_back([&] {
         auto target = *loadtest::MakeTarget(kind, address, capacity, error_rate, transport);
@@ -373,6 +377,7 @@ int main(int argc, char** argv) {
   std::atomic<uint64_t> keys_done{0};
   std::vector<ClientResult> results(clients);
   std::vector<std::thread> threads;
+  threads.reserve(clients);
   for (int c = 0; c < clients; ++c) {
     threads.emplace_back([&, c] {
       ClientResult& r = results[c];
@@ -453,8 +458,8 @@ int main(int argc, char** argv) {
   const bool caught_up = replica_lag.StopAndWaitCaughtUp(absl::Seconds(60));
   const ProcessSample replica_after = SampleProcess(absl::GetFlag(FLAGS_replica_pid));
   const double replica_cpu_per_million =
-      total_keys(results) > 0
-          ? (replica_after.cpu_seconds - replica_before.cpu_seconds) / (total_keys(results) / 1e6)
+      TotalKeys(results) > 0
+          ? (replica_after.cpu_seconds - replica_before.cpu_seconds) / (TotalKeys(results) / 1e6)
           : 0;
 
   ClientResult total;
@@ -519,7 +524,7 @@ int main(int argc, char** argv) {
     if (absl::GetFlag(FLAGS_replica_metrics_port) > 0) {
       std::printf("  follower lag: p50 %.1f ms, p99 %.1f ms, max %.1f ms (%zu samples)\n",
                   replica_lag.Percentile(0.5) * 1e3, replica_lag.Percentile(0.99) * 1e3,
-                  replica_lag.Percentile(1) * 1e3, replica_lag.samples());
+                  replica_lag.Percentile(1) * 1e3, replica_lag.Samples());
     }
   }
   return total.false_negatives == 0 ? 0 : 1;

@@ -19,6 +19,9 @@
 namespace loadtest {
 namespace {
 
+// What hiredis's "%llu" reads from its varargs.
+using RedisULongLong = unsigned long long;  // NOLINT(google-runtime-int): printf's type
+
 // The pipelined client every "client"-transport thread shares: its coalescing of concurrent
 // calls is what is measured. Made on first use, kept for the process.
 std::shared_ptr<bloomclient::BloomClient> SharedPipelinedClient(const std::string& address) {
@@ -180,12 +183,12 @@ class RedisConnection {
     }
     return RedisConnection(c);
   }
-  redisContext* get() const { return context_.get(); }
+  [[nodiscard]] redisContext* Get() const { return context_.get(); }
   // Reads one pipelined reply.
   absl::StatusOr<RedisReply> Read() {
     void* reply = nullptr;
-    if (redisGetReply(get(), &reply) != REDIS_OK || reply == nullptr) {
-      return absl::UnavailableError(absl::StrCat("redis: ", get()->errstr));
+    if (redisGetReply(Get(), &reply) != REDIS_OK || reply == nullptr) {
+      return absl::UnavailableError(absl::StrCat("redis: ", Get()->errstr));
     }
     RedisReply owned(static_cast<redisReply*>(reply));
     if (owned->type == REDIS_REPLY_ERROR) {
@@ -200,7 +203,7 @@ class RedisConnection {
       argv.push_back(a.data());
       lengths.push_back(a.size());
     }
-    redisAppendCommandArgv(get(), static_cast<int>(args.size()), argv.data(), lengths.data());
+    redisAppendCommandArgv(Get(), static_cast<int>(args.size()), argv.data(), lengths.data());
     return Read();
   }
 
@@ -248,11 +251,12 @@ class RedisBitmapTarget : public Target {
     constexpr size_t kChunk = 4 << 20;
     for (size_t at = 0; at < bitmap.size(); at += kChunk) {
       const size_t length = std::min(kChunk, bitmap.size() - at);
-      redisReply* reply = static_cast<redisReply*>(
-          redisCommand(redis_.get(), "SETRANGE %b %llu %b", name.data(), name.size(),
-                       static_cast<unsigned long long>(at), bitmap.data() + at, length));
-      if (reply == nullptr)
-        return absl::UnavailableError(absl::StrCat("redis: ", redis_.get()->errstr));
+      auto* reply = static_cast<redisReply*>(
+          redisCommand(redis_.Get(), "SETRANGE %b %llu %b", name.data(), name.size(),
+                       static_cast<RedisULongLong>(at), bitmap.data() + at, length));
+      if (reply == nullptr) {
+        return absl::UnavailableError(absl::StrCat("redis: ", redis_.Get()->errstr));
+      }
       const bool error = reply->type == REDIS_REPLY_ERROR;
       const std::string message = error ? reply->str : "";
       freeReplyObject(reply);
@@ -272,11 +276,11 @@ class RedisBitmapTarget : public Target {
       for (int i = 0; i < k_; ++i, combined += h.h2) {
         const uint64_t offset = (combined & 0x7fffffffffffffffULL) % bits_;
         if (set_bits) {
-          redisAppendCommand(redis_.get(), "SETBIT %b %llu 1", name.data(), name.size(),
-                             static_cast<unsigned long long>(offset));
+          redisAppendCommand(redis_.Get(), "SETBIT %b %llu 1", name.data(), name.size(),
+                             static_cast<RedisULongLong>(offset));
         } else {
-          redisAppendCommand(redis_.get(), "GETBIT %b %llu", name.data(), name.size(),
-                             static_cast<unsigned long long>(offset));
+          redisAppendCommand(redis_.Get(), "GETBIT %b %llu", name.data(), name.size(),
+                             static_cast<RedisULongLong>(offset));
         }
       }
     }
@@ -338,8 +342,10 @@ class RedisBfTarget : public Target {
   static absl::Status Reply(absl::StatusOr<RedisReply> reply, std::vector<bool>& result) {
     if (!reply.ok()) return reply.status();
     result.clear();
-    for (size_t i = 0; i < (*reply)->elements; ++i)
+    result.reserve((*reply)->elements);
+    for (size_t i = 0; i < (*reply)->elements; ++i) {
       result.push_back((*reply)->element[i]->integer != 0);
+    }
     return absl::OkStatus();
   }
 

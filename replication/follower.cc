@@ -363,8 +363,9 @@ grpc::Status Follower::ApplyResponses(Queue& queue, Stream& stream, uint64_t sta
       }
       for (v1::WalBatch& batch : *response.mutable_batches()) {
         absl::StatusOr<uint32_t> count = storage::BatchCount(batch.data());
-        if (!count.ok())
+        if (!count.ok()) {
           return {grpc::StatusCode::DATA_LOSS, std::string{count.status().message()}};
+        }
         bytes += batch.data().size();
         batches.push_back({batch.sequence(), *count, std::move(*batch.mutable_data())});
       }

@@ -9,7 +9,7 @@ namespace service {
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+  return {static_cast<grpc::StatusCode>(status.code()), static_cast<std::string>(status.message())};
 }
 
 namespace {

@@ -190,16 +190,18 @@ bool WellFormedFilterSpec(absl::string_view bytes) {
 }  // namespace
 
 bool ParseAddRequest(absl::string_view bytes, ItemsRequestView* out) {
-  return ParseItemsRequest(bytes, out,
-                           [out](WireReader& reader, uint32_t field, uint32_t wire_type) {
-                             if (field != 4 || wire_type != kLengthDelimited)
-                               return reader.SkipField(wire_type);
-                             absl::string_view spec;
-                             if (!reader.ReadLengthDelimited(&spec) || !WellFormedFilterSpec(spec))
-                               return false;
-                             out->create_if_missing.push_back(spec);
-                             return true;
-                           });
+  return ParseItemsRequest(
+      bytes, out, [out](WireReader& reader, uint32_t field, uint32_t wire_type) {
+        if (field != 4 || wire_type != kLengthDelimited) {
+          return reader.SkipField(wire_type);
+        }
+        absl::string_view spec;
+        if (!reader.ReadLengthDelimited(&spec) || !WellFormedFilterSpec(spec)) {
+          return false;
+        }
+        out->create_if_missing.push_back(spec);
+        return true;
+      });
 }
 
 bool ParseMightContainRequest(absl::string_view bytes, ItemsRequestView* out) {

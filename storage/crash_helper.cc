@@ -39,6 +39,7 @@ int MergeThenDie(const std::string& dir, int target_items, int source_items) {
   if (!store.ok()) return 1;
   auto items = [](const std::string& prefix, int n) {
     std::vector<std::string> out;
+    out.reserve(n);
     for (int i = 0; i < n; ++i) out.push_back(prefix + std::to_string(i));
     return out;
   };
@@ -74,8 +75,10 @@ int CuckooThenDie(const std::string& dir, int rounds) {
   });
   auto round_items = [](int round, int n) {
     std::vector<std::string> out;
-    for (int i = 0; i < n; ++i)
+    out.reserve(n);
+    for (int i = 0; i < n; ++i) {
       out.push_back("c-" + std::to_string(round) + "-" + std::to_string(i));
+    }
     return out;
   };
   for (int r = 0; r < rounds; ++r) {
@@ -133,8 +136,10 @@ int main(int argc, char** argv) {
   }
   for (int b = 0; b < batches; ++b) {
     std::vector<std::string> items;
-    for (int i = 0; i < batch_size; ++i)
+    items.reserve(batch_size);
+    for (int i = 0; i < batch_size; ++i) {
       items.push_back(filter + "-" + std::to_string(b) + "-" + std::to_string(i));
+    }
     std::vector<absl::string_view> views(items.begin(), items.end());
     auto added = (*store)->Add(filter, views, &spec);
     if (!added.ok()) {

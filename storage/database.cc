@@ -225,10 +225,10 @@ absl::Status Database::OpenRocksDb() {
   db_.reset(raw);
 
   std::string version;
-  status = raw->Get(rocksdb::ReadOptions(), std::string(kFormatVersionKey), &version);
+  status = raw->Get(rocksdb::ReadOptions(), static_cast<std::string>(kFormatVersionKey), &version);
   if (status.IsNotFound()) {
     rocksdb::WriteBatch batch;
-    batch.Put(std::string(kFormatVersionKey), absl::StrCat(kFormatVersion));
+    batch.Put(static_cast<std::string>(kFormatVersionKey), absl::StrCat(kFormatVersion));
     return Write(batch, /*sync=*/true, "writing format version");
   }
   if (!status.ok()) return FromRocksDb(status, "reading format version");

@@ -77,7 +77,7 @@ class Reader {
     in_.remove_prefix(bytes);
     return true;
   }
-  size_t remaining() const { return in_.size(); }
+  [[nodiscard]] size_t Remaining() const { return in_.size(); }
 
  private:
   absl::string_view in_;
@@ -214,7 +214,7 @@ absl::StatusOr<FilterRecord> DecodeFilterRecord(absl::string_view bytes) {
       return absl::DataLossError("filter metadata holds an invalid sub-filter layout");
     }
   }
-  if (in.remaining() != 0) return absl::DataLossError("filter metadata has trailing bytes");
+  if (in.Remaining() != 0) return absl::DataLossError("filter metadata has trailing bytes");
   return r;
 }
 
@@ -256,9 +256,9 @@ absl::Status DecodeJournalRecord(absl::string_view bytes, std::vector<Run>& runs
     runs.push_back({static_cast<int>(sub), count});
     total += count;
   }
-  if (in.remaining() != total * 8) {
+  if (in.Remaining() != total * 8) {
     return absl::DataLossError(
-        absl::StrCat("journal record holds ", in.remaining(), " hash bytes for ", total, " items"));
+        absl::StrCat("journal record holds ", in.Remaining(), " hash bytes for ", total, " items"));
   }
   hashes.resize(total);
   absl::string_view raw;

@@ -204,7 +204,7 @@ absl::Status FilterStore::RaiseCeiling(uint64_t generation) {
   constexpr uint64_t kGenerationBlock = 4096;
   const uint64_t ceiling = generation + 1 + kGenerationBlock;
   rocksdb::WriteBatch batch;
-  batch.Put(std::string(kGenerationCeilingKey), absl::StrCat(ceiling));
+  batch.Put(static_cast<std::string>(kGenerationCeilingKey), absl::StrCat(ceiling));
   RETURN_IF_ERROR(db_->Write(batch, /*sync=*/true, "reserving filter generations"));
   generation_ceiling_.store(ceiling);
   return absl::OkStatus();
@@ -265,7 +265,7 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::FindOrCreateLocked(
   absl::Status status = filter.status();
   if (status.ok() && !defer_write) {
     rocksdb::WriteBatch batch;
-    batch.Put(db_->filters(), std::string(name), EncodeFilterRecord(record));
+    batch.Put(db_->filters(), static_cast<std::string>(name), EncodeFilterRecord(record));
     status = db_->Write(batch, options_.sync, "reserving a filter");
   }
   if (!status.ok()) {
@@ -445,7 +445,8 @@ absl::StatusOr<FilterStore::ListPage> FilterStore::List(absl::string_view prefix
   ListPage page;
   std::unique_ptr<rocksdb::Iterator> it = db_->Scan(db_->filters());
   const absl::Time now = options_.clock->Now();
-  const std::string start = page_token.empty() ? std::string(prefix) : std::string(page_token);
+  const std::string start =
+      page_token.empty() ? static_cast<std::string>(prefix) : static_cast<std::string>(page_token);
   for (it->Seek(start); it->Valid(); it->Next()) {
     const absl::string_view name(it->key().data(), it->key().size());
     if (name.substr(0, prefix.size()) != prefix) break;
@@ -468,8 +469,9 @@ absl::StatusOr<FilterStore::ListPage> FilterStore::List(absl::string_view prefix
       break;
     }
     absl::StatusOr<FilterInfo> info =
-        filter != nullptr ? filter->Info()
-                          : InfoFromRecord(std::string(name), *record, options_.clock->Now());
+        filter != nullptr
+            ? filter->Info()
+            : InfoFromRecord(static_cast<std::string>(name), *record, options_.clock->Now());
     if (!info.ok()) continue;
     page.filters.push_back(*std::move(info));
   }

@@ -109,8 +109,8 @@ absl::StatusOr<std::unique_ptr<PendingImport>> FilterStore::BeginImport(absl::st
   if (existing != nullptr && !merge_into_existing) {
     return absl::AlreadyExistsError(absl::StrCat("filter '", name, "' already exists"));
   }
-  return std::unique_ptr<PendingImport>(
-      new PendingImport(std::string(name), merge_into_existing, &budget_, options_.clock));
+  return std::unique_ptr<PendingImport>(new PendingImport(
+      static_cast<std::string>(name), merge_into_existing, &budget_, options_.clock));
 }
 
 absl::StatusOr<FilterInfo> FilterStore::CommitImport(PendingImport& import, bool defer_ack) {

@@ -49,7 +49,7 @@ absl::Status FilterStore::ExpireLocked(const std::shared_ptr<StoredFilter>& filt
 absl::StatusOr<bool> FilterStore::ExpireColdIfIdle(absl::string_view name,
                                                    const FilterRecord& record) {
   if (options_.replica || !RecordIdleExpired(record, options_.clock->Now())) return false;
-  StoredFilter cold(std::string(name), absl::OkStatus(), &context_, record.generation);
+  StoredFilter cold(static_cast<std::string>(name), absl::OkStatus(), &context_, record.generation);
   RETURN_IF_ERROR(cold.Delete(options_.sync));
   residency_.cold_filters.fetch_sub(1, std::memory_order_relaxed);
   filters_expired_.fetch_add(1, std::memory_order_relaxed);

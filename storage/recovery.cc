@@ -36,7 +36,8 @@ namespace {
 // The stored decimal value of `key` in the default column family; 0 if absent.
 absl::StatusOr<uint64_t> ReadCounter(const Database& db, absl::string_view key) {
   std::string value;
-  const rocksdb::Status got = db.db()->Get(rocksdb::ReadOptions(), std::string(key), &value);
+  const rocksdb::Status got =
+      db.db()->Get(rocksdb::ReadOptions(), static_cast<std::string>(key), &value);
   if (got.IsNotFound()) return 0;
   RETURN_IF_ERROR(FromRocksDb(got, absl::StrCat("reading ", key)));
   uint64_t parsed = 0;

@@ -105,8 +105,9 @@ absl::Status FilterStore::CheckMayAcknowledge() const {
 }
 
 void FilterStore::NoteReplicaResident(const std::shared_ptr<StoredFilter>& filter) {
-  if (filter->filter() == nullptr && filter->cuckoo() == nullptr)
+  if (filter->filter() == nullptr && filter->cuckoo() == nullptr) {
     return;  // unreadable: nothing to replay into
+  }
   std::lock_guard<std::mutex> lock(replica_index_mu_);
   replica_generations_[filter->generation()] = filter;
 }

@@ -164,7 +164,8 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::LoadCold(absl::string
   absl::StatusOr<FilterRecord>& record = found->record;
   if (!record.ok()) {
     // As at start-up: the name answers DATA_LOSS and can be deleted.
-    auto broken = std::make_shared<StoredFilter>(std::string(name), absl::OkStatus(), &context_);
+    auto broken =
+        std::make_shared<StoredFilter>(static_cast<std::string>(name), absl::OkStatus(), &context_);
     broken->MarkUnreadable(record.status());
     Insert(broken);
     residency_.cold_filters.fetch_sub(1, std::memory_order_relaxed);
@@ -227,7 +228,7 @@ absl::Status FilterStore::DeleteCold(absl::string_view name) {
   }
   const absl::StatusOr<FilterRecord>& record = found->record;
   // A stand-in that knows the generation deletes pages and journal too (StoredFilter::Delete).
-  StoredFilter cold(std::string(name), absl::OkStatus(), &context_,
+  StoredFilter cold(static_cast<std::string>(name), absl::OkStatus(), &context_,
                     record.ok() ? absl::optional<uint64_t>(record->generation) : absl::nullopt);
   RETURN_IF_ERROR(cold.Delete(options_.sync));
   residency_.cold_filters.fetch_sub(1, std::memory_order_relaxed);
@@ -265,7 +266,8 @@ void FilterStore::QueueEvictionCandidates(uint64_t used, uint64_t target) {
     const uint32_t last_used = filter->last_used_ticks();
     const uint32_t age = StoredFilter::TicksSince(last_used, now);
     if (age >= cutoff && evictable(*filter)) {
-      residency_.eviction_queue.push_back({last_used, age, std::string(filter->name())});
+      residency_.eviction_queue.push_back(
+          {last_used, age, static_cast<std::string>(filter->name())});
     }
   });
   // Oldest last: popped first.

@@ -142,7 +142,7 @@ absl::Status StoredFilter::Usable() const {
   return rare_ == nullptr ? absl::OkStatus() : rare_->load_error;
 }
 
-void StoredFilter::MarkUnreadable(absl::Status error) {
+void StoredFilter::MarkUnreadable(const absl::Status& error) {
   if (rare_ == nullptr) rare_ = std::make_unique<Rare>();
   if (rare_->load_error.ok()) {
     rare_->load_error = absl::DataLossError(absl::StrCat(

@@ -370,7 +370,7 @@ class StoredFilter {
   // Replays one journal record of this filter (either kind; DATA_LOSS for an unreadable one).
   absl::Status ReplayJournalRecord(absl::string_view bytes);
   uint64_t checkpoint_seq() const;
-  void MarkUnreadable(absl::Status error);
+  void MarkUnreadable(const absl::Status& error);
   // `next_seq` follows the last replayed journal record; `replayed_bytes` of journal are
   // pending a checkpoint.
   void FinishRecovery(uint64_t next_seq, uint64_t replayed_bytes);
