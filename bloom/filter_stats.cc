@@ -2,7 +2,6 @@
 #include "bloom/filter_stats.h"
 
 #include <cmath>
-#include <ranges>
 #include <utility>
 
 #include "bloom/scalable_filter.h"
@@ -16,7 +15,10 @@ ScalableFilterStats ScalableFilter::ComputeStats() const {
   absl::optional<bloomsync::ReaderMutexLock> lock;
   if (windowed()) lock.emplace(&window()->retire_mu);
   absl::InlinedVector<SubFilter*, 8> chain = LiveChain(now);  // newest first
-  for (SubFilter* sub : std::ranges::reverse_view(chain)) {   // oldest first
+  // Oldest first. Not std::ranges::reverse_view: clang 14 (the sanitizer builds) cannot
+  // compile libstdc++ 12's ranges.
+  for (size_t i = chain.size(); i-- > 0;) {
+    SubFilter* sub = chain[i];
     const BlockedLayout layout = sub->bits().layout();
     const uint64_t set_bits = sub->bits().set_bits();
     SubFilterStats s;
