@@ -96,8 +96,9 @@ class CuckooChangeLog {
     if (size_ + changes > buffer_.size()) buffer_.resize(size_ + changes);
   }
   void Append(const CuckooChange& change) {
-    if (size_ == buffer_.size()) [[unlikely]]
+    if (size_ == buffer_.size()) [[unlikely]] {
       Grow();
+    }
     buffer_[size_++] = change;
   }
   size_t size() const { return size_; }
@@ -263,8 +264,10 @@ class CuckooTable {
   // MapBits (bloom/mapped_bits.h), in huge pages as the Bloom filters' bits are (a lookup
   // touches two random buckets: with 4 KiB pages, a 10M-item table would miss the TLB on most).
   struct FreeBytes {
-    FreeBytes() : mapped_bytes(0) {}  // (a default member initializer would not do here)
-    uint64_t mapped_bytes;            // 0: from calloc
+    // Not a default member initializer: a nested class's is not usable before the enclosing
+    // class is complete, and bytes_ below default-constructs this inside it.
+    FreeBytes() : mapped_bytes(0) {}
+    uint64_t mapped_bytes;  // NOLINT(modernize-use-default-member-init) 0: from calloc
     void operator()(uint8_t* bytes) const;
   };
   std::unique_ptr<uint8_t[], FreeBytes> bytes_;

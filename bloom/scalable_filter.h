@@ -100,7 +100,7 @@ class ScalableFilter {
   SubFilter* first() const {
     switch (head_kind()) {
       case kFirstHead:
-        return reinterpret_cast<SubFilter*>(head_);
+        return reinterpret_cast<SubFilter*>(head_);  // NOLINT(performance-no-int-to-ptr): tagged
       case kWindowHead:
         return window()->first.get();
       default:  // an empty chain (ScalableFilter()) has no Spare either
@@ -251,7 +251,10 @@ class ScalableFilter {
   enum HeadKind : uintptr_t { kFirstHead = 0, kWindowHead = 1, kSpareHead = 2 };
   static constexpr uintptr_t kHeadKindBits = 3;
   HeadKind head_kind() const { return static_cast<HeadKind>(head_ & kHeadKindBits); }
+  // A tagged pointer (its kind in the low bits) is an integer until untagged.
+  // NOLINTNEXTLINE(performance-no-int-to-ptr)
   Window* window() const { return reinterpret_cast<Window*>(head_ & ~kHeadKindBits); }
+  // NOLINTNEXTLINE(performance-no-int-to-ptr)
   Spare* spare() const { return reinterpret_cast<Spare*>(head_ & ~kHeadKindBits); }
   // Whether `sub`, the first sub-filter of a chain without a window, gives back exactly the
   // spec's capacity and error rate (SpecErrorRate), as one that the spec made does.

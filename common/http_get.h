@@ -44,8 +44,9 @@ inline std::string HttpGet(int port, const std::string& path) {
 inline double PrometheusSample(const std::string& text, const std::string& series) {
   size_t at = 0;
   while ((at = text.find(series + " ", at)) != std::string::npos) {
-    if (at == 0 || text[at - 1] == '\n')
+    if (at == 0 || text[at - 1] == '\n') {
       return std::strtod(text.c_str() + at + series.size(), nullptr);
+    }
     at += series.size();
   }
   return -1;

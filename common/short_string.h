@@ -57,7 +57,7 @@ class ShortString {
     return {HeapData(), HeapSize()};
   }
   operator absl::string_view() const { return view(); }  // NOLINT: a string, as std::string
-  std::string str() const { return std::string(view()); }
+  std::string str() const { return static_cast<std::string>(view()); }
   size_t size() const { return view().size(); }
   // Whether the text lives on the heap (longer than kMaxInline).
   bool on_heap() const { return bytes_[kTagByte] == kHeapTag; }

@@ -27,7 +27,7 @@ namespace slab {
 
 // Slots are multiples of kAlignment bytes, up to kMaxSlotBytes; larger requests are not served.
 inline constexpr size_t kAlignment = 64;
-inline constexpr size_t kMaxSlotBytes = 64 * 1024;
+inline constexpr size_t kMaxSlotBytes = size_t{64} * 1024;
 inline constexpr size_t kSlabBytes = 4 << 20;
 
 // Whether Allocate serves `bytes` (0 < bytes <= kMaxSlotBytes).

@@ -19,9 +19,12 @@
 #define ASSIGN_OR_RETURN(lhs, expr) \
   BLOOM_ASSIGN_OR_RETURN_IMPL(BLOOM_STATUS_CONCAT(bloom_statusor_, __LINE__), lhs, expr)
 
+// `lhs` may be a declaration ("auto x"), which parentheses would break.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define BLOOM_ASSIGN_OR_RETURN_IMPL(statusor, lhs, expr)   \
   auto statusor = (expr);                                  \
   if (!statusor.ok()) return std::move(statusor).status(); \
   lhs = *std::move(statusor)
+// NOLINTEND(bugprone-macro-parentheses)
 
 #endif  // COMMON_STATUS_MACROS_H_

@@ -26,26 +26,26 @@ inline uint64_t Fmix64(uint64_t k) {
   return k;
 }
 
-inline Hash128 Murmur3_128(absl::string_view data, uint64_t seed = 0) {
+inline Hash128 Murmur3Hash128(absl::string_view data, uint64_t seed = 0) {
   const size_t len = data.size();
   const size_t blocks = len / 16;
   const auto* bytes = reinterpret_cast<const uint8_t*>(data.data());
   uint64_t h1 = seed, h2 = seed;
-  constexpr uint64_t c1 = 0x87c37b91114253d5ULL, c2 = 0x4cf5ad432745937fULL;
+  constexpr uint64_t kC1 = 0x87c37b91114253d5ULL, kC2 = 0x4cf5ad432745937fULL;
   for (size_t i = 0; i < blocks; ++i) {
     uint64_t k1, k2;
     std::memcpy(&k1, bytes + i * 16, 8);
     std::memcpy(&k2, bytes + i * 16 + 8, 8);
-    k1 *= c1;
+    k1 *= kC1;
     k1 = Rotl64(k1, 31);
-    k1 *= c2;
+    k1 *= kC2;
     h1 ^= k1;
     h1 = Rotl64(h1, 27);
     h1 += h2;
     h1 = h1 * 5 + 0x52dce729;
-    k2 *= c2;
+    k2 *= kC2;
     k2 = Rotl64(k2, 33);
-    k2 *= c1;
+    k2 *= kC1;
     h2 ^= k2;
     h2 = Rotl64(h2, 31);
     h2 += h1;
@@ -74,9 +74,9 @@ inline Hash128 Murmur3_128(absl::string_view data, uint64_t seed = 0) {
       [[fallthrough]];
     case 9:
       k2 ^= uint64_t{tail[8]};
-      k2 *= c2;
+      k2 *= kC2;
       k2 = Rotl64(k2, 33);
-      k2 *= c1;
+      k2 *= kC1;
       h2 ^= k2;
       [[fallthrough]];
     case 8:
@@ -102,9 +102,9 @@ inline Hash128 Murmur3_128(absl::string_view data, uint64_t seed = 0) {
       [[fallthrough]];
     case 1:
       k1 ^= uint64_t{tail[0]};
-      k1 *= c1;
+      k1 *= kC1;
       k1 = Rotl64(k1, 31);
-      k1 *= c2;
+      k1 *= kC2;
       h1 ^= k1;
   }
   h1 ^= len;

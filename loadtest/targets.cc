@@ -241,7 +241,7 @@ class RedisBitmapTarget : public Target {
   absl::Status BulkLoad(const std::string& name, uint64_t count) override {
     std::string bitmap((bits_ + 7) / 8, '\0');
     for (uint64_t id = 0; id < count; ++id) {
-      const Hash128 h = Murmur3_128(absl::StrCat(id));
+      const Hash128 h = Murmur3Hash128(absl::StrCat(id));
       uint64_t combined = h.h1;
       for (int i = 0; i < k_; ++i, combined += h.h2) {
         const uint64_t offset = (combined & 0x7fffffffffffffffULL) % bits_;
@@ -271,7 +271,7 @@ class RedisBitmapTarget : public Target {
   absl::Status Run(const std::string& name, const std::vector<std::string>& keys,
                    std::vector<bool>& result, bool set_bits) {
     for (const std::string& key : keys) {
-      const Hash128 h = Murmur3_128(key);
+      const Hash128 h = Murmur3Hash128(key);
       uint64_t combined = h.h1;
       for (int i = 0; i < k_; ++i, combined += h.h2) {
         const uint64_t offset = (combined & 0x7fffffffffffffffULL) % bits_;

@@ -31,14 +31,14 @@ class Target {
   // Loads the keys "0" .. "count-1" into `name` as fast as the target allows (preloading is not
   // measured); the end state is the same as adding them. UNIMPLEMENTED: the caller adds them in
   // batches instead.
-  virtual absl::Status BulkLoad(const std::string& name, uint64_t count) {
+  virtual absl::Status BulkLoad(const std::string& /*name*/, uint64_t /*count*/) {
     return absl::UnimplementedError("no bulk load");
   }
 };
 
 // "bloom" or "bloom-cuckoo" (CUCKOO filters; address host:port), "redis-bitmap", "redis-bf" or
-// "redis-cf" (RedisBloom's cuckoo filters, at its default bucket size; address host:port). Filters are
-// created on first use by the bloom target (create_if_missing) with `capacity`/`error_rate`.
+// "redis-cf" (RedisBloom's cuckoo filters, at its default bucket size; address host:port). Filters
+// are created on first use by the bloom target (create_if_missing) with `capacity`/`error_rate`.
 // `transport` (bloom only): "unary" calls, one connection per target; "pipeline", a raw
 // Pipeline stream per target with one operation in flight; "client", every target sharing one
 // pipelined BloomClient, which coalesces their concurrent calls (over

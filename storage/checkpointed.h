@@ -38,6 +38,7 @@ class Checkpointed {
 
  private:
   // A heap block: the sequence, then first_index and size in one word, then the counts.
+  // NOLINTNEXTLINE(performance-no-int-to-ptr): a tagged pointer (low bit: inline) is a word
   static const uint64_t* Block(uint64_t rep) { return reinterpret_cast<const uint64_t*>(rep); }
   static bool Inline(uint64_t rep) { return (rep & 1) != 0; }
   void Clear();

@@ -326,7 +326,7 @@ class FilterStore {
   absl::StatusOr<FilterInfo> MergeLocked(absl::string_view target,
                                          absl::Span<const std::string> sources);
   // Registers a resident filter (replacing one of its name) and shows it to the schedule.
-  void Insert(std::shared_ptr<StoredFilter> filter) {
+  void Insert(const std::shared_ptr<StoredFilter>& filter) {
     if (options_.replica) NoteReplicaResident(filter);
     registry_.Insert(filter);
     schedule_.Watch(filter);
