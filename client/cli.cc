@@ -1,5 +1,5 @@
-// bloom-cli: command-line client for bloom-server.
-#include <google/protobuf/util/json_util.h>
+// bloom-cli: command-line client for bloom-server. The replication commands are in
+// cli_replication.h, the printing of errors, JSON and stats in cli_output.h.
 #include <openssl/sha.h>
 #include <unistd.h>
 
@@ -15,13 +15,19 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
-#include "bloom/replication/v1/replication.grpc.pb.h"
 #include "client/bloom_client.h"
+#include "client/cli_output.h"
+#include "client/cli_replication.h"
 
 namespace {
+
+using bloomcli::Error;
+using bloomcli::PrintJson;
+using bloomcli::PrintStats;
+using bloomcli::ReplicationStatus;
+using bloomcli::Switchover;
 
 constexpr char kUsage[] =
     R"(usage: bloom-cli [--server=HOST:PORT] [--timeout=10s] [--json] [security] COMMAND ...
@@ -106,190 +112,6 @@ Args Parse(int argc, char** argv) {
 int Usage(absl::string_view problem) {
   std::fprintf(stderr, "bloom-cli: %s\n\n%s", static_cast<std::string>(problem).c_str(), kUsage);
   return 2;
-}
-
-int Error(const absl::Status& status) {
-  std::fprintf(stderr, "bloom-cli: %s: %s\n", absl::StatusCodeToString(status.code()).c_str(),
-               static_cast<std::string>(status.message()).c_str());
-  return 1;
-}
-
-void PrintJson(const google::protobuf::Message& message);
-
-absl::StatusOr<bloom::replication::v1::StatusResponse> CallStatus(
-    const bloomclient::BloomClient& client) {
-  namespace v1 = bloom::replication::v1;
-  grpc::ClientContext context;
-  client.PrepareContext(context);
-  v1::StatusResponse status;
-  const absl::Status called = bloomclient::FromGrpcStatus(
-      v1::ReplicationService::NewStub(client.channel())->Status(&context, {}, &status));
-  if (!called.ok()) return called;
-  return status;
-}
-
-// bloom-cli replication: bloom.replication.v1.ReplicationService/Status, printed.
-int ReplicationStatus(bloomclient::BloomClient& client, bool json) {
-  namespace v1 = bloom::replication::v1;
-  absl::StatusOr<v1::StatusResponse> called = CallStatus(client);
-  if (!called.ok()) return Error(called.status());
-  const v1::StatusResponse& status = *called;
-  if (json) {
-    PrintJson(status);
-    std::cout << "\n";
-    return 0;
-  }
-  if (status.has_cluster()) {
-    const v1::StatusResponse::Cluster& cluster = status.cluster();
-    std::cout << "cluster:           " << cluster.name() << " (etcd), term " << cluster.term()
-              << ", primary " << cluster.leader() << " at " << cluster.leader_address() << "\n";
-    if (status.role() == v1::StatusResponse::ROLE_PRIMARY) {
-      std::cout << "sync set:          {" << absl::StrJoin(cluster.sync_set(), ",") << "}\n";
-    }
-  }
-  if (status.role() == v1::StatusResponse::ROLE_FOLLOWER) {
-    std::cout << "role:              follower of " << status.primary() << "\n"
-              << "connected:         " << (status.connected() ? "yes" : "no") << "\n"
-              << "applied sequence:  " << status.sequence() << "\n"
-              << "primary sequence:  " << status.primary_sequence() << "\n"
-              << "lag:               "
-              << (status.lag_seconds() < 0 ? std::string("not caught up yet")
-                                           : absl::StrFormat("%.3f s", status.lag_seconds()))
-              << "\n";
-    return 0;
-  }
-  std::cout << "role:              primary\n"
-            << "sequence:          " << status.sequence() << "\n"
-            << "min_replica_acks:  " << status.min_replica_acks() << "\n"
-            << "followers:         " << status.followers_size() << "\n";
-  for (const v1::StatusResponse::Follower& f : status.followers()) {
-    std::cout << "  " << f.name() << " (" << f.peer() << "): durable " << f.durable_sequence()
-              << ", behind by "
-              << status.sequence() - std::min(status.sequence(), f.durable_sequence()) << "\n";
-  }
-  return 0;
-}
-
-// bloom-cli switchover: asks the primary (found through the pod named by --server) to hand
-// over, then waits until a pod reports the new primary in a later term.
-int Switchover(const bloomclient::BloomClient& client, const std::string& server,
-               const bloomclient::ClientOptions& options, const std::string& to, bool json) {
-  namespace v1 = bloom::replication::v1;
-  absl::StatusOr<v1::StatusResponse> status = CallStatus(client);
-  if (!status.ok()) return Error(status.status());
-  if (!status->has_cluster()) {
-    return Error(absl::FailedPreconditionError(
-        absl::StrCat(server,
-                     " is not in a cluster that elects its primary through etcd (it "
-                     "runs without --etcd_endpoints): there is nothing to switch over")));
-  }
-  // The primary is asked directly: only it can hand over.
-  std::unique_ptr<bloomclient::BloomClient> opened;
-  const bloomclient::BloomClient* primary = &client;
-  if (status->role() != v1::StatusResponse::ROLE_PRIMARY) {
-    absl::StatusOr<std::unique_ptr<bloomclient::BloomClient>> other =
-        bloomclient::BloomClient::Open(status->cluster().leader_address(), options);
-    if (!other.ok()) return Error(other.status());
-    opened = *std::move(other);
-    primary = opened.get();
-  }
-  grpc::ClientContext context;
-  primary->PrepareContext(context);
-  v1::SwitchoverRequest request;
-  request.set_to(to);
-  v1::SwitchoverResponse response;
-  const absl::Status called =
-      bloomclient::FromGrpcStatus(v1::ReplicationService::NewStub(primary->channel())
-                                      ->Switchover(&context, request, &response));
-  if (!called.ok()) return Error(called);
-  if (response.primary() == status->cluster().leader()) {
-    if (json) {
-      PrintJson(response);
-      std::cout << "\n";
-    } else {
-      std::cout << response.primary() << " is the primary already\n";
-    }
-    return 0;
-  }
-  // The new primary's election takes about a second; the pod asked may restart in its new role
-  // meanwhile, so failed calls are retried.
-  const absl::Time give_up = absl::Now() + std::max(options.timeout, absl::Seconds(15));
-  while (true) {
-    absl::StatusOr<v1::StatusResponse> now = CallStatus(*primary);
-    if (now.ok() && now->cluster().term() > response.term() &&
-        now->cluster().leader() == response.primary()) {
-      if (json) {
-        PrintJson(*now);
-        std::cout << "\n";
-      } else {
-        std::cout << "handed over from " << status->cluster().leader() << " to "
-                  << response.primary() << " at sequence " << response.sequence() << "; "
-                  << response.primary() << " leads term " << now->cluster().term() << "\n";
-      }
-      return 0;
-    }
-    if (absl::Now() >= give_up) {
-      return Error(absl::DeadlineExceededError(
-          absl::StrCat(status->cluster().leader(), " handed over to ", response.primary(),
-                       " at sequence ", response.sequence(),
-                       ", but no pod reported it primary in time; see bloom-cli "
-                       "replication")));
-    }
-    absl::SleepFor(absl::Milliseconds(100));
-  }
-}
-
-void PrintJson(const google::protobuf::Message& message) {
-  std::string json;
-  google::protobuf::util::JsonPrintOptions options;
-  options.add_whitespace = true;
-  options.always_print_primitive_fields = true;
-  options.preserve_proto_field_names = true;
-  if (!google::protobuf::util::MessageToJsonString(message, &json, options).ok()) json = "{}";
-  std::cout << json;
-}
-
-std::string FormatTimestamp(const google::protobuf::Timestamp& t) {
-  return absl::FormatTime(absl::RFC3339_sec, absl::FromUnixSeconds(t.seconds()),
-                          absl::UTCTimeZone());
-}
-
-void PrintStats(const bloom::v1::FilterStats& s) {
-  std::cout << absl::StrFormat(
-      "name:                  %s\n"
-      "capacity:              %d (spec %d, error_rate %g, expansion %d%s)\n"
-      "size_bytes:            %d\n"
-      "sub_filters:           %d\n"
-      "items_added:           %d\n"
-      "estimated_cardinality: %d\n"
-      "fill_ratio:            %.4f\n"
-      "estimated_error_rate:  %.3g\n"
-      "checks:                %d (%d present)\n",
-      s.name(), s.capacity(), s.spec().capacity(), s.spec().error_rate(), s.spec().expansion(),
-      s.spec().non_scaling() ? ", non_scaling" : "", s.size_bytes(), s.sub_filters(),
-      s.items_added(), s.estimated_cardinality(), s.fill_ratio(), s.estimated_error_rate(),
-      s.checks(), s.check_hits());
-  if (s.spec().has_window()) {
-    std::cout << absl::StrFormat(
-        "window:                %s in %d slices (items added since %s read present)\n",
-        absl::FormatDuration(absl::Seconds(s.spec().window().seconds()) +
-                             absl::Nanoseconds(s.spec().window().nanos())),
-        s.spec().window_slices(), FormatTimestamp(s.window_start()));
-  }
-  if (s.spec().kind() == bloom::v1::FILTER_KIND_CUCKOO) {
-    std::cout << absl::StrFormat(
-        "kind:                  cuckoo (items_added: copies held; fill_ratio: load factor)\n");
-    for (const bloom::v1::SubFilterStats& table : s.sub_filter_stats()) {
-      std::cout << absl::StrFormat(
-          "  table:               %d buckets of 4, %d-bit fingerprints, load %.4f\n",
-          table.buckets(), table.fingerprint_bits(), table.fill_ratio());
-    }
-  }
-  if (s.has_expires_at()) {
-    std::cout << absl::StrFormat(
-        "expires_at:            %s unless used (idle_ttl %s)\n", FormatTimestamp(s.expires_at()),
-        absl::FormatDuration(absl::Seconds(s.spec().idle_ttl().seconds())));
-  }
 }
 
 // "7d", "36h", "90s", "1h30m": whole days, or anything absl::ParseDuration takes.
