@@ -100,7 +100,7 @@ absl::Status FilterStore::Load() {
       auto broken = std::make_shared<StoredFilter>(name, absl::OkStatus(), &context_);
       broken->MarkUnreadable(filter.status());
       bloomlog::LogError(broken->Usable().message());
-      Insert(std::move(broken));
+      Insert(broken);
       ++load_report_.unreadable;
       continue;
     }
@@ -121,7 +121,7 @@ absl::Status FilterStore::Load() {
           std::make_shared<StoredFilter>(name, std::move(fits), &context_, record->generation);
       bloomlog::LogError(unloaded->Usable().message());
       skipped_generations.insert(record->generation);
-      Insert(std::move(unloaded));
+      Insert(unloaded);
       ++load_report_.not_loaded;
       continue;
     }
@@ -138,7 +138,7 @@ absl::Status FilterStore::Load() {
     std::shared_ptr<StoredFilter> stored =
         StoredFilter::Make(name, *record, *std::move(filter), &context_, bytes);
     by_generation[record->generation] = stored;
-    Insert(std::move(stored));
+    Insert(stored);
   }
   RETURN_IF_ERROR(FromRocksDb(it->status(), "loading filter metadata"));
   load_report_.filters = by_generation.size();
