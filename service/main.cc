@@ -263,8 +263,9 @@ absl::StatusOr<service::ServerConfig> ConfigForRole(
     config.replication.name = config.replication.advertise_address;
   }
   follower_options = service::FollowerOptionsFromConfig(config.replication, config.server.listen);
-  if (!follower_options.ok()) {
-    return InContext("replication: ", follower_options.status());
+  if (!follower_options.ok()) {  // worded as at start-up (main)
+    return absl::Status(follower_options.status().code(),
+                        absl::StrCat("replication: ", follower_options.status().message()));
   }
   if (role.term != data_term && failover.held() > role.leader.start_sequence) {
     bloomlog::LogWarning(absl::StrCat(
