@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "client/reconnect_poller.h"
 
 namespace bloomclient {
 namespace {
@@ -93,7 +94,8 @@ absl::StatusOr<std::unique_ptr<BloomClient>> BloomClient::Open(const std::string
 BloomClient::BloomClient(std::shared_ptr<grpc::Channel> channel, ClientOptions options)
     : channel_(channel),
       stub_(bloom::v1::BloomFilterService::NewStub(std::move(channel))),
-      options_(std::move(options)) {
+      options_(std::move(options)),
+      reconnect_poller_(std::make_unique<ReconnectPoller>(channel_)) {
   if (options_.pipelined) {
     coalescer_ = std::make_unique<Coalescer>(
         stub_.get(), Coalescer::Options{.streams = options_.pipeline_streams,
@@ -106,6 +108,17 @@ BloomClient::BloomClient(std::shared_ptr<grpc::Channel> channel, ClientOptions o
 }
 
 BloomClient::~BloomClient() = default;
+
+absl::Status BloomClient::Finished(const grpc::Status& status) const {
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE) reconnect_poller_->Wake();
+  return FromGrpcStatus(status);
+}
+
+absl::StatusOr<std::vector<bool>> BloomClient::Coalesced(
+    absl::StatusOr<std::vector<bool>> answers) const {
+  if (absl::IsUnavailable(answers.status())) reconnect_poller_->Wake();
+  return answers;
+}
 
 bool BloomClient::Coalesces(absl::Span<const std::string> items) const {
   return coalescer_ != nullptr && !items.empty() && items.size() <= options_.batch_size;
@@ -132,7 +145,7 @@ absl::StatusOr<bool> BloomClient::Serving() {
                     });
   std::unique_lock<std::mutex> lock(mu);
   cv.wait(lock, [&] { return done; });
-  if (!status.ok()) return FromGrpcStatus(status);
+  if (!status.ok()) return Finished(status);
   std::vector<grpc::Slice> slices;
   if (!response.Dump(&slices).ok()) return absl::InternalError("unreadable health response");
   std::string bytes;
@@ -171,7 +184,7 @@ absl::StatusOr<bloom::v1::ReserveResponse> BloomClient::SendReserve(
   grpc::ClientContext context;
   Prepare(context);
   bloom::v1::ReserveResponse response;
-  absl::Status status = FromGrpcStatus(stub_->Reserve(&context, request, &response));
+  absl::Status status = Finished(stub_->Reserve(&context, request, &response));
   if (!status.ok()) return status;
   ObserveSequence(response.sequence());
   return response;
@@ -185,7 +198,7 @@ absl::StatusOr<bloom::v1::FilterStats> BloomClient::Merge(absl::string_view targ
   request.set_target(static_cast<std::string>(target));
   for (const std::string& source : sources) request.add_sources(source);
   bloom::v1::MergeResponse response;
-  absl::Status status = FromGrpcStatus(stub_->Merge(&context, request, &response));
+  absl::Status status = Finished(stub_->Merge(&context, request, &response));
   if (!status.ok()) return status;
   ObserveSequence(response.sequence());
   return std::move(*response.mutable_stats());
@@ -208,7 +221,7 @@ absl::StatusOr<std::vector<bool>> BloomClient::Batched(
 absl::StatusOr<std::vector<bool>> BloomClient::Add(absl::string_view name,
                                                    absl::Span<const std::string> items,
                                                    const bloom::v1::FilterSpec* create_if_missing) {
-  if (Coalesces(items)) return coalescer_->Add(name, items, create_if_missing);
+  if (Coalesces(items)) return Coalesced(coalescer_->Add(name, items, create_if_missing));
   return Batched(items, [&](absl::Span<const std::string> batch, std::vector<bool>& out) {
     grpc::ClientContext context;
     Prepare(context);
@@ -217,7 +230,7 @@ absl::StatusOr<std::vector<bool>> BloomClient::Add(absl::string_view name,
     request.mutable_raw_items()->Add(batch.begin(), batch.end());  // bytes: any item
     if (create_if_missing != nullptr) *request.mutable_create_if_missing() = *create_if_missing;
     bloom::v1::AddResponse response;
-    absl::Status status = FromGrpcStatus(stub_->Add(&context, request, &response));
+    absl::Status status = Finished(stub_->Add(&context, request, &response));
     if (status.ok()) {
       out.insert(out.end(), response.added().begin(), response.added().end());
       ObserveSequence(response.sequence());
@@ -235,7 +248,7 @@ absl::StatusOr<std::vector<bool>> BloomClient::AddIntegers(
 absl::StatusOr<std::vector<bool>> BloomClient::MightContain(absl::string_view name,
                                                             absl::Span<const std::string> items,
                                                             bool absent_if_missing) {
-  if (Coalesces(items)) return coalescer_->MightContain(name, items, absent_if_missing);
+  if (Coalesces(items)) return Coalesced(coalescer_->MightContain(name, items, absent_if_missing));
   return Batched(items, [&](absl::Span<const std::string> batch, std::vector<bool>& out) {
     grpc::ClientContext context;
     Prepare(context);
@@ -245,7 +258,7 @@ absl::StatusOr<std::vector<bool>> BloomClient::MightContain(absl::string_view na
     request.set_absent_if_missing(absent_if_missing);
     request.set_min_sequence(last_sequence());
     bloom::v1::MightContainResponse response;
-    absl::Status status = FromGrpcStatus(stub_->MightContain(&context, request, &response));
+    absl::Status status = Finished(stub_->MightContain(&context, request, &response));
     if (status.ok()) out.insert(out.end(), response.present().begin(), response.present().end());
     return status;
   });
@@ -258,7 +271,7 @@ absl::StatusOr<std::vector<bool>> BloomClient::MightContainIntegers(
 
 absl::StatusOr<std::vector<bool>> BloomClient::Remove(absl::string_view name,
                                                       absl::Span<const std::string> items) {
-  if (Coalesces(items)) return coalescer_->Remove(name, items);
+  if (Coalesces(items)) return Coalesced(coalescer_->Remove(name, items));
   return Batched(items, [&](absl::Span<const std::string> batch, std::vector<bool>& out) {
     grpc::ClientContext context;
     Prepare(context);
@@ -266,7 +279,7 @@ absl::StatusOr<std::vector<bool>> BloomClient::Remove(absl::string_view name,
     request.set_name(static_cast<std::string>(name));
     request.mutable_raw_items()->Add(batch.begin(), batch.end());
     bloom::v1::RemoveResponse response;
-    absl::Status status = FromGrpcStatus(stub_->Remove(&context, request, &response));
+    absl::Status status = Finished(stub_->Remove(&context, request, &response));
     if (!status.ok()) return status;
     ObserveSequence(response.sequence());
     out.insert(out.end(), response.removed().begin(), response.removed().end());
@@ -287,7 +300,7 @@ absl::StatusOr<std::vector<uint32_t>> BloomClient::Count(absl::string_view name,
     for (const std::string& item : items.subspan(begin, batch)) request.add_raw_items(item);
     request.set_min_sequence(last_sequence());
     bloom::v1::CountResponse response;
-    absl::Status status = FromGrpcStatus(stub_->Count(&context, request, &response));
+    absl::Status status = Finished(stub_->Count(&context, request, &response));
     if (!status.ok()) return status;
     counts.insert(counts.end(), response.counts().begin(), response.counts().end());
     if (items.empty()) break;  // one request, so the server can answer INVALID_ARGUMENT
@@ -302,7 +315,7 @@ absl::StatusOr<bloom::v1::FilterStats> BloomClient::Stats(absl::string_view name
   request.set_name(static_cast<std::string>(name));
   request.set_min_sequence(last_sequence());
   bloom::v1::StatsResponse response;
-  absl::Status status = FromGrpcStatus(stub_->Stats(&context, request, &response));
+  absl::Status status = Finished(stub_->Stats(&context, request, &response));
   if (!status.ok()) return status;
   return response.stats();
 }
@@ -313,7 +326,7 @@ absl::Status BloomClient::Delete(absl::string_view name) {
   bloom::v1::DeleteRequest request;
   request.set_name(static_cast<std::string>(name));
   bloom::v1::DeleteResponse response;
-  absl::Status status = FromGrpcStatus(stub_->Delete(&context, request, &response));
+  absl::Status status = Finished(stub_->Delete(&context, request, &response));
   if (status.ok()) ObserveSequence(response.sequence());
   return status;
 }
@@ -329,7 +342,7 @@ absl::StatusOr<bloom::v1::ListResponse> BloomClient::List(absl::string_view pref
   request.set_page_token(static_cast<std::string>(page_token));
   request.set_min_sequence(last_sequence());
   bloom::v1::ListResponse response;
-  absl::Status status = FromGrpcStatus(stub_->List(&context, request, &response));
+  absl::Status status = Finished(stub_->List(&context, request, &response));
   if (!status.ok()) return status;
   return response;
 }
@@ -352,7 +365,7 @@ absl::Status BloomClient::Export(absl::string_view name, std::ostream& out) {
       return absl::UnavailableError("cannot write the export output");
     }
   }
-  return FromGrpcStatus(reader->Finish());
+  return Finished(reader->Finish());
 }
 
 absl::StatusOr<bloom::v1::FilterStats> BloomClient::Import(absl::string_view name, std::istream& in,
@@ -379,7 +392,7 @@ absl::StatusOr<bloom::v1::FilterStats> BloomClient::Import(absl::string_view nam
     if (got == 0) break;
   }
   writer->WritesDone();
-  absl::Status status = FromGrpcStatus(writer->Finish());
+  absl::Status status = Finished(writer->Finish());
   if (!status.ok()) return status;
   ObserveSequence(response.sequence());
   return response.stats();

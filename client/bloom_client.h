@@ -45,6 +45,8 @@
 
 namespace bloomclient {
 
+class ReconnectPoller;  // client/reconnect_poller.h
+
 // TLS settings of a client (see BloomClient::Open).
 struct ClientTls {
   bool enabled = false;
@@ -153,6 +155,10 @@ class BloomClient {
  private:
   // Adds the token and, with `deadline`, ClientOptions::timeout.
   void Prepare(grpc::ClientContext& context, bool deadline = true) const;
+  // A unary or streaming call's outcome; UNAVAILABLE wakes the reconnect poller.
+  absl::Status Finished(const grpc::Status& status) const;
+  // The same for a call through the coalescer (pipelined mode).
+  absl::StatusOr<std::vector<bool>> Coalesced(absl::StatusOr<std::vector<bool>> answers) const;
   // Reserve and ReserveLike: the call, and the sequence it answers.
   absl::StatusOr<bloom::v1::ReserveResponse> SendReserve(const bloom::v1::ReserveRequest& request);
   // Sends `items` in batches through `call`, concatenating the answers.
@@ -168,6 +174,7 @@ class BloomClient {
   const ClientOptions options_;
   std::atomic<uint64_t> last_sequence_{0};  // before coalescer_, which uses it
   std::unique_ptr<Coalescer> coalescer_;    // pipelined mode; uses stub_, so declared after it
+  std::unique_ptr<ReconnectPoller> reconnect_poller_;
 };
 
 }  // namespace bloomclient

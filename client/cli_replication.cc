@@ -17,11 +17,16 @@ namespace bloomcli {
 namespace {
 
 // bloom.replication.v1.ReplicationService/Status of the pod `client` talks to.
+// With `wait_until`, the call waits for the pod to be reachable until then: see Switchover.
 absl::StatusOr<bloom::replication::v1::StatusResponse> CallStatus(
-    const bloomclient::BloomClient& client) {
+    const bloomclient::BloomClient& client, absl::optional<absl::Time> wait_until = absl::nullopt) {
   namespace v1 = bloom::replication::v1;
   grpc::ClientContext context;
   client.PrepareContext(context);
+  if (wait_until.has_value()) {
+    context.set_wait_for_ready(true);
+    context.set_deadline(std::min(context.deadline(), absl::ToChronoTime(*wait_until)));
+  }
   v1::StatusResponse status;
   const absl::Status called = bloomclient::FromGrpcStatus(
       v1::ReplicationService::NewStub(client.channel())->Status(&context, {}, &status));
@@ -112,10 +117,14 @@ int Switchover(const bloomclient::BloomClient& client, const std::string& server
     return 0;
   }
   // The new primary's election takes about a second; the pod asked may restart in its new role
-  // meanwhile, so failed calls are retried.
+  // meanwhile, so failed calls are retried. Each waits (up to a second) for the pod to be
+  // reachable: a fail-fast call on a reconnecting channel fails at once without polling it, and
+  // the channel would then move on only when gRPC's backup poller runs, every 5 s
+  // (client/reconnect_poller.h), three times in this loop's 15 s.
   const absl::Time give_up = absl::Now() + std::max(options.timeout, absl::Seconds(15));
   while (true) {
-    absl::StatusOr<v1::StatusResponse> now = CallStatus(*primary);
+    absl::StatusOr<v1::StatusResponse> now =
+        CallStatus(*primary, std::min(give_up, absl::Now() + absl::Seconds(1)));
     if (now.ok() && now->cluster().term() > response.term() &&
         now->cluster().leader() == response.primary()) {
       if (json) {

@@ -40,6 +40,8 @@ observe_sequence() passes a sequence on from another client.
 Thread-safety: a BloomClient may be shared by threads (gRPC channels and stubs are).
 """
 
+import functools
+import inspect
 from datetime import timedelta
 
 import grpc
@@ -48,6 +50,7 @@ from google.protobuf import duration_pb2
 from bloom.v1 import bloom_pb2
 from bloom.v1 import bloom_pb2_grpc
 from bloom_pipeline import ADD, CHECK, REMOVE, Coalescer, PipelineError, Sequence
+from bloom_reconnect import ReconnectPoller
 
 __all__ = ["BloomClient", "PipelineError"]
 
@@ -78,6 +81,29 @@ def _duration(value):
 
 
 _KINDS = {"bloom": bloom_pb2.FILTER_KIND_BLOOM, "cuckoo": bloom_pb2.FILTER_KIND_CUCKOO}
+
+
+def _polls_reconnection(method):
+    """A BloomClient call whose UNAVAILABLE error wakes the client's ReconnectPoller, so the
+    client is back as soon as the server is (bloom_reconnect.py)."""
+    if inspect.isgeneratorfunction(method):
+        @functools.wraps(method)
+        def generator(self, *args, **kwargs):
+            try:
+                yield from method(self, *args, **kwargs)
+            except grpc.RpcError as error:
+                self._reconnect.on_error(error)
+                raise
+        return generator
+
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except grpc.RpcError as error:
+            self._reconnect.on_error(error)
+            raise
+    return call
 
 
 def _spec(capacity, error_rate, expansion=0, non_scaling=False, window=None, window_slices=0,
@@ -113,6 +139,7 @@ class BloomClient:
         self._channel = channel or grpc.insecure_channel(target, options=options)
         self._metadata = (("authorization", f"Bearer {token}"),) if token else None
         self._stub = bloom_pb2_grpc.BloomFilterServiceStub(self._channel)
+        self._reconnect = ReconnectPoller(self._channel)
         self._timeout = timeout
         self._batch_size = max(1, batch_size)
         self._sequence = Sequence()
@@ -132,6 +159,7 @@ class BloomClient:
     def close(self):
         if self._coalescer is not None:
             self._coalescer.close()
+        self._reconnect.close()
         self._channel.close()
 
     def __enter__(self):
@@ -140,6 +168,7 @@ class BloomClient:
     def __exit__(self, *exc):
         self.close()
 
+    @_polls_reconnection
     def reserve(self, name, capacity, error_rate, expansion=0, non_scaling=False, window=None,
                 window_slices=0, idle_ttl=None, kind="bloom"):
         """Creates a filter; returns True if created, False if it existed with the same spec.
@@ -157,6 +186,7 @@ class BloomClient:
         self._sequence.observe(response.sequence)
         return response.created
 
+    @_polls_reconnection
     def reserve_like(self, name, like):
         """Creates an empty filter with the spec and hash seed of filter `like`, so that the two
         can be merged; returns True if created, False if it existed already like it."""
@@ -165,6 +195,7 @@ class BloomClient:
         self._sequence.observe(response.sequence)
         return response.created
 
+    @_polls_reconnection
     def merge(self, target, sources):
         """ORs the filters `sources` (made alike: reserve_like) into `target`; returns the
         target's FilterStats."""
@@ -173,6 +204,7 @@ class BloomClient:
         self._sequence.observe(response.sequence)
         return response.stats
 
+    @_polls_reconnection
     def add(self, name, items, create_if_missing=None):
         """Adds items; returns for each whether it was (probably) new.
 
@@ -191,6 +223,7 @@ class BloomClient:
             return response.added
         return self._batched(items, add_batch)
 
+    @_polls_reconnection
     def might_contain(self, name, items, absent_if_missing=False):
         """For each item: False means it was never added, True that it probably was.
 
@@ -205,6 +238,7 @@ class BloomClient:
                                           min_sequence=self._sequence.value),
             timeout=self._timeout, metadata=self._metadata).present)
 
+    @_polls_reconnection
     def remove(self, name, items):
         """Cuckoo filters: removes one copy of each item; returns for each whether the filter
         held one. Remove only what was added: removing another item can remove a colliding
@@ -219,23 +253,27 @@ class BloomClient:
             return response.removed
         return self._batched(items, remove_batch)
 
+    @_polls_reconnection
     def count(self, name, items):
         """Cuckoo filters: the copies of each item the filter holds."""
         return self._batched(items, lambda batch: self._stub.Count(
             bloom_pb2.CountRequest(name=name, raw_items=batch, min_sequence=self._sequence.value),
             timeout=self._timeout, metadata=self._metadata).counts)
 
+    @_polls_reconnection
     def stats(self, name):
         """The filter's bloom.v1.FilterStats."""
         return self._stub.Stats(
             bloom_pb2.StatsRequest(name=name, min_sequence=self._sequence.value),
             timeout=self._timeout, metadata=self._metadata).stats
 
+    @_polls_reconnection
     def delete(self, name):
         response = self._stub.Delete(bloom_pb2.DeleteRequest(name=name), timeout=self._timeout,
                                      metadata=self._metadata)
         self._sequence.observe(response.sequence)
 
+    @_polls_reconnection
     def list(self, prefix=""):
         """Yields the FilterStats of every filter whose name starts with prefix, in name order."""
         token = ""
@@ -248,6 +286,7 @@ class BloomClient:
             if not token:
                 return
 
+    @_polls_reconnection
     def export(self, name):
         """The filter's dump, as bytes."""
         return b"".join(chunk.data for chunk in
@@ -255,6 +294,7 @@ class BloomClient:
                             name=name, min_sequence=self._sequence.value),
                                           metadata=self._metadata))
 
+    @_polls_reconnection
     def import_dump(self, name, dump, merge_into_existing=False):
         """Creates filter `name` from a dump made by export(); returns its FilterStats.
 

@@ -15,7 +15,11 @@ import unittest
 import urllib.request
 from datetime import timedelta
 
-import grpc
+# gRPC's backup poller off, before gRPC starts: a client that needs it to reconnect after a
+# restart never does (ReconnectTest), and no other test may lean on it either.
+os.environ["GRPC_CLIENT_CHANNEL_BACKUP_POLL_INTERVAL_MS"] = "0"
+
+import grpc  # noqa: E402 (after the environment it reads)
 
 import example
 from bloom_client import BloomClient
@@ -66,6 +70,15 @@ class ServerFixture:
         text = self.log_text()[-tail_bytes:]
         print(f"---- bloom-server log ({why}) ----\n{text}---- end of log ----",
               file=sys.stderr, flush=True)
+
+    def kill(self):
+        """kill -9, as a crash or an evicted pod."""
+        self.proc.kill()
+        self.proc.wait(timeout=20)
+        self.log.close()
+        self.final_log = self.log_text()
+        self.stopped_at = time.monotonic()
+        self.dir.cleanup()
 
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)
@@ -387,6 +400,49 @@ def make_tls_files(directory):
     run("openssl", "x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
         "-CAcreateserial", "-days", "2", "-out", "server.crt", "-extfile", "ext")
     return [os.path.join(directory, name) for name in ("ca.crt", "server.crt", "server.key")]
+
+
+class ReconnectTest(LoggedTestCase):
+    """A client, unary or pipelined, is back as soon as a server restarted on the same address
+    serves, although calls failed while it was down and gRPC's backup poller is off (above):
+    bloom_reconnect.py."""
+
+    def _restart_and_wait(self, pipelined):
+        server = ServerFixture()
+        client = BloomClient(server.target, timeout=5, pipelined=pipelined)
+        try:
+            self.assertEqual(client.might_contain("f", ["x"], absent_if_missing=True), [False])
+            for restart in range(2):
+                port = server.target.rsplit(":", 1)[1]
+                server.kill()
+                for _ in range(3):  # fail at once, and leave the channel reconnecting
+                    started = time.monotonic()
+                    with self.assertRaises(grpc.RpcError) as raised:
+                        client.might_contain("f", ["x"], absent_if_missing=True)
+                    self.assertEqual(raised.exception.code(), grpc.StatusCode.UNAVAILABLE)
+                    self.assertLess(time.monotonic() - started, 5)
+                    time.sleep(0.3)
+                server = ServerFixture([f"--listen=127.0.0.1:{port}"])
+                self.assertEqual(server.target, f"127.0.0.1:{port}")
+                deadline = time.monotonic() + 20  # well under it with the poller; never without
+                while True:
+                    try:
+                        answer = client.might_contain("f", ["x"], absent_if_missing=True)
+                        break
+                    except grpc.RpcError as error:
+                        if time.monotonic() > deadline:
+                            self.fail(f"not back after restart {restart}: {error.code()}")
+                        time.sleep(0.1)
+                self.assertEqual(answer, [False])
+        finally:
+            client.close()
+            server.stop()
+
+    def test_a_unary_client_reconnects(self):
+        self._restart_and_wait(pipelined=False)
+
+    def test_a_pipelined_client_reconnects(self):
+        self._restart_and_wait(pipelined=True)
 
 
 class SecureServerTest(LoggedTestCase):
