@@ -21,6 +21,9 @@
 // unanswered calls with UNAVAILABLE (retry an add, which is idempotent; a remove may have been
 // made).
 //
+// A server that is unreachable fails calls with UNAVAILABLE at once; after such a failure the
+// client polls its reconnection (reconnect_poller.h), so it is back as soon as the server is.
+//
 // Thread-safety: a BloomClient is safe to use from many threads at once (gRPC stubs are).
 #ifndef CLIENT_BLOOM_CLIENT_H_
 #define CLIENT_BLOOM_CLIENT_H_

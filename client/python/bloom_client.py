@@ -37,6 +37,10 @@ primary). Writes answer with a sequence; the client keeps the highest (last_sequ
 it with every read, so a follower answers a read only once it has applied this client's writes.
 observe_sequence() passes a sequence on from another client.
 
+Restarts: a server that is unreachable fails calls with UNAVAILABLE at once; after such a
+failure the client polls its reconnection (bloom_reconnect.py), so it is back as soon as the
+server is.
+
 Thread-safety: a BloomClient may be shared by threads (gRPC channels and stubs are).
 """
 
