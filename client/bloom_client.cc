@@ -33,6 +33,33 @@ absl::Status FromGrpcStatus(const grpc::Status& status) {
 
 namespace {
 
+// round_robin: a target that names several pods (a headless Service's DNS name, or
+// "ipv4:a:p,b:p") gets a connection to each and spreads the calls over those that answer; any
+// pod serves any call, and a pod that goes away is out of the rotation once its connection is
+// seen closed. One address behaves as with gRPC's default (pick_first).
+// The reads are retried (on the next pod) when they fail UNAVAILABLE: this client reads a
+// connection's end only while a call polls, so the first call sent to a pod that went away
+// while the client was idle fails. Writes are not: an add whose answer was lost may have been
+// made (the caller retries it, knowing that), and a remove must not be made twice.
+constexpr char kServiceConfig[] = R"json({
+  "loadBalancingConfig": [{"round_robin": {}}],
+  "methodConfig": [{
+    "name": [
+      {"service": "bloom.v1.BloomFilterService", "method": "MightContain"},
+      {"service": "bloom.v1.BloomFilterService", "method": "Count"},
+      {"service": "bloom.v1.BloomFilterService", "method": "Stats"},
+      {"service": "bloom.v1.BloomFilterService", "method": "List"}
+    ],
+    "retryPolicy": {
+      "maxAttempts": 3,
+      "initialBackoff": "0.01s",
+      "maxBackoff": "0.1s",
+      "backoffMultiplier": 2,
+      "retryableStatusCodes": ["UNAVAILABLE"]
+    }
+  }]
+})json";
+
 grpc::ChannelArguments DefaultChannelArguments() {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);  // a MightContain answer grows with its batch
@@ -43,6 +70,7 @@ grpc::ChannelArguments DefaultChannelArguments() {
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5'000);
+  args.SetServiceConfigJSON(kServiceConfig);
   return args;
 }
 

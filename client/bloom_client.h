@@ -80,8 +80,11 @@ absl::Status FromGrpcStatus(const grpc::Status& status);
 
 class BloomClient {
  public:
-  // A plaintext channel to `target` ("host:port"); gRPC connects on first use. options.tls
-  // is ignored: use Open() for TLS.
+  // A plaintext channel to `target`; gRPC connects on first use. options.tls is ignored: use
+  // Open() for TLS. `target` is "host:port", or names several pods of a replicated deployment:
+  // "dns:///name:port" (every address the name has, e.g. a headless Service's) or
+  // "ipv4:10.0.0.1:50051,10.0.0.2:50051". Calls are then spread over the pods that answer, and
+  // a pod that goes away is skipped at once (gRPC's round_robin).
   static std::unique_ptr<BloomClient> Connect(const std::string& target,
                                               ClientOptions options = {});
   // Like Connect, over TLS when options.tls.enabled. NOT_FOUND / INVALID_ARGUMENT when a TLS

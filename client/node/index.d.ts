@@ -105,7 +105,10 @@ export interface FilterStats {
 }
 
 export class BloomClient {
-  /** target: "host:port". */
+  /**
+   * target: "host:port", or several pods: "dns:///name:port" or "ipv4:10.0.0.1:50051,...";
+   * calls are then spread over the pods that answer.
+   */
   constructor(target: string, options?: ClientOptions);
   /** The highest sequence a write through this client was given (sent with every read). */
   readonly lastSequence: number;

@@ -94,9 +94,32 @@ function spec({
   };
 }
 
+// round_robin: a target naming several pods (see BloomClient) gets a connection to each and
+// spreads the calls over those that answer; a pod that goes away is out of the rotation once its
+// connection closes. One address behaves as gRPC's default (pick_first). Reads are retried (on
+// the next pod) when they fail UNAVAILABLE, as the C++ and Python clients do; writes are not: an
+// add whose answer was lost may have been made, and a remove must not be made twice.
+const SERVICE_CONFIG = JSON.stringify({
+  loadBalancingConfig: [{ round_robin: {} }],
+  methodConfig: [{
+    name: ['MightContain', 'Count', 'Stats', 'List']
+      .map((method) => ({ service: 'bloom.v1.BloomFilterService', method })),
+    retryPolicy: {
+      maxAttempts: 3,
+      initialBackoff: '0.01s',
+      maxBackoff: '0.1s',
+      backoffMultiplier: 2,
+      retryableStatusCodes: ['UNAVAILABLE'],
+    },
+  }],
+});
+
 class BloomClient {
   /**
-   * @param {string} target "host:port"
+   * @param {string} target "host:port", or several pods of a replicated deployment:
+   *     "dns:///name:port" (every address the name has, e.g. a headless Service's) or
+   *     "ipv4:10.0.0.1:50051,10.0.0.2:50051"; calls are then spread over the pods that answer,
+   *     and a pod that goes away is skipped at once
    * @param {object} [options] { token, tls, timeoutMs, batchSize, pipelined, streams,
    *     serverName (the name to verify in the server's certificate) }
    */
@@ -109,6 +132,7 @@ class BloomClient {
       'grpc.initial_reconnect_backoff_ms': 200,
       'grpc.min_reconnect_backoff_ms': 200,
       'grpc.max_reconnect_backoff_ms': 5000,
+      'grpc.service_config': SERVICE_CONFIG,
     };
     if (options.serverName) channelOptions['grpc.ssl_target_name_override'] = options.serverName;
     const { BloomFilterService } = loadService();

@@ -46,6 +46,7 @@ Thread-safety: a BloomClient may be shared by threads (gRPC channels and stubs a
 
 import functools
 import inspect
+import json
 from datetime import timedelta
 
 import grpc
@@ -59,6 +60,28 @@ from bloom_reconnect import ReconnectPoller
 __all__ = ["BloomClient", "PipelineError"]
 
 _DUMP_CHUNK = 1 << 20
+
+# round_robin: a target naming several pods (see BloomClient) gets a connection to each and
+# spreads the calls over those that answer; a pod that goes away is out of the rotation once its
+# connection is seen closed. One address behaves as gRPC's default (pick_first).
+# Reads are retried (on the next pod) when they fail UNAVAILABLE: gRPC's C core reads a
+# connection's end only while a call polls, so the first call sent to a pod that went away while
+# the client was idle fails. Writes are not: an add whose answer was lost may have been made
+# (the caller retries it, knowing that), and a remove must not be made twice.
+_SERVICE_CONFIG = json.dumps({
+    "loadBalancingConfig": [{"round_robin": {}}],
+    "methodConfig": [{
+        "name": [{"service": "bloom.v1.BloomFilterService", "method": method}
+                 for method in ("MightContain", "Count", "Stats", "List")],
+        "retryPolicy": {
+            "maxAttempts": 3,
+            "initialBackoff": "0.01s",
+            "maxBackoff": "0.1s",
+            "backoffMultiplier": 2,
+            "retryableStatusCodes": ["UNAVAILABLE"],
+        },
+    }],
+})
 
 
 def _as_bytes(item):
@@ -122,7 +145,12 @@ def _spec(capacity, error_rate, expansion=0, non_scaling=False, window=None, win
 
 
 class BloomClient:
-    """Client of one bloom-server (plaintext or TLS gRPC)."""
+    """Client of a bloom-server (plaintext or TLS gRPC).
+
+    target: "host:port", or several pods of a replicated deployment: "dns:///name:port" (every
+    address the name has, e.g. a headless Service's) or "ipv4:10.0.0.1:50051,10.0.0.2:50051".
+    Calls are then spread over the pods that answer, and a pod that goes away is skipped at once.
+    """
 
     def __init__(self, target="127.0.0.1:50051", timeout=10.0, batch_size=10_000, channel=None,
                  token=None, tls=False, root_certificates=None, private_key=None,
@@ -134,7 +162,8 @@ class BloomClient:
                    ("grpc.max_send_message_length", -1),
                    ("grpc.initial_reconnect_backoff_ms", 200),
                    ("grpc.min_reconnect_backoff_ms", 200),
-                   ("grpc.max_reconnect_backoff_ms", 5000)]
+                   ("grpc.max_reconnect_backoff_ms", 5000),
+                   ("grpc.service_config", _SERVICE_CONFIG)]
         if channel is None and (tls or root_certificates or certificate_chain):
             credentials = grpc.ssl_channel_credentials(
                 root_certificates=root_certificates, private_key=private_key,

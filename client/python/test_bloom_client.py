@@ -445,6 +445,33 @@ class ReconnectTest(LoggedTestCase):
         self._restart_and_wait(pipelined=True)
 
 
+class BalancingTest(LoggedTestCase):
+    """A target naming several servers ("ipv4:a,b", as a headless Service's DNS name resolves)
+    spreads the calls over them, and one killed under the client is skipped at once."""
+
+    def test_calls_are_spread_and_a_killed_server_is_skipped(self):
+        servers = [ServerFixture(), ServerFixture()]  # independent: each holds its own "f"
+        try:
+            for server in servers:
+                with BloomClient(server.target) as direct:
+                    direct.reserve("f", capacity=1000, error_rate=0.01)
+                    direct.add("f", ["x"])
+            with BloomClient("ipv4:" + ",".join(s.target for s in servers), timeout=5) as client:
+                for _ in range(20):
+                    self.assertEqual(client.might_contain("f", ["x", "y"]), [True, False])
+                for server in servers:
+                    with BloomClient(server.target) as direct:
+                        self.assertGreater(direct.stats("f").checks, 0, server.target)
+                servers[0].kill()
+                time.sleep(0.3)  # the closed connection takes it out of the rotation
+                for i in range(20):
+                    self.assertEqual(client.might_contain("f", ["x"]), [True], f"call {i}")
+        finally:
+            for server in servers:
+                if server.stopped_at is None:
+                    server.stop()
+
+
 class SecureServerTest(LoggedTestCase):
     """TLS plus a token file: the client's tls and token arguments."""
 

@@ -138,7 +138,10 @@ func (c *Client) LastSequence() uint64 { return c.sequence.value.Load() }
 // ObserveSequence raises LastSequence to one learned elsewhere (another client that wrote).
 func (c *Client) ObserveSequence(v uint64) { c.sequence.observe(v) }
 
-// Dial returns a client for target ("host:port"); gRPC connects on first use.
+// Dial returns a client for target; gRPC connects on first use. target is "host:port", or
+// "dns:///name:port" for several pods of a replicated deployment (every address the name has,
+// e.g. a headless Service's): calls are then spread over the pods that answer, and a pod that
+// goes away is skipped at once.
 func Dial(target string, opts Options) (*Client, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 10 * time.Second
@@ -159,7 +162,13 @@ func Dial(target string, opts Options) (*Client, error) {
 		},
 		MinConnectTimeout: 200 * time.Millisecond,
 	})
-	conn, err := grpc.Dial(target, transport, reconnect)
+	// round_robin: with several addresses, a connection to each, calls spread over those that
+	// answer (one address: as pick_first). grpc-go reads each connection on a goroutine of its
+	// own, so a pod that goes away leaves the rotation at once; the C-core clients (C++, Python)
+	// also retry reads for the case where they had not noticed yet. grpc-go 1.33 does not
+	// retry without GRPC_GO_RETRY=on, and has no need to here.
+	balance := grpc.WithDefaultServiceConfig(`{"loadBalancingConfig": [{"round_robin": {}}]}`)
+	conn, err := grpc.Dial(target, transport, reconnect, balance)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/resolver"
+	"google.golang.org/grpc/resolver/manual"
 	"google.golang.org/grpc/status"
 )
 
@@ -588,4 +590,47 @@ func TestTlsAndTokensWithRoles(t *testing.T) {
 	plaintext := dial(t, server.target, Options{Token: "s3cret-token", Timeout: 3 * time.Second})
 	_, err := plaintext.Stats(ctx, "go:pipelined-false")
 	wantCode(t, err, codes.Unavailable, "a plaintext call to a TLS server")
+}
+
+// A target naming several servers spreads the calls over them, and one killed under the client
+// is skipped at once. The addresses come from a manual resolver here, as a headless Service's
+// "dns:///" name would give them; the servers are independent, each with its own filter.
+func TestSeveralServersShareTheCallsAndAKilledOneIsSkipped(t *testing.T) {
+	ctx := context.Background()
+	servers := []*testServer{startServer(t), startServer(t)}
+	pods, unregister := manual.GenerateAndRegisterManualResolver()
+	t.Cleanup(unregister)
+	var addresses []resolver.Address
+	for _, server := range servers {
+		direct := dial(t, server.target, Options{})
+		if _, err := direct.AddOrCreate(ctx, "go:f", spec, [][]byte{[]byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+		addresses = append(addresses, resolver.Address{Addr: server.target})
+	}
+	pods.InitialState(resolver.State{Addresses: addresses})
+	client := dial(t, pods.Scheme()+":///pods", Options{Timeout: 5 * time.Second})
+	for i := 0; i < 20; i++ {
+		got, err := client.MightContain(ctx, "go:f", [][]byte{[]byte("x"), []byte("y")})
+		if err != nil || !got[0] || got[1] {
+			t.Fatalf("call %d: %v %v", i, got, err)
+		}
+	}
+	for _, server := range servers {
+		stats, err := dial(t, server.target, Options{}).Stats(ctx, "go:f")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stats.Checks == 0 {
+			t.Errorf("%s served no check", server.target)
+		}
+	}
+	servers[0].kill()
+	time.Sleep(300 * time.Millisecond) // the closed connection takes it out of the rotation
+	for i := 0; i < 20; i++ {
+		got, err := client.MightContain(ctx, "go:f", [][]byte{[]byte("x")})
+		if err != nil || !got[0] {
+			t.Fatalf("call %d after a server was killed: %v %v", i, got, err)
+		}
+	}
 }

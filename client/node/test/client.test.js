@@ -278,6 +278,34 @@ test('a broken pipelined stream fails its calls with UNAVAILABLE', async (t) => 
   }
 });
 
+test('a target naming several servers spreads the calls and skips one killed', async (t) => {
+  // "ipv4:a,b", as a headless Service's DNS name resolves; the servers are independent, each
+  // with its own filter.
+  const servers = [await startServer(t), await startServer(t)];
+  for (const server of servers) {
+    const direct = new BloomClient(server.target);
+    await direct.add('node:f', ['x'], { createIfMissing: spec });
+    direct.close();
+  }
+  const client = new BloomClient(`ipv4:${servers.map((s) => s.target).join(',')}`,
+    { timeoutMs: 5000 });
+  t.after(() => client.close());
+  for (let i = 0; i < 20; i += 1) {
+    assert.deepEqual(await client.mightContain('node:f', ['x', 'y']), [true, false]);
+  }
+  for (const server of servers) {
+    const direct = new BloomClient(server.target);
+    const stats = await direct.stats('node:f');
+    direct.close();
+    assert.ok(Number(stats.checks) > 0, `${server.target} served no check`);
+  }
+  servers[0].kill();
+  await new Promise((resolve) => setTimeout(resolve, 300)); // the closed connection is seen
+  for (let i = 0; i < 20; i += 1) {
+    assert.deepEqual(await client.mightContain('node:f', ['x']), [true], `call ${i}`);
+  }
+});
+
 test('TLS and tokens with roles', async (t) => {
   const probe = await startServer(t); // only for a temp dir that is cleaned up
   const { certFile, keyFile, cert } = selfSigned(probe.dir);
