@@ -77,6 +77,14 @@ absl::StatusOr<std::unique_ptr<BloomServer>> BloomServer::Start(storage::FilterS
         static_cast<int>(
             std::min<int64_t>(absl::ToInt64Milliseconds(options.max_connection_idle), INT32_MAX)));
   }
+  if (options.max_connection_age > absl::ZeroDuration()) {
+    // gRPC's grace after the GOAWAY stays unbounded: Pipeline streams and followers' log
+    // streams go on to their end on the old connection; new calls open a new one.
+    builder.AddChannelArgument(
+        GRPC_ARG_MAX_CONNECTION_AGE_MS,
+        static_cast<int>(
+            std::min<int64_t>(absl::ToInt64Milliseconds(options.max_connection_age), INT32_MAX)));
+  }
   grpc::ResourceQuota quota("bloom-server");
   if (options.transport_memory_bytes > 0) {
     quota.Resize(static_cast<size_t>(options.transport_memory_bytes));

@@ -79,6 +79,10 @@ ABSL_FLAG(int32_t, item_call_threads, 0,
 ABSL_FLAG(absl::Duration, max_connection_idle, absl::Minutes(5),
           "a client connection with no call in flight for this long is closed (GOAWAY; gRPC "
           "clients reconnect on their next call), so idle connections do not pile up; 0 = never");
+ABSL_FLAG(absl::Duration, max_connection_age, absl::ZeroDuration(),
+          "a client connection is sent GOAWAY after this long (+-10%), so that clients balancing "
+          "over a DNS name (dns:/// and a headless Service) resolve it again and find pods added "
+          "since; calls and streams in flight finish on the old connection; 0 = never");
 ABSL_FLAG(std::string, max_message_bytes, "16Mi", "largest request message, e.g. 4Mi, 16Mi");
 ABSL_FLAG(uint64_t, pipeline_window, 64,
           "operations a Pipeline stream reads ahead of their answers before it stops reading "
@@ -373,8 +377,12 @@ absl::StatusOr<ServerConfig> ConfigFromFlags(const bloomsys::ContainerMemory& co
   server.transport_memory_bytes = static_cast<int64_t>(transport_memory);
   server.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
   server.max_connection_idle = absl::GetFlag(FLAGS_max_connection_idle);
-  if (server.max_concurrent_streams < 1 || server.max_connection_idle < absl::ZeroDuration()) {
-    return Invalid("--max_concurrent_streams must be positive, --max_connection_idle not negative");
+  server.max_connection_age = absl::GetFlag(FLAGS_max_connection_age);
+  if (server.max_concurrent_streams < 1 || server.max_connection_idle < absl::ZeroDuration() ||
+      server.max_connection_age < absl::ZeroDuration()) {
+    return Invalid(
+        "--max_concurrent_streams must be positive, --max_connection_idle and "
+        "--max_connection_age not negative");
   }
   server.item_call_threads = absl::GetFlag(FLAGS_item_call_threads);
   if (server.item_call_threads < 0 || server.item_call_threads > 64) {

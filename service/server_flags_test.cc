@@ -101,17 +101,29 @@ TEST_F(FlagsTest, BadValuesAreRefusedNamingTheFlag) {
   const struct {
     const char* flag;
     const char* value;
-  } kBad[] = {{"memory_limit", "lots"},          {"max_batch", "0"},
-              {"pipeline_window", "0"},          {"max_message_bytes", "100"},
-              {"max_message_bytes", "4Gi"},      {"transport_memory", "200%"},
-              {"transfer_min_rate", "fast"},     {"max_concurrent_streams", "0"},
-              {"max_connection_idle", "-1s"},    {"server_model", "threads"},
-              {"open_methods", "everything"},    {"tls_client_ca_file", "/ca.pem"},
-              {"min_replica_acks", "-1"},        {"min_replica_acks", "17"},
-              {"replica_ack_timeout", "0s"},     {"max_replica_lag", "-1s"},
-              {"replication_log_limit", "much"}, {"replicate_from", "primary-without-port"},
-              {"checkpoint_write_rate", "-1"},   {"replication_cert_file", "/client.crt"},
-              {"item_call_threads", "-1"},       {"item_call_threads", "65"}};
+  } kBad[] = {{"memory_limit", "lots"},
+              {"max_batch", "0"},
+              {"pipeline_window", "0"},
+              {"max_message_bytes", "100"},
+              {"max_message_bytes", "4Gi"},
+              {"transport_memory", "200%"},
+              {"transfer_min_rate", "fast"},
+              {"max_concurrent_streams", "0"},
+              {"max_connection_idle", "-1s"},
+              {"max_connection_age", "-1s"},
+              {"server_model", "threads"},
+              {"open_methods", "everything"},
+              {"tls_client_ca_file", "/ca.pem"},
+              {"min_replica_acks", "-1"},
+              {"min_replica_acks", "17"},
+              {"replica_ack_timeout", "0s"},
+              {"max_replica_lag", "-1s"},
+              {"replication_log_limit", "much"},
+              {"replicate_from", "primary-without-port"},
+              {"checkpoint_write_rate", "-1"},
+              {"replication_cert_file", "/client.crt"},
+              {"item_call_threads", "-1"},
+              {"item_call_threads", "65"}};
   for (const auto& bad : kBad) {
     absl::FlagSaver restore;
     SetFlag(bad.flag, bad.value);

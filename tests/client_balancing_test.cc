@@ -1,6 +1,6 @@
 // BloomClient with a target that names every pod of a replicated deployment: its calls are
 // spread over the pods, it reads its own writes whichever pod answers, and a pod killed under it
-// is skipped at once.
+// is skipped at once. And --max_connection_age, which makes such clients look for new pods.
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -13,6 +13,7 @@
 #include "common/testing.h"
 #include "gtest/gtest.h"
 #include "tests/replication_cluster.h"
+#include "tests/server_process.h"
 
 namespace {
 
@@ -120,6 +121,35 @@ TEST_P(ClientBalancingTest, AKilledFollowerIsSkippedWithoutFailingTheCallsAfterI
     }
     EXPECT_LE(failed_writes, 1) << "after follower " << victim << " was killed";
     ASSERT_TRUE(cluster.StartFollower(victim));  // back on its port, for the next round
+  }
+}
+
+// --max_connection_age: the server sends each connection GOAWAY after its age, so a client
+// balancing over a DNS name resolves it again (and finds pods added since). A pipelined
+// client's stream, opened before, goes on to its end on the old connection.
+TEST(ClientConnectionAgeTest, AConnectionIsSentAwayAfterItsAgeWhileItsStreamGoesOn) {
+  bloomtest::TempDir data;
+  auto server = bloomtest::ServerProcess::Start(data.path(), {"--max_connection_age=1s"});
+  ASSERT_NE(server, nullptr);
+  ClientOptions options;
+  options.pipelined = true;
+  auto pipelined = BloomClient::Connect(server->target(), options);
+  auto unary = BloomClient::Connect(server->target());
+  const bloom::v1::FilterSpec spec = Spec();
+  ASSERT_TRUE(pipelined->Add("aged", {"early"}, &spec).ok());
+  ASSERT_TRUE(unary->MightContain("aged", {"early"}).ok());
+  ASSERT_EQ(unary->channel()->GetState(/*try_to_connect=*/false), GRPC_CHANNEL_READY);
+  // The GOAWAY comes after 0.9-1.1 s: the unary client's channel leaves READY.
+  EXPECT_TRUE(unary->channel()->WaitForStateChange(
+      GRPC_CHANNEL_READY, absl::ToChronoTime(absl::Now() + absl::Seconds(10))));
+  absl::SleepFor(absl::Milliseconds(500));
+  for (int i = 0; i < 20; ++i) {  // both clients go on without an error
+    const std::string item = absl::StrCat("late-", i);
+    absl::StatusOr<std::vector<bool>> added = pipelined->Add("aged", {item}, &spec);
+    ASSERT_TRUE(added.ok()) << added.status();
+    absl::StatusOr<std::vector<bool>> present = unary->MightContain("aged", {item, "early"});
+    ASSERT_TRUE(present.ok()) << present.status();
+    EXPECT_EQ(*present, std::vector<bool>({true, true}));
   }
 }
 
