@@ -1,13 +1,13 @@
 // ReconnectPoller: drives a channel's reconnection while its calls fail fast, so that a
 // synchronous client is back as soon as a restarted server serves again.
 //
-// Why it is needed: gRPC C-core (1.51, pick_first) keeps a channel in TRANSIENT_FAILURE until a
-// new connection is READY, and a fail-fast call made meanwhile fails at once, without polling.
+// Why it is needed: gRPC C-core (1.51) keeps a channel in TRANSIENT_FAILURE until a new
+// connection is READY, and a fail-fast call made meanwhile fails at once, without polling.
 // The reconnection's own socket events (the connect, the server's SETTINGS frame) are read only
 // by a thread that polls, and a synchronous client has none between its calls but gRPC's
-// backup poller, which runs every 5 seconds by default (grpc/grpc#28866). A pod back in a
-// second stayed unreachable to such a client for 5 to 15 seconds, and with the backup poller
-// off, for ever.
+// backup poller, which runs every 5 seconds by default (grpc/grpc#28866). Without this class, a
+// pod back in a second stays unreachable to such a client for 5 to 15 seconds, and with the
+// backup poller off, for ever.
 //
 // After a call fails UNAVAILABLE, Wake() has a thread wait on the channel's state changes,
 // which polls its sockets, until the channel is READY again. It gives up when no call has

@@ -5,8 +5,8 @@ grpcio uses gRPC's C core, which keeps a channel in TRANSIENT_FAILURE until a ne
 READY and fails every call made meanwhile at once, without polling. The reconnection's socket
 events (the connect, the server's SETTINGS frame) are read only by a thread that polls, and a
 client has none between its calls but gRPC's backup poller, every 5 seconds by default
-(grpc/grpc#28866): a server back in a second stayed unreachable to this client for about 4
-more.
+(grpc/grpc#28866): without this module, a server back in a second stays unreachable to this
+client for about 4 seconds more.
 
 After a call fails UNAVAILABLE, ReconnectPoller.wake() waits for the channel to be ready
 (grpc.channel_ready_future, whose subscription polls the channel) until it is READY, or until no
