@@ -94,7 +94,7 @@ absl::StatusOr<std::unique_ptr<FilterStore>> FilterStore::Open(const StoreOption
     // delete orphaned pages before this pod takes any write).
     store->db_->SetWriteGate([raw] { return raw->CheckWritable(); });
   }
-  if (options.memory_limit_bytes != 0) {
+  if (options.memory_limit_bytes != 0 && options.background_eviction) {
     store->evictor_ = std::thread([raw] { raw->EvictLoop(); });
   }
   if (options.background_checkpoints && !options.replica) {

@@ -239,6 +239,8 @@ class FilterStore {
 
   const LoadReport& load_report() const { return load_report_; }
   size_t num_filters() const { return registry_.size(); }
+  // Whether `name` is in memory now: no lookup on disk, and it does not count as a use.
+  bool IsResident(absl::string_view name) const { return registry_.Find(name) != nullptr; }
   uint64_t memory_used() const { return budget_.used(); }
   Database& database() { return *db_; }
 

@@ -37,6 +37,11 @@ struct StoreOptions {
   const bloom::Clock* clock = bloom::Clock::Real();
   // Run the background checkpointer (tests turn it off to control checkpoints).
   bool background_checkpoints = true;
+  // With a memory limit, run the background evictor, which a charge past the limit wakes.
+  // Without it nothing is evicted until EvictToBudget is called: tests that assert which
+  // filters a round evicts turn it off, because a background round can start while a Reserve
+  // holds its name's lock stripe and pass over a candidate that shares the stripe.
+  bool background_eviction = true;
   // Start without reading any filter: only the journal is scanned (to know which filters have
   // adds to replay), and every filter loads on first use. Start-up time then does not depend on
   // the number of filters; what an eager start-up also does (report unreadable filters, delete
