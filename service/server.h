@@ -53,7 +53,7 @@ struct ServerOptions {
   absl::Duration max_connection_idle = absl::Minutes(5);
   // A connection is sent GOAWAY after this long (gRPC adds +-10%), so that clients balancing
   // over a DNS name resolve it again; what is in flight finishes on it. Zero: never.
-  absl::Duration max_connection_age = absl::ZeroDuration();
+  absl::Duration max_connection_age = absl::Minutes(10);
   // What gRPC may hold in buffers of received data across all connections (its ResourceQuota);
   // past it, it shrinks flow-control windows and cancels calls. 0: unbounded.
   int64_t transport_memory_bytes = 0;

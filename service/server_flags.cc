@@ -79,7 +79,7 @@ ABSL_FLAG(int32_t, item_call_threads, 0,
 ABSL_FLAG(absl::Duration, max_connection_idle, absl::Minutes(5),
           "a client connection with no call in flight for this long is closed (GOAWAY; gRPC "
           "clients reconnect on their next call), so idle connections do not pile up; 0 = never");
-ABSL_FLAG(absl::Duration, max_connection_age, absl::ZeroDuration(),
+ABSL_FLAG(absl::Duration, max_connection_age, absl::Minutes(10),
           "a client connection is sent GOAWAY after this long (+-10%), so that clients balancing "
           "over a DNS name (dns:/// and a headless Service) resolve it again and find pods added "
           "since; calls and streams in flight finish on the old connection; 0 = never");

@@ -93,6 +93,8 @@ TEST_F(FlagsTest, TheDefaultsMakeAValidConfig) {
   EXPECT_EQ(config->store.memory_limit_bytes, 2ULL << 30);  // 50% of the container
   EXPECT_EQ(config->server.transport_memory_bytes, 256 << 20);
   EXPECT_EQ(config->server.max_message_bytes, 16 << 20);
+  // Clients balancing over a DNS name find pods added by scaling up within this (operations.md).
+  EXPECT_EQ(config->server.max_connection_age, absl::Minutes(10));
   EXPECT_EQ(config->server.limits.transfer_min_bytes_per_second, 64u << 10);
   EXPECT_TRUE(config->warnings.empty());
 }
