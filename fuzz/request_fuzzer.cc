@@ -149,10 +149,12 @@ void RunPipelineParse(const uint8_t* data, size_t size) {
           (read[i].kind == service::PipelineOperationView::Kind::kNone) ==
               (op.op_case() == bloom::v1::PipelineRequest::OP_NOT_SET) &&
           (read[i].kind == service::PipelineOperationView::Kind::kAdd) == op.has_add() &&
-          (read[i].kind == service::PipelineOperationView::Kind::kRemove) == op.has_remove();
+          (read[i].kind == service::PipelineOperationView::Kind::kRemove) == op.has_remove() &&
+          (read[i].kind == service::PipelineOperationView::Kind::kCount) == op.has_count();
       if (!kind_agrees) abort();
       const std::string& name = op.has_add()      ? op.add().name()
                                 : op.has_remove() ? op.remove().name()
+                                : op.has_count()  ? op.count().name()
                                                   : op.might_contain().name();
       if (strict && op.op_case() != bloom::v1::PipelineRequest::OP_NOT_SET &&
           read[i].request.name != name) {

@@ -295,7 +295,8 @@ const char* RpcName(Rpc rpc) {
                                                    "Merge",
                                                    "Remove",
                                                    "Count",
-                                                   "Pipeline.Remove"};
+                                                   "Pipeline.Remove",
+                                                   "Pipeline.Count"};
   return kNames[static_cast<size_t>(rpc)];
 }
 

@@ -63,8 +63,9 @@ enum class Rpc {
   kRemove,
   kCount,
   kPipelineRemove,
+  kPipelineCount,
 };
-inline constexpr size_t kNumRpcs = 15;
+inline constexpr size_t kNumRpcs = 16;
 const char* RpcName(Rpc rpc);
 
 // Replication figures, read at scrape time from the follower or the primary's replication

@@ -84,8 +84,8 @@ class WireReader {
   const char* const end_;
 };
 
-// Fields 1-3 are the same in both requests; `field4` reads the request's own fields 4 and 5
-// (given the field number).
+// Fields 1-3 are the same in every items request; `field4` reads the request's own fields 4
+// and 5 (given the field number).
 template <typename Field4>
 bool ParseItemsRequest(absl::string_view bytes, ItemsRequestView* out, Field4 field4) {
   *out = ItemsRequestView();
@@ -223,6 +223,16 @@ bool ParseRemoveRequest(absl::string_view bytes, ItemsRequestView* out) {
                            });
 }
 
+bool ParseCountRequest(absl::string_view bytes, ItemsRequestView* out) {
+  return ParseItemsRequest(bytes, out,
+                           [out](WireReader& reader, uint32_t field, uint32_t wire_type) {
+                             if (field != 4 || wire_type != kVarint) {
+                               return reader.SkipField(wire_type);
+                             }
+                             return reader.ReadVarint(&out->min_sequence);
+                           });
+}
+
 namespace {
 
 // PipelineRequest's fields.
@@ -231,6 +241,7 @@ constexpr uint32_t kPipelineAdd = 2;
 constexpr uint32_t kPipelineMightContain = 3;
 constexpr uint32_t kPipelineMore = 4;
 constexpr uint32_t kPipelineRemove = 5;
+constexpr uint32_t kPipelineCount = 6;
 
 // One PipelineRequest's own fields into `op`; its `more` entries into `more` (null: count them
 // in op->nested_more). The oneof's message comes in one piece as clients send it; protobuf
@@ -250,7 +261,7 @@ bool ParseOperation(absl::string_view bytes, PipelineOperationView* op,
     if (field == kPipelineId && wire_type == kVarint) {
       read = reader.ReadVarint(&op->id);
     } else if ((field == kPipelineAdd || field == kPipelineMightContain ||
-                field == kPipelineRemove) &&
+                field == kPipelineRemove || field == kPipelineCount) &&
                wire_type == kLengthDelimited) {
       absl::string_view value;
       read = reader.ReadLengthDelimited(&value);
@@ -281,9 +292,13 @@ bool ParseOperation(absl::string_view bytes, PipelineOperationView* op,
       op->kind = PipelineOperationView::Kind::kMightContain;
       parse = ParseMightContainRequest;
       break;
-    default:
+    case kPipelineRemove:
       op->kind = PipelineOperationView::Kind::kRemove;
       parse = ParseRemoveRequest;
+      break;
+    default:
+      op->kind = PipelineOperationView::Kind::kCount;
+      parse = ParseCountRequest;
   }
   if (pieces.size() == 1) return parse(pieces.front(), &op->request);
   // Protobuf parses each piece as a message of its own before merging them: a piece that is

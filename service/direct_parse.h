@@ -1,6 +1,6 @@
-// Reads bloom.v1.AddRequest, MightContainRequest, RemoveRequest and PipelineRequest straight
-// from their wire bytes, and writes Add and MightContain responses, without protobuf messages:
-// the items stay views into the received bytes.
+// Reads bloom.v1.AddRequest, MightContainRequest, RemoveRequest, CountRequest and
+// PipelineRequest straight from their wire bytes, and writes Add and MightContain responses,
+// without protobuf messages: the items stay views into the received bytes.
 //
 // Why: protobuf's parse turns every item into a std::string (a heap allocation for each item
 // longer than 15 bytes, freed again with the call) in a repeated field, a large share of a
@@ -34,7 +34,8 @@ struct ItemsRequestView {
   // answers.
   std::vector<absl::string_view> items;
   size_t text_items = 0;  // how many of `items` came from field 2
-  // MightContainRequest.absent_if_missing (field 4) and min_sequence (field 5).
+  // MightContainRequest.absent_if_missing (field 4) and min_sequence (field 5);
+  // CountRequest.min_sequence (field 4).
   bool absent_if_missing = false;
   uint64_t min_sequence = 0;
   // AddRequest.create_if_missing (field 4): a FilterSpec's encodings, to be merged in order
@@ -49,13 +50,15 @@ bool ParseMightContainRequest(absl::string_view bytes, ItemsRequestView* out);
 
 // A RemoveRequest (fields 1-3 as the others'; nothing else is read).
 bool ParseRemoveRequest(absl::string_view bytes, ItemsRequestView* out);
+// A CountRequest (fields 1-3 as the others', and its min_sequence).
+bool ParseCountRequest(absl::string_view bytes, ItemsRequestView* out);
 
 // One operation of a bloom.v1.PipelineRequest: the message's own, or one of its `more`.
 struct PipelineOperationView {
-  enum class Kind { kNone, kAdd, kMightContain, kRemove };
+  enum class Kind { kNone, kAdd, kMightContain, kRemove, kCount };
   uint64_t id = 0;
   Kind kind = Kind::kNone;   // kNone: the message carried no operation
-  ItemsRequestView request;  // its AddRequest, MightContainRequest or RemoveRequest
+  ItemsRequestView request;  // its AddRequest, MightContainRequest, RemoveRequest or CountRequest
   // For an operation in `more`: the `more` entries it carried itself (operations nest one level
   // only: the stream refuses any).
   size_t nested_more = 0;

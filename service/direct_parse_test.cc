@@ -73,7 +73,7 @@ TEST(DirectParseTest, FieldOrderRepeatsAndUnknownFieldsAsProtobuf) {
       "\x12\x01" "a"           // items: "a"
       "\x1a\x02\xff\x00"       // raw_items: ff 00
       "\x0a\x01" "f"           // name: "f"
-      "\x28\x05"               // field 5 varint (unknown)
+      "\x28\x05"               // min_sequence: 5
       "\x12\x01" "b"           // items: "b"
       "\x20\x02"               // absent_if_missing: 2 (true)
       "\x31" "12345678"        // field 6 fixed64 (unknown)
@@ -94,6 +94,36 @@ TEST(DirectParseTest, FieldOrderRepeatsAndUnknownFieldsAsProtobuf) {
   EXPECT_EQ(view.text_items, 2u);
   EXPECT_TRUE(view.absent_if_missing);
   EXPECT_EQ(proto.absent_if_missing(), view.absent_if_missing);
+  EXPECT_EQ(view.min_sequence, 5u);
+  EXPECT_EQ(proto.min_sequence(), view.min_sequence);
+}
+
+// A check or a count with `items` that are not UTF-8 is read by protobuf's twin with items as
+// bytes (items_as_bytes.h): it keeps min_sequence (read-your-writes through a follower) as the
+// direct parse does.
+TEST(DirectParseTest, ItemsThatAreNotUtf8KeepTheMinSequence) {
+  const std::string binary("\xff\xfe", 2);
+  bloom::v1::MightContainRequest check;
+  check.set_name("f");
+  check.add_items(binary);  // C++ protobuf serializes it; its parse refuses it
+  check.set_min_sequence(9);
+  bloom::v1::CountRequest count;
+  count.set_name("f");
+  count.add_items(binary);
+  count.set_min_sequence(11);
+  ItemsRequestView view;
+  bloom::v1::MightContainRequest check_read;
+  ASSERT_FALSE(check_read.ParseFromString(check.SerializeAsString()));
+  ASSERT_TRUE(bloom::wire::ParseLeniently(check.SerializeAsString(), &check_read));
+  ASSERT_TRUE(ParseMightContainRequest(check.SerializeAsString(), &view));
+  EXPECT_EQ(check_read.min_sequence(), 9u);
+  EXPECT_EQ(view.min_sequence, 9u);
+  bloom::v1::CountRequest count_read;
+  ASSERT_TRUE(bloom::wire::ParseLeniently(count.SerializeAsString(), &count_read));
+  ASSERT_TRUE(ParseCountRequest(count.SerializeAsString(), &view));
+  EXPECT_EQ(count_read.min_sequence(), 11u);
+  EXPECT_EQ(view.min_sequence, 11u);
+  EXPECT_EQ(view.items, (std::vector<absl::string_view>{binary}));
 }
 
 // Text and raw items interleaved on the wire, in an AddRequest with its spec between them: the

@@ -377,8 +377,10 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* PipelineStreams::St
     };
     return new Refused(caller.status());
   }
-  // Tells clients that this server answers a PipelineRequest's `more` (see bloom.proto).
+  // Tells clients that this server answers a PipelineRequest's `more` and its `count` (see
+  // bloom.proto): servers that predate either end the stream on it.
   context->AddInitialMetadata("bloom-pipeline-more", "1");
+  context->AddInitialMetadata("bloom-pipeline-count", "1");
   auto reactor = std::make_shared<PipelineReactor>(service, this, *std::move(caller));
   bool draining = false;
   {

@@ -1,5 +1,6 @@
-// Pipeline: bloom.v1's Pipeline stream, many Add/MightContain operations over one long-lived
-// bidirectional stream, answered in request order (see the rpc's comment in bloom.proto).
+// Pipeline: bloom.v1's Pipeline stream, many Add/MightContain/Remove/Count operations over one
+// long-lived bidirectional stream, answered in request order (see the rpc's comment in
+// bloom.proto).
 //
 // Each stream is a PipelineReactor on gRPC's callback API, so a stream costs no thread. It reads
 // each PipelineRequest as bytes and parses it into views of its items (direct_parse.h), which

@@ -23,7 +23,9 @@ using Kind = PipelineOperationView::Kind;
 // which is only slower).
 bool Mergeable(const PipelineOperationView& a, const PipelineOperationView& b) {
   if (a.kind != b.kind || a.request.name != b.request.name) return false;
-  if (a.kind == Kind::kRemove) return false;  // each answers its own removed[]
+  // Each remove answers its own removed[]; a count is a call of its own too (they are rare
+  // enough that merging them would only add code).
+  if (a.kind == Kind::kRemove || a.kind == Kind::kCount) return false;
   return a.kind != Kind::kAdd || a.request.create_if_missing == b.request.create_if_missing;
 }
 
@@ -51,13 +53,13 @@ absl::StatusOr<std::shared_ptr<const PipelineBatch::Message>> PipelineBatch::Rea
   const std::vector<PipelineOperationView>& read = message->operations;
   if (read.front().kind == Kind::kNone) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "PipelineRequest id ", id, " has no operation (add, might_contain or remove)"));
+        "PipelineRequest id ", id, " has no operation (add, might_contain, remove or count)"));
   }
   for (size_t i = 1; i < read.size(); ++i) {
     if (read[i].kind == Kind::kNone) {
       return absl::InvalidArgumentError(
           absl::StrCat("PipelineRequest id ", id, ": more (id ", read[i].id,
-                       ") has no operation (add, might_contain or remove)"));
+                       ") has no operation (add, might_contain, remove or count)"));
     }
     if (read[i].nested_more > 0) {
       return absl::InvalidArgumentError(
@@ -120,6 +122,9 @@ void PipelineBatch::Queue(storage::OperationBatch& store_batch,
     if (run.front().view().kind == Kind::kAdd) {
       deferred_sync_ = service_->store()->syncs_adds();
       QueueAdds(store_batch, run, run_responses, queued_.emplace_back(begin, end, start));
+    } else if (run.front().view().kind == Kind::kCount) {
+      AnswerCount(store_batch, run.front(), run_responses.front());
+      RecordRun(begin, end, absl::Now() - start);
     } else if (run.front().view().kind == Kind::kRemove) {
       // Written now, without waiting for the fsync: answered once the batch's is done.
       deferred_sync_ = service_->store()->syncs_adds();
@@ -248,6 +253,21 @@ void PipelineBatch::AnswerRemoves(storage::OperationBatch& store_batch, Run run,
   }
 }
 
+void PipelineBatch::AnswerCount(storage::OperationBatch& store_batch, const Operation& operation,
+                                PipelineResponse& response) {
+  const ItemsRequestView& request = operation.view().request;
+  std::vector<absl::string_view> items;
+  absl::Status status = service_->CollectItems(request, items);
+  absl::StatusOr<std::vector<uint32_t>> counts =
+      status.ok() ? store_batch.Count(request.name, items)
+                  : absl::StatusOr<std::vector<uint32_t>>(status);
+  if (!counts.ok()) {
+    SetOperationError(counts.status(), response);
+    return;
+  }
+  response.mutable_count()->mutable_counts()->Add(counts->begin(), counts->end());
+}
+
 // Checks of one filter: one store call for all, or one each if that fails (so each gets the
 // answer it would get alone, absent_if_missing included).
 void PipelineBatch::AnswerChecks(storage::OperationBatch& store_batch, Run run,
@@ -298,16 +318,15 @@ void PipelineBatch::RecordRun(size_t begin, size_t end, absl::Duration took) {
   if (metrics == nullptr) return;
   for (size_t i = begin; i < end; ++i) {
     const PipelineOperationView& view = operations_[i].view();
-    const bool add = view.kind == Kind::kAdd;
-    const bool remove = view.kind == Kind::kRemove;
     const size_t items = view.request.items.size();
     const auto code = responses_[i].has_error()
                           ? static_cast<absl::StatusCode>(responses_[i].error().code())
                           : absl::StatusCode::kOk;
-    metrics->RecordRpc(add      ? metrics::Rpc::kPipelineAdd
-                       : remove ? metrics::Rpc::kPipelineRemove
-                                : metrics::Rpc::kPipelineMightContain,
-                       code, took, items);
+    metrics::Rpc rpc = metrics::Rpc::kPipelineMightContain;
+    if (view.kind == Kind::kAdd) rpc = metrics::Rpc::kPipelineAdd;
+    if (view.kind == Kind::kRemove) rpc = metrics::Rpc::kPipelineRemove;
+    if (view.kind == Kind::kCount) rpc = metrics::Rpc::kPipelineCount;
+    metrics->RecordRpc(rpc, code, took, items);
   }
 }
 

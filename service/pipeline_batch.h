@@ -119,6 +119,9 @@ class PipelineBatch {
                 QueuedRun& queued);
   // Removes (CUCKOO filters), one store call each, answered now.
   void AnswerRemoves(storage::OperationBatch& store_batch, Run run, Responses responses);
+  // A count (CUCKOO filters), answered now.
+  void AnswerCount(storage::OperationBatch& store_batch, const Operation& operation,
+                   bloom::v1::PipelineResponse& response);
   // Checks of one filter: one store call for all, or one each if that fails.
   void AnswerChecks(storage::OperationBatch& store_batch, Run run, Responses responses);
   void RecordRun(size_t begin, size_t end, absl::Duration took);

@@ -28,6 +28,7 @@ struct Expected {
   std::string name;
   std::vector<std::string> items;
   size_t text_items = 0;
+  uint64_t min_sequence = 0;  // a check's or a count's
 };
 
 template <typename Request>
@@ -43,10 +44,18 @@ Expected ExpectedOf(const PipelineRequest& request) {
   switch (request.op_case()) {
     case PipelineRequest::kAdd:
       return ExpectedOf(request.id(), Kind::kAdd, request.add());
-    case PipelineRequest::kMightContain:
-      return ExpectedOf(request.id(), Kind::kMightContain, request.might_contain());
+    case PipelineRequest::kMightContain: {
+      Expected expected = ExpectedOf(request.id(), Kind::kMightContain, request.might_contain());
+      expected.min_sequence = request.might_contain().min_sequence();
+      return expected;
+    }
     case PipelineRequest::kRemove:
       return ExpectedOf(request.id(), Kind::kRemove, request.remove());
+    case PipelineRequest::kCount: {
+      Expected expected = ExpectedOf(request.id(), Kind::kCount, request.count());
+      expected.min_sequence = request.count().min_sequence();
+      return expected;
+    }
     default:
       return Expected{request.id()};
   }
@@ -67,6 +76,7 @@ void ExpectSame(const std::vector<PipelineOperationView>& read, const PipelineRe
               expected.items)
         << i;
     EXPECT_EQ(read[i].request.text_items, expected.text_items) << i;
+    EXPECT_EQ(read[i].request.min_sequence, expected.min_sequence) << i;
   }
 }
 
@@ -80,7 +90,7 @@ PipelineRequest RandomOperation(std::mt19937_64& random) {
     for (int i = 0; i < items; ++i) op->add_items(absl::StrCat("item-", random() % 100));
     if (random() % 2 == 0) op->add_raw_items(std::string("\x00\xff\x80", 3));
   };
-  switch (random() % 3) {
+  switch (random() % 4) {
     case 0: {
       bloom::v1::AddRequest* add = request.mutable_add();
       fill(add);
@@ -97,8 +107,14 @@ PipelineRequest RandomOperation(std::mt19937_64& random) {
       check->set_min_sequence(random() % 3);
       break;
     }
-    default:
+    case 2:
       fill(request.mutable_remove());
+      break;
+    default: {
+      bloom::v1::CountRequest* count = request.mutable_count();
+      fill(count);
+      count->set_min_sequence(random() % 3);
+    }
   }
   return request;
 }

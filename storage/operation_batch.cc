@@ -109,6 +109,19 @@ absl::Status OperationBatch::MightContainInto(absl::string_view name,
   return filter->MightContain(hashes, present);
 }
 
+absl::StatusOr<std::vector<uint32_t>> OperationBatch::Count(
+    absl::string_view name, absl::Span<const absl::string_view> items) {
+  RETURN_IF_ERROR(store_->CheckOpen());
+  RETURN_IF_ERROR(ValidateFilterName(name));
+  ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> filter,
+                   store_->FindUsable(name, [this] { Flush(); }));
+  RETURN_IF_ERROR(filter->RequireCuckoo("Count"));
+  if (held_.contains(filter.get())) Flush();  // the count must see the add queued before it
+  ItemHashes hashes(items.size());
+  for (size_t i = 0; i < items.size(); ++i) hashes[i] = filter->Hash(items[i]);
+  return filter->CuckooCount(hashes);
+}
+
 absl::StatusOr<std::vector<bool>> OperationBatch::RemoveItems(
     absl::string_view name, absl::Span<const absl::string_view> items) {
   RETURN_IF_ERROR(store_->CheckOpen());

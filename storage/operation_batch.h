@@ -73,6 +73,10 @@ class OperationBatch {
   // for other filters are flushed first only when the lookup must wait).
   absl::StatusOr<std::vector<bool>> RemoveItems(absl::string_view name,
                                                 absl::Span<const absl::string_view> items);
+  // As FilterStore::Count (CUCKOO filters), answered now; like a check, it sees every add
+  // queued before it.
+  absl::StatusOr<std::vector<uint32_t>> Count(absl::string_view name,
+                                              absl::Span<const absl::string_view> items);
   // Writes the pending adds (one RocksDB write) and applies them. A no-op when none is pending.
   void Flush();
   // The result of Add `ticket`, as FilterStore::Add would answer it; flushes first if needed.

@@ -1,6 +1,6 @@
 // CUCKOO filters over the wire: the real bloom-server binary, a fresh data dir, port 0.
-// Reserve and Add with kind CUCKOO, Remove, Count, Stats, Pipeline removes, kill -9, and every
-// refusal with its code and message.
+// Reserve and Add with kind CUCKOO, Remove, Count, Stats, Pipeline removes and counts, kill -9,
+// and every refusal with its code and message.
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 
@@ -160,6 +160,82 @@ TEST_F(CuckooServerTest, CreateIfMissingAndPipelineRemoves) {
                               response.more(0).might_contain().present().end()),
             (std::vector<bool>{false, true}));
   EXPECT_EQ(response.more(1).error().code(), static_cast<int>(grpc::StatusCode::NOT_FOUND));
+}
+
+// A Pipeline count answers what the unary Count would, after the adds and removes sent before
+// it on the stream, and fails alone as the unary call fails; the stream's headers say the
+// server takes counts (older servers end the stream on one).
+TEST_F(CuckooServerTest, PipelineCountsSeeTheOperationsBeforeThemAndFailAlone) {
+  const bloom::v1::FilterSpec spec = CuckooSpec(1000, 0.01);
+  bloom::v1::FilterSpec bloom_spec;
+  bloom_spec.set_capacity(1000);
+  bloom_spec.set_error_rate(0.01);
+  ASSERT_OK(client_->Reserve("bloom", bloom_spec).status());
+  uint64_t next_id = 1;
+  bloom::v1::PipelineRequest request;
+  auto operation = [&]() -> bloom::v1::PipelineRequest* {
+    bloom::v1::PipelineRequest* op = next_id == 1 ? &request : request.add_more();
+    op->set_id(next_id++);
+    return op;
+  };
+  auto count = [&](const std::string& name, const std::vector<std::string>& items) {
+    bloom::v1::CountRequest* count = operation()->mutable_count();
+    count->set_name(name);
+    for (const std::string& item : items) count->add_raw_items(item);
+  };
+  bloom::v1::AddRequest* add = operation()->mutable_add();
+  add->set_name("feed:u2");
+  for (const char* item : {"a", "a", "b"}) add->add_items(item);
+  *add->mutable_create_if_missing() = spec;
+  count("feed:u2", {"a", "b", "z"});  // 1: after the add
+  bloom::v1::RemoveRequest* remove = operation()->mutable_remove();
+  remove->set_name("feed:u2");
+  remove->add_items("a");
+  count("feed:u2", {"a"});  // 3: after the remove
+  count("bloom", {"a"});
+  count("missing", {"a"});
+  count("feed:u2", std::vector<std::string>(1001, "x"));  // --max_batch=1000
+  count("feed:u2", {"b"});                                // the stream goes on
+
+  grpc::ClientContext context;
+  auto stream = stub_->Pipeline(&context);
+  ASSERT_TRUE(stream->Write(request));
+  stream->WritesDone();
+  bloom::v1::PipelineResponse response;
+  ASSERT_TRUE(stream->Read(&response));
+  const grpc::Status finished = stream->Finish();
+  ASSERT_TRUE(finished.ok()) << finished.error_message();
+  const auto& headers = context.GetServerInitialMetadata();
+  ASSERT_NE(headers.find("bloom-pipeline-count"), headers.end());
+  EXPECT_EQ(headers.find("bloom-pipeline-count")->second, "1");
+
+  ASSERT_EQ(response.more_size(), 7) << response.DebugString();
+  auto counts = [&](int more) {
+    const bloom::v1::PipelineResponse& answer = response.more(more);
+    EXPECT_TRUE(answer.has_count()) << more << ": " << answer.DebugString();
+    return std::vector<uint32_t>(answer.count().counts().begin(), answer.count().counts().end());
+  };
+  ASSERT_TRUE(response.has_add()) << response.DebugString();
+  EXPECT_EQ(counts(0), (std::vector<uint32_t>{2, 1, 0}));
+  EXPECT_EQ(response.more(1).remove().removed_size(), 1);
+  EXPECT_EQ(counts(2), (std::vector<uint32_t>{1}));
+  const struct {
+    int more;
+    grpc::StatusCode code;
+    const char* says;
+  } kRefused[] = {{3, grpc::StatusCode::FAILED_PRECONDITION, "BLOOM filter"},
+                  {4, grpc::StatusCode::NOT_FOUND, "'missing'"},
+                  {5, grpc::StatusCode::INVALID_ARGUMENT, "items"}};
+  for (const auto& refused : kRefused) {
+    const bloom::v1::PipelineResponse& answer = response.more(refused.more);
+    ASSERT_TRUE(answer.has_error()) << refused.more << ": " << answer.DebugString();
+    EXPECT_EQ(answer.error().code(), static_cast<int>(refused.code)) << answer.error().message();
+    EXPECT_TRUE(absl::StrContains(answer.error().message(), refused.says))
+        << answer.error().message();
+  }
+  EXPECT_EQ(counts(6), (std::vector<uint32_t>{1}));
+  // The unary call agrees.
+  EXPECT_EQ(*client_->Count("feed:u2", {"a", "b", "z"}), (std::vector<uint32_t>{1, 1, 0}));
 }
 
 // An item is its bytes whichever field carries it: `items` that are not valid UTF-8 (C++

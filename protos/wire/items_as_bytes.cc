@@ -37,6 +37,7 @@ bool Convert(MightContainRequestBytes& twin, bloom::v1::MightContainRequest* req
   MoveAll(*twin.mutable_items(), request->mutable_items());
   MoveAll(*twin.mutable_raw_items(), request->mutable_raw_items());
   request->set_absent_if_missing(twin.absent_if_missing());
+  request->set_min_sequence(twin.min_sequence());
   return true;
 }
 
@@ -67,6 +68,8 @@ bool ConvertOperation(PipelineRequestBytes& twin, bloom::v1::PipelineRequest* re
       return ParseLeniently(twin.might_contain(), request->mutable_might_contain());
     case PipelineRequestBytes::kRemove:
       return ParseLeniently(twin.remove(), request->mutable_remove());
+    case PipelineRequestBytes::kCount:
+      return ParseLeniently(twin.count(), request->mutable_count());
     case PipelineRequestBytes::OP_NOT_SET:
       return true;
   }

@@ -70,7 +70,8 @@ type BloomFilterServiceClient interface {
 	// CUCKOO filters only: how many copies of each item the filter holds (adds not yet removed,
 	// plus the rare other item whose fingerprint collides). FAILED_PRECONDITION on a BLOOM filter.
 	Count(ctx context.Context, in *CountRequest, opts ...grpc.CallOption) (*CountResponse, error)
-	// Many Add/MightContain/Remove operations over one long-lived stream, answered in request order.
+	// Many Add/MightContain/Remove/Count operations over one long-lived stream, answered in request
+	// order.
 	//
 	// Each PipelineRequest gets exactly one PipelineResponse with the same id, in the order the
 	// requests were sent. An operation means what the unary call means (an add's response: its
@@ -331,7 +332,8 @@ type BloomFilterServiceServer interface {
 	// CUCKOO filters only: how many copies of each item the filter holds (adds not yet removed,
 	// plus the rare other item whose fingerprint collides). FAILED_PRECONDITION on a BLOOM filter.
 	Count(context.Context, *CountRequest) (*CountResponse, error)
-	// Many Add/MightContain/Remove operations over one long-lived stream, answered in request order.
+	// Many Add/MightContain/Remove/Count operations over one long-lived stream, answered in request
+	// order.
 	//
 	// Each PipelineRequest gets exactly one PipelineResponse with the same id, in the order the
 	// requests were sent. An operation means what the unary call means (an add's response: its
