@@ -317,6 +317,14 @@ absl::StatusOr<std::vector<bool>> BloomClient::Remove(absl::string_view name,
 
 absl::StatusOr<std::vector<uint32_t>> BloomClient::Count(absl::string_view name,
                                                          absl::Span<const std::string> items) {
+  if (Coalesces(items)) {
+    absl::StatusOr<absl::optional<std::vector<uint32_t>>> pipelined =
+        coalescer_->Count(name, items);
+    if (absl::IsUnavailable(pipelined.status())) reconnect_poller_->Wake();
+    if (!pipelined.ok()) return pipelined.status();
+    if (pipelined->has_value()) return **std::move(pipelined);
+    // This stream's server has not said it takes counts yet: unary.
+  }
   std::vector<uint32_t> counts;
   counts.reserve(items.size());
   const size_t batch = std::max<size_t>(1, options_.batch_size);

@@ -14,12 +14,13 @@
 // the server, the list as a whole is not. Errors keep the server's gRPC code, so callers can
 // branch on absl::IsNotFound(status) etc.
 //
-// Pipelined mode (ClientOptions::pipelined): Add, MightContain and Remove calls of up to
-// batch_size items travel over bloom.v1.Pipeline streams, and concurrent calls of one kind on
-// the same filter are coalesced into one operation (coalescer.h). Use it when many threads make
-// small calls: the server then pays per batch, not per call. A broken stream fails its
-// unanswered calls with UNAVAILABLE (retry an add, which is idempotent; a remove may have been
-// made).
+// Pipelined mode (ClientOptions::pipelined): Add, MightContain, Remove and Count calls of up to
+// batch_size items travel over bloom.v1.Pipeline streams (Count once the stream's server has
+// said it takes counts; until then, and with older servers, Count is a unary call), and concurrent
+// calls of one kind on the same filter are coalesced into one operation (coalescer.h). Use it when
+// many threads make small calls: the server then pays per batch, not per call. A broken stream
+// fails its unanswered calls with UNAVAILABLE (retry an add, which is idempotent; a remove may have
+// been made).
 //
 // A server that is unreachable fails calls with UNAVAILABLE at once; after such a failure the
 // client polls its reconnection (reconnect_poller.h), so it is back as soon as the server is.

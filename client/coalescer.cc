@@ -21,9 +21,9 @@ namespace bloomclient {
 using bloom::v1::PipelineRequest;
 using bloom::v1::PipelineResponse;
 
-// One caller's Add, MightContain or Remove, and where its answer goes.
+// One caller's Add, MightContain, Remove or Count, and where its answer goes.
 struct Coalescer::Call {
-  enum class Kind { kAdd, kCheck, kRemove };
+  enum class Kind { kAdd, kCheck, kRemove, kCount };
   Kind kind = Kind::kCheck;
   std::string name;
   absl::optional<bloom::v1::FilterSpec> create_if_missing;
@@ -35,13 +35,18 @@ struct Coalescer::Call {
   std::condition_variable answered;
   bool done = false;
   absl::StatusOr<std::vector<bool>> result;
+  std::vector<uint32_t> counts;  // a count's answer, when `result` is OK
+  // A count not sent: the stream's server has not said it takes counts (older servers end
+  // the stream on one). The caller makes the unary call instead.
+  bool count_not_sent = false;
 
-  void Answer(absl::StatusOr<std::vector<bool>> answer) {
+  void Answer(absl::StatusOr<std::vector<bool>> answer, std::vector<uint32_t> count_answer = {}) {
     {
       std::lock_guard<std::mutex> lock(mu);
       if (done) return;
       done = true;
       result = std::move(answer);
+      counts = std::move(count_answer);
     }
     answered.notify_one();
   }
@@ -66,7 +71,8 @@ struct PipelineStream {
   // Whether the server answers a request's `more` (it says so in its response headers, which
   // arrive with the first response): then a batch goes out as few messages as its size allows.
   std::atomic<bool> packs{false};
-  bool headers_seen = false;  // by the reader thread
+  // Whether it takes PipelineRequest.count (its headers carry bloom-pipeline-count: 1).
+  std::atomic<bool> counts{false};
 
   void Write(std::vector<PipelineRequest> batch) {
     if (packs.load(std::memory_order_relaxed)) batch = Pack(std::move(batch));
@@ -221,11 +227,21 @@ class Coalescer::Lane {
     const uint64_t round = next_round_++;
     std::vector<PipelineRequest> batch;
     absl::flat_hash_map<std::string, size_t> open;  // key -> index in batch of its operation
+    const bool takes_counts = stream_ != nullptr && stream_->counts.load();
     for (std::shared_ptr<Call>& call : waiting_) {
+      if (call->kind == Call::Kind::kCount && !takes_counts) {
+        {
+          std::lock_guard<std::mutex> lock(call->mu);
+          call->count_not_sent = true;
+        }
+        call->Answer(std::vector<bool>());
+        continue;
+      }
       std::string key;
       if (!call->alone) {
         const char* kind = call->kind == Call::Kind::kAdd      ? "a"
                            : call->kind == Call::Kind::kRemove ? "r"
+                           : call->kind == Call::Kind::kCount  ? "n"
                            : call->absent_if_missing           ? "C"
                                                                : "c";
         key = absl::StrCat(kind, call->name.size(), ":", call->name);
@@ -243,6 +259,11 @@ class Coalescer::Lane {
         request.set_id(next_id_++);
         if (call->kind == Call::Kind::kRemove) {
           request.mutable_remove()->set_name(call->name);
+        } else if (call->kind == Call::Kind::kCount) {
+          request.mutable_count()->set_name(call->name);
+          if (options_.last_sequence != nullptr) {
+            request.mutable_count()->set_min_sequence(options_.last_sequence->load());
+          }
         } else if (call->kind == Call::Kind::kAdd) {
           request.mutable_add()->set_name(call->name);
           if (call->create_if_missing.has_value()) {
@@ -258,10 +279,11 @@ class Coalescer::Lane {
         if (!call->alone) open[key] = index;
       }
       PipelineRequest& request = batch[index];
-      auto* items = call->kind == Call::Kind::kAdd ? request.mutable_add()->mutable_raw_items()
-                    : call->kind == Call::Kind::kRemove
-                        ? request.mutable_remove()->mutable_raw_items()
-                        : request.mutable_might_contain()->mutable_raw_items();
+      auto* items =
+          call->kind == Call::Kind::kAdd      ? request.mutable_add()->mutable_raw_items()
+          : call->kind == Call::Kind::kRemove ? request.mutable_remove()->mutable_raw_items()
+          : call->kind == Call::Kind::kCount  ? request.mutable_count()->mutable_raw_items()
+                                             : request.mutable_might_contain()->mutable_raw_items();
       for (const std::string& item : call->items) items->Add()->assign(item);
       Operation& operation = in_flight_[request.id()];
       if (operation.calls.empty()) {
@@ -277,14 +299,16 @@ class Coalescer::Lane {
   }
 
   void ReadAnswers(PipelineStream& stream) {
+    // The server's headers say what it takes. It sends them when the stream opens (servers
+    // that predate bloom-pipeline-count: with the first answer).
+    stream.rw->WaitForInitialMetadata();
+    const auto& headers = stream.context.GetServerInitialMetadata();
+    auto it = headers.find("bloom-pipeline-more");
+    stream.packs.store(it != headers.end() && it->second == "1");
+    it = headers.find("bloom-pipeline-count");
+    stream.counts.store(it != headers.end() && it->second == "1");
     PipelineResponse response;
     while (stream.rw->Read(&response)) {
-      if (!stream.headers_seen) {
-        stream.headers_seen = true;
-        const auto& headers = stream.context.GetServerInitialMetadata();
-        auto it = headers.find("bloom-pipeline-more");
-        stream.packs.store(it != headers.end() && it->second == "1");
-      }
       google::protobuf::RepeatedPtrField<PipelineResponse> more;
       more.Swap(response.mutable_more());
       Answered(stream, response);
@@ -388,6 +412,10 @@ class Coalescer::Lane {
       for (const std::shared_ptr<Call>& call : operation.calls) call->Answer(status);
       return;
     }
+    if (response.has_count()) {
+      DeliverCounts(response.count().counts(), operation);
+      return;
+    }
     const auto& answers = response.has_add()      ? response.add().added()
                           : response.has_remove() ? response.remove().removed()
                                                   : response.might_contain().present();
@@ -399,6 +427,21 @@ class Coalescer::Lane {
       }
       call->Answer(
           std::vector<bool>(answers.begin() + next, answers.begin() + next + call->items.size()));
+      next += call->items.size();
+    }
+  }
+
+  static void DeliverCounts(const google::protobuf::RepeatedField<uint32_t>& counts,
+                            Operation& operation) {
+    size_t next = 0;
+    for (const std::shared_ptr<Call>& call : operation.calls) {
+      if (next + call->items.size() > static_cast<size_t>(counts.size())) {
+        call->Answer(absl::InternalError("the server answered fewer items than were sent"));
+        continue;
+      }
+      call->Answer(
+          std::vector<bool>(),
+          std::vector<uint32_t>(counts.begin() + next, counts.begin() + next + call->items.size()));
       next += call->items.size();
     }
   }
@@ -492,6 +535,19 @@ absl::StatusOr<std::vector<bool>> Coalescer::Remove(absl::string_view name,
   call->name.assign(name.data(), name.size());
   call->items.assign(items.begin(), items.end());
   return Submit(std::move(call));
+}
+
+absl::StatusOr<absl::optional<std::vector<uint32_t>>> Coalescer::Count(
+    absl::string_view name, absl::Span<const std::string> items) {
+  auto call = std::make_shared<Call>();
+  call->kind = Call::Kind::kCount;
+  call->name.assign(name.data(), name.size());
+  call->items.assign(items.begin(), items.end());
+  absl::StatusOr<std::vector<bool>> done = Submit(call);
+  if (!done.ok()) return done.status();
+  std::lock_guard<std::mutex> lock(call->mu);
+  if (call->count_not_sent) return absl::nullopt;
+  return std::move(call->counts);
 }
 
 absl::StatusOr<std::vector<bool>> Coalescer::Submit(std::shared_ptr<Call> call) {

@@ -1,6 +1,7 @@
 // Coalescer: BloomClient's pipelined mode (ClientOptions::pipelined). Single-key (or small)
-// Add/MightContain/Remove calls from many threads share a few Pipeline streams, and calls of one
-// kind on the same filter that wait together go out as one operation with all their items.
+// Add/MightContain/Remove/Count calls from many threads share a few Pipeline streams, and calls
+// of one kind on the same filter that wait together go out as one operation with all their
+// items.
 //
 // Batching without a timer, as RocksDB's write thread does it: a call that finds its stream
 // idle is sent at once, alone; calls that arrive while batches are in flight wait, and when a
@@ -36,6 +37,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "absl/types/optional.h"
 #include "absl/types/span.h"
 #include "bloom/v1/bloom.grpc.pb.h"
 
@@ -76,6 +78,11 @@ class Coalescer {
   // they were made: of two calls removing an item held once, the first removes it.
   absl::StatusOr<std::vector<bool>> Remove(absl::string_view name,
                                            absl::Span<const std::string> items);
+  // As BloomClient::Count, or nullopt (nothing sent) while the stream's server has not said
+  // that it takes counts (bloom-pipeline-count: older servers end the stream on one): the
+  // caller then makes the unary call. A new stream's first calls go unary that way.
+  absl::StatusOr<absl::optional<std::vector<uint32_t>>> Count(absl::string_view name,
+                                                              absl::Span<const std::string> items);
 
  private:
   class Lane;

@@ -35,9 +35,10 @@ class PipelineReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, g
         start_(absl::Now()),
         batch_(service, caller_) {}
 
-  // The first read (or, if shutdown came first, the end); called once the reactor is
-  // registered.
+  // The headers (what this server takes: clients wait for them before they send a count) and
+  // the first read (or, if shutdown came first, the end); called once the reactor is registered.
   void Begin() {
+    StartSendInitialMetadata();
     Actions actions;
     {
       bloomsync::MutexLock lock(&mu_);

@@ -158,6 +158,58 @@ TEST_F(CoalescingClientTest, ConcurrentRemovesCoalesceAndRemoveEachCopyOnce) {
   EXPECT_LT(removes, (kThreads * kCalls + 2 * kShared) * 0.9) << metrics;
 }
 
+// Counts go over the stream once its headers say the server takes them (the stream's very
+// first calls may go unary), coalesce, and each caller gets the counts of its own items,
+// after the adds it made before.
+TEST_F(CoalescingClientTest, ConcurrentCountsTravelOnTheStreamAndEachGetsItsOwnCounts) {
+  auto server = ServerProcess::Start(data_.path(), {"--metrics_listen=127.0.0.1:0"});
+  ASSERT_NE(server, nullptr);
+  bloom::v1::FilterSpec spec = Spec(100000);
+  spec.set_kind(bloom::v1::FILTER_KIND_CUCKOO);
+  spec.set_error_rate(1e-6);  // no fingerprint of one item counts for another
+  auto client = BloomClient::Connect(server->target(), Pipelined());
+  ASSERT_OK(client->Reserve("c", spec).status());
+  constexpr int kThreads = 16, kItems = 50;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kItems; ++i) {
+        // Item i of thread t is held i % 3 copies, added just before its count.
+        const std::string item = absl::StrCat("t", t, "-", i);
+        for (int copy = 0; copy < i % 3; ++copy) {
+          if (!client->Add("c", {item}).ok()) ++failures;
+        }
+        absl::StatusOr<std::vector<uint32_t>> counts =
+            client->Count("c", {item, absl::StrCat("absent-", t, "-", i)});
+        if (!counts.ok() || *counts != std::vector<uint32_t>{static_cast<uint32_t>(i % 3), 0}) {
+          ++failures;
+          ADD_FAILURE() << item << ": " << counts.status();
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(failures.load(), 0);
+  // Errors are the unary call's, per call.
+  absl::StatusOr<std::vector<uint32_t>> missing = client->Count("missing", {"a"});
+  EXPECT_TRUE(absl::IsNotFound(missing.status())) << missing.status();
+
+  // Calls made before the stream's headers arrived went unary, the rest on the stream; from
+  // now on every count does.
+  auto served = [&](const char* method) {
+    return bloomtest::PrometheusSample(
+        Scrape(server->metrics_port()),
+        absl::StrCat(R"(bloom_rpc_requests_total{code="OK",method=")", method, R"("})"));
+  };
+  const double pipelined = served("Pipeline.Count"), unary = served("Count");
+  EXPECT_GT(pipelined, 0);
+  EXPECT_LE(unary, kThreads);
+  EXPECT_EQ(*client->Count("c", {"t0-1"}), std::vector<uint32_t>{1});
+  EXPECT_EQ(served("Pipeline.Count"), pipelined + 1);
+  EXPECT_EQ(served("Count"), unary);
+}
+
 // Large concurrent calls on many filters: batches of operations whose requests and answers
 // exceed HTTP/2's flow-control windows. Neither side may wait on the other forever.
 TEST_F(CoalescingClientTest, LargeConcurrentCallsOnManyFiltersComplete) {
