@@ -25,10 +25,11 @@ with --auth_token_file); `tls=True` connects with TLS, verified against `root_ce
 (PEM bytes; None = the system's roots), with `private_key` and `certificate_chain` (PEM bytes)
 as the client certificate for servers that require mutual TLS.
 
-Pipelined mode: with `pipelined=True`, add(), might_contain() and remove() calls of up to
-batch_size items travel over bloom.v1.Pipeline streams, and concurrent calls of one kind on the
-same filter from many threads are coalesced into one operation (bloom_pipeline.py): the server
-then pays per batch, not per call. Errors keep their codes (bloom_pipeline.PipelineError is a
+Pipelined mode: with `pipelined=True`, add(), might_contain(), remove() and count() calls of up
+to batch_size items travel over bloom.v1.Pipeline streams (count() once the stream's server has
+said it takes counts; before, and with older servers, it is a unary call), and concurrent calls
+of one kind on the same filter from many threads are coalesced into one operation
+(bloom_pipeline.py): the server then pays per batch, not per call. Errors keep their codes (bloom_pipeline.PipelineError is a
 grpc.RpcError); a broken stream fails its unanswered calls with UNAVAILABLE (retry an add, which
 is idempotent; a remove may have been made).
 
@@ -54,7 +55,7 @@ from google.protobuf import duration_pb2
 
 from bloom.v1 import bloom_pb2
 from bloom.v1 import bloom_pb2_grpc
-from bloom_pipeline import ADD, CHECK, REMOVE, Coalescer, PipelineError, Sequence
+from bloom_pipeline import ADD, CHECK, COUNT, NOT_SENT, REMOVE, Coalescer, PipelineError, Sequence
 from bloom_reconnect import ReconnectPoller
 
 __all__ = ["BloomClient", "PipelineError"]
@@ -289,6 +290,11 @@ class BloomClient:
     @_polls_reconnection
     def count(self, name, items):
         """Cuckoo filters: the copies of each item the filter holds."""
+        if self._coalesces(items):
+            counts = self._coalescer.call(COUNT, name, [_as_bytes(i) for i in items])
+            if counts is not NOT_SENT:
+                return counts
+            # This stream's server has not said it takes counts yet: unary.
         return self._batched(items, lambda batch: self._stub.Count(
             bloom_pb2.CountRequest(name=name, raw_items=batch, min_sequence=self._sequence.value),
             timeout=self._timeout, metadata=self._metadata).counts)

@@ -1,7 +1,7 @@
 """The Python client's pipelined mode: concurrent small calls coalesced over Pipeline streams.
 
-BloomClient(..., pipelined=True) sends add(), might_contain() and remove() calls of up to
-batch_size items over bloom.v1.Pipeline streams. Calls of one kind on the same filter from many
+BloomClient(..., pipelined=True) sends add(), might_contain(), remove() and count() calls of up
+to batch_size items over bloom.v1.Pipeline streams. Calls of one kind on the same filter from many
 threads that wait together go out as one operation with all their items (removes in the order
 they were made), with no timer: a call that finds its stream idle is sent at once; calls
 arriving while an operation is in flight gather, and the answer to that operation sends them
@@ -9,7 +9,9 @@ arriving while an operation is in flight gather, and the answer to that operatio
 
 Operations that go out together travel in one message when the server says it reads
 PipelineRequest.more (its bloom-pipeline-more header): calls on many filters (one per user)
-then cost the server one message, and their adds one RocksDB write.
+then cost the server one message, and their adds one RocksDB write. Counts go on a stream only
+once its server has said it takes them (bloom-pipeline-count; older servers end the stream on
+one): until then Coalescer.call answers NOT_SENT and the client makes the unary call.
 
 Each caller waits only for its own answer (at most the client's timeout: DEADLINE_EXCEEDED).
 A merged operation failing with INVALID_ARGUMENT or RESOURCE_EXHAUSTED is retried one call at a
@@ -31,7 +33,9 @@ import grpc
 from bloom.v1 import bloom_pb2
 
 # What a call does: Coalescer.call's `kind`.
-ADD, CHECK, REMOVE = "add", "check", "remove"
+ADD, CHECK, REMOVE, COUNT = "add", "check", "remove", "count"
+# Coalescer.call's answer to a COUNT it did not send (see above).
+NOT_SENT = object()
 
 _CODES = {code.value[0]: code for code in grpc.StatusCode}
 _RETRY_ALONE = (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED)
@@ -109,6 +113,7 @@ class _Lane:
         self._responses = None
         self._reader = None  # the thread reading the open (or last) stream's answers
         self.packs = False  # the open stream's server reads `more`: pack operations
+        self.counts = False  # the open stream's server takes counts
 
     def submit(self, call):
         with self._lock:
@@ -119,6 +124,7 @@ class _Lane:
             if self._requests is None:
                 self._open()
             requests, batch = self._requests, self._take_batch()
+            self._sending = bool(self._in_flight)  # nothing sent: no answer comes to reset it
         for request in batch:
             requests.put(request)
 
@@ -138,7 +144,7 @@ class _Lane:
     def _open(self):
         requests = queue.SimpleQueue()
         self._requests = requests
-        self.packs = False
+        self.packs = self.counts = False
         self._responses = self._stub.Pipeline(iter(requests.get, None), metadata=self._metadata)
         self._reader = threading.Thread(target=self._read, args=(requests, self._responses),
                                         daemon=True, name="bloom-pipeline-reader")
@@ -148,6 +154,9 @@ class _Lane:
         """Every waiting call as operations, one per run of calls that may share one."""
         batch, open_ops = [], {}
         for call in self._waiting:
+            if call.kind == COUNT and not self.counts:
+                call.answer(result=NOT_SENT)
+                continue
             key = None if call.alone else call.key()
             request = open_ops.get(key) if key is not None else None
             if request is not None and \
@@ -162,6 +171,9 @@ class _Lane:
                         request.add.create_if_missing.CopyFrom(call.create)
                 elif call.kind == REMOVE:
                     request.remove.name = call.name
+                elif call.kind == COUNT:
+                    request.count.name = call.name
+                    request.count.min_sequence = self._sequence.value
                 else:
                     request.might_contain.name = call.name
                     request.might_contain.absent_if_missing = call.absent
@@ -171,7 +183,8 @@ class _Lane:
                 if key is not None:
                     open_ops[key] = request
             op = request.add if call.kind == ADD \
-                else request.remove if call.kind == REMOVE else request.might_contain
+                else request.remove if call.kind == REMOVE \
+                else request.count if call.kind == COUNT else request.might_contain
             op.raw_items.extend(call.items)
             entry = self._in_flight[request.id]
             entry[0] += len(call.items)
@@ -196,10 +209,13 @@ class _Lane:
     def _read(self, requests, responses):
         error = None
         try:
-            packs = dict(responses.initial_metadata()).get("bloom-pipeline-more") == "1"
+            # Sent when the stream opens (by servers that predate bloom-pipeline-count: with
+            # the first answer).
+            headers = dict(responses.initial_metadata())
             with self._lock:
                 if self._requests is requests:
-                    self.packs = packs
+                    self.packs = headers.get("bloom-pipeline-more") == "1"
+                    self.counts = headers.get("bloom-pipeline-count") == "1"
             for response in responses:
                 self._answer(requests, response)
                 for part in response.more:
@@ -238,10 +254,8 @@ class _Lane:
                 self._waiting.extend(calls)
                 calls = []
             if not self._in_flight:
-                if self._waiting:
-                    batch = self._take_batch()
-                else:
-                    self._sending = False
+                batch = self._take_batch() if self._waiting else []
+                self._sending = bool(self._in_flight)
         for request in batch:
             requests.put(request)
         if response.HasField("error"):
@@ -256,6 +270,7 @@ class _Lane:
             self._sequence.observe(response.remove.sequence)
         answers = response.add.added if response.HasField("add") \
             else response.remove.removed if response.HasField("remove") \
+            else response.count.counts if response.HasField("count") \
             else response.might_contain.present
         start = 0
         for call in calls:
@@ -264,8 +279,8 @@ class _Lane:
 
 
 class Coalescer:
-    """Pipelined add/might_contain/remove over `streams` Pipeline streams (a call picks one by
-    filter)."""
+    """Pipelined add/might_contain/remove/count over `streams` Pipeline streams (a call picks
+    one by filter)."""
 
     def __init__(self, stub, metadata, max_items, timeout, streams=1, sequence=None):
         sequence = sequence if sequence is not None else Sequence()
@@ -274,8 +289,8 @@ class Coalescer:
         self._timeout = timeout
 
     def call(self, kind, name, items, create=None, absent_if_missing=False):
-        """kind: ADD, CHECK or REMOVE; items: a non-empty list of bytes; returns a list of bool
-        or raises PipelineError."""
+        """kind: ADD, CHECK, REMOVE or COUNT; items: a non-empty list of bytes; returns a list of
+        bool (of int for COUNT, or NOT_SENT) or raises PipelineError."""
         call = _Call(kind, name, create, items, absent_if_missing)
         self._lanes[hash(name) % len(self._lanes)].submit(call)
         if not call.done.wait(self._timeout):

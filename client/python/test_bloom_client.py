@@ -386,6 +386,39 @@ class PipelinedClientTest(LoggedTestCase):
         self.assertGreater(operations, 0)
         self.assertLess(operations, threads * calls + 2 * shared)  # fewer operations than calls
 
+    def test_threads_counting_get_their_own_counts_over_the_stream(self):
+        # Calls made before the stream's headers said it takes counts go unary; then on it.
+        self.client.reserve("pp:counted", capacity=100000, error_rate=1e-6, kind="cuckoo")
+        threads, calls, failures = 10, 30, []
+
+        def work(t):
+            for i in range(calls):
+                item = f"t{t}-{i}"
+                try:
+                    for _ in range(i % 3):  # item i is held i % 3 copies
+                        self.client.add("pp:counted", [item])
+                    counts = self.client.count("pp:counted", [item, f"absent-{t}-{i}"])
+                    if counts != [i % 3, 0]:
+                        failures.append(f"{item}: {counts}")
+                except grpc.RpcError as error:
+                    failures.append(repr(error))
+
+        _run_threads(work, threads)
+        self.assertEqual(failures, [])
+        with self.assertRaises(grpc.RpcError) as missing:
+            self.client.count("pp:missing", ["x"])
+        self.assertEqual(missing.exception.code(), grpc.StatusCode.NOT_FOUND)
+
+        def served(method):
+            return _metric(self.server.metrics_port,
+                           f'bloom_rpc_requests_total{{code="OK",method="{method}"}}')
+        pipelined, unary = served("Pipeline.Count"), served("Count")
+        self.assertGreater(pipelined, 0)
+        self.assertLessEqual(unary, threads)
+        self.assertEqual(self.client.count("pp:counted", ["t0-1"]), [1])
+        self.assertEqual(served("Pipeline.Count"), pipelined + 1)
+        self.assertEqual(served("Count"), unary)
+
 
 def make_tls_files(directory):
     """A CA and a server certificate for 127.0.0.1, made with openssl; returns their paths."""
