@@ -21,8 +21,9 @@
 // (or an object { rootCerts, privateKey, certChain } of PEM Buffers, for private CAs and
 // mutual TLS) connects with TLS.
 //
-// Pipelined mode (`pipelined: true`): add(), mightContain() and remove() travel over
-// bloom.v1.Pipeline streams, and concurrent calls of one kind on the same filter (Node services
+// Pipelined mode (`pipelined: true`): add(), mightContain(), remove() and count() travel over
+// bloom.v1.Pipeline streams (count() once the stream's server has said it takes counts; before,
+// and with older servers, it is a unary call), and concurrent calls of one kind on the same filter (Node services
 // issue many concurrent awaits) go out as one operation (pipeline.js). A broken stream fails its
 // unanswered calls with UNAVAILABLE (retry an add, which is idempotent; a remove may have been
 // made).
@@ -38,7 +39,7 @@ const fs = require('fs');
 const path = require('path');
 const grpc = require('@grpc/grpc-js');
 const protoLoader = require('@grpc/proto-loader');
-const { Coalescer } = require('./pipeline');
+const { Coalescer, NOT_SENT } = require('./pipeline');
 const { toItems, statusError } = require('./items');
 
 // bloom.proto: the packed package carries its own copy (package.json's prepack); in this
@@ -251,9 +252,18 @@ class BloomClient {
 
   /** Cuckoo filters: resolves to counts[i], the copies of items[i] the filter holds. */
   count(name, items, callOptions = {}) {
-    return this._batched(toItems(items), callOptions, (batch) => this._unary('Count', {
-      name, rawItems: batch, minSequence: this.lastSequence,
-    }, callOptions).then((response) => response.counts));
+    return this._batched(toItems(items), callOptions, async (batch) => {
+      if (this.coalescer) {
+        const counts = await this.coalescer.call({ count: true, name, items: batch },
+          this._deadline(callOptions));
+        if (counts !== NOT_SENT) return counts;
+        // This stream's server has not said it takes counts yet: unary.
+      }
+      const response = await this._unary('Count', {
+        name, rawItems: batch, minSequence: this.lastSequence,
+      }, callOptions);
+      return response.counts;
+    });
   }
 
   async _batched(items, callOptions, send) {

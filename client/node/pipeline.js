@@ -1,7 +1,7 @@
 'use strict';
 // The Node.js client's pipelined mode: concurrent small calls coalesced over Pipeline streams.
 //
-// Calls of one kind (add, check, remove) on the same filter that wait together go out as one
+// Calls of one kind (add, check, remove, count) on the same filter that wait together go out as one
 // operation with all their items (removes in the order they were made),
 // with no timer: calls made while a stream is idle are sent together at the end of the current
 // tick (a microtask, so a burst of concurrent awaits is one operation and nothing waits on a
@@ -11,7 +11,9 @@
 // Operations that leave together, on any number of filters (one filter per user), are packed
 // into one message (PipelineRequest.more, up to PACKED_BYTES) once the server's
 // bloom-pipeline-more header says it reads them: a message costs the server more than a small
-// operation, and the adds of one message share one RocksDB write.
+// operation, and the adds of one message share one RocksDB write. Counts go on a stream only
+// once its bloom-pipeline-count header says the server takes them (older servers end the stream
+// on one): until then a count settles with NOT_SENT, and the client makes the unary call.
 //
 // A merged operation failing with INVALID_ARGUMENT or RESOURCE_EXHAUSTED is retried one call at
 // a time, so each call gets the answer it would get alone. A broken stream fails its unanswered
@@ -25,10 +27,12 @@ const { statusError } = require('./items');
 const RETRY_ALONE = new Set([status.INVALID_ARGUMENT, status.RESOURCE_EXHAUSTED]);
 const PACKED_BYTES = 1 << 20; // most bytes of operations packed into one message (as C++, Python)
 const REFUSED = new Set([status.UNAUTHENTICATED, status.PERMISSION_DENIED]);
+// What a count not sent settles with (see above).
+const NOT_SENT = Symbol('count not sent');
 
 function operationKey(call) {
   const create = call.create ? JSON.stringify(call.create) : '';
-  const kind = call.add ? 'a' : call.remove ? 'r' : 'c';
+  const kind = call.add ? 'a' : call.remove ? 'r' : call.count ? 'n' : 'c';
   return `${kind}${call.absent ? 1 : 0}${create}\u0000${call.name}`;
 }
 
@@ -44,6 +48,7 @@ class Lane {
     this.nextId = 1;
     this.stream = null;
     this.packs = false; // the open stream's server reads a request's `more`
+    this.counts = false; // the open stream's server takes counts
     this.operationsSent = 0;
     this.messagesSent = 0;
   }
@@ -63,10 +68,12 @@ class Lane {
     const stream = this.stub.Pipeline(this.metadata());
     // Until the server's headers say it reads `more`, nothing is packed (an older server would
     // ignore packed operations and never answer them).
+    // Servers send their headers when the stream opens (those that predate
+    // bloom-pipeline-count: with the first answer).
     stream.on('metadata', (metadata) => {
-      if (stream === this.stream && metadata.get('bloom-pipeline-more')[0] === '1') {
-        this.packs = true;
-      }
+      if (stream !== this.stream) return;
+      if (metadata.get('bloom-pipeline-more')[0] === '1') this.packs = true;
+      if (metadata.get('bloom-pipeline-count')[0] === '1') this.counts = true;
     });
     stream.on('data', (response) => {
       // A packed message's answers come in one response: its own, then its `more`'s.
@@ -78,12 +85,17 @@ class Lane {
     stream.on('end', () => this._ended(stream, null));
     this.stream = stream;
     this.packs = false;
+    this.counts = false;
   }
 
   _sendWaiting() {
     if (this.stream === null) this._open();
     const open = new Map();
     for (const call of this.waiting) {
+      if (call.count && !this.counts) {
+        call.resolve(NOT_SENT);
+        continue;
+      }
       const key = call.alone ? null : operationKey(call);
       let request = key === null ? undefined : open.get(key);
       if (request && this.inFlight.get(request.id).items + call.items.length > this.maxItems) {
@@ -95,6 +107,8 @@ class Lane {
           request.add = { name: call.name, rawItems: [], createIfMissing: call.create };
         } else if (call.remove) {
           request.remove = { name: call.name, rawItems: [] };
+        } else if (call.count) {
+          request.count = { name: call.name, rawItems: [], minSequence: this.sequence.value };
         } else {
           request.mightContain = {
             name: call.name, rawItems: [], absentIfMissing: call.absent,
@@ -104,7 +118,8 @@ class Lane {
         this.inFlight.set(request.id, { items: 0, calls: [], request });
         if (key !== null) open.set(key, request);
       }
-      (request.add || request.remove || request.mightContain).rawItems.push(...call.items);
+      (request.add || request.remove || request.count || request.mightContain).rawItems
+        .push(...call.items);
       const operation = this.inFlight.get(request.id);
       operation.items += call.items.length;
       operation.calls.push(call);
@@ -119,6 +134,7 @@ class Lane {
     }
     for (const message of this._pack(batch)) this.stream.write(message);
     this.operationsSent += batch.length;
+    if (this.inFlight.size === 0) this.sending = false; // every call was a count not sent
   }
 
   // The operations as few messages as the server reads: the first of each carries the others
@@ -131,7 +147,7 @@ class Lane {
     const messages = [];
     let size = 0;
     for (const request of batch) {
-      const operation = request.add || request.remove || request.mightContain;
+      const operation = request.add || request.remove || request.count || request.mightContain;
       let requestSize = 32 + operation.name.length;
       for (const item of operation.rawItems) requestSize += item.length + 3;
       if (messages.length > 0 && size + requestSize <= PACKED_BYTES) {
@@ -173,7 +189,8 @@ class Lane {
     }
     const results = response.result === 'add' ? response.add.added
       : response.result === 'remove' ? response.remove.removed
-        : response.mightContain.present;
+        : response.result === 'count' ? response.count.counts
+          : response.mightContain.present;
     let start = 0;
     for (const call of calls) {
       call.resolve(results.slice(start, start + call.items.length));
@@ -209,7 +226,10 @@ class Coalescer {
     }
   }
 
-  /** call: { add, remove, name, create, absent, items }; resolves to one bool per item. */
+  /**
+   * call: { add, remove, count, name, create, absent, items }; resolves to one bool per item
+   * (a count: one number per item, or NOT_SENT).
+   */
   call(call, deadline) {
     return new Promise((resolve, reject) => {
       const ms = (deadline instanceof Date ? deadline.getTime() : deadline) - Date.now();
@@ -234,4 +254,4 @@ class Coalescer {
   }
 }
 
-module.exports = { Coalescer };
+module.exports = { Coalescer, NOT_SENT };

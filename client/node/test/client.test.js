@@ -207,6 +207,42 @@ test('pipelined removes coalesce and remove each copy once', async (t) => {
   assert.ok(sent > 0 && sent < calls / 2, `${calls} removes went out as ${sent} operations`);
 });
 
+test('pipelined counts travel on the stream once it says so, each with its own counts', async (t) => {
+  const server = await startServer(t);
+  const client = new BloomClient(server.target, { pipelined: true });
+  t.after(() => client.close());
+  await client.reserve('node:counted', { capacity: 100_000, errorRate: 1e-6, kind: 'cuckoo' });
+  const lane = client.coalescer.lanes[0];
+  // The stream is open (the reserve was unary; this add opens it), and its headers arrive
+  // before any answer: every count below goes on it.
+  await client.add('node:counted', ['opened']);
+  assert.ok(lane.counts, "the server's bloom-pipeline-count header was not seen");
+  const before = lane.operationsSent;
+  const workers = Array.from({ length: 16 }, async (_, w) => {
+    for (let i = 0; i < 20; i++) {
+      const item = `w${w}-${i}`;
+      for (let copy = 0; copy < i % 3; copy++) await client.add('node:counted', [item]);
+      assert.deepEqual(await client.count('node:counted', [item, `absent-${w}-${i}`]), [i % 3, 0]);
+    }
+  });
+  await Promise.all(workers);
+  const countCalls = 16 * 20;
+  const sent = lane.operationsSent - before;
+  assert.ok(sent > 0 && sent < countCalls + 16 * 20, `${sent} operations`);
+  await rejectsWith(client.count('node:missing', ['x']), status.NOT_FOUND, 'a missing filter');
+  // A client whose first call is a count has no stream yet: that count goes unary, and the
+  // stream it opened takes the next ones.
+  const fresh = new BloomClient(server.target, { pipelined: true });
+  t.after(() => fresh.close());
+  assert.deepEqual(await fresh.count('node:counted', ['w0-1']), [1]);
+  const freshLane = fresh.coalescer.lanes[0];
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  assert.ok(freshLane.counts, 'the headers of the stream opened by the first count did not come');
+  const freshSent = freshLane.operationsSent;
+  assert.deepEqual(await fresh.count('node:counted', ['w0-2', 'w0-3']), [2, 0]);
+  assert.equal(freshLane.operationsSent, freshSent + 1);
+});
+
 test('pipelined calls on many filters pack into few messages', async (t) => {
   const server = await startServer(t);
   const client = new BloomClient(server.target, { pipelined: true });
