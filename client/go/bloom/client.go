@@ -15,8 +15,9 @@
 // context: its deadline and cancellation apply to the call; without a deadline the client's
 // Options.Timeout does.
 //
-// Pipelined mode (Options.Pipelined): Add, MightContain and Remove calls of up to BatchSize
-// items travel over bloom.v1.Pipeline streams, and concurrent calls of one kind on the same
+// Pipelined mode (Options.Pipelined): Add, MightContain, Remove and Count calls of up to
+// BatchSize items travel over bloom.v1.Pipeline streams (Count once the stream's server has said
+// it takes counts; before, and with older servers, it is a unary call), and concurrent calls of one kind on the same
 // filter from many goroutines are coalesced into one operation (pipeline.go): the server then
 // pays per batch, not per call. A broken stream fails its unanswered calls with
 // codes.Unavailable (retry an add, which is idempotent; a remove may have been made); the next
@@ -60,7 +61,7 @@ type Options struct {
 	Timeout time.Duration
 	// BatchSize is the number of items per Add/MightContain request. 0 means 10,000.
 	BatchSize int
-	// Pipelined sends Add and MightContain over coalescing Pipeline streams.
+	// Pipelined sends Add, MightContain, Remove and Count over coalescing Pipeline streams.
 	Pipelined bool
 	// Streams is the number of Pipeline streams in pipelined mode (a filter's calls always
 	// use the same one). 0 means 1.
@@ -350,6 +351,18 @@ func (c *Client) Count(ctx context.Context, name string, items [][]byte) ([]uint
 			end = len(items)
 		}
 		callCtx, cancel := c.callContext(ctx)
+		if c.coalescer != nil {
+			counts, sent, err := c.coalescer.callCount(callCtx, name, items[start:end])
+			if sent {
+				cancel()
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, counts...)
+				continue
+			}
+			// This stream's server has not said it takes counts yet: unary.
+		}
 		resp, err := c.stub.Count(callCtx, &bloomv1.CountRequest{
 			Name: name, RawItems: items[start:end], MinSequence: c.LastSequence()})
 		cancel()

@@ -409,6 +409,67 @@ func TestPipelinedRemovesCoalesceAndRemoveEachCopyOnce(t *testing.T) {
 	}
 }
 
+// Counts go on the stream once its headers say the server takes them (a fresh client's first
+// count goes unary, since its stream is not open yet), and each caller gets its own counts,
+// after the adds it made before.
+func TestPipelinedCountsTravelOnTheStreamEachWithItsOwnCounts(t *testing.T) {
+	server := startServer(t)
+	client := dial(t, server.target, Options{Pipelined: true})
+	ctx := context.Background()
+	if _, err := client.Reserve(ctx, "go:counted", Spec{Capacity: 100_000, ErrorRate: 1e-6, Cuckoo: true}); err != nil {
+		t.Fatal(err)
+	}
+	lane := client.coalescer.lanes[0]
+	// The first count opens the stream and goes unary; the stream's headers come at once.
+	if counts, err := client.Count(ctx, "go:counted", Strings("none")); err != nil || counts[0] != 0 {
+		t.Fatalf("first count: %v %v", counts, err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		lane.mu.Lock()
+		counts := lane.counts
+		lane.mu.Unlock()
+		if counts {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the server's bloom-pipeline-count header was not seen")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	const goroutines, perGoroutine = 16, 20
+	inGoroutines(t, goroutines, func(g int) error {
+		for i := 0; i < perGoroutine; i++ {
+			item := fmt.Sprintf("g%d-%d", g, i)
+			for copy := 0; copy < i%3; copy++ {
+				if _, err := client.Add(ctx, "go:counted", Strings(item)); err != nil {
+					return err
+				}
+			}
+			counts, err := client.Count(ctx, "go:counted", Strings(item, fmt.Sprintf("absent-%d-%d", g, i)))
+			if err != nil || len(counts) != 2 || counts[0] != uint32(i%3) || counts[1] != 0 {
+				return fmt.Errorf("%s: counts %v, %v", item, counts, err)
+			}
+		}
+		return nil
+	})
+	// One count now is one operation on the stream (nextID counts them), not a unary call.
+	lane.mu.Lock()
+	before := lane.nextID
+	lane.mu.Unlock()
+	if counts, err := client.Count(ctx, "go:counted", Strings("g0-1")); err != nil || len(counts) != 1 || counts[0] != 1 {
+		t.Errorf("g0-1: counts %v, %v", counts, err)
+	}
+	lane.mu.Lock()
+	after := lane.nextID
+	lane.mu.Unlock()
+	if after != before+1 {
+		t.Errorf("a count went out as %d operations on the stream, want 1", after-before)
+	}
+	_, err := client.Count(ctx, "go:missing", Strings("x"))
+	wantCode(t, err, codes.NotFound, "a count of a missing filter")
+}
+
 // One filter per user: calls on many filters that wait together leave in one message (`more`),
 // and each caller still gets its own answer.
 func TestPipelinedCallsOnManyFiltersPackIntoFewMessages(t *testing.T) {

@@ -1,6 +1,6 @@
 // The Go client's pipelined mode: concurrent small calls coalesced over Pipeline streams.
 //
-// Calls of one kind (add, check, remove) on the same filter from many goroutines that wait
+// Calls of one kind (add, check, remove, count) on the same filter from many goroutines that wait
 // together go out as one operation with all their items (removes in the order they were made),
 // with no timer: a call that finds its stream idle is sent at once;
 // calls arriving while operations are in flight gather, and the answer to the last of those
@@ -10,7 +10,9 @@
 // Operations that leave together, on any number of filters (one filter per user), are packed
 // into one message (PipelineRequest.more, up to packedBytes) once the server's
 // bloom-pipeline-more header says it reads them: a message costs the server more than a small
-// operation, and the adds of one message share one RocksDB write.
+// operation, and the adds of one message share one RocksDB write. Counts go on a stream only
+// once its bloom-pipeline-count header says the server takes them (older servers end the stream
+// on one): until then a count is answered notSent, and the client makes the unary call.
 //
 // A merged operation failing with InvalidArgument or ResourceExhausted is retried one call at
 // a time, so each call gets the answer it would get alone. A broken stream fails its
@@ -37,20 +39,23 @@ import (
 // packedBytes bounds the operations packed into one message (as the C++ and Python clients).
 const packedBytes = 1 << 20
 
-// pendingCall is one caller's Add, MightContain or Remove waiting for its answer.
+// pendingCall is one caller's Add, MightContain, Remove or Count waiting for its answer.
 type pendingCall struct {
 	add    bool
-	remove bool // a Remove (a call with neither is a MightContain)
+	remove bool // a Remove
+	count  bool // a Count (a call with none of the three is a MightContain)
 	name   string
 	create *bloomv1.FilterSpec // an add's create_if_missing; nil: none
 	absent bool                // a check's absent_if_missing
 	items  [][]byte
 	alone  bool // sent as its own operation (after a merged operation failed)
 
-	once   sync.Once
-	done   chan struct{}
-	result []bool
-	err    error
+	once    sync.Once
+	done    chan struct{}
+	result  []bool
+	counts  []uint32 // a count's answer
+	notSent bool     // a count not sent: the stream's server has not said it takes counts
+	err     error
 }
 
 func (p *pendingCall) answer(result []bool, err error) {
@@ -60,10 +65,18 @@ func (p *pendingCall) answer(result []bool, err error) {
 	})
 }
 
+func (p *pendingCall) answerCounts(counts []uint32, notSent bool) {
+	p.once.Do(func() {
+		p.counts, p.notSent = counts, notSent
+		close(p.done)
+	})
+}
+
 // operationKey says which calls may share one operation: same kind, filter and options.
 type operationKey struct {
 	add    bool
 	remove bool
+	count  bool
 	name   string
 	create string // the serialized spec
 	absent bool
@@ -75,7 +88,7 @@ func (p *pendingCall) key() operationKey {
 		bytes, _ := proto.MarshalOptions{Deterministic: true}.Marshal(p.create)
 		create = string(bytes)
 	}
-	return operationKey{p.add, p.remove, p.name, create, p.absent}
+	return operationKey{p.add, p.remove, p.count, p.name, create, p.absent}
 }
 
 type operation struct {
@@ -100,6 +113,7 @@ type lane struct {
 	stream   bloomv1.BloomFilterService_PipelineClient // nil: no open stream
 	cancel   context.CancelFunc
 	packs    bool   // the open stream's server reads a request's `more`
+	counts   bool   // the open stream's server takes counts
 	messages uint64 // messages sent on this lane's streams (for tests)
 }
 
@@ -122,15 +136,31 @@ func newCoalescer(stub bloomv1.BloomFilterServiceClient, maxItems, streams int,
 
 // call sends p (coalesced with others) and waits for its answer or ctx.
 func (c *coalescer) call(ctx context.Context, p *pendingCall) ([]bool, error) {
+	if err := c.wait(ctx, p); err != nil {
+		return nil, err
+	}
+	return p.result, p.err
+}
+
+// callCount sends a count; sent false: it was not (see above), make the unary call.
+func (c *coalescer) callCount(ctx context.Context, name string, items [][]byte) (counts []uint32, sent bool, err error) {
+	p := &pendingCall{count: true, name: name, items: items}
+	if err := c.wait(ctx, p); err != nil {
+		return nil, true, err
+	}
+	return p.counts, !p.notSent, p.err
+}
+
+func (c *coalescer) wait(ctx context.Context, p *pendingCall) error {
 	p.done = make(chan struct{})
 	h := fnv.New32a()
 	h.Write([]byte(p.name))
 	c.lanes[h.Sum32()%uint32(len(c.lanes))].submit(p)
 	select {
 	case <-p.done:
-		return p.result, p.err
+		return nil
 	case <-ctx.Done():
-		return nil, status.FromContextError(ctx.Err()).Err()
+		return status.FromContextError(ctx.Err()).Err()
 	}
 }
 
@@ -159,6 +189,7 @@ func (l *lane) submit(p *pendingCall) {
 		}
 	}
 	stream, batch := l.stream, l.packLocked(l.takeBatchLocked())
+	l.sending = len(l.inFlight) > 0 // every call may have been a count not sent
 	l.mu.Unlock()
 	l.send(stream, batch)
 }
@@ -179,7 +210,7 @@ func (l *lane) openLocked() error {
 		cancel()
 		return err
 	}
-	l.stream, l.cancel, l.packs = stream, cancel, false
+	l.stream, l.cancel, l.packs, l.counts = stream, cancel, false, false
 	go l.read(stream, cancel)
 	return nil
 }
@@ -190,6 +221,10 @@ func (l *lane) takeBatchLocked() []*bloomv1.PipelineRequest {
 	var batch []*bloomv1.PipelineRequest
 	open := map[operationKey]*bloomv1.PipelineRequest{}
 	for _, p := range l.waiting {
+		if p.count && !l.counts {
+			p.answerCounts(nil, true)
+			continue
+		}
 		var request *bloomv1.PipelineRequest
 		key := p.key()
 		if !p.alone {
@@ -206,6 +241,9 @@ func (l *lane) takeBatchLocked() []*bloomv1.PipelineRequest {
 					Name: p.name, CreateIfMissing: p.create}}
 			} else if p.remove {
 				request.Op = &bloomv1.PipelineRequest_Remove{Remove: &bloomv1.RemoveRequest{Name: p.name}}
+			} else if p.count {
+				request.Op = &bloomv1.PipelineRequest_Count{Count: &bloomv1.CountRequest{
+					Name: p.name, MinSequence: l.sequence.value.Load()}}
 			} else {
 				request.Op = &bloomv1.PipelineRequest_MightContain{MightContain: &bloomv1.MightContainRequest{
 					Name: p.name, AbsentIfMissing: p.absent, MinSequence: l.sequence.value.Load()}}
@@ -222,6 +260,9 @@ func (l *lane) takeBatchLocked() []*bloomv1.PipelineRequest {
 		} else if p.remove {
 			remove := request.GetRemove()
 			remove.RawItems = append(remove.RawItems, p.items...)
+		} else if p.count {
+			count := request.GetCount()
+			count.RawItems = append(count.RawItems, p.items...)
 		} else {
 			check := request.GetMightContain()
 			check.RawItems = append(check.RawItems, p.items...)
@@ -282,15 +323,20 @@ func (l *lane) failAllLocked() []*pendingCall {
 func (l *lane) read(stream bloomv1.BloomFilterService_PipelineClient, cancel context.CancelFunc) {
 	defer cancel()
 	// The server's response headers say whether it reads `more` (an older server would ignore
-	// the packed operations and never answer them). Until they arrive, nothing is packed.
+	// the packed operations and never answer them) and takes counts (an older server ends the
+	// stream on one). Until they arrive, nothing is packed and counts go unary. Servers send
+	// them when the stream opens (those that predate bloom-pipeline-count: with the first
+	// answer).
 	if header, err := stream.Header(); err == nil {
-		if values := header.Get("bloom-pipeline-more"); len(values) > 0 && values[0] == "1" {
-			l.mu.Lock()
-			if l.stream == stream {
-				l.packs = true
-			}
-			l.mu.Unlock()
+		says := func(key string) bool {
+			values := header.Get(key)
+			return len(values) > 0 && values[0] == "1"
 		}
+		l.mu.Lock()
+		if l.stream == stream {
+			l.packs, l.counts = says("bloom-pipeline-more"), says("bloom-pipeline-count")
+		}
+		l.mu.Unlock()
 	}
 	var err error
 	for {
@@ -345,9 +391,8 @@ func (l *lane) answer(stream bloomv1.BloomFilterService_PipelineClient, response
 	if len(l.inFlight) == 0 {
 		if len(l.waiting) > 0 {
 			batch = l.packLocked(l.takeBatchLocked())
-		} else {
-			l.sending = false
 		}
+		l.sending = len(l.inFlight) > 0
 	}
 	l.mu.Unlock()
 	if len(batch) > 0 {
@@ -357,6 +402,20 @@ func (l *lane) answer(stream bloomv1.BloomFilterService_PipelineClient, response
 		failure := statusFromOperation(e)
 		for _, call := range calls {
 			call.answer(nil, failure)
+		}
+		return
+	}
+	if count := response.GetCount(); count != nil {
+		start := 0
+		for _, call := range calls {
+			end := start + len(call.items)
+			if end > len(count.Counts) {
+				call.answer(nil, status.Errorf(codes.Internal,
+					"the server answered %d counts for an operation of more items", len(count.Counts)))
+				continue
+			}
+			call.answerCounts(count.Counts[start:end:end], false)
+			start = end
 		}
 		return
 	}
