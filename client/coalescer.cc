@@ -413,35 +413,30 @@ class Coalescer::Lane {
       return;
     }
     if (response.has_count()) {
-      DeliverCounts(response.count().counts(), operation);
+      SplitAnswers(response.count().counts(), operation, [](Call& call, auto begin, auto end) {
+        call.Answer(std::vector<bool>(), std::vector<uint32_t>(begin, end));
+      });
       return;
     }
     const auto& answers = response.has_add()      ? response.add().added()
                           : response.has_remove() ? response.remove().removed()
                                                   : response.might_contain().present();
+    SplitAnswers(answers, operation, [](Call& call, auto begin, auto end) {
+      call.Answer(std::vector<bool>(begin, end));
+    });
+  }
+
+  // Gives each call of `operation` its own items' answers, in item order, through `give`.
+  template <typename Answer, typename Give>
+  static void SplitAnswers(const google::protobuf::RepeatedField<Answer>& answers,
+                           Operation& operation, Give give) {
     size_t next = 0;
     for (const std::shared_ptr<Call>& call : operation.calls) {
       if (next + call->items.size() > static_cast<size_t>(answers.size())) {
         call->Answer(absl::InternalError("the server answered fewer items than were sent"));
         continue;
       }
-      call->Answer(
-          std::vector<bool>(answers.begin() + next, answers.begin() + next + call->items.size()));
-      next += call->items.size();
-    }
-  }
-
-  static void DeliverCounts(const google::protobuf::RepeatedField<uint32_t>& counts,
-                            Operation& operation) {
-    size_t next = 0;
-    for (const std::shared_ptr<Call>& call : operation.calls) {
-      if (next + call->items.size() > static_cast<size_t>(counts.size())) {
-        call->Answer(absl::InternalError("the server answered fewer items than were sent"));
-        continue;
-      }
-      call->Answer(
-          std::vector<bool>(),
-          std::vector<uint32_t>(counts.begin() + next, counts.begin() + next + call->items.size()));
+      give(*call, answers.begin() + next, answers.begin() + next + call->items.size());
       next += call->items.size();
     }
   }
