@@ -111,16 +111,19 @@ TEST(DirectParseTest, ItemsThatAreNotUtf8KeepTheMinSequence) {
   count.set_name("f");
   count.add_items(binary);
   count.set_min_sequence(11);
+  // The views point into these: they outlive them.
+  const std::string check_wire = check.SerializeAsString();
+  const std::string count_wire = count.SerializeAsString();
   ItemsRequestView view;
   bloom::v1::MightContainRequest check_read;
-  ASSERT_FALSE(check_read.ParseFromString(check.SerializeAsString()));
-  ASSERT_TRUE(bloom::wire::ParseLeniently(check.SerializeAsString(), &check_read));
-  ASSERT_TRUE(ParseMightContainRequest(check.SerializeAsString(), &view));
+  ASSERT_FALSE(check_read.ParseFromString(check_wire));
+  ASSERT_TRUE(bloom::wire::ParseLeniently(check_wire, &check_read));
+  ASSERT_TRUE(ParseMightContainRequest(check_wire, &view));
   EXPECT_EQ(check_read.min_sequence(), 9u);
   EXPECT_EQ(view.min_sequence, 9u);
   bloom::v1::CountRequest count_read;
-  ASSERT_TRUE(bloom::wire::ParseLeniently(count.SerializeAsString(), &count_read));
-  ASSERT_TRUE(ParseCountRequest(count.SerializeAsString(), &view));
+  ASSERT_TRUE(bloom::wire::ParseLeniently(count_wire, &count_read));
+  ASSERT_TRUE(ParseCountRequest(count_wire, &view));
   EXPECT_EQ(count_read.min_sequence(), 11u);
   EXPECT_EQ(view.min_sequence, 11u);
   EXPECT_EQ(view.items, (std::vector<absl::string_view>{binary}));
