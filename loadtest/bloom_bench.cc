@@ -47,6 +47,9 @@ ABSL_FLAG(std::string, address, "127.0.0.1:50051", "host:port of the target");
 ABSL_FLAG(int, clients, 8, "concurrent clients (threads, one connection each)");
 ABSL_FLAG(int, batch, 1000, "keys per request");
 ABSL_FLAG(std::string, mix, "both", "add, query, or both (half and half)");
+ABSL_FLAG(bool, count, false,
+          "queries are counts (cuckoo targets: bloom-cuckoo, redis-cf), a count above 0 "
+          "reading present");
 ABSL_FLAG(std::string, keys, "unique", "unique, uniform or zipf (over --key_space)");
 ABSL_FLAG(uint64_t, key_space, 100'000'000, "number of distinct keys");
 ABSL_FLAG(uint64_t, capacity, 1'000'000, "filter capacity");
@@ -254,6 +257,7 @@ int main(int argc, char** argv) {
   const double error_rate = absl::GetFlag(FLAGS_error_rate);
   const int filters = std::max(1, absl::GetFlag(FLAGS_filters));
   const std::string filter_choice = absl::GetFlag(FLAGS_filter_choice);
+  const bool count_queries = absl::GetFlag(FLAGS_count);
   if (clients < 1 || batch < 1 || (mix != "add" && mix != "query" && mix != "both") ||
       (keys_kind != "unique" && keys_kind != "uniform" && keys_kind != "zipf") ||
       (filter_choice != "uniform" && filter_choice != "zipf") || absl::GetFlag(FLAGS_zipf_s) <= 0) {
@@ -392,6 +396,7 @@ int main(int argc, char** argv) {
       std::vector<std::string> keys;
       std::vector<uint64_t> ids;
       std::vector<bool> must_be_present, answers;
+      std::vector<uint32_t> counts;
       auto next_id = [&]() -> uint64_t {
         if (keys_kind == "unique") return next_unique.fetch_add(1) % key_space;
         if (zipf) return zipf->Next(rng);
@@ -428,8 +433,16 @@ int main(int argc, char** argv) {
           must_be_present.push_back(filters == 1 && acked.Get(id));
         }
         const absl::Time sent = absl::Now();
-        absl::Status status =
-            add ? target.Add(filter, keys, answers) : target.MightContain(filter, keys, answers);
+        absl::Status status;
+        if (add) {
+          status = target.Add(filter, keys, answers);
+        } else if (count_queries) {
+          status = target.Count(filter, keys, counts);
+          answers.assign(counts.size(), false);
+          for (size_t i = 0; i < counts.size(); ++i) answers[i] = counts[i] > 0;
+        } else {
+          status = target.MightContain(filter, keys, answers);
+        }
         r.latencies_us.push_back(absl::ToDoubleMicroseconds(absl::Now() - sent));
         if (!status.ok() || answers.size() != keys.size()) {
           r.error = status.ok() ? "wrong number of answers" : status.ToString();
@@ -497,7 +510,8 @@ int main(int argc, char** argv) {
         "\"server_rss_bytes\":%llu,\"replica_cpu_seconds_per_million_keys\":%.4f,"
         "\"replica_lag_seconds\":{\"p50\":%.4f,\"p99\":%.4f,\"max\":%.4f},"
         "\"replica_caught_up\":%s}\n",
-        label.c_str(), kind.c_str(), clients, batch, mix.c_str(),
+        label.c_str(), kind.c_str(), clients, batch,
+        (count_queries ? absl::StrCat(mix, ",count") : mix).c_str(),
         static_cast<unsigned long long>(total.keys), seconds, keys_per_second,
         total.requests / seconds, percentile(0.5), percentile(0.99), percentile(0.999),
         static_cast<unsigned long long>(total.false_negatives), fpr, cpu_per_million,

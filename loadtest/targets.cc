@@ -89,6 +89,18 @@ class BloomTarget : public Target {
     present = *std::move(r);
     return absl::OkStatus();
   }
+  absl::Status Count(const std::string& name, const std::vector<std::string>& keys,
+                     std::vector<uint32_t>& counts) override {
+    if (!cuckoo_) return Target::Count(name, keys, counts);
+    absl::StatusOr<std::vector<uint32_t>> r = client_->Count(name, keys);
+    if (absl::IsNotFound(r.status())) {  // not created yet: holds nothing (as CF.COUNT says)
+      counts.assign(keys.size(), 0);
+      return absl::OkStatus();
+    }
+    if (!r.ok()) return r.status();
+    counts = *std::move(r);
+    return absl::OkStatus();
+  }
 
  protected:
   bloom::v1::FilterSpec spec_;  // create_if_missing for adds
@@ -130,6 +142,10 @@ class PipelineTarget : public BloomTarget {
     check->mutable_items()->Add(keys.begin(), keys.end());
     check->set_absent_if_missing(true);  // a filter not created yet holds nothing
     return RoundTrip(present);
+  }
+  absl::Status Count(const std::string& /*name*/, const std::vector<std::string>& /*keys*/,
+                     std::vector<uint32_t>& /*counts*/) override {
+    return absl::UnimplementedError("--transport=pipeline sends adds and checks only");
   }
 
  private:
@@ -393,6 +409,22 @@ class RedisCfTarget : public Target {
     present.clear();
     for (size_t i = 0; i < (*reply)->elements; ++i) {
       present.push_back((*reply)->element[i]->integer != 0);
+    }
+    return absl::OkStatus();
+  }
+  // CF.COUNT takes one item: the batch's commands go out pipelined, in one round trip.
+  absl::Status Count(const std::string& name, const std::vector<std::string>& keys,
+                     std::vector<uint32_t>& counts) override {
+    for (const std::string& key : keys) {
+      const char* argv[] = {"CF.COUNT", name.data(), key.data()};
+      const size_t lengths[] = {8, name.size(), key.size()};
+      redisAppendCommandArgv(redis_.Get(), 3, argv, lengths);
+    }
+    counts.clear();
+    for (size_t i = 0; i < keys.size(); ++i) {
+      absl::StatusOr<RedisReply> reply = redis_.Read();
+      if (!reply.ok()) return reply.status();
+      counts.push_back(static_cast<uint32_t>((*reply)->integer));
     }
     return absl::OkStatus();
   }

@@ -28,6 +28,12 @@ class Target {
   // One round trip: present[i] = key i might be in the filter.
   virtual absl::Status MightContain(const std::string& name, const std::vector<std::string>& keys,
                                     std::vector<bool>& present) = 0;
+  // One round trip (cuckoo targets): counts[i] = copies of key i held; a filter not created
+  // yet holds none. UNIMPLEMENTED where the target has no count.
+  virtual absl::Status Count(const std::string& /*name*/, const std::vector<std::string>& /*keys*/,
+                             std::vector<uint32_t>& /*counts*/) {
+    return absl::UnimplementedError("this target has no count (bloom-cuckoo and redis-cf do)");
+  }
   // Loads the keys "0" .. "count-1" into `name` as fast as the target allows (preloading is not
   // measured); the end state is the same as adding them. UNIMPLEMENTED: the caller adds them in
   // batches instead.

@@ -40,6 +40,23 @@ TEST(BenchSmokeTest, BloomServerMixedWorkloadVerifies) {
   EXPECT_TRUE(absl::StrContains(json.out, "\"false_negatives\":0")) << json.out;
 }
 
+// Counts of cuckoo filters (--count: a count above 0 reads present) verify as checks do, over
+// unary calls and through the pipelined client, which sends them on its Pipeline stream.
+TEST(BenchSmokeTest, CuckooCountsVerifyOverUnaryCallsAndThePipelinedClient) {
+  bloomtest::TempDir data;
+  auto server = bloomtest::ServerProcess::Start(data.path());
+  ASSERT_NE(server, nullptr);
+  for (const char* transport : {"unary", "client"}) {
+    const CommandResult run =
+        Shell(absl::StrCat(BLOOM_BENCH_PATH, " --target=bloom-cuckoo --transport=", transport,
+                           " --address=", server->target(),
+                           " --ops=20000 --batch=1 --clients=8 --mix=both --count --keys=unique",
+                           " --capacity=100000 --error_rate=0.01"));
+    EXPECT_EQ(run.exit_code, 0) << transport << ": " << run.out;
+    EXPECT_TRUE(absl::StrContains(run.out, "false negatives: 0;")) << transport << ": " << run.out;
+  }
+}
+
 // The echo floor (bloom-bench --serve_echo) must serve every transport compare.sh drives it
 // with. Through the pipelined client it says it packs, so the client sends each batch as one
 // message with the rest in `more`: an echo that left `more` unanswered would leave those calls

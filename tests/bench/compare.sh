@@ -17,7 +17,7 @@
 # --item_call_threads=$ITEM_CALL_THREADS (default 2): unary Add and MightContain on gRPC's async
 # API (service/item_calls.h).
 #
-#   tests/bench/compare.sh                 # scenarios 1 2 3 5 6 7 8 9 10 (10 s each)
+#   tests/bench/compare.sh                 # scenarios 1 2 3 5 6 7 8 9 10 11 (10 s each)
 #   SCENARIOS="1 2 3 4 5 6" tests/bench/compare.sh   # 4: a 100M-item filter (minutes to load)
 #   DURATION=3s QUICK=1 tests/bench/compare.sh     # smaller sizes
 #   REDIS_MODULE=/tmp/redisbloom/redisbloom.so tests/bench/compare.sh
@@ -27,7 +27,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD_DIR:-build}
 DURATION=${DURATION:-10s}
-SCENARIOS=${SCENARIOS:-"1 2 3 5 6 7 8 9 10"}
+SCENARIOS=${SCENARIOS:-"1 2 3 5 6 7 8 9 10 11"}
 REDIS_MODULE=${REDIS_MODULE:-}
 QUICK=${QUICK:-0}
 BENCH="$BUILD/loadtest/bloom-bench"
@@ -191,6 +191,13 @@ for s in $SCENARIOS; do
     8) cuckoo_queries 8 1000000 ;;
     9) cuckoo_adds 9 10000000 ;;
     10) cuckoo_queries 10 10000000 ;;
+    # Counts one key per call, where the transport decides (CF.COUNT takes one item).
+    11) label="11 cuckoo: Count, one key per call, 1M filter at 90%, 50 clients"
+        args=(--mix=query --count --keys=uniform --key_space=1000000 --capacity=$((1000000 / small))
+              --preload=$((900000 / small)) --batch=1 --clients=50 --error_rate=0.016)
+        run "$label" redis-mem redis-cf "${args[@]}"
+        run "$label" bloom bloom-cuckoo/unary "${args[@]}"
+        run "$label" bloom bloom-cuckoo/client "${args[@]}" ;;
   esac
 done
 
