@@ -1,7 +1,7 @@
 // PipelineBatch without gRPC: runs of operations on one filter are served together and each
 // operation still gets the answer it would get alone (a merged run that fails is served again
-// one by one), answers stay in request order, roles are checked per add, and an abandoned
-// batch stops.
+// one by one), answers stay in request order, roles are checked per add, counts see the adds
+// before them, and an abandoned batch stops.
 #include "service/pipeline_batch.h"
 
 #include <atomic>
@@ -52,6 +52,14 @@ PipelineBatch::Operation CheckOf(const std::string& name, const std::vector<std:
   check->set_name(name);
   for (const std::string& item : items) check->add_items(item);
   check->set_absent_if_missing(absent_if_missing);
+  return OperationOf(request);
+}
+
+PipelineBatch::Operation CountOf(const std::string& name, const std::vector<std::string>& items) {
+  PipelineRequest request;
+  bloom::v1::CountRequest* count = request.mutable_count();
+  count->set_name(name);
+  for (const std::string& item : items) count->add_items(item);
   return OperationOf(request);
 }
 
@@ -145,6 +153,39 @@ TEST_F(PipelineBatchTest, AReadTokensAddsAreRefusedAndItsChecksServed) {
   const std::vector<PipelineResponse> responses = Serve(std::move(operations), Role::kRead);
   EXPECT_EQ(responses[0].error().code(), static_cast<int>(absl::StatusCode::kPermissionDenied));
   EXPECT_EQ(Present(responses[1]), (std::vector<bool>{true, false}));  // b was not added
+}
+
+// A count sees the adds queued before it in the batch (they are flushed first, as for a check),
+// fails alone as the unary call would, and needs only a read token.
+TEST_F(PipelineBatchTest, CountsSeeTheAddsBeforeThemAndFailAlone) {
+  bloom::FilterParams cuckoo{1000, 0.01};
+  cuckoo.kind = bloom::FilterKind::kCuckoo;
+  ASSERT_OK(store_->Reserve("c", cuckoo).status());
+  ASSERT_OK(store_->Reserve("b", {1000, 0.01}).status());
+  std::vector<PipelineBatch::Operation> operations;
+  operations.push_back(AddOf("c", {"a", "a", "b"}));
+  operations.push_back(CountOf("c", {"a", "b", "z"}));
+  operations.push_back(CountOf("c", {"b"}));  // not merged with the one before
+  operations.push_back(CountOf("b", {"a"}));
+  operations.push_back(CountOf("nobody", {"a"}));
+  operations.push_back(CountOf("c", {}));
+  std::vector<PipelineResponse> responses = Serve(std::move(operations));
+  ASSERT_EQ(responses.size(), 6u);
+  auto counts = [](const PipelineResponse& response) {
+    return std::vector<uint32_t>(response.count().counts().begin(),
+                                 response.count().counts().end());
+  };
+  EXPECT_EQ(counts(responses[1]), (std::vector<uint32_t>{2, 1, 0}));
+  EXPECT_EQ(counts(responses[2]), (std::vector<uint32_t>{1}));
+  EXPECT_EQ(responses[3].error().code(), static_cast<int>(absl::StatusCode::kFailedPrecondition));
+  EXPECT_EQ(responses[4].error().code(), static_cast<int>(absl::StatusCode::kNotFound));
+  EXPECT_EQ(responses[5].error().code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
+
+  operations.clear();
+  operations.push_back(CountOf("c", {"a"}));
+  responses = Serve(std::move(operations), Role::kRead);
+  ASSERT_EQ(responses.size(), 1u);
+  EXPECT_EQ(counts(responses[0]), (std::vector<uint32_t>{2}));
 }
 
 TEST_F(PipelineBatchTest, AnAbandonedBatchStopsAndFailAnswersEveryOperation) {
