@@ -22,11 +22,11 @@
 // mutual TLS) connects with TLS.
 //
 // Pipelined mode (`pipelined: true`): add(), mightContain(), remove() and count() travel over
-// bloom.v1.Pipeline streams (count() once the stream's server has said it takes counts; before,
-// and with older servers, it is a unary call), and concurrent calls of one kind on the same filter (Node services
-// issue many concurrent awaits) go out as one operation (pipeline.js). A broken stream fails its
-// unanswered calls with UNAVAILABLE (retry an add, which is idempotent; a remove may have been
-// made).
+// bloom.v1.Pipeline streams (count() once the stream's server has said it takes counts; before, and
+// with older servers, it is a unary call), and concurrent calls of one kind on the same filter
+// (Node services issue many concurrent awaits) go out as one operation (pipeline.js). A broken
+// stream fails its unanswered calls with UNAVAILABLE (retry an add, which is idempotent; a remove
+// may have been made).
 //
 // Replicas: any pod of a replicated deployment serves any call (followers forward writes to the
 // primary). Writes answer with a sequence; the client keeps the highest (`lastSequence`) and

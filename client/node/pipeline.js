@@ -2,11 +2,11 @@
 // The Node.js client's pipelined mode: concurrent small calls coalesced over Pipeline streams.
 //
 // Calls of one kind (add, check, remove, count) on the same filter that wait together go out as one
-// operation with all their items (removes in the order they were made),
-// with no timer: calls made while a stream is idle are sent together at the end of the current
-// tick (a microtask, so a burst of concurrent awaits is one operation and nothing waits on a
-// clock); calls made while operations are in flight gather, and the answer to the last of them
-// sends them. Each caller's promise settles with its own answer or at its deadline.
+// operation with all their items (removes in the order they were made), with no timer: calls made
+// while a stream is idle are sent together at the end of the current tick (a microtask, so a burst
+// of concurrent awaits is one operation and nothing waits on a clock); calls made while operations
+// are in flight gather, and the answer to the last of them sends them. Each caller's promise
+// settles with its own answer or at its deadline.
 //
 // Operations that leave together, on any number of filters (one filter per user), are packed
 // into one message (PipelineRequest.more, up to PACKED_BYTES) once the server's

@@ -25,13 +25,13 @@ with --auth_token_file); `tls=True` connects with TLS, verified against `root_ce
 (PEM bytes; None = the system's roots), with `private_key` and `certificate_chain` (PEM bytes)
 as the client certificate for servers that require mutual TLS.
 
-Pipelined mode: with `pipelined=True`, add(), might_contain(), remove() and count() calls of up
-to batch_size items travel over bloom.v1.Pipeline streams (count() once the stream's server has
-said it takes counts; before, and with older servers, it is a unary call), and concurrent calls
-of one kind on the same filter from many threads are coalesced into one operation
-(bloom_pipeline.py): the server then pays per batch, not per call. Errors keep their codes (bloom_pipeline.PipelineError is a
-grpc.RpcError); a broken stream fails its unanswered calls with UNAVAILABLE (retry an add, which
-is idempotent; a remove may have been made).
+Pipelined mode: with `pipelined=True`, add(), might_contain(), remove() and count() calls of up to
+batch_size items travel over bloom.v1.Pipeline streams (count() once the stream's server has said it
+takes counts; before, and with older servers, it is a unary call), and concurrent calls of one kind
+on the same filter from many threads are coalesced into one operation (bloom_pipeline.py): the
+server then pays per batch, not per call. Errors keep their codes (bloom_pipeline.PipelineError is a
+grpc.RpcError); a broken stream fails its unanswered calls with UNAVAILABLE (retry an add, which is
+idempotent; a remove may have been made).
 
 Replicas: any pod of a replicated deployment serves any call (followers forward writes to the
 primary). Writes answer with a sequence; the client keeps the highest (last_sequence) and sends

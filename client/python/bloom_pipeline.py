@@ -1,11 +1,11 @@
 """The Python client's pipelined mode: concurrent small calls coalesced over Pipeline streams.
 
-BloomClient(..., pipelined=True) sends add(), might_contain(), remove() and count() calls of up
-to batch_size items over bloom.v1.Pipeline streams. Calls of one kind on the same filter from many
-threads that wait together go out as one operation with all their items (removes in the order
-they were made), with no timer: a call that finds its stream idle is sent at once; calls
-arriving while an operation is in flight gather, and the answer to that operation sends them
-(as RocksDB's write thread batches writers).
+BloomClient(..., pipelined=True) sends add(), might_contain(), remove() and count() calls of up to
+batch_size items over bloom.v1.Pipeline streams. Calls of one kind on the same filter from many
+threads that wait together go out as one operation with all their items (removes in the order they
+were made), with no timer: a call that finds its stream idle is sent at once; calls arriving while
+an operation is in flight gather, and the answer to that operation sends them (as RocksDB's write
+thread batches writers).
 
 Operations that go out together travel in one message when the server says it reads
 PipelineRequest.more (its bloom-pipeline-more header): calls on many filters (one per user)

@@ -15,13 +15,13 @@
 // context: its deadline and cancellation apply to the call; without a deadline the client's
 // Options.Timeout does.
 //
-// Pipelined mode (Options.Pipelined): Add, MightContain, Remove and Count calls of up to
-// BatchSize items travel over bloom.v1.Pipeline streams (Count once the stream's server has said
-// it takes counts; before, and with older servers, it is a unary call), and concurrent calls of one kind on the same
-// filter from many goroutines are coalesced into one operation (pipeline.go): the server then
-// pays per batch, not per call. A broken stream fails its unanswered calls with
-// codes.Unavailable (retry an add, which is idempotent; a remove may have been made); the next
-// call opens a new stream.
+// Pipelined mode (Options.Pipelined): Add, MightContain, Remove and Count calls of up to BatchSize
+// items travel over bloom.v1.Pipeline streams (Count once the stream's server has said it takes
+// counts; before, and with older servers, it is a unary call), and concurrent calls of one kind on
+// the same filter from many goroutines are coalesced into one operation (pipeline.go): the server
+// then pays per batch, not per call. A broken stream fails its unanswered calls with
+// codes.Unavailable (retry an add, which is idempotent; a remove may have been made); the next call
+// opens a new stream.
 //
 // Replicas: any pod of a replicated deployment serves any call (followers forward writes to
 // the primary). Writes answer with a sequence; the client keeps the highest (LastSequence) and

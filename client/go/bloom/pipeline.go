@@ -1,11 +1,10 @@
 // The Go client's pipelined mode: concurrent small calls coalesced over Pipeline streams.
 //
 // Calls of one kind (add, check, remove, count) on the same filter from many goroutines that wait
-// together go out as one operation with all their items (removes in the order they were made),
-// with no timer: a call that finds its stream idle is sent at once;
-// calls arriving while operations are in flight gather, and the answer to the last of those
-// operations sends them (as RocksDB's write thread batches writers). Each caller waits only
-// for its own answer, or its context.
+// together go out as one operation with all their items (removes in the order they were made), with
+// no timer: a call that finds its stream idle is sent at once; calls arriving while operations are
+// in flight gather, and the answer to the last of those operations sends them (as RocksDB's write
+// thread batches writers). Each caller waits only for its own answer, or its context.
 //
 // Operations that leave together, on any number of filters (one filter per user), are packed
 // into one message (PipelineRequest.more, up to packedBytes) once the server's
@@ -143,7 +142,8 @@ func (c *coalescer) call(ctx context.Context, p *pendingCall) ([]bool, error) {
 }
 
 // callCount sends a count; sent false: it was not (see above), make the unary call.
-func (c *coalescer) callCount(ctx context.Context, name string, items [][]byte) (counts []uint32, sent bool, err error) {
+func (c *coalescer) callCount(ctx context.Context, name string,
+	items [][]byte) (counts []uint32, sent bool, err error) {
 	p := &pendingCall{count: true, name: name, items: items}
 	if err := c.wait(ctx, p); err != nil {
 		return nil, true, err
@@ -406,17 +406,9 @@ func (l *lane) answer(stream bloomv1.BloomFilterService_PipelineClient, response
 		return
 	}
 	if count := response.GetCount(); count != nil {
-		start := 0
-		for _, call := range calls {
-			end := start + len(call.items)
-			if end > len(count.Counts) {
-				call.answer(nil, status.Errorf(codes.Internal,
-					"the server answered %d counts for an operation of more items", len(count.Counts)))
-				continue
-			}
-			call.answerCounts(count.Counts[start:end:end], false)
-			start = end
-		}
+		splitAnswers(calls, count.Counts, func(call *pendingCall, counts []uint32) {
+			call.answerCounts(counts, false)
+		})
 		return
 	}
 	var results []bool
@@ -429,15 +421,20 @@ func (l *lane) answer(stream bloomv1.BloomFilterService_PipelineClient, response
 	} else if check := response.GetMightContain(); check != nil {
 		results = check.Present
 	}
+	splitAnswers(calls, results, func(call *pendingCall, answers []bool) { call.answer(answers, nil) })
+}
+
+// splitAnswers gives each of an operation's calls its own items' answers, in item order.
+func splitAnswers[T any](calls []*pendingCall, answers []T, give func(*pendingCall, []T)) {
 	start := 0
 	for _, call := range calls {
 		end := start + len(call.items)
-		if end > len(results) {
+		if end > len(answers) {
 			call.answer(nil, status.Errorf(codes.Internal,
-				"the server answered %d results for an operation of more items", len(results)))
+				"the server answered %d results for an operation of more items", len(answers)))
 			continue
 		}
-		call.answer(results[start:end:end], nil)
+		give(call, answers[start:end:end])
 		start = end
 	}
 }
