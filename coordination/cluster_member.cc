@@ -1,9 +1,13 @@
 // ClusterMember (cluster_member.h): the member's thread, its lease, elections and roles.
 #include "coordination/cluster_member.h"
 
+#include <openssl/rand.h>
+
 #include <algorithm>
+#include <random>
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
@@ -44,6 +48,19 @@ absl::Status CheckWord(absl::string_view what, absl::string_view value, absl::st
   return absl::OkStatus();
 }
 
+// 32 random bytes, hex: a member's secret (ClusterMember::secret).
+std::string RandomSecret() {
+  unsigned char bytes[32];
+  if (RAND_bytes(bytes, sizeof(bytes)) != 1) {
+    // OpenSSL seeds itself from the kernel, so this does not happen in practice; the kernel's
+    // generator through the standard library then.
+    std::random_device device("/dev/urandom");
+    for (unsigned char& byte : bytes) byte = static_cast<unsigned char>(device());
+  }
+  return absl::BytesToHexString(
+      absl::string_view(reinterpret_cast<const char*>(bytes), sizeof(bytes)));
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ClusterMember>> ClusterMember::Start(EtcdClient* etcd,
@@ -66,7 +83,20 @@ absl::StatusOr<std::unique_ptr<ClusterMember>> ClusterMember::Start(EtcdClient* 
 }
 
 ClusterMember::ClusterMember(EtcdClient* etcd, ClusterMemberOptions options)
-    : etcd_(etcd), options_(std::move(options)), thread_([this] { Loop(); }) {}
+    : etcd_(etcd),
+      options_(std::move(options)),
+      secret_(RandomSecret()),
+      thread_([this] { Loop(); }) {}
+
+MemberRecord ClusterMember::Record(uint64_t held) const {
+  return MemberRecord{options_.name, options_.address, held, last_term_, ProofOf(secret_)};
+}
+
+absl::StatusOr<MemberRecord> ClusterMember::ReadMember(const std::string& name) const {
+  absl::StatusOr<KeyValue> kv = etcd_->Get(MemberKey(options_.cluster, name));
+  if (!kv.ok()) return kv.status();
+  return DecodeMember(kv->value);
+}
 
 ClusterMember::~ClusterMember() {
   {
@@ -242,7 +272,7 @@ bool ClusterMember::EnsureLease() {
     return false;
   }
   lease = std::shared_ptr<LeaseKeeper>(*std::move(started));
-  const MemberRecord record{options_.name, options_.address, options_.held_sequence(), last_term_};
+  const MemberRecord record = Record(options_.held_sequence());
   absl::StatusOr<int64_t> registered =
       etcd_->Put(MemberKey(options_.cluster, options_.name), Encode(record), lease->id());
   if (!registered.ok()) {
@@ -293,7 +323,7 @@ void ClusterMember::Elect() {
   const int64_t round = election->create_revision;
   std::shared_ptr<LeaseKeeper> lease = keeper();
   const uint64_t held = options_.held_sequence();
-  const MemberRecord mine{options_.name, options_.address, held, last_term_};
+  const MemberRecord mine = Record(held);
   if (!etcd_->Put(MemberKey(options_.cluster, options_.name), Encode(mine), lease->id()).ok()) {
     Pause(kRetry);
     return;

@@ -91,6 +91,12 @@ class ClusterMember {
 
   Role role() const;
   const std::string& name() const { return options_.name; }
+  // A random secret made when the member starts, whose SHA-256 its member record names
+  // (`proof`): its follower shows it to the primary, so that no other stream can count as
+  // this member (replication/tail_stream.h). Never logged, never written to etcd.
+  const std::string& secret() const { return secret_; }
+  // The member record of `name` as etcd holds it now; NOT_FOUND if it has none (not up).
+  absl::StatusOr<MemberRecord> ReadMember(const std::string& name) const;
   // The fence: true only while this member is the primary and its lease is certainly held.
   bool MayAcknowledge() const;
   // As primary: records `followers` as the sync set of this term, before their
@@ -121,6 +127,8 @@ class ClusterMember {
   void Elect();
   void FollowLeader(const KeyValue& leader_key, int64_t revision);
   void SetRole(const Role& role);
+  // This member's record, holding `held`.
+  MemberRecord Record(uint64_t held) const;
   // Writes `set` if the leader key of its term still stands.
   absl::Status WriteSyncSet(const SyncSet& set);
   // Sleeps up to `duration`; false if the member is stopping.
@@ -130,6 +138,7 @@ class ClusterMember {
 
   EtcdClient* const etcd_;
   const ClusterMemberOptions options_;
+  const std::string secret_;
 
   mutable std::mutex mu_;
   std::condition_variable wake_;

@@ -259,8 +259,20 @@ TEST_F(ClusterMemberTest, ThePrimaryCountsOnlyFollowersItRecordedInTheSyncSet) {
   Pod* pod = StartPod("pod-a", 10, /*required_acks=*/1);
   ASSERT_TRUE(WaitFor([&] { return pod->Is(Role::Kind::kPrimary); }));
   const int64_t term = pod->Last().term;
+  // Followers pod-b and pod-c are members: their records name the digests of their secrets.
+  absl::StatusOr<EtcdLease> lease = client_->GrantLease(absl::Seconds(60));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  for (const char* name : {"pod-b", "pod-c"}) {
+    const MemberRecord record{name, absl::StrCat(name, ":1"), 0, 0,
+                              ProofOf(absl::StrCat(name, "-secret"))};
+    ASSERT_TRUE(client_->Put(MemberKey("c1", name), Encode(record), lease->id).ok());
+  }
   storage::ReplicaAcks acks(/*required=*/1, absl::Seconds(30));
-  const int b = acks.Connect("pod-b");
+  const int b = acks.Connect("pod-b", ProofOf("pod-b-secret"));
+  // Two impostors: one posing as pod-b without its secret, one naming no member. Whatever
+  // they acknowledge counts for nothing, and neither enters the set.
+  const int posing = acks.Connect("pod-b", ProofOf("a guess"));
+  const int ghost = acks.Connect("ghost", ProofOf("ghost-secret"));
   SyncSetKeeperOptions options;
   options.interval = absl::Milliseconds(20);
   options.stale_after = absl::Seconds(30);
@@ -270,6 +282,8 @@ TEST_F(ClusterMemberTest, ThePrimaryCountsOnlyFollowersItRecordedInTheSyncSet) {
   etcd_->Signal(SIGSTOP);
   auto keeper = std::make_unique<SyncSetKeeper>(pod->member.get(), &acks, options);
   acks.Ack(b, 10);
+  acks.Ack(posing, 1000);
+  acks.Ack(ghost, 1000);
   absl::SleepFor(absl::Milliseconds(300));
   EXPECT_EQ(acks.acknowledged_sequence(), 0u);
   EXPECT_TRUE(keeper->recorded().empty());
@@ -282,10 +296,16 @@ TEST_F(ClusterMemberTest, ThePrimaryCountsOnlyFollowersItRecordedInTheSyncSet) {
   ASSERT_TRUE(sync.ok()) << sync.status();
   EXPECT_EQ(sync->value,
             Encode(SyncSet{.leader = "pod-a", .term = term, .required = 1, .names = {"pod-b"}}));
+  EXPECT_EQ(acks.acknowledged_sequence(), 10u);  // not the impostors' 1000
+  for (const storage::ReplicaAcks::Follower& follower : acks.Followers()) {
+    EXPECT_EQ(follower.verified, follower.id == b) << follower.name;
+  }
+  acks.Disconnect(posing);
+  acks.Disconnect(ghost);
 
   // pod-c joins and acknowledges only part of what pod-b did; pod-b goes: it stays in the
   // set until pod-c holds every acknowledged write.
-  const int c = acks.Connect("pod-c");
+  const int c = acks.Connect("pod-c", ProofOf("pod-c-secret"));
   ASSERT_TRUE(WaitFor([&] { return keeper->recorded().size() == 2; }));
   acks.Ack(b, 20);
   acks.Ack(c, 15);

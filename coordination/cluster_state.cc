@@ -1,10 +1,13 @@
 // Cluster records and the takeover rule (cluster_state.h).
 #include "coordination/cluster_state.h"
 
+#include <openssl/sha.h>
+
 #include <algorithm>
 #include <map>
 #include <set>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -59,9 +62,18 @@ bool HigherHolder(const MemberRecord* a, const MemberRecord* b) {
 
 }  // namespace
 
+std::string ProofOf(absl::string_view secret) {
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(secret.data()), secret.size(), digest);
+  return absl::BytesToHexString(
+      absl::string_view(reinterpret_cast<const char*>(digest), sizeof(digest)));
+}
+
 std::string Encode(const MemberRecord& record) {
-  return absl::StrCat("name=", record.name, " address=", record.address,
-                      " sequence=", record.sequence, " term=", record.term);
+  std::string text = absl::StrCat("name=", record.name, " address=", record.address,
+                                  " sequence=", record.sequence, " term=", record.term);
+  if (!record.proof.empty()) absl::StrAppend(&text, " proof=", record.proof);
+  return text;
 }
 
 std::string Encode(const LeaderRecord& record) {
@@ -84,7 +96,6 @@ absl::StatusOr<MemberRecord> DecodeMember(absl::string_view text) {
   constexpr absl::string_view kWhat = "member";
   absl::StatusOr<std::map<std::string, std::string>> words = Words(text, kWhat);
   if (!words.ok()) return words.status();
-  MemberRecord record;
   absl::StatusOr<std::string> name = Text(*words, "name", kWhat);
   absl::StatusOr<std::string> address = Text(*words, "address", kWhat);
   absl::StatusOr<uint64_t> sequence = Number<uint64_t>(*words, "sequence", kWhat);
@@ -93,7 +104,9 @@ absl::StatusOr<MemberRecord> DecodeMember(absl::string_view text) {
        {name.status(), address.status(), sequence.status(), term.status()}) {
     if (!status.ok()) return status;
   }
-  return MemberRecord{*name, *address, *sequence, *term};
+  MemberRecord record{*name, *address, *sequence, *term, {}};
+  if (auto proof = words->find("proof"); proof != words->end()) record.proof = proof->second;
+  return record;
 }
 
 absl::StatusOr<LeaderRecord> DecodeLeader(absl::string_view text) {

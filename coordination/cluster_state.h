@@ -2,8 +2,10 @@
 //
 // Keys under the cluster's prefix (--cluster):
 //   <cluster>/members/<name>  MemberRecord, under the member's own lease: who is up, where it
-//                             is reached, and (written when an election starts) the last
-//                             sequence it holds
+//                             is reached, (written when an election starts) the last
+//                             sequence it holds, and the SHA-256 of the secret its Tail
+//                             streams show the primary (a stream counts as this member only
+//                             with it)
 //   <cluster>/leader          LeaderRecord, under the primary's lease. Its create_revision is
 //                             the term: etcd revisions only grow, so a later primary's term is
 //                             always higher
@@ -59,7 +61,12 @@ struct MemberRecord {
   uint64_t sequence = 0;
   // The term of the primary it followed (or led) then; 0 for none.
   int64_t term = 0;
+  // Lowercase hex SHA-256 of the member's secret (ClusterMember::secret); empty: none.
+  std::string proof;
 };
+
+// The lowercase hex SHA-256 of `secret`, as a MemberRecord's proof names it.
+std::string ProofOf(absl::string_view secret);
 
 struct LeaderRecord {
   std::string name;

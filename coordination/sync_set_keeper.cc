@@ -6,11 +6,19 @@
 #include <set>
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/log.h"
 
 namespace coordination {
+namespace {
+
+// An unverified stream's proof is checked again this often: its member may have written its
+// record after the stream opened, and each check reads etcd.
+constexpr absl::Duration kVerifyInterval = absl::Seconds(1);
+
+}  // namespace
 
 SyncSetChange NextSyncSet(const std::vector<std::string>& current,
                           const std::vector<storage::ReplicaAcks::Follower>& connected,
@@ -99,11 +107,46 @@ void SyncSetKeeper::Loop() {
   }
 }
 
+std::vector<storage::ReplicaAcks::Follower> SyncSetKeeper::VerifiedFollowers() {
+  const absl::Time now = absl::Now();
+  std::vector<storage::ReplicaAcks::Follower> verified;
+  std::map<int, absl::Time> checked;
+  for (const storage::ReplicaAcks::Follower& follower : acks_->Followers()) {
+    if (follower.verified) {
+      verified.push_back(follower);
+      continue;
+    }
+    auto last = checked_.find(follower.id);
+    if (last != checked_.end() && now - last->second < kVerifyInterval) {
+      checked.insert(*last);
+      continue;
+    }
+    checked[follower.id] = now;
+    absl::StatusOr<MemberRecord> record = member_->ReadMember(follower.name);
+    if (record.ok() && !record->proof.empty() && record->proof == follower.proof) {
+      acks_->SetVerified(follower.id, true);
+      verified.push_back(follower);
+      continue;
+    }
+    if (last == checked_.end()) {  // once per stream
+      bloomlog::LogWarning(
+          absl::StrCat("a follower stream names itself '", absl::CHexEscape(follower.name),
+                       "' but does not prove that it is that member (",
+                       record.ok()                         ? "it did not show the member's secret"
+                       : absl::IsNotFound(record.status()) ? "no member has that name"
+                                                           : record.status().ToString(),
+                       "): its acknowledgements do not count, and it does not join the sync set"));
+    }
+  }
+  checked_ = std::move(checked);  // streams gone are forgotten
+  return verified;
+}
+
 void SyncSetKeeper::Step() {
   if (!member_->MayAcknowledge()) return;  // not (or no longer surely) the primary
   const std::vector<std::string> current = recorded();
   const SyncSetChange change =
-      NextSyncSet(current, acks_->Followers(), acks_->acknowledged_sequence(), acks_->required(),
+      NextSyncSet(current, VerifiedFollowers(), acks_->acknowledged_sequence(), acks_->required(),
                   absl::Now(), options_.stale_after);
   if (!change.changed) return;
   // Leavers stop counting before the smaller set is recorded; joiners count only after.

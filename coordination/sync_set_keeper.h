@@ -11,6 +11,12 @@
 //
 //   SyncSetKeeper keeper(member, store->replica_acks(), {});  // before the store takes writes
 //
+// Only streams that proved their name count or join: each round the keeper checks every
+// unverified stream's proof (the SHA-256 of the secret it showed) against the member record of
+// the name it gave (ClusterMember::ReadMember), and marks it verified in `acks` when they
+// match. A stream posing as another member, or naming no member at all, is never verified:
+// its acknowledgements count for nothing and its name never enters the set.
+//
 // NextSyncSet is that rule alone; the keeper applies it every `interval` while its member is
 // the primary.
 //
@@ -21,6 +27,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -66,6 +73,9 @@ class SyncSetKeeper {
  private:
   void Loop();
   void Step();
+  // Checks the proofs of the streams not verified yet (each at most once per
+  // kVerifyInterval); returns the verified streams.
+  std::vector<storage::ReplicaAcks::Follower> VerifiedFollowers();
 
   ClusterMember* const member_;
   storage::ReplicaAcks* const acks_;
@@ -74,6 +84,9 @@ class SyncSetKeeper {
   std::condition_variable wake_;
   bool stop_ = false;                  // guarded by mu_
   std::vector<std::string> recorded_;  // guarded by mu_
+  // The keeper thread's only: when each unverified stream (by id) was last checked, and which
+  // refusals were logged.
+  std::map<int, absl::Time> checked_;
   std::thread thread_;
 };
 

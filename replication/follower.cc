@@ -325,6 +325,7 @@ grpc::Status Follower::TailOnce() {
       stub->Tail(&context);
   v1::TailRequest first;
   first.set_follower_id(options_.name);
+  first.set_member_secret(options_.member_secret);
   first.set_start_sequence(store_->LatestSequence() + 1);
   ResponseQueue queue;
   std::thread reader;

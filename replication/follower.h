@@ -40,9 +40,12 @@ struct FollowerOptions {
   std::string primary;  // host:port
   // TLS or plaintext, as the primary serves.
   std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
-  // A token with the write role, sent as "authorization: Bearer <token>"; empty: none.
+  // A token with the replication role, sent as "authorization: Bearer <token>"; empty: none.
   std::string token;
   std::string name;  // how the primary's logs and metrics call this follower
+  // With failover through etcd: this pod's member secret (ClusterMember::secret), shown in
+  // each Tail stream's first request so that the primary counts it as member `name`.
+  std::string member_secret;
   absl::Duration max_lag = absl::Seconds(1);
 };
 

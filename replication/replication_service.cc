@@ -17,29 +17,13 @@ namespace v1 = bloom::replication::v1;
 
 constexpr size_t kSnapshotChunkBytes = 1 << 20;
 constexpr const char* kSnapshotDir = "replication-snapshots";
-// Followers a primary serves at once, and snapshots it makes at once; more get
-// RESOURCE_EXHAUSTED (a follower retries).
-constexpr int kMaxTails = 16;
-constexpr int kMaxSnapshots = 2;
+// Snapshots a primary makes at once, in all and per caller.
+constexpr size_t kMaxSnapshots = 2;
+constexpr size_t kMaxSnapshotsPerCaller = 1;
 // How long a switchover may wait for its target to catch up: the call's deadline, at most the
 // longer bound; the shorter one without a deadline.
 constexpr absl::Duration kSwitchoverDefaultWait = absl::Seconds(10);
 constexpr absl::Duration kSwitchoverMaxWait = absl::Minutes(1);
-
-// Takes one of `limit` slots of `count` for the scope, or none (Taken() false) when all are
-// taken.
-class Slot {
- public:
-  Slot(std::atomic<int>& count, int limit) : count_(count), ok_(count.fetch_add(1) < limit) {}
-  ~Slot() { count_.fetch_sub(1); }
-  Slot(const Slot&) = delete;
-  Slot& operator=(const Slot&) = delete;
-  [[nodiscard]] bool Taken() const { return ok_; }
-
- private:
-  std::atomic<int>& count_;
-  const bool ok_;
-};
 
 grpc::Status ToGrpc(const absl::Status& status) { return service::ToGrpcStatus(status); }
 
@@ -47,15 +31,19 @@ grpc::Status ToGrpc(const absl::Status& status) { return service::ToGrpcStatus(s
 
 ReplicationService::ReplicationService(storage::FilterStore* store,
                                        const service::TokenAuthenticator* auth,
-                                       std::string data_dir)
-    : store_(store), auth_(auth), data_dir_(std::move(data_dir)) {
+                                       std::string data_dir, ReplicationServiceOptions options)
+    : store_(store),
+      auth_(auth),
+      data_dir_(std::move(data_dir)),
+      options_(options),
+      snapshots_({kMaxSnapshots, kMaxSnapshotsPerCaller, options.idle_timeout, 0}, nullptr) {
   // Snapshots a killed primary left behind.
   std::error_code ignored;
   std::filesystem::remove_all(std::filesystem::path(data_dir_) / kSnapshotDir, ignored);
 }
 
 grpc::Status ReplicationService::Admit(grpc::ServerContextBase* context, service::Role role,
-                                       bool primary_only) const {
+                                       bool primary_only, std::string* caller_key) const {
   if (stopping_.load()) {
     return {grpc::StatusCode::UNAVAILABLE, "the primary is shutting down"};
   }
@@ -63,25 +51,73 @@ grpc::Status ReplicationService::Admit(grpc::ServerContextBase* context, service
     return {grpc::StatusCode::FAILED_PRECONDITION,
             "this server is a follower, not a primary: replicate from its primary"};
   }
-  if (auth_ == nullptr) return grpc::Status::OK;
-  absl::optional<absl::string_view> authorization;
-  const auto& metadata = context->client_metadata();
-  if (auto it = metadata.find("authorization"); it != metadata.end()) {
-    authorization = absl::string_view(it->second.data(), it->second.size());
+  service::Caller caller;
+  if (auth_ == nullptr) {
+    if (role == service::Role::kReplication && !options_.allow_unauthenticated) {
+      return {grpc::StatusCode::PERMISSION_DENIED,
+              "this server has no token auth, so it serves no replication (a follower's "
+              "acknowledgements decide when writes are acknowledged): give it "
+              "--auth_token_file with a replication token and its followers "
+              "--replication_token_file, or start it with --allow_unauthenticated_replication "
+              "on a network only its pods reach"};
+    }
+  } else {
+    absl::optional<absl::string_view> authorization;
+    const auto& metadata = context->client_metadata();
+    if (auto it = metadata.find("authorization"); it != metadata.end()) {
+      authorization = absl::string_view(it->second.data(), it->second.size());
+    }
+    absl::StatusOr<service::Caller> authorized =
+        auth_->Authorize(authorization, role, "Replication");
+    if (!authorized.ok()) return ToGrpc(authorized.status());
+    caller = *std::move(authorized);
   }
-  absl::StatusOr<service::Caller> caller = auth_->Authorize(authorization, role, "Replication");
-  return ToGrpc(caller.status());
+  if (caller_key != nullptr) *caller_key = service::ClientKey(caller, context->peer());
+  return grpc::Status::OK;
+}
+
+bool ReplicationService::TakeTailSlot(const std::string& caller, std::string* why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (tails_ >= options_.max_tails) {
+    *why = absl::StrCat("this primary serves ", options_.max_tails, " followers already");
+    return false;
+  }
+  int& mine = tails_per_caller_[caller];
+  if (mine >= options_.max_tails_per_caller) {
+    *why = absl::StrCat(caller, " holds ", mine, " Tail streams already, its most");
+    return false;
+  }
+  ++mine;
+  ++tails_;
+  return true;
+}
+
+void ReplicationService::ReleaseTailSlot(const std::string& caller) {
+  std::lock_guard<std::mutex> lock(mu_);
+  --tails_;
+  auto mine = tails_per_caller_.find(caller);
+  if (mine != tails_per_caller_.end() && --mine->second <= 0) tails_per_caller_.erase(mine);
 }
 
 grpc::Status ReplicationService::Snapshot(grpc::ServerContext* context,
                                           const v1::SnapshotRequest* request,
                                           grpc::ServerWriter<v1::SnapshotResponse>* writer) {
-  if (grpc::Status admitted = Admit(context); !admitted.ok()) return admitted;
-  const Slot slot(snapshots_, kMaxSnapshots);
-  if (!slot.Taken()) {
-    return {grpc::StatusCode::RESOURCE_EXHAUSTED,
-            absl::StrCat(kMaxSnapshots, " snapshots are being copied already; retry later")};
+  std::string caller;
+  if (grpc::Status admitted =
+          Admit(context, service::Role::kReplication, /*primary_only=*/true, &caller);
+      !admitted.ok()) {
+    return admitted;
   }
+  if (request->follower_id().size() > kMaxFollowerIdBytes) {
+    return {grpc::StatusCode::INVALID_ARGUMENT,
+            absl::StrCat("follower_id is ", request->follower_id().size(), " bytes; at most ",
+                         kMaxFollowerIdBytes)};
+  }
+  // The guard ends a copy whose follower stops reading (a blocked Write returns false).
+  absl::StatusOr<std::unique_ptr<service::TransferGuard::Ticket>> ticket =
+      snapshots_.Admit(service::TransferGuard::Kind::kSnapshot, context->peer(), caller,
+                       [context](const absl::Status&) { context->TryCancel(); });
+  if (!ticket.ok()) return ToGrpc(ticket.status());
   const std::filesystem::path root = std::filesystem::path(data_dir_) / kSnapshotDir;
   const std::filesystem::path dir = root / absl::StrCat(next_snapshot_.fetch_add(1));
   std::error_code error;
@@ -118,8 +154,10 @@ grpc::Status ReplicationService::Snapshot(grpc::ServerContext* context,
       chunk.set_offset(offset);
       chunk.set_data(buffer.data(), static_cast<size_t>(got));
       if (!writer->Write(chunk)) {
+        if ((*ticket)->abandoned()) return ToGrpc((*ticket)->AbandonedStatus());
         return {grpc::StatusCode::CANCELLED, "the follower went away"};
       }
+      (*ticket)->Touch(static_cast<uint64_t>(got));
       offset += static_cast<uint64_t>(got);
     } while (in);
     bytes += offset;
@@ -143,20 +181,26 @@ class RefusedTail final : public grpc::ServerBidiReactor<v1::TailRequest, v1::Ta
 
 grpc::ServerBidiReactor<v1::TailRequest, v1::TailResponse>* ReplicationService::Tail(
     grpc::CallbackServerContext* context) {
-  if (grpc::Status admitted = Admit(context); !admitted.ok()) return new RefusedTail(admitted);
-  if (tails_.fetch_add(1) >= kMaxTails) {
-    tails_.fetch_sub(1);
-    return new RefusedTail({grpc::StatusCode::RESOURCE_EXHAUSTED,
-                            absl::StrCat("this primary serves ", kMaxTails, " followers already")});
+  std::string caller;
+  if (grpc::Status admitted =
+          Admit(context, service::Role::kReplication, /*primary_only=*/true, &caller);
+      !admitted.ok()) {
+    return new RefusedTail(admitted);
+  }
+  if (std::string why; !TakeTailSlot(caller, &why)) {
+    return new RefusedTail(
+        {grpc::StatusCode::RESOURCE_EXHAUSTED, absl::StrCat(why, "; retry later")});
   }
   TailHooks hooks;
-  hooks.registered = [this](const std::string& name, const std::string& peer, uint64_t sent) {
-    return Register({name, peer, sent, 0, absl::Now(), absl::InfinitePast()});
+  hooks.registered = [this](const std::string& name, const std::string& peer,
+                            const std::string& proof) {
+    return Register({name, peer, proof, 0, 0, absl::Now(), absl::InfinitePast()});
   };
   hooks.update = [this](int id, uint64_t sent, uint64_t durable) { Update(id, sent, durable); };
   hooks.unregistered = [this](int id) { Unregister(id); };
-  hooks.done = [this] { tails_.fetch_sub(1); };
-  auto stream = std::make_shared<TailStream>(context, store_, &pump_, std::move(hooks));
+  hooks.done = [this, caller] { ReleaseTailSlot(caller); };
+  auto stream = std::make_shared<TailStream>(context, store_, &pump_, std::move(hooks),
+                                             options_.idle_timeout);
   TailStream* reactor = stream.get();
   pump_.Add(std::move(stream));  // the pump owns it until gRPC is done with it
   return reactor;

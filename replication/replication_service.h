@@ -1,8 +1,13 @@
 // ReplicationService: what a primary serves its followers (bloom.replication.v1): a snapshot
 // of its RocksDB, then its write-ahead log as it grows, and the followers' acknowledgements.
 //
-// Served on the server's port beside bloom.v1, with the same TLS and tokens: a follower's
-// token needs the write role (it reads every filter). Followers serve it too, for Status.
+// Served on the server's port beside bloom.v1, with the same TLS and tokens. Snapshot and Tail
+// copy every filter, and a Tail's acknowledgements decide when writes are acknowledged, so they
+// need a token with the replication role (service/auth.h), which a client's write token is
+// not; without token auth they are refused unless `allow_unauthenticated` (unsafe: anyone who
+// reaches the port could copy the database or pose as a follower). Each caller (a token's
+// label, or else the peer's address) may hold a share of the Tail and Snapshot slots only, and
+// a stream that stops moving is ended. Followers serve the service too, for Status.
 // Snapshot and Status run on gRPC's synchronous threads (rare calls); Tail on its callback API,
 // with one thread reading the log for every follower (tail_stream.h).
 //
@@ -18,6 +23,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -28,14 +34,31 @@
 #include "replication/follower.h"
 #include "replication/tail_stream.h"
 #include "service/auth.h"
+#include "service/transfer_guard.h"
 #include "storage/filter_store.h"
 
 namespace replication {
 
+struct ReplicationServiceOptions {
+  // Without token auth: serve Snapshot and Tail anyway (--allow_unauthenticated_replication).
+  bool allow_unauthenticated = false;
+  // Tail streams at once, in all and per caller; more get RESOURCE_EXHAUSTED (a follower
+  // retries).
+  int max_tails = 16;
+  int max_tails_per_caller = 8;
+  // A Tail stream that leaves what it was sent unacknowledged this long, and a Snapshot whose
+  // follower reads nothing this long, is ended (ABORTED) and its slot freed.
+  absl::Duration idle_timeout = absl::Seconds(30);
+};
+
+// The longest follower_id taken (a DNS name's limit): longer ones are refused, so no client
+// string of any size reaches the logs.
+inline constexpr size_t kMaxFollowerIdBytes = 253;
 // One follower's Tail stream, as the primary sees it (for metrics and logs).
 struct FollowerStream {
   std::string name;
   std::string peer;
+  std::string proof;              // SHA-256 (hex) of the member secret it showed; empty: none
   uint64_t sent_sequence = 0;     // the last sequence sent to it
   uint64_t durable_sequence = 0;  // the last it acknowledged as durable
   absl::Time connected_at;
@@ -49,7 +72,7 @@ class ReplicationService final
   // Snapshots go to temporary directories under `data_dir` (RocksDB's checkpoints hard-link
   // its files, which needs the same file system). `auth` may be null (no token auth).
   ReplicationService(storage::FilterStore* store, const service::TokenAuthenticator* auth,
-                     std::string data_dir);
+                     std::string data_dir, ReplicationServiceOptions options = {});
 
   grpc::Status Snapshot(
       grpc::ServerContext* context, const bloom::replication::v1::SnapshotRequest* request,
@@ -91,9 +114,13 @@ class ReplicationService final
   std::vector<FollowerStream> Followers() const;
 
  private:
-  // A primary's calls (Snapshot, Tail) need the write role; Status the read role, on any server.
-  grpc::Status Admit(grpc::ServerContextBase* context, service::Role role = service::Role::kWrite,
-                     bool primary_only = true) const;
+  // A primary's calls (Snapshot, Tail) need the replication role; Status the read role, on any
+  // server; Switchover the write role. Sets `caller` to whom per-caller shares count.
+  grpc::Status Admit(grpc::ServerContextBase* context, service::Role role, bool primary_only,
+                     std::string* caller = nullptr) const;
+  // Takes one of the caller's Tail slots; false when it or the server has none left.
+  bool TakeTailSlot(const std::string& caller, std::string* why);
+  void ReleaseTailSlot(const std::string& caller);
   int Register(FollowerStream status);
   void Update(int id, uint64_t sent, uint64_t durable);
   void Unregister(int id);
@@ -103,11 +130,13 @@ class ReplicationService final
   const std::string data_dir_;
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> next_snapshot_{0};
+  const ReplicationServiceOptions options_;
   // Streams running now: each Tail holds a log reader and each Snapshot a checkpoint on disk,
-  // so a caller with a write token cannot open them without limit (kMaxTails, kMaxSnapshots).
-  std::atomic<int> tails_{0};
-  std::atomic<int> snapshots_{0};
+  // so nobody may open them without limit (options_.max_tails; snapshots_ admits Snapshots).
+  service::TransferGuard snapshots_;
   mutable std::mutex mu_;
+  int tails_ = 0;                                // guarded by mu_
+  std::map<std::string, int> tails_per_caller_;  // guarded by mu_; no zero counts
   int next_id_ = 0;
   std::vector<std::pair<int, FollowerStream>> followers_;
   const Follower* follower_ = nullptr;  // guarded by mu_

@@ -5,8 +5,11 @@
 #include <limits>
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "replication/replication_service.h"
+#include "service/auth.h"
 #include "service/convert.h"
 
 namespace replication {
@@ -34,12 +37,14 @@ constexpr uint64_t kNoneCaughtUp = std::numeric_limits<uint64_t>::max();
 }  // namespace
 
 TailStream::TailStream(grpc::CallbackServerContext* context, storage::FilterStore* store,
-                       TailPump* pump, TailHooks hooks)
+                       TailPump* pump, TailHooks hooks, absl::Duration idle_timeout)
     : context_(context),
       store_(store),
       pump_(pump),
       hooks_(std::move(hooks)),
-      acks_(store->replica_acks()) {
+      idle_timeout_(idle_timeout),
+      acks_(store->replica_acks()),
+      last_progress_(absl::Now()) {
   StartRead(&request_);
 }
 
@@ -49,15 +54,25 @@ bool TailStream::Start(const v1::TailRequest& first) {
     FinishLocked({grpc::StatusCode::INVALID_ARGUMENT, "start_sequence must be at least 1"});
     return false;
   }
+  if (first.follower_id().size() > kMaxFollowerIdBytes ||
+      first.member_secret().size() > kMaxFollowerIdBytes) {
+    FinishLocked({grpc::StatusCode::INVALID_ARGUMENT,
+                  absl::StrCat("follower_id and member_secret take at most ", kMaxFollowerIdBytes,
+                               " bytes; this follower_id has ", first.follower_id().size())});
+    return false;
+  }
   name_ = first.follower_id().empty() ? context_->peer() : first.follower_id();
   next_ = first.start_sequence();
-  sent_.store(next_ - 1);
   log_ = std::make_unique<storage::LogReader>(store_->database(), next_);
-  id_ = hooks_.registered(name_, context_->peer(), next_ - 1);
-  if (acks_ != nullptr) ack_id_ = acks_->Connect(name_);
+  const std::string proof = first.member_secret().empty()
+                                ? std::string()
+                                : service::TokenAuthenticator::HashToken(first.member_secret());
+  id_ = hooks_.registered(name_, context_->peer(), proof);
+  if (acks_ != nullptr) ack_id_ = acks_->Connect(name_, proof);
   started_ = true;
-  bloomlog::LogInfo(absl::StrCat("replication: follower ", name_, " (", context_->peer(),
-                                 ") tails the log from sequence ", next_));
+  // Escaped: a name is the client's string, and must not forge log lines.
+  bloomlog::LogInfo(absl::StrCat("replication: follower '", absl::CHexEscape(name_), "' (",
+                                 context_->peer(), ") tails the log from sequence ", next_));
   return true;
 }
 
@@ -82,9 +97,18 @@ void TailStream::OnReadDone(bool ok) {
     return;
   }
   // An acknowledgement: what the follower holds durably, and the idle filters its reads used.
+  // It counts only for what this stream sent.
   if (request_.durable_sequence() != 0) {
-    if (acks_ != nullptr) acks_->Ack(ack_id_, std::min(request_.durable_sequence(), sent_.load()));
-    hooks_.update(id_, 0, request_.durable_sequence());
+    const uint64_t credited = std::min(request_.durable_sequence(), sent_.load());
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (credited > acked_) {
+        acked_ = credited;
+        last_progress_ = absl::Now();
+      }
+    }
+    if (acks_ != nullptr && credited > 0) acks_->Ack(ack_id_, credited);
+    hooks_.update(id_, 0, credited);
   }
   if (request_.idle_touches_size() > 0) {
     std::vector<std::string> names(request_.idle_touches().begin(), request_.idle_touches().end());
@@ -129,8 +153,9 @@ void TailStream::OnDone() {
   if (started) {
     if (acks_ != nullptr) acks_->Disconnect(ack_id_);
     hooks_.unregistered(id_);
-    bloomlog::LogInfo(absl::StrCat("replication: follower ", name_, " disconnected at sequence ",
-                                   sent, ended.ok() ? "" : ": ", ended.error_message()));
+    bloomlog::LogInfo(absl::StrCat("replication: follower '", absl::CHexEscape(name_),
+                                   "' disconnected having been sent sequence ", sent,
+                                   ended.ok() ? "" : ": ", ended.error_message()));
   }
   hooks_.done();
   // Last: once done() answers true, the pump may drop its reference, which can be the last one,
@@ -163,6 +188,19 @@ void TailStream::Step(absl::Time now, bool stopping, absl::Time& wake, uint64_t&
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!started_ || finished_) return;
+    if (idle_timeout_ > absl::ZeroDuration() && sent_.load() > acked_ &&
+        now - last_progress_ >= idle_timeout_) {
+      bloomlog::LogWarning(absl::StrCat("replication: ending the stream of follower '",
+                                        absl::CHexEscape(name_), "' (", context_->peer(),
+                                        "): it acknowledged nothing of what it was sent for ",
+                                        absl::FormatDuration(idle_timeout_)));
+      const bool stuck = writing_;
+      FinishLocked({grpc::StatusCode::ABORTED,
+                    absl::StrCat("the follower acknowledged nothing it was sent for ",
+                                 absl::FormatDuration(idle_timeout_))});
+      if (stuck) context_->TryCancel();  // the write in flight returns, then Finish goes
+      return;
+    }
     if (writing_) {  // OnWriteDone wakes the pump if the write outlasts the pace
       if (paced_until_ > now) wake = std::min(wake, paced_until_);
       return;
@@ -206,7 +244,10 @@ void TailStream::Step(absl::Time now, bool stopping, absl::Time& wake, uint64_t&
   response_.set_acks_wanted(acks_ != nullptr);
   response_.set_primary_time_micros(absl::ToUnixMicros(absl::Now()));
   const size_t bytes = response_.ByteSizeLong();
-  sent_.store(read->next - 1);  // before the write: its acknowledgement may come at once
+  if (!read->batches.empty()) {
+    if (acked_ >= sent_.load()) last_progress_ = now;  // idle from now on if unanswered
+    sent_.store(read->next - 1);  // before the write: its acknowledgement may come at once
+  }
   last_sent_ = now;
   if (!read->batches.empty() && bytes < kMaxResponseBytes) {
     paced_until_ = now + (acks_ != nullptr ? kMinDataIntervalWithAcks : kMinDataInterval);
@@ -215,7 +256,7 @@ void TailStream::Step(absl::Time now, bool stopping, absl::Time& wake, uint64_t&
   next_ = read->next;
   writing_ = true;
   lock.unlock();
-  hooks_.update(id_, next_ - 1, 0);
+  hooks_.update(id_, sent_.load(), 0);
   StartWrite(&response_);
 }
 

@@ -42,7 +42,9 @@ class TailPump;
 
 // What a stream reports to its service (ReplicationService's follower list and logs).
 struct TailHooks {
-  std::function<int(const std::string& name, const std::string& peer, uint64_t sent)> registered;
+  // `proof`: the SHA-256 (hex) of the member secret the stream showed, or empty.
+  std::function<int(const std::string& name, const std::string& peer, const std::string& proof)>
+      registered;
   std::function<void(int id, uint64_t sent, uint64_t durable)> update;
   std::function<void(int id)> unregistered;
   std::function<void()> done;  // releases the stream's slot (kMaxTails)
@@ -51,8 +53,10 @@ struct TailHooks {
 class TailStream final : public grpc::ServerBidiReactor<bloom::replication::v1::TailRequest,
                                                         bloom::replication::v1::TailResponse> {
  public:
+  // A stream that leaves what it was sent unacknowledged for `idle_timeout` (zero: never) is
+  // ended ABORTED, even while a write to it is stuck.
   TailStream(grpc::CallbackServerContext* context, storage::FilterStore* store, TailPump* pump,
-             TailHooks hooks);
+             TailHooks hooks, absl::Duration idle_timeout);
 
   // gRPC's reactions.
   void OnReadDone(bool ok) override;
@@ -76,6 +80,7 @@ class TailStream final : public grpc::ServerBidiReactor<bloom::replication::v1::
   storage::FilterStore* const store_;
   TailPump* const pump_;
   const TailHooks hooks_;
+  const absl::Duration idle_timeout_;
   storage::ReplicaAcks* const acks_;
   bloom::replication::v1::TailRequest request_;  // the read in flight fills it
 
@@ -89,9 +94,14 @@ class TailStream final : public grpc::ServerBidiReactor<bloom::replication::v1::
   std::string name_;
   int id_ = -1;
   int ack_id_ = -1;
-  // The last sequence sent: an acknowledgement counts up to it, never beyond, whatever the
-  // follower claims.
+  // The last sequence sent on this stream (0: none yet): an acknowledgement counts up to it,
+  // never beyond, whatever the follower claims, its start_sequence included.
   std::atomic<uint64_t> sent_{0};
+  // The highest acknowledgement so far (capped at sent_), and when the stream last made
+  // progress: an acknowledgement that raised it, or data sent while everything was
+  // acknowledged. Idle: sent_ > acked_ for idle_timeout_ since then (mu_).
+  uint64_t acked_ = 0;
+  absl::Time last_progress_;
 
   // When the next response may go (mu_; the pump sets it, OnWriteDone reads it).
   absl::Time paced_until_ = absl::InfinitePast();

@@ -19,8 +19,6 @@
 namespace service {
 namespace {
 
-const char* RoleName(Role role) { return role == Role::kWrite ? "write" : "read"; }
-
 bool ParseHexDigest(absl::string_view hex, std::array<uint8_t, 32>& digest) {
   if (hex.size() != 64) return false;
   for (char c : hex) {
@@ -38,6 +36,18 @@ std::array<uint8_t, 32> Sha256(absl::string_view data) {
 }
 
 }  // namespace
+
+const char* RoleName(Role role) {
+  switch (role) {
+    case Role::kRead:
+      return "read";
+    case Role::kWrite:
+      return "write";
+    case Role::kReplication:
+      return "replication";
+  }
+  return "unknown";
+}
 
 std::string TokenAuthenticator::HashToken(absl::string_view token) {
   const std::array<uint8_t, 32> digest = Sha256(token);
@@ -69,7 +79,7 @@ absl::Status TokenAuthenticator::Parse(const std::string& path, std::vector<Entr
           absl::StrCat("token file ", path, " line ", number, ": ", why));
     };
     if (fields.size() < 2 || fields.size() > 3) {
-      return bad("expected '<sha256 hex> <read|write> [label]'");
+      return bad("expected '<sha256 hex> <read|write|replication> [label]'");
     }
     Entry entry;
     if (!ParseHexDigest(fields[0], entry.digest)) {
@@ -79,8 +89,10 @@ absl::Status TokenAuthenticator::Parse(const std::string& path, std::vector<Entr
       entry.caller.role = Role::kRead;
     } else if (fields[1] == "write") {
       entry.caller.role = Role::kWrite;
+    } else if (fields[1] == "replication") {
+      entry.caller.role = Role::kReplication;
     } else {
-      return bad(absl::StrCat("role must be read or write, not '", fields[1], "'"));
+      return bad(absl::StrCat("role must be read, write or replication, not '", fields[1], "'"));
     }
     if (fields.size() == 3) entry.caller.label.assign(fields[2].data(), fields[2].size());
     for (const Entry& other : entries) {
@@ -127,6 +139,16 @@ size_t TokenAuthenticator::size() const {
 absl::StatusOr<Caller> TokenAuthenticator::Authorize(
     absl::optional<absl::string_view> authorization, Role required,
     absl::string_view method) const {
+  absl::StatusOr<Caller> caller = Authenticate(authorization);
+  if (!caller.ok()) return caller;
+  if (absl::Status allowed = RequireRole(*caller, required, method); !allowed.ok()) {
+    return allowed;
+  }
+  return caller;
+}
+
+absl::StatusOr<Caller> TokenAuthenticator::Authenticate(
+    absl::optional<absl::string_view> authorization) const {
   if (!authorization.has_value()) {
     return absl::UnauthenticatedError(
         "this server requires a token: send 'authorization: Bearer <token>' metadata");
@@ -153,9 +175,6 @@ absl::StatusOr<Caller> TokenAuthenticator::Authorize(
     }
   }
   if (match == nullptr) return absl::UnauthenticatedError("the token is not valid");
-  if (absl::Status allowed = RequireRole(match->caller, required, method); !allowed.ok()) {
-    return allowed;
-  }
   return match->caller;
 }
 
@@ -166,11 +185,15 @@ std::string ClientKey(const Caller& caller, const std::string& peer) {
 }
 
 absl::Status RequireRole(const Caller& caller, Role required, absl::string_view method) {
-  if (required != Role::kWrite || caller.role == Role::kWrite) return absl::OkStatus();
-  return absl::PermissionDeniedError(
-      absl::StrCat(method, " needs a token with role ", RoleName(Role::kWrite), "; this token",
-                   caller.label.empty() ? "" : absl::StrCat(" (", caller.label, ")"), " has role ",
-                   RoleName(caller.role)));
+  const bool allowed =
+      required == Role::kRead ? caller.role != Role::kReplication : caller.role == required;
+  if (allowed) return absl::OkStatus();
+  return absl::PermissionDeniedError(absl::StrCat(
+      method, " needs a token with role ",
+      required == Role::kRead ? "read or write" : RoleName(required), "; this token",
+      caller.label.empty() ? "" : absl::StrCat(" (", caller.label, ")"), " has role ",
+      RoleName(caller.role),
+      caller.role == Role::kReplication ? ", which may only replicate (Tail, Snapshot)" : ""));
 }
 
 }  // namespace service

@@ -6,7 +6,10 @@
 //   9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08 write  ingest-job
 //   60303ae22b998861bce3b28f33eec1be758a213c86c93c076dbe9f558c11c752 read   web-frontend
 //
-// `read` may call MightContain, Stats, List and Export; `write` may call everything. The label
+// `read` may call MightContain, Stats, List and Export; `write` may call everything but
+// replication; `replication` may call only what a follower calls on its primary
+// (bloom.replication.v1 Tail and Snapshot) and nothing else, so that a client's token can
+// neither copy the whole database nor pose as a follower whose acknowledgements count. The label
 // names the caller in logs (the token never appears in a log). Make tokens long and random
 // (e.g. `openssl rand -hex 32`) and hash them with `bloom-cli hash-token` or
 // `printf %s "$TOKEN" | sha256sum`: a digest of a random 256-bit token cannot be brute-forced,
@@ -37,7 +40,12 @@
 
 namespace service {
 
-enum class Role { kRead, kWrite };
+// kRead < kWrite: a write token may read. kReplication stands apart: it may do only what needs
+// it, and nothing needs it but a follower's Tail and Snapshot.
+enum class Role { kRead, kWrite, kReplication };
+
+// "read", "write" or "replication".
+const char* RoleName(Role role);
 
 // What an authenticated caller is.
 struct Caller {
@@ -50,7 +58,8 @@ struct Caller {
 // "ipv4:10.0.0.7"), so new connections do not make a new client. Reads as a message's subject.
 std::string ClientKey(const Caller& caller, const std::string& peer);
 
-// OK if `caller` may call `method`, which needs `required`; PERMISSION_DENIED naming both roles
+// OK if `caller` may call `method`, which needs `required` (read: a read or write token; write:
+// a write token; replication: a replication token); PERMISSION_DENIED naming both roles
 // otherwise. (Authorize() applies it; a stream authenticated once applies it per operation.)
 absl::Status RequireRole(const Caller& caller, Role required, absl::string_view method);
 
@@ -62,9 +71,11 @@ class TokenAuthenticator {
 
   // `authorization` is the call's authorization metadata, if any. UNAUTHENTICATED when it is
   // missing, not a Bearer token, or no entry matches; PERMISSION_DENIED when the token's role
-  // is read and `required` is write (`method` names the call in the message).
+  // does not allow `required` (RequireRole; `method` names the call in the message).
   absl::StatusOr<Caller> Authorize(absl::optional<absl::string_view> authorization, Role required,
                                    absl::string_view method) const;
+  // Who the token is, whatever its role: UNAUTHENTICATED as Authorize.
+  absl::StatusOr<Caller> Authenticate(absl::optional<absl::string_view> authorization) const;
 
   // Re-reads the file when its size, modification time or inode changed since the last load
   // (Kubernetes updates a mounted Secret by swapping a symlink), or always with `force`.

@@ -55,6 +55,36 @@ TEST_F(AuthTest, RolesDecideWhatATokenMayDo) {
   EXPECT_EQ(denied.message().find("reader-secret"), std::string::npos) << "token leaked";
 }
 
+// A replication token may only replicate, and nothing else may: a client's write token
+// cannot pose as a follower, and a follower's token cannot read or write filters.
+TEST_F(AuthTest, TheReplicationRoleStandsApart) {
+  WriteTokens(absl::StrCat(TokenAuthenticator::HashToken("writer-secret"), " write ingest\n",
+                           TokenAuthenticator::HashToken("replica-secret"), " replication pods\n"));
+  absl::StatusOr<std::unique_ptr<TokenAuthenticator>> auth = TokenAuthenticator::Load(path_);
+  ASSERT_OK(auth.status());
+
+  absl::StatusOr<Caller> replica =
+      (*auth)->Authorize("Bearer replica-secret", Role::kReplication, "Tail");
+  ASSERT_OK(replica.status());
+  EXPECT_EQ(replica->role, Role::kReplication);
+  absl::Status denied =
+      (*auth)->Authorize("Bearer writer-secret", Role::kReplication, "Tail").status();
+  EXPECT_EQ(denied.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_NE(denied.message().find("Tail needs a token with role replication"), std::string::npos)
+      << denied.message();
+  for (Role role : {Role::kRead, Role::kWrite}) {
+    denied = (*auth)->Authorize("Bearer replica-secret", role, "MightContain").status();
+    EXPECT_EQ(denied.code(), absl::StatusCode::kPermissionDenied);
+    EXPECT_NE(denied.message().find("may only replicate"), std::string::npos) << denied.message();
+  }
+  // Who it is, whatever the role (the transport's gate asks only that).
+  absl::StatusOr<Caller> known = (*auth)->Authenticate("Bearer replica-secret");
+  ASSERT_OK(known.status());
+  EXPECT_EQ(known->label, "pods");
+  EXPECT_EQ((*auth)->Authenticate("Bearer nobody").status().code(),
+            absl::StatusCode::kUnauthenticated);
+}
+
 TEST_F(AuthTest, MissingMalformedOrUnknownTokensAreUnauthenticated) {
   WriteTokens(TokenAuthenticator::HashToken("good") + " write\n");
   absl::StatusOr<std::unique_ptr<TokenAuthenticator>> auth = TokenAuthenticator::Load(path_);
@@ -79,7 +109,8 @@ TEST_F(AuthTest, MalformedFilesAreRefusedWithTheLine) {
   };
   for (const Case& c : std::vector<Case>{
            {"plain-token write\n", "line 1: the first field must be 64 hex digits"},
-           {"# ok\n" + digest + " admin\n", "line 2: role must be read or write, not 'admin'"},
+           {"# ok\n" + digest + " admin\n",
+            "line 2: role must be read, write or replication, not 'admin'"},
            {digest + "\n", "line 1: expected"},
            {digest + " read a b\n", "line 1: expected"},
            {digest + " read\n" + digest + " write\n", "line 2: this token digest is listed twice"},

@@ -28,6 +28,7 @@ absl::StatusOr<std::unique_ptr<Failover>> Failover::Start(const ReplicationConfi
                                                           std::function<void()> on_change) {
   auto failover = std::unique_ptr<Failover>(new Failover());
   failover->held_ = held;
+  failover->switchover_cooldown_ = config.switchover_cooldown;
   absl::StatusOr<std::unique_ptr<coordination::EtcdClient>> etcd =
       coordination::EtcdClient::Connect(config.etcd_endpoints, kEtcdCallTimeout);
   if (!etcd.ok()) return etcd.status();
@@ -43,6 +44,10 @@ absl::StatusOr<std::unique_ptr<Failover>> Failover::Start(const ReplicationConfi
   options.on_role = [raw, on_change = std::move(on_change)](const coordination::Role& role) {
     {
       std::lock_guard<std::mutex> lock(raw->mu_);
+      if (role.kind == coordination::Role::Kind::kPrimary &&
+          raw->role_.kind != coordination::Role::Kind::kPrimary) {
+        raw->primary_since_ = absl::Now();
+      }
       raw->role_ = role;
       ++raw->version_;
     }
@@ -99,6 +104,20 @@ std::function<bool()> Failover::Fence() const {
 
 absl::Status Failover::Resign() { return member_->Resign(); }
 
+absl::Status Failover::CheckSwitchoverCooldown() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const absl::Time now = absl::Now();
+  const absl::Time since = std::max(primary_since_, last_switchover_);
+  if (now - since < switchover_cooldown_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "a switchover is taken at most once per ", absl::FormatDuration(switchover_cooldown_),
+        " (--switchover_cooldown), counted from the last one and from the primary's taking "
+        "over: retry in ",
+        absl::FormatDuration(absl::Ceil(switchover_cooldown_ - (now - since), absl::Seconds(1)))));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Failover::Handover> Failover::Switchover(
     const std::string& to, absl::Time deadline,
     const std::function<std::vector<FollowerProgress>()>& followers,
@@ -143,6 +162,10 @@ absl::StatusOr<Failover::Handover> Failover::Switchover(
                      names.empty() ? "none" : absl::StrJoin(names, ", "), ")"));
   }
   RETURN_IF_ERROR(member_->BeginHandOver());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_switchover_ = absl::Now();  // writes pause from here: the cooldown counts from it
+  }
   absl::SleepFor(kInFlightWrites);
   uint64_t sequence = latest();
   while (true) {

@@ -73,6 +73,11 @@ class Failover {
     uint64_t sequence = 0;  // every write up to this is on `to`
     int64_t term = 0;       // the term that ended (or goes on, when `to` is this pod)
   };
+  // A Switchover call's admission: RESOURCE_EXHAUSTED, saying when to retry, within
+  // --switchover_cooldown of the last switchover that paused writes here (Switchover) or of
+  // this pod's taking over. (A primary stopping hands over without it.)
+  absl::Status CheckSwitchoverCooldown() const;
+
   absl::StatusOr<Handover> Switchover(
       const std::string& to, absl::Time deadline,
       const std::function<std::vector<FollowerProgress>()>& followers,
@@ -88,6 +93,9 @@ class Failover {
   uint64_t version_ = 0;                   // guarded by mu_: grows with each role
   storage::FilterStore* store_ = nullptr;  // guarded by mu_
   uint64_t held_ = 0;                      // guarded by mu_: without a store
+  absl::Duration switchover_cooldown_;
+  absl::Time primary_since_ = absl::InfinitePast();    // guarded by mu_
+  absl::Time last_switchover_ = absl::InfinitePast();  // guarded by mu_
   // Declared last: destroyed first, while what its callbacks use is still there.
   std::unique_ptr<coordination::ClusterMember> member_;
 };

@@ -267,6 +267,8 @@ absl::StatusOr<service::ServerConfig> ConfigForRole(
     return absl::Status(follower_options.status().code(),
                         absl::StrCat("replication: ", follower_options.status().message()));
   }
+  // The primary counts this pod's stream as its member's only with the member's secret.
+  follower_options->member_secret = failover.member()->secret();
   if (role.term != data_term && failover.held() > role.leader.start_sequence) {
     bloomlog::LogWarning(absl::StrCat(
         "this pod holds sequence ", failover.held(), ", past ", role.leader.start_sequence,

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -26,9 +27,20 @@ absl::StatusOr<bloom::replication::v1::SwitchoverResponse> SwitchOver(Node& node
                                                                       Failover& failover,
                                                                       const std::string& to,
                                                                       absl::Time deadline) {
-  auto followers = [&node] {
+  // Only a stream that proved its member name (its secret's digest is the one that member's
+  // record names) may be handed over to: a client posing as a follower, or naming no member,
+  // would take the primary's role with it. The records are read once, not per poll.
+  std::map<std::string, std::string> proofs;  // member name -> the proof its record names
+  for (const replication::FollowerStream& f : node.replication->Followers()) {
+    if (proofs.count(f.name) != 0) continue;
+    absl::StatusOr<coordination::MemberRecord> record = failover.member()->ReadMember(f.name);
+    proofs[f.name] = record.ok() ? record->proof : "";
+  }
+  auto followers = [&node, &proofs] {
     std::vector<Failover::FollowerProgress> out;
     for (const replication::FollowerStream& f : node.replication->Followers()) {
+      auto proof = proofs.find(f.name);
+      if (f.proof.empty() || proof == proofs.end() || proof->second != f.proof) continue;
       out.push_back({f.name, f.durable_sequence});
     }
     return out;
@@ -145,8 +157,10 @@ absl::Status StartNode(Node& node, const ServerConfig& config, ServerOptions opt
     options.hooks.forwarder = node.forwarder.get();
     options.serving_at_start = false;  // until the follower has caught up
   }
+  replication::ReplicationServiceOptions replication_options;
+  replication_options.allow_unauthenticated = config.replication.allow_unauthenticated;
   node.replication = std::make_unique<replication::ReplicationService>(
-      node.store.get(), options.hooks.auth, config.store.data_dir);
+      node.store.get(), options.hooks.auth, config.store.data_dir, replication_options);
   options.extra_services.push_back(node.replication.get());
   absl::StatusOr<std::unique_ptr<BloomServer>> server =
       BloomServer::Start(node.store.get(), options);
@@ -190,7 +204,10 @@ void ConnectToCluster(Node& node, Failover& failover, const std::string& cluster
   node.replication->SetClusterSource(view);
   if (primary) {
     node.replication->SetSwitchoverHandler(
-        [&node, &failover](const std::string& to, absl::Time deadline) {
+        [&node, &failover](
+            const std::string& to,
+            absl::Time deadline) -> absl::StatusOr<bloom::replication::v1::SwitchoverResponse> {
+          RETURN_IF_ERROR(failover.CheckSwitchoverCooldown());
           return SwitchOver(node, failover, to, deadline);
         });
   }

@@ -126,7 +126,18 @@ ABSL_FLAG(absl::Duration, replication_log_retention, absl::Minutes(10),
 ABSL_FLAG(std::string, replication_log_limit, "1Gi",
           "at most this much kept write-ahead log (older files go first)");
 ABSL_FLAG(std::string, replication_token_file, "",
-          "file holding the token (write role) a follower sends to its primary; empty: none");
+          "file holding the token (replication role) a follower sends to its primary; empty: "
+          "none");
+ABSL_FLAG(bool, allow_unauthenticated_replication, false,
+          "UNSAFE: without --auth_token_file, serve replication (Snapshot, Tail) to anyone who "
+          "reaches the port: any client could then copy every filter, or pose as a follower "
+          "and make this primary acknowledge writes that a failover loses. Only on a network "
+          "that nothing but the pods reaches. Without it, a primary without token auth "
+          "refuses replication");
+ABSL_FLAG(absl::Duration, switchover_cooldown, absl::Seconds(30),
+          "with --etcd_endpoints: a Switchover call is refused (RESOURCE_EXHAUSTED) within "
+          "this long of the primary's last one or of its taking over: each refuses writes for "
+          "a moment; 0 = no cooldown");
 ABSL_FLAG(std::string, replication_ca_file, "",
           "PEM CA that a follower verifies its primary's TLS certificate with; empty: "
           "plaintext to the primary");
@@ -194,6 +205,11 @@ absl::Status ReplicationFromFlags(ServerConfig& config) {
   }
   replication.name = absl::GetFlag(FLAGS_replica_name);
   replication.max_lag = absl::GetFlag(FLAGS_max_replica_lag);
+  replication.allow_unauthenticated = absl::GetFlag(FLAGS_allow_unauthenticated_replication);
+  replication.switchover_cooldown = absl::GetFlag(FLAGS_switchover_cooldown);
+  if (replication.switchover_cooldown < absl::ZeroDuration()) {
+    return Invalid("--switchover_cooldown must not be negative");
+  }
   storage::StoreOptions& store = config.store;
   store.replica = !replication.replicate_from.empty();
   store.min_replica_acks = absl::GetFlag(FLAGS_min_replica_acks);

@@ -57,6 +57,10 @@ struct ReplicationConfig {
   absl::Duration leader_ttl = absl::Seconds(5);
   // Where a primary logs its terms and acknowledged sequences (--ack_log); empty: nowhere.
   std::string ack_log;
+  // A primary without token auth serves replication anyway (unsafe; see the flag).
+  bool allow_unauthenticated = false;
+  // Between two Switchover calls, or a primary's taking over and the first (0: none).
+  absl::Duration switchover_cooldown = absl::Seconds(30);
 };
 
 // Everything else main() needs, checked. server.hooks.auth and .metrics are main()'s to fill.

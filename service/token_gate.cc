@@ -132,7 +132,7 @@ absl::Status TokenGate::Check(absl::string_view path,
   absl::ReaderMutexLock lock(&mu_);
   if (closed_) return absl::UnavailableError("the server is shutting down");
   // Any valid token passes here; its role is checked by the handler, which knows the method.
-  absl::StatusOr<Caller> caller = auth_->Authorize(authorization, Role::kRead, path);
+  absl::StatusOr<Caller> caller = auth_->Authenticate(authorization);
   if (caller.ok()) return absl::OkStatus();
   if (on_refusal_) on_refusal_(caller.status(), path);
   return caller.status();

@@ -11,7 +11,15 @@ namespace service {
 namespace {
 
 const char* KindName(TransferGuard::Kind kind) {
-  return kind == TransferGuard::Kind::kExport ? "export" : "import";
+  switch (kind) {
+    case TransferGuard::Kind::kExport:
+      return "export";
+    case TransferGuard::Kind::kImport:
+      return "import";
+    case TransferGuard::Kind::kSnapshot:
+      return "snapshot";
+  }
+  return "transfer";
 }
 
 }  // namespace
@@ -29,9 +37,11 @@ TransferGuard::Ticket::Ticket(TransferGuard* guard, Kind kind, std::string peer,
 TransferGuard::Ticket::~Ticket() { guard_->Release(this); }
 
 absl::Status TransferGuard::Ticket::AbandonedStatus() const {
-  return absl::AbortedError(absl::StrCat(
-      why_abandoned_, ": abandoned, and ",
-      kind_ == Kind::kImport ? "the memory charged for it released" : "its buffers released"));
+  return absl::AbortedError(absl::StrCat(why_abandoned_, ": abandoned, and ",
+                                         kind_ == Kind::kImport
+                                             ? "the memory charged for it released"
+                                         : kind_ == Kind::kSnapshot ? "its checkpoint removed"
+                                                                    : "its buffers released"));
 }
 
 TransferGuard::TransferGuard(Options options, metrics::ServerMetrics* metrics)
@@ -118,11 +128,16 @@ std::string TransferGuard::ReasonToAbandon(Ticket& ticket, int64_t now_micros) {
   const int64_t interval = absl::ToInt64Microseconds(options_.idle_timeout);
   const std::string timeout = absl::FormatDuration(options_.idle_timeout);
   if (ticket.last_progress_micros_.load() <= now_micros - interval) {
-    return ticket.kind_ == Kind::kImport
-               ? absl::StrCat("the import sent no chunk for ", timeout,
-                              " (--transfer_idle_timeout)")
-               : absl::StrCat("the export could send nothing for ", timeout,
-                              " (--transfer_idle_timeout; the client stopped reading)");
+    switch (ticket.kind_) {
+      case Kind::kImport:
+        return absl::StrCat("the import sent no chunk for ", timeout, " (--transfer_idle_timeout)");
+      case Kind::kExport:
+        return absl::StrCat("the export could send nothing for ", timeout,
+                            " (--transfer_idle_timeout; the client stopped reading)");
+      case Kind::kSnapshot:
+        return absl::StrCat("the snapshot could send nothing for ", timeout,
+                            " (the follower stopped reading)");
+    }
   }
   if (now_micros - ticket.window_start_micros_ < interval) return "";
   // A full window: did it move enough?

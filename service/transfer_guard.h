@@ -42,7 +42,9 @@ namespace service {
 
 class TransferGuard {
  public:
-  enum class Kind { kExport, kImport };
+  // kSnapshot: a follower's copy of the primary (replication/replication_service.h), which
+  // sends as an export does.
+  enum class Kind { kExport, kImport, kSnapshot };
 
   struct Options {
     size_t max_concurrent = 16;                       // exports and imports together

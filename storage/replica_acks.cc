@@ -38,11 +38,23 @@ ReplicaAcks::~ReplicaAcks() {
   }
 }
 
-int ReplicaAcks::Connect(const std::string& name) {
+int ReplicaAcks::Connect(const std::string& name, std::string proof) {
   std::lock_guard<std::mutex> lock(mu_);
   const int id = next_id_++;
-  followers_[id] = Follower{name, 0, absl::Now()};
+  followers_[id] = Follower{name, 0, absl::Now(), id, std::move(proof), false};
   return id;
+}
+
+void ReplicaAcks::SetVerified(int id, bool verified) {
+  std::vector<Done> ready;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = followers_.find(id);
+    if (it == followers_.end() || it->second.verified == verified) return;
+    it->second.verified = verified;
+    TakeCoveredLocked(ready);
+  }
+  for (Done& done : ready) std::move(done)(absl::OkStatus());
 }
 
 void ReplicaAcks::Ack(int id, uint64_t durable_sequence) {
@@ -72,7 +84,7 @@ uint64_t ReplicaAcks::QuorumSequenceLocked() {
   absl::InlinedVector<std::pair<const std::string*, uint64_t>, 4> durable;
   for (const auto& entry : followers_) {
     const Follower& follower = entry.second;  // a plain reference: the lambda below uses it
-    if (sync_set_mode_ && sync_set_.count(follower.name) == 0) continue;
+    if (sync_set_mode_ && (!follower.verified || sync_set_.count(follower.name) == 0)) continue;
     auto same = !sync_set_mode_
                     ? durable.end()
                     : std::find_if(durable.begin(), durable.end(),

@@ -17,8 +17,10 @@
 //
 // Which followers count: every connected one, until SetSyncSet() is called; from then on only
 // those it names (a primary elected through etcd counts only the sync set it recorded there,
-// coordination/cluster_state.h). In a sync set a follower counts once however many streams it
-// has open (its name is its member name); without one every stream counts.
+// coordination/cluster_state.h), and of their streams only those whose proof of membership was
+// verified (SetVerified: the stream's name is a member's, and it showed that member's secret).
+// In a sync set a follower counts once however many streams it has open (its name is its
+// member name); without one every stream counts.
 //
 // Thread-safety: every method is thread-safe.
 #ifndef STORAGE_REPLICA_ACKS_H_
@@ -53,8 +55,11 @@ class ReplicaAcks {
   int required() const { return required_; }
   absl::Duration timeout() const { return timeout_; }
 
-  // A follower's stream opened; returns its id for Ack and Disconnect.
-  int Connect(const std::string& name);
+  // A follower's stream opened, naming itself `name` and showing `proof` (the SHA-256 of its
+  // member secret, or empty); returns its id for Ack, SetVerified and Disconnect.
+  int Connect(const std::string& name, std::string proof = {});
+  // Whether stream `id` proved to be member `name` (only verified streams count in a sync set).
+  void SetVerified(int id, bool verified);
   // Follower `id` holds every write up to `durable_sequence` durably.
   void Ack(int id, uint64_t durable_sequence);
   void Disconnect(int id);
@@ -77,6 +82,9 @@ class ReplicaAcks {
     std::string name;
     uint64_t durable_sequence = 0;
     absl::Time last_ack;
+    int id = -1;
+    std::string proof;
+    bool verified = false;
   };
   std::vector<Follower> Followers() const;
   // Writes that failed for want of acknowledgements, since start.

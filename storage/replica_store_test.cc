@@ -304,6 +304,8 @@ TEST(ReplicaAcksTest, WithASyncSetOnlyItsFollowersCount) {
   ReplicaAcks acks(/*required=*/1, absl::Seconds(30));
   const int a = acks.Connect("a");
   const int b = acks.Connect("b");
+  acks.SetVerified(a, true);
+  acks.SetVerified(b, true);
   acks.SetSyncSet({"a"});
   std::atomic<int> answered{0};
   acks.WhenAcked(10, [&](const absl::Status& s) {
@@ -335,8 +337,37 @@ TEST(ReplicaAcksTest, WithASyncSetOnlyItsFollowersCount) {
   // An empty set counts nobody: a new primary's, until its followers caught up.
   acks.SetSyncSet({});
   const int c = acks.Connect("c");
+  acks.SetVerified(c, true);
   acks.Ack(c, 30);
   EXPECT_EQ(acks.acknowledged_sequence(), 20u);
+}
+
+// A stream that names itself after a member of the set counts only once it proved to be that
+// member: an impostor's acknowledgements answer nothing, and the real member's still do.
+TEST(ReplicaAcksTest, InASyncSetOnlyVerifiedStreamsCount) {
+  ReplicaAcks acks(/*required=*/1, absl::Seconds(30));
+  acks.SetSyncSet({"pod-2"});
+  const int impostor = acks.Connect("pod-2", "not-the-proof");
+  std::atomic<int> answered{0};
+  acks.WhenAcked(7, [&](const absl::Status& s) {
+    EXPECT_OK(s);
+    ++answered;
+  });
+  acks.Ack(impostor, 7);
+  EXPECT_EQ(answered.load(), 0);
+  EXPECT_EQ(acks.acknowledged_sequence(), 0u);
+  const std::vector<ReplicaAcks::Follower> followers = acks.Followers();
+  ASSERT_EQ(followers.size(), 1u);
+  EXPECT_EQ(followers[0].proof, "not-the-proof");
+  EXPECT_FALSE(followers[0].verified);
+
+  const int real = acks.Connect("pod-2", "proof");
+  acks.Ack(real, 6);
+  acks.SetVerified(real, true);  // what it acknowledged before counts once verified
+  EXPECT_EQ(answered.load(), 0);
+  EXPECT_EQ(acks.acknowledged_sequence(), 6u);
+  acks.Ack(real, 7);
+  EXPECT_EQ(answered.load(), 1);
 }
 
 TEST(ReplicaAcksTest, InASyncSetAFollowerCountsOnceHoweverManyStreamsItHas) {
@@ -344,6 +375,8 @@ TEST(ReplicaAcksTest, InASyncSetAFollowerCountsOnceHoweverManyStreamsItHas) {
   acks.SetSyncSet({"a", "b"});
   const int first = acks.Connect("a");
   const int second = acks.Connect("a");  // reconnected before its old stream was gone
+  acks.SetVerified(first, true);
+  acks.SetVerified(second, true);
   std::atomic<int> answered{0};
   acks.WhenAcked(5, [&](const absl::Status& s) {
     EXPECT_OK(s);
@@ -353,6 +386,7 @@ TEST(ReplicaAcksTest, InASyncSetAFollowerCountsOnceHoweverManyStreamsItHas) {
   acks.Ack(second, 5);
   EXPECT_EQ(answered.load(), 0);  // one follower, not two
   const int b = acks.Connect("b");
+  acks.SetVerified(b, true);
   acks.Ack(b, 5);
   EXPECT_EQ(answered.load(), 1);
 }

@@ -130,7 +130,8 @@ class FailoverChaosTest : public ::testing::Test {
         {"--listen=" + address, "--advertise_address=" + address,
          "--etcd_endpoints=" + etcd_->endpoints(), absl::StrCat("--cluster=", kCluster),
          "--leader_ttl=" + ttl_, "--min_replica_acks=1", "--replica_ack_timeout=3s",
-         "--ack_log=" + AckLogPath(i)});
+         "--ack_log=" + AckLogPath(i), "--allow_unauthenticated_replication",
+         "--switchover_cooldown=0"});
     ASSERT_NE(pods_[i], nullptr);
   }
 

@@ -60,7 +60,8 @@ class FailoverTest : public ::testing::Test {
         data_dirs_[i]->path(),
         {"--listen=" + address, "--advertise_address=" + address,
          "--etcd_endpoints=" + etcd_->endpoint(), absl::StrCat("--cluster=", kCluster),
-         "--leader_ttl=3s", "--min_replica_acks=1", "--replica_ack_timeout=3s"});
+         "--leader_ttl=3s", "--min_replica_acks=1", "--replica_ack_timeout=3s",
+         "--allow_unauthenticated_replication", "--switchover_cooldown=0"});
     ASSERT_NE(pods_[i], nullptr);
   }
 

@@ -114,7 +114,8 @@ TEST_F(HelmChartTest, StatefulSetHasVolumeProbesAndSecurity) {
 TEST_F(HelmChartTest, EtcdElectsThePrimaryWhenGivenOrDeployed) {
   // A release's own etcd: three members, peers by their headless names, a quorum-keeping PDB.
   auto objects = Render(
-      "--set replicas=3 --set replication.minReplicaAcks=1 --set etcd.deploy=true "
+      "--set replicas=3 --set replication.allowUnauthenticated=true "
+      "--set replication.minReplicaAcks=1 --set etcd.deploy=true "
       "--set networkPolicy.enabled=true");
   const YAML::Node etcd = objects.at("StatefulSet/rel-bloom-server-etcd");
   EXPECT_EQ(etcd["spec"]["replicas"].as<int>(), 3);
@@ -166,7 +167,8 @@ TEST_F(HelmChartTest, EtcdElectsThePrimaryWhenGivenOrDeployed) {
 
   // An existing etcd: its endpoints, no etcd of the release's own.
   objects = Render(
-      "--set replicas=3 --set 'etcd.endpoints=etcd-a:2379\\,etcd-b:2379' --set etcd.cluster=feeds "
+      "--set replicas=3 --set replication.allowUnauthenticated=true "
+      "--set 'etcd.endpoints=etcd-a:2379\\,etcd-b:2379' --set etcd.cluster=feeds "
       "--set etcd.leaderTtl=10s");
   EXPECT_EQ(objects.count("StatefulSet/rel-bloom-server-etcd"), 0u);
   env =
@@ -177,14 +179,16 @@ TEST_F(HelmChartTest, EtcdElectsThePrimaryWhenGivenOrDeployed) {
 
   // Several pods without etcd keep the static primary, and NOTES.txt says so.
   const CommandResult notes =
-      Shell(absl::StrCat(Helm(), " install --dry-run rel ", kChart, " --set replicas=3"));
+      Shell(absl::StrCat(Helm(), " install --dry-run rel ", kChart,
+                         " --set replicas=3 --set replication.allowUnauthenticated=true"));
   EXPECT_EQ(notes.exit_code, 0) << notes.out;
   EXPECT_TRUE(absl::StrContains(notes.out,
                                 "No etcd is configured, so there is no automatic "
                                 "failover"))
       << notes.out;
   const CommandResult elected = Shell(absl::StrCat(Helm(), " install --dry-run rel ", kChart,
-                                                   " --set replicas=3 --set etcd.deploy=true"));
+                                                   " --set replicas=3 --set etcd.deploy=true",
+                                                   " --set replication.allowUnauthenticated=true"));
   EXPECT_TRUE(absl::StrContains(elected.out, "Automatic failover: the pods elect their primary"))
       << elected.out;
   // A TTL etcd cannot take is refused by the schema.
@@ -270,7 +274,23 @@ TEST_F(HelmChartTest, ServicesPdbAndOptionalObjects) {
 }
 
 TEST_F(HelmChartTest, ThreeReplicasArePodZeroAndItsFollowersSpreadOverNodes) {
-  auto objects = Render("--set replicas=3 --set replication.minReplicaAcks=1");
+  // Without auth, replication needs the operator's explicit (unsafe) consent, and says so.
+  const CommandResult refused =
+      Shell(absl::StrCat(Helm(), " template rel ", kChart, " --set replicas=3"));
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_TRUE(absl::StrContains(refused.out, "replication.allowUnauthenticated=true"))
+      << refused.out;
+  const CommandResult no_token = Shell(
+      absl::StrCat(Helm(), " template rel ", kChart, " --set replicas=3 --set auth.enabled=true"));
+  EXPECT_NE(no_token.exit_code, 0);
+  EXPECT_TRUE(absl::StrContains(no_token.out, "replication.tokenSecretName")) << no_token.out;
+  auto objects = Render(
+      "--set replicas=3 --set replication.minReplicaAcks=1 "
+      "--set replication.allowUnauthenticated=true");
+  EXPECT_EQ(
+      Env(objects.at("StatefulSet/rel-bloom-server")["spec"]["template"]["spec"]["containers"]
+                                                    [0])["BLOOM_ALLOW_UNAUTHENTICATED_REPLICATION"],
+      "true");
   const YAML::Node sts = objects.at("StatefulSet/rel-bloom-server");
   EXPECT_EQ(sts["spec"]["replicas"].as<int>(), 3);
   const YAML::Node pod = sts["spec"]["template"]["spec"];
@@ -306,6 +326,7 @@ TEST_F(HelmChartTest, ThreeReplicasArePodZeroAndItsFollowersSpreadOverNodes) {
   const YAML::Node secure = objects.at("StatefulSet/rel-bloom-server")["spec"]["template"]["spec"];
   env = Env(secure["containers"][0]);
   EXPECT_EQ(env["BLOOM_REPLICATION_TOKEN_FILE"], "/etc/bloom/replication/token");
+  EXPECT_EQ(env.count("BLOOM_ALLOW_UNAUTHENTICATED_REPLICATION"), 0u);  // auth: a token
   EXPECT_EQ(env["BLOOM_REPLICATION_CA_FILE"], "/etc/bloom/tls/ca.crt");
   EXPECT_EQ(env["BLOOM_REPLICATION_CERT_FILE"], "/etc/bloom/tls/tls.crt");
   EXPECT_EQ(env["BLOOM_REPLICATION_KEY_FILE"], "/etc/bloom/tls/tls.key");

@@ -34,7 +34,9 @@ class ReplicationCluster {
 
   // Starts (or restarts) the primary; its port stays the one it got first.
   bool StartPrimary() {
-    std::vector<std::string> args = {"--metrics_listen=127.0.0.1:0"};
+    // Tests that need token auth pass their own --auth_token_file (the flag then does nothing).
+    std::vector<std::string> args = {"--metrics_listen=127.0.0.1:0",
+                                     "--allow_unauthenticated_replication"};
     args.insert(args.end(), primary_args_.begin(), primary_args_.end());
     if (primary_port_ != 0) args.push_back(absl::StrCat("--listen=127.0.0.1:", primary_port_));
     primary_ = ServerProcess::Start(primary_dir_.path(), args);

@@ -76,6 +76,7 @@ start() {
   rm -f "$work/$name/port"
   pinned "$cpus"
   "${PINNED[@]}" "$SERVER" --listen="127.0.0.1:$port" --port_file="$work/$name/port" \
+    --allow_unauthenticated_replication \
     --data_dir="$work/$name/data" --max_batch=100000 "$@" >>"$work/$name/log" 2>&1 &
   pids[$name]=$!
 }

@@ -65,6 +65,7 @@ start() {
   rm -f "$work/$name/port"
   pinned "$cpus"
   "${PINNED[@]}" "$SERVER" --listen=127.0.0.1:"${LISTEN_PORT:-0}" --port_file="$work/$name/port" \
+    --allow_unauthenticated_replication \
     --data_dir="$work/$name/data" --metrics_listen=127.0.0.1:0 --max_batch=100000 "$@" \
     >>"$work/$name/log" 2>&1 &
   PID=$!

@@ -92,3 +92,16 @@ this release deploys (etcd.deploy); empty without either. */}}
 {{- define "bloom-server.failover" -}}
 {{- if and (include "bloom-server.replicated" .) (include "bloom-server.etcdEndpoints" .) -}}true{{- end -}}
 {{- end -}}
+
+{{/* Replication needs a credential of its own: a replication token with auth, or the
+operator's explicit allowUnauthenticated. Fails the render otherwise. */}}
+{{- define "bloom-server.checkReplicationAuth" -}}
+{{- if include "bloom-server.replicated" . -}}
+{{- if and (not .Values.auth.enabled) (not .Values.replication.allowUnauthenticated) -}}
+{{- fail "replicas > 1 replicate between the pods, which needs a credential of its own: set auth.enabled (and replication.tokenSecretName, a token the auth Secret lists with the replication role), or replication.allowUnauthenticated=true (unsafe: anything that reaches a pod could copy every filter or pose as a follower)" -}}
+{{- end -}}
+{{- if and .Values.auth.enabled (not .Values.replication.tokenSecretName) -}}
+{{- fail "replicas > 1 with auth.enabled: the followers need replication.tokenSecretName, a Secret with a token the auth Secret lists with the replication role" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
