@@ -103,6 +103,13 @@ std::unique_ptr<grpc::ClientContext> Forwarder::ContextFor(const grpc::ServerCon
 void Forwarder::Unary(const grpc::ServerContextBase* caller, const std::string& method,
                       const grpc::ByteBuffer& request, grpc::ByteBuffer* response,
                       std::function<void(grpc::Status)> done) {
+  // A call whose client ended its side before sending a message (a cancelled call, or a
+  // hostile one) reaches its handler with no request: gRPC aborts the process on an attempt to
+  // send that on.
+  if (!request.Valid()) {
+    done(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the call carried no request message"));
+    return;
+  }
   // The context lives until the call completes.
   std::shared_ptr<grpc::ClientContext> context = ContextFor(caller);
   std::shared_ptr<Target> target;

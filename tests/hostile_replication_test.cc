@@ -5,6 +5,7 @@
 // bounded and that everyone else is served meanwhile. (The single-server attacks are in
 // hostile_limits_test.cc.)
 #include <grpcpp/create_channel.h>
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/security/credentials.h>
 
 #include <chrono>
@@ -353,6 +354,44 @@ TEST(HostileLimitsTest, AnImportStalledThroughAFollowerIsAbandonedThere) {
   const grpc::Status status = writer->Finish();  // no more chunks, and no half-close
   EXPECT_EQ(status.error_code(), grpc::StatusCode::ABORTED) << status.error_message();
   EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+}
+
+// A unary call whose client ends its side without sending the request (a cancelled call does
+// this, and any client can) reached a follower's forwarding with no message, and gRPC aborted
+// the follower ("API misuse ... GRPC_CALL_ERROR_INVALID_MESSAGE"). Now it is refused.
+TEST(HostileLimitsTest, ACallWithoutItsRequestCrashesNoFollower) {
+  bloomtest::ReplicationCluster cluster(1, {}, {});
+  ASSERT_TRUE(cluster.Start());
+  grpc::GenericStub stub(
+      grpc::CreateChannel(cluster.follower(0).target(), grpc::InsecureChannelCredentials()));
+  for (const char* method :
+       {"/bloom.v1.BloomFilterService/Add", "/bloom.v1.BloomFilterService/MightContain",
+        "/bloom.v1.BloomFilterService/Reserve", "/bloom.v1.BloomFilterService/Remove"}) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    grpc::CompletionQueue queue;
+    std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call =
+        stub.PrepareCall(&context, method, &queue);
+    void* tag = nullptr;
+    bool ok = false;
+    call->StartCall(reinterpret_cast<void*>(1));
+    ASSERT_TRUE(queue.Next(&tag, &ok));
+    call->WritesDone(reinterpret_cast<void*>(2));  // no message at all
+    ASSERT_TRUE(queue.Next(&tag, &ok));
+    grpc::Status status;
+    call->Finish(&status, reinterpret_cast<void*>(3));
+    ASSERT_TRUE(queue.Next(&tag, &ok));
+    EXPECT_FALSE(status.ok()) << method;
+    EXPECT_NE(status.error_code(), grpc::StatusCode::UNAVAILABLE)
+        << method << ": " << status.error_message();
+    queue.Shutdown();
+    while (queue.Next(&tag, &ok)) {
+    }
+  }
+  // The follower still serves.
+  std::unique_ptr<BloomClient> client = BloomClient::Connect(cluster.follower(0).target());
+  const bloom::v1::FilterSpec spec = SmallSpec();
+  EXPECT_TRUE(client->Add("after", {"x"}, &spec).ok());
 }
 
 }  // namespace

@@ -169,6 +169,15 @@ int ServerProcess::WaitForExit(absl::Duration timeout) {
   return -1000;
 }
 
+bool ServerProcess::Exited() {
+  if (pid_ <= 0) return true;
+  int status = 0;
+  if (waitpid(pid_, &status, WNOHANG) != pid_) return false;
+  pid_ = -1;
+  PrintLogTail(absl::StrCat("exited by itself, status ", DecodeWaitStatus(status)));
+  return true;
+}
+
 int ServerProcess::Terminate(absl::Duration timeout) {
   if (pid_ <= 0) return -1000;
   kill(pid_, SIGTERM);

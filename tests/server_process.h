@@ -50,6 +50,8 @@ class ServerProcess {
   // any other signal, without waiting.
   void Signal(int signal);
 
+  // Whether the process has exited (or was killed) without the test stopping it: reaps it.
+  bool Exited();
   // Sends SIGTERM and waits; returns the exit status (or -signal if killed by one). Anything
   // but 0 also prints the tail of the log to stderr.
   int Terminate(absl::Duration timeout = absl::Seconds(20));

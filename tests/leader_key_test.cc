@@ -1,0 +1,238 @@
+// Role changes in orders the failover tests never make: the leader key in etcd written by hand
+// (as etcdctl can on a plaintext etcd), naming a follower, overwritten with garbage, deleted,
+// in a fuzzed series with pods killed between. Real bloom-server pods and a real etcd. After
+// each series: no pod aborted, never two primaries acknowledged in one term (their ack logs),
+// the pods elect a primary that takes writes, and every acknowledged add is on it.
+#include <algorithm>
+#include <csignal>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "client/bloom_client.h"
+#include "common/testing.h"
+#include "coordination/cluster_state.h"
+#include "coordination/etcd_client.h"
+#include "gtest/gtest.h"
+#include "tests/etcd_process.h"
+#include "tests/server_process.h"
+
+namespace bloomtest {
+namespace {
+
+constexpr char kCluster[] = "leader-key-test";
+
+bloom::v1::FilterSpec Spec() {
+  bloom::v1::FilterSpec spec;
+  spec.set_capacity(100'000);
+  spec.set_error_rate(0.001);
+  return spec;
+}
+
+class LeaderKeyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    etcd_ = EtcdProcess::Start();
+    ASSERT_NE(etcd_, nullptr);
+    absl::StatusOr<std::unique_ptr<coordination::EtcdClient>> client =
+        coordination::EtcdClient::Connect({etcd_->endpoint()}, absl::Seconds(2));
+    ASSERT_TRUE(client.ok()) << client.status();
+    etcd_client_ = *std::move(client);
+    for (int i = 0; i < 3; ++i) {
+      data_dirs_.push_back(std::make_unique<TempDir>());
+      ports_.push_back(FreeLoopbackPort());
+      pods_.emplace_back();
+      StartPod(i);
+    }
+  }
+
+  void StartPod(int i) {
+    if (pods_[i] != nullptr) stopped_.push_back(std::move(pods_[i]));  // its log, for failures
+    pods_[i] = ServerProcess::Start(
+        data_dirs_[i]->path(),
+        {"--listen=" + Target(i), "--advertise_address=" + Target(i),
+         "--etcd_endpoints=" + etcd_->endpoint(), absl::StrCat("--cluster=", kCluster),
+         "--leader_ttl=2s", "--min_replica_acks=1", "--replica_ack_timeout=2s",
+         "--allow_unauthenticated_replication", "--ack_log=" + AckLog(i)});
+    ASSERT_NE(pods_[i], nullptr);
+  }
+
+  [[nodiscard]] std::string Target(int i) const { return absl::StrCat("127.0.0.1:", ports_[i]); }
+  [[nodiscard]] std::string AckLog(int i) const {
+    return absl::StrCat(scratch_.path(), "/acks-", i);
+  }
+
+  // The pod the leader key names (a well-formed key), or -1.
+  int Named() {
+    absl::StatusOr<coordination::KeyValue> leader =
+        etcd_client_->Get(coordination::LeaderKey(kCluster));
+    if (!leader.ok()) return -1;
+    absl::StatusOr<coordination::LeaderRecord> record = coordination::DecodeLeader(leader->value);
+    if (!record.ok()) return -1;
+    for (int i = 0; i < 3; ++i) {
+      if (record->address == Target(i)) return i;
+    }
+    return -1;
+  }
+
+  bool Add(int pod, const std::string& item) {
+    bloomclient::ClientOptions options;
+    options.timeout = absl::Seconds(4);
+    std::unique_ptr<bloomclient::BloomClient> client =
+        bloomclient::BloomClient::Connect(Target(pod), options);
+    const bloom::v1::FilterSpec spec = Spec();
+    if (!client->Add("keyed", {item}, &spec).ok()) return false;
+    acknowledged_.push_back(item);
+    return true;
+  }
+
+  // Puts `value` as the leader key, without a lease (as `etcdctl put` does).
+  void PutLeaderKey(const std::string& value) {
+    ASSERT_TRUE(etcd_client_->Put(coordination::LeaderKey(kCluster), value).ok());
+  }
+  void DeleteLeaderKey() {
+    // Only if present; either way fine.
+    etcd_client_->DeleteIfValue(coordination::LeaderKey(kCluster), CurrentLeaderValue())
+        .IgnoreError();
+  }
+  std::string CurrentLeaderValue() {
+    absl::StatusOr<coordination::KeyValue> leader =
+        etcd_client_->Get(coordination::LeaderKey(kCluster));
+    return leader.ok() ? leader->value : "";
+  }
+  std::string LeaderNaming(int i) {
+    return coordination::Encode(coordination::LeaderRecord{Target(i), Target(i), 0});
+  }
+
+  // Every pod still runs (none aborted), a primary is elected that takes writes within
+  // `within`, and every acknowledged add reads present through it.
+  void ExpectRecovered(const std::string& tag, absl::Duration within = absl::Seconds(30)) {
+    for (int i = 0; i < 3; ++i) {
+      if (pods_[i] == nullptr) continue;
+      EXPECT_FALSE(pods_[i]->Exited()) << "pod " << i << " died: " << pods_[i]->ReadLog();
+      EXPECT_FALSE(absl::StrContains(pods_[i]->ReadLog(), "assertion failed")) << "pod " << i;
+    }
+    int elected = -1;
+    int n = 0;
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          elected = Named();
+          return elected >= 0 && pods_[elected] != nullptr &&
+                 Add(elected, absl::StrCat(tag, "-", n++));
+        },
+        within))
+        << "no primary took writes after " << tag;
+    std::unique_ptr<bloomclient::BloomClient> reader =
+        bloomclient::BloomClient::Connect(Target(elected));
+    absl::StatusOr<std::vector<bool>> present = reader->MightContain("keyed", acknowledged_);
+    ASSERT_TRUE(present.ok()) << present.status();
+    for (size_t k = 0; k < acknowledged_.size(); ++k) {
+      ASSERT_TRUE((*present)[k]) << "after " << tag << ": lost the acknowledged add of "
+                                 << acknowledged_[k];
+    }
+  }
+
+  // No term has two pods leading or acknowledging in it (service/ack_log.h: each line starts
+  // "term=<t>" and is written by the pod whose log it is).
+  void ExpectOnePrimaryPerTerm() {
+    std::map<std::string, int> term_owner;
+    for (int i = 0; i < 3; ++i) {
+      std::ifstream in(AckLog(i));
+      std::string line;
+      while (std::getline(in, line)) {
+        if (!absl::StartsWith(line, "term=")) continue;
+        const std::string term = line.substr(0, line.find(' '));
+        auto [it, inserted] = term_owner.emplace(term, i);
+        EXPECT_EQ(it->second, i) << "two pods acknowledged in " << term;
+      }
+    }
+    EXPECT_FALSE(term_owner.empty());
+  }
+
+  TempDir scratch_;
+  std::unique_ptr<EtcdProcess> etcd_;
+  std::unique_ptr<coordination::EtcdClient> etcd_client_;
+  std::vector<std::unique_ptr<TempDir>> data_dirs_;
+  std::vector<int> ports_;
+  std::vector<std::unique_ptr<ServerProcess>> pods_;
+  std::vector<std::unique_ptr<ServerProcess>> stopped_;
+  std::vector<std::string> acknowledged_;
+};
+
+// The leader key named a follower, then was deleted: a follower aborted in gRPC ("API misuse")
+// as the old primary came back in a new term, two runs of two.
+TEST_F(LeaderKeyTest, ALeaderKeyNamingAFollowerThenDeletedCrashesNobody) {
+  int primary = -1;
+  ASSERT_TRUE(WaitFor([&] { return (primary = Named()) >= 0; }));
+  int n = 0;
+  ASSERT_TRUE(WaitFor([&] { return Add(primary, absl::StrCat("before-", n++)); }));
+  for (int round = 0; round < 2; ++round) {
+    primary = Named();
+    ASSERT_GE(primary, 0);
+    const int follower = (primary + 1) % 3;
+    PutLeaderKey(LeaderNaming(follower));
+    absl::SleepFor(absl::Milliseconds(500));  // the pods act on it
+    DeleteLeaderKey();
+    ExpectRecovered(absl::StrCat("round-", round));
+  }
+  ExpectOnePrimaryPerTerm();
+}
+
+// A leader key overwritten with garbage (no lease) stopped every write for as long as it
+// stayed. Now a key that does not parse, or has no lease, is no leader: the pods replace it
+// by an election.
+TEST_F(LeaderKeyTest, AGarbageOrLeaselessLeaderKeyIsReplacedByAnElection) {
+  int primary = -1;
+  ASSERT_TRUE(WaitFor([&] { return (primary = Named()) >= 0; }));
+  int n = 0;
+  ASSERT_TRUE(WaitFor([&] { return Add(primary, absl::StrCat("before-", n++)); }));
+  PutLeaderKey("garbage");
+  ExpectRecovered("garbage", absl::Seconds(15));
+  // A well-formed key without a lease, naming the primary itself.
+  primary = Named();
+  ASSERT_GE(primary, 0);
+  PutLeaderKey(LeaderNaming(primary));
+  ExpectRecovered("leaseless", absl::Seconds(15));
+  ExpectOnePrimaryPerTerm();
+}
+
+// A fuzzed series of leader-key writes, deletes and pod kills (seeded, so a failure
+// reproduces).
+TEST_F(LeaderKeyTest, AFuzzedSeriesOfKeyWritesDeletesAndKillsLosesNothing) {
+  int primary = -1;
+  ASSERT_TRUE(WaitFor([&] { return (primary = Named()) >= 0; }));
+  int n = 0;
+  ASSERT_TRUE(WaitFor([&] { return Add(primary, absl::StrCat("before-", n++)); }));
+  std::mt19937 random(62);
+  for (int step = 0; step < 8; ++step) {
+    const int pod = static_cast<int>(random() % 3);
+    switch (random() % 4) {
+      case 0:
+        PutLeaderKey(LeaderNaming(pod));
+        break;
+      case 1:
+        PutLeaderKey(random() % 2 == 0 ? "garbage" : "name=x");
+        break;
+      case 2:
+        DeleteLeaderKey();
+        break;
+      case 3:
+        pods_[pod]->Kill();
+        StartPod(pod);
+        break;
+    }
+    absl::SleepFor(absl::Milliseconds(static_cast<int>(random() % 700)));
+    if (step % 2 == 1) ExpectRecovered(absl::StrCat("step-", step));
+  }
+  ExpectRecovered("end");
+  ExpectOnePrimaryPerTerm();
+}
+
+}  // namespace
+}  // namespace bloomtest
