@@ -192,6 +192,17 @@ absl::Status ClusterMember::HandOver(const std::string& to, uint64_t sequence) {
   return lease->Revoke();
 }
 
+absl::Status ClusterMember::StepDown(int64_t term) {
+  primary_.store(false);
+  bloomlog::LogWarning(absl::StrCat("cluster ", options_.cluster, ": ", options_.name,
+                                    " steps down from term ", term));
+  using Condition = EtcdClient::Condition;
+  absl::StatusOr<int64_t> done =
+      etcd_->Commit({Condition{LeaderKey(options_.cluster), Condition::Kind::kCreatedAt, term, ""}},
+                    {EtcdClient::Write{LeaderKey(options_.cluster), "", 0, /*erase=*/true}});
+  return done.status();
+}
+
 absl::Status ClusterMember::Resign() {
   std::shared_ptr<LeaseKeeper> lease;
   {
@@ -389,11 +400,23 @@ void ClusterMember::Elect() {
 
 void ClusterMember::FollowLeader(const KeyValue& leader_key, int64_t revision) {
   absl::StatusOr<LeaderRecord> leader = DecodeLeader(leader_key.value);
-  if (!leader.ok()) {
-    bloomlog::LogError(absl::StrCat("cluster ", options_.cluster,
-                                    ": unreadable leader key: ", leader.status().ToString()));
+  if (!leader.ok() || leader_key.lease == 0) {
+    // No member wrote this: each writes the key under its lease. Obeyed (or waited out), it
+    // would stop every write for as long as it stays; it is no leader, then, and an election
+    // replaces it (deleting only this value, so that a proper key written meanwhile stays).
+    bloomlog::LogWarning(absl::StrCat("cluster ", options_.cluster,
+                                      ": the leader key is not one a member wrote (",
+                                      leader.ok() ? "it has no lease" : leader.status().ToString(),
+                                      "): no primary; deleting it and holding an election"));
     SetRole(Role{});
-  } else if (leader->name == options_.name) {
+    if (absl::Status deleted =
+            etcd_->DeleteIfValue(LeaderKey(options_.cluster), leader_key.value).status();
+        !deleted.ok()) {
+      Pause(kRetry);
+    }
+    return;
+  }
+  if (leader->name == options_.name) {
     std::shared_ptr<LeaseKeeper> lease = keeper();
     if (lease != nullptr && leader_key.lease == lease->id()) {
       SetRole(Role{Role::Kind::kPrimary, leader_key.create_revision, *leader});

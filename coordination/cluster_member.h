@@ -103,6 +103,10 @@ class ClusterMember {
   // acknowledgements may count. FAILED_PRECONDITION if this member is not the primary of the
   // term it believes in (the leader key has moved on).
   absl::Status RecordSyncSet(std::vector<std::string> followers);
+  // As the primary of `term` that cannot serve it (its data is not what it claimed when it
+  // took over): deletes the leader key of that term, so that an election (in which this
+  // member says what it holds now) replaces it at once. The member goes on taking part.
+  absl::Status StepDown(int64_t term);
   // Ends this member's lease (its member key, and the leader key if it holds it, go at once,
   // so another member can take over without waiting for the TTL), and stops taking part.
   absl::Status Resign();

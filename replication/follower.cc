@@ -131,12 +131,24 @@ absl::StatusOr<uint64_t> CopySnapshot(v1::ReplicationService::Stub& stub,
   return *sequence;
 }
 
-bool HoldsCompleteCopy(const std::filesystem::path& dir) {
+}  // namespace
+
+bool HoldsCompleteCopy(const std::string& data_dir) {
+  const std::filesystem::path dir(data_dir);
   return std::filesystem::exists(dir / "CURRENT") &&
          !std::filesystem::exists(dir / kIncompleteMarker);
 }
 
-}  // namespace
+bool DiscardIncompleteCopy(const std::string& data_dir) {
+  const std::filesystem::path dir(data_dir);
+  std::error_code error;
+  if (!std::filesystem::exists(dir / kIncompleteMarker, error)) return false;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    std::filesystem::remove_all(entry.path(), error);
+  }
+  bloomlog::LogWarning(absl::StrCat("removed an interrupted copy of the primary from ", data_dir));
+  return true;
+}
 
 std::shared_ptr<grpc::Channel> PrimaryChannel(const FollowerOptions& options) {
   grpc::ChannelArguments args;
@@ -158,7 +170,7 @@ std::shared_ptr<grpc::Channel> PrimaryChannel(const FollowerOptions& options) {
 absl::Status Bootstrap(const FollowerOptions& options, const std::string& data_dir, bool force,
                        const std::function<bool()>& stop) {
   const std::filesystem::path dir(data_dir);
-  if (!force && HoldsCompleteCopy(dir)) return absl::OkStatus();
+  if (!force && HoldsCompleteCopy(data_dir)) return absl::OkStatus();
   bloomlog::LogInfo(absl::StrCat(
       "follower: copying a snapshot of the primary at ", options.primary, " into ", data_dir,
       force ? " (the primary's log no longer reaches back to ours)" : " (no copy here yet)"));

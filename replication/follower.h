@@ -52,6 +52,12 @@ struct FollowerOptions {
 // The channel a follower uses to reach its primary (replication and forwarded calls).
 std::shared_ptr<grpc::Channel> PrimaryChannel(const FollowerOptions& options);
 
+// Whether `data_dir` holds a complete copy (a RocksDB, and no copy in progress or interrupted).
+bool HoldsCompleteCopy(const std::string& data_dir);
+// Removes an interrupted copy's files from `data_dir` (a store then opens empty); returns
+// whether there was one.
+bool DiscardIncompleteCopy(const std::string& data_dir);
+
 // Copies a snapshot of the primary into `data_dir` unless it holds a complete copy already
 // (`force`: even then). A copy interrupted by a crash is started again. Retries while the
 // primary is unreachable, until `stop` returns true (then CANCELLED).

@@ -97,6 +97,11 @@ uint64_t Failover::held() const {
   return store_ != nullptr ? store_->LatestSequence() : held_;
 }
 
+void Failover::SetHeld(uint64_t sequence) {
+  std::lock_guard<std::mutex> lock(mu_);
+  held_ = sequence;
+}
+
 std::function<bool()> Failover::Fence() const {
   coordination::ClusterMember* member = member_.get();
   return [member] { return member->MayAcknowledge(); };

@@ -49,6 +49,9 @@ class Failover {
   // sequence is kept).
   void SetStore(storage::FilterStore* store);
   uint64_t held() const;
+  // Without a store: this pod now holds `sequence` (0: its data is about to be copied anew,
+  // or an interrupted copy was removed), as elections will read.
+  void SetHeld(uint64_t sequence);
 
   // The fence for StoreOptions::may_acknowledge.
   std::function<bool()> Fence() const;

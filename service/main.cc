@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -205,6 +206,27 @@ absl::Status WritePortFile(const std::string& port_file, int port, int metrics_p
   return absl::OkStatus();
 }
 
+// With failover, the term whose log the data dir continues, kept beside the data so that a
+// pod restarted in the same term is not copied anew (a copy wipes the dir, this file too).
+constexpr char kDataTermFile[] = "REPLICATION_TERM";
+
+int64_t ReadDataTerm(const std::string& data_dir) {
+  std::ifstream in(std::filesystem::path(data_dir) / kDataTermFile);
+  int64_t term = 0;
+  if (!(in >> term) || term < 0) return 0;  // none, or unreadable: not known
+  return term;
+}
+
+// Best effort: without it (or with an older term), the pod is copied anew when it need not be.
+void WriteDataTerm(const std::string& data_dir, int64_t term) {
+  const std::filesystem::path path = std::filesystem::path(data_dir) / kDataTermFile;
+  const std::string tmp = path.string() + ".tmp";
+  { std::ofstream(tmp) << term << "\n"; }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    bloomlog::LogWarning(absl::StrCat("cannot write ", path.string()));
+  }
+}
+
 // Serves until SIGTERM or SIGINT (re-reading credentials on SIGHUP and when they change);
 // returns the signal. On a follower, also refreshes its health and returns 0 when it needs a
 // new snapshot of its primary; with failover, returns 0 when `role_changed` says so.
@@ -321,6 +343,31 @@ void LogStopping(int signal_number, bool needs_snapshot) {
   } else {
     bloomlog::LogWarning("the cluster's primary changed: this server restarts in its new role");
   }
+}
+
+// An elected primary serves only if it holds what it said when it took over (its leader
+// record's start sequence): a pod whose copy of the data was interrupted, or lost, steps down
+// at once so that an election on what it really holds replaces it, rather than leading without
+// the writes it claimed (or retrying a copy from a primary that is gone with its port closed).
+// Returns whether it serves; if not, waits (within the lease) until the member's role changed.
+// A stop signal that arrives meanwhile is left in `signal_number`.
+bool ServesAsElected(service::Failover& failover, const coordination::Role& role,
+                     const std::string& data_dir, uint64_t role_version, int& signal_number) {
+  if (replication::DiscardIncompleteCopy(data_dir)) failover.SetHeld(0);
+  const uint64_t held = failover.held();
+  if (held >= role.leader.start_sequence) return true;
+  bloomlog::LogError(absl::StrCat("elected primary of term ", role.term, " at sequence ",
+                                  role.leader.start_sequence, " but this pod holds ", held,
+                                  " (its copy of the data was interrupted): stepping down"));
+  if (absl::Status stepped = failover.member()->StepDown(role.term); !stepped.ok()) {
+    bloomlog::LogWarning(absl::StrCat("etcd: stepping down: ", stepped.ToString()));
+  }
+  const absl::Time give_up = absl::Now() + absl::Seconds(10);
+  while (!failover.RoleChangedSince(role_version) && absl::Now() < give_up &&
+         (signal_number = service::StopSignalArrived()) == 0) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return false;
 }
 
 // With --etcd_endpoints, joins the cluster holding what the data dir holds; null without.
@@ -445,8 +492,8 @@ int main(int argc, char** argv) {
   bool copy_again = false;
   // The term of the primary whose log this pod's data continues (it led that term, or followed
   // it): writes past that primary's start sequence are its own, not writes it never had. 0:
-  // not known (just started).
-  int64_t data_term = 0;
+  // not known.
+  int64_t data_term = failover != nullptr ? ReadDataTerm(config->store.data_dir) : 0;
   bool port_file_written = false;
   int signal_number = 0;
   absl::Time stop_start;
@@ -466,12 +513,32 @@ int main(int argc, char** argv) {
       if (!for_role.ok()) return Fail(for_role.status().message());
       *config = *std::move(for_role);
       data_term = role.term;
+      if (role.kind == coordination::Role::Kind::kPrimary &&
+          !ServesAsElected(*failover, role, config->store.data_dir, role_version, signal_number)) {
+        if (signal_number != 0) break;
+        continue;
+      }
     }
     if (config->store.replica) {
-      absl::Status copied = replication::Bootstrap(
-          *follower_options, config->store.data_dir, copy_again,
-          [&signal_number] { return (signal_number = service::StopSignalArrived()) != 0; });
-      if (absl::IsCancelled(copied)) break;
+      // A copy wipes the data dir first: from then on elections must not count on what it held.
+      if (failover != nullptr &&
+          (copy_again || !replication::HoldsCompleteCopy(config->store.data_dir))) {
+        failover->SetHeld(0);
+      }
+      // Until a stop signal, or a change of role: a pod elected (or told to follow another
+      // primary) while it copies from one that is gone must not go on copying from it.
+      absl::Status copied =
+          replication::Bootstrap(*follower_options, config->store.data_dir, copy_again, [&] {
+            if ((signal_number = service::StopSignalArrived()) != 0) return true;
+            return failover != nullptr && failover->RoleChangedSince(role_version);
+          });
+      if (absl::IsCancelled(copied)) {
+        if (signal_number != 0) break;
+        bloomlog::LogWarning(
+            "the cluster's primary changed while this pod copied a snapshot: it takes its new "
+            "role");
+        continue;
+      }
       if (!copied.ok()) return Fail(absl::StrCat("replication: ", copied.ToString()));
     }
     if (absl::Status started =
@@ -487,6 +554,7 @@ int main(int argc, char** argv) {
       }
       port_file_written = true;
     }
+    if (failover != nullptr) WriteDataTerm(config->store.data_dir, data_term);
     // Rebuilt on the port it got (a port 0 in --listen was picked now).
     base.server.listen = WithPort(base.server.listen, node.server->port());
     config->server.listen = base.server.listen;
@@ -504,6 +572,7 @@ int main(int argc, char** argv) {
           !service::RetargetInPlace(node, *failover, *follower_options, role_version, data_term)) {
         break;
       }
+      WriteDataTerm(config->store.data_dir, data_term);
     }
     stop_start = absl::Now();
     if (signal_number != 0 && failover != nullptr &&

@@ -5,6 +5,7 @@
 // the pods elect a primary that takes writes, and every acknowledged add is on it.
 #include <algorithm>
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -58,8 +59,9 @@ class LeaderKeyTest : public ::testing::Test {
         data_dirs_[i]->path(),
         {"--listen=" + Target(i), "--advertise_address=" + Target(i),
          "--etcd_endpoints=" + etcd_->endpoint(), absl::StrCat("--cluster=", kCluster),
-         "--leader_ttl=2s", "--min_replica_acks=1", "--replica_ack_timeout=2s",
-         "--allow_unauthenticated_replication", "--ack_log=" + AckLog(i)});
+         "--leader_ttl=2s", absl::StrCat("--min_replica_acks=", min_replica_acks_),
+         "--replica_ack_timeout=2s", "--allow_unauthenticated_replication",
+         "--ack_log=" + AckLog(i)});
     ASSERT_NE(pods_[i], nullptr);
   }
 
@@ -155,6 +157,7 @@ class LeaderKeyTest : public ::testing::Test {
     EXPECT_FALSE(term_owner.empty());
   }
 
+  int min_replica_acks_ = 1;
   TempDir scratch_;
   std::unique_ptr<EtcdProcess> etcd_;
   std::unique_ptr<coordination::EtcdClient> etcd_client_;
@@ -231,6 +234,63 @@ TEST_F(LeaderKeyTest, AFuzzedSeriesOfKeyWritesDeletesAndKillsLosesNothing) {
     if (step % 2 == 1) ExpectRecovered(absl::StrCat("step-", step));
   }
   ExpectRecovered("end");
+  ExpectOnePrimaryPerTerm();
+}
+
+// Pods whose writes wait for no follower: any member holding the most takes over.
+class LeaderKeyAsyncTest : public LeaderKeyTest {
+ protected:
+  LeaderKeyAsyncTest() { min_replica_acks_ = 0; }
+};
+
+// A pod copying a snapshot from a primary that died kept retrying it (for minutes, its port
+// closed) even after the election that followed had named another primary, or itself. Now a
+// change of role ends the copy: the pod copies from the new primary and serves.
+TEST_F(LeaderKeyAsyncTest, AnElectionEndsACopyFromAPrimaryThatIsGone) {
+  int primary = -1;
+  ASSERT_TRUE(WaitFor([&] { return (primary = Named()) >= 0; }));
+  int n = 0;
+  ASSERT_TRUE(WaitFor([&] { return Add(primary, absl::StrCat("before-", n++)); }));
+  const int keeps = (primary + 1) % 3;
+  const int wiped = (primary + 2) % 3;
+  // Asynchronous followers: wait until the one that will take over holds every add.
+  std::unique_ptr<bloomclient::BloomClient> keeper =
+      bloomclient::BloomClient::Connect(Target(keeps));
+  ASSERT_TRUE(WaitFor([&] {
+    absl::StatusOr<std::vector<bool>> present = keeper->MightContain("keyed", acknowledged_);
+    return present.ok() && std::find(present->begin(), present->end(), false) == present->end();
+  }));
+
+  // The primary dies; before its key expires, a follower restarts with its data lost: it
+  // starts copying from the dead primary, which the key still names.
+  pods_[primary]->Kill();
+  pods_[wiped]->Kill();
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(data_dirs_[wiped]->path())) {
+    std::filesystem::remove_all(entry.path(), error);
+  }
+  stopped_.push_back(std::move(pods_[wiped]));
+  pods_[wiped] = ServerProcess::Spawn(
+      data_dirs_[wiped]->path(),
+      {"--listen=" + Target(wiped), "--advertise_address=" + Target(wiped),
+       "--etcd_endpoints=" + etcd_->endpoint(), absl::StrCat("--cluster=", kCluster),
+       "--leader_ttl=2s", "--min_replica_acks=0", "--allow_unauthenticated_replication",
+       "--ack_log=" + AckLog(wiped)});
+  ASSERT_NE(pods_[wiped], nullptr);
+  stopped_.push_back(std::move(pods_[primary]));
+  // The other follower takes over; the wiped pod gives up the dead primary, copies from the
+  // new one, and serves what it holds.
+  ASSERT_TRUE(WaitFor([&] { return Named() == keeps; }, absl::Seconds(15)));
+  ExpectRecovered("elected");
+  std::unique_ptr<bloomclient::BloomClient> reader =
+      bloomclient::BloomClient::Connect(Target(wiped));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        absl::StatusOr<std::vector<bool>> present = reader->MightContain("keyed", acknowledged_);
+        return present.ok() && std::find(present->begin(), present->end(), false) == present->end();
+      },
+      absl::Seconds(20)));
+  EXPECT_TRUE(absl::StrContains(pods_[wiped]->ReadLog(), "while this pod copied a snapshot"));
   ExpectOnePrimaryPerTerm();
 }
 
