@@ -436,6 +436,9 @@ grpc::Status Follower::ApplyResponses(Queue& queue, Stream& stream, uint64_t sta
 }
 
 void Follower::OnApplied(uint64_t primary_sequence, absl::Time primary_time) {
+  // Elected, this replica's log is what the other followers resume from: its archive is kept as
+  // a primary's is (storage/wal_archive.h).
+  store_->database().NoteLogReader();
   const uint64_t applied = store_->LatestSequence();
   const absl::Time now = absl::Now();
   bool caught_up_now = false;

@@ -162,6 +162,8 @@ grpc::Status ReplicationService::Snapshot(grpc::ServerContext* context,
     } while (in);
     bytes += offset;
   }
+  // The follower tails from the snapshot's sequence next: the log archive keeps it.
+  store_->database().NoteLogReader();
   v1::SnapshotResponse done;
   done.set_done(true);
   done.set_sequence(*sequence);

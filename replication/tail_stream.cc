@@ -214,6 +214,7 @@ void TailStream::Step(absl::Time now, bool stopping, absl::Time& wake, uint64_t&
     wake = std::min(wake, paced_until_);
     return;
   }
+  store_->database().NoteLogReader();  // the archive keeps what this stream may still read
   // The latest sequence before the read: once the follower applied this response, it holds
   // everything the primary held when it was sent (unless it was cut at kMaxResponseBytes).
   const uint64_t latest = store_->LatestSequence();

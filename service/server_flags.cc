@@ -122,9 +122,13 @@ ABSL_FLAG(absl::Duration, max_replica_lag, absl::Seconds(1),
           "a follower reports NOT_SERVING to health checks while it is further behind its "
           "primary");
 ABSL_FLAG(absl::Duration, replication_log_retention, absl::Minutes(10),
-          "how long a primary keeps write-ahead log files for followers that tail it");
+          "how long a primary keeps write-ahead log files for followers that tail it; a server "
+          "that nobody replicated from (and that replicated from nobody) for this long keeps "
+          "none");
 ABSL_FLAG(std::string, replication_log_limit, "1Gi",
-          "at most this much kept write-ahead log (older files go first)");
+          "at most this much kept write-ahead log (older files go first; checked every second "
+          "and after every flush, so it is passed only for the moment between a log file's "
+          "archiving and its purge)");
 ABSL_FLAG(std::string, replication_token_file, "",
           "file holding the token (replication role) a follower sends to its primary; empty: "
           "none");

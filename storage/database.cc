@@ -17,12 +17,14 @@
 #include "rocksdb/cache.h"
 #include "rocksdb/env.h"
 #include "rocksdb/filter_policy.h"
+#include "rocksdb/listener.h"
 #include "rocksdb/memtablerep.h"
 #include "rocksdb/options.h"
 #include "rocksdb/slice_transform.h"
 #include "rocksdb/table.h"
 #include "storage/encoding.h"
 #include "storage/rocksdb_status.h"
+#include "storage/wal_archive.h"
 
 namespace storage {
 namespace {
@@ -33,6 +35,22 @@ namespace {
 // see. Partitioned indexes and filters keep only a small top level per file pinned; the
 // partitions come and go through this cache, so RocksDB's reads use at most this much.
 constexpr size_t kBlockCacheBytes = 64 << 20;
+// How often the archive of log files kept for followers is brought within its bounds
+// (wal_archive.h): it may pass its size limit by what is archived within one interval.
+constexpr absl::Duration kArchivePurgeInterval = absl::Seconds(1);
+
+// Tells the archive of log files that a flush finished: RocksDB archives the log files it
+// freed right after, and the archive is brought back within its limit at once.
+class ArchiveWaker final : public rocksdb::EventListener {
+ public:
+  explicit ArchiveWaker(WalArchive* archive) : archive_(archive) {}
+  void OnFlushCompleted(rocksdb::DB* /*db*/, const rocksdb::FlushJobInfo& /*info*/) override {
+    archive_->Wake();
+  }
+
+ private:
+  WalArchive* const archive_;  // outlives RocksDB (Database closes RocksDB first)
+};
 
 rocksdb::BlockBasedTableOptions TableOptions(const std::shared_ptr<rocksdb::Cache>& cache) {
   rocksdb::BlockBasedTableOptions table;
@@ -169,6 +187,10 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& dir,
                                                          LogRetention retention) {
   auto database = std::unique_ptr<Database>(new Database(dir, env, retention));
   database->statistics_ = rocksdb::CreateDBStatistics();
+  if (retention.ttl > absl::ZeroDuration() && retention.size_limit_bytes > 0) {
+    database->archive_ = std::make_unique<WalArchive>(
+        env != nullptr ? env : rocksdb::Env::Default(), dir, retention, kArchivePurgeInterval);
+  }
   if (absl::Status opened = database->OpenRocksDb(); !opened.ok()) return opened;
   return database;
 }
@@ -199,6 +221,8 @@ absl::Status Database::OpenRocksDb() {
   options.allow_concurrent_memtable_write = false;
   options.statistics = statistics_;
   options.info_log = std::make_shared<ServerLogLogger>();
+  if (archive_ != nullptr)
+    options.listeners.push_back(std::make_shared<ArchiveWaker>(archive_.get()));
 
   // Made once: Reopen() keeps it (and Figures() may read it meanwhile).
   if (block_cache_ == nullptr) block_cache_ = rocksdb::NewLRUCache(kBlockCacheBytes);
@@ -249,9 +273,16 @@ absl::Status Database::Reopen() {
   return absl::OkStatus();
 }
 
+Database::Database(std::string dir, rocksdb::Env* env, LogRetention retention)
+    : dir_(std::move(dir)), env_(env), retention_(retention) {}
+
 Database::~Database() {
   // Callers Close() explicitly to see errors; a destructor can only drop them.
   Close().IgnoreError();
+}
+
+void Database::NoteLogReader() const {
+  if (archive_ != nullptr) archive_->NoteReader();
 }
 
 absl::Status Database::Close() {
@@ -263,7 +294,16 @@ absl::Status Database::Close() {
     absl::Status flushed = FromRocksDb(db_->Flush(flush, handles_), "flushing at shutdown");
     if (!flushed.ok()) bloomlog::LogError(flushed.message());  // the WAL still has it all
   }
-  return CloseRocksDb();
+  absl::Status closed = CloseRocksDb();
+  if (archive_ != nullptr) {
+    // The flush archived the last log files: what the bounds do not keep goes now, not at the
+    // next start (a server without followers leaves no archive behind).
+    if (absl::StatusOr<uint64_t> kept = archive_->Purge(absl::Now()); !kept.ok()) {
+      bloomlog::LogWarning(kept.status().ToString());
+    }
+    archive_.reset();
+  }
+  return closed;
 }
 
 absl::Status Database::CloseRocksDb() {

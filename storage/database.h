@@ -46,6 +46,8 @@ struct LogRetention {
   uint64_t size_limit_bytes = 0;
 };
 
+class WalArchive;
+
 class Database {
  public:
   // Opens or creates the DB in `dir`, on `env` (nullptr: the default, real file system).
@@ -107,6 +109,11 @@ class Database {
   // the Database stays closed: writes and scans answer UNAVAILABLE until a Reopen() succeeds.
   absl::Status Reopen();
 
+  // Someone reads the write-ahead log for replication (a follower's Tail, or a Snapshot it
+  // will tail from): archived log files are kept for the retention's TTL from now
+  // (wal_archive.h). Without a retention, nothing.
+  void NoteLogReader() const;
+
   // Reads RocksDB's properties; zeros for a closed DB. Must not race with Reopen() or Close().
   RocksDbFigures Figures() const;
 
@@ -117,8 +124,7 @@ class Database {
                                                  rocksdb::ColumnFamilyHandle* family) const;
 
  private:
-  Database(std::string dir, rocksdb::Env* env, LogRetention retention)
-      : dir_(std::move(dir)), env_(env), retention_(retention) {}
+  Database(std::string dir, rocksdb::Env* env, LogRetention retention);
   absl::Status OpenRocksDb();
   // After a failed write or WAL sync: an I/O error makes the next Write() Resume() RocksDB
   // first, and is kept to explain the refusals until then.
@@ -128,6 +134,8 @@ class Database {
   const std::string dir_;
   rocksdb::Env* const env_;
   const LogRetention retention_;
+  // Keeps the archive of log files within retention_ (null without one); outlives Reopen().
+  std::unique_ptr<WalArchive> archive_;
   // WaitForWriteAfter's waiters, woken by Write() while there are any.
   std::function<absl::Status()> write_gate_;  // set before concurrent writes
   std::atomic<int> write_waiters_{0};

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <atomic>
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -263,6 +264,69 @@ TEST(ImpostorTest, AHugeFollowerIdIsRefusedBeforeItIsLogged) {
   const grpc::Status snapshot = CallSnapshot(cluster.primary().target(), "", huge);
   EXPECT_EQ(snapshot.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << snapshot.error_message();
   EXPECT_LT(cluster.primary().ReadLog().size(), 1u << 20);
+}
+
+// Bytes of the archived log files under `data_dir` (0 without an archive).
+uint64_t ArchiveBytes(const std::string& data_dir) {
+  uint64_t bytes = 0;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(data_dir + "/archive", error)) {
+    if (entry.is_regular_file(error)) bytes += entry.file_size(error);
+  }
+  return bytes;
+}
+
+// Adds `batches` x 400,000 new items to `filter` (a 60 MB filter) through `target`, with a
+// pause after each for the checkpoint (--checkpoint_interval=1s) to write its dirty pages:
+// about 60 MB of log each.
+void WriteLog(const std::string& target, const std::string& filter, const std::string& tag,
+              int batches, absl::Duration pause) {
+  std::unique_ptr<bloomclient::BloomClient> client = bloomclient::BloomClient::Connect(target);
+  bloom::v1::FilterSpec spec;
+  spec.set_capacity(50'000'000);
+  spec.set_error_rate(0.01);
+  for (int b = 0; b < batches; ++b) {
+    std::vector<std::string> items;
+    items.reserve(400'000);
+    for (int i = 0; i < 400'000; ++i) items.push_back(absl::StrCat(tag, "-", b, "-", i));
+    ASSERT_OK(client->Add(filter, items, &spec).status());
+    absl::SleepFor(pause);
+  }
+}
+
+// With --replication_log_limit=32Mi the archive of log files reached 96-97 MB within seconds
+// (RocksDB checks its size every ten minutes), with or without followers, and a server that
+// never had a follower kept its log files after each clean shutdown. Now the archive is purged
+// within its limit every second, and a server nobody replicates from keeps none.
+TEST(ImpostorTest, TheLogArchiveStaysWithinItsLimit) {
+  ReplicationCluster cluster(
+      1, {"--replication_log_limit=4Mi", "--checkpoint_interval=1s", "--checkpoint_write_rate=0"});
+  ASSERT_TRUE(cluster.Start());
+  // Several memtables of log: their flushes archive log files while writes go on (RocksDB
+  // checked the archive's size at its first archiving only).
+  uint64_t most = 0;
+  for (int round = 0; round < 6; ++round) {
+    WriteLog(cluster.primary().target(), "tailed", absl::StrCat(round), 1,
+             absl::Milliseconds(1500));
+    // A log file archived this very moment may be there until the purge that follows its
+    // flush (milliseconds): the smaller of two looks 200 ms apart.
+    const uint64_t first = ArchiveBytes(cluster.primary_dir());
+    absl::SleepFor(absl::Milliseconds(200));
+    most = std::max(most, std::min(first, ArchiveBytes(cluster.primary_dir())));
+  }
+  EXPECT_LE(most, uint64_t{4} << 20) << "the archive passed --replication_log_limit";
+  ASSERT_TRUE(cluster.WaitCaughtUp());
+
+  // A clean shutdown flushes, archiving every log file: a server without followers keeps none.
+  TempDir alone_dir;
+  for (int round = 0; round < 2; ++round) {
+    std::unique_ptr<ServerProcess> alone =
+        ServerProcess::Start(alone_dir.path(), {"--replication_log_limit=4Mi"});
+    ASSERT_NE(alone, nullptr);
+    WriteLog(alone->target(), "alone", absl::StrCat(round), 1, absl::ZeroDuration());
+    EXPECT_EQ(alone->Terminate(), 0);
+    EXPECT_EQ(ArchiveBytes(alone_dir.path()), 0u) << "a server without followers kept an archive";
+  }
 }
 
 // Pods that elect their primary through etcd, with --min_replica_acks=1.

@@ -73,6 +73,7 @@ class ReplicationCluster {
   void KillPrimary() { primary_->Kill(); }
   void KillFollower(int i) { followers_[i]->Kill(); }
   const std::string& follower_dir(int i) const { return follower_dirs_[i].path(); }
+  const std::string& primary_dir() const { return primary_dir_.path(); }
   int followers() const { return static_cast<int>(followers_.size()); }
 
   // "127.0.0.1:port" of the primary, then of each follower: every pod.
