@@ -78,16 +78,16 @@ grpc::Status ReplicationService::Admit(grpc::ServerContextBase* context, service
 
 bool ReplicationService::TakeTailSlot(const std::string& caller, std::string* why) {
   std::lock_guard<std::mutex> lock(mu_);
+  auto mine = tails_per_caller_.find(caller);
+  if (mine != tails_per_caller_.end() && mine->second >= options_.max_tails_per_caller) {
+    *why = absl::StrCat(caller, " holds ", mine->second, " Tail streams already, its most");
+    return false;
+  }
   if (tails_ >= options_.max_tails) {
     *why = absl::StrCat("this primary serves ", options_.max_tails, " followers already");
     return false;
   }
-  int& mine = tails_per_caller_[caller];
-  if (mine >= options_.max_tails_per_caller) {
-    *why = absl::StrCat(caller, " holds ", mine, " Tail streams already, its most");
-    return false;
-  }
-  ++mine;
+  ++tails_per_caller_[caller];
   ++tails_;
   return true;
 }

@@ -47,7 +47,8 @@ struct ReplicationServiceOptions {
   int max_tails = 16;
   int max_tails_per_caller = 8;
   // A Tail stream that leaves what it was sent unacknowledged this long, and a Snapshot whose
-  // follower reads nothing this long, is ended (ABORTED) and its slot freed.
+  // follower reads nothing this long, is ended (ABORTED) and its slot freed
+  // (--transfer_idle_timeout; zero: never).
   absl::Duration idle_timeout = absl::Seconds(30);
 };
 

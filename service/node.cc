@@ -159,6 +159,8 @@ absl::Status StartNode(Node& node, const ServerConfig& config, ServerOptions opt
   }
   replication::ReplicationServiceOptions replication_options;
   replication_options.allow_unauthenticated = config.replication.allow_unauthenticated;
+  // A follower's stream that stops moving is ended as a client's transfer is.
+  replication_options.idle_timeout = config.server.limits.transfer_idle_timeout;
   node.replication = std::make_unique<replication::ReplicationService>(
       node.store.get(), options.hooks.auth, config.store.data_dir, replication_options);
   options.extra_services.push_back(node.replication.get());

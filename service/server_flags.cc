@@ -104,7 +104,8 @@ ABSL_FLAG(std::string, transfer_min_rate, "64Ki",
           "or it is cancelled (ABORTED) and what it held released; e.g. 64Ki, 1Mi; 0 = any");
 ABSL_FLAG(absl::Duration, transfer_idle_timeout, absl::Seconds(30),
           "an Export whose client stops reading, or an Import that sends no chunk, for this long "
-          "is cancelled (ABORTED) and what it held released; 0 = never");
+          "is cancelled (ABORTED) and what it held released; so is a follower's Snapshot that "
+          "reads nothing, or Tail that acknowledges nothing it was sent; 0 = never");
 ABSL_FLAG(int32_t, max_threads, 0,
           "retired with the sync server model, whose threads it bounded; ignored (with a "
           "warning) if set");

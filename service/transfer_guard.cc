@@ -114,8 +114,9 @@ void TransferGuard::WatchLoop() {
       if (ticket->abandoned()) continue;
       std::string why = ReasonToAbandon(*ticket, now);
       if (why.empty()) continue;
-      bloomlog::LogWarning(absl::StrCat("abandoned an ", KindName(ticket->kind_), ": ", why,
-                                        " (peer ", ticket->peer_, ")"));
+      bloomlog::LogWarning(
+          absl::StrCat("abandoned ", ticket->kind_ == Kind::kSnapshot ? "a " : "an ",
+                       KindName(ticket->kind_), ": ", why, " (peer ", ticket->peer_, ")"));
       ticket->why_abandoned_ = std::move(why);
       ticket->abandoned_.store(true);
       // Under mu_: the ticket, and what its abandon touches, cannot go away meanwhile.

@@ -266,6 +266,102 @@ TEST(ImpostorTest, AHugeFollowerIdIsRefusedBeforeItIsLogged) {
   EXPECT_LT(cluster.primary().ReadLog().size(), 1u << 20);
 }
 
+// One token held 15 of the 16 Tail slots, and a stream that stopped acknowledging, or reading,
+// kept its slot for ever. Now each caller (a token's label) holds at most half of them, and a
+// stream or snapshot that stops moving for --transfer_idle_timeout is ended and frees its slot.
+TEST(ImpostorTest, ReplicationSlotsAreSharedAndStreamsThatStopMovingEnd) {
+  TempDir secrets;
+  const std::string tokens = secrets.path() + "/tokens";
+  std::ofstream(tokens) << TokenDigest("a") << " replication a\n"
+                        << TokenDigest("b") << " replication b\n"
+                        << TokenDigest("c") << " replication c\n"
+                        << TokenDigest("writer") << " write writer\n";
+  ReplicationCluster cluster(0, {"--auth_token_file=" + tokens, "--transfer_idle_timeout=2s"});
+  ASSERT_TRUE(cluster.Start());
+  const std::string primary = cluster.primary().target();
+  bloomclient::ClientOptions options;
+  options.token = "writer";
+  std::unique_ptr<bloomclient::BloomClient> writer =
+      bloomclient::BloomClient::Connect(primary, options);
+  const bloom::v1::FilterSpec spec = Spec();
+  ASSERT_OK(writer->Add("slots", {"x"}, &spec).status());
+
+  {
+    std::vector<std::unique_ptr<FakeFollower>> held;
+    for (const char* token : {"a", "b"}) {
+      for (int i = 0; i < 8; ++i) {
+        held.push_back(std::make_unique<FakeFollower>(primary, "pod", token, 1));
+      }
+    }
+    ASSERT_TRUE(WaitFor([&] {
+      return std::all_of(held.begin(), held.end(),
+                         [](const auto& fake) { return fake->responses() > 0; });
+    }));
+    FakeFollower ninth(primary, "pod", "a", 1);
+    const grpc::Status share = Ended(ninth);
+    EXPECT_EQ(share.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+    EXPECT_TRUE(absl::StrContains(share.error_message(), "the token 'a' holds 8 Tail streams"))
+        << share.error_message();
+    FakeFollower third_caller(primary, "pod", "c", 1);
+    const grpc::Status all = Ended(third_caller);
+    EXPECT_EQ(all.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+    EXPECT_TRUE(absl::StrContains(all.error_message(), "serves 16 followers"))
+        << all.error_message();
+  }
+
+  // A stream that reads what it is sent but never acknowledges it is ended.
+  {
+    auto stub = ReplicationStub(primary);
+    grpc::ClientContext context;
+    context.AddMetadata("authorization", "Bearer c");
+    auto silent = stub->Tail(&context);
+    v1::TailRequest first;
+    first.set_follower_id("silent");
+    first.set_start_sequence(1);
+    ASSERT_TRUE(silent->Write(first));
+    std::atomic<bool> reading{true};
+    std::thread reader([&] {
+      v1::TailResponse response;
+      while (silent->Read(&response)) {
+      }
+      reading.store(false);
+    });
+    const absl::Time start = absl::Now();
+    ASSERT_TRUE(WaitFor([&] { return !reading.load(); }, absl::Seconds(10)));
+    reader.join();
+    const grpc::Status ended = silent->Finish();
+    EXPECT_LT(absl::Now() - start, absl::Seconds(6));
+    EXPECT_TRUE(absl::StrContains(cluster.primary().ReadLog(), "acknowledged nothing"))
+        << ended.error_message();
+  }
+
+  // A Snapshot whose copier stops reading is abandoned, and its caller's slot freed. (Its log
+  // of 4 million adds, about 32 MB, is more than the transport buffers.)
+  bloom::v1::FilterSpec big;
+  big.set_capacity(30'000'000);
+  big.set_error_rate(0.01);
+  for (int batch = 0; batch < 40; ++batch) {
+    std::vector<std::string> items;
+    for (int i = 0; i < 100'000; ++i) items.push_back(absl::StrCat("big-", batch, "-", i));
+    ASSERT_OK(writer->Add("big", items, &big).status());
+  }
+  {
+    auto stub = ReplicationStub(primary);
+    grpc::ClientContext context;
+    context.AddMetadata("authorization", "Bearer a");
+    v1::SnapshotRequest request;
+    request.set_follower_id("stalled");
+    auto stalled = stub->Snapshot(&context, request);
+    v1::SnapshotResponse chunk;
+    ASSERT_TRUE(stalled->Read(&chunk));  // then nothing more is read
+    const grpc::Status second = CallSnapshot(primary, "a");
+    EXPECT_EQ(second.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << second.error_message();
+    ASSERT_TRUE(WaitFor([&] { return CallSnapshot(primary, "a").ok(); }, absl::Seconds(10)));
+    EXPECT_TRUE(absl::StrContains(cluster.primary().ReadLog(), "abandoned a snapshot"));
+    context.TryCancel();
+  }
+}
+
 // Bytes of the archived log files under `data_dir` (0 without an archive).
 uint64_t ArchiveBytes(const std::string& data_dir) {
   uint64_t bytes = 0;
