@@ -221,8 +221,9 @@ absl::Status Database::OpenRocksDb() {
   options.allow_concurrent_memtable_write = false;
   options.statistics = statistics_;
   options.info_log = std::make_shared<ServerLogLogger>();
-  if (archive_ != nullptr)
+  if (archive_ != nullptr) {
     options.listeners.push_back(std::make_shared<ArchiveWaker>(archive_.get()));
+  }
 
   // Made once: Reopen() keeps it (and Figures() may read it meanwhile).
   if (block_cache_ == nullptr) block_cache_ = rocksdb::NewLRUCache(kBlockCacheBytes);
