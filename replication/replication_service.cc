@@ -195,8 +195,8 @@ grpc::ServerBidiReactor<v1::TailRequest, v1::TailResponse>* ReplicationService::
   }
   TailHooks hooks;
   hooks.registered = [this](const std::string& name, const std::string& peer,
-                            const std::string& proof) {
-    return Register({name, peer, proof, 0, 0, absl::Now(), absl::InfinitePast()});
+                            const std::string& proof, uint64_t start) {
+    return Register({name, peer, proof, start, 0, 0, absl::Now(), absl::InfinitePast()});
   };
   hooks.update = [this](int id, uint64_t sent, uint64_t durable) { Update(id, sent, durable); };
   hooks.unregistered = [this](int id) { Unregister(id); };

@@ -60,6 +60,7 @@ struct FollowerStream {
   std::string name;
   std::string peer;
   std::string proof;              // SHA-256 (hex) of the member secret it showed; empty: none
+  uint64_t start_sequence = 0;    // where it asked to start: it claims to hold everything before
   uint64_t sent_sequence = 0;     // the last sequence sent to it
   uint64_t durable_sequence = 0;  // the last it acknowledged as durable
   absl::Time connected_at;

@@ -67,8 +67,9 @@ bool TailStream::Start(const v1::TailRequest& first) {
   const std::string proof = first.member_secret().empty()
                                 ? std::string()
                                 : service::TokenAuthenticator::HashToken(first.member_secret());
-  id_ = hooks_.registered(name_, context_->peer(), proof);
-  if (acks_ != nullptr) ack_id_ = acks_->Connect(name_, proof);
+  id_ = hooks_.registered(name_, context_->peer(), proof, next_);
+  // It covers what it will be sent, from its start on: nothing before it, whatever it claims.
+  if (acks_ != nullptr) ack_id_ = acks_->Connect(name_, proof, next_);
   started_ = true;
   // Escaped: a name is the client's string, and must not forge log lines.
   bloomlog::LogInfo(absl::StrCat("replication: follower '", absl::CHexEscape(name_), "' (",

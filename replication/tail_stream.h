@@ -42,8 +42,10 @@ class TailPump;
 
 // What a stream reports to its service (ReplicationService's follower list and logs).
 struct TailHooks {
-  // `proof`: the SHA-256 (hex) of the member secret the stream showed, or empty.
-  std::function<int(const std::string& name, const std::string& peer, const std::string& proof)>
+  // `proof`: the SHA-256 (hex) of the member secret the stream showed, or empty; `start`: the
+  // sequence it asked to start from.
+  std::function<int(const std::string& name, const std::string& peer, const std::string& proof,
+                    uint64_t start)>
       registered;
   std::function<void(int id, uint64_t sent, uint64_t durable)> update;
   std::function<void(int id)> unregistered;

@@ -29,7 +29,10 @@ absl::StatusOr<bloom::replication::v1::SwitchoverResponse> SwitchOver(Node& node
                                                                       absl::Time deadline) {
   // Only a stream that proved its member name (its secret's digest is the one that member's
   // record names) may be handed over to: a client posing as a follower, or naming no member,
-  // would take the primary's role with it. The records are read once, not per poll.
+  // would take the primary's role with it. The records are read once, not per poll. Such a
+  // stream is the member's own process, so what it said it held when it started counts with
+  // what it acknowledged since (a follower that reconnected to a quiet primary was sent
+  // nothing to acknowledge yet).
   std::map<std::string, std::string> proofs;  // member name -> the proof its record names
   for (const replication::FollowerStream& f : node.replication->Followers()) {
     if (proofs.count(f.name) != 0) continue;
@@ -41,7 +44,7 @@ absl::StatusOr<bloom::replication::v1::SwitchoverResponse> SwitchOver(Node& node
     for (const replication::FollowerStream& f : node.replication->Followers()) {
       auto proof = proofs.find(f.name);
       if (f.proof.empty() || proof == proofs.end() || proof->second != f.proof) continue;
-      out.push_back({f.name, f.durable_sequence});
+      out.push_back({f.name, std::max(f.durable_sequence, f.start_sequence - 1)});
     }
     return out;
   };

@@ -38,10 +38,10 @@ ReplicaAcks::~ReplicaAcks() {
   }
 }
 
-int ReplicaAcks::Connect(const std::string& name, std::string proof) {
+int ReplicaAcks::Connect(const std::string& name, std::string proof, uint64_t from) {
   std::lock_guard<std::mutex> lock(mu_);
   const int id = next_id_++;
-  followers_[id] = Follower{name, 0, absl::Now(), id, std::move(proof), false};
+  followers_[id] = Follower{name, 0, absl::Now(), id, std::move(proof), false, from};
   return id;
 }
 
@@ -119,10 +119,37 @@ uint64_t ReplicaAcks::acknowledged_sequence() const {
   return acknowledged_;
 }
 
+bool ReplicaAcks::CoveredLocked(uint64_t sequence) const {
+  // Each counted follower once (by name in a sync set), if a stream of it was sent `sequence`
+  // and acknowledged it.
+  absl::InlinedVector<const std::string*, 4> counted;
+  for (const auto& entry : followers_) {
+    const Follower& follower = entry.second;
+    if (sync_set_mode_ && (!follower.verified || sync_set_.count(follower.name) == 0)) continue;
+    if (follower.from > sequence || follower.durable_sequence < sequence) continue;
+    if (sync_set_mode_ && std::any_of(counted.begin(), counted.end(), [&](const std::string* name) {
+          return *name == follower.name;
+        })) {
+      continue;
+    }
+    counted.push_back(&follower.name);
+    if (static_cast<int>(counted.size()) >= required_) return true;
+  }
+  return false;
+}
+
 void ReplicaAcks::TakeCoveredLocked(std::vector<Done>& ready) {
-  const uint64_t quorum = QuorumSequenceLocked();
-  auto end = waiters_.upper_bound(quorum);
-  for (auto it = waiters_.begin(); it != end; ++it) ready.push_back(std::move(it->second.done));
+  QuorumSequenceLocked();  // raises acknowledged_
+  auto end = waiters_.begin();
+  for (bool covered = false; end != waiters_.end(); ++end) {
+    // Equal sequences in a row are judged once.
+    if (end == waiters_.begin() || end->first != std::prev(end)->first) {
+      covered = CoveredLocked(end->first);
+    }
+    if (!covered) break;
+    acknowledged_ = std::max(acknowledged_, end->first);
+    ready.push_back(std::move(end->second.done));
+  }
   waiters_.erase(waiters_.begin(), end);
 }
 
@@ -131,11 +158,16 @@ void ReplicaAcks::WhenAcked(uint64_t sequence, Done done) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopped = stop_;
-    if (!stop_ && (sequence > QuorumSequenceLocked() || !waiters_.empty())) {
-      // Behind earlier waiters even when covered: callbacks keep the order they were asked in.
-      if (sequence <= QuorumSequenceLocked()) sequence = waiters_.rbegin()->first;
-      waiters_.emplace(sequence, Waiter{absl::Now() + timeout_, std::move(done)});
-      return;
+    if (!stop_) {
+      QuorumSequenceLocked();  // raises acknowledged_
+      const bool covered = CoveredLocked(sequence);
+      if (!covered || !waiters_.empty()) {
+        // Behind earlier waiters even when covered: callbacks keep the order they were asked in.
+        if (covered) sequence = std::max(sequence, waiters_.rbegin()->first);
+        waiters_.emplace(sequence, Waiter{absl::Now() + timeout_, std::move(done)});
+        return;
+      }
+      acknowledged_ = std::max(acknowledged_, sequence);
     }
   }
   std::move(done)(stopped ? absl::UnavailableError("the server is shutting down")

@@ -15,6 +15,10 @@
 // their sequences (equal ones in the order they were asked), outside the lock, on the thread
 // of the Ack that satisfied them or on the timer thread.
 //
+// A stream covers only what it was sent: the writes from its first sequence (`from`, where it
+// started) up to what it acknowledged. A stream that starts at a claimed sequence covers no
+// write before it, however far it later acknowledges.
+//
 // Which followers count: every connected one, until SetSyncSet() is called; from then on only
 // those it names (a primary elected through etcd counts only the sync set it recorded there,
 // coordination/cluster_state.h), and of their streams only those whose proof of membership was
@@ -55,12 +59,13 @@ class ReplicaAcks {
   int required() const { return required_; }
   absl::Duration timeout() const { return timeout_; }
 
-  // A follower's stream opened, naming itself `name` and showing `proof` (the SHA-256 of its
-  // member secret, or empty); returns its id for Ack, SetVerified and Disconnect.
-  int Connect(const std::string& name, std::string proof = {});
+  // A follower's stream opened, naming itself `name`, showing `proof` (the SHA-256 of its
+  // member secret, or empty), sent the log from sequence `from` on; returns its id for Ack,
+  // SetVerified and Disconnect.
+  int Connect(const std::string& name, std::string proof = {}, uint64_t from = 0);
   // Whether stream `id` proved to be member `name` (only verified streams count in a sync set).
   void SetVerified(int id, bool verified);
-  // Follower `id` holds every write up to `durable_sequence` durably.
+  // Follower `id` holds durably every write it was sent up to `durable_sequence`.
   void Ack(int id, uint64_t durable_sequence);
   void Disconnect(int id);
 
@@ -85,6 +90,7 @@ class ReplicaAcks {
     int id = -1;
     std::string proof;
     bool verified = false;
+    uint64_t from = 0;  // the first sequence its stream was sent
   };
   std::vector<Follower> Followers() const;
   // Writes that failed for want of acknowledgements, since start.
@@ -96,8 +102,11 @@ class ReplicaAcks {
     Done done;
   };
   // The highest sequence `required_` counted followers have all acknowledged (0 if fewer are
-  // connected); it also raises acknowledged_.
+  // connected), whatever they were sent: it raises acknowledged_, which may overstate (a
+  // follower then leaves a sync set later, never sooner).
   uint64_t QuorumSequenceLocked();
+  // Whether `required_` counted followers were each sent `sequence` and acknowledged it.
+  bool CoveredLocked(uint64_t sequence) const;
   // Takes out the waiters the quorum covers (in order) into `ready`.
   void TakeCoveredLocked(std::vector<Done>& ready);
   void TimerLoop();

@@ -370,6 +370,34 @@ TEST(ReplicaAcksTest, InASyncSetOnlyVerifiedStreamsCount) {
   EXPECT_EQ(answered.load(), 1);
 }
 
+// A stream that started at a claimed sequence covers no write before it, however far it later
+// acknowledges: a waiting write is answered only by a stream that was sent it.
+TEST(ReplicaAcksTest, AStreamCoversOnlyWhatItWasSent) {
+  std::atomic<int> answered{0};  // outlives `acks`, which fails its waiters when destroyed
+  ReplicaAcks acks(/*required=*/1, absl::Seconds(30));
+  acks.WhenAcked(10, [&](const absl::Status& s) {
+    EXPECT_OK(s);
+    ++answered;
+  });
+  const int claimed = acks.Connect("liar", "", /*from=*/11);
+  acks.Ack(claimed, 20);
+  EXPECT_EQ(answered.load(), 0);
+  acks.WhenAcked(15, [&](const absl::Status& s) {  // behind the waiting one
+    EXPECT_OK(s);
+    ++answered;
+  });
+  EXPECT_EQ(answered.load(), 0);
+  const int sent = acks.Connect("real", "", /*from=*/5);
+  acks.Ack(sent, 12);
+  EXPECT_EQ(answered.load(), 2);  // 10 by the stream sent it, then 15 (both cover it)
+  acks.WhenAcked(30, [&](const absl::Status&) { ++answered; });
+  acks.WhenAcked(3, [&](const absl::Status&) { ++answered; });  // before both streams' starts
+  acks.Ack(claimed, 30);
+  EXPECT_EQ(answered.load(), 2);  // 3, the first in order, is covered by none
+  acks.Disconnect(claimed);
+  acks.Disconnect(sent);
+}
+
 TEST(ReplicaAcksTest, InASyncSetAFollowerCountsOnceHoweverManyStreamsItHas) {
   ReplicaAcks acks(/*required=*/2, absl::Seconds(30));
   acks.SetSyncSet({"a", "b"});

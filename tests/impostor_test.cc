@@ -246,9 +246,14 @@ TEST(ImpostorTest, AClaimedStartCreditsNothing) {
   std::thread write([&] { waited = writer->Add("claimed", {"waiting"}).status(); });
   ASSERT_TRUE(WaitFor([&] { return LatestSequence(cluster.primary().target()) > before; }));
   const uint64_t latest = LatestSequence(cluster.primary().target());
-  // It claims to hold everything up to the waiting write, and acknowledges it.
+  // It claims to hold everything up to the waiting write, and acknowledges it; then a later
+  // write is sent to it, which it acknowledges too (it may: it was sent that one).
   FakeFollower fake(cluster.primary().target(), "liar", "", latest + 1, latest);
+  std::unique_ptr<bloomclient::BloomClient> other =
+      bloomclient::BloomClient::Connect(cluster.primary().target(), options);
+  std::thread later([&] { other->Add("claimed", {"later"}).status().IgnoreError(); });
   write.join();
+  later.join();
   EXPECT_TRUE(absl::IsUnavailable(waited)) << "acknowledged on a claim: " << waited;
   cluster.follower(0).Signal(SIGCONT);
 }
