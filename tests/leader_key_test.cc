@@ -237,6 +237,32 @@ TEST_F(LeaderKeyTest, AFuzzedSeriesOfKeyWritesDeletesAndKillsLosesNothing) {
   ExpectOnePrimaryPerTerm();
 }
 
+// A follower killed and restarted while the same primary leads holds more than the primary's
+// start sequence, as every follower of a term does once it applied a write: it was copied anew
+// each time (its data's term was not known after a restart). Now the term is kept beside the
+// data, and it tails on from where it was.
+TEST_F(LeaderKeyTest, AFollowerRestartedInTheSameTermIsNotCopiedAnew) {
+  int primary = -1;
+  ASSERT_TRUE(WaitFor([&] { return (primary = Named()) >= 0; }));
+  int n = 0;
+  ASSERT_TRUE(WaitFor([&] { return Add(primary, absl::StrCat("before-", n++)); }));
+  const int follower = (primary + 1) % 3;
+  std::unique_ptr<bloomclient::BloomClient> reader =
+      bloomclient::BloomClient::Connect(Target(follower));
+  ASSERT_TRUE(WaitFor([&] {
+    absl::StatusOr<std::vector<bool>> present = reader->MightContain("keyed", acknowledged_);
+    return present.ok() && std::find(present->begin(), present->end(), false) == present->end();
+  }));
+  pods_[follower]->Kill();
+  StartPod(follower);
+  ASSERT_TRUE(WaitFor([&] { return Add(primary, absl::StrCat("after-", n++)); }));
+  EXPECT_EQ(Named(), primary);
+  const std::string log = pods_[follower]->ReadLog();
+  EXPECT_FALSE(absl::StrContains(log, "copying its data anew")) << log;
+  EXPECT_FALSE(absl::StrContains(log, "copying a snapshot")) << log;
+  ExpectRecovered("restarted");
+}
+
 // Pods whose writes wait for no follower: any member holding the most takes over.
 class LeaderKeyAsyncTest : public LeaderKeyTest {
  protected:
