@@ -184,7 +184,9 @@ absl::Status StartNode(Node& node, const ServerConfig& config, ServerOptions opt
 }
 
 absl::StatusOr<uint64_t> HeldSequence(storage::StoreOptions options) {
-  if (!std::filesystem::exists(std::filesystem::path(options.data_dir) / "CURRENT")) return 0;
+  // Nothing, or a copy of a primary cut short (a crash during the copy): it holds nothing an
+  // election may count on.
+  if (!replication::HoldsCompleteCopy(options.data_dir)) return 0;
   options.replica = true;
   options.lazy_start = true;
   options.background_checkpoints = false;

@@ -65,8 +65,8 @@ absl::StatusOr<replication::FollowerOptions> FollowerOptionsFromConfig(
 absl::Status StartNode(Node& node, const ServerConfig& config, ServerOptions options,
                        const absl::StatusOr<replication::FollowerOptions>& follower_options);
 
-// The latest sequence in the data dir (0 if it holds no database yet): what this pod holds
-// when it joins an election. Opened and closed as a replica, which writes nothing, and lazily,
+// The latest sequence in the data dir (0 if it holds no database yet, or an interrupted copy
+// of a primary): what this pod holds when it joins an election. Opened and closed as a replica, which writes nothing, and lazily,
 // so that no filter is loaded only to be dropped again (the incarnation opens it for real).
 absl::StatusOr<uint64_t> HeldSequence(storage::StoreOptions options);
 
