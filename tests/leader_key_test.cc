@@ -263,6 +263,34 @@ TEST_F(LeaderKeyTest, AFollowerRestartedInTheSameTermIsNotCopiedAnew) {
   ExpectRecovered("restarted");
 }
 
+// A pod killed while it copied a snapshot leaves a partial copy (its marker, a CURRENT naming a
+// manifest that never came): restarted, it opened that copy to say what it held, failed, and
+// exited at every start. Now a partial copy holds nothing: the pod copies again and serves.
+TEST_F(LeaderKeyTest, APodKilledDuringACopyStartsAgain) {
+  int primary = -1;
+  ASSERT_TRUE(WaitFor([&] { return (primary = Named()) >= 0; }));
+  int n = 0;
+  ASSERT_TRUE(WaitFor([&] { return Add(primary, absl::StrCat("before-", n++)); }));
+  const int follower = (primary + 1) % 3;
+  pods_[follower]->Kill();
+  const std::string dir = data_dirs_[follower]->path();
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    std::filesystem::remove_all(entry.path(), error);
+  }
+  std::ofstream(dir + "/REPLICA_COPY_INCOMPLETE") << "a snapshot copy is in progress\n";
+  std::ofstream(dir + "/CURRENT") << "MANIFEST-000099\n";
+  StartPod(follower);
+  ASSERT_NE(pods_[follower], nullptr);
+  std::unique_ptr<bloomclient::BloomClient> reader =
+      bloomclient::BloomClient::Connect(Target(follower));
+  ASSERT_TRUE(WaitFor([&] {
+    absl::StatusOr<std::vector<bool>> present = reader->MightContain("keyed", acknowledged_);
+    return present.ok() && std::find(present->begin(), present->end(), false) == present->end();
+  }));
+  ExpectRecovered("copied again");
+}
+
 // Pods whose writes wait for no follower: any member holding the most takes over.
 class LeaderKeyAsyncTest : public LeaderKeyTest {
  protected:
