@@ -34,6 +34,7 @@
 #include "coordination/cluster_state.h"
 #include "coordination/etcd_client.h"
 #include "gtest/gtest.h"
+#include "tests/elected_cluster.h"
 #include "tests/etcd_process.h"
 #include "tests/replication_cluster.h"
 #include "tests/server_process.h"
@@ -438,10 +439,8 @@ class ImpostorEtcdTest : public ::testing::Test {
   void SetUp() override {
     etcd_ = EtcdProcess::Start();
     ASSERT_NE(etcd_, nullptr);
-    absl::StatusOr<std::unique_ptr<coordination::EtcdClient>> client =
-        coordination::EtcdClient::Connect({etcd_->endpoint()}, absl::Seconds(2));
-    ASSERT_TRUE(client.ok()) << client.status();
-    etcd_client_ = *std::move(client);
+    etcd_client_ = ConnectEtcd(etcd_->endpoint());
+    ASSERT_NE(etcd_client_, nullptr);
   }
 
   void StartPods(int pods, const std::vector<std::string>& extra) {
@@ -466,15 +465,9 @@ class ImpostorEtcdTest : public ::testing::Test {
 
   // The pod etcd names as the primary, or -1.
   int Primary() {
-    absl::StatusOr<coordination::KeyValue> leader =
-        etcd_client_->Get(coordination::LeaderKey(kCluster));
-    if (!leader.ok()) return -1;
-    absl::StatusOr<coordination::LeaderRecord> record = coordination::DecodeLeader(leader->value);
-    if (!record.ok()) return -1;
-    for (size_t i = 0; i < ports_.size(); ++i) {
-      if (record->address == Target(static_cast<int>(i))) return static_cast<int>(i);
-    }
-    return -1;
+    std::vector<std::string> targets;
+    for (size_t i = 0; i < ports_.size(); ++i) targets.push_back(Target(static_cast<int>(i)));
+    return NamedPrimary(*etcd_client_, kCluster, targets);
   }
 
   std::vector<std::string> SyncSetNames() {
@@ -486,12 +479,7 @@ class ImpostorEtcdTest : public ::testing::Test {
   }
 
   bool Add(int pod, const std::string& item) {
-    bloomclient::ClientOptions options;
-    options.timeout = absl::Seconds(5);
-    std::unique_ptr<bloomclient::BloomClient> client =
-        bloomclient::BloomClient::Connect(Target(pod), options);
-    const bloom::v1::FilterSpec spec = Spec();
-    if (!client->Add("guarded", {item}, &spec).ok()) return false;
+    if (!AddOne(Target(pod), "guarded", item)) return false;
     acknowledged_.push_back(item);
     return true;
   }
@@ -554,13 +542,8 @@ TEST_F(ImpostorEtcdTest, FakesPosingAsAMemberOrNamingNoneCountForNothing) {
   EXPECT_LT(absl::Now() - killed, absl::Seconds(12));
   const int elected = Primary();
   ASSERT_TRUE(elected == followers[0] || elected == followers[1]) << elected;
-  std::unique_ptr<bloomclient::BloomClient> reader =
-      bloomclient::BloomClient::Connect(Target(elected));
-  absl::StatusOr<std::vector<bool>> present = reader->MightContain("guarded", acknowledged_);
-  ASSERT_OK(present.status());
-  for (size_t i = 0; i < acknowledged_.size(); ++i) {
-    EXPECT_TRUE((*present)[i]) << "lost the acknowledged add of " << acknowledged_[i];
-  }
+  EXPECT_TRUE(AllPresent(Target(elected), "guarded", acknowledged_))
+      << "an acknowledged add is lost";
 }
 
 // Twenty Switchover calls in a row failed 11% of the writes made meanwhile. Now a primary

@@ -21,6 +21,7 @@
 #include "coordination/cluster_state.h"
 #include "coordination/etcd_client.h"
 #include "gtest/gtest.h"
+#include "tests/elected_cluster.h"
 #include "tests/etcd_process.h"
 #include "tests/server_process.h"
 
@@ -29,22 +30,13 @@ namespace {
 
 constexpr char kCluster[] = "leader-key-test";
 
-bloom::v1::FilterSpec Spec() {
-  bloom::v1::FilterSpec spec;
-  spec.set_capacity(100'000);
-  spec.set_error_rate(0.001);
-  return spec;
-}
-
 class LeaderKeyTest : public ::testing::Test {
  protected:
   void SetUp() override {
     etcd_ = EtcdProcess::Start();
     ASSERT_NE(etcd_, nullptr);
-    absl::StatusOr<std::unique_ptr<coordination::EtcdClient>> client =
-        coordination::EtcdClient::Connect({etcd_->endpoint()}, absl::Seconds(2));
-    ASSERT_TRUE(client.ok()) << client.status();
-    etcd_client_ = *std::move(client);
+    etcd_client_ = ConnectEtcd(etcd_->endpoint());
+    ASSERT_NE(etcd_client_, nullptr);
     for (int i = 0; i < 3; ++i) {
       data_dirs_.push_back(std::make_unique<TempDir>());
       ports_.push_back(FreeLoopbackPort());
@@ -71,28 +63,14 @@ class LeaderKeyTest : public ::testing::Test {
   }
 
   // The pod the leader key names (a well-formed key), or -1.
-  int Named() {
-    absl::StatusOr<coordination::KeyValue> leader =
-        etcd_client_->Get(coordination::LeaderKey(kCluster));
-    if (!leader.ok()) return -1;
-    absl::StatusOr<coordination::LeaderRecord> record = coordination::DecodeLeader(leader->value);
-    if (!record.ok()) return -1;
-    for (int i = 0; i < 3; ++i) {
-      if (record->address == Target(i)) return i;
-    }
-    return -1;
-  }
+  int Named() { return NamedPrimary(*etcd_client_, kCluster, {Target(0), Target(1), Target(2)}); }
 
   bool Add(int pod, const std::string& item) {
-    bloomclient::ClientOptions options;
-    options.timeout = absl::Seconds(4);
-    std::unique_ptr<bloomclient::BloomClient> client =
-        bloomclient::BloomClient::Connect(Target(pod), options);
-    const bloom::v1::FilterSpec spec = Spec();
-    if (!client->Add("keyed", {item}, &spec).ok()) return false;
+    if (!AddOne(Target(pod), "keyed", item, absl::Seconds(4))) return false;
     acknowledged_.push_back(item);
     return true;
   }
+  bool HoldsEveryAdd(int pod) { return AllPresent(Target(pod), "keyed", acknowledged_); }
 
   // Puts `value` as the leader key, without a lease (as `etcdctl put` does).
   void PutLeaderKey(const std::string& value) {
@@ -130,31 +108,11 @@ class LeaderKeyTest : public ::testing::Test {
         },
         within))
         << "no primary took writes after " << tag;
-    std::unique_ptr<bloomclient::BloomClient> reader =
-        bloomclient::BloomClient::Connect(Target(elected));
-    absl::StatusOr<std::vector<bool>> present = reader->MightContain("keyed", acknowledged_);
-    ASSERT_TRUE(present.ok()) << present.status();
-    for (size_t k = 0; k < acknowledged_.size(); ++k) {
-      ASSERT_TRUE((*present)[k]) << "after " << tag << ": lost the acknowledged add of "
-                                 << acknowledged_[k];
-    }
+    EXPECT_TRUE(HoldsEveryAdd(elected)) << "after " << tag << ": an acknowledged add is lost";
   }
 
-  // No term has two pods leading or acknowledging in it (service/ack_log.h: each line starts
-  // "term=<t>" and is written by the pod whose log it is).
   void ExpectOnePrimaryPerTerm() {
-    std::map<std::string, int> term_owner;
-    for (int i = 0; i < 3; ++i) {
-      std::ifstream in(AckLog(i));
-      std::string line;
-      while (std::getline(in, line)) {
-        if (!absl::StartsWith(line, "term=")) continue;
-        const std::string term = line.substr(0, line.find(' '));
-        auto [it, inserted] = term_owner.emplace(term, i);
-        EXPECT_EQ(it->second, i) << "two pods acknowledged in " << term;
-      }
-    }
-    EXPECT_FALSE(term_owner.empty());
+    bloomtest::ExpectOnePrimaryPerTerm({AckLog(0), AckLog(1), AckLog(2)});
   }
 
   int min_replica_acks_ = 1;
@@ -247,12 +205,7 @@ TEST_F(LeaderKeyTest, AFollowerRestartedInTheSameTermIsNotCopiedAnew) {
   int n = 0;
   ASSERT_TRUE(WaitFor([&] { return Add(primary, absl::StrCat("before-", n++)); }));
   const int follower = (primary + 1) % 3;
-  std::unique_ptr<bloomclient::BloomClient> reader =
-      bloomclient::BloomClient::Connect(Target(follower));
-  ASSERT_TRUE(WaitFor([&] {
-    absl::StatusOr<std::vector<bool>> present = reader->MightContain("keyed", acknowledged_);
-    return present.ok() && std::find(present->begin(), present->end(), false) == present->end();
-  }));
+  ASSERT_TRUE(WaitFor([&] { return HoldsEveryAdd(follower); }));
   pods_[follower]->Kill();
   StartPod(follower);
   ASSERT_TRUE(WaitFor([&] { return Add(primary, absl::StrCat("after-", n++)); }));
@@ -282,12 +235,7 @@ TEST_F(LeaderKeyTest, APodKilledDuringACopyStartsAgain) {
   std::ofstream(dir + "/CURRENT") << "MANIFEST-000099\n";
   StartPod(follower);
   ASSERT_NE(pods_[follower], nullptr);
-  std::unique_ptr<bloomclient::BloomClient> reader =
-      bloomclient::BloomClient::Connect(Target(follower));
-  ASSERT_TRUE(WaitFor([&] {
-    absl::StatusOr<std::vector<bool>> present = reader->MightContain("keyed", acknowledged_);
-    return present.ok() && std::find(present->begin(), present->end(), false) == present->end();
-  }));
+  ASSERT_TRUE(WaitFor([&] { return HoldsEveryAdd(follower); }));
   ExpectRecovered("copied again");
 }
 
@@ -308,12 +256,7 @@ TEST_F(LeaderKeyAsyncTest, AnElectionEndsACopyFromAPrimaryThatIsGone) {
   const int keeps = (primary + 1) % 3;
   const int wiped = (primary + 2) % 3;
   // Asynchronous followers: wait until the one that will take over holds every add.
-  std::unique_ptr<bloomclient::BloomClient> keeper =
-      bloomclient::BloomClient::Connect(Target(keeps));
-  ASSERT_TRUE(WaitFor([&] {
-    absl::StatusOr<std::vector<bool>> present = keeper->MightContain("keyed", acknowledged_);
-    return present.ok() && std::find(present->begin(), present->end(), false) == present->end();
-  }));
+  ASSERT_TRUE(WaitFor([&] { return HoldsEveryAdd(keeps); }));
 
   // The primary dies; before its key expires, a follower restarts with its data lost: it
   // starts copying from the dead primary, which the key still names.
@@ -336,14 +279,7 @@ TEST_F(LeaderKeyAsyncTest, AnElectionEndsACopyFromAPrimaryThatIsGone) {
   // new one, and serves what it holds.
   ASSERT_TRUE(WaitFor([&] { return Named() == keeps; }, absl::Seconds(15)));
   ExpectRecovered("elected");
-  std::unique_ptr<bloomclient::BloomClient> reader =
-      bloomclient::BloomClient::Connect(Target(wiped));
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        absl::StatusOr<std::vector<bool>> present = reader->MightContain("keyed", acknowledged_);
-        return present.ok() && std::find(present->begin(), present->end(), false) == present->end();
-      },
-      absl::Seconds(20)));
+  ASSERT_TRUE(WaitFor([&] { return HoldsEveryAdd(wiped); }, absl::Seconds(20)));
   EXPECT_TRUE(absl::StrContains(pods_[wiped]->ReadLog(), "while this pod copied a snapshot"));
   ExpectOnePrimaryPerTerm();
 }
