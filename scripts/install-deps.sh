@@ -22,6 +22,14 @@ PACKAGES=(
   golang-github-golang-protobuf-1-5-dev protoc-gen-go protoc-gen-go-grpc
   # Coordination (automatic failover): a real etcd for the tests, and its v3 API (below).
   etcd-server etcd-client
+  # The Java client (client/java), built offline by Maven from Debian's /usr/share/maven-repo:
+  # the JDK, Maven and the plugins of its lifecycle, gRPC, protobuf, netty, Guava, JUnit 5,
+  # and the stub generator (check-stubs.sh).
+  default-jdk-headless maven libmaven-compiler-plugin-java libmaven-resources-plugin-java
+  libsurefire-java libmaven-jar-plugin-java libmaven-install-plugin-java
+  libmaven-dependency-plugin-java
+  libgrpc-java libprotobuf-java libnetty-java libperfmark-java libanimal-sniffer-java
+  libgoogle-gson-java libguava-java junit5 protobuf-compiler-grpc-java-plugin
 )
 # The Node.js client and buf come from the npm registry (scripts/install-client-deps.sh);
 # Node.js itself from Debian unless the machine has one already.

@@ -37,11 +37,11 @@ inline int EnvInt(const char* name, int fallback) {
 }
 
 // The client languages whose polyglot programs write (besides C++): BLOOM_REPLICATION_LANGUAGES,
-// space-separated, default all three. The sanitizer builds leave Go out: its program is built by
-// the go_build fixture, which runs in the ordinary build only.
+// space-separated, default all four. The sanitizer builds leave Go and Java out: their programs
+// are built by the go_build and java_build fixtures, which run in the ordinary build only.
 inline std::vector<std::string> Languages() {
   const char* set = std::getenv("BLOOM_REPLICATION_LANGUAGES");
-  if (set == nullptr || *set == '\0') return {"python", "go", "node"};
+  if (set == nullptr || *set == '\0') return {"python", "go", "node", "java"};
   return absl::StrSplit(set, ' ', absl::SkipEmpty());
 }
 

@@ -1,7 +1,7 @@
-// The four clients (C++, Python, Go, Node.js) add and check the same items in one filter and
-// must agree on every answer: an item is its bytes, whatever the language.
+// The five clients (C++, Python, Go, Node.js, Java) add and check the same items in one filter
+// and must agree on every answer: an item is its bytes, whatever the language.
 //
-// Each language adds its own quarter of the items (text, UTF-8, and binary with NUL, 0xff and
+// Each language adds its own fifth of the items (text, UTF-8, and binary with NUL, 0xff and
 // newlines), some through its pipelined mode (one concurrent call per item, coalesced); then
 // each checks every item plus never-added probes, unary and pipelined. Every added item must
 // read present in every language, and all answers, false positives included, must be equal.
@@ -92,7 +92,7 @@ class PolyglotTest : public ::testing::Test {
   std::unique_ptr<bloomclient::BloomClient> client_;
 };
 
-TEST_F(PolyglotTest, FourClientsAgreeOnEveryItem) {
+TEST_F(PolyglotTest, FiveClientsAgreeOnEveryItem) {
   std::mt19937_64 random(20261122);
   bloom::v1::FilterSpec spec;
   spec.set_capacity(10'000);
@@ -100,7 +100,7 @@ TEST_F(PolyglotTest, FourClientsAgreeOnEveryItem) {
 
   Items all;
   uint64_t new_items = 0;
-  for (const std::string language : {"cpp", "go", "node", "python"}) {
+  for (const std::string language : {"cpp", "go", "node", "python", "java"}) {
     Items items = LanguageItems(language, random);
     std::vector<bool> added;
     if (language == "cpp") {
@@ -108,7 +108,7 @@ TEST_F(PolyglotTest, FourClientsAgreeOnEveryItem) {
       ASSERT_TRUE(result.ok()) << result.status();
       added = *result;
     } else {
-      // Go and Python add one concurrent call per item (coalesced); Node.js one batch.
+      // Go, Python and Java add one concurrent call per item (coalesced); Node.js one batch.
       added = Run(language, language == "node" ? "add" : "add-pipelined", items);
     }
     ASSERT_EQ(added.size(), items.size()) << language;
@@ -127,7 +127,7 @@ TEST_F(PolyglotTest, FourClientsAgreeOnEveryItem) {
   for (size_t i = 0; i < added_count; ++i) {
     ASSERT_TRUE((*cpp)[i]) << "an added item reads absent in C++: " << absl::CHexEscape(all[i]);
   }
-  for (const std::string language : {"go", "node", "python"}) {
+  for (const std::string language : {"go", "node", "python", "java"}) {
     for (const std::string mode : {"check", "check-pipelined"}) {
       std::vector<bool> answers = Run(language, mode, all);
       ASSERT_EQ(answers.size(), all.size());
@@ -142,12 +142,12 @@ TEST_F(PolyglotTest, FourClientsAgreeOnEveryItem) {
   EXPECT_EQ(stats->items_added(), new_items);
 }
 
-// A CUCKOO filter through the four clients: each adds its items (the filter made by whichever
+// A CUCKOO filter through the five clients: each adds its items (the filter made by whichever
 // comes first), removes a fifth of its own, and then every language counts every item, added,
 // removed and never added, and all must agree with C++. The filter does not grow (capacity
 // 10,000 for 800 items), so removing added items is exact: removed items count 0 but for
 // false positives, kept ones 1.
-TEST_F(PolyglotTest, FourClientsAgreeOnACuckooFilter) {
+TEST_F(PolyglotTest, FiveClientsAgreeOnACuckooFilter) {
   constexpr char kCuckoo[] = "polyglot:cuckoo";
   std::mt19937_64 random(20261127);
   bloom::v1::FilterSpec spec;
@@ -155,7 +155,7 @@ TEST_F(PolyglotTest, FourClientsAgreeOnACuckooFilter) {
   spec.set_error_rate(0.001);
   spec.set_kind(bloom::v1::FILTER_KIND_CUCKOO);
   Items all, removed;
-  for (const std::string language : {"cpp", "go", "node", "python"}) {
+  for (const std::string language : {"cpp", "go", "node", "python", "java"}) {
     Items items = LanguageItems(language, random);
     Items gone(items.begin(), items.begin() + 40);
     if (language == "cpp") {
@@ -189,7 +189,7 @@ TEST_F(PolyglotTest, FourClientsAgreeOnACuckooFilter) {
     }
   }
   EXPECT_LE(false_positives, 10) << "0.1% of 1,160 removed and never-added items";
-  for (const std::string language : {"go", "node", "python"}) {
+  for (const std::string language : {"go", "node", "python", "java"}) {
     const std::vector<std::string> counts = RunLines(language, "count", kCuckoo, all);
     ASSERT_EQ(counts.size(), all.size());
     for (size_t i = 0; i < all.size(); ++i) {
