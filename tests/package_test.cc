@@ -2,6 +2,9 @@
 //  - the Node.js client as `npm pack` makes it, installed into a fresh project and run there;
 //  - the Go client module (client/go/go.mod) built offline by the go_build fixture, whose example
 //    runs against a real server;
+//  - the Java client (client/java/pom.xml) installed by Maven into a fresh local repository, and
+//    a Maven project outside the tree (client/java/example) that depends on it by coordinates,
+//    built and run against a real server;
 //  - the server's .deb (packaging/CMakeLists.txt): what it holds (programs, systemd unit, the
 //    bloom user, conffile), lintian without errors, its unit file as systemd reads it, and its
 //    programs started from an unpacked copy with the package's own /etc/default settings.
@@ -90,6 +93,52 @@ TEST(PackageTest, GoModuleExampleTalksToAServer) {
   ASSERT_NE(server, nullptr);
   ExpectTheExampleAnswered(
       RunCommand(absl::StrCat(BLOOM_BINARY_DIR, "/go/bin/example ", server->target())));
+}
+
+// Maven, offline, installs client/java into a fresh local repository, taking its dependencies from
+// Debian's /usr/share/maven-repo through a file:// mirror (the only remote offline Maven is let
+// reach here); then a copy of client/java/example, whose only dependency is
+// io.bloomserver:bloom-client at the project's version, builds from that repository alone and
+// runs against a server. The jar lands under the project's version: a pom with another fails.
+TEST(PackageTest, JavaClientInstallsIntoAFreshRepositoryAndAnOutsideProjectUsesIt) {
+  TempDir work;
+  const std::string repo = work.path() + "/m2", settings = work.path() + "/settings.xml";
+  std::ofstream(settings) << "<settings><mirrors><mirror><id>debian</id><mirrorOf>*</mirrorOf>"
+                             "<url>file:///usr/share/maven-repo</url></mirror></mirrors></settings>\n";
+  const std::string mvn = absl::StrCat("mvn -o -q -B -Dstyle.color=never -s ", settings,
+                                       " -Daether.offline.protocols=file -Dmaven.repo.local=", repo);
+  const CommandResult installed =
+      RunCommand(absl::StrCat(mvn, " -f ", BLOOM_SOURCE_DIR, "/client/java/pom.xml",
+                              " -Dbloom.build.directory=", work.path(), "/client install -DskipTests"));
+  ASSERT_EQ(installed.exit_code, 0) << installed.out;
+  const std::string jar = absl::StrCat(repo, "/io/bloomserver/bloom-client/", BLOOM_VERSION,
+                                       "/bloom-client-", BLOOM_VERSION, ".jar");
+  ASSERT_TRUE(std::ifstream(jar).good())
+      << jar << " missing: client/java/pom.xml's version is not the project's, " << BLOOM_VERSION;
+  const CommandResult listed = RunCommand("unzip -l " + jar);
+  ASSERT_EQ(listed.exit_code, 0) << listed.out;
+  for (const char* file : {"io/bloomserver/client/BloomClient.class",
+                           "io/bloomserver/client/RemoteBloomFilter.class",
+                           "io/bloomserver/bloom/v1/BloomFilterServiceGrpc.class"}) {
+    EXPECT_TRUE(absl::StrContains(listed.out, file)) << file << " missing from\n" << listed.out;
+  }
+  EXPECT_FALSE(absl::StrContains(listed.out, "Polyglot")) << "test code in the jar";
+
+  const std::string app = work.path() + "/app";
+  const CommandResult built = RunCommand(absl::StrCat(
+      "cp -r ", BLOOM_SOURCE_DIR, "/client/java/example ", app, " && cd ", app, " && ", mvn,
+      " -Dbloom.client.version=", BLOOM_VERSION,
+      " package dependency:build-classpath -Dmdep.outputFile=classpath"));
+  ASSERT_EQ(built.exit_code, 0) << built.out;
+  const CommandResult classpath = RunCommand("cat " + app + "/classpath");
+  EXPECT_TRUE(absl::StrContains(classpath.out, jar)) << classpath.out;
+
+  TempDir data;
+  std::unique_ptr<bloomtest::ServerProcess> server = bloomtest::ServerProcess::Start(data.path());
+  ASSERT_NE(server, nullptr);
+  ExpectTheExampleAnswered(RunCommand(absl::StrCat("cd ", app, " && java -cp target/classes:$(cat ",
+                                                   "classpath) example.CacheGuard ",
+                                                   server->target())));
 }
 
 class DebianPackageTest : public ::testing::Test {
