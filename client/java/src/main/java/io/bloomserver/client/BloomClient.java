@@ -47,6 +47,7 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 
@@ -268,7 +269,7 @@ public final class BloomClient implements AutoCloseable {
 
   /** Adds {@code items}; {@code added[i]} says items[i] was (probably) new. */
   public boolean[] add(String name, List<byte[]> items) {
-    return await(addAsync(name, items));
+    return awaitItems(addCall(name, null, items), items);
   }
 
   /** Adds one item: true if it was (probably) new. */
@@ -283,23 +284,23 @@ public final class BloomClient implements AutoCloseable {
 
   /** {@link #add(String, List)} without blocking. */
   public CompletableFuture<boolean[]> addAsync(String name, List<byte[]> items) {
-    return addCall(name, null, items);
+    return itemDeadline(addCall(name, null, items), items);
   }
 
   /** {@link #add(String, List)} that first creates the filter with {@code spec} if missing. */
   public boolean[] addOrCreate(String name, Spec spec, List<byte[]> items) {
-    return await(addOrCreateAsync(name, spec, items));
+    return awaitItems(addCall(name, spec.toProto(), items), items);
   }
 
   /** {@link #addOrCreate} without blocking. */
   public CompletableFuture<boolean[]> addOrCreateAsync(String name, Spec spec, List<byte[]> items) {
-    return addCall(name, spec.toProto(), items);
+    return itemDeadline(addCall(name, spec.toProto(), items), items);
   }
 
   private CompletableFuture<boolean[]> addCall(String name, FilterSpec create, List<byte[]> items) {
     return batched(items, batch -> {
       if (coalescer != null) {
-        return coalesced(coalescer.call(Coalescer.Kind.ADD, name, create, false, batch));
+        return coalescer.call(Coalescer.Kind.ADD, name, create, false, batch);
       }
       AddRequest.Builder request = AddRequest.newBuilder().setName(name).addAllRawItems(batch);
       if (create != null) {
@@ -318,7 +319,7 @@ public final class BloomClient implements AutoCloseable {
    * if the filter does not exist.
    */
   public boolean[] mightContain(String name, List<byte[]> items) {
-    return await(mightContainAsync(name, items));
+    return awaitItems(checkCall(name, items, false), items);
   }
 
   /** Checks one item: false means it was never added. */
@@ -333,7 +334,7 @@ public final class BloomClient implements AutoCloseable {
 
   /** {@link #mightContain(String, List)} without blocking. */
   public CompletableFuture<boolean[]> mightContainAsync(String name, List<byte[]> items) {
-    return checkCall(name, items, false);
+    return itemDeadline(checkCall(name, items, false), items);
   }
 
   /**
@@ -341,18 +342,18 @@ public final class BloomClient implements AutoCloseable {
    * absent (and nothing is created): a per-user "seen this?" check in one call.
    */
   public boolean[] mightContainOrAbsent(String name, List<byte[]> items) {
-    return await(mightContainOrAbsentAsync(name, items));
+    return awaitItems(checkCall(name, items, true), items);
   }
 
   /** {@link #mightContainOrAbsent} without blocking. */
   public CompletableFuture<boolean[]> mightContainOrAbsentAsync(String name, List<byte[]> items) {
-    return checkCall(name, items, true);
+    return itemDeadline(checkCall(name, items, true), items);
   }
 
   private CompletableFuture<boolean[]> checkCall(String name, List<byte[]> items, boolean absent) {
     return batched(items, batch -> {
       if (coalescer != null) {
-        return coalesced(coalescer.call(Coalescer.Kind.CHECK, name, null, absent, batch));
+        return coalescer.call(Coalescer.Kind.CHECK, name, null, absent, batch);
       }
       return unary(BloomFilterServiceGrpc.getMightContainMethod(),
               MightContainRequest.newBuilder().setName(name).addAllRawItems(batch)
@@ -368,7 +369,7 @@ public final class BloomClient implements AutoCloseable {
    * retried remove removes another copy.
    */
   public boolean[] remove(String name, List<byte[]> items) {
-    return await(removeAsync(name, items));
+    return awaitItems(removeCall(name, items), items);
   }
 
   /** Removes one copy of one item: true if the filter held one. */
@@ -378,9 +379,13 @@ public final class BloomClient implements AutoCloseable {
 
   /** {@link #remove(String, List)} without blocking. */
   public CompletableFuture<boolean[]> removeAsync(String name, List<byte[]> items) {
+    return itemDeadline(removeCall(name, items), items);
+  }
+
+  private CompletableFuture<boolean[]> removeCall(String name, List<byte[]> items) {
     return batched(items, batch -> {
       if (coalescer != null) {
-        return coalesced(coalescer.call(Coalescer.Kind.REMOVE, name, null, false, batch));
+        return coalescer.call(Coalescer.Kind.REMOVE, name, null, false, batch);
       }
       return unary(BloomFilterServiceGrpc.getRemoveMethod(),
               RemoveRequest.newBuilder().setName(name).addAllRawItems(batch).build())
@@ -393,7 +398,7 @@ public final class BloomClient implements AutoCloseable {
 
   /** The copies of each item a cuckoo filter holds (FAILED_PRECONDITION for a Bloom filter). */
   public int[] count(String name, List<byte[]> items) {
-    return await(countAsync(name, items));
+    return awaitItems(countCall(name, items), items);
   }
 
   /** The copies of one item a cuckoo filter holds. */
@@ -403,6 +408,10 @@ public final class BloomClient implements AutoCloseable {
 
   /** {@link #count(String, List)} without blocking. */
   public CompletableFuture<int[]> countAsync(String name, List<byte[]> items) {
+    return itemDeadline(countCall(name, items), items);
+  }
+
+  private CompletableFuture<int[]> countCall(String name, List<byte[]> items) {
     List<List<ByteString>> batches;
     try {
       batches = split(items);
@@ -429,7 +438,7 @@ public final class BloomClient implements AutoCloseable {
 
   private CompletableFuture<int[]> countBatch(String name, List<ByteString> batch) {
     if (coalescer != null) {
-      return coalesced(coalescer.count(name, batch))
+      return coalescer.count(name, batch)
           .thenCompose(counts -> counts != null
               ? CompletableFuture.completedFuture(counts) // null: not sent, make the unary call
               : unaryCount(name, batch));
@@ -699,15 +708,43 @@ public final class BloomClient implements AutoCloseable {
     return future;
   }
 
-  /** A pipelined call's future, under the client's deadline; UNAVAILABLE wakes reconnection. */
-  private <T> CompletableFuture<T> coalesced(CompletableFuture<T> future) {
-    return future.orTimeout(timeout.toNanos(), TimeUnit.NANOSECONDS).exceptionally(error -> {
-      BloomException failure = BloomException.from(error);
-      if (failure.code() == Status.Code.UNAVAILABLE) {
-        connection.noteUnavailable();
+  /**
+   * Waits for an item call. A pipelined call has no gRPC deadline of its own (it rides a
+   * stream): it gets the client's timeout per batch here, without a timer task per call.
+   */
+  private <T> T awaitItems(CompletableFuture<T> future, List<byte[]> items) {
+    if (coalescer == null) {
+      return await(future);
+    }
+    try {
+      return future.get(pipelinedNanos(items), TimeUnit.NANOSECONDS);
+    } catch (TimeoutException e) {
+      throw new BloomException(Status.Code.DEADLINE_EXCEEDED,
+          "no answer on the Pipeline stream within " + timeout, e);
+    } catch (ExecutionException e) {
+      BloomException failure = BloomException.from(e);
+      throw new BloomException(failure.code(), failure.serverMessage(), failure);
+    } catch (InterruptedException e) {
+      throw BloomException.from(e);
+    }
+  }
+
+  /** An asynchronous item call, under the same deadline as {@link #awaitItems}. */
+  private <T> CompletableFuture<T> itemDeadline(CompletableFuture<T> future, List<byte[]> items) {
+    if (coalescer == null) {
+      return future;
+    }
+    return future.orTimeout(pipelinedNanos(items), TimeUnit.NANOSECONDS).handle((value, error) -> {
+      if (error != null) {
+        throw BloomException.from(error);
       }
-      throw failure;
+      return value;
     });
+  }
+
+  private long pipelinedNanos(List<byte[]> items) {
+    long batches = items == null || items.isEmpty() ? 1 : (items.size() - 1) / options.batchSize + 1;
+    return timeout.toNanos() * batches;
   }
 
   private void failed(CompletableFuture<?> future, Throwable error) {
@@ -726,6 +763,13 @@ public final class BloomClient implements AutoCloseable {
   private List<List<ByteString>> split(List<byte[]> items) {
     if (items == null || items.isEmpty()) {
       throw new BloomException(Status.Code.INVALID_ARGUMENT, "items must not be empty");
+    }
+    if (items.size() == 1) { // the pipelined mode's usual call
+      byte[] item = items.get(0);
+      if (item == null) {
+        throw new BloomException(Status.Code.INVALID_ARGUMENT, "an item must not be null");
+      }
+      return List.of(List.of(ByteString.copyFrom(item)));
     }
     List<List<ByteString>> batches = new ArrayList<>((items.size() - 1) / options.batchSize + 1);
     List<ByteString> batch = new ArrayList<>(Math.min(items.size(), options.batchSize));

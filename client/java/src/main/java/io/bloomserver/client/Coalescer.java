@@ -3,14 +3,17 @@ package io.bloomserver.client;
 import com.google.common.util.concurrent.MoreExecutors;
 import com.google.protobuf.ByteString;
 import io.bloomserver.bloom.v1.AddRequest;
+import io.bloomserver.bloom.v1.AddResponse;
 import io.bloomserver.bloom.v1.BloomFilterServiceGrpc;
 import io.bloomserver.bloom.v1.CountRequest;
 import io.bloomserver.bloom.v1.FilterSpec;
 import io.bloomserver.bloom.v1.MightContainRequest;
+import io.bloomserver.bloom.v1.MightContainResponse;
 import io.bloomserver.bloom.v1.OperationError;
 import io.bloomserver.bloom.v1.PipelineRequest;
 import io.bloomserver.bloom.v1.PipelineResponse;
 import io.bloomserver.bloom.v1.RemoveRequest;
+import io.bloomserver.bloom.v1.RemoveResponse;
 import io.grpc.CallOptions;
 import io.grpc.Channel;
 import io.grpc.ClientCall;
@@ -23,6 +26,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.IntPredicate;
 
 /**
  * The pipelined mode of {@link BloomClient}: concurrent small Add, MightContain, Remove and
@@ -164,11 +168,17 @@ final class Coalescer implements AutoCloseable {
     final FilterSpec create;
     final boolean absent;
 
+    final int hash;
+
     Key(Kind kind, String name, FilterSpec create, boolean absent) {
       this.kind = kind;
       this.name = name;
       this.create = create;
       this.absent = absent;
+      // No Objects.hash: it boxes and allocates an array, once per call.
+      int h = name.hashCode() * 31 + kind.ordinal();
+      h = h * 31 + (create == null ? 0 : create.hashCode());
+      this.hash = h * 2 + (absent ? 1 : 0);
     }
 
     @Override
@@ -177,13 +187,13 @@ final class Coalescer implements AutoCloseable {
         return false;
       }
       Key key = (Key) other;
-      return kind == key.kind && absent == key.absent && name.equals(key.name)
+      return hash == key.hash && kind == key.kind && absent == key.absent && name.equals(key.name)
           && Objects.equals(create, key.create);
     }
 
     @Override
     public int hashCode() {
-      return Objects.hash(kind, name, create, absent);
+      return hash;
     }
   }
 
@@ -390,9 +400,7 @@ final class Coalescer implements AutoCloseable {
       return calls;
     }
 
-    private void answer(ClientCall<PipelineRequest, PipelineResponse> stream,
-        PipelineResponse response) {
-      List<PipelineRequest> batch = null;
+    private void answer(PipelineResponse response) {
       List<Pending> calls;
       OperationError error = response.hasError() ? response.getError() : null;
       synchronized (lock) {
@@ -410,15 +418,6 @@ final class Coalescer implements AutoCloseable {
           waiting.addAll(calls);
           calls = List.of();
         }
-        if (inFlight.isEmpty()) {
-          if (!waiting.isEmpty()) {
-            batch = packLocked(takeBatchLocked());
-          }
-          sending = !inFlight.isEmpty();
-        }
-      }
-      if (batch != null && !batch.isEmpty()) {
-        send(stream, batch);
       }
       if (error != null) {
         BloomException failure = fromOperation(error);
@@ -433,14 +432,17 @@ final class Coalescer implements AutoCloseable {
           return;
         case ADD:
           raise(response.getAdd().getSequence()); // before the callers hear of their adds
-          deliver(calls, response.getAdd().getAddedList());
+          AddResponse add = response.getAdd();
+          deliver(calls, add.getAddedCount(), add::getAdded);
           return;
         case REMOVE:
           raise(response.getRemove().getSequence());
-          deliver(calls, response.getRemove().getRemovedList());
+          RemoveResponse remove = response.getRemove();
+          deliver(calls, remove.getRemovedCount(), remove::getRemoved);
           return;
         case MIGHT_CONTAIN:
-          deliver(calls, response.getMightContain().getPresentList());
+          MightContainResponse check = response.getMightContain();
+          deliver(calls, check.getPresentCount(), check::getPresent);
           return;
         default:
           BloomException failure = new BloomException(Status.Code.INTERNAL,
@@ -451,22 +453,45 @@ final class Coalescer implements AutoCloseable {
       }
     }
 
+    /**
+     * Once every operation in flight is answered, sends the calls that gathered meanwhile. It
+     * runs after the answers were delivered, not before as the C++ client does: grpc-java
+     * writes a message sent from the transport's thread only once that thread is free again,
+     * so sending first would not reach the server sooner, and the batch would miss the calls
+     * that the woken callers make while the others are being woken.
+     */
+    private void sendWhatGathered(ClientCall<PipelineRequest, PipelineResponse> stream) {
+      List<PipelineRequest> batch = null;
+      synchronized (lock) {
+        if (call != stream || !inFlight.isEmpty()) {
+          return;
+        }
+        if (!waiting.isEmpty()) {
+          batch = packLocked(takeBatchLocked());
+        }
+        sending = !inFlight.isEmpty();
+      }
+      if (batch != null && !batch.isEmpty()) {
+        send(stream, batch);
+      }
+    }
+
     private void raise(long sequence) {
       lastSequence.accumulateAndGet(sequence, Math::max);
     }
 
     /** Gives each call its own items' answers, in item order. */
-    private static void deliver(List<Pending> calls, List<Boolean> answers) {
+    private static void deliver(List<Pending> calls, int size, IntPredicate answer) {
       int start = 0;
       for (Pending pending : calls) {
         int end = start + pending.items.size();
-        if (end > answers.size()) {
-          pending.fail(tooFew(answers.size()));
+        if (end > size) {
+          pending.fail(tooFew(size));
           continue;
         }
         boolean[] mine = new boolean[end - start];
         for (int i = start; i < end; i++) {
-          mine[i - start] = answers.get(i);
+          mine[i - start] = answer.test(i);
         }
         pending.answers.complete(mine);
         start = end;
@@ -518,11 +543,12 @@ final class Coalescer implements AutoCloseable {
       @Override
       public void onMessage(PipelineResponse response) {
         // A packed message's answers come in one response: its own, then its `more`'s.
-        answer(stream, response);
+        answer(response);
         for (PipelineResponse part : response.getMoreList()) {
-          answer(stream, part);
+          answer(part);
         }
         stream.request(1);
+        sendWhatGathered(stream);
       }
 
       @Override
