@@ -967,9 +967,13 @@ public final class BloomClient implements AutoCloseable {
 
   /** The {@code grpc.health.v1} serving status. */
   public enum HealthStatus {
+    /** The server did not say. */
     UNKNOWN,
+    /** It serves: ready for calls. */
     SERVING,
+    /** It runs but does not serve now (starting, draining, a follower catching up). */
     NOT_SERVING,
+    /** It does not know the service asked about (a Watch answer; Check says NOT_FOUND). */
     SERVICE_UNKNOWN;
 
     /**
