@@ -9,8 +9,8 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 BUILD=$(mkdir -p "$1/java" && cd "$1/java" && pwd)
-MVN=(mvn -o -q -B -Dmaven.repo.local="${MAVEN_REPO:-/usr/share/maven-repo}" -f "$HERE/pom.xml"
-  -Dbloom.build.directory="$BUILD/target")
+MVN=(mvn -o -q -B -Dstyle.color=never -Dmaven.repo.local="${MAVEN_REPO:-/usr/share/maven-repo}"
+  -f "$HERE/pom.xml" -Dbloom.build.directory="$BUILD/target")
 "${MVN[@]}" package -DskipTests
 "${MVN[@]}" dependency:build-classpath -Dmdep.outputFile="$BUILD/dependencies" \
   -Dmdep.includeScope=runtime >/dev/null

@@ -8,5 +8,6 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 BUILD=$(mkdir -p "$1/java" && cd "$1/java" && pwd)
-exec mvn -o -B -Dmaven.repo.local="${MAVEN_REPO:-/usr/share/maven-repo}" -f "$HERE/pom.xml" \
-  -Dbloom.build.directory="$BUILD/test-target" -Dbloom.server="$(realpath "${BLOOM_SERVER_BIN:?}")" test
+exec mvn -o -B -Dstyle.color=never -Dmaven.repo.local="${MAVEN_REPO:-/usr/share/maven-repo}" \
+  -f "$HERE/pom.xml" -Dbloom.build.directory="$BUILD/test-target" \
+  -Dbloom.server="$(realpath "${BLOOM_SERVER_BIN:?}")" test

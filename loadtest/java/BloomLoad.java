@@ -28,10 +28,9 @@ import java.util.concurrent.atomic.AtomicLongArray;
 
 public final class BloomLoad {
   public static void main(String[] args) throws Exception {
-    Map<String, String> flags = new HashMap<>(Map.of("address", "127.0.0.1:50051",
-        "threads", "200", "transport", "pipelined", "filters", "1", "capacity", "1000000",
-        "error_rate", "0.01", "key_space", "1000000", "preload", "100000", "duration", "10",
-        "warmup", "3"));
+    Map<String, String> flags = new HashMap<>(Map.of("address", "127.0.0.1:50051", "threads", "200",
+        "transport", "pipelined", "filters", "1", "capacity", "1000000", "error_rate", "0.01",
+        "key_space", "1000000", "preload", "100000", "duration", "10", "warmup", "3"));
     flags.putAll(Map.of("server_pid", "0", "label", "", "streams", "1"));
     for (String arg : args) {
       if (!arg.startsWith("--") || !arg.contains("=")) {
@@ -55,12 +54,13 @@ public final class BloomLoad {
     int keySpace = Integer.parseInt(flags.get("key_space"));
     int preload = Math.min(keySpace, Integer.parseInt(flags.get("preload")));
     int serverPid = Integer.parseInt(flags.get("server_pid"));
-    Spec spec = Spec.bloom(Long.parseLong(flags.get("capacity")),
-        Double.parseDouble(flags.get("error_rate")));
+    Spec spec = Spec.bloom(
+        Long.parseLong(flags.get("capacity")), Double.parseDouble(flags.get("error_rate")));
 
     try (BloomClient client = BloomClient.builder(flags.get("address"))
-        .pipelined(transport.equals("pipelined"))
-        .streams(Integer.parseInt(flags.get("streams"))).build()) {
+                                  .pipelined(transport.equals("pipelined"))
+                                  .streams(Integer.parseInt(flags.get("streams")))
+                                  .build()) {
       AtomicLongArray acked = new AtomicLongArray(keySpace / 64 + 1);
       if (filters == 1) { // as bloom-bench: a fresh filter, preloaded unmeasured
         try {
@@ -167,9 +167,8 @@ public final class BloomLoad {
           byte[] key = Items.utf8(probe ? "absent:" + random.nextLong() : Integer.toString(id));
           boolean mustBePresent = !add && !probe && filters == 1 && get(acked, id);
           long sent = System.nanoTime();
-          boolean answer = add
-              ? client.addOrCreate(filter, spec, List.of(key))[0]
-              : client.mightContainOrAbsent(filter, List.of(key))[0];
+          boolean answer = add ? client.addOrCreate(filter, spec, List.of(key))[0]
+                               : client.mightContainOrAbsent(filter, List.of(key))[0];
           w.note(System.nanoTime() - sent);
           w.keys++;
           if (add) {

@@ -105,18 +105,14 @@ public final class BloomClient implements AutoCloseable {
     this.connection = new Connection(options.target, options);
     this.timeout = options.timeout;
     this.lastSequence = new AtomicLong();
-    this.coalescer =
-        options.pipelined
-            ? new Coalescer(connection.channel(), options.streams, options.batchSize,
-                lastSequence, connection::noteUnavailable)
-            : null;
-    this.transfers =
-        Executors.newCachedThreadPool(
-            runnable -> {
-              Thread thread = new Thread(runnable, "bloom-client-transfer");
-              thread.setDaemon(true);
-              return thread;
-            });
+    this.coalescer = options.pipelined ? new Coalescer(connection.channel(), options.streams,
+                         options.batchSize, lastSequence, connection::noteUnavailable)
+                                       : null;
+    this.transfers = Executors.newCachedThreadPool(runnable -> {
+      Thread thread = new Thread(runnable, "bloom-client-transfer");
+      thread.setDaemon(true);
+      return thread;
+    });
     this.owner = true;
   }
 
@@ -182,11 +178,10 @@ public final class BloomClient implements AutoCloseable {
 
   private CompletableFuture<Boolean> reserveCall(ReserveRequest request) {
     return unary(BloomFilterServiceGrpc.getReserveMethod(), request)
-        .thenApply(
-            (ReserveResponse response) -> {
-              raise(response.getSequence());
-              return response.getCreated();
-            });
+        .thenApply((ReserveResponse response) -> {
+          raise(response.getSequence());
+          return response.getCreated();
+        });
   }
 
   /**
@@ -200,12 +195,11 @@ public final class BloomClient implements AutoCloseable {
   /** {@link #merge} without blocking. */
   public CompletableFuture<FilterStats> mergeAsync(String target, List<String> sources) {
     return unary(BloomFilterServiceGrpc.getMergeMethod(),
-            MergeRequest.newBuilder().setTarget(target).addAllSources(sources).build())
-        .thenApply(
-            response -> {
-              raise(response.getSequence());
-              return response.getStats();
-            });
+        MergeRequest.newBuilder().setTarget(target).addAllSources(sources).build())
+        .thenApply(response -> {
+          raise(response.getSequence());
+          return response.getStats();
+        });
   }
 
   /** A filter's statistics: NOT_FOUND if it does not exist. */
@@ -216,7 +210,7 @@ public final class BloomClient implements AutoCloseable {
   /** {@link #stats} without blocking. */
   public CompletableFuture<FilterStats> statsAsync(String name) {
     return unary(BloomFilterServiceGrpc.getStatsMethod(),
-            StatsRequest.newBuilder().setName(name).setMinSequence(lastSequence()).build())
+        StatsRequest.newBuilder().setName(name).setMinSequence(lastSequence()).build())
         .thenApply(response -> response.getStats());
   }
 
@@ -227,8 +221,8 @@ public final class BloomClient implements AutoCloseable {
 
   /** {@link #delete} without blocking. */
   public CompletableFuture<Void> deleteAsync(String name) {
-    return unary(BloomFilterServiceGrpc.getDeleteMethod(),
-            DeleteRequest.newBuilder().setName(name).build())
+    return unary(
+        BloomFilterServiceGrpc.getDeleteMethod(), DeleteRequest.newBuilder().setName(name).build())
         .thenAccept(response -> raise(response.getSequence()));
   }
 
@@ -248,21 +242,23 @@ public final class BloomClient implements AutoCloseable {
 
   private CompletableFuture<List<FilterStats>> listFrom(
       String prefix, String token, List<FilterStats> out) {
-    return listPage(prefix, token)
-        .thenCompose(
-            page -> {
-              out.addAll(page.getFiltersList());
-              if (page.getNextPageToken().isEmpty()) {
-                return CompletableFuture.completedFuture(out);
-              }
-              return listFrom(prefix, page.getNextPageToken(), out);
-            });
+    return listPage(prefix, token).thenCompose(page -> {
+      out.addAll(page.getFiltersList());
+      if (page.getNextPageToken().isEmpty()) {
+        return CompletableFuture.completedFuture(out);
+      }
+      return listFrom(prefix, page.getNextPageToken(), out);
+    });
   }
 
   private CompletableFuture<ListResponse> listPage(String prefix, String token) {
     return unary(BloomFilterServiceGrpc.getListMethod(),
-        ListRequest.newBuilder().setPrefix(prefix).setPageSize(1000).setPageToken(token)
-            .setMinSequence(lastSequence()).build());
+        ListRequest.newBuilder()
+            .setPrefix(prefix)
+            .setPageSize(1000)
+            .setPageToken(token)
+            .setMinSequence(lastSequence())
+            .build());
   }
 
   // ---- Items ------------------------------------------------------------------------------
@@ -356,8 +352,12 @@ public final class BloomClient implements AutoCloseable {
         return coalescer.call(Coalescer.Kind.CHECK, name, null, absent, batch);
       }
       return unary(BloomFilterServiceGrpc.getMightContainMethod(),
-              MightContainRequest.newBuilder().setName(name).addAllRawItems(batch)
-                  .setAbsentIfMissing(absent).setMinSequence(lastSequence()).build())
+          MightContainRequest.newBuilder()
+              .setName(name)
+              .addAllRawItems(batch)
+              .setAbsentIfMissing(absent)
+              .setMinSequence(lastSequence())
+              .build())
           .thenApply(response -> checked(toArray(response.getPresentList()), batch.size()));
     });
   }
@@ -388,7 +388,7 @@ public final class BloomClient implements AutoCloseable {
         return coalescer.call(Coalescer.Kind.REMOVE, name, null, false, batch);
       }
       return unary(BloomFilterServiceGrpc.getRemoveMethod(),
-              RemoveRequest.newBuilder().setName(name).addAllRawItems(batch).build())
+          RemoveRequest.newBuilder().setName(name).addAllRawItems(batch).build())
           .thenApply(response -> {
             raise(response.getSequence());
             return checked(toArray(response.getRemovedList()), batch.size());
@@ -439,17 +439,21 @@ public final class BloomClient implements AutoCloseable {
   private CompletableFuture<int[]> countBatch(String name, List<ByteString> batch) {
     if (coalescer != null) {
       return coalescer.count(name, batch)
-          .thenCompose(counts -> counts != null
-              ? CompletableFuture.completedFuture(counts) // null: not sent, make the unary call
-              : unaryCount(name, batch));
+          .thenCompose(counts
+              -> counts != null
+                  ? CompletableFuture.completedFuture(counts) // null: not sent, make the unary call
+                  : unaryCount(name, batch));
     }
     return unaryCount(name, batch);
   }
 
   private CompletableFuture<int[]> unaryCount(String name, List<ByteString> batch) {
     return unary(BloomFilterServiceGrpc.getCountMethod(),
-            CountRequest.newBuilder().setName(name).addAllRawItems(batch)
-                .setMinSequence(lastSequence()).build())
+        CountRequest.newBuilder()
+            .setName(name)
+            .addAllRawItems(batch)
+            .setMinSequence(lastSequence())
+            .build())
         .thenApply((CountResponse response) -> {
           if (response.getCountsCount() != batch.size()) {
             throw tooFew(response.getCountsCount(), batch.size());
@@ -533,464 +537,464 @@ public final class BloomClient implements AutoCloseable {
     ClientCall<ImportChunk, ImportResponse> call =
         connection.channel().newCall(BloomFilterServiceGrpc.getImportMethod(), transferOptions());
     ClientCallStreamObserver<ImportChunk> requests =
-        (ClientCallStreamObserver<ImportChunk>) ClientCalls.asyncClientStreamingCall(call,
-            new ClientResponseObserver<ImportChunk, ImportResponse>() {
+        (ClientCallStreamObserver<ImportChunk>) ClientCalls.asyncClientStreamingCall(
+            call, new ClientResponseObserver<ImportChunk, ImportResponse>() {
               @Override
               public void beforeStart(ClientCallStreamObserver<ImportChunk> stream) {
                 stream.setOnReadyHandler(() -> {
                   synchronized (ready) {
                     ready.notifyAll();
-                  }
-                });
-              }
-
-              @Override
-              public void onNext(ImportResponse response) {
-                raise(response.getSequence());
-                done.complete(response.getStats());
-              }
-
-              @Override
-              public void onError(Throwable error) {
-                failed(done, error);
-                synchronized (ready) {
-                  ready.notifyAll();
-                }
-              }
-
-              @Override
-              public void onCompleted() {
-                done.complete(null);
               }
             });
-    byte[] buffer = new byte[1 << 20];
-    boolean first = true;
-    try {
-      while (!done.isDone()) {
-        int n = in.readNBytes(buffer, 0, buffer.length);
-        if (n == 0 && !first) {
-          break;
-        }
-        ImportChunk.Builder chunk = ImportChunk.newBuilder().setData(ByteString.copyFrom(buffer, 0, n));
-        if (first) {
-          chunk.setName(name).setMergeIntoExisting(merge);
-          first = false;
-        }
-        synchronized (ready) { // flow control: hold the dump back while the server cannot take it
-          while (!requests.isReady() && !done.isDone()) {
-            ready.wait(100);
-          }
-        }
-        if (done.isDone()) {
-          break; // the server ended the call: done holds its status
-        }
-        requests.onNext(chunk.build());
-        if (n < buffer.length) {
-          break;
-        }
-      }
-      requests.onCompleted();
-    } catch (IOException e) {
-      done.completeExceptionally(new BloomException(Status.Code.ABORTED, "reading the dump: " + e, e));
-      requests.cancel("the dump could not be read", e); // nothing is committed
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      done.completeExceptionally(BloomException.from(e));
-      requests.cancel("interrupted", e);
-    }
-    return done;
   }
 
-  // ---- Health and sequences ---------------------------------------------------------------
-
-  /** The server's {@code grpc.health.v1} status of {@code service} ("" for the server's). */
-  public HealthStatus health(String service) {
-    return await(healthAsync(service));
-  }
-
-  /** {@link #health} without blocking. */
-  public CompletableFuture<HealthStatus> healthAsync(String service) {
-    return unary(HealthStatus.CHECK_METHOD, service).thenApply(HealthStatus::fromCode);
-  }
-
-  /** Whether the server says it is SERVING (its overall health). */
-  public boolean serving() {
-    return health("") == HealthStatus.SERVING;
-  }
-
-  /**
-   * The highest sequence a write through this client was given. Reads send it as
-   * min_sequence, so a follower answers them only once it has applied those writes.
-   */
-  public long lastSequence() {
-    return lastSequence.get();
-  }
-
-  /** Raises {@link #lastSequence} to one learned elsewhere (another client that wrote). */
-  public void observeSequence(long sequence) {
-    raise(sequence);
-  }
-
-  // ---- Typed filters ----------------------------------------------------------------------
-
-  /**
-   * A typed handle on Bloom filter {@code name} whose items are what {@code funnel} writes
-   * (Guava's and Redisson's names). Creates nothing: see {@link RemoteBloomFilter#tryInit}.
-   */
-  public <T> RemoteBloomFilter<T> bloomFilter(String name, Funnel<? super T> funnel) {
-    return new RemoteBloomFilter<>(this, name, funnel);
-  }
-
-  /** A typed handle on cuckoo filter {@code name}; creates nothing. */
-  public <T> RemoteCuckooFilter<T> cuckooFilter(String name, Funnel<? super T> funnel) {
-    return new RemoteCuckooFilter<>(this, name, funnel);
-  }
-
-  /** The underlying channel (with the token), for calls this client does not cover. */
-  public Channel channel() {
-    return connection.channel();
-  }
-
-  /** Messages sent on the pipelined streams so far; 0 when not pipelined. For tests. */
-  long pipelineMessagesSent() {
-    return coalescer == null ? 0 : coalescer.messagesSent();
-  }
-
-  /**
-   * Ends the pipelined streams (their unanswered calls fail UNAVAILABLE) and the connection.
-   * Does nothing on a {@link #withTimeout} view.
-   */
   @Override
-  public void close() {
-    if (!owner) {
-      return;
+  public void onNext(ImportResponse response) {
+    raise(response.getSequence());
+    done.complete(response.getStats());
+  }
+
+  @Override
+  public void onError(Throwable error) {
+    failed(done, error);
+    synchronized (ready) {
+      ready.notifyAll();
     }
-    if (coalescer != null) {
-      coalescer.close();
+  }
+
+  @Override
+  public void onCompleted() {
+    done.complete(null);
+  }
+});
+byte[] buffer = new byte[1 << 20];
+boolean first = true;
+try {
+  while (!done.isDone()) {
+    int n = in.readNBytes(buffer, 0, buffer.length);
+    if (n == 0 && !first) {
+      break;
     }
-    transfers.shutdownNow();
-    connection.close();
-  }
-
-  // ---- Plumbing ---------------------------------------------------------------------------
-
-  private CallOptions callOptions() {
-    return CallOptions.DEFAULT.withDeadlineAfter(timeout.toNanos(), TimeUnit.NANOSECONDS);
-  }
-
-  /** Exports and imports: no deadline unless this is a withTimeout view. */
-  private CallOptions transferOptions() {
-    return owner ? CallOptions.DEFAULT : callOptions();
-  }
-
-  private <Q, R> CompletableFuture<R> unary(MethodDescriptor<Q, R> method, Q request) {
-    CompletableFuture<R> future = new CompletableFuture<>();
-    ClientCall<Q, R> call = connection.channel().newCall(method, callOptions());
-    ClientCalls.asyncUnaryCall(call, request, new StreamObserver<R>() {
-      @Override
-      public void onNext(R response) {
-        future.complete(response);
+    ImportChunk.Builder chunk = ImportChunk.newBuilder().setData(ByteString.copyFrom(buffer, 0, n));
+    if (first) {
+      chunk.setName(name).setMergeIntoExisting(merge);
+      first = false;
+    }
+    synchronized (ready) { // flow control: hold the dump back while the server cannot take it
+      while (!requests.isReady() && !done.isDone()) {
+        ready.wait(100);
       }
+    }
+    if (done.isDone()) {
+      break; // the server ended the call: done holds its status
+    }
+    requests.onNext(chunk.build());
+    if (n < buffer.length) {
+      break;
+    }
+  }
+  requests.onCompleted();
+} catch (IOException e) {
+  done.completeExceptionally(new BloomException(Status.Code.ABORTED, "reading the dump: " + e, e));
+  requests.cancel("the dump could not be read", e); // nothing is committed
+} catch (InterruptedException e) {
+  Thread.currentThread().interrupt();
+  done.completeExceptionally(BloomException.from(e));
+  requests.cancel("interrupted", e);
+}
+return done;
+}
 
-      @Override
-      public void onError(Throwable error) {
-        failed(future, error);
-      }
+// ---- Health and sequences ---------------------------------------------------------------
 
-      @Override
-      public void onCompleted() {
-        if (!future.isDone()) {
-          future.completeExceptionally(
-              new BloomException(Status.Code.INTERNAL, "the server sent no answer"));
-        }
+/** The server's {@code grpc.health.v1} status of {@code service} ("" for the server's). */
+public HealthStatus health(String service) {
+  return await(healthAsync(service));
+}
+
+/** {@link #health} without blocking. */
+public CompletableFuture<HealthStatus> healthAsync(String service) {
+  return unary(HealthStatus.CHECK_METHOD, service).thenApply(HealthStatus::fromCode);
+}
+
+/** Whether the server says it is SERVING (its overall health). */
+public boolean serving() {
+  return health("") == HealthStatus.SERVING;
+}
+
+/**
+ * The highest sequence a write through this client was given. Reads send it as
+ * min_sequence, so a follower answers them only once it has applied those writes.
+ */
+public long lastSequence() {
+  return lastSequence.get();
+}
+
+/** Raises {@link #lastSequence} to one learned elsewhere (another client that wrote). */
+public void observeSequence(long sequence) {
+  raise(sequence);
+}
+
+// ---- Typed filters ----------------------------------------------------------------------
+
+/**
+ * A typed handle on Bloom filter {@code name} whose items are what {@code funnel} writes
+ * (Guava's and Redisson's names). Creates nothing: see {@link RemoteBloomFilter#tryInit}.
+ */
+public <T> RemoteBloomFilter<T> bloomFilter(String name, Funnel<? super T> funnel) {
+  return new RemoteBloomFilter<>(this, name, funnel);
+}
+
+/** A typed handle on cuckoo filter {@code name}; creates nothing. */
+public <T> RemoteCuckooFilter<T> cuckooFilter(String name, Funnel<? super T> funnel) {
+  return new RemoteCuckooFilter<>(this, name, funnel);
+}
+
+/** The underlying channel (with the token), for calls this client does not cover. */
+public Channel channel() {
+  return connection.channel();
+}
+
+/** Messages sent on the pipelined streams so far; 0 when not pipelined. For tests. */
+long pipelineMessagesSent() {
+  return coalescer == null ? 0 : coalescer.messagesSent();
+}
+
+/**
+ * Ends the pipelined streams (their unanswered calls fail UNAVAILABLE) and the connection.
+ * Does nothing on a {@link #withTimeout} view.
+ */
+@Override
+public void close() {
+  if (!owner) {
+    return;
+  }
+  if (coalescer != null) {
+    coalescer.close();
+  }
+  transfers.shutdownNow();
+  connection.close();
+}
+
+// ---- Plumbing ---------------------------------------------------------------------------
+
+private CallOptions callOptions() {
+  return CallOptions.DEFAULT.withDeadlineAfter(timeout.toNanos(), TimeUnit.NANOSECONDS);
+}
+
+/** Exports and imports: no deadline unless this is a withTimeout view. */
+private CallOptions transferOptions() {
+  return owner ? CallOptions.DEFAULT : callOptions();
+}
+
+private <Q, R> CompletableFuture<R> unary(MethodDescriptor<Q, R> method, Q request) {
+  CompletableFuture<R> future = new CompletableFuture<>();
+  ClientCall<Q, R> call = connection.channel().newCall(method, callOptions());
+  ClientCalls.asyncUnaryCall(call, request, new StreamObserver<R>() {
+    @Override
+    public void onNext(R response) {
+      future.complete(response);
+    }
+
+    @Override
+    public void onError(Throwable error) {
+      failed(future, error);
+    }
+
+    @Override
+    public void onCompleted() {
+      if (!future.isDone()) {
+        future.completeExceptionally(
+            new BloomException(Status.Code.INTERNAL, "the server sent no answer"));
       }
-    });
+    }
+  });
+  return future;
+}
+
+/**
+ * Waits for an item call. A pipelined call has no gRPC deadline of its own (it rides a
+ * stream): it gets the client's timeout per batch here, without a timer task per call.
+ */
+private <T> T awaitItems(CompletableFuture<T> future, List<byte[]> items) {
+  if (coalescer == null) {
+    return await(future);
+  }
+  try {
+    return future.get(pipelinedNanos(items), TimeUnit.NANOSECONDS);
+  } catch (TimeoutException e) {
+    throw new BloomException(
+        Status.Code.DEADLINE_EXCEEDED, "no answer on the Pipeline stream within " + timeout, e);
+  } catch (ExecutionException e) {
+    BloomException failure = BloomException.from(e);
+    throw new BloomException(failure.code(), failure.serverMessage(), failure);
+  } catch (InterruptedException e) {
+    throw BloomException.from(e);
+  }
+}
+
+/** An asynchronous item call, under the same deadline as {@link #awaitItems}. */
+private <T> CompletableFuture<T> itemDeadline(CompletableFuture<T> future, List<byte[]> items) {
+  if (coalescer == null) {
     return future;
   }
+  return future.orTimeout(pipelinedNanos(items), TimeUnit.NANOSECONDS).handle((value, error) -> {
+    if (error != null) {
+      throw BloomException.from(error);
+    }
+    return value;
+  });
+}
+
+private long pipelinedNanos(List<byte[]> items) {
+  long batches = items == null || items.isEmpty() ? 1 : (items.size() - 1) / options.batchSize + 1;
+  return timeout.toNanos() * batches;
+}
+
+private void failed(CompletableFuture<?> future, Throwable error) {
+  BloomException failure = BloomException.from(error);
+  if (failure.code() == Status.Code.UNAVAILABLE) {
+    connection.noteUnavailable();
+  }
+  future.completeExceptionally(failure);
+}
+
+private void raise(long sequence) {
+  lastSequence.accumulateAndGet(sequence, Math::max);
+}
+
+/** Splits items into batches of at most batchSize, as ByteStrings. */
+private List<List<ByteString>> split(List<byte[]> items) {
+  if (items == null || items.isEmpty()) {
+    throw new BloomException(Status.Code.INVALID_ARGUMENT, "items must not be empty");
+  }
+  if (items.size() == 1) { // the pipelined mode's usual call
+    byte[] item = items.get(0);
+    if (item == null) {
+      throw new BloomException(Status.Code.INVALID_ARGUMENT, "an item must not be null");
+    }
+    return List.of(List.of(ByteString.copyFrom(item)));
+  }
+  List<List<ByteString>> batches = new ArrayList<>((items.size() - 1) / options.batchSize + 1);
+  List<ByteString> batch = new ArrayList<>(Math.min(items.size(), options.batchSize));
+  for (byte[] item : items) {
+    if (item == null) {
+      throw new BloomException(Status.Code.INVALID_ARGUMENT, "an item must not be null");
+    }
+    if (batch.size() == options.batchSize) {
+      batches.add(batch);
+      batch = new ArrayList<>(Math.min(items.size(), options.batchSize));
+    }
+    batch.add(ByteString.copyFrom(item));
+  }
+  batches.add(batch);
+  return batches;
+}
+
+/** Sends the batches in order, each after the previous one answered, and joins the answers. */
+private CompletableFuture<boolean[]> batched(
+    List<byte[]> items, Function<List<ByteString>, CompletableFuture<boolean[]>> send) {
+  List<List<ByteString>> batches;
+  try {
+    batches = split(items);
+  } catch (BloomException e) {
+    return CompletableFuture.failedFuture(e);
+  }
+  if (batches.size() == 1) {
+    return send.apply(batches.get(0));
+  }
+  boolean[] all = new boolean[items.size()];
+  CompletableFuture<Integer> chain = CompletableFuture.completedFuture(0);
+  for (List<ByteString> batch : batches) {
+    chain = chain.thenCompose(at -> send.apply(batch).thenApply(answers -> {
+      System.arraycopy(answers, 0, all, at, answers.length);
+      return at + answers.length;
+    }));
+  }
+  return chain.thenApply(at -> all);
+}
+
+private static boolean[] toArray(List<Boolean> answers) {
+  boolean[] out = new boolean[answers.size()];
+  for (int i = 0; i < out.length; i++) {
+    out[i] = answers.get(i);
+  }
+  return out;
+}
+
+private static boolean[] checked(boolean[] answers, int items) {
+  if (answers.length != items) {
+    throw tooFew(answers.length, items);
+  }
+  return answers;
+}
+
+private static BloomException tooFew(int answers, int items) {
+  return new BloomException(
+      Status.Code.INTERNAL, "the server answered " + answers + " results for " + items + " items");
+}
+
+/** Waits for a call; its failure is thrown here, with this thread's stack as well. */
+static <T> T await(CompletableFuture<T> future) {
+  try {
+    return future.get();
+  } catch (ExecutionException e) {
+    BloomException failure = BloomException.from(e);
+    throw new BloomException(failure.code(), failure.serverMessage(), failure);
+  } catch (InterruptedException e) {
+    future.cancel(false);
+    throw BloomException.from(e);
+  }
+}
+
+/** Pages through List as the iterator is read. */
+private final class ListIterator implements Iterator<FilterStats> {
+  private final String prefix;
+  private Iterator<FilterStats> page = List.<FilterStats>of().iterator();
+  private String token = "";
+  private boolean last;
+
+  ListIterator(String prefix) {
+    this.prefix = Objects.requireNonNull(prefix);
+  }
+
+  @Override
+  public boolean hasNext() {
+    while (!page.hasNext() && !last) {
+      ListResponse response = await(listPage(prefix, token));
+      page = response.getFiltersList().iterator();
+      token = response.getNextPageToken();
+      last = token.isEmpty();
+    }
+    return page.hasNext();
+  }
+
+  @Override
+  public FilterStats next() {
+    if (!hasNext()) {
+      throw new NoSuchElementException();
+    }
+    return page.next();
+  }
+}
+
+/**
+ * How a {@link BloomClient} connects: TLS, mutual TLS, a bearer token, deadlines, batches
+ * and the pipelined mode. Thread-safety: not thread-safe; build on one thread.
+ */
+public static final class Builder {
+  final String target;
+  String caFile;
+  String certFile;
+  String keyFile;
+  String authority;
+  String token;
+  Duration timeout = Duration.ofSeconds(10);
+  int batchSize = 10_000;
+  boolean pipelined;
+  int streams = 1;
+
+  private Builder(String target) {
+    this.target = Objects.requireNonNull(target, "target");
+  }
+
+  /** TLS, trusting the CA certificates in PEM file {@code caFile}. */
+  public Builder tls(String caFile) {
+    this.caFile = Objects.requireNonNull(caFile);
+    return this;
+  }
 
   /**
-   * Waits for an item call. A pipelined call has no gRPC deadline of its own (it rides a
-   * stream): it gets the client's timeout per batch here, without a timer task per call.
+   * Mutual TLS: trusts {@code caFile} and presents the client certificate {@code certFile}
+   * with its PKCS#8 PEM key {@code keyFile}, for a server with {@code --tls_client_ca_file}.
    */
-  private <T> T awaitItems(CompletableFuture<T> future, List<byte[]> items) {
-    if (coalescer == null) {
-      return await(future);
-    }
-    try {
-      return future.get(pipelinedNanos(items), TimeUnit.NANOSECONDS);
-    } catch (TimeoutException e) {
-      throw new BloomException(Status.Code.DEADLINE_EXCEEDED,
-          "no answer on the Pipeline stream within " + timeout, e);
-    } catch (ExecutionException e) {
-      BloomException failure = BloomException.from(e);
-      throw new BloomException(failure.code(), failure.serverMessage(), failure);
-    } catch (InterruptedException e) {
-      throw BloomException.from(e);
-    }
+  public Builder mutualTls(String caFile, String certFile, String keyFile) {
+    this.caFile = Objects.requireNonNull(caFile);
+    this.certFile = Objects.requireNonNull(certFile);
+    this.keyFile = Objects.requireNonNull(keyFile);
+    return this;
   }
 
-  /** An asynchronous item call, under the same deadline as {@link #awaitItems}. */
-  private <T> CompletableFuture<T> itemDeadline(CompletableFuture<T> future, List<byte[]> items) {
-    if (coalescer == null) {
-      return future;
-    }
-    return future.orTimeout(pipelinedNanos(items), TimeUnit.NANOSECONDS).handle((value, error) -> {
-      if (error != null) {
-        throw BloomException.from(error);
-      }
-      return value;
-    });
+  /** The name the server's certificate must have, when not the target's host. */
+  public Builder authority(String authority) {
+    this.authority = authority;
+    return this;
   }
 
-  private long pipelinedNanos(List<byte[]> items) {
-    long batches = items == null || items.isEmpty() ? 1 : (items.size() - 1) / options.batchSize + 1;
-    return timeout.toNanos() * batches;
+  /** Sends "authorization: Bearer {@code token}" with every call. */
+  public Builder token(String token) {
+    this.token = token;
+    return this;
   }
 
-  private void failed(CompletableFuture<?> future, Throwable error) {
-    BloomException failure = BloomException.from(error);
-    if (failure.code() == Status.Code.UNAVAILABLE) {
-      connection.noteUnavailable();
+  /** Each call's deadline (default 10 s). */
+  public Builder timeout(Duration timeout) {
+    if (timeout.isNegative() || timeout.isZero()) {
+      throw new IllegalArgumentException("timeout must be positive");
     }
-    future.completeExceptionally(failure);
+    this.timeout = timeout;
+    return this;
   }
 
-  private void raise(long sequence) {
-    lastSequence.accumulateAndGet(sequence, Math::max);
+  /** Items per request (default 10,000); longer lists go out as several requests. */
+  public Builder batchSize(int batchSize) {
+    if (batchSize < 1) {
+      throw new IllegalArgumentException("batchSize must be at least 1");
+    }
+    this.batchSize = batchSize;
+    return this;
   }
 
-  /** Splits items into batches of at most batchSize, as ByteStrings. */
-  private List<List<ByteString>> split(List<byte[]> items) {
-    if (items == null || items.isEmpty()) {
-      throw new BloomException(Status.Code.INVALID_ARGUMENT, "items must not be empty");
-    }
-    if (items.size() == 1) { // the pipelined mode's usual call
-      byte[] item = items.get(0);
-      if (item == null) {
-        throw new BloomException(Status.Code.INVALID_ARGUMENT, "an item must not be null");
-      }
-      return List.of(List.of(ByteString.copyFrom(item)));
-    }
-    List<List<ByteString>> batches = new ArrayList<>((items.size() - 1) / options.batchSize + 1);
-    List<ByteString> batch = new ArrayList<>(Math.min(items.size(), options.batchSize));
-    for (byte[] item : items) {
-      if (item == null) {
-        throw new BloomException(Status.Code.INVALID_ARGUMENT, "an item must not be null");
-      }
-      if (batch.size() == options.batchSize) {
-        batches.add(batch);
-        batch = new ArrayList<>(Math.min(items.size(), options.batchSize));
-      }
-      batch.add(ByteString.copyFrom(item));
-    }
-    batches.add(batch);
-    return batches;
-  }
-
-  /** Sends the batches in order, each after the previous one answered, and joins the answers. */
-  private CompletableFuture<boolean[]> batched(
-      List<byte[]> items, Function<List<ByteString>, CompletableFuture<boolean[]>> send) {
-    List<List<ByteString>> batches;
-    try {
-      batches = split(items);
-    } catch (BloomException e) {
-      return CompletableFuture.failedFuture(e);
-    }
-    if (batches.size() == 1) {
-      return send.apply(batches.get(0));
-    }
-    boolean[] all = new boolean[items.size()];
-    CompletableFuture<Integer> chain = CompletableFuture.completedFuture(0);
-    for (List<ByteString> batch : batches) {
-      chain = chain.thenCompose(at -> send.apply(batch).thenApply(answers -> {
-        System.arraycopy(answers, 0, all, at, answers.length);
-        return at + answers.length;
-      }));
-    }
-    return chain.thenApply(at -> all);
-  }
-
-  private static boolean[] toArray(List<Boolean> answers) {
-    boolean[] out = new boolean[answers.size()];
-    for (int i = 0; i < out.length; i++) {
-      out[i] = answers.get(i);
-    }
-    return out;
-  }
-
-  private static boolean[] checked(boolean[] answers, int items) {
-    if (answers.length != items) {
-      throw tooFew(answers.length, items);
-    }
-    return answers;
-  }
-
-  private static BloomException tooFew(int answers, int items) {
-    return new BloomException(Status.Code.INTERNAL,
-        "the server answered " + answers + " results for " + items + " items");
-  }
-
-  /** Waits for a call; its failure is thrown here, with this thread's stack as well. */
-  static <T> T await(CompletableFuture<T> future) {
-    try {
-      return future.get();
-    } catch (ExecutionException e) {
-      BloomException failure = BloomException.from(e);
-      throw new BloomException(failure.code(), failure.serverMessage(), failure);
-    } catch (InterruptedException e) {
-      future.cancel(false);
-      throw BloomException.from(e);
-    }
-  }
-
-  /** Pages through List as the iterator is read. */
-  private final class ListIterator implements Iterator<FilterStats> {
-    private final String prefix;
-    private Iterator<FilterStats> page = List.<FilterStats>of().iterator();
-    private String token = "";
-    private boolean last;
-
-    ListIterator(String prefix) {
-      this.prefix = Objects.requireNonNull(prefix);
-    }
-
-    @Override
-    public boolean hasNext() {
-      while (!page.hasNext() && !last) {
-        ListResponse response = await(listPage(prefix, token));
-        page = response.getFiltersList().iterator();
-        token = response.getNextPageToken();
-        last = token.isEmpty();
-      }
-      return page.hasNext();
-    }
-
-    @Override
-    public FilterStats next() {
-      if (!hasNext()) {
-        throw new NoSuchElementException();
-      }
-      return page.next();
-    }
+  /** Sends Add, MightContain, Remove and Count over coalescing Pipeline streams. */
+  public Builder pipelined(boolean pipelined) {
+    this.pipelined = pipelined;
+    return this;
   }
 
   /**
-   * How a {@link BloomClient} connects: TLS, mutual TLS, a bearer token, deadlines, batches
-   * and the pipelined mode. Thread-safety: not thread-safe; build on one thread.
+   * Pipeline streams in pipelined mode (default 1; a filter's calls always use the same
+   * one). More spread the server's work over more of its threads.
    */
-  public static final class Builder {
-    final String target;
-    String caFile;
-    String certFile;
-    String keyFile;
-    String authority;
-    String token;
-    Duration timeout = Duration.ofSeconds(10);
-    int batchSize = 10_000;
-    boolean pipelined;
-    int streams = 1;
-
-    private Builder(String target) {
-      this.target = Objects.requireNonNull(target, "target");
+  public Builder streams(int streams) {
+    if (streams < 1) {
+      throw new IllegalArgumentException("streams must be at least 1");
     }
-
-    /** TLS, trusting the CA certificates in PEM file {@code caFile}. */
-    public Builder tls(String caFile) {
-      this.caFile = Objects.requireNonNull(caFile);
-      return this;
-    }
-
-    /**
-     * Mutual TLS: trusts {@code caFile} and presents the client certificate {@code certFile}
-     * with its PKCS#8 PEM key {@code keyFile}, for a server with {@code --tls_client_ca_file}.
-     */
-    public Builder mutualTls(String caFile, String certFile, String keyFile) {
-      this.caFile = Objects.requireNonNull(caFile);
-      this.certFile = Objects.requireNonNull(certFile);
-      this.keyFile = Objects.requireNonNull(keyFile);
-      return this;
-    }
-
-    /** The name the server's certificate must have, when not the target's host. */
-    public Builder authority(String authority) {
-      this.authority = authority;
-      return this;
-    }
-
-    /** Sends "authorization: Bearer {@code token}" with every call. */
-    public Builder token(String token) {
-      this.token = token;
-      return this;
-    }
-
-    /** Each call's deadline (default 10 s). */
-    public Builder timeout(Duration timeout) {
-      if (timeout.isNegative() || timeout.isZero()) {
-        throw new IllegalArgumentException("timeout must be positive");
-      }
-      this.timeout = timeout;
-      return this;
-    }
-
-    /** Items per request (default 10,000); longer lists go out as several requests. */
-    public Builder batchSize(int batchSize) {
-      if (batchSize < 1) {
-        throw new IllegalArgumentException("batchSize must be at least 1");
-      }
-      this.batchSize = batchSize;
-      return this;
-    }
-
-    /** Sends Add, MightContain, Remove and Count over coalescing Pipeline streams. */
-    public Builder pipelined(boolean pipelined) {
-      this.pipelined = pipelined;
-      return this;
-    }
-
-    /**
-     * Pipeline streams in pipelined mode (default 1; a filter's calls always use the same
-     * one). More spread the server's work over more of its threads.
-     */
-    public Builder streams(int streams) {
-      if (streams < 1) {
-        throw new IllegalArgumentException("streams must be at least 1");
-      }
-      this.streams = streams;
-      return this;
-    }
-
-    /** The client; gRPC connects on first use. INVALID_ARGUMENT if a TLS file is unusable. */
-    public BloomClient build() {
-      return new BloomClient(this);
-    }
+    this.streams = streams;
+    return this;
   }
 
-  /** The {@code grpc.health.v1} serving status. */
-  public enum HealthStatus {
-    /** The server did not say. */
-    UNKNOWN,
-    /** It serves: ready for calls. */
-    SERVING,
-    /** It runs but does not serve now (starting, draining, a follower catching up). */
-    NOT_SERVING,
-    /** It does not know the service asked about (a Watch answer; Check says NOT_FOUND). */
-    SERVICE_UNKNOWN;
-
-    /**
-     * grpc.health.v1.Health/Check, with its two one-field messages encoded here: Debian has no
-     * grpc-services, and generating io.grpc.health.v1 classes would clash with it where a user
-     * has it.
-     */
-    static final MethodDescriptor<String, Integer> CHECK_METHOD =
-        MethodDescriptor.<String, Integer>newBuilder()
-            .setType(MethodDescriptor.MethodType.UNARY)
-            .setFullMethodName("grpc.health.v1.Health/Check")
-            .setRequestMarshaller(new HealthMarshaller.Request())
-            .setResponseMarshaller(new HealthMarshaller.Response())
-            .build();
-
-    static HealthStatus fromCode(int code) {
-      return code >= 0 && code < values().length ? values()[code] : UNKNOWN;
-    }
+  /** The client; gRPC connects on first use. INVALID_ARGUMENT if a TLS file is unusable. */
+  public BloomClient build() {
+    return new BloomClient(this);
   }
+}
+
+/** The {@code grpc.health.v1} serving status. */
+public enum HealthStatus {
+  /** The server did not say. */
+  UNKNOWN,
+  /** It serves: ready for calls. */
+  SERVING,
+  /** It runs but does not serve now (starting, draining, a follower catching up). */
+  NOT_SERVING,
+  /** It does not know the service asked about (a Watch answer; Check says NOT_FOUND). */
+  SERVICE_UNKNOWN;
+
+  /**
+   * grpc.health.v1.Health/Check, with its two one-field messages encoded here: Debian has no
+   * grpc-services, and generating io.grpc.health.v1 classes would clash with it where a user
+   * has it.
+   */
+  static final MethodDescriptor<String, Integer> CHECK_METHOD =
+      MethodDescriptor.<String, Integer>newBuilder()
+          .setType(MethodDescriptor.MethodType.UNARY)
+          .setFullMethodName("grpc.health.v1.Health/Check")
+          .setRequestMarshaller(new HealthMarshaller.Request())
+          .setResponseMarshaller(new HealthMarshaller.Response())
+          .build();
+
+  static HealthStatus fromCode(int code) {
+    return code >= 0 && code < values().length ? values()[code] : UNKNOWN;
+  }
+}
 }

@@ -34,9 +34,9 @@ import java.util.function.IntPredicate;
  * kind on the same filter that wait together go out as one operation with all their items.
  *
  * <p>Batching without a timer, as RocksDB's write thread does it: a call that finds its stream
- * idle is sent at once, alone; calls that arrive while operations are in flight gather, and the
- * answer to the last of those operations sends them, one operation per (kind, filter, create
- * spec). Under load batches grow by themselves; alone, a call costs one round trip. Operations
+ * idle is sent at once, alone; calls that arrive while operations are in flight gather, and once
+ * the last of those operations is answered (and its callers woken) they go out, one operation
+ * per (kind, filter, create spec). Under load batches grow by themselves; alone, a call costs one round trip. Operations
  * that leave together, on any number of filters (one filter per user), are packed into one
  * message ({@code PipelineRequest.more}, up to {@link #PACKED_BYTES}) once the server's
  * {@code bloom-pipeline-more} header says it reads them. Counts go on a stream only once its
@@ -65,12 +65,7 @@ final class Coalescer implements AutoCloseable {
   private static final Metadata.Key<String> COUNTS =
       Metadata.Key.of("bloom-pipeline-count", Metadata.ASCII_STRING_MARSHALLER);
 
-  enum Kind {
-    ADD,
-    CHECK,
-    REMOVE,
-    COUNT
-  }
+  enum Kind { ADD, CHECK, REMOVE, COUNT }
 
   private final Lane[] lanes;
 
@@ -78,8 +73,8 @@ final class Coalescer implements AutoCloseable {
    * {@code lastSequence} is raised by writes' answers and sent as min_sequence with reads;
    * {@code onUnavailable} runs when a stream breaks.
    */
-  Coalescer(Channel channel, int streams, int maxItems, AtomicLong lastSequence,
-      Runnable onUnavailable) {
+  Coalescer(
+      Channel channel, int streams, int maxItems, AtomicLong lastSequence, Runnable onUnavailable) {
     lanes = new Lane[Math.max(1, streams)];
     for (int i = 0; i < lanes.length; i++) {
       lanes[i] = new Lane(channel, maxItems, lastSequence, onUnavailable);
@@ -87,8 +82,8 @@ final class Coalescer implements AutoCloseable {
   }
 
   /** Sends an add, check or remove of up to maxItems items; the future holds its answers. */
-  CompletableFuture<boolean[]> call(Kind kind, String name, FilterSpec create, boolean absent,
-      List<ByteString> items) {
+  CompletableFuture<boolean[]> call(
+      Kind kind, String name, FilterSpec create, boolean absent, List<ByteString> items) {
     Pending call = new Pending(kind, name, create, absent, items);
     laneOf(name).submit(call);
     return call.answers;
@@ -213,7 +208,8 @@ final class Coalescer implements AutoCloseable {
       PipelineRequest.Builder request = PipelineRequest.newBuilder().setId(id);
       switch (first.kind) {
         case ADD:
-          AddRequest.Builder add = AddRequest.newBuilder().setName(first.name).addAllRawItems(items);
+          AddRequest.Builder add =
+              AddRequest.newBuilder().setName(first.name).addAllRawItems(items);
           if (first.create != null) {
             add.setCreateIfMissing(first.create);
           }
@@ -224,14 +220,18 @@ final class Coalescer implements AutoCloseable {
               .build();
         case COUNT:
           return request
-              .setCount(CountRequest.newBuilder().setName(first.name).addAllRawItems(items)
-                  .setMinSequence(minSequence))
+              .setCount(CountRequest.newBuilder()
+                            .setName(first.name)
+                            .addAllRawItems(items)
+                            .setMinSequence(minSequence))
               .build();
         default:
           return request
-              .setMightContain(MightContainRequest.newBuilder().setName(first.name)
-                  .addAllRawItems(items).setAbsentIfMissing(first.absent)
-                  .setMinSequence(minSequence))
+              .setMightContain(MightContainRequest.newBuilder()
+                                   .setName(first.name)
+                                   .addAllRawItems(items)
+                                   .setAbsentIfMissing(first.absent)
+                                   .setMinSequence(minSequence))
               .build();
       }
     }
@@ -374,8 +374,8 @@ final class Coalescer implements AutoCloseable {
       return out;
     }
 
-    private void send(ClientCall<PipelineRequest, PipelineResponse> stream,
-        List<PipelineRequest> batch) {
+    private void send(
+        ClientCall<PipelineRequest, PipelineResponse> stream, List<PipelineRequest> batch) {
       synchronized (sendLock) {
         try {
           for (PipelineRequest request : batch) {
@@ -445,8 +445,8 @@ final class Coalescer implements AutoCloseable {
           deliver(calls, check.getPresentCount(), check::getPresent);
           return;
         default:
-          BloomException failure = new BloomException(Status.Code.INTERNAL,
-              "the server answered an operation with no result");
+          BloomException failure = new BloomException(
+              Status.Code.INTERNAL, "the server answered an operation with no result");
           for (Pending pending : calls) {
             pending.fail(failure);
           }

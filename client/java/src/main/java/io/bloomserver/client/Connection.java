@@ -64,17 +64,14 @@ final class Connection implements AutoCloseable {
       builder.usePlaintext();
     }
     managed = builder.build();
-    channel =
-        options.token == null
-            ? managed
-            : ClientInterceptors.intercept(managed, new TokenInterceptor(options.token));
-    poller =
-        Executors.newSingleThreadScheduledExecutor(
-            runnable -> {
-              Thread thread = new Thread(runnable, "bloom-client-reconnect");
-              thread.setDaemon(true);
-              return thread;
-            });
+    channel = options.token == null
+        ? managed
+        : ClientInterceptors.intercept(managed, new TokenInterceptor(options.token));
+    poller = Executors.newSingleThreadScheduledExecutor(runnable -> {
+      Thread thread = new Thread(runnable, "bloom-client-reconnect");
+      thread.setDaemon(true);
+      return thread;
+    });
   }
 
   Channel channel() {
@@ -93,7 +90,8 @@ final class Connection implements AutoCloseable {
         return;
       }
       managed.resetConnectBackoff();
-      polling = poller.scheduleWithFixedDelay(this::poll, POLL_MILLIS, POLL_MILLIS, TimeUnit.MILLISECONDS);
+      polling = poller.scheduleWithFixedDelay(
+          this::poll, POLL_MILLIS, POLL_MILLIS, TimeUnit.MILLISECONDS);
     }
   }
 
@@ -151,26 +149,20 @@ final class Connection implements AutoCloseable {
   /**
    * round_robin: a target that names several pods (a headless Service's DNS name) gets a
    * connection to each and spreads calls over those that answer; one address behaves as
-   * pick_first. Reads (which change nothing) are retried on UNAVAILABLE (and UNKNOWN), which also moves them
-   * to another pod; writes are not: an add whose answer was lost may have been made (the
+   * pick_first. Reads (which change nothing) are retried on UNAVAILABLE (and UNKNOWN), which also
+   * moves them to another pod; writes are not: an add whose answer was lost may have been made (the
    * caller retries it, knowing that), and a remove must not be made twice.
    */
   private static Map<String, Object> serviceConfig() {
     List<Object> reads =
-        List.of(
-            method("MightContain"), method("Count"), method("Stats"), method("List"));
-    Map<String, Object> retry =
-        Map.of(
-            "maxAttempts", 3.0,
-            "initialBackoff", "0.01s",
-            "maxBackoff", "0.1s",
-            "backoffMultiplier", 2.0,
-            // UNKNOWN: grpc-java 1.41 fails a call sent on a connection that just closed
-            // (ClosedChannelException) with UNKNOWN "channel closed", not UNAVAILABLE.
-            "retryableStatusCodes", List.of("UNAVAILABLE", "UNKNOWN"));
-    return Map.of(
-        "loadBalancingConfig", List.of(Map.of("round_robin", Map.of())),
-        "methodConfig", List.of(Map.of("name", reads, "retryPolicy", retry)));
+        List.of(method("MightContain"), method("Count"), method("Stats"), method("List"));
+    Map<String, Object> retry = Map.of("maxAttempts", 3.0, "initialBackoff", "0.01s", "maxBackoff",
+        "0.1s", "backoffMultiplier", 2.0,
+        // UNKNOWN: grpc-java 1.41 fails a call sent on a connection that just closed
+        // (ClosedChannelException) with UNKNOWN "channel closed", not UNAVAILABLE.
+        "retryableStatusCodes", List.of("UNAVAILABLE", "UNKNOWN"));
+    return Map.of("loadBalancingConfig", List.of(Map.of("round_robin", Map.of())), "methodConfig",
+        List.of(Map.of("name", reads, "retryPolicy", retry)));
   }
 
   private static Map<String, Object> method(String name) {

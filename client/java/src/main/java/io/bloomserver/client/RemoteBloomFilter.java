@@ -8,11 +8,10 @@ import io.bloomserver.bloom.v1.FilterStats;
  * {@code RBloomFilter<T>}, so that moving to a shared filter is a one-line change:
  *
  * <pre>{@code
- * // Guava: BloomFilter<String> seen = BloomFilter.create(Funnels.stringFunnel(UTF_8), 1_000_000, 0.01);
- * RemoteBloomFilter<String> seen =
- *     RemoteBloomFilter.create(client, "seen", Funnels.stringFunnel(UTF_8), 1_000_000, 0.01);
- * seen.put("alice");
- * seen.mightContain("alice"); // true
+ * // Guava: BloomFilter<String> seen = BloomFilter.create(Funnels.stringFunnel(UTF_8), 1_000_000,
+ * 0.01); RemoteBloomFilter<String> seen = RemoteBloomFilter.create(client, "seen",
+ * Funnels.stringFunnel(UTF_8), 1_000_000, 0.01); seen.put("alice"); seen.mightContain("alice"); //
+ * true
  *
  * // Redisson: RBloomFilter<String> seen = redisson.getBloomFilter("seen"); seen.tryInit(...);
  * RemoteBloomFilter<String> seen = client.bloomFilter("seen", Funnels.stringFunnel(UTF_8));

@@ -202,7 +202,8 @@ abstract class RemoteFilter<T> implements Predicate<T> {
 
   CompletableFuture<boolean[]> addItemsAsync(List<byte[]> items) {
     Spec known = spec;
-    return known == null ? client.addAsync(name, items) : client.addOrCreateAsync(name, known, items);
+    return known == null ? client.addAsync(name, items)
+                         : client.addOrCreateAsync(name, known, items);
   }
 
   static long trues(boolean[] answers) {

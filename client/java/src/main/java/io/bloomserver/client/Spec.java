@@ -26,12 +26,11 @@ public final class Spec {
 
   /** A Bloom filter for {@code capacity} items at false-positive rate {@code errorRate}. */
   public static Spec bloom(long capacity, double errorRate) {
-    return new Spec(
-        FilterSpec.newBuilder()
-            .setCapacity(capacity)
-            .setErrorRate(errorRate)
-            .setKind(FilterKind.FILTER_KIND_BLOOM)
-            .build());
+    return new Spec(FilterSpec.newBuilder()
+                        .setCapacity(capacity)
+                        .setErrorRate(errorRate)
+                        .setKind(FilterKind.FILTER_KIND_BLOOM)
+                        .build());
   }
 
   /**
@@ -40,12 +39,11 @@ public final class Spec {
    * window.
    */
   public static Spec cuckoo(long capacity, double errorRate) {
-    return new Spec(
-        FilterSpec.newBuilder()
-            .setCapacity(capacity)
-            .setErrorRate(errorRate)
-            .setKind(FilterKind.FILTER_KIND_CUCKOO)
-            .build());
+    return new Spec(FilterSpec.newBuilder()
+                        .setCapacity(capacity)
+                        .setErrorRate(errorRate)
+                        .setKind(FilterKind.FILTER_KIND_CUCKOO)
+                        .build());
   }
 
   /** The Spec of a {@code bloom.v1.FilterSpec}, e.g. from {@code FilterStats.getSpec()}. */
@@ -68,8 +66,7 @@ public final class Spec {
    * slices (0: the server's default, 8). Bloom filters only.
    */
   public Spec window(java.time.Duration window, int slices) {
-    return new Spec(
-        proto.toBuilder().setWindow(toProto(window)).setWindowSlices(slices).build());
+    return new Spec(proto.toBuilder().setWindow(toProto(window)).setWindowSlices(slices).build());
   }
 
   /** Deletes the filter after {@code ttl} without an Add or MightContain. */

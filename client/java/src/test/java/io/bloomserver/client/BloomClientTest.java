@@ -77,8 +77,8 @@ class BloomClientTest {
     assertTrue(badRate.serverMessage().contains("error_rate"), badRate.getMessage());
     assertEquals(Status.Code.NOT_FOUND,
         failure(() -> client.mightContain("no-such-filter", Items.of("x"))).code());
-    assertEquals(Status.Code.INVALID_ARGUMENT,
-        failure(() -> client.add("whatever", List.of())).code());
+    assertEquals(
+        Status.Code.INVALID_ARGUMENT, failure(() -> client.add("whatever", List.of())).code());
     client.reserve("spec-a", Spec.bloom(100, 0.01));
     assertEquals(Status.Code.ALREADY_EXISTS,
         failure(() -> client.reserve("spec-a", Spec.bloom(200, 0.01))).code());
@@ -118,7 +118,8 @@ class BloomClientTest {
     assertEquals(Status.Code.NOT_FOUND, failure(() -> client.stats("user:42:seen")).code(),
         "a check creates nothing");
     Spec spec = Spec.bloom(1000, 0.01).idleTtl(Duration.ofHours(1));
-    assertArrayEquals(new boolean[] {true}, client.addOrCreate("user:42:seen", spec, Items.of("a")));
+    assertArrayEquals(
+        new boolean[] {true}, client.addOrCreate("user:42:seen", spec, Items.of("a")));
     assertArrayEquals(new boolean[] {true, false},
         client.mightContainOrAbsent("user:42:seen", Items.of("a", "b")));
     assertTrue(client.stats("user:42:seen").hasExpiresAt());
@@ -164,8 +165,8 @@ class BloomClientTest {
     client.add("merge:b", Items.of("from-b"));
     FilterStats merged = client.merge("merge:a", "merge:b");
     assertEquals("merge:a", merged.getName());
-    assertArrayEquals(new boolean[] {true, true},
-        client.mightContain("merge:a", Items.of("from-a", "from-b")));
+    assertArrayEquals(
+        new boolean[] {true, true}, client.mightContain("merge:a", Items.of("from-a", "from-b")));
     client.reserve("merge:other", Spec.bloom(1000, 0.01));
     BloomException unlike = failure(() -> client.merge("merge:a", "merge:other"));
     assertEquals(Status.Code.FAILED_PRECONDITION, unlike.code(), unlike.getMessage());
@@ -189,8 +190,11 @@ class BloomClientTest {
     for (boolean p : present) {
       assertTrue(p);
     }
-    assertEquals(Status.Code.ALREADY_EXISTS, failure(() ->
-        client.importFrom("dump:copy", new ByteArrayInputStream(dump.toByteArray()), false)).code());
+    assertEquals(Status.Code.ALREADY_EXISTS,
+        failure(()
+                    -> client.importFrom(
+                        "dump:copy", new ByteArrayInputStream(dump.toByteArray()), false))
+            .code());
     // Merging into an existing filter made alike: what either held is present.
     client.add("dump:copy", Items.of("only-in-copy"));
     client.importFromAsync("dump:copy", new ByteArrayInputStream(dump.toByteArray()), true).get();
@@ -207,7 +211,8 @@ class BloomClientTest {
         throw new IOException("disk gone");
       }
     };
-    assertEquals(Status.Code.ABORTED, failure(() -> client.importFrom("dump:broken", broken, false)).code());
+    assertEquals(
+        Status.Code.ABORTED, failure(() -> client.importFrom("dump:broken", broken, false)).code());
     assertEquals(Status.Code.NOT_FOUND, failure(() -> client.stats("dump:broken")).code());
     ByteArrayOutputStream async = new ByteArrayOutputStream();
     client.exportToAsync("dump:src", async).get();
@@ -220,8 +225,8 @@ class BloomClientTest {
     assertEquals(BloomClient.HealthStatus.SERVING, client.health("bloom.v1.BloomFilterService"));
     assertEquals(Status.Code.NOT_FOUND, failure(() -> client.health("no.such.Service")).code());
     client.reserve("deadline", Spec.bloom(100, 0.01));
-    BloomException late = failure(() ->
-        client.withTimeout(Duration.ofNanos(1)).mightContain("deadline", Items.of("x")));
+    BloomException late = failure(
+        () -> client.withTimeout(Duration.ofNanos(1)).mightContain("deadline", Items.of("x")));
     assertEquals(Status.Code.DEADLINE_EXCEEDED, late.code());
     assertFalse(client.withTimeout(Duration.ofSeconds(5)).mightContain("deadline", "x"));
   }
@@ -246,21 +251,29 @@ class BloomClientTest {
     Path pki = Files.createTempDirectory("bloom-java-pki");
     TestServer.makePki(pki);
     try (TestServer secure = new TestServer("--tls_cert_file=" + pki.resolve("server.crt"),
-        "--tls_key_file=" + pki.resolve("server.key"),
-        "--auth_token_file=" + TestServer.tokenFile(pki, "s3cret"))) {
+             "--tls_key_file=" + pki.resolve("server.key"),
+             "--auth_token_file=" + TestServer.tokenFile(pki, "s3cret"))) {
       for (boolean pipelined : new boolean[] {false, true}) {
         String name = "secure-" + pipelined;
-        try (BloomClient writer = BloomClient.builder(secure.target()).tls(pki + "/ca.crt")
-                .token("s3cret").pipelined(pipelined).build();
-            BloomClient reader = BloomClient.builder(secure.target()).tls(pki + "/ca.crt")
-                .token("s3cret-r").pipelined(pipelined).build();
-            BloomClient stranger = BloomClient.builder(secure.target()).tls(pki + "/ca.crt")
-                .pipelined(pipelined).build()) {
-          assertArrayEquals(new boolean[] {true},
-              writer.addOrCreate(name, Spec.bloom(100, 0.01), Items.of("x")));
+        try (BloomClient writer = BloomClient.builder(secure.target())
+                                      .tls(pki + "/ca.crt")
+                                      .token("s3cret")
+                                      .pipelined(pipelined)
+                                      .build();
+             BloomClient reader = BloomClient.builder(secure.target())
+                                      .tls(pki + "/ca.crt")
+                                      .token("s3cret-r")
+                                      .pipelined(pipelined)
+                                      .build();
+             BloomClient stranger = BloomClient.builder(secure.target())
+                                        .tls(pki + "/ca.crt")
+                                        .pipelined(pipelined)
+                                        .build()) {
+          assertArrayEquals(
+              new boolean[] {true}, writer.addOrCreate(name, Spec.bloom(100, 0.01), Items.of("x")));
           assertTrue(reader.mightContain(name, "x"));
-          assertEquals(Status.Code.PERMISSION_DENIED,
-              failure(() -> reader.add(name, Items.of("y"))).code());
+          assertEquals(
+              Status.Code.PERMISSION_DENIED, failure(() -> reader.add(name, Items.of("y"))).code());
           assertEquals(Status.Code.UNAUTHENTICATED,
               failure(() -> stranger.mightContain(name, Items.of("x"))).code());
         }
@@ -277,13 +290,16 @@ class BloomClientTest {
     Path pki = Files.createTempDirectory("bloom-java-pki");
     TestServer.makePki(pki);
     try (TestServer secure = new TestServer("--tls_cert_file=" + pki.resolve("server.crt"),
-        "--tls_key_file=" + pki.resolve("server.key"),
-        "--tls_client_ca_file=" + pki.resolve("ca.crt"))) {
-      try (BloomClient known = BloomClient.builder(secure.target())
-          .mutualTls(pki + "/ca.crt", pki + "/client.crt", pki + "/client.key").build()) {
+             "--tls_key_file=" + pki.resolve("server.key"),
+             "--tls_client_ca_file=" + pki.resolve("ca.crt"))) {
+      try (BloomClient known =
+               BloomClient.builder(secure.target())
+                   .mutualTls(pki + "/ca.crt", pki + "/client.crt", pki + "/client.key")
+                   .build()) {
         assertTrue(known.addOrCreate("mtls", Spec.bloom(100, 0.01), Items.of("x"))[0]);
       }
-      try (BloomClient anonymous = BloomClient.builder(secure.target()).tls(pki + "/ca.crt").build()) {
+      try (BloomClient anonymous =
+               BloomClient.builder(secure.target()).tls(pki + "/ca.crt").build()) {
         assertEquals(Status.Code.UNAVAILABLE,
             failure(() -> anonymous.withTimeout(Duration.ofSeconds(3)).serving()).code());
       }
@@ -308,8 +324,8 @@ class BloomClientTest {
         pods.add(new InetSocketAddress("127.0.0.1", pod.port()));
       }
       NameResolverRegistry.getDefaultRegistry().register(new FixedResolver("bloomtest", pods));
-      try (BloomClient spread = BloomClient.builder("bloomtest:///pods")
-          .timeout(Duration.ofSeconds(5)).build()) {
+      try (BloomClient spread =
+               BloomClient.builder("bloomtest:///pods").timeout(Duration.ofSeconds(5)).build()) {
         for (int i = 0; i < 20; i++) {
           assertArrayEquals(new boolean[] {true, false},
               spread.mightContain("spread", Items.of("x", "y")), "call " + i);

@@ -77,7 +77,8 @@ class PipelinedTest {
   @Test
   void singleKeyCallsFromManyThreadsAnswerAsUnaryCallsDo() throws Exception {
     try (BloomClient unary = BloomClient.connect(server.target());
-        BloomClient pipelined = BloomClient.builder(server.target()).pipelined(true).streams(2).build()) {
+         BloomClient pipelined =
+             BloomClient.builder(server.target()).pipelined(true).streams(2).build()) {
       unary.reserve("coalesced", Spec.bloom(100_000, 0.01));
       List<byte[]> old = items("old-", 2000);
       unary.add("coalesced", old);
@@ -85,7 +86,8 @@ class PipelinedTest {
       probes.addAll(items("never-", 3000));
       boolean[] expected = unary.mightContain("coalesced", probes);
       boolean[] got = new boolean[probes.size()];
-      onManyThreads(probes.size(), i -> got[i] = pipelined.mightContain("coalesced", probes.get(i)));
+      onManyThreads(
+          probes.size(), i -> got[i] = pipelined.mightContain("coalesced", probes.get(i)));
       assertArrayEquals(expected, got);
 
       // Adds: each answers "new" exactly when a unary check said absent just before.
@@ -101,23 +103,27 @@ class PipelinedTest {
       }
       long calls = probes.size() + fresh.size();
       long messages = pipelined.pipelineMessagesSent();
-      assertTrue(messages < calls / 2, messages + " messages for " + calls + " calls: not coalesced");
+      assertTrue(
+          messages < calls / 2, messages + " messages for " + calls + " calls: not coalesced");
     }
   }
 
   @Test
   void perUserFiltersAndCountsGoThroughThePipeline() throws Exception {
     try (BloomClient unary = BloomClient.connect(server.target());
-        BloomClient pipelined = BloomClient.builder(server.target()).pipelined(true).build()) {
+         BloomClient pipelined = BloomClient.builder(server.target()).pipelined(true).build()) {
       Spec perUser = Spec.bloom(1000, 0.001);
-      onManyThreads(2000, i -> pipelined.addOrCreate("user:" + (i % 400), perUser,
-          List.of(Items.utf8("item-" + i))));
+      onManyThreads(2000,
+          i
+          -> pipelined.addOrCreate("user:" + (i % 400), perUser, List.of(Items.utf8("item-" + i))));
       boolean[] got = new boolean[4000];
-      onManyThreads(4000, i -> got[i] = pipelined.mightContainOrAbsent("user:" + (i % 500),
-          List.of(Items.utf8("item-" + (i % 2000))))[0]);
+      onManyThreads(4000,
+          i
+          -> got[i] = pipelined.mightContainOrAbsent(
+                 "user:" + (i % 500), List.of(Items.utf8("item-" + (i % 2000))))[0]);
       for (int i = 0; i < 4000; i++) {
-        boolean expected = unary.mightContainOrAbsent("user:" + (i % 500),
-            List.of(Items.utf8("item-" + (i % 2000))))[0];
+        boolean expected = unary.mightContainOrAbsent(
+            "user:" + (i % 500), List.of(Items.utf8("item-" + (i % 2000))))[0];
         assertEquals(expected, got[i], "call " + i);
       }
       unary.reserve("pipelined-cuckoo", Spec.cuckoo(10_000, 0.001));
@@ -126,15 +132,16 @@ class PipelinedTest {
       unary.add("pipelined-cuckoo", copies.subList(0, 25));
       int[] expected = unary.count("pipelined-cuckoo", copies);
       int[] counts = new int[copies.size()];
-      onManyThreads(copies.size(), i -> counts[i] = pipelined.count("pipelined-cuckoo", copies.get(i)));
+      onManyThreads(
+          copies.size(), i -> counts[i] = pipelined.count("pipelined-cuckoo", copies.get(i)));
       assertArrayEquals(expected, counts);
       boolean[] removed = new boolean[copies.size()];
-      onManyThreads(copies.size(), i -> removed[i] = pipelined.remove("pipelined-cuckoo", copies.get(i)));
+      onManyThreads(
+          copies.size(), i -> removed[i] = pipelined.remove("pipelined-cuckoo", copies.get(i)));
       for (boolean r : removed) {
         assertTrue(r);
       }
-      assertArrayEquals(minusOne(expected),
-          unary.count("pipelined-cuckoo", copies));
+      assertArrayEquals(minusOne(expected), unary.count("pipelined-cuckoo", copies));
     }
   }
 
@@ -179,8 +186,10 @@ class PipelinedTest {
   @Test
   void aServerRestartLeavesNoCallHanging() throws Exception {
     try (TestServer restarted = new TestServer();
-        BloomClient pipelined = BloomClient.builder(restarted.target()).pipelined(true)
-            .timeout(Duration.ofSeconds(5)).build()) {
+         BloomClient pipelined = BloomClient.builder(restarted.target())
+                                     .pipelined(true)
+                                     .timeout(Duration.ofSeconds(5))
+                                     .build()) {
       Spec spec = Spec.bloom(1_000_000, 0.001);
       pipelined.reserve("restart", spec);
       AtomicBoolean stop = new AtomicBoolean();
@@ -221,7 +230,8 @@ class PipelinedTest {
       }
       pool.shutdownNow();
       assertTrue(acknowledged.size() >= before + 1000,
-          "calls did not succeed again after the restart: " + acknowledged.size() + " after " + before);
+          "calls did not succeed again after the restart: " + acknowledged.size() + " after "
+              + before);
       assertTrue(failures.get() > 0, "the kill failed no call");
       for (Status.Code code : codes.keySet()) {
         assertTrue(code == Status.Code.UNAVAILABLE || code == Status.Code.DEADLINE_EXCEEDED,

@@ -37,7 +37,8 @@ public final class Polyglot {
     String filter = args[1];
     String mode = args[2];
     List<byte[]> items = new ArrayList<>();
-    BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.US_ASCII));
+    BufferedReader in =
+        new BufferedReader(new InputStreamReader(System.in, StandardCharsets.US_ASCII));
     for (String line = in.readLine(); line != null; line = in.readLine()) {
       items.add(unhex(line.trim()));
     }
@@ -78,13 +79,14 @@ public final class Polyglot {
     }
     boolean add = mode.startsWith("add");
     if (!pipelined) {
-      print(add ? client.addOrCreate(filter, SPEC, items) : client.mightContain(filter, items), out);
+      print(
+          add ? client.addOrCreate(filter, SPEC, items) : client.mightContain(filter, items), out);
       return;
     }
     List<CompletableFuture<boolean[]>> calls = new ArrayList<>();
     for (byte[] item : items) { // every item its own concurrent call
       calls.add(add ? client.addOrCreateAsync(filter, SPEC, List.of(item))
-          : client.mightContainAsync(filter, List.of(item)));
+                    : client.mightContainAsync(filter, List.of(item)));
     }
     boolean[] answers = new boolean[items.size()];
     for (int i = 0; i < answers.length; i++) {
@@ -93,10 +95,10 @@ public final class Polyglot {
     print(answers, out);
   }
 
-  private static void readYourWrites(String[] pods, String filter, List<byte[]> items,
-      boolean pipelined, PrintStream out) {
+  private static void readYourWrites(
+      String[] pods, String filter, List<byte[]> items, boolean pipelined, PrintStream out) {
     try (BloomClient writer = BloomClient.builder(pods[0]).pipelined(pipelined).build();
-        BloomClient reader = BloomClient.builder(pods[1]).pipelined(pipelined).build()) {
+         BloomClient reader = BloomClient.builder(pods[1]).pipelined(pipelined).build()) {
       for (byte[] item : items) {
         writer.addOrCreate(filter, SPEC, List.of(item));
         reader.observeSequence(writer.lastSequence());

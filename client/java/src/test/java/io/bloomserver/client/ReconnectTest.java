@@ -22,8 +22,10 @@ class ReconnectTest {
   @ValueSource(booleans = {false, true})
   void aClientIsBackSoonAfterTheServer(boolean pipelined) throws Exception {
     try (TestServer server = new TestServer();
-        BloomClient client = BloomClient.builder(server.target()).pipelined(pipelined)
-            .timeout(Duration.ofSeconds(2)).build()) {
+         BloomClient client = BloomClient.builder(server.target())
+                                  .pipelined(pipelined)
+                                  .timeout(Duration.ofSeconds(2))
+                                  .build()) {
       client.addOrCreate("f", Spec.bloom(1000, 0.01), Items.of("before"));
       for (int restart = 0; restart < 2; restart++) {
         server.kill();

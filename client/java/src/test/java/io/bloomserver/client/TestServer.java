@@ -63,9 +63,9 @@ final class TestServer implements AutoCloseable {
         "--data_dir=" + dir.resolve("data"), "--port_file=" + portFile));
     command.addAll(args);
     process = new ProcessBuilder(command)
-        .redirectErrorStream(true)
-        .redirectOutput(ProcessBuilder.Redirect.appendTo(dir.resolve("log").toFile()))
-        .start();
+                  .redirectErrorStream(true)
+                  .redirectOutput(ProcessBuilder.Redirect.appendTo(dir.resolve("log").toFile()))
+                  .start();
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
     while (System.nanoTime() < deadline) {
       if (Files.exists(portFile)) {
@@ -125,7 +125,8 @@ final class TestServer implements AutoCloseable {
 
   private static String line(String token, String role) {
     try {
-      byte[] sum = MessageDigest.getInstance("SHA-256").digest(token.getBytes(StandardCharsets.UTF_8));
+      byte[] sum =
+          MessageDigest.getInstance("SHA-256").digest(token.getBytes(StandardCharsets.UTF_8));
       return hex(sum) + " " + role + " java-test-" + role + "\n";
     } catch (NoSuchAlgorithmException e) {
       throw new AssertionError(e);
@@ -145,24 +146,30 @@ final class TestServer implements AutoCloseable {
    * made with openssl in {@code dir}: ca.crt, server.{crt,key}, client.{crt,key}.
    */
   static void makePki(Path dir) throws IOException, InterruptedException {
-    run(dir, "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key"
-        + " -out ca.crt -days 2 -subj /CN=java-test-ca");
-    issue(dir, "server", "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n");
+    run(dir,
+        "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key"
+            + " -out ca.crt -days 2 -subj /CN=java-test-ca");
+    issue(
+        dir, "server", "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n");
     issue(dir, "client", "extendedKeyUsage=clientAuth\n");
   }
 
   private static void issue(Path dir, String name, String extensions)
       throws IOException, InterruptedException {
     Files.writeString(dir.resolve(name + ".ext"), extensions);
-    run(dir, "openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout " + name
-        + ".key -out " + name + ".csr -subj /CN=" + name);
-    run(dir, "openssl x509 -req -in " + name + ".csr -CA ca.crt -CAkey ca.key -CAcreateserial -out "
-        + name + ".crt -days 2 -extfile " + name + ".ext");
+    run(dir,
+        "openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout " + name
+            + ".key -out " + name + ".csr -subj /CN=" + name);
+    run(dir,
+        "openssl x509 -req -in " + name + ".csr -CA ca.crt -CAkey ca.key -CAcreateserial -out "
+            + name + ".crt -days 2 -extfile " + name + ".ext");
   }
 
   private static void run(Path dir, String command) throws IOException, InterruptedException {
-    Process p = new ProcessBuilder("sh", "-c", command).directory(dir.toFile())
-        .redirectErrorStream(true).start();
+    Process p = new ProcessBuilder("sh", "-c", command)
+                    .directory(dir.toFile())
+                    .redirectErrorStream(true)
+                    .start();
     String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
     assertEquals(0, p.waitFor(), command + "\n" + out);
   }

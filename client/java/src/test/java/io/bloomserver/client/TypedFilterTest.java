@@ -53,8 +53,10 @@ class TypedFilterTest {
     RemoteBloomFilter<String> again =
         RemoteBloomFilter.create(client, "guava", Funnels.stringFunnel(UTF_8), 10_000, 0.01);
     assertTrue(again.mightContain("u42"));
-    assertEquals(Status.Code.ALREADY_EXISTS, assertThrows(BloomException.class,
-        () -> RemoteBloomFilter.create(client, "guava", Funnels.stringFunnel(UTF_8), 5, 0.5)).code());
+    assertEquals(Status.Code.ALREADY_EXISTS,
+        assertThrows(BloomException.class,
+            () -> RemoteBloomFilter.create(client, "guava", Funnels.stringFunnel(UTF_8), 5, 0.5))
+            .code());
   }
 
   @Test

@@ -23,14 +23,12 @@ public final class BloomClientJdkAlpn {
    * is not null, presenting that certificate with PKCS#8 PEM key {@code keyFile}.
    */
   @SuppressWarnings("deprecation") // the only constructors that take a negotiator
-  public static SslContext forClient(File caFile, File certFile, File keyFile)
-      throws SSLException {
-    JdkApplicationProtocolNegotiator h2 =
-        new JdkBaseApplicationProtocolNegotiator(
-            (engine, negotiator, isServer) -> new Java9SslEngine(engine, negotiator, isServer),
-            JdkBaseApplicationProtocolNegotiator.FAIL_SELECTOR_FACTORY,
-            JdkBaseApplicationProtocolNegotiator.FAIL_SELECTION_LISTENER_FACTORY,
-            "h2");
+  public static SslContext forClient(File caFile, File certFile, File keyFile) throws SSLException {
+    JdkApplicationProtocolNegotiator h2 = new JdkBaseApplicationProtocolNegotiator(
+        (engine, negotiator, isServer)
+            -> new Java9SslEngine(engine, negotiator, isServer),
+        JdkBaseApplicationProtocolNegotiator.FAIL_SELECTOR_FACTORY,
+        JdkBaseApplicationProtocolNegotiator.FAIL_SELECTION_LISTENER_FACTORY, "h2");
     return new JdkSslClientContext(caFile, null, certFile, keyFile, null, null,
         Http2SecurityUtil.CIPHERS, SupportedCipherSuiteFilter.INSTANCE, h2, 0, 0);
   }
