@@ -167,10 +167,9 @@ TEST_F(HostileClientTest, ContinuationFloodWithoutAClientCertificateNeverReaches
   ExpectServing(*server, mtls);
 }
 
-// Attack 4: Stats (and List) used to count the bits of every filter they described, on gRPC's
-// shared threads: with 8 clients looping Stats of a 2.9 GB filter, a one-item MightContain on
-// another filter waited 8-10 s. Stats is now O(sub-filters), so the checks here, each with a
-// one-second deadline, are all answered while the loop runs.
+// Attack 4: Stats (and List) of a huge filter cost O(sub-filters), not O(bits): with 8 clients
+// looping Stats of a 2.9 GB filter, one-item checks of another filter, each with a one-second
+// deadline, are all answered while the loop runs.
 TEST_F(HostileClientTest, StatsOfAHugeFilterDoNotStallOtherCalls) {
   auto server = ServerProcess::Start(data_.path(), {"--memory_limit=8Gi"});
   ASSERT_NE(server, nullptr);
@@ -216,15 +215,16 @@ TEST_F(HostileClientTest, StatsOfAHugeFilterDoNotStallOtherCalls) {
   }
   stop.store(true);
   for (std::thread& looper : loopers) looper.join();
-  // Before, the loop managed a few Stats a second; a kept count answers thousands.
+  // Stats reads a kept count, so the loops answer hundreds of calls in the time (counting the
+  // bits of the filter would allow a few a second).
   EXPECT_GT(stats_calls.load(), 100);
 }
 
-// Attack 3: with no --memory_limit given, Reserve(capacity=15e9) used to succeed (21.6 GB), an
-// Add then got the server OOM-killed, and the journaled Add killed every restart again. Now
-// the default limit is 50% of the container's memory (here a 2 GiB container, as the server
-// reads it from BLOOM_CONTAINER_MEMORY_BYTES in place of the cgroup), and a filter that does
-// not fit at start-up is left on disk while the others are served.
+// Attack 3: with no --memory_limit given, a filter larger than the default limit (50% of the
+// container's memory: here a 2 GiB container, as the server reads it from
+// BLOOM_CONTAINER_MEMORY_BYTES in place of the cgroup) is refused with RESOURCE_EXHAUSTED, not
+// reserved until an add gets the server OOM-killed; and a filter that does not fit at start-up
+// is left on disk while the others are served, so no restart loops on it.
 TEST_F(HostileClientTest, HugeFiltersAreRefusedByDefaultAndRecoveryNeverCrashLoops) {
   const std::vector<std::string> container = {"BLOOM_CONTAINER_MEMORY_BYTES=2147483648"};
   auto server = ServerProcess::Start(data_.path(), {}, container);
@@ -288,10 +288,10 @@ TEST_F(HostileClientTest, HugeFiltersAreRefusedByDefaultAndRecoveryNeverCrashLoo
   for (size_t i = 0; i < items.size(); ++i) ASSERT_TRUE((*found)[i]) << items[i];
 }
 
-// Attack 9: a disk that filled up, then kill -9. Debian's RocksDB used to abort (SIGABRT, on an
-// assertion in its file writer) when the disk filled, and at every restart while it stayed
-// full. Now the server
-// refuses to open with a clear error until there is room, then recovers every acknowledged add.
+// Attack 9: a disk that filled up, then kill -9. The server never aborts on a full disk (Debian's
+// RocksDB asserts when a write to its LOG file, or a recovery write, fails; storage/database.cc
+// keeps it from both): it refuses adds and answers reads while full, refuses to open with a
+// clear error until there is room, then recovers every acknowledged add.
 // The disk is a 40 MiB tmpfs, so this needs the right to mount one (root, as in CI).
 TEST_F(HostileClientTest, AfterADiskFullCrashTheServerStartsCleanlyOrSaysWhyNot) {
   bloomtest::TempDir volume;
@@ -325,8 +325,8 @@ TEST_F(HostileClientTest, AfterADiskFullCrashTheServerStartsCleanlyOrSaysWhyNot)
   EXPECT_NE(failed.message().find("No space left"), std::string::npos) << failed << "\n"
                                                                        << server->ReadLog();
   ASSERT_GT(acknowledged.size(), 0u);
-  // The full disk refuses adds but the server lives on and answers reads. (Debian's RocksDB
-  // used to abort here, on its next write to the LOG file whose last write had failed.)
+  // The full disk refuses adds but the server lives on and answers reads (RocksDB's next write
+  // to a LOG file whose last write failed must not abort it).
   absl::StatusOr<std::vector<bool>> still = client->MightContain("f", acknowledged.front());
   ASSERT_OK(still.status());
   EXPECT_TRUE((*still)[0]);
@@ -377,10 +377,9 @@ double MetricReaching(const ServerProcess& server, const std::string& series, do
   return value;
 }
 
-// Attack 5: Export streams whose client never reads held a thread and about 3 MiB each, without
-// bound (700 of them: 2.4 GB, 717 threads). Now they are callback streams (no thread), at most
-// --max_transfers run, and one that can send nothing for --transfer_idle_timeout is cancelled,
-// releasing its slot and buffers.
+// Attack 5: Export streams whose client never reads are bounded: they hold no thread (callback
+// streams), at most --max_transfers run, and one that can send nothing for
+// --transfer_idle_timeout is cancelled, releasing its slot and buffers.
 TEST_F(HostileClientTest, ExportsThatNeverReadAreBoundedAndAbandoned) {
   auto server = ServerProcess::Start(
       data_.path(), {"--max_transfers=8", "--max_transfers_per_client=8",
@@ -433,9 +432,9 @@ TEST_F(HostileClientTest, ExportsThatNeverReadAreBoundedAndAbandoned) {
   EXPECT_GT(dump.str().size(), 20'000'000u);
 }
 
-// Attack 6: an Import that stalls part way held its memory forever, invisible, so other
-// Reserves got RESOURCE_EXHAUSTED. Now it shows in bloom_transfers_in_progress, and after
-// --transfer_idle_timeout it is cancelled (ABORTED) and what it was charged released. (An import
+// Attack 6: an Import that stalls part way holds its memory only for a while, and visibly: it
+// shows in bloom_transfers_in_progress, and after --transfer_idle_timeout it is cancelled
+// (ABORTED) and what it was charged released for other Reserves. (An import
 // is charged as its bits arrive: one that stalls after its header holds almost nothing, see
 // HostileLimitsTest.ATrickledImportNeitherPinsTheBudgetNorHoldsItsSlot.)
 TEST_F(HostileClientTest, AStalledImportIsAbandonedAndItsMemoryReleased) {

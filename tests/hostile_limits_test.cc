@@ -94,11 +94,10 @@ std::unique_ptr<BloomFilterService::Stub> NewStub(const ServerProcess& server) {
       grpc::CreateCustomChannel(server.target(), grpc::InsecureChannelCredentials(), args));
 }
 
-// Attack 2: one Pipeline message with hundreds of thousands of operations in `more`. Collecting
-// their items was quadratic (320k operations: 21 s of a core), on gRPC's threads, so two such
-// messages timed out every call, health included, and SIGTERM hung. Now a message past
-// --max_pipeline_operations is refused before it is parsed, one under it is served in linear
-// time, and other clients are answered meanwhile.
+// Attack 2: one Pipeline message with hundreds of thousands of operations in `more`. A message
+// past --max_pipeline_operations is refused before it is parsed, one under it is served in
+// linear time (quadratic work would take a core for tens of seconds), and other clients, health
+// checks included, are answered meanwhile; SIGTERM still stops the server at once.
 TEST(HostileLimitsTest, HugePipelineMessagesAreRefusedOrServedWhileOthersAreAnswered) {
   bloomtest::TempDir data;
   auto server = ServerProcess::Start(data.path(), {"--shutdown_grace=2s"});
@@ -242,10 +241,10 @@ class MemoryCgroup {
   std::string parent_, path_, why_;
 };
 
-// Attack 3: an Import that sent its dump's header and then a byte every 20 s had the whole
-// dump's memory reserved at the header, and reserved memory outranks cached filters: an in-use
-// 430 MB filter became unusable for 70 s. Now an import is charged as its bits arrive, and one
-// that moves less than --transfer_min_rate over --transfer_idle_timeout is cancelled.
+// Attack 3: an Import that sends its dump's header and then a byte every 20 s. An import is
+// charged to the memory budget as its bits arrive, not all at its header (reserved memory
+// outranks cached filters, so that would evict filters in use), and one that moves less than
+// --transfer_min_rate over --transfer_idle_timeout is cancelled.
 TEST(HostileLimitsTest, ATrickledImportNeitherPinsTheBudgetNorHoldsItsSlot) {
   bloomtest::TempDir data;
   auto server = ServerProcess::Start(data.path(),
@@ -299,9 +298,8 @@ TEST(HostileLimitsTest, ATrickledImportNeitherPinsTheBudgetNorHoldsItsSlot) {
   EXPECT_EQ(client->Stats("copy").status().code(), absl::StatusCode::kNotFound);
 }
 
-// Slow readers of one client held all --max_transfers slots and blocked everyone's Export for
-// 90 s. Now one client (a token's label, or a peer address) holds at most
-// --max_transfers_per_client of them.
+// Slow readers of one client cannot block everyone's Export: one client (a token's label, or a
+// peer address) holds at most --max_transfers_per_client of the --max_transfers slots.
 TEST(HostileLimitsTest, OneClientCannotTakeEveryTransferSlot) {
   bloomtest::TempDir data, secrets;
   const std::string tokens = secrets.path() + "/tokens";
@@ -401,7 +399,7 @@ TEST(HostileLimitsTest, LoopsOfListDoNotSlowOtherCalls) {
   std::sort(latencies.begin(), latencies.end());
   const absl::Duration p99 = latencies[latencies.size() * 99 / 100];
   EXPECT_GT(pages.load(), 8);  // the loops were served too
-  // A loop of List no longer takes gRPC's threads: other calls stay near their idle latency.
+  // A loop of List does not take gRPC's threads: other calls stay near their idle latency.
   // The bounds leave room for a slow, shared machine.
   EXPECT_LT(latencies[latencies.size() / 2], absl::Milliseconds(2))
       << "median " << absl::FormatDuration(latencies[latencies.size() / 2]);
@@ -541,8 +539,8 @@ TEST(HostileLimitsTest, TokenlessHealthFloodsAreBoundedWithHealthOpen) {
 }
 
 // Attack 5: under a cgroup without a namespace of its own (systemd's MemoryMax=), the server
-// read only the root group's limit and budgeted half the host: a 10 GB Reserve was accepted and
-// an Add got it OOM-killed. Now it finds its own group's limit with no environment variable.
+// finds its own group's limit with no environment variable, and budgets from it, not from the
+// root group's (half the host, where a 10 GB Reserve would be accepted and an Add OOM-killed).
 TEST(HostileLimitsTest, TheServersOwnCgroupLimitIsFoundWithoutTheEnvironment) {
   ASSERT_EQ(std::getenv("BLOOM_CONTAINER_MEMORY_BYTES"), nullptr);
   constexpr uint64_t kLimit = 3ULL << 30;

@@ -118,11 +118,10 @@ bloom::v1::FilterSpec SmallSpec() {
   return spec;
 }
 
-// Reads asking a follower for a sequence nobody will reach (min_sequence, read your writes):
-// each waited for it on the gRPC thread that received it, up to 1 s, so a few hundred of them
-// (from any client with a read token) held every thread, and the follower answered nobody else
-// for as long as they came. Now a waiting read holds no thread: everyone else is answered at
-// once, and the waiting reads are answered by the primary once their wait is over.
+// Reads asking a follower for a sequence nobody will reach (min_sequence, read your writes),
+// a few hundred of them from any client with a read token: a waiting read holds no thread, so
+// everyone else is answered at once, and the waiting reads are answered by the primary once
+// their wait (up to 1 s) is over.
 TEST(HostileLimitsTest, ReadsWaitingForASequenceThatNeverComesDoNotBlindAFollower) {
   bloomtest::ReplicationCluster cluster(1, {}, {});
   ASSERT_TRUE(cluster.Start());
@@ -153,12 +152,10 @@ TEST(HostileLimitsTest, ReadsWaitingForASequenceThatNeverComesDoNotBlindAFollowe
   });
 }
 
-// With --min_replica_acks, a Reserve (likewise Delete, Merge, Import, and Remove) waited for
-// the followers' acknowledgement on the gRPC thread that received it, up to
-// --replica_ack_timeout: while a follower was stalled, a few hundred such writes held every
-// thread, and the primary answered no read either (200 Reserves: reads timed out at 10 s).
-// Now they wait holding no thread: reads go on, and the writes fail UNAVAILABLE at the timeout
-// as a lone write does.
+// With --min_replica_acks, a Reserve (likewise Delete, Merge, Import, and Remove) waits for the
+// followers' acknowledgement holding no gRPC thread: while a follower is stalled, 200 such
+// writes leave the primary answering reads, and each write fails UNAVAILABLE at
+// --replica_ack_timeout as a lone write does.
 TEST(HostileLimitsTest, WritesWaitingForAStalledFollowerDoNotBlindThePrimary) {
   bloomtest::ReplicationCluster cluster(1, {"--min_replica_acks=1", "--replica_ack_timeout=3s"});
   ASSERT_TRUE(cluster.Start());
@@ -207,11 +204,11 @@ std::vector<std::unique_ptr<BloomFilterService::Stub>> FollowerStubs(
   return stubs;
 }
 
-// Idle Pipeline streams opened through a follower: each is proxied to the primary, and they
-// shared the connection the follower forwards its writes on, where the primary takes 64 calls
-// at once. 70 of them (any read token) held every place, and every write forwarded from that
-// follower waited until its deadline. Now proxied streams have connections of their own, and one
-// client may have at most 64 through a follower (the rest are refused RESOURCE_EXHAUSTED).
+// Idle Pipeline streams opened through a follower, each proxied to the primary (which takes 64
+// calls at once on a connection): proxied streams have connections of their own, apart from the
+// one the follower forwards writes on, so 70 idle streams of one read token delay no forwarded
+// write; and one client may have at most 64 through a follower (the rest are refused
+// RESOURCE_EXHAUSTED).
 TEST(HostileLimitsTest, IdlePipelinesThroughAFollowerDoNotBlockItsForwardedWrites) {
   bloomtest::ReplicationCluster cluster(1, {}, {});
   ASSERT_TRUE(cluster.Start());
@@ -258,10 +255,9 @@ TEST(HostileLimitsTest, IdlePipelinesThroughAFollowerDoNotBlockItsForwardedWrite
 }
 
 // A client that abandons Pipeline streams through a follower while their answers wait unread (it
-// sends adds, never reads, and cancels) gives each stream's place back. The follower's proxy
-// used to wait for an answer it was writing down to the gone client and kept the stream to the
-// primary open forever: 64 such streams locked the client out of the follower, and the
-// follower could no longer shut down.
+// sends adds, never reads, and cancels) gives each stream's place back: the follower's proxy
+// never waits on a write to a client that is gone, so the stream to the primary ends with it,
+// the client can open as many streams again, and the follower still shuts down at once.
 TEST(HostileLimitsTest, PipelinesThroughAFollowerAbandonedWithAnswersUnreadGiveTheirPlacesBack) {
   bloomtest::ReplicationCluster cluster(1, {}, {});
   ASSERT_TRUE(cluster.Start());
@@ -328,10 +324,9 @@ TEST(HostileLimitsTest, PipelinesThroughAFollowerAbandonedWithAnswersUnreadGiveT
   EXPECT_LT(absl::Now() - start, absl::Seconds(10));
 }
 
-// An Import through a follower that stalls after its first chunk: the primary abandons it after
-// --transfer_idle_timeout, but the follower's proxy, waiting for the client's next chunk, kept
-// the client's stream open (and its place) until the client's own deadline. Now the follower
-// guards the imports it proxies as the primary guards its own: ABORTED after the timeout.
+// An Import through a follower that stalls after its first chunk: the follower guards the
+// imports it proxies as the primary guards its own, so the client's stream (and its place) is
+// ABORTED after --transfer_idle_timeout, not held until the client's own deadline.
 TEST(HostileLimitsTest, AnImportStalledThroughAFollowerIsAbandonedThere) {
   bloomtest::ReplicationCluster cluster(1, {"--transfer_idle_timeout=2s"},
                                         {"--transfer_idle_timeout=2s"});
@@ -357,8 +352,9 @@ TEST(HostileLimitsTest, AnImportStalledThroughAFollowerIsAbandonedThere) {
 }
 
 // A unary call whose client ends its side without sending the request (a cancelled call does
-// this, and any client can) reached a follower's forwarding with no message, and gRPC aborted
-// the follower ("API misuse ... GRPC_CALL_ERROR_INVALID_MESSAGE"). Now it is refused.
+// this, and any client can) is refused by a follower's forwarding, which never hands gRPC a
+// call without its message (gRPC aborts on that: "API misuse ...
+// GRPC_CALL_ERROR_INVALID_MESSAGE").
 TEST(HostileLimitsTest, ACallWithoutItsRequestCrashesNoFollower) {
   bloomtest::ReplicationCluster cluster(1, {}, {});
   ASSERT_TRUE(cluster.Start());

@@ -159,9 +159,9 @@ class Tokens {
   TempDir dir_;
 };
 
-// A client's write token could tail the log, acknowledge without storing, and make the
-// primary acknowledge writes no follower held (100 of 100 with the real follower stopped).
-// Now only the replication token may Tail or Snapshot; the real follower, with it, replicates.
+// Only the replication token may Tail or Snapshot: a client's write or read token cannot tail
+// the log and acknowledge without storing (which would make the primary acknowledge writes no
+// follower holds); the real follower, with its token, replicates.
 TEST(ImpostorTest, OnlyAReplicationTokenMayTailOrSnapshot) {
   const Tokens tokens;
   ReplicationCluster cluster(
@@ -206,8 +206,8 @@ TEST(ImpostorTest, OnlyAReplicationTokenMayTailOrSnapshot) {
   ASSERT_TRUE(WaitFor([&] { return writer->Add("guarded", {"after"}).ok(); }));
 }
 
-// Without token auth (the default on loopback) anyone who reached the port could copy the
-// database or pose as a follower. Now replication is refused there, saying how to allow it.
+// Without token auth (the default on loopback) replication is refused, saying how to allow it:
+// otherwise anyone who reaches the port could copy the database or pose as a follower.
 TEST(ImpostorTest, WithoutTokenAuthReplicationIsRefusedUnlessAllowed) {
   TempDir data;
   std::unique_ptr<ServerProcess> server = ServerProcess::Start(data.path(), {});
@@ -228,9 +228,9 @@ TEST(ImpostorTest, WithoutTokenAuthReplicationIsRefusedUnlessAllowed) {
   }));
 }
 
-// A stream that claimed to start after the primary's latest sequence, and then acknowledged
-// it, reading nothing, released a write that waited on a stopped follower in 0.3 s. Now its
-// acknowledgement counts only up to what was sent on it: the write fails at its timeout.
+// A stream that claims to start after the primary's latest sequence, and then acknowledges it,
+// reading nothing, releases no write: its acknowledgement counts only up to what was sent on it,
+// so a write waiting on a stopped follower fails at its timeout.
 TEST(ImpostorTest, AClaimedStartCreditsNothing) {
   ReplicationCluster cluster(1, {"--min_replica_acks=1", "--replica_ack_timeout=2s"});
   ASSERT_TRUE(cluster.Start());
@@ -259,7 +259,7 @@ TEST(ImpostorTest, AClaimedStartCreditsNothing) {
   cluster.follower(0).Signal(SIGCONT);
 }
 
-// An 8 MiB follower_id was logged in full, twice per stream. Now it is refused.
+// A follower_id over 253 bytes is refused before anything logs it (an 8 MiB one here).
 TEST(ImpostorTest, AHugeFollowerIdIsRefusedBeforeItIsLogged) {
   ReplicationCluster cluster(0, {});
   ASSERT_TRUE(cluster.Start());
@@ -272,9 +272,9 @@ TEST(ImpostorTest, AHugeFollowerIdIsRefusedBeforeItIsLogged) {
   EXPECT_LT(cluster.primary().ReadLog().size(), 1u << 20);
 }
 
-// One token held 15 of the 16 Tail slots, and a stream that stopped acknowledging, or reading,
-// kept its slot for ever. Now each caller (a token's label) holds at most half of them, and a
-// stream or snapshot that stops moving for --transfer_idle_timeout is ended and frees its slot.
+// Replication slots are shared: each caller (a token's label) holds at most half of the Tail
+// slots, and a stream or snapshot that stops moving (acknowledging, or reading) for
+// --transfer_idle_timeout is ended and frees its slot.
 TEST(ImpostorTest, ReplicationSlotsAreSharedAndStreamsThatStopMovingEnd) {
   TempDir secrets;
   const std::string tokens = secrets.path() + "/tokens";
@@ -396,10 +396,9 @@ void WriteLog(const std::string& target, const std::string& filter, const std::s
   }
 }
 
-// With --replication_log_limit=32Mi the archive of log files reached 96-97 MB within seconds
-// (RocksDB checks its size every ten minutes), with or without followers, and a server that
-// never had a follower kept its log files after each clean shutdown. Now the archive is purged
-// within its limit every second, and a server nobody replicates from keeps none.
+// The archive of log files stays within --replication_log_limit under load (it is purged every
+// second and after flushes: RocksDB itself checks its size only every ten minutes), and a
+// server nobody replicates from keeps none, through clean shutdowns too.
 TEST(ImpostorTest, TheLogArchiveStaysWithinItsLimit) {
   ReplicationCluster cluster(
       1, {"--replication_log_limit=4Mi", "--checkpoint_interval=1s", "--checkpoint_write_rate=0"});
@@ -501,11 +500,11 @@ class ImpostorEtcdTest : public ::testing::Test {
   std::vector<std::string> acknowledged_;
 };
 
-// A fake naming itself after the real follower was counted as that follower, and failover
-// then elected the real one, which lacked the writes acknowledged through the fake (100 of 110
-// lost). A fake with a new name joined the sync set, and no pod would take over after the
-// primary died. Now neither counts, neither joins, neither can be handed over to; the
-// primary's death elects the real follower at once, with every acknowledged add.
+// Fakes with a replication token, one naming itself after the real follower and one with a new
+// name: neither counts as a follower (else failover could elect a follower lacking the writes
+// acknowledged through the fake), neither joins the sync set (else no pod would take over),
+// neither can be handed over to; the primary's death elects the real follower at once, with
+// every acknowledged add.
 TEST_F(ImpostorEtcdTest, FakesPosingAsAMemberOrNamingNoneCountForNothing) {
   StartPods(3, {"--switchover_cooldown=0"});
   int primary = -1;
@@ -546,8 +545,8 @@ TEST_F(ImpostorEtcdTest, FakesPosingAsAMemberOrNamingNoneCountForNothing) {
       << "an acknowledged add is lost";
 }
 
-// Twenty Switchover calls in a row failed 11% of the writes made meanwhile. Now a primary
-// takes one only --switchover_cooldown after its last one or its taking over.
+// Switchover calls in a row do not bounce the primary (each costs writes made meanwhile): a
+// primary takes one only --switchover_cooldown after its last one or its taking over.
 TEST_F(ImpostorEtcdTest, SwitchoversCannotComeBackToBack) {
   StartPods(2, {"--switchover_cooldown=3s"});
   int primary = -1;

@@ -145,9 +145,8 @@ TEST_F(LeaderKeyTest, ALeaderKeyNamingAFollowerThenDeletedCrashesNobody) {
   ExpectOnePrimaryPerTerm();
 }
 
-// A leader key overwritten with garbage (no lease) stopped every write for as long as it
-// stayed. Now a key that does not parse, or has no lease, is no leader: the pods replace it
-// by an election.
+// A leader key overwritten with garbage (no lease) stops no write for long: a key that does not
+// parse, or has no lease, is no leader, and the pods replace it by an election.
 TEST_F(LeaderKeyTest, AGarbageOrLeaselessLeaderKeyIsReplacedByAnElection) {
   int primary = -1;
   ASSERT_TRUE(WaitFor([&] { return (primary = Named()) >= 0; }));
@@ -196,9 +195,9 @@ TEST_F(LeaderKeyTest, AFuzzedSeriesOfKeyWritesDeletesAndKillsLosesNothing) {
 }
 
 // A follower killed and restarted while the same primary leads holds more than the primary's
-// start sequence, as every follower of a term does once it applied a write: it was copied anew
-// each time (its data's term was not known after a restart). Now the term is kept beside the
-// data, and it tails on from where it was.
+// start sequence, as every follower of a term does once it applied a write. Its data's term is
+// kept beside the data (REPLICATION_TERM), so it tails on from where it was instead of copying
+// the primary anew.
 TEST_F(LeaderKeyTest, AFollowerRestartedInTheSameTermIsNotCopiedAnew) {
   int primary = -1;
   ASSERT_TRUE(WaitFor([&] { return (primary = Named()) >= 0; }));
@@ -217,8 +216,8 @@ TEST_F(LeaderKeyTest, AFollowerRestartedInTheSameTermIsNotCopiedAnew) {
 }
 
 // A pod killed while it copied a snapshot leaves a partial copy (its marker, a CURRENT naming a
-// manifest that never came): restarted, it opened that copy to say what it held, failed, and
-// exited at every start. Now a partial copy holds nothing: the pod copies again and serves.
+// manifest that never came). A partial copy holds nothing: restarted, the pod does not open it
+// (that fails at every start), but copies again and serves.
 TEST_F(LeaderKeyTest, APodKilledDuringACopyStartsAgain) {
   int primary = -1;
   ASSERT_TRUE(WaitFor([&] { return (primary = Named()) >= 0; }));
@@ -245,9 +244,9 @@ class LeaderKeyAsyncTest : public LeaderKeyTest {
   LeaderKeyAsyncTest() { min_replica_acks_ = 0; }
 };
 
-// A pod copying a snapshot from a primary that died kept retrying it (for minutes, its port
-// closed) even after the election that followed had named another primary, or itself. Now a
-// change of role ends the copy: the pod copies from the new primary and serves.
+// A pod copying a snapshot from a primary that died stops retrying it once the election that
+// follows names another primary, or itself: a change of role ends the copy, and the pod copies
+// from the new primary and serves.
 TEST_F(LeaderKeyAsyncTest, AnElectionEndsACopyFromAPrimaryThatIsGone) {
   int primary = -1;
   ASSERT_TRUE(WaitFor([&] { return (primary = Named()) >= 0; }));

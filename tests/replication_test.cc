@@ -347,8 +347,8 @@ TEST(ReplicationTest, ADrainingFollowerAnswersWhatItProxiedThenEndsTheStreamUnav
   EXPECT_NE(status.error_message().find("retry another replica"), std::string::npos)
       << status.error_message();
   EXPECT_EQ(cluster.follower(0).Terminate(), 0);
-  // Within moments: a follower used to wait 5 s for gRPC's library, which its primary's channel
-  // credentials held open.
+  // Within moments: nothing a follower holds (its channel to the primary and that channel's
+  // credentials among them) keeps gRPC's library from shutting down at once.
   EXPECT_LT(absl::Now() - signalled, absl::Seconds(4));
   ASSERT_GE(answered.size(), 50u);
   std::unique_ptr<bloomclient::BloomClient> client =

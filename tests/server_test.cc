@@ -142,9 +142,10 @@ TEST_F(ServerTest, TextAndBytesAreTheSameItemAndResultsKeepRequestOrder) {
   EXPECT_EQ(*client_->MightContainIntegers("mixed", {1001}), std::vector<bool>{true});
 }
 
-// C++ protobuf serializes a string field that is not UTF-8; proto3 parsing refuses it, and gRPC's
-// callback server used to answer UNIMPLEMENTED with no message. An item is its bytes, whichever
-// field carries it (protos/wire/items_as_bytes.h); a name that is not UTF-8 is named as bad.
+// C++ protobuf serializes a string field that is not UTF-8, which proto3 parsing refuses. An item
+// is its bytes, whichever field carries it (protos/wire/items_as_bytes.h), so such items are
+// served; a name that is not UTF-8 is refused INVALID_ARGUMENT, naming it, never UNIMPLEMENTED
+// with no message.
 TEST_F(ServerTest, ItemsThatAreNotUtf8AreServedAsTheirBytes) {
   const std::string binary("\xff\xfe\x00", 3);
   {
