@@ -46,7 +46,7 @@ MetricFamily Counter(std::string name, std::string help, double value) {
 // The figures that are state rather than events, read when Prometheus scrapes.
 class StateCollector final : public prometheus::Collectable {
  public:
-  explicit StateCollector(storage::FilterStore* store) : store_(store) {}
+  explicit StateCollector(storage::FiguresSource* store) : store_(store) {}
 
   [[nodiscard]] std::vector<MetricFamily> Collect() const override {
     std::vector<MetricFamily> families;
@@ -57,7 +57,7 @@ class StateCollector final : public prometheus::Collectable {
     return families;
   }
 
-  void SetStore(storage::FilterStore* store) {
+  void SetStore(storage::FiguresSource* store) {
     std::lock_guard<std::mutex> lock(mu_);
     store_ = store;
   }
@@ -257,7 +257,7 @@ class StateCollector final : public prometheus::Collectable {
   }
 
   mutable std::mutex mu_;  // scrapes and SetStore/SetReplicationSource
-  storage::FilterStore* store_;
+  storage::FiguresSource* store_;
   std::function<ReplicationFigures()> replication_;
 };
 
@@ -300,11 +300,11 @@ const char* RpcName(Rpc rpc) {
   return kNames[static_cast<size_t>(rpc)];
 }
 
-std::unique_ptr<ServerMetrics> ServerMetrics::Create(storage::FilterStore* store) {
+std::unique_ptr<ServerMetrics> ServerMetrics::Create(storage::FiguresSource* store) {
   return std::unique_ptr<ServerMetrics>(new ServerMetrics(store));
 }
 
-ServerMetrics::ServerMetrics(storage::FilterStore* store)
+ServerMetrics::ServerMetrics(storage::FiguresSource* store)
     : registry_(std::make_shared<prometheus::Registry>()),
       state_(std::make_shared<StateCollector>(store)) {
   requests_ = &prometheus::BuildCounter()
@@ -364,7 +364,7 @@ void ServerMetrics::RecordTransferEnd(bool import, bool abandoned) {
 
 ServerMetrics::~ServerMetrics() = default;
 
-void ServerMetrics::SetStore(storage::FilterStore* store) {
+void ServerMetrics::SetStore(storage::FiguresSource* store) {
   static_cast<StateCollector*>(state_.get())->SetStore(store);
 }
 

@@ -29,7 +29,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "storage/filter_store.h"
+#include "storage/store_figures.h"
 
 namespace prometheus {
 class Collectable;
@@ -97,7 +97,7 @@ struct ReplicationFigures {
 class ServerMetrics {
  public:
   // `store` (may be null in tests) must outlive the metrics.
-  static std::unique_ptr<ServerMetrics> Create(storage::FilterStore* store);
+  static std::unique_ptr<ServerMetrics> Create(storage::FiguresSource* store);
   ~ServerMetrics();
   ServerMetrics(const ServerMetrics&) = delete;
   ServerMetrics& operator=(const ServerMetrics&) = delete;
@@ -119,7 +119,7 @@ class ServerMetrics {
 
   // The store scrapes read, replaced (a follower that copied a snapshot again opened a new
   // one); null: none.
-  void SetStore(storage::FilterStore* store);
+  void SetStore(storage::FiguresSource* store);
   // Where scrapes read replication figures from; unset: none reported.
   void SetReplicationSource(std::function<ReplicationFigures()> source);
 
@@ -127,7 +127,7 @@ class ServerMetrics {
   std::string Render() const;
 
  private:
-  explicit ServerMetrics(storage::FilterStore* store);
+  explicit ServerMetrics(storage::FiguresSource* store);
   prometheus::Counter& RequestCounter(Rpc rpc, absl::StatusCode code);
 
   std::shared_ptr<prometheus::Registry> registry_;

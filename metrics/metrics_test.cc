@@ -7,6 +7,7 @@
 #include "absl/strings/string_view.h"
 #include "common/testing.h"
 #include "gtest/gtest.h"
+#include "storage/filter_store.h"
 
 namespace metrics {
 namespace {

@@ -23,20 +23,9 @@
 #include "rocksdb/db.h"
 #include "rocksdb/statistics.h"
 #include "rocksdb/write_batch.h"
+#include "storage/store_figures.h"
 
 namespace storage {
-
-// RocksDB's own figures, summed over the column families (for monitoring).
-struct RocksDbFigures {
-  uint64_t live_sst_bytes = 0;
-  uint64_t pending_compaction_bytes = 0;  // RocksDB's estimate
-  uint64_t memtable_bytes = 0;
-  uint64_t table_reader_bytes = 0;  // open SST files' memory outside the block cache
-  uint64_t block_cache_bytes = 0;   // data, index and filter blocks cached
-  bool write_stopped = false;       // writes are stalled right now
-  uint64_t delayed_write_rate = 0;  // bytes/s while writes are slowed down, else 0
-  uint64_t write_stall_micros = 0;  // total time writes waited in stalls, since open
-};
 
 // How long RocksDB keeps write-ahead log files it no longer needs, so that followers can tail
 // the log (storage/replication_log.h): a file is deleted once it is older than `ttl` or the kept

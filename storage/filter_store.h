@@ -65,7 +65,7 @@ namespace storage {
 // Names are 1-255 characters of [A-Za-z0-9_.:/-]. InvalidArgument naming `field` otherwise.
 absl::Status ValidateFilterName(absl::string_view name, absl::string_view field = "name");
 
-class FilterStore {
+class FilterStore : public FiguresSource {
  public:
   // Opens (or creates) the store and loads every filter: checkpointed pages, then the journal.
   static absl::StatusOr<std::unique_ptr<FilterStore>> Open(const StoreOptions& options);
@@ -204,7 +204,7 @@ class FilterStore {
   bool RunCheckpointPass(absl::Time now);
 
   // O(filters); for a metrics scrape, not for hot paths.
-  StoreFigures Figures() const;
+  StoreFigures Figures() const override;
   // What the checkpointer's next pass visits at least (storage/checkpoint_schedule.h).
   CheckpointSchedule::Sizes CheckpointScheduleSizes() const { return schedule_.sizes(); }
 

@@ -14,6 +14,7 @@
 #include "bloom/window.h"
 #include "rocksdb/env.h"
 #include "storage/database.h"
+#include "storage/store_figures.h"
 
 namespace storage {
 
@@ -85,43 +86,6 @@ struct LoadReport {
   uint64_t pages = 0;
   uint64_t journal_records = 0;
   absl::Duration elapsed;
-};
-
-// Figures for monitoring (FilterStore::Figures()).
-struct StoreFigures {
-  size_t filters = 0;
-  // Of those, filters that answer DATA_LOSS (their stored data is unreadable) and filters left
-  // on disk at start-up because they did not fit the memory limit (RESOURCE_EXHAUSTED).
-  size_t unreadable_filters = 0;
-  size_t unloaded_filters = 0;
-  // Filters in memory, and filters on disk only (evicted, or cold since start-up).
-  size_t resident_filters = 0;
-  size_t cold_filters = 0;
-  uint64_t evictions = 0;    // since start
-  uint64_t loads = 0;        // cold filters loaded on use, since start
-  absl::Duration load_time;  // spent in those loads
-  // Pages and journal records of no filter that start-up deleted.
-  uint64_t orphans_deleted_at_start = 0;
-  uint64_t memory_used_bytes = 0;
-  uint64_t memory_limit_bytes = 0;  // 0: no limit
-  // Journal written since the filters' last checkpoints: what a restart would replay.
-  uint64_t journal_pending_bytes = 0;
-  // Since the last checkpoint of the filter that has waited longest with unpersisted changes;
-  // zero when every change is checkpointed.
-  absl::Duration checkpoint_lag;
-  uint64_t checkpoints = 0;  // by the background checkpointer, since start
-  uint64_t checkpoint_failures = 0;
-  uint64_t filters_expired = 0;  // deleted for their idle_ttl, since start
-  uint64_t slices_retired = 0;   // expired time slices of windowed filters freed, since start
-  // With --sync: group fsyncs of the write-ahead log for deferred adds, and the requests
-  // (calls and Pipeline batches) they answered.
-  uint64_t wal_syncs = 0;
-  uint64_t wal_sync_requests = 0;
-  // Batches the group committer served, and the jobs (Add calls, Pipeline batches with adds)
-  // in them.
-  uint64_t group_commits = 0;
-  uint64_t group_commit_jobs = 0;
-  RocksDbFigures rocksdb;
 };
 
 }  // namespace storage
