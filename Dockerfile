@@ -10,7 +10,7 @@ WORKDIR /src
 COPY . .
 RUN ./scripts/install-deps.sh \
  && BUILD_DIR=/build BUILD_TYPE=Release BUILD_TARGETS="bloom-server bloom-cli" ./scripts/build.sh \
- && strip /build/service/bloom-server /build/client/bloom-cli
+ && strip /build/server/bloom-server /build/client/bloom-cli
 
 FROM debian:bookworm-slim
 COPY scripts/install-runtime-deps.sh scripts/runtime-packages.txt /tmp/
@@ -19,7 +19,7 @@ RUN /tmp/install-runtime-deps.sh \
  && groupadd --system --gid 10001 bloom \
  && useradd --system --uid 10001 --gid bloom --home-dir /data --no-create-home bloom \
  && mkdir /data && chown bloom:bloom /data
-COPY --from=build /build/service/bloom-server /build/client/bloom-cli /usr/local/bin/
+COPY --from=build /build/server/bloom-server /build/client/bloom-cli /usr/local/bin/
 USER 10001:10001
 ENV BLOOM_DATA_DIR=/data \
     BLOOM_LISTEN=0.0.0.0:50051

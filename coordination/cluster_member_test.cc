@@ -14,7 +14,7 @@
 #include "coordination/sync_set_keeper.h"
 #include "gtest/gtest.h"
 #include "storage/replica_acks.h"
-#include "tests/etcd_process.h"
+#include "tests/support/etcd_process.h"
 
 namespace coordination {
 namespace {

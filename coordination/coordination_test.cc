@@ -10,7 +10,7 @@
 #include "coordination/etcd_client.h"
 #include "coordination/lease_keeper.h"
 #include "gtest/gtest.h"
-#include "tests/etcd_process.h"
+#include "tests/support/etcd_process.h"
 
 namespace coordination {
 namespace {

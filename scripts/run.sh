@@ -4,5 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
-./scripts/build.sh
-exec "${BUILD_DIR:-build}/service/bloom-server" "$@"
+# Only the two programs: the tests and benchmarks are test.sh's to build.
+BUILD_TARGETS="bloom-server bloom-cli" ./scripts/build.sh
+exec "${BUILD_DIR:-build}/server/bloom-server" "$@"

@@ -65,7 +65,7 @@ inline bool AllPresent(const std::string& target, const std::string& filter,
 }
 
 // No two pods led or acknowledged in one term: each line of an --ack_log starts "term=<t>"
-// (service/ack_log.h) and is written by the pod whose log it is.
+// (server/ack_log.h) and is written by the pod whose log it is.
 inline void ExpectOnePrimaryPerTerm(const std::vector<std::string>& ack_logs) {
   std::map<std::string, size_t> owner;
   for (size_t pod = 0; pod < ack_logs.size(); ++pod) {

@@ -44,7 +44,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/chaos_writers.h"
-#include "tests/etcd_process.h"
+#include "tests/support/etcd_process.h"
 #include "tests/replication_cluster.h"
 #include "tests/server_process.h"
 

@@ -23,7 +23,7 @@
 #include "coordination/cluster_state.h"
 #include "coordination/etcd_client.h"
 #include "gtest/gtest.h"
-#include "tests/etcd_process.h"
+#include "tests/support/etcd_process.h"
 #include "tests/server_process.h"
 
 namespace bloomtest {

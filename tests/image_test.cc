@@ -77,12 +77,12 @@ TEST(ImageTest, DockerfileWrapsTheScriptsAndRunsUnprivileged) {
   const std::string dockerfile = ReadFile(absl::StrCat(BLOOM_SOURCE_DIR, "/Dockerfile"));
   for (const char* expected :
        {"FROM debian:bookworm-slim AS build", "./scripts/install-deps.sh", "./scripts/build.sh",
-        "install-runtime-deps.sh", "/build/service/bloom-server", "/build/client/bloom-cli",
+        "install-runtime-deps.sh", "/build/server/bloom-server", "/build/client/bloom-cli",
         "USER 10001:10001", "BLOOM_DATA_DIR=/data", "EXPOSE 50051 9090"}) {
     EXPECT_TRUE(absl::StrContains(dockerfile, expected)) << expected;
   }
   // The paths the image copies are where scripts/build.sh puts the binaries.
-  EXPECT_TRUE(absl::EndsWith(BLOOM_SERVER_PATH, "/service/bloom-server"));
+  EXPECT_TRUE(absl::EndsWith(BLOOM_SERVER_PATH, "/server/bloom-server"));
   EXPECT_TRUE(absl::EndsWith(BLOOM_CLI_PATH, "/client/bloom-cli"));
 }
 

@@ -35,7 +35,7 @@
 #include "coordination/etcd_client.h"
 #include "gtest/gtest.h"
 #include "tests/elected_cluster.h"
-#include "tests/etcd_process.h"
+#include "tests/support/etcd_process.h"
 #include "tests/replication_cluster.h"
 #include "tests/server_process.h"
 

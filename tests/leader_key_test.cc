@@ -22,7 +22,7 @@
 #include "coordination/etcd_client.h"
 #include "gtest/gtest.h"
 #include "tests/elected_cluster.h"
-#include "tests/etcd_process.h"
+#include "tests/support/etcd_process.h"
 #include "tests/server_process.h"
 
 namespace bloomtest {

@@ -31,7 +31,7 @@ SCENARIOS=${SCENARIOS:-"1 2 3 5 6 7 8 9 10 11"}
 REDIS_MODULE=${REDIS_MODULE:-}
 QUICK=${QUICK:-0}
 BENCH="$BUILD/loadtest/bloom-bench"
-SERVER="$BUILD/service/bloom-server"
+SERVER="$BUILD/server/bloom-server"
 for tool in "$BENCH" "$SERVER" redis-server; do
   command -v "$tool" >/dev/null || [[ -x "$tool" ]] || { echo "compare.sh: $tool missing: run ./scripts/test.sh first"; exit 2; }
 done

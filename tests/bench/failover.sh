@@ -34,7 +34,7 @@ pinned() {
   if [[ $PIN == 1 && $(nproc) -ge 2 ]]; then PINNED=(taskset -c "$1"); fi
 }
 BENCH="$BUILD/loadtest/bloom-bench"
-SERVER="$BUILD/service/bloom-server"
+SERVER="$BUILD/server/bloom-server"
 CLI="$BUILD/client/bloom-cli"
 for tool in "$BENCH" "$SERVER" "$CLI" /usr/bin/etcd /usr/bin/etcdctl; do
   [[ -x "$tool" ]] || { echo "failover.sh: $tool missing: run ./scripts/test.sh first"; exit 2; }

@@ -21,7 +21,7 @@ DURATION=${DURATION:-10}
 SCENARIOS=${SCENARIOS:-"3 5"}
 THREADS=${THREADS:-200}
 BENCH="$BUILD/loadtest/bloom-bench"
-SERVER="$BUILD/service/bloom-server"
+SERVER="$BUILD/server/bloom-server"
 [[ -x $BENCH && -x $SERVER ]] || { echo "java.sh: build first (./scripts/build.sh)"; exit 2; }
 [[ -s $BUILD/java/classpath ]] || client/java/build.sh "$BUILD" >/dev/null
 CLASSPATH_JAVA=$(cat "$BUILD/java/classpath")

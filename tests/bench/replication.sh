@@ -43,7 +43,7 @@ pinned() {
   if [[ $PIN == 1 && $(nproc) -ge 2 ]]; then PINNED=(taskset -c "$1"); fi
 }
 BENCH="$BUILD/loadtest/bloom-bench"
-SERVER="$BUILD/service/bloom-server"
+SERVER="$BUILD/server/bloom-server"
 CLI="$BUILD/client/bloom-cli"
 for tool in "$BENCH" "$SERVER" "$CLI"; do
   [[ -x "$tool" ]] || { echo "replication.sh: $tool missing: run ./scripts/test.sh first"; exit 2; }

@@ -1,5 +1,5 @@
-// Signals (service/signals.h): a self-pipe written by the handlers.
-#include "service/signals.h"
+// Signals (server/signals.h): a self-pipe written by the handlers.
+#include "server/signals.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <csignal>
 
-namespace service {
+namespace server {
 namespace {
 
 int signal_pipe[2] = {-1, -1};
@@ -49,4 +49,4 @@ void WakeMainLoop() {
   [[maybe_unused]] ssize_t ignored = write(signal_pipe[1], &byte, 1);
 }
 
-}  // namespace service
+}  // namespace server

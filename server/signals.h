@@ -8,12 +8,12 @@
 //
 // Thread-safety: InstallSignalHandlers once, before the others; WaitForSignal and
 // StopSignalArrived from one thread (main's); WakeMainLoop from any thread.
-#ifndef SERVICE_SIGNALS_H_
-#define SERVICE_SIGNALS_H_
+#ifndef SERVER_SIGNALS_H_
+#define SERVER_SIGNALS_H_
 
 #include "absl/time/time.h"
 
-namespace service {
+namespace server {
 
 // Routes SIGTERM, SIGINT and SIGHUP to WaitForSignal; false if that failed.
 bool InstallSignalHandlers();
@@ -29,6 +29,6 @@ int StopSignalArrived();
 // Wakes WaitForSignal without a signal (it returns 0).
 void WakeMainLoop();
 
-}  // namespace service
+}  // namespace server
 
-#endif  // SERVICE_SIGNALS_H_
+#endif  // SERVER_SIGNALS_H_

@@ -1,5 +1,5 @@
-// Node: one incarnation of bloom-server (service/node.h).
-#include "service/node.h"
+// Node: one incarnation of bloom-server (server/node.h).
+#include "server/node.h"
 
 #include <unistd.h>
 
@@ -15,7 +15,7 @@
 #include "common/log.h"
 #include "common/status_macros.h"
 
-namespace service {
+namespace server {
 namespace {
 
 // How long a primary told to stop waits for a follower to catch up before it hands over.
@@ -140,17 +140,17 @@ absl::StatusOr<replication::FollowerOptions> FollowerOptionsFromConfig(
   return options;
 }
 
-absl::Status StartNode(Node& node, const ServerConfig& config, ServerOptions options,
+absl::Status StartNode(Node& node, const ServerConfig& config, service::ServerOptions options,
                        const absl::StatusOr<replication::FollowerOptions>& follower_options) {
   if (config.store.replica) {
-    node.forwarder = std::make_unique<Forwarder>(
+    node.forwarder = std::make_unique<service::Forwarder>(
         [options = *follower_options](const std::string& address) {
           replication::FollowerOptions to = options;
           to.primary = address;
           return replication::PrimaryChannel(to);  // a connection of its own
         },
         follower_options->primary,
-        [&node](uint64_t sequence, absl::Time deadline, Forwarder::AppliedDone done) {
+        [&node](uint64_t sequence, absl::Time deadline, service::Forwarder::AppliedDone done) {
           if (node.follower == nullptr) {
             std::move(done)(false);
           } else {
@@ -167,12 +167,12 @@ absl::Status StartNode(Node& node, const ServerConfig& config, ServerOptions opt
   node.replication = std::make_unique<replication::ReplicationService>(
       node.store.get(), options.hooks.auth, config.store.data_dir, replication_options);
   options.extra_services.push_back(node.replication.get());
-  absl::StatusOr<std::unique_ptr<BloomServer>> server =
-      BloomServer::Start(node.store.get(), options);
+  absl::StatusOr<std::unique_ptr<service::BloomServer>> server =
+      service::BloomServer::Start(node.store.get(), options);
   if (!server.ok()) return server.status();
   node.server = *std::move(server);
   if (config.store.replica) {
-    BloomServer* raw = node.server.get();
+    service::BloomServer* raw = node.server.get();
     node.follower = std::make_unique<replication::Follower>(
         node.store.get(), *follower_options, [raw](bool serving) { raw->SetServing(serving); });
     node.follower->Start();
@@ -265,4 +265,4 @@ void HandOverBeforeStopping(Node& node, Failover& failover) {
   }
 }
 
-}  // namespace service
+}  // namespace server

@@ -1,4 +1,4 @@
-#include "service/server_flags.h"
+#include "server/server_flags.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -170,7 +170,7 @@ ABSL_FLAG(std::string, ack_log, "",
           "each new highest sequence it acknowledges in it, before answering (for failover "
           "checkers: tests/failover_chaos_test.cc); empty: none");
 
-namespace service {
+namespace server {
 namespace {
 
 absl::Status Invalid(absl::string_view message) { return absl::InvalidArgumentError(message); }
@@ -179,7 +179,7 @@ absl::Status Refused(absl::string_view message) { return absl::FailedPreconditio
 // Whether `flag` is one of the server's: defined in this file (the binary links others, e.g.
 // Abseil's own --flagfile).
 bool IsServerFlag(const absl::CommandLineFlag& flag) {
-  return absl::EndsWith(flag.Filename(), "service/server_flags.cc");
+  return absl::EndsWith(flag.Filename(), "server/server_flags.cc");
 }
 
 }  // namespace
@@ -362,8 +362,8 @@ absl::StatusOr<ServerConfig> ConfigFromFlags(const bloomsys::ContainerMemory& co
         "(50%)");
   }
 
-  ServerOptions& server = config.server;
-  ServiceLimits& limits = server.limits;
+  service::ServerOptions& server = config.server;
+  service::ServiceLimits& limits = server.limits;
   limits.max_batch = absl::GetFlag(FLAGS_max_batch);
   limits.max_item_bytes = absl::GetFlag(FLAGS_max_item_bytes);
   limits.pipeline_window = absl::GetFlag(FLAGS_pipeline_window);
@@ -413,7 +413,7 @@ absl::StatusOr<ServerConfig> ConfigFromFlags(const bloomsys::ContainerMemory& co
   server.health_listen = absl::GetFlag(FLAGS_health_listen);
   server.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
 
-  TlsOptions& tls = server.tls;
+  service::TlsOptions& tls = server.tls;
   tls.cert_file = absl::GetFlag(FLAGS_tls_cert_file);
   tls.key_file = absl::GetFlag(FLAGS_tls_key_file);
   tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca_file);
@@ -421,7 +421,7 @@ absl::StatusOr<ServerConfig> ConfigFromFlags(const bloomsys::ContainerMemory& co
   if (!tls.client_ca_file.empty() && !tls.enabled()) {
     return Refused("--tls_client_ca_file needs --tls_cert_file and --tls_key_file");
   }
-  absl::StatusOr<OpenMethods> open_methods = ParseOpenMethods(absl::GetFlag(FLAGS_open_methods));
+  absl::StatusOr<service::OpenMethods> open_methods = service::ParseOpenMethods(absl::GetFlag(FLAGS_open_methods));
   if (!open_methods.ok()) {
     return Refused(absl::StrCat("--open_methods: ", open_methods.status().message()));
   }
@@ -447,4 +447,4 @@ absl::StatusOr<ServerConfig> ConfigFromFlags(const bloomsys::ContainerMemory& co
   return config;
 }
 
-}  // namespace service
+}  // namespace server

@@ -1,7 +1,7 @@
 // The server's flags: byte sizes and memory shares parse as documented, bad values are refused
 // with a message naming the flag, BLOOM_<FLAG> environment variables set flags, and every flag
 // is documented in docs/operations.md.
-#include "service/server_flags.h"
+#include "server/server_flags.h"
 
 #include <cstdlib>
 #include <fstream>
@@ -14,7 +14,7 @@
 #include "gtest/gtest.h"
 #include "storage/resident_charge.h"
 
-namespace service {
+namespace server {
 namespace {
 
 std::string ReadSourceFile(const std::string& path) {
@@ -294,4 +294,4 @@ TEST(FlagDocsTest, EveryFlagIsDocumentedWithTheCurrentCharge) {
 }
 
 }  // namespace
-}  // namespace service
+}  // namespace server

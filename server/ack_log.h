@@ -11,8 +11,8 @@
 //
 // Thread-safety: Acknowledged() is thread-safe; BeginTerm() is called between terms, when no
 // write is being acknowledged.
-#ifndef SERVICE_ACK_LOG_H_
-#define SERVICE_ACK_LOG_H_
+#ifndef SERVER_ACK_LOG_H_
+#define SERVER_ACK_LOG_H_
 
 #include <atomic>
 #include <cstdint>
@@ -22,7 +22,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace service {
+namespace server {
 
 class AckLog {
  public:
@@ -46,6 +46,6 @@ class AckLog {
   std::mutex mu_;                     // orders the acked lines
 };
 
-}  // namespace service
+}  // namespace server
 
-#endif  // SERVICE_ACK_LOG_H_
+#endif  // SERVER_ACK_LOG_H_

@@ -1,4 +1,4 @@
-#include "tests/etcd_process.h"
+#include "tests/support/etcd_process.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-// Node: one incarnation of bloom-server (service/main.cc): its store, its gRPC server, and what
+// Node: one incarnation of bloom-server (server/main.cc): its store, its gRPC server, and what
 // replication adds (a primary's service for its followers; a follower's forwarder and log
 // tailer). main() builds a new one whenever the pod changes role, or a follower must copy its
 // primary's data again; a follower that only changes primary is retargeted in place.
@@ -12,8 +12,8 @@
 // Thread-safety: a Node is built, retargeted and stopped by main()'s thread only. The callbacks
 // it hands out (a follower's Applied waits, Switchover, metrics figures) run on other threads
 // while it serves, and read only objects that are thread-safe themselves.
-#ifndef SERVICE_NODE_H_
-#define SERVICE_NODE_H_
+#ifndef SERVER_NODE_H_
+#define SERVER_NODE_H_
 
 #include <cstdint>
 #include <memory>
@@ -27,20 +27,20 @@
 #include "metrics/metrics.h"
 #include "replication/follower.h"
 #include "replication/replication_service.h"
-#include "service/failover.h"
+#include "server/failover.h"
 #include "service/forwarder.h"
 #include "service/server.h"
-#include "service/server_flags.h"
+#include "server/server_flags.h"
 #include "storage/filter_store.h"
 
-namespace service {
+namespace server {
 
 struct Node {
   std::unique_ptr<storage::FilterStore> store;
   // A primary's service for its followers; on a follower it answers Status only.
   std::unique_ptr<replication::ReplicationService> replication;
-  std::unique_ptr<Forwarder> forwarder;  // follower
-  std::unique_ptr<BloomServer> server;
+  std::unique_ptr<service::Forwarder> forwarder;  // follower
+  std::unique_ptr<service::BloomServer> server;
   std::unique_ptr<replication::Follower> follower;  // follower
   // A primary elected through etcd with --min_replica_acks: its sync set.
   std::unique_ptr<coordination::SyncSetKeeper> sync_set;
@@ -62,7 +62,7 @@ absl::StatusOr<replication::FollowerOptions> FollowerOptionsFromConfig(
 
 // Starts `node`'s servers over its open store: the calls' server with the replication service
 // beside it, and on a replica (config.store.replica) the forwarder and the log tailer.
-absl::Status StartNode(Node& node, const ServerConfig& config, ServerOptions options,
+absl::Status StartNode(Node& node, const ServerConfig& config, service::ServerOptions options,
                        const absl::StatusOr<replication::FollowerOptions>& follower_options);
 
 // The latest sequence in the data dir (0 if it holds no database yet, or an interrupted copy
@@ -91,6 +91,6 @@ bool RetargetInPlace(Node& node, Failover& failover, replication::FollowerOption
 // pods one by one).
 void HandOverBeforeStopping(Node& node, Failover& failover);
 
-}  // namespace service
+}  // namespace server
 
-#endif  // SERVICE_NODE_H_
+#endif  // SERVER_NODE_H_

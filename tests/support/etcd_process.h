@@ -9,8 +9,8 @@
 // are picked free just before it starts; a start that loses one to another process is retried.
 //
 // Thread-safety: not thread-safe; owned by one test.
-#ifndef TESTS_ETCD_PROCESS_H_
-#define TESTS_ETCD_PROCESS_H_
+#ifndef TESTS_SUPPORT_ETCD_PROCESS_H_
+#define TESTS_SUPPORT_ETCD_PROCESS_H_
 
 #include <sys/types.h>
 
@@ -92,4 +92,4 @@ int FreeLoopbackPort();
 
 }  // namespace bloomtest
 
-#endif  // TESTS_ETCD_PROCESS_H_
+#endif  // TESTS_SUPPORT_ETCD_PROCESS_H_

@@ -1,5 +1,5 @@
 // AckLog (ack_log.h): one write(2) per line.
-#include "service/ack_log.h"
+#include "server/ack_log.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 
-namespace service {
+namespace server {
 
 absl::StatusOr<std::unique_ptr<AckLog>> AckLog::Open(const std::string& path, std::string pod) {
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -46,4 +46,4 @@ void AckLog::Append(const std::string& line) {
   }
 }
 
-}  // namespace service
+}  // namespace server

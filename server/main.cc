@@ -1,9 +1,9 @@
 // bloom-server: persistent Bloom filters over gRPC.
 //
-// main() sets up logging from the flags (service/server_flags.h), checks the security
+// main() sets up logging from the flags (server/server_flags.h), checks the security
 // settings, starts the metrics listener and, with etcd, joins the cluster. Then it runs the
-// server's incarnations (service/node.h) one after another: each opens the store, serves in
-// one role (standalone, primary, or follower) until a signal (service/signals.h: SIGHUP
+// server's incarnations (server/node.h) one after another: each opens the store, serves in
+// one role (standalone, primary, or follower) until a signal (server/signals.h: SIGHUP
 // re-reads credentials, SIGTERM/SIGINT shut down) or a change of role, and stops in a fixed
 // order.
 #include <unistd.h>
@@ -36,13 +36,13 @@
 #include "metrics/metrics.h"
 #include "replication/follower.h"
 #include "replication/replication_service.h"
-#include "service/ack_log.h"
+#include "server/ack_log.h"
 #include "service/auth.h"
-#include "service/failover.h"
-#include "service/node.h"
+#include "server/failover.h"
+#include "server/node.h"
 #include "service/server.h"
-#include "service/server_flags.h"
-#include "service/signals.h"
+#include "server/server_flags.h"
+#include "server/signals.h"
 #include "storage/filter_store.h"
 
 // jemalloc's start-up options (read by jemalloc when it serves malloc, common/heap.h; unused
@@ -236,7 +236,7 @@ int ServeUntilStopped(service::TokenAuthenticator* auth, const service::TlsOptio
   int ticks = 0;
   const bool poll = follower != nullptr || role_changed != nullptr;
   while (signal_number != SIGTERM && signal_number != SIGINT) {
-    signal_number = service::WaitForSignal(poll ? absl::Milliseconds(200) : absl::Seconds(1));
+    signal_number = server::WaitForSignal(poll ? absl::Milliseconds(200) : absl::Seconds(1));
     if (follower != nullptr) {
       follower->RefreshHealth();
       if (follower->needs_snapshot()) return 0;
@@ -262,11 +262,11 @@ std::string WithPort(const std::string& listen, int port) {
 // followed one that led, past the point where the new primary took over): they were never
 // acknowledged, and a fresh copy drops them. `data_term`: the term whose log the data
 // continues.
-absl::StatusOr<service::ServerConfig> ConfigForRole(
-    const service::ServerConfig& base, const coordination::Role& role, service::Failover& failover,
-    service::AckLog* ack_log, int64_t data_term,
+absl::StatusOr<server::ServerConfig> ConfigForRole(
+    const server::ServerConfig& base, const coordination::Role& role, server::Failover& failover,
+    server::AckLog* ack_log, int64_t data_term,
     absl::StatusOr<replication::FollowerOptions>& follower_options, bool& copy_again) {
-  service::ServerConfig config = base;
+  server::ServerConfig config = base;
   if (role.kind == coordination::Role::Kind::kPrimary) {
     config.store.replica = false;
     config.store.may_acknowledge = failover.Fence();
@@ -284,7 +284,7 @@ absl::StatusOr<service::ServerConfig> ConfigForRole(
   if (config.replication.name.empty()) {
     config.replication.name = config.replication.advertise_address;
   }
-  follower_options = service::FollowerOptionsFromConfig(config.replication, config.server.listen);
+  follower_options = server::FollowerOptionsFromConfig(config.replication, config.server.listen);
   if (!follower_options.ok()) {  // worded as at start-up (main)
     return absl::Status(follower_options.status().code(),
                         absl::StrCat("replication: ", follower_options.status().message()));
@@ -303,9 +303,9 @@ absl::StatusOr<service::ServerConfig> ConfigForRole(
 
 // Opens the store of a new incarnation and starts its servers; with failover, connects it to
 // the cluster (a primary with a sync set records it before it takes writes).
-absl::Status StartIncarnation(service::Node& node, const service::ServerConfig& config,
+absl::Status StartIncarnation(server::Node& node, const server::ServerConfig& config,
                               const absl::StatusOr<replication::FollowerOptions>& follower_options,
-                              service::Failover* failover, metrics::ServerMetrics& server_metrics) {
+                              server::Failover* failover, metrics::ServerMetrics& server_metrics) {
   absl::StatusOr<std::unique_ptr<storage::FilterStore>> store = OpenStore(config.store);
   if (!store.ok()) {
     return InContext("cannot open the store: ", store.status());
@@ -320,9 +320,9 @@ absl::Status StartIncarnation(service::Node& node, const service::ServerConfig& 
           failover->member(), node.store->replica_acks(), coordination::SyncSetKeeperOptions{});
     }
   }
-  RETURN_IF_ERROR(service::StartNode(node, config, config.server, follower_options));
+  RETURN_IF_ERROR(server::StartNode(node, config, config.server, follower_options));
   if (failover != nullptr) {
-    service::ConnectToCluster(node, *failover, config.replication.cluster,
+    server::ConnectToCluster(node, *failover, config.replication.cluster,
                               /*primary=*/!config.store.replica, server_metrics);
   } else {
     server_metrics.SetReplicationSource([&node] { return node.Figures(); });
@@ -351,7 +351,7 @@ void LogStopping(int signal_number, bool needs_snapshot) {
 // the writes it claimed (or retrying a copy from a primary that is gone with its port closed).
 // Returns whether it serves; if not, waits (within the lease) until the member's role changed.
 // A stop signal that arrives meanwhile is left in `signal_number`.
-bool ServesAsElected(service::Failover& failover, const coordination::Role& role,
+bool ServesAsElected(server::Failover& failover, const coordination::Role& role,
                      const std::string& data_dir, uint64_t role_version, int& signal_number) {
   if (replication::DiscardIncompleteCopy(data_dir)) failover.SetHeld(0);
   const uint64_t held = failover.held();
@@ -364,22 +364,22 @@ bool ServesAsElected(service::Failover& failover, const coordination::Role& role
   }
   const absl::Time give_up = absl::Now() + absl::Seconds(10);
   while (!failover.RoleChangedSince(role_version) && absl::Now() < give_up &&
-         (signal_number = service::StopSignalArrived()) == 0) {
+         (signal_number = server::StopSignalArrived()) == 0) {
     absl::SleepFor(absl::Milliseconds(20));
   }
   return false;
 }
 
 // With --etcd_endpoints, joins the cluster holding what the data dir holds; null without.
-absl::StatusOr<std::unique_ptr<service::Failover>> JoinCluster(
-    const service::ServerConfig& config) {
+absl::StatusOr<std::unique_ptr<server::Failover>> JoinCluster(
+    const server::ServerConfig& config) {
   if (config.replication.etcd_endpoints.empty()) return nullptr;
-  absl::StatusOr<uint64_t> held = service::HeldSequence(config.store);
+  absl::StatusOr<uint64_t> held = server::HeldSequence(config.store);
   if (!held.ok()) {
     return InContext("cannot open the store: ", held.status());
   }
-  absl::StatusOr<std::unique_ptr<service::Failover>> started = service::Failover::Start(
-      config.replication, config.store.min_replica_acks, *held, service::WakeMainLoop);
+  absl::StatusOr<std::unique_ptr<server::Failover>> started = server::Failover::Start(
+      config.replication, config.store.min_replica_acks, *held, server::WakeMainLoop);
   if (!started.ok()) {
     return InContext("etcd: ", started.status());
   }
@@ -391,10 +391,10 @@ absl::StatusOr<std::unique_ptr<service::Failover>> JoinCluster(
 }
 
 // The ack log of --ack_log; null without.
-absl::StatusOr<std::unique_ptr<service::AckLog>> OpenAckLog(
-    const service::ReplicationConfig& config) {
+absl::StatusOr<std::unique_ptr<server::AckLog>> OpenAckLog(
+    const server::ReplicationConfig& config) {
   if (config.ack_log.empty()) return nullptr;
-  return service::AckLog::Open(config.ack_log,
+  return server::AckLog::Open(config.ack_log,
                                config.name.empty() ? config.advertise_address : config.name);
 }
 
@@ -414,11 +414,11 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "Persistent Bloom filters over gRPC.\n"
       "Flags may also be set as BLOOM_<FLAG> environment variables, e.g. BLOOM_DATA_DIR.");
-  if (absl::Status applied = service::ApplyFlagEnvironment(); !applied.ok()) {
+  if (absl::Status applied = server::ApplyFlagEnvironment(); !applied.ok()) {
     return UsageError(applied.message());
   }
   absl::ParseCommandLine(argc, argv);
-  absl::StatusOr<service::LogConfig> log = service::LogConfigFromFlags();
+  absl::StatusOr<server::LogConfig> log = server::LogConfigFromFlags();
   if (!log.ok()) {
     return UsageError(log.status().message());
   }
@@ -427,7 +427,7 @@ int main(int argc, char** argv) {
   // Found once: the budget and the transport's share are both cut from it, and the log says
   // where it came from (a wrong container size is how a server gets OOM-killed in a loop).
   const bloomsys::ContainerMemory container = bloomsys::FindContainerMemory();
-  absl::StatusOr<service::ServerConfig> config = service::ConfigFromFlags(container);
+  absl::StatusOr<server::ServerConfig> config = server::ConfigFromFlags(container);
   if (absl::IsFailedPrecondition(config.status())) return Fail(config.status().message());
   if (!config.ok()) {
     return UsageError(config.status().message());
@@ -450,7 +450,7 @@ int main(int argc, char** argv) {
   absl::StatusOr<std::unique_ptr<service::TokenAuthenticator>> auth =
       LoadTokens(config->auth_token_file);
   if (!auth.ok()) return Fail(absl::StrCat("auth: ", auth.status().message()));
-  if (!service::InstallSignalHandlers()) return Fail("cannot install signal handlers");
+  if (!server::InstallSignalHandlers()) return Fail("cannot install signal handlers");
   LogHostLimits(container);
 
   std::unique_ptr<metrics::ServerMetrics> server_metrics = metrics::ServerMetrics::Create(nullptr);
@@ -467,24 +467,24 @@ int main(int argc, char** argv) {
 
   absl::StatusOr<replication::FollowerOptions> follower_options;
   if (char host[256] = {}; config->store.replica && gethostname(host, sizeof(host) - 1) == 0 &&
-                           service::NamesThisHost(config->replication.replicate_from, host)) {
+                           server::NamesThisHost(config->replication.replicate_from, host)) {
     bloomlog::LogInfo(absl::StrCat("--replicate_from=", config->replication.replicate_from,
                                    " names this host (", host, "): serving as the primary"));
     config->store.replica = false;
   }
   if (config->store.replica) {
     follower_options =
-        service::FollowerOptionsFromConfig(config->replication, server_options.listen);
+        server::FollowerOptionsFromConfig(config->replication, server_options.listen);
     if (!follower_options.ok()) {
       return Fail(absl::StrCat("replication: ", follower_options.status().message()));
     }
   }
   // With etcd, the primary is elected: each incarnation of the server plays the role the
-  // pod's member was last told (service/failover.h).
-  absl::StatusOr<std::unique_ptr<service::Failover>> joined = JoinCluster(*config);
+  // pod's member was last told (server/failover.h).
+  absl::StatusOr<std::unique_ptr<server::Failover>> joined = JoinCluster(*config);
   if (!joined.ok()) return Fail(joined.status().message());
-  std::unique_ptr<service::Failover> failover = *std::move(joined);
-  absl::StatusOr<std::unique_ptr<service::AckLog>> ack_log = OpenAckLog(config->replication);
+  std::unique_ptr<server::Failover> failover = *std::move(joined);
+  absl::StatusOr<std::unique_ptr<server::AckLog>> ack_log = OpenAckLog(config->replication);
   if (!ack_log.ok()) return Fail(ack_log.status().message());
 
   // A follower whose primary's log no longer reaches back to it copies a snapshot again: the
@@ -498,17 +498,17 @@ int main(int argc, char** argv) {
   int signal_number = 0;
   absl::Time stop_start;
   absl::Status closed;
-  service::ServerConfig base = *config;
+  server::ServerConfig base = *config;
   while (true) {
-    service::Node node;
+    server::Node node;
     uint64_t role_version = 0;
     coordination::Role role;
     if (failover != nullptr) {
       role = failover->WaitForRole(
-          [&signal_number] { return (signal_number = service::StopSignalArrived()) != 0; },
+          [&signal_number] { return (signal_number = server::StopSignalArrived()) != 0; },
           &role_version);
       if (signal_number != 0) break;
-      absl::StatusOr<service::ServerConfig> for_role = ConfigForRole(
+      absl::StatusOr<server::ServerConfig> for_role = ConfigForRole(
           base, role, *failover, ack_log->get(), data_term, follower_options, copy_again);
       if (!for_role.ok()) return Fail(for_role.status().message());
       *config = *std::move(for_role);
@@ -529,7 +529,7 @@ int main(int argc, char** argv) {
       // primary) while it copies from one that is gone must not go on copying from it.
       absl::Status copied =
           replication::Bootstrap(*follower_options, config->store.data_dir, copy_again, [&] {
-            if ((signal_number = service::StopSignalArrived()) != 0) return true;
+            if ((signal_number = server::StopSignalArrived()) != 0) return true;
             return failover != nullptr && failover->RoleChangedSince(role_version);
           });
       if (absl::IsCancelled(copied)) {
@@ -569,7 +569,7 @@ int main(int argc, char** argv) {
       signal_number =
           ServeUntilStopped(auth->get(), base.server.tls, node.follower.get(), role_changed);
       if (signal_number != 0 || failover == nullptr || node.follower == nullptr ||
-          !service::RetargetInPlace(node, *failover, *follower_options, role_version, data_term)) {
+          !server::RetargetInPlace(node, *failover, *follower_options, role_version, data_term)) {
         break;
       }
       WriteDataTerm(config->store.data_dir, data_term);
@@ -577,7 +577,7 @@ int main(int argc, char** argv) {
     stop_start = absl::Now();
     if (signal_number != 0 && failover != nullptr &&
         role.kind == coordination::Role::Kind::kPrimary) {
-      service::HandOverBeforeStopping(node, *failover);
+      server::HandOverBeforeStopping(node, *failover);
     }
     const bool needs_snapshot = node.follower != nullptr && node.follower->needs_snapshot();
     LogStopping(signal_number, needs_snapshot);

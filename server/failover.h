@@ -9,8 +9,8 @@
 //   ... serve as `role` while !failover->RoleChangedSince(version) ...
 //
 // Thread-safety: thread-safe.
-#ifndef SERVICE_FAILOVER_H_
-#define SERVICE_FAILOVER_H_
+#ifndef SERVER_FAILOVER_H_
+#define SERVER_FAILOVER_H_
 
 #include <condition_variable>
 #include <cstdint>
@@ -24,10 +24,10 @@
 #include "absl/time/time.h"
 #include "coordination/cluster_member.h"
 #include "coordination/etcd_client.h"
-#include "service/server_flags.h"
+#include "server/server_flags.h"
 #include "storage/filter_store.h"
 
-namespace service {
+namespace server {
 
 class Failover {
  public:
@@ -103,6 +103,6 @@ class Failover {
   std::unique_ptr<coordination::ClusterMember> member_;
 };
 
-}  // namespace service
+}  // namespace server
 
-#endif  // SERVICE_FAILOVER_H_
+#endif  // SERVER_FAILOVER_H_

@@ -11,8 +11,8 @@
 // (e.g. BLOOM_DATA_DIR), which suits Kubernetes; a command-line flag wins over the environment.
 //
 // Thread-safety: call from main() before starting threads that read flags.
-#ifndef SERVICE_SERVER_FLAGS_H_
-#define SERVICE_SERVER_FLAGS_H_
+#ifndef SERVER_SERVER_FLAGS_H_
+#define SERVER_SERVER_FLAGS_H_
 
 #include <cstdint>
 #include <string>
@@ -26,7 +26,7 @@
 #include "service/server.h"
 #include "storage/filter_store.h"
 
-namespace service {
+namespace server {
 
 // How the server logs (--log_level, --log_json): set up first, so that what follows is logged
 // in that form.
@@ -66,7 +66,7 @@ struct ReplicationConfig {
 // Everything else main() needs, checked. server.hooks.auth and .metrics are main()'s to fill.
 struct ServerConfig {
   storage::StoreOptions store;
-  ServerOptions server;
+  service::ServerOptions server;
   std::string auth_token_file;  // empty: no token auth
   std::string metrics_listen;   // empty: no metrics listener
   std::string port_file;        // empty: none written
@@ -102,6 +102,6 @@ bool ParseBytes(absl::string_view text, uint64_t& bytes);
 bool ParseMemoryLimit(absl::string_view text, const bloomsys::ContainerMemory& container,
                       uint64_t& bytes);
 
-}  // namespace service
+}  // namespace server
 
-#endif  // SERVICE_SERVER_FLAGS_H_
+#endif  // SERVER_SERVER_FLAGS_H_

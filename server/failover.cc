@@ -1,5 +1,5 @@
 // Failover (failover.h): the member, its roles, and what this pod holds.
-#include "service/failover.h"
+#include "server/failover.h"
 
 #include <algorithm>
 #include <utility>
@@ -10,7 +10,7 @@
 #include "absl/time/time.h"
 #include "common/status_macros.h"
 
-namespace service {
+namespace server {
 namespace {
 
 // Each etcd call's own bound: well under a lease's TTL.
@@ -194,4 +194,4 @@ absl::StatusOr<Failover::Handover> Failover::Switchover(
   return Handover{target, sequence, role.term};
 }
 
-}  // namespace service
+}  // namespace server

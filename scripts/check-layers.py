@@ -1,0 +1,85 @@
+#!/usr/bin/python3
+"""Fails when a project #include runs against the layer order docs/architecture.md gives.
+
+The server's layers, lowest first; a file may include its own folder and the folders below:
+
+  common < bloom < storage < metrics < service < replication < coordination < server
+
+Beside them: client/ (the C++ client and bloom-cli) sees only common/ and itself, not the
+server; loadtest/ sees client/, bloom/ and common/; fuzz/ and benchmarks/ see the server's
+layers and client/; tests/ (integration tests) sees everything; tests/support/ (what any test
+may use: processes, items, files) sees only common/. A unit test (*_test.cc) beside the code of
+a layer sees what that layer sees, and tests/support/.
+
+Generated code (the .proto stubs: bloom/v1/, bloom/replication/v1/, etcd's API) is not in the
+source tree and is not checked. Usage: scripts/check-layers.py [SOURCE_DIR]; ctest runs it
+(test layering).
+"""
+import os
+import re
+import sys
+
+ORDER = ["common", "bloom", "storage", "metrics", "service", "replication", "coordination",
+         "server"]
+SERVER_LAYERS = set(ORDER)
+SUPPORT = "tests/support"
+
+
+def allowed(folder):
+    """The include folders a file in `folder` may name."""
+    if folder in SERVER_LAYERS:
+        return set(ORDER[: ORDER.index(folder) + 1])
+    return {
+        "client": {"common", "client"},
+        "loadtest": {"common", "bloom", "client", "loadtest"},
+        "fuzz": SERVER_LAYERS | {"client", "fuzz"},
+        "benchmarks": SERVER_LAYERS | {"client", "benchmarks"},
+        "tests": SERVER_LAYERS | {"client", "loadtest", "tests", SUPPORT},
+        SUPPORT: {"common", SUPPORT},
+    }.get(folder)
+
+
+def folder_of(path):
+    """The layer a source path (relative to the root) belongs to."""
+    if path.startswith(SUPPORT + "/"):
+        return SUPPORT
+    return path.split("/", 1)[0]
+
+
+def main():
+    root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else
+                           os.path.join(os.path.dirname(__file__), ".."))
+    include = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+    problems = []
+    checked = 0
+    for top in sorted(set(ORDER) | {"client", "loadtest", "fuzz", "benchmarks", "tests"}):
+        for dirpath, _, files in os.walk(os.path.join(root, top)):
+            for name in files:
+                if not name.endswith((".h", ".cc")):
+                    continue
+                path = os.path.relpath(os.path.join(dirpath, name), root)
+                folder = folder_of(path)
+                may = set(allowed(folder))
+                if name.endswith("_test.cc") and folder in SERVER_LAYERS | {"client"}:
+                    may.add(SUPPORT)
+                with open(os.path.join(root, path), encoding="utf-8") as source:
+                    text = source.read()
+                checked += 1
+                for target in include.findall(text):
+                    if "/" not in target or not os.path.exists(os.path.join(root, target)):
+                        continue  # a system or generated header
+                    if folder_of(target) not in may:
+                        problems.append(f"{path}: includes {target}: {folder} may include only "
+                                        f"{', '.join(sorted(may))}")
+    for problem in problems:
+        print(problem)
+    if problems:
+        print(f"check-layers: {len(problems)} includes against the layer order "
+              "(docs/architecture.md)")
+        return 1
+    print(f"check-layers: {checked} files follow the layer order")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
