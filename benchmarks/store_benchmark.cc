@@ -322,7 +322,7 @@ BENCHMARK(BM_IdleCheckpointerCpu)
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 
-// Memory as a cache (storage/residency.cc): the cost of evicting a small filter with
+// Memory as a cache (storage/filter_store_residency.cc): the cost of evicting a small filter with
 // unpersisted adds (a checkpoint: its dirty page, record and journal trim in one write) and of
 // loading it again on its next use. 20,000 filters of capacity 1000 with a budget for 2,000.
 void BM_EvictAndLoad(benchmark::State& state) {

@@ -1,6 +1,6 @@
 // Follower: a server started with --replicate_from. It copies a snapshot of the primary's
 // RocksDB when its own data dir holds none (Bootstrap), then tails the primary's log into its
-// replica store (storage/replica_store.cc), acknowledging what it has made durable.
+// replica store (storage/filter_store_replica.cc), acknowledging what it has made durable.
 //
 //   FollowerOptions options{.primary = "pod-0:50051", .credentials = ..., .name = "pod-1"};
 //   RETURN_IF_ERROR(Bootstrap(options, data_dir, /*force=*/false, stop));

@@ -63,9 +63,9 @@ rocksdb::BlockBasedTableOptions TableOptions(const std::shared_ptr<rocksdb::Cach
   return table;
 }
 
-// The filters' metadata records are read by name when a cold filter is used (residency.cc),
-// and most lookups of a name that does not exist (a per-user check with absent_if_missing)
-// should not touch an SST file: whole-key Bloom filters on its tables.
+// The filters' metadata records are read by name when a cold filter is used
+// (filter_store_residency.cc), and most lookups of a name that does not exist (a per-user check
+// with absent_if_missing) should not touch an SST file: whole-key Bloom filters on its tables.
 rocksdb::ColumnFamilyOptions MetadataFamilyOptions(const std::shared_ptr<rocksdb::Cache>& cache) {
   rocksdb::ColumnFamilyOptions options;
   rocksdb::BlockBasedTableOptions table = TableOptions(cache);

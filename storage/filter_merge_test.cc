@@ -1,6 +1,6 @@
-// FilterStore::ReserveLike and Merge (filter_merge.cc, stored_filter_merge.cc): the union answers
-// for every item of every source, survives a restart, counts, grows the target's chain, refuses
-// filters not made alike, and keeps every add made to the target while it merges.
+// FilterStore::ReserveLike and Merge (filter_store_merge.cc, stored_filter_merge.cc): the union
+// answers for every item of every source, survives a restart, counts, grows the target's chain,
+// refuses filters not made alike, and keeps every add made to the target while it merges.
 #include <algorithm>
 #include <atomic>
 #include <csignal>

@@ -456,7 +456,7 @@ absl::StatusOr<FilterStore::ListPage> FilterStore::List(absl::string_view prefix
     absl::StatusOr<FilterRecord> record;
     if (filter != nullptr) {
       if (!filter->Usable().ok()) continue;     // deleted, broken
-      if (IdleExpired(*filter, now)) continue;  // as good as deleted (idle_expiry.cc)
+      if (IdleExpired(*filter, now)) continue;  // as good as deleted (filter_store_idle_expiry.cc)
     } else {
       if (!MayHaveCold()) continue;  // mid-reserve or mid-delete
       // A cold filter is listed from its record, without loading it (which would evict others).

@@ -94,7 +94,7 @@ class FilterStore : public FiguresSource {
   absl::StatusOr<ReserveResult> Reserve(absl::string_view name, const bloom::FilterParams& spec,
                                         bool defer_ack = false);
   // Creates `name` empty, like `like`: its spec and its seed, so that the two can be merged
-  // (filter_merge.cc). If `name` exists with that spec and seed: created=false; otherwise
+  // (filter_store_merge.cc). If `name` exists with that spec and seed: created=false; otherwise
   // ALREADY_EXISTS. NOT_FOUND when `like` does not exist.
   absl::StatusOr<ReserveResult> ReserveLike(absl::string_view name, absl::string_view like,
                                             bool defer_ack = false);
@@ -214,7 +214,7 @@ class FilterStore : public FiguresSource {
   // round in progress on another thread has finished.
   void EvictToBudget();
 
-  // Replication (replica_store.cc). The sequence number of the latest write: what a write
+  // Replication (filter_store_replica.cc). The sequence number of the latest write: what a write
   // answers (bloom.v1 `sequence`) and what a follower has applied.
   uint64_t LatestSequence() const;
   // A replica's only writes: the primary's batches, which must follow on from
@@ -247,7 +247,7 @@ class FilterStore : public FiguresSource {
  private:
   FilterStore(const StoreOptions& options, std::unique_ptr<Database> db);
 
-  absl::Status Load();  // recovery.cc
+  absl::Status Load();  // filter_store_recovery.cc
   // Load() with options_.lazy_start, once the ceiling is known.
   absl::Status LoadLazily(uint64_t ceiling);
   // A fresh filter generation (below the persisted ceiling, raised first if needed).
@@ -279,13 +279,14 @@ class FilterStore : public FiguresSource {
   absl::StatusOr<std::shared_ptr<StoredFilter>> FindUsable(
       absl::string_view name, absl::FunctionRef<void()> before_waiting = [] {});
 
-  // Residency (residency.cc). Loads the cold filter `name` (name lock held): null if RocksDB
-  // has no such filter.
+  // Residency (filter_store_residency.cc). Loads the cold filter `name` (name lock held): null if
+  // RocksDB has no such filter.
   absl::StatusOr<std::shared_ptr<StoredFilter>> LoadCold(absl::string_view name);
   // Deletes the cold filter `name` from RocksDB (name lock held); NOT_FOUND if there is none.
   absl::Status DeleteCold(absl::string_view name);
   void EvictLoop();
-  // Idle expiry (idle_expiry.cc). Whether `filter` is usable and past its idle_ttl at `now`.
+  // Idle expiry (filter_store_idle_expiry.cc). Whether `filter` is usable and past its idle_ttl at
+  // `now`.
   bool IdleExpired(const StoredFilter& filter, absl::Time now) const;
   // Deletes an expired resident filter (name lock held).
   absl::Status ExpireLocked(const std::shared_ptr<StoredFilter>& filter);
@@ -337,7 +338,7 @@ class FilterStore : public FiguresSource {
     if (options_.replica) ForgetReplicaResident(name);
     registry_.Remove(name);
   }
-  // Replicas (replica_store.cc): FAILED_PRECONDITION for a write call on a replica; the
+  // Replicas (filter_store_replica.cc): FAILED_PRECONDITION for a write call on a replica; the
   // resident filters by generation, which journal records name.
   absl::Status CheckWritable() const;
   void NoteReplicaResident(const std::shared_ptr<StoredFilter>& filter);
@@ -351,7 +352,7 @@ class FilterStore : public FiguresSource {
   void AfterWrites(WalSyncer::Done done, bool sync_wal);
   // OK unless options.may_acknowledge says no (then UNAVAILABLE).
   absl::Status CheckMayAcknowledge() const;
-  absl::StatusOr<FilterInfo> CommitImportLocked(PendingImport& import);  // filter_transfer.cc
+  absl::StatusOr<FilterInfo> CommitImportLocked(PendingImport& import);  // filter_store_transfer.cc
   // A CUCKOO filter's copy to export, its bytes charged (pinned) as `charged`.
   absl::StatusOr<StoredFilter::CuckooSnapshot> SnapshotForExport(const StoredFilter& filter,
                                                                  uint64_t& charged);
@@ -368,7 +369,7 @@ class FilterStore : public FiguresSource {
   MemoryBudget budget_;
   // The resident filters the checkpointer visits: changed, windowed, or due to idle out.
   CheckpointSchedule schedule_;
-  IdleTouches idle_touches_;  // a replica's (replica_store.cc)
+  IdleTouches idle_touches_;  // a replica's (filter_store_replica.cc)
   // The background checkpointer's page writes (Close() stops the pacing first).
   WritePacer pacer_{options_.checkpoint_write_bytes_per_second};
   const StoreContext context_{db_.get(),        &budget_,
@@ -408,8 +409,8 @@ class FilterStore : public FiguresSource {
   std::unique_ptr<ReplicaAcks> acks_;
   std::atomic<uint64_t> replica_visible_{0};  // VisibleSequence() of a replica
 
-  // Memory as a cache (residency.cc): its counters, the eviction queue and the evictor's
-  // wake-ups.
+  // Memory as a cache (filter_store_residency.cc): its counters, the eviction queue and the
+  // evictor's wake-ups.
   ResidencyState residency_;
   // Fills residency_.eviction_queue (its round_mu held) with the oldest resident filters:
   // enough to bring the memory in use from `used` to `target` about kRoundsPerScan times.

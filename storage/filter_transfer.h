@@ -12,7 +12,7 @@
 // Both charge the memory they hold to the store's MemoryBudget as pinned memory (never
 // evicted): an export its chunk buffers, an import the filter's bits as they arrive, so that
 // transfers cannot take more memory than --memory_limit allows. The FilterStore methods that
-// make and finish them are implemented in filter_transfer.cc.
+// make and finish them are implemented in filter_store_transfer.cc.
 #ifndef STORAGE_FILTER_TRANSFER_H_
 #define STORAGE_FILTER_TRANSFER_H_
 

@@ -1,6 +1,6 @@
-// Idle expiry (idle_expiry.cc): a filter unused for its idle_ttl is gone for every operation at
-// once (before any sweep), the sweeper deletes resident and cold (evicted) filters without
-// loading them, and the last use survives a restart. Clocks are ManualClocks.
+// Idle expiry (filter_store_idle_expiry.cc): a filter unused for its idle_ttl is gone for every
+// operation at once (before any sweep), the sweeper deletes resident and cold (evicted) filters
+// without loading them, and the last use survives a restart. Clocks are ManualClocks.
 #include <algorithm>
 #include <string>
 #include <utility>

@@ -1,5 +1,5 @@
-// Start-up (recovery.cc): a clean restart and a kill -9 lose no acknowledged add, with the
-// journal replayed eagerly, on first use of a cold filter or after a lazy start; unreadable
+// Start-up (filter_store_recovery.cc): a clean restart and a kill -9 lose no acknowledged add, with
+// the journal replayed eagerly, on first use of a cold filter or after a lazy start; unreadable
 // records, filters that no longer fit the memory limit and orphaned pages are each handled
 // without stopping the others.
 #include <algorithm>
@@ -63,7 +63,7 @@ TEST_F(RecoveryTest, KillNineAfterAcknowledgedAddsLosesNothing) {
 }
 
 // A filter left cold at start-up (the memory limit was full) after a crash: its journal is
-// replayed when it is first used (residency.cc skips the journal scan for the others).
+// replayed when it is first used (filter_store_residency.cc skips the journal scan for the others).
 TEST_F(RecoveryTest, KillNineThenColdAtStartUpReplaysTheJournalOnFirstUse) {
   // 10 x (1,472 bytes of bits + ResidentCharge's bookkeeping), loaded first (name order)
   for (int f = 0; f < 10; ++f) {

@@ -1,5 +1,5 @@
-// The state of memory as a cache (FilterStore's residency.cc): filters on disk only, the
-// evictor's queue of victims and its wake-ups, and the counters Figures() reports.
+// The state of memory as a cache (FilterStore's filter_store_residency.cc): filters on disk only,
+// the evictor's queue of victims and its wake-ups, and the counters Figures() reports.
 //
 // FilterStore holds one and its residency methods use it; it has no behaviour of its own.
 //

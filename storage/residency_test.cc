@@ -1,5 +1,5 @@
-// Memory as a cache (residency.cc): filters evicted past the memory limit and loaded again on
-// use answer exactly as before, lose nothing (also across kill -9 style reopen), and every
+// Memory as a cache (filter_store_residency.cc): filters evicted past the memory limit and loaded
+// again on use answer exactly as before, lose nothing (also across kill -9 style reopen), and every
 // operation (Reserve, Delete, Import, List, batches) sees a cold filter as it would a resident
 // one.
 #include <algorithm>

@@ -24,7 +24,7 @@ struct StoreOptions {
   bool sync = false;
   // Bytes of filter bits (and Export/Import buffers) the store keeps in memory; 0 means no
   // limit. Filter bits are a cache under it: past the limit, the least recently used filters
-  // are written out and freed, and loaded again on their next use (residency.cc).
+  // are written out and freed, and loaded again on their next use (filter_store_residency.cc).
   uint64_t memory_limit_bytes = 0;
   // A filter with unpersisted changes is checkpointed at least this often.
   absl::Duration checkpoint_interval = absl::Seconds(30);
@@ -53,7 +53,7 @@ struct StoreOptions {
   // Must outlive the store.
   rocksdb::Env* env = nullptr;
 
-  // Replication (replica_store.cc, replication_log.h). A replica is a follower's store: it
+  // Replication (filter_store_replica.cc, replication_log.h). A replica is a follower's store: it
   // takes writes only from the primary's log (ApplyReplicated), never writes RocksDB itself
   // (no checkpoints, no idle expiry, evictions only drop memory), and refuses the write calls.
   bool replica = false;
@@ -81,7 +81,7 @@ struct LoadReport {
   size_t not_loaded = 0;
   // Filters left on disk because the memory limit was full; loaded on first use.
   size_t cold = 0;
-  // Pages and journal records that belonged to no filter, deleted (see recovery.cc).
+  // Pages and journal records that belonged to no filter, deleted (see filter_store_recovery.cc).
   uint64_t orphans_deleted = 0;
   uint64_t pages = 0;
   uint64_t journal_records = 0;

@@ -192,12 +192,12 @@ class StoredFilter {
   absl::Time last_checkpoint() const {
     return SecondsEpoch() + absl::Seconds(last_checkpoint_second_.load(std::memory_order_relaxed));
   }
-  // Eviction (storage/residency.cc): checkpoints everything and retires this object, so the
-  // filter can be freed and loaded again from RocksDB. Afterwards adds answer
-  // EvictedError() (the caller looks the filter up again, which loads it); checks and Info
-  // still answer from the bits, which hold every add made before. FAILED_PRECONDITION without
-  // effect when the filter is busy (an add holds its apply lock, or its creation is not written
-  // yet) or unusable, or the checkpoint's error. Call with the name's lock held.
+  // Eviction (storage/filter_store_residency.cc): checkpoints everything and retires this object,
+  // so the filter can be freed and loaded again from RocksDB. Afterwards adds answer EvictedError()
+  // (the caller looks the filter up again, which loads it); checks and Info still answer from the
+  // bits, which hold every add made before. FAILED_PRECONDITION without effect when the filter is
+  // busy (an add holds its apply lock, or its creation is not written yet) or unusable, or the
+  // checkpoint's error. Call with the name's lock held.
   absl::Status Evict(bool sync);
   bool evicted() const { return (change_flags_.load(std::memory_order_acquire) & kEvicted) != 0; }
   // Recency for the evictor, in 32-bit ticks of 2^20 ns, about a millisecond (cheap on every
@@ -213,8 +213,8 @@ class StoredFilter {
   uint32_t last_used_ticks() const { return last_used_ticks_.load(std::memory_order_relaxed); }
   static uint32_t NowTicks() { return static_cast<uint32_t>(absl::GetCurrentTimeNanos() >> 20); }
   static uint32_t TicksSince(uint32_t tick, uint32_t now) { return now - tick; }
-  // Idle expiry (idle_expiry.cc), for filters with an idle_ttl: the last use by the store's
-  // clock, kept to the second (a store only when the second changed) and persisted by
+  // Idle expiry (filter_store_idle_expiry.cc), for filters with an idle_ttl: the last use by the
+  // store's clock, kept to the second (a store only when the second changed) and persisted by
   // checkpoints, so reads do not become writes.
   void TouchIdle(absl::Time now) {
     const int64_t micros = absl::ToUnixMicros(now);

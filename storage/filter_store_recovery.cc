@@ -61,7 +61,7 @@ void FilterStore::RaiseCeilingAtStart(uint64_t next_generation) {
 absl::Status FilterStore::LoadLazily(uint64_t ceiling) {
   const absl::Time start = absl::Now();
   next_generation_.store(ceiling);
-  // Which filters have journal records to replay when they load (residency.cc).
+  // Which filters have journal records to replay when they load (filter_store_residency.cc).
   std::unique_ptr<rocksdb::Iterator> it = db_->Scan(db_->journal());
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     ASSIGN_OR_RETURN(const JournalKeyParts key, ParseJournalKey(View(it->key())));
@@ -127,7 +127,7 @@ absl::Status FilterStore::Load() {
     }
     if (budget_.limit() != 0 && budget_.used() + bytes > budget_.limit()) {
       // The memory limit is full: this one stays on disk, cold, and is loaded on first use
-      // (with its journal, if it has one). residency.cc.
+      // (with its journal, if it has one). filter_store_residency.cc.
       filter->reset();
       residency_.may_have_cold.store(true);
       skipped_generations.insert(record->generation);
@@ -181,8 +181,8 @@ absl::Status FilterStore::Load() {
         ++orphans;
         orphan_generations.insert(key.generation);
       } else {
-        // A cold filter's journal is replayed when it is loaded (residency.cc); the others'
-        // loads skip the journal scan.
+        // A cold filter's journal is replayed when it is loaded (filter_store_residency.cc); the
+        // others' loads skip the journal scan.
         bloomsync::MutexLock lock(&residency_.cold_journaled_mu);
         residency_.cold_journaled.insert(key.generation);
       }

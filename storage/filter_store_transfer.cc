@@ -1,10 +1,9 @@
 // FilterStore's Export and Import (filter_transfer.h).
-#include "storage/filter_transfer.h"
-
 #include "absl/strings/str_cat.h"
 #include "absl/types/optional.h"
 #include "common/status_macros.h"
 #include "storage/filter_store.h"
+#include "storage/filter_transfer.h"
 
 namespace storage {
 
