@@ -9,20 +9,13 @@
 #include "absl/strings/str_cat.h"
 #include "bloom/hash.h"
 #include "gtest/gtest.h"
+#include "tests/support/items.h"
 
 namespace bloom {
 namespace {
 
-std::vector<std::string> Items(absl::string_view prefix, int begin, int end) {
-  std::vector<std::string> items;
-  items.reserve(end - begin);
-  for (int i = begin; i < end; ++i) items.push_back(absl::StrCat(prefix, i));
-  return items;
-}
-
-std::vector<absl::string_view> Views(const std::vector<std::string>& items) {
-  return {items.begin(), items.end()};
-}
+using bloomtest::Items;
+using bloomtest::Views;
 
 FilterParams Spec(uint64_t capacity, double error_rate, bool non_scaling) {
   FilterParams spec{.capacity = capacity, .error_rate = error_rate, .non_scaling = non_scaling};

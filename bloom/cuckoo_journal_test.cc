@@ -7,19 +7,13 @@
 #include "absl/strings/str_cat.h"
 #include "bloom/cuckoo_filter.h"
 #include "gtest/gtest.h"
+#include "tests/support/items.h"
 
 namespace bloom {
 namespace {
 
-std::vector<std::string> Items(absl::string_view prefix, int begin, int end) {
-  std::vector<std::string> items;
-  for (int i = begin; i < end; ++i) items.push_back(absl::StrCat(prefix, i));
-  return items;
-}
-
-std::vector<absl::string_view> Views(const std::vector<std::string>& items) {
-  return {items.begin(), items.end()};
-}
+using bloomtest::Items;
+using bloomtest::Views;
 
 FilterParams Spec(uint64_t capacity) {
   absl::StatusOr<FilterParams> spec = NormalizeSpec({.capacity = capacity, .error_rate = 0.01});

@@ -8,8 +8,8 @@ The server's layers, lowest first; a file may include its own folder and the fol
 Beside them: client/ (the C++ client and bloom-cli) sees only common/ and itself, not the
 server; loadtest/ sees client/, bloom/ and common/; fuzz/ and benchmarks/ see the server's
 layers and client/; tests/ (integration tests) sees everything; tests/support/ (what any test
-may use: processes, items, files) sees only common/. A unit test (*_test.cc) beside the code of
-a layer sees what that layer sees, and tests/support/.
+may use: processes, items, files) sees only common/. A unit test (*_test.cc) or test fixture
+(*_fixture.h) beside the code of a layer sees what that layer sees, and tests/support/.
 
 Generated code (the .proto stubs: bloom/v1/, bloom/replication/v1/, etcd's API) is not in the
 source tree and is not checked. Usage: scripts/check-layers.py [SOURCE_DIR]; ctest runs it
@@ -60,7 +60,8 @@ def main():
                 path = os.path.relpath(os.path.join(dirpath, name), root)
                 folder = folder_of(path)
                 may = set(allowed(folder))
-                if name.endswith("_test.cc") and folder in SERVER_LAYERS | {"client"}:
+                is_test = name.endswith(("_test.cc", "_fixture.h"))
+                if is_test and folder in SERVER_LAYERS | {"client"}:
                     may.add(SUPPORT)
                 with open(os.path.join(root, path), encoding="utf-8") as source:
                     text = source.read()

@@ -9,12 +9,12 @@
 #include "gtest/gtest.h"
 #include "storage/filter_store.h"
 #include "storage/filter_store_fixture.h"
-#include "storage/test_items.h"
+#include "tests/support/items.h"
 
 namespace storage {
 namespace {
 
-using test_items::Views;
+using bloomtest::Views;
 
 class AckFenceTest : public FilterStoreTest {
  protected:

@@ -13,13 +13,13 @@
 #include "common/testing.h"
 #include "gtest/gtest.h"
 #include "storage/filter_store.h"
-#include "storage/test_items.h"
+#include "tests/support/items.h"
 
 namespace storage {
 namespace {
 
-using test_items::Items;
-using test_items::Views;
+using bloomtest::Items;
+using bloomtest::Views;
 
 // A filter outside any store, whose changes go to `schedule`: checks only (no database).
 std::unique_ptr<StoredFilter> LoneFilter(const StoreContext* context) {

@@ -13,23 +13,18 @@
 #include "gtest/gtest.h"
 #include "storage/filter_store_fixture.h"
 #include "storage/filter_transfer.h"
-#include "storage/test_items.h"
+#include "tests/support/items.h"
 
 namespace storage {
 namespace {
 
-using test_items::Views;
+using bloomtest::Items;
+using bloomtest::Views;
 
 bloom::FilterParams Cuckoo(uint64_t capacity, double error_rate = 0.01) {
   bloom::FilterParams spec{capacity, error_rate};
   spec.kind = bloom::FilterKind::kCuckoo;
   return spec;
-}
-
-std::vector<std::string> Items(absl::string_view prefix, int begin, int end) {
-  std::vector<std::string> items;
-  for (int i = begin; i < end; ++i) items.push_back(absl::StrCat(prefix, i));
-  return items;
 }
 
 class CuckooStoreTest : public FilterStoreTest {

@@ -16,9 +16,13 @@
 #include "rocksdb/env.h"
 #include "rocksdb/file_system.h"
 #include "storage/filter_store.h"
+#include "tests/support/items.h"
 
 namespace storage {
 namespace {
+
+using bloomtest::Items;
+using bloomtest::Views;
 
 // Fails Append/Flush/Sync of every writable file with "no space" while `full` is set.
 class FullDiskFileSystem : public rocksdb::FileSystemWrapper {
@@ -70,16 +74,6 @@ class FullDiskFileSystem : public rocksdb::FileSystemWrapper {
     std::atomic<bool>* full_;
   };
 };
-
-std::vector<std::string> Items(absl::string_view prefix, int n) {
-  std::vector<std::string> items;
-  for (int i = 0; i < n; ++i) items.push_back(absl::StrCat(prefix, i));
-  return items;
-}
-
-std::vector<absl::string_view> Views(const std::vector<std::string>& items) {
-  return {items.begin(), items.end()};
-}
 
 class FaultInjectionTest : public ::testing::TestWithParam<bool> {
  protected:

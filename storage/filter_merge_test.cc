@@ -15,14 +15,14 @@
 #include "gtest/gtest.h"
 #include "storage/filter_store.h"
 #include "storage/filter_store_fixture.h"
-#include "storage/test_items.h"
+#include "tests/support/items.h"
 
 namespace storage {
 namespace {
 
 using bloom::FilterParams;
-using test_items::Items;
-using test_items::Views;
+using bloomtest::Items;
+using bloomtest::Views;
 
 const FilterParams kSpec{10'000, 0.01};
 

@@ -15,7 +15,7 @@
 #include "common/testing.h"
 #include "gtest/gtest.h"
 #include "storage/filter_store.h"
-#include "storage/test_items.h"
+#include "tests/support/items.h"
 
 namespace storage {
 
@@ -37,7 +37,7 @@ class FilterStoreTest : public ::testing::Test {
   // Every item must read as present.
   void ExpectAllPresent(absl::string_view filter, const std::vector<std::string>& items) {
     absl::StatusOr<std::vector<bool>> present =
-        store_->MightContain(filter, test_items::Views(items));
+        store_->MightContain(filter, bloomtest::Views(items));
     ASSERT_OK(present.status());
     for (size_t i = 0; i < items.size(); ++i) {
       ASSERT_TRUE((*present)[i]) << "false negative for " << items[i];

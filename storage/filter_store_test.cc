@@ -20,15 +20,15 @@
 #include "rocksdb/statistics.h"
 #include "storage/encoding.h"
 #include "storage/filter_store_fixture.h"
-#include "storage/test_items.h"
+#include "tests/support/items.h"
 
 namespace storage {
 namespace {
 
 using bloom::FilterParams;
 
-using test_items::Items;
-using test_items::Views;
+using bloomtest::Items;
+using bloomtest::Views;
 
 TEST_F(FilterStoreTest, ReserveAddContainAndStats) {
   absl::StatusOr<FilterStore::ReserveResult> reserved = store_->Reserve("users", {1000, 0.01});

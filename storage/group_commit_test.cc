@@ -14,12 +14,12 @@
 #include "gtest/gtest.h"
 #include "rocksdb/statistics.h"
 #include "storage/filter_store.h"
-#include "storage/test_items.h"
+#include "tests/support/items.h"
 
 namespace storage {
 namespace {
 
-using test_items::Views;
+using bloomtest::Views;
 
 // Adds `items` to `filter` (created on first add) and records what happened to it.
 class AddJob final : public GroupCommitter::Job {

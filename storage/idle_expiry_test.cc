@@ -10,13 +10,13 @@
 #include "common/testing.h"
 #include "gtest/gtest.h"
 #include "storage/filter_store.h"
-#include "storage/test_items.h"
+#include "tests/support/items.h"
 
 namespace storage {
 namespace {
 
-using test_items::Items;
-using test_items::Views;
+using bloomtest::Items;
+using bloomtest::Views;
 
 bloom::FilterParams IdleSpec(absl::Duration ttl) {
   bloom::FilterParams spec{1000, 0.01};

@@ -13,15 +13,15 @@
 #include "rocksdb/statistics.h"
 #include "storage/filter_store.h"
 #include "storage/rocksdb_status.h"
-#include "storage/test_items.h"
+#include "tests/support/items.h"
 
 namespace storage {
 namespace {
 
 using bloom::FilterParams;
 
-using test_items::Items;
-using test_items::Views;
+using bloomtest::Items;
+using bloomtest::Views;
 
 class OperationBatchTest : public ::testing::Test {
  protected:

@@ -10,13 +10,13 @@
 #include "common/testing.h"
 #include "gtest/gtest.h"
 #include "storage/filter_store.h"
-#include "storage/test_items.h"
+#include "tests/support/items.h"
 
 namespace storage {
 namespace {
 
-using test_items::Items;
-using test_items::Views;
+using bloomtest::Items;
+using bloomtest::Views;
 
 // A filter of about 4.8 MB of bits with every page changed: several paced batches.
 constexpr uint64_t kCapacity = 4'000'000;

@@ -15,14 +15,14 @@
 #include "rocksdb/write_batch.h"
 #include "storage/encoding.h"
 #include "storage/filter_store_fixture.h"
-#include "storage/test_items.h"
+#include "tests/support/items.h"
 
 namespace storage {
 namespace {
 
 using bloom::FilterParams;
-using test_items::Items;
-using test_items::Views;
+using bloomtest::Items;
+using bloomtest::Views;
 
 using RecoveryTest = FilterStoreTest;
 

@@ -15,7 +15,7 @@
 #include "storage/filter_store.h"
 #include "storage/replica_acks.h"
 #include "storage/replication_log.h"
-#include "storage/test_items.h"
+#include "tests/support/items.h"
 
 namespace storage {
 namespace {
@@ -75,16 +75,16 @@ class ReplicaStoreTest : public ::testing::Test {
 
 TEST_F(ReplicaStoreTest, FollowsAddsReservesCheckpointsAndDeletes) {
   ASSERT_OK(primary_->Reserve("before", {.capacity = 1000, .error_rate = 0.01}).status());
-  const std::vector<std::string> early = test_items::Items("early", 0, 500);
-  ASSERT_OK(primary_->Add("before", test_items::Views(early), nullptr).status());
+  const std::vector<std::string> early = bloomtest::Items("early", 0, 500);
+  ASSERT_OK(primary_->Add("before", bloomtest::Views(early), nullptr).status());
   OpenReplica();
 
   // "before" is resident on the replica (loaded at its start): journal records are replayed
   // into it; "created" is new, and loads from RocksDB.
-  const std::vector<std::string> late = test_items::Items("late", 0, 3000);  // grows the chain
-  ASSERT_OK(primary_->Add("before", test_items::Views(late), nullptr).status());
+  const std::vector<std::string> late = bloomtest::Items("late", 0, 3000);  // grows the chain
+  ASSERT_OK(primary_->Add("before", bloomtest::Views(late), nullptr).status());
   const bloom::FilterParams spec{.capacity = 100, .error_rate = 0.01};
-  ASSERT_OK(primary_->Add("created", test_items::Views(early), &spec).status());
+  ASSERT_OK(primary_->Add("created", bloomtest::Views(early), &spec).status());
   ASSERT_OK(primary_->Reserve("doomed", {.capacity = 10, .error_rate = 0.1}).status());
   CatchUp();
   for (const char* name : {"before", "created"}) {
@@ -93,7 +93,7 @@ TEST_F(ReplicaStoreTest, FollowsAddsReservesCheckpointsAndDeletes) {
     EXPECT_EQ(ExportAll(*replica_, name), ExportAll(*primary_, name)) << name;
     const std::vector<std::string>& items = std::string(name) == "before" ? late : early;
     absl::StatusOr<std::vector<bool>> present =
-        replica_->MightContain(name, test_items::Views(items));
+        replica_->MightContain(name, bloomtest::Views(items));
     ASSERT_OK(present.status());
     for (size_t i = 0; i < items.size(); ++i) ASSERT_TRUE((*present)[i]) << name << " " << i;
   }
@@ -190,10 +190,10 @@ TEST_F(ReplicaStoreTest, RefusesWritesAndBatchesThatDoNotFollowOn) {
   OpenReplica();
   EXPECT_TRUE(absl::IsFailedPrecondition(
       replica_->Reserve("x", {.capacity = 10, .error_rate = 0.1}).status()));
-  std::vector<std::string> items = test_items::Items("x", 0, 3);
+  std::vector<std::string> items = bloomtest::Items("x", 0, 3);
   const bloom::FilterParams spec{.capacity = 10, .error_rate = 0.1};
   EXPECT_TRUE(
-      absl::IsFailedPrecondition(replica_->Add("x", test_items::Views(items), &spec).status()));
+      absl::IsFailedPrecondition(replica_->Add("x", bloomtest::Views(items), &spec).status()));
   EXPECT_TRUE(absl::IsFailedPrecondition(replica_->Delete("x")));
   const uint64_t before = replica_->LatestSequence();
 

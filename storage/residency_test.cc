@@ -15,15 +15,15 @@
 #include "gtest/gtest.h"
 #include "storage/filter_store.h"
 #include "storage/stored_filter.h"
-#include "storage/test_items.h"
+#include "tests/support/items.h"
 
 namespace storage {
 namespace {
 
 using bloom::FilterParams;
 
-using test_items::Items;
-using test_items::Views;
+using bloomtest::Items;
+using bloomtest::Views;
 
 // A 1000-item filter at 1% takes 1,472 bytes of bits, and is charged its bookkeeping too
 // (ResidentCharge): 20 of them fit this limit with 4,352 bytes to spare, less than a filter of

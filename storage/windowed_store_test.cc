@@ -14,21 +14,15 @@
 #include "gtest/gtest.h"
 #include "rocksdb/db.h"
 #include "storage/filter_store.h"
+#include "tests/support/items.h"
 
 namespace storage {
 namespace {
 
+using bloomtest::Items;
+using bloomtest::Views;
+
 constexpr int64_t kWindowedStart = 1'700'000'000;  // crash_helper.cc's clock start
-
-std::vector<absl::string_view> Views(const std::vector<std::string>& items) {
-  return {items.begin(), items.end()};
-}
-
-std::vector<std::string> Items(absl::string_view prefix, int n) {
-  std::vector<std::string> items;
-  for (int i = 0; i < n; ++i) items.push_back(absl::StrCat(prefix, i));
-  return items;
-}
 
 bloom::FilterParams WindowSpec(uint64_t capacity, absl::Duration window, uint32_t slices) {
   bloom::FilterParams spec{capacity, 0.01, 0, false};

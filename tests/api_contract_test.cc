@@ -17,6 +17,7 @@
 #include "common/testing.h"
 #include "gtest/gtest.h"
 #include "tests/server_process.h"
+#include "tests/support/files.h"
 
 namespace {
 
@@ -26,12 +27,7 @@ using bloomtest::RunCommand;
 const std::string kSource = BLOOM_SOURCE_DIR;
 const std::string kBuf = kSource + "/protos/node_modules/.bin/buf";
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using bloomtest::ReadFile;
 
 class ApiContractTest : public ::testing::Test {
  protected:

@@ -33,6 +33,7 @@
 #include "gtest/gtest.h"
 #include "tests/dump_start.h"
 #include "tests/server_process.h"
+#include "tests/support/files.h"
 
 namespace {
 
@@ -44,12 +45,7 @@ using bloomclient::ClientOptions;
 using bloomtest::DumpStart;
 using bloomtest::ServerProcess;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using bloomtest::ReadFile;
 
 // One Pipeline message of `operations` one-item adds to `name` (the first, and the rest in its
 // `more`).

@@ -15,17 +15,13 @@
 #include "absl/strings/strip.h"
 #include "common/testing.h"
 #include "gtest/gtest.h"
+#include "tests/support/files.h"
 
 namespace {
 
 std::string Shell(const std::string& command) { return bloomtest::RunCommand(command).out; }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using bloomtest::ReadFile;
 
 std::set<std::string> RuntimePackages() {
   std::set<std::string> packages;

@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "tests/support/files.h"
 
 namespace bloomtest {
 namespace {
@@ -51,13 +52,6 @@ void KillAndReap(pid_t& pid) {
   int status = 0;
   waitpid(pid, &status, 0);
   pid = -1;
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 void PrintLogTail(const std::string& title, std::string log) {
