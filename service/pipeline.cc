@@ -123,8 +123,13 @@ class PipelineReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, g
                                0);
     }
     if (bloomlog::Enabled(bloomlog::Level::kDebug)) {
+      uint64_t operations;
+      {
+        bloomsync::MutexLock lock(&mu_);
+        operations = operations_;
+      }
       bloomlog::LogDebug(
-          absl::StrCat("rpc Pipeline operations=", operations_,
+          absl::StrCat("rpc Pipeline operations=", operations,
                        caller_.label.empty() ? "" : absl::StrCat(" caller=", caller_.label),
                        " code=", absl::StatusCodeToString(end_status_.code()),
                        " took=", absl::FormatDuration(absl::Now() - start_)));

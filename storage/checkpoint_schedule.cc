@@ -70,11 +70,17 @@ std::vector<std::shared_ptr<StoredFilter>> CheckpointSchedule::TakeQueued(
 }
 
 void CheckpointSchedule::PruneDue() {
-  std::erase_if(due_, [&](const DueEntry& entry) {
-    if (!entry.filter.expired()) return false;
-    changed_.erase(entry.key);
-    return true;
-  });
+  // A loop rather than std::erase_if: the lock analysis does not follow pass_mu_ into a lambda.
+  auto kept = due_.begin();
+  for (auto entry = due_.begin(); entry != due_.end(); ++entry) {
+    if (entry->filter.expired()) {
+      changed_.erase(entry->key);
+      continue;
+    }
+    if (kept != entry) *kept = std::move(*entry);
+    ++kept;
+  }
+  due_.erase(kept, due_.end());
   std::make_heap(due_.begin(), due_.end(), LaterDue);
   due_prune_at_ = std::max(kMinIdlePruneAt, 2 * due_.size());
 }

@@ -92,6 +92,8 @@ class OperationBatch {
   size_t writes() const { return writes_; }
 
  private:
+  // FilterStore::CheckOpen under the lifecycle lock the batch holds for its life.
+  absl::Status CheckStoreOpen() const;
   friend class FilterStore;
   // `sync`: whether its writes of adds wait for the WAL's fsync (FilterStore::StartBatch).
   OperationBatch(FilterStore* store, bool sync);
