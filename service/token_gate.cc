@@ -129,7 +129,7 @@ bool TokenGate::IsOpen(absl::string_view path) const {
 absl::Status TokenGate::Check(absl::string_view path,
                               absl::optional<absl::string_view> authorization) const {
   if (IsOpen(path)) return absl::OkStatus();
-  absl::ReaderMutexLock lock(&mu_);
+  bloomsync::ReaderMutexLock lock(&mu_);
   if (closed_) return absl::UnavailableError("the server is shutting down");
   // Any valid token passes here; its role is checked by the handler, which knows the method.
   absl::StatusOr<Caller> caller = auth_->Authenticate(authorization);
@@ -139,7 +139,7 @@ absl::Status TokenGate::Check(absl::string_view path,
 }
 
 void TokenGate::Close() {
-  absl::MutexLock lock(&mu_);
+  bloomsync::MutexLock lock(&mu_);
   closed_ = true;
 }
 

@@ -39,8 +39,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/types/optional.h"
+#include "common/mutex.h"
 #include "service/auth.h"
 
 namespace service {
@@ -77,7 +77,7 @@ class TokenGate {
   const TokenAuthenticator* const auth_;
   const RefusalCallback on_refusal_;
   const OpenMethods open_;
-  mutable absl::Mutex mu_;
+  mutable bloomsync::Mutex mu_;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
