@@ -687,7 +687,18 @@ func TestSeveralServersShareTheCallsAndAKilledOneIsSkipped(t *testing.T) {
 		}
 	}
 	servers[0].kill()
-	time.Sleep(300 * time.Millisecond) // the closed connection takes it out of the rotation
+	// grpc-go does not retry reads: wait until the closed connection has left the rotation (a
+	// call answers), then every call must.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := client.MightContain(ctx, "go:f", [][]byte{[]byte("x")}); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no call answered within 5 s of a server being killed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	for i := 0; i < 20; i++ {
 		got, err := client.MightContain(ctx, "go:f", [][]byte{[]byte("x")})
 		if err != nil || !got[0] {
