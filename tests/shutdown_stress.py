@@ -147,7 +147,7 @@ def main():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     build = os.path.join(root, args.build)
     sys.path[:0] = [os.path.join(build, "protos", "python"), os.path.join(root, "client", "python")]
-    binary = os.path.join(build, "service", "bloom-server")
+    binary = os.path.join(build, "server", "bloom-server")
     if not os.access(binary, os.X_OK):
         sys.exit(f"no {binary}: build it first")
 

@@ -66,6 +66,17 @@ class PipelinedTest {
     void run(int i) throws Exception;
   }
 
+  /** Waits until `condition` holds, failing the test after 30 s. */
+  private static void waitFor(java.util.function.BooleanSupplier condition, String what) {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+    while (!condition.getAsBoolean()) {
+      if (System.nanoTime() > deadline) {
+        fail("waited 30 s for " + what);
+      }
+      TestServer.sleep(5);
+    }
+  }
+
   private static List<byte[]> items(String prefix, int n) {
     List<byte[]> out = new ArrayList<>();
     for (int i = 0; i < n; i++) {
@@ -215,9 +226,9 @@ class PipelinedTest {
           return null;
         }));
       }
-      TestServer.sleep(500);
+      waitFor(() -> acknowledged.size() >= 2000, "2,000 adds acknowledged before the kill");
       restarted.kill();
-      TestServer.sleep(300);
+      waitFor(() -> failures.get() > 0, "a call failing while the server is down");
       restarted.restart();
       int before = acknowledged.size();
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
