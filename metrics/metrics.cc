@@ -280,26 +280,6 @@ const prometheus::Histogram::BucketBoundaries& LatencyBuckets() {
 
 }  // namespace
 
-const char* RpcName(Rpc rpc) {
-  static constexpr const char* kNames[kNumRpcs] = {"Reserve",
-                                                   "Add",
-                                                   "MightContain",
-                                                   "Stats",
-                                                   "Delete",
-                                                   "List",
-                                                   "Export",
-                                                   "Import",
-                                                   "Pipeline",
-                                                   "Pipeline.Add",
-                                                   "Pipeline.MightContain",
-                                                   "Merge",
-                                                   "Remove",
-                                                   "Count",
-                                                   "Pipeline.Remove",
-                                                   "Pipeline.Count"};
-  return kNames[static_cast<size_t>(rpc)];
-}
-
 std::unique_ptr<ServerMetrics> ServerMetrics::Create(storage::FiguresSource* store) {
   return std::unique_ptr<ServerMetrics>(new ServerMetrics(store));
 }
@@ -315,8 +295,10 @@ ServerMetrics::ServerMetrics(storage::FiguresSource* store)
                         .Name("bloom_rpc_duration_seconds")
                         .Help("Time from a call's arrival in the handler to its answer.")
                         .Register(*registry_);
-  for (size_t i = 0; i < kNumRpcs; ++i) {
-    durations_[i] = &durations.Add({{"method", RpcName(static_cast<Rpc>(i))}}, LatencyBuckets());
+  for (const rpcs::RpcInfo& info : rpcs::All()) {
+    if (!info.measured) continue;
+    durations_[static_cast<size_t>(info.rpc)] =
+        &durations.Add({{"method", info.label}}, LatencyBuckets());
   }
   items_added_ = &prometheus::BuildCounter()
                       .Name("bloom_items_added_total")
@@ -395,7 +377,7 @@ absl::Status ServerMetrics::Serve(const std::string& listen) {
   return absl::OkStatus();
 }
 
-prometheus::Counter& ServerMetrics::RequestCounter(Rpc rpc, absl::StatusCode code) {
+prometheus::Counter& ServerMetrics::RequestCounter(rpcs::Rpc rpc, absl::StatusCode code) {
   auto code_index = static_cast<size_t>(code);
   if (code_index >= kNumCodes) code_index = static_cast<size_t>(absl::StatusCode::kUnknown);
   std::atomic<prometheus::Counter*>& slot = request_series_[static_cast<size_t>(rpc)][code_index];
@@ -403,22 +385,24 @@ prometheus::Counter& ServerMetrics::RequestCounter(Rpc rpc, absl::StatusCode cod
   if (counter == nullptr) {
     // Family::Add returns the same series for the same labels, so racing threads agree.
     counter = &requests_->Add(
-        {{"method", RpcName(rpc)},
+        {{"method", rpcs::Info(rpc).label},
          {"code", absl::StatusCodeToString(static_cast<absl::StatusCode>(code_index))}});
     slot.store(counter, std::memory_order_release);
   }
   return *counter;
 }
 
-void ServerMetrics::RecordRpc(Rpc rpc, absl::StatusCode code, absl::Duration latency,
+void ServerMetrics::RecordRpc(rpcs::Rpc rpc, absl::StatusCode code, absl::Duration latency,
                               size_t items) {
+  const rpcs::RpcInfo& info = rpcs::Info(rpc);
+  if (!info.measured) return;
   RequestCounter(rpc, code).Increment();
   durations_[static_cast<size_t>(rpc)]->Observe(absl::ToDoubleSeconds(latency));
   if (code != absl::StatusCode::kOk || items == 0) return;
-  if (rpc == Rpc::kAdd || rpc == Rpc::kPipelineAdd) {
+  if (info.items == rpcs::CountedItems::kAdded) {
     items_added_->Increment(static_cast<double>(items));
   }
-  if (rpc == Rpc::kMightContain || rpc == Rpc::kPipelineMightContain) {
+  if (info.items == rpcs::CountedItems::kChecked) {
     items_checked_->Increment(static_cast<double>(items));
   }
 }

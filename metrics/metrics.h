@@ -2,7 +2,7 @@
 //
 //   absl::StatusOr<std::unique_ptr<ServerMetrics>> metrics = ServerMetrics::Create(store);
 //   (*metrics)->Serve("0.0.0.0:9090");                    // optional: Render() works without
-//   (*metrics)->RecordRpc(Rpc::kAdd, absl::StatusCode::kOk, latency, items);
+//   (*metrics)->RecordRpc(rpcs::Rpc::kAdd, absl::StatusCode::kOk, latency, items);
 //
 // Two kinds of figures:
 // - events, counted as they happen (RecordRpc, RecordAuthFailure): bloom_rpc_requests_total,
@@ -29,6 +29,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/rpcs.h"
 #include "storage/store_figures.h"
 
 namespace prometheus {
@@ -43,30 +44,6 @@ class Family;
 }  // namespace prometheus
 
 namespace metrics {
-
-// The RPCs of bloom.v1.BloomFilterService.
-// The RPCs, and the operations of a Pipeline stream ("Pipeline.Add", "Pipeline.MightContain"),
-// which are counted apart from the stream that carries them ("Pipeline").
-enum class Rpc {
-  kReserve,
-  kAdd,
-  kMightContain,
-  kStats,
-  kDelete,
-  kList,
-  kExport,
-  kImport,
-  kPipeline,
-  kPipelineAdd,
-  kPipelineMightContain,
-  kMerge,
-  kRemove,
-  kCount,
-  kPipelineRemove,
-  kPipelineCount,
-};
-inline constexpr size_t kNumRpcs = 16;
-const char* RpcName(Rpc rpc);
 
 // Replication figures, read at scrape time from the follower or the primary's replication
 // service (main() provides them: metrics sits below both).
@@ -109,7 +86,7 @@ class ServerMetrics {
 
   // One finished call: its status code and latency; `items` counts toward items added (Add)
   // or checked (MightContain) when the call succeeded.
-  void RecordRpc(Rpc rpc, absl::StatusCode code, absl::Duration latency, size_t items);
+  void RecordRpc(rpcs::Rpc rpc, absl::StatusCode code, absl::Duration latency, size_t items);
   // A call refused by token authentication (UNAUTHENTICATED or PERMISSION_DENIED).
   void RecordAuthFailure(absl::StatusCode code);
 
@@ -128,15 +105,16 @@ class ServerMetrics {
 
  private:
   explicit ServerMetrics(storage::FiguresSource* store);
-  prometheus::Counter& RequestCounter(Rpc rpc, absl::StatusCode code);
+  prometheus::Counter& RequestCounter(rpcs::Rpc rpc, absl::StatusCode code);
 
   std::shared_ptr<prometheus::Registry> registry_;
   std::shared_ptr<prometheus::Collectable> state_;  // reads the store, RocksDB and /proc
   prometheus::Family<prometheus::Counter>* requests_;
-  std::array<prometheus::Histogram*, kNumRpcs> durations_{};
+  std::array<prometheus::Histogram*, rpcs::kNumRpcs> durations_{};
   // Series of requests_ by [rpc][code], created on first use (Family::Add locks).
   static constexpr size_t kNumCodes = 17;
-  std::array<std::array<std::atomic<prometheus::Counter*>, kNumCodes>, kNumRpcs> request_series_{};
+  std::array<std::array<std::atomic<prometheus::Counter*>, kNumCodes>, rpcs::kNumRpcs>
+      request_series_{};
   prometheus::Counter* items_added_;
   prometheus::Counter* items_checked_;
   prometheus::Counter* unauthenticated_;

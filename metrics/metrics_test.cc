@@ -31,10 +31,10 @@ class MetricsTest : public ::testing::Test {
 };
 
 TEST_F(MetricsTest, CountsRpcsByMethodAndCode) {
-  metrics_->RecordRpc(Rpc::kAdd, absl::StatusCode::kOk, absl::Microseconds(120), 1000);
-  metrics_->RecordRpc(Rpc::kAdd, absl::StatusCode::kOk, absl::Milliseconds(3), 500);
-  metrics_->RecordRpc(Rpc::kAdd, absl::StatusCode::kNotFound, absl::Microseconds(80), 7);
-  metrics_->RecordRpc(Rpc::kMightContain, absl::StatusCode::kOk, absl::Microseconds(60), 42);
+  metrics_->RecordRpc(rpcs::Rpc::kAdd, absl::StatusCode::kOk, absl::Microseconds(120), 1000);
+  metrics_->RecordRpc(rpcs::Rpc::kAdd, absl::StatusCode::kOk, absl::Milliseconds(3), 500);
+  metrics_->RecordRpc(rpcs::Rpc::kAdd, absl::StatusCode::kNotFound, absl::Microseconds(80), 7);
+  metrics_->RecordRpc(rpcs::Rpc::kMightContain, absl::StatusCode::kOk, absl::Microseconds(60), 42);
   const std::string text = metrics_->Render();
   EXPECT_EQ(
       bloomtest::PrometheusSample(text, R"(bloom_rpc_requests_total{code="OK",method="Add"})"), 2)
@@ -148,7 +148,7 @@ TEST_F(MetricsTest, ProcessFiguresArePlausible) {
 TEST_F(MetricsTest, ServesTheTextFormatOverHttp) {
   ASSERT_OK(metrics_->Serve("127.0.0.1:0"));
   ASSERT_GT(metrics_->port(), 0);
-  metrics_->RecordRpc(Rpc::kStats, absl::StatusCode::kOk, absl::Microseconds(10), 0);
+  metrics_->RecordRpc(rpcs::Rpc::kStats, absl::StatusCode::kOk, absl::Microseconds(10), 0);
   const std::string response = bloomtest::HttpGet(metrics_->port(), "/metrics");
   EXPECT_NE(response.find("200 OK"), std::string::npos) << response;
   EXPECT_NE(response.find("Content-Type: text/plain"), std::string::npos) << response;

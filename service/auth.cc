@@ -184,6 +184,10 @@ std::string ClientKey(const Caller& caller, const std::string& peer) {
   return absl::StrCat("the peer ", port == std::string::npos ? peer : peer.substr(0, port));
 }
 
+Role RoleFor(rpcs::Rpc rpc) {
+  return rpcs::Info(rpc).access == rpcs::Access::kWrite ? Role::kWrite : Role::kRead;
+}
+
 absl::Status RequireRole(const Caller& caller, Role required, absl::string_view method) {
   const bool allowed =
       required == Role::kRead ? caller.role != Role::kReplication : caller.role == required;

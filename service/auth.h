@@ -37,6 +37,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/optional.h"
 #include "common/mutex.h"
+#include "common/rpcs.h"
 
 namespace service {
 
@@ -62,6 +63,8 @@ std::string ClientKey(const Caller& caller, const std::string& peer);
 // a write token; replication: a replication token); PERMISSION_DENIED naming both roles
 // otherwise. (Authorize() applies it; a stream authenticated once applies it per operation.)
 absl::Status RequireRole(const Caller& caller, Role required, absl::string_view method);
+// The role the RPC table (common/rpcs.h) says `rpc` needs.
+Role RoleFor(rpcs::Rpc rpc);
 
 class TokenAuthenticator {
  public:

@@ -34,7 +34,7 @@ constexpr size_t kAdminLaneQueue = 1024;
 // level (request logging is too much for info).
 class CallScope {
  public:
-  CallScope(BloomService* service, metrics::Rpc rpc, grpc::ServerContextBase* context,
+  CallScope(BloomService* service, rpcs::Rpc rpc, grpc::ServerContextBase* context,
             absl::string_view name, size_t items = 0)
       : service_(service),
         rpc_(rpc),
@@ -69,16 +69,13 @@ class CallScope {
         authorization = absl::string_view(it->second.data(), it->second.size());
       }
     }
-    const bool writes = rpc_ == metrics::Rpc::kReserve || rpc_ == metrics::Rpc::kAdd ||
-                        rpc_ == metrics::Rpc::kDelete || rpc_ == metrics::Rpc::kImport ||
-                        rpc_ == metrics::Rpc::kMerge || rpc_ == metrics::Rpc::kRemove;
-    absl::StatusOr<Caller> caller = service_->hooks_.auth->Authorize(
-        authorization, writes ? Role::kWrite : Role::kRead, metrics::RpcName(rpc_));
+    absl::StatusOr<Caller> caller =
+        service_->hooks_.auth->Authorize(authorization, RoleFor(rpc_), rpcs::Info(rpc_).label);
     if (caller.ok()) {
       caller_ = *std::move(caller);
       return absl::OkStatus();
     }
-    service_->RecordAuthRefusal(caller.status(), metrics::RpcName(rpc_),
+    service_->RecordAuthRefusal(caller.status(), rpcs::Info(rpc_).label,
                                 context_ ? context_->peer() : "in-process");
     return caller.status();
   }
@@ -93,7 +90,7 @@ class CallScope {
     }
     if (bloomlog::Enabled(bloomlog::Level::kDebug)) {
       bloomlog::LogDebug(absl::StrCat(
-          "rpc ", metrics::RpcName(rpc_), " name=", name_, " items=", items_,
+          "rpc ", rpcs::Info(rpc_).label, " name=", name_, " items=", items_,
           caller_.label.empty() ? "" : absl::StrCat(" caller=", caller_.label),
           " code=", absl::StatusCodeToString(status.code()), " took=", absl::FormatDuration(took)));
     }
@@ -104,7 +101,7 @@ class CallScope {
   // At most one line per second, so a client retrying with a bad token cannot flood the log.
   // The token itself is never logged.
   BloomService* const service_;
-  const metrics::Rpc rpc_;
+  const rpcs::Rpc rpc_;
   grpc::ServerContextBase* const context_;
   std::string name_;
   size_t items_;
@@ -223,7 +220,7 @@ void AnswerOnceAcknowledged(storage::FilterStore* store, std::unique_ptr<CallSco
 void BloomService::HandleReserveThen(const bloom::v1::ReserveRequest& request,
                                      bloom::v1::ReserveResponse* response,
                                      grpc::ServerContextBase* context, Finish finish) {
-  auto log = std::make_unique<CallScope>(this, metrics::Rpc::kReserve, context, request.name());
+  auto log = std::make_unique<CallScope>(this, rpcs::Rpc::kReserve, context, request.name());
   absl::StatusOr<storage::FilterStore::ReserveResult> result;
   if (absl::Status admitted = log->Admit(); !admitted.ok()) {
     result = admitted;
@@ -373,7 +370,7 @@ class AddCallJob final : public storage::GroupCommitter::Job {
 void BloomService::HandleAddItemsGrouped(const ItemsRequestView& request, bool* answers,
                                          grpc::ServerContextBase* context,
                                          absl::AnyInvocable<void(grpc::Status) &&> finish) {
-  auto log = std::make_unique<CallScope>(this, metrics::Rpc::kAdd, context, request.name,
+  auto log = std::make_unique<CallScope>(this, rpcs::Rpc::kAdd, context, request.name,
                                          request.items.size());
   absl::Status status = log->Admit();
   if (status.ok()) status = CheckItems(request.items, request.text_items);
@@ -404,7 +401,7 @@ grpc::Status BloomService::HandleAddItems(const ItemsRequestView& request, bool*
 
 grpc::Status BloomService::HandleMightContainItems(const ItemsRequestView& request, bool* answers,
                                                    grpc::ServerContextBase* context) {
-  CallScope log(this, metrics::Rpc::kMightContain, context, request.name, request.items.size());
+  CallScope log(this, rpcs::Rpc::kMightContain, context, request.name, request.items.size());
   if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
   if (absl::Status valid = CheckItems(request.items, request.text_items); !valid.ok()) {
     return log.Done(valid);
@@ -415,14 +412,13 @@ grpc::Status BloomService::HandleMightContainItems(const ItemsRequestView& reque
 }
 
 absl::StatusOr<std::string> BloomService::ProxyClient(grpc::CallbackServerContext* context,
-                                                      metrics::Rpc rpc) {
+                                                      rpcs::Rpc rpc) {
   absl::StatusOr<Caller> caller = AdmitStream(context, rpc);
   if (!caller.ok()) return caller.status();
   return ClientKey(*caller, context->peer());
 }
 
-absl::StatusOr<Caller> BloomService::AdmitStream(grpc::ServerContextBase* context,
-                                                 metrics::Rpc rpc) {
+absl::StatusOr<Caller> BloomService::AdmitStream(grpc::ServerContextBase* context, rpcs::Rpc rpc) {
   CallScope scope(this, rpc, context, "");
   if (absl::Status admitted = scope.Admit(); !admitted.ok()) {
     // The refused stream is counted here; an admitted one when it ends (pipeline.cc).
@@ -435,7 +431,7 @@ absl::StatusOr<Caller> BloomService::AdmitStream(grpc::ServerContextBase* contex
 grpc::Status BloomService::HandleStats(const bloom::v1::StatsRequest& request,
                                        bloom::v1::StatsResponse* response,
                                        grpc::ServerContextBase* context) {
-  CallScope log(this, metrics::Rpc::kStats, context, request.name());
+  CallScope log(this, rpcs::Rpc::kStats, context, request.name());
   if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
   absl::StatusOr<storage::FilterInfo> info = store_->Stats(request.name());
   if (info.ok()) ToProto(*info, response->mutable_stats());
@@ -445,7 +441,7 @@ grpc::Status BloomService::HandleStats(const bloom::v1::StatsRequest& request,
 void BloomService::HandleDeleteThen(const bloom::v1::DeleteRequest& request,
                                     bloom::v1::DeleteResponse* response,
                                     grpc::ServerContextBase* context, Finish finish) {
-  auto log = std::make_unique<CallScope>(this, metrics::Rpc::kDelete, context, request.name());
+  auto log = std::make_unique<CallScope>(this, rpcs::Rpc::kDelete, context, request.name());
   absl::Status written = log->Admit();
   if (written.ok()) written = store_->Delete(request.name(), /*defer_ack=*/true);
   AnswerOnceAcknowledged(
@@ -464,7 +460,7 @@ grpc::Status BloomService::HandleDelete(const bloom::v1::DeleteRequest& request,
 void BloomService::HandleMergeThen(const bloom::v1::MergeRequest& request,
                                    bloom::v1::MergeResponse* response,
                                    grpc::ServerContextBase* context, Finish finish) {
-  auto log = std::make_unique<CallScope>(this, metrics::Rpc::kMerge, context, request.target());
+  auto log = std::make_unique<CallScope>(this, rpcs::Rpc::kMerge, context, request.target());
   absl::StatusOr<storage::FilterInfo> merged;
   if (absl::Status admitted = log->Admit(); !admitted.ok()) {
     merged = admitted;
@@ -497,7 +493,7 @@ grpc::Status BloomService::HandleMerge(const bloom::v1::MergeRequest& request,
 void BloomService::HandleRemoveThen(const bloom::v1::RemoveRequest& request,
                                     bloom::v1::RemoveResponse* response,
                                     grpc::ServerContextBase* context, Finish finish) {
-  auto log = std::make_unique<CallScope>(this, metrics::Rpc::kRemove, context, request.name(),
+  auto log = std::make_unique<CallScope>(this, rpcs::Rpc::kRemove, context, request.name(),
                                          request.items_size() + request.raw_items_size());
   absl::Status status = log->Admit();
   std::vector<absl::string_view> items;
@@ -527,7 +523,7 @@ grpc::Status BloomService::HandleRemove(const bloom::v1::RemoveRequest& request,
 grpc::Status BloomService::HandleCount(const bloom::v1::CountRequest& request,
                                        bloom::v1::CountResponse* response,
                                        grpc::ServerContextBase* context) {
-  CallScope log(this, metrics::Rpc::kCount, context, request.name(),
+  CallScope log(this, rpcs::Rpc::kCount, context, request.name(),
                 request.items_size() + request.raw_items_size());
   if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
   std::vector<absl::string_view> items;
@@ -540,7 +536,7 @@ grpc::Status BloomService::HandleCount(const bloom::v1::CountRequest& request,
 grpc::Status BloomService::HandleList(const bloom::v1::ListRequest& request,
                                       bloom::v1::ListResponse* response,
                                       grpc::ServerContextBase* context) {
-  CallScope log(this, metrics::Rpc::kList, context, request.prefix());
+  CallScope log(this, rpcs::Rpc::kList, context, request.prefix());
   if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
   // As in Google's AIP-158, larger values are coerced to the maximum; 0 gets the store's
   // default page size (100).
@@ -564,7 +560,7 @@ grpc::ServerReadReactor<bloom::v1::ImportChunk>* BloomService::Import(
   // A follower takes no writes: the whole stream goes to the primary.
   if (hooks_.forwarder != nullptr) {
     return ProxyImport(hooks_.forwarder, context, response,
-                       ProxyClient(context, metrics::Rpc::kImport), proxied_, &transfers_);
+                       ProxyClient(context, rpcs::Rpc::kImport), proxied_, &transfers_);
   }
   return StartImport(this, context, response);
 }
@@ -607,7 +603,7 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* BloomService::Pipel
   // On a follower, the whole stream goes to the primary (its adds must, and a check after an
   // add of the same item must see it).
   if (hooks_.forwarder != nullptr) {
-    return ProxyPipeline(hooks_.forwarder, context, ProxyClient(context, metrics::Rpc::kPipeline),
+    return ProxyPipeline(hooks_.forwarder, context, ProxyClient(context, rpcs::Rpc::kPipeline),
                          proxied_);
   }
   return pipelines_.Start(this, context);

@@ -149,10 +149,10 @@ class BloomService final : public StreamServiceBase {
   // role each Pipeline operation is checked against. A refusal is counted and logged like a
   // refused call.
   absl::StatusOr<Caller> AdmitStream(grpc::ServerContextBase* context,
-                                     metrics::Rpc rpc = metrics::Rpc::kPipeline);
+                                     rpcs::Rpc rpc = rpcs::Rpc::kPipeline);
   // A follower's stream to proxy to the primary, admitted here first (so that one refused costs
   // the primary nothing; the primary checks the token again): its ClientKey, or the refusal.
-  absl::StatusOr<std::string> ProxyClient(grpc::CallbackServerContext* context, metrics::Rpc rpc);
+  absl::StatusOr<std::string> ProxyClient(grpc::CallbackServerContext* context, rpcs::Rpc rpc);
   TransferGuard& transfers() { return transfers_; }
   // Where List and Stats run, off gRPC's threads (call_lane.h).
   CallLane& admin_lane() { return admin_lane_; }

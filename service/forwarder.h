@@ -5,7 +5,7 @@
 //
 //   Forwarder forwarder(connect, "pod-0:50051", [&](uint64_t s, absl::Time d, auto done) {
 //     follower.WhenApplied(s, d, std::move(done)); });
-//   forwarder.Unary(context, "/bloom.v1.BloomFilterService/Add", request, response, done);
+//   forwarder.Unary(context, rpcs::Info(rpcs::Rpc::kAdd).path, request, response, done);
 //
 // Retarget() points it at another primary (failover through etcd): calls in flight finish with
 // the old one, later calls go to the new one. Unary calls share one connection; proxied streams
@@ -94,18 +94,6 @@ class Forwarder {
   std::set<std::shared_ptr<grpc::ClientContext>> in_flight_;
   bool cancelled_ = false;  // guarded by mu_: CancelAll ran
 };
-
-// The full method names forwarded (bloom.v1.BloomFilterService).
-inline constexpr char kReserveMethod[] = "/bloom.v1.BloomFilterService/Reserve";
-inline constexpr char kAddMethod[] = "/bloom.v1.BloomFilterService/Add";
-inline constexpr char kMightContainMethod[] = "/bloom.v1.BloomFilterService/MightContain";
-inline constexpr char kStatsMethod[] = "/bloom.v1.BloomFilterService/Stats";
-inline constexpr char kDeleteMethod[] = "/bloom.v1.BloomFilterService/Delete";
-inline constexpr char kMergeMethod[] = "/bloom.v1.BloomFilterService/Merge";
-inline constexpr char kListMethod[] = "/bloom.v1.BloomFilterService/List";
-inline constexpr char kRemoveMethod[] = "/bloom.v1.BloomFilterService/Remove";
-inline constexpr char kCountMethod[] = "/bloom.v1.BloomFilterService/Count";
-inline constexpr char kPipelineMethod[] = "/bloom.v1.BloomFilterService/Pipeline";
 
 }  // namespace service
 

@@ -14,6 +14,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/log.h"
+#include "common/rpcs.h"
 #include "service/direct_parse.h"
 #include "service/forwarder.h"
 
@@ -106,8 +107,8 @@ grpc::ServerUnaryReactor* MightContainAtSequence(BloomService* core,
       min_sequence, context,
       [core, context, reactor, request, response, buffers = std::move(buffers)](bool applied) {
         if (!applied) {
-          ForwardBytes(core->hooks().forwarder, context, kMightContainMethod, request, response,
-                       reactor);
+          ForwardBytes(core->hooks().forwarder, context, rpcs::Info(rpcs::Rpc::kMightContain).path,
+                       request, response, reactor);
           return;
         }
         const grpc::Status status =
@@ -128,7 +129,7 @@ grpc::ServerUnaryReactor* CallbackItemService::Add(grpc::CallbackServerContext* 
   // thread waits for another's. The call's buffers live on the heap until it finishes: it may
   // be served on another thread after this returns.
   if (Forwarder* forwarder = core_->hooks().forwarder) {
-    return ForwardBytes(forwarder, context, kAddMethod, request, response,
+    return ForwardBytes(forwarder, context, rpcs::Info(rpcs::Rpc::kAdd).path, request, response,
                         context->DefaultReactor());
   }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
@@ -212,7 +213,7 @@ class ItemCalls::Call {
   void ServeAdd() {
     BloomService* core = owner_->core_;
     if (Forwarder* forwarder = core->hooks().forwarder) {
-      forwarder->Unary(&context_, kAddMethod, request_, &response_,
+      forwarder->Unary(&context_, rpcs::Info(rpcs::Rpc::kAdd).path, request_, &response_,
                        [this](const grpc::Status& status) { Answer(status); });
       return;
     }
@@ -251,7 +252,8 @@ class ItemCalls::Call {
     BloomService* core = owner_->core_;
     if (!applied) {
       // A follower that has not applied the caller's last write in time: the primary answers.
-      core->hooks().forwarder->Unary(&context_, kMightContainMethod, request_, &response_,
+      core->hooks().forwarder->Unary(&context_, rpcs::Info(rpcs::Rpc::kMightContain).path, request_,
+                                     &response_,
                                      [this](const grpc::Status& forwarded) { Answer(forwarded); });
       return;
     }

@@ -119,7 +119,7 @@ class PipelineReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, g
 
   void OnDone() override {
     if (const ServiceHooks& hooks = service_->hooks(); hooks.metrics != nullptr) {
-      hooks.metrics->RecordRpc(metrics::Rpc::kPipeline, end_status_.code(), absl::Now() - start_,
+      hooks.metrics->RecordRpc(rpcs::Rpc::kPipeline, end_status_.code(), absl::Now() - start_,
                                0);
     }
     if (bloomlog::Enabled(bloomlog::Level::kDebug)) {

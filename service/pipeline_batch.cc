@@ -149,7 +149,8 @@ void PipelineBatch::Fail(const absl::Status& why) {
 }
 void PipelineBatch::QueueAdds(storage::OperationBatch& store_batch, Run run, Responses responses,
                               QueuedRun& queued) {
-  if (absl::Status allowed = RequireRole(caller_, Role::kWrite, "Pipeline add"); !allowed.ok()) {
+  if (absl::Status allowed = RequireRole(caller_, RoleFor(rpcs::Rpc::kPipelineAdd), "Pipeline add");
+      !allowed.ok()) {
     for (PipelineResponse& response : responses) SetOperationError(allowed, response);
     queued.failed.assign(run.size(), true);
     return;
@@ -238,7 +239,8 @@ void PipelineBatch::AnswerRemoves(storage::OperationBatch& store_batch, Run run,
   for (size_t i = 0; i < run.size(); ++i) {
     const ItemsRequestView& request = run[i].view().request;
     items.clear();
-    absl::Status status = RequireRole(caller_, Role::kWrite, "Pipeline remove");
+    absl::Status status =
+        RequireRole(caller_, RoleFor(rpcs::Rpc::kPipelineRemove), "Pipeline remove");
     if (status.ok()) status = service_->CollectItems(request, items);
     absl::StatusOr<std::vector<bool>> removed = status.ok()
                                                     ? store_batch.RemoveItems(request.name, items)
@@ -322,10 +324,10 @@ void PipelineBatch::RecordRun(size_t begin, size_t end, absl::Duration took) {
     const auto code = responses_[i].has_error()
                           ? static_cast<absl::StatusCode>(responses_[i].error().code())
                           : absl::StatusCode::kOk;
-    metrics::Rpc rpc = metrics::Rpc::kPipelineMightContain;
-    if (view.kind == Kind::kAdd) rpc = metrics::Rpc::kPipelineAdd;
-    if (view.kind == Kind::kRemove) rpc = metrics::Rpc::kPipelineRemove;
-    if (view.kind == Kind::kCount) rpc = metrics::Rpc::kPipelineCount;
+    rpcs::Rpc rpc = rpcs::Rpc::kPipelineMightContain;
+    if (view.kind == Kind::kAdd) rpc = rpcs::Rpc::kPipelineAdd;
+    if (view.kind == Kind::kRemove) rpc = rpcs::Rpc::kPipelineRemove;
+    if (view.kind == Kind::kCount) rpc = rpcs::Rpc::kPipelineCount;
     metrics->RecordRpc(rpc, code, took, items);
   }
 }

@@ -12,6 +12,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "common/log.h"
+#include "common/rpcs.h"
 #include "service/token_gate.h"
 
 namespace service {
@@ -38,14 +39,9 @@ absl::StatusOr<std::unique_ptr<BloomServer>> BloomServer::Start(storage::FilterS
     server->gate_ = std::make_shared<TokenGate>(
         options.hooks.auth,
         [service, metrics](const absl::Status& status, absl::string_view path) {
-          absl::string_view method = path;
-          if (absl::ConsumePrefix(&method, "/bloom.v1.BloomFilterService/") && metrics != nullptr) {
-            for (size_t i = 0; i < metrics::kNumRpcs; ++i) {
-              const auto rpc = static_cast<metrics::Rpc>(i);
-              if (method == metrics::RpcName(rpc)) {
-                metrics->RecordRpc(rpc, status.code(), absl::ZeroDuration(), 0);
-              }
-            }
+          const rpcs::RpcInfo* rpc = rpcs::FindByPath(path);
+          if (rpc != nullptr && metrics != nullptr) {
+            metrics->RecordRpc(rpc->rpc, status.code(), absl::ZeroDuration(), 0);
           }
           service->RecordAuthRefusal(status, path, "a peer (refused before its request)");
         },

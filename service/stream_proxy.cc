@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/types/optional.h"
+#include "common/rpcs.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "service/convert.h"
 
@@ -110,8 +111,8 @@ class PipelineProxy final : public ProxyBase {
     std::lock_guard<std::recursive_mutex> lock(state.mu);
     // Bytes both ways: the follower neither parses nor serializes what it passes on.
     grpc::GenericStub(this->place->channel())
-        .PrepareBidiStreamingCall(upstream.context.get(), kPipelineMethod, grpc::StubOptions(),
-                                  &upstream);
+        .PrepareBidiStreamingCall(upstream.context.get(), rpcs::Info(rpcs::Rpc::kPipeline).path,
+                                  grpc::StubOptions(), &upstream);
     upstream.AddHold();
     upstream.StartRead(&upstream.answer);
     upstream.StartCall();

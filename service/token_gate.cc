@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/rpcs.h"
 
 namespace service {
 namespace {
@@ -118,12 +119,20 @@ absl::StatusOr<OpenMethods> ParseOpenMethods(absl::string_view text) {
   return open;
 }
 
-// Kubernetes probes and grpcurl-style tools speak neither TLS client certificates nor tokens.
+// Kubernetes probes and grpcurl-style tools speak neither TLS client certificates nor tokens:
+// the RPC table says which methods they call.
 bool TokenGate::IsOpen(absl::string_view path) const {
-  if (open_.health && absl::StartsWith(path, "/grpc.health.v1.Health/")) return true;
-  return open_.reflection &&
-         (absl::StartsWith(path, "/grpc.reflection.v1alpha.ServerReflection/") ||
-          absl::StartsWith(path, "/grpc.reflection.v1.ServerReflection/"));
+  const rpcs::RpcInfo* rpc = rpcs::FindByPath(path);
+  if (rpc == nullptr) return false;
+  switch (rpc->tokenless) {
+    case rpcs::Tokenless::kIfHealthOpen:
+      return open_.health;
+    case rpcs::Tokenless::kIfReflectionOpen:
+      return open_.reflection;
+    case rpcs::Tokenless::kNever:
+      return false;
+  }
+  return false;
 }
 
 absl::Status TokenGate::Check(absl::string_view path,

@@ -29,7 +29,7 @@ class ExportReactor final : public grpc::ServerWriteReactor<ExportChunk> {
 
   // Runs in the method handler: every path ends in a write or Finish (perhaps later, in Open).
   void Begin(const bloom::v1::ExportRequest& request) {
-    absl::StatusOr<Caller> caller = service_->AdmitStream(context_, metrics::Rpc::kExport);
+    absl::StatusOr<Caller> caller = service_->AdmitStream(context_, rpcs::Rpc::kExport);
     if (!caller.ok()) {
       counted_ = true;  // AdmitStream counted the refusal
       return End(caller.status());
@@ -60,7 +60,7 @@ class ExportReactor final : public grpc::ServerWriteReactor<ExportChunk> {
 
   void OnDone() override {
     if (!counted_ && service_->hooks().metrics != nullptr) {
-      service_->hooks().metrics->RecordRpc(metrics::Rpc::kExport, status_.code(),
+      service_->hooks().metrics->RecordRpc(rpcs::Rpc::kExport, status_.code(),
                                            absl::Now() - start_, 0);
     }
     delete this;  // the ticket first leaves the guard, waiting out a running abandon
@@ -116,7 +116,7 @@ class ImportReactor final : public grpc::ServerReadReactor<ImportChunk> {
       : service_(service), context_(context), response_(response), start_(absl::Now()) {}
 
   void Begin() {
-    absl::StatusOr<Caller> caller = service_->AdmitStream(context_, metrics::Rpc::kImport);
+    absl::StatusOr<Caller> caller = service_->AdmitStream(context_, rpcs::Rpc::kImport);
     if (!caller.ok()) {
       counted_ = true;
       return FinishOnce(caller.status());
@@ -141,7 +141,7 @@ class ImportReactor final : public grpc::ServerReadReactor<ImportChunk> {
 
   void OnDone() override {
     if (!counted_ && service_->hooks().metrics != nullptr) {
-      service_->hooks().metrics->RecordRpc(metrics::Rpc::kImport, status_.code(),
+      service_->hooks().metrics->RecordRpc(rpcs::Rpc::kImport, status_.code(),
                                            absl::Now() - start_, 0);
     }
     delete this;
