@@ -18,6 +18,10 @@
 //   { bloomsync::MutexLock lock(&mu); ++value; }
 //   { bloomsync::ReaderMutexLock lock(&mu); Read(value); }
 //
+// Where a thread sleeps until something changes, use BlockingMutex and CondVar
+// (blocking_mutex.h): a condition variable needs a std::mutex. The server has no other lock
+// types, so clang checks every ABSL_GUARDED_BY.
+//
 // Thread-safety: it is a mutex. Not recursive; unlocking a lock not held is undefined.
 #ifndef COMMON_MUTEX_H_
 #define COMMON_MUTEX_H_

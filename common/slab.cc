@@ -5,8 +5,9 @@
 #include <array>
 #include <atomic>
 #include <cstring>
-#include <mutex>
 #include <new>
+
+#include "absl/base/thread_annotations.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -17,6 +18,7 @@
 #define SLAB_UNPOISON(address, size) ((void)(address), (void)(size))
 #endif
 
+#include "common/blocking_mutex.h"
 namespace slab {
 namespace {
 
@@ -26,10 +28,10 @@ constexpr size_t kClasses = kMaxSlotBytes / kAlignment;
 struct SizeClass {
   explicit SizeClass(size_t bytes) : slot_bytes(bytes) {}
   const size_t slot_bytes;
-  std::mutex mu;
-  void* free_head = nullptr;  // guarded by mu
-  char* carve = nullptr;      // guarded by mu: the next never-used slot of the newest slab
-  char* carve_end = nullptr;  // guarded by mu
+  bloomsync::BlockingMutex mu;
+  void* free_head ABSL_GUARDED_BY(mu) = nullptr;
+  char* carve ABSL_GUARDED_BY(mu) = nullptr;  // the next never-used slot of the newest slab
+  char* carve_end ABSL_GUARDED_BY(mu) = nullptr;
 };
 
 // The first kAlignment bytes of every slab (aligned to kSlabBytes), so Free finds a slot's
@@ -81,7 +83,7 @@ void* Allocate(size_t bytes) {
   const size_t slot_bytes = size_class.slot_bytes;
   void* slot = nullptr;
   {
-    std::lock_guard<std::mutex> lock(size_class.mu);
+    bloomsync::BlockingLock lock(&size_class.mu);
     if (size_class.free_head != nullptr) {
       slot = size_class.free_head;
       SLAB_UNPOISON(slot, slot_bytes);
@@ -109,7 +111,7 @@ void Free(void* slot) {
       static_cast<char*>(slot) - reinterpret_cast<uintptr_t>(slot) % kSlabBytes;
   SizeClass& size_class = *reinterpret_cast<const SlabHeader*>(slab_start)->size_class;
   {
-    std::lock_guard<std::mutex> lock(size_class.mu);
+    bloomsync::BlockingLock lock(&size_class.mu);
     std::memcpy(slot, &size_class.free_head, sizeof(void*));
     size_class.free_head = slot;
     SLAB_POISON(slot, size_class.slot_bytes);

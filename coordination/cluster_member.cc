@@ -100,17 +100,17 @@ absl::StatusOr<MemberRecord> ClusterMember::ReadMember(const std::string& name) 
 
 ClusterMember::~ClusterMember() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     stop_ = true;
     if (watch_ != nullptr) watch_->Cancel();
   }
-  wake_.notify_all();
+  wake_.NotifyAll();
   thread_.join();
   primary_.store(false);
 }
 
 Role ClusterMember::role() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   return role_;
 }
 
@@ -121,14 +121,14 @@ bool ClusterMember::MayAcknowledge() const {
 }
 
 absl::Status ClusterMember::RecordSyncSet(std::vector<std::string> followers) {
-  std::lock_guard<std::mutex> writing(sync_write_mu_);
+  bloomsync::BlockingLock writing(&sync_write_mu_);
   SyncSet set{.leader = options_.name,
               .term = 0,
               .required = options_.required_acks,
               .names = std::move(followers)};
   std::sort(set.names.begin(), set.names.end());
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     if (role_.kind != Role::Kind::kPrimary) {
       return absl::FailedPreconditionError("only the primary records the sync set");
     }
@@ -137,7 +137,7 @@ absl::Status ClusterMember::RecordSyncSet(std::vector<std::string> followers) {
     set.handover_sequence = handover_sequence_;
   }
   RETURN_IF_ERROR(WriteSyncSet(set));
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   if (role_.term == set.term) recorded_names_ = set.names;
   return absl::OkStatus();
 }
@@ -154,7 +154,7 @@ absl::Status ClusterMember::WriteSyncSet(const SyncSet& set) {
 }
 
 absl::Status ClusterMember::BeginHandOver() {
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   if (role_.kind != Role::Kind::kPrimary || stop_) {
     return absl::FailedPreconditionError("this pod is not the primary: only it can hand over");
   }
@@ -167,11 +167,11 @@ void ClusterMember::CancelHandOver() { handing_over_.store(false); }
 absl::Status ClusterMember::HandOver(const std::string& to, uint64_t sequence) {
   std::shared_ptr<LeaseKeeper> lease;
   {
-    std::lock_guard<std::mutex> writing(sync_write_mu_);
+    bloomsync::BlockingLock writing(&sync_write_mu_);
     SyncSet set{
         .leader = options_.name, .term = 0, .required = options_.required_acks, .names = {}};
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      bloomsync::BlockingLock lock(&mu_);
       if (!handing_over_.load() || role_.kind != Role::Kind::kPrimary) {
         return absl::FailedPreconditionError(
             "not handing over: this pod is no longer primary, or the handover was not begun");
@@ -206,12 +206,12 @@ absl::Status ClusterMember::StepDown(int64_t term) {
 absl::Status ClusterMember::Resign() {
   std::shared_ptr<LeaseKeeper> lease;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     stop_ = true;
     if (watch_ != nullptr) watch_->Cancel();
     lease = keeper_;
   }
-  wake_.notify_all();
+  wake_.NotifyAll();
   primary_.store(false);
   if (lease == nullptr) return absl::OkStatus();
   bloomlog::LogInfo(absl::StrCat("cluster ", options_.cluster, ": ", options_.name, " resigns"));
@@ -219,23 +219,24 @@ absl::Status ClusterMember::Resign() {
 }
 
 std::shared_ptr<LeaseKeeper> ClusterMember::keeper() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   return keeper_;
 }
 
 bool ClusterMember::stopping() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   return stop_;
 }
 
 bool ClusterMember::Pause(absl::Duration duration) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return !wake_.wait_for(lock, absl::ToChronoNanoseconds(duration), [this] { return stop_; });
+  bloomsync::BlockingLock lock(&mu_);
+  return !wake_.WaitFor(lock, absl::ToChronoNanoseconds(duration),
+                        [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_; });
 }
 
 void ClusterMember::SetRole(const Role& role) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     if (role_.kind == role.kind && role_.term == role.term &&
         role_.leader.name == role.leader.name) {
       return;
@@ -272,9 +273,9 @@ bool ClusterMember::EnsureLease() {
   }
   LeaseOptions lease_options = options_.lease;
   lease_options.on_lost = [this] {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     if (watch_ != nullptr) watch_->Cancel();
-    wake_.notify_all();
+    wake_.NotifyAll();
   };
   absl::StatusOr<std::unique_ptr<LeaseKeeper>> started = LeaseKeeper::Start(etcd_, lease_options);
   if (!started.ok()) {
@@ -292,7 +293,7 @@ bool ClusterMember::EnsureLease() {
     lease->Revoke().IgnoreError();  // a new lease, and registration, next round
     return false;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   keeper_ = std::move(lease);
   return true;
 }
@@ -437,7 +438,7 @@ void ClusterMember::FollowLeader(const KeyValue& leader_key, int64_t revision) {
   }
   std::shared_ptr<EtcdWatch> shared(std::move(*watch));
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     if (stop_) return;
     watch_ = shared;
   }
@@ -447,7 +448,7 @@ void ClusterMember::FollowLeader(const KeyValue& leader_key, int64_t revision) {
     absl::StatusOr<std::vector<WatchEvent>> events = shared->Next();
     if (!events.ok() && !absl::IsCancelled(events.status())) Pause(kRetry);
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   watch_.reset();
 }
 

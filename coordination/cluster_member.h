@@ -36,18 +36,18 @@
 #define COORDINATION_CLUSTER_MEMBER_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/blocking_mutex.h"
 #include "coordination/cluster_state.h"
 #include "coordination/etcd_client.h"
 #include "coordination/lease_keeper.h"
@@ -144,22 +144,22 @@ class ClusterMember {
   const ClusterMemberOptions options_;
   const std::string secret_;
 
-  mutable std::mutex mu_;
-  std::condition_variable wake_;
-  bool stop_ = false;                      // guarded by mu_
-  Role role_;                              // guarded by mu_
-  std::shared_ptr<LeaseKeeper> keeper_;    // guarded by mu_
-  std::shared_ptr<EtcdWatch> watch_;       // guarded by mu_: cancelled to end a wait
+  mutable bloomsync::BlockingMutex mu_;
+  bloomsync::CondVar wake_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  Role role_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<LeaseKeeper> keeper_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<EtcdWatch> watch_ ABSL_GUARDED_BY(mu_);  // cancelled to end a wait
   std::atomic<bool> primary_{false};       // role_.kind == kPrimary, read without the lock
   std::atomic<bool> handing_over_{false};  // between BeginHandOver and the next role
   // The sync set last recorded in this term (names, and a handover once HandOver wrote one):
   // RecordSyncSet keeps the handover in every later record of the term.
-  std::vector<std::string> recorded_names_;  // guarded by mu_
-  std::string handover_to_;                  // guarded by mu_
-  uint64_t handover_sequence_ = 0;           // guarded by mu_
+  std::vector<std::string> recorded_names_ ABSL_GUARDED_BY(mu_);
+  std::string handover_to_ ABSL_GUARDED_BY(mu_);
+  uint64_t handover_sequence_ ABSL_GUARDED_BY(mu_) = 0;
   // Held across each write of the sync set, so that a record read before a handover cannot
   // land after it.
-  std::mutex sync_write_mu_;
+  bloomsync::BlockingMutex sync_write_mu_;
   int64_t last_term_ = 0;                               // the member thread's only
   absl::Time last_refusal_log_ = absl::InfinitePast();  // the member thread's only
   std::thread thread_;

@@ -50,10 +50,10 @@ LeaseKeeper::LeaseKeeper(EtcdClient* etcd, LeaseOptions options, int64_t id,
 
 LeaseKeeper::~LeaseKeeper() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     stop_ = true;
   }
-  wake_.notify_all();
+  wake_.NotifyAll();
   thread_.join();
 }
 
@@ -63,10 +63,10 @@ LeaseKeeper::Clock::time_point LeaseKeeper::held_until() const {
 
 absl::Status LeaseKeeper::Revoke() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     stop_ = true;
   }
-  wake_.notify_all();
+  wake_.NotifyAll();
   // No longer held from here on, whatever etcd answers: the caller is handing over.
   held_until_nanos_.store(Clock::time_point::min().time_since_epoch().count());
   lost_.store(true);
@@ -86,10 +86,12 @@ void LeaseKeeper::Loop() {
   Clock::time_point next = Clock::now() + period;
   while (true) {
     {
-      std::unique_lock<std::mutex> lock(mu_);
+      bloomsync::BlockingLock lock(&mu_);
       // A renewal is never due after the bound: one must try while the lease is still held.
       next = std::min(next, held_until());
-      if (wake_.wait_until(lock, next, [this] { return stop_; })) return;
+      if (wake_.WaitUntil(lock, next,
+                          [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_; }))
+        return;
     }
     if (Clock::now() >= held_until()) {  // no renewal succeeded in time
       Lose();

@@ -25,16 +25,16 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/blocking_mutex.h"
 #include "coordination/etcd_client.h"
 
 namespace coordination {
@@ -85,9 +85,9 @@ class LeaseKeeper {
   const int64_t id_;
   std::atomic<int64_t> held_until_nanos_;  // Clock's time since its epoch
   std::atomic<bool> lost_{false};
-  std::mutex mu_;
-  std::condition_variable wake_;
-  bool stop_ = false;  // guarded by mu_
+  bloomsync::BlockingMutex mu_;
+  bloomsync::CondVar wake_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

@@ -85,25 +85,26 @@ SyncSetKeeper::SyncSetKeeper(ClusterMember* member, storage::ReplicaAcks* acks,
 
 SyncSetKeeper::~SyncSetKeeper() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     stop_ = true;
   }
-  wake_.notify_all();
+  wake_.NotifyAll();
   thread_.join();
 }
 
 std::vector<std::string> SyncSetKeeper::recorded() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   return recorded_;
 }
 
 void SyncSetKeeper::Loop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   while (!stop_) {
-    lock.unlock();
+    lock.Unlock();
     Step();
-    lock.lock();
-    wake_.wait_for(lock, absl::ToChronoNanoseconds(options_.interval), [this] { return stop_; });
+    lock.Lock();
+    wake_.WaitFor(lock, absl::ToChronoNanoseconds(options_.interval),
+                  [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_; });
   }
 }
 
@@ -163,7 +164,7 @@ void SyncSetKeeper::Step() {
   }
   acks_->SetSyncSet(change.next);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     recorded_ = change.next;
   }
   bloomlog::LogInfo(

@@ -25,15 +25,15 @@
 #ifndef COORDINATION_SYNC_SET_KEEPER_H_
 #define COORDINATION_SYNC_SET_KEEPER_H_
 
-#include <condition_variable>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/time/time.h"
+#include "common/blocking_mutex.h"
 #include "coordination/cluster_member.h"
 #include "storage/replica_acks.h"
 
@@ -80,10 +80,10 @@ class SyncSetKeeper {
   ClusterMember* const member_;
   storage::ReplicaAcks* const acks_;
   const SyncSetKeeperOptions options_;
-  mutable std::mutex mu_;
-  std::condition_variable wake_;
-  bool stop_ = false;                  // guarded by mu_
-  std::vector<std::string> recorded_;  // guarded by mu_
+  mutable bloomsync::BlockingMutex mu_;
+  bloomsync::CondVar wake_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::string> recorded_ ABSL_GUARDED_BY(mu_);
   // The keeper thread's only: when each unverified stream (by id) was last checked, and which
   // refusals were logged.
   std::map<int, absl::Time> checked_;

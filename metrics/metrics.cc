@@ -10,12 +10,13 @@
 #include <prometheus/text_serializer.h>
 
 #include <exception>
-#include <mutex>
 #include <sstream>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "common/blocking_mutex.h"
 #include "metrics/process_figures.h"
 
 namespace metrics {
@@ -50,7 +51,7 @@ class StateCollector final : public prometheus::Collectable {
 
   [[nodiscard]] std::vector<MetricFamily> Collect() const override {
     std::vector<MetricFamily> families;
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     if (store_ != nullptr) AddStore(families);
     if (replication_) AddReplication(replication_(), families);
     AddProcess(families);
@@ -58,16 +59,16 @@ class StateCollector final : public prometheus::Collectable {
   }
 
   void SetStore(storage::FiguresSource* store) {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     store_ = store;
   }
   void SetReplicationSource(std::function<ReplicationFigures()> source) {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     replication_ = std::move(source);
   }
 
  private:
-  void AddStore(std::vector<MetricFamily>& out) const {
+  void AddStore(std::vector<MetricFamily>& out) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const storage::StoreFigures f = store_->Figures();
     out.push_back(Gauge("bloom_filters", "Filters in memory.", static_cast<double>(f.filters)));
     out.push_back(Gauge("bloom_filters_cold",
@@ -256,9 +257,9 @@ class StateCollector final : public prometheus::Collectable {
                           static_cast<double>(r.ack_timeouts)));
   }
 
-  mutable std::mutex mu_;  // scrapes and SetStore/SetReplicationSource
-  storage::FiguresSource* store_;
-  std::function<ReplicationFigures()> replication_;
+  mutable bloomsync::BlockingMutex mu_;  // scrapes and SetStore/SetReplicationSource
+  storage::FiguresSource* store_ ABSL_GUARDED_BY(mu_);
+  std::function<ReplicationFigures()> replication_ ABSL_GUARDED_BY(mu_);
 };
 
 // The metrics listener (CivetWeb, one worker thread per connection being served): how many

@@ -28,7 +28,7 @@ void AppliedWaiters::Wait(uint64_t sequence, absl::Time deadline, Done done) {
     return;
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     if (!stopped_ && by_sequence_.size() < max_waiting_ && deadline > absl::Now()) {
       auto waiter = by_sequence_.emplace(sequence, BySequence{std::move(done), {}});
       waiter->second.twin = by_deadline_.emplace(deadline, ByDeadline{waiter});
@@ -36,7 +36,7 @@ void AppliedWaiters::Wait(uint64_t sequence, absl::Time deadline, Done done) {
       // the look above and here is not missed.
       notified_ = true;
       if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
-      wake_.notify_one();
+      wake_.NotifyOne();
       return;
     }
   }
@@ -45,50 +45,50 @@ void AppliedWaiters::Wait(uint64_t sequence, absl::Time deadline, Done done) {
 
 void AppliedWaiters::Notify() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     if (by_sequence_.empty()) return;
     notified_ = true;
   }
-  wake_.notify_one();
+  wake_.NotifyOne();
 }
 
 size_t AppliedWaiters::waiting() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   return by_sequence_.size();
 }
 
 void AppliedWaiters::Stop() {
   std::vector<Done> refused;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     stopped_ = true;
     for (auto& [sequence, waiter] : by_sequence_) refused.push_back(std::move(waiter.done));
     by_sequence_.clear();
     by_deadline_.clear();
   }
-  wake_.notify_one();
+  wake_.NotifyOne();
   // No Wait starts the thread once stopped_ is set, so thread_ no longer changes.
   if (thread_.joinable()) thread_.join();
   for (Done& done : refused) std::move(done)(false);
 }
 
 void AppliedWaiters::Run() {
-  std::unique_lock<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   while (!stopped_) {
-    const auto woken = [&] { return stopped_ || notified_; };
+    const auto woken = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopped_ || notified_; };
     if (by_deadline_.empty()) {
-      wake_.wait(lock, woken);  // idle: a Wait that waits notifies
+      wake_.Wait(lock, woken);  // idle: a Wait that waits notifies
     } else {
       const absl::Time wake_at = std::min(absl::Now() + kRecheck, by_deadline_.begin()->first);
-      wake_.wait_until(lock, absl::ToChronoTime(wake_at), woken);
+      wake_.WaitUntil(lock, absl::ToChronoTime(wake_at), woken);
     }
     if (stopped_) break;
     notified_ = false;
     if (by_sequence_.empty()) continue;
-    lock.unlock();
+    lock.Unlock();
     const uint64_t applied = applied_sequence_();
     const absl::Time now = absl::Now();
-    lock.lock();
+    lock.Lock();
     if (stopped_) break;  // Stop() answers what is left
     // Collect the answered under the lock, call them outside it.
     std::vector<std::pair<Done, bool>> answered;
@@ -105,9 +105,9 @@ void AppliedWaiters::Run() {
       by_sequence_.erase(waiter);
     }
     if (answered.empty()) continue;
-    lock.unlock();
+    lock.Unlock();
     for (auto& [done, applied_now] : answered) std::move(done)(applied_now);
-    lock.lock();
+    lock.Lock();
   }
 }
 

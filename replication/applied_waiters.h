@@ -19,17 +19,17 @@
 #ifndef REPLICATION_APPLIED_WAITERS_H_
 #define REPLICATION_APPLIED_WAITERS_H_
 
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <thread>
 #include <utility>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/time/time.h"
+#include "common/blocking_mutex.h"
 
 namespace replication {
 
@@ -62,12 +62,11 @@ class AppliedWaiters {
   const std::function<uint64_t()> applied_sequence_;
   const size_t max_waiting_;
 
-  // std::mutex for its condition variable (Debian's absl::Mutex is invisible to TSAN).
-  mutable std::mutex mu_;
-  std::condition_variable wake_;
-  bool stopped_ = false;   // guarded by mu_
-  bool notified_ = false;  // guarded by mu_: Notify() since the thread last looked
-  // Guarded by mu_: the waiting calls in two orders, by sequence and by deadline; each entry
+  mutable bloomsync::BlockingMutex mu_;
+  bloomsync::CondVar wake_;
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  bool notified_ ABSL_GUARDED_BY(mu_) = false;  // Notify() since the thread last looked
+  // The waiting calls in two orders, by sequence and by deadline; each entry
   // points at its twin in the other (a multimap's iterators stay valid until erased).
   struct BySequence;
   struct ByDeadline;
@@ -80,8 +79,8 @@ class AppliedWaiters {
   struct ByDeadline {
     SequenceOrder::iterator twin;
   };
-  SequenceOrder by_sequence_;
-  DeadlineOrder by_deadline_;
+  SequenceOrder by_sequence_ ABSL_GUARDED_BY(mu_);
+  DeadlineOrder by_deadline_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;  // started by the first Wait that waits
 };
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/blocking_mutex.h"
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "storage/replication_log.h"
@@ -206,10 +207,10 @@ void Follower::Stop() {
   stop_.store(true);
   waiters_.Stop();  // the reads waiting go to the primary (or fail there, as it is gone)
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     if (call_ != nullptr) call_->TryCancel();
   }
-  applied_cv_.notify_all();
+  applied_cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -218,24 +219,25 @@ void Follower::Retarget(const std::string& primary) {
   options.primary = primary;
   std::shared_ptr<v1::ReplicationService::Stub> stub =
       v1::ReplicationService::NewStub(PrimaryChannel(options));
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   options_.primary = primary;
   stub_ = std::move(stub);
   retargeted_ = true;
   retargeted_at_ = absl::Now();
   if (call_ != nullptr) call_->TryCancel();
-  applied_cv_.notify_all();
+  applied_cv_.NotifyAll();
 }
 
 std::string Follower::primary() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   return options_.primary;
 }
 
 bool Follower::SleepUnlessStopped(absl::Duration duration) {
-  std::unique_lock<std::mutex> lock(mu_);
-  applied_cv_.wait_for(lock, absl::ToChronoMicroseconds(duration),
-                       [&] { return stop_.load() || retargeted_; });
+  bloomsync::BlockingLock lock(&mu_);
+  applied_cv_.WaitFor(
+      lock, absl::ToChronoMicroseconds(duration),
+      [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_.load() || retargeted_; });
   return !stop_.load();
 }
 
@@ -245,7 +247,7 @@ void Follower::Run() {
     const absl::Time start = absl::Now();
     const grpc::Status ended = TailOnce();
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      bloomsync::BlockingLock lock(&mu_);
       connected_ = false;
       unreachable_ = ended.error_code() == grpc::StatusCode::UNAVAILABLE ||
                      ended.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
@@ -259,7 +261,7 @@ void Follower::Run() {
     }
     bool new_primary = false;  // elected moments ago: it may still be opening its port
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      bloomsync::BlockingLock lock(&mu_);
       if (retargeted_) {  // the old primary's stream was ended on purpose: the new one now
         retargeted_ = false;
         retry = kMinRetry;
@@ -290,32 +292,32 @@ class ResponseQueue {
   static constexpr size_t kMaxQueued = 256;
 
   void Push(v1::TailResponse response) {
-    std::unique_lock<std::mutex> lock(mu_);
-    room_.wait(lock, [&] { return queue_.size() < kMaxQueued || closed_; });
+    bloomsync::BlockingLock lock(&mu_);
+    room_.Wait(lock, [&] { return queue_.size() < kMaxQueued || closed_; });
     queue_.push_back(std::move(response));
-    ready_.notify_one();
+    ready_.NotifyOne();
   }
   // The stream ended (the reader's Read returned false), or the consumer gave up.
   void Close() {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     closed_ = true;
-    ready_.notify_all();
-    room_.notify_all();
+    ready_.NotifyAll();
+    room_.NotifyAll();
   }
   // Everything queued, waiting for at least one; empty once closed and drained.
   std::vector<v1::TailResponse> TakeAll() {
-    std::unique_lock<std::mutex> lock(mu_);
-    ready_.wait(lock, [&] { return !queue_.empty() || closed_; });
+    bloomsync::BlockingLock lock(&mu_);
+    ready_.Wait(lock, [&] { return !queue_.empty() || closed_; });
     std::vector<v1::TailResponse> out(std::make_move_iterator(queue_.begin()),
                                       std::make_move_iterator(queue_.end()));
     queue_.clear();
-    room_.notify_all();
+    room_.NotifyAll();
     return out;
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable ready_, room_;
+  bloomsync::BlockingMutex mu_;
+  bloomsync::CondVar ready_, room_;
   std::deque<v1::TailResponse> queue_;
   bool closed_ = false;
 };
@@ -327,7 +329,7 @@ grpc::Status Follower::TailOnce() {
   AddToken(context, options_);
   std::shared_ptr<v1::ReplicationService::Stub> stub;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     if (stop_.load()) return {grpc::StatusCode::CANCELLED, "stopped"};
     call_ = &context;
     stub = stub_;
@@ -355,7 +357,7 @@ grpc::Status Follower::TailOnce() {
   queue.Close();
   if (reader.joinable()) reader.join();
   grpc::Status finished = stream->Finish();
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   call_ = nullptr;
   return ended.ok() ? finished : ended;
 }
@@ -386,7 +388,7 @@ grpc::Status Follower::ApplyResponses(Queue& queue, Stream& stream, uint64_t sta
     if (!announced) {
       announced = true;
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        bloomsync::BlockingLock lock(&mu_);
         connected_ = true;
         unreachable_ = false;
         last_response_ = absl::Now();  // these responses; lag counts from here, not the last stream
@@ -425,7 +427,7 @@ grpc::Status Follower::ApplyResponses(Queue& queue, Stream& stream, uint64_t sta
       }
     }
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      bloomsync::BlockingLock lock(&mu_);
       batches_applied_ += batches.size();
       bytes_applied_ += bytes;
     }
@@ -444,7 +446,7 @@ void Follower::OnApplied(uint64_t primary_sequence, absl::Time primary_time) {
   bool caught_up_now = false;
   bool fell_behind = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     primary_sequence_ = std::max(primary_sequence_, primary_sequence);
     last_response_ = now;
     const bool was_behind = behind_ || !caught_up_once_;
@@ -476,7 +478,7 @@ FollowerStatus Follower::status() const {
   FollowerStatus status;
   status.applied_sequence = store_->LatestSequence();
   const absl::Time now = absl::Now();
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   status.connected = connected_;
   status.serving = serving_;
   status.primary_sequence = std::max(primary_sequence_, status.applied_sequence);
@@ -496,7 +498,7 @@ void Follower::UpdateServing() {
   const FollowerStatus now = status();
   bool serving;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     // Connected: serve once within max_lag. Not connected: serve what is here once the primary
     // proved unreachable (reads go on without it), but not while a stream is being set up.
     serving = connected_ ? (caught_up_once_ && now.lag <= options_.max_lag)

@@ -20,16 +20,16 @@
 #define REPLICATION_FOLLOWER_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "bloom/replication/v1/replication.grpc.pb.h"
+#include "common/blocking_mutex.h"
 #include "grpcpp/grpcpp.h"
 #include "replication/applied_waiters.h"
 #include "storage/filter_store.h"
@@ -126,16 +126,16 @@ class Follower {
   storage::FilterStore* const store_;
   FollowerOptions options_;  // options_.primary guarded by mu_ (Retarget); the rest constant
   const std::function<void(bool)> on_serving_;
-  // Guarded by mu_ (Retarget replaces it); a stream keeps the one it started with.
-  std::shared_ptr<bloom::replication::v1::ReplicationService::Stub> stub_;
-  bool retargeted_ = false;                          // guarded by mu_: reconnect without waiting
-  absl::Time retargeted_at_ = absl::InfinitePast();  // guarded by mu_
+  // Retarget replaces it; a stream keeps the one it started with.
+  std::shared_ptr<bloom::replication::v1::ReplicationService::Stub> stub_ ABSL_GUARDED_BY(mu_);
+  bool retargeted_ ABSL_GUARDED_BY(mu_) = false;  // reconnect without waiting
+  absl::Time retargeted_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   std::atomic<bool> stop_{false};
   std::atomic<bool> needs_snapshot_{false};
   std::thread thread_;
 
-  mutable std::mutex mu_;
-  std::condition_variable applied_cv_;   // Stop's and Retarget's wake-ups
+  mutable bloomsync::BlockingMutex mu_;
+  bloomsync::CondVar applied_cv_;        // Stop's and Retarget's wake-ups
   grpc::ClientContext* call_ = nullptr;  // the stream in progress, for Stop to cancel
   bool connected_ = false;
   bool caught_up_once_ = false;

@@ -77,7 +77,7 @@ grpc::Status ReplicationService::Admit(grpc::ServerContextBase* context, service
 }
 
 bool ReplicationService::TakeTailSlot(const std::string& caller, std::string* why) {
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   auto mine = tails_per_caller_.find(caller);
   if (mine != tails_per_caller_.end() && mine->second >= options_.max_tails_per_caller) {
     *why = absl::StrCat(caller, " holds ", mine->second, " Tail streams already, its most");
@@ -93,7 +93,7 @@ bool ReplicationService::TakeTailSlot(const std::string& caller, std::string* wh
 }
 
 void ReplicationService::ReleaseTailSlot(const std::string& caller) {
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   --tails_;
   auto mine = tails_per_caller_.find(caller);
   if (mine != tails_per_caller_.end() && --mine->second <= 0) tails_per_caller_.erase(mine);
@@ -209,13 +209,13 @@ grpc::ServerBidiReactor<v1::TailRequest, v1::TailResponse>* ReplicationService::
 }
 
 void ReplicationService::SetFollower(const Follower* follower, std::string primary) {
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   follower_ = follower;
   primary_ = std::move(primary);
 }
 
 void ReplicationService::SetClusterSource(std::function<ClusterView()> source) {
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   cluster_source_ = std::move(source);
 }
 
@@ -227,7 +227,7 @@ grpc::Status ReplicationService::Status(grpc::ServerContext* context,
     return admitted;
   }
   response->set_sequence(store_->LatestSequence());
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   if (cluster_source_) {
     const ClusterView view = cluster_source_();
     v1::StatusResponse::Cluster* cluster = response->mutable_cluster();
@@ -263,7 +263,7 @@ grpc::Status ReplicationService::Status(grpc::ServerContext* context,
 }
 
 void ReplicationService::SetSwitchoverHandler(SwitchoverHandler handler) {
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   switchover_ = std::move(handler);
 }
 
@@ -277,7 +277,7 @@ grpc::Status ReplicationService::Switchover(grpc::ServerContext* context,
   SwitchoverHandler handler;
   std::string primary;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     handler = switchover_;
     if (cluster_source_) {
       const ClusterView view = cluster_source_();
@@ -306,14 +306,14 @@ grpc::Status ReplicationService::Switchover(grpc::ServerContext* context,
 }
 
 int ReplicationService::Register(FollowerStream status) {
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   const int id = next_id_++;
   followers_.emplace_back(id, std::move(status));
   return id;
 }
 
 void ReplicationService::Update(int id, uint64_t sent, uint64_t durable) {
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   for (auto& [key, follower] : followers_) {
     if (key != id) continue;
     if (sent != 0) follower.sent_sequence = sent;
@@ -325,12 +325,12 @@ void ReplicationService::Update(int id, uint64_t sent, uint64_t durable) {
 }
 
 void ReplicationService::Unregister(int id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   std::erase_if(followers_, [id](const auto& entry) { return entry.first == id; });
 }
 
 std::vector<FollowerStream> ReplicationService::Followers() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   std::vector<FollowerStream> out;
   for (const auto& [id, follower] : followers_) out.push_back(follower);
   return out;

@@ -24,13 +24,14 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "bloom/replication/v1/replication.grpc.pb.h"
+#include "common/blocking_mutex.h"
 #include "replication/follower.h"
 #include "replication/tail_stream.h"
 #include "service/auth.h"
@@ -136,16 +137,16 @@ class ReplicationService final
   // Streams running now: each Tail holds a log reader and each Snapshot a checkpoint on disk,
   // so nobody may open them without limit (options_.max_tails; snapshots_ admits Snapshots).
   service::TransferGuard snapshots_;
-  mutable std::mutex mu_;
-  int tails_ = 0;                                // guarded by mu_
-  std::map<std::string, int> tails_per_caller_;  // guarded by mu_; no zero counts
+  mutable bloomsync::BlockingMutex mu_;
+  int tails_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::string, int> tails_per_caller_ ABSL_GUARDED_BY(mu_);  // no zero counts
   int next_id_ = 0;
   std::vector<std::pair<int, FollowerStream>> followers_;
-  const Follower* follower_ = nullptr;  // guarded by mu_
+  const Follower* follower_ ABSL_GUARDED_BY(mu_) = nullptr;
   std::string primary_;
-  std::function<ClusterView()> cluster_source_;  // guarded by mu_
-  SwitchoverHandler switchover_;                 // guarded by mu_
-  TailPump pump_{store_};                        // last: its thread stops first
+  std::function<ClusterView()> cluster_source_ ABSL_GUARDED_BY(mu_);
+  SwitchoverHandler switchover_ ABSL_GUARDED_BY(mu_);
+  TailPump pump_{store_};  // last: its thread stops first
 };
 
 }  // namespace replication

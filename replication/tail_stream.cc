@@ -49,7 +49,7 @@ TailStream::TailStream(grpc::CallbackServerContext* context, storage::FilterStor
 }
 
 bool TailStream::Start(const v1::TailRequest& first) {
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   if (first.start_sequence() == 0) {  // sequences start at 1: a follower asks for latest + 1
     FinishLocked({grpc::StatusCode::INVALID_ARGUMENT, "start_sequence must be at least 1"});
     return false;
@@ -79,7 +79,7 @@ bool TailStream::Start(const v1::TailRequest& first) {
 
 void TailStream::OnReadDone(bool ok) {
   if (!ok) {  // the follower closed its side, or the call ended
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     FinishLocked(started_
                      ? grpc::Status::OK
                      : grpc::Status(grpc::StatusCode::CANCELLED, "no request from the follower"));
@@ -88,7 +88,7 @@ void TailStream::OnReadDone(bool ok) {
   }
   bool started;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     started = started_;
   }
   if (!started) {
@@ -102,7 +102,7 @@ void TailStream::OnReadDone(bool ok) {
   if (request_.durable_sequence() != 0) {
     const uint64_t credited = std::min(request_.durable_sequence(), sent_.load());
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      bloomsync::BlockingLock lock(&mu_);
       if (credited > acked_) {
         acked_ = credited;
         last_progress_ = absl::Now();
@@ -121,7 +121,7 @@ void TailStream::OnReadDone(bool ok) {
 void TailStream::OnWriteDone(bool ok) {
   bool wake = true;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     writing_ = false;
     if (finish_pending_) {
       finish_pending_ = false;
@@ -137,7 +137,7 @@ void TailStream::OnWriteDone(bool ok) {
 }
 
 void TailStream::OnCancel() {
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   FinishLocked({grpc::StatusCode::CANCELLED, "cancelled"});
 }
 
@@ -146,7 +146,7 @@ void TailStream::OnDone() {
   uint64_t sent;
   grpc::Status ended;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     started = started_;
     sent = sent_.load();
     ended = finish_after_write_;
@@ -163,14 +163,14 @@ void TailStream::OnDone() {
   // and free this stream while this function still runs; nothing of it may be touched after.
   TailPump* const pump = pump_;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     done_ = true;
   }
   pump->Wake();  // the pump lets go of this stream; gRPC is done with it
 }
 
 bool TailStream::done() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   return done_;
 }
 
@@ -187,7 +187,7 @@ void TailStream::FinishLocked(grpc::Status status) {
 
 void TailStream::Step(absl::Time now, bool stopping, absl::Time& wake, uint64_t& caught_up_at) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     if (!started_ || finished_) return;
     if (idle_timeout_ > absl::ZeroDuration() && sent_.load() > acked_ &&
         now - last_progress_ >= idle_timeout_) {
@@ -221,14 +221,14 @@ void TailStream::Step(absl::Time now, bool stopping, absl::Time& wake, uint64_t&
   const uint64_t latest = store_->LatestSequence();
   absl::StatusOr<storage::LogRead> read = log_->Read(kMaxResponseBytes);
   response_.Clear();
-  std::unique_lock<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   if (finished_) return;
   if (!read.ok()) {  // the reason travels in a message: the call itself ends cancelled
     response_.set_error_code(static_cast<int32_t>(read.status().code()));
     response_.set_error_message(std::string{read.status().message()});
     writing_ = true;
     FinishLocked(service::ToGrpcStatus(read.status()));  // after this write
-    lock.unlock();
+    lock.Unlock();
     StartWrite(&response_);
     return;
   }
@@ -257,7 +257,7 @@ void TailStream::Step(absl::Time now, bool stopping, absl::Time& wake, uint64_t&
   }
   next_ = read->next;
   writing_ = true;
-  lock.unlock();
+  lock.Unlock();
   hooks_.update(id_, sent_.load(), 0);
   StartWrite(&response_);
 }
@@ -272,7 +272,7 @@ TailPump::~TailPump() {
 
 void TailPump::Add(std::shared_ptr<TailStream> stream) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     streams_.push_back(std::move(stream));
   }
   Wake();
@@ -280,10 +280,10 @@ void TailPump::Add(std::shared_ptr<TailStream> stream) {
 
 void TailPump::Wake() {
   {
-    std::lock_guard<std::mutex> lock(wait_mu_);
+    bloomsync::BlockingLock lock(&wait_mu_);
     woken_.store(true);
   }
-  wait_cv_.notify_one();
+  wait_cv_.NotifyOne();
   store_->database().WakeWriteWaiters();
 }
 
@@ -297,7 +297,7 @@ void TailPump::Loop() {
     woken_.store(false);
     std::vector<std::shared_ptr<TailStream>> streams;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      bloomsync::BlockingLock lock(&mu_);
       std::erase_if(streams_, [](const auto& stream) { return stream->done(); });
       streams = streams_;
     }
@@ -310,9 +310,9 @@ void TailPump::Loop() {
     if (caught_up_at != kNoneCaughtUp) {  // a stream waits for the next write
       store_->database().WaitForWriteAfter(caught_up_at, wake - now, &woken_);
     } else {  // only for a pace or a write in flight: writes must not wake the pump
-      std::unique_lock<std::mutex> lock(wait_mu_);
-      wait_cv_.wait_for(lock, absl::ToChronoNanoseconds(wake - now),
-                        [this] { return woken_.load(); });
+      bloomsync::BlockingLock lock(&wait_mu_);
+      wait_cv_.WaitFor(lock, absl::ToChronoNanoseconds(wake - now),
+                       [this] { return woken_.load(); });
     }
   }
 }

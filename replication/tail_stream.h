@@ -21,17 +21,17 @@
 #define REPLICATION_TAIL_STREAM_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/time/time.h"
 #include "bloom/replication/v1/replication.grpc.pb.h"
+#include "common/blocking_mutex.h"
 #include "grpcpp/grpcpp.h"
 #include "storage/filter_store.h"
 #include "storage/replication_log.h"
@@ -76,7 +76,7 @@ class TailStream final : public grpc::ServerBidiReactor<bloom::replication::v1::
   // The first request: where to start. False (and finished) if it is not valid.
   bool Start(const bloom::replication::v1::TailRequest& first);
   // Finishes now, or after the write in flight (mu_ held).
-  void FinishLocked(grpc::Status status);
+  void FinishLocked(grpc::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   grpc::CallbackServerContext* const context_;
   storage::FilterStore* const store_;
@@ -86,13 +86,16 @@ class TailStream final : public grpc::ServerBidiReactor<bloom::replication::v1::
   storage::ReplicaAcks* const acks_;
   bloom::replication::v1::TailRequest request_;  // the read in flight fills it
 
-  mutable std::mutex mu_;
-  bool started_ = false;   // the first request arrived and the pump has this stream
-  bool writing_ = false;   // a write is in flight
-  bool finished_ = false;  // Finish was called (or is due after the write in flight)
-  bool done_ = false;      // OnDone has finished with this stream: the pump may free it
-  grpc::Status finish_after_write_;
-  bool finish_pending_ = false;
+  mutable bloomsync::BlockingMutex mu_;
+  bool started_ ABSL_GUARDED_BY(mu_) =
+      false;  // the first request arrived and the pump has this stream
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;  // a write is in flight
+  bool finished_ ABSL_GUARDED_BY(mu_) =
+      false;  // Finish was called (or is due after the write in flight)
+  bool done_ ABSL_GUARDED_BY(mu_) =
+      false;  // OnDone has finished with this stream: the pump may free it
+  grpc::Status finish_after_write_ ABSL_GUARDED_BY(mu_);
+  bool finish_pending_ ABSL_GUARDED_BY(mu_) = false;
   std::string name_;
   int id_ = -1;
   int ack_id_ = -1;
@@ -132,12 +135,12 @@ class TailPump {
   void Loop();
 
   storage::FilterStore* const store_;
-  std::mutex mu_;
-  std::vector<std::shared_ptr<TailStream>> streams_;
+  bloomsync::BlockingMutex mu_;
+  std::vector<std::shared_ptr<TailStream>> streams_ ABSL_GUARDED_BY(mu_);
   // Set by Wake(); ends the pump's wait, on wait_cv_ or on the database's write notification
   // (only while some stream waits for a write: otherwise every write would wake the pump).
-  std::mutex wait_mu_;
-  std::condition_variable wait_cv_;
+  bloomsync::BlockingMutex wait_mu_;
+  bloomsync::CondVar wait_cv_;
   std::atomic<bool> woken_{false};
   std::atomic<bool> stopping_{false};
   std::atomic<bool> quit_{false};

@@ -11,6 +11,11 @@ layers and client/; tests/ (integration tests) sees everything; tests/support/ (
 may use: processes, items, files) sees only common/. A unit test (*_test.cc) or test fixture
 (*_fixture.h) beside the code of a layer sees what that layer sees, and tests/support/.
 
+It also fails when the server's code (not its tests) uses a lock the compiler's thread-safety
+analysis cannot see: std::mutex, std::condition_variable or absl::Mutex outside
+common/blocking_mutex.h, which wraps them (bloomsync::Mutex, BlockingMutex, CondVar are the
+server's locks).
+
 Generated code (the .proto stubs: bloom/v1/, bloom/replication/v1/, etcd's API) is not in the
 source tree and is not checked. Usage: scripts/check-layers.py [SOURCE_DIR]; ctest runs it
 (test layering).
@@ -23,6 +28,8 @@ ORDER = ["common", "bloom", "storage", "metrics", "service", "replication", "coo
          "server"]
 SERVER_LAYERS = set(ORDER)
 SUPPORT = "tests/support"
+UNCHECKED_LOCK = re.compile(r"\bstd::(mutex|condition_variable|shared_mutex)\b|\babsl::Mutex\b")
+LOCK_WRAPPERS = {"common/blocking_mutex.h", "common/mutex.h"}
 
 
 def allowed(folder):
@@ -66,6 +73,13 @@ def main():
                 with open(os.path.join(root, path), encoding="utf-8") as source:
                     text = source.read()
                 checked += 1
+                if (folder in SERVER_LAYERS and not is_test and path not in LOCK_WRAPPERS):
+                    for number, line in enumerate(text.splitlines(), 1):
+                        code = line.split("//", 1)[0]
+                        if UNCHECKED_LOCK.search(code):
+                            problems.append(f"{path}:{number}: a lock the thread-safety analysis "
+                                            "cannot see; use bloomsync::Mutex or BlockingMutex "
+                                            "and CondVar (common/blocking_mutex.h)")
                 for target in include.findall(text):
                     if "/" not in target or not os.path.exists(os.path.join(root, target)):
                         continue  # a system or generated header
@@ -75,8 +89,8 @@ def main():
     for problem in problems:
         print(problem)
     if problems:
-        print(f"check-layers: {len(problems)} includes against the layer order "
-              "(docs/architecture.md)")
+        print(f"check-layers: {len(problems)} problems: includes against the layer order "
+              "(docs/architecture.md) or unchecked locks")
         return 1
     print(f"check-layers: {checked} files follow the layer order")
     return 0

@@ -25,7 +25,7 @@ absl::StatusOr<std::unique_ptr<AckLog>> AckLog::Open(const std::string& path, st
 AckLog::~AckLog() { close(fd_); }
 
 void AckLog::BeginTerm(int64_t term, uint64_t start_sequence) {
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   term_.store(term);
   highest_.store(0);
   Append(absl::StrCat("term=", term, " start=", start_sequence, " pod=", pod_, "\n"));
@@ -33,7 +33,7 @@ void AckLog::BeginTerm(int64_t term, uint64_t start_sequence) {
 
 void AckLog::Acknowledged(uint64_t sequence) {
   if (sequence <= highest_.load(std::memory_order_relaxed)) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   if (sequence <= highest_.load(std::memory_order_relaxed)) return;
   highest_.store(sequence, std::memory_order_relaxed);
   Append(absl::StrCat("term=", term_.load(), " acked=", sequence, " pod=", pod_, "\n"));

@@ -17,10 +17,10 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/blocking_mutex.h"
 
 namespace server {
 
@@ -43,7 +43,7 @@ class AckLog {
   const std::string pod_;
   std::atomic<int64_t> term_{0};
   std::atomic<uint64_t> highest_{0};  // this term's highest logged
-  std::mutex mu_;                     // orders the acked lines
+  bloomsync::BlockingMutex mu_;       // orders the acked lines
 };
 
 }  // namespace server

@@ -27,7 +27,10 @@ absl::StatusOr<std::unique_ptr<Failover>> Failover::Start(const ReplicationConfi
                                                           int required_acks, uint64_t held,
                                                           std::function<void()> on_change) {
   auto failover = std::unique_ptr<Failover>(new Failover());
-  failover->held_ = held;
+  {
+    bloomsync::BlockingLock lock(&failover->mu_);  // not yet shared: taken for the analysis
+    failover->held_ = held;
+  }
   failover->switchover_cooldown_ = config.switchover_cooldown;
   absl::StatusOr<std::unique_ptr<coordination::EtcdClient>> etcd =
       coordination::EtcdClient::Connect(config.etcd_endpoints, kEtcdCallTimeout);
@@ -43,7 +46,7 @@ absl::StatusOr<std::unique_ptr<Failover>> Failover::Start(const ReplicationConfi
   options.held_sequence = [raw] { return raw->held(); };
   options.on_role = [raw, on_change = std::move(on_change)](const coordination::Role& role) {
     {
-      std::lock_guard<std::mutex> lock(raw->mu_);
+      bloomsync::BlockingLock lock(&raw->mu_);
       if (role.kind == coordination::Role::Kind::kPrimary &&
           raw->role_.kind != coordination::Role::Kind::kPrimary) {
         raw->primary_since_ = absl::Now();
@@ -51,7 +54,7 @@ absl::StatusOr<std::unique_ptr<Failover>> Failover::Start(const ReplicationConfi
       raw->role_ = role;
       ++raw->version_;
     }
-    raw->changed_.notify_all();
+    raw->changed_.NotifyAll();
     if (on_change) on_change();
   };
   absl::StatusOr<std::unique_ptr<coordination::ClusterMember>> member =
@@ -64,41 +67,41 @@ absl::StatusOr<std::unique_ptr<Failover>> Failover::Start(const ReplicationConfi
 Failover::~Failover() { member_.reset(); }
 
 coordination::Role Failover::WaitForRole(const std::function<bool()>& stop, uint64_t* version) {
-  std::unique_lock<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   while (role_.kind == coordination::Role::Kind::kNone) {
-    lock.unlock();
+    lock.Unlock();
     if (stop()) return coordination::Role{};
-    lock.lock();
-    changed_.wait_for(lock, std::chrono::milliseconds(100));
+    lock.Lock();
+    changed_.WaitFor(lock, std::chrono::milliseconds(100));
   }
   *version = version_;
   return role_;
 }
 
 coordination::Role Failover::role(uint64_t* version) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   *version = version_;
   return role_;
 }
 
 bool Failover::RoleChangedSince(uint64_t version) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   return version_ != version;
 }
 
 void Failover::SetStore(storage::FilterStore* store) {
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   if (store == nullptr && store_ != nullptr) held_ = store_->LatestSequence();
   store_ = store;
 }
 
 uint64_t Failover::held() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   return store_ != nullptr ? store_->LatestSequence() : held_;
 }
 
 void Failover::SetHeld(uint64_t sequence) {
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   held_ = sequence;
 }
 
@@ -110,7 +113,7 @@ std::function<bool()> Failover::Fence() const {
 absl::Status Failover::Resign() { return member_->Resign(); }
 
 absl::Status Failover::CheckSwitchoverCooldown() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   const absl::Time now = absl::Now();
   const absl::Time since = std::max(primary_since_, last_switchover_);
   if (now - since < switchover_cooldown_) {
@@ -168,7 +171,7 @@ absl::StatusOr<Failover::Handover> Failover::Switchover(
   }
   RETURN_IF_ERROR(member_->BeginHandOver());
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     last_switchover_ = absl::Now();  // writes pause from here: the cooldown counts from it
   }
   absl::SleepFor(kInFlightWrites);

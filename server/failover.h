@@ -12,16 +12,16 @@
 #ifndef SERVER_FAILOVER_H_
 #define SERVER_FAILOVER_H_
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/blocking_mutex.h"
 #include "coordination/cluster_member.h"
 #include "coordination/etcd_client.h"
 #include "server/server_flags.h"
@@ -90,15 +90,15 @@ class Failover {
   Failover() = default;
 
   std::unique_ptr<coordination::EtcdClient> etcd_;
-  mutable std::mutex mu_;
-  std::condition_variable changed_;
-  coordination::Role role_;                // guarded by mu_
-  uint64_t version_ = 0;                   // guarded by mu_: grows with each role
-  storage::FilterStore* store_ = nullptr;  // guarded by mu_
-  uint64_t held_ = 0;                      // guarded by mu_: without a store
+  mutable bloomsync::BlockingMutex mu_;
+  bloomsync::CondVar changed_;
+  coordination::Role role_ ABSL_GUARDED_BY(mu_);
+  uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;  // grows with each role
+  storage::FilterStore* store_ ABSL_GUARDED_BY(mu_) = nullptr;
+  uint64_t held_ ABSL_GUARDED_BY(mu_) = 0;  // without a store
   absl::Duration switchover_cooldown_;
-  absl::Time primary_since_ = absl::InfinitePast();    // guarded by mu_
-  absl::Time last_switchover_ = absl::InfinitePast();  // guarded by mu_
+  absl::Time primary_since_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  absl::Time last_switchover_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   // Declared last: destroyed first, while what its callbacks use is still there.
   std::unique_ptr<coordination::ClusterMember> member_;
 };

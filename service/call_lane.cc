@@ -11,20 +11,20 @@ CallLane::CallLane(size_t threads, size_t max_queued) : max_queued_(max_queued) 
 
 CallLane::~CallLane() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     stopping_ = true;
   }
-  ready_.notify_all();
+  ready_.NotifyAll();
   for (std::thread& thread : threads_) thread.join();
 }
 
 bool CallLane::Post(absl::AnyInvocable<void() &&> work) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     if (queue_.size() >= max_queued_) return false;
     queue_.push_back(std::move(work));
   }
-  ready_.notify_one();
+  ready_.NotifyOne();
   return true;
 }
 
@@ -32,8 +32,10 @@ void CallLane::Loop() {
   for (;;) {
     absl::AnyInvocable<void() &&> work;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      bloomsync::BlockingLock lock(&mu_);
+      ready_.Wait(lock, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stopping_ || !queue_.empty();
+      });
       if (queue_.empty()) return;  // stopping, and nothing left to run
       work = std::move(queue_.front());
       queue_.pop_front();

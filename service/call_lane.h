@@ -10,14 +10,14 @@
 #ifndef SERVICE_CALL_LANE_H_
 #define SERVICE_CALL_LANE_H_
 
-#include <condition_variable>
 #include <cstddef>
 #include <deque>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/functional/any_invocable.h"
+#include "common/blocking_mutex.h"
 
 namespace service {
 
@@ -36,11 +36,10 @@ class CallLane {
   void Loop();
 
   const size_t max_queued_;
-  // std::mutex for its condition variable (Debian's absl::Mutex is invisible to TSAN).
-  std::mutex mu_;
-  std::condition_variable ready_;
-  std::deque<absl::AnyInvocable<void() &&>> queue_;  // guarded by mu_
-  bool stopping_ = false;                            // guarded by mu_
+  bloomsync::BlockingMutex mu_;
+  bloomsync::CondVar ready_;
+  std::deque<absl::AnyInvocable<void() &&>> queue_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;
 };
 

@@ -40,12 +40,12 @@ Forwarder::Forwarder(StreamConnections::Connect connect, std::string primary_add
 void Forwarder::Retarget(std::string primary_address) {
   auto target = std::make_shared<Target>(connect_(primary_address), primary_address);
   streams_.Retarget(std::move(primary_address));
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   target_ = std::move(target);
 }
 
 std::shared_ptr<Forwarder::Target> Forwarder::target() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   return target_;
 }
 
@@ -54,7 +54,7 @@ std::string Forwarder::primary_address() const { return target()->address; }
 void Forwarder::CancelAll() {
   std::vector<std::shared_ptr<grpc::ClientContext>> calls;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     cancelled_ = true;
     calls.assign(in_flight_.begin(), in_flight_.end());
   }
@@ -114,7 +114,7 @@ void Forwarder::Unary(const grpc::ServerContextBase* caller, const std::string& 
   std::shared_ptr<grpc::ClientContext> context = ContextFor(caller);
   std::shared_ptr<Target> target;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     target = target_;
     in_flight_.insert(context);
   }
@@ -123,7 +123,7 @@ void Forwarder::Unary(const grpc::ServerContextBase* caller, const std::string& 
                  [this, context, target, done = std::move(done)](grpc::Status status) {
                    bool cut = false;
                    {
-                     std::lock_guard<std::mutex> lock(mu_);
+                     bloomsync::BlockingLock lock(&mu_);
                      in_flight_.erase(context);
                      cut = cancelled_;
                    }

@@ -17,12 +17,13 @@
 
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/time/time.h"
+#include "common/blocking_mutex.h"
 #include "google/protobuf/message.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
@@ -88,11 +89,11 @@ class Forwarder {
   const StreamConnections::Connect connect_;
   const WhenAppliedFn when_applied_;
   StreamConnections streams_;
-  mutable std::mutex mu_;
-  std::shared_ptr<Target> target_;  // guarded by mu_; each call keeps the one it started with
-  // Guarded by mu_: the unary calls not yet answered.
-  std::set<std::shared_ptr<grpc::ClientContext>> in_flight_;
-  bool cancelled_ = false;  // guarded by mu_: CancelAll ran
+  mutable bloomsync::BlockingMutex mu_;
+  std::shared_ptr<Target> target_ ABSL_GUARDED_BY(mu_);  // each call keeps the one it started with
+  // The unary calls not yet answered.
+  std::set<std::shared_ptr<grpc::ClientContext>> in_flight_ ABSL_GUARDED_BY(mu_);
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;  // CancelAll ran
 };
 
 }  // namespace service

@@ -3,8 +3,10 @@
 
 #include <utility>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/blocking_mutex.h"
 
 namespace service {
 
@@ -19,11 +21,11 @@ struct StreamConnections::Lease::Pool {
       : connect(std::move(connect)), address(std::move(address)) {}
 
   const Connect connect;
-  std::mutex mu;
-  std::string address;                                   // guarded by mu
-  std::vector<std::shared_ptr<Connection>> connections;  // guarded by mu: to `address`
-  absl::flat_hash_map<std::string, size_t> per_client;   // guarded by mu
-  size_t streams = 0;                                    // guarded by mu
+  bloomsync::BlockingMutex mu;
+  std::string address ABSL_GUARDED_BY(mu);
+  std::vector<std::shared_ptr<Connection>> connections ABSL_GUARDED_BY(mu);  // to `address`
+  absl::flat_hash_map<std::string, size_t> per_client ABSL_GUARDED_BY(mu);
+  size_t streams ABSL_GUARDED_BY(mu) = 0;
 };
 
 StreamConnections::StreamConnections(Connect connect, std::string address)
@@ -37,7 +39,7 @@ StreamConnections::Lease::Lease(std::shared_ptr<Pool> pool, std::shared_ptr<Conn
       client_(std::move(client)) {}
 
 StreamConnections::Lease::~Lease() {
-  std::lock_guard<std::mutex> lock(pool_->mu);
+  bloomsync::BlockingLock lock(&pool_->mu);
   --connection_->streams;
   --pool_->streams;
   auto it = pool_->per_client.find(client_);
@@ -47,7 +49,7 @@ StreamConnections::Lease::~Lease() {
 absl::StatusOr<std::unique_ptr<StreamConnections::Lease>> StreamConnections::Acquire(
     const std::string& client) {
   Lease::Pool& pool = *pool_;
-  std::lock_guard<std::mutex> lock(pool.mu);
+  bloomsync::BlockingLock lock(&pool.mu);
   if (pool.streams >= kMaxStreams) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "this follower proxies ", kMaxStreams,
@@ -80,18 +82,18 @@ absl::StatusOr<std::unique_ptr<StreamConnections::Lease>> StreamConnections::Acq
 }
 
 void StreamConnections::Retarget(std::string address) {
-  std::lock_guard<std::mutex> lock(pool_->mu);
+  bloomsync::BlockingLock lock(&pool_->mu);
   pool_->address = std::move(address);
   pool_->connections.clear();  // each open stream's lease keeps its own
 }
 
 size_t StreamConnections::streams() const {
-  std::lock_guard<std::mutex> lock(pool_->mu);
+  bloomsync::BlockingLock lock(&pool_->mu);
   return pool_->streams;
 }
 
 size_t StreamConnections::connections() const {
-  std::lock_guard<std::mutex> lock(pool_->mu);
+  bloomsync::BlockingLock lock(&pool_->mu);
   return pool_->connections.size();
 }
 

@@ -53,10 +53,10 @@ TransferGuard::TransferGuard(Options options, metrics::ServerMetrics* metrics)
 
 TransferGuard::~TransferGuard() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     stopping_ = true;
   }
-  stop_.notify_all();
+  stop_.NotifyAll();
   if (watchdog_.joinable()) watchdog_.join();
 }
 
@@ -65,7 +65,7 @@ absl::StatusOr<std::unique_ptr<TransferGuard::Ticket>> TransferGuard::Admit(
     std::function<void(const absl::Status&)> abandon) {
   std::unique_ptr<Ticket> ticket;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     if (tickets_.size() >= options_.max_concurrent) {
       return absl::ResourceExhaustedError(
           absl::StrCat("the server runs ", options_.max_concurrent,
@@ -88,7 +88,7 @@ absl::StatusOr<std::unique_ptr<TransferGuard::Ticket>> TransferGuard::Admit(
 
 void TransferGuard::Release(Ticket* ticket) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     tickets_.erase(ticket);
     auto mine = per_client_.find(ticket->client_);
     if (mine != per_client_.end() && --mine->second == 0) per_client_.erase(mine);
@@ -99,7 +99,7 @@ void TransferGuard::Release(Ticket* ticket) {
 }
 
 size_t TransferGuard::active() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   return tickets_.size();
 }
 
@@ -107,8 +107,9 @@ void TransferGuard::WatchLoop() {
   // Check often enough that a stream is abandoned at most a quarter late.
   const absl::Duration period =
       std::min(absl::Seconds(1), std::max(absl::Milliseconds(10), options_.idle_timeout / 4));
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!stop_.wait_for(lock, absl::ToChronoMilliseconds(period), [this] { return stopping_; })) {
+  bloomsync::BlockingLock lock(&mu_);
+  while (!stop_.WaitFor(lock, absl::ToChronoMilliseconds(period),
+                        [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; })) {
     const int64_t now = absl::ToUnixMicros(absl::Now());
     for (Ticket* ticket : tickets_) {
       if (ticket->abandoned()) continue;

@@ -24,18 +24,18 @@
 #define SERVICE_TRANSFER_GUARD_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/blocking_mutex.h"
 #include "metrics/metrics.h"
 
 namespace service {
@@ -110,12 +110,12 @@ class TransferGuard {
 
   const Options options_;
   metrics::ServerMetrics* const metrics_;
-  // std::mutex for its condition variable (the watchdog's interruptible sleep).
-  mutable std::mutex mu_;
-  std::condition_variable stop_;
-  absl::flat_hash_set<Ticket*> tickets_;                 // guarded by mu_
-  absl::flat_hash_map<std::string, size_t> per_client_;  // guarded by mu_; no zero counts
-  bool stopping_ = false;                                // guarded by mu_
+  // bloomsync::BlockingMutex for its condition variable (the watchdog's interruptible sleep).
+  mutable bloomsync::BlockingMutex mu_;
+  bloomsync::CondVar stop_;
+  absl::flat_hash_set<Ticket*> tickets_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, size_t> per_client_ ABSL_GUARDED_BY(mu_);  // no zero counts
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread watchdog_;
 };
 

@@ -11,19 +11,19 @@ Checkpointer::Checkpointer(absl::Duration period, Pass pass)
 
 void Checkpointer::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     stop_requested_.store(true, std::memory_order_relaxed);
   }
-  stop_cv_.notify_all();
+  stop_cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
 }
 
 void Checkpointer::Loop() {
   for (;;) {
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      if (stop_cv_.wait_for(lock, absl::ToChronoNanoseconds(period_),
-                            [this] { return stop_requested(); })) {
+      bloomsync::BlockingLock lock(&mu_);
+      if (stop_cv_.WaitFor(lock, absl::ToChronoNanoseconds(period_),
+                           [this] { return stop_requested(); })) {
         return;
       }
     }

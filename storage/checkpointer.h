@@ -16,12 +16,11 @@
 #define STORAGE_CHECKPOINTER_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <functional>
-#include <mutex>
 #include <thread>
 
 #include "absl/time/time.h"
+#include "common/blocking_mutex.h"
 
 namespace storage {
 
@@ -50,8 +49,8 @@ class Checkpointer {
 
   const absl::Duration period_;
   const Pass pass_;
-  std::mutex mu_;
-  std::condition_variable stop_cv_;
+  bloomsync::BlockingMutex mu_;
+  bloomsync::CondVar stop_cv_;
   // Set under mu_, so that the thread's wait cannot miss it; read anywhere.
   std::atomic<bool> stop_requested_{false};
   std::thread thread_;

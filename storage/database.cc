@@ -6,12 +6,12 @@
 #include <cstdarg>
 #include <cstdio>
 #include <filesystem>
-#include <mutex>
 #include <system_error>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/blocking_mutex.h"
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "rocksdb/cache.h"
@@ -326,8 +326,8 @@ namespace {
 // races. Under TSAN only, writes (and WAL syncs) are serialised by a pthread mutex that TSAN
 // does see, so the reports left are about our code. Production builds keep RocksDB's group
 // commit.
-std::mutex& TsanWriteMutex() {
-  static std::mutex* mu = new std::mutex();
+bloomsync::BlockingMutex& TsanWriteMutex() {
+  static bloomsync::BlockingMutex* mu = new bloomsync::BlockingMutex();
   return *mu;
 }
 
@@ -367,7 +367,7 @@ class TsanOrderedIterator final : public rocksdb::Iterator {
  private:
   template <typename Move>
   static void Ordered(Move move) {
-    std::lock_guard<std::mutex> lock(TsanWriteMutex());
+    bloomsync::BlockingLock lock(&TsanWriteMutex());
     move();
   }
   std::unique_ptr<rocksdb::Iterator> base_;
@@ -385,7 +385,7 @@ void Database::NoteWriteError(const rocksdb::Status& status) {
 
 absl::Status Database::SyncWal() {
 #ifdef BLOOM_TSAN
-  std::lock_guard<std::mutex> lock(TsanWriteMutex());
+  bloomsync::BlockingLock lock(&TsanWriteMutex());
 #endif
   if (db_ == nullptr) {
     return absl::UnavailableError("syncing the write-ahead log: storage is being reopened");
@@ -399,7 +399,7 @@ absl::Status Database::Write(rocksdb::WriteBatch& batch, bool sync, absl::string
   rocksdb::WriteOptions options;
   options.sync = sync;
 #ifdef BLOOM_TSAN
-  std::lock_guard<std::mutex> lock(TsanWriteMutex());
+  bloomsync::BlockingLock lock(&TsanWriteMutex());
 #endif
   if (write_gate_) {
     if (absl::Status allowed = write_gate_(); !allowed.ok()) {
@@ -425,8 +425,8 @@ absl::Status Database::Write(rocksdb::WriteBatch& batch, bool sync, absl::string
   rocksdb::Status status = db_->Write(options, &batch);
   NoteWriteError(status);
   if (status.ok() && write_waiters_.load() > 0) {
-    std::lock_guard<std::mutex> lock(write_wait_mu_);
-    write_wait_cv_.notify_all();
+    bloomsync::BlockingLock lock(&write_wait_mu_);
+    write_wait_cv_.NotifyAll();
   }
   return FromRocksDb(status, context);
 }
@@ -437,10 +437,10 @@ uint64_t Database::LatestSequence() const {
 
 bool Database::WaitForWriteAfter(uint64_t sequence, absl::Duration timeout,
                                  const std::atomic<bool>* woken) {
-  std::unique_lock<std::mutex> lock(write_wait_mu_);
+  bloomsync::BlockingLock lock(&write_wait_mu_);
   write_waiters_.fetch_add(1);  // seq_cst, as the writer's load: neither misses the other
   // A write between the check and the wait notifies under write_wait_mu_, which this holds.
-  const bool written = write_wait_cv_.wait_for(lock, absl::ToChronoMicroseconds(timeout), [&] {
+  const bool written = write_wait_cv_.WaitFor(lock, absl::ToChronoMicroseconds(timeout), [&] {
     return LatestSequence() > sequence || (woken != nullptr && woken->load());
   });
   write_waiters_.fetch_sub(1);
@@ -448,8 +448,8 @@ bool Database::WaitForWriteAfter(uint64_t sequence, absl::Duration timeout,
 }
 
 void Database::WakeWriteWaiters() {
-  std::lock_guard<std::mutex> lock(write_wait_mu_);
-  write_wait_cv_.notify_all();
+  bloomsync::BlockingLock lock(&write_wait_mu_);
+  write_wait_cv_.NotifyAll();
 }
 
 RocksDbFigures Database::Figures() const {
@@ -488,7 +488,7 @@ std::unique_ptr<rocksdb::Iterator> Database::NewIterator(
 #ifdef BLOOM_TSAN
   rocksdb::Iterator* base;
   {
-    std::lock_guard<std::mutex> lock(TsanWriteMutex());
+    bloomsync::BlockingLock lock(&TsanWriteMutex());
     base = db_->NewIterator(options, family);
   }
   return std::make_unique<TsanOrderedIterator>(base);

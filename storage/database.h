@@ -6,11 +6,9 @@
 #define STORAGE_DATABASE_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -18,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/blocking_mutex.h"
 #include "common/mutex.h"
 #include "rocksdb/cache.h"
 #include "rocksdb/db.h"
@@ -128,8 +127,8 @@ class Database {
   // WaitForWriteAfter's waiters, woken by Write() while there are any.
   std::function<absl::Status()> write_gate_;  // set before concurrent writes
   std::atomic<int> write_waiters_{0};
-  std::mutex write_wait_mu_;
-  std::condition_variable write_wait_cv_;
+  bloomsync::BlockingMutex write_wait_mu_;
+  bloomsync::CondVar write_wait_cv_;
   std::shared_ptr<rocksdb::Statistics> statistics_;
   std::shared_ptr<rocksdb::Cache> block_cache_;  // shared by every column family
   std::unique_ptr<rocksdb::DB> db_;

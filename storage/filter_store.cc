@@ -75,10 +75,10 @@ absl::StatusOr<std::unique_ptr<FilterStore>> FilterStore::Open(const StoreOption
   FilterStore* raw = store.get();
   store->budget_.set_on_over_limit([raw] {
     {
-      std::lock_guard<std::mutex> lock(raw->residency_.evict_mu);
+      bloomsync::BlockingLock lock(&raw->residency_.evict_mu);
       raw->residency_.evict_requested = true;
     }
-    raw->residency_.evict_cv.notify_one();
+    raw->residency_.evict_cv.NotifyOne();
   });
   if (options.replica) {
     // Filters the primary creates arrive in RocksDB, not in memory: a miss looks there.
@@ -128,11 +128,11 @@ absl::Status FilterStore::Close() {
   pacer_.Stop();  // a paced checkpoint in progress finishes at once
   if (checkpointer_ != nullptr) checkpointer_->Stop();
   {
-    std::lock_guard<std::mutex> lock(residency_.evict_mu);
+    bloomsync::BlockingLock lock(&residency_.evict_mu);
     residency_.evict_stop = true;
   }
-  residency_.evict_cv.notify_all();
-  residency_.evicted_cv.notify_all();
+  residency_.evict_cv.NotifyAll();
+  residency_.evicted_cv.NotifyAll();
   if (evictor_.joinable()) evictor_.join();
   // Deferred adds already written are made durable and answered (later ones sync themselves).
   if (wal_syncer_ != nullptr) wal_syncer_->Stop();

@@ -43,6 +43,7 @@
 #include "absl/types/optional.h"
 #include "absl/types/span.h"
 #include "bloom/scalable_filter.h"
+#include "common/blocking_mutex.h"
 #include "common/mutex.h"
 #include "storage/checkpoint_schedule.h"
 #include "storage/checkpointer.h"
@@ -404,8 +405,9 @@ class FilterStore : public FiguresSource {
   // while a load reads a filter from RocksDB and makes it resident, so that every batch is in
   // a loaded filter exactly once (read with it, or replayed into it afterwards).
   mutable bloomsync::Mutex replica_mu_;
-  std::mutex replica_index_mu_;
-  absl::flat_hash_map<uint64_t, std::weak_ptr<StoredFilter>> replica_generations_;
+  bloomsync::BlockingMutex replica_index_mu_;
+  absl::flat_hash_map<uint64_t, std::weak_ptr<StoredFilter>> replica_generations_
+      ABSL_GUARDED_BY(replica_index_mu_);
   std::unique_ptr<ReplicaAcks> acks_;
   std::atomic<uint64_t> replica_visible_{0};  // VisibleSequence() of a replica
 
@@ -414,7 +416,8 @@ class FilterStore : public FiguresSource {
   ResidencyState residency_;
   // Fills residency_.eviction_queue (its round_mu held) with the oldest resident filters:
   // enough to bring the memory in use from `used` to `target` about kRoundsPerScan times.
-  void QueueEvictionCandidates(uint64_t used, uint64_t target);
+  void QueueEvictionCandidates(uint64_t used, uint64_t target)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(residency_.round_mu);
   std::thread evictor_;
 };
 

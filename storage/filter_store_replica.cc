@@ -108,14 +108,14 @@ void FilterStore::NoteReplicaResident(const std::shared_ptr<StoredFilter>& filte
   if (filter->filter() == nullptr && filter->cuckoo() == nullptr) {
     return;  // unreadable: nothing to replay into
   }
-  std::lock_guard<std::mutex> lock(replica_index_mu_);
+  bloomsync::BlockingLock lock(&replica_index_mu_);
   replica_generations_[filter->generation()] = filter;
 }
 
 void FilterStore::ForgetReplicaResident(absl::string_view name) {
   std::shared_ptr<StoredFilter> filter = registry_.Find(name);
   if (filter == nullptr) return;
-  std::lock_guard<std::mutex> lock(replica_index_mu_);
+  bloomsync::BlockingLock lock(&replica_index_mu_);
   auto it = replica_generations_.find(filter->generation());
   if (it != replica_generations_.end() && it->second.lock() == filter) {
     replica_generations_.erase(it);
@@ -179,7 +179,7 @@ void FilterStore::ApplyToResident(const rocksdb::WriteBatch& batch) {
     if (!key.ok()) continue;
     std::shared_ptr<StoredFilter> filter;
     {
-      std::lock_guard<std::mutex> lock(replica_index_mu_);
+      bloomsync::BlockingLock lock(&replica_index_mu_);
       auto it = replica_generations_.find(key->generation);
       if (it != replica_generations_.end()) filter = it->second.lock();
     }

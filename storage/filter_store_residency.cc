@@ -262,18 +262,19 @@ void FilterStore::QueueEvictionCandidates(uint64_t used, uint64_t target) {
   ages = {};
   // Filters used since the first pass are younger than the cutoff now, and left out: they are
   // not among the oldest any more.
+  std::vector<ResidencyState::EvictionCandidate> queue;
   registry_.Visit([&](const std::shared_ptr<StoredFilter>& filter) {
     const uint32_t last_used = filter->last_used_ticks();
     const uint32_t age = StoredFilter::TicksSince(last_used, now);
     if (age >= cutoff && evictable(*filter)) {
-      residency_.eviction_queue.push_back(
-          {last_used, age, static_cast<std::string>(filter->name())});
+      queue.push_back({last_used, age, static_cast<std::string>(filter->name())});
     }
   });
   // Oldest last: popped first.
-  std::sort(residency_.eviction_queue.begin(), residency_.eviction_queue.end(),
+  std::sort(queue.begin(), queue.end(),
             [](const ResidencyState::EvictionCandidate& a,
                const ResidencyState::EvictionCandidate& b) { return a.age < b.age; });
+  residency_.eviction_queue = std::move(queue);
 }
 
 void FilterStore::EvictToBudget() {
@@ -284,7 +285,7 @@ void FilterStore::EvictToBudget() {
   // in progress on another thread has finished. Checked first, a round that had evicted one of
   // its victims (taking the memory under the limit, not yet under the low watermark) made a
   // test's EvictToBudget return at once and see half a round.
-  std::lock_guard<std::mutex> round(residency_.round_mu);
+  bloomsync::BlockingLock round(&residency_.round_mu);
   if (budget_.used() <= limit) return;
   // Victims come oldest first from the queue of the last scan, which serves several rounds.
   // That is still exactly least recently used first: every filter left out of the queue was
@@ -331,24 +332,25 @@ void FilterStore::EvictToBudget() {
     filter.reset();  // its bits are freed here, or when the last operation on it ends
     if (!evicted.ok() && !absl::IsFailedPrecondition(evicted)) break;  // RocksDB refuses writes
     if (evicted.ok() && ++evicted_now % 64 == 0) {
-      std::lock_guard<std::mutex> lock(residency_.evict_mu);
-      residency_.evicted_cv.notify_all();
+      bloomsync::BlockingLock lock(&residency_.evict_mu);
+      residency_.evicted_cv.NotifyAll();
     }
   }
-  std::lock_guard<std::mutex> lock(residency_.evict_mu);
-  residency_.evicted_cv.notify_all();
+  bloomsync::BlockingLock lock(&residency_.evict_mu);
+  residency_.evicted_cv.NotifyAll();
 }
 
 void FilterStore::EvictLoop() {
   absl::Time last_trim = absl::InfinitePast();
-  std::unique_lock<std::mutex> lock(residency_.evict_mu);
+  bloomsync::BlockingLock lock(&residency_.evict_mu);
   while (!residency_.evict_stop) {
-    residency_.evict_cv.wait_for(lock, std::chrono::seconds(1), [this] {
-      return residency_.evict_requested || residency_.evict_stop;
-    });
+    residency_.evict_cv.WaitFor(lock, std::chrono::seconds(1),
+                                [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(residency_.evict_mu) {
+                                  return residency_.evict_requested || residency_.evict_stop;
+                                });
     if (residency_.evict_stop) break;
     residency_.evict_requested = false;
-    lock.unlock();
+    lock.Unlock();
     const uint64_t evictions_before = residency_.evictions.load(std::memory_order_relaxed);
     EvictToBudget();
     // Freed filters leave free pages all over the heap, which the allocator keeps (and RSS
@@ -361,7 +363,7 @@ void FilterStore::EvictLoop() {
       bloomheap::ReleaseFreeMemory();
       last_trim = now;
     }
-    lock.lock();
+    lock.Lock();
   }
 }
 
@@ -369,9 +371,11 @@ void FilterStore::WaitForRoom() {
   const uint64_t limit = budget_.limit();
   if (limit == 0 || !evictor_.joinable()) return;
   const uint64_t high = limit + limit / kHighWatermarkDivisor;
-  std::unique_lock<std::mutex> lock(residency_.evict_mu);
-  residency_.evicted_cv.wait_for(lock, kMaxWaitForRoom,
-                                 [&] { return budget_.used() <= high || residency_.evict_stop; });
+  bloomsync::BlockingLock lock(&residency_.evict_mu);
+  residency_.evicted_cv.WaitFor(lock, kMaxWaitForRoom,
+                                [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(residency_.evict_mu) {
+                                  return budget_.used() <= high || residency_.evict_stop;
+                                });
 }
 
 }  // namespace storage

@@ -14,7 +14,7 @@ GroupCommitter::GroupCommitter(FilterStore* store, bool defer_sync)
 void GroupCommitter::Submit(Job* job) {
   std::vector<Job*> jobs;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     queue_.push_back(job);
     if (serving_) return;  // the serving thread takes it
     serving_ = true;
@@ -24,7 +24,7 @@ void GroupCommitter::Submit(Job* job) {
   // submitters (a stream has one job at a time), so the loop ends when they pause.
   for (;;) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      bloomsync::BlockingLock lock(&mu_);
       if (queue_.empty()) {
         serving_ = false;
         return;
@@ -53,12 +53,12 @@ void GroupCommitter::ServeTogether(const std::vector<Job*>& jobs) {
 }
 
 uint64_t GroupCommitter::batches() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   return batches_;
 }
 
 uint64_t GroupCommitter::jobs() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   return jobs_;
 }
 

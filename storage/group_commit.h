@@ -28,10 +28,11 @@
 #define STORAGE_GROUP_COMMIT_H_
 
 #include <cstdint>
-#include <mutex>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "common/blocking_mutex.h"
 #include "storage/operation_batch.h"
 
 namespace storage {
@@ -73,11 +74,11 @@ class GroupCommitter {
 
   FilterStore* const store_;
   const bool defer_sync_;
-  mutable std::mutex mu_;
-  std::vector<Job*> queue_;  // guarded by mu_
-  bool serving_ = false;     // guarded by mu_: a thread is in Submit's loop
-  uint64_t batches_ = 0;     // guarded by mu_
-  uint64_t jobs_ = 0;        // guarded by mu_
+  mutable bloomsync::BlockingMutex mu_;
+  std::vector<Job*> queue_ ABSL_GUARDED_BY(mu_);
+  bool serving_ ABSL_GUARDED_BY(mu_) = false;  // a thread is in Submit's loop
+  uint64_t batches_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t jobs_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace storage

@@ -13,12 +13,13 @@
 #define STORAGE_IDLE_TOUCHES_H_
 
 #include <cstddef>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/string_view.h"
+#include "common/blocking_mutex.h"
 
 namespace storage {
 
@@ -27,7 +28,7 @@ class IdleTouches {
   static constexpr size_t kMaxNames = 100'000;
 
   void Note(absl::string_view name) {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     if (names_.size() >= kMaxNames) {
       ++dropped_;
       return;
@@ -36,20 +37,20 @@ class IdleTouches {
   }
   // The names noted since the last Take, in no order.
   std::vector<std::string> Take() {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     std::vector<std::string> out(names_.begin(), names_.end());
     names_.clear();
     return out;
   }
   size_t dropped() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     return dropped_;
   }
 
  private:
-  mutable std::mutex mu_;
-  absl::flat_hash_set<std::string> names_;
-  size_t dropped_ = 0;
+  mutable bloomsync::BlockingMutex mu_;
+  absl::flat_hash_set<std::string> names_ ABSL_GUARDED_BY(mu_);
+  size_t dropped_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace storage

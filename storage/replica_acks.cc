@@ -24,12 +24,12 @@ ReplicaAcks::ReplicaAcks(int required, absl::Duration timeout)
 ReplicaAcks::~ReplicaAcks() {
   std::vector<Done> failed;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     stop_ = true;
     for (auto& [sequence, waiter] : waiters_) failed.push_back(std::move(waiter.done));
     waiters_.clear();
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   timer_.join();
   for (Done& done : failed) {
     std::move(done)(
@@ -39,7 +39,7 @@ ReplicaAcks::~ReplicaAcks() {
 }
 
 int ReplicaAcks::Connect(const std::string& name, std::string proof, uint64_t from) {
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   const int id = next_id_++;
   followers_[id] = Follower{name, 0, absl::Now(), id, std::move(proof), false, from};
   return id;
@@ -48,7 +48,7 @@ int ReplicaAcks::Connect(const std::string& name, std::string proof, uint64_t fr
 void ReplicaAcks::SetVerified(int id, bool verified) {
   std::vector<Done> ready;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     auto it = followers_.find(id);
     if (it == followers_.end() || it->second.verified == verified) return;
     it->second.verified = verified;
@@ -60,7 +60,7 @@ void ReplicaAcks::SetVerified(int id, bool verified) {
 void ReplicaAcks::Ack(int id, uint64_t durable_sequence) {
   std::vector<Done> ready;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     auto it = followers_.find(id);
     if (it == followers_.end()) return;
     it->second.durable_sequence = std::max(it->second.durable_sequence, durable_sequence);
@@ -71,7 +71,7 @@ void ReplicaAcks::Ack(int id, uint64_t durable_sequence) {
 }
 
 void ReplicaAcks::Disconnect(int id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   followers_.erase(id);
 }
 
@@ -106,7 +106,7 @@ uint64_t ReplicaAcks::QuorumSequenceLocked() {
 void ReplicaAcks::SetSyncSet(const std::vector<std::string>& names) {
   std::vector<Done> ready;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     sync_set_mode_ = true;
     sync_set_ = std::set<std::string>(names.begin(), names.end());
     TakeCoveredLocked(ready);
@@ -115,7 +115,7 @@ void ReplicaAcks::SetSyncSet(const std::vector<std::string>& names) {
 }
 
 uint64_t ReplicaAcks::acknowledged_sequence() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   return acknowledged_;
 }
 
@@ -156,7 +156,7 @@ void ReplicaAcks::TakeCoveredLocked(std::vector<Done>& ready) {
 void ReplicaAcks::WhenAcked(uint64_t sequence, Done done) {
   bool stopped = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     stopped = stop_;
     if (!stop_) {
       QuorumSequenceLocked();  // raises acknowledged_
@@ -182,21 +182,21 @@ absl::Status ReplicaAcks::WaitAcked(uint64_t sequence) {
 }
 
 std::vector<ReplicaAcks::Follower> ReplicaAcks::Followers() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   std::vector<Follower> out;
   for (const auto& [id, follower] : followers_) out.push_back(follower);
   return out;
 }
 
 uint64_t ReplicaAcks::timeouts() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   return timeouts_;
 }
 
 void ReplicaAcks::TimerLoop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   while (!stop_) {
-    cv_.wait_for(lock, kTimerTick);
+    cv_.WaitFor(lock, kTimerTick);
     if (stop_) break;
     const absl::Time now = absl::Now();
     // Deadlines grow with the order waiters were asked in, which is the map's order except
@@ -216,9 +216,9 @@ void ReplicaAcks::TimerLoop() {
                      " followers acknowledged it within ", absl::FormatDuration(timeout_), " (",
                      followers_.size(), " connected; --min_replica_acks=", required_,
                      "): it is not acknowledged; retrying it is harmless");
-    lock.unlock();
+    lock.Unlock();
     for (Done& done : failed) std::move(done)(absl::UnavailableError(why));
-    lock.lock();
+    lock.Lock();
   }
 }
 

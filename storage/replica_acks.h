@@ -30,18 +30,18 @@
 #ifndef STORAGE_REPLICA_ACKS_H_
 #define STORAGE_REPLICA_ACKS_H_
 
-#include <condition_variable>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "common/blocking_mutex.h"
 
 namespace storage {
 
@@ -104,26 +104,27 @@ class ReplicaAcks {
   // The highest sequence `required_` counted followers have all acknowledged (0 if fewer are
   // connected), whatever they were sent: it raises acknowledged_, which may overstate (a
   // follower then leaves a sync set later, never sooner).
-  uint64_t QuorumSequenceLocked();
+  uint64_t QuorumSequenceLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether `required_` counted followers were each sent `sequence` and acknowledged it.
-  bool CoveredLocked(uint64_t sequence) const;
+  bool CoveredLocked(uint64_t sequence) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Takes out the waiters the quorum covers (in order) into `ready`.
-  void TakeCoveredLocked(std::vector<Done>& ready);
+  void TakeCoveredLocked(std::vector<Done>& ready) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void TimerLoop();
 
   const int required_;
   const absl::Duration timeout_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;  // wakes the timer thread to stop
-  bool stop_ = false;
-  int next_id_ = 0;
-  std::map<int, Follower> followers_;
+  mutable bloomsync::BlockingMutex mu_;
+  bloomsync::CondVar cv_;  // wakes the timer thread to stop
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  int next_id_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<int, Follower> followers_ ABSL_GUARDED_BY(mu_);
   // By sequence; equal sequences in the order they were asked (multimap keeps it).
-  std::multimap<uint64_t, Waiter> waiters_;
-  uint64_t timeouts_ = 0;
-  bool sync_set_mode_ = false;
-  std::set<std::string> sync_set_;  // with sync_set_mode_: the followers that count
-  uint64_t acknowledged_ = 0;
+  std::multimap<uint64_t, Waiter> waiters_ ABSL_GUARDED_BY(mu_);
+  uint64_t timeouts_ ABSL_GUARDED_BY(mu_) = 0;
+  bool sync_set_mode_ ABSL_GUARDED_BY(mu_) = false;
+  std::set<std::string> sync_set_
+      ABSL_GUARDED_BY(mu_);  // with sync_set_mode_: the followers that count
+  uint64_t acknowledged_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread timer_;
 };
 

@@ -9,14 +9,13 @@
 #define STORAGE_RESIDENCY_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
+#include "common/blocking_mutex.h"
 #include "common/mutex.h"
 
 namespace storage {
@@ -35,22 +34,22 @@ struct ResidencyState {
   bloomsync::Mutex cold_journaled_mu;
   absl::flat_hash_set<uint64_t> cold_journaled ABSL_GUARDED_BY(cold_journaled_mu);
 
-  std::mutex round_mu;  // one EvictToBudget round at a time
+  bloomsync::BlockingMutex round_mu;  // one EvictToBudget round at a time
   // The oldest resident filters when EvictToBudget last scanned them all, oldest last, for
-  // this and the next rounds (guarded by round_mu). Names, not pointers: a kept pointer would
+  // this and the next rounds. Names, not pointers: a kept pointer would
   // keep a deleted filter's memory.
   struct EvictionCandidate {
     uint32_t last_used;  // its recency tick at the scan (used since, if it differs now)
     uint32_t age;        // ticks from the scan's now back to last_used
     std::string name;
   };
-  std::vector<EvictionCandidate> eviction_queue;
+  std::vector<EvictionCandidate> eviction_queue ABSL_GUARDED_BY(round_mu);
 
-  std::mutex evict_mu;                 // guards evict_requested, evict_stop and the waits below
-  std::condition_variable evict_cv;    // wakes the evictor
-  std::condition_variable evicted_cv;  // wakes WaitForRoom
-  bool evict_requested = false;
-  bool evict_stop = false;
+  bloomsync::BlockingMutex evict_mu;  // guards evict_requested, evict_stop and the waits below
+  bloomsync::CondVar evict_cv;        // wakes the evictor
+  bloomsync::CondVar evicted_cv;      // wakes WaitForRoom
+  bool evict_requested ABSL_GUARDED_BY(evict_mu) = false;
+  bool evict_stop ABSL_GUARDED_BY(evict_mu) = false;
 };
 
 }  // namespace storage

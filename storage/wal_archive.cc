@@ -48,37 +48,38 @@ WalArchive::WalArchive(rocksdb::Env* env, std::string db_dir, LogRetention reten
 
 WalArchive::~WalArchive() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     stop_ = true;
   }
-  stop_cv_.notify_all();
+  stop_cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
 }
 
 void WalArchive::Wake() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     woken_ = true;
   }
-  stop_cv_.notify_all();
+  stop_cv_.NotifyAll();
 }
 
 void WalArchive::Loop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   int soon = 0;  // purges still due shortly after a wake-up
   while (true) {
     const absl::Duration wait = soon > 0 ? kAfterFlush : interval_;
-    stop_cv_.wait_for(lock, absl::ToChronoMicroseconds(wait), [this] { return stop_ || woken_; });
+    stop_cv_.WaitFor(lock, absl::ToChronoMicroseconds(wait),
+                     [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || woken_; });
     if (stop_) return;
     if (woken_) soon = 2;
     woken_ = false;
     if (soon > 0) --soon;
-    lock.unlock();
+    lock.Unlock();
     absl::StatusOr<uint64_t> kept = Purge(absl::Now());
     if (!kept.ok()) {
       bloomlog::LogWarning(absl::StrCat("replication log archive: ", kept.status().ToString()));
     }
-    lock.lock();
+    lock.Lock();
   }
 }
 
@@ -97,7 +98,7 @@ void WalArchive::PersistLastReader() {
 }
 
 absl::StatusOr<uint64_t> WalArchive::Purge(absl::Time now) {
-  std::lock_guard<std::mutex> lock(purge_mu_);
+  bloomsync::BlockingLock lock(&purge_mu_);
   PersistLastReader();
   std::vector<std::string> names;
   rocksdb::Status listed = env_->GetChildren(dir_, &names);

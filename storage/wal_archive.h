@@ -27,14 +27,14 @@
 #define STORAGE_WAL_ARCHIVE_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/blocking_mutex.h"
 #include "rocksdb/env.h"
 #include "storage/database.h"
 
@@ -63,7 +63,7 @@ class WalArchive {
  private:
   void Loop();
   // Writes the time of the last read into kReadersFile if it moved on by a minute.
-  void PersistLastReader();
+  void PersistLastReader() ABSL_EXCLUSIVE_LOCKS_REQUIRED(purge_mu_);
 
   rocksdb::Env* const env_;
   const std::string db_dir_;
@@ -71,12 +71,12 @@ class WalArchive {
   const LogRetention retention_;
   const absl::Duration interval_;
   std::atomic<int64_t> last_reader_micros_;
-  int64_t persisted_reader_micros_ = 0;  // guarded by purge_mu_
-  std::mutex purge_mu_;                  // one purge at a time
-  std::mutex mu_;
-  std::condition_variable stop_cv_;
-  bool stop_ = false;   // guarded by mu_
-  bool woken_ = false;  // guarded by mu_
+  int64_t persisted_reader_micros_ ABSL_GUARDED_BY(purge_mu_) = 0;
+  bloomsync::BlockingMutex purge_mu_;  // one purge at a time
+  bloomsync::BlockingMutex mu_;
+  bloomsync::CondVar stop_cv_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  bool woken_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

@@ -10,36 +10,36 @@ WalSyncer::~WalSyncer() { Stop(); }
 
 void WalSyncer::AfterSync(Done done) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     if (!stopped_) {
       queue_.push_back(std::move(done));
-      wake_.notify_one();
+      wake_.NotifyOne();
       return;
     }
   }
   // Stopped: nobody else will sync for this request.
   std::vector<Done> alone;
   alone.push_back(std::move(done));
-  std::lock_guard<std::mutex> serving(serve_mu_);
+  bloomsync::BlockingLock serving(&serve_mu_);
   Serve(alone);
 }
 
 void WalSyncer::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     stopping_ = true;
   }
-  wake_.notify_one();
+  wake_.NotifyOne();
   if (thread_.joinable()) thread_.join();
 }
 
 uint64_t WalSyncer::syncs() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   return syncs_;
 }
 
 uint64_t WalSyncer::requests() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   return requests_;
 }
 
@@ -47,8 +47,10 @@ void WalSyncer::Loop() {
   std::vector<Done> batch;
   for (;;) {
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      bloomsync::BlockingLock lock(&mu_);
+      wake_.Wait(lock, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stopping_ || !queue_.empty();
+      });
       if (queue_.empty()) {  // stopping, and nothing left: later requests sync themselves
         stopped_ = true;
         return;
@@ -65,7 +67,7 @@ void WalSyncer::Loop() {
 void WalSyncer::Serve(std::vector<Done>& batch) {
   const absl::Status synced = sync_();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     ++syncs_;
     requests_ += batch.size();
   }

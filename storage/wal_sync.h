@@ -23,14 +23,14 @@
 #ifndef STORAGE_WAL_SYNC_H_
 #define STORAGE_WAL_SYNC_H_
 
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
+#include "common/blocking_mutex.h"
 
 namespace storage {
 
@@ -62,14 +62,14 @@ class WalSyncer {
   void Serve(std::vector<Done>& batch);
 
   Sync sync_;  // called by one thread at a time (the loop, or callers after Stop)
-  mutable std::mutex mu_;
-  std::condition_variable wake_;
-  std::vector<Done> queue_;  // guarded by mu_
-  bool stopping_ = false;    // guarded by mu_
-  bool stopped_ = false;     // guarded by mu_: the thread ended
-  uint64_t syncs_ = 0;       // guarded by mu_
-  uint64_t requests_ = 0;    // guarded by mu_
-  std::mutex serve_mu_;      // serialises Serve() once stopped (callers may race)
+  mutable bloomsync::BlockingMutex mu_;
+  bloomsync::CondVar wake_;
+  std::vector<Done> queue_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;  // the thread ended
+  uint64_t syncs_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t requests_ ABSL_GUARDED_BY(mu_) = 0;
+  bloomsync::BlockingMutex serve_mu_;  // serialises Serve() once stopped (callers may race)
   std::thread thread_;
 };
 

@@ -8,7 +8,7 @@
 namespace storage {
 
 absl::Duration WritePacer::Charge(absl::Time now, uint64_t bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   if (Unpaced()) return absl::ZeroDuration();
   const absl::Time start = std::max(free_at_, now);
   free_at_ =
@@ -20,34 +20,36 @@ void WritePacer::Pace(uint64_t bytes) {
   const absl::Time now = absl::Now();
   const absl::Duration wait = Charge(now, bytes);
   if (wait <= absl::ZeroDuration()) return;
-  std::unique_lock<std::mutex> lock(mu_);
+  bloomsync::BlockingLock lock(&mu_);
   // A Rush that came and went while this slept still ends the wait (rushes_started_ moved).
   const uint64_t rushes_started = rushes_started_;
-  unpaced_cv_.wait_for(lock, absl::ToChronoNanoseconds(wait),
-                       [&] { return Unpaced() || rushes_started_ != rushes_started; });
+  unpaced_cv_.WaitFor(lock, absl::ToChronoNanoseconds(wait),
+                      [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                        return Unpaced() || rushes_started_ != rushes_started;
+                      });
 }
 
 void WritePacer::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    bloomsync::BlockingLock lock(&mu_);
     stopped_ = true;
   }
-  unpaced_cv_.notify_all();
+  unpaced_cv_.NotifyAll();
 }
 
 WritePacer::Rush::Rush(WritePacer* pacer) : pacer_(pacer) {
   if (pacer_ == nullptr) return;
   {
-    std::lock_guard<std::mutex> lock(pacer_->mu_);
+    bloomsync::BlockingLock lock(&pacer_->mu_);
     ++pacer_->rushes_;
     ++pacer_->rushes_started_;
   }
-  pacer_->unpaced_cv_.notify_all();
+  pacer_->unpaced_cv_.NotifyAll();
 }
 
 WritePacer::Rush::~Rush() {
   if (pacer_ == nullptr) return;
-  std::lock_guard<std::mutex> lock(pacer_->mu_);
+  bloomsync::BlockingLock lock(&pacer_->mu_);
   --pacer_->rushes_;
 }
 

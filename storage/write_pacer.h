@@ -20,11 +20,11 @@
 #ifndef STORAGE_WRITE_PACER_H_
 #define STORAGE_WRITE_PACER_H_
 
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/time/time.h"
+#include "common/blocking_mutex.h"
 
 namespace storage {
 
@@ -61,16 +61,18 @@ class WritePacer {
   };
 
  private:
-  bool Unpaced() const { return bytes_per_second_ == 0 || stopped_ || rushes_ > 0; }
+  bool Unpaced() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return bytes_per_second_ == 0 || stopped_ || rushes_ > 0;
+  }
 
   const uint64_t bytes_per_second_;
-  std::mutex mu_;
-  std::condition_variable unpaced_cv_;
+  bloomsync::BlockingMutex mu_;
+  bloomsync::CondVar unpaced_cv_;
   // When the writes charged so far have had their time; a write charged later starts then.
-  absl::Time free_at_ = absl::InfinitePast();
-  bool stopped_ = false;
-  int rushes_ = 0;
-  uint64_t rushes_started_ = 0;
+  absl::Time free_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  int rushes_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t rushes_started_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace storage
