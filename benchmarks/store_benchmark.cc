@@ -26,7 +26,7 @@
 #include "rocksdb/statistics.h"
 #include "rocksdb/write_batch.h"
 #include "storage/filter_store.h"
-#include "storage/operation_batch.h"
+#include "storage/write/operation_batch.h"
 
 namespace {
 
@@ -274,11 +274,11 @@ BENCHMARK(BM_PerFilterOverhead)
 
 // What an idle server with many resident per-user filters spends on its background
 // checkpointer, which visits the filters its schedule holds (changed ones when their
-// checkpoint is due, windowed ones, ones due to idle out; storage/checkpoint_schedule.h): CPU
-// time of the whole process over 5 idle seconds, as a share of one core, once the creations
-// are checkpointed. With the second argument 1, every filter then gets a second add, so each
-// is changed with its checkpoint due later (an interval of an hour here, so that none is
-// written while measuring), as on a server writing to all of them.
+// checkpoint is due, windowed ones, ones due to idle out;
+// storage/checkpoint/checkpoint_schedule.h): CPU time of the whole process over 5 idle seconds, as
+// a share of one core, once the creations are checkpointed. With the second argument 1, every
+// filter then gets a second add, so each is changed with its checkpoint due later (an interval of
+// an hour here, so that none is written while measuring), as on a server writing to all of them.
 void BM_IdleCheckpointerCpu(benchmark::State& state) {
   const int filters = static_cast<int>(state.range(0));
   const bool changed = state.range(1) != 0;

@@ -12,6 +12,6 @@
 // strings copied inside libstdc++, with no librocksdb frame to match. So interceptors called
 // from librocksdb stay on.
 //
-// The one piece of our code that RocksDB calls back is the logger in storage/database.cc, which
+// The one piece of our code that RocksDB calls back is the logger in storage/db/database.cc, which
 // only formats a line and hands it to the thread-safe common/log.
 extern "C" const char* __tsan_default_suppressions() { return "race:librocksdb.so\n"; }

@@ -13,7 +13,7 @@
 #include "common/testing.h"
 #include "coordination/sync_set_keeper.h"
 #include "gtest/gtest.h"
-#include "storage/replica_acks.h"
+#include "storage/replica/replica_acks.h"
 #include "tests/support/etcd_process.h"
 
 namespace coordination {

@@ -35,7 +35,7 @@
 #include "absl/time/time.h"
 #include "common/blocking_mutex.h"
 #include "coordination/cluster_member.h"
-#include "storage/replica_acks.h"
+#include "storage/replica/replica_acks.h"
 
 namespace coordination {
 

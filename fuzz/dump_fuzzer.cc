@@ -10,9 +10,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "storage/cuckoo_journal.h"
-#include "storage/dump.h"
-#include "storage/encoding.h"
+#include "storage/format/cuckoo_journal.h"
+#include "storage/format/dump.h"
+#include "storage/format/encoding.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;

@@ -13,7 +13,7 @@
 #include "common/blocking_mutex.h"
 #include "common/log.h"
 #include "common/status_macros.h"
-#include "storage/replication_log.h"
+#include "storage/replica/replication_log.h"
 
 namespace replication {
 namespace {
@@ -439,7 +439,7 @@ grpc::Status Follower::ApplyResponses(Queue& queue, Stream& stream, uint64_t sta
 
 void Follower::OnApplied(uint64_t primary_sequence, absl::Time primary_time) {
   // Elected, this replica's log is what the other followers resume from: its archive is kept as
-  // a primary's is (storage/wal_archive.h).
+  // a primary's is (storage/replica/wal_archive.h).
   store_->database().NoteLogReader();
   const uint64_t applied = store_->LatestSequence();
   const absl::Time now = absl::Now();

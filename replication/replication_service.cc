@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "service/convert.h"
-#include "storage/replication_log.h"
+#include "storage/replica/replication_log.h"
 
 namespace replication {
 namespace {

@@ -34,7 +34,7 @@
 #include "common/blocking_mutex.h"
 #include "grpcpp/grpcpp.h"
 #include "storage/filter_store.h"
-#include "storage/replication_log.h"
+#include "storage/replica/replication_log.h"
 
 namespace replication {
 

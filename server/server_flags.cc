@@ -21,7 +21,7 @@ ABSL_FLAG(bool, sync, false,
           "fsync the write-ahead log before acknowledging an Add (survives power loss; slower)");
 ABSL_FLAG(std::string, memory_limit, "50%",
           "cache budget for filters (their bits and a bookkeeping charge each, "
-          "storage/resident_charge.h): past it the "
+          "storage/memory/resident_charge.h): past it the "
           "least recently used filters are written "
           "out and loaded again on use; e.g. 536870912, 512Mi, 4Gi, or a share of the "
           "container's memory limit (the machine's memory outside a container) such as 50% (the "
@@ -421,7 +421,8 @@ absl::StatusOr<ServerConfig> ConfigFromFlags(const bloomsys::ContainerMemory& co
   if (!tls.client_ca_file.empty() && !tls.enabled()) {
     return Refused("--tls_client_ca_file needs --tls_cert_file and --tls_key_file");
   }
-  absl::StatusOr<service::OpenMethods> open_methods = service::ParseOpenMethods(absl::GetFlag(FLAGS_open_methods));
+  absl::StatusOr<service::OpenMethods> open_methods =
+      service::ParseOpenMethods(absl::GetFlag(FLAGS_open_methods));
   if (!open_methods.ok()) {
     return Refused(absl::StrCat("--open_methods: ", open_methods.status().message()));
   }

@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/testing.h"
 #include "gtest/gtest.h"
-#include "storage/resident_charge.h"
+#include "storage/memory/resident_charge.h"
 
 namespace server {
 namespace {

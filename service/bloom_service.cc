@@ -313,7 +313,7 @@ absl::Status AbsentIfMissing(absl::Status checked, bool absent_if_missing,
 
 namespace {
 
-// One Add call served through the store's group committer (storage/group_commit.h). It owns
+// One Add call served through the store's group committer (storage/write/group_commit.h). It owns
 // its CallScope (the call counts as in flight until `finish`) and deletes itself once
 // finished; the request's bytes and `answers` belong to the caller until then.
 class AddCallJob final : public storage::GroupCommitter::Job {

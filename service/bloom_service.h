@@ -181,7 +181,7 @@ class BloomService final : public StreamServiceBase {
   // `answers` (request.items.size() bools, in the response being written) gets one value per
   // item of `request`.
   //
-  // An Add is served through the store's group committer (storage/group_commit.h): the adds
+  // An Add is served through the store's group committer (storage/write/group_commit.h): the adds
   // of calls that arrive together share one RocksDB write, and with --sync one fsync, and no
   // thread waits for another's. `finish` gets the call's status once the add is acknowledged:
   // at once on this thread if it is refused or served here, else on the thread that served it

@@ -10,7 +10,7 @@
 #include "absl/status/status.h"
 #include "bloom/scalable_filter.h"
 #include "bloom/v1/bloom.pb.h"
-#include "storage/stored_filter.h"
+#include "storage/filter/stored_filter.h"
 
 namespace service {
 

@@ -18,7 +18,7 @@
 #include "service/bloom_service.h"
 #include "service/convert.h"
 #include "service/pipeline_batch.h"
-#include "storage/operation_batch.h"
+#include "storage/write/operation_batch.h"
 
 namespace service {
 
@@ -119,8 +119,7 @@ class PipelineReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, g
 
   void OnDone() override {
     if (const ServiceHooks& hooks = service_->hooks(); hooks.metrics != nullptr) {
-      hooks.metrics->RecordRpc(rpcs::Rpc::kPipeline, end_status_.code(), absl::Now() - start_,
-                               0);
+      hooks.metrics->RecordRpc(rpcs::Rpc::kPipeline, end_status_.code(), absl::Now() - start_, 0);
     }
     if (bloomlog::Enabled(bloomlog::Level::kDebug)) {
       uint64_t operations;

@@ -15,7 +15,7 @@
 //    consecutive adds to one filter go to the store as one add (one journal write, one fsync
 //    with --sync), and likewise checks. Nothing waits on a timer: under load batches grow by
 //    themselves, alone an operation is served at once;
-//  - a batch with adds goes through the store's group committer (storage/group_commit.h):
+//  - a batch with adds goes through the store's group committer (storage/write/group_commit.h):
 //    the batches of streams (and unary Adds) that wait together share one RocksDB write, and
 //    are served on whichever thread is already serving, so no gRPC thread waits for another's
 //    write; a batch of checks only is answered on the thread that read it;

@@ -14,7 +14,7 @@
 //   batch.Answer(*store_batch);                 // the adds' answers
 //   for (size_t i = 0; i < batch.size(); ++i) Send(batch.responses()[i]);
 //
-// With adds the store batch is the group committer's (storage/group_commit.h), shared with
+// With adds the store batch is the group committer's (storage/write/group_commit.h), shared with
 // other streams and calls. Each operation's answer, or its error, is in responses()[i].
 //
 // Thread-safety: not thread-safe; one thread serves a batch at a time.
@@ -36,7 +36,7 @@
 #include "bloom/v1/bloom.pb.h"
 #include "service/auth.h"
 #include "service/direct_parse.h"
-#include "storage/operation_batch.h"
+#include "storage/write/operation_batch.h"
 
 namespace service {
 

@@ -32,7 +32,7 @@ namespace service {
 
 // The service runs on gRPC's callback API: unary calls are answered inline on gRPC's threads,
 // streams cost no thread while they wait, and with --sync adds are answered from the WAL
-// syncer's thread (storage/wal_sync.h). With item_call_threads, Add and MightContain run on
+// syncer's thread (storage/write/wal_sync.h). With item_call_threads, Add and MightContain run on
 // its async API instead, on threads of their own (item_calls.h).
 struct ServerOptions {
   // host:port; port 0 picks a free port (see BloomServer::port()).

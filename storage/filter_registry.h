@@ -27,7 +27,7 @@
 #include "absl/hash/hash.h"
 #include "absl/strings/string_view.h"
 #include "common/mutex.h"
-#include "storage/stored_filter.h"
+#include "storage/filter/stored_filter.h"
 
 namespace storage {
 

@@ -10,8 +10,8 @@
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "rocksdb/write_batch.h"
-#include "storage/encoding.h"
-#include "storage/rocksdb_status.h"
+#include "storage/db/rocksdb_status.h"
+#include "storage/format/encoding.h"
 
 namespace storage {
 namespace {

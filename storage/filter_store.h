@@ -45,21 +45,21 @@
 #include "bloom/scalable_filter.h"
 #include "common/blocking_mutex.h"
 #include "common/mutex.h"
-#include "storage/checkpoint_schedule.h"
-#include "storage/checkpointer.h"
-#include "storage/database.h"
+#include "storage/checkpoint/checkpoint_schedule.h"
+#include "storage/checkpoint/checkpointer.h"
+#include "storage/db/database.h"
+#include "storage/filter/stored_filter.h"
 #include "storage/filter_registry.h"
 #include "storage/filter_transfer.h"
-#include "storage/group_commit.h"
-#include "storage/memory_budget.h"
-#include "storage/operation_batch.h"
-#include "storage/replica_acks.h"
-#include "storage/replication_log.h"
-#include "storage/residency.h"
+#include "storage/memory/memory_budget.h"
+#include "storage/memory/residency.h"
+#include "storage/replica/replica_acks.h"
+#include "storage/replica/replication_log.h"
 #include "storage/store_options.h"
-#include "storage/stored_filter.h"
-#include "storage/wal_sync.h"
-#include "storage/write_pacer.h"
+#include "storage/write/group_commit.h"
+#include "storage/write/operation_batch.h"
+#include "storage/write/wal_sync.h"
+#include "storage/write/write_pacer.h"
 
 namespace storage {
 
@@ -124,10 +124,10 @@ class FilterStore : public FiguresSource {
                                         const bloom::FilterParams* create_if_missing,
                                         bool defer_sync = false);
   // Calls `done` once every add that returned before this call is durable: at once (OK)
-  // without options.sync, else after a group fsync of the write-ahead log (storage/wal_sync.h),
-  // on the syncer's thread, with its status. `done` must not block. Call it for every deferred
-  // add or batch, also one that found all its items present: their bits may come from an add
-  // that is not durable yet.
+  // without options.sync, else after a group fsync of the write-ahead log
+  // (storage/write/wal_sync.h), on the syncer's thread, with its status. `done` must not block.
+  // Call it for every deferred add or batch, also one that found all its items present: their bits
+  // may come from an add that is not durable yet.
   void WhenDurable(WalSyncer::Done done);
   // Calls `done` once every write that returned before this call is acknowledged: held by
   // options.min_replica_acks followers and allowed by the fence (at once, OK, without either),
@@ -197,8 +197,8 @@ class FilterStore : public FiguresSource {
 
   // Checkpoints every filter with changes now.
   absl::Status CheckpointAll();
-  // One pass of the background checkpointer (storage/checkpointer.h), at real time `now`:
-  // reopens RocksDB after a write error, deletes filters idle past their idle_ttl (by the
+  // One pass of the background checkpointer (storage/checkpoint/checkpointer.h), at real time
+  // `now`: reopens RocksDB after a write error, deletes filters idle past their idle_ttl (by the
   // store's clock), checkpoints the filters whose checkpoint is due at `now`. Tests open the
   // store without background_checkpoints and call it at the moments they choose. False once
   // the store is closing.
@@ -206,7 +206,7 @@ class FilterStore : public FiguresSource {
 
   // O(filters); for a metrics scrape, not for hot paths.
   StoreFigures Figures() const override;
-  // What the checkpointer's next pass visits at least (storage/checkpoint_schedule.h).
+  // What the checkpointer's next pass visits at least (storage/checkpoint/checkpoint_schedule.h).
   CheckpointSchedule::Sizes CheckpointScheduleSizes() const { return schedule_.sizes(); }
 
   // Evicts least recently used filters until the memory in use is under the limit's low

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "storage/filter_store.h"
-#include "storage/operation_batch.h"
+#include "storage/write/operation_batch.h"
 
 namespace storage {
 namespace {

@@ -14,8 +14,8 @@
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "rocksdb/db.h"
+#include "storage/db/rocksdb_status.h"
 #include "storage/filter_store.h"
-#include "storage/rocksdb_status.h"
 
 namespace storage {
 namespace {

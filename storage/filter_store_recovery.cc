@@ -14,10 +14,10 @@
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "common/status_macros.h"
-#include "storage/encoding.h"
+#include "storage/db/rocksdb_status.h"
 #include "storage/filter_store.h"
-#include "storage/page_encoding.h"
-#include "storage/rocksdb_status.h"
+#include "storage/format/encoding.h"
+#include "storage/format/page_encoding.h"
 
 namespace storage {
 namespace {

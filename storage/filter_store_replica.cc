@@ -17,9 +17,9 @@
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "rocksdb/write_batch.h"
-#include "storage/encoding.h"
+#include "storage/db/rocksdb_status.h"
 #include "storage/filter_store.h"
-#include "storage/rocksdb_status.h"
+#include "storage/format/encoding.h"
 
 namespace storage {
 namespace {

@@ -31,10 +31,10 @@
 #include "common/heap.h"
 #include "common/log.h"
 #include "common/status_macros.h"
-#include "storage/encoding.h"
+#include "storage/db/rocksdb_status.h"
 #include "storage/filter_store.h"
-#include "storage/page_encoding.h"
-#include "storage/rocksdb_status.h"
+#include "storage/format/encoding.h"
+#include "storage/format/page_encoding.h"
 
 namespace storage {
 namespace {

@@ -18,8 +18,8 @@
 #include "common/testing.h"
 #include "gtest/gtest.h"
 #include "rocksdb/statistics.h"
-#include "storage/encoding.h"
 #include "storage/filter_store_fixture.h"
+#include "storage/format/encoding.h"
 #include "tests/support/items.h"
 
 namespace storage {
@@ -158,7 +158,7 @@ TEST_F(FilterStoreTest, MemoryLimitRefusesNewFiltersAndGrowth) {
   EXPECT_LE(store_->memory_used(), options.memory_limit_bytes);
 }
 
-// A checkpoint stores a page with few set words sparse (storage/page_encoding.h): a per-user
+// A checkpoint stores a page with few set words sparse (storage/format/page_encoding.h): a per-user
 // filter with a few items takes tens of bytes in RocksDB, not its 1.3 KB of bits; a page that
 // fills up is stored dense again; both load exactly, eagerly and lazily.
 TEST_F(FilterStoreTest, PagesWithFewItemsAreStoredSparseAndLoadExactly) {

@@ -1,4 +1,4 @@
-// Moving a whole filter in and out of a FilterStore as a dump (storage/dump.h): an
+// Moving a whole filter in and out of a FilterStore as a dump (storage/format/dump.h): an
 // ExportCursor reads one out chunk by chunk, a PendingImport takes one in.
 //
 //   ASSIGN_OR_RETURN(std::unique_ptr<ExportCursor> out, store.OpenExport("users"));
@@ -22,9 +22,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "storage/dump.h"
-#include "storage/memory_budget.h"
-#include "storage/stored_filter.h"
+#include "storage/filter/stored_filter.h"
+#include "storage/format/dump.h"
+#include "storage/memory/memory_budget.h"
 
 namespace storage {
 

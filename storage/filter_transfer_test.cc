@@ -11,8 +11,8 @@
 #include "common/testing.h"
 #include "gtest/gtest.h"
 #include "rocksdb/write_batch.h"
-#include "storage/encoding.h"
 #include "storage/filter_store_fixture.h"
+#include "storage/format/encoding.h"
 #include "tests/support/items.h"
 
 namespace storage {

@@ -13,7 +13,7 @@
 #include "absl/time/time.h"
 #include "bloom/window.h"
 #include "rocksdb/env.h"
-#include "storage/database.h"
+#include "storage/db/database.h"
 #include "storage/store_figures.h"
 
 namespace storage {

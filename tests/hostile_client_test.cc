@@ -289,7 +289,7 @@ TEST_F(HostileClientTest, HugeFiltersAreRefusedByDefaultAndRecoveryNeverCrashLoo
 }
 
 // Attack 9: a disk that filled up, then kill -9. The server never aborts on a full disk (Debian's
-// RocksDB asserts when a write to its LOG file, or a recovery write, fails; storage/database.cc
+// RocksDB asserts when a write to its LOG file, or a recovery write, fails; storage/db/database.cc
 // keeps it from both): it refuses adds and answers reads while full, refuses to open with a
 // clear error until there is room, then recovers every acknowledged add.
 // The disk is a 40 MiB tmpfs, so this needs the right to mount one (root, as in CI).

@@ -1,0 +1,75 @@
+// WritePacer: the schedule it charges (with chosen times), and waits that Stop and Rush end.
+#include "storage/write/write_pacer.h"
+
+#include <atomic>
+#include <functional>
+#include <thread>
+
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+
+namespace storage {
+namespace {
+
+constexpr uint64_t kMiB = 1 << 20;
+
+TEST(WritePacerTest, FirstWriteAfterQuietGoesAtOnceAndFollowersWaitTheirTurn) {
+  WritePacer pacer(4 * kMiB);  // 4 MiB/s: 1 MiB takes 250 ms
+  const absl::Time start = absl::FromUnixSeconds(1000);
+  EXPECT_EQ(pacer.Charge(start, kMiB), absl::ZeroDuration());
+  EXPECT_EQ(pacer.Charge(start, kMiB), absl::Milliseconds(250));
+  EXPECT_EQ(pacer.Charge(start + absl::Milliseconds(100), 2 * kMiB), absl::Milliseconds(400));
+  // The charged writes end at start + 1 s; a write after a quiet spell is not held back for
+  // the time that went unused (no credit is saved up either).
+  EXPECT_EQ(pacer.Charge(start + absl::Seconds(5), kMiB), absl::ZeroDuration());
+  EXPECT_EQ(pacer.Charge(start + absl::Seconds(5), kMiB), absl::Milliseconds(250));
+}
+
+TEST(WritePacerTest, ZeroRateNeverWaits) {
+  WritePacer pacer(0);
+  const absl::Time now = absl::FromUnixSeconds(1000);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(pacer.Charge(now, 1 << 30), absl::ZeroDuration());
+}
+
+TEST(WritePacerTest, RushSuspendsPacingWhileItLasts) {
+  WritePacer pacer(kMiB);
+  const absl::Time now = absl::FromUnixSeconds(1000);
+  EXPECT_EQ(pacer.Charge(now, kMiB), absl::ZeroDuration());
+  {
+    const WritePacer::Rush rush(&pacer);
+    EXPECT_EQ(pacer.Charge(now, 100 * kMiB), absl::ZeroDuration());
+  }
+  EXPECT_EQ(pacer.Charge(now, kMiB), absl::Seconds(1));
+  const WritePacer::Rush no_pacer(nullptr);  // a store without a pacer: harmless
+}
+
+// A write scheduled an hour out: Stop (or a Rush) must end the wait, or this test times out.
+void ExpectWaitEndedBy(const std::function<void(WritePacer&)>& end_wait) {
+  WritePacer pacer(1);  // one byte a second
+  pacer.Pace(3600);     // at once: nothing was charged before it
+  std::atomic<bool> returned{false};
+  std::thread waiter([&] {
+    pacer.Pace(1);  // waits for the hour charged above
+    returned = true;
+  });
+  absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_FALSE(returned.load());
+  end_wait(pacer);
+  waiter.join();
+  EXPECT_TRUE(returned.load());
+}
+
+TEST(WritePacerTest, StopEndsAWaitAndPacingForGood) {
+  ExpectWaitEndedBy([](WritePacer& pacer) { pacer.Stop(); });
+  WritePacer pacer(1);
+  pacer.Stop();
+  EXPECT_EQ(pacer.Charge(absl::Now(), 1 << 30), absl::ZeroDuration());
+  EXPECT_EQ(pacer.Charge(absl::Now(), 1 << 30), absl::ZeroDuration());
+}
+
+TEST(WritePacerTest, RushEndsAWait) {
+  ExpectWaitEndedBy([](WritePacer& pacer) { const WritePacer::Rush rush(&pacer); });
+}
+
+}  // namespace
+}  // namespace storage
