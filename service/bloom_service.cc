@@ -1,7 +1,6 @@
 #include "service/bloom_service.h"
 
 #include <algorithm>
-#include <future>
 #include <memory>
 #include <string>
 #include <utility>
@@ -14,6 +13,7 @@
 #include "absl/types/optional.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "service/call_scope.h"
 #include "service/convert.h"
 #include "service/stream_proxy.h"
 #include "service/transfers.h"
@@ -28,86 +28,6 @@ constexpr size_t kAdminLaneThreads = 1;
 constexpr size_t kAdminLaneQueue = 1024;
 
 }  // namespace
-
-// One call in progress: counts it for Drain(), checks that it may run (not draining, deadline
-// not passed, token and role), and when done records its metrics and logs one line at debug
-// level (request logging is too much for info).
-class CallScope {
- public:
-  CallScope(BloomService* service, rpcs::Rpc rpc, grpc::ServerContextBase* context,
-            absl::string_view name, size_t items = 0)
-      : service_(service),
-        rpc_(rpc),
-        context_(context),
-        name_(name),
-        items_(items),
-        start_(absl::Now()) {
-    // Count first, then check: Drain() sets draining_ and then waits for the count, so a call
-    // either sees draining_ or is waited for.
-    service_->in_flight_.fetch_add(1);
-  }
-  ~CallScope() { service_->in_flight_.fetch_sub(1); }
-  CallScope(const CallScope&) = delete;
-  CallScope& operator=(const CallScope&) = delete;
-
-  // OK if the call may run.
-  absl::Status Admit() {
-    if (service_->draining_.load()) {
-      return absl::UnavailableError("the server is shutting down; retry another replica");
-    }
-    if (context_ != nullptr && context_->deadline() < std::chrono::system_clock::now()) {
-      return absl::DeadlineExceededError("the call's deadline passed before it was handled");
-    }
-    if (service_->hooks_.auth == nullptr) {
-      caller_.role = Role::kWrite;  // without token auth every caller may write
-      return absl::OkStatus();
-    }
-    absl::optional<absl::string_view> authorization;
-    if (context_ != nullptr) {
-      const auto& metadata = context_->client_metadata();
-      if (auto it = metadata.find("authorization"); it != metadata.end()) {
-        authorization = absl::string_view(it->second.data(), it->second.size());
-      }
-    }
-    absl::StatusOr<Caller> caller =
-        service_->hooks_.auth->Authorize(authorization, RoleFor(rpc_), rpcs::Info(rpc_).label);
-    if (caller.ok()) {
-      caller_ = *std::move(caller);
-      return absl::OkStatus();
-    }
-    service_->RecordAuthRefusal(caller.status(), rpcs::Info(rpc_).label,
-                                context_ ? context_->peer() : "in-process");
-    return caller.status();
-  }
-
-  // After Admit() succeeded with token auth: the token's role and label.
-  [[nodiscard]] const Caller& AdmittedCaller() const { return caller_; }
-
-  [[nodiscard]] grpc::Status Done(const absl::Status& status) const {
-    const absl::Duration took = absl::Now() - start_;
-    if (service_->hooks_.metrics != nullptr) {
-      service_->hooks_.metrics->RecordRpc(rpc_, status.code(), took, items_);
-    }
-    if (bloomlog::Enabled(bloomlog::Level::kDebug)) {
-      bloomlog::LogDebug(absl::StrCat(
-          "rpc ", rpcs::Info(rpc_).label, " name=", name_, " items=", items_,
-          caller_.label.empty() ? "" : absl::StrCat(" caller=", caller_.label),
-          " code=", absl::StatusCodeToString(status.code()), " took=", absl::FormatDuration(took)));
-    }
-    return ToGrpcStatus(status);
-  }
-
- private:
-  // At most one line per second, so a client retrying with a bad token cannot flood the log.
-  // The token itself is never logged.
-  BloomService* const service_;
-  const rpcs::Rpc rpc_;
-  grpc::ServerContextBase* const context_;
-  std::string name_;
-  size_t items_;
-  absl::Time start_;
-  Caller caller_;  // who the token says the caller is (default: no token needed)
-};
 
 BloomService::BloomService(storage::FilterStore* store, ServiceLimits limits, ServiceHooks hooks)
     : store_(store),
@@ -178,45 +98,6 @@ template absl::Status BloomService::CollectItems(const bloom::v1::RemoveRequest&
 template absl::Status BloomService::CollectItems(const bloom::v1::CountRequest&,
                                                  std::vector<absl::string_view>&) const;
 
-namespace {
-
-// Runs `start` with a Finish and waits for it to be called: the in-process forms of the
-// handlers that answer through one (tests and fuzzers).
-template <typename Start>
-grpc::Status WaitFor(Start start) {
-  std::promise<grpc::Status> finished;
-  std::future<grpc::Status> status = finished.get_future();
-  start([&finished](grpc::Status done) { finished.set_value(std::move(done)); });
-  return status.get();
-}
-
-// Answers a write made without waiting to be acknowledged (filter_store.h: defer_ack, or
-// defer_sync with `durable`) through `finish` once the store acknowledges it: at once without
-// --min_replica_acks, the fence (or, `durable`, --sync), else from the thread that hears the
-// followers (or the WAL syncer's). `answer` runs first if it is acknowledged; a refused write
-// is answered at once. `log` counts the call as in flight until then. No thread waits
-// meanwhile: a stalled follower or a slow disk cannot tie up the gRPC threads.
-void AnswerOnceAcknowledged(storage::FilterStore* store, std::unique_ptr<CallScope> log,
-                            const absl::Status& written, absl::AnyInvocable<void() &&> answer,
-                            BloomService::Finish finish, bool durable = false) {
-  if (!written.ok()) {
-    std::move(finish)(log->Done(written));
-    return;
-  }
-  auto acknowledged = [log = std::move(log), answer = std::move(answer),
-                       finish = std::move(finish)](const absl::Status& status) mutable {
-    if (status.ok()) std::move(answer)();
-    std::move(finish)(log->Done(status));
-  };
-  if (durable) {
-    store->WhenDurable(std::move(acknowledged));
-  } else {
-    store->WhenReplicated(std::move(acknowledged));
-  }
-}
-
-}  // namespace
-
 void BloomService::HandleReserveThen(const bloom::v1::ReserveRequest& request,
                                      bloom::v1::ReserveResponse* response,
                                      grpc::ServerContextBase* context, Finish finish) {
@@ -249,166 +130,6 @@ grpc::Status BloomService::HandleReserve(const bloom::v1::ReserveRequest& reques
                                          grpc::ServerContextBase* context) {
   return WaitFor(
       [&](Finish finish) { HandleReserveThen(request, response, context, std::move(finish)); });
-}
-
-namespace {
-
-// An Add/MightContainRequest message as the views direct_parse.h reads off the wire: its
-// items, then its raw_items, pointing into the message.
-template <typename Request>
-ItemsRequestView ViewOf(const Request& request) {
-  ItemsRequestView view;
-  view.name = request.name();
-  view.items.reserve(request.items_size() + request.raw_items_size());
-  for (const std::string& item : request.items()) view.items.emplace_back(item);
-  view.text_items = view.items.size();
-  for (const std::string& item : request.raw_items()) view.items.emplace_back(item);
-  return view;
-}
-
-}  // namespace
-
-grpc::Status BloomService::HandleAdd(const bloom::v1::AddRequest& request,
-                                     bloom::v1::AddResponse* response,
-                                     grpc::ServerContextBase* context) {
-  // The path of the server's own unary Add: the request as views (as direct_parse.h reads it
-  // off the wire), served through the group committer. So in-process callers (tests, fuzzing)
-  // exercise what production runs.
-  ItemsRequestView view = ViewOf(request);
-  std::string create_spec;
-  if (request.has_create_if_missing()) {
-    create_spec = request.create_if_missing().SerializeAsString();
-    view.create_if_missing.emplace_back(create_spec);
-  }
-  std::unique_ptr<bool[]> added(new bool[view.items.size()]);
-  grpc::Status status = HandleAddItems(view, added.get(), context);
-  if (status.ok()) {
-    response->mutable_added()->Add(added.get(), added.get() + view.items.size());
-    response->set_sequence(store_->LatestSequence());
-  }
-  return status;
-}
-
-grpc::Status BloomService::HandleMightContain(const bloom::v1::MightContainRequest& request,
-                                              bloom::v1::MightContainResponse* response,
-                                              grpc::ServerContextBase* context) {
-  // The path of the server's own unary MightContain, as HandleAdd's.
-  ItemsRequestView view = ViewOf(request);
-  view.absent_if_missing = request.absent_if_missing();
-  view.min_sequence = request.min_sequence();
-  std::unique_ptr<bool[]> present(new bool[view.items.size()]);
-  grpc::Status status = HandleMightContainItems(view, present.get(), context);
-  if (status.ok()) {
-    response->mutable_present()->Add(present.get(), present.get() + view.items.size());
-  }
-  return status;
-}
-
-absl::Status AbsentIfMissing(absl::Status checked, bool absent_if_missing,
-                             absl::Span<bool> present) {
-  if (!absl::IsNotFound(checked) || !absent_if_missing) return checked;
-  std::fill(present.begin(), present.end(), false);  // never added
-  return absl::OkStatus();
-}
-
-namespace {
-
-// One Add call served through the store's group committer (storage/write/group_commit.h). It owns
-// its CallScope (the call counts as in flight until `finish`) and deletes itself once
-// finished; the request's bytes and `answers` belong to the caller until then.
-class AddCallJob final : public storage::GroupCommitter::Job {
- public:
-  using Finish = absl::AnyInvocable<void(grpc::Status) &&>;
-
-  AddCallJob(storage::FilterStore* store, std::unique_ptr<CallScope> log,
-             const ItemsRequestView& request, absl::optional<bloom::FilterParams> create_spec,
-             bool* answers, Finish finish)
-      : store_(store),
-        log_(std::move(log)),
-        request_(request),
-        create_spec_(create_spec),
-        answers_(answers),
-        finish_(std::move(finish)) {}
-
-  void Queue(storage::OperationBatch& batch) override {
-    ticket_ = batch.Add(request_.name, request_.items,
-                        create_spec_.has_value() ? &*create_spec_ : nullptr);
-  }
-  void Answer(storage::OperationBatch& batch) override {
-    absl::StatusOr<std::unique_ptr<bool[]>> added = batch.TakeAnswers(ticket_);
-    status_ = added.status();
-    if (added.ok()) std::copy_n(added->get(), request_.items.size(), answers_);
-  }
-  void Fail(const absl::Status& why) override { status_ = why; }
-  void Done() override {
-    if (status_.ok() && store_->syncs_adds()) {
-      // --sync: answered once the WAL syncer's group fsync covers the add, from its thread.
-      store_->WhenDurable([this](const absl::Status& synced) { Complete(synced); });
-      return;
-    }
-    Complete(status_);
-  }
-
- private:
-  void Complete(const absl::Status& status) {
-    std::move(finish_)(log_->Done(status));
-    delete this;
-  }
-
-  storage::FilterStore* const store_;
-  const std::unique_ptr<CallScope> log_;
-  const ItemsRequestView& request_;  // the caller's, valid until `finish`
-  const absl::optional<bloom::FilterParams> create_spec_;
-  bool* const answers_;
-  Finish finish_;
-  storage::OperationBatch::Ticket ticket_ = 0;
-  absl::Status status_;
-};
-
-}  // namespace
-
-void BloomService::HandleAddItemsGrouped(const ItemsRequestView& request, bool* answers,
-                                         grpc::ServerContextBase* context,
-                                         absl::AnyInvocable<void(grpc::Status) &&> finish) {
-  auto log = std::make_unique<CallScope>(this, rpcs::Rpc::kAdd, context, request.name,
-                                         request.items.size());
-  absl::Status status = log->Admit();
-  if (status.ok()) status = CheckItems(request.items, request.text_items);
-  absl::optional<bloom::FilterParams> create_spec;
-  if (status.ok()) {
-    absl::StatusOr<absl::optional<bloom::FilterParams>> spec = CreateSpecOf(request);
-    if (spec.ok()) {
-      create_spec = *std::move(spec);
-    } else {
-      status = spec.status();
-    }
-  }
-  if (!status.ok()) {
-    std::move(finish)(log->Done(status));
-    return;
-  }
-  // Served now on this thread, or by the thread already serving other calls' adds; the job
-  // deletes itself once `finish` has run.
-  store_->committer().Submit(
-      new AddCallJob(store_, std::move(log), request, create_spec, answers, std::move(finish)));
-}
-
-grpc::Status BloomService::HandleAddItems(const ItemsRequestView& request, bool* answers,
-                                          grpc::ServerContextBase* context) {
-  return WaitFor(
-      [&](Finish finish) { HandleAddItemsGrouped(request, answers, context, std::move(finish)); });
-}
-
-grpc::Status BloomService::HandleMightContainItems(const ItemsRequestView& request, bool* answers,
-                                                   grpc::ServerContextBase* context) {
-  CallScope log(this, rpcs::Rpc::kMightContain, context, request.name, request.items.size());
-  if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
-  if (absl::Status valid = CheckItems(request.items, request.text_items); !valid.ok()) {
-    return log.Done(valid);
-  }
-  return log.Done(AbsentIfMissing(store_->MightContainInto(request.name, request.items, answers),
-                                  request.absent_if_missing,
-                                  absl::MakeSpan(answers, request.items.size())));
 }
 
 absl::StatusOr<std::string> BloomService::ProxyClient(grpc::CallbackServerContext* context,
