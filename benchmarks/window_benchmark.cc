@@ -74,7 +74,7 @@ void BM_WindowBitsPerItem(benchmark::State& state) {
   const uint64_t per_step = kPerWindow / kSteps;
   double window_bits = 0, plain_bits = 0;
   for (auto _ : state) {
-    bloom::ManualClock clock(absl::FromUnixSeconds(1'700'000'000));
+    bloomtime::ManualClock clock(absl::FromUnixSeconds(1'700'000'000));
     auto filter = *bloom::ScalableFilter::Create(spec, kSeed, &clock);
     std::mt19937_64 random(1);
     std::uniform_real_distribution<double> spread(-jitter, jitter);
@@ -135,7 +135,7 @@ void BM_SevenDayUrlWindow(benchmark::State& state) {
   uint64_t false_negatives = 0, inside_checked = 0, false_positives = 0, absent_checked = 0;
   double worst_hourly_fpr = 0;
   for (auto _ : state) {
-    bloom::ManualClock clock(absl::FromUnixSeconds(1'700'000'000));
+    bloomtime::ManualClock clock(absl::FromUnixSeconds(1'700'000'000));
     const absl::Time start = clock.Now();
     auto filter = *bloom::ScalableFilter::Create(spec, kSeed, &clock);
     std::vector<uint64_t> hashes(kPerBurst);
@@ -184,13 +184,13 @@ constexpr uint64_t kItems = 10'000'000;
 
 // A filter holding kItems: windowed ones fed over one whole window (so every slice is full).
 struct Filled {
-  std::unique_ptr<bloom::ManualClock> clock;
+  std::unique_ptr<bloomtime::ManualClock> clock;
   std::unique_ptr<bloom::ScalableFilter> filter;
 };
 
 Filled Fill(uint32_t slices, uint64_t items = kItems) {
   Filled f;
-  f.clock = std::make_unique<bloom::ManualClock>(absl::FromUnixSeconds(1'700'000'000));
+  f.clock = std::make_unique<bloomtime::ManualClock>(absl::FromUnixSeconds(1'700'000'000));
   const bloom::FilterParams spec = Spec(items, 0.01, slices);
   f.filter = *bloom::ScalableFilter::Create(spec, kSeed, f.clock.get());
   constexpr int kSteps = 1000;

@@ -25,7 +25,7 @@ static_assert(kMaxExpansion <= std::numeric_limits<uint16_t>::max(), "expansion_
 
 absl::StatusOr<std::unique_ptr<ScalableFilter>> ScalableFilter::Create(const FilterParams& spec,
                                                                        uint64_t seed,
-                                                                       const Clock* clock) {
+                                                                       const bloomtime::Clock* clock) {
   std::unique_ptr<ScalableFilter> filter = CreateEmpty(spec, seed, clock);
   absl::StatusOr<std::unique_ptr<SubFilter>> first = filter->MakeNextSubFilter();
   if (!first.ok()) return first.status();
@@ -33,7 +33,7 @@ absl::StatusOr<std::unique_ptr<ScalableFilter>> ScalableFilter::Create(const Fil
   return filter;
 }
 
-ScalableFilter::Window::Window(const FilterParams& window_spec, const Clock* window_clock,
+ScalableFilter::Window::Window(const FilterParams& window_spec, const bloomtime::Clock* window_clock,
                                int first_index)
     : spec(window_spec), clock(window_clock), empty_next_index(first_index) {
   absl::StatusOr<SubFilterShape> first = SubFilterShapeFor(spec, 0);
@@ -46,7 +46,7 @@ ScalableFilter::Window::Window(const FilterParams& window_spec, const Clock* win
   }
 }
 
-ScalableFilter::ScalableFilter(const FilterParams& spec, uint64_t seed, const Clock* clock,
+ScalableFilter::ScalableFilter(const FilterParams& spec, uint64_t seed, const bloomtime::Clock* clock,
                                int first_index)
     : seed_(seed),
       head_(
@@ -107,7 +107,7 @@ FilterParams ScalableFilter::spec() const {
 }
 
 std::unique_ptr<ScalableFilter> ScalableFilter::CreateEmpty(const FilterParams& spec, uint64_t seed,
-                                                            const Clock* clock, int first_index) {
+                                                            const bloomtime::Clock* clock, int first_index) {
   return std::unique_ptr<ScalableFilter>(new ScalableFilter(spec, seed, clock, first_index));
 }
 

@@ -64,12 +64,12 @@ class ScalableFilter {
   // `clock` (windows only) must outlive the filter.
   static absl::StatusOr<std::unique_ptr<ScalableFilter>> Create(const FilterParams& spec,
                                                                 uint64_t seed,
-                                                                const Clock* clock = Clock::Real());
+                                                                const bloomtime::Clock* clock = bloomtime::Clock::Real());
   // For loading stored filters: no sub-filter yet; AppendSubFilter() the stored ones, whose
   // indexes count up from `first_index` (above 0 only for a windowed filter that retired some;
   // ignored without a window, whose chain starts at 0).
   static std::unique_ptr<ScalableFilter> CreateEmpty(const FilterParams& spec, uint64_t seed,
-                                                     const Clock* clock = Clock::Real(),
+                                                     const bloomtime::Clock* clock = bloomtime::Clock::Real(),
                                                      int first_index = 0);
 
   // An empty chain with no spec, for an object that holds no filter (an unreadable one):
@@ -90,7 +90,7 @@ class ScalableFilter {
   uint64_t Hash(absl::string_view item) const { return HashItem(item, seed_); }
 
   // The clock a window ages by; Clock::Real() for a filter without a window (which keeps none).
-  const Clock* clock() const { return windowed() ? window()->clock : Clock::Real(); }
+  const bloomtime::Clock* clock() const { return windowed() ? window()->clock : bloomtime::Clock::Real(); }
   // Sub-filters in memory (for a windowed filter: expired ones not yet retired included).
   int num_sub_filters() const;
   // Index of the oldest sub-filter in memory (the next one's when there is none).
@@ -184,7 +184,7 @@ class ScalableFilter {
   ScalableFilterStats ComputeStats() const;
 
  private:
-  ScalableFilter(const FilterParams& spec, uint64_t seed, const Clock* clock, int first_index);
+  ScalableFilter(const FilterParams& spec, uint64_t seed, const bloomtime::Clock* clock, int first_index);
 
   enum class ReserveOutcome { kReserved, kNeedsSubFilter, kFull };
   // Reserves room for `remaining` new items, appending where they go to `runs` and decreasing
@@ -223,9 +223,9 @@ class ScalableFilter {
   // emptied chain restarts at, the newest sub-filter, the layout its slices' first sub-filters
   // share, the lock Retire takes, the slice arena and the chain.
   struct Window {
-    Window(const FilterParams& window_spec, const Clock* window_clock, int first_index);
+    Window(const FilterParams& window_spec, const bloomtime::Clock* window_clock, int first_index);
     const FilterParams spec;  // idle_ttl zero, as spec() answers
-    const Clock* const clock;
+    const bloomtime::Clock* const clock;
     int empty_next_index;  // next_index() while the chain is empty (Retire emptied it)
     // The newest sub-filter (nullptr while the chain is empty), published with release stores.
     std::atomic<SubFilter*> newest{nullptr};

@@ -122,7 +122,7 @@ TEST(SubFilterTest, KeepsItsSliceTagOnlyWhenWindowed) {
 // bits made without room for it, or too large to carry any, leave it an allocation of its
 // own. Either way it answers the same.
 TEST(SubFilterTest, LivesInItsBitsAllocationWhenTheyHaveRoom) {
-  const ManualClock clock;
+  const bloomtime::ManualClock clock;
   FilterParams windowed = Spec(1000, 0.01);
   windowed.window = absl::Hours(1);
   for (const FilterParams& raw : {Spec(1000, 0.01), windowed, Spec(20'000'000, 0.01)}) {

@@ -8,11 +8,6 @@
 namespace bloom {
 namespace {
 
-class RealClock : public Clock {
- public:
-  [[nodiscard]] absl::Time Now() const override { return absl::Now(); }
-};
-
 // floor(a / b) for b > 0, also for negative a (instants before 1970).
 int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && (a < 0)); }
 
@@ -27,11 +22,6 @@ absl::Status CheckDuration(absl::Duration value, absl::Duration min, absl::Durat
 }
 
 }  // namespace
-
-const Clock* Clock::Real() {
-  static const RealClock* const clock = new RealClock();
-  return clock;
-}
 
 absl::Status NormalizeWindow(FilterParams& spec, absl::string_view field) {
   // Stored in whole microseconds: a spec must compare equal to itself after a restart.

@@ -41,6 +41,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 
 namespace bloom {
 
@@ -52,28 +53,6 @@ inline constexpr absl::Duration kMinWindow = absl::Seconds(1);
 inline constexpr absl::Duration kMaxWindow = absl::Hours(24 * 3653);  // 10 years
 inline constexpr absl::Duration kMinIdleTtl = absl::Seconds(1);
 inline constexpr absl::Duration kMaxIdleTtl = absl::Hours(24 * 3653);
-
-// Wall-clock time, injectable: windows and idle expiry read it, tests move it by hand.
-class Clock {
- public:
-  virtual ~Clock() = default;
-  virtual absl::Time Now() const = 0;
-  // The system's clock (absl::Now), shared and never destroyed.
-  static const Clock* Real();
-};
-
-// A clock that moves only when told to; for tests and benchmarks.
-class ManualClock : public Clock {
- public:
-  explicit ManualClock(absl::Time start = absl::FromUnixSeconds(1'700'000'000))
-      : micros_(absl::ToUnixMicros(start)) {}
-  absl::Time Now() const override { return absl::FromUnixMicros(micros_.load()); }
-  void Advance(absl::Duration by) { micros_.fetch_add(absl::ToInt64Microseconds(by)); }
-  void Set(absl::Time to) { micros_.store(absl::ToUnixMicros(to)); }
-
- private:
-  std::atomic<int64_t> micros_;
-};
 
 // Checks window, window_slices and idle_ttl of `spec` (InvalidArgument naming `field`.window
 // etc.), truncates the durations to whole microseconds (as stored) and replaces window_slices 0

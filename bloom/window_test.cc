@@ -90,7 +90,7 @@ TEST(WindowedFilterTest, RemembersTheWindowAndForgetsAfterIt) {
   for (uint32_t slices : {1u, 3u, 8u, 64u}) {
     for (int seed = 0; seed < 6; ++seed) {
       absl::BitGen gen;
-      ManualClock clock(absl::FromUnixSeconds(1'700'000'000 + seed * 977));
+      bloomtime::ManualClock clock(absl::FromUnixSeconds(1'700'000'000 + seed * 977));
       const absl::Duration window = absl::Seconds(absl::Uniform(gen, 1, 5000));
       const FilterParams spec = Windowed(200, 0.001, window, slices);
       auto filter = *ScalableFilter::Create(spec, 100 + seed, &clock);
@@ -130,7 +130,7 @@ TEST(WindowedFilterTest, RemembersTheWindowAndForgetsAfterIt) {
 }
 
 TEST(WindowedFilterTest, ReAddingRefreshesTheItem) {
-  ManualClock clock;
+  bloomtime::ManualClock clock;
   const FilterParams spec = Windowed(100, 0.01, absl::Seconds(80), 8);
   auto filter = *ScalableFilter::Create(spec, 7, &clock);
   EXPECT_TRUE(Add1(*filter, "a"));
@@ -144,7 +144,7 @@ TEST(WindowedFilterTest, ReAddingRefreshesTheItem) {
 }
 
 TEST(WindowedFilterTest, RetireFreesExpiredSlicesAndKeepsIndexesCounting) {
-  ManualClock clock(absl::FromUnixSeconds(1'000'000));
+  bloomtime::ManualClock clock(absl::FromUnixSeconds(1'000'000));
   const FilterParams spec = Windowed(80, 0.01, absl::Seconds(80), 8);
   auto filter = *ScalableFilter::Create(spec, 7, &clock);
   for (int s = 0; s < 20; ++s) {
@@ -175,7 +175,7 @@ TEST(WindowedFilterTest, RetireFreesExpiredSlicesAndKeepsIndexesCounting) {
 
 TEST(WindowedFilterTest, SlicesGrowWhenTheRateJumpsAndTheRateStaysUnderTarget) {
   // 1,000 items per window expected; within one window the rate goes up 100x.
-  ManualClock clock;
+  bloomtime::ManualClock clock;
   const double p = 0.01;
   const FilterParams spec = Windowed(1000, p, absl::Seconds(800), 8);
   auto filter = *ScalableFilter::Create(spec, 99, &clock);
@@ -223,7 +223,7 @@ TEST(WindowSpecTest, OverflowSubFiltersAreSizedForTheRestOfTheSlice) {
 }
 
 TEST(WindowedFilterTest, ASliceOverflowingAtItsEndGetsASmallSubFilter) {
-  ManualClock clock(absl::FromUnixSeconds(1'700'000'000));  // a slice starts here
+  bloomtime::ManualClock clock(absl::FromUnixSeconds(1'700'000'000));  // a slice starts here
   const FilterParams spec = Windowed(8000, 0.01, absl::Seconds(800), 8);
   auto filter = *ScalableFilter::Create(spec, 7, &clock);
   int item = 0;
@@ -248,7 +248,7 @@ TEST(WindowedFilterTest, ASliceOverflowingAtItsEndGetsASmallSubFilter) {
 }
 
 TEST(WindowedFilterTest, NonScalingSliceRefusesBeyondItsShare) {
-  ManualClock clock;
+  bloomtime::ManualClock clock;
   const FilterParams spec = Windowed(80, 0.01, absl::Seconds(80), 8, /*non_scaling=*/true);
   auto filter = *ScalableFilter::Create(spec, 5, &clock);
   std::vector<uint64_t> hashes;
@@ -267,7 +267,7 @@ TEST(WindowedFilterTest, NonScalingSliceRefusesBeyondItsShare) {
 }
 
 TEST(WindowedFilterTest, ReplaySkipsRetiredSubFilters) {
-  ManualClock clock;
+  bloomtime::ManualClock clock;
   const FilterParams spec = Windowed(100, 0.01, absl::Seconds(8), 8);
   auto filter = *ScalableFilter::Create(spec, 5, &clock);
   clock.Advance(absl::Seconds(30));
@@ -286,7 +286,7 @@ TEST(WindowedFilterTest, ReplaySkipsRetiredSubFilters) {
 // sub-filters interleaved in one arena; slices beyond its slots (storage retiring late) get
 // bits of their own, and retired slices' slots are reused. Answers are the same throughout.
 TEST(WindowedFilterTest, LargeWindowsInterleaveTheirSlicesAndFallBackWhenSlotsRunOut) {
-  ManualClock clock(absl::FromUnixSeconds(1'000'000));
+  bloomtime::ManualClock clock(absl::FromUnixSeconds(1'000'000));
   const FilterParams spec = Windowed(2'000'000, 0.01, absl::Seconds(80), 8);
   const absl::optional<ArenaShape> arena = ArenaShapeFor(spec);
   ASSERT_TRUE(arena.has_value());

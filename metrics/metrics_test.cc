@@ -103,7 +103,7 @@ TEST_F(MetricsTest, StoreFiguresFollowTheStore) {
 
 TEST(WindowMetricsTest, RetiredSlicesAndExpiredFiltersAreCounted) {
   bloomtest::TempDir dir;
-  bloom::ManualClock clock;
+  bloomtime::ManualClock clock;
   storage::StoreOptions options;
   options.data_dir = dir.path();
   options.background_checkpoints = false;

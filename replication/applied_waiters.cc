@@ -5,8 +5,6 @@
 #include <algorithm>
 #include <vector>
 
-#include "absl/time/clock.h"
-
 namespace replication {
 namespace {
 
@@ -17,8 +15,9 @@ constexpr absl::Duration kRecheck = absl::Milliseconds(50);
 
 }  // namespace
 
-AppliedWaiters::AppliedWaiters(std::function<uint64_t()> applied_sequence, size_t max_waiting)
-    : applied_sequence_(std::move(applied_sequence)), max_waiting_(max_waiting) {}
+AppliedWaiters::AppliedWaiters(std::function<uint64_t()> applied_sequence, size_t max_waiting,
+                               const bloomtime::Clock* clock)
+    : applied_sequence_(std::move(applied_sequence)), max_waiting_(max_waiting), clock_(clock) {}
 
 AppliedWaiters::~AppliedWaiters() { Stop(); }
 
@@ -29,7 +28,7 @@ void AppliedWaiters::Wait(uint64_t sequence, absl::Time deadline, Done done) {
   }
   {
     bloomsync::BlockingLock lock(&mu_);
-    if (!stopped_ && by_sequence_.size() < max_waiting_ && deadline > absl::Now()) {
+    if (!stopped_ && by_sequence_.size() < max_waiting_ && deadline > clock_->Now()) {
       auto waiter = by_sequence_.emplace(sequence, BySequence{std::move(done), {}});
       waiter->second.twin = by_deadline_.emplace(deadline, ByDeadline{waiter});
       // The thread looks at the applied sequence again after this insert: one applied between
@@ -79,15 +78,16 @@ void AppliedWaiters::Run() {
     if (by_deadline_.empty()) {
       wake_.Wait(lock, woken);  // idle: a Wait that waits notifies
     } else {
-      const absl::Time wake_at = std::min(absl::Now() + kRecheck, by_deadline_.begin()->first);
-      wake_.WaitUntil(lock, absl::ToChronoTime(wake_at), woken);
+      const absl::Time wake_at = std::min(clock_->Now() + kRecheck, by_deadline_.begin()->first);
+      clock_->WaitUntil(wake_, lock, wake_at, woken);
     }
     if (stopped_) break;
     notified_ = false;
     if (by_sequence_.empty()) continue;
     lock.Unlock();
     const uint64_t applied = applied_sequence_();
-    const absl::Time now = absl::Now();
+    looks_.fetch_add(1);
+    const absl::Time now = clock_->Now();
     lock.Lock();
     if (stopped_) break;  // Stop() answers what is left
     // Collect the answered under the lock, call them outside it.

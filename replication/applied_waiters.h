@@ -19,6 +19,7 @@
 #ifndef REPLICATION_APPLIED_WAITERS_H_
 #define REPLICATION_APPLIED_WAITERS_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -30,6 +31,7 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/time/time.h"
 #include "common/blocking_mutex.h"
+#include "common/clock.h"
 
 namespace replication {
 
@@ -38,8 +40,9 @@ class AppliedWaiters {
   using Done = absl::AnyInvocable<void(bool applied) &&>;
 
   // `applied_sequence` says what has been applied (and is visible to reads); it is called
-  // with no lock of the waiters held.
-  AppliedWaiters(std::function<uint64_t()> applied_sequence, size_t max_waiting);
+  // with no lock of the waiters held. Deadlines are read on `clock` (common/clock.h).
+  AppliedWaiters(std::function<uint64_t()> applied_sequence, size_t max_waiting,
+                 const bloomtime::Clock* clock = bloomtime::Clock::Real());
   ~AppliedWaiters();  // Stop()
   AppliedWaiters(const AppliedWaiters&) = delete;
   AppliedWaiters& operator=(const AppliedWaiters&) = delete;
@@ -55,12 +58,17 @@ class AppliedWaiters {
   void Stop();
 
   size_t waiting() const;
+  // How many times the waiters' thread has read applied_sequence(): a test waits for it to
+  // grow to know a Notify was looked at.
+  uint64_t looks() const { return looks_.load(); }
 
  private:
   void Run();
 
   const std::function<uint64_t()> applied_sequence_;
   const size_t max_waiting_;
+  const bloomtime::Clock* const clock_;
+  std::atomic<uint64_t> looks_{0};
 
   mutable bloomsync::BlockingMutex mu_;
   bloomsync::CondVar wake_;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "common/clock.h"
 #include "common/testing.h"
 #include "gtest/gtest.h"
 
@@ -53,8 +54,9 @@ TEST_F(AppliedWaitersTest, AWaiterIsAnsweredTrueOnceItsSequenceIsApplied) {
   Wait(waiters, 10, absl::Now() + absl::Seconds(30), answer);
   EXPECT_EQ(waiters.waiting(), 1u);
   applied_.store(9);
+  const uint64_t looks = waiters.looks();
   waiters.Notify();
-  absl::SleepFor(absl::Milliseconds(100));
+  ASSERT_TRUE(bloomtest::WaitFor([&] { return waiters.looks() > looks; }));
   EXPECT_EQ(answer.calls.load(), 0) << "answered before its sequence was applied";
   applied_.store(10);
   waiters.Notify();
@@ -76,14 +78,22 @@ TEST_F(AppliedWaitersTest, AnAppliedSequenceIsSeenWithoutANotify) {
 }
 
 TEST_F(AppliedWaitersTest, AWaiterIsAnsweredFalseAtItsDeadlineAndNotBefore) {
-  AppliedWaiters waiters([this] { return applied_.load(); }, 8);
+  bloomtime::ManualClock clock;
+  AppliedWaiters waiters([this] { return applied_.load(); }, 8, &clock);
   Answer late;
   Answer early;
-  const absl::Time start = absl::Now();
+  const absl::Time start = clock.Now();
   Wait(waiters, 100, start + absl::Seconds(30), late);
   Wait(waiters, 100, start + absl::Milliseconds(200), early);
+  ASSERT_TRUE(bloomtest::WaitFor([&] { return clock.waiters() == 1; }));
+  // Short of the deadline the waiters' thread looks again (every 50 ms of its clock) and
+  // leaves the waiter waiting.
+  const uint64_t looks = waiters.looks();
+  clock.Advance(absl::Milliseconds(199));
+  ASSERT_TRUE(bloomtest::WaitFor([&] { return waiters.looks() > looks; }));
+  EXPECT_EQ(early.calls.load(), 0) << "answered before its deadline";
+  clock.Advance(absl::Milliseconds(1));
   ASSERT_TRUE(bloomtest::WaitFor([&] { return early.calls.load() > 0; }));
-  EXPECT_GE(absl::Now() - start, absl::Milliseconds(200));
   EXPECT_FALSE(early.applied.load());
   EXPECT_EQ(late.calls.load(), 0) << "a later deadline was answered with the earlier one";
   EXPECT_EQ(waiters.waiting(), 1u);
@@ -170,7 +180,7 @@ TEST_F(AppliedWaitersTest, ConcurrentWaitersAreEachAnsweredOnceWhenTheirSequence
     for (uint64_t s = 1; s <= kLast; ++s) {
       applied_.store(s);
       waiters.Notify();
-      absl::SleepFor(absl::Microseconds(200));
+      std::this_thread::yield();
     }
   });
   for (std::thread& thread : threads) thread.join();

@@ -161,7 +161,7 @@ class WindowedServiceTest : public ::testing::Test {
   }
 
   bloomtest::TempDir dir_;
-  bloom::ManualClock clock_{absl::FromUnixSeconds(1'800'000'000)};
+  bloomtime::ManualClock clock_{absl::FromUnixSeconds(1'800'000'000)};
   std::unique_ptr<storage::FilterStore> store_;
   std::unique_ptr<BloomService> service_;
 };

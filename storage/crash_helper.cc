@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
   }
   const int window_seconds = argc == 9 ? std::atoi(argv[7]) : 0;
   const int advance_seconds = argc == 9 ? std::atoi(argv[8]) : 0;
-  bloom::ManualClock clock(absl::FromUnixSeconds(kWindowedStart));
+  bloomtime::ManualClock clock(absl::FromUnixSeconds(kWindowedStart));
   storage::StoreOptions options;
   options.data_dir = argv[1];
   options.sync = std::string(argv[6]) == "1";

@@ -372,7 +372,7 @@ class FilterStore : public FiguresSource {
   CheckpointSchedule schedule_;
   IdleTouches idle_touches_;  // a replica's (filter_store_replica.cc)
   // The background checkpointer's page writes (Close() stops the pacing first).
-  WritePacer pacer_{options_.checkpoint_write_bytes_per_second};
+  WritePacer pacer_{options_.checkpoint_write_bytes_per_second, options_.wait_clock};
   const StoreContext context_{db_.get(),        &budget_,
                               &slices_retired_, options_.clock,
                               &schedule_,       options_.replica ? &idle_touches_ : nullptr,

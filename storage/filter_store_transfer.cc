@@ -8,7 +8,7 @@
 namespace storage {
 
 PendingImport::PendingImport(std::string name, bool merge_into_existing, MemoryBudget* budget,
-                             const bloom::Clock* clock)
+                             const bloomtime::Clock* clock)
     : name_(std::move(name)),
       merge_into_existing_(merge_into_existing),
       budget_(budget),

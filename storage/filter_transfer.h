@@ -46,7 +46,7 @@ class PendingImport {
  private:
   friend class FilterStore;
   PendingImport(std::string name, bool merge_into_existing, MemoryBudget* budget,
-                const bloom::Clock* clock);
+                const bloomtime::Clock* clock);
 
   const std::string name_;
   const bool merge_into_existing_;

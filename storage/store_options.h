@@ -35,7 +35,10 @@ struct StoreOptions {
   uint64_t checkpoint_write_bytes_per_second = 64 << 20;
   // Wall-clock time for windows, idle expiry and creation times; tests inject a ManualClock.
   // Must outlive the store.
-  const bloom::Clock* clock = bloom::Clock::Real();
+  const bloomtime::Clock* clock = bloomtime::Clock::Real();
+  // What the store's waits are measured on: the checkpoint pacer's (tests step a ManualClock
+  // to know a paced checkpoint is waiting, and to end its wait). Must outlive the store.
+  const bloomtime::Clock* wait_clock = bloomtime::Clock::Real();
   // Run the background checkpointer (tests turn it off to control checkpoints).
   bool background_checkpoints = true;
   // With a memory limit, run the background evictor, which a charge past the limit wakes.

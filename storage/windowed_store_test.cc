@@ -93,7 +93,7 @@ class WindowedStoreTest : public ::testing::Test {
   }
 
   bloomtest::TempDir dir_;
-  bloom::ManualClock clock_;
+  bloomtime::ManualClock clock_;
   std::unique_ptr<FilterStore> store_;
 };
 

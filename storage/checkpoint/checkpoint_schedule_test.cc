@@ -143,7 +143,7 @@ class CheckpointScheduleTest : public ::testing::Test {
   }
 
   bloomtest::TempDir dir_;
-  bloom::ManualClock clock_;
+  bloomtime::ManualClock clock_;
   std::unique_ptr<FilterStore> store_;
 };
 

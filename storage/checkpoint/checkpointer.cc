@@ -2,12 +2,10 @@
 
 #include <utility>
 
-#include "absl/time/clock.h"
-
 namespace storage {
 
-Checkpointer::Checkpointer(absl::Duration period, Pass pass)
-    : period_(period), pass_(std::move(pass)), thread_([this] { Loop(); }) {}
+Checkpointer::Checkpointer(absl::Duration period, Pass pass, const bloomtime::Clock* clock)
+    : period_(period), clock_(clock), pass_(std::move(pass)), thread_([this] { Loop(); }) {}
 
 void Checkpointer::Stop() {
   {
@@ -22,12 +20,9 @@ void Checkpointer::Loop() {
   for (;;) {
     {
       bloomsync::BlockingLock lock(&mu_);
-      if (stop_cv_.WaitFor(lock, absl::ToChronoNanoseconds(period_),
-                           [this] { return stop_requested(); })) {
-        return;
-      }
+      if (clock_->WaitFor(stop_cv_, lock, period_, [this] { return stop_requested(); })) return;
     }
-    if (!pass_(absl::Now()) || stop_requested()) return;
+    if (!pass_(clock_->Now()) || stop_requested()) return;
   }
 }
 

@@ -5,27 +5,48 @@
 #include <atomic>
 
 #include "absl/time/clock.h"
+#include "common/clock.h"
 #include "common/testing.h"
 #include "gtest/gtest.h"
 
 namespace storage {
 namespace {
 
+// Whether the checkpointer's thread is waiting for its next period on `clock`.
+bool Waiting(const bloomtime::ManualClock& clock) {
+  return bloomtest::WaitFor([&] { return clock.waiters() == 1; });
+}
+
 TEST(CheckpointerTest, RunsThePassEachPeriodUntilStopped) {
+  bloomtime::ManualClock clock;
+  const absl::Time start = clock.Now();
   std::atomic<int> passes{0};
-  Checkpointer checkpointer(absl::Milliseconds(5), [&](absl::Time now) {
-    EXPECT_LE(now, absl::Now());
-    ++passes;
-    return true;
-  });
-  ASSERT_TRUE(bloomtest::WaitFor([&] { return passes.load() >= 3; }));
+  std::atomic<int64_t> last_pass_micros{0};
+  Checkpointer checkpointer(
+      absl::Seconds(1),
+      [&](absl::Time now) {
+        last_pass_micros = absl::ToUnixMicros(now);
+        ++passes;
+        return true;
+      },
+      &clock);
+  for (int period = 1; period <= 3; ++period) {
+    ASSERT_TRUE(Waiting(clock));
+    // Most of a period is not enough.
+    clock.Advance(absl::Milliseconds(999));
+    EXPECT_EQ(passes.load(), period - 1);
+    clock.Advance(absl::Milliseconds(1));
+    ASSERT_TRUE(bloomtest::WaitFor([&] { return passes.load() == period; }));
+    EXPECT_EQ(absl::FromUnixMicros(last_pass_micros.load()), start + absl::Seconds(period));
+  }
+  ASSERT_TRUE(Waiting(clock));
   EXPECT_FALSE(checkpointer.stop_requested());
-  checkpointer.Stop();
+  checkpointer.Stop();  // joins the thread: no pass can follow
   EXPECT_TRUE(checkpointer.stop_requested());
-  const int after_stop = passes.load();
-  absl::SleepFor(absl::Milliseconds(30));
-  EXPECT_EQ(passes.load(), after_stop);  // joined: no pass after Stop()
-  checkpointer.Stop();                   // idempotent
+  EXPECT_EQ(clock.waiters(), 0);
+  clock.Advance(absl::Hours(1));
+  EXPECT_EQ(passes.load(), 3);
+  checkpointer.Stop();  // idempotent
 }
 
 TEST(CheckpointerTest, StopDoesNotWaitForThePeriod) {
@@ -39,13 +60,21 @@ TEST(CheckpointerTest, StopDoesNotWaitForThePeriod) {
 }
 
 TEST(CheckpointerTest, APassThatSaysClosingEndsTheThread) {
+  bloomtime::ManualClock clock;
   std::atomic<int> passes{0};
-  Checkpointer checkpointer(absl::Milliseconds(1), [&](absl::Time) {
-    ++passes;
-    return false;
-  });
-  ASSERT_TRUE(bloomtest::WaitFor([&] { return passes.load() >= 1; }));
-  absl::SleepFor(absl::Milliseconds(20));
+  Checkpointer checkpointer(
+      absl::Seconds(1),
+      [&](absl::Time) {
+        ++passes;
+        return false;
+      },
+      &clock);
+  ASSERT_TRUE(Waiting(clock));
+  clock.Advance(absl::Seconds(1));
+  ASSERT_TRUE(bloomtest::WaitFor([&] { return passes.load() == 1; }));
+  // The thread ended instead of waiting for another period.
+  ASSERT_TRUE(bloomtest::WaitFor([&] { return clock.waiters() == 0; }));
+  clock.Advance(absl::Seconds(10));
   EXPECT_EQ(passes.load(), 1);
   checkpointer.Stop();
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "common/clock.h"
 #include "common/testing.h"
 #include "gtest/gtest.h"
 #include "storage/filter_store.h"
@@ -24,12 +25,15 @@ constexpr int kItems = 400'000;
 
 class PacedCheckpointTest : public ::testing::Test {
  protected:
-  void Open(uint64_t bytes_per_second) {
+  // `wait_clock`: what the pacer waits on (the real clock: paced batches go at their rate).
+  void Open(uint64_t bytes_per_second,
+            const bloomtime::Clock* wait_clock = bloomtime::Clock::Real()) {
     store_.reset();
     StoreOptions options;
     options.data_dir = dir_.path();
     options.background_checkpoints = false;  // the tests run the checkpointer's passes
     options.checkpoint_write_bytes_per_second = bytes_per_second;
+    options.wait_clock = wait_clock;
     absl::StatusOr<std::unique_ptr<FilterStore>> store = FilterStore::Open(options);
     ASSERT_OK(store.status());
     store_ = *std::move(store);
@@ -53,6 +57,8 @@ class PacedCheckpointTest : public ::testing::Test {
   }
 
   const std::vector<std::string> items_ = Items("k", 0, kItems);
+  // A clock for the pacer that nothing moves: a paced pass waits on it until it is rushed.
+  bloomtime::ManualClock wait_clock_;
   bloomtest::TempDir dir_;
   std::unique_ptr<FilterStore> store_;
 };
@@ -71,20 +77,21 @@ TEST_F(PacedCheckpointTest, PacedCheckpointPersistsEveryPage) {
 }
 
 TEST_F(PacedCheckpointTest, DeleteDoesNotWaitForThePace) {
-  Open(1024);  // 1 KiB/s: the checkpoint's second batch would wait about 17 minutes
+  Open(1024, &wait_clock_);  // 1 KiB/s: the second batch would wait about 17 minutes
   FillBigFilter();
   std::thread pass([&] { EXPECT_TRUE(Pass()); });
-  absl::SleepFor(absl::Milliseconds(100));  // the pass is (most likely) waiting on its pace
-  EXPECT_OK(store_->Delete("big"));         // returns once the checkpoint hurried to its end
+  // The pass waits for its pace, and without a Rush would wait as long as the clock stands.
+  ASSERT_TRUE(bloomtest::WaitFor([&] { return wait_clock_.waiters() == 1; }));
+  EXPECT_OK(store_->Delete("big"));  // returns once the checkpoint hurried to its end
   pass.join();
   EXPECT_EQ(store_->Stats("big").status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(PacedCheckpointTest, CloseEndsThePaceAndKeepsEveryItem) {
-  Open(1024);
+  Open(1024, &wait_clock_);
   FillBigFilter();
   std::thread pass([&] { Pass(); });
-  absl::SleepFor(absl::Milliseconds(100));
+  ASSERT_TRUE(bloomtest::WaitFor([&] { return wait_clock_.waiters() == 1; }));
   ASSERT_OK(store_->Close());  // the paced checkpoint finishes at once, then Close's own
   pass.join();
   Open(0);

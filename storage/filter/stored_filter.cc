@@ -20,7 +20,7 @@ constexpr absl::string_view kEvictedPayload = "bloom.evicted";
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> StoredFilter::BuildFilter(
-    const FilterRecord& record, const bloom::Clock* clock, bool drop_expired) {
+    const FilterRecord& record, const bloomtime::Clock* clock, bool drop_expired) {
   // A windowed record lists its slices oldest first: skip the expired prefix.
   size_t skip = 0;
   if (drop_expired && record.spec.windowed()) {

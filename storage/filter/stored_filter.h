@@ -84,7 +84,7 @@ struct StoreContext {
   MemoryBudget* budget = nullptr;
   std::atomic<uint64_t>* slices_retired = nullptr;  // counts the slices checkpoints retire
   // Ages idle_ttl (a window ages by its filter's clock, which is this one too).
-  const bloom::Clock* clock = bloom::Clock::Real();
+  const bloomtime::Clock* clock = bloomtime::Clock::Real();
   // Told of each filter's first change since its last checkpoint (may be null: nobody asks).
   CheckpointSchedule* schedule = nullptr;
   // On a replica: told when a filter with an idle_ttl is used (idle_touches.h); else null.
@@ -100,7 +100,7 @@ class StoredFilter {
   // filter that expired meanwhile (a restart a week later) are not built at all: their pages
   // and journal runs are skipped on load and the first checkpoint range-deletes them.
   static absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> BuildFilter(
-      const FilterRecord& record, const bloom::Clock* clock = bloom::Clock::Real(),
+      const FilterRecord& record, const bloomtime::Clock* clock = bloomtime::Clock::Real(),
       bool drop_expired = false);
 
   // A readable filter; `charged_bytes` of the context's budget are released when it is
@@ -317,7 +317,7 @@ class StoredFilter {
     }
   };
   static absl::StatusOr<Built> Build(const FilterRecord& record,
-                                     const bloom::Clock* clock = bloom::Clock::Real(),
+                                     const bloomtime::Clock* clock = bloomtime::Clock::Real(),
                                      bool drop_expired = false);
   static std::shared_ptr<StoredFilter> Make(absl::string_view name, const FilterRecord& record,
                                             Built built, const StoreContext* context,

@@ -43,7 +43,7 @@ uint64_t StoredFilter::Built::charge() const {
 }
 
 absl::StatusOr<StoredFilter::Built> StoredFilter::Build(const FilterRecord& record,
-                                                        const bloom::Clock* clock,
+                                                        const bloomtime::Clock* clock,
                                                         bool drop_expired) {
   Built built;
   if (record.spec.cuckoo()) {

@@ -109,7 +109,7 @@ absl::Status WriteDump(const FilterRecord& record, std::unique_ptr<bloom::Cuckoo
   return absl::OkStatus();
 }
 
-DumpParser::DumpParser(ChargeMemory charge_memory, const bloom::Clock* clock)
+DumpParser::DumpParser(ChargeMemory charge_memory, const bloomtime::Clock* clock)
     : charge_memory_(std::move(charge_memory)), clock_(clock), hash_(XXH3_createState()) {
   XXH3_64bits_reset(hash_);
 }

@@ -91,7 +91,7 @@ class DumpParser {
  public:
   using ChargeMemory = std::function<absl::Status(uint64_t bytes, uint64_t total)>;
   // `clock` ages a windowed filter's slices; it must outlive the parser's filter.
-  explicit DumpParser(ChargeMemory charge_memory, const bloom::Clock* clock = bloom::Clock::Real());
+  explicit DumpParser(ChargeMemory charge_memory, const bloomtime::Clock* clock = bloomtime::Clock::Real());
   ~DumpParser();
   DumpParser(const DumpParser&) = delete;
   DumpParser& operator=(const DumpParser&) = delete;
@@ -124,7 +124,7 @@ class DumpParser {
   // A charge is an atomic update and, on refusal, a message: one per 16 KiB page would be
   // thousands for a large filter.
   static constexpr uint64_t kChargeStepBytes = 1 << 20;
-  const bloom::Clock* const clock_;
+  const bloomtime::Clock* const clock_;
   XXH3_state_t* hash_;
   Stage stage_ = Stage::kPreamble;
   std::string pending_;  // bytes of the current preamble, header, page or checksum

@@ -55,7 +55,7 @@ class IdleExpiryTest : public ::testing::Test {
   }
 
   bloomtest::TempDir dir_;
-  bloom::ManualClock clock_;
+  bloomtime::ManualClock clock_;
   std::unique_ptr<FilterStore> store_;
 };
 

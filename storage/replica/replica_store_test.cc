@@ -227,7 +227,7 @@ TEST_F(ReplicaStoreTest, ReadLogSinceAnswersOutOfRangeOutsideTheLog) {
 
 TEST(ReplicaIdleTouchesTest, ReadsOnTheReplicaKeepAnIdleFilterAliveOnThePrimary) {
   bloomtest::TempDir primary_dir, replica_root;
-  bloom::ManualClock clock;  // the primary's: it decides expiry
+  bloomtime::ManualClock clock;  // the primary's: it decides expiry
   StoreOptions options;
   options.data_dir = primary_dir.path();
   options.background_checkpoints = false;

@@ -3,8 +3,6 @@
 
 #include <algorithm>
 
-#include "absl/time/clock.h"
-
 namespace storage {
 
 absl::Duration WritePacer::Charge(absl::Time now, uint64_t bytes) {
@@ -17,16 +15,15 @@ absl::Duration WritePacer::Charge(absl::Time now, uint64_t bytes) {
 }
 
 void WritePacer::Pace(uint64_t bytes) {
-  const absl::Time now = absl::Now();
+  const absl::Time now = clock_->Now();
   const absl::Duration wait = Charge(now, bytes);
   if (wait <= absl::ZeroDuration()) return;
   bloomsync::BlockingLock lock(&mu_);
   // A Rush that came and went while this slept still ends the wait (rushes_started_ moved).
   const uint64_t rushes_started = rushes_started_;
-  unpaced_cv_.WaitFor(lock, absl::ToChronoNanoseconds(wait),
-                      [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-                        return Unpaced() || rushes_started_ != rushes_started;
-                      });
+  clock_->WaitUntil(unpaced_cv_, lock, now + wait, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return Unpaced() || rushes_started_ != rushes_started;
+  });
 }
 
 void WritePacer::Stop() {

@@ -25,13 +25,17 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/time/time.h"
 #include "common/blocking_mutex.h"
+#include "common/clock.h"
 
 namespace storage {
 
 class WritePacer {
  public:
   // Writes are paced to `bytes_per_second`; 0 turns pacing off.
-  explicit WritePacer(uint64_t bytes_per_second) : bytes_per_second_(bytes_per_second) {}
+  // Waits are measured on `clock` (common/clock.h; tests step a ManualClock).
+  explicit WritePacer(uint64_t bytes_per_second,
+                      const bloomtime::Clock* clock = bloomtime::Clock::Real())
+      : bytes_per_second_(bytes_per_second), clock_(clock) {}
   WritePacer(const WritePacer&) = delete;
   WritePacer& operator=(const WritePacer&) = delete;
 
@@ -66,6 +70,7 @@ class WritePacer {
   }
 
   const uint64_t bytes_per_second_;
+  const bloomtime::Clock* const clock_;
   bloomsync::BlockingMutex mu_;
   bloomsync::CondVar unpaced_cv_;
   // When the writes charged so far have had their time; a write charged later starts then.

@@ -6,6 +6,8 @@
 #include <thread>
 
 #include "absl/time/clock.h"
+#include "common/clock.h"
+#include "common/testing.h"
 #include "gtest/gtest.h"
 
 namespace storage {
@@ -43,24 +45,33 @@ TEST(WritePacerTest, RushSuspendsPacingWhileItLasts) {
   const WritePacer::Rush no_pacer(nullptr);  // a store without a pacer: harmless
 }
 
-// A write scheduled an hour out: Stop (or a Rush) must end the wait, or this test times out.
-void ExpectWaitEndedBy(const std::function<void(WritePacer&)>& end_wait) {
-  WritePacer pacer(1);  // one byte a second
-  pacer.Pace(3600);     // at once: nothing was charged before it
+// A write scheduled an hour out waits until the clock gets there: a minute short it still
+// waits; the hour (or a Stop, or a Rush) ends the wait.
+void ExpectWaitEndedBy(const std::function<void(WritePacer&, bloomtime::ManualClock&)>& end_wait) {
+  bloomtime::ManualClock clock;
+  WritePacer pacer(1, &clock);  // one byte a second
+  pacer.Pace(3600);             // at once: nothing was charged before it
   std::atomic<bool> returned{false};
   std::thread waiter([&] {
     pacer.Pace(1);  // waits for the hour charged above
     returned = true;
   });
-  absl::SleepFor(absl::Milliseconds(50));
+  ASSERT_TRUE(bloomtest::WaitFor([&] { return clock.waiters() == 1; }));
+  clock.Advance(absl::Minutes(59));
   EXPECT_FALSE(returned.load());
-  end_wait(pacer);
+  EXPECT_EQ(clock.waiters(), 1);
+  end_wait(pacer, clock);
   waiter.join();
   EXPECT_TRUE(returned.load());
 }
 
+TEST(WritePacerTest, AWaitEndsWhenItsTurnComes) {
+  ExpectWaitEndedBy(
+      [](WritePacer&, bloomtime::ManualClock& clock) { clock.Advance(absl::Minutes(1)); });
+}
+
 TEST(WritePacerTest, StopEndsAWaitAndPacingForGood) {
-  ExpectWaitEndedBy([](WritePacer& pacer) { pacer.Stop(); });
+  ExpectWaitEndedBy([](WritePacer& pacer, bloomtime::ManualClock&) { pacer.Stop(); });
   WritePacer pacer(1);
   pacer.Stop();
   EXPECT_EQ(pacer.Charge(absl::Now(), 1 << 30), absl::ZeroDuration());
@@ -68,7 +79,8 @@ TEST(WritePacerTest, StopEndsAWaitAndPacingForGood) {
 }
 
 TEST(WritePacerTest, RushEndsAWait) {
-  ExpectWaitEndedBy([](WritePacer& pacer) { const WritePacer::Rush rush(&pacer); });
+  ExpectWaitEndedBy(
+      [](WritePacer& pacer, bloomtime::ManualClock&) { const WritePacer::Rush rush(&pacer); });
 }
 
 }  // namespace

@@ -1,0 +1,38 @@
+// The real and manual clocks (common/clock.h).
+#include "common/clock.h"
+
+#include <chrono>
+
+#include "absl/time/clock.h"
+
+namespace bloomtime {
+namespace {
+
+class RealClock : public Clock {
+ public:
+  absl::Time Now() const override { return absl::Now(); }
+  bool WaitUntil(bloomsync::CondVar& cv, bloomsync::BlockingLock& lock, absl::Time deadline,
+                 absl::FunctionRef<bool()> ready) const override {
+    // The time left on the monotonic clock: a step of the wall clock neither ends the wait
+    // early nor makes it last longer.
+    return cv.WaitFor(lock, absl::ToChronoNanoseconds(deadline - absl::Now()),
+                      [&] { return ready(); });
+  }
+};
+
+}  // namespace
+
+const Clock* Clock::Real() {
+  static const RealClock* const clock = new RealClock();
+  return clock;
+}
+
+bool ManualClock::WaitUntil(bloomsync::CondVar& cv, bloomsync::BlockingLock& lock,
+                            absl::Time deadline, absl::FunctionRef<bool()> ready) const {
+  waiters_.fetch_add(1);
+  while (!ready() && Now() < deadline) cv.WaitFor(lock, std::chrono::milliseconds(1));
+  waiters_.fetch_sub(1);
+  return ready();
+}
+
+}  // namespace bloomtime
