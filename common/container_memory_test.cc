@@ -5,8 +5,8 @@
 #include <fstream>
 #include <string>
 
-#include "common/testing.h"
 #include "gtest/gtest.h"
+#include "tests/support/testing.h"
 
 namespace bloomsys {
 namespace {

@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "absl/time/clock.h"
-#include "common/testing.h"
 #include "coordination/sync_set_keeper.h"
 #include "gtest/gtest.h"
 #include "storage/replica/replica_acks.h"
 #include "tests/support/etcd_process.h"
+#include "tests/support/testing.h"
 
 namespace coordination {
 namespace {

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "common/testing.h"
 #include "gtest/gtest.h"
+#include "tests/support/testing.h"
 
 namespace coordination {
 namespace {

@@ -6,11 +6,11 @@
 #include <thread>
 
 #include "absl/time/clock.h"
-#include "common/testing.h"
 #include "coordination/etcd_client.h"
 #include "coordination/lease_keeper.h"
 #include "gtest/gtest.h"
 #include "tests/support/etcd_process.h"
+#include "tests/support/testing.h"
 
 namespace coordination {
 namespace {

@@ -5,9 +5,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "common/testing.h"
 #include "gtest/gtest.h"
 #include "storage/filter_store.h"
+#include "tests/support/testing.h"
 
 namespace metrics {
 namespace {
@@ -108,8 +108,7 @@ TEST(WindowMetricsTest, RetiredSlicesAndExpiredFiltersAreCounted) {
   options.data_dir = dir.path();
   options.background_checkpoints = false;
   options.clock = &clock;
-  absl::StatusOr<std::unique_ptr<storage::FilterStore>> store =
-      storage::FilterStore::Open(options);
+  absl::StatusOr<std::unique_ptr<storage::FilterStore>> store = storage::FilterStore::Open(options);
   ASSERT_OK(store.status());
   std::unique_ptr<ServerMetrics> metrics = ServerMetrics::Create(store->get());
   bloom::FilterParams windowed{100, 0.01};

@@ -10,9 +10,9 @@
 #include "absl/flags/reflection.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "common/testing.h"
 #include "gtest/gtest.h"
 #include "storage/memory/resident_charge.h"
+#include "tests/support/testing.h"
 
 namespace server {
 namespace {

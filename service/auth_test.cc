@@ -7,9 +7,9 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "common/testing.h"
 #include "gtest/gtest.h"
 #include "service/token_gate.h"
+#include "tests/support/testing.h"
 
 namespace service {
 namespace {

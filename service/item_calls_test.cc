@@ -19,9 +19,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "bloom/v1/bloom.grpc.pb.h"
-#include "common/testing.h"
 #include "gtest/gtest.h"
 #include "service/server.h"
+#include "tests/support/testing.h"
 
 namespace service {
 namespace {

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/testing.h"
 #include "gtest/gtest.h"
 #include "service/bloom_service.h"
+#include "tests/support/testing.h"
 
 namespace service {
 namespace {

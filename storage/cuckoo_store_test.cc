@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/testing.h"
 #include "gtest/gtest.h"
 #include "storage/filter_store_fixture.h"
 #include "storage/filter_transfer.h"
 #include "tests/support/items.h"
+#include "tests/support/testing.h"
 
 namespace storage {
 namespace {

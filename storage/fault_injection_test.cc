@@ -11,12 +11,12 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "common/testing.h"
 #include "gtest/gtest.h"
 #include "rocksdb/env.h"
 #include "rocksdb/file_system.h"
 #include "storage/filter_store.h"
 #include "tests/support/items.h"
+#include "tests/support/testing.h"
 
 namespace storage {
 namespace {

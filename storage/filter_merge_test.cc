@@ -11,11 +11,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "common/testing.h"
 #include "gtest/gtest.h"
 #include "storage/filter_store.h"
 #include "storage/filter_store_fixture.h"
 #include "tests/support/items.h"
+#include "tests/support/testing.h"
 
 namespace storage {
 namespace {

@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/testing.h"
 #include "gtest/gtest.h"
 #include "storage/filter_store.h"
 #include "tests/support/items.h"
+#include "tests/support/testing.h"
 
 namespace storage {
 

@@ -15,12 +15,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "bloom/window.h"
-#include "common/testing.h"
 #include "gtest/gtest.h"
 #include "rocksdb/statistics.h"
 #include "storage/filter_store_fixture.h"
 #include "storage/format/encoding.h"
 #include "tests/support/items.h"
+#include "tests/support/testing.h"
 
 namespace storage {
 namespace {

@@ -10,12 +10,12 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "bloom/window.h"
-#include "common/testing.h"
 #include "gtest/gtest.h"
 #include "rocksdb/write_batch.h"
 #include "storage/filter_store_fixture.h"
 #include "storage/format/encoding.h"
 #include "tests/support/items.h"
+#include "tests/support/testing.h"
 
 namespace storage {
 namespace {

@@ -14,10 +14,10 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "common/testing.h"
 #include "gtest/gtest.h"
-#include "tests/server_process.h"
 #include "tests/support/files.h"
+#include "tests/support/server_process.h"
+#include "tests/support/testing.h"
 
 namespace {
 

@@ -25,9 +25,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "client/bloom_client.h"
-#include "common/testing.h"
 #include "gtest/gtest.h"
-#include "tests/polyglot_command.h"
+#include "tests/support/polyglot_command.h"
+#include "tests/support/testing.h"
 
 namespace bloomtest {
 

@@ -7,9 +7,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "common/testing.h"
 #include "gtest/gtest.h"
-#include "tests/server_process.h"
+#include "tests/support/server_process.h"
+#include "tests/support/testing.h"
 
 namespace {
 

@@ -10,10 +10,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "client/bloom_client.h"
-#include "common/testing.h"
 #include "gtest/gtest.h"
 #include "tests/replication_cluster.h"
-#include "tests/server_process.h"
+#include "tests/support/server_process.h"
+#include "tests/support/testing.h"
 
 namespace {
 

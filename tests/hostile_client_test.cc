@@ -17,10 +17,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "client/bloom_client.h"
-#include "common/testing.h"
 #include "gtest/gtest.h"
-#include "tests/server_process.h"
-#include "tests/test_pki.h"
+#include "tests/support/server_process.h"
+#include "tests/support/test_pki.h"
+#include "tests/support/testing.h"
 
 namespace {
 

@@ -29,11 +29,11 @@
 #include "absl/time/clock.h"
 #include "bloom/v1/bloom.grpc.pb.h"
 #include "client/bloom_client.h"
-#include "common/testing.h"
 #include "gtest/gtest.h"
 #include "tests/dump_start.h"
-#include "tests/server_process.h"
 #include "tests/support/files.h"
+#include "tests/support/server_process.h"
+#include "tests/support/testing.h"
 
 namespace {
 

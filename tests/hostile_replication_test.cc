@@ -20,10 +20,10 @@
 #include "absl/time/clock.h"
 #include "bloom/v1/bloom.grpc.pb.h"
 #include "client/bloom_client.h"
-#include "common/testing.h"
 #include "gtest/gtest.h"
 #include "tests/dump_start.h"
 #include "tests/replication_cluster.h"
+#include "tests/support/testing.h"
 
 namespace {
 

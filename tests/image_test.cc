@@ -13,9 +13,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "common/testing.h"
 #include "gtest/gtest.h"
 #include "tests/support/files.h"
+#include "tests/support/testing.h"
 
 namespace {
 

@@ -30,14 +30,14 @@
 #include "absl/time/clock.h"
 #include "bloom/replication/v1/replication.grpc.pb.h"
 #include "client/bloom_client.h"
-#include "common/testing.h"
 #include "coordination/cluster_state.h"
 #include "coordination/etcd_client.h"
 #include "gtest/gtest.h"
 #include "tests/elected_cluster.h"
-#include "tests/support/etcd_process.h"
 #include "tests/replication_cluster.h"
-#include "tests/server_process.h"
+#include "tests/support/etcd_process.h"
+#include "tests/support/server_process.h"
+#include "tests/support/testing.h"
 
 namespace bloomtest {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "tests/server_process.h"
+#include "tests/support/server_process.h"
 
 namespace {
 

@@ -18,7 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
-#include "tests/server_process.h"
+#include "tests/support/server_process.h"
 
 namespace {
 
@@ -103,13 +103,15 @@ TEST(PackageTest, GoModuleExampleTalksToAServer) {
 TEST(PackageTest, JavaClientInstallsIntoAFreshRepositoryAndAnOutsideProjectUsesIt) {
   TempDir work;
   const std::string repo = work.path() + "/m2", settings = work.path() + "/settings.xml";
-  std::ofstream(settings) << "<settings><mirrors><mirror><id>debian</id><mirrorOf>*</mirrorOf>"
-                             "<url>file:///usr/share/maven-repo</url></mirror></mirrors></settings>\n";
-  const std::string mvn = absl::StrCat("mvn -o -q -B -Dstyle.color=never -s ", settings,
-                                       " -Daether.offline.protocols=file -Dmaven.repo.local=", repo);
-  const CommandResult installed =
-      RunCommand(absl::StrCat(mvn, " -f ", BLOOM_SOURCE_DIR, "/client/java/pom.xml",
-                              " -Dbloom.build.directory=", work.path(), "/client install -DskipTests"));
+  std::ofstream(settings)
+      << "<settings><mirrors><mirror><id>debian</id><mirrorOf>*</mirrorOf>"
+         "<url>file:///usr/share/maven-repo</url></mirror></mirrors></settings>\n";
+  const std::string mvn =
+      absl::StrCat("mvn -o -q -B -Dstyle.color=never -s ", settings,
+                   " -Daether.offline.protocols=file -Dmaven.repo.local=", repo);
+  const CommandResult installed = RunCommand(
+      absl::StrCat(mvn, " -f ", BLOOM_SOURCE_DIR, "/client/java/pom.xml",
+                   " -Dbloom.build.directory=", work.path(), "/client install -DskipTests"));
   ASSERT_EQ(installed.exit_code, 0) << installed.out;
   const std::string jar = absl::StrCat(repo, "/io/bloomserver/bloom-client/", BLOOM_VERSION,
                                        "/bloom-client-", BLOOM_VERSION, ".jar");
@@ -117,18 +119,18 @@ TEST(PackageTest, JavaClientInstallsIntoAFreshRepositoryAndAnOutsideProjectUsesI
       << jar << " missing: client/java/pom.xml's version is not the project's, " << BLOOM_VERSION;
   const CommandResult listed = RunCommand("unzip -l " + jar);
   ASSERT_EQ(listed.exit_code, 0) << listed.out;
-  for (const char* file : {"io/bloomserver/client/BloomClient.class",
-                           "io/bloomserver/client/RemoteBloomFilter.class",
-                           "io/bloomserver/bloom/v1/BloomFilterServiceGrpc.class"}) {
+  for (const char* file :
+       {"io/bloomserver/client/BloomClient.class", "io/bloomserver/client/RemoteBloomFilter.class",
+        "io/bloomserver/bloom/v1/BloomFilterServiceGrpc.class"}) {
     EXPECT_TRUE(absl::StrContains(listed.out, file)) << file << " missing from\n" << listed.out;
   }
   EXPECT_FALSE(absl::StrContains(listed.out, "Polyglot")) << "test code in the jar";
 
   const std::string app = work.path() + "/app";
-  const CommandResult built = RunCommand(absl::StrCat(
-      "cp -r ", BLOOM_SOURCE_DIR, "/client/java/example ", app, " && cd ", app, " && ", mvn,
-      " -Dbloom.client.version=", BLOOM_VERSION,
-      " package dependency:build-classpath -Dmdep.outputFile=classpath"));
+  const CommandResult built =
+      RunCommand(absl::StrCat("cp -r ", BLOOM_SOURCE_DIR, "/client/java/example ", app, " && cd ",
+                              app, " && ", mvn, " -Dbloom.client.version=", BLOOM_VERSION,
+                              " package dependency:build-classpath -Dmdep.outputFile=classpath"));
   ASSERT_EQ(built.exit_code, 0) << built.out;
   const CommandResult classpath = RunCommand("cat " + app + "/classpath");
   EXPECT_TRUE(absl::StrContains(classpath.out, jar)) << classpath.out;
@@ -136,9 +138,9 @@ TEST(PackageTest, JavaClientInstallsIntoAFreshRepositoryAndAnOutsideProjectUsesI
   TempDir data;
   std::unique_ptr<bloomtest::ServerProcess> server = bloomtest::ServerProcess::Start(data.path());
   ASSERT_NE(server, nullptr);
-  ExpectTheExampleAnswered(RunCommand(absl::StrCat("cd ", app, " && java -cp target/classes:$(cat ",
-                                                   "classpath) example.CacheGuard ",
-                                                   server->target())));
+  ExpectTheExampleAnswered(
+      RunCommand(absl::StrCat("cd ", app, " && java -cp target/classes:$(cat ",
+                              "classpath) example.CacheGuard ", server->target())));
 }
 
 class DebianPackageTest : public ::testing::Test {

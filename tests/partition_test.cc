@@ -25,14 +25,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "client/bloom_client.h"
-#include "common/testing.h"
 #include "coordination/cluster_state.h"
 #include "coordination/etcd_client.h"
 #include "gtest/gtest.h"
 #include "tests/elected_cluster.h"
 #include "tests/support/etcd_process.h"
-#include "tests/server_process.h"
-#include "tests/tcp_proxy.h"
+#include "tests/support/server_process.h"
+#include "tests/support/tcp_proxy.h"
+#include "tests/support/testing.h"
 
 namespace bloomtest {
 namespace {

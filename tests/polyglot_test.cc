@@ -17,10 +17,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "client/bloom_client.h"
-#include "common/testing.h"
 #include "gtest/gtest.h"
-#include "tests/polyglot_command.h"
-#include "tests/server_process.h"
+#include "tests/support/polyglot_command.h"
+#include "tests/support/server_process.h"
+#include "tests/support/testing.h"
 
 namespace {
 

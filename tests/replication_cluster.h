@@ -15,9 +15,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/bloom_client.h"
-#include "common/testing.h"
 #include "gtest/gtest.h"
-#include "tests/server_process.h"
+#include "tests/support/server_process.h"
+#include "tests/support/testing.h"
 
 namespace bloomtest {
 

@@ -21,13 +21,13 @@
 #include "absl/strings/str_split.h"
 #include "bloom/replication/v1/replication.grpc.pb.h"
 #include "client/bloom_client.h"
-#include "common/testing.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/chaos_writers.h"
-#include "tests/polyglot_command.h"
 #include "tests/replication_cluster.h"
-#include "tests/test_pki.h"
+#include "tests/support/polyglot_command.h"
+#include "tests/support/test_pki.h"
+#include "tests/support/testing.h"
 
 namespace {
 

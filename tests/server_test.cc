@@ -15,10 +15,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/bloom_client.h"
-#include "common/testing.h"
 #include "grpc/health/v1/health.pb.h"
 #include "gtest/gtest.h"
-#include "tests/server_process.h"
+#include "tests/support/server_process.h"
+#include "tests/support/testing.h"
 
 namespace {
 

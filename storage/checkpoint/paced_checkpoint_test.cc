@@ -8,10 +8,10 @@
 
 #include "absl/time/clock.h"
 #include "common/clock.h"
-#include "common/testing.h"
 #include "gtest/gtest.h"
 #include "storage/filter_store.h"
 #include "tests/support/items.h"
+#include "tests/support/testing.h"
 
 namespace storage {
 namespace {

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/testing.h"
 #include "storage/format/encoding.h"
+#include "tests/support/testing.h"
 
 namespace storage {
 namespace {

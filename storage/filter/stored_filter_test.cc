@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "common/testing.h"
 #include "gtest/gtest.h"
 #include "rocksdb/write_batch.h"
 #include "storage/db/database.h"
 #include "storage/format/filter_records.h"
+#include "tests/support/testing.h"
 
 namespace storage {
 namespace {

@@ -5,11 +5,11 @@
 #include <vector>
 
 #include "absl/synchronization/notification.h"
-#include "common/testing.h"
 #include "gtest/gtest.h"
 #include "storage/filter_store.h"
 #include "storage/filter_store_fixture.h"
 #include "tests/support/items.h"
+#include "tests/support/testing.h"
 
 namespace storage {
 namespace {

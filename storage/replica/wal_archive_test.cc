@@ -13,8 +13,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "common/testing.h"
 #include "gtest/gtest.h"
+#include "tests/support/testing.h"
 
 namespace storage {
 namespace {

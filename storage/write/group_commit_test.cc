@@ -10,11 +10,11 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
-#include "common/testing.h"
 #include "gtest/gtest.h"
 #include "rocksdb/statistics.h"
 #include "storage/filter_store.h"
 #include "tests/support/items.h"
+#include "tests/support/testing.h"
 
 namespace storage {
 namespace {

@@ -8,12 +8,12 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "common/testing.h"
 #include "gtest/gtest.h"
 #include "rocksdb/statistics.h"
 #include "storage/db/rocksdb_status.h"
 #include "storage/filter_store.h"
 #include "tests/support/items.h"
+#include "tests/support/testing.h"
 
 namespace storage {
 namespace {
@@ -320,8 +320,12 @@ TEST_F(OperationBatchTest, BatchesRaceCheckpointsDeletesAndPlainAdds) {
       }
     });
   }
+  // The race runs for a number of the deleter's rounds (each deletes, reserves, adds and
+  // checkpoints while the batches run), not for a time: as much racing on a slow machine.
+  constexpr int kDeleterRounds = 200;
+  std::atomic<int> deleter_rounds{0};
   std::thread deleter([&] {
-    for (int i = 0; !stop.load(); ++i) {
+    for (int i = 0; !stop.load(); ++i, ++deleter_rounds) {
       const std::string name = absl::StrCat("doomed:", kKeptFilters + i % 4);
       (void)store_->Delete(name);
       (void)store_->Reserve(name, spec);
@@ -330,7 +334,8 @@ TEST_F(OperationBatchTest, BatchesRaceCheckpointsDeletesAndPlainAdds) {
       ASSERT_OK(store_->CheckpointAll());
     }
   });
-  absl::SleepFor(absl::Milliseconds(1500));
+  EXPECT_TRUE(bloomtest::WaitFor([&] { return deleter_rounds.load() >= kDeleterRounds; },
+                                 absl::Minutes(5)));
   stop.store(true);
   for (std::thread& thread : threads) thread.join();
   deleter.join();

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/testing.h"
 #include "storage/filter_store.h"
+#include "tests/support/testing.h"
 
 namespace storage {
 namespace {

@@ -7,8 +7,8 @@
 
 #include "absl/time/clock.h"
 #include "common/clock.h"
-#include "common/testing.h"
 #include "gtest/gtest.h"
+#include "tests/support/testing.h"
 
 namespace storage {
 namespace {

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "common/testing.h"
+#include "tests/support/testing.h"
 
 namespace bloomtest {
 

@@ -2,8 +2,8 @@
 // Python, Go, Node.js and Java sides of the cross-language tests (polyglot_test.cc,
 // replication_test.cc). Needs BLOOM_SOURCE_DIR, BLOOM_PYTHON_STUBS_DIR, BLOOM_GO_POLYGLOT and
 // BLOOM_JAVA_CLASSPATH (the file client/java/build.sh writes) defined by the test's CMake target.
-#ifndef TESTS_POLYGLOT_COMMAND_H_
-#define TESTS_POLYGLOT_COMMAND_H_
+#ifndef TESTS_SUPPORT_POLYGLOT_COMMAND_H_
+#define TESTS_SUPPORT_POLYGLOT_COMMAND_H_
 
 #include <string>
 
@@ -28,4 +28,4 @@ inline std::string PolyglotCommand(const std::string& language) {
 
 }  // namespace bloomtest
 
-#endif  // TESTS_POLYGLOT_COMMAND_H_
+#endif  // TESTS_SUPPORT_POLYGLOT_COMMAND_H_

@@ -11,8 +11,8 @@
 //   proxy->Cut();  ...  proxy->Heal();
 //
 // Thread-safety: thread-safe. A thread per direction of each connection, and one accepting.
-#ifndef TESTS_TCP_PROXY_H_
-#define TESTS_TCP_PROXY_H_
+#ifndef TESTS_SUPPORT_TCP_PROXY_H_
+#define TESTS_SUPPORT_TCP_PROXY_H_
 
 #include <atomic>
 #include <memory>
@@ -64,4 +64,4 @@ class TcpProxy {
 
 }  // namespace bloomtest
 
-#endif  // TESTS_TCP_PROXY_H_
+#endif  // TESTS_SUPPORT_TCP_PROXY_H_

@@ -1,15 +1,15 @@
 // A throwaway PKI for TLS tests, made with openssl at test time.
 //
 // Thread-safety: not thread-safe; owned by one test.
-#ifndef TESTS_TEST_PKI_H_
-#define TESTS_TEST_PKI_H_
+#ifndef TESTS_SUPPORT_TEST_PKI_H_
+#define TESTS_SUPPORT_TEST_PKI_H_
 
 #include <fstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "common/testing.h"
 #include "gtest/gtest.h"
+#include "tests/support/testing.h"
 
 namespace bloomtest {
 
@@ -49,4 +49,4 @@ class TestPki {
 
 }  // namespace bloomtest
 
-#endif  // TESTS_TEST_PKI_H_
+#endif  // TESTS_SUPPORT_TEST_PKI_H_

@@ -2,8 +2,8 @@
 // (unless one is given), port 0, and --port_file to learn the bound port.
 //
 // Thread-safety: not thread-safe; owned by one test.
-#ifndef TESTS_SERVER_PROCESS_H_
-#define TESTS_SERVER_PROCESS_H_
+#ifndef TESTS_SUPPORT_SERVER_PROCESS_H_
+#define TESTS_SUPPORT_SERVER_PROCESS_H_
 
 #include <sys/types.h>
 
@@ -14,7 +14,7 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "common/testing.h"
+#include "tests/support/testing.h"
 
 namespace bloomtest {
 
@@ -78,4 +78,4 @@ class ServerProcess {
 
 }  // namespace bloomtest
 
-#endif  // TESTS_SERVER_PROCESS_H_
+#endif  // TESTS_SUPPORT_SERVER_PROCESS_H_

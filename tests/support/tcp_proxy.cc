@@ -1,5 +1,5 @@
 // TcpProxy (tcp_proxy.h): the relay, its cuts and heals.
-#include "tests/tcp_proxy.h"
+#include "tests/support/tcp_proxy.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

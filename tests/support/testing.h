@@ -1,6 +1,6 @@
 // Test helpers: status assertions and a unique temporary directory.
-#ifndef COMMON_TESTING_H_
-#define COMMON_TESTING_H_
+#ifndef TESTS_SUPPORT_TESTING_H_
+#define TESTS_SUPPORT_TESTING_H_
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -95,4 +95,4 @@ using bloomhttp::PrometheusSample;
 
 }  // namespace bloomtest
 
-#endif  // COMMON_TESTING_H_
+#endif  // TESTS_SUPPORT_TESTING_H_
