@@ -18,7 +18,6 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.net.InetSocketAddress;
 import java.net.URI;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -29,6 +28,7 @@ import java.util.concurrent.CompletionException;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** Every RPC of the blocking and asynchronous client, and its errors, against the real server. */
 class BloomClientTest {
@@ -247,8 +247,7 @@ class BloomClientTest {
   }
 
   @Test
-  void tlsWithTokens() throws Exception {
-    Path pki = Files.createTempDirectory("bloom-java-pki");
+  void tlsWithTokens(@TempDir Path pki) throws Exception {
     TestServer.makePki(pki);
     try (TestServer secure = new TestServer("--tls_cert_file=" + pki.resolve("server.crt"),
              "--tls_key_file=" + pki.resolve("server.key"),
@@ -286,8 +285,7 @@ class BloomClientTest {
   }
 
   @Test
-  void mutualTls() throws Exception {
-    Path pki = Files.createTempDirectory("bloom-java-pki");
+  void mutualTls(@TempDir Path pki) throws Exception {
     TestServer.makePki(pki);
     try (TestServer secure = new TestServer("--tls_cert_file=" + pki.resolve("server.crt"),
              "--tls_key_file=" + pki.resolve("server.key"),
