@@ -50,7 +50,7 @@ class ABSL_LOCKABLE BlockingMutex {
 class ABSL_SCOPED_LOCKABLE BlockingLock {
  public:
   explicit BlockingLock(BlockingMutex* mu) ABSL_EXCLUSIVE_LOCK_FUNCTION(mu) : lock_(mu->mu_) {}
-  ~BlockingLock() ABSL_UNLOCK_FUNCTION() {}
+  ~BlockingLock() ABSL_UNLOCK_FUNCTION() = default;
   BlockingLock(const BlockingLock&) = delete;
   BlockingLock& operator=(const BlockingLock&) = delete;
 

@@ -15,7 +15,7 @@ using Finish = BloomService::Finish;
 using Serve = absl::AnyInvocable<void(Finish finish) &&>;
 
 Finish FinishOf(grpc::ServerUnaryReactor* reactor) {
-  return [reactor](grpc::Status status) { reactor->Finish(status); };
+  return [reactor](grpc::Status status) { reactor->Finish(std::move(status)); };
 }
 
 // A call forwarded to the primary (a follower's write, or a read it could not answer in time):

@@ -74,7 +74,7 @@ class FilterStore : public FiguresSource {
   FilterStore(const FilterStore&) = delete;
   FilterStore& operator=(const FilterStore&) = delete;
   // Calls Close() if it was not called.
-  ~FilterStore();
+  ~FilterStore() override;
 
   // Stops the checkpointer, checkpoints every filter, closes RocksDB. Later calls on the store
   // answer FAILED_PRECONDITION. Idempotent.
