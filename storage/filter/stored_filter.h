@@ -65,6 +65,7 @@
 #include "common/mutex.h"
 #include "common/short_string.h"
 #include "storage/db/database.h"
+#include "storage/filter/store_context.h"
 #include "storage/filter/checkpointed.h"
 #include "storage/format/encoding.h"
 #include "storage/format/filter_records.h"
@@ -74,24 +75,6 @@
 #include "storage/write/write_pacer.h"
 
 namespace storage {
-
-class CheckpointSchedule;
-
-// What every filter of one store shares; the store owns it and outlives its filters. One
-// pointer in each filter instead of two, for millions of small filters.
-struct StoreContext {
-  Database* db = nullptr;
-  MemoryBudget* budget = nullptr;
-  std::atomic<uint64_t>* slices_retired = nullptr;  // counts the slices checkpoints retire
-  // Ages idle_ttl (a window ages by its filter's clock, which is this one too).
-  const bloomtime::Clock* clock = bloomtime::Clock::Real();
-  // Told of each filter's first change since its last checkpoint (may be null: nobody asks).
-  CheckpointSchedule* schedule = nullptr;
-  // On a replica: told when a filter with an idle_ttl is used (idle_touches.h); else null.
-  IdleTouches* idle_touches = nullptr;
-  // Paces the background checkpointer's page writes (write_pacer.h); null: unpaced.
-  WritePacer* pacer = nullptr;
-};
 
 class StoredFilter {
  public:
