@@ -7,6 +7,7 @@
 #include <grpcpp/create_channel.h>
 #include <grpcpp/generic/generic_stub.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdlib>
 #include <fstream>
@@ -208,6 +209,7 @@ TEST_F(ItemCallsTest, ShutdownWhileAddingAnswersEveryCallAndKeepsWhatItAcknowled
   constexpr int kClients = 4;
   std::vector<std::vector<std::string>> acknowledged(kClients);
   std::vector<std::string> unexpected(kClients);
+  std::atomic<int> answered{0};  // calls acknowledged so far, all clients together
   std::vector<std::thread> clients;
   clients.reserve(kClients);
   for (int client = 0; client < kClients; ++client) {
@@ -225,6 +227,7 @@ TEST_F(ItemCallsTest, ShutdownWhileAddingAnswersEveryCallAndKeepsWhatItAcknowled
         if (status.ok()) {
           acknowledged[client].insert(acknowledged[client].end(), add.items().begin(),
                                       add.items().end());
+          answered.fetch_add(1);
           continue;
         }
         // Refused while draining, cut by the transport's shutdown, or no server any more.
@@ -236,7 +239,8 @@ TEST_F(ItemCallsTest, ShutdownWhileAddingAnswersEveryCallAndKeepsWhatItAcknowled
       }
     });
   }
-  absl::SleepFor(absl::Milliseconds(300));
+  // Shut down in the middle of the load: once every client's calls are being answered.
+  EXPECT_TRUE(bloomtest::WaitFor([&] { return answered.load() >= 100 * kClients; }));
   server_->Shutdown(absl::Seconds(2));
   for (std::thread& client : clients) client.join();
   server_.reset();
