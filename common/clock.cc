@@ -1,6 +1,7 @@
 // The real and manual clocks (common/clock.h).
 #include "common/clock.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "absl/time/clock.h"
@@ -8,15 +9,18 @@
 namespace bloomtime {
 namespace {
 
+constexpr absl::Duration kLongestWait = absl::Hours(24 * 365);
+
 class RealClock : public Clock {
  public:
   absl::Time Now() const override { return absl::Now(); }
   bool WaitUntil(bloomsync::CondVar& cv, bloomsync::BlockingLock& lock, absl::Time deadline,
                  absl::FunctionRef<bool()> ready) const override {
     // The time left on the monotonic clock: a step of the wall clock neither ends the wait
-    // early nor makes it last longer.
-    return cv.WaitFor(lock, absl::ToChronoNanoseconds(deadline - absl::Now()),
-                      [&] { return ready(); });
+    // early nor makes it last longer. At most a year: the monotonic clock plus an infinite
+    // duration would overflow, and a wait that long is one that only its condition ends.
+    const absl::Duration left = std::min(deadline - absl::Now(), kLongestWait);
+    return cv.WaitFor(lock, absl::ToChronoNanoseconds(left), [&] { return ready(); });
   }
 };
 

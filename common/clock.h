@@ -33,7 +33,8 @@ class Clock {
   virtual absl::Time Now() const = 0;
 
   // Waits on `cv`, with `lock` held (as CondVar::Wait), until `ready()` or until this clock
-  // reads `deadline`; returns what ready() returns at the end. `ready` runs with the lock
+  // reads `deadline` (absl::InfiniteFuture(): only `ready()` ends it); returns what ready()
+  // returns at the end. `ready` runs with the lock
   // held: annotate it ABSL_EXCLUSIVE_LOCKS_REQUIRED (blocking_mutex.h).
   virtual bool WaitUntil(bloomsync::CondVar& cv, bloomsync::BlockingLock& lock, absl::Time deadline,
                          absl::FunctionRef<bool()> ready) const = 0;
