@@ -244,15 +244,9 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::FindOrCreateLocked(
 
   FilterRecord record;
   const absl::Time now = options_.clock->Now();
-  if (spec.cuckoo()) {
-    ASSIGN_OR_RETURN(const SubFilterRecord table, StoredFilter::NewCuckooTableRecord(spec, 0));
-    record.sub_filters.push_back(table);
-  } else {
-    ASSIGN_OR_RETURN(const bloom::SubFilterShape first, bloom::SubFilterShapeFor(spec, 0));
-    record.sub_filters.push_back({first.capacity, first.error_rate, first.layout.num_blocks,
-                                  first.layout.hash_count, 0,
-                                  spec.windowed() ? bloom::SliceStartMicros(spec, now) : 0});
-  }
+  ASSIGN_OR_RETURN(const SubFilterRecord first,
+                   FilterKind::Of(spec).NewSubFilterRecord(spec, 0, now));
+  record.sub_filters.push_back(first);
   ASSIGN_OR_RETURN(record.generation, AllocateGeneration());
   record.seed = seed.has_value() ? *seed : RandomSeed();
   record.created_at_micros = absl::ToUnixMicros(now);

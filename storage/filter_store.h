@@ -376,7 +376,7 @@ class FilterStore : public FiguresSource {
   const StoreContext context_{db_.get(),        &budget_,
                               &slices_retired_, options_.clock,
                               &schedule_,       options_.replica ? &idle_touches_ : nullptr,
-                              &pacer_};
+                              &pacer_,          options_.sync};
   std::atomic<uint64_t> next_generation_{1};
   std::atomic<uint64_t> generation_ceiling_{0};
   bloomsync::Mutex ceiling_mu_;  // serialises RaiseCeiling

@@ -105,9 +105,7 @@ absl::Status FilterStore::CheckMayAcknowledge() const {
 }
 
 void FilterStore::NoteReplicaResident(const std::shared_ptr<StoredFilter>& filter) {
-  if (filter->filter() == nullptr && filter->cuckoo() == nullptr) {
-    return;  // unreadable: nothing to replay into
-  }
+  if (!filter->has_body()) return;  // unreadable: nothing to replay into
   bloomsync::BlockingLock lock(&replica_index_mu_);
   replica_generations_[filter->generation()] = filter;
 }

@@ -55,7 +55,7 @@ absl::Status FilterStore::Export(absl::string_view name,
     bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
     RETURN_IF_ERROR(CheckOpen());
     ASSIGN_OR_RETURN(filter, FindUsable(name));
-    if (filter->cuckoo() != nullptr) {
+    if (filter->kind().exports_a_copy()) {
       ASSIGN_OR_RETURN(snapshot, SnapshotForExport(*filter, charged));
     } else {
       ASSIGN_OR_RETURN(record, filter->PinChain());
@@ -79,7 +79,7 @@ absl::StatusOr<std::unique_ptr<ExportCursor>> FilterStore::OpenExport(absl::stri
   ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> filter, FindUsable(name));
   RETURN_IF_ERROR(budget_.ChargePinned(ExportCursor::kChargedBytes,
                                        absl::StrCat("exporting filter '", name, "'")));
-  if (filter->cuckoo() != nullptr) {
+  if (filter->kind().exports_a_copy()) {
     uint64_t charged = 0;
     absl::StatusOr<StoredFilter::CuckooSnapshot> snapshot = SnapshotForExport(*filter, charged);
     if (!snapshot.ok()) {
@@ -150,20 +150,12 @@ absl::StatusOr<FilterInfo> FilterStore::CommitImportLocked(PendingImport& import
   // The generation is below the synced ceiling (AllocateGeneration): if we crash while writing
   // pages, they belong to a generation nobody will reuse.
   std::shared_ptr<StoredFilter> stored =
-      dump.cuckoo != nullptr ? std::make_shared<StoredFilter>(name, record, std::move(dump.cuckoo),
-                                                              &context_, import.charged_)
-                             : std::make_shared<StoredFilter>(name, record, std::move(dump.filter),
-                                                              &context_, import.charged_);
+      StoredFilter::Make(name, record, BuiltFilter{std::move(dump.filter), std::move(dump.cuckoo)},
+                         &context_, import.charged_);
   budget_.Unpin(import.charged_);  // the StoredFilter owns the charge now: evictable bits
   import.charged_ = 0;
-  if (stored->cuckoo() != nullptr) {
-    stored->cuckoo()->MarkAllPagesDirty();
-  } else {
-    for (bloom::SubFilter* sub = stored->mutable_filter()->first(); sub != nullptr;
-         sub = sub->next()) {
-      sub->bits().MarkAllPagesDirty();
-    }
-  }
+  stored->MarkAllPagesDirty();
+
   // A checkpoint writes every page and then the metadata that makes the filter exist.
   RETURN_IF_ERROR(stored->Checkpoint(options_.sync));
   Insert(stored);

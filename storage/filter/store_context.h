@@ -34,6 +34,9 @@ struct StoreContext {
   IdleTouches* idle_touches = nullptr;
   // Paces the background checkpointer's page writes (write_pacer.h); null: unpaced.
   WritePacer* pacer = nullptr;
+  // The store's StoreOptions::sync: how writes outside a group commit's batch sync (the record
+  // of a Bloom filter's new sub-filter, which its add opens before the batch is written).
+  bool sync = false;
 };
 
 }  // namespace storage

@@ -54,6 +54,17 @@ absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> StoredFilter::BuildFilter
   return filter;
 }
 
+std::shared_ptr<StoredFilter> StoredFilter::Make(absl::string_view name, const FilterRecord& record,
+                                                 Built built, const StoreContext* context,
+                                                 uint64_t charged_bytes) {
+  if (built.cuckoo != nullptr) {
+    return std::make_shared<StoredFilter>(name, record, std::move(built.cuckoo), context,
+                                          charged_bytes);
+  }
+  return std::make_shared<StoredFilter>(name, record, std::move(built.chain), context,
+                                        charged_bytes);
+}
+
 // With its shared_ptr's count (make_shared), 160 bytes: one size class of jemalloc, not the
 // next (192). Millions of per-user filters each have one; see the member order.
 static_assert(sizeof(StoredFilter) <= 144, "StoredFilter outgrew its 160-byte allocation");
@@ -79,8 +90,8 @@ StoredFilter::StoredFilter(absl::string_view name, const FilterRecord& record,
                                                                : record.created_at_micros);
   }
   bloomsync::MutexLock lock(&meta_mu_);
-  SetFlag(kRetirePending,
-          has_chain_ && record.first_sub_index != static_cast<uint32_t>(chain_.first_index()));
+  flags_.Assign(kRetirePending, has_chain_ && record.first_sub_index !=
+                                                  static_cast<uint32_t>(chain_.first_index()));
   absl::InlinedVector<uint64_t, 1> items_added;
   for (const SubFilterRecord& s : record.sub_filters) items_added.push_back(s.items_added);
   checkpointed_.Assign(record.checkpoint_seq, record.first_sub_index, items_added);
@@ -124,7 +135,7 @@ StoredFilter::~StoredFilter() {
   if (charged > 0) budget()->Release(charged);
 }
 
-StoredFilter::PersistedState StoredFilter::PersistedNow() const {
+PersistedState StoredFilter::PersistedNow() const {
   PersistedState state;
   state.checkpoint_seq = checkpointed_.seq();
   state.checks = checks_.load();
@@ -136,7 +147,7 @@ StoredFilter::PersistedState StoredFilter::PersistedNow() const {
 }
 
 absl::Status StoredFilter::Usable() const {
-  if (Flag(kDeleted, std::memory_order_acquire)) {
+  if (flags_.Has(kDeleted, std::memory_order_acquire)) {
     return absl::NotFoundError(absl::StrCat("filter '", name(), "' not found"));
   }
   return rare_ == nullptr ? absl::OkStatus() : rare_->load_error;
@@ -164,9 +175,9 @@ void StoredFilter::FinishRecovery(uint64_t next_seq, uint64_t replayed_bytes) {
 void StoredFilter::NotifySchedule() const { context_->schedule->Changed(name()); }
 
 void StoredFilter::ReportIfOverdue() {
-  if (context_->schedule == nullptr || (change_flags_.load() & kOverdue) != 0) return;
+  if (context_->schedule == nullptr || flags_.Has(kOverdue)) return;
   if (!JournalOverdue()) return;
-  if ((change_flags_.fetch_or(kOverdue) & kOverdue) == 0) context_->schedule->Overdue(name());
+  if (!flags_.Set(kOverdue)) context_->schedule->Overdue(name());
 }
 
 absl::Status StoredFilter::Addable() const {
@@ -186,10 +197,10 @@ bool StoredFilter::IsEvicted(const absl::Status& status) {
   return absl::IsUnavailable(status) && status.GetPayload(kEvictedPayload).has_value();
 }
 
-void StoredFilter::DeferCreation() { SetFlag(kCreationPending, true); }
+void StoredFilter::DeferCreation() { flags_.Set(kCreationPending); }
 
 bool StoredFilter::AddPendingCreation(rocksdb::WriteBatch& batch) const {
-  if (!Flag(kCreationPending)) return false;
+  if (!flags_.Has(kCreationPending)) return false;
   // The record as FindOrCreate made it, rebuilt from what never changes (generation, seed,
   // spec, creation time, the first sub-filter) rather than kept encoded: ~130 bytes less for
   // every resident filter not yet checkpointed, which is most per-user filters in a cache.
@@ -203,13 +214,13 @@ bool StoredFilter::AddPendingCreation(rocksdb::WriteBatch& batch) const {
 }
 
 absl::Status StoredFilter::EnsurePersisted(bool sync) {
-  if (!Flag(kCreationPending)) return absl::OkStatus();
+  if (!flags_.Has(kCreationPending)) return absl::OkStatus();
   bloomsync::ReaderMutexLock lock(&apply_mu_);
   if (absl::Status addable = Addable(); !addable.ok()) return addable;
   rocksdb::WriteBatch batch;
   if (!AddPendingCreation(batch)) return absl::OkStatus();
   RETURN_IF_ERROR(db()->Write(batch, sync, "creating a filter"));
-  SetFlag(kCreationPending, false);
+  flags_.Clear(kCreationPending);
   return absl::OkStatus();
 }
 
@@ -232,7 +243,7 @@ absl::Status StoredFilter::PersistNewSubFilter(const bloom::SubFilter& sub, bool
     budget()->Release(bytes);
     return written;
   }
-  if (creating) SetFlag(kCreationPending, false);
+  if (creating) flags_.Clear(kCreationPending);
   charged_units_.fetch_add(static_cast<uint32_t>(bytes / kChargeUnitBytes));
   return absl::OkStatus();
 }
@@ -241,13 +252,12 @@ absl::Status StoredFilter::PrepareGroupAdd(absl::Span<const uint64_t> hashes, bo
                                            bool sync, rocksdb::WriteBatch& batch,
                                            GroupedAdd& grouped) {
   if (absl::Status addable = Addable(); !addable.ok()) return addable;
-  if (cuckoo() != nullptr) return absl::InternalError("a grouped add of a CUCKOO filter");
   if (has_idle_ttl()) TouchIdle(context_->clock->Now());
   ASSIGN_OR_RETURN(grouped.prepared,
                    chain_.PrepareAdd(hashes, added, [&](const bloom::SubFilter& sub) {
                      return PersistNewSubFilter(sub, sync);
                    }));
-  if (grouped.exclusive && Flag(kCreationPending) && !grouped.prepared.new_hashes.empty() &&
+  if (grouped.exclusive && flags_.Has(kCreationPending) && !grouped.prepared.new_hashes.empty() &&
       PutCreationCheckpoint(grouped, batch)) {
     grouped.creating = grouped.wrote_pages = grouped.needs_write = true;
     return absl::OkStatus();
@@ -283,7 +293,7 @@ void StoredFilter::FinishGroupAdd(const GroupedAdd& grouped, bool written) {
     checkpointed_.Assign(checkpointed_.seq(), static_cast<uint32_t>(chain_.first()->index()),
                          {&items_added, 1});
   }
-  if (grouped.creating) SetFlag(kCreationPending, false);
+  if (grouped.creating) flags_.Clear(kCreationPending);
 }
 
 bool StoredFilter::PutCreationCheckpoint(GroupedAdd& grouped, rocksdb::WriteBatch& batch) const {
@@ -327,15 +337,11 @@ absl::Status StoredFilter::MightContain(absl::Span<const uint64_t> hashes, bool*
   if (absl::Status usable = Usable(); !usable.ok()) return usable;
   if (has_idle_ttl()) TouchIdle(context_->clock->Now());
   std::fill(present, present + hashes.size(), false);
-  if (bloom::CuckooFilter* const cuckoo_chain = cuckoo(); cuckoo_chain != nullptr) {
-    cuckoo_chain->MightContainHashes(hashes, present);
-  } else {
-    chain_.MightContainMany(hashes, present);
-  }
+  kind().MightContain(*this, hashes, present);
   checks_.fetch_add(hashes.size());
   check_hits_.fetch_add(std::count(present, present + hashes.size(), true));
-  if ((change_flags_.load() & kChecksChanged) == 0) {
-    change_flags_.fetch_or(kChecksChanged);
+  if (!flags_.Has(kChecksChanged)) {
+    flags_.Set(kChecksChanged);
     MarkChanged();
   }
   return absl::OkStatus();
@@ -347,8 +353,7 @@ absl::StatusOr<FilterInfo> StoredFilter::Info() const {
   info.name = name_.str();
   info.spec = spec();
   info.created_at = absl::FromUnixMicros(created_at_micros_);
-  info.stats =
-      cuckoo() != nullptr ? bloom::AsFilterStats(cuckoo()->Stats()) : chain_.ComputeStats();
+  info.stats = kind().Stats(*this);
   info.checks = checks_.load(std::memory_order_relaxed);
   info.check_hits = check_hits_.load(std::memory_order_relaxed);
   if (info.spec.windowed()) info.window_start = chain_.clock()->Now() - info.spec.window;
@@ -357,7 +362,7 @@ absl::StatusOr<FilterInfo> StoredFilter::Info() const {
 }
 
 bloom::FilterParams StoredFilter::spec() const {
-  bloom::FilterParams spec = cuckoo() != nullptr ? cuckoo()->spec() : chain_.spec();
+  bloom::FilterParams spec = kind().Spec(*this);
   if (has_idle_ttl()) spec.idle_ttl = absl::Microseconds(rare_->idle_ttl_micros);
   return spec;
 }
@@ -382,9 +387,9 @@ absl::StatusOr<FilterRecord> StoredFilter::PinChain() {
 
 absl::StatusOr<FilterRecord> StoredFilter::LiveRecord() const {
   if (absl::Status usable = Usable(); !usable.ok()) return usable;
-  if (cuckoo() != nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("filter '", name(), "' is a CUCKOO filter: Merge takes BLOOM filters only"));
+  if (!kind().mergeable()) {
+    return absl::FailedPreconditionError(absl::StrCat("filter '", name(), "' is a ", kind().name(),
+                                                      " filter: Merge takes BLOOM filters only"));
   }
   PersistedState live;
   live.checks = checks_.load();
@@ -411,9 +416,8 @@ FilterRecord StoredFilter::RecordBase(const PersistedState& state) const {
   return record;
 }
 
-FilterRecord StoredFilter::MakeRecord(const PersistedState& state,
-                                      const bloom::SubFilter* extra) const {
-  if (cuckoo() != nullptr) return MakeCuckooRecord(state);
+FilterRecord StoredFilter::MakeBloomRecord(const PersistedState& state,
+                                           const bloom::SubFilter* extra) const {
   FilterRecord record = RecordBase(state);
   auto append = [&](const bloom::SubFilter& sub) {
     // Sub-filters the state does not cover (retired since, or new) are left out or count 0.
@@ -436,7 +440,7 @@ absl::Status StoredFilter::Delete(bool sync) {
   const WritePacer::Rush rush(context_->pacer);  // a paced checkpoint of this filter hurries
   bloomsync::MutexLock checkpoint_lock(&checkpoint_mu_);
   bloomsync::WriterMutexLock lock(&apply_mu_);
-  if (Flag(kDeleted)) return Usable();
+  if (flags_.Has(kDeleted)) return Usable();
   rocksdb::WriteBatch batch;
   batch.Delete(db()->filters(), NameSlice());
   if (generation_known_) {  // an unreadable record's generation is unknown: its data stays
@@ -448,7 +452,7 @@ absl::Status StoredFilter::Delete(bool sync) {
   if (absl::Status written = db()->Write(batch, sync, "deleting a filter"); !written.ok()) {
     return written;
   }
-  SetFlag(kDeleted, true, std::memory_order_release);
+  flags_.Set(kDeleted, std::memory_order_release);
   return absl::OkStatus();
 }
 

@@ -31,18 +31,18 @@
 //
 // A CUCKOO filter (bloom/cuckoo_filter.h) is the same object with its cuckoo chain in Rare and
 // no Bloom chain: the same name, generation, locks, schedule, eviction, idle expiry and Delete.
-// Only its writes and checkpoints differ (stored_filter_cuckoo.cc): an add or remove moves
-// fingerprints, so it is made in memory first, under the cuckoo chain's lock, and journalled
-// as the values it wrote before that lock is released (undone exactly if the write fails);
-// replaying such records in order onto pages copied at any moment since the checkpoint's
-// sequence gives the same bytes, so the checkpoint design above holds for it too.
+// What differs goes through its FilterKind (filter_kind.h, kind()); its writes journal the
+// table values they set, so the checkpoint design above holds for it too
+// (stored_filter_cuckoo.cc says why).
 //
 // This header is longer than the project's 300 lines on purpose: the private fields are part of
 // the class's contract (one object per filter, millions of them, sized to one jemalloc size
 // class by the static_assert in stored_filter.cc), so they stay here with the comments that
-// say which lock guards each and why it has its width. The code is split by concern instead:
-// stored_filter.cc (adds, reads, records) and stored_filter_checkpoint.cc (checkpoints,
-// eviction).
+// say which lock guards each and why it has its width. What could leave it has: the kinds'
+// differences and the add and checkpoint types (filter_kind.h), the state bits
+// (change_flags.h), the store's shared context (store_context.h). The code is split by concern:
+// stored_filter.cc (adds, reads, records), stored_filter_checkpoint.cc (checkpoints,
+// eviction), stored_filter_merge.cc, stored_filter_cuckoo.cc.
 #ifndef STORAGE_FILTER_STORED_FILTER_H_
 #define STORAGE_FILTER_STORED_FILTER_H_
 
@@ -65,8 +65,10 @@
 #include "common/mutex.h"
 #include "common/short_string.h"
 #include "storage/db/database.h"
-#include "storage/filter/store_context.h"
+#include "storage/filter/change_flags.h"
 #include "storage/filter/checkpointed.h"
+#include "storage/filter/filter_kind.h"
+#include "storage/filter/store_context.h"
 #include "storage/format/encoding.h"
 #include "storage/format/filter_records.h"
 #include "storage/memory/idle_touches.h"
@@ -112,7 +114,7 @@ class StoredFilter {
   absl::Status Usable() const;
   // Usable().ok() without building a status: for passes over every resident filter.
   bool usable() const {
-    return (change_flags_.load(std::memory_order_acquire) & kDeleted) == 0 &&
+    return !flags_.Has(kDeleted, std::memory_order_acquire) &&
            (rare_ == nullptr || rare_->load_error.ok());
   }
 
@@ -152,7 +154,7 @@ class StoredFilter {
   // Whether a checkpoint has anything to write: adds journalled or checks counted since the
   // last one (a windowed filter's expired slices aside).
   bool HasUnpersistedChanges() const {
-    return journal_bytes_.load() > 0 || (change_flags_.load() & kChecksChanged) != 0;
+    return journal_bytes_.load() > 0 || flags_.Has(kChecksChanged);
   }
   // The checkpointer's schedule (storage/checkpoint/checkpoint_schedule.h). MarkChanged: this
   // filter has changes; the first call since it was last unscheduled tells the context's schedule
@@ -162,14 +164,14 @@ class StoredFilter {
   // keep it. The flag is cleared before the changes are read again, and a change is made
   // before the flag is read (all seq_cst), so no change is left unscheduled.
   void MarkChanged() {
-    if ((change_flags_.load() & kScheduled) != 0) return;
-    if ((change_flags_.fetch_or(kScheduled) & kScheduled) != 0) return;
+    if (flags_.Has(kScheduled)) return;
+    if (flags_.Set(kScheduled)) return;
     if (context_->schedule != nullptr) NotifySchedule();
   }
   bool Unschedule() {
-    change_flags_.fetch_and(static_cast<uint8_t>(~kScheduled));
+    flags_.Clear(kScheduled);
     if (!HasUnpersistedChanges()) return false;
-    return (change_flags_.fetch_or(kScheduled) & kScheduled) == 0;
+    return !flags_.Set(kScheduled);
   }
   // To the second (the checkpointer looks once a second).
   absl::Time last_checkpoint() const {
@@ -182,7 +184,7 @@ class StoredFilter {
   // busy (an add holds its apply lock, or its creation is not written yet) or unusable, or the
   // checkpoint's error. Call with the name's lock held.
   absl::Status Evict(bool sync);
-  bool evicted() const { return (change_flags_.load(std::memory_order_acquire) & kEvicted) != 0; }
+  bool evicted() const { return flags_.Has(kEvicted, std::memory_order_acquire); }
   // Recency for the evictor, in 32-bit ticks of 2^20 ns, about a millisecond (cheap on every
   // operation: the vDSO clock, and a store only when the tick changed). They wrap after 52
   // days: compare them as ages from one NowTicks(), TicksSince; a filter unused for longer
@@ -265,14 +267,6 @@ class StoredFilter {
   // instead of four: record, journal, then at eviction page, record and trimmed journal).
   // Errors: see ScalableFilter::Add (a full non-scaling filter, a chain that cannot grow); a
   // failed write fails every add it carried, and none of them was added.
-  struct GroupedAdd {
-    bloom::ScalableFilter::PreparedAdd prepared;
-    uint64_t journal_bytes = 0;
-    bool exclusive = false;    // set by the caller: it holds TryLockForCreation()
-    bool creating = false;     // the batch carries the creation record
-    bool wrote_pages = false;  // ... as a checkpoint with the add's pages, no journal record
-    bool needs_write = false;
-  };
   void LockForGroup() ABSL_NO_THREAD_SAFETY_ANALYSIS { apply_mu_.ReaderLock(); }
   bool TryLockForGroup() ABSL_NO_THREAD_SAFETY_ANALYSIS { return apply_mu_.ReaderTryLock(); }
   bool TryLockForCreation() ABSL_NO_THREAD_SAFETY_ANALYSIS { return apply_mu_.TryLock(); }
@@ -283,43 +277,43 @@ class StoredFilter {
       apply_mu_.ReaderUnlock();
     }
   }
-  absl::Status PrepareGroupAdd(absl::Span<const uint64_t> hashes, bool* added, bool sync,
-                               rocksdb::WriteBatch& batch, GroupedAdd& grouped);
+  // Step 2 for either kind (FilterKind::Add): a CUCKOO filter's add is a write of its own, made
+  // under its chain's lock (CuckooAdd), so it never sets grouped.needs_write.
+  absl::Status Add(absl::Span<const uint64_t> hashes, bool* added, bool sync,
+                   rocksdb::WriteBatch& batch, GroupedAdd& grouped) {
+    return kind().Add(*this, hashes, added, sync, batch, grouped);
+  }
   void FinishGroupAdd(const GroupedAdd& grouped, bool written);
 
-  // Either kind, from its record (stored_filter_cuckoo.cc): what BuildFilter or BuildCuckoo
-  // made of it, and the StoredFilter holding that.
-  struct Built {
-    std::unique_ptr<bloom::ScalableFilter> chain;
-    std::unique_ptr<bloom::CuckooFilter> cuckoo;
-    // Its charge in memory (ResidentCharge of what was built).
-    uint64_t charge() const;
-    void reset() {
-      chain.reset();
-      cuckoo.reset();
-    }
-  };
+  // What the filter's kind (filter_kind.h) is: every difference between the kinds goes through
+  // it. An unreadable filter's is BLOOM's, over an empty chain.
+  const FilterKind& kind() const {
+    return FilterKind::Of(cuckoo() != nullptr ? bloom::FilterKind::kCuckoo
+                                              : bloom::FilterKind::kBloom);
+  }
+  // Either kind, from its record: what FilterKind::Build made of it, and the StoredFilter
+  // holding that.
+  using Built = BuiltFilter;
   static absl::StatusOr<Built> Build(const FilterRecord& record,
                                      const bloomtime::Clock* clock = bloomtime::Clock::Real(),
-                                     bool drop_expired = false);
+                                     bool drop_expired = false) {
+    return FilterKind::Of(record.spec).Build(record, clock, drop_expired);
+  }
   static std::shared_ptr<StoredFilter> Make(absl::string_view name, const FilterRecord& record,
                                             Built built, const StoreContext* context,
                                             uint64_t charged_bytes);
   // Loading: one stored page of sub-filter (or cuckoo table) `sub`; `scratch` is reused.
   // Pages of slices a windowed filter retired are skipped; DATA_LOSS for one that fits nothing.
   absl::Status LoadStoredPage(uint32_t sub, uint32_t page, absl::string_view value,
-                              std::string& scratch);
+                              std::string& scratch) {
+    return kind().LoadPage(*this, sub, page, value, scratch);
+  }
 
   // CUCKOO filters (stored_filter_cuckoo.cc). A stored cuckoo filter: `cuckoo` holds the
-  // record's tables, empty (BuildCuckoo), for the caller to load.
+  // record's tables, empty (FilterKind::Build), for the caller to load.
   StoredFilter(absl::string_view name, const FilterRecord& record,
                std::unique_ptr<bloom::CuckooFilter> cuckoo, const StoreContext* context,
                uint64_t charged_bytes);
-  static absl::StatusOr<std::unique_ptr<bloom::CuckooFilter>> BuildCuckoo(
-      const FilterRecord& record);
-  // The record of table `index` of a new cuckoo filter of normalized `spec` (no items).
-  static absl::StatusOr<SubFilterRecord> NewCuckooTableRecord(const bloom::FilterParams& spec,
-                                                              int index);
   // The filter's seed (either kind; not for an unreadable filter).
   uint64_t seed() const { return has_chain_ ? chain_.seed() : rare_->cuckoo->seed(); }
   // OK for a CUCKOO filter; FAILED_PRECONDITION naming `call` (Remove, Count) otherwise.
@@ -351,7 +345,11 @@ class StoredFilter {
   // Recovery, before the filter is shared.
   bloom::ScalableFilter* mutable_filter() { return chain(); }
   // Replays one journal record of this filter (either kind; DATA_LOSS for an unreadable one).
-  absl::Status ReplayJournalRecord(absl::string_view bytes);
+  absl::Status ReplayJournalRecord(absl::string_view bytes) { return kind().Replay(*this, bytes); }
+  // Import: the first checkpoint writes every page.
+  void MarkAllPagesDirty() { kind().MarkAllPagesDirty(*this); }
+  // Whether it has a body to read and replay into (false for an unreadable filter).
+  bool has_body() const { return has_chain_ || cuckoo() != nullptr; }
   uint64_t checkpoint_seq() const;
   void MarkUnreadable(const absl::Status& error);
   // `next_seq` follows the last replayed journal record; `replayed_bytes` of journal are
@@ -359,6 +357,12 @@ class StoredFilter {
   void FinishRecovery(uint64_t next_seq, uint64_t replayed_bytes);
 
  private:
+  // The kinds' halves of this class (filter_kind.h).
+  friend class BloomKind;
+  friend class CuckooKind;
+
+  absl::Status PrepareGroupAdd(absl::Span<const uint64_t> hashes, bool* added, bool sync,
+                               rocksdb::WriteBatch& batch, GroupedAdd& grouped);
   // What only some filters have, in a 24-byte object of their own, so that the others (most
   // per-user filters) carry only the pointer: an idle_ttl and the last use it ages from
   // (TouchIdle), and why the filter cannot be used (recovery's error, or the memory limit).
@@ -378,16 +382,6 @@ class StoredFilter {
                           : created_at_micros_;
   }
 
-  // What a metadata record says besides the spec and the chain's shapes (MakeRecord).
-  struct PersistedState {
-    uint64_t checkpoint_seq = 0;
-    uint64_t checks = 0;
-    uint64_t check_hits = 0;
-    uint32_t first_index = 0;  // of the record's first sub-filter
-    int64_t last_used_micros = 0;
-    // Per sub-filter from first_index, as of checkpoint_seq; inline for the usual single one.
-    absl::InlinedVector<uint64_t, 1> items_added;
-  };
   // The record to write now over the last checkpoint's (a new sub-filter): its journal
   // sequence and chain counts, with the live counters. meta_mu_ held.
   PersistedState PersistedNow() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(meta_mu_);
@@ -402,14 +396,14 @@ class StoredFilter {
 
   // The metadata record with live counters; apply_mu_ held (shared) by the caller.
   absl::StatusOr<FilterRecord> LiveRecord() const;
-  // How a checkpoint writes its pages: in batches of about kPageBatchBytes (the last with the
-  // metadata record), in smaller batches at the store's WritePacer rate, or all in the one
-  // batch with the record (a merge: on disk, all of it or none; up to 64 MiB of pages, beyond
-  // which it is written in batches: stored_filter_checkpoint.cc).
-  enum class PageWrites { kBatches, kPaced, kOneBatch };
   // Checkpoint() without EnsurePersisted, with checkpoint_mu_ held; `evicting` checkpoints an
   // evicted object (which a plain checkpoint leaves alone).
   absl::Status CheckpointLocked(bool sync, bool evicting, PageWrites pages)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(checkpoint_mu_) {
+    return kind().CheckpointLocked(*this, sync, evicting, pages);
+  }
+  // CheckpointLocked of a Bloom filter (stored_filter_checkpoint.cc).
+  absl::Status BloomCheckpointLocked(bool sync, bool evicting, PageWrites pages)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(checkpoint_mu_);
   // A checkpoint's snapshot, apply_mu_ held exclusively: into `next` the journal sequence it
   // covers and the check counters; into `journal_bytes` the journal it takes over; whether
@@ -435,8 +429,12 @@ class StoredFilter {
   // The bits a creating add copies to compute its pages: per-user filters (capacity 1000 at
   // 1% is 1,472 bytes) and filters up to a few pages; larger ones journal their first add.
   static constexpr uint64_t kMaxCreationCheckpointBytes = 64 << 10;
-  // The metadata record for `state`, listing the chain plus `extra` (a sub-filter being opened).
-  FilterRecord MakeRecord(const PersistedState& state, const bloom::SubFilter* extra) const;
+  // The metadata record for `state`, listing the body plus `extra` (a sub-filter being opened).
+  FilterRecord MakeRecord(const PersistedState& state, const bloom::SubFilter* extra) const {
+    return kind().MakeRecord(*this, state, extra);
+  }
+  // A Bloom filter's (stored_filter.cc).
+  FilterRecord MakeBloomRecord(const PersistedState& state, const bloom::SubFilter* extra) const;
   // The fields of a metadata record besides its sub-filters, for `state` (either kind).
   FilterRecord RecordBase(const PersistedState& state) const;
   // A cuckoo filter's (stored_filter_cuckoo.cc): its first `tables` tables (-1:
@@ -473,7 +471,7 @@ class StoredFilter {
   // Ordered so that the small fields share 8-byte words: with its shared_ptr's count the
   // object fits jemalloc's 160-byte size class (the static_assert in stored_filter.cc), for
   // millions of small filters. Counters are 32 bits where that suffices, flags are bits of
-  // change_flags_, and what only some filters have lives in Rare.
+  // flags_, and what only some filters have lives in Rare.
   const ShortString name_;  // 24 bytes, up to 23 inline (std::string: 32, 15 inline)
   const uint64_t generation_;
   const int64_t created_at_micros_;
@@ -493,32 +491,16 @@ class StoredFilter {
   bloomsync::Mutex checkpoint_mu_ ABSL_ACQUIRED_BEFORE(apply_mu_);
   mutable bloomsync::Mutex apply_mu_ ABSL_ACQUIRED_BEFORE(meta_mu_);
   mutable bloomsync::Mutex meta_mu_;
-  // kChecksChanged: checks made since the last checkpoint: a checkpoint writes the counters.
-  // MightContain sets it after counting, the checkpoint clears it before it reads the
-  // counters (both seq_cst), so no check goes uncounted by one or the other. kScheduled: the
-  // checkpoint schedule has this filter (MarkChanged). kOverdue: the schedule was told that the
-  // journal is overdue (ReportIfOverdue); a checkpoint clears it. kDeleted and kEvicted: set
-  // with apply_mu_ held exclusively. kCreationPending: DeferCreation's record is not written
-  // yet. kRetirePending: the record lists sub-filters BuildFilter dropped, so the next
-  // checkpoint must write it. One byte for the seven.
-  static constexpr uint8_t kChecksChanged = 1;
-  static constexpr uint8_t kScheduled = 2;
-  static constexpr uint8_t kOverdue = 4;
-  static constexpr uint8_t kDeleted = 8;
-  static constexpr uint8_t kEvicted = 16;
-  static constexpr uint8_t kCreationPending = 32;
-  static constexpr uint8_t kRetirePending = 64;
-  std::atomic<uint8_t> change_flags_{0};
-  bool Flag(uint8_t flag, std::memory_order order = std::memory_order_seq_cst) const {
-    return (change_flags_.load(order) & flag) != 0;
-  }
-  void SetFlag(uint8_t flag, bool on, std::memory_order order = std::memory_order_seq_cst) {
-    if (on) {
-      change_flags_.fetch_or(flag, order);
-    } else {
-      change_flags_.fetch_and(static_cast<uint8_t>(~flag), order);
-    }
-  }
+  // Its state bits (change_flags.h), one byte; `using` keeps their names short here.
+  using Bit = ChangeFlags::Bit;
+  static constexpr Bit kChecksChanged = ChangeFlags::kChecksChanged;
+  static constexpr Bit kScheduled = ChangeFlags::kScheduled;
+  static constexpr Bit kOverdue = ChangeFlags::kOverdue;
+  static constexpr Bit kDeleted = ChangeFlags::kDeleted;
+  static constexpr Bit kEvicted = ChangeFlags::kEvicted;
+  static constexpr Bit kCreationPending = ChangeFlags::kCreationPending;
+  static constexpr Bit kRetirePending = ChangeFlags::kRetirePending;
+  ChangeFlags flags_;
   // One byte for the two, beside the flags and the pins below (the object's size).
   const bool generation_known_ : 1 = true;  // false for an unreadable metadata record
   const bool has_chain_ : 1 = false;

@@ -51,24 +51,23 @@ absl::Status StoredFilter::Checkpoint(bool sync, bool paced) {
 }
 
 absl::Status StoredFilter::Evict(bool sync) {
-  if (!Usable().ok() || evicted() || Flag(kCreationPending)) {
+  if (!Usable().ok() || evicted() || flags_.Has(kCreationPending)) {
     return absl::FailedPreconditionError("not evictable now");
   }
   const WritePacer::Rush rush(context_->pacer);  // a paced checkpoint of this filter hurries
   bloomsync::MutexLock checkpoint_lock(&checkpoint_mu_);
   if (!apply_mu_.TryLock()) return absl::FailedPreconditionError("busy");
   // No add applies after this (Addable), so the checkpoint below covers every one.
-  const bool evictable = Usable().ok() && !Flag(kCreationPending);
-  if (evictable) SetFlag(kEvicted, true, std::memory_order_release);
+  const bool evictable = Usable().ok() && !flags_.Has(kCreationPending);
+  if (evictable) flags_.Set(kEvicted, std::memory_order_release);
   apply_mu_.Unlock();
   if (!evictable) return absl::FailedPreconditionError("not evictable now");
   absl::Status checkpointed = CheckpointLocked(sync, /*evicting=*/true, PageWrites::kBatches);
-  if (!checkpointed.ok()) SetFlag(kEvicted, false, std::memory_order_release);  // stays resident
+  if (!checkpointed.ok()) flags_.Clear(kEvicted, std::memory_order_release);  // stays resident
   return checkpointed;
 }
 
-absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting, PageWrites pages) {
-  if (cuckoo() != nullptr) return CuckooCheckpointLocked(sync, evicting, pages);
+absl::Status StoredFilter::BloomCheckpointLocked(bool sync, bool evicting, PageWrites pages) {
   PersistedState next;
   DirtyPages dirty;
   uint64_t journal_bytes = 0;
@@ -129,7 +128,7 @@ absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting, PageWrites
     status = db()->Write(batch, sync, "writing a checkpoint");
     if (status.ok()) {
       checkpointed_.Assign(next.checkpoint_seq, next.first_index, next.items_added);
-      SetFlag(kRetirePending, false);
+      flags_.Clear(kRetirePending);
     }
   }
   if (!status.ok()) {
@@ -148,18 +147,17 @@ absl::Status StoredFilter::CheckpointLocked(bool sync, bool evicting, PageWrites
 
 bool StoredFilter::SnapshotCounters(PersistedState& next, uint64_t& journal_bytes) {
   next.checkpoint_seq = next_seq_.load() - 1;
-  const bool checks_changed =
-      (change_flags_.fetch_and(static_cast<uint8_t>(~kChecksChanged)) & kChecksChanged) != 0;
+  const bool checks_changed = flags_.Clear(kChecksChanged);
   next.checks = checks_.load();
   next.check_hits = check_hits_.load();
   journal_bytes = journal_bytes_.exchange(0);
-  change_flags_.fetch_and(static_cast<uint8_t>(~kOverdue));
+  flags_.Clear(kOverdue);
   return checks_changed;
 }
 
 void StoredFilter::RestoreCounters(uint64_t journal_bytes, bool checks_changed) {
   CountJournalBytes(journal_bytes);
-  if (checks_changed) change_flags_.fetch_or(kChecksChanged);
+  if (checks_changed) flags_.Set(kChecksChanged);
   // A pass may have dropped this filter meanwhile, finding nothing to checkpoint.
   if (journal_bytes > 0 || checks_changed) MarkChanged();
   ReportIfOverdue();
@@ -208,21 +206,18 @@ absl::Status StoredFilter::WritePages(const DirtyPages& dirty, bool sync, PageWr
 bool StoredFilter::CheckpointDue(absl::Time now, absl::Duration interval) const {
   if (!usable() || evicted()) return false;  // asked of each scheduled filter each second
   // Expired slices are retired by a checkpoint (the window's clock, not `now`, says which).
-  if (windowed() && (Flag(kRetirePending, std::memory_order_relaxed) ||
+  if (windowed() && (flags_.Has(kRetirePending, std::memory_order_relaxed) ||
                      chain_.ExpiredThrough(chain_.clock()->Now()) >= 0)) {
     return true;
   }
   const bool changed = journal_bytes_.load(std::memory_order_relaxed) > 0 ||
-                       (change_flags_.load(std::memory_order_relaxed) & kChecksChanged) != 0;
+                       flags_.Has(kChecksChanged, std::memory_order_relaxed);
   if (!changed) return false;
   return JournalOverdue() || now - last_checkpoint() >= interval;
 }
 
 bool StoredFilter::JournalOverdue() const {
-  // A cuckoo filter's bytes, read without its lock: its charge (bytes and bookkeeping).
-  const uint64_t bits = has_chain_            ? chain_.size_bytes()
-                        : cuckoo() != nullptr ? charged_bytes()
-                                              : 0;
+  const uint64_t bits = kind().BitsInMemory(*this);
   if (bits == 0) return false;
   const uint64_t journal = journal_bytes_.load(std::memory_order_relaxed);
   return journal >= kMinJournalBytesForEarlyCheckpoint &&

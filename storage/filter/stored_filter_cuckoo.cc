@@ -1,6 +1,5 @@
-// StoredFilter for CUCKOO filters (stored_filter.h): building one from its record, adds and
-// removes journalled as the table values they wrote, counts, its metadata record, checkpoints,
-// and replaying its journal.
+// StoredFilter for CUCKOO filters (stored_filter.h; its FilterKind is cuckoo_kind.cc): adds and
+// removes journalled as the table values they wrote, counts, its metadata record, checkpoints.
 //
 // Why values, not items: a cuckoo insert relocates fingerprints along a walk, so replaying an
 // add is not idempotent (a second replay would hold two copies), while writing a slot's value
@@ -32,96 +31,11 @@ constexpr size_t kPacedPageBatchBytes = 1 << 20;
 
 }  // namespace
 
-uint64_t StoredFilter::Built::charge() const {
-  if (cuckoo != nullptr) {
-    uint64_t bytes = 0;
-    const int tables = cuckoo->num_tables();
-    for (int i = 0; i < tables; ++i) bytes += CuckooTableCharge(*cuckoo->LayoutOf(i));
-    return ResidentCharge(bytes, static_cast<size_t>(tables));
-  }
-  return chain == nullptr ? 0 : ResidentCharge(chain->size_bytes(), chain->num_sub_filters());
-}
-
-absl::StatusOr<StoredFilter::Built> StoredFilter::Build(const FilterRecord& record,
-                                                        const bloomtime::Clock* clock,
-                                                        bool drop_expired) {
-  Built built;
-  if (record.spec.cuckoo()) {
-    ASSIGN_OR_RETURN(built.cuckoo, BuildCuckoo(record));
-  } else {
-    ASSIGN_OR_RETURN(built.chain, BuildFilter(record, clock, drop_expired));
-  }
-  return built;
-}
-
-std::shared_ptr<StoredFilter> StoredFilter::Make(absl::string_view name, const FilterRecord& record,
-                                                 Built built, const StoreContext* context,
-                                                 uint64_t charged_bytes) {
-  if (built.cuckoo != nullptr) {
-    return std::make_shared<StoredFilter>(name, record, std::move(built.cuckoo), context,
-                                          charged_bytes);
-  }
-  return std::make_shared<StoredFilter>(name, record, std::move(built.chain), context,
-                                        charged_bytes);
-}
-
-absl::Status StoredFilter::LoadStoredPage(uint32_t sub, uint32_t page, absl::string_view value,
-                                          std::string& scratch) {
-  if (bloom::CuckooFilter* const cuckoo_chain = cuckoo(); cuckoo_chain != nullptr) {
-    return cuckoo_chain->LoadPage(static_cast<int>(sub), page, value);
-  }
-  if (!has_chain_) return Usable();
-  bloom::SubFilter* sub_filter = chain_.sub_filter(static_cast<int>(sub));
-  // Pages of slices a windowed filter retired (a crash came before their range delete).
-  if (sub_filter == nullptr && static_cast<int>(sub) < chain_.first_index()) {
-    return absl::OkStatus();
-  }
-  if (sub_filter == nullptr) {
-    return absl::DataLossError(absl::StrCat("page of missing sub-filter ", sub));
-  }
-  return OrStoredPage(sub_filter->bits(), page, value, scratch);
-}
-
 absl::Status StoredFilter::RequireCuckoo(absl::string_view call) const {
   if (cuckoo() != nullptr) return absl::OkStatus();
   return absl::FailedPreconditionError(absl::StrCat(
       call, " needs a CUCKOO filter; '", name(),
       "' is a BLOOM filter, which cannot forget or count items (reserve one with kind CUCKOO)"));
-}
-
-absl::StatusOr<SubFilterRecord> StoredFilter::NewCuckooTableRecord(const bloom::FilterParams& spec,
-                                                                   int index) {
-  ASSIGN_OR_RETURN(const bloom::ChainTarget target, bloom::ChainTargetFor(spec, index));
-  ASSIGN_OR_RETURN(const bloom::CuckooLayout layout,
-                   bloom::ChooseCuckooLayout(target.capacity, target.error_rate));
-  SubFilterRecord record;
-  record.capacity = target.capacity;
-  record.error_rate = target.error_rate;
-  record.num_blocks = layout.num_buckets;
-  record.hash_count = layout.fingerprint_bits;
-  return record;
-}
-
-absl::StatusOr<std::unique_ptr<bloom::CuckooFilter>> StoredFilter::BuildCuckoo(
-    const FilterRecord& record) {
-  if (!record.spec.cuckoo() || record.first_sub_index != 0 || record.sub_filters.empty()) {
-    return absl::DataLossError("the record does not describe a cuckoo filter");
-  }
-  ASSIGN_OR_RETURN(std::unique_ptr<bloom::CuckooFilter> cuckoo,
-                   bloom::CuckooFilter::CreateEmpty(record.spec, record.seed));
-  for (size_t i = 0; i < record.sub_filters.size(); ++i) {
-    const SubFilterRecord& s = record.sub_filters[i];
-    const bloom::CuckooLayout layout{s.num_blocks, static_cast<uint32_t>(s.hash_count)};
-    absl::StatusOr<bloom::CuckooLayout> expected = cuckoo->LayoutOf(static_cast<int>(i));
-    if (!expected.ok() || !(*expected == layout)) {
-      return absl::DataLossError(
-          absl::StrCat("cuckoo table ", i, " has a layout its spec does not give"));
-    }
-    ASSIGN_OR_RETURN(std::unique_ptr<bloom::CuckooTable> table,
-                     bloom::CuckooTable::Create(layout, cuckoo->KeyOf(static_cast<int>(i))));
-    RETURN_IF_ERROR(cuckoo->AppendTable(std::move(table)));
-  }
-  return cuckoo;
 }
 
 StoredFilter::StoredFilter(absl::string_view name, const FilterRecord& record,
@@ -144,7 +58,7 @@ FilterRecord StoredFilter::MakeCuckooRecord(const PersistedState& state, int tab
   if (tables < 0) tables = rare_->cuckoo_tables.load();
   for (int i = 0; i < tables; ++i) {
     // Cannot fail: the table exists, so its spec gives it.
-    SubFilterRecord table = *NewCuckooTableRecord(record.spec, i);
+    SubFilterRecord table = *kind().NewSubFilterRecord(record.spec, i, absl::InfinitePast());
     table.items_added =
         static_cast<size_t>(i) < state.items_added.size() ? state.items_added[i] : 0;
     record.sub_filters.push_back(table);
@@ -182,7 +96,7 @@ absl::Status StoredFilter::PersistCuckooChanges(absl::Span<const bloom::CuckooCh
     }
     return written;
   }
-  if (creating) SetFlag(kCreationPending, false);
+  if (creating) flags_.Clear(kCreationPending);
   charged_units_.fetch_add(static_cast<uint32_t>(grown_bytes / kChargeUnitBytes));
   CountJournalBytes(record.size());
   return absl::OkStatus();
@@ -192,7 +106,7 @@ absl::Status StoredFilter::PersistPendingCreation(bool sync) {
   rocksdb::WriteBatch batch;
   if (!AddPendingCreation(batch)) return absl::OkStatus();
   RETURN_IF_ERROR(db()->Write(batch, sync, "creating a filter"));
-  SetFlag(kCreationPending, false);
+  flags_.Clear(kCreationPending);
   return absl::OkStatus();
 }
 
@@ -250,19 +164,6 @@ absl::StatusOr<StoredFilter::CuckooSnapshot> StoredFilter::SnapshotCuckoo() cons
   snapshot.record = MakeCuckooRecord(live, snapshot.copy->num_tables());
   snapshot.record.generation = generation_;
   return snapshot;
-}
-
-absl::Status StoredFilter::ReplayJournalRecord(absl::string_view bytes) {
-  if (bloom::CuckooFilter* const cuckoo_chain = cuckoo(); cuckoo_chain != nullptr) {
-    std::vector<bloom::CuckooChange> changes;
-    RETURN_IF_ERROR(DecodeCuckooJournalRecord(bytes, changes));
-    return cuckoo_chain->Replay(changes);
-  }
-  if (!has_chain_) return Usable();
-  std::vector<Run> runs;
-  std::vector<uint64_t> hashes;
-  RETURN_IF_ERROR(DecodeJournalRecord(bytes, runs, hashes));
-  return chain_.Replay(runs, hashes);
 }
 
 absl::Status StoredFilter::CuckooCheckpointLocked(bool sync, bool evicting, PageWrites pages) {

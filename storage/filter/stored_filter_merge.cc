@@ -39,9 +39,9 @@ absl::Status StoredFilter::Merge(absl::Span<const MergeSource> sources, bool syn
   {
     bloomsync::WriterMutexLock apply(&apply_mu_);
     RETURN_IF_ERROR(Addable());
-    if (cuckoo() != nullptr) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("filter '", name(), "' is a CUCKOO filter: Merge takes BLOOM filters only"));
+    if (!kind().mergeable()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "filter '", name(), "' is a ", kind().name(), " filter: Merge takes BLOOM filters only"));
     }
     if (windowed()) {
       return absl::FailedPreconditionError(

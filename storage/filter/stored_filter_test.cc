@@ -62,10 +62,10 @@ class StoredFilterTest : public ::testing::Test {
     std::vector<uint64_t> hashes;
     for (const std::string& item : items) hashes.push_back(filter.filter()->Hash(item));
     std::unique_ptr<bool[]> added(new bool[items.size()]);
-    StoredFilter::GroupedAdd grouped;
+    GroupedAdd grouped;
     rocksdb::WriteBatch batch;
     filter.LockForGroup();
-    absl::Status status = filter.PrepareGroupAdd(hashes, added.get(), false, batch, grouped);
+    absl::Status status = filter.Add(hashes, added.get(), false, batch, grouped);
     if (status.ok() && grouped.needs_write) {
       status = db_->Write(batch, false, "test");
       filter.FinishGroupAdd(grouped, status.ok());

@@ -10,11 +10,22 @@ namespace storage {
 namespace {
 
 constexpr absl::string_view kDumpMagic = "BLMD";
-constexpr uint16_t kDumpVersion = 1;
-constexpr uint16_t kCuckooDumpVersion = 2;
 constexpr size_t kPreambleBytes = 4 + 2 + 4;
 // A FilterRecord with the maximum number of sub-filters is far below this.
 constexpr uint32_t kMaxHeaderBytes = 64 << 10;
+
+// The version a dump of `record`'s filter carries: its kind's (filter_kind.h).
+uint16_t DumpVersionOf(const FilterRecord& record) {
+  return FilterKind::Of(record.spec).dump_version();
+}
+
+// Whether this server reads dumps of `version`: those of its filter kinds.
+bool KnownDumpVersion(uint16_t version) {
+  for (const bloom::FilterKind kind : {bloom::FilterKind::kBloom, bloom::FilterKind::kCuckoo}) {
+    if (FilterKind::Of(kind).dump_version() == version) return true;
+  }
+  return false;
+}
 
 template <typename T>
 void AppendFixed(std::string& out, T value) {
@@ -25,6 +36,7 @@ void AppendFixed(std::string& out, T value) {
 
 DumpWriter::DumpWriter(const FilterRecord& record, const bloom::ScalableFilter& filter)
     : header_(EncodeFilterRecord(record)),
+      version_(DumpVersionOf(record)),
       sub_(record.sub_filters.empty() ? nullptr : filter.sub_filter(record.first_sub_index)),
       subs_left_(sub_ == nullptr ? 0 : record.sub_filters.size()),
       hash_(XXH3_createState()) {
@@ -33,6 +45,7 @@ DumpWriter::DumpWriter(const FilterRecord& record, const bloom::ScalableFilter& 
 
 DumpWriter::DumpWriter(const FilterRecord& record, std::unique_ptr<bloom::CuckooFilter> snapshot)
     : header_(EncodeFilterRecord(record)),
+      version_(DumpVersionOf(record)),
       cuckoo_(std::move(snapshot)),
       tables_(static_cast<int>(record.sub_filters.size())),
       hash_(XXH3_createState()) {
@@ -57,7 +70,7 @@ bool DumpWriter::Next(std::string& chunk) {
   if (finished_) return false;
   if (!header_written_) {
     chunk.append(kDumpMagic.data(), kDumpMagic.size());
-    AppendFixed<uint16_t>(chunk, cuckoo_ != nullptr ? kCuckooDumpVersion : kDumpVersion);
+    AppendFixed<uint16_t>(chunk, version_);
     AppendFixed<uint32_t>(chunk, static_cast<uint32_t>(header_.size()));
     chunk += header_;
     header_written_ = true;
@@ -134,10 +147,11 @@ absl::Status DumpParser::Append(absl::string_view data) {
         std::memcpy(&header_length_, pending_.data() + 6, 4);
         if (absl::string_view(pending_).substr(0, 4) != kDumpMagic) {
           error_ = absl::InvalidArgumentError("not a bloom-server dump (bad magic bytes)");
-        } else if (version != kDumpVersion && version != kCuckooDumpVersion) {
+        } else if (!KnownDumpVersion(version)) {
           error_ = absl::InvalidArgumentError(
               absl::StrCat("dump format version ", version, " is not supported (this server reads ",
-                           kDumpVersion, " and ", kCuckooDumpVersion, ")"));
+                           FilterKind::Of(bloom::FilterKind::kBloom).dump_version(), " and ",
+                           FilterKind::Of(bloom::FilterKind::kCuckoo).dump_version(), ")"));
         } else if (header_length_ == 0 || header_length_ > kMaxHeaderBytes) {
           error_ = absl::InvalidArgumentError(
               absl::StrCat("dump header length ", header_length_, " is invalid"));
@@ -155,10 +169,12 @@ absl::Status DumpParser::Append(absl::string_view data) {
           break;
         }
         record_ = *std::move(record);
-        if (record_.spec.cuckoo() != (version_ == kCuckooDumpVersion)) {
-          error_ = absl::InvalidArgumentError(absl::StrCat(
-              "a version ", version_, " dump holds ", record_.spec.cuckoo() ? "no " : "only ",
-              "CUCKOO filters; its header says otherwise"));
+        if (const FilterKind& kind = FilterKind::Of(record_.spec);
+            kind.dump_version() != version_) {
+          error_ = absl::InvalidArgumentError(
+              absl::StrCat("a version ", version_, " dump cannot hold a ", kind.name(),
+                           " filter, which its header describes (its dumps are version ",
+                           kind.dump_version(), ")"));
           break;
         }
         error_ = StartBits();
@@ -189,17 +205,15 @@ absl::Status DumpParser::Append(absl::string_view data) {
 absl::Status DumpParser::StartBits() {
   total_bytes_ = RecordBitsBytes(record_);
   if (absl::Status admitted = charge_memory_(0, total_bytes_); !admitted.ok()) return admitted;
-  if (record_.spec.cuckoo()) {
-    absl::StatusOr<std::unique_ptr<bloom::CuckooFilter>> cuckoo =
-        StoredFilter::BuildCuckoo(record_);
-    if (!cuckoo.ok()) return absl::InvalidArgumentError(cuckoo.status().message());
-    cuckoo_ = *std::move(cuckoo);
-  } else {
-    absl::StatusOr<std::unique_ptr<bloom::ScalableFilter>> filter =
-        StoredFilter::BuildFilter(record_, clock_);
-    if (!filter.ok()) return filter.status();
-    filter_ = *std::move(filter);
+  absl::StatusOr<BuiltFilter> built =
+      FilterKind::Of(record_.spec).Build(record_, clock_, /*drop_expired=*/false);
+  // A header that describes no filter its kind can build is the dump's fault, not the disk's.
+  if (absl::IsDataLoss(built.status())) {
+    return absl::InvalidArgumentError(built.status().message());
   }
+  if (!built.ok()) return built.status();
+  filter_ = std::move(built->chain);
+  cuckoo_ = std::move(built->cuckoo);
   sub_ = 0;
   page_ = 0;
   // A windowed filter whose slices all expired has no bits.

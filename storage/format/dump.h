@@ -57,6 +57,7 @@ class DumpWriter {
   bool NextCuckooPages(std::string& chunk);
 
   const std::string header_;
+  const uint16_t version_;  // the filter kind's dump version
   const bloom::SubFilter* sub_ = nullptr;
   size_t subs_left_ = 0;  // of the record's sub-filters, sub_ included
   const std::unique_ptr<bloom::CuckooFilter> cuckoo_;
@@ -91,7 +92,8 @@ class DumpParser {
  public:
   using ChargeMemory = std::function<absl::Status(uint64_t bytes, uint64_t total)>;
   // `clock` ages a windowed filter's slices; it must outlive the parser's filter.
-  explicit DumpParser(ChargeMemory charge_memory, const bloomtime::Clock* clock = bloomtime::Clock::Real());
+  explicit DumpParser(ChargeMemory charge_memory,
+                      const bloomtime::Clock* clock = bloomtime::Clock::Real());
   ~DumpParser();
   DumpParser(const DumpParser&) = delete;
   DumpParser& operator=(const DumpParser&) = delete;

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "bloom/cuckoo_table.h"
+#include "storage/filter/filter_kind.h"
 
 namespace storage {
 namespace {
@@ -27,9 +28,12 @@ constexpr uint16_t kWindowedRecordVersion = 2;
 // Version 3: version 2 and the filter's kind (only CUCKOO filters need it).
 constexpr uint16_t kKindRecordVersion = 3;
 
+// Records of BLOOM filters, the first kind, leave their kind out (older servers read them).
+bool HasKindField(const FilterRecord& r) { return r.spec.kind != bloom::FilterKind::kBloom; }
+
 bool NeedsVersion2(const FilterRecord& r) {
   return r.spec.windowed() || r.spec.idle_ttl != absl::ZeroDuration() || r.first_sub_index != 0 ||
-         r.spec.cuckoo();
+         HasKindField(r);
 }
 
 class Writer {
@@ -103,7 +107,7 @@ std::string EncodeFilterRecord(const FilterRecord& r) {
   Writer w;
   const bool v2 = NeedsVersion2(r);
   w.Bytes(kFilterMagic);
-  w.Fixed<uint16_t>(r.spec.cuckoo() ? kKindRecordVersion
+  w.Fixed<uint16_t>(HasKindField(r) ? kKindRecordVersion
                     : v2            ? kWindowedRecordVersion
                                     : kFormatVersion);
   w.Fixed(r.generation);
@@ -116,7 +120,7 @@ std::string EncodeFilterRecord(const FilterRecord& r) {
   w.Fixed(r.checkpoint_seq);
   w.Fixed(r.checks);
   w.Fixed(r.check_hits);
-  if (r.spec.cuckoo()) w.Fixed(static_cast<uint8_t>(r.spec.kind));
+  if (HasKindField(r)) w.Fixed(static_cast<uint8_t>(r.spec.kind));
   if (v2) {
     w.Fixed<int64_t>(absl::ToInt64Microseconds(r.spec.window));
     w.Fixed(r.spec.window_slices);
@@ -204,13 +208,7 @@ absl::StatusOr<FilterRecord> DecodeFilterRecord(absl::string_view bytes) {
       return absl::DataLossError("filter metadata lists slices out of order");
     }
     previous_slice = s.slice_start_micros;
-    const bool layout_ok = r.spec.cuckoo()
-                               ? s.num_blocks > 0 && s.num_blocks <= bloom::kMaxCuckooBuckets &&
-                                     s.hash_count >= bloom::kMinFingerprintBits &&
-                                     s.hash_count <= bloom::kMaxFingerprintBits
-                               : s.num_blocks > 0 && s.num_blocks <= bloom::kMaxBlocks &&
-                                     s.hash_count > 0 && s.hash_count <= bloom::kMaxHashCount;
-    if (!layout_ok) {
+    if (!FilterKind::Of(r.spec).ValidLayout(s)) {
       return absl::DataLossError("filter metadata holds an invalid sub-filter layout");
     }
   }

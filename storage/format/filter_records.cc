@@ -3,9 +3,9 @@
 #include <utility>
 #include <vector>
 
-#include "bloom/cuckoo_filter.h"
 #include "rocksdb/db.h"
 #include "storage/db/rocksdb_status.h"
+#include "storage/filter/filter_kind.h"
 
 namespace storage {
 
@@ -27,29 +27,8 @@ FilterInfo InfoFromRecord(std::string name, const FilterRecord& record, absl::Ti
   info.expires_at = IdleExpiry(record.spec, record.last_used_micros);
   info.checks = record.checks;
   info.check_hits = record.check_hits;
-  if (record.spec.cuckoo()) {
-    std::vector<bloom::CuckooTableStats> tables;
-    for (const SubFilterRecord& s : record.sub_filters) {
-      tables.push_back(bloom::ExpectedCuckooTableStats(
-          {s.capacity, s.error_rate}, {s.num_blocks, static_cast<uint32_t>(s.hash_count)},
-          s.items_added));
-    }
-    info.stats = bloom::AsFilterStats(bloom::CombineCuckooTableStats(std::move(tables)));
-    return info;
-  }
-  std::vector<bloom::SubFilterStats> subs;
-  for (const SubFilterRecord& s : record.sub_filters) {
-    if (record.spec.windowed() && bloom::SliceExpiry(record.spec, s.slice_start_micros) <= now) {
-      continue;
-    }
-    subs.push_back(bloom::ExpectedSubFilterStats(
-        {s.capacity, s.error_rate, {s.num_blocks, s.hash_count}}, s.items_added));
-    if (record.spec.windowed()) {
-      subs.back().slice_start = absl::FromUnixMicros(s.slice_start_micros);
-    }
-  }
   if (record.spec.windowed()) info.window_start = now - record.spec.window;
-  info.stats = bloom::CombineSubFilterStats(std::move(subs));
+  info.stats = FilterKind::Of(record.spec).ExpectedStats(record, now);
   return info;
 }
 

@@ -70,7 +70,7 @@ absl::Status OperationBatch::Prepare(absl::string_view name,
     // A second add to one filter in one write would need its own seen-set and reservations
     // on top of the first's: simpler and as cheap to write the first now.
     if (held_.contains(filter.get()) || held_.size() >= kMaxFiltersPerWrite) Flush();
-    StoredFilter::GroupedAdd grouped;
+    GroupedAdd grouped;
     // The add that created the filter takes it alone when nobody else has yet (it never
     // waits for that), so its write can be the filter's first checkpoint (stored_filter.h).
     grouped.exclusive = created && filter->TryLockForCreation();
@@ -84,12 +84,9 @@ absl::Status OperationBatch::Prepare(absl::string_view name,
     if (status.ok()) {
       ItemHashes hashes(items.size());
       for (size_t i = 0; i < items.size(); ++i) hashes[i] = filter->Hash(items[i]);
-      // A cuckoo filter's add is its own write, made under its chain's lock
-      // (stored_filter_cuckoo.cc); it never waits for this batch's.
-      status = filter->cuckoo() != nullptr
-                   ? filter->CuckooAdd(hashes, operation.added.get(), sync_)
-                   : filter->PrepareGroupAdd(hashes, operation.added.get(), store_->options_.sync,
-                                             write_, grouped);
+      // A cuckoo filter's add is its own write (its kind's Add), made under its chain's lock;
+      // it never waits for this batch's.
+      status = filter->Add(hashes, operation.added.get(), sync_, write_, grouped);
     }
     if (status.ok() && grouped.needs_write) {
       held_.insert(filter.get());

@@ -106,7 +106,7 @@ class OperationBatch {
   };
   struct Pending {
     std::shared_ptr<StoredFilter> filter;
-    StoredFilter::GroupedAdd grouped;
+    GroupedAdd grouped;
     Operation* operation;
   };
 
