@@ -189,7 +189,7 @@ absl::Status Bootstrap(const FollowerOptions& options, const std::string& data_d
   return absl::CancelledError("stopped before a snapshot was copied");
 }
 
-Follower::Follower(storage::FilterStore* store, FollowerOptions options,
+Follower::Follower(storage::ReplicatedStore* store, FollowerOptions options,
                    std::function<void(bool)> on_serving)
     : store_(store),
       options_(std::move(options)),

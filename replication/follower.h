@@ -32,7 +32,7 @@
 #include "common/blocking_mutex.h"
 #include "grpcpp/grpcpp.h"
 #include "replication/applied_waiters.h"
-#include "storage/filter_store.h"
+#include "storage/replica/replicated_store.h"
 
 namespace replication {
 
@@ -78,7 +78,7 @@ class Follower {
  public:
   // `store` (a replica) must outlive the follower; `on_serving` is called with the health
   // status whenever it changes (and once at Start).
-  Follower(storage::FilterStore* store, FollowerOptions options,
+  Follower(storage::ReplicatedStore* store, FollowerOptions options,
            std::function<void(bool)> on_serving);
   ~Follower();
   Follower(const Follower&) = delete;
@@ -123,7 +123,7 @@ class Follower {
   void UpdateServing();
   bool SleepUnlessStopped(absl::Duration duration);
 
-  storage::FilterStore* const store_;
+  storage::ReplicatedStore* const store_;
   FollowerOptions options_;  // options_.primary guarded by mu_ (Retarget); the rest constant
   const std::function<void(bool)> on_serving_;
   // Retarget replaces it; a stream keeps the one it started with.

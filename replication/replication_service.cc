@@ -29,7 +29,7 @@ grpc::Status ToGrpc(const absl::Status& status) { return service::ToGrpcStatus(s
 
 }  // namespace
 
-ReplicationService::ReplicationService(storage::FilterStore* store,
+ReplicationService::ReplicationService(storage::ReplicatedStore* store,
                                        const service::TokenAuthenticator* auth,
                                        std::string data_dir, ReplicationServiceOptions options)
     : store_(store),

@@ -36,7 +36,7 @@
 #include "replication/tail_stream.h"
 #include "service/auth.h"
 #include "service/transfer_guard.h"
-#include "storage/filter_store.h"
+#include "storage/replica/replicated_store.h"
 
 namespace replication {
 
@@ -74,7 +74,7 @@ class ReplicationService final
  public:
   // Snapshots go to temporary directories under `data_dir` (RocksDB's checkpoints hard-link
   // its files, which needs the same file system). `auth` may be null (no token auth).
-  ReplicationService(storage::FilterStore* store, const service::TokenAuthenticator* auth,
+  ReplicationService(storage::ReplicatedStore* store, const service::TokenAuthenticator* auth,
                      std::string data_dir, ReplicationServiceOptions options = {});
 
   grpc::Status Snapshot(
@@ -128,7 +128,7 @@ class ReplicationService final
   void Update(int id, uint64_t sent, uint64_t durable);
   void Unregister(int id);
 
-  storage::FilterStore* const store_;
+  storage::ReplicatedStore* const store_;
   const service::TokenAuthenticator* const auth_;
   const std::string data_dir_;
   std::atomic<bool> stopping_{false};

@@ -36,7 +36,7 @@ constexpr uint64_t kNoneCaughtUp = std::numeric_limits<uint64_t>::max();
 
 }  // namespace
 
-TailStream::TailStream(grpc::CallbackServerContext* context, storage::FilterStore* store,
+TailStream::TailStream(grpc::CallbackServerContext* context, storage::ReplicatedStore* store,
                        TailPump* pump, TailHooks hooks, absl::Duration idle_timeout)
     : context_(context),
       store_(store),
@@ -262,7 +262,7 @@ void TailStream::Step(absl::Time now, bool stopping, absl::Time& wake, uint64_t&
   StartWrite(&response_);
 }
 
-TailPump::TailPump(storage::FilterStore* store) : store_(store), thread_([this] { Loop(); }) {}
+TailPump::TailPump(storage::ReplicatedStore* store) : store_(store), thread_([this] { Loop(); }) {}
 
 TailPump::~TailPump() {
   quit_.store(true);

@@ -33,7 +33,7 @@
 #include "bloom/replication/v1/replication.grpc.pb.h"
 #include "common/blocking_mutex.h"
 #include "grpcpp/grpcpp.h"
-#include "storage/filter_store.h"
+#include "storage/replica/replicated_store.h"
 #include "storage/replica/replication_log.h"
 
 namespace replication {
@@ -57,7 +57,7 @@ class TailStream final : public grpc::ServerBidiReactor<bloom::replication::v1::
  public:
   // A stream that leaves what it was sent unacknowledged for `idle_timeout` (zero: never) is
   // ended ABORTED, even while a write to it is stuck.
-  TailStream(grpc::CallbackServerContext* context, storage::FilterStore* store, TailPump* pump,
+  TailStream(grpc::CallbackServerContext* context, storage::ReplicatedStore* store, TailPump* pump,
              TailHooks hooks, absl::Duration idle_timeout);
 
   // gRPC's reactions.
@@ -79,7 +79,7 @@ class TailStream final : public grpc::ServerBidiReactor<bloom::replication::v1::
   void FinishLocked(grpc::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   grpc::CallbackServerContext* const context_;
-  storage::FilterStore* const store_;
+  storage::ReplicatedStore* const store_;
   TailPump* const pump_;
   const TailHooks hooks_;
   const absl::Duration idle_timeout_;
@@ -120,7 +120,7 @@ class TailStream final : public grpc::ServerBidiReactor<bloom::replication::v1::
 
 class TailPump {
  public:
-  explicit TailPump(storage::FilterStore* store);
+  explicit TailPump(storage::ReplicatedStore* store);
   TailPump(const TailPump&) = delete;
   TailPump& operator=(const TailPump&) = delete;
   ~TailPump();  // joins the thread; every stream must be done (the server shut down first)
@@ -134,7 +134,7 @@ class TailPump {
  private:
   void Loop();
 
-  storage::FilterStore* const store_;
+  storage::ReplicatedStore* const store_;
   bloomsync::BlockingMutex mu_;
   std::vector<std::shared_ptr<TailStream>> streams_ ABSL_GUARDED_BY(mu_);
   // Set by Wake(); ends the pump's wait, on wait_cv_ or on the database's write notification

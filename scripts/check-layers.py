@@ -16,6 +16,10 @@ analysis cannot see: std::mutex, std::condition_variable or absl::Mutex outside
 common/blocking_mutex.h, which wraps them (bloomsync::Mutex, BlockingMutex, CondVar are the
 server's locks).
 
+Two layers see the store through a narrow interface, not storage/filter_store.h (outside their
+tests): metrics/ through FiguresSource (storage/store_figures.h), replication/ through
+ReplicatedStore (storage/replica/replicated_store.h).
+
 Generated code (the .proto stubs: bloom/v1/, bloom/replication/v1/, etcd's API) is not in the
 source tree and is not checked. Usage: scripts/check-layers.py [SOURCE_DIR]; ctest runs it
 (test layering).
@@ -30,6 +34,9 @@ SERVER_LAYERS = set(ORDER)
 SUPPORT = "tests/support"
 UNCHECKED_LOCK = re.compile(r"\bstd::(mutex|condition_variable|shared_mutex)\b|\babsl::Mutex\b")
 LOCK_WRAPPERS = {"common/blocking_mutex.h", "common/mutex.h"}
+# Layers that see the store through a narrow interface, and the interface.
+NARROW = {"metrics": "storage/store_figures.h", "replication": "storage/replica/replicated_store.h"}
+WHOLE_STORE = "storage/filter_store.h"
 
 
 def allowed(folder):
@@ -86,6 +93,9 @@ def main():
                     if folder_of(target) not in may:
                         problems.append(f"{path}: includes {target}: {folder} may include only "
                                         f"{', '.join(sorted(may))}")
+                    elif target == WHOLE_STORE and folder in NARROW and not is_test:
+                        problems.append(f"{path}: includes {target}: {folder} sees the store "
+                                        f"through {NARROW[folder]}")
     for problem in problems:
         print(problem)
     if problems:

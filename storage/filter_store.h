@@ -34,7 +34,6 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/btree_set.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -43,7 +42,6 @@
 #include "absl/types/optional.h"
 #include "absl/types/span.h"
 #include "bloom/scalable_filter.h"
-#include "common/blocking_mutex.h"
 #include "common/mutex.h"
 #include "storage/checkpoint/checkpoint_schedule.h"
 #include "storage/checkpoint/checkpointer.h"
@@ -54,6 +52,8 @@
 #include "storage/memory/memory_budget.h"
 #include "storage/memory/residency.h"
 #include "storage/replica/replica_acks.h"
+#include "storage/replica/replica_index.h"
+#include "storage/replica/replicated_store.h"
 #include "storage/replica/replication_log.h"
 #include "storage/store_options.h"
 #include "storage/write/group_commit.h"
@@ -66,7 +66,7 @@ namespace storage {
 // Names are 1-255 characters of [A-Za-z0-9_.:/-]. InvalidArgument naming `field` otherwise.
 absl::Status ValidateFilterName(absl::string_view name, absl::string_view field = "name");
 
-class FilterStore : public FiguresSource {
+class FilterStore final : public FiguresSource, public ReplicatedStore {
  public:
   // Opens (or creates) the store and loads every filter: checkpointed pages, then the journal.
   static absl::StatusOr<std::unique_ptr<FilterStore>> Open(const StoreOptions& options);
@@ -215,35 +215,23 @@ class FilterStore : public FiguresSource {
   // round in progress on another thread has finished.
   void EvictToBudget();
 
-  // Replication (filter_store_replica.cc). The sequence number of the latest write: what a write
-  // answers (bloom.v1 `sequence`) and what a follower has applied.
-  uint64_t LatestSequence() const;
-  // A replica's only writes: the primary's batches, which must follow on from
-  // LatestSequence(); with `sync`, fsynced before it returns. The filters they change in
-  // memory follow (journal records replayed into resident filters; a changed metadata record
-  // makes its filter load again on its next use). FAILED_PRECONDITION on a primary,
-  // DATA_LOSS when a batch does not follow on.
-  absl::Status ApplyReplicated(absl::Span<const LogBatch> batches, bool sync);
-  // What reads see: on a replica, the last sequence whose batch is in RocksDB *and* in the
-  // filters in memory (LatestSequence() moves first, when the batch is written); on a primary,
-  // LatestSequence(). Read-your-writes waits for this one.
-  uint64_t VisibleSequence() const {
+  // Replication (filter_store_replica.cc; replicated_store.h says what each does).
+  uint64_t LatestSequence() const final;
+  absl::Status ApplyReplicated(absl::Span<const LogBatch> batches, bool sync) final;
+  uint64_t VisibleSequence() const final {
     return options_.replica ? replica_visible_.load(std::memory_order_acquire) : LatestSequence();
   }
-  bool is_replica() const { return options_.replica; }
-  // A replica's filters with an idle_ttl used since the last call (idle_touches.h), for its
-  // primary; and on the primary, those names counted as used now (a cold one is loaded).
-  std::vector<std::string> TakeIdleTouches() { return idle_touches_.Take(); }
-  void TouchIdle(absl::Span<const std::string> names);
-  // The followers' acknowledgements on a primary with min_replica_acks; null otherwise.
-  ReplicaAcks* replica_acks() const { return acks_.get(); }
+  bool is_replica() const final { return options_.replica; }
+  std::vector<std::string> TakeIdleTouches() final { return idle_touches_.Take(); }
+  void TouchIdle(absl::Span<const std::string> names) final;
+  ReplicaAcks* replica_acks() const final { return acks_.get(); }
+  Database& database() final { return *db_; }
 
   const LoadReport& load_report() const { return load_report_; }
   size_t num_filters() const { return registry_.size(); }
   // Whether `name` is in memory now: no lookup on disk, and it does not count as a use.
   bool IsResident(absl::string_view name) const { return registry_.Find(name) != nullptr; }
   uint64_t memory_used() const { return budget_.used(); }
-  Database& database() { return *db_; }
 
  private:
   FilterStore(const StoreOptions& options, std::unique_ptr<Database> db);
@@ -331,19 +319,19 @@ class FilterStore : public FiguresSource {
                                          absl::Span<const std::string> sources);
   // Registers a resident filter (replacing one of its name) and shows it to the schedule.
   void Insert(const std::shared_ptr<StoredFilter>& filter) {
-    if (options_.replica) NoteReplicaResident(filter);
+    if (options_.replica) replica_index_.Note(filter);
     registry_.Insert(filter);
     schedule_.Watch(filter);
   }
   void Remove(absl::string_view name) {
-    if (options_.replica) ForgetReplicaResident(name);
+    if (options_.replica) {
+      if (std::shared_ptr<StoredFilter> filter = registry_.Find(name))
+        replica_index_.Forget(filter);
+    }
     registry_.Remove(name);
   }
-  // Replicas (filter_store_replica.cc): FAILED_PRECONDITION for a write call on a replica; the
-  // resident filters by generation, which journal records name.
+  // Replicas (filter_store_replica.cc): FAILED_PRECONDITION for a write call on a replica.
   absl::Status CheckWritable() const;
-  void NoteReplicaResident(const std::shared_ptr<StoredFilter>& filter);
-  void ForgetReplicaResident(absl::string_view name);
   // Applies what one replicated batch changes to the filters in memory (replica_mu_ held).
   void ApplyToResident(const rocksdb::WriteBatch& batch);
   // Waits for the followers' acknowledgement of every write so far (min_replica_acks), then
@@ -405,9 +393,7 @@ class FilterStore : public FiguresSource {
   // while a load reads a filter from RocksDB and makes it resident, so that every batch is in
   // a loaded filter exactly once (read with it, or replayed into it afterwards).
   mutable bloomsync::Mutex replica_mu_;
-  bloomsync::BlockingMutex replica_index_mu_;
-  absl::flat_hash_map<uint64_t, std::weak_ptr<StoredFilter>> replica_generations_
-      ABSL_GUARDED_BY(replica_index_mu_);
+  ReplicaIndex replica_index_;  // a replica's resident filters by generation
   std::unique_ptr<ReplicaAcks> acks_;
   std::atomic<uint64_t> replica_visible_{0};  // VisibleSequence() of a replica
 

@@ -104,22 +104,6 @@ absl::Status FilterStore::CheckMayAcknowledge() const {
       "lost; retry it, through any pod");
 }
 
-void FilterStore::NoteReplicaResident(const std::shared_ptr<StoredFilter>& filter) {
-  if (!filter->has_body()) return;  // unreadable: nothing to replay into
-  bloomsync::BlockingLock lock(&replica_index_mu_);
-  replica_generations_[filter->generation()] = filter;
-}
-
-void FilterStore::ForgetReplicaResident(absl::string_view name) {
-  std::shared_ptr<StoredFilter> filter = registry_.Find(name);
-  if (filter == nullptr) return;
-  bloomsync::BlockingLock lock(&replica_index_mu_);
-  auto it = replica_generations_.find(filter->generation());
-  if (it != replica_generations_.end() && it->second.lock() == filter) {
-    replica_generations_.erase(it);
-  }
-}
-
 void FilterStore::TouchIdle(absl::Span<const std::string> names) {
   bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
   if (!CheckOpen().ok() || options_.replica) return;
@@ -175,12 +159,7 @@ void FilterStore::ApplyToResident(const rocksdb::WriteBatch& batch) {
   for (const BatchEffects::JournalRecord& record : effects.journal) {
     absl::StatusOr<JournalKeyParts> key = ParseJournalKey(record.key);
     if (!key.ok()) continue;
-    std::shared_ptr<StoredFilter> filter;
-    {
-      bloomsync::BlockingLock lock(&replica_index_mu_);
-      auto it = replica_generations_.find(key->generation);
-      if (it != replica_generations_.end()) filter = it->second.lock();
-    }
+    std::shared_ptr<StoredFilter> filter = replica_index_.Find(key->generation);
     if (filter == nullptr || registry_.Find(filter->name()) != filter) continue;  // cold
     const absl::Status replayed = filter->ReplayJournalRecord(record.value);
     if (!replayed.ok()) {
