@@ -11,16 +11,29 @@ namespace {
 
 constexpr absl::Duration kLongestWait = absl::Hours(24 * 365);
 
-class RealClock : public Clock {
+// Waits on the monotonic clock, for the time left by Now().
+class SystemClock : public Clock {
  public:
-  absl::Time Now() const override { return absl::Now(); }
   bool WaitUntil(bloomsync::CondVar& cv, bloomsync::BlockingLock& lock, absl::Time deadline,
                  absl::FunctionRef<bool()> ready) const override {
     // The time left on the monotonic clock: a step of the wall clock neither ends the wait
     // early nor makes it last longer. At most a year: the monotonic clock plus an infinite
     // duration would overflow, and a wait that long is one that only its condition ends.
-    const absl::Duration left = std::min(deadline - absl::Now(), kLongestWait);
+    const absl::Duration left = std::min(deadline - Now(), kLongestWait);
     return cv.WaitFor(lock, absl::ToChronoNanoseconds(left), [&] { return ready(); });
+  }
+};
+
+class RealClock final : public SystemClock {
+ public:
+  absl::Time Now() const override { return absl::Now(); }
+};
+
+class MonotonicClock final : public SystemClock {
+ public:
+  absl::Time Now() const override {
+    return absl::UnixEpoch() +
+           absl::FromChrono(std::chrono::steady_clock::now().time_since_epoch());
   }
 };
 
@@ -28,6 +41,11 @@ class RealClock : public Clock {
 
 const Clock* Clock::Real() {
   static const RealClock* const clock = new RealClock();
+  return clock;
+}
+
+const Clock* Clock::Monotonic() {
+  static const MonotonicClock* const clock = new MonotonicClock();
   return clock;
 }
 

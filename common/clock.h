@@ -46,6 +46,11 @@ class Clock {
   // The system's clock (absl::Now; waits measured on the monotonic clock), shared and never
   // destroyed.
   static const Clock* Real();
+  // The monotonic clock (std::chrono::steady_clock) as an absl::Time: time since an arbitrary
+  // start, not a date, that no step of the wall clock moves. For bounds that must hold
+  // whatever an operator or NTP does to the date (the etcd lease's fence). Shared and never
+  // destroyed.
+  static const Clock* Monotonic();
 };
 
 // A clock that moves only when told to; for tests and benchmarks.

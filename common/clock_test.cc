@@ -51,6 +51,23 @@ TEST(ClockTest, ARealWaitEndsAtItsDeadline) {
   EXPECT_FALSE(waiter.Wait(*Clock::Real(), start - absl::Seconds(1)));  // passed: at once
 }
 
+TEST(ClockTest, TheMonotonicClockNeverGoesBackAndWaitsOnItsOwnTime) {
+  const Clock& clock = *Clock::Monotonic();
+  absl::Time last = clock.Now();
+  for (int i = 0; i < 10000; ++i) {
+    const absl::Time now = clock.Now();
+    ASSERT_GE(now, last);
+    last = now;
+  }
+  // A deadline on its time (not a date): a wait to 20 ms from its now lasts 20 ms.
+  Waiter waiter;
+  const absl::Time start = clock.Now();
+  const absl::Time wall_start = absl::Now();
+  EXPECT_FALSE(waiter.Wait(clock, start + absl::Milliseconds(20)));
+  EXPECT_GE(clock.Now() - start, absl::Milliseconds(20));
+  EXPECT_LT(absl::Now() - wall_start, absl::Seconds(10));
+}
+
 TEST(ClockTest, AManualWaitEndsWhenTheClockReachesItsDeadline) {
   ManualClock clock;
   Waiter waiter;

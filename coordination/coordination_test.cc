@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "absl/time/clock.h"
+#include "common/clock.h"
 #include "coordination/etcd_client.h"
 #include "coordination/lease_keeper.h"
 #include "gtest/gtest.h"
@@ -184,7 +185,7 @@ TEST_F(EtcdTest, AKeptLeaseOutlivesItsTtlAndItsKeysStay) {
   ASSERT_OK(StatusOf(client_->Put("c1/leader", "pod-0", (*keeper)->id())));
   EXPECT_TRUE((*keeper)->Held());
   // The grant's bound is at most its TTL (less the margins) ahead.
-  EXPECT_LE((*keeper)->held_until(), LeaseKeeper::Clock::now() + std::chrono::seconds(2));
+  EXPECT_LE((*keeper)->held_until(), bloomtime::Clock::Monotonic()->Now() + absl::Seconds(2));
 
   absl::SleepFor(absl::Seconds(5));  // two and a half TTLs
   EXPECT_TRUE((*keeper)->Held());
@@ -207,22 +208,64 @@ TEST_F(EtcdTest, AStoppedEtcdFencesTheHolderBeforeTheLeaseCanExpire) {
   ASSERT_TRUE(WaitFor([&] { return (*keeper)->Held(); }));
   // etcd stops answering: no renewal can succeed. From the last renewal that succeeded, etcd
   // keeps the lease at least its TTL; the keeper must let go before that.
-  const LeaseKeeper::Clock::time_point stopped = LeaseKeeper::Clock::now();
+  const bloomtime::Clock& clock = *bloomtime::Clock::Monotonic();
+  const absl::Time stopped = clock.Now();
   etcd_->Signal(SIGSTOP);
   // Every renewal that succeeded was sent before now, so the bound is under a TTL from now.
-  EXPECT_LT((*keeper)->held_until(), stopped + std::chrono::seconds(2));
+  EXPECT_LT((*keeper)->held_until(), stopped + absl::Seconds(2));
   ASSERT_TRUE(WaitFor([&] { return !(*keeper)->Held(); }, absl::Seconds(5)));
-  const LeaseKeeper::Clock::time_point fenced = LeaseKeeper::Clock::now();
-  EXPECT_LT(fenced - stopped, std::chrono::seconds(2));  // before the lease could expire
+  const absl::Time fenced = clock.Now();
+  EXPECT_LT(fenced - stopped, absl::Seconds(2));  // before the lease could expire
   ASSERT_TRUE(WaitFor([&] { return (*keeper)->Lost(); }, absl::Seconds(5)));
   EXPECT_EQ(lost_calls.load(), 1);
 
   // etcd comes back: the lease is lost for good, whatever etcd now says of it.
   etcd_->Signal(SIGCONT);
-  absl::SleepFor(absl::Seconds(1));
+  ASSERT_TRUE(WaitFor([&] { return client_->Put("c1/back", "yes").ok(); }, absl::Seconds(10)));
   EXPECT_FALSE((*keeper)->Held());
   EXPECT_TRUE((*keeper)->Lost());
   EXPECT_EQ(lost_calls.load(), 1);
+}
+
+// The fence by stepped time (a ManualClock for the keeper; etcd keeps real time): the bound is
+// exactly what the header says, a renewal moves it from the moment it was sent, and a holder
+// whose clock passes the bound (a process stopped that long) is fenced at once, while etcd
+// still holds the lease: before anyone else could take the leader key.
+TEST_F(EtcdTest, TheFenceIsTheRenewalPlusTheTtlLessTheMargins) {
+  bloomtime::ManualClock clock;
+  std::atomic<int> lost_calls{0};
+  LeaseOptions options;
+  options.ttl = absl::Seconds(3);
+  options.renewals_per_ttl = 3;  // one renewal a second
+  options.on_lost = [&] { ++lost_calls; };
+  options.clock = &clock;
+  const absl::Duration held_for =
+      options.ttl * (1.0 - options.clock_rate_margin) - options.safety_margin;  // 2.44 s
+  const absl::Time granted = clock.Now();
+  absl::StatusOr<std::unique_ptr<LeaseKeeper>> keeper = LeaseKeeper::Start(client_.get(), options);
+  ASSERT_OK(StatusOf(keeper));
+  EXPECT_EQ((*keeper)->held_until(), granted + held_for);
+
+  // The first renewal is due a second later: before, nothing moves.
+  ASSERT_TRUE(WaitFor([&] { return clock.waiters() == 1; }));
+  clock.Advance(absl::Milliseconds(999));
+  EXPECT_EQ((*keeper)->held_until(), granted + held_for);
+  EXPECT_TRUE((*keeper)->Held());
+  // At the second, it renews; its bound counts from when it was sent.
+  clock.Advance(absl::Milliseconds(1));
+  const absl::Time renewed = clock.Now();
+  ASSERT_TRUE(WaitFor([&] { return (*keeper)->held_until() == renewed + held_for; }));
+  ASSERT_TRUE(WaitFor([&] { return clock.waiters() == 1; }));  // waiting for the next one
+
+  // Stalled past the bound (no renewal ran meanwhile): fenced at once, and lost for good.
+  clock.Advance(held_for);
+  EXPECT_FALSE((*keeper)->Held());
+  ASSERT_TRUE(WaitFor([&] { return (*keeper)->Lost(); }));
+  EXPECT_EQ(lost_calls.load(), 1);
+  EXPECT_FALSE((*keeper)->Held());
+  // etcd, on real time, still holds the lease: the fence came before any expiry.
+  EXPECT_OK(StatusOf(client_->KeepAliveOnce((*keeper)->id())));
+  ASSERT_OK(client_->RevokeLease((*keeper)->id()));
 }
 
 TEST_F(EtcdTest, AnExpiredLeaseIsReportedLost) {

@@ -18,13 +18,15 @@
 // and the keeper stops renewing. Its holder steps down and campaigns again with a new lease,
 // because its old keys may have been deleted and taken in the meantime.
 //
+// Time is read from LeaseOptions::clock: the monotonic clock, or a ManualClock a test moves
+// past the bound instead of stopping the process.
+//
 // Thread-safety: thread-safe. Held() is a clock read and an atomic load: cheap enough for
 // every acknowledgement.
 #ifndef COORDINATION_LEASE_KEEPER_H_
 #define COORDINATION_LEASE_KEEPER_H_
 
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -35,6 +37,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/blocking_mutex.h"
+#include "common/clock.h"
 #include "coordination/etcd_client.h"
 
 namespace coordination {
@@ -50,12 +53,13 @@ struct LeaseOptions {
   absl::Duration safety_margin = absl::Milliseconds(500);
   // Called once, on the keeper's thread, when the lease is lost.
   std::function<void()> on_lost;
+  // What the bound is measured on, and renewals wait by: never the wall clock, which can jump
+  // (a test passes a ManualClock). Must outlive the keeper.
+  const bloomtime::Clock* clock = bloomtime::Clock::Monotonic();
 };
 
 class LeaseKeeper {
  public:
-  using Clock = std::chrono::steady_clock;
-
   // Grants a lease (the grant counts as its first renewal) and starts renewing it. `etcd` must
   // outlive the keeper.
   static absl::StatusOr<std::unique_ptr<LeaseKeeper>> Start(EtcdClient* etcd, LeaseOptions options);
@@ -66,8 +70,9 @@ class LeaseKeeper {
 
   int64_t id() const { return id_; }
   // True until the bound above passes.
-  bool Held() const { return Clock::now() < held_until(); }
-  Clock::time_point held_until() const;
+  bool Held() const { return options_.clock->Now() < held_until(); }
+  // On options.clock.
+  absl::Time held_until() const { return absl::FromUnixNanos(held_until_nanos_.load()); }
   // The lease expired, was revoked, or its bound passed: it will not be held again.
   bool Lost() const { return lost_.load(); }
 
@@ -75,7 +80,7 @@ class LeaseKeeper {
   absl::Status Revoke();
 
  private:
-  LeaseKeeper(EtcdClient* etcd, LeaseOptions options, int64_t id, Clock::time_point held_until);
+  LeaseKeeper(EtcdClient* etcd, LeaseOptions options, int64_t id, absl::Time held_until);
   void Loop();
   // Marks the lease lost (once) and calls on_lost.
   void Lose();
@@ -83,7 +88,7 @@ class LeaseKeeper {
   EtcdClient* const etcd_;
   const LeaseOptions options_;
   const int64_t id_;
-  std::atomic<int64_t> held_until_nanos_;  // Clock's time since its epoch
+  std::atomic<int64_t> held_until_nanos_;  // held_until(), in Unix nanoseconds
   std::atomic<bool> lost_{false};
   bloomsync::BlockingMutex mu_;
   bloomsync::CondVar wake_;
