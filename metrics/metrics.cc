@@ -232,6 +232,11 @@ class StateCollector final : public prometheus::Collectable {
                           "delay of its last catch-up, or the time since (while behind or cut "
                           "off). +Inf before the first catch-up.",
                           absl::ToDoubleSeconds(r.lag)));
+      out.push_back(Gauge("bloom_replica_reads_waiting",
+                          "Reads waiting here for a write this follower has not applied yet "
+                          "(min_sequence: read your writes); past a bound they go to the "
+                          "primary at once.",
+                          static_cast<double>(r.reads_waiting)));
       return;
     }
     out.push_back(Gauge("bloom_replication_sequence", "The latest sequence of this primary's log.",
@@ -255,6 +260,10 @@ class StateCollector final : public prometheus::Collectable {
                           "Writes that failed UNAVAILABLE because fewer than "
                           "--min_replica_acks followers acknowledged them in time.",
                           static_cast<double>(r.ack_timeouts)));
+    out.push_back(Gauge("bloom_replication_writes_waiting_acks",
+                        "Writes waiting now for --min_replica_acks followers to acknowledge "
+                        "them (they fail UNAVAILABLE at --replica_ack_timeout).",
+                        static_cast<double>(r.writes_waiting_acks)));
   }
 
   mutable bloomsync::BlockingMutex mu_;  // scrapes and SetStore/SetReplicationSource

@@ -55,6 +55,7 @@ struct ReplicationFigures {
   uint64_t applied_sequence = 0;
   uint64_t primary_sequence = 0;
   absl::Duration lag;
+  size_t reads_waiting = 0;  // for a sequence not applied yet (min_sequence, read your writes)
   // A primary's: its followers' streams, and writes that failed for want of acknowledgements.
   struct Follower {
     std::string name;
@@ -64,6 +65,7 @@ struct ReplicationFigures {
   std::vector<Follower> followers;
   uint64_t latest_sequence = 0;
   uint64_t ack_timeouts = 0;
+  size_t writes_waiting_acks = 0;  // writes waiting now for --min_replica_acks followers
   // With failover through etcd: the current term and, on the primary, its sync set's size
   // (elected false: no etcd).
   bool elected = false;

@@ -477,6 +477,7 @@ void Follower::OnApplied(uint64_t primary_sequence, absl::Time primary_time) {
 FollowerStatus Follower::status() const {
   FollowerStatus status;
   status.applied_sequence = store_->LatestSequence();
+  status.reads_waiting = waiters_.waiting();
   const absl::Time now = absl::Now();
   bloomsync::BlockingLock lock(&mu_);
   status.connected = connected_;

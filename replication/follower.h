@@ -72,6 +72,7 @@ struct FollowerStatus {
   absl::Duration lag;             // how far behind the primary's clock this replica's data is
   uint64_t batches_applied = 0;   // since start
   uint64_t bytes_applied = 0;
+  size_t reads_waiting = 0;  // for a sequence not applied yet (min_sequence)
 };
 
 class Follower {

@@ -70,6 +70,7 @@ metrics::ReplicationFigures Node::Figures() const {
     figures.applied_sequence = status.applied_sequence;
     figures.primary_sequence = status.primary_sequence;
     figures.lag = status.lag;
+    figures.reads_waiting = status.reads_waiting;
     return figures;
   }
   figures.latest_sequence = store->LatestSequence();
@@ -78,7 +79,10 @@ metrics::ReplicationFigures Node::Figures() const {
       figures.followers.push_back({f.name, f.sent_sequence, f.durable_sequence});
     }
   }
-  if (store->replica_acks() != nullptr) figures.ack_timeouts = store->replica_acks()->timeouts();
+  if (store->replica_acks() != nullptr) {
+    figures.ack_timeouts = store->replica_acks()->timeouts();
+    figures.writes_waiting_acks = store->replica_acks()->waiting();
+  }
   return figures;
 }
 

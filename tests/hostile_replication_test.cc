@@ -9,10 +9,13 @@
 #include <grpcpp/security/credentials.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <csignal>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -36,7 +39,8 @@ using bloomtest::DumpStart;
 
 // Unary calls on connections of their own (gRPC would share one connection between channels
 // of the same target), all answered on one completion queue: many calls in flight from one
-// thread.
+// thread. A thread drives the queue from the start, so the calls reach the server as they are
+// made (an undriven queue's calls go out only when gRPC's backup poller runs, every 5 s).
 template <typename Response>
 class CallFlood {
  public:
@@ -47,13 +51,19 @@ class CallFlood {
       stubs_.push_back(BloomFilterService::NewStub(
           grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args)));
     }
+    poller_ = std::thread([this] {
+      void* tag = nullptr;
+      bool ok = false;
+      while (queue_.Next(&tag, &ok)) {
+        std::lock_guard<std::mutex> lock(mu_);
+        answered_.push_back({static_cast<const Call*>(tag), ok});
+        answered_cv_.notify_all();
+      }
+    });
   }
   ~CallFlood() {
     queue_.Shutdown();
-    void* tag = nullptr;
-    bool ok = false;
-    while (queue_.Next(&tag, &ok)) {
-    }
+    poller_.join();
   }
 
   // Starts a call on each connection `per_connection` times: start(stub, context, queue) returns
@@ -74,12 +84,10 @@ class CallFlood {
   // Waits for every call's answer; `check` gets each status and response.
   template <typename Check>
   void WaitAll(Check check) {
-    for (size_t answered = 0; answered < calls_.size(); ++answered) {
-      void* tag = nullptr;
-      bool ok = false;
-      ASSERT_TRUE(queue_.Next(&tag, &ok));
+    std::unique_lock<std::mutex> lock(mu_);
+    answered_cv_.wait(lock, [&] { return answered_.size() == calls_.size(); });
+    for (const auto& [call, ok] : answered_) {
       ASSERT_TRUE(ok);
-      const Call* call = static_cast<Call*>(tag);
       check(call->status, call->response);
     }
   }
@@ -93,7 +101,11 @@ class CallFlood {
   };
   grpc::CompletionQueue queue_;
   std::vector<std::unique_ptr<BloomFilterService::Stub>> stubs_;
-  std::vector<std::unique_ptr<Call>> calls_;
+  std::vector<std::unique_ptr<Call>> calls_;  // the test's thread's
+  std::mutex mu_;
+  std::condition_variable answered_cv_;
+  std::vector<std::pair<const Call*, bool>> answered_;  // guarded by mu_
+  std::thread poller_;                                  // last: it stops first
 };
 
 // Plain reads on connections of their own, each answered well inside a second.
@@ -140,7 +152,15 @@ TEST(HostileLimitsTest, ReadsWaitingForASequenceThatNeverComesDoNotBlindAFollowe
     request.set_min_sequence(uint64_t{1} << 62);
     return stub.AsyncMightContain(&context, request, &queue);
   });
-  absl::SleepFor(absl::Milliseconds(300));  // the calls have arrived and wait
+  // Every call arrived and waits (the follower's gauge), none answered yet.
+  double waiting = 0;
+  ASSERT_TRUE(bloomtest::WaitFor([&] {
+    waiting = bloomtest::PrometheusSample(
+        bloomtest::HttpGet(cluster.follower(0).metrics_port(), "/metrics"),
+        "bloom_replica_reads_waiting");
+    return waiting == 8 * 48;
+  })) << "the follower's waiting reads never reached 384: "
+      << waiting;
 
   ExpectPlainReadsAnswered(cluster.follower(0).target(), "guarded", "known",
                            "on the follower under the attack");
@@ -174,7 +194,12 @@ TEST(HostileLimitsTest, WritesWaitingForAStalledFollowerDoNotBlindThePrimary) {
     *request.mutable_spec() = SmallSpec();
     return stub.AsyncReserve(&context, request, &queue);
   });
-  absl::SleepFor(absl::Milliseconds(300));
+  // Every write arrived and waits for the stalled follower (the primary's gauge).
+  ASSERT_TRUE(bloomtest::WaitFor([&] {
+    return bloomtest::PrometheusSample(
+               bloomtest::HttpGet(cluster.primary().metrics_port(), "/metrics"),
+               "bloom_replication_writes_waiting_acks") == 8 * 48;
+  })) << "the primary's writes waiting for acknowledgements never reached 384";
 
   ExpectPlainReadsAnswered(cluster.primary().target(), "guarded", "known",
                            "on the primary while its follower is stalled");

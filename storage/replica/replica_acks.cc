@@ -188,6 +188,11 @@ std::vector<ReplicaAcks::Follower> ReplicaAcks::Followers() const {
   return out;
 }
 
+size_t ReplicaAcks::waiting() const {
+  bloomsync::BlockingLock lock(&mu_);
+  return waiters_.size();
+}
+
 uint64_t ReplicaAcks::timeouts() const {
   bloomsync::BlockingLock lock(&mu_);
   return timeouts_;

@@ -95,6 +95,8 @@ class ReplicaAcks {
   std::vector<Follower> Followers() const;
   // Writes that failed for want of acknowledgements, since start.
   uint64_t timeouts() const;
+  // Writes waiting now for their acknowledgements (WhenAcked and WaitAcked).
+  size_t waiting() const;
 
  private:
   struct Waiter {
