@@ -249,6 +249,7 @@ TEST_F(FailoverTest, APlannedSwitchoverMovesThePrimaryLosingNothing) {
   std::atomic<bool> writing{true};
   std::vector<std::string> written;
   int refusals = 0;
+  std::atomic<int> attempts{0};
   std::thread writer([&] {
     bloomclient::ClientOptions options;
     options.timeout = absl::Seconds(5);
@@ -263,9 +264,11 @@ TEST_F(FailoverTest, APlannedSwitchoverMovesThePrimaryLosingNothing) {
       } else {
         ++refusals;
       }
+      attempts.fetch_add(1);
     }
   });
-  absl::SleepFor(absl::Milliseconds(300));
+  // The switchover starts with the writes under way.
+  EXPECT_TRUE(WaitFor([&] { return attempts.load() >= 20; }));  // (the writer is joined below)
   const absl::Time started = absl::Now();
   grpc::Status moved = switchover(primary, Target(target), &response);
   ASSERT_TRUE(moved.ok()) << moved.error_message();
