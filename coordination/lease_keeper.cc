@@ -2,6 +2,7 @@
 #include "coordination/lease_keeper.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -15,8 +16,9 @@ absl::Time Bound(absl::Time sent, absl::Duration ttl, const LeaseOptions& option
   return sent + ttl * (1.0 - options.clock_rate_margin) - options.safety_margin;
 }
 
-// held_until_nanos_ of a lease no longer held: before any time the clock reads.
-const int64_t kNotHeld = absl::ToUnixNanos(absl::InfinitePast());
+// held_until_nanos_ of a lease no longer held: before any time the clock reads
+// (absl::InfinitePast() in Unix nanoseconds).
+constexpr int64_t kNotHeld = std::numeric_limits<int64_t>::min();
 
 }  // namespace
 

@@ -325,8 +325,9 @@ class FilterStore final : public FiguresSource, public ReplicatedStore {
   }
   void Remove(absl::string_view name) {
     if (options_.replica) {
-      if (std::shared_ptr<StoredFilter> filter = registry_.Find(name))
+      if (std::shared_ptr<StoredFilter> filter = registry_.Find(name)) {
         replica_index_.Forget(filter);
+      }
     }
     registry_.Remove(name);
   }
