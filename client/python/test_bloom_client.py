@@ -6,6 +6,7 @@ Run by ctest with BLOOM_SERVER_BIN and PYTHONPATH set; needs Debian's /usr/bin/p
 import hashlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -440,6 +441,16 @@ class ReconnectTest(LoggedTestCase):
     serves, although calls failed while it was down and gRPC's backup poller is off (above):
     bloom_reconnect.py."""
 
+    @staticmethod
+    def _hold_port(port):
+        """Keeps `port` from every other process while the server is down: bound, not
+        listening, so a connection to it is refused (as to no server at all), and another
+        test's server cannot get it from the kernel and answer this client's calls."""
+        holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        holder.bind(("127.0.0.1", int(port)))
+        return holder
+
     def _restart_and_wait(self, pipelined):
         server = ServerFixture()
         client = BloomClient(server.target, timeout=5, pipelined=pipelined)
@@ -448,6 +459,7 @@ class ReconnectTest(LoggedTestCase):
             for restart in range(2):
                 port = server.target.rsplit(":", 1)[1]
                 server.kill()
+                holder = self._hold_port(port)
                 for _ in range(3):  # fail at once, and leave the channel reconnecting
                     started = time.monotonic()
                     with self.assertRaises(grpc.RpcError) as raised:
@@ -455,6 +467,7 @@ class ReconnectTest(LoggedTestCase):
                     self.assertEqual(raised.exception.code(), grpc.StatusCode.UNAVAILABLE)
                     self.assertLess(time.monotonic() - started, 5)
                     time.sleep(0.3)
+                holder.close()
                 server = ServerFixture([f"--listen=127.0.0.1:{port}"])
                 self.assertEqual(server.target, f"127.0.0.1:{port}")
                 deadline = time.monotonic() + 20  # well under it with the poller; never without
