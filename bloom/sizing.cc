@@ -50,15 +50,25 @@ double ApproxFpr(double lambda, uint32_t k) {
 class ExactTables {
  public:
   double Fpr(double lambda, uint32_t k) {
+    // Far past any saturated load (kSaturated: at most about 11,000 items in a block): every
+    // load the Poisson mass covers answers "maybe". Whatever count a record claims (an imported
+    // dump's header may say 2^60 items), the answer costs no more than a table's length.
+    if (lambda > kSurelySaturatedLoad) return 1.0;
     const LoadRange range = PoissonRange(lambda);
     bloomsync::MutexLock lock(&mu_);
     Table& table = tables_[k];
     Extend(k, range.hi, table);
+    // Loads in the table, then the mass above it, whose loads are saturated (f = 1).
     double sum = 0;
-    for (uint64_t j = range.lo; j <= range.hi; ++j) {
-      sum += PoissonWeight(lambda, j) * (j < table.f.size() ? table.f[j] : 1.0);
+    double mass = 0;
+    const uint64_t tabled_end = std::min<uint64_t>(range.hi + 1, table.f.size());
+    for (uint64_t j = range.lo; j < tabled_end; ++j) {
+      const double weight = PoissonWeight(lambda, j);
+      sum += weight * table.f[j];
+      mass += weight;
     }
-    return sum;
+    if (range.hi >= table.f.size()) sum += std::max(0.0, 1.0 - mass);
+    return std::min(sum, 1.0);
   }
 
  private:
@@ -70,6 +80,9 @@ class ExactTables {
   // Once the approximation says a block of load j answers "maybe" with probability above
   // 1 - 1e-9, the exact value is even closer to 1: report 1 (conservative) and stop extending.
   static constexpr double kSaturated = 1.0 - 1e-9;
+  // Loads this high saturate a block for every hash count, with the whole Poisson range
+  // around them (k = 1 saturates at about 512 * ln(1e9), 10,600 items).
+  static constexpr double kSurelySaturatedLoad = 1e6;
 
   void Extend(uint32_t k, uint64_t max_load, Table& t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (t.f.empty()) {

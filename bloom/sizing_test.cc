@@ -88,5 +88,22 @@ TEST(SizingTest, FprGrowsWithLoad) {
   EXPECT_EQ(BlockedFalsePositiveRate(0, 7), 0);
 }
 
+// Any load answers, and at once: a record may claim any count (an imported dump's header says
+// what it likes), and Stats and List compute the expected rate from it. Past saturation the
+// rate is 1; across the table's end it keeps growing with the load and stays a probability.
+TEST(SizingTest, FprOfAnyLoadIsAProbabilityThatGrowsWithIt) {
+  for (const uint32_t k : {1u, 7u, 32u}) {
+    double previous = 0;
+    for (double load = 1; load < 1e19; load *= 1.7) {
+      const double fpr = BlockedFalsePositiveRate(load, k);
+      ASSERT_GE(fpr, previous - 1e-12) << "k " << k << " load " << load;
+      ASSERT_LE(fpr, 1.0) << "k " << k << " load " << load;
+      previous = fpr;
+    }
+    EXPECT_EQ(BlockedFalsePositiveRate(2e17, k), 1.0) << k;
+    EXPECT_EQ(BlockedFalsePositiveRate(1.8e19, k), 1.0) << k;
+  }
+}
+
 }  // namespace
 }  // namespace bloom

@@ -91,6 +91,25 @@ TEST(FilterKindTest, ANewRecordIsValidAndBuildsWhatItsBytesSay) {
   }
 }
 
+// A record's counts are not checked against its capacity (a merge sums its sources', and an
+// imported dump's header says what it likes): any count gives stats, at once.
+TEST(FilterKindTest, ARecordClaimingAnyCountIsExpectedFull) {
+  for (const bloom::FilterKind kind_id : kKinds) {
+    const FilterKind& kind = FilterKind::Of(kind_id);
+    FilterRecord record = NewRecord(SpecOf(kind_id, 1000), 1);
+    record.sub_filters[0].items_added = uint64_t{1} << 60;
+    const bloom::ScalableFilterStats stats = kind.ExpectedStats(record, absl::Now());
+    EXPECT_EQ(stats.items_added, uint64_t{1} << 60) << kind.name();
+    // A Bloom filter that full answers "maybe" to everything; a cuckoo table holds at most its
+    // slots, whose fingerprints bound the rate.
+    if (kind_id == bloom::FilterKind::kBloom) {
+      EXPECT_EQ(stats.estimated_error_rate, 1.0);
+    }
+    EXPECT_GT(stats.estimated_error_rate, 0.0) << kind.name();
+    EXPECT_LE(stats.estimated_error_rate, 1.0) << kind.name();
+  }
+}
+
 TEST(FilterKindTest, NeitherKindAcceptsTheOthersLayoutsAtTheirLimits) {
   // A cuckoo table's fingerprint bits and a Bloom sub-filter's hash count share a field: a
   // record of one kind that holds a value only the other allows is corrupt.
