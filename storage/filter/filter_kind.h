@@ -146,7 +146,9 @@ class FilterKind {
   virtual uint64_t BitsInMemory(const StoredFilter& filter) const = 0;
   // An add of one copy of each item, with the apply lock held as StoredFilter's add protocol
   // says. Either puts its journal record into `batch` and sets grouped.needs_write (the caller
-  // writes the batch, then calls FinishGroupAdd), or makes a write of its own.
+  // writes the batch, then calls FinishGroupAdd), or makes a write of its own, synced as
+  // `sync` (the batch's) says. A Bloom add writes only into the batch, apart from a new
+  // sub-filter's record, which syncs as the store does (StoreContext::sync).
   virtual absl::Status Add(StoredFilter& filter, absl::Span<const uint64_t> hashes, bool* added,
                            bool sync, rocksdb::WriteBatch& batch, GroupedAdd& grouped) const = 0;
   // Loading: one stored page of sub-filter (table) `sub`; `scratch` is reused.

@@ -256,7 +256,7 @@ class StoredFilter {
   //   1. LockForGroup() (or TryLockForGroup(), which does not wait): apply_mu_ shared, held
   //      until the add's bits are set, so no checkpoint or Delete sees it half done; or, by
   //      the add that just created the filter, TryLockForCreation(): apply_mu_ exclusive;
-  //   2. PrepareGroupAdd(): reserves room and puts the journal record (and a pending creation
+  //   2. Add(): reserves room and puts the journal record (and a pending creation
   //      record) into `batch`; on error nothing was put and nothing is reserved;
   //   3. if grouped.needs_write: the caller writes `batch`, then FinishGroupAdd() sets the
   //      bits (or gives the room back if the write failed);
