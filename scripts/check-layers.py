@@ -28,8 +28,8 @@ import os
 import re
 import sys
 
-ORDER = ["common", "bloom", "storage", "metrics", "service", "replication", "coordination",
-         "server"]
+ORDER = ["common", "bloom", "storage", "metrics", "sharding", "service", "replication",
+         "coordination", "server"]
 SERVER_LAYERS = set(ORDER)
 SUPPORT = "tests/support"
 UNCHECKED_LOCK = re.compile(r"\bstd::(mutex|condition_variable|shared_mutex)\b|\babsl::Mutex\b")
