@@ -45,6 +45,8 @@ constexpr RpcInfo kTable[kNumRpcs] = {
      Tokenless::kNever, Routing::kByName, CountedItems::kNone, true},
     {Rpc::kPipelineCount, "Pipeline.Count", nullptr, kR, Forwarding::kNotACall, Lane::kStream,
      Tokenless::kNever, Routing::kByName, CountedItems::kNone, true},
+    {Rpc::kGetShardMap, "GetShardMap", BLOOM_METHOD("GetShardMap"), kR, Forwarding::kNever,
+     Lane::kGrpcThread, Tokenless::kNever, Routing::kNone, CountedItems::kNone, true},
     {Rpc::kHealthCheck, "Health.Check", "/grpc.health.v1.Health/Check", kR, Forwarding::kNever,
      Lane::kGrpcThread, Tokenless::kIfHealthOpen, Routing::kNone, CountedItems::kNone, false},
     {Rpc::kHealthWatch, "Health.Watch", "/grpc.health.v1.Health/Watch", kR, Forwarding::kNever,

@@ -1,7 +1,8 @@
 // The RPC table: what each method this server answers is, in one place. The service reads the
 // role a call needs and whether a follower forwards it, metrics its label and the items it
 // counts, the token gate which methods may be called without a token, and the follower's
-// forwarder the method paths; sharding will read how a call names the filters it touches.
+// forwarder the method paths, and the shard router (service/shard_router.h) how a call names
+// the filters it touches.
 //
 //   const rpcs::RpcInfo& add = rpcs::Info(rpcs::Rpc::kAdd);
 //   forwarder.Unary(context, add.path, request, response, done);   // "/bloom.v1.../Add"
@@ -39,12 +40,13 @@ enum class Rpc {
   kCount,
   kPipelineRemove,
   kPipelineCount,
+  kGetShardMap,
   kHealthCheck,
   kHealthWatch,
   kReflection,
   kReflectionV1,
 };
-inline constexpr size_t kNumRpcs = 20;
+inline constexpr size_t kNumRpcs = 21;
 
 // The token role a call needs (service/auth.h's Role). A Pipeline stream needs only a read
 // token to open; each write operation on it needs a write token.
@@ -56,7 +58,8 @@ enum class Forwarding {
   kUnlessApplied,  // a read: answered here once this pod has applied its min_sequence (waiting
                    // a little, no thread held), else by the primary
   kWholeStream,    // a stream proxied to the primary as a whole (Pipeline, Import)
-  kNever,          // answered here from the follower's own store (Export, health, reflection)
+  kNever,          // answered here (Export, from the follower's own store; the shard map;
+                   // health, reflection)
   kNotACall,       // an operation inside a Pipeline stream: the stream decides
 };
 
@@ -73,7 +76,7 @@ enum class Tokenless { kNever, kIfHealthOpen, kIfReflectionOpen };
 
 // How the call names the filters it touches: what routing by filter name reads.
 enum class Routing {
-  kNone,          // no filter (health, reflection)
+  kNone,          // no filter (the shard map, health, reflection)
   kByName,        // one filter: the request's `name`
   kMergeFilters,  // Merge: `target` and every name in `sources`
   kPrefix,        // List: every filter whose name starts with `prefix`

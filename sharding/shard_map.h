@@ -48,6 +48,9 @@ class ShardMap {
   // that cannot read the map must not guess who owns what).
   static constexpr int kFormat = 1;
 
+  // Version 0, no slots, no groups: no map (an unsharded server, or none read yet).
+  ShardMap() = default;
+
   // Version 1: `groups` (at least one, distinct, valid names) owning `slot_count` slots in
   // contiguous ranges as even as they can be.
   static absl::StatusOr<ShardMap> EvenSplit(const std::vector<std::string>& groups,
@@ -64,6 +67,7 @@ class ShardMap {
   uint32_t slot_count() const { return static_cast<uint32_t>(owners_.size()); }
   const std::vector<std::string>& groups() const { return groups_; }
   bool HasGroup(absl::string_view group) const;
+  // For a map with slots (version > 0); `slot` below slot_count().
   const std::string& OwnerOf(uint32_t slot) const { return groups_[owners_[slot]]; }
   const std::string& OwnerOfName(absl::string_view filter_name) const;
   // The owners' ranges in slot order, adjacent slots of one owner joined.
@@ -77,7 +81,6 @@ class ShardMap {
   absl::StatusOr<ShardMap> AddGroup(absl::string_view group) const;
 
  private:
-  ShardMap() = default;
   absl::Status CheckRange(SlotRange slots) const;
   int GroupIndex(absl::string_view group) const;  // -1: none
 

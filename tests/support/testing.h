@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "absl/time/clock.h"
@@ -87,6 +89,15 @@ inline CommandResult RunCommand(const std::string& command) {
 // by the server's own code. `token` must not contain a single quote.
 inline std::string TokenDigest(const std::string& token) {
   return RunCommand("printf %s '" + token + "' | sha256sum").out.substr(0, 64);
+}
+
+// The state letter of process `pid` in /proc/<pid>/stat ('R', 'S', 'T' once SIGSTOP took hold,
+// ...), or '?' if it cannot be read: signals are delivered in their own time.
+inline char ProcessState(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const size_t paren = text.rfind(')');
+  return paren == std::string::npos || paren + 2 >= text.size() ? '?' : text[paren + 2];
 }
 
 // HTTP GET and Prometheus samples for the tests (common/http_get.h).
