@@ -42,6 +42,7 @@
 #include "server/node.h"
 #include "service/server.h"
 #include "server/server_flags.h"
+#include "server/shard_member.h"
 #include "server/signals.h"
 #include "storage/filter_store.h"
 
@@ -57,6 +58,9 @@ namespace {
 
 // How long calls in flight may finish when the server is rebuilt in a new role.
 constexpr absl::Duration kRoleChangeGrace = absl::Milliseconds(300);
+// How long a sharded pod waits at start-up for a first shard map before it serves anyway
+// (refusing calls for filters, UNAVAILABLE, until the map comes).
+constexpr absl::Duration kFirstShardMapWait = absl::Seconds(5);
 
 // Re-reads the token file (always on SIGHUP, else when it changed) and logs the outcome.
 void ReloadCredentials(service::TokenAuthenticator* auth, const service::TlsOptions& tls,
@@ -486,6 +490,12 @@ int main(int argc, char** argv) {
   std::unique_ptr<server::Failover> failover = *std::move(joined);
   absl::StatusOr<std::unique_ptr<server::AckLog>> ack_log = OpenAckLog(config->replication);
   if (!ack_log.ok()) return Fail(ack_log.status().message());
+  // With --shard_map, calls for filters of other groups go there (server/shard_member.h).
+  absl::StatusOr<std::unique_ptr<server::ShardMember>> sharded =
+      server::JoinShards(*config, kFirstShardMapWait);
+  if (!sharded.ok()) return Fail(absl::StrCat("sharding: ", sharded.status().message()));
+  std::unique_ptr<server::ShardMember> shards = *std::move(sharded);
+  if (shards != nullptr) server_options.hooks.router = shards->router.get();
 
   // A follower whose primary's log no longer reaches back to it copies a snapshot again: the
   // store, the server and the follower are then built anew, on the same port.
@@ -598,6 +608,7 @@ int main(int argc, char** argv) {
     }
     failover.reset();
   }
+  shards.reset();  // its channels to other groups and its etcd watches
   // Tear down in a fixed order on this thread rather than in destructors at return: the gRPC
   // servers (draining calls, above), the metrics listener, the store (above), and gRPC's
   // library itself, so that no gRPC or civetweb thread still runs when exit handlers (and the

@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
+#include "sharding/shard_map.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "host:port to serve gRPC on; port 0 picks a free port");
@@ -165,6 +166,11 @@ ABSL_FLAG(absl::Duration, leader_ttl, absl::Seconds(5),
           "with --etcd_endpoints: the TTL of the primary's lease in etcd; a primary that "
           "cannot renew it stops acknowledging writes before it can expire, and a new primary "
           "is elected after it expired");
+ABSL_FLAG(std::string, shard_map, "",
+          "with --etcd_endpoints: the etcd key of the shard map of a deployment of several "
+          "groups (each group a --cluster); this pod serves the filters whose slots its group "
+          "owns and forwards calls for the others to their group. Empty: not sharded (this "
+          "group holds every filter)");
 ABSL_FLAG(std::string, ack_log, "",
           "with --etcd_endpoints: append a line to this file for each term this pod leads and "
           "each new highest sequence it acknowledges in it, before answering (for failover "
@@ -246,6 +252,17 @@ absl::Status ReplicationFromFlags(ServerConfig& config) {
   replication.advertise_address = absl::GetFlag(FLAGS_advertise_address);
   replication.leader_ttl = absl::GetFlag(FLAGS_leader_ttl);
   replication.ack_log = absl::GetFlag(FLAGS_ack_log);
+  replication.shard_map = absl::GetFlag(FLAGS_shard_map);
+  if (!replication.shard_map.empty()) {
+    if (replication.etcd_endpoints.empty()) {
+      return Invalid("--shard_map needs --etcd_endpoints: the shard map lives in etcd");
+    }
+    if (absl::Status group = sharding::ShardMap::CheckGroupName(replication.cluster);
+        !group.ok()) {
+      return Invalid(absl::StrCat("--cluster names this pod's group in --shard_map's map: ",
+                                  group.message()));
+    }
+  }
   if (!replication.ack_log.empty() && replication.etcd_endpoints.empty()) {
     return Invalid("--ack_log needs --etcd_endpoints: it logs acknowledgements by term");
   }

@@ -55,6 +55,9 @@ struct ReplicationConfig {
   std::string cluster = "bloom";
   std::string advertise_address;
   absl::Duration leader_ttl = absl::Seconds(5);
+  // The etcd key of the deployment's shard map (--shard_map); empty: not sharded. The pod's
+  // group is its cluster.
+  std::string shard_map;
   // Where a primary logs its terms and acknowledged sequences (--ack_log); empty: nowhere.
   std::string ack_log;
   // A primary without token auth serves replication anyway (unsafe; see the flag).

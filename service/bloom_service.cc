@@ -254,6 +254,19 @@ grpc::Status BloomService::HandleCount(const bloom::v1::CountRequest& request,
   return log.Done(counts.status());
 }
 
+grpc::Status BloomService::HandleGetShardMap(const bloom::v1::GetShardMapRequest& /*request*/,
+                                             bloom::v1::GetShardMapResponse* response,
+                                             grpc::ServerContextBase* context) {
+  CallScope log(this, rpcs::Rpc::kGetShardMap, context, "");
+  if (absl::Status admitted = log.Admit(); !admitted.ok()) return log.Done(admitted);
+  if (hooks_.router != nullptr) {
+    *response = hooks_.router->Describe();
+  } else {
+    response->mutable_map();  // version 0: not sharded
+  }
+  return log.Done(absl::OkStatus());
+}
+
 grpc::Status BloomService::HandleList(const bloom::v1::ListRequest& request,
                                       bloom::v1::ListResponse* response,
                                       grpc::ServerContextBase* context) {

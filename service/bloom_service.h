@@ -27,6 +27,7 @@
 #include "service/direct_parse.h"
 #include "service/forwarder.h"
 #include "service/pipeline.h"
+#include "service/shard_router.h"
 #include "service/stream_proxy.h"
 #include "service/transfer_guard.h"
 #include "storage/filter_store.h"
@@ -60,6 +61,9 @@ struct ServiceHooks {
   // On a follower: the way to the primary, for writes and for reads asking for a sequence
   // not applied here in time (forwarder.h). Null on a primary.
   Forwarder* forwarder = nullptr;
+  // In a sharded deployment (--shard_map): where calls for filters of other groups go
+  // (shard_router.h). Null: every filter is this pod's.
+  ShardRouter* router = nullptr;
 };
 
 // The streams (Pipeline, Export, Import) are callback streams: one needs no thread while it
@@ -130,6 +134,10 @@ class BloomService final : public StreamServiceBase {
                            grpc::ServerContextBase* context = nullptr);
   grpc::Status HandleList(const bloom::v1::ListRequest& request, bloom::v1::ListResponse* response,
                           grpc::ServerContextBase* context = nullptr);
+  // The shard map this pod holds (an empty one, version 0, when it is not sharded).
+  grpc::Status HandleGetShardMap(const bloom::v1::GetShardMapRequest& request,
+                                 bloom::v1::GetShardMapResponse* response,
+                                 grpc::ServerContextBase* context = nullptr);
   // CUCKOO filters only (FAILED_PRECONDITION for a BLOOM filter).
   void HandleRemoveThen(const bloom::v1::RemoveRequest& request,
                         bloom::v1::RemoveResponse* response, grpc::ServerContextBase* context,

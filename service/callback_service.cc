@@ -2,9 +2,11 @@
 #include "service/callback_service.h"
 
 #include <utility>
+#include <vector>
 
 #include "common/rpcs.h"
 #include "service/forwarder.h"
+#include "service/shard_router.h"
 
 namespace service {
 
@@ -47,12 +49,28 @@ void ServeInLane(BloomService* core, const rpcs::RpcInfo& info, Serve serve,
 // applied that sequence (at once, on this thread, on a primary or a follower that has it), else
 // by the primary. A follower holds no thread while the read waits (Forwarder::WhenApplied): a
 // client cannot tie up the gRPC threads with sequences that never come.
+//
+// In a sharded deployment (ShardRouter) that is for a call naming filters of this pod's group;
+// a call for another group's is forwarded there first (shard_router.h).
 grpc::ServerUnaryReactor* Dispatch(BloomService* core, grpc::CallbackServerContext* context,
-                                   rpcs::Rpc rpc, uint64_t min_sequence,
+                                   rpcs::Rpc rpc, absl::Span<const absl::string_view> names,
+                                   uint64_t min_sequence,
                                    const google::protobuf::Message* request,
                                    google::protobuf::Message* response, Serve serve) {
   const rpcs::RpcInfo& info = rpcs::Info(rpc);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (ShardRouter* router = core->hooks().router) {
+    const ShardRouter::Decision route = router->Decide(info, names, context);
+    if (!route.refusal.ok()) {
+      reactor->Finish(route.refusal);
+      return reactor;
+    }
+    if (!route.here) {
+      router->ForwardMessage(context, route, info.path, *request, response,
+                             [reactor](const grpc::Status& status) { reactor->Finish(status); });
+      return reactor;
+    }
+  }
   Forwarder* forwarder = core->hooks().forwarder;
   switch (info.forwarding) {
     case rpcs::Forwarding::kAlways:
@@ -83,12 +101,19 @@ grpc::ServerUnaryReactor* Dispatch(BloomService* core, grpc::CallbackServerConte
   return reactor;
 }
 
+// A Merge's target, then its sources: the filters it touches.
+std::vector<absl::string_view> MergeNames(const bloom::v1::MergeRequest& request) {
+  std::vector<absl::string_view> names = {request.target()};
+  for (const std::string& source : request.sources()) names.push_back(source);
+  return names;
+}
+
 }  // namespace
 
 grpc::ServerUnaryReactor* BloomCallbackService::Reserve(grpc::CallbackServerContext* context,
                                                         const bloom::v1::ReserveRequest* request,
                                                         bloom::v1::ReserveResponse* response) {
-  return Dispatch(core_, context, rpcs::Rpc::kReserve, 0, request, response,
+  return Dispatch(core_, context, rpcs::Rpc::kReserve, {request->name()}, 0, request, response,
                   [core = core_, context, request, response](Finish finish) {
                     core->HandleReserveThen(*request, response, context, std::move(finish));
                   });
@@ -97,7 +122,7 @@ grpc::ServerUnaryReactor* BloomCallbackService::Reserve(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* BloomCallbackService::Stats(grpc::CallbackServerContext* context,
                                                       const bloom::v1::StatsRequest* request,
                                                       bloom::v1::StatsResponse* response) {
-  return Dispatch(core_, context, rpcs::Rpc::kStats, request->min_sequence(), request, response,
+  return Dispatch(core_, context, rpcs::Rpc::kStats, {request->name()}, request->min_sequence(), request, response,
                   [core = core_, context, request, response](Finish finish) {
                     std::move(finish)(core->HandleStats(*request, response, context));
                   });
@@ -106,7 +131,7 @@ grpc::ServerUnaryReactor* BloomCallbackService::Stats(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* BloomCallbackService::Delete(grpc::CallbackServerContext* context,
                                                        const bloom::v1::DeleteRequest* request,
                                                        bloom::v1::DeleteResponse* response) {
-  return Dispatch(core_, context, rpcs::Rpc::kDelete, 0, request, response,
+  return Dispatch(core_, context, rpcs::Rpc::kDelete, {request->name()}, 0, request, response,
                   [core = core_, context, request, response](Finish finish) {
                     core->HandleDeleteThen(*request, response, context, std::move(finish));
                   });
@@ -115,7 +140,7 @@ grpc::ServerUnaryReactor* BloomCallbackService::Delete(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* BloomCallbackService::Merge(grpc::CallbackServerContext* context,
                                                       const bloom::v1::MergeRequest* request,
                                                       bloom::v1::MergeResponse* response) {
-  return Dispatch(core_, context, rpcs::Rpc::kMerge, 0, request, response,
+  return Dispatch(core_, context, rpcs::Rpc::kMerge, MergeNames(*request), 0, request, response,
                   [core = core_, context, request, response](Finish finish) {
                     core->HandleMergeThen(*request, response, context, std::move(finish));
                   });
@@ -124,7 +149,7 @@ grpc::ServerUnaryReactor* BloomCallbackService::Merge(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* BloomCallbackService::Remove(grpc::CallbackServerContext* context,
                                                        const bloom::v1::RemoveRequest* request,
                                                        bloom::v1::RemoveResponse* response) {
-  return Dispatch(core_, context, rpcs::Rpc::kRemove, 0, request, response,
+  return Dispatch(core_, context, rpcs::Rpc::kRemove, {request->name()}, 0, request, response,
                   [core = core_, context, request, response](Finish finish) {
                     core->HandleRemoveThen(*request, response, context, std::move(finish));
                   });
@@ -133,7 +158,7 @@ grpc::ServerUnaryReactor* BloomCallbackService::Remove(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* BloomCallbackService::Count(grpc::CallbackServerContext* context,
                                                       const bloom::v1::CountRequest* request,
                                                       bloom::v1::CountResponse* response) {
-  return Dispatch(core_, context, rpcs::Rpc::kCount, request->min_sequence(), request, response,
+  return Dispatch(core_, context, rpcs::Rpc::kCount, {request->name()}, request->min_sequence(), request, response,
                   [core = core_, context, request, response](Finish finish) {
                     std::move(finish)(core->HandleCount(*request, response, context));
                   });
@@ -142,10 +167,18 @@ grpc::ServerUnaryReactor* BloomCallbackService::Count(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* BloomCallbackService::List(grpc::CallbackServerContext* context,
                                                      const bloom::v1::ListRequest* request,
                                                      bloom::v1::ListResponse* response) {
-  return Dispatch(core_, context, rpcs::Rpc::kList, request->min_sequence(), request, response,
+  return Dispatch(core_, context, rpcs::Rpc::kList, {}, request->min_sequence(), request, response,
                   [core = core_, context, request, response](Finish finish) {
                     std::move(finish)(core->HandleList(*request, response, context));
                   });
+}
+
+grpc::ServerUnaryReactor* BloomCallbackService::GetShardMap(
+    grpc::CallbackServerContext* context, const bloom::v1::GetShardMapRequest* request,
+    bloom::v1::GetShardMapResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(core_->HandleGetShardMap(*request, response, context));
+  return reactor;
 }
 
 }  // namespace service

@@ -22,7 +22,8 @@ using CallbackUnaryBase = bloom::v1::BloomFilterService::WithCallbackMethod_Rese
                 bloom::v1::BloomFilterService::WithCallbackMethod_List<
                     bloom::v1::BloomFilterService::WithCallbackMethod_Remove<
                         bloom::v1::BloomFilterService::WithCallbackMethod_Count<
-                            StreamServiceBase>>>>>>>;
+                            bloom::v1::BloomFilterService::WithCallbackMethod_GetShardMap<
+                                StreamServiceBase>>>>>>>>;
 
 // Every method but Add and MightContain, which its subclasses (item_calls.h) make callback or
 // async methods: no method is left synchronous (gRPC would start a thread pool for those).
@@ -49,6 +50,9 @@ class BloomCallbackService : public CallbackUnaryBase {
   grpc::ServerUnaryReactor* Count(grpc::CallbackServerContext* context,
                                   const bloom::v1::CountRequest* request,
                                   bloom::v1::CountResponse* response) override;
+  grpc::ServerUnaryReactor* GetShardMap(grpc::CallbackServerContext* context,
+                                        const bloom::v1::GetShardMapRequest* request,
+                                        bloom::v1::GetShardMapResponse* response) override;
   grpc::ServerWriteReactor<bloom::v1::ExportChunk>* Export(
       grpc::CallbackServerContext* context, const bloom::v1::ExportRequest* request) override {
     return core_->Export(context, request);

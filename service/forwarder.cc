@@ -9,13 +9,18 @@
 namespace service {
 namespace {
 
-grpc::ByteBuffer Serialize(const google::protobuf::Message& message) {
+// The longest a forwarded call may take.
+constexpr absl::Duration kForwardedCallBound = absl::Seconds(60);
+
+}  // namespace
+
+grpc::ByteBuffer SerializeToBuffer(const google::protobuf::Message& message) {
   std::string bytes = message.SerializeAsString();
   grpc::Slice slice(bytes);
   return {&slice, 1};
 }
 
-bool Parse(const grpc::ByteBuffer& buffer, google::protobuf::Message* message) {
+bool ParseFromBuffer(const grpc::ByteBuffer& buffer, google::protobuf::Message* message) {
   std::vector<grpc::Slice> slices;
   if (!buffer.Dump(&slices).ok()) return false;
   std::string bytes;
@@ -24,11 +29,6 @@ bool Parse(const grpc::ByteBuffer& buffer, google::protobuf::Message* message) {
   }
   return message->ParseFromString(bytes);
 }
-
-// The longest a forwarded call may take.
-constexpr absl::Duration kForwardedCallBound = absl::Seconds(60);
-
-}  // namespace
 
 Forwarder::Forwarder(StreamConnections::Connect connect, std::string primary_address,
                      WhenAppliedFn when_applied)
@@ -79,8 +79,8 @@ void Forwarder::WhenApplied(uint64_t min_sequence, const grpc::ServerContextBase
   when_applied_(min_sequence, now + std::max(wait, absl::ZeroDuration()), std::move(done));
 }
 
-std::unique_ptr<grpc::ClientContext> Forwarder::ContextFor(const grpc::ServerContextBase* caller,
-                                                           bool stream) const {
+std::unique_ptr<grpc::ClientContext> ForwardedCallContext(const grpc::ServerContextBase* caller,
+                                                          bool stream) {
   auto context = std::make_unique<grpc::ClientContext>();
   // A unary call without a deadline still gets a bound: a primary that stopped answering
   // (paused, or cut off) must not hold the call, or this follower's next change of role, for
@@ -146,10 +146,10 @@ void Forwarder::UnaryMessageAsync(const grpc::ServerContextBase* caller, const s
     grpc::ByteBuffer response;
   };
   auto call = std::make_shared<Call>();
-  call->request = Serialize(request);
+  call->request = SerializeToBuffer(request);
   Unary(caller, method, call->request, &call->response,
         [call, response, done = std::move(done)](grpc::Status status) {
-          if (status.ok() && !Parse(call->response, response)) {
+          if (status.ok() && !ParseFromBuffer(call->response, response)) {
             status =
                 grpc::Status(grpc::StatusCode::INTERNAL, "the primary's answer could not be read");
           }

@@ -31,6 +31,14 @@
 
 namespace service {
 
+// A client context for a call forwarded on behalf of `caller` (its token copied, and its
+// deadline; a unary call's at most a minute away). `caller` may be null (in-process).
+std::unique_ptr<grpc::ClientContext> ForwardedCallContext(const grpc::ServerContextBase* caller,
+                                                          bool stream = false);
+// A message as a forwarded call's bytes, and back (false if they do not parse).
+grpc::ByteBuffer SerializeToBuffer(const google::protobuf::Message& message);
+bool ParseFromBuffer(const grpc::ByteBuffer& buffer, google::protobuf::Message* message);
+
 class Forwarder {
  public:
   using AppliedDone = absl::AnyInvocable<void(bool applied) &&>;
@@ -64,10 +72,11 @@ class Forwarder {
                          google::protobuf::Message* response,
                          std::function<void(grpc::Status)> done);
 
-  // A client context for a call forwarded on behalf of `caller` (token and deadline copied; a
-  // unary call's deadline at most a minute away).
+  // ForwardedCallContext, for the streams it proxies.
   std::unique_ptr<grpc::ClientContext> ContextFor(const grpc::ServerContextBase* caller,
-                                                  bool stream = false) const;
+                                                  bool stream = false) const {
+    return ForwardedCallContext(caller, stream);
+  }
   std::shared_ptr<grpc::Channel> channel() const;
   // Where proxied streams (Pipeline, Import) get their connection.
   StreamConnections& streams() { return streams_; }

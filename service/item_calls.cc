@@ -17,6 +17,7 @@
 #include "common/rpcs.h"
 #include "service/direct_parse.h"
 #include "service/forwarder.h"
+#include "service/shard_router.h"
 
 namespace service {
 namespace {
@@ -71,6 +72,25 @@ grpc::ServerUnaryReactor* ForwardBytes(Forwarder* forwarder, grpc::CallbackServe
   forwarder->Unary(context, method, *request, response,
                    [reactor](const grpc::Status& status) { reactor->Finish(status); });
   return reactor;
+}
+
+// In a sharded deployment, a call for a filter of another group: forwarded there, or refused
+// (shard_router.h); `done` gets its answer. False: this pod's group owns it.
+bool RoutedElsewhere(BloomService* core, rpcs::Rpc rpc, absl::string_view name,
+                     grpc::ServerContextBase* context, const grpc::ByteBuffer& request,
+                     grpc::ByteBuffer* response, std::function<void(grpc::Status)> done) {
+  ShardRouter* router = core->hooks().router;
+  if (router == nullptr) return false;
+  const rpcs::RpcInfo& info = rpcs::Info(rpc);
+  const absl::string_view names[] = {name};
+  const ShardRouter::Decision route = router->Decide(info, names, context);
+  if (route.here) return false;
+  if (!route.refusal.ok()) {
+    done(route.refusal);
+  } else {
+    router->Forward(context, route, info.path, request, response, std::move(done));
+  }
+  return true;
 }
 
 // A callback call's request and answers, on the heap while the call may be served on another
@@ -128,7 +148,10 @@ grpc::ServerUnaryReactor* CallbackItemService::Add(grpc::CallbackServerContext* 
   // RocksDB write (with --sync, one fsync, answered from the WAL syncer's thread), and no gRPC
   // thread waits for another's. The call's buffers live on the heap until it finishes: it may
   // be served on another thread after this returns.
-  if (Forwarder* forwarder = core_->hooks().forwarder) {
+  // A follower forwards it to its primary unread, unless it must read the filter's name first to
+  // route it by shard.
+  Forwarder* forwarder = core_->hooks().forwarder;
+  if (forwarder != nullptr && core_->hooks().router == nullptr) {
     return ForwardBytes(forwarder, context, rpcs::Info(rpcs::Rpc::kAdd).path, request, response,
                         context->DefaultReactor());
   }
@@ -140,6 +163,14 @@ grpc::ServerUnaryReactor* CallbackItemService::Add(grpc::CallbackServerContext* 
   if (!read.ok()) {
     reactor->Finish(read);
     return reactor;
+  }
+  if (RoutedElsewhere(core_, rpcs::Rpc::kAdd, buffers->view.name, context, *request, response,
+                      [reactor](const grpc::Status& status) { reactor->Finish(status); })) {
+    return reactor;
+  }
+  if (forwarder != nullptr) {
+    return ForwardBytes(forwarder, context, rpcs::Info(rpcs::Rpc::kAdd).path, request, response,
+                        reactor);
   }
   CallBuffers& call = *buffers;
   core_->HandleAddItemsGrouped(call.view, call.answers, context,
@@ -163,6 +194,13 @@ grpc::ServerUnaryReactor* CallbackItemService::MightContain(grpc::CallbackServer
   bool* answers = nullptr;
   grpc::Status status = ReadDirect(*request, "bloom.v1.MightContainRequest",
                                    ParseMightContainRequest, bytes, view, encoded, answers);
+  if (status.ok() && core_->hooks().router != nullptr) {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    if (RoutedElsewhere(core_, rpcs::Rpc::kMightContain, view.name, context, *request, response,
+                        [reactor](const grpc::Status& routed) { reactor->Finish(routed); })) {
+      return reactor;
+    }
+  }
   if (status.ok() && view.min_sequence != 0 && core_->hooks().forwarder != nullptr) {
     return MightContainAtSequence(core_, context, request, response);
   }
@@ -212,15 +250,24 @@ class ItemCalls::Call {
  private:
   void ServeAdd() {
     BloomService* core = owner_->core_;
-    if (Forwarder* forwarder = core->hooks().forwarder) {
-      forwarder->Unary(&context_, rpcs::Info(rpcs::Rpc::kAdd).path, request_, &response_,
-                       [this](const grpc::Status& status) { Answer(status); });
+    // As CallbackItemService::Add: read first only to route it by shard.
+    Forwarder* forwarder = core->hooks().forwarder;
+    if (forwarder != nullptr && core->hooks().router == nullptr) {
+      ForwardAdd(forwarder);
       return;
     }
     const grpc::Status read = ReadDirect(request_, "bloom.v1.AddRequest", ParseAddRequest, bytes_,
                                          view_, encoded_, answers_);
     if (!read.ok()) {
       Answer(read);
+      return;
+    }
+    if (RoutedElsewhere(core, rpcs::Rpc::kAdd, view_.name, &context_, request_, &response_,
+                        [this](const grpc::Status& status) { Answer(status); })) {
+      return;
+    }
+    if (forwarder != nullptr) {
+      ForwardAdd(forwarder);
       return;
     }
     // Served through the store's group committer: the adds of calls arriving together share
@@ -242,10 +289,19 @@ class ItemCalls::Call {
       Answer(status);
       return;
     }
+    if (RoutedElsewhere(core, rpcs::Rpc::kMightContain, view_.name, &context_, request_,
+                        &response_, [this](const grpc::Status& routed) { Answer(routed); })) {
+      return;
+    }
     // At once on a primary; a follower may answer later, from the thread that sees the
     // caller's sequence applied (the call lives until it is answered).
     core->WhenApplied(view_.min_sequence, &context_,
                       [this](bool applied) { AnswerMightContain(applied); });
+  }
+
+  void ForwardAdd(Forwarder* forwarder) {
+    forwarder->Unary(&context_, rpcs::Info(rpcs::Rpc::kAdd).path, request_, &response_,
+                     [this](const grpc::Status& status) { Answer(status); });
   }
 
   void AnswerMightContain(bool applied) {

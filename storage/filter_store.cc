@@ -19,9 +19,11 @@ namespace {
 constexpr size_t kMaxNameLength = 255;
 constexpr size_t kDefaultPageSize = 100;
 
+// Braces are for hash tags (common/slot.h): "feed:{user42}:seen" shares its slot with every
+// name tagged {user42}.
 bool IsNameChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-         c == '.' || c == ':' || c == '/' || c == '-';
+         c == '.' || c == ':' || c == '/' || c == '-' || c == '{' || c == '}';
 }
 
 std::string DescribeSpec(const bloom::FilterParams& spec) {
@@ -57,7 +59,7 @@ absl::Status ValidateFilterName(absl::string_view name, absl::string_view field)
   for (char c : name) {
     if (!IsNameChar(c)) {
       return absl::InvalidArgumentError(
-          absl::StrCat(field, " may only contain letters, digits and _ . : / -; got '",
+          absl::StrCat(field, " may only contain letters, digits and _ . : / - { }; got '",
                        absl::CHexEscape(absl::string_view(&c, 1)), "'"));
     }
   }

@@ -87,6 +87,14 @@ type BloomFilterServiceClient interface {
 	// one filter as one add, and the adds of a whole read, whatever their filters, in one journal
 	// write (one fsync with --sync). A PipelineRequest may carry further operations in `more`.
 	Pipeline(ctx context.Context, opts ...grpc.CallOption) (BloomFilterService_PipelineClient, error)
+	// Which group of a sharded deployment owns which filters, and where each group is reached,
+	// as this pod knows it now: clients fetch it to send each call straight to the group that
+	// owns its filter. Any pod answers any call (one that does not own the filter forwards it
+	// there), so a client that never fetches the map works too, at the cost of that hop. A
+	// forwarded call's answer carries the header `bloom-shard-map-version` (this map's version):
+	// a client whose map is older fetches it again. An unsharded server answers a map of
+	// version 0 with no slots: send every call to it.
+	GetShardMap(ctx context.Context, in *GetShardMapRequest, opts ...grpc.CallOption) (*GetShardMapResponse, error)
 }
 
 type bloomFilterServiceClient struct {
@@ -275,6 +283,15 @@ func (x *bloomFilterServicePipelineClient) Recv() (*PipelineResponse, error) {
 	return m, nil
 }
 
+func (c *bloomFilterServiceClient) GetShardMap(ctx context.Context, in *GetShardMapRequest, opts ...grpc.CallOption) (*GetShardMapResponse, error) {
+	out := new(GetShardMapResponse)
+	err := c.cc.Invoke(ctx, "/bloom.v1.BloomFilterService/GetShardMap", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // BloomFilterServiceServer is the server API for BloomFilterService service.
 // All implementations must embed UnimplementedBloomFilterServiceServer
 // for forward compatibility
@@ -349,6 +366,14 @@ type BloomFilterServiceServer interface {
 	// one filter as one add, and the adds of a whole read, whatever their filters, in one journal
 	// write (one fsync with --sync). A PipelineRequest may carry further operations in `more`.
 	Pipeline(BloomFilterService_PipelineServer) error
+	// Which group of a sharded deployment owns which filters, and where each group is reached,
+	// as this pod knows it now: clients fetch it to send each call straight to the group that
+	// owns its filter. Any pod answers any call (one that does not own the filter forwards it
+	// there), so a client that never fetches the map works too, at the cost of that hop. A
+	// forwarded call's answer carries the header `bloom-shard-map-version` (this map's version):
+	// a client whose map is older fetches it again. An unsharded server answers a map of
+	// version 0 with no slots: send every call to it.
+	GetShardMap(context.Context, *GetShardMapRequest) (*GetShardMapResponse, error)
 	mustEmbedUnimplementedBloomFilterServiceServer()
 }
 
@@ -391,6 +416,9 @@ func (UnimplementedBloomFilterServiceServer) Count(context.Context, *CountReques
 }
 func (UnimplementedBloomFilterServiceServer) Pipeline(BloomFilterService_PipelineServer) error {
 	return status.Errorf(codes.Unimplemented, "method Pipeline not implemented")
+}
+func (UnimplementedBloomFilterServiceServer) GetShardMap(context.Context, *GetShardMapRequest) (*GetShardMapResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetShardMap not implemented")
 }
 func (UnimplementedBloomFilterServiceServer) mustEmbedUnimplementedBloomFilterServiceServer() {}
 
@@ -640,6 +668,24 @@ func (x *bloomFilterServicePipelineServer) Recv() (*PipelineRequest, error) {
 	return m, nil
 }
 
+func _BloomFilterService_GetShardMap_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetShardMapRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BloomFilterServiceServer).GetShardMap(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/bloom.v1.BloomFilterService/GetShardMap",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BloomFilterServiceServer).GetShardMap(ctx, req.(*GetShardMapRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 var _BloomFilterService_serviceDesc = grpc.ServiceDesc{
 	ServiceName: "bloom.v1.BloomFilterService",
 	HandlerType: (*BloomFilterServiceServer)(nil),
@@ -679,6 +725,10 @@ var _BloomFilterService_serviceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Count",
 			Handler:    _BloomFilterService_Count_Handler,
+		},
+		{
+			MethodName: "GetShardMap",
+			Handler:    _BloomFilterService_GetShardMap_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -387,6 +387,37 @@ public final class BloomFilterServiceGrpc {
     return getPipelineMethod;
   }
 
+  private static volatile io.grpc.MethodDescriptor<io.bloomserver.bloom.v1.GetShardMapRequest,
+      io.bloomserver.bloom.v1.GetShardMapResponse> getGetShardMapMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "GetShardMap",
+      requestType = io.bloomserver.bloom.v1.GetShardMapRequest.class,
+      responseType = io.bloomserver.bloom.v1.GetShardMapResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<io.bloomserver.bloom.v1.GetShardMapRequest,
+      io.bloomserver.bloom.v1.GetShardMapResponse> getGetShardMapMethod() {
+    io.grpc.MethodDescriptor<io.bloomserver.bloom.v1.GetShardMapRequest, io.bloomserver.bloom.v1.GetShardMapResponse> getGetShardMapMethod;
+    if ((getGetShardMapMethod = BloomFilterServiceGrpc.getGetShardMapMethod) == null) {
+      synchronized (BloomFilterServiceGrpc.class) {
+        if ((getGetShardMapMethod = BloomFilterServiceGrpc.getGetShardMapMethod) == null) {
+          BloomFilterServiceGrpc.getGetShardMapMethod = getGetShardMapMethod =
+              io.grpc.MethodDescriptor.<io.bloomserver.bloom.v1.GetShardMapRequest, io.bloomserver.bloom.v1.GetShardMapResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "GetShardMap"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  io.bloomserver.bloom.v1.GetShardMapRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  io.bloomserver.bloom.v1.GetShardMapResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new BloomFilterServiceMethodDescriptorSupplier("GetShardMap"))
+              .build();
+        }
+      }
+    }
+    return getGetShardMapMethod;
+  }
+
   /**
    * Creates a new async stub that supports all call types for the service
    */
@@ -603,6 +634,22 @@ public final class BloomFilterServiceGrpc {
       return io.grpc.stub.ServerCalls.asyncUnimplementedStreamingCall(getPipelineMethod(), responseObserver);
     }
 
+    /**
+     * <pre>
+     * Which group of a sharded deployment owns which filters, and where each group is reached,
+     * as this pod knows it now: clients fetch it to send each call straight to the group that
+     * owns its filter. Any pod answers any call (one that does not own the filter forwards it
+     * there), so a client that never fetches the map works too, at the cost of that hop. A
+     * forwarded call's answer carries the header `bloom-shard-map-version` (this map's version):
+     * a client whose map is older fetches it again. An unsharded server answers a map of
+     * version 0 with no slots: send every call to it.
+     * </pre>
+     */
+    public void getShardMap(io.bloomserver.bloom.v1.GetShardMapRequest request,
+        io.grpc.stub.StreamObserver<io.bloomserver.bloom.v1.GetShardMapResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getGetShardMapMethod(), responseObserver);
+    }
+
     @java.lang.Override public final io.grpc.ServerServiceDefinition bindService() {
       return io.grpc.ServerServiceDefinition.builder(getServiceDescriptor())
           .addMethod(
@@ -689,6 +736,13 @@ public final class BloomFilterServiceGrpc {
                 io.bloomserver.bloom.v1.PipelineRequest,
                 io.bloomserver.bloom.v1.PipelineResponse>(
                   this, METHODID_PIPELINE)))
+          .addMethod(
+            getGetShardMapMethod(),
+            io.grpc.stub.ServerCalls.asyncUnaryCall(
+              new MethodHandlers<
+                io.bloomserver.bloom.v1.GetShardMapRequest,
+                io.bloomserver.bloom.v1.GetShardMapResponse>(
+                  this, METHODID_GET_SHARD_MAP)))
           .build();
     }
   }
@@ -886,6 +940,23 @@ public final class BloomFilterServiceGrpc {
       return io.grpc.stub.ClientCalls.asyncBidiStreamingCall(
           getChannel().newCall(getPipelineMethod(), getCallOptions()), responseObserver);
     }
+
+    /**
+     * <pre>
+     * Which group of a sharded deployment owns which filters, and where each group is reached,
+     * as this pod knows it now: clients fetch it to send each call straight to the group that
+     * owns its filter. Any pod answers any call (one that does not own the filter forwards it
+     * there), so a client that never fetches the map works too, at the cost of that hop. A
+     * forwarded call's answer carries the header `bloom-shard-map-version` (this map's version):
+     * a client whose map is older fetches it again. An unsharded server answers a map of
+     * version 0 with no slots: send every call to it.
+     * </pre>
+     */
+    public void getShardMap(io.bloomserver.bloom.v1.GetShardMapRequest request,
+        io.grpc.stub.StreamObserver<io.bloomserver.bloom.v1.GetShardMapResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getGetShardMapMethod(), getCallOptions()), request, responseObserver);
+    }
   }
 
   /**
@@ -1031,6 +1102,22 @@ public final class BloomFilterServiceGrpc {
       return io.grpc.stub.ClientCalls.blockingUnaryCall(
           getChannel(), getCountMethod(), getCallOptions(), request);
     }
+
+    /**
+     * <pre>
+     * Which group of a sharded deployment owns which filters, and where each group is reached,
+     * as this pod knows it now: clients fetch it to send each call straight to the group that
+     * owns its filter. Any pod answers any call (one that does not own the filter forwards it
+     * there), so a client that never fetches the map works too, at the cost of that hop. A
+     * forwarded call's answer carries the header `bloom-shard-map-version` (this map's version):
+     * a client whose map is older fetches it again. An unsharded server answers a map of
+     * version 0 with no slots: send every call to it.
+     * </pre>
+     */
+    public io.bloomserver.bloom.v1.GetShardMapResponse getShardMap(io.bloomserver.bloom.v1.GetShardMapRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getGetShardMapMethod(), getCallOptions(), request);
+    }
   }
 
   /**
@@ -1171,6 +1258,23 @@ public final class BloomFilterServiceGrpc {
       return io.grpc.stub.ClientCalls.futureUnaryCall(
           getChannel().newCall(getCountMethod(), getCallOptions()), request);
     }
+
+    /**
+     * <pre>
+     * Which group of a sharded deployment owns which filters, and where each group is reached,
+     * as this pod knows it now: clients fetch it to send each call straight to the group that
+     * owns its filter. Any pod answers any call (one that does not own the filter forwards it
+     * there), so a client that never fetches the map works too, at the cost of that hop. A
+     * forwarded call's answer carries the header `bloom-shard-map-version` (this map's version):
+     * a client whose map is older fetches it again. An unsharded server answers a map of
+     * version 0 with no slots: send every call to it.
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<io.bloomserver.bloom.v1.GetShardMapResponse> getShardMap(
+        io.bloomserver.bloom.v1.GetShardMapRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getGetShardMapMethod(), getCallOptions()), request);
+    }
   }
 
   private static final int METHODID_RESERVE = 0;
@@ -1183,8 +1287,9 @@ public final class BloomFilterServiceGrpc {
   private static final int METHODID_MERGE = 7;
   private static final int METHODID_REMOVE = 8;
   private static final int METHODID_COUNT = 9;
-  private static final int METHODID_IMPORT = 10;
-  private static final int METHODID_PIPELINE = 11;
+  private static final int METHODID_GET_SHARD_MAP = 10;
+  private static final int METHODID_IMPORT = 11;
+  private static final int METHODID_PIPELINE = 12;
 
   private static final class MethodHandlers<Req, Resp> implements
       io.grpc.stub.ServerCalls.UnaryMethod<Req, Resp>,
@@ -1242,6 +1347,10 @@ public final class BloomFilterServiceGrpc {
         case METHODID_COUNT:
           serviceImpl.count((io.bloomserver.bloom.v1.CountRequest) request,
               (io.grpc.stub.StreamObserver<io.bloomserver.bloom.v1.CountResponse>) responseObserver);
+          break;
+        case METHODID_GET_SHARD_MAP:
+          serviceImpl.getShardMap((io.bloomserver.bloom.v1.GetShardMapRequest) request,
+              (io.grpc.stub.StreamObserver<io.bloomserver.bloom.v1.GetShardMapResponse>) responseObserver);
           break;
         default:
           throw new AssertionError();
@@ -1322,6 +1431,7 @@ public final class BloomFilterServiceGrpc {
               .addMethod(getRemoveMethod())
               .addMethod(getCountMethod())
               .addMethod(getPipelineMethod())
+              .addMethod(getGetShardMapMethod())
               .build();
         }
       }

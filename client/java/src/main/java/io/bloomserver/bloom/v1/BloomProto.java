@@ -154,6 +154,31 @@ public final class BloomProto {
   static final 
     com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
       internal_static_bloom_v1_OperationError_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_bloom_v1_GetShardMapRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+      internal_static_bloom_v1_GetShardMapRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_bloom_v1_GetShardMapResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+      internal_static_bloom_v1_GetShardMapResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_bloom_v1_ShardMap_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+      internal_static_bloom_v1_ShardMap_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_bloom_v1_ShardGroup_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+      internal_static_bloom_v1_ShardGroup_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_bloom_v1_SlotRange_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+      internal_static_bloom_v1_SlotRange_fieldAccessorTable;
 
   public static com.google.protobuf.Descriptors.FileDescriptor
       getDescriptor() {
@@ -239,32 +264,42 @@ public final class BloomProto {
       "\000\022(\n\005count\030\007 \001(\0132\027.bloom.v1.CountRespons" +
       "eH\000\022(\n\004more\030\005 \003(\0132\032.bloom.v1.PipelineRes" +
       "ponseB\010\n\006result\"/\n\016OperationError\022\014\n\004cod" +
-      "e\030\001 \001(\005\022\017\n\007message\030\002 \001(\t*X\n\nFilterKind\022\033" +
-      "\n\027FILTER_KIND_UNSPECIFIED\020\000\022\025\n\021FILTER_KI" +
-      "ND_BLOOM\020\001\022\026\n\022FILTER_KIND_CUCKOO\020\0022\366\005\n\022B" +
-      "loomFilterService\022>\n\007Reserve\022\030.bloom.v1." +
-      "ReserveRequest\032\031.bloom.v1.ReserveRespons" +
-      "e\0222\n\003Add\022\024.bloom.v1.AddRequest\032\025.bloom.v" +
-      "1.AddResponse\022M\n\014MightContain\022\035.bloom.v1" +
-      ".MightContainRequest\032\036.bloom.v1.MightCon" +
-      "tainResponse\0228\n\005Stats\022\026.bloom.v1.StatsRe" +
-      "quest\032\027.bloom.v1.StatsResponse\022;\n\006Delete" +
-      "\022\027.bloom.v1.DeleteRequest\032\030.bloom.v1.Del" +
-      "eteResponse\0225\n\004List\022\025.bloom.v1.ListReque" +
-      "st\032\026.bloom.v1.ListResponse\022:\n\006Export\022\027.b" +
-      "loom.v1.ExportRequest\032\025.bloom.v1.ExportC" +
-      "hunk0\001\022;\n\006Import\022\025.bloom.v1.ImportChunk\032" +
-      "\030.bloom.v1.ImportResponse(\001\0228\n\005Merge\022\026.b" +
-      "loom.v1.MergeRequest\032\027.bloom.v1.MergeRes" +
-      "ponse\022;\n\006Remove\022\027.bloom.v1.RemoveRequest" +
-      "\032\030.bloom.v1.RemoveResponse\0228\n\005Count\022\026.bl" +
-      "oom.v1.CountRequest\032\027.bloom.v1.CountResp" +
-      "onse\022E\n\010Pipeline\022\031.bloom.v1.PipelineRequ" +
-      "est\032\032.bloom.v1.PipelineResponse(\0010\001B|\n\027i" +
-      "o.bloomserver.bloom.v1B\nBloomProtoP\001Z<gi" +
-      "thub.com/bloom-server/bloom-server/gen/g" +
-      "o/bloom/v1;bloomv1\252\002\024BloomServer.Bloom.V" +
-      "1b\006proto3"
+      "e\030\001 \001(\005\022\017\n\007message\030\002 \001(\t\"\024\n\022GetShardMapR" +
+      "equest\"6\n\023GetShardMapResponse\022\037\n\003map\030\001 \001" +
+      "(\0132\022.bloom.v1.ShardMap\"z\n\010ShardMap\022\017\n\007ve" +
+      "rsion\030\001 \001(\004\022\022\n\nslot_count\030\002 \001(\r\022$\n\006group" +
+      "s\030\003 \003(\0132\024.bloom.v1.ShardGroup\022#\n\006ranges\030" +
+      "\004 \003(\0132\023.bloom.v1.SlotRange\"<\n\nShardGroup" +
+      "\022\014\n\004name\030\001 \001(\t\022\017\n\007primary\030\002 \001(\t\022\017\n\007membe" +
+      "rs\030\003 \003(\t\"7\n\tSlotRange\022\r\n\005first\030\001 \001(\r\022\014\n\004" +
+      "last\030\002 \001(\r\022\r\n\005group\030\003 \001(\t*X\n\nFilterKind\022" +
+      "\033\n\027FILTER_KIND_UNSPECIFIED\020\000\022\025\n\021FILTER_K" +
+      "IND_BLOOM\020\001\022\026\n\022FILTER_KIND_CUCKOO\020\0022\302\006\n\022" +
+      "BloomFilterService\022>\n\007Reserve\022\030.bloom.v1" +
+      ".ReserveRequest\032\031.bloom.v1.ReserveRespon" +
+      "se\0222\n\003Add\022\024.bloom.v1.AddRequest\032\025.bloom." +
+      "v1.AddResponse\022M\n\014MightContain\022\035.bloom.v" +
+      "1.MightContainRequest\032\036.bloom.v1.MightCo" +
+      "ntainResponse\0228\n\005Stats\022\026.bloom.v1.StatsR" +
+      "equest\032\027.bloom.v1.StatsResponse\022;\n\006Delet" +
+      "e\022\027.bloom.v1.DeleteRequest\032\030.bloom.v1.De" +
+      "leteResponse\0225\n\004List\022\025.bloom.v1.ListRequ" +
+      "est\032\026.bloom.v1.ListResponse\022:\n\006Export\022\027." +
+      "bloom.v1.ExportRequest\032\025.bloom.v1.Export" +
+      "Chunk0\001\022;\n\006Import\022\025.bloom.v1.ImportChunk" +
+      "\032\030.bloom.v1.ImportResponse(\001\0228\n\005Merge\022\026." +
+      "bloom.v1.MergeRequest\032\027.bloom.v1.MergeRe" +
+      "sponse\022;\n\006Remove\022\027.bloom.v1.RemoveReques" +
+      "t\032\030.bloom.v1.RemoveResponse\0228\n\005Count\022\026.b" +
+      "loom.v1.CountRequest\032\027.bloom.v1.CountRes" +
+      "ponse\022E\n\010Pipeline\022\031.bloom.v1.PipelineReq" +
+      "uest\032\032.bloom.v1.PipelineResponse(\0010\001\022J\n\013" +
+      "GetShardMap\022\034.bloom.v1.GetShardMapReques" +
+      "t\032\035.bloom.v1.GetShardMapResponseB|\n\027io.b" +
+      "loomserver.bloom.v1B\nBloomProtoP\001Z<githu" +
+      "b.com/bloom-server/bloom-server/gen/go/b" +
+      "loom/v1;bloomv1\252\002\024BloomServer.Bloom.V1b\006" +
+      "proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -440,6 +475,36 @@ public final class BloomProto {
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_bloom_v1_OperationError_descriptor,
         new java.lang.String[] { "Code", "Message", });
+    internal_static_bloom_v1_GetShardMapRequest_descriptor =
+      getDescriptor().getMessageTypes().get(28);
+    internal_static_bloom_v1_GetShardMapRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
+        internal_static_bloom_v1_GetShardMapRequest_descriptor,
+        new java.lang.String[] { });
+    internal_static_bloom_v1_GetShardMapResponse_descriptor =
+      getDescriptor().getMessageTypes().get(29);
+    internal_static_bloom_v1_GetShardMapResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
+        internal_static_bloom_v1_GetShardMapResponse_descriptor,
+        new java.lang.String[] { "Map", });
+    internal_static_bloom_v1_ShardMap_descriptor =
+      getDescriptor().getMessageTypes().get(30);
+    internal_static_bloom_v1_ShardMap_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
+        internal_static_bloom_v1_ShardMap_descriptor,
+        new java.lang.String[] { "Version", "SlotCount", "Groups", "Ranges", });
+    internal_static_bloom_v1_ShardGroup_descriptor =
+      getDescriptor().getMessageTypes().get(31);
+    internal_static_bloom_v1_ShardGroup_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
+        internal_static_bloom_v1_ShardGroup_descriptor,
+        new java.lang.String[] { "Name", "Primary", "Members", });
+    internal_static_bloom_v1_SlotRange_descriptor =
+      getDescriptor().getMessageTypes().get(32);
+    internal_static_bloom_v1_SlotRange_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
+        internal_static_bloom_v1_SlotRange_descriptor,
+        new java.lang.String[] { "First", "Last", "Group", });
     com.google.protobuf.DurationProto.getDescriptor();
     com.google.protobuf.TimestampProto.getDescriptor();
   }

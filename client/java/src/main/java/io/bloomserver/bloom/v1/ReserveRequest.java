@@ -50,7 +50,9 @@ private static final long serialVersionUID = 0L;
   private volatile java.lang.Object name_ = "";
   /**
    * <pre>
-   * 1-255 characters of [A-Za-z0-9_.:/-], e.g. "users:seen" or "crawler/urls".
+   * 1-255 characters of [A-Za-z0-9_.:/{}-], e.g. "users:seen" or "crawler/urls". Braces
+   * make a hash tag (ShardMap): "feed:{user42}:seen" is in the slot of every name tagged
+   * {user42}.
    * </pre>
    *
    * <code>string name = 1;</code>
@@ -71,7 +73,9 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * 1-255 characters of [A-Za-z0-9_.:/-], e.g. "users:seen" or "crawler/urls".
+   * 1-255 characters of [A-Za-z0-9_.:/{}-], e.g. "users:seen" or "crawler/urls". Braces
+   * make a hash tag (ShardMap): "feed:{user42}:seen" is in the slot of every name tagged
+   * {user42}.
    * </pre>
    *
    * <code>string name = 1;</code>
@@ -568,7 +572,9 @@ private static final long serialVersionUID = 0L;
     private java.lang.Object name_ = "";
     /**
      * <pre>
-     * 1-255 characters of [A-Za-z0-9_.:/-], e.g. "users:seen" or "crawler/urls".
+     * 1-255 characters of [A-Za-z0-9_.:/{}-], e.g. "users:seen" or "crawler/urls". Braces
+     * make a hash tag (ShardMap): "feed:{user42}:seen" is in the slot of every name tagged
+     * {user42}.
      * </pre>
      *
      * <code>string name = 1;</code>
@@ -588,7 +594,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * 1-255 characters of [A-Za-z0-9_.:/-], e.g. "users:seen" or "crawler/urls".
+     * 1-255 characters of [A-Za-z0-9_.:/{}-], e.g. "users:seen" or "crawler/urls". Braces
+     * make a hash tag (ShardMap): "feed:{user42}:seen" is in the slot of every name tagged
+     * {user42}.
      * </pre>
      *
      * <code>string name = 1;</code>
@@ -609,7 +617,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * 1-255 characters of [A-Za-z0-9_.:/-], e.g. "users:seen" or "crawler/urls".
+     * 1-255 characters of [A-Za-z0-9_.:/{}-], e.g. "users:seen" or "crawler/urls". Braces
+     * make a hash tag (ShardMap): "feed:{user42}:seen" is in the slot of every name tagged
+     * {user42}.
      * </pre>
      *
      * <code>string name = 1;</code>
@@ -626,7 +636,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * 1-255 characters of [A-Za-z0-9_.:/-], e.g. "users:seen" or "crawler/urls".
+     * 1-255 characters of [A-Za-z0-9_.:/{}-], e.g. "users:seen" or "crawler/urls". Braces
+     * make a hash tag (ShardMap): "feed:{user42}:seen" is in the slot of every name tagged
+     * {user42}.
      * </pre>
      *
      * <code>string name = 1;</code>
@@ -640,7 +652,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * 1-255 characters of [A-Za-z0-9_.:/-], e.g. "users:seen" or "crawler/urls".
+     * 1-255 characters of [A-Za-z0-9_.:/{}-], e.g. "users:seen" or "crawler/urls". Braces
+     * make a hash tag (ShardMap): "feed:{user42}:seen" is in the slot of every name tagged
+     * {user42}.
      * </pre>
      *
      * <code>string name = 1;</code>

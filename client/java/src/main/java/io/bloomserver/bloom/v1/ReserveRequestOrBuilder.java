@@ -9,7 +9,9 @@ public interface ReserveRequestOrBuilder extends
 
   /**
    * <pre>
-   * 1-255 characters of [A-Za-z0-9_.:/-], e.g. "users:seen" or "crawler/urls".
+   * 1-255 characters of [A-Za-z0-9_.:/{}-], e.g. "users:seen" or "crawler/urls". Braces
+   * make a hash tag (ShardMap): "feed:{user42}:seen" is in the slot of every name tagged
+   * {user42}.
    * </pre>
    *
    * <code>string name = 1;</code>
@@ -18,7 +20,9 @@ public interface ReserveRequestOrBuilder extends
   java.lang.String getName();
   /**
    * <pre>
-   * 1-255 characters of [A-Za-z0-9_.:/-], e.g. "users:seen" or "crawler/urls".
+   * 1-255 characters of [A-Za-z0-9_.:/{}-], e.g. "users:seen" or "crawler/urls". Braces
+   * make a hash tag (ShardMap): "feed:{user42}:seen" is in the slot of every name tagged
+   * {user42}.
    * </pre>
    *
    * <code>string name = 1;</code>

@@ -1,0 +1,41 @@
+// ShardMember: a pod's part in a sharded deployment (--shard_map): its own connection to etcd,
+// its view of the shard map and of every group (coordination/shard_map_watch.h), and the
+// router that sends calls for other groups' filters there (service/shard_router.h). It lives
+// across the pod's incarnations: a change of role changes neither the map nor the groups.
+//
+//   ASSIGN_OR_RETURN(std::unique_ptr<ShardMember> shards, JoinShards(config));
+//   if (shards != nullptr) options.hooks.router = shards->router.get();
+//
+// Thread-safety: the parts are thread-safe; built and destroyed by main()'s thread.
+#ifndef SERVER_SHARD_MEMBER_H_
+#define SERVER_SHARD_MEMBER_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "coordination/etcd_client.h"
+#include "coordination/shard_map_watch.h"
+#include "server/server_flags.h"
+#include "service/shard_router.h"
+
+namespace server {
+
+struct ShardMember {
+  std::unique_ptr<coordination::EtcdClient> etcd;
+  std::unique_ptr<coordination::ShardMapWatch> watch;  // before the router that reads it
+  std::unique_ptr<service::ShardRouter> router;
+
+  ~ShardMember() {
+    router.reset();  // its channels first, then the watch it reads
+    watch.reset();
+  }
+};
+
+// Null without --shard_map. Waits up to `wait_for_map` for a first map (a pod that starts
+// before `bloom-cli cluster init` refuses calls for filters, UNAVAILABLE, until one is written).
+absl::StatusOr<std::unique_ptr<ShardMember>> JoinShards(const ServerConfig& config,
+                                                        absl::Duration wait_for_map);
+
+}  // namespace server
+
+#endif  // SERVER_SHARD_MEMBER_H_

@@ -1,0 +1,162 @@
+// Where a call for a filter goes in a sharded deployment (shard_router.h).
+#include "service/shard_router.h"
+
+#include <utility>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/slot.h"
+#include "service/forwarder.h"
+
+namespace service {
+
+namespace {
+
+grpc::Status Unavailable(const std::string& message) {
+  return {grpc::StatusCode::UNAVAILABLE, message};
+}
+
+// The map version a forwarding pod held, if the call was forwarded here by one.
+bool ForwardedHere(const grpc::ServerContextBase* caller, uint64_t* sender_version) {
+  if (caller == nullptr) return false;
+  const auto& metadata = caller->client_metadata();
+  auto it = metadata.find(kShardHopHeader);
+  if (it == metadata.end()) return false;
+  if (!absl::SimpleAtoi(absl::string_view(it->second.data(), it->second.size()), sender_version)) {
+    *sender_version = 0;
+  }
+  return true;
+}
+
+}  // namespace
+
+ShardRouter::ShardRouter(const sharding::ShardView* view, StreamConnections::Connect connect)
+    : view_(view), connect_(std::move(connect)) {}
+
+ShardRouter::Decision ShardRouter::Decide(const rpcs::RpcInfo& info,
+                                          absl::Span<const absl::string_view> names,
+                                          const grpc::ServerContextBase* caller) {
+  Decision decision;
+  const std::shared_ptr<const sharding::ShardState> state = view_->Current();
+  const sharding::ShardMap& map = state->map;
+  decision.version = map.version();
+  if (map.version() == 0) {
+    decision.here = false;
+    decision.refusal = Unavailable(
+        "this pod has not read its deployment's shard map yet (is etcd reachable, and was "
+        "`bloom-cli cluster init` run?): retry");
+    return decision;
+  }
+  const std::string* owner = nullptr;
+  for (const absl::string_view name : names) {
+    const std::string& group = map.OwnerOfName(name);
+    if (owner != nullptr && group != *owner) {
+      decision.here = false;
+      decision.refusal = grpc::Status(
+          grpc::StatusCode::FAILED_PRECONDITION,
+          absl::StrCat("filters \"", names.front(), "\" (group ", *owner, ") and \"", name,
+                       "\" (group ", group, ", shard map version ", map.version(),
+                       ") are in different groups: one ", info.label,
+                       " call can name filters of one group only (give them one {hash tag})"));
+      return decision;
+    }
+    owner = &group;
+  }
+  if (owner == nullptr || *owner == view_->own_group()) return decision;  // served here
+  decision.here = false;
+  uint64_t sender_version = 0;
+  if (ForwardedHere(caller, &sender_version)) {
+    decision.refusal = Unavailable(absl::StrCat(
+        "filter \"", names.front(), "\" (slot ", slots::SlotOf(names.front(), map.slot_count()),
+        ") belongs to group ", *owner, " at shard map version ", map.version(),
+        ", held by this pod of group ", view_->own_group(), "; the pod that forwarded it here "
+        "held version ", sender_version, ": retry once the change has reached every pod"));
+    return decision;
+  }
+  const sharding::GroupAddresses* where = state->Find(*owner);
+  const bool write = info.access == rpcs::Access::kWrite;
+  if (where == nullptr || (where->primary.empty() && (write || where->members.empty()))) {
+    decision.refusal = Unavailable(absl::StrCat("group ", *owner, ", which owns filter \"",
+                                                names.front(), "\", has no ",
+                                                write ? "primary" : "member", " up now: retry"));
+    return decision;
+  }
+  if (write || where->members.empty()) {
+    decision.address = where->primary;
+  } else {
+    decision.address = where->members[next_member_.fetch_add(1) % where->members.size()];
+  }
+  return decision;
+}
+
+std::shared_ptr<ShardRouter::Peer> ShardRouter::PeerAt(const std::string& address) {
+  bloomsync::BlockingLock lock(&mu_);
+  std::shared_ptr<Peer>& peer = peers_[address];
+  if (peer == nullptr) peer = std::make_shared<Peer>(connect_(address));
+  return peer;
+}
+
+void ShardRouter::Forward(grpc::ServerContextBase* caller, const Decision& decision,
+                          const char* method, const grpc::ByteBuffer& request,
+                          grpc::ByteBuffer* response, std::function<void(grpc::Status)> done) {
+  if (!request.Valid()) {  // a call cancelled before its message (Forwarder::Unary says why)
+    done(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the call carried no request message"));
+    return;
+  }
+  std::shared_ptr<grpc::ClientContext> context = ForwardedCallContext(caller);
+  context->AddMetadata(kShardHopHeader, absl::StrCat(decision.version));
+  if (caller != nullptr) {
+    caller->AddInitialMetadata(kShardMapVersionHeader, absl::StrCat(decision.version));
+  }
+  std::shared_ptr<Peer> peer = PeerAt(decision.address);
+  peer->stub.UnaryCall(context.get(), method, grpc::StubOptions(), &request, response,
+                       [context, peer, done = std::move(done)](const grpc::Status& status) {
+                         done(status);
+                       });
+}
+
+void ShardRouter::ForwardMessage(grpc::ServerContextBase* caller, const Decision& decision,
+                                 const char* method, const google::protobuf::Message& request,
+                                 google::protobuf::Message* response,
+                                 std::function<void(grpc::Status)> done) {
+  struct Call {
+    grpc::ByteBuffer request;
+    grpc::ByteBuffer response;
+  };
+  auto call = std::make_shared<Call>();
+  call->request = SerializeToBuffer(request);
+  Forward(caller, decision, method, call->request, &call->response,
+          [call, response, done = std::move(done)](grpc::Status status) {
+            if (status.ok() && !ParseFromBuffer(call->response, response)) {
+              status = grpc::Status(grpc::StatusCode::INTERNAL,
+                                    "the owning group's answer could not be read");
+            }
+            done(status);
+          });
+}
+
+bloom::v1::GetShardMapResponse ShardRouter::Describe() const {
+  bloom::v1::GetShardMapResponse response;
+  const std::shared_ptr<const sharding::ShardState> state = view_->Current();
+  bloom::v1::ShardMap* map = response.mutable_map();
+  map->set_version(state->map.version());
+  map->set_slot_count(state->map.slot_count());
+  for (const std::string& name : state->map.groups()) {
+    bloom::v1::ShardGroup* group = map->add_groups();
+    group->set_name(name);
+    if (const sharding::GroupAddresses* where = state->Find(name)) {
+      group->set_primary(where->primary);
+      for (const std::string& member : where->members) group->add_members(member);
+    }
+  }
+  for (const sharding::OwnedRange& owned : state->map.Ranges()) {
+    bloom::v1::SlotRange* range = map->add_ranges();
+    range->set_first(owned.slots.first);
+    range->set_last(owned.slots.last);
+    range->set_group(owned.group);
+  }
+  return response;
+}
+
+}  // namespace service

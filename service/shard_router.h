@@ -1,0 +1,96 @@
+// ShardRouter: where a call for a filter goes in a sharded deployment (--shard_map). Each
+// filter's slot (common/slot.h) is owned by one group at the shard map's version this pod
+// holds (sharding/shard_view.h); a pod never serves a filter its group does not own:
+//
+// - a call for a filter of this pod's group is served here (or, on a follower, as a follower
+//   serves any call: forwarder.h);
+// - a call for another group's filter is forwarded there, one hop: a write to that group's
+//   primary, a read to one of its members in turn. The caller gets the owner's status and
+//   answer, and the header `bloom-shard-map-version` (the version this pod holds), which tells
+//   a client routing by its own copy of the map that it sent the call to the wrong group;
+// - a call forwarded here by another pod (it carries `bloom-shard-hop`) is never forwarded
+//   again: if this pod's group does not own the filter either (the two pods hold different
+//   versions, for the moment a change takes to reach every pod), it is refused UNAVAILABLE
+//   with a message naming both versions, which clients retry.
+//
+//   ShardRouter router(view, connect);
+//   ShardRouter::Decision route = router.Decide(rpcs::Info(rpcs::Rpc::kAdd), {name}, context);
+//   if (!route.here) router.Forward(context, route, info.path, request, response, done);
+//
+// Thread-safety: thread-safe.
+#ifndef SERVICE_SHARD_ROUTER_H_
+#define SERVICE_SHARD_ROUTER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/types/span.h"
+#include "bloom/v1/bloom.pb.h"
+#include "common/blocking_mutex.h"
+#include "common/rpcs.h"
+#include "google/protobuf/message.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "grpcpp/grpcpp.h"
+#include "sharding/shard_view.h"
+#include "service/stream_connections.h"
+
+namespace service {
+
+// The header a forwarded call carries (the sending pod's map version), and the one its answer
+// carries back to the client.
+inline constexpr char kShardHopHeader[] = "bloom-shard-hop";
+inline constexpr char kShardMapVersionHeader[] = "bloom-shard-map-version";
+
+class ShardRouter {
+ public:
+  // `view` must outlive the router. `connect` opens a channel to a pod of another group.
+  ShardRouter(const sharding::ShardView* view, StreamConnections::Connect connect);
+
+  struct Decision {
+    bool here = true;        // serve it on this pod
+    grpc::Status refusal;    // not OK: answer this instead
+    std::string address;     // where to forward it (when neither)
+    uint64_t version = 0;    // the map's version the decision read
+  };
+  // Where a call of `info` naming `names` (one filter, or a Merge's target and sources) goes.
+  // Filters of different groups in one call are refused (FAILED_PRECONDITION naming them).
+  Decision Decide(const rpcs::RpcInfo& info, absl::Span<const absl::string_view> names,
+                  const grpc::ServerContextBase* caller);
+
+  // Forwards a unary call as Decide said: `done` gets the owner's status, and `response` its
+  // answer. `request` and `response` must stay valid until `done`.
+  void Forward(grpc::ServerContextBase* caller, const Decision& decision, const char* method,
+               const grpc::ByteBuffer& request, grpc::ByteBuffer* response,
+               std::function<void(grpc::Status)> done);
+  // As Forward, for a call whose messages are protobuf objects.
+  void ForwardMessage(grpc::ServerContextBase* caller, const Decision& decision,
+                      const char* method, const google::protobuf::Message& request,
+                      google::protobuf::Message* response, std::function<void(grpc::Status)> done);
+
+  // GetShardMap's answer: the map this pod holds and where each group is reached.
+  bloom::v1::GetShardMapResponse Describe() const;
+  const sharding::ShardView& view() const { return *view_; }
+
+ private:
+  struct Peer {
+    explicit Peer(std::shared_ptr<grpc::Channel> to) : channel(std::move(to)), stub(channel) {}
+    std::shared_ptr<grpc::Channel> channel;
+    grpc::GenericStub stub;
+  };
+  std::shared_ptr<Peer> PeerAt(const std::string& address);
+
+  const sharding::ShardView* const view_;
+  const StreamConnections::Connect connect_;
+  std::atomic<uint64_t> next_member_{0};  // reads go to a group's members in turn
+  bloomsync::BlockingMutex mu_;
+  std::map<std::string, std::shared_ptr<Peer>> peers_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace service
+
+#endif  // SERVICE_SHARD_ROUTER_H_

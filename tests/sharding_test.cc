@@ -1,0 +1,251 @@
+// A sharded deployment: two groups (group a: a primary and a follower; group b: one pod)
+// sharing one real etcd and a shard map. Every call for a filter, through every pod, reaches
+// the group that owns the filter's slot and is served there only; a change of the map sends
+// calls to the new owner; a call forwarded by a pod holding another map version is refused,
+// never forwarded twice; GetShardMap describes the deployment.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "bloom/v1/bloom.grpc.pb.h"
+#include "common/slot.h"
+#include "client/bloom_client.h"
+#include "coordination/shard_map_record.h"
+#include "gtest/gtest.h"
+#include "sharding/shard_map.h"
+#include "tests/elected_cluster.h"
+#include "tests/support/etcd_process.h"
+#include "tests/support/server_process.h"
+#include "tests/support/testing.h"
+
+namespace bloomtest {
+namespace {
+
+constexpr char kMapKey[] = "shard-test/shardmap";
+constexpr char kGroupA[] = "shard-test/a";
+constexpr char kGroupB[] = "shard-test/b";
+constexpr uint32_t kSlots = 64;
+
+// The first name "<prefix><n>" whose slot `map` gives to `group`.
+std::string NameIn(const sharding::ShardMap& map, const std::string& group,
+                   const std::string& prefix) {
+  for (int n = 0;; ++n) {
+    std::string name = absl::StrCat(prefix, n);
+    if (map.OwnerOfName(name) == group) return name;
+  }
+}
+
+bloom::v1::FilterSpec Spec(bloom::v1::FilterKind kind = bloom::v1::FILTER_KIND_BLOOM) {
+  bloom::v1::FilterSpec spec;
+  spec.set_capacity(10'000);
+  spec.set_error_rate(0.01);
+  spec.set_kind(kind);
+  return spec;
+}
+
+class ShardingTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    etcd_ = EtcdProcess::Start();
+    ASSERT_NE(etcd_, nullptr);
+    etcd_client_ = ConnectEtcd(etcd_->endpoint());
+    ASSERT_NE(etcd_client_, nullptr);
+    absl::StatusOr<sharding::ShardMap> even = sharding::ShardMap::EvenSplit({kGroupA, kGroupB}, kSlots);
+    ASSERT_TRUE(even.ok());
+    map_ = *even;
+    ASSERT_TRUE(coordination::CreateShardMap(*etcd_client_, kMapKey, map_).ok());
+    const char* groups[] = {kGroupA, kGroupA, kGroupB};
+    for (int i = 0; i < 3; ++i) {
+      dirs_.push_back(std::make_unique<TempDir>());
+      ports_.push_back(FreeLoopbackPort());
+      groups_.emplace_back(groups[i]);
+    }
+    for (int i = 0; i < 3; ++i) {
+      pods_.push_back(ServerProcess::Start(
+          dirs_[i]->path(),
+          {"--listen=" + Target(i), "--advertise_address=" + Target(i),
+           "--etcd_endpoints=" + etcd_->endpoint(), "--cluster=" + groups_[i],
+           std::string("--shard_map=") + kMapKey, "--leader_ttl=2s",
+           "--allow_unauthenticated_replication"}));
+      ASSERT_NE(pods_[i], nullptr);
+    }
+    // Every pod knows the map and where both groups' primaries are.
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_TRUE(WaitFor([&] {
+        absl::StatusOr<bloom::v1::ShardMap> map = MapAt(i);
+        if (!map.ok() || map->version() == 0) return false;
+        int primaries = 0;
+        for (const bloom::v1::ShardGroup& group : map->groups()) primaries += !group.primary().empty();
+        return primaries == 2;
+      })) << "pod " << i;
+    }
+    in_a_ = NameIn(map_, kGroupA, "filter-");
+    in_b_ = NameIn(map_, kGroupB, "filter-");
+  }
+
+  [[nodiscard]] std::string Target(int i) const { return absl::StrCat("127.0.0.1:", ports_[i]); }
+
+  std::unique_ptr<bloom::v1::BloomFilterService::Stub> Stub(int pod) {
+    return bloom::v1::BloomFilterService::NewStub(
+        grpc::CreateChannel(Target(pod), grpc::InsecureChannelCredentials()));
+  }
+
+  absl::StatusOr<bloom::v1::ShardMap> MapAt(int pod) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    bloom::v1::GetShardMapResponse response;
+    grpc::Status status = Stub(pod)->GetShardMap(&context, {}, &response);
+    if (!status.ok()) return absl::UnavailableError(status.error_message());
+    return response.map();
+  }
+
+  // MightContain of `item` in `name`, sent to `pod` as if another pod had forwarded it there
+  // (bloom-shard-hop): served only if `pod`'s group owns the filter.
+  grpc::Status HopTo(int pod, const std::string& name, const std::string& item, bool* present) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    context.AddMetadata("bloom-shard-hop", "1");
+    bloom::v1::MightContainRequest request;
+    request.set_name(name);
+    request.add_items(item);
+    bloom::v1::MightContainResponse response;
+    grpc::Status status = Stub(pod)->MightContain(&context, request, &response);
+    *present = status.ok() && response.present_size() == 1 && response.present(0);
+    return status;
+  }
+
+  // Whether `item` is in `name` in group `group`'s store (asked of that group's primary as a
+  // forwarded call, which it never forwards again).
+  bool HeldBy(int pod, const std::string& name, const std::string& item) {
+    bool present = false;
+    return HopTo(pod, name, item, &present).ok() && present;
+  }
+
+  std::unique_ptr<EtcdProcess> etcd_;
+  std::unique_ptr<coordination::EtcdClient> etcd_client_;
+  sharding::ShardMap map_;
+  std::vector<std::unique_ptr<TempDir>> dirs_;
+  std::vector<int> ports_;
+  std::vector<std::string> groups_;
+  std::vector<std::unique_ptr<ServerProcess>> pods_;
+  std::string in_a_;
+  std::string in_b_;
+};
+
+TEST_F(ShardingTest, EveryCallThroughEveryPodIsServedByTheOwningGroup) {
+  for (int pod = 0; pod < 3; ++pod) {
+    std::unique_ptr<bloomclient::BloomClient> client = bloomclient::BloomClient::Connect(Target(pod));
+    for (const std::string& base : {in_a_, in_b_}) {
+      const std::string name = absl::StrCat(base, "-via-", pod);
+      // The name's slot, not the base's: find where it lives.
+      const bool owned_by_a = map_.OwnerOfName(name) == kGroupA;
+      SCOPED_TRACE(absl::StrCat(name, " through pod ", pod, " (owner ", map_.OwnerOfName(name), ")"));
+      ASSERT_TRUE(client->Reserve(name, Spec()).ok());
+      ASSERT_TRUE(client->Add(name, {"x", "y"}).ok());
+      absl::StatusOr<std::vector<bool>> present = client->MightContain(name, {"x", "y", "z"});
+      ASSERT_TRUE(present.ok()) << present.status();
+      EXPECT_EQ(*present, (std::vector<bool>{true, true, false}));
+      absl::StatusOr<bloom::v1::FilterStats> stats = client->Stats(name);
+      ASSERT_TRUE(stats.ok()) << stats.status();
+      EXPECT_EQ(stats->items_added(), 2U);
+      // Held by the owner's primary only.
+      const int owner_pod = owned_by_a ? 0 : 2;
+      const int other_pod = owned_by_a ? 2 : 0;
+      EXPECT_TRUE(WaitFor([&] { return HeldBy(owner_pod, name, "x"); }));
+      bool present_elsewhere = false;
+      grpc::Status refused = HopTo(other_pod, name, "x", &present_elsewhere);
+      EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE) << refused.error_message();
+      EXPECT_TRUE(absl::StrContains(refused.error_message(), "belongs to group"))
+          << refused.error_message();
+
+      // Cuckoo filters' Remove and Count, and Merge of filters of one group.
+      const std::string cuckoo = name + "-cuckoo";
+      ASSERT_TRUE(client->Reserve(cuckoo, Spec(bloom::v1::FILTER_KIND_CUCKOO)).ok());
+      ASSERT_TRUE(client->Add(cuckoo, {"c", "c"}).ok());
+      absl::StatusOr<std::vector<uint32_t>> counts = client->Count(cuckoo, {"c"});
+      ASSERT_TRUE(counts.ok()) << counts.status();
+      EXPECT_EQ((*counts)[0], 2U);
+      absl::StatusOr<std::vector<bool>> removed = client->Remove(cuckoo, {"c"});
+      ASSERT_TRUE(removed.ok()) << removed.status();
+      EXPECT_TRUE((*removed)[0]);
+      const std::string tagged = absl::StrCat("{", name, "}-copy");  // same slot as `name`
+      absl::StatusOr<bloom::v1::ReserveResponse> like = client->ReserveLike(tagged, name);
+      ASSERT_TRUE(like.ok()) << like.status();
+      absl::StatusOr<bloom::v1::FilterStats> merged = client->Merge(tagged, {name});
+      ASSERT_TRUE(merged.ok()) << merged.status();
+      absl::StatusOr<std::vector<bool>> copied = client->MightContain(tagged, {"x"});
+      ASSERT_TRUE(copied.ok());
+      EXPECT_TRUE((*copied)[0]);
+      ASSERT_TRUE(client->Delete(name).ok());
+      EXPECT_EQ(client->Stats(name).status().code(), absl::StatusCode::kNotFound);
+    }
+  }
+}
+
+TEST_F(ShardingTest, ACallNamingFiltersOfTwoGroupsIsRefusedWithTheirGroups) {
+  std::unique_ptr<bloomclient::BloomClient> client = bloomclient::BloomClient::Connect(Target(0));
+  ASSERT_TRUE(client->Reserve(in_a_, Spec()).ok());
+  ASSERT_TRUE(client->Reserve(in_b_, Spec()).ok());
+  absl::StatusOr<bloom::v1::FilterStats> merged = client->Merge(in_a_, {in_b_});
+  EXPECT_EQ(merged.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(absl::StrContains(merged.status().message(), "different groups"))
+      << merged.status();
+}
+
+TEST_F(ShardingTest, GetShardMapDescribesTheDeploymentAndForwardedAnswersCarryItsVersion) {
+  absl::StatusOr<bloom::v1::ShardMap> map = MapAt(1);
+  ASSERT_TRUE(map.ok());
+  EXPECT_EQ(map->version(), 1U);
+  EXPECT_EQ(map->slot_count(), kSlots);
+  ASSERT_EQ(map->groups_size(), 2);
+  EXPECT_EQ(map->groups(0).name(), kGroupA);
+  EXPECT_EQ(map->groups(1).name(), kGroupB);
+  EXPECT_EQ(map->groups(1).primary(), Target(2));
+  EXPECT_EQ(map->groups(0).members_size(), 2);
+  ASSERT_EQ(map->ranges_size(), 2);
+  EXPECT_EQ(map->ranges(0).first(), 0U);
+  EXPECT_EQ(map->ranges(1).last(), kSlots - 1);
+
+  // A call for group b's filter through a pod of group a: forwarded, and says so.
+  ASSERT_TRUE(bloomclient::BloomClient::Connect(Target(2))->Reserve(in_b_, Spec()).ok());
+  grpc::ClientContext context;
+  bloom::v1::MightContainRequest request;
+  request.set_name(in_b_);
+  request.add_items("x");
+  bloom::v1::MightContainResponse response;
+  ASSERT_TRUE(Stub(0)->MightContain(&context, request, &response).ok());
+  const auto& headers = context.GetServerInitialMetadata();
+  auto version = headers.find("bloom-shard-map-version");
+  ASSERT_NE(version, headers.end());
+  EXPECT_EQ(std::string(version->second.data(), version->second.size()), "1");
+  // Served at home: no header.
+  grpc::ClientContext home;
+  ASSERT_TRUE(Stub(2)->MightContain(&home, request, &response).ok());
+  EXPECT_EQ(home.GetServerInitialMetadata().count("bloom-shard-map-version"), 0U);
+}
+
+TEST_F(ShardingTest, AChangeOfTheMapSendsCallsToTheNewOwner) {
+  const uint32_t slot = slots::SlotOf(in_a_, kSlots);
+  absl::StatusOr<sharding::ShardMap> changed = coordination::ChangeShardMap(
+      *etcd_client_, kMapKey,
+      [slot](const sharding::ShardMap& now) { return now.Assign({slot, slot}, kGroupB); });
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  for (int pod = 0; pod < 3; ++pod) {
+    ASSERT_TRUE(WaitFor([&] {
+      absl::StatusOr<bloom::v1::ShardMap> map = MapAt(pod);
+      return map.ok() && map->version() == 2;
+    }));
+  }
+  // The slot was empty: a filter made there now, through a pod of group a, lives in group b.
+  std::unique_ptr<bloomclient::BloomClient> client = bloomclient::BloomClient::Connect(Target(1));
+  ASSERT_TRUE(client->Reserve(in_a_, Spec()).ok());
+  ASSERT_TRUE(client->Add(in_a_, {"moved"}).ok());
+  EXPECT_TRUE(HeldBy(2, in_a_, "moved"));
+  bool present = false;
+  EXPECT_EQ(HopTo(0, in_a_, "moved", &present).error_code(), grpc::StatusCode::UNAVAILABLE);
+}
+
+}  // namespace
+}  // namespace bloomtest
