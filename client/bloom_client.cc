@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/reconnect_poller.h"
+#include "client/shard_routes.h"
 
 namespace bloomclient {
 namespace {
@@ -86,10 +87,11 @@ absl::StatusOr<std::string> ReadPem(const std::string& path, const char* what) {
 
 std::unique_ptr<BloomClient> BloomClient::Connect(const std::string& target,
                                                   ClientOptions options) {
-  return std::make_unique<BloomClient>(
-      grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(),
-                                DefaultChannelArguments()),
-      std::move(options));
+  auto connect = [](const std::string& address) {
+    return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
+                                     DefaultChannelArguments());
+  };
+  return std::make_unique<BloomClient>(connect(target), std::move(options), connect);
 }
 
 absl::StatusOr<std::unique_ptr<BloomClient>> BloomClient::Open(const std::string& target,
@@ -115,37 +117,67 @@ absl::StatusOr<std::unique_ptr<BloomClient>> BloomClient::Open(const std::string
   }
   grpc::ChannelArguments args = DefaultChannelArguments();
   if (!tls.server_name.empty()) args.SetSslTargetNameOverride(tls.server_name);
-  return std::make_unique<BloomClient>(
-      grpc::CreateCustomChannel(target, grpc::SslCredentials(ssl), args), std::move(options));
+  auto connect = [credentials = grpc::SslCredentials(ssl), args](const std::string& address) {
+    return grpc::CreateCustomChannel(address, credentials, args);
+  };
+  return std::make_unique<BloomClient>(connect(target), std::move(options), connect);
 }
 
-BloomClient::BloomClient(std::shared_ptr<grpc::Channel> channel, ClientOptions options)
+BloomClient::BloomClient(std::shared_ptr<grpc::Channel> channel, ClientOptions options,
+                         ShardRoutes::Connect connect)
     : channel_(channel),
       stub_(bloom::v1::BloomFilterService::NewStub(std::move(channel))),
       options_(std::move(options)),
       reconnect_poller_(std::make_unique<ReconnectPoller>(channel_)) {
-  if (options_.pipelined) {
-    coalescer_ = std::make_unique<Coalescer>(
-        stub_.get(), Coalescer::Options{.streams = options_.pipeline_streams,
-                                        .rounds = options_.pipeline_rounds,
-                                        .max_items = options_.batch_size,
-                                        .timeout = options_.timeout,
-                                        .token = options_.token,
-                                        .last_sequence = &last_sequence_});
+  const Coalescer::Options coalescing{.streams = options_.pipeline_streams,
+                                      .rounds = options_.pipeline_rounds,
+                                      .max_items = options_.batch_size,
+                                      .timeout = options_.timeout,
+                                      .token = options_.token,
+                                      .last_sequence = &last_sequence_};
+  if (options_.pipelined) coalescer_ = std::make_unique<Coalescer>(stub_.get(), coalescing);
+  if (options_.shard_routing && connect != nullptr) {
+    routes_ = std::make_unique<ShardRoutes>(
+        stub_.get(), std::move(connect), [this](grpc::ClientContext& context) { Prepare(context); },
+        options_.pipelined ? absl::make_optional(coalescing) : absl::nullopt);
+    // Without the map now (the pod is not up yet), calls go through the pod named, which
+    // forwards them, and the first forwarded answer fetches it.
+    routes_->Refresh().IgnoreError();
   }
 }
 
 BloomClient::~BloomClient() = default;
 
-absl::Status BloomClient::Finished(const grpc::Status& status) const {
+absl::Status BloomClient::Finished(const grpc::Status& status,
+                                   const grpc::ClientContext* context) const {
   if (status.error_code() == grpc::StatusCode::UNAVAILABLE) reconnect_poller_->Wake();
+  if (routes_ != nullptr && context != nullptr) routes_->AfterCall(*context, status);
   return FromGrpcStatus(status);
 }
 
 absl::StatusOr<std::vector<bool>> BloomClient::Coalesced(
     absl::StatusOr<std::vector<bool>> answers) const {
   if (absl::IsUnavailable(answers.status())) reconnect_poller_->Wake();
+  if (routes_ != nullptr && !answers.ok()) routes_->AfterError(answers.status());
   return answers;
+}
+
+std::shared_ptr<ShardRoutes::Group> BloomClient::Route(absl::string_view name) const {
+  return routes_ == nullptr ? nullptr : routes_->For(name);
+}
+
+bloom::v1::BloomFilterService::Stub* BloomClient::StubFor(
+    const std::shared_ptr<ShardRoutes::Group>& group) const {
+  return group != nullptr ? group->stub.get() : stub_.get();
+}
+
+Coalescer* BloomClient::CoalescerFor(const std::shared_ptr<ShardRoutes::Group>& group) const {
+  return group != nullptr && group->coalescer != nullptr ? group->coalescer.get()
+                                                         : coalescer_.get();
+}
+
+uint64_t BloomClient::shard_map_version() const {
+  return routes_ == nullptr ? 0 : routes_->version();
 }
 
 bool BloomClient::Coalesces(absl::Span<const std::string> items) const {
@@ -209,10 +241,11 @@ absl::StatusOr<bloom::v1::ReserveResponse> BloomClient::ReserveLike(absl::string
 
 absl::StatusOr<bloom::v1::ReserveResponse> BloomClient::SendReserve(
     const bloom::v1::ReserveRequest& request) {
+  const std::shared_ptr<ShardRoutes::Group> group = Route(request.name());
   grpc::ClientContext context;
   Prepare(context);
   bloom::v1::ReserveResponse response;
-  absl::Status status = Finished(stub_->Reserve(&context, request, &response));
+  absl::Status status = Finished(StubFor(group)->Reserve(&context, request, &response), &context);
   if (!status.ok()) return status;
   ObserveSequence(response.sequence());
   return response;
@@ -220,13 +253,14 @@ absl::StatusOr<bloom::v1::ReserveResponse> BloomClient::SendReserve(
 
 absl::StatusOr<bloom::v1::FilterStats> BloomClient::Merge(absl::string_view target,
                                                           absl::Span<const std::string> sources) {
+  const std::shared_ptr<ShardRoutes::Group> group = Route(target);
   grpc::ClientContext context;
   Prepare(context);
   bloom::v1::MergeRequest request;
   request.set_target(static_cast<std::string>(target));
   for (const std::string& source : sources) request.add_sources(source);
   bloom::v1::MergeResponse response;
-  absl::Status status = Finished(stub_->Merge(&context, request, &response));
+  absl::Status status = Finished(StubFor(group)->Merge(&context, request, &response), &context);
   if (!status.ok()) return status;
   ObserveSequence(response.sequence());
   return std::move(*response.mutable_stats());
@@ -249,7 +283,8 @@ absl::StatusOr<std::vector<bool>> BloomClient::Batched(
 absl::StatusOr<std::vector<bool>> BloomClient::Add(absl::string_view name,
                                                    absl::Span<const std::string> items,
                                                    const bloom::v1::FilterSpec* create_if_missing) {
-  if (Coalesces(items)) return Coalesced(coalescer_->Add(name, items, create_if_missing));
+  const std::shared_ptr<ShardRoutes::Group> group = Route(name);
+  if (Coalesces(items)) return Coalesced(CoalescerFor(group)->Add(name, items, create_if_missing));
   return Batched(items, [&](absl::Span<const std::string> batch, std::vector<bool>& out) {
     grpc::ClientContext context;
     Prepare(context);
@@ -258,7 +293,7 @@ absl::StatusOr<std::vector<bool>> BloomClient::Add(absl::string_view name,
     request.mutable_raw_items()->Add(batch.begin(), batch.end());  // bytes: any item
     if (create_if_missing != nullptr) *request.mutable_create_if_missing() = *create_if_missing;
     bloom::v1::AddResponse response;
-    absl::Status status = Finished(stub_->Add(&context, request, &response));
+    absl::Status status = Finished(StubFor(group)->Add(&context, request, &response), &context);
     if (status.ok()) {
       out.insert(out.end(), response.added().begin(), response.added().end());
       ObserveSequence(response.sequence());
@@ -276,7 +311,9 @@ absl::StatusOr<std::vector<bool>> BloomClient::AddIntegers(
 absl::StatusOr<std::vector<bool>> BloomClient::MightContain(absl::string_view name,
                                                             absl::Span<const std::string> items,
                                                             bool absent_if_missing) {
-  if (Coalesces(items)) return Coalesced(coalescer_->MightContain(name, items, absent_if_missing));
+  const std::shared_ptr<ShardRoutes::Group> group = Route(name);
+  if (Coalesces(items))
+    return Coalesced(CoalescerFor(group)->MightContain(name, items, absent_if_missing));
   return Batched(items, [&](absl::Span<const std::string> batch, std::vector<bool>& out) {
     grpc::ClientContext context;
     Prepare(context);
@@ -286,7 +323,8 @@ absl::StatusOr<std::vector<bool>> BloomClient::MightContain(absl::string_view na
     request.set_absent_if_missing(absent_if_missing);
     request.set_min_sequence(last_sequence());
     bloom::v1::MightContainResponse response;
-    absl::Status status = Finished(stub_->MightContain(&context, request, &response));
+    absl::Status status =
+        Finished(StubFor(group)->MightContain(&context, request, &response), &context);
     if (status.ok()) out.insert(out.end(), response.present().begin(), response.present().end());
     return status;
   });
@@ -299,7 +337,8 @@ absl::StatusOr<std::vector<bool>> BloomClient::MightContainIntegers(
 
 absl::StatusOr<std::vector<bool>> BloomClient::Remove(absl::string_view name,
                                                       absl::Span<const std::string> items) {
-  if (Coalesces(items)) return Coalesced(coalescer_->Remove(name, items));
+  const std::shared_ptr<ShardRoutes::Group> group = Route(name);
+  if (Coalesces(items)) return Coalesced(CoalescerFor(group)->Remove(name, items));
   return Batched(items, [&](absl::Span<const std::string> batch, std::vector<bool>& out) {
     grpc::ClientContext context;
     Prepare(context);
@@ -307,7 +346,7 @@ absl::StatusOr<std::vector<bool>> BloomClient::Remove(absl::string_view name,
     request.set_name(static_cast<std::string>(name));
     request.mutable_raw_items()->Add(batch.begin(), batch.end());
     bloom::v1::RemoveResponse response;
-    absl::Status status = Finished(stub_->Remove(&context, request, &response));
+    absl::Status status = Finished(StubFor(group)->Remove(&context, request, &response), &context);
     if (!status.ok()) return status;
     ObserveSequence(response.sequence());
     out.insert(out.end(), response.removed().begin(), response.removed().end());
@@ -317,11 +356,15 @@ absl::StatusOr<std::vector<bool>> BloomClient::Remove(absl::string_view name,
 
 absl::StatusOr<std::vector<uint32_t>> BloomClient::Count(absl::string_view name,
                                                          absl::Span<const std::string> items) {
+  const std::shared_ptr<ShardRoutes::Group> group = Route(name);
   if (Coalesces(items)) {
     absl::StatusOr<absl::optional<std::vector<uint32_t>>> pipelined =
-        coalescer_->Count(name, items);
+        CoalescerFor(group)->Count(name, items);
     if (absl::IsUnavailable(pipelined.status())) reconnect_poller_->Wake();
-    if (!pipelined.ok()) return pipelined.status();
+    if (!pipelined.ok()) {
+      if (routes_ != nullptr) routes_->AfterError(pipelined.status());
+      return pipelined.status();
+    }
     if (pipelined->has_value()) return **std::move(pipelined);
     // This stream's server has not said it takes counts yet: unary.
   }
@@ -336,7 +379,7 @@ absl::StatusOr<std::vector<uint32_t>> BloomClient::Count(absl::string_view name,
     for (const std::string& item : items.subspan(begin, batch)) request.add_raw_items(item);
     request.set_min_sequence(last_sequence());
     bloom::v1::CountResponse response;
-    absl::Status status = Finished(stub_->Count(&context, request, &response));
+    absl::Status status = Finished(StubFor(group)->Count(&context, request, &response), &context);
     if (!status.ok()) return status;
     counts.insert(counts.end(), response.counts().begin(), response.counts().end());
     if (items.empty()) break;  // one request, so the server can answer INVALID_ARGUMENT
@@ -345,24 +388,26 @@ absl::StatusOr<std::vector<uint32_t>> BloomClient::Count(absl::string_view name,
 }
 
 absl::StatusOr<bloom::v1::FilterStats> BloomClient::Stats(absl::string_view name) {
+  const std::shared_ptr<ShardRoutes::Group> group = Route(name);
   grpc::ClientContext context;
   Prepare(context);
   bloom::v1::StatsRequest request;
   request.set_name(static_cast<std::string>(name));
   request.set_min_sequence(last_sequence());
   bloom::v1::StatsResponse response;
-  absl::Status status = Finished(stub_->Stats(&context, request, &response));
+  absl::Status status = Finished(StubFor(group)->Stats(&context, request, &response), &context);
   if (!status.ok()) return status;
   return response.stats();
 }
 
 absl::Status BloomClient::Delete(absl::string_view name) {
+  const std::shared_ptr<ShardRoutes::Group> group = Route(name);
   grpc::ClientContext context;
   Prepare(context);
   bloom::v1::DeleteRequest request;
   request.set_name(static_cast<std::string>(name));
   bloom::v1::DeleteResponse response;
-  absl::Status status = Finished(stub_->Delete(&context, request, &response));
+  absl::Status status = Finished(StubFor(group)->Delete(&context, request, &response), &context);
   if (status.ok()) ObserveSequence(response.sequence());
   return status;
 }
@@ -384,6 +429,7 @@ absl::StatusOr<bloom::v1::ListResponse> BloomClient::List(absl::string_view pref
 }
 
 absl::Status BloomClient::Export(absl::string_view name, std::ostream& out) {
+  const std::shared_ptr<ShardRoutes::Group> group = Route(name);
   grpc::ClientContext context;
   // Dumps can be large: no fixed deadline, but the server stops if we go away.
   Prepare(context, /*deadline=*/false);
@@ -391,7 +437,7 @@ absl::Status BloomClient::Export(absl::string_view name, std::ostream& out) {
   request.set_name(static_cast<std::string>(name));
   request.set_min_sequence(last_sequence());
   std::unique_ptr<grpc::ClientReader<bloom::v1::ExportChunk>> reader =
-      stub_->Export(&context, request);
+      StubFor(group)->Export(&context, request);
   bloom::v1::ExportChunk chunk;
   while (reader->Read(&chunk)) {
     out.write(chunk.data().data(), static_cast<std::streamsize>(chunk.data().size()));
@@ -401,16 +447,17 @@ absl::Status BloomClient::Export(absl::string_view name, std::ostream& out) {
       return absl::UnavailableError("cannot write the export output");
     }
   }
-  return Finished(reader->Finish());
+  return Finished(reader->Finish(), &context);
 }
 
 absl::StatusOr<bloom::v1::FilterStats> BloomClient::Import(absl::string_view name, std::istream& in,
                                                            bool merge_into_existing) {
+  const std::shared_ptr<ShardRoutes::Group> group = Route(name);
   grpc::ClientContext context;
   Prepare(context, /*deadline=*/false);
   bloom::v1::ImportResponse response;
   std::unique_ptr<grpc::ClientWriter<bloom::v1::ImportChunk>> writer =
-      stub_->Import(&context, &response);
+      StubFor(group)->Import(&context, &response);
   bloom::v1::ImportChunk chunk;
   chunk.set_name(static_cast<std::string>(name));
   chunk.set_merge_into_existing(merge_into_existing);
@@ -428,7 +475,7 @@ absl::StatusOr<bloom::v1::FilterStats> BloomClient::Import(absl::string_view nam
     if (got == 0) break;
   }
   writer->WritesDone();
-  absl::Status status = Finished(writer->Finish());
+  absl::Status status = Finished(writer->Finish(), &context);
   if (!status.ok()) return status;
   ObserveSequence(response.sequence());
   return response.stats();

@@ -46,6 +46,7 @@
 #include "absl/types/span.h"
 #include "bloom/v1/bloom.grpc.pb.h"
 #include "client/coalescer.h"
+#include "client/shard_routes.h"
 
 namespace bloomclient {
 
@@ -74,6 +75,13 @@ struct ClientOptions {
   // calls on per-user filters, at some server CPU per key: tests/bench/compare.sh scenario 5);
   // 1 keeps batches whole.
   size_t pipeline_rounds = 2;
+  // In a sharded deployment (bloom-server --shard_map): fetch the shard map from the target and
+  // send each call for a filter straight to the primary of the group that owns it, and each
+  // group's pipelined calls on streams of their own (client/shard_routes.h). Without it, the
+  // pod named forwards every call for another group's filter there (one more hop); a
+  // Pipeline stream carries only the filters of its pod's group. Harmless with an unsharded
+  // server.
+  bool shard_routing = false;
 };
 
 // The one place where a grpc::Status becomes an absl::Status (same code, same message).
@@ -92,7 +100,11 @@ class BloomClient {
   // file cannot be read or only one of cert_file and key_file is given.
   static absl::StatusOr<std::unique_ptr<BloomClient>> Open(const std::string& target,
                                                            ClientOptions options = {});
-  BloomClient(std::shared_ptr<grpc::Channel> channel, ClientOptions options);
+  // `connect` opens a channel to another address as the one to the target was opened (with
+  // shard_routing: to each group's primary); null: shard_routing is off.
+  BloomClient(
+      std::shared_ptr<grpc::Channel> channel, ClientOptions options,
+      std::function<std::shared_ptr<grpc::Channel>(const std::string& address)> connect = nullptr);
   ~BloomClient();
   BloomClient(const BloomClient&) = delete;
   BloomClient& operator=(const BloomClient&) = delete;
@@ -152,6 +164,10 @@ class BloomClient {
   // Asks the server's grpc.health.v1 service (overall status): true when SERVING.
   absl::StatusOr<bool> Serving();
 
+  // With shard_routing, the version of the shard map this client routes by (0: none, or the
+  // deployment is not sharded).
+  uint64_t shard_map_version() const;
+
   // Raw stub access, for calls this wrapper does not cover.
   bloom::v1::BloomFilterService::Stub& stub() { return *stub_; }
   // The channel, for other services of the same server (bloom-cli's replication status); and
@@ -162,8 +178,10 @@ class BloomClient {
  private:
   // Adds the token and, with `deadline`, ClientOptions::timeout.
   void Prepare(grpc::ClientContext& context, bool deadline = true) const;
-  // A unary or streaming call's outcome; UNAVAILABLE wakes the reconnect poller.
-  absl::Status Finished(const grpc::Status& status) const;
+  // A unary or streaming call's outcome; UNAVAILABLE wakes the reconnect poller. With
+  // `context` and shard routing, an answer saying the shard map changed fetches it again.
+  absl::Status Finished(const grpc::Status& status,
+                        const grpc::ClientContext* context = nullptr) const;
   // The same for a call through the coalescer (pipelined mode).
   absl::StatusOr<std::vector<bool>> Coalesced(absl::StatusOr<std::vector<bool>> answers) const;
   // Reserve and ReserveLike: the call, and the sequence it answers.
@@ -175,6 +193,12 @@ class BloomClient {
 
   // Whether a call with `items` goes through the coalescer.
   bool Coalesces(absl::Span<const std::string> items) const;
+  // With shard routing, the group whose primary serves `name` (null: the target serves it),
+  // and that group's stub and coalescer (the target's for null).
+  std::shared_ptr<ShardRoutes::Group> Route(absl::string_view name) const;
+  bloom::v1::BloomFilterService::Stub* StubFor(
+      const std::shared_ptr<ShardRoutes::Group>& group) const;
+  Coalescer* CoalescerFor(const std::shared_ptr<ShardRoutes::Group>& group) const;
 
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<bloom::v1::BloomFilterService::Stub> stub_;
@@ -182,6 +206,7 @@ class BloomClient {
   std::atomic<uint64_t> last_sequence_{0};  // before coalescer_, which uses it
   std::unique_ptr<Coalescer> coalescer_;    // pipelined mode; uses stub_, so declared after it
   std::unique_ptr<ReconnectPoller> reconnect_poller_;
+  std::unique_ptr<ShardRoutes> routes_;  // shard_routing; uses stub_ and Prepare
 };
 
 }  // namespace bloomclient

@@ -18,11 +18,13 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "client/bloom_client.h"
+#include "client/cli_cluster.h"
 #include "client/cli_output.h"
 #include "client/cli_replication.h"
 
 namespace {
 
+using bloomcli::Cluster;
 using bloomcli::Error;
 using bloomcli::PrintJson;
 using bloomcli::PrintStats;
@@ -67,6 +69,11 @@ commands:
                               losing no acknowledged write; --server may name any pod.
                               Writes pause until NAME leads (about a second); --timeout
                               bounds the wait for NAME to catch up
+  cluster shards              a sharded deployment (--shard_map): its groups, where each is
+                              reached, and the slots each owns (any pod answers)
+  cluster init GROUP... [--slots=N]   create the shard map: GROUPs (their --cluster keys)
+                              own even ranges of N slots (default 4096, fixed for good)
+  cluster add-group GROUP     a new group joins the map, owning no slot yet
   hash-token                  read a token on stdin, print the line digest for a token file
 
 security (for servers with TLS or --auth_token_file):
@@ -266,6 +273,10 @@ int Run(const Args& args) {
   }
   if (command == "replication") return ReplicationStatus(*client, json);
   if (command == "switchover") return Switchover(*client, server, options, args.Get("to"), json);
+  if (command == "cluster") {
+    return Cluster(*client, {args.positional.begin() + 1, args.positional.end()}, args.Get("slots"),
+                   json);
+  }
   const std::string name = args.positional.size() > 1 ? args.positional[1] : "";
   if (command != "list" && name.empty()) return Usage(absl::StrCat(command, " needs a NAME"));
   const std::vector<std::string> items(

@@ -14,10 +14,13 @@
 //
 //   uint32_t slot = slots::SlotOf("feed:{user42}:seen", 4096);
 //
+// Header-only: the C++ client library compiles it in without the server's common/ library.
+//
 // Thread-safety: pure functions.
 #ifndef COMMON_SLOT_H_
 #define COMMON_SLOT_H_
 
+#include <array>
 #include <cstdint>
 
 #include "absl/strings/string_view.h"
@@ -28,12 +31,44 @@ namespace slots {
 inline constexpr uint32_t kDefaultSlotCount = 4096;
 inline constexpr uint32_t kMaxSlotCount = 16384;
 
+namespace internal {
+
+constexpr std::array<uint32_t, 256> MakeCrcTable() {
+  std::array<uint32_t, 256> table{};
+  for (uint32_t byte = 0; byte < 256; ++byte) {
+    uint32_t crc = byte;
+    for (int bit = 0; bit < 8; ++bit) crc = (crc & 1U) != 0 ? (crc >> 1) ^ 0xEDB88320U : crc >> 1;
+    table[byte] = crc;
+  }
+  return table;
+}
+
+inline constexpr std::array<uint32_t, 256> kCrcTable = MakeCrcTable();
+
+}  // namespace internal
+
 // CRC-32 (IEEE) of `bytes`.
-uint32_t Crc32(absl::string_view bytes);
+inline uint32_t Crc32(absl::string_view bytes) {
+  uint32_t crc = 0xFFFFFFFFU;
+  for (const char c : bytes) {
+    crc = internal::kCrcTable[(crc ^ static_cast<unsigned char>(c)) & 0xFFU] ^ (crc >> 8);
+  }
+  return crc ^ 0xFFFFFFFFU;
+}
+
 // The part of `name` that is hashed: its hash tag, or the whole name.
-absl::string_view HashedPart(absl::string_view name);
-// `name`'s slot among `slot_count` (at least 1).
-uint32_t SlotOf(absl::string_view name, uint32_t slot_count);
+inline absl::string_view HashedPart(absl::string_view name) {
+  const size_t open = name.find('{');
+  if (open == absl::string_view::npos) return name;
+  const size_t close = name.find('}', open + 1);
+  if (close == absl::string_view::npos || close == open + 1) return name;
+  return name.substr(open + 1, close - open - 1);
+}
+
+// `name`'s slot among `slot_count` (0 counts as 1).
+inline uint32_t SlotOf(absl::string_view name, uint32_t slot_count) {
+  return Crc32(HashedPart(name)) % (slot_count == 0 ? 1 : slot_count);
+}
 
 }  // namespace slots
 

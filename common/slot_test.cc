@@ -18,10 +18,10 @@ TEST(SlotTest, Crc32IsZlibs) {
 TEST(SlotTest, HashTagsNameTheHashedPart) {
   EXPECT_EQ(HashedPart("feed:{user42}:seen"), "user42");
   EXPECT_EQ(HashedPart("{a}{b}"), "a");
-  EXPECT_EQ(HashedPart("x{}y"), "x{}y");      // empty tag: the whole name
-  EXPECT_EQ(HashedPart("x{y"), "x{y");        // no closing brace
-  EXPECT_EQ(HashedPart("x}y{z"), "x}y{z");    // no closing brace after the opening one
-  EXPECT_EQ(HashedPart("a{{b}c"), "{b");      // the first `{` opens it
+  EXPECT_EQ(HashedPart("x{}y"), "x{}y");    // empty tag: the whole name
+  EXPECT_EQ(HashedPart("x{y"), "x{y");      // no closing brace
+  EXPECT_EQ(HashedPart("x}y{z"), "x}y{z");  // no closing brace after the opening one
+  EXPECT_EQ(HashedPart("a{{b}c"), "{b");    // the first `{` opens it
   EXPECT_EQ(SlotOf("feed:{user42}:seen", 4096), SlotOf("feed:{user42}:liked", 4096));
   EXPECT_EQ(SlotOf("feed:{user42}:seen", 4096), SlotOf("user42", 4096));
 }

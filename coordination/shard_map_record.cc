@@ -11,8 +11,8 @@ absl::StatusOr<StoredShardMap> ReadShardMap(EtcdClient& etcd, const std::string&
   absl::StatusOr<KeyValue> record = etcd.Get(key);
   if (!record.ok()) {
     if (absl::IsNotFound(record.status())) {
-      return absl::NotFoundError(absl::StrCat("no shard map at ", key,
-                                              " (bloom-cli cluster init creates one)"));
+      return absl::NotFoundError(
+          absl::StrCat("no shard map at ", key, " (bloom-cli cluster init creates one)"));
     }
     return record.status();
   }
@@ -46,8 +46,7 @@ absl::StatusOr<sharding::ShardMap> ChangeShardMap(EtcdClient& etcd, const std::s
       return absl::InternalError(absl::StrCat("a shard map change made version ", next->version(),
                                               " from version ", now->map.version()));
     }
-    absl::StatusOr<bool> written =
-        etcd.PutIfModRevision(key, next->Encode(), now->mod_revision);
+    absl::StatusOr<bool> written = etcd.PutIfModRevision(key, next->Encode(), now->mod_revision);
     if (!written.ok()) return written.status();
     if (*written) return next;
   }

@@ -52,9 +52,11 @@ std::shared_ptr<const sharding::ShardState> ShardMapWatch::Current() const {
 
 bool ShardMapWatch::WaitForVersion(uint64_t version, absl::Time deadline) const {
   bloomsync::BlockingLock lock(&mu_);
-  return changed_.WaitUntil(lock, absl::ToChronoTime(deadline), [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    return map_.version() >= version || stopping_;
-  }) && map_.version() >= version;
+  return changed_.WaitUntil(lock, absl::ToChronoTime(deadline),
+                            [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                              return map_.version() >= version || stopping_;
+                            }) &&
+         map_.version() >= version;
 }
 
 bool ShardMapWatch::PauseBeforeRetry() {
@@ -85,8 +87,8 @@ void ShardMapWatch::Follow(const std::string& key, bool prefix,
         records.ok() ? etcd_->Watch(key, prefix, revision + 1) : records.status();
     if (!watch.ok()) {
       if (watch.status().ToString() != last_error.ToString()) {
-        bloomlog::LogWarning(absl::StrCat("shard map: cannot read ", key, " (retrying): ",
-                                          watch.status().ToString()));
+        bloomlog::LogWarning(absl::StrCat("shard map: cannot read ", key,
+                                          " (retrying): ", watch.status().ToString()));
         last_error = watch.status();
       }
       if (!PauseBeforeRetry()) return;

@@ -262,6 +262,33 @@ grpc::Status ReplicationService::Status(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
+void ReplicationService::SetShardMapHandler(ShardMapHandler handler) {
+  bloomsync::BlockingLock lock(&mu_);
+  shard_map_ = std::move(handler);
+}
+
+grpc::Status ReplicationService::ChangeShardMap(grpc::ServerContext* context,
+                                                const v1::ChangeShardMapRequest* request,
+                                                v1::ChangeShardMapResponse* response) {
+  if (grpc::Status admitted = Admit(context, service::Role::kWrite, /*primary_only=*/false);
+      !admitted.ok()) {
+    return admitted;
+  }
+  ShardMapHandler handler;
+  {
+    bloomsync::BlockingLock lock(&mu_);
+    handler = shard_map_;
+  }
+  if (!handler) {
+    return {grpc::StatusCode::FAILED_PRECONDITION,
+            "this pod is not sharded (--shard_map): it has no shard map to change"};
+  }
+  absl::StatusOr<v1::ChangeShardMapResponse> changed = handler(*request);
+  if (!changed.ok()) return ToGrpc(changed.status());
+  *response = *std::move(changed);
+  return grpc::Status::OK;
+}
+
 void ReplicationService::SetSwitchoverHandler(SwitchoverHandler handler) {
   bloomsync::BlockingLock lock(&mu_);
   switchover_ = std::move(handler);

@@ -109,6 +109,16 @@ class ReplicationService final
           const std::string& to, absl::Time deadline)>;
   void SetSwitchoverHandler(SwitchoverHandler handler);
 
+  // In a sharded deployment: what ChangeShardMap runs (server/shard_member.h). Unset:
+  // FAILED_PRECONDITION.
+  using ShardMapHandler =
+      std::function<absl::StatusOr<bloom::replication::v1::ChangeShardMapResponse>(
+          const bloom::replication::v1::ChangeShardMapRequest& request)>;
+  void SetShardMapHandler(ShardMapHandler handler);
+  grpc::Status ChangeShardMap(grpc::ServerContext* context,
+                              const bloom::replication::v1::ChangeShardMapRequest* request,
+                              bloom::replication::v1::ChangeShardMapResponse* response) override;
+
   // Ends the Tail streams (UNAVAILABLE: the followers reconnect) and refuses new ones.
   void Stop() {
     stopping_.store(true);
@@ -146,6 +156,7 @@ class ReplicationService final
   std::string primary_;
   std::function<ClusterView()> cluster_source_ ABSL_GUARDED_BY(mu_);
   SwitchoverHandler switchover_ ABSL_GUARDED_BY(mu_);
+  ShardMapHandler shard_map_ ABSL_GUARDED_BY(mu_);
   TailPump pump_{store_};  // last: its thread stops first
 };
 

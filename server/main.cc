@@ -37,13 +37,13 @@
 #include "replication/follower.h"
 #include "replication/replication_service.h"
 #include "server/ack_log.h"
-#include "service/auth.h"
 #include "server/failover.h"
 #include "server/node.h"
-#include "service/server.h"
 #include "server/server_flags.h"
 #include "server/shard_member.h"
 #include "server/signals.h"
+#include "service/auth.h"
+#include "service/server.h"
 #include "storage/filter_store.h"
 
 // jemalloc's start-up options (read by jemalloc when it serves malloc, common/heap.h; unused
@@ -309,7 +309,8 @@ absl::StatusOr<server::ServerConfig> ConfigForRole(
 // the cluster (a primary with a sync set records it before it takes writes).
 absl::Status StartIncarnation(server::Node& node, const server::ServerConfig& config,
                               const absl::StatusOr<replication::FollowerOptions>& follower_options,
-                              server::Failover* failover, metrics::ServerMetrics& server_metrics) {
+                              server::Failover* failover, server::ShardMember* shards,
+                              metrics::ServerMetrics& server_metrics) {
   absl::StatusOr<std::unique_ptr<storage::FilterStore>> store = OpenStore(config.store);
   if (!store.ok()) {
     return InContext("cannot open the store: ", store.status());
@@ -325,9 +326,15 @@ absl::Status StartIncarnation(server::Node& node, const server::ServerConfig& co
     }
   }
   RETURN_IF_ERROR(server::StartNode(node, config, config.server, follower_options));
+  if (shards != nullptr) {
+    node.replication->SetShardMapHandler(
+        [shards](const bloom::replication::v1::ChangeShardMapRequest& request) {
+          return server::ChangeShardMap(*shards, request);
+        });
+  }
   if (failover != nullptr) {
     server::ConnectToCluster(node, *failover, config.replication.cluster,
-                              /*primary=*/!config.store.replica, server_metrics);
+                             /*primary=*/!config.store.replica, server_metrics);
   } else {
     server_metrics.SetReplicationSource([&node] { return node.Figures(); });
   }
@@ -375,8 +382,7 @@ bool ServesAsElected(server::Failover& failover, const coordination::Role& role,
 }
 
 // With --etcd_endpoints, joins the cluster holding what the data dir holds; null without.
-absl::StatusOr<std::unique_ptr<server::Failover>> JoinCluster(
-    const server::ServerConfig& config) {
+absl::StatusOr<std::unique_ptr<server::Failover>> JoinCluster(const server::ServerConfig& config) {
   if (config.replication.etcd_endpoints.empty()) return nullptr;
   absl::StatusOr<uint64_t> held = server::HeldSequence(config.store);
   if (!held.ok()) {
@@ -399,7 +405,7 @@ absl::StatusOr<std::unique_ptr<server::AckLog>> OpenAckLog(
     const server::ReplicationConfig& config) {
   if (config.ack_log.empty()) return nullptr;
   return server::AckLog::Open(config.ack_log,
-                               config.name.empty() ? config.advertise_address : config.name);
+                              config.name.empty() ? config.advertise_address : config.name);
 }
 
 }  // namespace
@@ -551,8 +557,8 @@ int main(int argc, char** argv) {
       }
       if (!copied.ok()) return Fail(absl::StrCat("replication: ", copied.ToString()));
     }
-    if (absl::Status started =
-            StartIncarnation(node, *config, follower_options, failover.get(), *server_metrics);
+    if (absl::Status started = StartIncarnation(node, *config, follower_options, failover.get(),
+                                                shards.get(), *server_metrics);
         !started.ok()) {
       return Fail(started.message());
     }

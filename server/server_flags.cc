@@ -257,10 +257,9 @@ absl::Status ReplicationFromFlags(ServerConfig& config) {
     if (replication.etcd_endpoints.empty()) {
       return Invalid("--shard_map needs --etcd_endpoints: the shard map lives in etcd");
     }
-    if (absl::Status group = sharding::ShardMap::CheckGroupName(replication.cluster);
-        !group.ok()) {
-      return Invalid(absl::StrCat("--cluster names this pod's group in --shard_map's map: ",
-                                  group.message()));
+    if (absl::Status group = sharding::ShardMap::CheckGroupName(replication.cluster); !group.ok()) {
+      return Invalid(
+          absl::StrCat("--cluster names this pod's group in --shard_map's map: ", group.message()));
     }
   }
   if (!replication.ack_log.empty() && replication.etcd_endpoints.empty()) {

@@ -7,6 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/log.h"
+#include "common/slot.h"
+#include "coordination/shard_map_record.h"
 #include "server/node.h"
 
 namespace server {
@@ -21,6 +23,7 @@ absl::StatusOr<std::unique_ptr<ShardMember>> JoinShards(const ServerConfig& conf
       FollowerOptionsFromConfig(replication, config.server.listen);
   if (!peers.ok()) return peers.status();
   auto member = std::make_unique<ShardMember>();
+  member->map_key = replication.shard_map;
   absl::StatusOr<std::unique_ptr<coordination::EtcdClient>> etcd =
       coordination::EtcdClient::Connect(replication.etcd_endpoints, absl::Seconds(2));
   if (!etcd.ok()) return etcd.status();
@@ -46,6 +49,32 @@ absl::StatusOr<std::unique_ptr<ShardMember>> JoinShards(const ServerConfig& conf
                                       "(bloom-cli cluster init)"));
   }
   return member;
+}
+
+absl::StatusOr<bloom::replication::v1::ChangeShardMapResponse> ChangeShardMap(
+    ShardMember& member, const bloom::replication::v1::ChangeShardMapRequest& request) {
+  absl::StatusOr<sharding::ShardMap> changed;
+  if (request.has_create()) {
+    const uint32_t slot_count = request.create().slot_count() == 0 ? slots::kDefaultSlotCount
+                                                                   : request.create().slot_count();
+    absl::StatusOr<sharding::ShardMap> first = sharding::ShardMap::EvenSplit(
+        {request.create().groups().begin(), request.create().groups().end()}, slot_count);
+    if (!first.ok()) return first.status();
+    changed = coordination::CreateShardMap(*member.etcd, member.map_key, *first);
+  } else if (request.change_case() == bloom::replication::v1::ChangeShardMapRequest::kAddGroup) {
+    changed = coordination::ChangeShardMap(
+        *member.etcd, member.map_key,
+        [&](const sharding::ShardMap& now) { return now.AddGroup(request.add_group()); });
+  } else {
+    return absl::InvalidArgumentError("ChangeShardMap names no change (create or add_group)");
+  }
+  if (!changed.ok()) return changed.status();
+  bloomlog::LogInfo(absl::StrCat("shard map at ", member.map_key, " changed to version ",
+                                 changed->version(), ": ", changed->Encode()));
+  bloom::replication::v1::ChangeShardMapResponse response;
+  response.set_version(changed->version());
+  response.set_record(changed->Encode());
+  return response;
 }
 
 }  // namespace server

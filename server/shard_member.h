@@ -11,8 +11,10 @@
 #define SERVER_SHARD_MEMBER_H_
 
 #include <memory>
+#include <string>
 
 #include "absl/status/statusor.h"
+#include "bloom/replication/v1/replication.pb.h"
 #include "coordination/etcd_client.h"
 #include "coordination/shard_map_watch.h"
 #include "server/server_flags.h"
@@ -21,6 +23,7 @@
 namespace server {
 
 struct ShardMember {
+  std::string map_key;  // --shard_map
   std::unique_ptr<coordination::EtcdClient> etcd;
   std::unique_ptr<coordination::ShardMapWatch> watch;  // before the router that reads it
   std::unique_ptr<service::ShardRouter> router;
@@ -30,6 +33,11 @@ struct ShardMember {
     watch.reset();
   }
 };
+
+// What the replication service's ChangeShardMap runs on this pod (bloom-cli cluster init and
+// add-group): the change, made in etcd by one transaction.
+absl::StatusOr<bloom::replication::v1::ChangeShardMapResponse> ChangeShardMap(
+    ShardMember& member, const bloom::replication::v1::ChangeShardMapRequest& request);
 
 // Null without --shard_map. Waits up to `wait_for_map` for a first map (a pod that starts
 // before `bloom-cli cluster init` refuses calls for filters, UNAVAILABLE, until one is written).

@@ -254,6 +254,22 @@ grpc::Status BloomService::HandleCount(const bloom::v1::CountRequest& request,
   return log.Done(counts.status());
 }
 
+absl::Status BloomService::CheckOwnedHere(absl::string_view name, absl::string_view what) const {
+  if (hooks_.router == nullptr) return absl::OkStatus();
+  const absl::string_view names[] = {name};
+  const ShardRouter::Decision route =
+      hooks_.router->Decide(rpcs::Info(rpcs::Rpc::kPipelineMightContain), names, nullptr);
+  if (route.here) return absl::OkStatus();
+  if (!route.refusal.ok()) return absl::UnavailableError(route.refusal.error_message());
+  const std::shared_ptr<const sharding::ShardState> state = hooks_.router->view().Current();
+  return absl::UnavailableError(
+      absl::StrCat("filter \"", name, "\" belongs to group ", state->map.OwnerOfName(name),
+                   " at shard map version ", route.version, "; ", what,
+                   " to this pod is served by group ", hooks_.router->view().own_group(),
+                   ": send it to a pod of that group (GetShardMap lists "
+                   "them)"));
+}
+
 grpc::Status BloomService::HandleGetShardMap(const bloom::v1::GetShardMapRequest& /*request*/,
                                              bloom::v1::GetShardMapResponse* response,
                                              grpc::ServerContextBase* context) {

@@ -204,6 +204,11 @@ class BloomService final : public StreamServiceBase {
   grpc::Status HandleMightContainItems(const ItemsRequestView& request, bool* answers,
                                        grpc::ServerContextBase* context);
   const ServiceHooks& hooks() const { return hooks_; }
+  // In a sharded deployment (hooks().router), what serves filters of this pod's group only
+  // (`what`: "a Pipeline stream", "Export", "Import"): UNAVAILABLE naming the owning group if
+  // another group owns `name`'s slot, so that a client routing by the shard map sends it there
+  // (after fetching the map again). OK when not sharded.
+  absl::Status CheckOwnedHere(absl::string_view name, absl::string_view what) const;
   // Read-your-writes (bloom.v1 min_sequence): done(true) once this server has applied
   // `min_sequence`, at once on this thread on a primary (and on a follower that has applied
   // it); a follower waits for it a while without holding a thread (Forwarder::WhenApplied),

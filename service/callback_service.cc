@@ -7,6 +7,7 @@
 #include "common/rpcs.h"
 #include "service/forwarder.h"
 #include "service/shard_router.h"
+#include "service/sharded_list.h"
 
 namespace service {
 
@@ -54,13 +55,13 @@ void ServeInLane(BloomService* core, const rpcs::RpcInfo& info, Serve serve,
 // a call for another group's is forwarded there first (shard_router.h).
 grpc::ServerUnaryReactor* Dispatch(BloomService* core, grpc::CallbackServerContext* context,
                                    rpcs::Rpc rpc, absl::Span<const absl::string_view> names,
-                                   uint64_t min_sequence,
-                                   const google::protobuf::Message* request,
+                                   uint64_t min_sequence, const google::protobuf::Message* request,
                                    google::protobuf::Message* response, Serve serve) {
   const rpcs::RpcInfo& info = rpcs::Info(rpc);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (ShardRouter* router = core->hooks().router) {
-    const ShardRouter::Decision route = router->Decide(info, names, context);
+    const ShardRouter::Decision route =
+        router->Decide(info, names, context, /*fresh_read=*/min_sequence != 0);
     if (!route.refusal.ok()) {
       reactor->Finish(route.refusal);
       return reactor;
@@ -122,8 +123,8 @@ grpc::ServerUnaryReactor* BloomCallbackService::Reserve(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* BloomCallbackService::Stats(grpc::CallbackServerContext* context,
                                                       const bloom::v1::StatsRequest* request,
                                                       bloom::v1::StatsResponse* response) {
-  return Dispatch(core_, context, rpcs::Rpc::kStats, {request->name()}, request->min_sequence(), request, response,
-                  [core = core_, context, request, response](Finish finish) {
+  return Dispatch(core_, context, rpcs::Rpc::kStats, {request->name()}, request->min_sequence(),
+                  request, response, [core = core_, context, request, response](Finish finish) {
                     std::move(finish)(core->HandleStats(*request, response, context));
                   });
 }
@@ -158,8 +159,8 @@ grpc::ServerUnaryReactor* BloomCallbackService::Remove(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* BloomCallbackService::Count(grpc::CallbackServerContext* context,
                                                       const bloom::v1::CountRequest* request,
                                                       bloom::v1::CountResponse* response) {
-  return Dispatch(core_, context, rpcs::Rpc::kCount, {request->name()}, request->min_sequence(), request, response,
-                  [core = core_, context, request, response](Finish finish) {
+  return Dispatch(core_, context, rpcs::Rpc::kCount, {request->name()}, request->min_sequence(),
+                  request, response, [core = core_, context, request, response](Finish finish) {
                     std::move(finish)(core->HandleCount(*request, response, context));
                   });
 }
@@ -167,8 +168,14 @@ grpc::ServerUnaryReactor* BloomCallbackService::Count(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* BloomCallbackService::List(grpc::CallbackServerContext* context,
                                                      const bloom::v1::ListRequest* request,
                                                      bloom::v1::ListResponse* response) {
+  // In a sharded deployment, every group's filters (sharded_list.h), unless another pod asked
+  // for this group's only.
   return Dispatch(core_, context, rpcs::Rpc::kList, {}, request->min_sequence(), request, response,
                   [core = core_, context, request, response](Finish finish) {
+                    if (core->hooks().router != nullptr && !ShardRouter::ForwardedByAPod(context)) {
+                      ListEveryGroup(core, context, *request, response, std::move(finish));
+                      return;
+                    }
                     std::move(finish)(core->HandleList(*request, response, context));
                   });
 }

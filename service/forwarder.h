@@ -31,8 +31,9 @@
 
 namespace service {
 
-// A client context for a call forwarded on behalf of `caller` (its token copied, and its
-// deadline; a unary call's at most a minute away). `caller` may be null (in-process).
+// A client context for a call forwarded on behalf of `caller` (its token and shard hop mark
+// copied, and its deadline; a unary call's at most a minute away). `caller` may be null
+// (in-process).
 std::unique_ptr<grpc::ClientContext> ForwardedCallContext(const grpc::ServerContextBase* caller,
                                                           bool stream = false);
 // A message as a forwarded call's bytes, and back (false if they do not parse).

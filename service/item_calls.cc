@@ -76,14 +76,15 @@ grpc::ServerUnaryReactor* ForwardBytes(Forwarder* forwarder, grpc::CallbackServe
 
 // In a sharded deployment, a call for a filter of another group: forwarded there, or refused
 // (shard_router.h); `done` gets its answer. False: this pod's group owns it.
-bool RoutedElsewhere(BloomService* core, rpcs::Rpc rpc, absl::string_view name,
+bool RoutedElsewhere(BloomService* core, rpcs::Rpc rpc, const ItemsRequestView& view,
                      grpc::ServerContextBase* context, const grpc::ByteBuffer& request,
                      grpc::ByteBuffer* response, std::function<void(grpc::Status)> done) {
   ShardRouter* router = core->hooks().router;
   if (router == nullptr) return false;
   const rpcs::RpcInfo& info = rpcs::Info(rpc);
-  const absl::string_view names[] = {name};
-  const ShardRouter::Decision route = router->Decide(info, names, context);
+  const absl::string_view names[] = {view.name};
+  const ShardRouter::Decision route =
+      router->Decide(info, names, context, /*fresh_read=*/view.min_sequence != 0);
   if (route.here) return false;
   if (!route.refusal.ok()) {
     done(route.refusal);
@@ -164,7 +165,7 @@ grpc::ServerUnaryReactor* CallbackItemService::Add(grpc::CallbackServerContext* 
     reactor->Finish(read);
     return reactor;
   }
-  if (RoutedElsewhere(core_, rpcs::Rpc::kAdd, buffers->view.name, context, *request, response,
+  if (RoutedElsewhere(core_, rpcs::Rpc::kAdd, buffers->view, context, *request, response,
                       [reactor](const grpc::Status& status) { reactor->Finish(status); })) {
     return reactor;
   }
@@ -196,7 +197,7 @@ grpc::ServerUnaryReactor* CallbackItemService::MightContain(grpc::CallbackServer
                                    ParseMightContainRequest, bytes, view, encoded, answers);
   if (status.ok() && core_->hooks().router != nullptr) {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    if (RoutedElsewhere(core_, rpcs::Rpc::kMightContain, view.name, context, *request, response,
+    if (RoutedElsewhere(core_, rpcs::Rpc::kMightContain, view, context, *request, response,
                         [reactor](const grpc::Status& routed) { reactor->Finish(routed); })) {
       return reactor;
     }
@@ -262,7 +263,7 @@ class ItemCalls::Call {
       Answer(read);
       return;
     }
-    if (RoutedElsewhere(core, rpcs::Rpc::kAdd, view_.name, &context_, request_, &response_,
+    if (RoutedElsewhere(core, rpcs::Rpc::kAdd, view_, &context_, request_, &response_,
                         [this](const grpc::Status& status) { Answer(status); })) {
       return;
     }
@@ -289,8 +290,8 @@ class ItemCalls::Call {
       Answer(status);
       return;
     }
-    if (RoutedElsewhere(core, rpcs::Rpc::kMightContain, view_.name, &context_, request_,
-                        &response_, [this](const grpc::Status& routed) { Answer(routed); })) {
+    if (RoutedElsewhere(core, rpcs::Rpc::kMightContain, view_, &context_, request_, &response_,
+                        [this](const grpc::Status& routed) { Answer(routed); })) {
       return;
     }
     // At once on a primary; a follower may answer later, from the thread that sees the

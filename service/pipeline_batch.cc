@@ -119,7 +119,13 @@ void PipelineBatch::Queue(storage::OperationBatch& store_batch,
     const absl::Time start = absl::Now();
     const auto run = absl::MakeConstSpan(operations_).subspan(begin, end - begin);
     const auto run_responses = absl::MakeSpan(responses_).subspan(begin, end - begin);
-    if (run.front().view().kind == Kind::kAdd) {
+    // In a sharded deployment a stream is served by the group of the pod it was opened to.
+    if (absl::Status owned =
+            service_->CheckOwnedHere(run.front().view().request.name, "a Pipeline stream");
+        !owned.ok()) {
+      for (PipelineResponse& response : run_responses) SetOperationError(owned, response);
+      RecordRun(begin, end, absl::Now() - start);
+    } else if (run.front().view().kind == Kind::kAdd) {
       deferred_sync_ = service_->store()->syncs_adds();
       QueueAdds(store_batch, run, run_responses, queued_.emplace_back(begin, end, start));
     } else if (run.front().view().kind == Kind::kCount) {

@@ -36,7 +36,7 @@ ShardRouter::ShardRouter(const sharding::ShardView* view, StreamConnections::Con
 
 ShardRouter::Decision ShardRouter::Decide(const rpcs::RpcInfo& info,
                                           absl::Span<const absl::string_view> names,
-                                          const grpc::ServerContextBase* caller) {
+                                          const grpc::ServerContextBase* caller, bool fresh_read) {
   Decision decision;
   const std::shared_ptr<const sharding::ShardState> state = view_->Current();
   const sharding::ShardMap& map = state->map;
@@ -70,24 +70,37 @@ ShardRouter::Decision ShardRouter::Decide(const rpcs::RpcInfo& info,
     decision.refusal = Unavailable(absl::StrCat(
         "filter \"", names.front(), "\" (slot ", slots::SlotOf(names.front(), map.slot_count()),
         ") belongs to group ", *owner, " at shard map version ", map.version(),
-        ", held by this pod of group ", view_->own_group(), "; the pod that forwarded it here "
-        "held version ", sender_version, ": retry once the change has reached every pod"));
+        ", held by this pod of group ", view_->own_group(),
+        "; the pod that forwarded it here "
+        "held version ",
+        sender_version, ": retry once the change has reached every pod"));
     return decision;
   }
-  const sharding::GroupAddresses* where = state->Find(*owner);
-  const bool write = info.access == rpcs::Access::kWrite;
-  if (where == nullptr || (where->primary.empty() && (write || where->members.empty()))) {
-    decision.refusal = Unavailable(absl::StrCat("group ", *owner, ", which owns filter \"",
-                                                names.front(), "\", has no ",
-                                                write ? "primary" : "member", " up now: retry"));
+  return ToGroup(*state, *owner, info.access == rpcs::Access::kWrite || fresh_read);
+}
+
+ShardRouter::Decision ShardRouter::ToGroup(const sharding::ShardState& state,
+                                           const std::string& group, bool primary) {
+  Decision decision;
+  decision.here = false;
+  decision.version = state.map.version();
+  const sharding::GroupAddresses* where = state.Find(group);
+  if (where == nullptr || (where->primary.empty() && (primary || where->members.empty()))) {
+    decision.refusal = Unavailable(absl::StrCat("group ", group, " has no ",
+                                                primary ? "primary" : "member", " up now: retry"));
     return decision;
   }
-  if (write || where->members.empty()) {
+  if (primary || where->members.empty()) {
     decision.address = where->primary;
   } else {
     decision.address = where->members[next_member_.fetch_add(1) % where->members.size()];
   }
   return decision;
+}
+
+bool ShardRouter::ForwardedByAPod(const grpc::ServerContextBase* caller) {
+  uint64_t sender_version = 0;
+  return ForwardedHere(caller, &sender_version);
 }
 
 std::shared_ptr<ShardRouter::Peer> ShardRouter::PeerAt(const std::string& address) {
@@ -110,10 +123,9 @@ void ShardRouter::Forward(grpc::ServerContextBase* caller, const Decision& decis
     caller->AddInitialMetadata(kShardMapVersionHeader, absl::StrCat(decision.version));
   }
   std::shared_ptr<Peer> peer = PeerAt(decision.address);
-  peer->stub.UnaryCall(context.get(), method, grpc::StubOptions(), &request, response,
-                       [context, peer, done = std::move(done)](const grpc::Status& status) {
-                         done(status);
-                       });
+  peer->stub.UnaryCall(
+      context.get(), method, grpc::StubOptions(), &request, response,
+      [context, peer, done = std::move(done)](const grpc::Status& status) { done(status); });
 }
 
 void ShardRouter::ForwardMessage(grpc::ServerContextBase* caller, const Decision& decision,

@@ -4,10 +4,11 @@
 //
 // - a call for a filter of this pod's group is served here (or, on a follower, as a follower
 //   serves any call: forwarder.h);
-// - a call for another group's filter is forwarded there, one hop: a write to that group's
-//   primary, a read to one of its members in turn. The caller gets the owner's status and
-//   answer, and the header `bloom-shard-map-version` (the version this pod holds), which tells
-//   a client routing by its own copy of the map that it sent the call to the wrong group;
+// - a call for another group's filter is forwarded there, one hop: a write, and a read asking
+//   for a min_sequence, to that group's primary; another read to one of its members in turn. The
+//   caller gets the owner's status and answer, and the header `bloom-shard-map-version` (the
+//   version this pod holds), which tells a client routing by its own copy of the map that it sent
+//   the call to the wrong group;
 // - a call forwarded here by another pod (it carries `bloom-shard-hop`) is never forwarded
 //   again: if this pod's group does not own the filter either (the two pods hold different
 //   versions, for the moment a change takes to reach every pod), it is refused UNAVAILABLE
@@ -36,8 +37,8 @@
 #include "google/protobuf/message.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
-#include "sharding/shard_view.h"
 #include "service/stream_connections.h"
+#include "sharding/shard_view.h"
 
 namespace service {
 
@@ -52,15 +53,21 @@ class ShardRouter {
   ShardRouter(const sharding::ShardView* view, StreamConnections::Connect connect);
 
   struct Decision {
-    bool here = true;        // serve it on this pod
-    grpc::Status refusal;    // not OK: answer this instead
-    std::string address;     // where to forward it (when neither)
-    uint64_t version = 0;    // the map's version the decision read
+    bool here = true;      // serve it on this pod
+    grpc::Status refusal;  // not OK: answer this instead
+    std::string address;   // where to forward it (when neither)
+    uint64_t version = 0;  // the map's version the decision read
   };
   // Where a call of `info` naming `names` (one filter, or a Merge's target and sources) goes.
-  // Filters of different groups in one call are refused (FAILED_PRECONDITION naming them).
+  // Filters of different groups in one call are refused (FAILED_PRECONDITION naming them). A
+  // read with `fresh_read` (it asks for a min_sequence: sequences are each group's own) goes
+  // to the owner's primary, which holds every sequence of its group.
   Decision Decide(const rpcs::RpcInfo& info, absl::Span<const absl::string_view> names,
-                  const grpc::ServerContextBase* caller);
+                  const grpc::ServerContextBase* caller, bool fresh_read = false);
+  // A call to any pod of `group` (`primary`: its primary), as `state` says where it is.
+  Decision ToGroup(const sharding::ShardState& state, const std::string& group, bool primary);
+  // Whether another pod forwarded the call here (it carries kShardHopHeader).
+  static bool ForwardedByAPod(const grpc::ServerContextBase* caller);
 
   // Forwards a unary call as Decide said: `done` gets the owner's status, and `response` its
   // answer. `request` and `response` must stay valid until `done`.
@@ -68,9 +75,9 @@ class ShardRouter {
                const grpc::ByteBuffer& request, grpc::ByteBuffer* response,
                std::function<void(grpc::Status)> done);
   // As Forward, for a call whose messages are protobuf objects.
-  void ForwardMessage(grpc::ServerContextBase* caller, const Decision& decision,
-                      const char* method, const google::protobuf::Message& request,
-                      google::protobuf::Message* response, std::function<void(grpc::Status)> done);
+  void ForwardMessage(grpc::ServerContextBase* caller, const Decision& decision, const char* method,
+                      const google::protobuf::Message& request, google::protobuf::Message* response,
+                      std::function<void(grpc::Status)> done);
 
   // GetShardMap's answer: the map this pod holds and where each group is reached.
   bloom::v1::GetShardMapResponse Describe() const;

@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/status_macros.h"
 #include "service/bloom_service.h"
 #include "service/convert.h"
 #include "storage/filter_store.h"
@@ -60,8 +61,8 @@ class ExportReactor final : public grpc::ServerWriteReactor<ExportChunk> {
 
   void OnDone() override {
     if (!counted_ && service_->hooks().metrics != nullptr) {
-      service_->hooks().metrics->RecordRpc(rpcs::Rpc::kExport, status_.code(),
-                                           absl::Now() - start_, 0);
+      service_->hooks().metrics->RecordRpc(rpcs::Rpc::kExport, status_.code(), absl::Now() - start_,
+                                           0);
     }
     delete this;  // the ticket first leaves the guard, waiting out a running abandon
   }
@@ -74,6 +75,9 @@ class ExportReactor final : public grpc::ServerWriteReactor<ExportChunk> {
           absl::StrCat("this follower has not applied sequence ", min_sequence,
                        " yet; retry, or export from the primary at ",
                        service_->hooks().forwarder->primary_address())));
+    }
+    if (absl::Status owned = service_->CheckOwnedHere(name, "Export"); !owned.ok()) {
+      return End(owned);
     }
     absl::StatusOr<std::unique_ptr<storage::ExportCursor>> cursor =
         service_->store()->OpenExport(name);
@@ -141,8 +145,8 @@ class ImportReactor final : public grpc::ServerReadReactor<ImportChunk> {
 
   void OnDone() override {
     if (!counted_ && service_->hooks().metrics != nullptr) {
-      service_->hooks().metrics->RecordRpc(rpcs::Rpc::kImport, status_.code(),
-                                           absl::Now() - start_, 0);
+      service_->hooks().metrics->RecordRpc(rpcs::Rpc::kImport, status_.code(), absl::Now() - start_,
+                                           0);
     }
     delete this;
   }
@@ -156,6 +160,7 @@ class ImportReactor final : public grpc::ServerReadReactor<ImportChunk> {
     // FinishOnce, which resets the ticket, runs only after this reaction.
     ticket_->Touch(chunk_.name().size() + chunk_.data().size());
     if (import_ == nullptr) {
+      RETURN_IF_ERROR(service_->CheckOwnedHere(chunk_.name(), "Import"));
       absl::StatusOr<std::unique_ptr<storage::PendingImport>> import =
           service_->store()->BeginImport(chunk_.name(), chunk_.merge_into_existing());
       if (!import.ok()) return import.status();

@@ -35,8 +35,8 @@ absl::Status ShardMap::CheckGroupName(absl::string_view name) {
   for (const char c : name) {
     if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_' &&
         c != '/') {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "group name \"", name, "\" may hold only letters, digits and \".-_/\""));
+      return absl::InvalidArgumentError(
+          absl::StrCat("group name \"", name, "\" may hold only letters, digits and \".-_/\""));
     }
   }
   if (name.front() == '/' || name.back() == '/') {
@@ -53,9 +53,9 @@ absl::StatusOr<ShardMap> ShardMap::EvenSplit(const std::vector<std::string>& gro
         absl::StrCat("slot count ", slot_count, " must be 1 to ", slots::kMaxSlotCount));
   }
   if (groups.empty() || groups.size() > kMaxGroups || groups.size() > slot_count) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "a shard map needs 1 to ", std::min<size_t>(kMaxGroups, slot_count), " groups, not ",
-        groups.size()));
+    return absl::InvalidArgumentError(absl::StrCat("a shard map needs 1 to ",
+                                                   std::min<size_t>(kMaxGroups, slot_count),
+                                                   " groups, not ", groups.size()));
   }
   std::set<std::string> seen;
   for (const std::string& group : groups) {
@@ -79,8 +79,8 @@ absl::StatusOr<SlotRange> ParseSlotRange(absl::string_view text) {
   std::vector<absl::string_view> ends = absl::StrSplit(text, absl::MaxSplits('-', 1));
   SlotRange range;
   if (!absl::SimpleAtoi(ends[0], &range.first) ||
-      !absl::SimpleAtoi(ends.size() == 2 ? ends[1] : ends[0], &range.last) ||
-      ends[0].empty() || (ends.size() == 2 && ends[1].empty())) {
+      !absl::SimpleAtoi(ends.size() == 2 ? ends[1] : ends[0], &range.last) || ends[0].empty() ||
+      (ends.size() == 2 && ends[1].empty())) {
     return absl::InvalidArgumentError(
         absl::StrCat("slot range \"", text, "\" is not FIRST-LAST or SLOT"));
   }
@@ -104,9 +104,9 @@ absl::StatusOr<ShardMap> ShardMap::Decode(absl::string_view text) {
   int format = 0;
   if (!absl::SimpleAtoi(words["format"], &format) || format < 1) return Invalid("no format");
   if (format > kFormat) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("shard map record of format ", format, ": this server reads format ",
-                     kFormat, " (upgrade it)"));
+    return absl::FailedPreconditionError(absl::StrCat("shard map record of format ", format,
+                                                      ": this server reads format ", kFormat,
+                                                      " (upgrade it)"));
   }
   ShardMap map;
   uint32_t slot_count = 0;
@@ -159,8 +159,8 @@ std::string ShardMap::Encode() const {
     owned.push_back(absl::StrCat(range.group, ":", range.slots.first, "-", range.slots.last));
   }
   return absl::StrCat("format=", kFormat, " version=", version_, " slots=", slot_count(),
-                      " groups=", absl::StrJoin(groups_, ","), " owners=",
-                      absl::StrJoin(owned, ","));
+                      " groups=", absl::StrJoin(groups_, ","),
+                      " owners=", absl::StrJoin(owned, ","));
 }
 
 bool ShardMap::HasGroup(absl::string_view group) const { return GroupIndex(group) >= 0; }
@@ -222,8 +222,8 @@ absl::StatusOr<ShardMap> ShardMap::AddGroup(absl::string_view group) const {
     return absl::AlreadyExistsError(absl::StrCat("group \"", group, "\" is in the shard map"));
   }
   if (groups_.size() == kMaxGroups) {
-    return absl::ResourceExhaustedError(absl::StrCat("a shard map holds at most ", kMaxGroups,
-                                                     " groups"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("a shard map holds at most ", kMaxGroups, " groups"));
   }
   ShardMap next = *this;
   ++next.version_;

@@ -33,7 +33,8 @@ TEST(ShardMapTest, RecordRoundTrips) {
   absl::StatusOr<ShardMap> decoded = ShardMap::Decode(moved->Encode());
   ASSERT_TRUE(decoded.ok()) << decoded.status();
   EXPECT_EQ(decoded->Encode(), moved->Encode());
-  for (uint32_t slot = 0; slot < 16; ++slot) EXPECT_EQ(decoded->OwnerOf(slot), moved->OwnerOf(slot));
+  for (uint32_t slot = 0; slot < 16; ++slot)
+    EXPECT_EQ(decoded->OwnerOf(slot), moved->OwnerOf(slot));
 }
 
 TEST(ShardMapTest, OwnerOfNameUsesTheSlotFunction) {

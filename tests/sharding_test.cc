@@ -9,139 +9,23 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "bloom/v1/bloom.grpc.pb.h"
-#include "common/slot.h"
 #include "client/bloom_client.h"
-#include "coordination/shard_map_record.h"
-#include "gtest/gtest.h"
-#include "sharding/shard_map.h"
-#include "tests/elected_cluster.h"
-#include "tests/support/etcd_process.h"
-#include "tests/support/server_process.h"
-#include "tests/support/testing.h"
+#include "common/slot.h"
+#include "tests/sharded_deployment.h"
 
 namespace bloomtest {
 namespace {
 
-constexpr char kMapKey[] = "shard-test/shardmap";
-constexpr char kGroupA[] = "shard-test/a";
-constexpr char kGroupB[] = "shard-test/b";
-constexpr uint32_t kSlots = 64;
-
-// The first name "<prefix><n>" whose slot `map` gives to `group`.
-std::string NameIn(const sharding::ShardMap& map, const std::string& group,
-                   const std::string& prefix) {
-  for (int n = 0;; ++n) {
-    std::string name = absl::StrCat(prefix, n);
-    if (map.OwnerOfName(name) == group) return name;
-  }
-}
-
-bloom::v1::FilterSpec Spec(bloom::v1::FilterKind kind = bloom::v1::FILTER_KIND_BLOOM) {
-  bloom::v1::FilterSpec spec;
-  spec.set_capacity(10'000);
-  spec.set_error_rate(0.01);
-  spec.set_kind(kind);
-  return spec;
-}
-
-class ShardingTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    etcd_ = EtcdProcess::Start();
-    ASSERT_NE(etcd_, nullptr);
-    etcd_client_ = ConnectEtcd(etcd_->endpoint());
-    ASSERT_NE(etcd_client_, nullptr);
-    absl::StatusOr<sharding::ShardMap> even = sharding::ShardMap::EvenSplit({kGroupA, kGroupB}, kSlots);
-    ASSERT_TRUE(even.ok());
-    map_ = *even;
-    ASSERT_TRUE(coordination::CreateShardMap(*etcd_client_, kMapKey, map_).ok());
-    const char* groups[] = {kGroupA, kGroupA, kGroupB};
-    for (int i = 0; i < 3; ++i) {
-      dirs_.push_back(std::make_unique<TempDir>());
-      ports_.push_back(FreeLoopbackPort());
-      groups_.emplace_back(groups[i]);
-    }
-    for (int i = 0; i < 3; ++i) {
-      pods_.push_back(ServerProcess::Start(
-          dirs_[i]->path(),
-          {"--listen=" + Target(i), "--advertise_address=" + Target(i),
-           "--etcd_endpoints=" + etcd_->endpoint(), "--cluster=" + groups_[i],
-           std::string("--shard_map=") + kMapKey, "--leader_ttl=2s",
-           "--allow_unauthenticated_replication"}));
-      ASSERT_NE(pods_[i], nullptr);
-    }
-    // Every pod knows the map and where both groups' primaries are.
-    for (int i = 0; i < 3; ++i) {
-      ASSERT_TRUE(WaitFor([&] {
-        absl::StatusOr<bloom::v1::ShardMap> map = MapAt(i);
-        if (!map.ok() || map->version() == 0) return false;
-        int primaries = 0;
-        for (const bloom::v1::ShardGroup& group : map->groups()) primaries += !group.primary().empty();
-        return primaries == 2;
-      })) << "pod " << i;
-    }
-    in_a_ = NameIn(map_, kGroupA, "filter-");
-    in_b_ = NameIn(map_, kGroupB, "filter-");
-  }
-
-  [[nodiscard]] std::string Target(int i) const { return absl::StrCat("127.0.0.1:", ports_[i]); }
-
-  std::unique_ptr<bloom::v1::BloomFilterService::Stub> Stub(int pod) {
-    return bloom::v1::BloomFilterService::NewStub(
-        grpc::CreateChannel(Target(pod), grpc::InsecureChannelCredentials()));
-  }
-
-  absl::StatusOr<bloom::v1::ShardMap> MapAt(int pod) {
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-    bloom::v1::GetShardMapResponse response;
-    grpc::Status status = Stub(pod)->GetShardMap(&context, {}, &response);
-    if (!status.ok()) return absl::UnavailableError(status.error_message());
-    return response.map();
-  }
-
-  // MightContain of `item` in `name`, sent to `pod` as if another pod had forwarded it there
-  // (bloom-shard-hop): served only if `pod`'s group owns the filter.
-  grpc::Status HopTo(int pod, const std::string& name, const std::string& item, bool* present) {
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-    context.AddMetadata("bloom-shard-hop", "1");
-    bloom::v1::MightContainRequest request;
-    request.set_name(name);
-    request.add_items(item);
-    bloom::v1::MightContainResponse response;
-    grpc::Status status = Stub(pod)->MightContain(&context, request, &response);
-    *present = status.ok() && response.present_size() == 1 && response.present(0);
-    return status;
-  }
-
-  // Whether `item` is in `name` in group `group`'s store (asked of that group's primary as a
-  // forwarded call, which it never forwards again).
-  bool HeldBy(int pod, const std::string& name, const std::string& item) {
-    bool present = false;
-    return HopTo(pod, name, item, &present).ok() && present;
-  }
-
-  std::unique_ptr<EtcdProcess> etcd_;
-  std::unique_ptr<coordination::EtcdClient> etcd_client_;
-  sharding::ShardMap map_;
-  std::vector<std::unique_ptr<TempDir>> dirs_;
-  std::vector<int> ports_;
-  std::vector<std::string> groups_;
-  std::vector<std::unique_ptr<ServerProcess>> pods_;
-  std::string in_a_;
-  std::string in_b_;
-};
-
 TEST_F(ShardingTest, EveryCallThroughEveryPodIsServedByTheOwningGroup) {
   for (int pod = 0; pod < 3; ++pod) {
-    std::unique_ptr<bloomclient::BloomClient> client = bloomclient::BloomClient::Connect(Target(pod));
+    std::unique_ptr<bloomclient::BloomClient> client =
+        bloomclient::BloomClient::Connect(Target(pod));
     for (const std::string& base : {in_a_, in_b_}) {
       const std::string name = absl::StrCat(base, "-via-", pod);
       // The name's slot, not the base's: find where it lives.
       const bool owned_by_a = map_.OwnerOfName(name) == kGroupA;
-      SCOPED_TRACE(absl::StrCat(name, " through pod ", pod, " (owner ", map_.OwnerOfName(name), ")"));
+      SCOPED_TRACE(
+          absl::StrCat(name, " through pod ", pod, " (owner ", map_.OwnerOfName(name), ")"));
       ASSERT_TRUE(client->Reserve(name, Spec()).ok());
       ASSERT_TRUE(client->Add(name, {"x", "y"}).ok());
       absl::StatusOr<std::vector<bool>> present = client->MightContain(name, {"x", "y", "z"});
@@ -190,8 +74,7 @@ TEST_F(ShardingTest, ACallNamingFiltersOfTwoGroupsIsRefusedWithTheirGroups) {
   ASSERT_TRUE(client->Reserve(in_b_, Spec()).ok());
   absl::StatusOr<bloom::v1::FilterStats> merged = client->Merge(in_a_, {in_b_});
   EXPECT_EQ(merged.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_TRUE(absl::StrContains(merged.status().message(), "different groups"))
-      << merged.status();
+  EXPECT_TRUE(absl::StrContains(merged.status().message(), "different groups")) << merged.status();
 }
 
 TEST_F(ShardingTest, GetShardMapDescribesTheDeploymentAndForwardedAnswersCarryItsVersion) {
@@ -228,9 +111,10 @@ TEST_F(ShardingTest, GetShardMapDescribesTheDeploymentAndForwardedAnswersCarryIt
 
 TEST_F(ShardingTest, AChangeOfTheMapSendsCallsToTheNewOwner) {
   const uint32_t slot = slots::SlotOf(in_a_, kSlots);
-  absl::StatusOr<sharding::ShardMap> changed = coordination::ChangeShardMap(
-      *etcd_client_, kMapKey,
-      [slot](const sharding::ShardMap& now) { return now.Assign({slot, slot}, kGroupB); });
+  absl::StatusOr<sharding::ShardMap> changed =
+      coordination::ChangeShardMap(*etcd_client_, kMapKey, [slot](const sharding::ShardMap& now) {
+        return now.Assign({slot, slot}, kGroupB);
+      });
   ASSERT_TRUE(changed.ok()) << changed.status();
   for (int pod = 0; pod < 3; ++pod) {
     ASSERT_TRUE(WaitFor([&] {

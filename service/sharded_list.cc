@@ -1,0 +1,121 @@
+// A List over every group of a sharded deployment (sharded_list.h).
+#include "service/sharded_list.h"
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "common/blocking_mutex.h"
+#include "common/rpcs.h"
+#include "service/shard_router.h"
+
+namespace service {
+
+namespace {
+
+// Mirrors BloomService's page sizes: 0 means 100, at most 1000.
+constexpr uint32_t kDefaultPageSize = 100;
+constexpr uint32_t kMaxPageSize = 1000;
+
+// The groups' answers, gathered until the last arrives.
+struct Gathered {
+  Gathered(const bloom::v1::ListRequest& request, bloom::v1::ListResponse* response,
+           BloomService::Finish finish, size_t groups)
+      : request(request), response(response), finish(std::move(finish)), answers(groups) {}
+
+  const bloom::v1::ListRequest& request;
+  bloom::v1::ListResponse* const response;
+  BloomService::Finish finish;
+  bloomsync::BlockingMutex mu;
+  std::vector<bloom::v1::ListResponse> answers;  // one per group
+  size_t waiting ABSL_GUARDED_BY(mu) = 0;
+  grpc::Status failed ABSL_GUARDED_BY(mu);  // the first group's failure
+
+  // One group answered (or failed); the last merges and finishes.
+  void Answered(const grpc::Status& status) {
+    grpc::Status first_failure;
+    {
+      bloomsync::BlockingLock lock(&mu);
+      if (!status.ok() && failed.ok()) failed = status;
+      if (--waiting > 0) return;
+      first_failure = failed;
+    }
+    if (!first_failure.ok()) {
+      std::move(finish)(first_failure);
+      return;
+    }
+    Merge();
+    std::move(finish)(grpc::Status::OK);
+  }
+
+  void Merge() {
+    uint32_t page_size = request.page_size() == 0 ? kDefaultPageSize : request.page_size();
+    page_size = std::min(page_size, kMaxPageSize);
+    std::vector<bloom::v1::FilterStats*> all;
+    bool more = false;
+    for (bloom::v1::ListResponse& answer : answers) {
+      more = more || !answer.next_page_token().empty();
+      for (bloom::v1::FilterStats& stats : *answer.mutable_filters()) all.push_back(&stats);
+    }
+    std::sort(all.begin(), all.end(),
+              [](const bloom::v1::FilterStats* a, const bloom::v1::FilterStats* b) {
+                return a->name() < b->name();
+              });
+    more = more || all.size() > page_size;
+    if (all.size() > page_size) all.resize(page_size);
+    // The last name listed is the next page's token (before the stats are moved out).
+    if (more && !all.empty()) response->set_next_page_token(all.back()->name());
+    for (bloom::v1::FilterStats* stats : all) *response->add_filters() = std::move(*stats);
+  }
+};
+
+}  // namespace
+
+void ListEveryGroup(BloomService* core, grpc::ServerContextBase* context,
+                    const bloom::v1::ListRequest& request, bloom::v1::ListResponse* response,
+                    BloomService::Finish finish) {
+  ShardRouter* router = core->hooks().router;
+  const std::shared_ptr<const sharding::ShardState> state = router->view().Current();
+  const std::vector<std::string>& groups = state->map.groups();
+  auto gathered = std::make_shared<Gathered>(request, response, std::move(finish),
+                                             std::max<size_t>(1, groups.size()));
+  // This pod's own group first (admission included); with no map yet, only it.
+  size_t own = 0;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    if (groups[i] == router->view().own_group()) own = i;
+  }
+  const grpc::Status listed = core->HandleList(request, &gathered->answers[own], context);
+  if (!listed.ok() || groups.size() <= 1) {
+    if (listed.ok()) gathered->Merge();
+    std::move(gathered->finish)(listed);
+    return;
+  }
+  {
+    bloomsync::BlockingLock lock(&gathered->mu);
+    gathered->waiting = groups.size() - 1;
+  }
+  const rpcs::RpcInfo& info = rpcs::Info(rpcs::Rpc::kList);
+  for (size_t i = 0; i < groups.size(); ++i) {
+    if (i == own) continue;
+    const ShardRouter::Decision route =
+        router->ToGroup(*state, groups[i], /*primary=*/request.min_sequence() != 0);
+    if (!route.refusal.ok()) {
+      gathered->Answered(route.refusal);
+      continue;
+    }
+    router->ForwardMessage(
+        context, route, info.path, request, &gathered->answers[i],
+        [gathered, group = groups[i]](const grpc::Status& status) {
+          gathered->Answered(status.ok() ? status
+                                         : grpc::Status(status.error_code(),
+                                                        absl::StrCat("listing group ", group, ": ",
+                                                                     status.error_message())));
+        });
+  }
+}
+
+}  // namespace service
