@@ -54,6 +54,7 @@ class StateCollector final : public prometheus::Collectable {
     bloomsync::BlockingLock lock(&mu_);
     if (store_ != nullptr) AddStore(families);
     if (replication_) AddReplication(replication_(), families);
+    if (shards_) AddShards(shards_(), families);
     AddProcess(families);
     return families;
   }
@@ -65,6 +66,10 @@ class StateCollector final : public prometheus::Collectable {
   void SetReplicationSource(std::function<ReplicationFigures()> source) {
     bloomsync::BlockingLock lock(&mu_);
     replication_ = std::move(source);
+  }
+  void SetShardSource(std::function<ShardFigures()> source) {
+    bloomsync::BlockingLock lock(&mu_);
+    shards_ = std::move(source);
   }
 
  private:
@@ -193,6 +198,35 @@ class StateCollector final : public prometheus::Collectable {
                         p.start_time_seconds));
   }
 
+  static void AddShards(const ShardFigures& f, std::vector<MetricFamily>& out) {
+    out.push_back(Gauge("bloom_shard_map_version",
+                        "The version of the shard map this pod holds (0: none read yet).",
+                        static_cast<double>(f.map_version)));
+    out.push_back(Gauge("bloom_shard_groups", "Groups in the shard map this pod holds.",
+                        static_cast<double>(f.groups)));
+    out.push_back(
+        Gauge("bloom_shard_slots", "The deployment's slot count.", static_cast<double>(f.slots)));
+    out.push_back(Gauge("bloom_shard_slots_owned",
+                        "Slots this pod's group owns in the shard map it holds.",
+                        static_cast<double>(f.slots_owned)));
+    MetricFamily forwarded{"bloom_shard_forwarded_total",
+                           "Calls for filters of another group forwarded there, by group.",
+                           MetricType::Counter,
+                           {}};
+    for (const auto& [group, count] : f.forwarded) {
+      ClientMetric metric;
+      metric.label = {{"group", group}};
+      metric.counter.value = static_cast<double>(count);
+      forwarded.metric.push_back(std::move(metric));
+    }
+    out.push_back(std::move(forwarded));
+    out.push_back(Counter("bloom_shard_refused_total",
+                          "Calls for filters refused UNAVAILABLE by routing: no shard map yet, no "
+                          "pod up in the owning group, or forwarded here by a pod holding "
+                          "another version.",
+                          static_cast<double>(f.refused)));
+  }
+
   static void AddReplication(const ReplicationFigures& r, std::vector<MetricFamily>& out) {
     MetricFamily role{"bloom_replication_role",
                       "1 for this server's role: primary or follower (--replicate_from).",
@@ -269,6 +303,7 @@ class StateCollector final : public prometheus::Collectable {
   mutable bloomsync::BlockingMutex mu_;  // scrapes and SetStore/SetReplicationSource
   storage::FiguresSource* store_ ABSL_GUARDED_BY(mu_);
   std::function<ReplicationFigures()> replication_ ABSL_GUARDED_BY(mu_);
+  std::function<ShardFigures()> shards_ ABSL_GUARDED_BY(mu_);
 };
 
 // The metrics listener (CivetWeb, one worker thread per connection being served): how many
@@ -358,6 +393,10 @@ ServerMetrics::~ServerMetrics() = default;
 
 void ServerMetrics::SetStore(storage::FiguresSource* store) {
   static_cast<StateCollector*>(state_.get())->SetStore(store);
+}
+
+void ServerMetrics::SetShardSource(std::function<ShardFigures()> source) {
+  static_cast<StateCollector*>(state_.get())->SetShardSource(std::move(source));
 }
 
 void ServerMetrics::SetReplicationSource(std::function<ReplicationFigures()> source) {

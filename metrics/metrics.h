@@ -73,6 +73,18 @@ struct ReplicationFigures {
   size_t sync_set_size = 0;
 };
 
+// A sharded pod's figures (--shard_map), read at scrape time from its shard router.
+struct ShardFigures {
+  uint64_t map_version = 0;  // 0: no map read yet
+  size_t groups = 0;
+  uint32_t slots = 0;        // the deployment's slot count
+  uint32_t slots_owned = 0;  // by this pod's group
+  // Calls forwarded to each other group, and calls refused (no map yet, no pod up in the
+  // owner's group, or forwarded here by a pod holding another version).
+  std::vector<std::pair<std::string, uint64_t>> forwarded;
+  uint64_t refused = 0;
+};
+
 class ServerMetrics {
  public:
   // `store` (may be null in tests) must outlive the metrics.
@@ -101,6 +113,8 @@ class ServerMetrics {
   void SetStore(storage::FiguresSource* store);
   // Where scrapes read replication figures from; unset: none reported.
   void SetReplicationSource(std::function<ReplicationFigures()> source);
+  // Where scrapes read a sharded pod's figures from; unset: none reported.
+  void SetShardSource(std::function<ShardFigures()> source);
 
   // Everything in the Prometheus text format, as a scrape would return it.
   std::string Render() const;

@@ -501,7 +501,10 @@ int main(int argc, char** argv) {
       server::JoinShards(*config, kFirstShardMapWait);
   if (!sharded.ok()) return Fail(absl::StrCat("sharding: ", sharded.status().message()));
   std::unique_ptr<server::ShardMember> shards = *std::move(sharded);
-  if (shards != nullptr) server_options.hooks.router = shards->router.get();
+  if (shards != nullptr) {
+    server_options.hooks.router = shards->router.get();
+    server_metrics->SetShardSource([router = shards->router.get()] { return router->Figures(); });
+  }
 
   // A follower whose primary's log no longer reaches back to it copies a snapshot again: the
   // store, the server and the follower are then built anew, on the same port.
@@ -614,6 +617,7 @@ int main(int argc, char** argv) {
     }
     failover.reset();
   }
+  server_metrics->SetShardSource(nullptr);
   shards.reset();  // its channels to other groups and its etcd watches
   // Tear down in a fixed order on this thread rather than in destructors at return: the gRPC
   // servers (draining calls, above), the metrics listener, the store (above), and gRPC's

@@ -46,7 +46,7 @@ ShardRouter::Decision ShardRouter::Decide(const rpcs::RpcInfo& info,
     decision.refusal = Unavailable(
         "this pod has not read its deployment's shard map yet (is etcd reachable, and was "
         "`bloom-cli cluster init` run?): retry");
-    return decision;
+    return Refused(std::move(decision));
   }
   const std::string* owner = nullptr;
   for (const absl::string_view name : names) {
@@ -83,12 +83,13 @@ ShardRouter::Decision ShardRouter::ToGroup(const sharding::ShardState& state,
                                            const std::string& group, bool primary) {
   Decision decision;
   decision.here = false;
+  decision.group = group;
   decision.version = state.map.version();
   const sharding::GroupAddresses* where = state.Find(group);
   if (where == nullptr || (where->primary.empty() && (primary || where->members.empty()))) {
     decision.refusal = Unavailable(absl::StrCat("group ", group, " has no ",
                                                 primary ? "primary" : "member", " up now: retry"));
-    return decision;
+    return Refused(std::move(decision));
   }
   if (primary || where->members.empty()) {
     decision.address = where->primary;
@@ -98,13 +99,20 @@ ShardRouter::Decision ShardRouter::ToGroup(const sharding::ShardState& state,
   return decision;
 }
 
+ShardRouter::Decision ShardRouter::Refused(Decision decision) {
+  refused_.fetch_add(1, std::memory_order_relaxed);
+  return decision;
+}
+
 bool ShardRouter::ForwardedByAPod(const grpc::ServerContextBase* caller) {
   uint64_t sender_version = 0;
   return ForwardedHere(caller, &sender_version);
 }
 
-std::shared_ptr<ShardRouter::Peer> ShardRouter::PeerAt(const std::string& address) {
+std::shared_ptr<ShardRouter::Peer> ShardRouter::PeerAt(const Decision& decision) {
   bloomsync::BlockingLock lock(&mu_);
+  ++forwarded_[decision.group];
+  const std::string& address = decision.address;
   std::shared_ptr<Peer>& peer = peers_[address];
   if (peer == nullptr) peer = std::make_shared<Peer>(connect_(address));
   return peer;
@@ -122,7 +130,7 @@ void ShardRouter::Forward(grpc::ServerContextBase* caller, const Decision& decis
   if (caller != nullptr) {
     caller->AddInitialMetadata(kShardMapVersionHeader, absl::StrCat(decision.version));
   }
-  std::shared_ptr<Peer> peer = PeerAt(decision.address);
+  std::shared_ptr<Peer> peer = PeerAt(decision);
   peer->stub.UnaryCall(
       context.get(), method, grpc::StubOptions(), &request, response,
       [context, peer, done = std::move(done)](const grpc::Status& status) { done(status); });
@@ -146,6 +154,22 @@ void ShardRouter::ForwardMessage(grpc::ServerContextBase* caller, const Decision
             }
             done(status);
           });
+}
+
+metrics::ShardFigures ShardRouter::Figures() const {
+  metrics::ShardFigures figures;
+  const std::shared_ptr<const sharding::ShardState> state = view_->Current();
+  figures.map_version = state->map.version();
+  figures.groups = state->map.groups().size();
+  figures.slots = state->map.slot_count();
+  const std::vector<uint32_t> owned = state->map.SlotsPerGroup();
+  for (size_t i = 0; i < owned.size(); ++i) {
+    if (state->map.groups()[i] == view_->own_group()) figures.slots_owned = owned[i];
+  }
+  figures.refused = refused_.load(std::memory_order_relaxed);
+  bloomsync::BlockingLock lock(&mu_);
+  figures.forwarded.assign(forwarded_.begin(), forwarded_.end());
+  return figures;
 }
 
 bloom::v1::GetShardMapResponse ShardRouter::Describe() const {

@@ -37,6 +37,7 @@
 #include "google/protobuf/message.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
+#include "metrics/metrics.h"
 #include "service/stream_connections.h"
 #include "sharding/shard_view.h"
 
@@ -56,6 +57,7 @@ class ShardRouter {
     bool here = true;      // serve it on this pod
     grpc::Status refusal;  // not OK: answer this instead
     std::string address;   // where to forward it (when neither)
+    std::string group;     // the group it goes to
     uint64_t version = 0;  // the map's version the decision read
   };
   // Where a call of `info` naming `names` (one filter, or a Merge's target and sources) goes.
@@ -81,6 +83,8 @@ class ShardRouter {
 
   // GetShardMap's answer: the map this pod holds and where each group is reached.
   bloom::v1::GetShardMapResponse Describe() const;
+  // What metrics report: the map held, and the calls forwarded and refused so far.
+  metrics::ShardFigures Figures() const;
   const sharding::ShardView& view() const { return *view_; }
 
  private:
@@ -89,13 +93,19 @@ class ShardRouter {
     std::shared_ptr<grpc::Channel> channel;
     grpc::GenericStub stub;
   };
-  std::shared_ptr<Peer> PeerAt(const std::string& address);
+  // The connection to the decision's address (counted as forwarded to its group).
+  std::shared_ptr<Peer> PeerAt(const Decision& decision);
 
   const sharding::ShardView* const view_;
   const StreamConnections::Connect connect_;
+  // Counts a refusal.
+  Decision Refused(Decision decision);
+
   std::atomic<uint64_t> next_member_{0};  // reads go to a group's members in turn
-  bloomsync::BlockingMutex mu_;
+  std::atomic<uint64_t> refused_{0};
+  mutable bloomsync::BlockingMutex mu_;
   std::map<std::string, std::shared_ptr<Peer>> peers_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, uint64_t> forwarded_ ABSL_GUARDED_BY(mu_);  // by group
 };
 
 }  // namespace service

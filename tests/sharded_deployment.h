@@ -68,10 +68,11 @@ class ShardingTest : public ::testing::Test {
     }
     for (int i = 0; i < 3; ++i) {
       pods_.push_back(ServerProcess::Start(
-          dirs_[i]->path(), {"--listen=" + Target(i), "--advertise_address=" + Target(i),
-                             "--etcd_endpoints=" + etcd_->endpoint(), "--cluster=" + groups_[i],
-                             std::string("--shard_map=") + kMapKey, "--leader_ttl=2s",
-                             "--allow_unauthenticated_replication"}));
+          dirs_[i]->path(),
+          {"--listen=" + Target(i), "--advertise_address=" + Target(i),
+           "--etcd_endpoints=" + etcd_->endpoint(), "--cluster=" + groups_[i],
+           std::string("--shard_map=") + kMapKey, "--leader_ttl=2s", "--metrics_listen=127.0.0.1:0",
+           "--allow_unauthenticated_replication"}));
       ASSERT_NE(pods_[i], nullptr);
     }
     in_a_ = NameIn(map_, kGroupA, "filter-");

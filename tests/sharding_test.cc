@@ -103,6 +103,13 @@ TEST_F(ShardingTest, GetShardMapDescribesTheDeploymentAndForwardedAnswersCarryIt
   auto version = headers.find("bloom-shard-map-version");
   ASSERT_NE(version, headers.end());
   EXPECT_EQ(std::string(version->second.data(), version->second.size()), "1");
+  // Pod 0's metrics count it, and say which map it holds.
+  const std::string metrics = HttpGet(pods_[0]->metrics_port(), "/metrics");
+  EXPECT_EQ(PrometheusSample(metrics, "bloom_shard_map_version"), 1);
+  EXPECT_EQ(PrometheusSample(metrics, "bloom_shard_slots_owned"), kSlots / 2);
+  EXPECT_GE(PrometheusSample(metrics,
+                             absl::StrCat("bloom_shard_forwarded_total{group=\"", kGroupB, "\"}")),
+            1);
   // Served at home: no header.
   grpc::ClientContext home;
   ASSERT_TRUE(Stub(2)->MightContain(&home, request, &response).ok());

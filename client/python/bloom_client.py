@@ -38,6 +38,12 @@ primary). Writes answer with a sequence; the client keeps the highest (last_sequ
 it with every read, so a follower answers a read only once it has applied this client's writes.
 observe_sequence() passes a sequence on from another client.
 
+Sharded deployments (bloom-server --shard_map): any pod answers any call, forwarding calls for
+another group's filters there. With `shard_routing=True` the client fetches the shard map and sends
+each call (and each group's pipelined calls, on streams of their own) straight to the primary of
+the group that owns the filter, and fetches the map again when an answer says it changed
+(bloom_shards.py). shard_map() returns the map a server holds.
+
 Restarts: a server that is unreachable fails calls with UNAVAILABLE at once; after such a
 failure the client polls its reconnection (bloom_reconnect.py), so it is back as soon as the
 server is.
@@ -57,6 +63,7 @@ from bloom.v1 import bloom_pb2
 from bloom.v1 import bloom_pb2_grpc
 from bloom_pipeline import ADD, CHECK, COUNT, NOT_SENT, REMOVE, Coalescer, PipelineError, Sequence
 from bloom_reconnect import ReconnectPoller
+from bloom_shards import ShardRoutes
 
 __all__ = ["BloomClient", "PipelineError"]
 
@@ -155,7 +162,8 @@ class BloomClient:
 
     def __init__(self, target="127.0.0.1:50051", timeout=10.0, batch_size=10_000, channel=None,
                  token=None, tls=False, root_certificates=None, private_key=None,
-                 certificate_chain=None, pipelined=False, pipeline_streams=1):
+                 certificate_chain=None, pipelined=False, pipeline_streams=1,
+                 shard_routing=False):
         # A pod restarting, or rebuilding its server in a new role when the primary fails
         # over, is back within a second or so: reconnect every few hundred milliseconds
         # rather than after gRPC's default backoff (1 s, growing to 2 min).
@@ -165,12 +173,14 @@ class BloomClient:
                    ("grpc.min_reconnect_backoff_ms", 200),
                    ("grpc.max_reconnect_backoff_ms", 5000),
                    ("grpc.service_config", _SERVICE_CONFIG)]
-        if channel is None and (tls or root_certificates or certificate_chain):
+        if tls or root_certificates or certificate_chain:
             credentials = grpc.ssl_channel_credentials(
                 root_certificates=root_certificates, private_key=private_key,
                 certificate_chain=certificate_chain)
-            channel = grpc.secure_channel(target, credentials, options=options)
-        self._channel = channel or grpc.insecure_channel(target, options=options)
+            connect = lambda address: grpc.secure_channel(address, credentials, options=options)
+        else:
+            connect = lambda address: grpc.insecure_channel(address, options=options)
+        self._channel = channel or connect(target)
         self._metadata = (("authorization", f"Bearer {token}"),) if token else None
         self._stub = bloom_pb2_grpc.BloomFilterServiceStub(self._channel)
         self._reconnect = ReconnectPoller(self._channel)
@@ -179,6 +189,31 @@ class BloomClient:
         self._sequence = Sequence()
         self._coalescer = Coalescer(self._stub, self._metadata, self._batch_size, timeout,
                                     pipeline_streams, self._sequence) if pipelined else None
+        self._routes = None
+        if shard_routing:
+            # Each group's pipelined calls on streams of their own, with the group's own
+            # sequences (sequences are each group's).
+            make_coalescer = (lambda stub: Coalescer(stub, self._metadata, self._batch_size,
+                                                     timeout, pipeline_streams, Sequence())
+                              ) if pipelined else None
+            self._routes = ShardRoutes(self._stub, connect, self._metadata, timeout,
+                                       make_coalescer)
+            try:
+                self._routes.refresh()
+            except grpc.RpcError:
+                pass  # the pod is not up yet: it forwards, and its first answer fetches the map
+
+    @property
+    def shard_map_version(self):
+        """With shard_routing, the version of the shard map this client routes by (0: none, or
+        the deployment is not sharded)."""
+        return self._routes.version if self._routes is not None else 0
+
+    @_polls_reconnection
+    def shard_map(self):
+        """The bloom.v1.ShardMap the server holds (version 0: it is not sharded)."""
+        return self._stub.GetShardMap(bloom_pb2.GetShardMapRequest(), timeout=self._timeout,
+                                      metadata=self._metadata).map
 
     @property
     def last_sequence(self):
@@ -191,6 +226,8 @@ class BloomClient:
         self._sequence.observe(sequence)
 
     def close(self):
+        if self._routes is not None:
+            self._routes.close()
         if self._coalescer is not None:
             self._coalescer.close()
         self._reconnect.close()
@@ -214,9 +251,7 @@ class BloomClient:
         """
         spec = _spec(capacity, error_rate, expansion, non_scaling, window, window_slices,
                      idle_ttl, kind)
-        response = self._stub.Reserve(
-            bloom_pb2.ReserveRequest(name=name, spec=spec),
-            timeout=self._timeout, metadata=self._metadata)
+        response = self._unary("Reserve", name, bloom_pb2.ReserveRequest(name=name, spec=spec))
         self._sequence.observe(response.sequence)
         return response.created
 
@@ -224,8 +259,7 @@ class BloomClient:
     def reserve_like(self, name, like):
         """Creates an empty filter with the spec and hash seed of filter `like`, so that the two
         can be merged; returns True if created, False if it existed already like it."""
-        response = self._stub.Reserve(bloom_pb2.ReserveRequest(name=name, like=like),
-                                      timeout=self._timeout, metadata=self._metadata)
+        response = self._unary("Reserve", name, bloom_pb2.ReserveRequest(name=name, like=like))
         self._sequence.observe(response.sequence)
         return response.created
 
@@ -233,8 +267,8 @@ class BloomClient:
     def merge(self, target, sources):
         """ORs the filters `sources` (made alike: reserve_like) into `target`; returns the
         target's FilterStats."""
-        response = self._stub.Merge(bloom_pb2.MergeRequest(target=target, sources=list(sources)),
-                                    timeout=self._timeout, metadata=self._metadata)
+        response = self._unary("Merge", target,
+                               bloom_pb2.MergeRequest(target=target, sources=list(sources)))
         self._sequence.observe(response.sequence)
         return response.stats
 
@@ -248,11 +282,10 @@ class BloomClient:
         """
         spec = _spec(**create_if_missing) if create_if_missing else None
         if self._coalesces(items):
-            return self._coalescer.call(ADD, name, [_as_bytes(i) for i in items], spec)
+            return self._coalescer_for(name).call(ADD, name, [_as_bytes(i) for i in items], spec)
         def add_batch(batch):
-            response = self._stub.Add(
-                bloom_pb2.AddRequest(name=name, raw_items=batch, create_if_missing=spec),
-                timeout=self._timeout, metadata=self._metadata)
+            response = self._unary("Add", name, bloom_pb2.AddRequest(
+                name=name, raw_items=batch, create_if_missing=spec))
             self._sequence.observe(response.sequence)
             return response.added
         return self._batched(items, add_batch)
@@ -264,13 +297,13 @@ class BloomClient:
         absent_if_missing: a filter that does not exist answers all False instead of raising
         NOT_FOUND (nothing is created): one call for "has this user seen this item?"."""
         if self._coalesces(items):
-            return self._coalescer.call(CHECK, name, [_as_bytes(i) for i in items],
-                                        absent_if_missing=absent_if_missing)
-        return self._batched(items, lambda batch: self._stub.MightContain(
+            return self._coalescer_for(name).call(CHECK, name, [_as_bytes(i) for i in items],
+                                                  absent_if_missing=absent_if_missing)
+        return self._batched(items, lambda batch: self._unary(
+            "MightContain", name,
             bloom_pb2.MightContainRequest(name=name, raw_items=batch,
                                           absent_if_missing=absent_if_missing,
-                                          min_sequence=self._sequence.value),
-            timeout=self._timeout, metadata=self._metadata).present)
+                                          min_sequence=self._sequence.value)).present)
 
     @_polls_reconnection
     def remove(self, name, items):
@@ -278,11 +311,11 @@ class BloomClient:
         held one. Remove only what was added: removing another item can remove a colliding
         item's copy, which then reads absent. Not idempotent: a retried call removes again."""
         if self._coalesces(items):
-            return self._coalescer.call(REMOVE, name, [_as_bytes(i) for i in items])
+            return self._coalescer_for(name).call(REMOVE, name, [_as_bytes(i) for i in items])
 
         def remove_batch(batch):
-            response = self._stub.Remove(bloom_pb2.RemoveRequest(name=name, raw_items=batch),
-                                         timeout=self._timeout, metadata=self._metadata)
+            response = self._unary("Remove", name,
+                                   bloom_pb2.RemoveRequest(name=name, raw_items=batch))
             self._sequence.observe(response.sequence)
             return response.removed
         return self._batched(items, remove_batch)
@@ -291,25 +324,24 @@ class BloomClient:
     def count(self, name, items):
         """Cuckoo filters: the copies of each item the filter holds."""
         if self._coalesces(items):
-            counts = self._coalescer.call(COUNT, name, [_as_bytes(i) for i in items])
+            counts = self._coalescer_for(name).call(COUNT, name, [_as_bytes(i) for i in items])
             if counts is not NOT_SENT:
                 return counts
             # This stream's server has not said it takes counts yet: unary.
-        return self._batched(items, lambda batch: self._stub.Count(
-            bloom_pb2.CountRequest(name=name, raw_items=batch, min_sequence=self._sequence.value),
-            timeout=self._timeout, metadata=self._metadata).counts)
+        return self._batched(items, lambda batch: self._unary(
+            "Count", name,
+            bloom_pb2.CountRequest(name=name, raw_items=batch,
+                                   min_sequence=self._sequence.value)).counts)
 
     @_polls_reconnection
     def stats(self, name):
         """The filter's bloom.v1.FilterStats."""
-        return self._stub.Stats(
-            bloom_pb2.StatsRequest(name=name, min_sequence=self._sequence.value),
-            timeout=self._timeout, metadata=self._metadata).stats
+        return self._unary("Stats", name, bloom_pb2.StatsRequest(
+            name=name, min_sequence=self._sequence.value)).stats
 
     @_polls_reconnection
     def delete(self, name):
-        response = self._stub.Delete(bloom_pb2.DeleteRequest(name=name), timeout=self._timeout,
-                                     metadata=self._metadata)
+        response = self._unary("Delete", name, bloom_pb2.DeleteRequest(name=name))
         self._sequence.observe(response.sequence)
 
     @_polls_reconnection
@@ -329,7 +361,7 @@ class BloomClient:
     def export(self, name):
         """The filter's dump, as bytes."""
         return b"".join(chunk.data for chunk in
-                        self._stub.Export(bloom_pb2.ExportRequest(
+                        self._stream_stub(name).Export(bloom_pb2.ExportRequest(
                             name=name, min_sequence=self._sequence.value),
                                           metadata=self._metadata))
 
@@ -345,12 +377,39 @@ class BloomClient:
                                         merge_into_existing=merge_into_existing)
             for offset in range(_DUMP_CHUNK, len(dump), _DUMP_CHUNK):
                 yield bloom_pb2.ImportChunk(data=dump[offset:offset + _DUMP_CHUNK])
-        response = self._stub.Import(chunks(), metadata=self._metadata)
+        response = self._stream_stub(name).Import(chunks(), metadata=self._metadata)
         self._sequence.observe(response.sequence)
         return response.stats
 
     def _coalesces(self, items):
         return self._coalescer is not None and 0 < len(items) <= self._batch_size
+
+    def _stream_stub(self, name):
+        group = self._group(name)
+        return group.stub if group is not None else self._stub
+
+    def _group(self, name):
+        return self._routes.for_name(name) if self._routes is not None else None
+
+    def _coalescer_for(self, name):
+        group = self._group(name)
+        return group.coalescer if group is not None and group.coalescer else self._coalescer
+
+    def _unary(self, method, name, request):
+        """A unary call on filter `name`: to its group's primary with shard routing (and the map
+        fetched again if the answer says it changed), else to the target."""
+        group = self._group(name)
+        stub = group.stub if group is not None else self._stub
+        if self._routes is None:
+            return getattr(stub, method)(request, timeout=self._timeout, metadata=self._metadata)
+        try:
+            response, call = getattr(stub, method).with_call(request, timeout=self._timeout,
+                                                             metadata=self._metadata)
+        except grpc.RpcError as error:
+            self._routes.after_error(error)
+            raise
+        self._routes.after_call(call)
+        return response
 
     def _batched(self, items, call):
         raw = [_as_bytes(item) for item in items]
