@@ -221,6 +221,7 @@ void BloomClient::Prepare(grpc::ClientContext& context, bool deadline) const {
                          absl::ToChronoNanoseconds(options_.timeout));
   }
   if (!options_.token.empty()) context.AddMetadata("authorization", "Bearer " + options_.token);
+  for (const auto& [key, value] : options_.metadata) context.AddMetadata(key, value);
 }
 
 absl::StatusOr<bloom::v1::ReserveResponse> BloomClient::Reserve(absl::string_view name,

@@ -37,6 +37,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -66,6 +67,8 @@ struct ClientOptions {
   size_t batch_size = 10'000;                  // items per Add/MightContain request
   // Sent as "authorization: Bearer <token>" with every call; "" = none.
   std::string token;
+  // Headers sent with every unary call and transfer (not on Pipeline streams).
+  std::vector<std::pair<std::string, std::string>> metadata;
   ClientTls tls;
   // Add/MightContain over coalescing Pipeline streams (see above), and how many streams.
   bool pipelined = false;

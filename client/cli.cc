@@ -19,6 +19,7 @@
 #include "absl/time/clock.h"
 #include "client/bloom_client.h"
 #include "client/cli_cluster.h"
+#include "client/cli_move.h"
 #include "client/cli_output.h"
 #include "client/cli_replication.h"
 
@@ -26,6 +27,7 @@ namespace {
 
 using bloomcli::Cluster;
 using bloomcli::Error;
+using bloomcli::MoveSlots;
 using bloomcli::PrintJson;
 using bloomcli::PrintStats;
 using bloomcli::ReplicationStatus;
@@ -74,6 +76,10 @@ commands:
   cluster init GROUP... [--slots=N]   create the shard map: GROUPs (their --cluster keys)
                               own even ranges of N slots (default 4096, fixed for good)
   cluster add-group GROUP     a new group joins the map, owning no slot yet
+  cluster move --slots=A-B --to=GROUP [--abort]   move slots A-B (of one group) and their
+                              filters to GROUP, online: writes to them pause for about a
+                              second at the end. Run it again to resume a move cut short;
+                              --abort gives it up (the slots stay where they were)
   hash-token                  read a token on stdin, print the line digest for a token file
 
 security (for servers with TLS or --auth_token_file):
@@ -274,6 +280,11 @@ int Run(const Args& args) {
   if (command == "replication") return ReplicationStatus(*client, json);
   if (command == "switchover") return Switchover(*client, server, options, args.Get("to"), json);
   if (command == "cluster") {
+    if (args.positional.size() > 1 && args.positional[1] == "move") {
+      return MoveSlots(
+          *client, options,
+          {.slots = args.Get("slots"), .to = args.Get("to"), .abort = args.Has("abort")});
+    }
     return Cluster(*client, {args.positional.begin() + 1, args.positional.end()}, args.Get("slots"),
                    json);
   }

@@ -51,6 +51,36 @@ absl::StatusOr<std::unique_ptr<ShardMember>> JoinShards(const ServerConfig& conf
   return member;
 }
 
+namespace {
+
+// The map after one step of a move; a step other than the first must name the move in
+// progress, so that two movers cannot drive each other's moves.
+absl::StatusOr<sharding::ShardMap> MoveStep(const sharding::ShardMap& now,
+                                            const bloom::replication::v1::MoveStep& step) {
+  using Step = bloom::replication::v1::MoveStep;
+  const sharding::SlotRange slots{step.first(), step.last()};
+  if (step.step() == Step::STEP_BEGIN) return now.BeginMove(slots, step.to());
+  const absl::optional<sharding::SlotMove>& moving = now.move();
+  if (!moving.has_value() || !(moving->slots == slots) || moving->to != step.to()) {
+    return absl::FailedPreconditionError(
+        moving.has_value() ? absl::StrCat("the move in progress is of slots ", moving->slots.first,
+                                          "-", moving->slots.last, " to ", moving->to)
+                           : std::string("no move is in progress"));
+  }
+  switch (step.step()) {
+    case Step::STEP_PAUSE:
+      return now.PauseMove();
+    case Step::STEP_FINISH:
+      return now.FinishMove();
+    case Step::STEP_ABORT:
+      return now.AbortMove();
+    default:
+      return absl::InvalidArgumentError("MoveStep names no step");
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<bloom::replication::v1::ChangeShardMapResponse> ChangeShardMap(
     ShardMember& member, const bloom::replication::v1::ChangeShardMapRequest& request) {
   absl::StatusOr<sharding::ShardMap> changed;
@@ -65,8 +95,12 @@ absl::StatusOr<bloom::replication::v1::ChangeShardMapResponse> ChangeShardMap(
     changed = coordination::ChangeShardMap(
         *member.etcd, member.map_key,
         [&](const sharding::ShardMap& now) { return now.AddGroup(request.add_group()); });
+  } else if (request.has_move()) {
+    changed = coordination::ChangeShardMap(
+        *member.etcd, member.map_key,
+        [&](const sharding::ShardMap& now) { return MoveStep(now, request.move()); });
   } else {
-    return absl::InvalidArgumentError("ChangeShardMap names no change (create or add_group)");
+    return absl::InvalidArgumentError("ChangeShardMap names no change (create, add_group, move)");
   }
   if (!changed.ok()) return changed.status();
   bloomlog::LogInfo(absl::StrCat("shard map at ", member.map_key, " changed to version ",

@@ -254,20 +254,23 @@ grpc::Status BloomService::HandleCount(const bloom::v1::CountRequest& request,
   return log.Done(counts.status());
 }
 
-absl::Status BloomService::CheckOwnedHere(absl::string_view name, absl::string_view what) const {
+absl::Status BloomService::CheckOwnedHere(absl::string_view name, absl::string_view what,
+                                          rpcs::Rpc rpc,
+                                          const grpc::ServerContextBase* context) const {
   if (hooks_.router == nullptr) return absl::OkStatus();
   const absl::string_view names[] = {name};
-  const ShardRouter::Decision route =
-      hooks_.router->Decide(rpcs::Info(rpcs::Rpc::kPipelineMightContain), names, nullptr);
+  const ShardRouter::Decision route = hooks_.router->Decide(rpcs::Info(rpc), names, context);
   if (route.here) return absl::OkStatus();
-  if (!route.refusal.ok()) return absl::UnavailableError(route.refusal.error_message());
+  if (!route.refusal.ok()) {
+    return absl::Status(static_cast<absl::StatusCode>(route.refusal.error_code()),
+                        route.refusal.error_message());
+  }
   const std::shared_ptr<const sharding::ShardState> state = hooks_.router->view().Current();
   return absl::UnavailableError(
       absl::StrCat("filter \"", name, "\" belongs to group ", state->map.OwnerOfName(name),
                    " at shard map version ", route.version, "; ", what,
                    " to this pod is served by group ", hooks_.router->view().own_group(),
-                   ": send it to a pod of that group (GetShardMap lists "
-                   "them)"));
+                   ": send it to a pod of that group (GetShardMap lists them)"));
 }
 
 grpc::Status BloomService::HandleGetShardMap(const bloom::v1::GetShardMapRequest& /*request*/,

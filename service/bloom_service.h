@@ -208,7 +208,10 @@ class BloomService final : public StreamServiceBase {
   // (`what`: "a Pipeline stream", "Export", "Import"): UNAVAILABLE naming the owning group if
   // another group owns `name`'s slot, so that a client routing by the shard map sends it there
   // (after fetching the map again). OK when not sharded.
-  absl::Status CheckOwnedHere(absl::string_view name, absl::string_view what) const;
+  // `rpc` says whether it writes (refused while the filter's slot is paused in a move);
+  // `context` (may be null) may carry a slot mover's header.
+  absl::Status CheckOwnedHere(absl::string_view name, absl::string_view what, rpcs::Rpc rpc,
+                              const grpc::ServerContextBase* context = nullptr) const;
   // Read-your-writes (bloom.v1 min_sequence): done(true) once this server has applied
   // `min_sequence`, at once on this thread on a primary (and on a follower that has applied
   // it); a follower waits for it a while without holding a thread (Forwarder::WhenApplied),

@@ -168,11 +168,12 @@ grpc::ServerUnaryReactor* BloomCallbackService::Count(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* BloomCallbackService::List(grpc::CallbackServerContext* context,
                                                      const bloom::v1::ListRequest* request,
                                                      bloom::v1::ListResponse* response) {
-  // In a sharded deployment, every group's filters (sharded_list.h), unless another pod asked
-  // for this group's only.
+  // In a sharded deployment, every group's filters (sharded_list.h), unless another pod or a
+  // slot mover asked for this pod's only.
   return Dispatch(core_, context, rpcs::Rpc::kList, {}, request->min_sequence(), request, response,
                   [core = core_, context, request, response](Finish finish) {
-                    if (core->hooks().router != nullptr && !ShardRouter::ForwardedByAPod(context)) {
+                    if (core->hooks().router != nullptr && !ShardRouter::ForwardedByAPod(context) &&
+                        !ShardRouter::MoverCall(context)) {
                       ListEveryGroup(core, context, *request, response, std::move(finish));
                       return;
                     }

@@ -94,9 +94,9 @@ std::unique_ptr<grpc::ClientContext> ForwardedCallContext(const grpc::ServerCont
   context->set_deadline(deadline);
   if (caller == nullptr) return context;
   const auto& metadata = caller->client_metadata();
-  // The token, and the mark of a call another group's pod forwarded here (shard_router.h): a
-  // follower passing it on to its primary must not make it a call that primary forwards again.
-  for (const char* header : {"authorization", "bloom-shard-hop"}) {
+  // The token, and the marks of a call another group's pod forwarded here and of a slot
+  // mover's call (shard_router.h): a follower passing it on to its primary keeps what it is.
+  for (const char* header : {"authorization", "bloom-shard-hop", "bloom-shard-move"}) {
     if (auto it = metadata.find(header); it != metadata.end()) {
       context->AddMetadata(header, std::string(it->second.data(), it->second.size()));
     }

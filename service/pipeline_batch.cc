@@ -29,6 +29,20 @@ bool Mergeable(const PipelineOperationView& a, const PipelineOperationView& b) {
   return a.kind != Kind::kAdd || a.request.create_if_missing == b.request.create_if_missing;
 }
 
+// The RPC table's row of an operation.
+rpcs::Rpc RpcOf(Kind kind) {
+  switch (kind) {
+    case Kind::kAdd:
+      return rpcs::Rpc::kPipelineAdd;
+    case Kind::kRemove:
+      return rpcs::Rpc::kPipelineRemove;
+    case Kind::kCount:
+      return rpcs::Rpc::kPipelineCount;
+    default:
+      return rpcs::Rpc::kPipelineMightContain;
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<const PipelineBatch::Message>> PipelineBatch::Read(
@@ -120,8 +134,8 @@ void PipelineBatch::Queue(storage::OperationBatch& store_batch,
     const auto run = absl::MakeConstSpan(operations_).subspan(begin, end - begin);
     const auto run_responses = absl::MakeSpan(responses_).subspan(begin, end - begin);
     // In a sharded deployment a stream is served by the group of the pod it was opened to.
-    if (absl::Status owned =
-            service_->CheckOwnedHere(run.front().view().request.name, "a Pipeline stream");
+    if (absl::Status owned = service_->CheckOwnedHere(
+            run.front().view().request.name, "a Pipeline stream", RpcOf(run.front().view().kind));
         !owned.ok()) {
       for (PipelineResponse& response : run_responses) SetOperationError(owned, response);
       RecordRun(begin, end, absl::Now() - start);
@@ -330,11 +344,7 @@ void PipelineBatch::RecordRun(size_t begin, size_t end, absl::Duration took) {
     const auto code = responses_[i].has_error()
                           ? static_cast<absl::StatusCode>(responses_[i].error().code())
                           : absl::StatusCode::kOk;
-    rpcs::Rpc rpc = rpcs::Rpc::kPipelineMightContain;
-    if (view.kind == Kind::kAdd) rpc = rpcs::Rpc::kPipelineAdd;
-    if (view.kind == Kind::kRemove) rpc = rpcs::Rpc::kPipelineRemove;
-    if (view.kind == Kind::kCount) rpc = rpcs::Rpc::kPipelineCount;
-    metrics->RecordRpc(rpc, code, took, items);
+    metrics->RecordRpc(RpcOf(view.kind), code, took, items);
   }
 }
 

@@ -63,18 +63,33 @@ ShardRouter::Decision ShardRouter::Decide(const rpcs::RpcInfo& info,
     }
     owner = &group;
   }
-  if (owner == nullptr || *owner == view_->own_group()) return decision;  // served here
+  if (owner == nullptr) return decision;  // names no filter: served here
+  const std::string& own = view_->own_group();
+  const uint32_t slot = slots::SlotOf(names.front(), map.slot_count());
+  if (MoverCall(caller)) {
+    // The mover's own calls (bloom-cli cluster move): the target takes copies of the slots
+    // moving to it, and a group deletes the copies of slots it no longer owns.
+    if (map.Moving(slot) && map.move()->to == own) return decision;
+    if (info.rpc == rpcs::Rpc::kDelete && *owner != own && !map.Moving(slot)) return decision;
+  }
+  if (info.access == rpcs::Access::kWrite && map.WritesPaused(slot)) {
+    decision.here = false;
+    decision.refusal = Unavailable(absl::StrCat(
+        "filter \"", names.front(), "\" (slot ", slot, ") is moving from group ", map.move()->from,
+        " to ", map.move()->to, " (shard map version ", map.version(),
+        "): writes to it pause until the move finishes, about a second; retry"));
+    return Refused(std::move(decision));
+  }
+  if (*owner == own) return decision;  // served here
   decision.here = false;
   uint64_t sender_version = 0;
   if (ForwardedHere(caller, &sender_version)) {
-    decision.refusal = Unavailable(absl::StrCat(
-        "filter \"", names.front(), "\" (slot ", slots::SlotOf(names.front(), map.slot_count()),
-        ") belongs to group ", *owner, " at shard map version ", map.version(),
-        ", held by this pod of group ", view_->own_group(),
-        "; the pod that forwarded it here "
-        "held version ",
-        sender_version, ": retry once the change has reached every pod"));
-    return decision;
+    decision.refusal = Unavailable(
+        absl::StrCat("filter \"", names.front(), "\" (slot ", slot, ") belongs to group ", *owner,
+                     " at shard map version ", map.version(), ", held by this pod of group ", own,
+                     "; the pod that forwarded it here held version ", sender_version,
+                     ": retry once the change has reached every pod"));
+    return Refused(std::move(decision));
   }
   return ToGroup(*state, *owner, info.access == rpcs::Access::kWrite || fresh_read);
 }
@@ -102,6 +117,10 @@ ShardRouter::Decision ShardRouter::ToGroup(const sharding::ShardState& state,
 ShardRouter::Decision ShardRouter::Refused(Decision decision) {
   refused_.fetch_add(1, std::memory_order_relaxed);
   return decision;
+}
+
+bool ShardRouter::MoverCall(const grpc::ServerContextBase* caller) {
+  return caller != nullptr && caller->client_metadata().count(kShardMoveHeader) != 0;
 }
 
 bool ShardRouter::ForwardedByAPod(const grpc::ServerContextBase* caller) {
@@ -185,6 +204,14 @@ bloom::v1::GetShardMapResponse ShardRouter::Describe() const {
       group->set_primary(where->primary);
       for (const std::string& member : where->members) group->add_members(member);
     }
+  }
+  if (const absl::optional<sharding::SlotMove>& moving = state->map.move()) {
+    bloom::v1::SlotMove* move = map->mutable_move();
+    move->set_first(moving->slots.first);
+    move->set_last(moving->slots.last);
+    move->set_from(moving->from);
+    move->set_to(moving->to);
+    move->set_paused(moving->phase == sharding::SlotMove::Phase::kPaused);
   }
   for (const sharding::OwnedRange& owned : state->map.Ranges()) {
     bloom::v1::SlotRange* range = map->add_ranges();

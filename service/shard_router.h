@@ -9,6 +9,9 @@
 //   caller gets the owner's status and answer, and the header `bloom-shard-map-version` (the
 //   version this pod holds), which tells a client routing by its own copy of the map that it sent
 //   the call to the wrong group;
+// - while slots move (sharding/shard_map.h's SlotMove), writes to them are refused UNAVAILABLE
+//   everywhere once the move is paused, until the map names their new owner; the mover's own
+//   calls (kShardMoveHeader) reach the target group's copies;
 // - a call forwarded here by another pod (it carries `bloom-shard-hop`) is never forwarded
 //   again: if this pod's group does not own the filter either (the two pods hold different
 //   versions, for the moment a change takes to reach every pod), it is refused UNAVAILABLE
@@ -47,6 +50,10 @@ namespace service {
 // carries back to the client.
 inline constexpr char kShardHopHeader[] = "bloom-shard-hop";
 inline constexpr char kShardMapVersionHeader[] = "bloom-shard-map-version";
+// The header of a slot mover's own calls (bloom-cli cluster move): the target group of a move
+// serves them for the moving slots, and any group serves its Delete of a filter whose slot it
+// does not own (the copies left behind by a move).
+inline constexpr char kShardMoveHeader[] = "bloom-shard-move";
 
 class ShardRouter {
  public:
@@ -70,6 +77,8 @@ class ShardRouter {
   Decision ToGroup(const sharding::ShardState& state, const std::string& group, bool primary);
   // Whether another pod forwarded the call here (it carries kShardHopHeader).
   static bool ForwardedByAPod(const grpc::ServerContextBase* caller);
+  // Whether the call is a slot mover's (it carries kShardMoveHeader).
+  static bool MoverCall(const grpc::ServerContextBase* caller);
 
   // Forwards a unary call as Decide said: `done` gets the owner's status, and `response` its
   // answer. `request` and `response` must stay valid until `done`.

@@ -76,7 +76,8 @@ class ExportReactor final : public grpc::ServerWriteReactor<ExportChunk> {
                        " yet; retry, or export from the primary at ",
                        service_->hooks().forwarder->primary_address())));
     }
-    if (absl::Status owned = service_->CheckOwnedHere(name, "Export"); !owned.ok()) {
+    if (absl::Status owned = service_->CheckOwnedHere(name, "Export", rpcs::Rpc::kExport, context_);
+        !owned.ok()) {
       return End(owned);
     }
     absl::StatusOr<std::unique_ptr<storage::ExportCursor>> cursor =
@@ -160,7 +161,8 @@ class ImportReactor final : public grpc::ServerReadReactor<ImportChunk> {
     // FinishOnce, which resets the ticket, runs only after this reaction.
     ticket_->Touch(chunk_.name().size() + chunk_.data().size());
     if (import_ == nullptr) {
-      RETURN_IF_ERROR(service_->CheckOwnedHere(chunk_.name(), "Import"));
+      RETURN_IF_ERROR(
+          service_->CheckOwnedHere(chunk_.name(), "Import", rpcs::Rpc::kImport, context_));
       absl::StatusOr<std::unique_ptr<storage::PendingImport>> import =
           service_->store()->BeginImport(chunk_.name(), chunk_.merge_into_existing());
       if (!import.ok()) return import.status();

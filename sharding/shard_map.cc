@@ -150,7 +150,60 @@ absl::StatusOr<ShardMap> ShardMap::Decode(absl::string_view text) {
   for (uint32_t slot = 0; slot < slot_count; ++slot) {
     if (map.owners_[slot] == kUnowned) return Invalid(absl::StrCat("slot ", slot, " has no owner"));
   }
+  if (auto moving = words.find("moving"); moving != words.end() && !moving->second.empty()) {
+    absl::StatusOr<SlotMove> move = map.DecodeMove(moving->second);
+    if (!move.ok()) return Invalid(move.status().message());
+    map.move_ = *std::move(move);
+  }
   return map;
+}
+
+absl::StatusOr<SlotMove> ShardMap::DecodeMove(absl::string_view text) const {
+  std::vector<absl::string_view> parts = absl::StrSplit(text, ':');
+  if (parts.size() != 3) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("moving=", text, " is not FIRST-LAST:GROUP:copy|paused"));
+  }
+  absl::StatusOr<SlotRange> range = ParseSlotRange(parts[0]);
+  if (!range.ok()) return range.status();
+  if (range->last >= slot_count()) {
+    return absl::InvalidArgumentError(absl::StrCat("moving=", text, " runs past the last slot"));
+  }
+  SlotMove move;
+  move.slots = *range;
+  move.to = std::string(parts[1]);
+  if (parts[2] == "copy") {
+    move.phase = SlotMove::Phase::kCopy;
+  } else if (parts[2] == "paused") {
+    move.phase = SlotMove::Phase::kPaused;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("moving=", text, " has no phase copy|paused"));
+  }
+  if (absl::Status valid = CheckMove(move.slots, move.to, &move.from); !valid.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("moving=", text, ": ", valid.message()));
+  }
+  return move;
+}
+
+absl::Status ShardMap::CheckMove(SlotRange slots, absl::string_view to, std::string* from) const {
+  if (absl::Status valid = CheckRange(slots); !valid.ok()) return valid;
+  if (!HasGroup(to)) {
+    return absl::NotFoundError(absl::StrCat("group \"", to, "\" is not in the shard map"));
+  }
+  const std::string& owner = OwnerOf(slots.first);
+  for (uint32_t slot = slots.first; slot <= slots.last; ++slot) {
+    if (OwnerOf(slot) != owner) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("slots ", slots.first, "-", slots.last, " have several owners (", owner,
+                       ", ", OwnerOf(slot), "): move the slots of one group at a time"));
+    }
+  }
+  if (owner == to) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("slots ", slots.first, "-", slots.last, " are ", to, "'s already"));
+  }
+  *from = owner;
+  return absl::OkStatus();
 }
 
 std::string ShardMap::Encode() const {
@@ -158,9 +211,14 @@ std::string ShardMap::Encode() const {
   for (const OwnedRange& range : Ranges()) {
     owned.push_back(absl::StrCat(range.group, ":", range.slots.first, "-", range.slots.last));
   }
-  return absl::StrCat("format=", kFormat, " version=", version_, " slots=", slot_count(),
-                      " groups=", absl::StrJoin(groups_, ","),
-                      " owners=", absl::StrJoin(owned, ","));
+  std::string record =
+      absl::StrCat("format=", kFormat, " version=", version_, " slots=", slot_count(),
+                   " groups=", absl::StrJoin(groups_, ","), " owners=", absl::StrJoin(owned, ","));
+  if (move_.has_value()) {
+    absl::StrAppend(&record, " moving=", move_->slots.first, "-", move_->slots.last, ":", move_->to,
+                    ":", move_->phase == SlotMove::Phase::kCopy ? "copy" : "paused");
+  }
+  return record;
 }
 
 bool ShardMap::HasGroup(absl::string_view group) const { return GroupIndex(group) >= 0; }
@@ -204,6 +262,9 @@ absl::Status ShardMap::CheckRange(SlotRange slots) const {
 
 absl::StatusOr<ShardMap> ShardMap::Assign(SlotRange slots, absl::string_view group) const {
   if (absl::Status valid = CheckRange(slots); !valid.ok()) return valid;
+  if (move_.has_value()) {
+    return absl::FailedPreconditionError("slots are moving: finish or abort that move first");
+  }
   const int index = GroupIndex(group);
   if (index < 0) {
     return absl::NotFoundError(absl::StrCat("group \"", group, "\" is not in the shard map"));
@@ -228,6 +289,54 @@ absl::StatusOr<ShardMap> ShardMap::AddGroup(absl::string_view group) const {
   ShardMap next = *this;
   ++next.version_;
   next.groups_.emplace_back(group);
+  return next;
+}
+
+absl::StatusOr<ShardMap> ShardMap::BeginMove(SlotRange slots, absl::string_view to) const {
+  if (move_.has_value()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "slots ", move_->slots.first, "-", move_->slots.last, " are moving to ", move_->to,
+        " already: finish that move (bloom-cli cluster move, again) or abort it first"));
+  }
+  SlotMove move;
+  if (absl::Status valid = CheckMove(slots, to, &move.from); !valid.ok()) return valid;
+  move.slots = slots;
+  move.to = std::string(to);
+  ShardMap next = *this;
+  ++next.version_;
+  next.move_ = std::move(move);
+  return next;
+}
+
+absl::StatusOr<ShardMap> ShardMap::PauseMove() const {
+  if (!move_.has_value() || move_->phase != SlotMove::Phase::kCopy) {
+    return absl::FailedPreconditionError("no move is copying");
+  }
+  ShardMap next = *this;
+  ++next.version_;
+  next.move_->phase = SlotMove::Phase::kPaused;
+  return next;
+}
+
+absl::StatusOr<ShardMap> ShardMap::FinishMove() const {
+  if (!move_.has_value() || move_->phase != SlotMove::Phase::kPaused) {
+    return absl::FailedPreconditionError("no move is paused");
+  }
+  ShardMap next = *this;
+  ++next.version_;
+  const auto to = static_cast<uint16_t>(GroupIndex(move_->to));
+  for (uint32_t slot = move_->slots.first; slot <= move_->slots.last; ++slot) {
+    next.owners_[slot] = to;
+  }
+  next.move_.reset();
+  return next;
+}
+
+absl::StatusOr<ShardMap> ShardMap::AbortMove() const {
+  if (!move_.has_value()) return absl::FailedPreconditionError("no move is in progress");
+  ShardMap next = *this;
+  ++next.version_;
+  next.move_.reset();
   return next;
 }
 

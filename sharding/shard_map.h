@@ -12,6 +12,10 @@
 // The record is one text line readable with etcdctl:
 //   format=1 version=7 slots=4096 groups=bloom/a,bloom/b owners=bloom/a:0-1999,bloom/b:2000-4095
 // Every slot has exactly one owner; a group may own none (just added, or emptied by moves).
+// While slots move to another group (bloom-cli cluster move), the record also says which, where
+// to, and how far the move is: `moving=100-199:bloom/b:copy` (the owner still serves them;
+// the target takes copies) or `...:paused` (nobody takes writes for them until the map names
+// the target their owner). One move at a time.
 //
 // Thread-safety: a plain value; const methods may be called from any thread.
 #ifndef SHARDING_SHARD_MAP_H_
@@ -24,6 +28,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/optional.h"
 
 namespace sharding {
 
@@ -40,6 +45,18 @@ struct SlotRange {
 struct OwnedRange {
   SlotRange slots;
   std::string group;
+};
+
+// Slots moving from their owner to another group.
+struct SlotMove {
+  enum class Phase {
+    kCopy,    // the owner serves them; the mover copies their filters to `to`
+    kPaused,  // writes to them are refused everywhere while the mover copies the last changes
+  };
+  SlotRange slots;
+  std::string from;  // their owner
+  std::string to;
+  Phase phase = Phase::kCopy;
 };
 
 class ShardMap {
@@ -75,18 +92,44 @@ class ShardMap {
   // How many slots each group owns, in the order of groups().
   std::vector<uint32_t> SlotsPerGroup() const;
 
-  // The next version: `slots` owned by `group` (which must be in the map).
+  // The move in progress, if any.
+  const absl::optional<SlotMove>& move() const { return move_; }
+  // Whether writes to `slot` are paused (its move is past copying).
+  bool WritesPaused(uint32_t slot) const {
+    return move_.has_value() && move_->phase == SlotMove::Phase::kPaused &&
+           slot >= move_->slots.first && slot <= move_->slots.last;
+  }
+  // Whether `slot` is moving (in either phase).
+  bool Moving(uint32_t slot) const {
+    return move_.has_value() && slot >= move_->slots.first && slot <= move_->slots.last;
+  }
+
+  // The next version: `slots` owned by `group` (which must be in the map). Refused while a
+  // move is in progress (FAILED_PRECONDITION).
   absl::StatusOr<ShardMap> Assign(SlotRange slots, absl::string_view group) const;
+  // The next version with `slots` (all of one owner, other than `to`) moving to `to`, being
+  // copied. FAILED_PRECONDITION while another move is in progress.
+  absl::StatusOr<ShardMap> BeginMove(SlotRange slots, absl::string_view to) const;
+  // The move's next step: copying → paused; paused → the slots owned by the target, and no move.
+  // FAILED_PRECONDITION without a move in that phase.
+  absl::StatusOr<ShardMap> PauseMove() const;
+  absl::StatusOr<ShardMap> FinishMove() const;
+  // The next version with no move; the slots stay their owner's. FAILED_PRECONDITION without one.
+  absl::StatusOr<ShardMap> AbortMove() const;
   // The next version with `group` added, owning nothing; ALREADY_EXISTS if it is there.
   absl::StatusOr<ShardMap> AddGroup(absl::string_view group) const;
 
  private:
   absl::Status CheckRange(SlotRange slots) const;
+  // OK if `slots` (all of one owner, other than `to`) may move to `to`; sets `from`.
+  absl::Status CheckMove(SlotRange slots, absl::string_view to, std::string* from) const;
+  absl::StatusOr<SlotMove> DecodeMove(absl::string_view text) const;
   int GroupIndex(absl::string_view group) const;  // -1: none
 
   uint64_t version_ = 0;
   std::vector<std::string> groups_;
   std::vector<uint16_t> owners_;  // per slot, an index into groups_
+  absl::optional<SlotMove> move_;
 };
 
 // "A-B" or "A" (A to A); INVALID_ARGUMENT otherwise.

@@ -116,5 +116,69 @@ TEST(ShardMapTest, SlotRangesParse) {
   EXPECT_FALSE(ParseSlotRange("x").ok());
 }
 
+TEST(ShardMapTest, AMoveGoesFromCopyToPausedToTheTargetOwningTheSlots) {
+  absl::StatusOr<ShardMap> map = ShardMap::EvenSplit({"a", "b"}, 16);
+  ASSERT_TRUE(map.ok());
+  absl::StatusOr<ShardMap> copying = map->BeginMove({2, 5}, "b");
+  ASSERT_TRUE(copying.ok()) << copying.status();
+  EXPECT_EQ(copying->version(), 2U);
+  EXPECT_EQ(copying->move()->from, "a");
+  EXPECT_TRUE(copying->Moving(2));
+  EXPECT_FALSE(copying->Moving(6));
+  EXPECT_FALSE(copying->WritesPaused(3));
+  EXPECT_EQ(copying->OwnerOf(3), "a");
+  EXPECT_EQ(copying->Encode(),
+            "format=1 version=2 slots=16 groups=a,b owners=a:0-7,b:8-15 moving=2-5:b:copy");
+  // One move at a time, and no plain reassignment meanwhile.
+  EXPECT_EQ(copying->BeginMove({6, 6}, "b").status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(copying->Assign({6, 6}, "b").status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(copying->FinishMove().status().code(), absl::StatusCode::kFailedPrecondition);
+
+  absl::StatusOr<ShardMap> paused = copying->PauseMove();
+  ASSERT_TRUE(paused.ok());
+  EXPECT_TRUE(paused->WritesPaused(5));
+  EXPECT_FALSE(paused->WritesPaused(6));
+  absl::StatusOr<ShardMap> decoded = ShardMap::Decode(paused->Encode());
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->Encode(), paused->Encode());
+  EXPECT_TRUE(decoded->WritesPaused(2));
+
+  absl::StatusOr<ShardMap> moved = paused->FinishMove();
+  ASSERT_TRUE(moved.ok());
+  EXPECT_EQ(moved->version(), 4U);
+  EXPECT_FALSE(moved->move().has_value());
+  EXPECT_EQ(moved->OwnerOf(2), "b");
+  EXPECT_EQ(moved->OwnerOf(5), "b");
+  EXPECT_EQ(moved->OwnerOf(6), "a");
+
+  absl::StatusOr<ShardMap> aborted = paused->AbortMove();
+  ASSERT_TRUE(aborted.ok());
+  EXPECT_EQ(aborted->OwnerOf(2), "a");
+  EXPECT_FALSE(aborted->move().has_value());
+}
+
+TEST(ShardMapTest, MovesThatCannotBeAreRefused) {
+  absl::StatusOr<ShardMap> map = ShardMap::EvenSplit({"a", "b"}, 16);
+  ASSERT_TRUE(map.ok());
+  EXPECT_EQ(map->BeginMove({6, 9}, "b").status().code(), absl::StatusCode::kFailedPrecondition)
+      << "two owners";
+  EXPECT_EQ(map->BeginMove({8, 9}, "b").status().code(), absl::StatusCode::kFailedPrecondition)
+      << "b's already";
+  EXPECT_EQ(map->BeginMove({0, 1}, "c").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(map->BeginMove({0, 16}, "b").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(map->PauseMove().status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(map->AbortMove().status().code(), absl::StatusCode::kFailedPrecondition);
+  for (const char* record : {
+           "format=1 version=2 slots=16 groups=a,b owners=a:0-7,b:8-15 moving=2-5:b",
+           "format=1 version=2 slots=16 groups=a,b owners=a:0-7,b:8-15 moving=2-5:b:later",
+           "format=1 version=2 slots=16 groups=a,b owners=a:0-7,b:8-15 moving=2-9:b:copy",
+           "format=1 version=2 slots=16 groups=a,b owners=a:0-7,b:8-15 moving=2-5:c:copy",
+           "format=1 version=2 slots=16 groups=a,b owners=a:0-7,b:8-15 moving=2-99:b:copy",
+       }) {
+    EXPECT_EQ(ShardMap::Decode(record).status().code(), absl::StatusCode::kInvalidArgument)
+        << record;
+  }
+}
+
 }  // namespace
 }  // namespace sharding

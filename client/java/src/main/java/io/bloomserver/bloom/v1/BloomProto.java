@@ -170,6 +170,11 @@ public final class BloomProto {
     com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
       internal_static_bloom_v1_ShardMap_fieldAccessorTable;
   static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_bloom_v1_SlotMove_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+      internal_static_bloom_v1_SlotMove_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
     internal_static_bloom_v1_ShardGroup_descriptor;
   static final 
     com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
@@ -266,40 +271,43 @@ public final class BloomProto {
       "ponseB\010\n\006result\"/\n\016OperationError\022\014\n\004cod" +
       "e\030\001 \001(\005\022\017\n\007message\030\002 \001(\t\"\024\n\022GetShardMapR" +
       "equest\"6\n\023GetShardMapResponse\022\037\n\003map\030\001 \001" +
-      "(\0132\022.bloom.v1.ShardMap\"z\n\010ShardMap\022\017\n\007ve" +
-      "rsion\030\001 \001(\004\022\022\n\nslot_count\030\002 \001(\r\022$\n\006group" +
-      "s\030\003 \003(\0132\024.bloom.v1.ShardGroup\022#\n\006ranges\030" +
-      "\004 \003(\0132\023.bloom.v1.SlotRange\"<\n\nShardGroup" +
-      "\022\014\n\004name\030\001 \001(\t\022\017\n\007primary\030\002 \001(\t\022\017\n\007membe" +
-      "rs\030\003 \003(\t\"7\n\tSlotRange\022\r\n\005first\030\001 \001(\r\022\014\n\004" +
-      "last\030\002 \001(\r\022\r\n\005group\030\003 \001(\t*X\n\nFilterKind\022" +
-      "\033\n\027FILTER_KIND_UNSPECIFIED\020\000\022\025\n\021FILTER_K" +
-      "IND_BLOOM\020\001\022\026\n\022FILTER_KIND_CUCKOO\020\0022\302\006\n\022" +
-      "BloomFilterService\022>\n\007Reserve\022\030.bloom.v1" +
-      ".ReserveRequest\032\031.bloom.v1.ReserveRespon" +
-      "se\0222\n\003Add\022\024.bloom.v1.AddRequest\032\025.bloom." +
-      "v1.AddResponse\022M\n\014MightContain\022\035.bloom.v" +
-      "1.MightContainRequest\032\036.bloom.v1.MightCo" +
-      "ntainResponse\0228\n\005Stats\022\026.bloom.v1.StatsR" +
-      "equest\032\027.bloom.v1.StatsResponse\022;\n\006Delet" +
-      "e\022\027.bloom.v1.DeleteRequest\032\030.bloom.v1.De" +
-      "leteResponse\0225\n\004List\022\025.bloom.v1.ListRequ" +
-      "est\032\026.bloom.v1.ListResponse\022:\n\006Export\022\027." +
-      "bloom.v1.ExportRequest\032\025.bloom.v1.Export" +
-      "Chunk0\001\022;\n\006Import\022\025.bloom.v1.ImportChunk" +
-      "\032\030.bloom.v1.ImportResponse(\001\0228\n\005Merge\022\026." +
-      "bloom.v1.MergeRequest\032\027.bloom.v1.MergeRe" +
-      "sponse\022;\n\006Remove\022\027.bloom.v1.RemoveReques" +
-      "t\032\030.bloom.v1.RemoveResponse\0228\n\005Count\022\026.b" +
-      "loom.v1.CountRequest\032\027.bloom.v1.CountRes" +
-      "ponse\022E\n\010Pipeline\022\031.bloom.v1.PipelineReq" +
-      "uest\032\032.bloom.v1.PipelineResponse(\0010\001\022J\n\013" +
-      "GetShardMap\022\034.bloom.v1.GetShardMapReques" +
-      "t\032\035.bloom.v1.GetShardMapResponseB|\n\027io.b" +
-      "loomserver.bloom.v1B\nBloomProtoP\001Z<githu" +
-      "b.com/bloom-server/bloom-server/gen/go/b" +
-      "loom/v1;bloomv1\252\002\024BloomServer.Bloom.V1b\006" +
-      "proto3"
+      "(\0132\022.bloom.v1.ShardMap\"\234\001\n\010ShardMap\022\017\n\007v" +
+      "ersion\030\001 \001(\004\022\022\n\nslot_count\030\002 \001(\r\022$\n\006grou" +
+      "ps\030\003 \003(\0132\024.bloom.v1.ShardGroup\022#\n\006ranges" +
+      "\030\004 \003(\0132\023.bloom.v1.SlotRange\022 \n\004move\030\005 \001(" +
+      "\0132\022.bloom.v1.SlotMove\"Q\n\010SlotMove\022\r\n\005fir" +
+      "st\030\001 \001(\r\022\014\n\004last\030\002 \001(\r\022\014\n\004from\030\003 \001(\t\022\n\n\002" +
+      "to\030\004 \001(\t\022\016\n\006paused\030\005 \001(\010\"<\n\nShardGroup\022\014" +
+      "\n\004name\030\001 \001(\t\022\017\n\007primary\030\002 \001(\t\022\017\n\007members" +
+      "\030\003 \003(\t\"7\n\tSlotRange\022\r\n\005first\030\001 \001(\r\022\014\n\004la" +
+      "st\030\002 \001(\r\022\r\n\005group\030\003 \001(\t*X\n\nFilterKind\022\033\n" +
+      "\027FILTER_KIND_UNSPECIFIED\020\000\022\025\n\021FILTER_KIN" +
+      "D_BLOOM\020\001\022\026\n\022FILTER_KIND_CUCKOO\020\0022\302\006\n\022Bl" +
+      "oomFilterService\022>\n\007Reserve\022\030.bloom.v1.R" +
+      "eserveRequest\032\031.bloom.v1.ReserveResponse" +
+      "\0222\n\003Add\022\024.bloom.v1.AddRequest\032\025.bloom.v1" +
+      ".AddResponse\022M\n\014MightContain\022\035.bloom.v1." +
+      "MightContainRequest\032\036.bloom.v1.MightCont" +
+      "ainResponse\0228\n\005Stats\022\026.bloom.v1.StatsReq" +
+      "uest\032\027.bloom.v1.StatsResponse\022;\n\006Delete\022" +
+      "\027.bloom.v1.DeleteRequest\032\030.bloom.v1.Dele" +
+      "teResponse\0225\n\004List\022\025.bloom.v1.ListReques" +
+      "t\032\026.bloom.v1.ListResponse\022:\n\006Export\022\027.bl" +
+      "oom.v1.ExportRequest\032\025.bloom.v1.ExportCh" +
+      "unk0\001\022;\n\006Import\022\025.bloom.v1.ImportChunk\032\030" +
+      ".bloom.v1.ImportResponse(\001\0228\n\005Merge\022\026.bl" +
+      "oom.v1.MergeRequest\032\027.bloom.v1.MergeResp" +
+      "onse\022;\n\006Remove\022\027.bloom.v1.RemoveRequest\032" +
+      "\030.bloom.v1.RemoveResponse\0228\n\005Count\022\026.blo" +
+      "om.v1.CountRequest\032\027.bloom.v1.CountRespo" +
+      "nse\022E\n\010Pipeline\022\031.bloom.v1.PipelineReque" +
+      "st\032\032.bloom.v1.PipelineResponse(\0010\001\022J\n\013Ge" +
+      "tShardMap\022\034.bloom.v1.GetShardMapRequest\032" +
+      "\035.bloom.v1.GetShardMapResponseB|\n\027io.blo" +
+      "omserver.bloom.v1B\nBloomProtoP\001Z<github." +
+      "com/bloom-server/bloom-server/gen/go/blo" +
+      "om/v1;bloomv1\252\002\024BloomServer.Bloom.V1b\006pr" +
+      "oto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -492,15 +500,21 @@ public final class BloomProto {
     internal_static_bloom_v1_ShardMap_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_bloom_v1_ShardMap_descriptor,
-        new java.lang.String[] { "Version", "SlotCount", "Groups", "Ranges", });
-    internal_static_bloom_v1_ShardGroup_descriptor =
+        new java.lang.String[] { "Version", "SlotCount", "Groups", "Ranges", "Move", });
+    internal_static_bloom_v1_SlotMove_descriptor =
       getDescriptor().getMessageTypes().get(31);
+    internal_static_bloom_v1_SlotMove_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
+        internal_static_bloom_v1_SlotMove_descriptor,
+        new java.lang.String[] { "First", "Last", "From", "To", "Paused", });
+    internal_static_bloom_v1_ShardGroup_descriptor =
+      getDescriptor().getMessageTypes().get(32);
     internal_static_bloom_v1_ShardGroup_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_bloom_v1_ShardGroup_descriptor,
         new java.lang.String[] { "Name", "Primary", "Members", });
     internal_static_bloom_v1_SlotRange_descriptor =
-      getDescriptor().getMessageTypes().get(32);
+      getDescriptor().getMessageTypes().get(33);
     internal_static_bloom_v1_SlotRange_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_bloom_v1_SlotRange_descriptor,

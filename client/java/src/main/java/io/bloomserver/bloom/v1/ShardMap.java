@@ -184,6 +184,44 @@ private static final long serialVersionUID = 0L;
     return ranges_.get(index);
   }
 
+  public static final int MOVE_FIELD_NUMBER = 5;
+  private io.bloomserver.bloom.v1.SlotMove move_;
+  /**
+   * <pre>
+   * Slots moving to another group now (bloom-cli cluster move), if any.
+   * </pre>
+   *
+   * <code>.bloom.v1.SlotMove move = 5;</code>
+   * @return Whether the move field is set.
+   */
+  @java.lang.Override
+  public boolean hasMove() {
+    return move_ != null;
+  }
+  /**
+   * <pre>
+   * Slots moving to another group now (bloom-cli cluster move), if any.
+   * </pre>
+   *
+   * <code>.bloom.v1.SlotMove move = 5;</code>
+   * @return The move.
+   */
+  @java.lang.Override
+  public io.bloomserver.bloom.v1.SlotMove getMove() {
+    return move_ == null ? io.bloomserver.bloom.v1.SlotMove.getDefaultInstance() : move_;
+  }
+  /**
+   * <pre>
+   * Slots moving to another group now (bloom-cli cluster move), if any.
+   * </pre>
+   *
+   * <code>.bloom.v1.SlotMove move = 5;</code>
+   */
+  @java.lang.Override
+  public io.bloomserver.bloom.v1.SlotMoveOrBuilder getMoveOrBuilder() {
+    return move_ == null ? io.bloomserver.bloom.v1.SlotMove.getDefaultInstance() : move_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -210,6 +248,9 @@ private static final long serialVersionUID = 0L;
     for (int i = 0; i < ranges_.size(); i++) {
       output.writeMessage(4, ranges_.get(i));
     }
+    if (move_ != null) {
+      output.writeMessage(5, getMove());
+    }
     getUnknownFields().writeTo(output);
   }
 
@@ -235,6 +276,10 @@ private static final long serialVersionUID = 0L;
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(4, ranges_.get(i));
     }
+    if (move_ != null) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(5, getMove());
+    }
     size += getUnknownFields().getSerializedSize();
     memoizedSize = size;
     return size;
@@ -258,6 +303,11 @@ private static final long serialVersionUID = 0L;
         .equals(other.getGroupsList())) return false;
     if (!getRangesList()
         .equals(other.getRangesList())) return false;
+    if (hasMove() != other.hasMove()) return false;
+    if (hasMove()) {
+      if (!getMove()
+          .equals(other.getMove())) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -281,6 +331,10 @@ private static final long serialVersionUID = 0L;
     if (getRangesCount() > 0) {
       hash = (37 * hash) + RANGES_FIELD_NUMBER;
       hash = (53 * hash) + getRangesList().hashCode();
+    }
+    if (hasMove()) {
+      hash = (37 * hash) + MOVE_FIELD_NUMBER;
+      hash = (53 * hash) + getMove().hashCode();
     }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
@@ -434,6 +488,11 @@ private static final long serialVersionUID = 0L;
         rangesBuilder_.clear();
       }
       bitField0_ = (bitField0_ & ~0x00000008);
+      move_ = null;
+      if (moveBuilder_ != null) {
+        moveBuilder_.dispose();
+        moveBuilder_ = null;
+      }
       return this;
     }
 
@@ -494,6 +553,11 @@ private static final long serialVersionUID = 0L;
       }
       if (((from_bitField0_ & 0x00000002) != 0)) {
         result.slotCount_ = slotCount_;
+      }
+      if (((from_bitField0_ & 0x00000010) != 0)) {
+        result.move_ = moveBuilder_ == null
+            ? move_
+            : moveBuilder_.build();
       }
     }
 
@@ -599,6 +663,9 @@ private static final long serialVersionUID = 0L;
           }
         }
       }
+      if (other.hasMove()) {
+        mergeMove(other.getMove());
+      }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
       return this;
@@ -661,6 +728,13 @@ private static final long serialVersionUID = 0L;
               }
               break;
             } // case 34
+            case 42: {
+              input.readMessage(
+                  getMoveFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField0_ |= 0x00000010;
+              break;
+            } // case 42
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1316,6 +1390,161 @@ private static final long serialVersionUID = 0L;
         ranges_ = null;
       }
       return rangesBuilder_;
+    }
+
+    private io.bloomserver.bloom.v1.SlotMove move_;
+    private com.google.protobuf.SingleFieldBuilderV3<
+        io.bloomserver.bloom.v1.SlotMove, io.bloomserver.bloom.v1.SlotMove.Builder, io.bloomserver.bloom.v1.SlotMoveOrBuilder> moveBuilder_;
+    /**
+     * <pre>
+     * Slots moving to another group now (bloom-cli cluster move), if any.
+     * </pre>
+     *
+     * <code>.bloom.v1.SlotMove move = 5;</code>
+     * @return Whether the move field is set.
+     */
+    public boolean hasMove() {
+      return ((bitField0_ & 0x00000010) != 0);
+    }
+    /**
+     * <pre>
+     * Slots moving to another group now (bloom-cli cluster move), if any.
+     * </pre>
+     *
+     * <code>.bloom.v1.SlotMove move = 5;</code>
+     * @return The move.
+     */
+    public io.bloomserver.bloom.v1.SlotMove getMove() {
+      if (moveBuilder_ == null) {
+        return move_ == null ? io.bloomserver.bloom.v1.SlotMove.getDefaultInstance() : move_;
+      } else {
+        return moveBuilder_.getMessage();
+      }
+    }
+    /**
+     * <pre>
+     * Slots moving to another group now (bloom-cli cluster move), if any.
+     * </pre>
+     *
+     * <code>.bloom.v1.SlotMove move = 5;</code>
+     */
+    public Builder setMove(io.bloomserver.bloom.v1.SlotMove value) {
+      if (moveBuilder_ == null) {
+        if (value == null) {
+          throw new NullPointerException();
+        }
+        move_ = value;
+      } else {
+        moveBuilder_.setMessage(value);
+      }
+      bitField0_ |= 0x00000010;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Slots moving to another group now (bloom-cli cluster move), if any.
+     * </pre>
+     *
+     * <code>.bloom.v1.SlotMove move = 5;</code>
+     */
+    public Builder setMove(
+        io.bloomserver.bloom.v1.SlotMove.Builder builderForValue) {
+      if (moveBuilder_ == null) {
+        move_ = builderForValue.build();
+      } else {
+        moveBuilder_.setMessage(builderForValue.build());
+      }
+      bitField0_ |= 0x00000010;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Slots moving to another group now (bloom-cli cluster move), if any.
+     * </pre>
+     *
+     * <code>.bloom.v1.SlotMove move = 5;</code>
+     */
+    public Builder mergeMove(io.bloomserver.bloom.v1.SlotMove value) {
+      if (moveBuilder_ == null) {
+        if (((bitField0_ & 0x00000010) != 0) &&
+          move_ != null &&
+          move_ != io.bloomserver.bloom.v1.SlotMove.getDefaultInstance()) {
+          getMoveBuilder().mergeFrom(value);
+        } else {
+          move_ = value;
+        }
+      } else {
+        moveBuilder_.mergeFrom(value);
+      }
+      bitField0_ |= 0x00000010;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Slots moving to another group now (bloom-cli cluster move), if any.
+     * </pre>
+     *
+     * <code>.bloom.v1.SlotMove move = 5;</code>
+     */
+    public Builder clearMove() {
+      bitField0_ = (bitField0_ & ~0x00000010);
+      move_ = null;
+      if (moveBuilder_ != null) {
+        moveBuilder_.dispose();
+        moveBuilder_ = null;
+      }
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Slots moving to another group now (bloom-cli cluster move), if any.
+     * </pre>
+     *
+     * <code>.bloom.v1.SlotMove move = 5;</code>
+     */
+    public io.bloomserver.bloom.v1.SlotMove.Builder getMoveBuilder() {
+      bitField0_ |= 0x00000010;
+      onChanged();
+      return getMoveFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * Slots moving to another group now (bloom-cli cluster move), if any.
+     * </pre>
+     *
+     * <code>.bloom.v1.SlotMove move = 5;</code>
+     */
+    public io.bloomserver.bloom.v1.SlotMoveOrBuilder getMoveOrBuilder() {
+      if (moveBuilder_ != null) {
+        return moveBuilder_.getMessageOrBuilder();
+      } else {
+        return move_ == null ?
+            io.bloomserver.bloom.v1.SlotMove.getDefaultInstance() : move_;
+      }
+    }
+    /**
+     * <pre>
+     * Slots moving to another group now (bloom-cli cluster move), if any.
+     * </pre>
+     *
+     * <code>.bloom.v1.SlotMove move = 5;</code>
+     */
+    private com.google.protobuf.SingleFieldBuilderV3<
+        io.bloomserver.bloom.v1.SlotMove, io.bloomserver.bloom.v1.SlotMove.Builder, io.bloomserver.bloom.v1.SlotMoveOrBuilder> 
+        getMoveFieldBuilder() {
+      if (moveBuilder_ == null) {
+        moveBuilder_ = new com.google.protobuf.SingleFieldBuilderV3<
+            io.bloomserver.bloom.v1.SlotMove, io.bloomserver.bloom.v1.SlotMove.Builder, io.bloomserver.bloom.v1.SlotMoveOrBuilder>(
+                getMove(),
+                getParentForChildren(),
+                isClean());
+        move_ = null;
+      }
+      return moveBuilder_;
     }
     @java.lang.Override
     public final Builder setUnknownFields(

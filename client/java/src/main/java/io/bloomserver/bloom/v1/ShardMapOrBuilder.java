@@ -94,4 +94,31 @@ public interface ShardMapOrBuilder extends
    */
   io.bloomserver.bloom.v1.SlotRangeOrBuilder getRangesOrBuilder(
       int index);
+
+  /**
+   * <pre>
+   * Slots moving to another group now (bloom-cli cluster move), if any.
+   * </pre>
+   *
+   * <code>.bloom.v1.SlotMove move = 5;</code>
+   * @return Whether the move field is set.
+   */
+  boolean hasMove();
+  /**
+   * <pre>
+   * Slots moving to another group now (bloom-cli cluster move), if any.
+   * </pre>
+   *
+   * <code>.bloom.v1.SlotMove move = 5;</code>
+   * @return The move.
+   */
+  io.bloomserver.bloom.v1.SlotMove getMove();
+  /**
+   * <pre>
+   * Slots moving to another group now (bloom-cli cluster move), if any.
+   * </pre>
+   *
+   * <code>.bloom.v1.SlotMove move = 5;</code>
+   */
+  io.bloomserver.bloom.v1.SlotMoveOrBuilder getMoveOrBuilder();
 }

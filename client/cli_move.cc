@@ -1,0 +1,442 @@
+// bloom-cli cluster move (client/cli_move.h).
+#include "client/cli_move.h"
+
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "bloom/replication/v1/replication.grpc.pb.h"
+#include "bloom/v1/bloom.grpc.pb.h"
+#include "client/cli_output.h"
+#include "common/slot.h"
+
+namespace bloomcli {
+namespace {
+
+namespace rv1 = bloom::replication::v1;
+
+// How long a step waits for pods (to take a map version, to apply the copies) before failing,
+// and between attempts of a call that failed for want of a primary.
+constexpr absl::Duration kWaitForPods = absl::Seconds(30);
+constexpr absl::Duration kRetryPause = absl::Milliseconds(200);
+constexpr int kAttempts = 50;  // 10 s of kRetryPause: longer than a failover
+
+// What a filter was when it was copied: a change of either means copy it again.
+struct Seen {
+  uint64_t items_added = 0;
+  int64_t created_at = 0;
+  // A BLOOM filter without a window: these two say whether it changed. (A CUCKOO filter's
+  // removes, and a window's passing slices, change a filter without them.)
+  bool tracked = false;
+  bool operator==(const Seen& other) const {
+    return items_added == other.items_added && created_at == other.created_at;
+  }
+};
+
+class Mover {
+ public:
+  Mover(const bloomclient::BloomClient& seed, bloomclient::ClientOptions options)
+      : seed_(seed), options_(std::move(options)) {}
+
+  int Run(uint32_t first, uint32_t last, const std::string& to, bool abort);
+
+ private:
+  absl::StatusOr<bloom::v1::ShardMap> Map();
+  // Takes a step of the move; returns the map's version after it.
+  absl::StatusOr<uint64_t> Step(rv1::MoveStep::Step step);
+  bloomclient::BloomClient& Pod(const std::string& address);
+  // The primary of `group` now (waiting out an election).
+  absl::StatusOr<std::string> PrimaryOf(const std::string& group);
+  // The filters of the moving slots that the pod at `address` holds itself.
+  absl::StatusOr<std::map<std::string, Seen>> ListHeld(const std::string& address);
+  // Copies `name` from the owner's primary to the target's, replacing the copy there; retried
+  // across failovers.
+  absl::Status Copy(const std::string& name);
+  absl::Status CopyOnce(const std::string& name);
+  absl::Status DeleteAt(const std::string& group, const std::string& name);
+  // Waits until every member of `group` holds map version `version` or later.
+  absl::Status WaitForVersion(const std::string& group, uint64_t version);
+  // Waits until every follower of `group` has applied what its primary holds now.
+  absl::Status WaitForFollowers(const std::string& group);
+  // Copies every filter whose copy is missing or stale; returns how many it copied.
+  absl::StatusOr<size_t> CopyRound(bool paused);
+  void Prepare(grpc::ClientContext& context) const;
+
+  const bloomclient::BloomClient& seed_;
+  const bloomclient::ClientOptions options_;
+  std::map<std::string, std::unique_ptr<bloomclient::BloomClient>> pods_;
+  uint32_t first_ = 0;
+  uint32_t last_ = 0;
+  uint32_t slot_count_ = 0;
+  std::string from_;
+  std::string to_;
+  std::map<std::string, Seen> copied_;  // what each copy was made from
+  uint64_t bytes_ = 0;
+};
+
+void Mover::Prepare(grpc::ClientContext& context) const {
+  context.set_deadline(std::chrono::system_clock::now() +
+                       absl::ToChronoNanoseconds(options_.timeout));
+  if (!options_.token.empty()) context.AddMetadata("authorization", "Bearer " + options_.token);
+  // A mover's call (service/shard_router.h): the target serves it for the moving slots.
+  context.AddMetadata("bloom-shard-move", "1");
+}
+
+absl::StatusOr<bloom::v1::ShardMap> Mover::Map() {
+  grpc::ClientContext context;
+  Prepare(context);
+  bloom::v1::GetShardMapResponse response;
+  absl::Status called = bloomclient::FromGrpcStatus(
+      bloom::v1::BloomFilterService::NewStub(seed_.channel())
+          ->GetShardMap(&context, bloom::v1::GetShardMapRequest(), &response));
+  if (!called.ok()) return called;
+  return response.map();
+}
+
+absl::StatusOr<uint64_t> Mover::Step(rv1::MoveStep::Step step) {
+  rv1::ChangeShardMapRequest request;
+  request.mutable_move()->set_step(step);
+  request.mutable_move()->set_first(first_);
+  request.mutable_move()->set_last(last_);
+  request.mutable_move()->set_to(to_);
+  grpc::ClientContext context;
+  Prepare(context);
+  rv1::ChangeShardMapResponse response;
+  absl::Status changed =
+      bloomclient::FromGrpcStatus(rv1::ReplicationService::NewStub(seed_.channel())
+                                      ->ChangeShardMap(&context, request, &response));
+  if (!changed.ok()) return changed;
+  return response.version();
+}
+
+bloomclient::BloomClient& Mover::Pod(const std::string& address) {
+  std::unique_ptr<bloomclient::BloomClient>& pod = pods_[address];
+  if (pod == nullptr) {
+    bloomclient::ClientOptions options = options_;
+    options.shard_routing = false;  // the mover names the pod it means
+    options.metadata.emplace_back("bloom-shard-move", "1");
+    absl::StatusOr<std::unique_ptr<bloomclient::BloomClient>> opened =
+        bloomclient::BloomClient::Open(address, options);
+    pod = opened.ok() ? *std::move(opened) : bloomclient::BloomClient::Connect(address, options);
+  }
+  return *pod;
+}
+
+absl::StatusOr<std::string> Mover::PrimaryOf(const std::string& group) {
+  absl::Status last = absl::UnavailableError(absl::StrCat("group ", group, " has no primary"));
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    absl::StatusOr<bloom::v1::ShardMap> map = Map();
+    if (map.ok()) {
+      for (const bloom::v1::ShardGroup& each : map->groups()) {
+        if (each.name() == group && !each.primary().empty()) return each.primary();
+      }
+    } else {
+      last = map.status();
+    }
+    absl::SleepFor(kRetryPause);
+  }
+  return last;
+}
+
+absl::StatusOr<std::map<std::string, Seen>> Mover::ListHeld(const std::string& address) {
+  std::map<std::string, Seen> held;
+  std::string token;
+  do {
+    grpc::ClientContext context;
+    Prepare(context);  // a mover's List: the pod's own filters only
+    bloom::v1::ListRequest request;
+    request.set_page_size(1000);
+    request.set_page_token(token);
+    bloom::v1::ListResponse page;
+    absl::Status listed =
+        bloomclient::FromGrpcStatus(bloom::v1::BloomFilterService::NewStub(Pod(address).channel())
+                                        ->List(&context, request, &page));
+    if (!listed.ok()) return listed;
+    for (const bloom::v1::FilterStats& stats : page.filters()) {
+      const uint32_t slot = slots::SlotOf(stats.name(), slot_count_);
+      if (slot < first_ || slot > last_) continue;
+      Seen seen;
+      seen.items_added = stats.items_added();
+      seen.created_at = stats.created_at().seconds() * 1'000'000'000 + stats.created_at().nanos();
+      seen.tracked =
+          stats.spec().kind() != bloom::v1::FILTER_KIND_CUCKOO && !stats.spec().has_window();
+      held.emplace(stats.name(), seen);
+    }
+    token = page.next_page_token();
+  } while (!token.empty());
+  return held;
+}
+
+absl::Status Mover::CopyOnce(const std::string& name) {
+  absl::StatusOr<std::string> from = PrimaryOf(from_);
+  if (!from.ok()) return from.status();
+  std::ostringstream dump;
+  if (absl::Status exported = Pod(*from).Export(name, dump); !exported.ok()) return exported;
+  // The copy replaces any older one: its counters stay the owner's (a merge would add them up).
+  absl::Status deleted = DeleteAt(to_, name);
+  if (!deleted.ok() && !absl::IsNotFound(deleted)) return deleted;
+  absl::StatusOr<std::string> to = PrimaryOf(to_);
+  if (!to.ok()) return to.status();
+  std::istringstream in(dump.str());
+  absl::StatusOr<bloom::v1::FilterStats> imported = Pod(*to).Import(name, in);
+  if (!imported.ok()) return imported.status();
+  bytes_ += dump.str().size();
+  return absl::OkStatus();
+}
+
+int Mover::Run(uint32_t first, uint32_t last, const std::string& to, bool abort) {
+  first_ = first;
+  last_ = last;
+  to_ = to;
+  absl::StatusOr<bloom::v1::ShardMap> map = Map();
+  if (!map.ok()) return Error(map.status());
+  slot_count_ = map->slot_count();
+  if (slot_count_ == 0) {
+    return Error(absl::FailedPreconditionError("the deployment is not sharded (no shard map)"));
+  }
+  if (last_ >= slot_count_) {
+    return Error(absl::InvalidArgumentError(
+        absl::StrCat("slots ", first_, "-", last_, " run past the last slot, ", slot_count_ - 1)));
+  }
+  const bool ours = map->has_move() && map->move().first() == first_ &&
+                    map->move().last() == last_ && map->move().to() == to_;
+  if (map->has_move() && !ours) {
+    return Error(absl::FailedPreconditionError(
+        absl::StrCat("slots ", map->move().first(), "-", map->move().last(), " are moving to ",
+                     map->move().to(), ": finish that move (run it again) or --abort it first")));
+  }
+  if (!ours && abort) {
+    return Error(absl::FailedPreconditionError("no move of those slots to that group to abort"));
+  }
+  if (!ours) {
+    absl::StatusOr<uint64_t> begun = Step(rv1::MoveStep::STEP_BEGIN);
+    if (!begun.ok()) return Error(begun.status());
+    map = Map();
+    if (!map.ok()) return Error(map.status());
+    if (!map->has_move()) {  // the seed has not seen it yet
+      absl::SleepFor(kRetryPause);
+      map = Map();
+      if (!map.ok() || !map->has_move()) {
+        return Error(
+            absl::UnavailableError("the move began, but the pod asked does not show it "
+                                   "yet: run the same command again to resume"));
+      }
+    }
+    std::cout << "moving slots " << first_ << "-" << last_ << " from " << map->move().from()
+              << " to " << to_ << " (shard map version " << *begun << ")" << std::endl;
+  }
+  from_ = map->move().from();
+  if (abort) {
+    absl::StatusOr<uint64_t> aborted = Step(rv1::MoveStep::STEP_ABORT);
+    if (!aborted.ok()) return Error(aborted.status());
+    absl::StatusOr<std::string> target = PrimaryOf(to_);
+    if (!target.ok()) return Error(target.status());
+    absl::StatusOr<std::map<std::string, Seen>> copies = ListHeld(*target);
+    if (!copies.ok()) return Error(copies.status());
+    for (const auto& [name, seen] : *copies) {
+      absl::Status deleted = DeleteAt(to_, name);
+      if (!deleted.ok() && !absl::IsNotFound(deleted)) return Error(deleted);
+    }
+    std::cout << "aborted the move of slots " << first_ << "-" << last_ << " to " << to_
+              << "; they stay " << from_ << "'s (deleted " << copies->size()
+              << " copies at the target)" << std::endl;
+    return 0;
+  }
+  uint64_t paused_version = map->version();
+  if (!map->move().paused()) {
+    for (int round = 1; round <= 2; ++round) {
+      absl::StatusOr<size_t> copied = CopyRound(/*paused=*/false);
+      if (!copied.ok()) return Error(copied.status());
+      std::cout << "copied " << *copied << " filters (round " << round << ")" << std::endl;
+    }
+    absl::StatusOr<uint64_t> paused = Step(rv1::MoveStep::STEP_PAUSE);
+    if (!paused.ok()) return Error(paused.status());
+    paused_version = *paused;
+  }
+  const absl::Time pause_start = absl::Now();
+  std::cout << "writes to slots " << first_ << "-" << last_ << " paused (shard map version "
+            << paused_version << ")" << std::endl;
+  if (absl::Status seen = WaitForVersion(from_, paused_version); !seen.ok()) return Error(seen);
+  absl::StatusOr<size_t> last_changes = CopyRound(/*paused=*/true);
+  if (!last_changes.ok()) return Error(last_changes.status());
+  if (absl::Status applied = WaitForFollowers(to_); !applied.ok()) return Error(applied);
+  absl::StatusOr<uint64_t> finished = Step(rv1::MoveStep::STEP_FINISH);
+  if (!finished.ok()) return Error(finished.status());
+  const absl::Duration pause = absl::Now() - pause_start;
+  // The old owner's copies, which nobody reads any more.
+  for (const auto& [name, seen] : copied_) {
+    absl::Status deleted = DeleteAt(from_, name);
+    if (!deleted.ok() && !absl::IsNotFound(deleted)) return Error(deleted);
+  }
+  std::cout << "moved slots " << first_ << "-" << last_ << " (" << copied_.size() << " filters, "
+            << bytes_ << " bytes copied) from " << from_ << " to " << to_ << " (shard map version "
+            << *finished << "); writes paused " << absl::ToInt64Milliseconds(pause) << " ms ("
+            << *last_changes << " filters copied meanwhile)" << std::endl;
+  return 0;
+}
+
+absl::Status Mover::Copy(const std::string& name) {
+  absl::Status copied;
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    copied = CopyOnce(name);
+    // Filters deleted meanwhile are not copied (the last round deletes their copies).
+    if (copied.ok() || absl::IsNotFound(copied)) return absl::OkStatus();
+    if (!absl::IsUnavailable(copied) && !absl::IsDeadlineExceeded(copied)) break;
+    absl::SleepFor(kRetryPause);  // a primary changing: ask the map again
+  }
+  return absl::Status(copied.code(), absl::StrCat("copying ", name, ": ", copied.message()));
+}
+
+absl::Status Mover::DeleteAt(const std::string& group, const std::string& name) {
+  absl::Status deleted;
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    absl::StatusOr<std::string> primary = PrimaryOf(group);
+    if (!primary.ok()) return primary.status();
+    deleted = Pod(*primary).Delete(name);
+    if (deleted.ok() || absl::IsNotFound(deleted)) return deleted;
+    if (!absl::IsUnavailable(deleted) && !absl::IsDeadlineExceeded(deleted)) return deleted;
+    absl::SleepFor(kRetryPause);
+  }
+  return deleted;
+}
+
+absl::Status Mover::WaitForVersion(const std::string& group, uint64_t version) {
+  const absl::Time give_up = absl::Now() + kWaitForPods;
+  while (true) {
+    absl::StatusOr<bloom::v1::ShardMap> map = Map();
+    std::vector<std::string> members;
+    if (map.ok()) {
+      for (const bloom::v1::ShardGroup& each : map->groups()) {
+        if (each.name() == group) members.assign(each.members().begin(), each.members().end());
+      }
+    }
+    // Every member up now: a member that went away must read the map again before it can
+    // serve (a pod takes no call for a filter before its first read of the map).
+    bool all = map.ok() && !members.empty();
+    std::string behind;
+    for (const std::string& member : members) {
+      grpc::ClientContext context;
+      Prepare(context);
+      bloom::v1::GetShardMapResponse response;
+      const grpc::Status status =
+          bloom::v1::BloomFilterService::NewStub(Pod(member).channel())
+              ->GetShardMap(&context, bloom::v1::GetShardMapRequest(), &response);
+      if (!status.ok() || response.map().version() < version) {
+        all = false;
+        behind = member;
+      }
+    }
+    if (all) return absl::OkStatus();
+    if (absl::Now() > give_up) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("member ", behind, " of group ", group, " has not taken shard map version ",
+                       version, " yet; run the move again to resume, or --abort it"));
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+}
+
+absl::Status Mover::WaitForFollowers(const std::string& group) {
+  const absl::Time give_up = absl::Now() + kWaitForPods;
+  while (true) {
+    absl::StatusOr<bloom::v1::ShardMap> map = Map();
+    std::vector<std::string> members;
+    std::string primary;
+    if (map.ok()) {
+      for (const bloom::v1::ShardGroup& each : map->groups()) {
+        if (each.name() != group) continue;
+        members.assign(each.members().begin(), each.members().end());
+        primary = each.primary();
+      }
+    }
+    auto status_of = [&](const std::string& address) -> absl::StatusOr<rv1::StatusResponse> {
+      grpc::ClientContext context;
+      Prepare(context);
+      rv1::StatusResponse response;
+      absl::Status called =
+          bloomclient::FromGrpcStatus(rv1::ReplicationService::NewStub(Pod(address).channel())
+                                          ->Status(&context, rv1::StatusRequest(), &response));
+      if (!called.ok()) return called;
+      return response;
+    };
+    bool all = false;
+    if (!primary.empty()) {
+      absl::StatusOr<rv1::StatusResponse> held = status_of(primary);
+      all = held.ok();
+      for (const std::string& member : members) {
+        if (!all || member == primary) continue;
+        absl::StatusOr<rv1::StatusResponse> applied = status_of(member);
+        all = applied.ok() && applied->sequence() >= held->sequence();
+      }
+    }
+    if (all) return absl::OkStatus();
+    if (absl::Now() > give_up) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("the followers of group ", group,
+                       " have not applied the copies yet; run the move "
+                       "again to resume, or --abort it"));
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+}
+
+absl::StatusOr<size_t> Mover::CopyRound(bool paused) {
+  absl::StatusOr<std::string> from = PrimaryOf(from_);
+  if (!from.ok()) return from.status();
+  absl::StatusOr<std::map<std::string, Seen>> held = ListHeld(*from);
+  if (!held.ok()) return held.status();
+  size_t copied = 0;
+  for (const auto& [name, seen] : *held) {
+    auto before = copied_.find(name);
+    const bool fresh = before != copied_.end() && before->second == seen && seen.tracked;
+    // Filters whose changes cannot be told are copied once writes pause, and only then.
+    if (fresh || (!seen.tracked && !paused)) continue;
+    if (absl::Status done = Copy(name); !done.ok()) return done;
+    copied_[name] = seen;
+    ++copied;
+  }
+  if (paused) {
+    // Copies of filters deleted (or never there) at the owner go too.
+    absl::StatusOr<std::string> to = PrimaryOf(to_);
+    if (!to.ok()) return to.status();
+    absl::StatusOr<std::map<std::string, Seen>> copies = ListHeld(*to);
+    if (!copies.ok()) return copies.status();
+    for (const auto& [name, seen] : *copies) {
+      if (held->count(name) != 0) continue;
+      absl::Status deleted = DeleteAt(to_, name);
+      if (!deleted.ok() && !absl::IsNotFound(deleted)) return deleted;
+    }
+    copied_ = *std::move(held);  // what the owner held when writes stopped
+  }
+  return copied;
+}
+
+}  // namespace
+
+int MoveSlots(const bloomclient::BloomClient& client, const bloomclient::ClientOptions& options,
+              const MoveArgs& args) {
+  std::vector<absl::string_view> ends = absl::StrSplit(args.slots, absl::MaxSplits('-', 1));
+  uint32_t first = 0;
+  uint32_t last = 0;
+  if (args.slots.empty() || !absl::SimpleAtoi(ends[0], &first) ||
+      !absl::SimpleAtoi(ends.size() == 2 ? ends[1] : ends[0], &last) || first > last) {
+    std::fprintf(stderr, "bloom-cli: cluster move needs --slots=FIRST-LAST (or SLOT)\n");
+    return 2;
+  }
+  if (args.to.empty()) {
+    std::fprintf(stderr, "bloom-cli: cluster move needs --to=GROUP\n");
+    return 2;
+  }
+  Mover mover(client, options);
+  return mover.Run(first, last, args.to, args.abort);
+}
+
+}  // namespace bloomcli

@@ -1,0 +1,44 @@
+// bloom-cli cluster move: moves slots of a sharded deployment, with their filters, from the
+// group that owns them to another, online, driving the move's steps in the shard map
+// (bloom.replication.v1 ChangeShardMap, MoveStep):
+//
+//   1. begin: the map says the slots are moving; their owner goes on serving them.
+//   2. copy: each filter of the slots is exported from the owner's primary and imported into
+//      the target's, replacing any older copy; a second round copies again only the filters
+//      that changed since (a BLOOM filter without a window: its items added or creation).
+//   3. pause: the map pauses writes to the slots everywhere; the mover waits until every member
+//      of the owning group holds that version, so that no pod can still take a write.
+//   4. the last changes: filters changed since their copy, every CUCKOO or windowed filter
+//      (whose changes the counters do not show), and copies of filters deleted meanwhile
+//      (deleted at the target).
+//   5. finish: once the target's followers hold the copies, the map names the target the
+//      owner (writes resume there); then the old owner's copies are deleted.
+//
+// Everything the move has done is in the map: run the same command again after it was killed
+// and it resumes from its step (copying again what it cannot know was copied); `--abort`
+// gives the move up, the slots staying their owner's, and deletes the target's copies.
+//
+// Thread-safety: runs on the calling thread and prints to std::cout or stderr.
+#ifndef CLIENT_CLI_MOVE_H_
+#define CLIENT_CLI_MOVE_H_
+
+#include <string>
+
+#include "client/bloom_client.h"
+
+namespace bloomcli {
+
+struct MoveArgs {
+  std::string slots;  // FIRST-LAST or SLOT
+  std::string to;     // the target group
+  bool abort = false;
+};
+
+// `client` talks to any pod of the deployment; `options` open the others. Returns the exit
+// status.
+int MoveSlots(const bloomclient::BloomClient& client, const bloomclient::ClientOptions& options,
+              const MoveArgs& args);
+
+}  // namespace bloomcli
+
+#endif  // CLIENT_CLI_MOVE_H_

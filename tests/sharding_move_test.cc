@@ -1,0 +1,246 @@
+// Moving slots between the groups of a sharded deployment (bloom-cli cluster move) while
+// writers add through every pod: the mover is killed once and run again, and at the end every
+// acknowledged add reads present in the new owner, the old owner holds no copy, and writes
+// paused for a bounded time. An aborted move leaves the slots with their owner.
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "bloom/replication/v1/replication.grpc.pb.h"
+#include "client/bloom_client.h"
+#include "common/slot.h"
+#include "tests/sharded_deployment.h"
+
+namespace bloomtest {
+namespace {
+
+// Names "<prefix><n>" whose slots are within first..last, `count` of them.
+std::vector<std::string> NamesInSlots(uint32_t first, uint32_t last, const std::string& prefix,
+                                      size_t count) {
+  std::vector<std::string> names;
+  for (int n = 0; names.size() < count; ++n) {
+    std::string name = absl::StrCat(prefix, n);
+    const uint32_t slot = slots::SlotOf(name, kSlots);
+    if (slot >= first && slot <= last) names.push_back(std::move(name));
+  }
+  return names;
+}
+
+// Runs bloom-cli and kills it (SIGKILL) once a line of its output contains `kill_at`: whether
+// it saw that line before the command ended.
+bool RunAndKillAt(const std::string& args, const std::string& kill_at) {
+  int out[2];
+  if (pipe(out) != 0) return false;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out[1], STDOUT_FILENO);
+    dup2(out[1], STDERR_FILENO);
+    close(out[0]);
+    execl("/bin/sh", "sh", "-c", (std::string("exec ") + BLOOM_CLI_PATH + " " + args).c_str(),
+          nullptr);
+    _exit(127);
+  }
+  close(out[1]);
+  std::string seen;
+  char buffer[512];
+  bool killed = false;
+  ssize_t got;
+  while ((got = read(out[0], buffer, sizeof(buffer))) > 0) {
+    seen.append(buffer, static_cast<size_t>(got));
+    if (absl::StrContains(seen, kill_at)) {
+      kill(pid, SIGKILL);
+      killed = true;
+      break;
+    }
+  }
+  close(out[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!killed) ADD_FAILURE() << "bloom-cli ended before \"" << kill_at << "\": " << seen;
+  return killed;
+}
+
+// Writers adding numbered items to `names` through the pods, in turn, until stopped; each add
+// retried until acknowledged (a paused slot answers UNAVAILABLE meanwhile).
+class Writers {
+ public:
+  Writers(const std::vector<std::string>& targets, std::vector<std::string> names)
+      : names_(std::move(names)) {
+    for (size_t t = 0; t < targets.size(); ++t) {
+      threads_.emplace_back([this, target = targets[t], t] { Write(target, t); });
+    }
+  }
+  ~Writers() { Stop(); }
+
+  void Stop() {
+    stop_.store(true);
+    for (std::thread& thread : threads_) {
+      if (thread.joinable()) thread.join();
+    }
+  }
+  size_t acknowledged() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return acked_.size();
+  }
+  std::vector<std::pair<std::string, std::string>> Acknowledged() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return acked_;
+  }
+
+ private:
+  void Write(const std::string& target, size_t writer) {
+    bloomclient::ClientOptions options;
+    options.timeout = absl::Seconds(3);
+    std::unique_ptr<bloomclient::BloomClient> client =
+        bloomclient::BloomClient::Connect(target, options);
+    for (size_t n = 0; !stop_.load(); ++n) {
+      const std::string& name = names_[(n + writer) % names_.size()];
+      const std::string item = absl::StrCat("w", writer, "-", n);
+      while (!stop_.load()) {
+        if (client->Add(name, {item}).ok()) {
+          std::lock_guard<std::mutex> lock(mu_);
+          acked_.emplace_back(name, item);
+          break;
+        }
+        absl::SleepFor(absl::Milliseconds(10));
+      }
+    }
+  }
+
+  const std::vector<std::string> names_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::vector<std::pair<std::string, std::string>> acked_;
+  std::vector<std::thread> threads_;
+};
+
+TEST_F(ShardingTest, MovingSlotsUnderWritesLosesNoAcknowledgedAdd) {
+  // Slots 0-7 of group a's 0-31 move to group b; the filters of slots 8-31 stay.
+  std::vector<std::string> moving = NamesInSlots(0, 7, "moving:", 8);
+  const std::vector<std::string> staying = NamesInSlots(8, 31, "staying:", 2);
+  const std::string cuckoo = NamesInSlots(0, 7, "cuckoo:", 1).front();
+  const std::string windowed = NamesInSlots(0, 7, "windowed:", 1).front();
+  std::unique_ptr<bloomclient::BloomClient> admin = bloomclient::BloomClient::Connect(Target(2));
+  for (const std::string& name : moving) ASSERT_TRUE(admin->Reserve(name, Spec()).ok());
+  for (const std::string& name : staying) ASSERT_TRUE(admin->Reserve(name, Spec()).ok());
+  ASSERT_TRUE(admin->Reserve(cuckoo, Spec(bloom::v1::FILTER_KIND_CUCKOO)).ok());
+  bloom::v1::FilterSpec window = Spec();
+  window.mutable_window()->set_seconds(3600);
+  ASSERT_TRUE(admin->Reserve(windowed, window).ok());
+  std::vector<std::string> written = moving;
+  written.insert(written.end(), staying.begin(), staying.end());
+  written.push_back(cuckoo);
+  written.push_back(windowed);
+
+  Writers writers({Target(0), Target(1), Target(2)}, written);
+  ASSERT_TRUE(WaitFor([&] { return writers.acknowledged() >= 100; }));
+  const std::string move =
+      absl::StrCat("--server=", Target(2), " cluster move --slots=0-7 --to=", kGroupB);
+  // Killed after its first round of copies, then run again: it resumes.
+  ASSERT_TRUE(RunAndKillAt(move, "(round 1)"));
+  absl::StatusOr<bloom::v1::ShardMap> midway = MapAt(2);
+  ASSERT_TRUE(midway.ok());
+  EXPECT_TRUE(midway->has_move());
+  const size_t before = writers.acknowledged();
+  CommandResult moved = RunCommand(absl::StrCat(BLOOM_CLI_PATH, " ", move));
+  ASSERT_EQ(moved.exit_code, 0) << moved.out;
+  EXPECT_TRUE(absl::StrContains(moved.out, "moved slots 0-7")) << moved.out;
+  std::smatch paused;
+  ASSERT_TRUE(std::regex_search(moved.out, paused, std::regex("writes paused ([0-9]+) ms")))
+      << moved.out;
+  EXPECT_LT(std::stoi(paused[1]), 5000) << moved.out;
+  // Writes go on at the new owner.
+  ASSERT_TRUE(WaitFor([&] { return writers.acknowledged() >= before + 100; }));
+  writers.Stop();
+
+  WaitForMapEverywhere(1);
+  absl::StatusOr<bloom::v1::ShardMap> map = MapAt(0);
+  ASSERT_TRUE(map.ok());
+  EXPECT_FALSE(map->has_move());
+  ASSERT_GE(map->ranges_size(), 3);
+  EXPECT_EQ(map->ranges(0).group(), kGroupB);
+  EXPECT_EQ(map->ranges(0).last(), 7U);
+
+  // Every acknowledged add, through every pod, and in the owner's own store.
+  std::map<std::string, std::vector<std::string>> by_filter;
+  for (const auto& [name, item] : writers.Acknowledged()) by_filter[name].push_back(item);
+  for (int pod = 0; pod < 3; ++pod) {
+    std::unique_ptr<bloomclient::BloomClient> reader =
+        bloomclient::BloomClient::Connect(Target(pod));
+    for (const auto& [name, items] : by_filter) {
+      absl::StatusOr<std::vector<bool>> present = reader->MightContain(name, items);
+      ASSERT_TRUE(present.ok()) << name << ": " << present.status();
+      for (size_t i = 0; i < items.size(); ++i) {
+        EXPECT_TRUE((*present)[i]) << name << " lost " << items[i] << " (pod " << pod << ")";
+      }
+    }
+  }
+  for (const std::string& name : moving) {
+    for (const std::string& item : by_filter[name]) {
+      ASSERT_TRUE(HeldBy(2, name, item)) << name << " " << item;
+    }
+  }
+  // The cuckoo filter counts every add exactly once: it was copied whole, once.
+  absl::StatusOr<std::vector<uint32_t>> counts = admin->Count(cuckoo, by_filter[cuckoo]);
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  for (const uint32_t count : *counts) EXPECT_EQ(count, 1U);
+  // Group a holds no copy of the moved filters any more; it keeps its own.
+  bloomclient::ClientOptions mover;
+  mover.metadata.emplace_back("bloom-shard-move", "1");
+  absl::StatusOr<bloom::v1::ListResponse> left =
+      bloomclient::BloomClient::Connect(Target(PrimaryOfA()), mover)->List("", 1000);
+  ASSERT_TRUE(left.ok()) << left.status();
+  std::vector<std::string> held;
+  for (const bloom::v1::FilterStats& stats : left->filters()) held.push_back(stats.name());
+  for (const std::string& name : moving) {
+    EXPECT_EQ(std::count(held.begin(), held.end(), name), 0) << name;
+  }
+  for (const std::string& name : staying) EXPECT_EQ(std::count(held.begin(), held.end(), name), 1);
+}
+
+TEST_F(ShardingTest, AnAbortedMoveLeavesTheSlotsWithTheirOwner) {
+  const std::vector<std::string> names = NamesInSlots(0, 7, "aborted:", 4);
+  std::unique_ptr<bloomclient::BloomClient> client = bloomclient::BloomClient::Connect(Target(0));
+  for (const std::string& name : names) {
+    ASSERT_TRUE(client->Reserve(name, Spec()).ok());
+    ASSERT_TRUE(client->Add(name, {"kept"}).ok());
+  }
+  const std::string move =
+      absl::StrCat("--server=", Target(1), " cluster move --slots=0-7 --to=", kGroupB);
+  ASSERT_TRUE(RunAndKillAt(move, "(round 2)"));
+  // Another move waits for this one.
+  CommandResult other = RunCommand(absl::StrCat(BLOOM_CLI_PATH, " --server=", Target(1),
+                                                " cluster move --slots=8-9 --to=", kGroupB));
+  EXPECT_EQ(other.exit_code, 1) << other.out;
+  EXPECT_TRUE(absl::StrContains(other.out, "are moving")) << other.out;
+  CommandResult aborted = RunCommand(absl::StrCat(BLOOM_CLI_PATH, " ", move, " --abort"));
+  ASSERT_EQ(aborted.exit_code, 0) << aborted.out;
+  EXPECT_TRUE(absl::StrContains(aborted.out, "deleted 4 copies")) << aborted.out;
+  ASSERT_TRUE(WaitFor([&] {
+    absl::StatusOr<bloom::v1::ShardMap> map = MapAt(2);
+    return map.ok() && !map->has_move();
+  }));
+  for (const std::string& name : names) {
+    absl::StatusOr<std::vector<bool>> present = client->MightContain(name, {"kept"});
+    ASSERT_TRUE(present.ok()) << present.status();
+    EXPECT_TRUE((*present)[0]);
+    ASSERT_TRUE(client->Add(name, {"after"}).ok());
+    EXPECT_TRUE(HeldBy(PrimaryOfA(), name, "after"));
+  }
+}
+
+}  // namespace
+}  // namespace bloomtest
