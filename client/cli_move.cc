@@ -41,6 +41,11 @@ struct Seen {
   }
 };
 
+// Whether a call that failed so may succeed once a primary is elected (a failover).
+bool Transient(const absl::Status& status) {
+  return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status);
+}
+
 class Mover {
  public:
   Mover(const bloomclient::BloomClient& seed, bloomclient::ClientOptions options)
@@ -62,12 +67,19 @@ class Mover {
   absl::Status Copy(const std::string& name);
   absl::Status CopyOnce(const std::string& name);
   absl::Status DeleteAt(const std::string& group, const std::string& name);
+  // Whether `group` owns every slot of the move in `map`.
+  bool OwnedBy(const bloom::v1::ShardMap& map, const std::string& group) const;
+  // Deletes the filters of the moving slots that groups other than the target hold (copies
+  // a move left behind); returns how many.
+  absl::StatusOr<size_t> DeleteLeftovers(const bloom::v1::ShardMap& map);
   // Waits until every member of `group` holds map version `version` or later.
   absl::Status WaitForVersion(const std::string& group, uint64_t version);
   // Waits until every follower of `group` has applied what its primary holds now.
   absl::Status WaitForFollowers(const std::string& group);
-  // Copies every filter whose copy is missing or stale; returns how many it copied.
+  // Copies every filter whose copy is missing or stale; returns how many it copied. Retried
+  // across failovers.
   absl::StatusOr<size_t> CopyRound(bool paused);
+  absl::StatusOr<size_t> CopyRoundOnce(bool paused);
   void Prepare(grpc::ClientContext& context) const;
 
   const bloomclient::BloomClient& seed_;
@@ -216,6 +228,14 @@ int Mover::Run(uint32_t first, uint32_t last, const std::string& to, bool abort)
   if (!ours && abort) {
     return Error(absl::FailedPreconditionError("no move of those slots to that group to abort"));
   }
+  if (!ours && OwnedBy(*map, to_)) {
+    // Moved already (this is a run after one whose deletes of the old copies failed).
+    absl::StatusOr<size_t> deleted = DeleteLeftovers(*map);
+    if (!deleted.ok()) return Error(deleted.status());
+    std::cout << "slots " << first_ << "-" << last_ << " are " << to_ << "'s; deleted " << *deleted
+              << " copies left at other groups" << std::endl;
+    return 0;
+  }
   if (!ours) {
     absl::StatusOr<uint64_t> begun = Step(rv1::MoveStep::STEP_BEGIN);
     if (!begun.ok()) return Error(begun.status());
@@ -271,10 +291,14 @@ int Mover::Run(uint32_t first, uint32_t last, const std::string& to, bool abort)
   absl::StatusOr<uint64_t> finished = Step(rv1::MoveStep::STEP_FINISH);
   if (!finished.ok()) return Error(finished.status());
   const absl::Duration pause = absl::Now() - pause_start;
-  // The old owner's copies, which nobody reads any more.
-  for (const auto& [name, seen] : copied_) {
-    absl::Status deleted = DeleteAt(from_, name);
-    if (!deleted.ok() && !absl::IsNotFound(deleted)) return Error(deleted);
+  // The old owner's copies, which nobody reads any more. The move is done even if this fails:
+  // running the command again deletes them.
+  if (absl::StatusOr<bloom::v1::ShardMap> now = Map(); now.ok()) {
+    if (absl::StatusOr<size_t> deleted = DeleteLeftovers(*now); !deleted.ok()) {
+      std::cerr << "bloom-cli: the slots moved, but deleting the old copies at " << from_
+                << " failed (" << deleted.status() << "): run the same command again to delete "
+                << "them" << std::endl;
+    }
   }
   std::cout << "moved slots " << first_ << "-" << last_ << " (" << copied_.size() << " filters, "
             << bytes_ << " bytes copied) from " << from_ << " to " << to_ << " (shard map version "
@@ -283,13 +307,37 @@ int Mover::Run(uint32_t first, uint32_t last, const std::string& to, bool abort)
   return 0;
 }
 
+bool Mover::OwnedBy(const bloom::v1::ShardMap& map, const std::string& group) const {
+  for (const bloom::v1::SlotRange& range : map.ranges()) {
+    if (range.group() != group && range.first() <= last_ && range.last() >= first_) return false;
+  }
+  return true;
+}
+
+absl::StatusOr<size_t> Mover::DeleteLeftovers(const bloom::v1::ShardMap& map) {
+  size_t deleted = 0;
+  for (const bloom::v1::ShardGroup& group : map.groups()) {
+    if (group.name() == to_) continue;
+    absl::StatusOr<std::string> primary = PrimaryOf(group.name());
+    if (!primary.ok()) return primary.status();
+    absl::StatusOr<std::map<std::string, Seen>> left = ListHeld(*primary);
+    if (!left.ok()) return left.status();
+    for (const auto& [name, seen] : *left) {
+      absl::Status gone = DeleteAt(group.name(), name);
+      if (!gone.ok() && !absl::IsNotFound(gone)) return gone;
+      ++deleted;
+    }
+  }
+  return deleted;
+}
+
 absl::Status Mover::Copy(const std::string& name) {
   absl::Status copied;
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
     copied = CopyOnce(name);
     // Filters deleted meanwhile are not copied (the last round deletes their copies).
     if (copied.ok() || absl::IsNotFound(copied)) return absl::OkStatus();
-    if (!absl::IsUnavailable(copied) && !absl::IsDeadlineExceeded(copied)) break;
+    if (!Transient(copied)) break;
     absl::SleepFor(kRetryPause);  // a primary changing: ask the map again
   }
   return absl::Status(copied.code(), absl::StrCat("copying ", name, ": ", copied.message()));
@@ -302,7 +350,7 @@ absl::Status Mover::DeleteAt(const std::string& group, const std::string& name) 
     if (!primary.ok()) return primary.status();
     deleted = Pod(*primary).Delete(name);
     if (deleted.ok() || absl::IsNotFound(deleted)) return deleted;
-    if (!absl::IsUnavailable(deleted) && !absl::IsDeadlineExceeded(deleted)) return deleted;
+    if (!Transient(deleted)) return deleted;
     absl::SleepFor(kRetryPause);
   }
   return deleted;
@@ -389,6 +437,16 @@ absl::Status Mover::WaitForFollowers(const std::string& group) {
 }
 
 absl::StatusOr<size_t> Mover::CopyRound(bool paused) {
+  absl::StatusOr<size_t> copied;
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    copied = CopyRoundOnce(paused);
+    if (copied.ok() || !Transient(copied.status())) return copied;
+    absl::SleepFor(kRetryPause);  // a primary changing: the map names the next one
+  }
+  return copied;
+}
+
+absl::StatusOr<size_t> Mover::CopyRoundOnce(bool paused) {
   absl::StatusOr<std::string> from = PrimaryOf(from_);
   if (!from.ok()) return from.status();
   absl::StatusOr<std::map<std::string, Seen>> held = ListHeld(*from);

@@ -15,8 +15,9 @@
 //      owner (writes resume there); then the old owner's copies are deleted.
 //
 // Everything the move has done is in the map: run the same command again after it was killed
-// and it resumes from its step (copying again what it cannot know was copied); `--abort`
-// gives the move up, the slots staying their owner's, and deletes the target's copies.
+// and it resumes from its step (copying again what it cannot know was copied), or, once the
+// slots are the target's, deletes the copies left at other groups. `--abort` gives the move
+// up, the slots staying their owner's, and deletes the target's copies.
 //
 // Thread-safety: runs on the calling thread and prints to std::cout or stderr.
 #ifndef CLIENT_CLI_MOVE_H_

@@ -59,6 +59,19 @@ bool ShardMapWatch::WaitForVersion(uint64_t version, absl::Time deadline) const 
          map_.version() >= version;
 }
 
+absl::Status ShardMapWatch::CatchUp(absl::Time deadline) const {
+  absl::StatusOr<KeyValue> record = etcd_->Get(options_.map_key);
+  if (absl::IsNotFound(record.status())) return absl::OkStatus();
+  if (!record.ok()) return record.status();
+  absl::StatusOr<sharding::ShardMap> map = sharding::ShardMap::Decode(record->value);
+  if (!map.ok()) return map.status();
+  if (!WaitForVersion(map->version(), deadline)) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("the shard map view did not reach version ", map->version(), " in time"));
+  }
+  return absl::OkStatus();
+}
+
 bool ShardMapWatch::PauseBeforeRetry() {
   bloomsync::BlockingLock lock(&mu_);
   changed_.WaitFor(lock, absl::ToChronoMilliseconds(options_.retry),

@@ -55,6 +55,11 @@ class ShardMapWatch final : public sharding::ShardView {
   const std::string& own_group() const override { return options_.own_group; }
   // Waits until the map held has at least `version` (1: any map), or `deadline`: whether it has.
   bool WaitForVersion(uint64_t version, absl::Time deadline) const;
+  // Reads the map's record from etcd now (a linearizable read) and waits until this view
+  // holds that version or a later one: what a pod becoming primary does before it takes
+  // writes. UNAVAILABLE if etcd cannot be read, DEADLINE_EXCEEDED if the view does not catch up
+  // by `deadline`; OK with no map in etcd.
+  absl::Status CatchUp(absl::Time deadline) const;
 
  private:
   ShardMapWatch(EtcdClient* etcd, ShardMapWatchOptions options);

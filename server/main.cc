@@ -356,6 +356,20 @@ void LogStopping(int signal_number, bool needs_snapshot) {
   }
 }
 
+// Steps down from `role`'s term, then waits (within the lease) until the member's role changed.
+// A stop signal that arrives meanwhile is left in `signal_number`.
+void StepDownAndWait(server::Failover& failover, const coordination::Role& role,
+                     uint64_t role_version, int& signal_number) {
+  if (absl::Status stepped = failover.member()->StepDown(role.term); !stepped.ok()) {
+    bloomlog::LogWarning(absl::StrCat("etcd: stepping down: ", stepped.ToString()));
+  }
+  const absl::Time give_up = absl::Now() + absl::Seconds(10);
+  while (!failover.RoleChangedSince(role_version) && absl::Now() < give_up &&
+         (signal_number = server::StopSignalArrived()) == 0) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+}
+
 // An elected primary serves only if it holds what it said when it took over (its leader
 // record's start sequence): a pod whose copy of the data was interrupted, or lost, steps down
 // at once so that an election on what it really holds replaces it, rather than leading without
@@ -370,14 +384,21 @@ bool ServesAsElected(server::Failover& failover, const coordination::Role& role,
   bloomlog::LogError(absl::StrCat("elected primary of term ", role.term, " at sequence ",
                                   role.leader.start_sequence, " but this pod holds ", held,
                                   " (its copy of the data was interrupted): stepping down"));
-  if (absl::Status stepped = failover.member()->StepDown(role.term); !stepped.ok()) {
-    bloomlog::LogWarning(absl::StrCat("etcd: stepping down: ", stepped.ToString()));
-  }
-  const absl::Time give_up = absl::Now() + absl::Seconds(10);
-  while (!failover.RoleChangedSince(role_version) && absl::Now() < give_up &&
-         (signal_number = server::StopSignalArrived()) == 0) {
-    absl::SleepFor(absl::Milliseconds(20));
-  }
+  StepDownAndWait(failover, role, role_version, signal_number);
+  return false;
+}
+
+// A sharded pod elected primary takes writes only with the shard map etcd holds now: a slot
+// move may have paused writes that its watch has not delivered yet. If its view cannot catch
+// up (etcd unreachable), it steps down as ServesAsElected does.
+bool ShardViewCaughtUp(server::Failover& failover, const server::ShardMember& shards,
+                       const coordination::Role& role, uint64_t role_version, int& signal_number) {
+  const absl::Status caught_up = shards.watch->CatchUp(absl::Now() + kFirstShardMapWait);
+  if (caught_up.ok()) return true;
+  bloomlog::LogError(absl::StrCat("elected primary of term ", role.term,
+                                  " but its shard map is not the one etcd holds (",
+                                  caught_up.ToString(), "): stepping down"));
+  StepDownAndWait(failover, role, role_version, signal_number);
   return false;
 }
 
@@ -534,6 +555,11 @@ int main(int argc, char** argv) {
       data_term = role.term;
       if (role.kind == coordination::Role::Kind::kPrimary &&
           !ServesAsElected(*failover, role, config->store.data_dir, role_version, signal_number)) {
+        if (signal_number != 0) break;
+        continue;
+      }
+      if (role.kind == coordination::Role::Kind::kPrimary && shards != nullptr &&
+          !ShardViewCaughtUp(*failover, *shards, role, role_version, signal_number)) {
         if (signal_number != 0) break;
         continue;
       }

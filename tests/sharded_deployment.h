@@ -66,18 +66,29 @@ class ShardingTest : public ::testing::Test {
       ports_.push_back(FreeLoopbackPort());
       groups_.emplace_back(groups[i]);
     }
+    pods_.resize(3);
     for (int i = 0; i < 3; ++i) {
-      pods_.push_back(ServerProcess::Start(
-          dirs_[i]->path(),
-          {"--listen=" + Target(i), "--advertise_address=" + Target(i),
-           "--etcd_endpoints=" + etcd_->endpoint(), "--cluster=" + groups_[i],
-           std::string("--shard_map=") + kMapKey, "--leader_ttl=2s", "--metrics_listen=127.0.0.1:0",
-           "--allow_unauthenticated_replication"}));
+      StartPod(i);
       ASSERT_NE(pods_[i], nullptr);
     }
     in_a_ = NameIn(map_, kGroupA, "filter-");
     in_b_ = NameIn(map_, kGroupB, "filter-");
     if (create_map) WaitForMapEverywhere(1);
+  }
+
+  // Starts pod `i` (again, on its port and data dir, after a kill).
+  void StartPod(int i) {
+    if (pods_[i] != nullptr) stopped_.push_back(std::move(pods_[i]));  // its log, for failures
+    std::vector<std::string> args = {"--listen=" + Target(i),
+                                     "--advertise_address=" + Target(i),
+                                     "--etcd_endpoints=" + etcd_->endpoint(),
+                                     "--cluster=" + groups_[i],
+                                     std::string("--shard_map=") + kMapKey,
+                                     "--leader_ttl=2s",
+                                     "--metrics_listen=127.0.0.1:0",
+                                     "--allow_unauthenticated_replication"};
+    if (groups_[i] == kGroupA) args.insert(args.end(), group_a_args_.begin(), group_a_args_.end());
+    pods_[i] = ServerProcess::Start(dirs_[i]->path(), args);
   }
 
   // Every pod holds version `version` (or later) and knows where both groups' primaries are.
@@ -137,6 +148,25 @@ class ShardingTest : public ::testing::Test {
     return status;
   }
 
+  // The items of `items` that pod `pod` does not hold in `name` itself (asked as a forwarded
+  // call, which it never forwards again); all of them if it cannot answer.
+  std::vector<std::string> MissingAt(int pod, const std::string& name,
+                                     const std::vector<std::string>& items) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    context.AddMetadata("bloom-shard-hop", "1");
+    bloom::v1::MightContainRequest request;
+    request.set_name(name);
+    for (const std::string& item : items) request.add_items(item);
+    bloom::v1::MightContainResponse response;
+    if (!Stub(pod)->MightContain(&context, request, &response).ok()) return items;
+    std::vector<std::string> missing;
+    for (int i = 0; i < response.present_size(); ++i) {
+      if (!response.present(i)) missing.push_back(items[i]);
+    }
+    return missing;
+  }
+
   // Whether `item` is in `name` in group `group`'s store (asked of that group's primary as a
   // forwarded call, which it never forwards again).
   bool HeldBy(int pod, const std::string& name, const std::string& item) {
@@ -151,6 +181,9 @@ class ShardingTest : public ::testing::Test {
   std::vector<int> ports_;
   std::vector<std::string> groups_;
   std::vector<std::unique_ptr<ServerProcess>> pods_;
+  std::vector<std::unique_ptr<ServerProcess>> stopped_;
+  // More flags for group a's pods (set before SetUp).
+  std::vector<std::string> group_a_args_;
   std::string in_a_;
   std::string in_b_;
 };
