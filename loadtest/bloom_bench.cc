@@ -24,8 +24,10 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/http_get.h"
@@ -65,6 +67,9 @@ ABSL_FLAG(uint64_t, preload, 0, "keys added before measuring (for query workload
 ABSL_FLAG(absl::Duration, duration, absl::Seconds(10), "how long to measure");
 ABSL_FLAG(uint64_t, ops, 0, "stop after this many keys instead (0: use --duration)");
 ABSL_FLAG(int, server_pid, 0, "pid of the server, for its CPU time and RSS");
+ABSL_FLAG(std::string, more_server_pids, "",
+          "pids of more servers (comma-separated: the other groups of a sharded deployment), "
+          "whose CPU time counts with --server_pid's");
 ABSL_FLAG(double, rate, 0,
           "keys per second over all clients (each paces its requests to its share); 0: as fast "
           "as they go. Compares servers' CPU per key at one load: a server's CPU per key "
@@ -175,6 +180,20 @@ struct ClientResult {
   std::vector<double> latencies_us;
   std::string error;
 };
+
+// --server_pid's process and --more_server_pids', summed (RSS too).
+ProcessSample SampleServers() {
+  ProcessSample sum = SampleProcess(absl::GetFlag(FLAGS_server_pid));
+  for (absl::string_view pid :
+       absl::StrSplit(absl::GetFlag(FLAGS_more_server_pids), ',', absl::SkipEmpty())) {
+    int number = 0;
+    if (!absl::SimpleAtoi(pid, &number)) continue;
+    const ProcessSample one = SampleProcess(number);
+    sum.cpu_seconds += one.cpu_seconds;
+    sum.rss_bytes += one.rss_bytes;
+  }
+  return sum;
+}
 
 std::string FilterName(int index) { return absl::StrCat("bench-", index); }
 
@@ -372,7 +391,7 @@ int main(int argc, char** argv) {
     }
   }
 
-  const ProcessSample before = SampleProcess(absl::GetFlag(FLAGS_server_pid));
+  const ProcessSample before = SampleServers();
   const ProcessSample replica_before = SampleProcess(absl::GetFlag(FLAGS_replica_pid));
   ReplicaLag replica_lag(absl::GetFlag(FLAGS_replica_metrics_port));
   const absl::Time start = absl::Now();
@@ -466,7 +485,7 @@ int main(int argc, char** argv) {
   }
   for (auto& t : threads) t.join();
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-  const ProcessSample after = SampleProcess(absl::GetFlag(FLAGS_server_pid));
+  const ProcessSample after = SampleServers();
   // The follower's CPU once it has applied everything the run wrote.
   const bool caught_up = replica_lag.StopAndWaitCaughtUp(absl::Seconds(60));
   const ProcessSample replica_after = SampleProcess(absl::GetFlag(FLAGS_replica_pid));

@@ -22,6 +22,13 @@ namespace {
 // What hiredis's "%llu" reads from its varargs.
 using RedisULongLong = unsigned long long;  // NOLINT(google-runtime-int): printf's type
 
+// BLOOM_BENCH_SHARD_ROUTING=1: clients of a sharded deployment send each call straight to the
+// group that owns its filter (ClientOptions::shard_routing).
+bool ShardRouting() {
+  const char* routing = std::getenv("BLOOM_BENCH_SHARD_ROUTING");
+  return routing != nullptr && std::string(routing) == "1";
+}
+
 // The pipelined client every "client"-transport thread shares: its coalescing of concurrent
 // calls is what is measured. Made on first use, kept for the process.
 std::shared_ptr<bloomclient::BloomClient> SharedPipelinedClient(const std::string& address) {
@@ -32,6 +39,7 @@ std::shared_ptr<bloomclient::BloomClient> SharedPipelinedClient(const std::strin
   if (client == nullptr) {
     bloomclient::ClientOptions options;
     options.pipelined = true;
+    options.shard_routing = ShardRouting();
     // BLOOM_BENCH_PIPELINE_STREAMS: streams of the shared client (default 1).
     if (const char* streams = std::getenv("BLOOM_BENCH_PIPELINE_STREAMS"); streams != nullptr) {
       options.pipeline_streams = std::max(1, std::atoi(streams));
@@ -57,6 +65,7 @@ class BloomTarget : public Target {
     } else {
       bloomclient::ClientOptions options;
       options.batch_size = 1 << 20;  // bloom-bench sends each batch as one request
+      options.shard_routing = ShardRouting();
       client_ = bloomclient::BloomClient::Connect(address, options);
     }
     spec_.set_capacity(capacity);

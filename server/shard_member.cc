@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/slot.h"
 #include "coordination/shard_map_record.h"
+#include "grpcpp/grpcpp.h"
 #include "server/node.h"
 
 namespace server {
@@ -34,10 +35,18 @@ absl::StatusOr<std::unique_ptr<ShardMember>> JoinShards(const ServerConfig& conf
   if (!watch.ok()) return watch.status();
   member->watch = *std::move(watch);
   member->router = std::make_unique<service::ShardRouter>(
-      member->watch.get(), [peers = *std::move(peers)](const std::string& address) {
-        replication::FollowerOptions to = peers;
-        to.primary = address;
-        return replication::PrimaryChannel(to);
+      member->watch.get(),
+      [credentials = peers->credentials](const std::string& address) {
+        grpc::ChannelArguments args;
+        args.SetMaxReceiveMessageSize(-1);  // a forwarded answer is as large as the caller's
+        args.SetMaxSendMessageSize(-1);
+        // A pod restarting in a new role is back within a second: reconnect within 100 ms.
+        // No keep-alive pings on an idle connection, which a server counts as abuse (its
+        // default policy allows one each 5 minutes without calls) and then closes it.
+        args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+        args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+        args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2'000);
+        return grpc::CreateCustomChannel(address, credentials, args);
       });
   if (member->watch->WaitForVersion(1, absl::Now() + wait_for_map)) {
     bloomlog::LogInfo(absl::StrCat("sharded: group ", replication.cluster, " of the shard map at ",

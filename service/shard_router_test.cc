@@ -1,0 +1,162 @@
+// ShardRouter's decisions over a fixed view: where each kind of call goes, what is refused and
+// why, and what it reports. (Forwarding itself, the hop and mover headers are exercised against
+// real pods: tests/sharding_test.cc.)
+#include "service/shard_router.h"
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "common/slot.h"
+#include "gtest/gtest.h"
+
+namespace service {
+namespace {
+
+class FixedView : public sharding::ShardView {
+ public:
+  explicit FixedView(std::string own) : own_(std::move(own)) {}
+  std::shared_ptr<const sharding::ShardState> Current() const override { return state_; }
+  const std::string& own_group() const override { return own_; }
+  void Set(sharding::ShardMap map) {
+    auto state = std::make_shared<sharding::ShardState>();
+    state->map = std::move(map);
+    state->groups["a"] = {"a-0:1", {"a-0:1", "a-1:1"}};
+    state->groups["b"] = {"b-0:1", {"b-0:1", "b-1:1", "b-2:1"}};
+    state->groups["c"] = {"", {}};  // no pod up
+    state_ = std::move(state);
+  }
+
+ private:
+  const std::string own_;
+  std::shared_ptr<const sharding::ShardState> state_ = std::make_shared<sharding::ShardState>();
+};
+
+// The first name "<prefix><n>" in slots first..last of a 16-slot map.
+std::string NameIn(uint32_t first, uint32_t last, const std::string& prefix = "f") {
+  for (int n = 0;; ++n) {
+    std::string name = prefix + std::to_string(n);
+    const uint32_t slot = slots::SlotOf(name, 16);
+    if (slot >= first && slot <= last) return name;
+  }
+}
+
+class ShardRouterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<sharding::ShardMap> map = sharding::ShardMap::EvenSplit({"a", "b", "c"}, 16);
+    ASSERT_TRUE(map.ok());
+    map_ = *map;  // a: 0-5, b: 6-10, c: 11-15
+    view_.Set(map_);
+  }
+  ShardRouter::Decision Decide(rpcs::Rpc rpc, std::vector<std::string> names,
+                               bool fresh_read = false) {
+    std::vector<absl::string_view> views(names.begin(), names.end());
+    return router_.Decide(rpcs::Info(rpc), views, nullptr, fresh_read);
+  }
+
+  sharding::ShardMap map_;
+  FixedView view_{"a"};
+  ShardRouter router_{&view_, [](const std::string&) { return nullptr; }};
+};
+
+TEST_F(ShardRouterTest, WithoutAMapEveryFilterIsRefusedAndCounted) {
+  FixedView empty("a");
+  ShardRouter router(&empty, [](const std::string&) { return nullptr; });
+  const absl::string_view names[] = {"x"};
+  const ShardRouter::Decision route = router.Decide(rpcs::Info(rpcs::Rpc::kAdd), names, nullptr);
+  EXPECT_FALSE(route.here);
+  EXPECT_EQ(route.refusal.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_TRUE(absl::StrContains(route.refusal.error_message(), "cluster init"));
+  EXPECT_EQ(router.Figures().refused, 1U);
+  EXPECT_EQ(router.Describe().map().version(), 0U);
+}
+
+TEST_F(ShardRouterTest, OwnFiltersAreServedHereAndOthersGoToTheirGroup) {
+  EXPECT_TRUE(Decide(rpcs::Rpc::kAdd, {NameIn(0, 5)}).here);
+  // A write goes to the owner's primary.
+  const ShardRouter::Decision write = Decide(rpcs::Rpc::kAdd, {NameIn(6, 10)});
+  EXPECT_FALSE(write.here);
+  EXPECT_TRUE(write.refusal.ok());
+  EXPECT_EQ(write.address, "b-0:1");
+  EXPECT_EQ(write.group, "b");
+  EXPECT_EQ(write.version, 1U);
+  // Reads go to the owner's members in turn; one asking for a sequence, to its primary.
+  std::vector<std::string> read_at;
+  for (int i = 0; i < 3; ++i) read_at.push_back(Decide(rpcs::Rpc::kStats, {NameIn(6, 10)}).address);
+  std::sort(read_at.begin(), read_at.end());
+  EXPECT_EQ(read_at, (std::vector<std::string>{"b-0:1", "b-1:1", "b-2:1"}));
+  EXPECT_EQ(Decide(rpcs::Rpc::kStats, {NameIn(6, 10)}, /*fresh_read=*/true).address, "b-0:1");
+  // A group with nobody up: refused, retryable.
+  const ShardRouter::Decision nobody = Decide(rpcs::Rpc::kMightContain, {NameIn(11, 15)});
+  EXPECT_EQ(nobody.refusal.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_TRUE(absl::StrContains(nobody.refusal.error_message(), "group c has no member"));
+  // Calls naming no filter are served here.
+  EXPECT_TRUE(Decide(rpcs::Rpc::kList, {}).here);
+}
+
+TEST_F(ShardRouterTest, ACallNamingTwoGroupsIsRefusedButAHashTagKeepsThemTogether) {
+  const ShardRouter::Decision split = Decide(rpcs::Rpc::kMerge, {NameIn(0, 5), NameIn(6, 10)});
+  EXPECT_EQ(split.refusal.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_TRUE(absl::StrContains(split.refusal.error_message(), "hash tag"));
+  const std::string tag = NameIn(6, 10);
+  const ShardRouter::Decision together =
+      Decide(rpcs::Rpc::kMerge, {"x{" + tag + "}", "y{" + tag + "}", tag});
+  EXPECT_TRUE(together.refusal.ok());
+  EXPECT_EQ(together.group, "b");
+}
+
+TEST_F(ShardRouterTest, APausedMoveRefusesWritesEverywhereButNotReads) {
+  absl::StatusOr<sharding::ShardMap> copying = map_.BeginMove({0, 2}, "b");
+  ASSERT_TRUE(copying.ok());
+  view_.Set(*copying);
+  const std::string moving = NameIn(0, 2);
+  EXPECT_TRUE(Decide(rpcs::Rpc::kAdd, {moving}).here) << "the owner serves while copying";
+  absl::StatusOr<sharding::ShardMap> paused = copying->PauseMove();
+  ASSERT_TRUE(paused.ok());
+  view_.Set(*paused);
+  for (const rpcs::Rpc write : {rpcs::Rpc::kAdd, rpcs::Rpc::kReserve, rpcs::Rpc::kDelete,
+                                rpcs::Rpc::kRemove, rpcs::Rpc::kImport, rpcs::Rpc::kPipelineAdd}) {
+    const ShardRouter::Decision refused = Decide(write, {moving});
+    EXPECT_EQ(refused.refusal.error_code(), grpc::StatusCode::UNAVAILABLE) << rpcs::Info(write).label;
+    EXPECT_TRUE(absl::StrContains(refused.refusal.error_message(), "is moving from group a to b"))
+        << refused.refusal.error_message();
+  }
+  EXPECT_TRUE(Decide(rpcs::Rpc::kMightContain, {moving}).here);
+  EXPECT_TRUE(Decide(rpcs::Rpc::kExport, {moving}).here);
+  EXPECT_TRUE(Decide(rpcs::Rpc::kAdd, {NameIn(3, 5)}).here) << "other slots never pause";
+  // GetShardMap shows the move.
+  const bloom::v1::GetShardMapResponse described = router_.Describe();
+  EXPECT_TRUE(described.map().move().paused());
+  EXPECT_EQ(described.map().move().from(), "a");
+  EXPECT_EQ(described.map().move().last(), 2U);
+  // Once the target owns the slots, their calls go there.
+  absl::StatusOr<sharding::ShardMap> moved = paused->FinishMove();
+  ASSERT_TRUE(moved.ok());
+  view_.Set(*moved);
+  EXPECT_EQ(Decide(rpcs::Rpc::kAdd, {moving}).address, "b-0:1");
+}
+
+TEST_F(ShardRouterTest, FiguresAndDescriptionSayWhatThePodHolds) {
+  const bloom::v1::GetShardMapResponse described = router_.Describe();
+  EXPECT_EQ(described.map().version(), 1U);
+  EXPECT_EQ(described.map().slot_count(), 16U);
+  ASSERT_EQ(described.map().groups_size(), 3);
+  EXPECT_EQ(described.map().groups(1).primary(), "b-0:1");
+  EXPECT_EQ(described.map().groups(1).members_size(), 3);
+  ASSERT_EQ(described.map().ranges_size(), 3);
+  EXPECT_EQ(described.map().ranges(2).group(), "c");
+  EXPECT_FALSE(described.map().has_move());
+  Decide(rpcs::Rpc::kMightContain, {NameIn(11, 15)});  // refused: nobody up in c
+  const metrics::ShardFigures figures = router_.Figures();
+  EXPECT_EQ(figures.map_version, 1U);
+  EXPECT_EQ(figures.groups, 3U);
+  EXPECT_EQ(figures.slots, 16U);
+  EXPECT_EQ(figures.slots_owned, 6U);
+  EXPECT_EQ(figures.refused, 1U);
+}
+
+}  // namespace
+}  // namespace service

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# A slot move under load, in one run on this machine: two groups of one pod each on a real etcd;
+# SIZE_MB of filters (FILTERS of them, reserved large and added to a little) in slots 0-1023 of
+# group a; bloom-bench's load (checks over 1024 filters spread over every slot, through group a's
+# pod, at RATE keys/s) runs once without a move and once while `bloom-cli cluster move
+# --slots=0-1023 --to=bench/b` moves them. Prints the move's duration, bytes copied and bytes/s,
+# how long writes to the moving slots paused (the mover's own figure), and the load's latency
+# percentiles in both runs: reads never pause, and none may fail.
+#
+#   tests/bench/move.sh                      # 1 GB of filters
+#   SIZE_MB=256 tests/bench/move.sh
+#
+# Needs the README's set-up (./scripts/test.sh has built everything) and etcd (etcd-server).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD_DIR:-build}
+SIZE_MB=${SIZE_MB:-1024}
+FILTERS=${FILTERS:-64}
+RATE=${RATE:-200000}
+SERVER=$BUILD/server/bloom-server
+BENCH=$BUILD/loadtest/bloom-bench
+CLI=$BUILD/client/bloom-cli
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() {
+  for pid in "${PIDS[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+free_port() {
+  /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+wait_serving() {
+  for _ in $(seq 200); do
+    if "$CLI" --server="$1" health >/dev/null 2>&1; then return 0; fi
+    sleep 0.05
+  done
+  echo "move.sh: $1 did not start" >&2
+  exit 1
+}
+
+ETCD_PORT=$(free_port)
+PEER_PORT=$(free_port)
+etcd --data-dir="$WORK/etcd" --listen-client-urls="http://127.0.0.1:$ETCD_PORT" \
+  --advertise-client-urls="http://127.0.0.1:$ETCD_PORT" \
+  --listen-peer-urls="http://127.0.0.1:$PEER_PORT" \
+  --initial-advertise-peer-urls="http://127.0.0.1:$PEER_PORT" \
+  --initial-cluster="default=http://127.0.0.1:$PEER_PORT" --log-level=error >/dev/null 2>&1 &
+PIDS+=($!)
+A_PORT=$(free_port)
+B_PORT=$(free_port)
+for group in a b; do
+  port=$A_PORT
+  [[ $group == b ]] && port=$B_PORT
+  "$SERVER" --listen="127.0.0.1:$port" --advertise_address="127.0.0.1:$port" \
+    --data_dir="$WORK/$group" --etcd_endpoints="127.0.0.1:$ETCD_PORT" --cluster="bench/$group" \
+    --shard_map=bench/shardmap --allow_unauthenticated_replication >"$WORK/$group.log" 2>&1 &
+  PIDS+=($!)
+done
+wait_serving "127.0.0.1:$A_PORT"
+wait_serving "127.0.0.1:$B_PORT"
+"$CLI" --server="127.0.0.1:$A_PORT" cluster init bench/a bench/b >/dev/null
+
+# The filters to move: FILTERS names in slots 0-1023, each about SIZE_MB/FILTERS MB of bits
+# (a BLOOM filter at 1% takes about 1.2 bytes per item of capacity).
+PYTHONPATH=$BUILD/protos/python:client/python /usr/bin/python3 - "$A_PORT" "$FILTERS" "$SIZE_MB" <<'PY'
+import sys
+from bloom_client import BloomClient
+from bloom_shards import slot_of
+port, filters, size_mb = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+capacity = int(size_mb * 1e6 / filters / 1.2)
+client = BloomClient(f"127.0.0.1:{port}", timeout=60)
+made, n = 0, 0
+while made < filters:
+    name = f"moving-{n}"
+    n += 1
+    if slot_of(name, 4096) > 1023:
+        continue
+    client.reserve(name, capacity=capacity, error_rate=0.01, non_scaling=True)
+    client.add(name, [f"item-{i}" for i in range(1000)])
+    made += 1
+PY
+
+load() {  # duration label
+  "$BENCH" --target=bloom --address="127.0.0.1:$A_PORT" --clients=4 --batch=10 --mix=query \
+    --create_filters --filters=1024 --capacity=100000 --error_rate=0.01 --rate="$RATE" \
+    --duration="$1" --label="$2" >"$WORK/$2.out"
+  sed -n 's/.*latency per request: \(.*\)/\1/p' "$WORK/$2.out"
+}
+echo "load alone: $(load 20s alone)"
+load 60s during >/dev/null &
+LOAD=$!
+sleep 5
+start=$(date +%s.%N)
+"$CLI" --server="127.0.0.1:$B_PORT" --timeout=120s cluster move --slots=0-1023 --to=bench/b \
+  >"$WORK/move.out"
+end=$(date +%s.%N)
+wait "$LOAD"
+seconds=$(echo "$end - $start" | bc -l)
+bytes=$(sed -n 's/.*(\([0-9]*\) filters, \([0-9]*\) bytes copied).*/\2/p' "$WORK/move.out")
+paused=$(sed -n 's/.*writes paused \([0-9]*\) ms.*/\1/p' "$WORK/move.out")
+printf 'move of %s MB in %d filters: %.1f s, %.0f MB/s, writes to the moving slots paused %s ms\n' \
+  "$((bytes / 1000000))" "$FILTERS" "$seconds" "$(echo "$bytes / $seconds / 1000000" | bc -l)" \
+  "$paused"
+echo "load during the move: $(sed -n 's/.*latency per request: \(.*\)/\1/p' "$WORK/during.out")"
