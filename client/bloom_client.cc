@@ -313,8 +313,9 @@ absl::StatusOr<std::vector<bool>> BloomClient::MightContain(absl::string_view na
                                                             absl::Span<const std::string> items,
                                                             bool absent_if_missing) {
   const std::shared_ptr<ShardRoutes::Group> group = Route(name);
-  if (Coalesces(items))
+  if (Coalesces(items)) {
     return Coalesced(CoalescerFor(group)->MightContain(name, items, absent_if_missing));
+  }
   return Batched(items, [&](absl::Span<const std::string> batch, std::vector<bool>& out) {
     grpc::ClientContext context;
     Prepare(context);

@@ -340,7 +340,7 @@ absl::Status Mover::Copy(const std::string& name) {
     if (!Transient(copied)) break;
     absl::SleepFor(kRetryPause);  // a primary changing: ask the map again
   }
-  return absl::Status(copied.code(), absl::StrCat("copying ", name, ": ", copied.message()));
+  return {copied.code(), absl::StrCat("copying ", name, ": ", copied.message())};
 }
 
 absl::Status Mover::DeleteAt(const std::string& group, const std::string& name) {

@@ -35,7 +35,7 @@ absl::Status ShardRoutes::Refresh(uint64_t at_least) {
       seed_->GetShardMap(&context, bloom::v1::GetShardMapRequest(), &response);
   if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED) return absl::OkStatus();
   if (!status.ok()) {
-    return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+    return {static_cast<absl::StatusCode>(status.error_code()), status.error_message()};
   }
   const bloom::v1::ShardMap& map = response.map();
   std::lock_guard<std::mutex> lock(mu_);

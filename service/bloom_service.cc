@@ -262,8 +262,8 @@ absl::Status BloomService::CheckOwnedHere(absl::string_view name, absl::string_v
   const ShardRouter::Decision route = hooks_.router->Decide(rpcs::Info(rpc), names, context);
   if (route.here) return absl::OkStatus();
   if (!route.refusal.ok()) {
-    return absl::Status(static_cast<absl::StatusCode>(route.refusal.error_code()),
-                        route.refusal.error_message());
+    return {static_cast<absl::StatusCode>(route.refusal.error_code()),
+            route.refusal.error_message()};
   }
   const std::shared_ptr<const sharding::ShardState> state = hooks_.router->view().Current();
   return absl::UnavailableError(

@@ -105,7 +105,7 @@ grpc::ServerUnaryReactor* Dispatch(BloomService* core, grpc::CallbackServerConte
 // A Merge's target, then its sources: the filters it touches.
 std::vector<absl::string_view> MergeNames(const bloom::v1::MergeRequest& request) {
   std::vector<absl::string_view> names = {request.target()};
-  for (const std::string& source : request.sources()) names.push_back(source);
+  for (const std::string& source : request.sources()) names.emplace_back(source);
   return names;
 }
 

@@ -36,7 +36,7 @@ absl::Status ShardMap::CheckGroupName(absl::string_view name) {
     if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_' &&
         c != '/') {
       return absl::InvalidArgumentError(
-          absl::StrCat("group name \"", name, "\" may hold only letters, digits and \".-_/\""));
+          absl::StrCat("group name \"", name, R"(" may hold only letters, digits and ".-_/")"));
     }
   }
   if (name.front() == '/' || name.back() == '/') {
@@ -120,7 +120,7 @@ absl::StatusOr<ShardMap> ShardMap::Decode(absl::string_view text) {
   std::set<std::string> seen;
   for (absl::string_view group : absl::StrSplit(words["groups"], ',', absl::SkipEmpty())) {
     if (absl::Status valid = CheckGroupName(group); !valid.ok()) return Invalid(valid.message());
-    if (!seen.insert(std::string(group)).second || map.groups_.size() == kMaxGroups) {
+    if (!seen.emplace(group).second || map.groups_.size() == kMaxGroups) {
       return Invalid(absl::StrCat("group \"", group, "\" is named twice, or too many groups"));
     }
     map.groups_.emplace_back(group);
@@ -171,7 +171,7 @@ absl::StatusOr<SlotMove> ShardMap::DecodeMove(absl::string_view text) const {
   }
   SlotMove move;
   move.slots = *range;
-  move.to = std::string(parts[1]);
+  move.to.assign(parts[1].data(), parts[1].size());
   if (parts[2] == "copy") {
     move.phase = SlotMove::Phase::kCopy;
   } else if (parts[2] == "paused") {
@@ -301,7 +301,7 @@ absl::StatusOr<ShardMap> ShardMap::BeginMove(SlotRange slots, absl::string_view 
   SlotMove move;
   if (absl::Status valid = CheckMove(slots, to, &move.from); !valid.ok()) return valid;
   move.slots = slots;
-  move.to = std::string(to);
+  move.to.assign(to.data(), to.size());
   ShardMap next = *this;
   ++next.version_;
   next.move_ = std::move(move);
