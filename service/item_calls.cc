@@ -109,11 +109,12 @@ struct CallBuffers {
 // follower has applied it, by the thread that sees it applied, or by the primary if it does not
 // come in time. No thread waits meanwhile (Forwarder::WhenApplied), so calls asking for
 // sequences that never come cannot tie up the gRPC threads.
+// `reactor` is the call's (gRPC allows taking it once).
 grpc::ServerUnaryReactor* MightContainAtSequence(BloomService* core,
                                                  grpc::CallbackServerContext* context,
                                                  const grpc::ByteBuffer* request,
-                                                 grpc::ByteBuffer* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+                                                 grpc::ByteBuffer* response,
+                                                 grpc::ServerUnaryReactor* reactor) {
   // Read again into buffers of its own (the caller's are on its stack).
   auto buffers = std::make_unique<CallBuffers>();
   const grpc::Status read =
@@ -195,19 +196,18 @@ grpc::ServerUnaryReactor* CallbackItemService::MightContain(grpc::CallbackServer
   bool* answers = nullptr;
   grpc::Status status = ReadDirect(*request, "bloom.v1.MightContainRequest",
                                    ParseMightContainRequest, bytes, view, encoded, answers);
-  if (status.ok() && core_->hooks().router != nullptr) {
-    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    if (RoutedElsewhere(core_, rpcs::Rpc::kMightContain, view, context, *request, response,
-                        [reactor](const grpc::Status& routed) { reactor->Finish(routed); })) {
-      return reactor;
-    }
+  // Taken once: gRPC's default reactor may be asked for only once per call.
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (status.ok() && core_->hooks().router != nullptr &&
+      RoutedElsewhere(core_, rpcs::Rpc::kMightContain, view, context, *request, response,
+                      [reactor](const grpc::Status& routed) { reactor->Finish(routed); })) {
+    return reactor;
   }
   if (status.ok() && view.min_sequence != 0 && core_->hooks().forwarder != nullptr) {
-    return MightContainAtSequence(core_, context, request, response);
+    return MightContainAtSequence(core_, context, request, response, reactor);
   }
   if (status.ok()) status = core_->HandleMightContainItems(view, answers, context);
   if (status.ok()) SetResponse(encoded, *response);
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(status);
   return reactor;
 }
