@@ -139,8 +139,10 @@ void BloomServer::Shutdown(absl::optional<absl::Duration> grace) {
   if (!service_->Drain(absl::Now() + grace.value_or(options_.shutdown_grace))) {
     bloomlog::LogWarning("calls still running after the shutdown grace period are cancelled");
   }
-  // Calls forwarded to a primary end with their callers, not when that primary answers.
+  // Calls forwarded to a primary, or to another group, end with their callers, not when that
+  // pod answers.
   if (options_.hooks.forwarder != nullptr) options_.hooks.forwarder->CancelAll();
+  if (options_.hooks.router != nullptr) options_.hooks.router->CancelInFlight();
   server_->Shutdown(std::chrono::system_clock::now());
   if (item_calls_ != nullptr) item_calls_->Shutdown();
   server_->Wait();

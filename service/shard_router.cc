@@ -150,9 +150,40 @@ void ShardRouter::Forward(grpc::ServerContextBase* caller, const Decision& decis
     caller->AddInitialMetadata(kShardMapVersionHeader, absl::StrCat(decision.version));
   }
   std::shared_ptr<Peer> peer = PeerAt(decision);
-  peer->stub.UnaryCall(
-      context.get(), method, grpc::StubOptions(), &request, response,
-      [context, peer, done = std::move(done)](const grpc::Status& status) { done(status); });
+  {
+    bloomsync::BlockingLock lock(&mu_);
+    in_flight_.emplace(context, false);
+  }
+  peer->stub.UnaryCall(context.get(), method, grpc::StubOptions(), &request, response,
+                       [this, context, peer, done = std::move(done)](grpc::Status status) {
+                         bool cut = false;
+                         {
+                           bloomsync::BlockingLock lock(&mu_);
+                           auto it = in_flight_.find(context);
+                           cut = it != in_flight_.end() && it->second;
+                           if (it != in_flight_.end()) in_flight_.erase(it);
+                         }
+                         if (cut && status.error_code() == grpc::StatusCode::CANCELLED) {
+                           // Cut by CancelInFlight, not by its caller: the caller may retry it.
+                           status = Unavailable(
+                               "this pod stopped forwarding to the owning group (it is changing "
+                               "role or shutting down): retry the call");
+                         }
+                         done(std::move(status));
+                       });
+}
+
+void ShardRouter::CancelInFlight() {
+  std::vector<std::shared_ptr<grpc::ClientContext>> calls;
+  {
+    bloomsync::BlockingLock lock(&mu_);
+    for (auto& [context, cut] : in_flight_) {
+      cut = true;
+      calls.push_back(context);
+    }
+  }
+  // Outside the lock: a cancelled call's completion takes it.
+  for (const std::shared_ptr<grpc::ClientContext>& context : calls) context->TryCancel();
 }
 
 void ShardRouter::ForwardMessage(grpc::ServerContextBase* caller, const Decision& decision,

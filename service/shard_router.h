@@ -90,6 +90,11 @@ class ShardRouter {
                       const google::protobuf::Message& request, google::protobuf::Message* response,
                       std::function<void(grpc::Status)> done);
 
+  // Cancels the calls forwarded and not yet answered (their callers get UNAVAILABLE, and
+  // retry): a server shutting down or changing role must not wait on another group's pod that
+  // stopped answering. Later calls are forwarded as before (the router outlives the server).
+  void CancelInFlight();
+
   // GetShardMap's answer: the map this pod holds and where each group is reached.
   bloom::v1::GetShardMapResponse Describe() const;
   // What metrics report: the map held, and the calls forwarded and refused so far.
@@ -115,6 +120,8 @@ class ShardRouter {
   mutable bloomsync::BlockingMutex mu_;
   std::map<std::string, std::shared_ptr<Peer>> peers_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, uint64_t> forwarded_ ABSL_GUARDED_BY(mu_);  // by group
+  // The calls forwarded and not yet answered, and whether CancelInFlight cut them.
+  std::map<std::shared_ptr<grpc::ClientContext>, bool> in_flight_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace service
