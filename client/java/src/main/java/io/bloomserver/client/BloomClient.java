@@ -47,7 +47,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 
 /**
@@ -87,26 +86,38 @@ import java.util.function.Function;
  * it has applied this client's writes: read-your-writes. {@link #observeSequence} passes a
  * sequence on from another client.
  *
+ * <p><b>Sharded deployments.</b> Any pod forwards a call for a filter another group owns, one
+ * hop. With {@link Builder#shardRouting}, the client sends each call straight to the owning
+ * group's primary instead, and follows the map as slots move.
+ *
  * <p>Thread-safety: thread-safe; one client is meant to be shared by a whole process. Close it
  * when done: {@link #close} ends its connections and pipelined streams.
  */
 public final class BloomClient implements AutoCloseable {
-  private final Connection connection;
   private final Builder options;
   private final Duration timeout;
-  private final AtomicLong lastSequence;
-  private final Coalescer coalescer; // null unless pipelined
+  private final Route seed; // the target's connection, streams and sequence
+  private final ShardRoutes routes; // null unless shard routing
   private final ExecutorService transfers; // imports read their InputStream on it
   private final boolean owner; // false for a withTimeout view: close() leaves the connection
 
   private BloomClient(Builder options) {
     this.options = options;
-    this.connection = new Connection(options.target, options);
     this.timeout = options.timeout;
-    this.lastSequence = new AtomicLong();
-    this.coalescer = options.pipelined ? new Coalescer(connection.channel(), options.streams,
-                         options.batchSize, lastSequence, connection::noteUnavailable)
-                                       : null;
+    if (options.shardRouting) {
+      ShardRoutes[] made = new ShardRoutes[1]; // the seed's answers tell the routes of versions
+      this.seed = new Route(options.target, options, version -> made[0].onMapVersion(version));
+      this.routes = made[0] = new ShardRoutes(seed, options);
+      try {
+        routes.refresh(0);
+      } catch (RuntimeException e) {
+        // The pod is not up yet: calls go through it, which forwards them, and the first
+        // forwarded answer fetches the map.
+      }
+    } else {
+      this.seed = new Route(options.target, options, null);
+      this.routes = null;
+    }
     this.transfers = Executors.newCachedThreadPool(runnable -> {
       Thread thread = new Thread(runnable, "bloom-client-transfer");
       thread.setDaemon(true);
@@ -117,10 +128,9 @@ public final class BloomClient implements AutoCloseable {
 
   private BloomClient(BloomClient parent, Duration timeout) {
     this.options = parent.options;
-    this.connection = parent.connection;
     this.timeout = timeout;
-    this.lastSequence = parent.lastSequence;
-    this.coalescer = parent.coalescer;
+    this.seed = parent.seed;
+    this.routes = parent.routes;
     this.transfers = parent.transfers;
     this.owner = false;
   }
@@ -159,7 +169,8 @@ public final class BloomClient implements AutoCloseable {
 
   /** {@link #reserve} without blocking. */
   public CompletableFuture<Boolean> reserveAsync(String name, Spec spec) {
-    return reserveCall(ReserveRequest.newBuilder().setName(name).setSpec(spec.toProto()).build());
+    return reserveCall(
+        name, ReserveRequest.newBuilder().setName(name).setSpec(spec.toProto()).build());
   }
 
   /**
@@ -172,13 +183,14 @@ public final class BloomClient implements AutoCloseable {
 
   /** {@link #reserveLike} without blocking. */
   public CompletableFuture<Boolean> reserveLikeAsync(String name, String like) {
-    return reserveCall(ReserveRequest.newBuilder().setName(name).setLike(like).build());
+    return reserveCall(name, ReserveRequest.newBuilder().setName(name).setLike(like).build());
   }
 
-  private CompletableFuture<Boolean> reserveCall(ReserveRequest request) {
-    return unary(BloomFilterServiceGrpc.getReserveMethod(), request)
+  private CompletableFuture<Boolean> reserveCall(String name, ReserveRequest request) {
+    Route route = route(name);
+    return unary(route, BloomFilterServiceGrpc.getReserveMethod(), request)
         .thenApply((ReserveResponse response) -> {
-          raise(response.getSequence());
+          route.raise(response.getSequence());
           return response.getCreated();
         });
   }
@@ -193,10 +205,11 @@ public final class BloomClient implements AutoCloseable {
 
   /** {@link #merge} without blocking. */
   public CompletableFuture<FilterStats> mergeAsync(String target, List<String> sources) {
-    return unary(BloomFilterServiceGrpc.getMergeMethod(),
+    Route route = route(target);
+    return unary(route, BloomFilterServiceGrpc.getMergeMethod(),
         MergeRequest.newBuilder().setTarget(target).addAllSources(sources).build())
         .thenApply(response -> {
-          raise(response.getSequence());
+          route.raise(response.getSequence());
           return response.getStats();
         });
   }
@@ -208,8 +221,12 @@ public final class BloomClient implements AutoCloseable {
 
   /** {@link #stats} without blocking. */
   public CompletableFuture<FilterStats> statsAsync(String name) {
-    return unary(BloomFilterServiceGrpc.getStatsMethod(),
-        StatsRequest.newBuilder().setName(name).setMinSequence(lastSequence()).build())
+    Route route = route(name);
+    return unary(route, BloomFilterServiceGrpc.getStatsMethod(),
+        StatsRequest.newBuilder()
+            .setName(name)
+            .setMinSequence(route.lastSequence.get())
+            .build())
         .thenApply(response -> response.getStats());
   }
 
@@ -220,9 +237,10 @@ public final class BloomClient implements AutoCloseable {
 
   /** {@link #delete} without blocking. */
   public CompletableFuture<Void> deleteAsync(String name) {
-    return unary(
-        BloomFilterServiceGrpc.getDeleteMethod(), DeleteRequest.newBuilder().setName(name).build())
-        .thenAccept(response -> raise(response.getSequence()));
+    Route route = route(name);
+    return unary(route, BloomFilterServiceGrpc.getDeleteMethod(),
+        DeleteRequest.newBuilder().setName(name).build())
+        .thenAccept(response -> route.raise(response.getSequence()));
   }
 
   /**
@@ -251,12 +269,12 @@ public final class BloomClient implements AutoCloseable {
   }
 
   private CompletableFuture<ListResponse> listPage(String prefix, String token) {
-    return unary(BloomFilterServiceGrpc.getListMethod(),
+    return unary(seed, BloomFilterServiceGrpc.getListMethod(),
         ListRequest.newBuilder()
             .setPrefix(prefix)
             .setPageSize(1000)
             .setPageToken(token)
-            .setMinSequence(lastSequence())
+            .setMinSequence(seed.lastSequence.get())
             .build());
   }
 
@@ -293,17 +311,18 @@ public final class BloomClient implements AutoCloseable {
   }
 
   private CompletableFuture<boolean[]> addCall(String name, FilterSpec create, List<byte[]> items) {
+    Route route = route(name);
     return batched(items, batch -> {
-      if (coalescer != null) {
-        return coalescer.call(Coalescer.Kind.ADD, name, create, false, batch);
+      if (route.coalescer != null) {
+        return watched(route.coalescer.call(Coalescer.Kind.ADD, name, create, false, batch));
       }
       AddRequest.Builder request = AddRequest.newBuilder().setName(name).addAllRawItems(batch);
       if (create != null) {
         request.setCreateIfMissing(create);
       }
-      return unary(BloomFilterServiceGrpc.getAddMethod(), request.build())
+      return unary(route, BloomFilterServiceGrpc.getAddMethod(), request.build())
           .thenApply((AddResponse response) -> {
-            raise(response.getSequence());
+            route.raise(response.getSequence());
             return checked(toArray(response.getAddedList()), batch.size());
           });
     });
@@ -346,16 +365,17 @@ public final class BloomClient implements AutoCloseable {
   }
 
   private CompletableFuture<boolean[]> checkCall(String name, List<byte[]> items, boolean absent) {
+    Route route = route(name);
     return batched(items, batch -> {
-      if (coalescer != null) {
-        return coalescer.call(Coalescer.Kind.CHECK, name, null, absent, batch);
+      if (route.coalescer != null) {
+        return watched(route.coalescer.call(Coalescer.Kind.CHECK, name, null, absent, batch));
       }
-      return unary(BloomFilterServiceGrpc.getMightContainMethod(),
+      return unary(route, BloomFilterServiceGrpc.getMightContainMethod(),
           MightContainRequest.newBuilder()
               .setName(name)
               .addAllRawItems(batch)
               .setAbsentIfMissing(absent)
-              .setMinSequence(lastSequence())
+              .setMinSequence(route.lastSequence.get())
               .build())
           .thenApply(response -> checked(toArray(response.getPresentList()), batch.size()));
     });
@@ -382,14 +402,15 @@ public final class BloomClient implements AutoCloseable {
   }
 
   private CompletableFuture<boolean[]> removeCall(String name, List<byte[]> items) {
+    Route route = route(name);
     return batched(items, batch -> {
-      if (coalescer != null) {
-        return coalescer.call(Coalescer.Kind.REMOVE, name, null, false, batch);
+      if (route.coalescer != null) {
+        return watched(route.coalescer.call(Coalescer.Kind.REMOVE, name, null, false, batch));
       }
-      return unary(BloomFilterServiceGrpc.getRemoveMethod(),
+      return unary(route, BloomFilterServiceGrpc.getRemoveMethod(),
           RemoveRequest.newBuilder().setName(name).addAllRawItems(batch).build())
           .thenApply(response -> {
-            raise(response.getSequence());
+            route.raise(response.getSequence());
             return checked(toArray(response.getRemovedList()), batch.size());
           });
     });
@@ -436,22 +457,24 @@ public final class BloomClient implements AutoCloseable {
   }
 
   private CompletableFuture<int[]> countBatch(String name, List<ByteString> batch) {
-    if (coalescer != null) {
-      return coalescer.count(name, batch)
+    Route route = route(name);
+    if (route.coalescer != null) {
+      return watched(route.coalescer.count(name, batch))
           .thenCompose(counts
               -> counts != null
                   ? CompletableFuture.completedFuture(counts) // null: not sent, make the unary call
-                  : unaryCount(name, batch));
+                  : unaryCount(route, name, batch));
     }
-    return unaryCount(name, batch);
+    return unaryCount(route, name, batch);
   }
 
-  private CompletableFuture<int[]> unaryCount(String name, List<ByteString> batch) {
-    return unary(BloomFilterServiceGrpc.getCountMethod(),
+  private CompletableFuture<int[]> unaryCount(
+      Route route, String name, List<ByteString> batch) {
+    return unary(route, BloomFilterServiceGrpc.getCountMethod(),
         CountRequest.newBuilder()
             .setName(name)
             .addAllRawItems(batch)
-            .setMinSequence(lastSequence())
+            .setMinSequence(route.lastSequence.get())
             .build())
         .thenApply((CountResponse response) -> {
           if (response.getCountsCount() != batch.size()) {
@@ -477,10 +500,14 @@ public final class BloomClient implements AutoCloseable {
    */
   public CompletableFuture<Void> exportToAsync(String name, OutputStream out) {
     CompletableFuture<Void> done = new CompletableFuture<>();
-    ClientCall<ExportRequest, ExportChunk> call =
-        connection.channel().newCall(BloomFilterServiceGrpc.getExportMethod(), transferOptions());
+    Route route = route(name);
+    ClientCall<ExportRequest, ExportChunk> call = route.connection.channel().newCall(
+        BloomFilterServiceGrpc.getExportMethod(), transferOptions());
     ClientCalls.asyncServerStreamingCall(call,
-        ExportRequest.newBuilder().setName(name).setMinSequence(lastSequence()).build(),
+        ExportRequest.newBuilder()
+            .setName(name)
+            .setMinSequence(route.lastSequence.get())
+            .build(),
         new ClientResponseObserver<ExportRequest, ExportChunk>() {
           private ClientCallStreamObserver<ExportRequest> stream;
 
@@ -502,7 +529,7 @@ public final class BloomClient implements AutoCloseable {
 
           @Override
           public void onError(Throwable error) {
-            failed(done, error);
+            failed(route, done, error);
           }
 
           @Override
@@ -533,8 +560,9 @@ public final class BloomClient implements AutoCloseable {
   private CompletableFuture<FilterStats> importCall(String name, InputStream in, boolean merge) {
     CompletableFuture<FilterStats> done = new CompletableFuture<>();
     Object ready = new Object();
-    ClientCall<ImportChunk, ImportResponse> call =
-        connection.channel().newCall(BloomFilterServiceGrpc.getImportMethod(), transferOptions());
+    Route route = route(name);
+    ClientCall<ImportChunk, ImportResponse> call = route.connection.channel().newCall(
+        BloomFilterServiceGrpc.getImportMethod(), transferOptions());
     ClientCallStreamObserver<ImportChunk> requests =
         (ClientCallStreamObserver<ImportChunk>) ClientCalls.asyncClientStreamingCall(
             call, new ClientResponseObserver<ImportChunk, ImportResponse>() {
@@ -549,13 +577,13 @@ public final class BloomClient implements AutoCloseable {
 
   @Override
   public void onNext(ImportResponse response) {
-    raise(response.getSequence());
+    route.raise(response.getSequence());
     done.complete(response.getStats());
   }
 
   @Override
   public void onError(Throwable error) {
-    failed(done, error);
+    failed(route, done, error);
     synchronized (ready) {
       ready.notifyAll();
     }
@@ -613,7 +641,7 @@ public HealthStatus health(String service) {
 
 /** {@link #health} without blocking. */
 public CompletableFuture<HealthStatus> healthAsync(String service) {
-  return unary(HealthStatus.CHECK_METHOD, service).thenApply(HealthStatus::fromCode);
+  return unary(seed, HealthStatus.CHECK_METHOD, service).thenApply(HealthStatus::fromCode);
 }
 
 /** Whether the server says it is SERVING (its overall health). */
@@ -626,12 +654,20 @@ public boolean serving() {
  * min_sequence, so a follower answers them only once it has applied those writes.
  */
 public long lastSequence() {
-  return lastSequence.get();
+  return seed.lastSequence.get();
+}
+
+/**
+ * The version of the shard map this client routes by ({@link Builder#shardRouting}); 0 without
+ * shard routing, or for an unsharded deployment.
+ */
+public long shardMapVersion() {
+  return routes == null ? 0 : routes.version();
 }
 
 /** Raises {@link #lastSequence} to one learned elsewhere (another client that wrote). */
 public void observeSequence(long sequence) {
-  raise(sequence);
+  seed.raise(sequence);
 }
 
 // ---- Typed filters ----------------------------------------------------------------------
@@ -651,12 +687,12 @@ public <T> RemoteCuckooFilter<T> cuckooFilter(String name, Funnel<? super T> fun
 
 /** The underlying channel (with the token), for calls this client does not cover. */
 public Channel channel() {
-  return connection.channel();
+  return seed.connection.channel();
 }
 
 /** Messages sent on the pipelined streams so far; 0 when not pipelined. For tests. */
 long pipelineMessagesSent() {
-  return coalescer == null ? 0 : coalescer.messagesSent();
+  return seed.coalescer == null ? 0 : seed.coalescer.messagesSent();
 }
 
 /**
@@ -668,11 +704,11 @@ public void close() {
   if (!owner) {
     return;
   }
-  if (coalescer != null) {
-    coalescer.close();
+  if (routes != null) {
+    routes.close();
   }
   transfers.shutdownNow();
-  connection.close();
+  seed.close();
 }
 
 // ---- Plumbing ---------------------------------------------------------------------------
@@ -686,9 +722,9 @@ private CallOptions transferOptions() {
   return owner ? CallOptions.DEFAULT : callOptions();
 }
 
-private <Q, R> CompletableFuture<R> unary(MethodDescriptor<Q, R> method, Q request) {
+private <Q, R> CompletableFuture<R> unary(Route route, MethodDescriptor<Q, R> method, Q request) {
   CompletableFuture<R> future = new CompletableFuture<>();
-  ClientCall<Q, R> call = connection.channel().newCall(method, callOptions());
+  ClientCall<Q, R> call = route.connection.channel().newCall(method, callOptions());
   ClientCalls.asyncUnaryCall(call, request, new StreamObserver<R>() {
     @Override
     public void onNext(R response) {
@@ -697,7 +733,7 @@ private <Q, R> CompletableFuture<R> unary(MethodDescriptor<Q, R> method, Q reque
 
     @Override
     public void onError(Throwable error) {
-      failed(future, error);
+      failed(route, future, error);
     }
 
     @Override
@@ -716,7 +752,7 @@ private <Q, R> CompletableFuture<R> unary(MethodDescriptor<Q, R> method, Q reque
  * stream): it gets the client's timeout per batch here, without a timer task per call.
  */
 private <T> T awaitItems(CompletableFuture<T> future, List<byte[]> items) {
-  if (coalescer == null) {
+  if (!options.pipelined) {
     return await(future);
   }
   try {
@@ -734,7 +770,7 @@ private <T> T awaitItems(CompletableFuture<T> future, List<byte[]> items) {
 
 /** An asynchronous item call, under the same deadline as {@link #awaitItems}. */
 private <T> CompletableFuture<T> itemDeadline(CompletableFuture<T> future, List<byte[]> items) {
-  if (coalescer == null) {
+  if (!options.pipelined) {
     return future;
   }
   return future.orTimeout(pipelinedNanos(items), TimeUnit.NANOSECONDS).handle((value, error) -> {
@@ -750,16 +786,32 @@ private long pipelinedNanos(List<byte[]> items) {
   return timeout.toNanos() * batches;
 }
 
-private void failed(CompletableFuture<?> future, Throwable error) {
+private void failed(Route route, CompletableFuture<?> future, Throwable error) {
   BloomException failure = BloomException.from(error);
   if (failure.code() == Status.Code.UNAVAILABLE) {
-    connection.noteUnavailable();
+    route.connection.noteUnavailable();
+  }
+  if (routes != null) {
+    routes.onError(failure);
   }
   future.completeExceptionally(failure);
 }
 
-private void raise(long sequence) {
-  lastSequence.accumulateAndGet(sequence, Math::max);
+/** The route of filter {@code name}'s calls: the seed, or with shard routing its group's. */
+private Route route(String name) {
+  return routes == null ? seed : routes.forName(name);
+}
+
+/** A pipelined call's answer, whose failure may say the shard map changed. */
+private <T> CompletableFuture<T> watched(CompletableFuture<T> future) {
+  if (routes == null) {
+    return future;
+  }
+  return future.whenComplete((value, error) -> {
+    if (error != null) {
+      routes.onError(error);
+    }
+  });
 }
 
 /** Splits items into batches of at most batchSize, as ByteStrings. */
@@ -892,6 +944,7 @@ public static final class Builder {
   int batchSize = 10_000;
   boolean pipelined;
   int streams = 1;
+  boolean shardRouting;
 
   private Builder(String target) {
     this.target = Objects.requireNonNull(target, "target");
@@ -959,6 +1012,20 @@ public static final class Builder {
       throw new IllegalArgumentException("streams must be at least 1");
     }
     this.streams = streams;
+    return this;
+  }
+
+  /**
+   * Sends each call for a filter straight to the primary of the group that owns it, in a
+   * sharded deployment (several groups, a shard map in etcd): the client fetches the map from
+   * the target's pod ({@code GetShardMap}), keeps a connection (and in pipelined mode, streams)
+   * per group primary, and fetches the map again when a pod's answer says it moved. Without
+   * it, any pod serves any call by forwarding it one hop to the owner. An unsharded server
+   * answers version 0 and everything goes to the target, as without it. Sequences (read your
+   * writes) are then kept per group; {@link #lastSequence} is the target's.
+   */
+  public Builder shardRouting(boolean shardRouting) {
+    this.shardRouting = shardRouting;
     return this;
   }
 

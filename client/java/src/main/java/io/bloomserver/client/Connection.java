@@ -7,6 +7,7 @@ import io.grpc.ClientInterceptor;
 import io.grpc.ClientInterceptors;
 import io.grpc.ConnectivityState;
 import io.grpc.ForwardingClientCall;
+import io.grpc.ForwardingClientCallListener;
 import io.grpc.ManagedChannel;
 import io.grpc.Metadata;
 import io.grpc.MethodDescriptor;
@@ -16,6 +17,7 @@ import io.netty.handler.ssl.BloomClientJdkAlpn;
 import io.netty.handler.ssl.SslContext;
 import io.netty.handler.ssl.SslContextBuilder;
 import java.io.File;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Executors;
@@ -49,7 +51,12 @@ final class Connection implements AutoCloseable {
   private ScheduledFuture<?> polling; // guarded by lock; null: not polling
   private long lastFailureNanos; // guarded by lock
 
-  Connection(String target, BloomClient.Builder options) {
+  /**
+   * {@code onMapVersion} (null: none) is told the shard map version that answers name in their
+   * {@code bloom-shard-map-version} header (ShardRoutes).
+   */
+  Connection(
+      String target, BloomClient.Builder options, ShardRoutes.VersionListener onMapVersion) {
     NettyChannelBuilder builder =
         NettyChannelBuilder.forTarget(target)
             .maxInboundMessageSize(Integer.MAX_VALUE) // an answer grows with its batch
@@ -64,9 +71,14 @@ final class Connection implements AutoCloseable {
       builder.usePlaintext();
     }
     managed = builder.build();
-    channel = options.token == null
-        ? managed
-        : ClientInterceptors.intercept(managed, new TokenInterceptor(options.token));
+    List<ClientInterceptor> interceptors = new ArrayList<>();
+    if (options.token != null) {
+      interceptors.add(new TokenInterceptor(options.token));
+    }
+    if (onMapVersion != null) {
+      interceptors.add(new MapVersionInterceptor(onMapVersion));
+    }
+    channel = ClientInterceptors.intercept(managed, interceptors);
     poller = Executors.newSingleThreadScheduledExecutor(runnable -> {
       Thread thread = new Thread(runnable, "bloom-client-reconnect");
       thread.setDaemon(true);
@@ -167,6 +179,43 @@ final class Connection implements AutoCloseable {
 
   private static Map<String, Object> method(String name) {
     return Map.of("service", "bloom.v1.BloomFilterService", "method", name);
+  }
+
+  /** Tells a listener the map version an answer's headers name (forwarded answers do). */
+  private static final class MapVersionInterceptor implements ClientInterceptor {
+    private static final Metadata.Key<String> MAP_VERSION =
+        Metadata.Key.of("bloom-shard-map-version", Metadata.ASCII_STRING_MARSHALLER);
+    private final ShardRoutes.VersionListener listener;
+
+    MapVersionInterceptor(ShardRoutes.VersionListener listener) {
+      this.listener = listener;
+    }
+
+    @Override
+    public <Q, R> ClientCall<Q, R> interceptCall(
+        MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
+      return new ForwardingClientCall.SimpleForwardingClientCall<Q, R>(
+          next.newCall(method, options)) {
+        @Override
+        public void start(Listener<R> responses, Metadata headers) {
+          super.start(new ForwardingClientCallListener.SimpleForwardingClientCallListener<R>(
+                          responses) {
+            @Override
+            public void onHeaders(Metadata answerHeaders) {
+              String named = answerHeaders.get(MAP_VERSION);
+              if (named != null) {
+                try {
+                  listener.onMapVersion(Long.parseLong(named.trim()));
+                } catch (NumberFormatException e) {
+                  // Not a version: nothing to learn from it.
+                }
+              }
+              super.onHeaders(answerHeaders);
+            }
+          }, headers);
+        }
+      };
+    }
   }
 
   /** Sends "authorization: Bearer TOKEN" with every call. */

@@ -25,9 +25,29 @@ final class TestServer implements AutoCloseable {
   private String target;
 
   TestServer(String... args) throws IOException {
+    this("127.0.0.1:0", List.of(args));
+  }
+
+  /** On {@code listen} ("127.0.0.1:PORT"): a pod that must advertise its address. */
+  TestServer(String listen, List<String> args) throws IOException {
     dir = Files.createTempDirectory("bloom-java-test");
-    this.args = List.of(args);
-    start("127.0.0.1:0");
+    this.args = List.copyOf(args);
+    start(listen);
+  }
+
+  /** A port free now on 127.0.0.1. */
+  static int freePort() throws IOException {
+    try (java.net.ServerSocket socket =
+             new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+      return socket.getLocalPort();
+    }
+  }
+
+  /** Sends {@code signal} ("STOP", "CONT") to the process. */
+  void signal(String signal) throws IOException, InterruptedException {
+    Process kill =
+        new ProcessBuilder("kill", "-" + signal, Long.toString(process.pid())).start();
+    assertEquals(0, kill.waitFor(), "kill -" + signal);
   }
 
   /** "127.0.0.1:PORT". */
