@@ -254,6 +254,21 @@ grpc::Status BloomService::HandleCount(const bloom::v1::CountRequest& request,
   return log.Done(counts.status());
 }
 
+BloomService::Finish BloomService::SettledWrite(absl::Span<const absl::string_view> names,
+                                                const grpc::ServerContextBase* context,
+                                                Finish finish) const {
+  if (hooks_.router == nullptr || names.empty()) return finish;
+  return
+      [router = hooks_.router, context, finish = std::move(finish),
+       names = std::vector<std::string>(names.begin(), names.end())](grpc::Status status) mutable {
+        if (status.ok()) {
+          const std::vector<absl::string_view> views(names.begin(), names.end());
+          status = ToGrpcStatus(router->SettleWrite(views, context));
+        }
+        std::move(finish)(std::move(status));
+      };
+}
+
 absl::Status BloomService::CheckOwnedHere(absl::string_view name, absl::string_view what,
                                           rpcs::Rpc rpc,
                                           const grpc::ServerContextBase* context) const {

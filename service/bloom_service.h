@@ -212,6 +212,11 @@ class BloomService final : public StreamServiceBase {
   // `context` (may be null) may carry a slot mover's header.
   absl::Status CheckOwnedHere(absl::string_view name, absl::string_view what, rpcs::Rpc rpc,
                               const grpc::ServerContextBase* context = nullptr) const;
+  // In a sharded deployment, `finish` of a write to `names` served here, checked first by
+  // ShardRouter::SettleWrite (an OK answer becomes UNAVAILABLE if the filter's slot began
+  // moving while the write ran); `finish` itself when not sharded.
+  Finish SettledWrite(absl::Span<const absl::string_view> names,
+                      const grpc::ServerContextBase* context, Finish finish) const;
   // Read-your-writes (bloom.v1 min_sequence): done(true) once this server has applied
   // `min_sequence`, at once on this thread on a primary (and on a follower that has applied
   // it); a follower waits for it a while without holding a thread (Forwarder::WhenApplied),

@@ -151,8 +151,9 @@ void BloomService::HandleAddItemsGrouped(const ItemsRequestView& request, bool* 
   }
   // Served now on this thread, or by the thread already serving other calls' adds; the job
   // deletes itself once `finish` has run.
-  store_->committer().Submit(
-      new AddCallJob(store_, std::move(log), request, create_spec, answers, std::move(finish)));
+  const absl::string_view names[] = {request.name};
+  store_->committer().Submit(new AddCallJob(store_, std::move(log), request, create_spec, answers,
+                                            SettledWrite(names, context, std::move(finish))));
 }
 
 grpc::Status BloomService::HandleAddItems(const ItemsRequestView& request, bool* answers,

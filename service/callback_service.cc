@@ -1,6 +1,7 @@
 // BloomCallbackService (service/callback_service.h): the unary methods on gRPC's callback API.
 #include "service/callback_service.h"
 
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -70,6 +71,15 @@ grpc::ServerUnaryReactor* Dispatch(BloomService* core, grpc::CallbackServerConte
       router->ForwardMessage(context, route, info.path, *request, response,
                              [reactor](const grpc::Status& status) { reactor->Finish(status); });
       return reactor;
+    }
+    if (info.access == rpcs::Access::kWrite) {
+      // Its answer waits for ShardRouter::SettleWrite: the slot may begin moving meanwhile.
+      serve = [core, context, inner = std::move(serve),
+               filters =
+                   std::vector<std::string>(names.begin(), names.end())](Finish finish) mutable {
+        const std::vector<absl::string_view> views(filters.begin(), filters.end());
+        std::move(inner)(core->SettledWrite(views, context, std::move(finish)));
+      };
     }
   }
   Forwarder* forwarder = core->hooks().forwarder;

@@ -149,6 +149,7 @@ void PipelineBatch::Queue(storage::OperationBatch& store_batch,
       // Written now, without waiting for the fsync: answered once the batch's is done.
       deferred_sync_ = service_->store()->syncs_adds();
       AnswerRemoves(store_batch, run, run_responses);
+      SettleWrites(run, run_responses);
       RecordRun(begin, end, absl::Now() - start);
     } else {
       AnswerChecks(store_batch, run, run_responses);
@@ -159,11 +160,25 @@ void PipelineBatch::Queue(storage::OperationBatch& store_batch,
 }
 void PipelineBatch::Answer(storage::OperationBatch& store_batch) {
   for (QueuedRun& run : queued_) {
-    TakeAdds(store_batch, absl::MakeConstSpan(operations_).subspan(run.begin, run.end - run.begin),
-             absl::MakeSpan(responses_).subspan(run.begin, run.end - run.begin), run);
+    const Run operations = absl::MakeConstSpan(operations_).subspan(run.begin, run.end - run.begin);
+    const Responses responses = absl::MakeSpan(responses_).subspan(run.begin, run.end - run.begin);
+    TakeAdds(store_batch, operations, responses, run);
+    SettleWrites(operations, responses);
     RecordRun(run.begin, run.end, absl::Now() - run.start);
   }
 }
+void PipelineBatch::SettleWrites(Run run, Responses responses) {
+  const ShardRouter* router = service_->hooks().router;
+  if (router == nullptr) return;
+  for (size_t i = 0; i < run.size(); ++i) {
+    if (!responses[i].has_add() && !responses[i].has_remove()) continue;  // failed already
+    const absl::string_view names[] = {run[i].view().request.name};
+    if (absl::Status settled = router->SettleWrite(names, nullptr); !settled.ok()) {
+      SetOperationError(settled, responses[i]);
+    }
+  }
+}
+
 void PipelineBatch::Fail(const absl::Status& why) {
   for (PipelineResponse& response : responses_) SetOperationError(why, response);
 }

@@ -125,6 +125,10 @@ class PipelineBatch {
   // Checks of one filter: one store call for all, or one each if that fails.
   void AnswerChecks(storage::OperationBatch& store_batch, Run run, Responses responses);
   void RecordRun(size_t begin, size_t end, absl::Duration took);
+  // In a sharded deployment, after a run's writes were applied: those that succeeded answer
+  // UNAVAILABLE instead if their filter's slot began moving meanwhile
+  // (ShardRouter::SettleWrite).
+  void SettleWrites(Run run, Responses responses);
 
   BloomService* const service_;
   const Caller caller_;

@@ -94,6 +94,23 @@ ShardRouter::Decision ShardRouter::Decide(const rpcs::RpcInfo& info,
   return ToGroup(*state, *owner, info.access == rpcs::Access::kWrite || fresh_read);
 }
 
+absl::Status ShardRouter::SettleWrite(absl::Span<const absl::string_view> names,
+                                      const grpc::ServerContextBase* caller) const {
+  if (names.empty() || (caller != nullptr && MoverCall(caller))) return absl::OkStatus();
+  const std::shared_ptr<const sharding::ShardState> state = view_->Current();
+  const sharding::ShardMap& map = state->map;
+  for (const absl::string_view name : names) {
+    const uint32_t slot = slots::SlotOf(name, map.slot_count());
+    const std::string& owner = map.OwnerOfName(name);
+    if (owner == view_->own_group() && !map.WritesPaused(slot)) continue;
+    return absl::UnavailableError(
+        absl::StrCat("filter \"", name, "\" (slot ", slot, ") began moving from group ",
+                     view_->own_group(), " while this write ran (shard map version ", map.version(),
+                     "): it may or may not have been made; retry it"));
+  }
+  return absl::OkStatus();
+}
+
 ShardRouter::Decision ShardRouter::ToGroup(const sharding::ShardState& state,
                                            const std::string& group, bool primary) {
   Decision decision;

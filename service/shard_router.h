@@ -73,6 +73,15 @@ class ShardRouter {
   // to the owner's primary, which holds every sequence of its group.
   Decision Decide(const rpcs::RpcInfo& info, absl::Span<const absl::string_view> names,
                   const grpc::ServerContextBase* caller, bool fresh_read = false);
+  // After a write served here was applied, before it is acknowledged: OK if this pod's group
+  // still owns the slot of each of `names` and writes to it are not paused; otherwise
+  // UNAVAILABLE (the write may or may not stay: retry it; a mover's own calls are always OK).
+  // Why: a write admitted just before this pod took a map pausing its slot may be applied after
+  // the mover, which waits only until every pod holds that map, copied the slot's last changes.
+  // A write that passes this check was applied before this pod took the pause, so before that
+  // copy read its filter: no acknowledged write is left behind at the old owner.
+  absl::Status SettleWrite(absl::Span<const absl::string_view> names,
+                           const grpc::ServerContextBase* caller) const;
   // A call to any pod of `group` (`primary`: its primary), as `state` says where it is.
   Decision ToGroup(const sharding::ShardState& state, const std::string& group, bool primary);
   // Whether another pod forwarded the call here (it carries kShardHopHeader).

@@ -120,7 +120,8 @@ TEST_F(ShardRouterTest, APausedMoveRefusesWritesEverywhereButNotReads) {
   for (const rpcs::Rpc write : {rpcs::Rpc::kAdd, rpcs::Rpc::kReserve, rpcs::Rpc::kDelete,
                                 rpcs::Rpc::kRemove, rpcs::Rpc::kImport, rpcs::Rpc::kPipelineAdd}) {
     const ShardRouter::Decision refused = Decide(write, {moving});
-    EXPECT_EQ(refused.refusal.error_code(), grpc::StatusCode::UNAVAILABLE) << rpcs::Info(write).label;
+    EXPECT_EQ(refused.refusal.error_code(), grpc::StatusCode::UNAVAILABLE)
+        << rpcs::Info(write).label;
     EXPECT_TRUE(absl::StrContains(refused.refusal.error_message(), "is moving from group a to b"))
         << refused.refusal.error_message();
   }
@@ -137,6 +138,35 @@ TEST_F(ShardRouterTest, APausedMoveRefusesWritesEverywhereButNotReads) {
   ASSERT_TRUE(moved.ok());
   view_.Set(*moved);
   EXPECT_EQ(Decide(rpcs::Rpc::kAdd, {moving}).address, "b-0:1");
+}
+
+TEST_F(ShardRouterTest, AWriteAdmittedBeforeAPauseIsNotAcknowledgedAfterIt) {
+  const std::string moving = NameIn(0, 2);
+  const std::string staying = NameIn(3, 5);
+  const absl::string_view both[] = {moving, staying};
+  const absl::string_view only_staying[] = {staying};
+  absl::StatusOr<sharding::ShardMap> copying = map_.BeginMove({0, 2}, "b");
+  ASSERT_TRUE(copying.ok());
+  view_.Set(*copying);
+  // Admitted and applied while the owner still serves its slot: acknowledged as usual.
+  ASSERT_TRUE(Decide(rpcs::Rpc::kAdd, {moving}).here);
+  EXPECT_TRUE(router_.SettleWrite(both, nullptr).ok());
+  // The pod takes the paused map before the write is acknowledged: the mover may have copied
+  // the slot's last changes without it, so it is not acknowledged.
+  absl::StatusOr<sharding::ShardMap> paused = copying->PauseMove();
+  ASSERT_TRUE(paused.ok());
+  view_.Set(*paused);
+  const absl::Status settled = router_.SettleWrite(both, nullptr);
+  EXPECT_TRUE(absl::IsUnavailable(settled)) << settled;
+  EXPECT_TRUE(absl::StrContains(settled.message(), "began moving from group a")) << settled;
+  EXPECT_TRUE(router_.SettleWrite(only_staying, nullptr).ok()) << "other slots never pause";
+  // Nor once the slot belongs to another group.
+  absl::StatusOr<sharding::ShardMap> moved = paused->FinishMove();
+  ASSERT_TRUE(moved.ok());
+  view_.Set(*moved);
+  const absl::string_view only_moving[] = {moving};
+  EXPECT_TRUE(absl::IsUnavailable(router_.SettleWrite(only_moving, nullptr)));
+  EXPECT_TRUE(router_.SettleWrite({}, nullptr).ok()) << "a write naming no filter";
 }
 
 TEST_F(ShardRouterTest, FiguresAndDescriptionSayWhatThePodHolds) {

@@ -195,8 +195,15 @@ class ImportReactor final : public grpc::ServerReadReactor<ImportChunk> {
     absl::StatusOr<storage::FilterInfo> info =
         service_->store()->CommitImport(*import, /*defer_ack=*/true);
     if (!info.ok()) return FinishOnce(info.status());
+    // In a sharded deployment the slot may have begun moving meanwhile (SettleWrite).
+    absl::Status settled;
+    if (const ShardRouter* router = service_->hooks().router) {
+      const absl::string_view names[] = {import->name()};
+      settled = router->SettleWrite(names, context_);
+    }
     service_->store()->WhenReplicated(
-        [this, info = *std::move(info)](const absl::Status& acknowledged) {
+        [this, info = *std::move(info), settled](absl::Status acknowledged) {
+          if (acknowledged.ok()) acknowledged = settled;
           if (acknowledged.ok()) {
             ToProto(info, response_->mutable_stats());
             response_->set_sequence(service_->store()->LatestSequence());
