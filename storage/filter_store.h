@@ -46,6 +46,7 @@
 #include "storage/checkpoint/checkpoint_schedule.h"
 #include "storage/checkpoint/checkpointer.h"
 #include "storage/db/database.h"
+#include "storage/filter/journal_holds.h"
 #include "storage/filter/stored_filter.h"
 #include "storage/filter_registry.h"
 #include "storage/filter_transfer.h"
@@ -110,6 +111,38 @@ class FilterStore final : public FiguresSource, public ReplicatedStore {
                                    bool defer_ack = false);
   // Sources one Merge reads (each pinned and looked up: bounded work per call).
   static constexpr size_t kMaxMergeSources = 64;
+
+  // Slot moves (filter_store_journal.cc): a copy of a BLOOM filter without a window, made at
+  // another store, caught up from this one's journal instead of copied again.
+  //
+  //   JournalPosition at = StartJournal(name, hold);   // then copy the filter (Export)
+  //   JournalDelta delta = ReadJournal(name, at, max_hashes, hold);  // at the copy:
+  //   AddHashes(name, delta.hashes); at = delta.to;                   // and again
+  struct JournalPosition {
+    uint64_t generation = 0;
+    uint64_t seq = 0;  // every add up to this journal sequence is in the bits
+  };
+  struct JournalDelta {
+    JournalPosition to;            // the position the hashes reach
+    std::vector<uint64_t> hashes;  // of the items added after `from`, in order
+    bool more = false;             // max_hashes reached: read again from `to`
+  };
+  // Holds `name`'s journal (journal_holds.h: checkpoints keep its later records) for `hold`,
+  // and answers the position every add so far is at: a copy of its bits made after this holds
+  // every add up to it, and ReadJournal from it gives every later one. FAILED_PRECONDITION for
+  // a CUCKOO or windowed filter (copy those whole); NOT_FOUND.
+  absl::StatusOr<JournalPosition> StartJournal(absl::string_view name, absl::Duration hold);
+  // The hashes of the items added to `name` after `from` (whole journal records, up to about
+  // `max_hashes`), and the position they reach; renews the hold. FAILED_PRECONDITION (copy it
+  // whole, then StartJournal again) when the filter is not `from`'s generation any more (it
+  // was deleted and reserved again), or its records after `from` were not held throughout (the
+  // hold lapsed: a checkpoint may have trimmed them); NOT_FOUND when it is gone.
+  absl::StatusOr<JournalDelta> ReadJournal(absl::string_view name, JournalPosition from,
+                                           size_t max_hashes, absl::Duration hold);
+  // Adds to `name` the items of `hashes` (ReadJournal's, from a filter made alike: the same
+  // seed), as Add adds items: durable and acknowledged as Add, NOT_FOUND if missing. Answers
+  // how many were new.
+  absl::StatusOr<size_t> AddHashes(absl::string_view name, absl::Span<const uint64_t> hashes);
 
   // Adds items; result[i] tells whether items[i] was new. Missing filter: NOT_FOUND, unless
   // `create_if_missing` is given, then it is created with that spec (even when many callers
@@ -362,10 +395,11 @@ class FilterStore final : public FiguresSource, public ReplicatedStore {
   IdleTouches idle_touches_;  // a replica's (filter_store_replica.cc)
   // The background checkpointer's page writes (Close() stops the pacing first).
   WritePacer pacer_{options_.checkpoint_write_bytes_per_second, options_.wait_clock};
-  const StoreContext context_{db_.get(),        &budget_,
-                              &slices_retired_, options_.clock,
-                              &schedule_,       options_.replica ? &idle_touches_ : nullptr,
-                              &pacer_,          options_.sync};
+  JournalHolds journal_holds_;  // filter_store_journal.cc's
+  const StoreContext context_{
+      db_.get(),      &budget_,      &slices_retired_,
+      options_.clock, &schedule_,    options_.replica ? &idle_touches_ : nullptr,
+      &pacer_,        options_.sync, &journal_holds_};
   std::atomic<uint64_t> next_generation_{1};
   std::atomic<uint64_t> generation_ceiling_{0};
   bloomsync::Mutex ceiling_mu_;  // serialises RaiseCeiling

@@ -86,6 +86,9 @@ absl::StatusOr<FilterInfo> FilterStore::MergeLocked(absl::string_view target,
     absl::Status status = into->Merge(merged, options_.sync);
     if (StoredFilter::IsEvicted(status)) continue;
     RETURN_IF_ERROR(status);
+    // A merge writes pages, not journal records: a slot move reading this filter's journal
+    // must copy it whole again (filter_store_journal.cc).
+    journal_holds_.Release(into->generation());
     return into->Info();
   }
   return absl::UnavailableError(

@@ -138,6 +138,7 @@ absl::StatusOr<FilterInfo> FilterStore::CommitImportLocked(PendingImport& import
     // import. The name's lock keeps the target from being evicted meanwhile.
     const StoredFilter::MergeSource dump_source{"the imported dump", dump.filter.get()};
     RETURN_IF_ERROR(existing->Merge({&dump_source, 1}, options_.sync));
+    journal_holds_.Release(existing->generation());  // as Merge: not in the journal
     return existing->Info();
   }
   if (existing != nullptr) {

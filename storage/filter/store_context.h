@@ -18,6 +18,8 @@
 
 namespace storage {
 
+class JournalHolds;
+
 class CheckpointSchedule;
 
 // What every filter of one store shares; the store owns it and outlives its filters. One
@@ -37,6 +39,9 @@ struct StoreContext {
   // The store's StoreOptions::sync: how writes outside a group commit's batch sync (the record
   // of a Bloom filter's new sub-filter, which its add opens before the batch is written).
   bool sync = false;
+  // Journals a slot move is reading: checkpoints trim them only up to their holds (may be
+  // null: none).
+  const JournalHolds* journal_holds = nullptr;
 };
 
 }  // namespace storage

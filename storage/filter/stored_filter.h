@@ -131,6 +131,11 @@ class StoredFilter {
   absl::StatusOr<FilterRecord> PinChain();
   void UnpinChain() { chain_pins_.fetch_sub(1); }
 
+  // The journal sequence every add so far is at or before, once each of them has set its bits
+  // (it waits for adds between their journal write and their bits: apply_mu_, exclusively).
+  // A copy of the bits read after this holds every add up to it.
+  uint64_t AppliedJournalSeq();
+
   // Persists dirty pages and counters and trims the journal; retires the expired slices of a
   // windowed filter (one write: the record without them and a range delete of their pages)
   // and frees them. A no-op when nothing changed. `paced`: the pages go out in batches at the

@@ -7,6 +7,7 @@
 #include "common/status_macros.h"
 #include "rocksdb/write_batch.h"
 #include "storage/checkpoint/checkpoint_schedule.h"
+#include "storage/filter/journal_holds.h"
 #include "storage/filter/stored_filter.h"
 #include "storage/format/encoding.h"
 #include "storage/format/page_encoding.h"
@@ -163,8 +164,16 @@ void StoredFilter::RestoreCounters(uint64_t journal_bytes, bool checks_changed) 
   ReportIfOverdue();
 }
 
+uint64_t StoredFilter::AppliedJournalSeq() {
+  bloomsync::WriterMutexLock lock(&apply_mu_);
+  return next_seq_.load() - 1;
+}
+
 void StoredFilter::TrimJournal(uint64_t from_seq, uint64_t to_seq,
                                rocksdb::WriteBatch& batch) const {
+  if (context_->journal_holds != nullptr) {  // a slot move still reads the records after it
+    to_seq = context_->journal_holds->TrimLimit(generation_, to_seq, context_->clock->Now());
+  }
   if (to_seq <= from_seq) return;  // no record since the last checkpoint
   if (to_seq - from_seq <= kMaxPointDeletes) {
     for (uint64_t seq = from_seq + 1; seq <= to_seq; ++seq) {

@@ -39,12 +39,21 @@ OperationBatch::Ticket OperationBatch::Add(absl::string_view name,
                                            const bloom::FilterParams* create_if_missing) {
   const Ticket ticket = operations_.size();
   Operation& operation = operations_.emplace_back();
-  operation.status = Prepare(name, items, create_if_missing, operation);
+  operation.status = Prepare(name, items, {}, create_if_missing, operation);
+  return ticket;
+}
+
+OperationBatch::Ticket OperationBatch::AddHashed(absl::string_view name,
+                                                 absl::Span<const uint64_t> hashes) {
+  const Ticket ticket = operations_.size();
+  Operation& operation = operations_.emplace_back();
+  operation.status = Prepare(name, {}, hashes, nullptr, operation);
   return ticket;
 }
 
 absl::Status OperationBatch::Prepare(absl::string_view name,
                                      absl::Span<const absl::string_view> items,
+                                     absl::Span<const uint64_t> hashes,
                                      const bloom::FilterParams* create_if_missing,
                                      Operation& operation) {
   RETURN_IF_ERROR(CheckStoreOpen());
@@ -53,8 +62,9 @@ absl::Status OperationBatch::Prepare(absl::string_view name,
   if (create_if_missing != nullptr) {
     ASSIGN_OR_RETURN(spec, bloom::NormalizeSpec(*create_if_missing, "create_if_missing"));
   }
-  operation.items = items.size();
-  operation.added.reset(new bool[items.size()]);
+  const size_t count = hashes.empty() ? items.size() : hashes.size();
+  operation.items = count;
+  operation.added.reset(new bool[count]);
   // As FilterStore::Add: a Delete racing a create_if_missing add makes it look again.
   for (int attempt = 0; attempt < FilterStore::kDeleteRaceRetries; ++attempt) {
     bool created = false;
@@ -82,11 +92,14 @@ absl::Status OperationBatch::Prepare(absl::string_view name,
     // again below.
     absl::Status status = filter->Usable();
     if (status.ok()) {
-      ItemHashes hashes(items.size());
-      for (size_t i = 0; i < items.size(); ++i) hashes[i] = filter->Hash(items[i]);
+      ItemHashes hashed(hashes.begin(), hashes.end());
+      if (hashes.empty()) {
+        hashed.resize(items.size());
+        for (size_t i = 0; i < items.size(); ++i) hashed[i] = filter->Hash(items[i]);
+      }
       // A cuckoo filter's add is its own write (its kind's Add), made under its chain's lock;
       // it never waits for this batch's.
-      status = filter->Add(hashes, operation.added.get(), sync_, write_, grouped);
+      status = filter->Add(hashed, operation.added.get(), sync_, write_, grouped);
     }
     if (status.ok() && grouped.needs_write) {
       held_.insert(filter.get());

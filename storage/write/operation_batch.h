@@ -66,6 +66,8 @@ class OperationBatch {
   // result is ready after Flush().
   Ticket Add(absl::string_view name, absl::Span<const absl::string_view> items,
              const bloom::FilterParams* create_if_missing);
+  // As Add, of items given by their hashes (FilterStore::AddHashes): no create_if_missing.
+  Ticket AddHashed(absl::string_view name, absl::Span<const uint64_t> hashes);
   // As FilterStore::MightContainInto, answered now.
   absl::Status MightContainInto(absl::string_view name, absl::Span<const absl::string_view> items,
                                 bool* present);
@@ -110,7 +112,9 @@ class OperationBatch {
     Operation* operation;
   };
 
+  // `hashes`, when not empty, are the items' hashes (and `items` is empty).
   absl::Status Prepare(absl::string_view name, absl::Span<const absl::string_view> items,
+                       absl::Span<const uint64_t> hashes,
                        const bloom::FilterParams* create_if_missing, Operation& operation);
 
   FilterStore* const store_;
