@@ -13,9 +13,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "absl/types/optional.h"
 #include "bloom/replication/v1/replication.grpc.pb.h"
 #include "bloom/v1/bloom.grpc.pb.h"
 #include "client/cli_output.h"
+#include "client/move_catch_up.h"
 #include "common/slot.h"
 
 namespace bloomcli {
@@ -28,17 +30,17 @@ namespace rv1 = bloom::replication::v1;
 constexpr absl::Duration kWaitForPods = absl::Seconds(30);
 constexpr absl::Duration kRetryPause = absl::Milliseconds(200);
 constexpr int kAttempts = 50;  // 10 s of kRetryPause: longer than a failover
+// Catch-up rounds before the pause: until one moves fewer item hashes than this (the last
+// round, while writes pause, then moves about as many), or this many rounds.
+constexpr uint64_t kSmallRound = 20'000;
+constexpr int kMaxCatchUpRounds = 10;
 
-// What a filter was when it was copied: a change of either means copy it again.
+// A filter of the moving slots, as List showed it.
 struct Seen {
-  uint64_t items_added = 0;
-  int64_t created_at = 0;
-  // A BLOOM filter without a window: these two say whether it changed. (A CUCKOO filter's
-  // removes, and a window's passing slices, change a filter without them.)
+  // A BLOOM filter without a window: its copy follows the owner's journal
+  // (client/move_catch_up.h). A CUCKOO or windowed filter is copied whole once writes pause
+  // (its journal does not replay as adds elsewhere).
   bool tracked = false;
-  bool operator==(const Seen& other) const {
-    return items_added == other.items_added && created_at == other.created_at;
-  }
 };
 
 // Whether a call that failed so may succeed once a primary is elected (a failover).
@@ -63,9 +65,10 @@ class Mover {
   // The filters of the moving slots that the pod at `address` holds itself.
   absl::StatusOr<std::map<std::string, Seen>> ListHeld(const std::string& address);
   // Copies `name` from the owner's primary to the target's, replacing the copy there; retried
-  // across failovers.
-  absl::Status Copy(const std::string& name);
-  absl::Status CopyOnce(const std::string& name);
+  // across failovers. A `tracked` filter's journal is held first, and its copy followed from
+  // there (cursors_).
+  absl::Status Copy(const std::string& name, bool tracked);
+  absl::Status CopyOnce(const std::string& name, bool tracked);
   absl::Status DeleteAt(const std::string& group, const std::string& name);
   // Whether `group` owns every slot of the move in `map`.
   bool OwnedBy(const bloom::v1::ShardMap& map, const std::string& group) const;
@@ -76,7 +79,9 @@ class Mover {
   absl::Status WaitForVersion(const std::string& group, uint64_t version);
   // Waits until every follower of `group` has applied what its primary holds now.
   absl::Status WaitForFollowers(const std::string& group);
-  // Copies every filter whose copy is missing or stale; returns how many it copied. Retried
+  // Copies every filter whose copy is missing, and catches the others up from the owner's
+  // journal (once `paused`, CUCKOO and windowed filters are copied whole too, and copies of
+  // filters gone at the owner deleted); returns how many filters it copied whole. Retried
   // across failovers.
   absl::StatusOr<size_t> CopyRound(bool paused);
   absl::StatusOr<size_t> CopyRoundOnce(bool paused);
@@ -90,8 +95,11 @@ class Mover {
   uint32_t slot_count_ = 0;
   std::string from_;
   std::string to_;
-  std::map<std::string, Seen> copied_;  // what each copy was made from
+  std::map<std::string, Seen> copied_;            // the filters copied
+  std::map<std::string, JournalCursor> cursors_;  // where each followed copy stands
   uint64_t bytes_ = 0;
+  uint64_t round_hashes_ = 0;  // item hashes the last round's catch-up moved
+  uint64_t hashes_ = 0;        // ... all rounds'
 };
 
 void Mover::Prepare(grpc::ClientContext& context) const {
@@ -176,8 +184,6 @@ absl::StatusOr<std::map<std::string, Seen>> Mover::ListHeld(const std::string& a
       const uint32_t slot = slots::SlotOf(stats.name(), slot_count_);
       if (slot < first_ || slot > last_) continue;
       Seen seen;
-      seen.items_added = stats.items_added();
-      seen.created_at = stats.created_at().seconds() * 1'000'000'000 + stats.created_at().nanos();
       seen.tracked =
           stats.spec().kind() != bloom::v1::FILTER_KIND_CUCKOO && !stats.spec().has_window();
       held.emplace(stats.name(), seen);
@@ -187,9 +193,20 @@ absl::StatusOr<std::map<std::string, Seen>> Mover::ListHeld(const std::string& a
   return held;
 }
 
-absl::Status Mover::CopyOnce(const std::string& name) {
+absl::Status Mover::CopyOnce(const std::string& name, bool tracked) {
   absl::StatusOr<std::string> from = PrimaryOf(from_);
   if (!from.ok()) return from.status();
+  cursors_.erase(name);
+  absl::optional<JournalCursor> cursor;
+  if (tracked) {  // held before the export: the copy holds every add up to the cursor
+    absl::StatusOr<JournalCursor> at = StartJournal(
+        Pod(*from).channel(), name, [this](grpc::ClientContext& context) { Prepare(context); });
+    if (at.ok()) {
+      cursor = *at;
+    } else if (!absl::IsFailedPrecondition(at.status())) {
+      return at.status();  // FAILED_PRECONDITION: not followed, copied whole at the pause
+    }
+  }
   std::ostringstream dump;
   if (absl::Status exported = Pod(*from).Export(name, dump); !exported.ok()) return exported;
   // The copy replaces any older one: its counters stay the owner's (a merge would add them up).
@@ -201,6 +218,7 @@ absl::Status Mover::CopyOnce(const std::string& name) {
   absl::StatusOr<bloom::v1::FilterStats> imported = Pod(*to).Import(name, in);
   if (!imported.ok()) return imported.status();
   bytes_ += dump.str().size();
+  if (cursor.has_value()) cursors_[name] = *cursor;
   return absl::OkStatus();
 }
 
@@ -272,10 +290,14 @@ int Mover::Run(uint32_t first, uint32_t last, const std::string& to, bool abort)
   }
   uint64_t paused_version = map->version();
   if (!map->move().paused()) {
-    for (int round = 1; round <= 2; ++round) {
+    // Round 1 copies every filter; the next ones catch the copies up from the owner's journal,
+    // until a round moves little: the last one, while writes pause, moves about as much.
+    for (int round = 1; round <= kMaxCatchUpRounds; ++round) {
       absl::StatusOr<size_t> copied = CopyRound(/*paused=*/false);
       if (!copied.ok()) return Error(copied.status());
-      std::cout << "copied " << *copied << " filters (round " << round << ")" << std::endl;
+      std::cout << "round " << round << ": copied " << *copied << " filters whole, caught "
+                << cursors_.size() << " up by " << round_hashes_ << " items" << std::endl;
+      if (round_hashes_ < kSmallRound) break;
     }
     absl::StatusOr<uint64_t> paused = Step(rv1::MoveStep::STEP_PAUSE);
     if (!paused.ok()) return Error(paused.status());
@@ -301,9 +323,11 @@ int Mover::Run(uint32_t first, uint32_t last, const std::string& to, bool abort)
     }
   }
   std::cout << "moved slots " << first_ << "-" << last_ << " (" << copied_.size() << " filters, "
-            << bytes_ << " bytes copied) from " << from_ << " to " << to_ << " (shard map version "
-            << *finished << "); writes paused " << absl::ToInt64Milliseconds(pause) << " ms ("
-            << *last_changes << " filters copied meanwhile)" << std::endl;
+            << bytes_ << " bytes copied, " << hashes_ << " items caught up) from " << from_
+            << " to " << to_ << " (shard map version " << *finished << "); writes paused "
+            << absl::ToInt64Milliseconds(pause) << " ms (" << *last_changes
+            << " filters copied whole and " << round_hashes_ << " items caught up meanwhile)"
+            << std::endl;
   return 0;
 }
 
@@ -331,10 +355,10 @@ absl::StatusOr<size_t> Mover::DeleteLeftovers(const bloom::v1::ShardMap& map) {
   return deleted;
 }
 
-absl::Status Mover::Copy(const std::string& name) {
+absl::Status Mover::Copy(const std::string& name, bool tracked) {
   absl::Status copied;
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
-    copied = CopyOnce(name);
+    copied = CopyOnce(name, tracked);
     // Filters deleted meanwhile are not copied (the last round deletes their copies).
     if (copied.ok() || absl::IsNotFound(copied)) return absl::OkStatus();
     if (!Transient(copied)) break;
@@ -453,18 +477,29 @@ absl::StatusOr<size_t> Mover::CopyRoundOnce(bool paused) {
   if (!held.ok()) return held.status();
   size_t copied = 0;
   for (const auto& [name, seen] : *held) {
-    auto before = copied_.find(name);
-    const bool fresh = before != copied_.end() && before->second == seen && seen.tracked;
-    // Filters whose changes cannot be told are copied once writes pause, and only then.
-    if (fresh || (!seen.tracked && !paused)) continue;
-    if (absl::Status done = Copy(name); !done.ok()) return done;
+    // A followed copy is caught up below. Filters whose journal cannot be followed are
+    // copied once writes pause, and only then.
+    if (seen.tracked ? cursors_.count(name) != 0 : !paused) continue;
+    if (absl::Status done = Copy(name, seen.tracked); !done.ok()) return done;
     copied_[name] = seen;
+    ++copied;
+  }
+  absl::StatusOr<std::string> to = PrimaryOf(to_);
+  if (!to.ok()) return to.status();
+  absl::StatusOr<CatchUpRound> round =
+      CatchUp(Pod(*from).channel(), Pod(*to).channel(), cursors_,
+              [this](grpc::ClientContext& context) { Prepare(context); });
+  if (!round.ok()) return round.status();
+  round_hashes_ = round->hashes;
+  hashes_ += round->hashes;
+  for (const std::string& name : round->copy_whole) {
+    auto listed = held->find(name);
+    if (listed == held->end()) continue;  // gone since: deleted below once paused
+    if (absl::Status done = Copy(name, listed->second.tracked); !done.ok()) return done;
     ++copied;
   }
   if (paused) {
     // Copies of filters deleted (or never there) at the owner go too.
-    absl::StatusOr<std::string> to = PrimaryOf(to_);
-    if (!to.ok()) return to.status();
     absl::StatusOr<std::map<std::string, Seen>> copies = ListHeld(*to);
     if (!copies.ok()) return copies.status();
     for (const auto& [name, seen] : *copies) {

@@ -4,12 +4,15 @@
 //
 //   1. begin: the map says the slots are moving; their owner goes on serving them.
 //   2. copy: each filter of the slots is exported from the owner's primary and imported into
-//      the target's, replacing any older copy; a second round copies again only the filters
-//      that changed since (a BLOOM filter without a window: its items added or creation).
+//      the target's, replacing any older copy. A BLOOM filter without a window has its journal
+//      held at the owner first, and its copy then follows it (move_catch_up.h): each round
+//      adds to the copies the items added since the last, until a round moves little.
 //   3. pause: the map pauses writes to the slots everywhere; the mover waits until every member
-//      of the owning group holds that version, so that no pod can still take a write.
-//   4. the last changes: filters changed since their copy, every CUCKOO or windowed filter
-//      (whose changes the counters do not show), and copies of filters deleted meanwhile
+//      of the owning group holds that version, so that no pod can still take a write (and
+//      a write admitted before is not acknowledged after: ShardRouter::SettleWrite).
+//   4. the last changes: a last catch-up round, filters created since (copied whole), every
+//      CUCKOO or windowed filter (whose journal does not replay elsewhere) and any filter the
+//      journal could not follow (copied whole), and copies of filters deleted meanwhile
 //      (deleted at the target).
 //   5. finish: once the target's followers hold the copies, the map names the target the
 //      owner (writes resume there); then the old owner's copies are deleted.

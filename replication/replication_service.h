@@ -119,6 +119,15 @@ class ReplicationService final
                               const bloom::replication::v1::ChangeShardMapRequest* request,
                               bloom::replication::v1::ChangeShardMapResponse* response) override;
 
+  // Slot moves, on a primary (journal_reads.cc): the owner's journal read for the target's
+  // copies, and the target's copies caught up from it.
+  grpc::Status ReadJournal(grpc::ServerContext* context,
+                           const bloom::replication::v1::ReadJournalRequest* request,
+                           bloom::replication::v1::ReadJournalResponse* response) override;
+  grpc::Status ApplyJournal(grpc::ServerContext* context,
+                            const bloom::replication::v1::ApplyJournalRequest* request,
+                            bloom::replication::v1::ApplyJournalResponse* response) override;
+
   // Ends the Tail streams (UNAVAILABLE: the followers reconnect) and refuses new ones.
   void Stop() {
     stopping_.store(true);

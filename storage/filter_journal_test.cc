@@ -52,11 +52,10 @@ class FilterJournalTest : public FilterStoreTest {
   }
 
   // Reads and applies the journal from `at` until caught up; answers the hashes moved.
-  size_t CatchUp(absl::string_view name, FilterStore::JournalPosition& at, size_t max_hashes) {
+  size_t CatchUp(absl::string_view name, JournalPosition& at, size_t max_hashes) {
     size_t moved = 0;
     while (true) {
-      absl::StatusOr<FilterStore::JournalDelta> delta =
-          store_->ReadJournal(name, at, max_hashes, kHold);
+      absl::StatusOr<JournalDelta> delta = store_->ReadJournal(name, at, max_hashes, kHold);
       EXPECT_OK(delta.status());
       if (!delta.ok()) return moved;
       EXPECT_OK(target_->AddHashes(name, delta->hashes).status());
@@ -76,7 +75,7 @@ TEST_F(FilterJournalTest, ACopyCaughtUpFromTheJournalHoldsEveryItemAcrossCheckpo
   ASSERT_OK(store_->Reserve("f", FilterParams{8'000, 0.01}).status());
   const std::vector<std::string> before = Items("before", 0, 5'000);
   ASSERT_OK(store_->Add("f", Views(before), nullptr).status());
-  absl::StatusOr<FilterStore::JournalPosition> at = store_->StartJournal("f", kHold);
+  absl::StatusOr<JournalPosition> at = store_->StartJournal("f", kHold);
   ASSERT_OK(at.status());
   CopyWhole("f");
   // Adds after the copy, with checkpoints between them: the hold keeps their records.
@@ -104,7 +103,7 @@ TEST_F(FilterJournalTest, ACopyCaughtUpFromTheJournalHoldsEveryItemAcrossCheckpo
   ASSERT_OK(copy.status());
   EXPECT_EQ(copy->stats.items_added, source->stats.items_added);
   // Caught up: nothing more until the next add.
-  absl::StatusOr<FilterStore::JournalDelta> idle = store_->ReadJournal("f", *at, 1'000, kHold);
+  absl::StatusOr<JournalDelta> idle = store_->ReadJournal("f", *at, 1'000, kHold);
   ASSERT_OK(idle.status());
   EXPECT_TRUE(idle->hashes.empty());
   EXPECT_FALSE(idle->more);
@@ -112,12 +111,12 @@ TEST_F(FilterJournalTest, ACopyCaughtUpFromTheJournalHoldsEveryItemAcrossCheckpo
 
 TEST_F(FilterJournalTest, ALapsedHoldAMergeOrAFilterMadeAgainMeansCopyItWhole) {
   ASSERT_OK(store_->Reserve("f", FilterParams{20'000, 0.01}).status());
-  absl::StatusOr<FilterStore::JournalPosition> at = store_->StartJournal("f", kHold);
+  absl::StatusOr<JournalPosition> at = store_->StartJournal("f", kHold);
   ASSERT_OK(at.status());
   ASSERT_OK(store_->Add("f", Views(Items("x", 0, 100)), nullptr).status());
   clock_.Advance(kHold + absl::Seconds(1));  // the mover went away
   ASSERT_OK(store_->CheckpointAll());        // and the records were trimmed
-  absl::StatusOr<FilterStore::JournalDelta> lapsed = store_->ReadJournal("f", *at, 1'000, kHold);
+  absl::StatusOr<JournalDelta> lapsed = store_->ReadJournal("f", *at, 1'000, kHold);
   EXPECT_TRUE(absl::IsFailedPrecondition(lapsed.status())) << lapsed.status();
   EXPECT_TRUE(absl::StrContains(lapsed.status().message(), "copy it whole"));
 

@@ -118,31 +118,22 @@ class FilterStore final : public FiguresSource, public ReplicatedStore {
   //   JournalPosition at = StartJournal(name, hold);   // then copy the filter (Export)
   //   JournalDelta delta = ReadJournal(name, at, max_hashes, hold);  // at the copy:
   //   AddHashes(name, delta.hashes); at = delta.to;                   // and again
-  struct JournalPosition {
-    uint64_t generation = 0;
-    uint64_t seq = 0;  // every add up to this journal sequence is in the bits
-  };
-  struct JournalDelta {
-    JournalPosition to;            // the position the hashes reach
-    std::vector<uint64_t> hashes;  // of the items added after `from`, in order
-    bool more = false;             // max_hashes reached: read again from `to`
-  };
   // Holds `name`'s journal (journal_holds.h: checkpoints keep its later records) for `hold`,
   // and answers the position every add so far is at: a copy of its bits made after this holds
   // every add up to it, and ReadJournal from it gives every later one. FAILED_PRECONDITION for
   // a CUCKOO or windowed filter (copy those whole); NOT_FOUND.
-  absl::StatusOr<JournalPosition> StartJournal(absl::string_view name, absl::Duration hold);
+  absl::StatusOr<JournalPosition> StartJournal(absl::string_view name, absl::Duration hold) final;
   // The hashes of the items added to `name` after `from` (whole journal records, up to about
   // `max_hashes`), and the position they reach; renews the hold. FAILED_PRECONDITION (copy it
   // whole, then StartJournal again) when the filter is not `from`'s generation any more (it
   // was deleted and reserved again), or its records after `from` were not held throughout (the
   // hold lapsed: a checkpoint may have trimmed them); NOT_FOUND when it is gone.
   absl::StatusOr<JournalDelta> ReadJournal(absl::string_view name, JournalPosition from,
-                                           size_t max_hashes, absl::Duration hold);
+                                           size_t max_hashes, absl::Duration hold) final;
   // Adds to `name` the items of `hashes` (ReadJournal's, from a filter made alike: the same
   // seed), as Add adds items: durable and acknowledged as Add, NOT_FOUND if missing. Answers
   // how many were new.
-  absl::StatusOr<size_t> AddHashes(absl::string_view name, absl::Span<const uint64_t> hashes);
+  absl::StatusOr<size_t> AddHashes(absl::string_view name, absl::Span<const uint64_t> hashes) final;
 
   // Adds items; result[i] tells whether items[i] was new. Missing filter: NOT_FOUND, unless
   // `create_if_missing` is given, then it is created with that spec (even when many callers

@@ -36,8 +36,8 @@ absl::Status RequireReplayableJournal(const StoredFilter& filter) {
 
 }  // namespace
 
-absl::StatusOr<FilterStore::JournalPosition> FilterStore::StartJournal(absl::string_view name,
-                                                                       absl::Duration hold) {
+absl::StatusOr<JournalPosition> FilterStore::StartJournal(absl::string_view name,
+                                                          absl::Duration hold) {
   bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
   RETURN_IF_ERROR(CheckOpen());
   ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> filter, FindUsable(name));
@@ -51,10 +51,8 @@ absl::StatusOr<FilterStore::JournalPosition> FilterStore::StartJournal(absl::str
   return position;
 }
 
-absl::StatusOr<FilterStore::JournalDelta> FilterStore::ReadJournal(absl::string_view name,
-                                                                   JournalPosition from,
-                                                                   size_t max_hashes,
-                                                                   absl::Duration hold) {
+absl::StatusOr<JournalDelta> FilterStore::ReadJournal(absl::string_view name, JournalPosition from,
+                                                      size_t max_hashes, absl::Duration hold) {
   bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
   RETURN_IF_ERROR(CheckOpen());
   ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> filter, FindUsable(name));

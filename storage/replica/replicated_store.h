@@ -13,12 +13,27 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "storage/db/database.h"
 #include "storage/replica/replica_acks.h"
 #include "storage/replica/replication_log.h"
 
 namespace storage {
+
+// A slot move's position in a filter's journal, and what was added after one
+// (FilterStore::StartJournal and ReadJournal).
+struct JournalPosition {
+  uint64_t generation = 0;
+  uint64_t seq = 0;  // every add up to this journal sequence is in the bits
+};
+struct JournalDelta {
+  JournalPosition to;            // the position the hashes reach
+  std::vector<uint64_t> hashes;  // of the items added after `from`, in order
+  bool more = false;             // max_hashes reached: read again from `to`
+};
 
 class ReplicatedStore {
  public:
@@ -46,6 +61,14 @@ class ReplicatedStore {
   virtual ReplicaAcks* replica_acks() const = 0;
   // The database whose write-ahead log the primary's tail streams read.
   virtual Database& database() = 0;
+  // Slot moves, on a primary (bloom.replication.v1 ReadJournal and ApplyJournal): a copy of a
+  // filter caught up from its journal (FilterStore::StartJournal, ReadJournal, AddHashes).
+  virtual absl::StatusOr<JournalPosition> StartJournal(absl::string_view name,
+                                                       absl::Duration hold) = 0;
+  virtual absl::StatusOr<JournalDelta> ReadJournal(absl::string_view name, JournalPosition from,
+                                                   size_t max_hashes, absl::Duration hold) = 0;
+  virtual absl::StatusOr<size_t> AddHashes(absl::string_view name,
+                                           absl::Span<const uint64_t> hashes) = 0;
 };
 
 }  // namespace storage

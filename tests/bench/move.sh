@@ -5,10 +5,14 @@
 # pod, at RATE keys/s) runs once without a move and once while `bloom-cli cluster move
 # --slots=0-1023 --to=bench/b` moves them. Prints the move's duration, bytes copied and bytes/s,
 # how long writes to the moving slots paused (the mover's own figure), and the load's latency
-# percentiles in both runs: reads never pause, and none may fail.
+# percentiles in both runs: reads never pause, and none may fail. With WRITE_BATCHES=1 (the
+# default), a writer adds batches of 1,000 new items to the moving filters throughout the move
+# (Python, routing by the map, retrying what the pause refuses): its slowest batch is the
+# pause as a writer sees it, and the mover's rounds catch the copies up from the owner's
+# journal instead of copying them again.
 #
 #   tests/bench/move.sh                      # 1 GB of filters
-#   SIZE_MB=256 tests/bench/move.sh
+#   SIZE_MB=256 WRITE_BATCHES=0 tests/bench/move.sh
 #
 # Needs the README's set-up (./scripts/test.sh has built everything) and etcd (etcd-server).
 set -euo pipefail
@@ -17,6 +21,7 @@ BUILD=${BUILD_DIR:-build}
 SIZE_MB=${SIZE_MB:-1024}
 FILTERS=${FILTERS:-64}
 RATE=${RATE:-200000}
+WRITE_BATCHES=${WRITE_BATCHES:-1}
 SERVER=$BUILD/server/bloom-server
 BENCH=$BUILD/loadtest/bloom-bench
 CLI=$BUILD/client/bloom-cli
@@ -91,16 +96,59 @@ load() {  # duration label
 echo "load alone: $(load 20s alone)"
 load 60s during >/dev/null &
 LOAD=$!
+if [[ $WRITE_BATCHES == 1 ]]; then
+  # Adds to the moving filters until $WORK/stop exists; prints the batches' latencies.
+  PYTHONPATH=$BUILD/protos/python:client/python /usr/bin/python3 - "$A_PORT" "$WORK" <<'PY' \
+    >"$WORK/writer.out" &
+import os, sys, time
+import grpc
+from bloom_client import BloomClient
+from bloom_shards import slot_of
+port, work = int(sys.argv[1]), sys.argv[2]
+names, n = [], 0
+while len(names) < 64:
+    name = f"moving-{n}"
+    n += 1
+    if slot_of(name, 4096) <= 1023:
+        names.append(name)
+client = BloomClient(f"127.0.0.1:{port}", timeout=60, shard_routing=True)
+took, batch = [], 0
+while not os.path.exists(f"{work}/stop"):
+    items = [f"w{batch}-{i}" for i in range(1000)]
+    start = time.monotonic()
+    while True:
+        try:
+            client.add(names[batch % len(names)], items)
+            break
+        except grpc.RpcError as error:
+            if error.code() != grpc.StatusCode.UNAVAILABLE:
+                raise
+            time.sleep(0.005)
+    took.append(time.monotonic() - start)
+    batch += 1
+took.sort()
+print(f"{len(took)} batches of 1000 items, p50 {took[len(took) // 2] * 1000:.1f} ms, "
+      f"max {took[-1] * 1000:.0f} ms")
+PY
+  WRITER=$!
+fi
 sleep 5
 start=$(date +%s.%N)
 "$CLI" --server="127.0.0.1:$B_PORT" --timeout=120s cluster move --slots=0-1023 --to=bench/b \
   >"$WORK/move.out"
 end=$(date +%s.%N)
+if [[ $WRITE_BATCHES == 1 ]]; then
+  sleep 2
+  touch "$WORK/stop"
+  wait "$WRITER"
+fi
 wait "$LOAD"
 seconds=$(echo "$end - $start" | bc -l)
-bytes=$(sed -n 's/.*(\([0-9]*\) filters, \([0-9]*\) bytes copied).*/\2/p' "$WORK/move.out")
+bytes=$(sed -n 's/.*(\([0-9]*\) filters, \([0-9]*\) bytes copied.*/\2/p' "$WORK/move.out")
 paused=$(sed -n 's/.*writes paused \([0-9]*\) ms.*/\1/p' "$WORK/move.out")
 printf 'move of %s MB in %d filters: %.1f s, %.0f MB/s, writes to the moving slots paused %s ms\n' \
   "$((bytes / 1000000))" "$FILTERS" "$seconds" "$(echo "$bytes / $seconds / 1000000" | bc -l)" \
   "$paused"
 echo "load during the move: $(sed -n 's/.*latency per request: \(.*\)/\1/p' "$WORK/during.out")"
+grep '^round\|^moved' "$WORK/move.out"
+if [[ $WRITE_BATCHES == 1 ]]; then echo "writer: $(cat "$WORK/writer.out")"; fi

@@ -1,0 +1,118 @@
+// ReplicationService's ReadJournal and ApplyJournal (bloom.replication.v1): a slot mover
+// (bloom-cli cluster move, client/cli_move.cc) catches the target group's copies of BLOOM
+// filters up from the owner's journal (storage/filter_store_journal.cc), so the write pause at
+// the end of a move carries only the adds since the previous catch-up, not whole filters.
+// Bounded per call: cursors and deltas, and hashes, so one call holds little memory and time.
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "replication/replication_service.h"
+#include "service/convert.h"
+
+namespace replication {
+
+namespace v1 = bloom::replication::v1;
+
+namespace {
+
+constexpr int kMaxFiltersPerCall = 1000;
+constexpr uint32_t kDefaultMaxHashes = 100'000;
+constexpr uint32_t kMaxHashes = 1'000'000;
+// How long a read holds a filter's journal: several of a mover's rounds, and a lapse once it
+// is gone.
+constexpr absl::Duration kJournalHold = absl::Minutes(1);
+
+// A filter's own failure, in its delta or result (the call itself succeeds).
+template <typename Answer>
+void SetStatus(const absl::Status& status, Answer* answer) {
+  answer->set_code(static_cast<int32_t>(status.code()));
+  answer->set_message(std::string(status.message()));
+}
+
+}  // namespace
+
+grpc::Status ReplicationService::ReadJournal(grpc::ServerContext* context,
+                                             const v1::ReadJournalRequest* request,
+                                             v1::ReadJournalResponse* response) {
+  if (grpc::Status admitted = Admit(context, service::Role::kWrite, /*primary_only=*/true);
+      !admitted.ok()) {
+    return admitted;
+  }
+  if (request->cursors_size() > kMaxFiltersPerCall) {
+    return {grpc::StatusCode::INVALID_ARGUMENT,
+            absl::StrCat("ReadJournal takes at most ", kMaxFiltersPerCall, " cursors, not ",
+                         request->cursors_size())};
+  }
+  const size_t budget = request->max_hashes() == 0
+                            ? kDefaultMaxHashes
+                            : std::min<uint32_t>(request->max_hashes(), kMaxHashes);
+  size_t answered = 0;
+  for (const v1::JournalCursor& cursor : request->cursors()) {
+    v1::JournalDelta* delta = response->add_deltas();
+    delta->set_name(cursor.name());
+    delta->set_generation(cursor.generation());
+    delta->set_seq(cursor.seq());
+    if (cursor.start()) {
+      absl::StatusOr<storage::JournalPosition> at =
+          store_->StartJournal(cursor.name(), kJournalHold);
+      if (!at.ok()) {
+        SetStatus(at.status(), delta);
+        continue;
+      }
+      delta->set_generation(at->generation);
+      delta->set_seq(at->seq);
+      continue;
+    }
+    if (answered >= budget) {  // this answer is full: read it next time
+      delta->set_more(true);
+      continue;
+    }
+    absl::StatusOr<storage::JournalDelta> read = store_->ReadJournal(
+        cursor.name(), {cursor.generation(), cursor.seq()}, budget - answered, kJournalHold);
+    if (!read.ok()) {
+      SetStatus(read.status(), delta);
+      continue;
+    }
+    delta->set_generation(read->to.generation);
+    delta->set_seq(read->to.seq);
+    delta->set_more(read->more);
+    delta->mutable_hashes()->Add(read->hashes.begin(), read->hashes.end());
+    answered += read->hashes.size();
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status ReplicationService::ApplyJournal(grpc::ServerContext* context,
+                                              const v1::ApplyJournalRequest* request,
+                                              v1::ApplyJournalResponse* response) {
+  if (grpc::Status admitted = Admit(context, service::Role::kWrite, /*primary_only=*/true);
+      !admitted.ok()) {
+    return admitted;
+  }
+  if (request->deltas_size() > kMaxFiltersPerCall) {
+    return {grpc::StatusCode::INVALID_ARGUMENT,
+            absl::StrCat("ApplyJournal takes at most ", kMaxFiltersPerCall, " deltas, not ",
+                         request->deltas_size())};
+  }
+  size_t hashes = 0;
+  for (const v1::JournalDelta& delta : request->deltas()) hashes += delta.hashes_size();
+  if (hashes > kMaxHashes) {
+    return {grpc::StatusCode::INVALID_ARGUMENT,
+            absl::StrCat("ApplyJournal takes at most ", kMaxHashes, " hashes, not ", hashes)};
+  }
+  for (const v1::JournalDelta& delta : request->deltas()) {
+    v1::JournalApplied* result = response->add_results();
+    if (delta.hashes().empty()) continue;
+    absl::StatusOr<size_t> added = store_->AddHashes(
+        delta.name(), absl::MakeConstSpan(delta.hashes().data(), delta.hashes_size()));
+    if (!added.ok()) {
+      SetStatus(added.status(), result);
+      continue;
+    }
+    result->set_new_items(*added);
+  }
+  response->set_sequence(store_->LatestSequence());
+  return grpc::Status::OK;
+}
+
+}  // namespace replication
