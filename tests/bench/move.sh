@@ -24,7 +24,7 @@ RATE=${RATE:-200000}
 WRITE_BATCHES=${WRITE_BATCHES:-1}
 SERVER=$BUILD/server/bloom-server
 BENCH=$BUILD/loadtest/bloom-bench
-CLI=$BUILD/client/bloom-cli
+CLI=${CLI:-$BUILD/client/bloom-cli}  # another bloom-cli: compare movers
 WORK=$(mktemp -d)
 PIDS=()
 cleanup() {
@@ -150,5 +150,5 @@ printf 'move of %s MB in %d filters: %.1f s, %.0f MB/s, writes to the moving slo
   "$((bytes / 1000000))" "$FILTERS" "$seconds" "$(echo "$bytes / $seconds / 1000000" | bc -l)" \
   "$paused"
 echo "load during the move: $(sed -n 's/.*latency per request: \(.*\)/\1/p' "$WORK/during.out")"
-grep '^round\|^moved' "$WORK/move.out"
+grep '^round\|^copied\|^moved' "$WORK/move.out"
 if [[ $WRITE_BATCHES == 1 ]]; then echo "writer: $(cat "$WORK/writer.out")"; fi
