@@ -26,7 +26,7 @@ constexpr absl::Duration kJournalHold = absl::Minutes(1);
 template <typename Answer>
 void SetStatus(const absl::Status& status, Answer* answer) {
   answer->set_code(static_cast<int32_t>(status.code()));
-  answer->set_message(std::string(status.message()));
+  answer->set_message(static_cast<std::string>(status.message()));
 }
 
 }  // namespace
