@@ -21,6 +21,7 @@
 #include "client/cli_cluster.h"
 #include "client/cli_move.h"
 #include "client/cli_output.h"
+#include "client/cli_rebalance.h"
 #include "client/cli_replication.h"
 
 namespace {
@@ -30,6 +31,7 @@ using bloomcli::Error;
 using bloomcli::MoveSlots;
 using bloomcli::PrintJson;
 using bloomcli::PrintStats;
+using bloomcli::Rebalance;
 using bloomcli::ReplicationStatus;
 using bloomcli::Switchover;
 
@@ -77,9 +79,13 @@ commands:
                               own even ranges of N slots (default 4096, fixed for good)
   cluster add-group GROUP     a new group joins the map, owning no slot yet
   cluster move --slots=A-B --to=GROUP [--abort]   move slots A-B (of one group) and their
-                              filters to GROUP, online: writes to them pause for about a
-                              second at the end. Run it again to resume a move cut short;
+                              filters to GROUP, online: writes to them pause at the end for
+                              the adds since the last round (milliseconds; large CUCKOO and
+                              windowed filters are copied whole then). Run it again to resume;
                               --abort gives it up (the slots stay where they were)
+  cluster rebalance [--tolerance=F] [--max-moves=N] [--dry-run]   even the groups by the
+                              bytes of their filters: moves slots from the heaviest group to
+                              the lightest until each is within F (default 0.1) of the mean
   hash-token                  read a token on stdin, print the line digest for a token file
 
 security (for servers with TLS or --auth_token_file):
@@ -280,6 +286,12 @@ int Run(const Args& args) {
   if (command == "replication") return ReplicationStatus(*client, json);
   if (command == "switchover") return Switchover(*client, server, options, args.Get("to"), json);
   if (command == "cluster") {
+    if (args.positional.size() > 1 && args.positional[1] == "rebalance") {
+      return Rebalance(*client, options,
+                       {.tolerance = args.Get("tolerance"),
+                        .max_moves = args.Get("max-moves"),
+                        .dry_run = args.Has("dry-run")});
+    }
     if (args.positional.size() > 1 && args.positional[1] == "move") {
       return MoveSlots(
           *client, options,

@@ -249,6 +249,55 @@ TEST_F(ShardingTest, AnAbortedMoveLeavesTheSlotsWithTheirOwner) {
   }
 }
 
+TEST_F(ShardingTest, RebalanceEvensTheGroupsByBytes) {
+  // Every byte in group a: filters of many sizes in its slots (0-31), none in b's.
+  std::unique_ptr<bloomclient::BloomClient> client = bloomclient::BloomClient::Connect(Target(0));
+  const std::vector<std::string> names = NamesInSlots(0, 31, "heavy:", 16);
+  for (size_t i = 0; i < names.size(); ++i) {
+    bloom::v1::FilterSpec spec = Spec();
+    spec.set_capacity(20'000 * (1 + i % 4));
+    ASSERT_TRUE(client->Reserve(names[i], spec).ok());
+    ASSERT_TRUE(client->Add(names[i], {"kept"}).ok());
+  }
+  const std::string rebalance =
+      absl::StrCat(BLOOM_CLI_PATH, " --server=", Target(2), " cluster rebalance --tolerance=0.2");
+  CommandResult planned = RunCommand(rebalance + " --dry-run");
+  ASSERT_EQ(planned.exit_code, 0) << planned.out;
+  EXPECT_TRUE(absl::StrContains(planned.out, "from " + std::string(kGroupA) + " to " + kGroupB))
+      << planned.out;
+  absl::StatusOr<bloom::v1::ShardMap> unchanged = MapAt(2);
+  ASSERT_TRUE(unchanged.ok());
+  EXPECT_EQ(unchanged->version(), 1U) << "a dry run changes nothing";
+
+  CommandResult done = RunCommand(rebalance);
+  ASSERT_EQ(done.exit_code, 0) << done.out;
+  EXPECT_TRUE(absl::StrContains(done.out, "moved slots")) << done.out;
+  EXPECT_TRUE(absl::StrContains(done.out, "balanced")) << done.out;
+  // Group b owns some of a's former slots now, and every filter still answers, wherever it is.
+  WaitForMapEverywhere(1);
+  absl::StatusOr<bloom::v1::ShardMap> map = MapAt(0);
+  ASSERT_TRUE(map.ok());
+  uint32_t b_below_32 = 0;
+  for (const bloom::v1::SlotRange& range : map->ranges()) {
+    if (range.group() == kGroupB && range.first() < 32)
+      b_below_32 += range.last() - range.first() + 1;
+  }
+  EXPECT_GT(b_below_32, 0U) << done.out;
+  for (const std::string& name : names) {
+    absl::StatusOr<std::vector<bool>> present = client->MightContain(name, {"kept"});
+    ASSERT_TRUE(present.ok()) << name << ": " << present.status();
+    EXPECT_TRUE((*present)[0]) << name;
+  }
+  // Run again, it finds nothing to do.
+  CommandResult again = RunCommand(rebalance);
+  ASSERT_EQ(again.exit_code, 0) << again.out;
+  EXPECT_TRUE(absl::StrContains(again.out, "balanced")) << again.out;
+  EXPECT_FALSE(absl::StrContains(again.out, "moved slots")) << again.out;
+  // Bad flags are refused before anything changes.
+  CommandResult bad = RunCommand(rebalance + " --tolerance=lots");
+  EXPECT_EQ(bad.exit_code, 2) << bad.out;
+}
+
 // Group a acknowledges a write only once its follower holds it, so that its primary can fail.
 class ShardingFailoverTest : public ShardingTest {
  protected:

@@ -1,0 +1,124 @@
+// bloom-cli cluster rebalance (client/cli_rebalance.h).
+#include "client/cli_rebalance.h"
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "bloom/v1/bloom.grpc.pb.h"
+#include "client/cli_move.h"
+#include "client/cli_output.h"
+#include "common/slot.h"
+#include "sharding/rebalance.h"
+
+namespace bloomcli {
+namespace {
+
+absl::StatusOr<bloom::v1::ShardMap> MapAt(const bloomclient::BloomClient& client) {
+  grpc::ClientContext context;
+  client.PrepareContext(context);
+  bloom::v1::GetShardMapResponse response;
+  absl::Status called = bloomclient::FromGrpcStatus(
+      bloom::v1::BloomFilterService::NewStub(client.channel())
+          ->GetShardMap(&context, bloom::v1::GetShardMapRequest(), &response));
+  if (!called.ok()) return called;
+  return response.map();
+}
+
+// The map's owners as a sharding::ShardMap (its version aside).
+absl::StatusOr<sharding::ShardMap> Owners(const bloom::v1::ShardMap& map) {
+  std::vector<std::string> groups;
+  for (const bloom::v1::ShardGroup& group : map.groups()) groups.push_back(group.name());
+  absl::StatusOr<sharding::ShardMap> owners =
+      sharding::ShardMap::EvenSplit(groups, map.slot_count());
+  for (const bloom::v1::SlotRange& range : map.ranges()) {
+    if (!owners.ok()) break;
+    owners = owners->Assign({range.first(), range.last()}, range.group());
+  }
+  return owners;
+}
+
+// Each slot's bytes: the size of every filter each group's primary holds itself, by slot.
+absl::StatusOr<std::vector<uint64_t>> SlotBytes(const bloom::v1::ShardMap& map,
+                                                bloomclient::ClientOptions options) {
+  std::vector<uint64_t> bytes(map.slot_count(), 0);
+  options.shard_routing = false;
+  options.metadata.emplace_back("bloom-shard-move", "1");  // a pod's own filters only
+  for (const bloom::v1::ShardGroup& group : map.groups()) {
+    if (group.primary().empty()) {
+      return absl::UnavailableError(
+          absl::StrCat("group ", group.name(), " has no primary now: retry"));
+    }
+    absl::StatusOr<std::unique_ptr<bloomclient::BloomClient>> pod =
+        bloomclient::BloomClient::Open(group.primary(), options);
+    if (!pod.ok()) return pod.status();
+    std::string token;
+    do {
+      absl::StatusOr<bloom::v1::ListResponse> page = (*pod)->List("", 1000, token);
+      if (!page.ok()) return page.status();
+      for (const bloom::v1::FilterStats& stats : page->filters()) {
+        bytes[slots::SlotOf(stats.name(), map.slot_count())] += stats.size_bytes();
+      }
+      token = page->next_page_token();
+    } while (!token.empty());
+  }
+  return bytes;
+}
+
+}  // namespace
+
+int Rebalance(const bloomclient::BloomClient& client, const bloomclient::ClientOptions& options,
+              const RebalanceArgs& args) {
+  double tolerance = 0.1;
+  int max_moves = 16;
+  if ((!args.tolerance.empty() &&
+       (!absl::SimpleAtod(args.tolerance, &tolerance) || tolerance < 0 || tolerance > 10)) ||
+      (!args.max_moves.empty() &&
+       (!absl::SimpleAtoi(args.max_moves, &max_moves) || max_moves < 1))) {
+    std::fprintf(stderr,
+                 "bloom-cli: cluster rebalance takes --tolerance=FRACTION (0 to 10, default "
+                 "0.1) and --max-moves=N (at least 1, default 16)\n");
+    return 2;
+  }
+  for (int moves = 0;; ++moves) {
+    absl::StatusOr<bloom::v1::ShardMap> map = MapAt(client);
+    if (!map.ok()) return Error(map.status());
+    if (map->slot_count() == 0) {
+      return Error(absl::FailedPreconditionError("the deployment is not sharded (no shard map)"));
+    }
+    if (map->has_move()) {
+      return Error(absl::FailedPreconditionError(
+          absl::StrCat("slots ", map->move().first(), "-", map->move().last(), " are moving to ",
+                       map->move().to(),
+                       ": finish that move (cluster move with the same slots) or --abort it")));
+    }
+    absl::StatusOr<sharding::ShardMap> owners = Owners(*map);
+    if (!owners.ok()) return Error(owners.status());
+    absl::StatusOr<std::vector<uint64_t>> bytes = SlotBytes(*map, options);
+    if (!bytes.ok()) return Error(bytes.status());
+    const absl::optional<sharding::PlannedMove> move =
+        sharding::NextRebalanceMove(*owners, *bytes, tolerance);
+    if (!move.has_value()) {
+      std::cout << "balanced: every group within " << tolerance * 100 << "% of the mean, or no "
+                << "move of whole slots would bring them closer (" << moves << " moves made)"
+                << std::endl;
+      return 0;
+    }
+    const std::string slots = absl::StrCat(move->slots.first, "-", move->slots.last);
+    std::cout << "move " << moves + 1 << ": slots " << slots << " (" << move->bytes
+              << " bytes) from " << move->from << " to " << move->to << std::endl;
+    if (args.dry_run) return 0;
+    if (moves >= max_moves) {
+      std::cout << "stopping after " << max_moves << " moves (--max-moves): run it again to go on"
+                << std::endl;
+      return 0;
+    }
+    const int moved = MoveSlots(client, options, {.slots = slots, .to = move->to});
+    if (moved != 0) return moved;
+  }
+}
+
+}  // namespace bloomcli
