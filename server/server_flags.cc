@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/slot.h"
 #include "common/status_macros.h"
 #include "sharding/shard_map.h"
 
@@ -171,6 +172,14 @@ ABSL_FLAG(std::string, shard_map, "",
           "groups (each group a --cluster); this pod serves the filters whose slots its group "
           "owns and forwards calls for the others to their group. Empty: not sharded (this "
           "group holds every filter)");
+ABSL_FLAG(std::vector<std::string>, shard_map_groups, {},
+          "with --shard_map: if no map exists yet, create it with these groups (--cluster keys, "
+          "this pod's among them) owning even ranges of --shard_map_slots; the pods of a new "
+          "deployment racing to create it write one map (an etcd transaction), and a map that "
+          "exists is left as it is. Empty: create none (bloom-cli cluster init does)");
+ABSL_FLAG(uint32_t, shard_map_slots, slots::kDefaultSlotCount,
+          "with --shard_map_groups: the slot count of the map it creates (1 to 16384), fixed "
+          "for the deployment's life");
 ABSL_FLAG(std::string, ack_log, "",
           "with --etcd_endpoints: append a line to this file for each term this pod leads and "
           "each new highest sequence it acknowledges in it, before answering (for failover "
@@ -260,6 +269,23 @@ absl::Status ReplicationFromFlags(ServerConfig& config) {
     if (absl::Status group = sharding::ShardMap::CheckGroupName(replication.cluster); !group.ok()) {
       return Invalid(
           absl::StrCat("--cluster names this pod's group in --shard_map's map: ", group.message()));
+    }
+  }
+  replication.shard_map_groups = absl::GetFlag(FLAGS_shard_map_groups);
+  replication.shard_map_slots = absl::GetFlag(FLAGS_shard_map_slots);
+  if (!replication.shard_map_groups.empty()) {
+    if (replication.shard_map.empty()) {
+      return Invalid("--shard_map_groups needs --shard_map: the key of the map it creates");
+    }
+    absl::StatusOr<sharding::ShardMap> first =
+        sharding::ShardMap::EvenSplit(replication.shard_map_groups, replication.shard_map_slots);
+    if (!first.ok()) {
+      return Invalid(
+          absl::StrCat("--shard_map_groups and --shard_map_slots: ", first.status().message()));
+    }
+    if (!first->HasGroup(replication.cluster)) {
+      return Invalid(absl::StrCat("--shard_map_groups must name this pod's group, --cluster=",
+                                  replication.cluster));
     }
   }
   if (!replication.ack_log.empty() && replication.etcd_endpoints.empty()) {

@@ -58,6 +58,10 @@ struct ReplicationConfig {
   // The etcd key of the deployment's shard map (--shard_map); empty: not sharded. The pod's
   // group is its cluster.
   std::string shard_map;
+  // The groups and slot count of the map to create when there is none (--shard_map_groups,
+  // --shard_map_slots); no groups: create none.
+  std::vector<std::string> shard_map_groups;
+  uint32_t shard_map_slots = 0;
   // Where a primary logs its terms and acknowledged sequences (--ack_log); empty: nowhere.
   std::string ack_log;
   // A primary without token auth serves replication anyway (unsafe; see the flag).

@@ -150,6 +150,29 @@ TEST_F(FlagsTest, AFollowersClientCertificateNeedsItsKeyAndTls) {
   EXPECT_EQ(mutual->replication.key_file, "/tls/client.key");
 }
 
+TEST_F(FlagsTest, TheFirstShardMapsGroupsNeedTheMapAndThisPodsGroup) {
+  SetFlag("shard_map_groups", "bloom/a,bloom/b");
+  absl::StatusOr<ServerConfig> alone = ConfigFromFlags(container_);
+  ASSERT_FALSE(alone.ok());
+  EXPECT_TRUE(absl::StrContains(alone.status().message(), "--shard_map")) << alone.status();
+  SetFlag("etcd_endpoints", "127.0.0.1:2379");
+  SetFlag("advertise_address", "127.0.0.1:50051");
+  SetFlag("shard_map", "bloom/shardmap");
+  SetFlag("cluster", "bloom/c");
+  absl::StatusOr<ServerConfig> stranger = ConfigFromFlags(container_);
+  ASSERT_FALSE(stranger.ok());
+  EXPECT_TRUE(absl::StrContains(stranger.status().message(), "--cluster=bloom/c"))
+      << stranger.status();
+  SetFlag("cluster", "bloom/b");
+  SetFlag("shard_map_slots", "0");
+  EXPECT_FALSE(ConfigFromFlags(container_).ok()) << "no slots";
+  SetFlag("shard_map_slots", "64");
+  absl::StatusOr<ServerConfig> config = ConfigFromFlags(container_);
+  ASSERT_OK(config.status());
+  EXPECT_EQ(config->replication.shard_map_groups, (std::vector<std::string>{"bloom/a", "bloom/b"}));
+  EXPECT_EQ(config->replication.shard_map_slots, 64u);
+}
+
 TEST_F(FlagsTest, CheckpointWriteRateIsBytesPerSecondOrZero) {
   absl::StatusOr<ServerConfig> paced = ConfigFromFlags(container_);
   ASSERT_OK(paced.status());

@@ -14,6 +14,37 @@
 
 namespace server {
 
+namespace {
+
+// --shard_map_groups: the map's first version, unless one exists (ALREADY_EXISTS, from a pod
+// that won the race or an earlier start). Tried until `wait` passes while etcd is unreachable;
+// the pod then serves no filter until a map appears, as without the flag.
+void CreateFirstMap(ShardMember& member, const ReplicationConfig& replication,
+                    absl::Duration wait) {
+  absl::StatusOr<sharding::ShardMap> first =
+      sharding::ShardMap::EvenSplit(replication.shard_map_groups, replication.shard_map_slots);
+  if (!first.ok()) return;  // checked with the flags
+  const absl::Time give_up = absl::Now() + wait;
+  while (true) {
+    absl::StatusOr<sharding::ShardMap> created =
+        coordination::CreateShardMap(*member.etcd, member.map_key, *first);
+    if (created.ok()) {
+      bloomlog::LogInfo(
+          absl::StrCat("created the shard map at ", member.map_key, ": ", created->Encode()));
+      return;
+    }
+    if (absl::IsAlreadyExists(created.status())) return;
+    if (absl::Now() > give_up) {
+      bloomlog::LogWarning(absl::StrCat("could not create the shard map at ", member.map_key, ": ",
+                                        created.status().message()));
+      return;
+    }
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<ShardMember>> JoinShards(const ServerConfig& config,
                                                         absl::Duration wait_for_map) {
   const ReplicationConfig& replication = config.replication;
@@ -29,14 +60,14 @@ absl::StatusOr<std::unique_ptr<ShardMember>> JoinShards(const ServerConfig& conf
       coordination::EtcdClient::Connect(replication.etcd_endpoints, absl::Seconds(2));
   if (!etcd.ok()) return etcd.status();
   member->etcd = *std::move(etcd);
+  if (!replication.shard_map_groups.empty()) CreateFirstMap(*member, replication, wait_for_map);
   absl::StatusOr<std::unique_ptr<coordination::ShardMapWatch>> watch =
       coordination::ShardMapWatch::Start(member->etcd.get(),
                                          {replication.shard_map, replication.cluster});
   if (!watch.ok()) return watch.status();
   member->watch = *std::move(watch);
   member->router = std::make_unique<service::ShardRouter>(
-      member->watch.get(),
-      [credentials = peers->credentials](const std::string& address) {
+      member->watch.get(), [credentials = peers->credentials](const std::string& address) {
         grpc::ChannelArguments args;
         args.SetMaxReceiveMessageSize(-1);  // a forwarded answer is as large as the caller's
         args.SetMaxSendMessageSize(-1);

@@ -88,6 +88,7 @@ class ShardingTest : public ::testing::Test {
                                      "--metrics_listen=127.0.0.1:0",
                                      "--allow_unauthenticated_replication"};
     if (groups_[i] == kGroupA) args.insert(args.end(), group_a_args_.begin(), group_a_args_.end());
+    args.insert(args.end(), every_pod_args_.begin(), every_pod_args_.end());
     pods_[i] = ServerProcess::Start(dirs_[i]->path(), args);
   }
 
@@ -184,6 +185,7 @@ class ShardingTest : public ::testing::Test {
   std::vector<std::unique_ptr<ServerProcess>> stopped_;
   // More flags for group a's pods (set before SetUp).
   std::vector<std::string> group_a_args_;
+  std::vector<std::string> every_pod_args_;
   std::string in_a_;
   std::string in_b_;
 };

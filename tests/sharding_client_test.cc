@@ -134,6 +134,50 @@ TEST_F(ShardingTest, ADirectlyRoutingClientFetchesTheMapAgainWhenItChanges) {
   EXPECT_TRUE(HeldBy(2, in_a_, "x"));
 }
 
+TEST(ShardingCliTest, PodsGivenTheGroupsCreateTheFirstMapThemselves) {
+  // As the Helm chart starts a new deployment: every pod may create the map; one does.
+  class Deployment : public ShardingTest {
+   public:
+    void TestBody() override {}
+    using ShardingTest::MapAt;
+    using ShardingTest::StartPods;
+    using ShardingTest::Target;
+    using ShardingTest::WaitForMapEverywhere;
+    std::vector<std::string>& every_pod_args() { return every_pod_args_; }
+    void Restart(int pod) {
+      pods_[pod]->Kill();
+      StartPod(pod);
+    }
+  } deployment;
+  deployment.every_pod_args() = {absl::StrCat("--shard_map_groups=", kGroupA, ",", kGroupB),
+                                 absl::StrCat("--shard_map_slots=", kSlots)};
+  deployment.StartPods(/*create_map=*/false);
+  if (::testing::Test::HasFatalFailure()) return;
+  deployment.WaitForMapEverywhere(1);
+  absl::StatusOr<bloom::v1::ShardMap> map = deployment.MapAt(2);
+  ASSERT_TRUE(map.ok()) << map.status();
+  EXPECT_EQ(map->version(), 1U);
+  EXPECT_EQ(map->slot_count(), kSlots);
+  ASSERT_EQ(map->ranges_size(), 2);
+  EXPECT_EQ(map->ranges(0).group(), kGroupA);
+  EXPECT_EQ(map->ranges(1).first(), kSlots / 2);
+  // A pod started again later leaves the map as it is (here: one that moved on a version).
+  bloom::replication::v1::ChangeShardMapRequest add;
+  add.set_add_group("shard-test/c");
+  grpc::ClientContext context;
+  bloom::replication::v1::ChangeShardMapResponse added;
+  ASSERT_TRUE(bloom::replication::v1::ReplicationService::NewStub(
+                  grpc::CreateChannel(deployment.Target(0), grpc::InsecureChannelCredentials()))
+                  ->ChangeShardMap(&context, add, &added)
+                  .ok());
+  deployment.Restart(2);
+  deployment.WaitForMapEverywhere(2);
+  map = deployment.MapAt(2);
+  ASSERT_TRUE(map.ok());
+  EXPECT_EQ(map->version(), 2U);
+  EXPECT_EQ(map->groups_size(), 3);
+}
+
 TEST(ShardingCliTest, ClusterCommandsCreateAndDescribeTheMap) {
   class Deployment : public ShardingTest {
    public:
