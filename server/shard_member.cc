@@ -17,8 +17,9 @@ namespace server {
 namespace {
 
 // --shard_map_groups: the map's first version, unless one exists (ALREADY_EXISTS, from a pod
-// that won the race or an earlier start). Tried until `wait` passes while etcd is unreachable;
-// the pod then serves no filter until a map appears, as without the flag.
+// that won the race or an earlier start); then this pod's group is added to it if it lacks it.
+// Tried until `wait` passes while etcd is unreachable; the pod then serves no filter until a
+// map naming its group appears, as without the flag.
 void CreateFirstMap(ShardMember& member, const ReplicationConfig& replication,
                     absl::Duration wait) {
   absl::StatusOr<sharding::ShardMap> first =
@@ -33,7 +34,22 @@ void CreateFirstMap(ShardMember& member, const ReplicationConfig& replication,
           absl::StrCat("created the shard map at ", member.map_key, ": ", created->Encode()));
       return;
     }
-    if (absl::IsAlreadyExists(created.status())) return;
+    if (absl::IsAlreadyExists(created.status())) {
+      // A group added to the deployment later (the chart's sharding.groups raised): it joins
+      // the map owning nothing, and slots are then moved to it.
+      absl::StatusOr<sharding::ShardMap> joined = coordination::ChangeShardMap(
+          *member.etcd, member.map_key,
+          [&](const sharding::ShardMap& now) { return now.AddGroup(replication.cluster); });
+      if (joined.ok() || absl::IsAlreadyExists(joined.status())) return;  // in it now
+      if (absl::Now() > give_up) {
+        bloomlog::LogWarning(absl::StrCat("could not add group ", replication.cluster,
+                                          " to the shard map at ", member.map_key, ": ",
+                                          joined.status().message()));
+        return;
+      }
+      absl::SleepFor(absl::Milliseconds(200));
+      continue;
+    }
     if (absl::Now() > give_up) {
       bloomlog::LogWarning(absl::StrCat("could not create the shard map at ", member.map_key, ": ",
                                         created.status().message()));

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -423,6 +424,68 @@ TEST_F(HelmChartTest, SchemaRejectsWrongTypesUnknownKeysAndBadEnums) {
     EXPECT_NE(run.exit_code, 0) << c.set << " was accepted";
     EXPECT_TRUE(absl::StrContains(run.out, c.message)) << c.set << ": " << run.out;
   }
+}
+
+TEST_F(HelmChartTest, ShardingGroupsAreStatefulSetsWithTheirOwnPdbAndOneMap) {
+  // Each group elects its primary through etcd: sharding without failover is refused.
+  const CommandResult refused =
+      Shell(absl::StrCat(Helm(), " template rel ", kChart, " --set sharding.groups=2"));
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_TRUE(absl::StrContains(refused.out, "sharding.groups > 1 needs failover")) << refused.out;
+
+  const std::string failover =
+      "--set replicas=3 --set etcd.deploy=true --set replication.allowUnauthenticated=true ";
+  auto objects = Render(failover + "--set sharding.groups=3 --set sharding.slots=1024");
+  EXPECT_EQ(objects.count("StatefulSet/rel-bloom-server"), 0u);
+  std::set<std::string> clusters;
+  for (int group = 0; group < 3; ++group) {
+    const std::string name = absl::StrCat("rel-bloom-server-g", group);
+    ASSERT_EQ(objects.count("StatefulSet/" + name), 1u) << name;
+    const YAML::Node sts = objects.at("StatefulSet/" + name);
+    EXPECT_EQ(sts["spec"]["replicas"].as<int>(), 3);
+    // Every group's pods are named under the one headless Service (their advertised address).
+    EXPECT_EQ(sts["spec"]["serviceName"].as<std::string>(), "rel-bloom-server-headless");
+    const std::string label = absl::StrCat("g", group);
+    EXPECT_EQ(sts["spec"]["selector"]["matchLabels"]["bloom-server.io/group"].as<std::string>(),
+              label);
+    EXPECT_EQ(sts["spec"]["template"]["metadata"]["labels"]["bloom-server.io/group"]
+                  .as<std::string>(),
+              label);
+    std::map<std::string, std::string> env =
+        Env(sts["spec"]["template"]["spec"]["containers"][0]);
+    EXPECT_EQ(env["BLOOM_CLUSTER"], "rel-bloom-server/" + label);
+    EXPECT_EQ(env["BLOOM_SHARD_MAP"], "rel-bloom-server/shardmap");
+    EXPECT_EQ(env["BLOOM_SHARD_MAP_GROUPS"],
+              "rel-bloom-server/g0,rel-bloom-server/g1,rel-bloom-server/g2");
+    EXPECT_EQ(env["BLOOM_SHARD_MAP_SLOTS"], "1024");
+    EXPECT_FALSE(env["BLOOM_ETCD_ENDPOINTS"].empty());
+    clusters.insert(env["BLOOM_CLUSTER"]);
+    // Its own budget: a group keeps its quorum whatever the others do.
+    ASSERT_EQ(objects.count("PodDisruptionBudget/" + name), 1u) << name;
+    EXPECT_EQ(objects.at("PodDisruptionBudget/" + name)["spec"]["selector"]["matchLabels"]
+                         ["bloom-server.io/group"]
+                             .as<std::string>(),
+              label);
+  }
+  EXPECT_EQ(clusters.size(), 3u);
+  const CommandResult help = Shell(absl::StrCat(BLOOM_SERVER_PATH, " --helpfull"));
+  for (const char* flag : {"shard_map", "shard_map_groups", "shard_map_slots"}) {
+    EXPECT_TRUE(absl::StrContains(help.out, absl::StrCat("-", flag, " "))) << flag;
+  }
+  // The client Service reaches every group's pods (any pod serves any filter).
+  EXPECT_FALSE(objects.at("Service/rel-bloom-server")["spec"]["selector"]["bloom-server.io/group"]);
+
+  // One group: one StatefulSet named as ever, no group label, no shard map.
+  objects = Render(failover);
+  const YAML::Node one = objects.at("StatefulSet/rel-bloom-server");
+  EXPECT_FALSE(one["spec"]["selector"]["matchLabels"]["bloom-server.io/group"]);
+  EXPECT_EQ(Env(one["spec"]["template"]["spec"]["containers"][0]).count("BLOOM_SHARD_MAP"), 0u);
+  EXPECT_EQ(objects.count("PodDisruptionBudget/rel-bloom-server"), 1u);
+  // Bad values are refused by the schema.
+  EXPECT_NE(Shell(absl::StrCat(Helm(), " template rel ", kChart, " ", failover,
+                               "--set sharding.slots=20000"))
+                .exit_code,
+            0);
 }
 
 }  // namespace

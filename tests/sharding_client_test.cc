@@ -134,18 +134,19 @@ TEST_F(ShardingTest, ADirectlyRoutingClientFetchesTheMapAgainWhenItChanges) {
   EXPECT_TRUE(HeldBy(2, in_a_, "x"));
 }
 
-TEST(ShardingCliTest, PodsGivenTheGroupsCreateTheFirstMapThemselves) {
+TEST(ShardingCliTest, PodsGivenTheGroupsCreateTheMapOrJoinIt) {
   // As the Helm chart starts a new deployment: every pod may create the map; one does.
   class Deployment : public ShardingTest {
    public:
     void TestBody() override {}
     using ShardingTest::MapAt;
     using ShardingTest::StartPods;
-    using ShardingTest::Target;
     using ShardingTest::WaitForMapEverywhere;
     std::vector<std::string>& every_pod_args() { return every_pod_args_; }
-    void Restart(int pod) {
+    void RestartAs(int pod, const std::string& group, std::vector<std::string> args) {
       pods_[pod]->Kill();
+      groups_[pod] = group;
+      every_pod_args_ = std::move(args);
       StartPod(pod);
     }
   } deployment;
@@ -161,21 +162,20 @@ TEST(ShardingCliTest, PodsGivenTheGroupsCreateTheFirstMapThemselves) {
   ASSERT_EQ(map->ranges_size(), 2);
   EXPECT_EQ(map->ranges(0).group(), kGroupA);
   EXPECT_EQ(map->ranges(1).first(), kSlots / 2);
-  // A pod started again later leaves the map as it is (here: one that moved on a version).
-  bloom::replication::v1::ChangeShardMapRequest add;
-  add.set_add_group("shard-test/c");
-  grpc::ClientContext context;
-  bloom::replication::v1::ChangeShardMapResponse added;
-  ASSERT_TRUE(bloom::replication::v1::ReplicationService::NewStub(
-                  grpc::CreateChannel(deployment.Target(0), grpc::InsecureChannelCredentials()))
-                  ->ChangeShardMap(&context, add, &added)
-                  .ok());
-  deployment.Restart(2);
-  deployment.WaitForMapEverywhere(2);
-  map = deployment.MapAt(2);
+  // The map exists: a pod of a group it lacks (a group added to the deployment, as the chart
+  // does when sharding.groups is raised) adds its group, owning no slot.
+  deployment.RestartAs(2, "shard-test/c",
+                       {absl::StrCat("--shard_map_groups=", kGroupA, ",", kGroupB, ",shard-test/c"),
+                        absl::StrCat("--shard_map_slots=", kSlots)});
+  ASSERT_TRUE(WaitFor([&] {
+    absl::StatusOr<bloom::v1::ShardMap> now = deployment.MapAt(0);
+    return now.ok() && now->version() == 2;
+  }));
+  map = deployment.MapAt(0);
   ASSERT_TRUE(map.ok());
-  EXPECT_EQ(map->version(), 2U);
-  EXPECT_EQ(map->groups_size(), 3);
+  ASSERT_EQ(map->groups_size(), 3);
+  EXPECT_EQ(map->groups(2).name(), "shard-test/c");
+  ASSERT_EQ(map->ranges_size(), 2) << "the new group owns nothing yet";
 }
 
 TEST(ShardingCliTest, ClusterCommandsCreateAndDescribeTheMap) {

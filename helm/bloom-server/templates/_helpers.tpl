@@ -105,3 +105,26 @@ operator's explicit allowUnauthenticated. Fails the render otherwise. */}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
+
+{{/* A group's selector labels: the release's, and with sharding.groups > 1 the group's.
+Called with (list root group groups). */}}
+{{- define "bloom-server.groupLabels" -}}
+{{ include "bloom-server.selectorLabels" (index . 0) }}
+{{- if gt (int (index . 2)) 1 }}
+bloom-server.io/group: {{ printf "g%d" (index . 1) | quote }}
+{{- end }}
+{{- end -}}
+
+{{/* The etcd key prefix of the release's pods: etcd.cluster, or the full name. */}}
+{{- define "bloom-server.cluster" -}}
+{{- .Values.etcd.cluster | default (include "bloom-server.fullname" .) -}}
+{{- end -}}
+
+{{/* Sharding needs each group to elect its primary through etcd. Fails the render otherwise. */}}
+{{- define "bloom-server.checkSharding" -}}
+{{- if gt (int .Values.sharding.groups) 1 -}}
+{{- if not (include "bloom-server.failover" .) -}}
+{{- fail "sharding.groups > 1 needs failover in each group: replicas > 1, replication.enabled, and etcd (etcd.deploy or etcd.endpoints)" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
