@@ -101,6 +101,7 @@ template absl::Status BloomService::CollectItems(const bloom::v1::CountRequest&,
 void BloomService::HandleReserveThen(const bloom::v1::ReserveRequest& request,
                                      bloom::v1::ReserveResponse* response,
                                      grpc::ServerContextBase* context, Finish finish) {
+  if (ServeReserveLikeAcrossGroups(request, response, context, finish)) return;
   auto log = std::make_unique<CallScope>(this, rpcs::Rpc::kReserve, context, request.name());
   absl::StatusOr<storage::FilterStore::ReserveResult> result;
   if (absl::Status admitted = log->Admit(); !admitted.ok()) {
@@ -181,6 +182,7 @@ grpc::Status BloomService::HandleDelete(const bloom::v1::DeleteRequest& request,
 void BloomService::HandleMergeThen(const bloom::v1::MergeRequest& request,
                                    bloom::v1::MergeResponse* response,
                                    grpc::ServerContextBase* context, Finish finish) {
+  if (ServeMergeAcrossGroups(request, response, context, finish)) return;
   auto log = std::make_unique<CallScope>(this, rpcs::Rpc::kMerge, context, request.target());
   absl::StatusOr<storage::FilterInfo> merged;
   if (absl::Status admitted = log->Admit(); !admitted.ok()) {

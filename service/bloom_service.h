@@ -239,6 +239,17 @@ class BloomService final : public StreamServiceBase {
  private:
   friend class CallScope;
 
+  // Merge and Reserve `like` naming filters other groups own (cross_group.cc): true when the
+  // call is theirs, and then `finish` is taken (answered from the admin lane).
+  bool ServeReserveLikeAcrossGroups(const bloom::v1::ReserveRequest& request,
+                                    bloom::v1::ReserveResponse* response,
+                                    grpc::ServerContextBase* context, Finish& finish);
+  bool ServeMergeAcrossGroups(const bloom::v1::MergeRequest& request,
+                              bloom::v1::MergeResponse* response, grpc::ServerContextBase* context,
+                              Finish& finish);
+  // Runs `serve` on the admin lane with `finish` (RESOURCE_EXHAUSTED at once when it is full).
+  void PostToAdminLane(absl::AnyInvocable<void(Finish) &&> serve, Finish& finish);
+
   storage::FilterStore* const store_;
   const ServiceLimits limits_;
   const ServiceHooks hooks_;

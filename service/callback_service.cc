@@ -72,11 +72,13 @@ grpc::ServerUnaryReactor* Dispatch(BloomService* core, grpc::CallbackServerConte
                              [reactor](const grpc::Status& status) { reactor->Finish(status); });
       return reactor;
     }
-    if (info.access == rpcs::Access::kWrite) {
+    if (info.access == rpcs::Access::kWrite && !names.empty()) {
       // Its answer waits for ShardRouter::SettleWrite: the slot may begin moving meanwhile.
+      // The filter it writes is the first it names (Merge's target; its sources may be other
+      // groups').
       serve = [core, context, inner = std::move(serve),
                filters =
-                   std::vector<std::string>(names.begin(), names.end())](Finish finish) mutable {
+                   std::vector<std::string>{std::string(names.front())}](Finish finish) mutable {
         const std::vector<absl::string_view> views(filters.begin(), filters.end());
         std::move(inner)(core->SettledWrite(views, context, std::move(finish)));
       };

@@ -6,6 +6,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "bloom/v1/bloom.grpc.pb.h"
 #include "common/slot.h"
 #include "service/forwarder.h"
 
@@ -48,22 +49,10 @@ ShardRouter::Decision ShardRouter::Decide(const rpcs::RpcInfo& info,
         "`bloom-cli cluster init` run?): retry");
     return Refused(std::move(decision));
   }
-  const std::string* owner = nullptr;
-  for (const absl::string_view name : names) {
-    const std::string& group = map.OwnerOfName(name);
-    if (owner != nullptr && group != *owner) {
-      decision.here = false;
-      decision.refusal = grpc::Status(
-          grpc::StatusCode::FAILED_PRECONDITION,
-          absl::StrCat("filters \"", names.front(), "\" (group ", *owner, ") and \"", name,
-                       "\" (group ", group, ", shard map version ", map.version(),
-                       ") are in different groups: one ", info.label,
-                       " call can name filters of one group only (give them one {hash tag})"));
-      return decision;
-    }
-    owner = &group;
-  }
-  if (owner == nullptr) return decision;  // names no filter: served here
+  // The first name decides: the filter the call writes (Merge's target). The group that owns
+  // it reads the others' filters it names from their groups (cross_group.cc).
+  if (names.empty()) return decision;  // names no filter: served here
+  const std::string* owner = &map.OwnerOfName(names.front());
   const std::string& own = view_->own_group();
   const uint32_t slot = slots::SlotOf(names.front(), map.slot_count());
   if (MoverCall(caller)) {
@@ -109,6 +98,50 @@ absl::Status ShardRouter::SettleWrite(absl::Span<const absl::string_view> names,
                      "): it may or may not have been made; retry it"));
   }
   return absl::OkStatus();
+}
+
+bool ShardRouter::OwnedHere(absl::string_view name) const {
+  const std::shared_ptr<const sharding::ShardState> state = view_->Current();
+  return state->map.version() != 0 && state->map.OwnerOfName(name) == view_->own_group();
+}
+
+absl::Status ShardRouter::ExportFromOwner(
+    absl::string_view name, grpc::ServerContextBase* caller,
+    const std::function<absl::Status(absl::string_view)>& sink) {
+  const std::shared_ptr<const sharding::ShardState> state = view_->Current();
+  if (state->map.version() == 0) {
+    return absl::UnavailableError("this pod has not read its deployment's shard map yet: retry");
+  }
+  const Decision route = ToGroup(*state, state->map.OwnerOfName(name), /*primary=*/true);
+  if (!route.refusal.ok()) {
+    return absl::Status(static_cast<absl::StatusCode>(route.refusal.error_code()),
+                        route.refusal.error_message());
+  }
+  std::shared_ptr<grpc::ClientContext> context = ForwardedCallContext(caller, /*stream=*/true);
+  context->AddMetadata(kShardHopHeader, absl::StrCat(route.version));
+  std::shared_ptr<Peer> peer = PeerAt(route);
+  {
+    bloomsync::BlockingLock lock(&mu_);
+    in_flight_.emplace(context, false);
+  }
+  bloom::v1::ExportRequest request;
+  request.set_name(static_cast<std::string>(name));
+  std::unique_ptr<grpc::ClientReader<bloom::v1::ExportChunk>> reader =
+      bloom::v1::BloomFilterService::NewStub(peer->channel)->Export(context.get(), request);
+  bloom::v1::ExportChunk chunk;
+  absl::Status sunk;
+  while (sunk.ok() && reader->Read(&chunk)) sunk = sink(chunk.data());
+  if (!sunk.ok()) context->TryCancel();
+  const grpc::Status status = reader->Finish();
+  {
+    bloomsync::BlockingLock lock(&mu_);
+    in_flight_.erase(context);
+  }
+  if (!sunk.ok()) return sunk.code() == kEnough ? absl::OkStatus() : sunk;
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                      absl::StrCat("reading filter \"", name, "\" from group ", route.group, ": ",
+                                   status.error_message()));
 }
 
 ShardRouter::Decision ShardRouter::ToGroup(const sharding::ShardState& state,

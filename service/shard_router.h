@@ -99,6 +99,16 @@ class ShardRouter {
                       const google::protobuf::Message& request, google::protobuf::Message* response,
                       std::function<void(grpc::Status)> done);
 
+  // Whether this pod's group owns `name`'s slot in the map it holds.
+  bool OwnedHere(absl::string_view name) const;
+  // For a call served here that also names filters of other groups (Merge's sources, Reserve's
+  // `like`): streams the dump of `name` from its group's primary (Export, with the caller's
+  // token and deadline) into `sink`, chunk by chunk, on the calling thread. A sink's error ends
+  // the export and is answered (kEnough: OK, the sink needs no more).
+  static constexpr absl::StatusCode kEnough = absl::StatusCode::kCancelled;
+  absl::Status ExportFromOwner(absl::string_view name, grpc::ServerContextBase* caller,
+                               const std::function<absl::Status(absl::string_view)>& sink);
+
   // Cancels the calls forwarded and not yet answered (their callers get UNAVAILABLE, and
   // retry): a server shutting down or changing role must not wait on another group's pod that
   // stopped answering. Later calls are forwarded as before (the router outlives the server).

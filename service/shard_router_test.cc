@@ -97,10 +97,13 @@ TEST_F(ShardRouterTest, OwnFiltersAreServedHereAndOthersGoToTheirGroup) {
   EXPECT_TRUE(Decide(rpcs::Rpc::kList, {}).here);
 }
 
-TEST_F(ShardRouterTest, ACallNamingTwoGroupsIsRefusedButAHashTagKeepsThemTogether) {
-  const ShardRouter::Decision split = Decide(rpcs::Rpc::kMerge, {NameIn(0, 5), NameIn(6, 10)});
-  EXPECT_EQ(split.refusal.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
-  EXPECT_TRUE(absl::StrContains(split.refusal.error_message(), "hash tag"));
+TEST_F(ShardRouterTest, AMergeGoesToItsTargetsGroupWhereverItsSourcesAre) {
+  // The target's group serves it, reading the other groups' sources (cross_group.cc).
+  EXPECT_TRUE(Decide(rpcs::Rpc::kMerge, {NameIn(0, 5), NameIn(6, 10)}).here);
+  const ShardRouter::Decision split = Decide(rpcs::Rpc::kMerge, {NameIn(6, 10), NameIn(0, 5)});
+  EXPECT_FALSE(split.here);
+  EXPECT_TRUE(split.refusal.ok());
+  EXPECT_EQ(split.group, "b");
   const std::string tag = NameIn(6, 10);
   const ShardRouter::Decision together =
       Decide(rpcs::Rpc::kMerge, {"x{" + tag + "}", "y{" + tag + "}", tag});

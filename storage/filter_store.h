@@ -100,6 +100,11 @@ class FilterStore final : public FiguresSource, public ReplicatedStore {
   // ALREADY_EXISTS. NOT_FOUND when `like` does not exist.
   absl::StatusOr<ReserveResult> ReserveLike(absl::string_view name, absl::string_view like,
                                             bool defer_ack = false);
+  // As ReserveLike, with the model given by its record (spec and seed: DumpHeaderReader's, from
+  // the dump of a filter another server holds).
+  absl::StatusOr<ReserveResult> ReserveLikeRecord(absl::string_view name, const FilterRecord& like,
+                                                  absl::string_view like_name,
+                                                  bool defer_ack = false);
   // ORs the bits of `sources` into `target` (StoredFilter::Merge): afterwards the target
   // answers "maybe" for every item any of them had, and the union is durable (one RocksDB
   // write up to 64 MiB of changed pages, bounded batches beyond; followers have it before this

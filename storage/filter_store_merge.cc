@@ -36,6 +36,21 @@ absl::StatusOr<FilterStore::ReserveResult> FilterStore::ReserveLike(absl::string
   return result;
 }
 
+absl::StatusOr<FilterStore::ReserveResult> FilterStore::ReserveLikeRecord(
+    absl::string_view name, const FilterRecord& like, absl::string_view like_name, bool defer_ack) {
+  absl::StatusOr<ReserveResult> result;
+  {
+    bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
+    RETURN_IF_ERROR(CheckOpen());
+    RETURN_IF_ERROR(CheckWritable());
+    RETURN_IF_ERROR(ValidateFilterName(name));
+    ASSIGN_OR_RETURN(const bloom::FilterParams spec, bloom::NormalizeSpec(like.spec, "like"));
+    result = ReserveWith(name, spec, like.seed, like_name);
+  }
+  if (result.ok() && !defer_ack) RETURN_IF_ERROR(WaitReplicated());  // holding no lock
+  return result;
+}
+
 absl::StatusOr<FilterInfo> FilterStore::Merge(absl::string_view target,
                                               absl::Span<const std::string> sources,
                                               bool defer_ack) {

@@ -68,13 +68,47 @@ TEST_F(ShardingTest, EveryCallThroughEveryPodIsServedByTheOwningGroup) {
   }
 }
 
-TEST_F(ShardingTest, ACallNamingFiltersOfTwoGroupsIsRefusedWithTheirGroups) {
-  std::unique_ptr<bloomclient::BloomClient> client = bloomclient::BloomClient::Connect(Target(0));
-  ASSERT_TRUE(client->Reserve(in_a_, Spec()).ok());
-  ASSERT_TRUE(client->Reserve(in_b_, Spec()).ok());
-  absl::StatusOr<bloom::v1::FilterStats> merged = client->Merge(in_a_, {in_b_});
-  EXPECT_EQ(merged.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_TRUE(absl::StrContains(merged.status().message(), "different groups")) << merged.status();
+TEST_F(ShardingTest, MergeAndReserveLikeWorkAcrossGroups) {
+  // Through every pod: a model in group b, a filter made like it in group a, sources in both.
+  for (int pod = 0; pod < 3; ++pod) {
+    std::unique_ptr<bloomclient::BloomClient> client =
+        bloomclient::BloomClient::Connect(Target(pod));
+    const std::string prefix = absl::StrCat("across", pod, "-");
+    const std::string model = NameIn(map_, kGroupB, prefix + "model-");
+    const std::string target = NameIn(map_, kGroupA, prefix + "target-");
+    const std::string source_a = NameIn(map_, kGroupA, prefix + "source-a-");
+    const std::string source_b = NameIn(map_, kGroupB, prefix + "source-b-");
+    ASSERT_TRUE(client->Reserve(model, Spec()).ok());
+    // Reserve like: the spec and seed of group b's filter, for group a's.
+    for (const std::string& name : {target, source_a, source_b}) {
+      absl::StatusOr<bloom::v1::ReserveResponse> like = client->ReserveLike(name, model);
+      ASSERT_TRUE(like.ok()) << name << ": " << like.status();
+      EXPECT_TRUE(like->created());
+    }
+    ASSERT_TRUE(client->Add(source_a, {"from-a"}).ok());
+    ASSERT_TRUE(client->Add(source_b, {"from-b", "also-b"}).ok());
+    ASSERT_TRUE(client->Add(target, {"own"}).ok());
+    absl::StatusOr<bloom::v1::FilterStats> merged = client->Merge(target, {source_a, source_b});
+    ASSERT_TRUE(merged.ok()) << merged.status();
+    absl::StatusOr<std::vector<bool>> present =
+        client->MightContain(target, {"own", "from-a", "from-b", "also-b", "never"});
+    ASSERT_TRUE(present.ok()) << present.status();
+    EXPECT_EQ(*present, (std::vector<bool>{true, true, true, true, false}));
+    EXPECT_TRUE(HeldBy(PrimaryOfA(), target, "from-b")) << "group a holds the union";
+    // A source that does not exist, or one not made alike, fails the merge with its reason.
+    const std::string stranger = NameIn(map_, kGroupB, prefix + "stranger-");
+    ASSERT_TRUE(client->Reserve(stranger, Spec(bloom::v1::FILTER_KIND_BLOOM)).ok());
+    EXPECT_EQ(client->Merge(target, {stranger}).status().code(),
+              absl::StatusCode::kFailedPrecondition);
+    EXPECT_EQ(client->Merge(target, {NameIn(map_, kGroupB, prefix + "missing-")}).status().code(),
+              absl::StatusCode::kNotFound);
+    EXPECT_EQ(client
+                  ->ReserveLike(NameIn(map_, kGroupA, prefix + "orphan-"),
+                                NameIn(map_, kGroupB, prefix + "missing-"))
+                  .status()
+                  .code(),
+              absl::StatusCode::kNotFound);
+  }
 }
 
 TEST_F(ShardingTest, GetShardMapDescribesTheDeploymentAndForwardedAnswersCarryItsVersion) {

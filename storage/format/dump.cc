@@ -169,6 +169,7 @@ absl::Status DumpParser::Append(absl::string_view data) {
           break;
         }
         record_ = *std::move(record);
+        header_ = record_;
         if (const FilterKind& kind = FilterKind::Of(record_.spec);
             kind.dump_version() != version_) {
           error_ = absl::InvalidArgumentError(
@@ -289,6 +290,16 @@ absl::StatusOr<DumpParser::Result> DumpParser::Finish() {
     return absl::InvalidArgumentError("dump is truncated: the stream ended before its checksum");
   }
   return Result{std::move(record_), std::move(filter_), std::move(cuckoo_)};
+}
+
+DumpHeaderReader::DumpHeaderReader()
+    // The header read, the parser asks to charge the bits: refused, as they are not wanted.
+    : parser_([](uint64_t, uint64_t) { return absl::CancelledError("only the header is read"); }) {}
+
+absl::Status DumpHeaderReader::Append(absl::string_view data) {
+  if (record().has_value()) return absl::OkStatus();
+  absl::Status appended = parser_.Append(data);
+  return record().has_value() ? absl::OkStatus() : appended;
 }
 
 }  // namespace storage

@@ -107,6 +107,8 @@ class DumpParser {
   };
   // The filter, once every byte and the checksum arrived.
   absl::StatusOr<Result> Finish();
+  // The dump's record, once its header arrived (for DumpHeaderReader); empty before.
+  const absl::optional<FilterRecord>& header() const { return header_; }
 
  private:
   enum class Stage { kPreamble, kHeader, kBits, kChecksum, kDone };
@@ -132,12 +134,28 @@ class DumpParser {
   std::string pending_;  // bytes of the current preamble, header, page or checksum
   uint32_t header_length_ = 0;
   FilterRecord record_;
+  absl::optional<FilterRecord> header_;
   uint16_t version_ = 0;
   std::unique_ptr<bloom::ScalableFilter> filter_;
   std::unique_ptr<bloom::CuckooFilter> cuckoo_;
   int sub_ = 0;
   uint64_t page_ = 0;
   absl::Status error_;  // sticky: once failed, every call answers it
+};
+
+// A dump's record (spec, seed, shapes) from its first bytes, without its bits: what a filter made
+// like one that another server holds needs (a sharded deployment's Reserve `like` of another
+// group's filter). Feed it chunks until record() is set; the rest of the dump is not needed.
+// Thread-safety: not thread-safe.
+class DumpHeaderReader {
+ public:
+  DumpHeaderReader();
+  // OK while the header is incomplete or once it is read; the dump's error if it is bad.
+  absl::Status Append(absl::string_view data);
+  const absl::optional<FilterRecord>& record() const { return parser_.header(); }
+
+ private:
+  DumpParser parser_;
 };
 
 }  // namespace storage
