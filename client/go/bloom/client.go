@@ -66,6 +66,13 @@ type Options struct {
 	// Streams is the number of Pipeline streams in pipelined mode (a filter's calls always
 	// use the same one). 0 means 1.
 	Streams int
+	// ShardRouting, in a sharded deployment (several groups, a shard map in etcd), sends each
+	// call for a filter straight to the primary of the group that owns it (shards.go), with a
+	// connection (and in pipelined mode, streams) per group primary; without it, any pod serves
+	// any call by forwarding it one hop. An unsharded server routes everything to target, as
+	// without it. Sequences (read your writes) are then each group's own; LastSequence is the
+	// target's.
+	ShardRouting bool
 }
 
 // Spec is how a filter is sized and grows (bloom.v1.FilterSpec).
@@ -111,13 +118,34 @@ func Strings(items ...string) [][]byte {
 	return out
 }
 
-// Client is a connection to one bloom-server.
+// Client is a connection to one bloom-server (and with ShardRouting, to each group primary
+// of its sharded deployment).
 type Client struct {
 	conn      *grpc.ClientConn
 	stub      bloomv1.BloomFilterServiceClient
 	opts      Options
 	coalescer *coalescer // nil unless Options.Pipelined
 	sequence  *sequence
+	seed      *route       // conn, stub, coalescer and sequence as one
+	shards    *shardRoutes // nil unless Options.ShardRouting
+}
+
+// routeFor is where filter name's calls go: the target, or with ShardRouting its group's
+// primary.
+func (c *Client) routeFor(name string) *route {
+	if c.shards == nil {
+		return c.seed
+	}
+	return c.shards.forName(name)
+}
+
+// ShardMapVersion is the version of the shard map this client routes by: 0 without
+// ShardRouting, or for an unsharded deployment.
+func (c *Client) ShardMapVersion() uint64 {
+	if c.shards == nil {
+		return 0
+	}
+	return c.shards.currentVersion()
 }
 
 // sequence is the highest write sequence a client has seen (read-your-writes).
@@ -169,20 +197,43 @@ func Dial(target string, opts Options) (*Client, error) {
 	// also retry reads for the case where they had not noticed yet. grpc-go 1.33 does not
 	// retry without GRPC_GO_RETRY=on, and has no need to here.
 	balance := grpc.WithDefaultServiceConfig(`{"loadBalancingConfig": [{"round_robin": {}}]}`)
-	conn, err := grpc.Dial(target, transport, reconnect, balance)
+	c := &Client{opts: opts}
+	dialOptions := []grpc.DialOption{transport, reconnect, balance}
+	if opts.ShardRouting {
+		c.shards = &shardRoutes{timeout: opts.Timeout, token: c.withToken}
+		dialOptions = append(dialOptions, grpc.WithUnaryInterceptor(c.shards.interceptor))
+	}
+	dial := func(target string) (*route, error) {
+		conn, err := grpc.Dial(target, dialOptions...)
+		if err != nil {
+			return nil, err
+		}
+		r := &route{conn: conn, stub: bloomv1.NewBloomFilterServiceClient(conn), sequence: &sequence{}}
+		if opts.Pipelined {
+			r.coalescer = newCoalescer(r.stub, opts.BatchSize, opts.Streams, c.withToken, r.sequence)
+		}
+		return r, nil
+	}
+	seed, err := dial(target)
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{conn: conn, stub: bloomv1.NewBloomFilterServiceClient(conn), opts: opts,
-		sequence: &sequence{}}
-	if opts.Pipelined {
-		c.coalescer = newCoalescer(c.stub, opts.BatchSize, opts.Streams, c.withToken, c.sequence)
+	c.seed, c.conn, c.stub, c.coalescer, c.sequence = seed, seed.conn, seed.stub, seed.coalescer,
+		seed.sequence
+	if c.shards != nil {
+		c.shards.seed, c.shards.dial = seed, dial
+		// Without the map now (the pod is not up yet), calls go through the pod named, which
+		// forwards them, and the first forwarded answer fetches it.
+		c.shards.refresh(0) //nolint:errcheck
 	}
 	return c, nil
 }
 
 // Close ends the pipelined streams (their unanswered calls fail) and the connection.
 func (c *Client) Close() error {
+	if c.shards != nil {
+		c.shards.close()
+	}
 	if c.coalescer != nil {
 		c.coalescer.close()
 	}
@@ -209,23 +260,23 @@ func (c *Client) callContext(ctx context.Context) (context.Context, context.Canc
 // Reserve creates a filter. Reserving an existing name with the same spec succeeds with
 // created == false, so every replica may call it at start-up.
 func (c *Client) Reserve(ctx context.Context, name string, spec Spec) (created bool, err error) {
-	return c.reserve(ctx, &bloomv1.ReserveRequest{Name: name, Spec: spec.proto()})
+	return c.reserve(ctx, c.routeFor(name), &bloomv1.ReserveRequest{Name: name, Spec: spec.proto()})
 }
 
 // ReserveLike creates an empty filter with the spec and hash seed of filter like, so that the
 // two can be merged; created is false if it existed already, made like it.
 func (c *Client) ReserveLike(ctx context.Context, name, like string) (created bool, err error) {
-	return c.reserve(ctx, &bloomv1.ReserveRequest{Name: name, Like: like})
+	return c.reserve(ctx, c.routeFor(name), &bloomv1.ReserveRequest{Name: name, Like: like})
 }
 
-func (c *Client) reserve(ctx context.Context, request *bloomv1.ReserveRequest) (bool, error) {
+func (c *Client) reserve(ctx context.Context, r *route, request *bloomv1.ReserveRequest) (bool, error) {
 	ctx, cancel := c.callContext(ctx)
 	defer cancel()
-	resp, err := c.stub.Reserve(ctx, request)
+	resp, err := r.stub.Reserve(ctx, request)
 	if err != nil {
 		return false, err
 	}
-	c.sequence.observe(resp.Sequence)
+	r.sequence.observe(resp.Sequence)
 	return resp.Created, nil
 }
 
@@ -234,11 +285,12 @@ func (c *Client) reserve(ctx context.Context, request *bloomv1.ReserveRequest) (
 func (c *Client) Merge(ctx context.Context, target string, sources ...string) (*Stats, error) {
 	ctx, cancel := c.callContext(ctx)
 	defer cancel()
-	resp, err := c.stub.Merge(ctx, &bloomv1.MergeRequest{Target: target, Sources: sources})
+	r := c.routeFor(target)
+	resp, err := r.stub.Merge(ctx, &bloomv1.MergeRequest{Target: target, Sources: sources})
 	if err != nil {
 		return nil, err
 	}
-	c.sequence.observe(resp.Sequence)
+	r.sequence.observe(resp.Sequence)
 	return resp.Stats, nil
 }
 
@@ -253,15 +305,16 @@ func (c *Client) AddOrCreate(ctx context.Context, name string, spec Spec, items 
 }
 
 func (c *Client) add(ctx context.Context, name string, items [][]byte, create *bloomv1.FilterSpec) ([]bool, error) {
+	r := c.routeFor(name)
 	return c.batched(ctx, items, func(ctx context.Context, batch [][]byte) ([]bool, error) {
-		if c.coalescer != nil {
-			return c.coalescer.call(ctx, &pendingCall{add: true, name: name, create: create, items: batch})
+		if r.coalescer != nil {
+			return r.coalescer.call(ctx, &pendingCall{add: true, name: name, create: create, items: batch})
 		}
-		resp, err := c.stub.Add(ctx, &bloomv1.AddRequest{Name: name, RawItems: batch, CreateIfMissing: create})
+		resp, err := r.stub.Add(ctx, &bloomv1.AddRequest{Name: name, RawItems: batch, CreateIfMissing: create})
 		if err != nil {
 			return nil, err
 		}
-		c.sequence.observe(resp.Sequence)
+		r.sequence.observe(resp.Sequence)
 		return resp.Added, nil
 	})
 }
@@ -279,13 +332,14 @@ func (c *Client) MightContainOrAbsent(ctx context.Context, name string, items []
 }
 
 func (c *Client) mightContain(ctx context.Context, name string, items [][]byte, absentIfMissing bool) ([]bool, error) {
+	r := c.routeFor(name)
 	return c.batched(ctx, items, func(ctx context.Context, batch [][]byte) ([]bool, error) {
-		if c.coalescer != nil {
-			return c.coalescer.call(ctx, &pendingCall{name: name, absent: absentIfMissing, items: batch})
+		if r.coalescer != nil {
+			return r.coalescer.call(ctx, &pendingCall{name: name, absent: absentIfMissing, items: batch})
 		}
-		resp, err := c.stub.MightContain(ctx, &bloomv1.MightContainRequest{
+		resp, err := r.stub.MightContain(ctx, &bloomv1.MightContainRequest{
 			Name: name, RawItems: batch, AbsentIfMissing: absentIfMissing,
-			MinSequence: c.LastSequence()})
+			MinSequence: r.sequence.value.Load()})
 		if err != nil {
 			return nil, err
 		}
@@ -310,6 +364,9 @@ func (c *Client) batched(ctx context.Context, items [][]byte,
 		results, err := send(callCtx, items[start:end])
 		cancel()
 		if err != nil {
+			if c.shards != nil {
+				c.shards.afterError(err) // a pipelined operation's refusal (unary ones: interceptor)
+			}
 			return nil, err
 		}
 		if len(results) != end-start {
@@ -326,15 +383,16 @@ func (c *Client) batched(ctx context.Context, items [][]byte,
 // removing another item can remove a colliding item's copy, which then reads absent. Not
 // idempotent: a retried Remove removes another copy.
 func (c *Client) Remove(ctx context.Context, name string, items [][]byte) ([]bool, error) {
+	r := c.routeFor(name)
 	return c.batched(ctx, items, func(ctx context.Context, batch [][]byte) ([]bool, error) {
-		if c.coalescer != nil {
-			return c.coalescer.call(ctx, &pendingCall{remove: true, name: name, items: batch})
+		if r.coalescer != nil {
+			return r.coalescer.call(ctx, &pendingCall{remove: true, name: name, items: batch})
 		}
-		resp, err := c.stub.Remove(ctx, &bloomv1.RemoveRequest{Name: name, RawItems: batch})
+		resp, err := r.stub.Remove(ctx, &bloomv1.RemoveRequest{Name: name, RawItems: batch})
 		if err != nil {
 			return nil, err
 		}
-		c.sequence.observe(resp.Sequence)
+		r.sequence.observe(resp.Sequence)
 		return resp.Removed, nil
 	})
 }
@@ -345,14 +403,15 @@ func (c *Client) Count(ctx context.Context, name string, items [][]byte) ([]uint
 		return nil, status.Error(codes.InvalidArgument, "items must not be empty")
 	}
 	out := make([]uint32, 0, len(items))
+	r := c.routeFor(name)
 	for start := 0; start < len(items); start += c.opts.BatchSize {
 		end := start + c.opts.BatchSize
 		if end > len(items) {
 			end = len(items)
 		}
 		callCtx, cancel := c.callContext(ctx)
-		if c.coalescer != nil {
-			counts, sent, err := c.coalescer.callCount(callCtx, name, items[start:end])
+		if r.coalescer != nil {
+			counts, sent, err := r.coalescer.callCount(callCtx, name, items[start:end])
 			if sent {
 				cancel()
 				if err != nil {
@@ -363,8 +422,8 @@ func (c *Client) Count(ctx context.Context, name string, items [][]byte) ([]uint
 			}
 			// This stream's server has not said it takes counts yet: unary.
 		}
-		resp, err := c.stub.Count(callCtx, &bloomv1.CountRequest{
-			Name: name, RawItems: items[start:end], MinSequence: c.LastSequence()})
+		resp, err := r.stub.Count(callCtx, &bloomv1.CountRequest{
+			Name: name, RawItems: items[start:end], MinSequence: r.sequence.value.Load()})
 		cancel()
 		if err != nil {
 			return nil, err
@@ -382,7 +441,8 @@ func (c *Client) Count(ctx context.Context, name string, items [][]byte) ([]uint
 func (c *Client) Stats(ctx context.Context, name string) (*Stats, error) {
 	ctx, cancel := c.callContext(ctx)
 	defer cancel()
-	resp, err := c.stub.Stats(ctx, &bloomv1.StatsRequest{Name: name, MinSequence: c.LastSequence()})
+	r := c.routeFor(name)
+	resp, err := r.stub.Stats(ctx, &bloomv1.StatsRequest{Name: name, MinSequence: r.sequence.value.Load()})
 	if err != nil {
 		return nil, err
 	}
@@ -393,11 +453,12 @@ func (c *Client) Stats(ctx context.Context, name string) (*Stats, error) {
 func (c *Client) Delete(ctx context.Context, name string) error {
 	ctx, cancel := c.callContext(ctx)
 	defer cancel()
-	resp, err := c.stub.Delete(ctx, &bloomv1.DeleteRequest{Name: name})
+	r := c.routeFor(name)
+	resp, err := r.stub.Delete(ctx, &bloomv1.DeleteRequest{Name: name})
 	if err != nil {
 		return err
 	}
-	c.sequence.observe(resp.Sequence)
+	r.sequence.observe(resp.Sequence)
 	return nil
 }
 
@@ -424,8 +485,9 @@ func (c *Client) List(ctx context.Context, prefix string) ([]*Stats, error) {
 // Export writes the dump of a filter to w. ctx bounds the whole transfer (no client timeout
 // is applied: a large filter may take longer than one call).
 func (c *Client) Export(ctx context.Context, name string, w io.Writer) error {
-	stream, err := c.stub.Export(c.withToken(ctx),
-		&bloomv1.ExportRequest{Name: name, MinSequence: c.LastSequence()})
+	r := c.routeFor(name)
+	stream, err := r.stub.Export(c.withToken(ctx),
+		&bloomv1.ExportRequest{Name: name, MinSequence: r.sequence.value.Load()})
 	if err != nil {
 		return err
 	}
@@ -457,7 +519,8 @@ func (c *Client) ImportMerging(ctx context.Context, name string, r io.Reader) (*
 func (c *Client) importDump(ctx context.Context, name string, r io.Reader, merge bool) (*Stats, error) {
 	ctx, cancel := context.WithCancel(c.withToken(ctx))
 	defer cancel() // on a read error this ends the stream without committing anything
-	stream, err := c.stub.Import(ctx)
+	to := c.routeFor(name)
+	stream, err := to.stub.Import(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -489,7 +552,7 @@ func (c *Client) importDump(ctx context.Context, name string, r io.Reader, merge
 	if err != nil {
 		return nil, err
 	}
-	c.sequence.observe(resp.Sequence)
+	to.sequence.observe(resp.Sequence)
 	return resp.Stats, nil
 }
 

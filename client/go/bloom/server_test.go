@@ -35,6 +35,12 @@ type testServer struct {
 
 func startServer(t *testing.T, args ...string) *testServer {
 	t.Helper()
+	return startServerOn(t, "127.0.0.1:0", args...)
+}
+
+// startServerOn starts one listening on listen ("127.0.0.1:PORT": a pod that advertises it).
+func startServerOn(t *testing.T, listen string, args ...string) *testServer {
+	t.Helper()
 	binary := os.Getenv("BLOOM_SERVER_BIN")
 	if binary == "" {
 		t.Fatal("BLOOM_SERVER_BIN must name the bloom-server binary")
@@ -53,7 +59,7 @@ func startServer(t *testing.T, args ...string) *testServer {
 		}
 		log.Close()
 	})
-	s.start(t, "127.0.0.1:0")
+	s.start(t, listen)
 	return s
 }
 
