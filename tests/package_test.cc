@@ -49,8 +49,9 @@ TEST(PackageTest, NodeTarballInstallsIntoAFreshProjectAndRunsTheExample) {
       absl::StrCat(work.path(), "/bloom-server-client-", BLOOM_VERSION, ".tgz");
   const CommandResult listed = RunCommand("tar tzf " + tarball);
   ASSERT_EQ(listed.exit_code, 0) << packed.out << listed.out;
-  for (const char* file : {"package/index.js", "package/index.d.ts", "package/pipeline.js",
-                           "package/items.js", "package/protos/bloom/v1/bloom.proto"}) {
+  for (const char* file :
+       {"package/index.js", "package/index.d.ts", "package/pipeline.js", "package/items.js",
+        "package/shards.js", "package/protos/bloom/v1/bloom.proto"}) {
     EXPECT_TRUE(absl::StrContains(listed.out, file)) << file << " missing from\n" << listed.out;
   }
   EXPECT_FALSE(absl::StrContains(listed.out, "package/test/")) << listed.out;

@@ -40,6 +40,11 @@ export interface ClientOptions {
   pipelined?: boolean;
   /** Pipeline streams in pipelined mode (default 1). */
   streams?: number;
+  /**
+   * In a sharded deployment, send each call straight to the primary of the group that owns its
+   * filter (the map fetched from the target's pod, and again when it changes).
+   */
+  shardRouting?: boolean;
 }
 
 export interface CallOptions {
@@ -112,6 +117,10 @@ export class BloomClient {
   constructor(target: string, options?: ClientOptions);
   /** The highest sequence a write through this client was given (sent with every read). */
   readonly lastSequence: number;
+  /** The version of the shard map this client routes by (0: none, or not sharded). */
+  readonly shardMapVersion: number;
+  /** Settles once the first fetch of the shard map is over (at once without shardRouting). */
+  readonly shardMapReady: Promise<void>;
   /** Raises lastSequence to one learned elsewhere (another client that wrote). */
   observeSequence(sequence: number): void;
   close(): void;
@@ -145,3 +154,8 @@ export class BloomClient {
 
 export const status: typeof grpcStatus;
 export type { ServiceError };
+
+/** The slot of filter `name` among `slotCount`: CRC-32 of its name, or of its {hash tag}. */
+export function slotOf(name: string | Buffer, slotCount: number): number;
+/** The bytes of `name` its slot hashes: its hash tag, or all of it. */
+export function hashedPart(name: string | Buffer): Buffer;

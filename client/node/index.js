@@ -28,6 +28,11 @@
 // stream fails its unanswered calls with UNAVAILABLE (retry an add, which is idempotent; a remove
 // may have been made).
 //
+// Sharded deployments: any pod forwards a call for a filter another group owns, one hop. With
+// `shardRouting: true` the client sends each call straight to the owning group's primary
+// instead (shards.js), and follows the map as slots move; await `client.shardMapReady` to start
+// with the map. Sequences are then each group's own; `lastSequence` is the target's.
+//
 // Replicas: any pod of a replicated deployment serves any call (followers forward writes to the
 // primary). Writes answer with a sequence; the client keeps the highest (`lastSequence`) and
 // sends it with every read, so a follower answers a read only once it has applied this
@@ -40,6 +45,7 @@ const path = require('path');
 const grpc = require('@grpc/grpc-js');
 const protoLoader = require('@grpc/proto-loader');
 const { Coalescer, NOT_SENT } = require('./pipeline');
+const { ShardRoutes, slotOf, hashedPart } = require('./shards');
 const { toItems, statusError } = require('./items');
 
 // bloom.proto: the packed package carries its own copy (package.json's prepack); in this
@@ -137,15 +143,52 @@ class BloomClient {
     };
     if (options.serverName) channelOptions['grpc.ssl_target_name_override'] = options.serverName;
     const { BloomFilterService } = loadService();
-    this.stub = new BloomFilterService(target, credentialsFor(options.tls), channelOptions);
     this.metadata = new grpc.Metadata();
     if (options.token) this.metadata.set('authorization', `Bearer ${options.token}`);
-    // The highest write sequence seen, shared with the coalescer's streams.
-    this.sequence = { value: 0 };
-    this.coalescer = options.pipelined
-      ? new Coalescer(this.stub, () => this.metadata, this.options.batchSize, this.options.streams,
-        this.sequence)
-      : null;
+    // Where some filters' calls go: a stub, its pipelined streams, and the highest write
+    // sequence seen through it (shared with the coalescer's streams).
+    const makeRoute = (address) => {
+      const stub = new BloomFilterService(address, credentialsFor(options.tls), channelOptions);
+      const sequence = { value: 0 };
+      const coalescer = options.pipelined
+        ? new Coalescer(stub, () => this.metadata, this.options.batchSize, this.options.streams,
+          sequence)
+        : null;
+      return {
+        stub,
+        sequence,
+        coalescer,
+        observe(value) {
+          if (value > sequence.value) sequence.value = value;
+        },
+        close() {
+          if (coalescer) coalescer.close();
+          stub.close();
+        },
+      };
+    };
+    this.seed = makeRoute(target);
+    this.stub = this.seed.stub;
+    this.sequence = this.seed.sequence;
+    this.coalescer = this.seed.coalescer;
+    this.shards = null;
+    this.shardMapReady = Promise.resolve();
+    if (options.shardRouting) {
+      this.shards = new ShardRoutes(this.seed, makeRoute, () => this.metadata,
+        this.options.timeoutMs);
+      // Without the map yet (the pod is not up), calls go through the pod named, which forwards
+      // them, and the first forwarded answer fetches it.
+      this.shardMapReady = this.shards.refresh().catch(() => {});
+    }
+  }
+
+  /** The version of the shard map this client routes by (0: none, or not sharded). */
+  get shardMapVersion() {
+    return this.shards ? this.shards.version : 0;
+  }
+
+  _route(name) {
+    return this.shards ? this.shards.forName(name) : this.seed;
   }
 
   /** The highest sequence a write through this client was given (sent with every read). */
@@ -159,8 +202,8 @@ class BloomClient {
   }
 
   close() {
-    if (this.coalescer) this.coalescer.close();
-    this.stub.close();
+    if (this.shards) this.shards.close();
+    this.seed.close();
   }
 
   _deadline(callOptions) {
@@ -168,17 +211,23 @@ class BloomClient {
     return Date.now() + this.options.timeoutMs;
   }
 
-  _unary(method, request, callOptions) {
+  _unary(method, request, callOptions, route = this.seed) {
     return new Promise((resolve, reject) => {
-      this.stub[method](request, this.metadata, { deadline: this._deadline(callOptions) },
-        (error, response) => (error ? reject(error) : resolve(response)));
+      const call = route.stub[method](request, this.metadata,
+        { deadline: this._deadline(callOptions) }, (error, response) => {
+          if (error && this.shards) this.shards.afterError(error);
+          return error ? reject(error) : resolve(response);
+        });
+      if (this.shards) call.on('metadata', (headers) => this.shards.afterHeaders(headers));
     });
   }
 
   /** Creates a filter; resolves to true if created, false if it existed with this spec. */
   async reserve(name, filterSpec, callOptions) {
-    const response = await this._unary('Reserve', { name, spec: spec(filterSpec) }, callOptions);
-    this.observeSequence(response.sequence);
+    const route = this._route(name);
+    const response = await this._unary('Reserve', { name, spec: spec(filterSpec) }, callOptions,
+      route);
+    route.observe(response.sequence);
     return response.created;
   }
 
@@ -187,31 +236,34 @@ class BloomClient {
    * merged; resolves to true if created, false if it existed already like it.
    */
   async reserveLike(name, like, callOptions) {
-    const response = await this._unary('Reserve', { name, like }, callOptions);
-    this.observeSequence(response.sequence);
+    const route = this._route(name);
+    const response = await this._unary('Reserve', { name, like }, callOptions, route);
+    route.observe(response.sequence);
     return response.created;
   }
 
   /** ORs the filters `sources` (made alike: reserveLike) into `target`; resolves to its stats. */
   async merge(target, sources, callOptions) {
-    const response = await this._unary('Merge', { target, sources }, callOptions);
-    this.observeSequence(response.sequence);
+    const route = this._route(target);
+    const response = await this._unary('Merge', { target, sources }, callOptions, route);
+    route.observe(response.sequence);
     return response.stats;
   }
 
   /** Adds items; resolves to added[i]: items[i] was (probably) new. */
   add(name, items, callOptions = {}) {
     const create = callOptions.createIfMissing ? spec(callOptions.createIfMissing) : null;
+    const route = this._route(name);
     return this._batched(toItems(items), callOptions, (batch) => {
-      if (this.coalescer) {
-        return this.coalescer.call({ add: true, name, create, items: batch },
+      if (route.coalescer) {
+        return route.coalescer.call({ add: true, name, create, items: batch },
           this._deadline(callOptions));
       }
-      return this._unary('Add', { name, rawItems: batch, createIfMissing: create }, callOptions)
-        .then((response) => {
-          this.observeSequence(response.sequence);
-          return response.added;
-        });
+      return this._unary('Add', { name, rawItems: batch, createIfMissing: create }, callOptions,
+        route).then((response) => {
+        route.observe(response.sequence);
+        return response.added;
+      });
     });
   }
 
@@ -221,14 +273,15 @@ class BloomClient {
    */
   mightContain(name, items, callOptions = {}) {
     const absent = Boolean(callOptions.absentIfMissing);
+    const route = this._route(name);
     return this._batched(toItems(items), callOptions, (batch) => {
-      if (this.coalescer) {
-        return this.coalescer.call({ add: false, name, absent, items: batch },
+      if (route.coalescer) {
+        return route.coalescer.call({ add: false, name, absent, items: batch },
           this._deadline(callOptions));
       }
       return this._unary('MightContain', {
-        name, rawItems: batch, absentIfMissing: absent, minSequence: this.lastSequence,
-      }, callOptions).then((response) => response.present);
+        name, rawItems: batch, absentIfMissing: absent, minSequence: route.sequence.value,
+      }, callOptions, route).then((response) => response.present);
     });
   }
 
@@ -238,30 +291,33 @@ class BloomClient {
    * then reads absent). Not idempotent: a retried call removes another copy.
    */
   remove(name, items, callOptions = {}) {
+    const route = this._route(name);
     return this._batched(toItems(items), callOptions, (batch) => {
-      if (this.coalescer) {
-        return this.coalescer.call({ remove: true, name, items: batch },
+      if (route.coalescer) {
+        return route.coalescer.call({ remove: true, name, items: batch },
           this._deadline(callOptions));
       }
-      return this._unary('Remove', { name, rawItems: batch }, callOptions).then((response) => {
-        this.observeSequence(response.sequence);
-        return response.removed;
-      });
+      return this._unary('Remove', { name, rawItems: batch }, callOptions, route)
+        .then((response) => {
+          route.observe(response.sequence);
+          return response.removed;
+        });
     });
   }
 
   /** Cuckoo filters: resolves to counts[i], the copies of items[i] the filter holds. */
   count(name, items, callOptions = {}) {
+    const route = this._route(name);
     return this._batched(toItems(items), callOptions, async (batch) => {
-      if (this.coalescer) {
-        const counts = await this.coalescer.call({ count: true, name, items: batch },
+      if (route.coalescer) {
+        const counts = await route.coalescer.call({ count: true, name, items: batch },
           this._deadline(callOptions));
         if (counts !== NOT_SENT) return counts;
         // This stream's server has not said it takes counts yet: unary.
       }
       const response = await this._unary('Count', {
-        name, rawItems: batch, minSequence: this.lastSequence,
-      }, callOptions);
+        name, rawItems: batch, minSequence: route.sequence.value,
+      }, callOptions, route);
       return response.counts;
     });
   }
@@ -273,7 +329,13 @@ class BloomClient {
     const out = [];
     for (let start = 0; start < items.length; start += this.options.batchSize) {
       const batch = items.slice(start, start + this.options.batchSize);
-      const results = await send(batch);
+      let results;
+      try {
+        results = await send(batch);
+      } catch (error) {
+        if (this.shards) this.shards.afterError(error); // a pipelined operation's refusal
+        throw error;
+      }
       if (results.length !== batch.length) {
         throw statusError(grpc.status.INTERNAL,
           `the server answered ${results.length} results for ${batch.length} items`);
@@ -285,13 +347,15 @@ class BloomClient {
 
   /** Resolves to the filter's stats (FilterStats, camelCase fields). */
   async stats(name, callOptions) {
-    return (await this._unary('Stats', { name, minSequence: this.lastSequence }, callOptions))
-      .stats;
+    const route = this._route(name);
+    return (await this._unary('Stats', { name, minSequence: route.sequence.value }, callOptions,
+      route)).stats;
   }
 
   async delete(name, callOptions) {
-    const response = await this._unary('Delete', { name }, callOptions);
-    this.observeSequence(response.sequence);
+    const route = this._route(name);
+    const response = await this._unary('Delete', { name }, callOptions, route);
+    route.observe(response.sequence);
   }
 
   /** Resolves to the stats of every filter whose name starts with prefix, reading all pages. */
@@ -312,7 +376,8 @@ class BloomClient {
   export(name, callOptions) {
     return new Promise((resolve, reject) => {
       const chunks = [];
-      const call = this.stub.Export({ name, minSequence: this.lastSequence }, this.metadata,
+      const route = this._route(name);
+      const call = route.stub.Export({ name, minSequence: route.sequence.value }, this.metadata,
         { deadline: this._deadline(callOptions) });
       call.on('data', (chunk) => chunks.push(chunk.data));
       call.on('error', reject);
@@ -327,13 +392,14 @@ class BloomClient {
    */
   import(name, dump, callOptions) {
     return new Promise((resolve, reject) => {
-      const call = this.stub.Import(this.metadata, { deadline: this._deadline(callOptions) },
+      const route = this._route(name);
+      const call = route.stub.Import(this.metadata, { deadline: this._deadline(callOptions) },
         (error, response) => {
           if (error) {
             reject(error);
             return;
           }
-          this.observeSequence(response.sequence);
+          route.observe(response.sequence);
           resolve(response.stats);
         });
       call.write({
@@ -349,4 +415,4 @@ class BloomClient {
   }
 }
 
-module.exports = { BloomClient, status: grpc.status };
+module.exports = { BloomClient, status: grpc.status, slotOf, hashedPart };

@@ -9,6 +9,11 @@ const os = require('os');
 const path = require('path');
 
 async function startServer(t, ...args) {
+  return startServerOn(t, '127.0.0.1:0', ...args);
+}
+
+// On `listen` ('127.0.0.1:PORT'): a pod that advertises its address.
+async function startServerOn(t, listen, ...args) {
   const binary = process.env.BLOOM_SERVER_BIN;
   if (!binary) throw new Error('BLOOM_SERVER_BIN must name the bloom-server binary');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bloom-node-'));
@@ -54,7 +59,7 @@ async function startServer(t, ...args) {
     fs.closeSync(log);
     fs.rmSync(dir, { recursive: true, force: true });
   });
-  await server.start('127.0.0.1:0');
+  await server.start(listen);
   return server;
 }
 
@@ -77,4 +82,4 @@ function selfSigned(dir) {
   return { certFile, keyFile, cert: fs.readFileSync(certFile) };
 }
 
-module.exports = { startServer, tokenFile, selfSigned };
+module.exports = { startServer, tokenFile, selfSigned, startServerOn };
