@@ -115,6 +115,12 @@ void BloomService::HandleReserveThen(const bloom::v1::ReserveRequest& request,
   } else {
     result = store_->Reserve(request.name(), FromProto(request.spec()), /*defer_ack=*/true);
   }
+  AnswerReserve(std::move(log), std::move(result), response, std::move(finish));
+}
+
+void BloomService::AnswerReserve(std::unique_ptr<CallScope> log,
+                                 absl::StatusOr<storage::FilterStore::ReserveResult> result,
+                                 bloom::v1::ReserveResponse* response, Finish finish) {
   const absl::Status written = result.status();
   AnswerOnceAcknowledged(
       store_, std::move(log), written,
@@ -196,6 +202,12 @@ void BloomService::HandleMergeThen(const bloom::v1::MergeRequest& request,
     const std::vector<std::string> sources(request.sources().begin(), request.sources().end());
     merged = store_->Merge(request.target(), sources, /*defer_ack=*/true);
   }
+  AnswerMerge(std::move(log), std::move(merged), response, std::move(finish));
+}
+
+void BloomService::AnswerMerge(std::unique_ptr<CallScope> log,
+                               absl::StatusOr<storage::FilterInfo> merged,
+                               bloom::v1::MergeResponse* response, Finish finish) {
   const absl::Status written = merged.status();
   AnswerOnceAcknowledged(
       store_, std::move(log), written,

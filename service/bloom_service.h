@@ -34,6 +34,8 @@
 
 namespace service {
 
+class CallScope;  // call_scope.h
+
 struct ServiceLimits {
   size_t max_batch = 100'000;        // items (plus raw_items) per Add/MightContain
   size_t max_item_bytes = 64 << 10;  // bytes per item
@@ -247,6 +249,12 @@ class BloomService final : public StreamServiceBase {
   bool ServeMergeAcrossGroups(const bloom::v1::MergeRequest& request,
                               bloom::v1::MergeResponse* response, grpc::ServerContextBase* context,
                               Finish& finish);
+  // Reserve's and Merge's answers, once the write is acknowledged (AnswerOnceAcknowledged).
+  void AnswerReserve(std::unique_ptr<CallScope> log,
+                     absl::StatusOr<storage::FilterStore::ReserveResult> result,
+                     bloom::v1::ReserveResponse* response, Finish finish);
+  void AnswerMerge(std::unique_ptr<CallScope> log, absl::StatusOr<storage::FilterInfo> merged,
+                   bloom::v1::MergeResponse* response, Finish finish);
   // Runs `serve` on the admin lane with `finish` (RESOURCE_EXHAUSTED at once when it is full).
   void PostToAdminLane(absl::AnyInvocable<void(Finish) &&> serve, Finish& finish);
 

@@ -50,15 +50,7 @@ bool BloomService::ServeReserveLikeAcrossGroups(const bloom::v1::ReserveRequest&
                                                      request.like(), /*defer_ack=*/true)
                          : absl::StatusOr<storage::FilterStore::ReserveResult>(read);
     }
-    const absl::Status written = result.status();
-    AnswerOnceAcknowledged(
-        store_, std::move(log), written,
-        [store = store_, response, result = std::move(result)]() mutable {
-          response->set_created(result->created);
-          ToProto(result->info, response->mutable_stats());
-          response->set_sequence(store->LatestSequence());
-        },
-        std::move(finish));
+    AnswerReserve(std::move(log), std::move(result), response, std::move(finish));
   };
   PostToAdminLane(std::move(serve), finish);
   return true;
@@ -106,14 +98,7 @@ bool BloomService::ServeMergeAcrossGroups(const bloom::v1::MergeRequest& request
       merged = read.ok() ? store_->CommitImport(**import, /*defer_ack=*/true)
                          : absl::StatusOr<storage::FilterInfo>(read);
     }
-    const absl::Status written = merged.status();
-    AnswerOnceAcknowledged(
-        store_, std::move(log), written,
-        [store = store_, response, merged = std::move(merged)]() mutable {
-          ToProto(*merged, response->mutable_stats());
-          response->set_sequence(store->LatestSequence());
-        },
-        std::move(finish));
+    AnswerMerge(std::move(log), std::move(merged), response, std::move(finish));
   };
   PostToAdminLane(std::move(serve), finish);
   return true;

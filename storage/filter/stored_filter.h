@@ -135,6 +135,9 @@ class StoredFilter {
   // (it waits for adds between their journal write and their bits: apply_mu_, exclusively).
   // A copy of the bits read after this holds every add up to it.
   uint64_t AppliedJournalSeq();
+  // The last journal sequence an add has taken, without waiting (its record may not be written
+  // yet): nothing after it exists or is being written.
+  uint64_t last_journal_seq() const { return next_seq_.load() - 1; }
 
   // Persists dirty pages and counters and trims the journal; retires the expired slices of a
   // windowed filter (one write: the record without them and a range delete of their pages)
