@@ -1,8 +1,10 @@
 // bloom-cli cluster rebalance (client/cli_rebalance.h).
 #include "client/cli_rebalance.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -11,8 +13,8 @@
 #include "bloom/v1/bloom.grpc.pb.h"
 #include "client/cli_move.h"
 #include "client/cli_output.h"
+#include "client/rebalance_plan.h"
 #include "common/slot.h"
-#include "sharding/rebalance.h"
 
 namespace bloomcli {
 namespace {
@@ -28,15 +30,30 @@ absl::StatusOr<bloom::v1::ShardMap> MapAt(const bloomclient::BloomClient& client
   return response.map();
 }
 
-// The map's owners as a sharding::ShardMap (its version aside).
-absl::StatusOr<sharding::ShardMap> Owners(const bloom::v1::ShardMap& map) {
-  std::vector<std::string> groups;
-  for (const bloom::v1::ShardGroup& group : map.groups()) groups.push_back(group.name());
-  absl::StatusOr<sharding::ShardMap> owners =
-      sharding::ShardMap::EvenSplit(groups, map.slot_count());
+// Each slot's owner, as the map's ranges say.
+absl::StatusOr<SlotOwners> Owners(const bloom::v1::ShardMap& map) {
+  SlotOwners owners;
+  std::map<std::string, uint32_t> index;
+  for (const bloom::v1::ShardGroup& group : map.groups()) {
+    index[group.name()] = static_cast<uint32_t>(owners.groups.size());
+    owners.groups.push_back(group.name());
+  }
+  owners.owner.assign(map.slot_count(), 0);
+  std::vector<bool> owned(map.slot_count(), false);
   for (const bloom::v1::SlotRange& range : map.ranges()) {
-    if (!owners.ok()) break;
-    owners = owners->Assign({range.first(), range.last()}, range.group());
+    auto group = index.find(range.group());
+    if (group == index.end() || range.last() >= map.slot_count() || range.first() > range.last()) {
+      return absl::InternalError(absl::StrCat("the shard map's range ", range.first(), "-",
+                                              range.last(), " of ", range.group(),
+                                              " does not fit the map"));
+    }
+    for (uint32_t slot = range.first(); slot <= range.last(); ++slot) {
+      owners.owner[slot] = group->second;
+      owned[slot] = true;
+    }
+  }
+  if (std::find(owned.begin(), owned.end(), false) != owned.end()) {
+    return absl::InternalError("the shard map leaves a slot without an owner");
   }
   return owners;
 }
@@ -95,12 +112,11 @@ int Rebalance(const bloomclient::BloomClient& client, const bloomclient::ClientO
                        map->move().to(),
                        ": finish that move (cluster move with the same slots) or --abort it")));
     }
-    absl::StatusOr<sharding::ShardMap> owners = Owners(*map);
+    absl::StatusOr<SlotOwners> owners = Owners(*map);
     if (!owners.ok()) return Error(owners.status());
     absl::StatusOr<std::vector<uint64_t>> bytes = SlotBytes(*map, options);
     if (!bytes.ok()) return Error(bytes.status());
-    const absl::optional<sharding::PlannedMove> move =
-        sharding::NextRebalanceMove(*owners, *bytes, tolerance);
+    const absl::optional<PlannedMove> move = NextRebalanceMove(*owners, *bytes, tolerance);
     if (!move.has_value()) {
       std::cout << "balanced: every group within " << tolerance * 100 << "% of the mean, or no "
                 << "move of whole slots would bring them closer (" << moves << " moves made)"

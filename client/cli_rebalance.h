@@ -1,5 +1,5 @@
 // bloom-cli cluster rebalance: evens a sharded deployment's groups by the bytes of their filters,
-// one slot move after another (cli_move.h runs each), as sharding/rebalance.h plans them: from
+// one slot move after another (cli_move.h runs each), as rebalance_plan.h plans them: from
 // the heaviest group to the lightest, until every group is within the tolerance of the mean.
 // Each group's bytes are what its primary's List says of its filters (size_bytes), by slot.
 // With --dry-run it prints the first move and changes nothing. Killed, it leaves at most one

@@ -1,15 +1,29 @@
-// The next move of a rebalance (sharding/rebalance.h).
-#include "sharding/rebalance.h"
+// The next move of a rebalance (client/rebalance_plan.h).
+#include "client/rebalance_plan.h"
 
 #include <algorithm>
 
-namespace sharding {
+namespace bloomcli {
 
 namespace {
 
 // A slot's weight: its bytes, and one for being a slot.
 uint64_t Weight(const std::vector<uint64_t>& slot_bytes, uint32_t slot) {
   return slot < slot_bytes.size() ? slot_bytes[slot] + 1 : 1;
+}
+
+// The ranges of adjacent slots `group` owns, in slot order.
+std::vector<PlannedRange> RangesOf(const SlotOwners& owners, uint32_t group) {
+  std::vector<PlannedRange> ranges;
+  for (uint32_t slot = 0; slot < owners.owner.size(); ++slot) {
+    if (owners.owner[slot] != group) continue;
+    if (!ranges.empty() && ranges.back().last + 1 == slot) {
+      ranges.back().last = slot;
+    } else {
+      ranges.push_back({slot, slot});
+    }
+  }
+  return ranges;
 }
 
 // Whether taking a slot weighing `next` on top of `taken` comes closer to `want` (overshooting
@@ -20,17 +34,18 @@ bool Closer(uint64_t taken, uint64_t next, uint64_t want, uint64_t spread) {
 
 }  // namespace
 
-absl::optional<PlannedMove> NextRebalanceMove(const ShardMap& map,
+absl::optional<PlannedMove> NextRebalanceMove(const SlotOwners& owners,
                                               const std::vector<uint64_t>& slot_bytes,
                                               double tolerance) {
-  const std::vector<std::string>& groups = map.groups();
-  if (groups.size() < 2 || map.slot_count() == 0) return absl::nullopt;
+  const std::vector<std::string>& groups = owners.groups;
+  const uint32_t slot_count = static_cast<uint32_t>(owners.owner.size());
+  if (groups.size() < 2 || slot_count == 0) return absl::nullopt;
   std::vector<uint64_t> load(groups.size(), 0);
   uint64_t total = 0;
-  for (uint32_t slot = 0; slot < map.slot_count(); ++slot) {
-    const auto group = std::find(groups.begin(), groups.end(), map.OwnerOf(slot));
+  for (uint32_t slot = 0; slot < slot_count; ++slot) {
+    if (owners.owner[slot] >= groups.size()) return absl::nullopt;  // not a map
     const uint64_t weight = Weight(slot_bytes, slot);
-    load[group - groups.begin()] += weight;
+    load[owners.owner[slot]] += weight;
     total += weight;
   }
   const size_t heavy = std::max_element(load.begin(), load.end()) - load.begin();
@@ -48,30 +63,29 @@ absl::optional<PlannedMove> NextRebalanceMove(const ShardMap& map,
       best = PlannedMove{{first, last}, groups[heavy], groups[light], weight};
     }
   };
-  for (const OwnedRange& range : map.Ranges()) {
-    if (range.group != groups[heavy]) continue;
+  for (const PlannedRange& range : RangesOf(owners, static_cast<uint32_t>(heavy))) {
     // Slots from either end of the range, as many as stay within `want`, and one more if that
     // comes closer to it.
     uint64_t weight = 0;
-    uint32_t first = range.slots.last + 1;
-    while (first > range.slots.first && weight + Weight(slot_bytes, first - 1) <= want) {
+    uint32_t first = range.last + 1;
+    while (first > range.first && weight + Weight(slot_bytes, first - 1) <= want) {
       weight += Weight(slot_bytes, --first);
     }
-    if (first > range.slots.first && Closer(weight, Weight(slot_bytes, first - 1), want, spread)) {
+    if (first > range.first && Closer(weight, Weight(slot_bytes, first - 1), want, spread)) {
       weight += Weight(slot_bytes, --first);
     }
-    if (first <= range.slots.last) consider(first, range.slots.last, weight);
+    if (first <= range.last) consider(first, range.last, weight);
     weight = 0;
-    uint32_t last = range.slots.first;  // one past the end taken
-    while (last <= range.slots.last && weight + Weight(slot_bytes, last) <= want) {
+    uint32_t last = range.first;  // one past the end taken
+    while (last <= range.last && weight + Weight(slot_bytes, last) <= want) {
       weight += Weight(slot_bytes, last++);
     }
-    if (last <= range.slots.last && Closer(weight, Weight(slot_bytes, last), want, spread)) {
+    if (last <= range.last && Closer(weight, Weight(slot_bytes, last), want, spread)) {
       weight += Weight(slot_bytes, last++);
     }
-    if (last > range.slots.first) consider(range.slots.first, last - 1, weight);
+    if (last > range.first) consider(range.first, last - 1, weight);
     // One edge slot heavier than `want` still narrows the spread if it weighs less than it.
-    for (const uint32_t edge : {range.slots.first, range.slots.last}) {
+    for (const uint32_t edge : {range.first, range.last}) {
       const uint64_t alone = Weight(slot_bytes, edge);
       if (alone > want && alone < spread && !best.has_value()) consider(edge, edge, alone);
     }
@@ -88,4 +102,4 @@ absl::optional<PlannedMove> NextRebalanceMove(const ShardMap& map,
   return absl::nullopt;
 }
 
-}  // namespace sharding
+}  // namespace bloomcli
