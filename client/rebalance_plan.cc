@@ -38,7 +38,7 @@ absl::optional<PlannedMove> NextRebalanceMove(const SlotOwners& owners,
                                               const std::vector<uint64_t>& slot_bytes,
                                               double tolerance) {
   const std::vector<std::string>& groups = owners.groups;
-  const uint32_t slot_count = static_cast<uint32_t>(owners.owner.size());
+  const auto slot_count = static_cast<uint32_t>(owners.owner.size());
   if (groups.size() < 2 || slot_count == 0) return absl::nullopt;
   std::vector<uint64_t> load(groups.size(), 0);
   uint64_t total = 0;
