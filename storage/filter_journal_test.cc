@@ -38,6 +38,12 @@ class FilterJournalTest : public FilterStoreTest {
     target_ = *std::move(target);
   }
 
+  // The stores go before the clock they read (the base's store_ would outlive it).
+  void TearDown() override {
+    store_.reset();
+    target_.reset();
+  }
+
   // The mover's first copy: the filter's dump into the target store.
   void CopyWhole(absl::string_view name) {
     std::string dump;
