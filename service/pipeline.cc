@@ -18,6 +18,7 @@
 #include "service/bloom_service.h"
 #include "service/convert.h"
 #include "service/pipeline_batch.h"
+#include "service/pipeline_forward.h"
 #include "storage/write/operation_batch.h"
 
 namespace service {
@@ -27,13 +28,19 @@ using bloom::v1::PipelineResponse;
 class PipelineReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
                               private storage::GroupCommitter::Job {
  public:
-  PipelineReactor(BloomService* service, PipelineStreams* streams, Caller caller)
+  PipelineReactor(BloomService* service, PipelineStreams* streams, Caller caller,
+                  grpc::CallbackServerContext* context)
       : service_(service),
         streams_(streams),
         caller_(std::move(caller)),
         window_(service->limits().pipeline_window),
         start_(absl::Now()),
-        batch_(service, caller_) {}
+        batch_(service, caller_) {
+    if (service->hooks().router != nullptr) {
+      forwards_ = std::make_unique<PipelineForwards>(service->hooks().router, context,
+                                                     service->limits().max_batch);
+    }
+  }
 
   // The headers (what this server takes: clients wait for them before they send a count) and
   // the first read (or, if shutdown came first, the end); called once the reactor is registered.
@@ -144,6 +151,10 @@ class PipelineReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, g
     // False while its batch waits for the WAL's fsync (--sync): nothing from here on is
     // written before it (answers stay in request order).
     bool durable = true;
+    // Its operations sent to other groups (pipeline_forward.h) and not answered yet: it is not
+    // written before they are.
+    size_t awaiting = 0;
+    uint64_t serial = 0;  // consecutive along the outbox: finds it when a forward answers
   };
 
   // The message just read, in one slice (a copy only when it arrived in pieces) that its
@@ -182,7 +193,8 @@ class PipelineReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, g
   Actions NextActionsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     Actions actions;
     if (finished_) return actions;
-    if (!writing_ && !outbox_.empty() && outbox_.front().durable && !broken_) {
+    if (!writing_ && !outbox_.empty() && outbox_.front().durable && outbox_.front().awaiting == 0 &&
+        !broken_) {
       writing_ = true;
       actions.write = &outbox_.front().response;
     }
@@ -192,7 +204,7 @@ class PipelineReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, g
       actions.read = true;
     }
     if (stop_reading_ && pending_.empty() && !serving_ && outbox_.empty() && !writing_ &&
-        syncs_in_flight_ == 0) {
+        syncs_in_flight_ == 0 && forwards_in_flight_ == 0) {
       finished_ = true;
       actions.finish = true;
       actions.status = end_status_;
@@ -282,23 +294,41 @@ class PipelineReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, g
       responses[i].set_id(operations[i].view().id);
     }
     size_t awaiting_sync = 0;
+    const std::vector<size_t>& forwarded = batch_.forwarded();
+    std::vector<Forward> forwards;  // to send once the lock is released
+    forwards.reserve(forwarded.size());
     Actions actions;
     {
       bloomsync::MutexLock lock(&mu_);
       operations_ += operations.size();
       if (!broken_) {
         // One response per message: a message's `more` is answered in its response's.
+        auto next_forward = forwarded.begin();
         for (size_t i = 0; i < operations.size(); i += 1 + operations[i].more) {
           for (size_t k = 1; k <= operations[i].more; ++k) {
             responses[i].mutable_more()->Add(std::move(responses[i + k]));
           }
+          const uint64_t serial = next_serial_++;
+          size_t awaiting = 0;
+          for (; next_forward != forwarded.end() && *next_forward <= i + operations[i].more;
+               ++next_forward) {
+            forwards.push_back({*next_forward, serial, *next_forward - i});
+            ++awaiting;
+          }
           outbox_.push_back({std::move(responses[i]), operations[i].bytes, 1 + operations[i].more,
-                             !deferred_sync});
+                             !deferred_sync, awaiting, serial});
           if (deferred_sync) ++awaiting_sync;
         }
+        forwards_in_flight_ += forwards.size();
       }
       if (deferred_sync) ++syncs_in_flight_;
       actions = NextActionsLocked();  // serving_ is still set: this does not finish the stream
+    }
+    // Sent while the operations' views are still held (Send copies them).
+    for (const Forward& forward : forwards) {
+      forwards_->Send(operations[forward.operation].view(),
+                      [this, serial = forward.serial, place = forward.place](
+                          PipelineResponse result) { OnForwarded(serial, place, result); });
     }
     batch_.Clear();
     Run(actions);
@@ -336,6 +366,34 @@ class PipelineReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, g
     Run(actions);
   }
 
+  // An operation of the batch being delivered that goes to another group: the outbox entry
+  // (serial) of its message, and its place there (0: the message's own, k: its more[k-1]).
+  struct Forward {
+    size_t operation;
+    uint64_t serial;
+    size_t place;
+  };
+
+  // A forwarded operation's answer: into its place in the outbox, which may now be written.
+  void OnForwarded(uint64_t serial, size_t place, PipelineResponse& result) {
+    Actions actions;
+    {
+      bloomsync::MutexLock lock(&mu_);
+      --forwards_in_flight_;
+      // Not found: the stream broke meanwhile, and its unwritten answers were dropped.
+      if (!outbox_.empty() && serial >= outbox_.front().serial &&
+          serial - outbox_.front().serial < outbox_.size()) {
+        Answered& answered = outbox_[serial - outbox_.front().serial];
+        PipelineResponse& slot =
+            place == 0 ? answered.response : *answered.response.mutable_more(place - 1);
+        TakeResult(std::move(result), slot);
+        --answered.awaiting;
+      }
+      actions = NextActionsLocked();
+    }
+    Run(actions);  // may finish the stream: `this` is not touched after it
+  }
+
   BloomService* const service_;
   PipelineStreams* const streams_;
   const Caller caller_;
@@ -347,6 +405,8 @@ class PipelineReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, g
   // The batch being served, its answers, and its runs of adds queued in the store batch: only
   // the thread serving the stream (serving_) touches them.
   PipelineBatch batch_;
+  // In a sharded deployment: the operations on other groups' filters go through here.
+  std::unique_ptr<PipelineForwards> forwards_;
   // Set with broken_: read without the lock between runs of a batch, so that a cancelled
   // stream stops serving a large message part way.
   std::atomic<bool> abandoned_{false};
@@ -366,6 +426,9 @@ class PipelineReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, g
   // Batches whose answers wait for FilterStore::WhenDurable: the stream does not finish (and
   // its reactor is not freed) before they are called back.
   int syncs_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  // Operations sent to other groups and not answered: likewise.
+  size_t forwards_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t next_serial_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status end_status_;  // guarded by mu_ until finished_, then read by OnDone
 };
 
@@ -386,7 +449,7 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* PipelineStreams::St
   // bloom.proto): servers that predate either end the stream on it.
   context->AddInitialMetadata("bloom-pipeline-more", "1");
   context->AddInitialMetadata("bloom-pipeline-count", "1");
-  auto reactor = std::make_shared<PipelineReactor>(service, this, *std::move(caller));
+  auto reactor = std::make_shared<PipelineReactor>(service, this, *std::move(caller), context);
   bool draining = false;
   {
     bloomsync::MutexLock lock(&mu_);

@@ -98,6 +98,7 @@ void PipelineBatch::Take(std::vector<Operation>& pending) {
   pending.clear();
   responses_.clear();
   responses_.resize(operations_.size());
+  forwarded_.clear();
   deferred_sync_ = false;
 }
 
@@ -111,6 +112,14 @@ void PipelineBatch::Clear() {
   operations_.clear();
   responses_.clear();
   queued_.clear();
+  forwarded_.clear();
+}
+
+ShardRouter::Decision PipelineBatch::RouteOf(const Operation& operation) const {
+  ShardRouter* router = service_->hooks().router;
+  if (router == nullptr) return {};
+  const absl::string_view names[] = {operation.view().request.name};
+  return router->Decide(rpcs::Info(RpcOf(operation.view().kind)), names, nullptr);
 }
 
 void PipelineBatch::Queue(storage::OperationBatch& store_batch,
@@ -133,12 +142,16 @@ void PipelineBatch::Queue(storage::OperationBatch& store_batch,
     const absl::Time start = absl::Now();
     const auto run = absl::MakeConstSpan(operations_).subspan(begin, end - begin);
     const auto run_responses = absl::MakeSpan(responses_).subspan(begin, end - begin);
-    // In a sharded deployment a stream is served by the group of the pod it was opened to.
-    if (absl::Status owned = service_->CheckOwnedHere(
-            run.front().view().request.name, "a Pipeline stream", RpcOf(run.front().view().kind));
-        !owned.ok()) {
-      for (PipelineResponse& response : run_responses) SetOperationError(owned, response);
+    // In a sharded deployment, operations on other groups' filters go to their owners
+    // (pipeline_forward.h); those refused here (writes paused, no owner up) answer why.
+    if (const ShardRouter::Decision route = RouteOf(run.front());
+        !route.here && !route.refusal.ok()) {
+      const absl::Status refused(static_cast<absl::StatusCode>(route.refusal.error_code()),
+                                 route.refusal.error_message());
+      for (PipelineResponse& response : run_responses) SetOperationError(refused, response);
       RecordRun(begin, end, absl::Now() - start);
+    } else if (!route.here) {
+      for (size_t i = begin; i < end; ++i) forwarded_.push_back(i);
     } else if (run.front().view().kind == Kind::kAdd) {
       deferred_sync_ = service_->store()->syncs_adds();
       QueueAdds(store_batch, run, run_responses, queued_.emplace_back(begin, end, start));

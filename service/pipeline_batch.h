@@ -36,6 +36,7 @@
 #include "bloom/v1/bloom.pb.h"
 #include "service/auth.h"
 #include "service/direct_parse.h"
+#include "service/shard_router.h"
 #include "storage/write/operation_batch.h"
 
 namespace service {
@@ -90,6 +91,11 @@ class PipelineBatch {
   // Whether the answers must wait for the write-ahead log's fsync (adds under --sync).
   bool deferred_sync() const { return deferred_sync_; }
 
+  // The operations Queue left unanswered because they name other groups' filters (a sharded
+  // deployment): indices into operations(), ascending. The stream forwards them
+  // (pipeline_forward.h).
+  const std::vector<size_t>& forwarded() const { return forwarded_; }
+
   std::vector<Operation>& operations() { return operations_; }
   std::vector<bloom::v1::PipelineResponse>& responses() { return responses_; }
   void Clear();
@@ -125,6 +131,8 @@ class PipelineBatch {
   // Checks of one filter: one store call for all, or one each if that fails.
   void AnswerChecks(storage::OperationBatch& store_batch, Run run, Responses responses);
   void RecordRun(size_t begin, size_t end, absl::Duration took);
+  // Where a sharded deployment serves the operation (here when not sharded).
+  ShardRouter::Decision RouteOf(const Operation& operation) const;
   // In a sharded deployment, after a run's writes were applied: those that succeeded answer
   // UNAVAILABLE instead if their filter's slot began moving meanwhile
   // (ShardRouter::SettleWrite).
@@ -135,6 +143,7 @@ class PipelineBatch {
   std::vector<Operation> operations_;
   std::vector<bloom::v1::PipelineResponse> responses_;
   std::vector<QueuedRun> queued_;
+  std::vector<size_t> forwarded_;
   bool deferred_sync_ = false;
 };
 

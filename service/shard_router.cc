@@ -189,14 +189,15 @@ std::shared_ptr<ShardRouter::Peer> ShardRouter::PeerAt(const Decision& decision)
 
 void ShardRouter::Forward(grpc::ServerContextBase* caller, const Decision& decision,
                           const char* method, const grpc::ByteBuffer& request,
-                          grpc::ByteBuffer* response, std::function<void(grpc::Status)> done) {
+                          grpc::ByteBuffer* response, std::function<void(grpc::Status)> done,
+                          Answer answer) {
   if (!request.Valid()) {  // a call cancelled before its message (Forwarder::Unary says why)
     done(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the call carried no request message"));
     return;
   }
   std::shared_ptr<grpc::ClientContext> context = ForwardedCallContext(caller);
   context->AddMetadata(kShardHopHeader, absl::StrCat(decision.version));
-  if (caller != nullptr) {
+  if (caller != nullptr && answer == Answer::kCall) {
     caller->AddInitialMetadata(kShardMapVersionHeader, absl::StrCat(decision.version));
   }
   std::shared_ptr<Peer> peer = PeerAt(decision);
@@ -239,21 +240,23 @@ void ShardRouter::CancelInFlight() {
 void ShardRouter::ForwardMessage(grpc::ServerContextBase* caller, const Decision& decision,
                                  const char* method, const google::protobuf::Message& request,
                                  google::protobuf::Message* response,
-                                 std::function<void(grpc::Status)> done) {
+                                 std::function<void(grpc::Status)> done, Answer answer) {
   struct Call {
     grpc::ByteBuffer request;
     grpc::ByteBuffer response;
   };
   auto call = std::make_shared<Call>();
   call->request = SerializeToBuffer(request);
-  Forward(caller, decision, method, call->request, &call->response,
-          [call, response, done = std::move(done)](grpc::Status status) {
-            if (status.ok() && !ParseFromBuffer(call->response, response)) {
-              status = grpc::Status(grpc::StatusCode::INTERNAL,
-                                    "the owning group's answer could not be read");
-            }
-            done(status);
-          });
+  Forward(
+      caller, decision, method, call->request, &call->response,
+      [call, response, done = std::move(done)](grpc::Status status) {
+        if (status.ok() && !ParseFromBuffer(call->response, response)) {
+          status = grpc::Status(grpc::StatusCode::INTERNAL,
+                                "the owning group's answer could not be read");
+        }
+        done(status);
+      },
+      answer);
 }
 
 metrics::ShardFigures ShardRouter::Figures() const {

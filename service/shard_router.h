@@ -89,15 +89,21 @@ class ShardRouter {
   // Whether the call is a slot mover's (it carries kShardMoveHeader).
   static bool MoverCall(const grpc::ServerContextBase* caller);
 
+  // How a forwarded call answers its caller.
+  enum class Answer {
+    kCall,       // the caller's own call: its answer carries kShardMapVersionHeader
+    kOperation,  // one operation of the caller's stream, whose headers went long ago
+  };
   // Forwards a unary call as Decide said: `done` gets the owner's status, and `response` its
-  // answer. `request` and `response` must stay valid until `done`.
+  // answer. `request` and `response` must stay valid until `done`. The caller's token goes with
+  // it, and its deadline bounded to a minute.
   void Forward(grpc::ServerContextBase* caller, const Decision& decision, const char* method,
                const grpc::ByteBuffer& request, grpc::ByteBuffer* response,
-               std::function<void(grpc::Status)> done);
+               std::function<void(grpc::Status)> done, Answer answer = Answer::kCall);
   // As Forward, for a call whose messages are protobuf objects.
   void ForwardMessage(grpc::ServerContextBase* caller, const Decision& decision, const char* method,
                       const google::protobuf::Message& request, google::protobuf::Message* response,
-                      std::function<void(grpc::Status)> done);
+                      std::function<void(grpc::Status)> done, Answer answer = Answer::kCall);
 
   // Whether this pod's group owns `name`'s slot in the map it holds.
   bool OwnedHere(absl::string_view name) const;

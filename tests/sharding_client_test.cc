@@ -1,7 +1,7 @@
-// A sharded deployment seen by its clients: List across groups, Pipeline streams and
-// transfers served by the group of their pod, the C++ client's direct routing (calls go
-// straight to the owning group's primary, and the map is fetched again when it changes), and
-// bloom-cli's cluster commands creating and describing the map.
+// A sharded deployment seen by its clients: List across groups, Pipeline streams serving every
+// group's filters, transfers served by the group of their pod, the C++ client's direct routing
+// (calls go straight to the owning group's primary, and the map is fetched again when it changes),
+// and bloom-cli's cluster commands creating and describing the map.
 #include <csignal>
 #include <memory>
 #include <set>
@@ -49,24 +49,136 @@ TEST_F(ShardingTest, ListMergesEveryGroupsFiltersInNameOrderPageByPage) {
   }
 }
 
-TEST_F(ShardingTest, PipelineAndTransfersAreServedByTheGroupOfTheirPod) {
+// One PipelineRequest of `add` (or a check when false) of `items` to `name`, with id `id`.
+bloom::v1::PipelineRequest Operation(uint64_t id, bool add, const std::string& name,
+                                     const std::vector<std::string>& items) {
+  bloom::v1::PipelineRequest request;
+  request.set_id(id);
+  auto fill = [&](auto* op) {
+    op->set_name(name);
+    for (const std::string& item : items) op->add_items(item);
+  };
+  if (add) {
+    fill(request.mutable_add());
+  } else {
+    fill(request.mutable_might_contain());
+  }
+  return request;
+}
+
+TEST_F(ShardingTest, PipelineStreamsServeEveryGroupsFiltersInRequestOrder) {
+  std::unique_ptr<bloomclient::BloomClient> home = bloomclient::BloomClient::Connect(Target(2));
+  ASSERT_TRUE(home->Reserve(in_a_, Spec()).ok());
+  ASSERT_TRUE(home->Reserve(in_b_, Spec()).ok());
+  const std::string cuckoo_a = NameIn(map_, kGroupA, "cuckoo-");
+  ASSERT_TRUE(home->Reserve(cuckoo_a, Spec(bloom::v1::FILTER_KIND_CUCKOO)).ok());
+  // Through pod 2 (group b's primary), and through group a's follower, which proxies the whole
+  // stream to its primary: both serve group a's and group b's filters on one stream.
+  const int follower_a = 1 - PrimaryOfA();
+  for (const int pod : {2, follower_a}) {
+    SCOPED_TRACE(absl::StrCat("stream to pod ", pod));
+    const std::string tag = absl::StrCat("p", pod, "-");
+    bloomclient::ClientOptions pipelined;
+    pipelined.pipelined = true;
+    std::unique_ptr<bloomclient::BloomClient> stream =
+        bloomclient::BloomClient::Connect(Target(pod), pipelined);
+    for (const std::string& name : {in_a_, in_b_}) {
+      ASSERT_TRUE(stream->Add(name, {tag + "one"}).ok()) << name;
+      absl::StatusOr<std::vector<bool>> present = stream->MightContain(name, {tag + "one", "none"});
+      ASSERT_TRUE(present.ok()) << present.status();
+      EXPECT_EQ(*present, (std::vector<bool>{true, false})) << name;
+    }
+    EXPECT_TRUE(HeldBy(PrimaryOfA(), in_a_, tag + "one"));
+    EXPECT_TRUE(HeldBy(2, in_b_, tag + "one"));
+    // A cuckoo filter of group a: Add, Count and Remove go there too.
+    ASSERT_TRUE(stream->Add(cuckoo_a, {tag + "c", tag + "c"}).ok());
+    absl::StatusOr<std::vector<uint32_t>> counts = stream->Count(cuckoo_a, {tag + "c"});
+    ASSERT_TRUE(counts.ok()) << counts.status();
+    EXPECT_EQ(*counts, (std::vector<uint32_t>{2}));
+    absl::StatusOr<std::vector<bool>> removed = stream->Remove(cuckoo_a, {tag + "c"});
+    ASSERT_TRUE(removed.ok()) << removed.status();
+    EXPECT_EQ(*removed, (std::vector<bool>{true}));
+
+    // On the raw stream: one message whose `more` mixes both groups, each add followed by a
+    // check of the same item (answered in order, each check seeing its add), and one add of
+    // an item too large among group a's adds, which fails alone.
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    auto raw = Stub(pod)->Pipeline(&context);
+    // Operations 2p and 2p+1 add and check item p of one filter (group b's for every third
+    // p); operation 60 adds an item too large instead.
+    bloom::v1::PipelineRequest message;
+    std::vector<std::string> expected;
+    for (uint64_t id = 0; id < 120; ++id) {
+      const uint64_t pair = id / 2;
+      const std::string& name = pair % 3 == 0 ? in_b_ : in_a_;
+      const bool add = id % 2 == 0;
+      bloom::v1::PipelineRequest operation =
+          id == 60 ? Operation(id, true, in_a_, {std::string(100 << 10, 'x')})
+                   : Operation(id, add, name, {absl::StrCat(tag, "m", pair)});
+      expected.emplace_back(id == 60 ? "error" : add ? "add" : "check");
+      if (id == 0) {
+        message = std::move(operation);
+      } else {
+        *message.add_more() = std::move(operation);
+      }
+    }
+    ASSERT_TRUE(raw->Write(message));
+    bloom::v1::PipelineResponse response;
+    ASSERT_TRUE(raw->Read(&response));
+    ASSERT_EQ(response.more_size(), 119);
+    for (uint64_t id = 0; id < 120; ++id) {
+      const bloom::v1::PipelineResponse& answer = id == 0 ? response : response.more(id - 1);
+      EXPECT_EQ(answer.id(), id);
+      if (expected[id] == "error") {
+        EXPECT_EQ(answer.error().code(), grpc::StatusCode::INVALID_ARGUMENT) << id;
+      } else if (expected[id] == "add") {
+        EXPECT_TRUE(answer.has_add()) << id << ": " << answer.error().message();
+      } else {
+        ASSERT_TRUE(answer.has_might_contain()) << id << ": " << answer.error().message();
+        // Each check sees the add before it (but the one that failed).
+        if (id != 61) EXPECT_TRUE(answer.might_contain().present(0)) << id;
+      }
+    }
+    // Adds of group a's filter in a row, which go to it as one call (each answered alone
+    // when one of them is too large), then checks of them all.
+    message.Clear();
+    for (uint64_t id = 200; id < 260; ++id) {
+      const bool add = id < 230;
+      bloom::v1::PipelineRequest operation =
+          id == 215 ? Operation(id, true, in_a_, {std::string(100 << 10, 'y')})
+                    : Operation(id, add, in_a_, {absl::StrCat(tag, "run", add ? id : id - 30)});
+      if (id == 200) {
+        message = std::move(operation);
+      } else {
+        *message.add_more() = std::move(operation);
+      }
+    }
+    ASSERT_TRUE(raw->Write(message));
+    ASSERT_TRUE(raw->Read(&response));
+    ASSERT_EQ(response.more_size(), 59);
+    for (uint64_t id = 200; id < 260; ++id) {
+      const bloom::v1::PipelineResponse& answer = id == 200 ? response : response.more(id - 201);
+      EXPECT_EQ(answer.id(), id);
+      if (id == 215) {
+        EXPECT_EQ(answer.error().code(), grpc::StatusCode::INVALID_ARGUMENT) << id;
+      } else if (id < 230) {
+        EXPECT_TRUE(answer.has_add()) << id << ": " << answer.error().message();
+      } else if (id != 245) {
+        ASSERT_TRUE(answer.has_might_contain()) << id << ": " << answer.error().message();
+        EXPECT_TRUE(answer.might_contain().present(0)) << id;
+      }
+    }
+    raw->WritesDone();
+    EXPECT_TRUE(raw->Finish().ok());
+  }
+}
+
+TEST_F(ShardingTest, TransfersAreServedByTheGroupOfTheirPod) {
   std::unique_ptr<bloomclient::BloomClient> home = bloomclient::BloomClient::Connect(Target(2));
   ASSERT_TRUE(home->Reserve(in_a_, Spec()).ok());
   ASSERT_TRUE(home->Reserve(in_b_, Spec()).ok());
   ASSERT_TRUE(home->Add(in_b_, {"b-item"}).ok());
-  // A pipelined client of pod 2 (group b): its group's filters are served on the stream; group
-  // a's operations are answered UNAVAILABLE naming group a.
-  bloomclient::ClientOptions pipelined;
-  pipelined.pipelined = true;
-  std::unique_ptr<bloomclient::BloomClient> stream =
-      bloomclient::BloomClient::Connect(Target(2), pipelined);
-  absl::StatusOr<std::vector<bool>> served = stream->MightContain(in_b_, {"b-item"});
-  ASSERT_TRUE(served.ok()) << served.status();
-  EXPECT_TRUE((*served)[0]);
-  absl::StatusOr<std::vector<bool>> refused = stream->Add(in_a_, {"a-item"});
-  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable);
-  EXPECT_TRUE(absl::StrContains(refused.status().message(), kGroupA)) << refused.status();
-
   std::ostringstream dump;
   EXPECT_TRUE(home->Export(in_b_, dump).ok());
   std::ostringstream elsewhere;
