@@ -73,7 +73,7 @@ class Mover {
   // Whether `group` owns every slot of the move in `map`.
   bool OwnedBy(const bloom::v1::ShardMap& map, const std::string& group) const;
   // Deletes the filters of the moving slots that groups other than the target hold (copies
-  // a move left behind); returns how many.
+  // a move left behind), once every member of every group holds `map`; returns how many.
   absl::StatusOr<size_t> DeleteLeftovers(const bloom::v1::ShardMap& map);
   // Waits until every member of `group` holds map version `version` or later.
   absl::Status WaitForVersion(const std::string& group, uint64_t version);
@@ -339,6 +339,12 @@ bool Mover::OwnedBy(const bloom::v1::ShardMap& map, const std::string& group) co
 }
 
 absl::StatusOr<size_t> Mover::DeleteLeftovers(const bloom::v1::ShardMap& map) {
+  // Only once every pod serves the slots from their new owner: a pod still holding the map
+  // before the flip reads its own group's copy, which its primary's delete would take from
+  // under it (a read answering NOT_FOUND mid-move).
+  for (const bloom::v1::ShardGroup& group : map.groups()) {
+    if (absl::Status seen = WaitForVersion(group.name(), map.version()); !seen.ok()) return seen;
+  }
   size_t deleted = 0;
   for (const bloom::v1::ShardGroup& group : map.groups()) {
     if (group.name() == to_) continue;

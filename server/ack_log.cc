@@ -39,6 +39,13 @@ void AckLog::Acknowledged(uint64_t sequence) {
   Append(absl::StrCat("term=", term_.load(), " acked=", sequence, " pod=", pod_, "\n"));
 }
 
+void AckLog::Settled(uint32_t slot, uint64_t version, const std::string& group) {
+  bloomsync::BlockingLock lock(&mu_);
+  if (!settled_.emplace(version, slot).second) return;
+  Append(absl::StrCat("shard version=", version, " slot=", slot, " group=", group, " pod=", pod_,
+                      "\n"));
+}
+
 void AckLog::Append(const std::string& line) {
   // A short line in one write(2) with O_APPEND is never interleaved with another.
   if (write(fd_, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {

@@ -4,10 +4,15 @@
 //
 //   term=42 start=1200 pod=pod-1     this pod leads term 42, holding sequence 1200 at takeover
 //   term=42 acked=1275 pod=pod-1     it acknowledged a write covering sequence 1275
+//   shard version=7 slot=12 group=bloom/a pod=pod-1
+//                                    in a sharded deployment: it acknowledged a write to a
+//                                    filter of slot 12 as group bloom/a's, under map version 7
 //
 // An acked line is written before the write it covers is answered, and only for a sequence
 // higher than any before in the term, so the log holds every term's highest acknowledged
-// sequence at the cost of a write(2) per new highest.
+// sequence at the cost of a write(2) per new highest. A shard line is written once per slot
+// and map version (from ShardRouter::SettleWrite, before the write is answered), so that a
+// checker can see that no slot was acknowledged by two groups under one version.
 //
 // Thread-safety: Acknowledged() is thread-safe; BeginTerm() is called between terms, when no
 // write is being acknowledged.
@@ -18,7 +23,10 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "common/blocking_mutex.h"
 
@@ -34,6 +42,7 @@ class AckLog {
 
   void BeginTerm(int64_t term, uint64_t start_sequence);
   void Acknowledged(uint64_t sequence);
+  void Settled(uint32_t slot, uint64_t version, const std::string& group);
 
  private:
   AckLog(int fd, std::string pod) : fd_(fd), pod_(std::move(pod)) {}
@@ -44,6 +53,7 @@ class AckLog {
   std::atomic<int64_t> term_{0};
   std::atomic<uint64_t> highest_{0};  // this term's highest logged
   bloomsync::BlockingMutex mu_;       // orders the acked lines
+  absl::flat_hash_set<std::pair<uint64_t, uint32_t>> settled_ ABSL_GUARDED_BY(mu_);  // logged
 };
 
 }  // namespace server

@@ -525,6 +525,12 @@ int main(int argc, char** argv) {
   if (shards != nullptr) {
     server_options.hooks.router = shards->router.get();
     server_metrics->SetShardSource([router = shards->router.get()] { return router->Figures(); });
+    if (server::AckLog* log = ack_log->get(); log != nullptr) {
+      shards->router->ObserveSettled(
+          [log, group = shards->router->view().own_group()](uint32_t slot, uint64_t version) {
+            log->Settled(slot, version, group);
+          });
+    }
   }
 
   // A follower whose primary's log no longer reaches back to it copies a snapshot again: the

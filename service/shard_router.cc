@@ -91,7 +91,10 @@ absl::Status ShardRouter::SettleWrite(absl::Span<const absl::string_view> names,
   for (const absl::string_view name : names) {
     const uint32_t slot = slots::SlotOf(name, map.slot_count());
     const std::string& owner = map.OwnerOfName(name);
-    if (owner == view_->own_group() && !map.WritesPaused(slot)) continue;
+    if (owner == view_->own_group() && !map.WritesPaused(slot)) {
+      if (on_settled_) on_settled_(slot, map.version());
+      continue;
+    }
     return absl::UnavailableError(
         absl::StrCat("filter \"", name, "\" (slot ", slot, ") began moving from group ",
                      view_->own_group(), " while this write ran (shard map version ", map.version(),
@@ -160,6 +163,7 @@ ShardRouter::Decision ShardRouter::ToGroup(const sharding::ShardState& state,
     decision.address = where->primary;
   } else {
     decision.address = where->members[next_member_.fetch_add(1) % where->members.size()];
+    decision.any_member = true;
   }
   return decision;
 }
@@ -195,33 +199,61 @@ void ShardRouter::Forward(grpc::ServerContextBase* caller, const Decision& decis
     done(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the call carried no request message"));
     return;
   }
-  std::shared_ptr<grpc::ClientContext> context = ForwardedCallContext(caller);
-  context->AddMetadata(kShardHopHeader, absl::StrCat(decision.version));
   if (caller != nullptr && answer == Answer::kCall) {
     caller->AddInitialMetadata(kShardMapVersionHeader, absl::StrCat(decision.version));
   }
+  size_t tries = 0;
+  if (decision.any_member) {
+    const std::shared_ptr<const sharding::ShardState> state = view_->Current();
+    if (const sharding::GroupAddresses* where = state->Find(decision.group)) {
+      tries = where->members.size();  // each other member, then the primary
+    }
+  }
+  ForwardTo(caller, decision, method, request, response, std::move(done), tries);
+}
+
+void ShardRouter::ForwardTo(grpc::ServerContextBase* caller, const Decision& decision,
+                            const char* method, const grpc::ByteBuffer& request,
+                            grpc::ByteBuffer* response, std::function<void(grpc::Status)> done,
+                            size_t tries) {
+  std::shared_ptr<grpc::ClientContext> context = ForwardedCallContext(caller);
+  context->AddMetadata(kShardHopHeader, absl::StrCat(decision.version));
   std::shared_ptr<Peer> peer = PeerAt(decision);
   {
     bloomsync::BlockingLock lock(&mu_);
     in_flight_.emplace(context, false);
   }
-  peer->stub.UnaryCall(context.get(), method, grpc::StubOptions(), &request, response,
-                       [this, context, peer, done = std::move(done)](grpc::Status status) {
-                         bool cut = false;
-                         {
-                           bloomsync::BlockingLock lock(&mu_);
-                           auto it = in_flight_.find(context);
-                           cut = it != in_flight_.end() && it->second;
-                           if (it != in_flight_.end()) in_flight_.erase(it);
-                         }
-                         if (cut && status.error_code() == grpc::StatusCode::CANCELLED) {
-                           // Cut by CancelInFlight, not by its caller: the caller may retry it.
-                           status = Unavailable(
-                               "this pod stopped forwarding to the owning group (it is changing "
-                               "role or shutting down): retry the call");
-                         }
-                         done(std::move(status));
-                       });
+  peer->stub.UnaryCall(
+      context.get(), method, grpc::StubOptions(), &request, response,
+      [this, context, peer, caller, decision, method, &request, response, tries,
+       done = std::move(done)](grpc::Status status) mutable {
+        bool cut = false;
+        {
+          bloomsync::BlockingLock lock(&mu_);
+          auto it = in_flight_.find(context);
+          cut = it != in_flight_.end() && it->second;
+          if (it != in_flight_.end()) in_flight_.erase(it);
+        }
+        if (cut && status.error_code() == grpc::StatusCode::CANCELLED) {
+          // Cut by CancelInFlight, not by its caller: the caller may retry it.
+          status = Unavailable(
+              "this pod stopped forwarding to the owning group (it is changing role or "
+              "shutting down): retry the call");
+        } else if (status.error_code() == grpc::StatusCode::UNAVAILABLE && tries > 0) {
+          // Another member of the group, the primary last.
+          const std::shared_ptr<const sharding::ShardState> state = view_->Current();
+          Decision next = ToGroup(*state, decision.group, /*primary=*/tries == 1);
+          if (next.refusal.ok() && next.address == decision.address && tries > 1) {
+            next = ToGroup(*state, decision.group, /*primary=*/true);
+          }
+          if (next.refusal.ok() && next.address != decision.address) {
+            next.version = decision.version;
+            ForwardTo(caller, next, method, request, response, std::move(done), tries - 1);
+            return;
+          }
+        }
+        done(std::move(status));
+      });
 }
 
 void ShardRouter::CancelInFlight() {

@@ -61,11 +61,12 @@ class ShardRouter {
   ShardRouter(const sharding::ShardView* view, StreamConnections::Connect connect);
 
   struct Decision {
-    bool here = true;      // serve it on this pod
-    grpc::Status refusal;  // not OK: answer this instead
-    std::string address;   // where to forward it (when neither)
-    std::string group;     // the group it goes to
-    uint64_t version = 0;  // the map's version the decision read
+    bool here = true;         // serve it on this pod
+    grpc::Status refusal;     // not OK: answer this instead
+    std::string address;      // where to forward it (when neither)
+    std::string group;        // the group it goes to
+    uint64_t version = 0;     // the map's version the decision read
+    bool any_member = false;  // a read that any of the group's pods may answer
   };
   // Where a call of `info` naming `names` (one filter, or a Merge's target and sources) goes.
   // Filters of different groups in one call are refused (FAILED_PRECONDITION naming them). A
@@ -82,6 +83,10 @@ class ShardRouter {
   // copy read its filter: no acknowledged write is left behind at the old owner.
   absl::Status SettleWrite(absl::Span<const absl::string_view> names,
                            const grpc::ServerContextBase* caller) const;
+  // Called by each SettleWrite that passes, with each filter's slot and the map version it
+  // was settled under (--ack_log records them). Set before the router serves a call.
+  using SettledObserver = std::function<void(uint32_t slot, uint64_t version)>;
+  void ObserveSettled(SettledObserver observer) { on_settled_ = std::move(observer); }
   // A call to any pod of `group` (`primary`: its primary), as `state` says where it is.
   Decision ToGroup(const sharding::ShardState& state, const std::string& group, bool primary);
   // Whether another pod forwarded the call here (it carries kShardHopHeader).
@@ -96,7 +101,9 @@ class ShardRouter {
   };
   // Forwards a unary call as Decide said: `done` gets the owner's status, and `response` its
   // answer. `request` and `response` must stay valid until `done`. The caller's token goes with
-  // it, and its deadline bounded to a minute.
+  // it, and its deadline bounded to a minute. A read that any member may answer goes to the
+  // next member (or the primary) if the one it went to answers UNAVAILABLE: a member killed,
+  // restarting or changing role fails no read while another is up.
   void Forward(grpc::ServerContextBase* caller, const Decision& decision, const char* method,
                const grpc::ByteBuffer& request, grpc::ByteBuffer* response,
                std::function<void(grpc::Status)> done, Answer answer = Answer::kCall);
@@ -134,9 +141,15 @@ class ShardRouter {
   };
   // The connection to the decision's address (counted as forwarded to its group).
   std::shared_ptr<Peer> PeerAt(const Decision& decision);
+  // Forward's call to one pod; `tries` more members are tried for a read that finds one
+  // unavailable.
+  void ForwardTo(grpc::ServerContextBase* caller, const Decision& decision, const char* method,
+                 const grpc::ByteBuffer& request, grpc::ByteBuffer* response,
+                 std::function<void(grpc::Status)> done, size_t tries);
 
   const sharding::ShardView* const view_;
   const StreamConnections::Connect connect_;
+  SettledObserver on_settled_;
   // Counts a refusal.
   Decision Refused(Decision decision);
 

@@ -90,14 +90,14 @@ inline void ExpectAllPresent(const std::string& target,
   }
 }
 
-// C++ writers: pipelined clients, one per pod, adding batches of new items to a few filters
-// until stopped; each acknowledged batch is recorded.
+// C++ writers: pipelined clients, one per pod, adding batches of new items to `filters`
+// filters (chaos:cpp0, chaos:cpp1, ...) until stopped; each acknowledged batch is recorded.
 class CppWriters {
  public:
-  CppWriters(const std::vector<std::string>& targets, Acknowledged* acknowledged)
+  CppWriters(const std::vector<std::string>& targets, Acknowledged* acknowledged, int filters = 4)
       : acknowledged_(acknowledged) {
     for (size_t w = 0; w < targets.size(); ++w) {
-      threads_.emplace_back([this, target = targets[w], w] {
+      threads_.emplace_back([this, target = targets[w], w, filters] {
         bloomclient::ClientOptions options;
         options.pipelined = true;
         options.timeout = absl::Seconds(8);
@@ -105,7 +105,7 @@ class CppWriters {
             bloomclient::BloomClient::Connect(target, options);
         const bloom::v1::FilterSpec spec = Spec();
         for (int batch = 0; !stop_.load(); ++batch) {
-          const std::string filter = absl::StrCat("chaos:cpp", batch % 4);
+          const std::string filter = absl::StrCat("chaos:cpp", batch % filters);
           std::vector<std::string> items;
           for (int i = 0; i < 20; ++i) items.push_back(absl::StrCat("cpp-", w, "-", batch, "-", i));
           if (client->Add(filter, items, &spec).ok()) {
