@@ -1,15 +1,20 @@
 // ShardRouter's decisions over a fixed view: where each kind of call goes, what is refused and
-// why, and what it reports. (Forwarding itself, the hop and mover headers are exercised against
-// real pods: tests/sharding_test.cc.)
+// why, and what it reports; and a read forwarded to a member that is down going to the next.
+// (Forwarding of every call, the hop and mover headers are exercised against real pods:
+// tests/sharding_test.cc.)
 #include "service/shard_router.h"
 
 #include <algorithm>
+#include <atomic>
+#include <future>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "bloom/v1/bloom.grpc.pb.h"
 #include "common/slot.h"
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 
 namespace service {
@@ -20,11 +25,12 @@ class FixedView : public sharding::ShardView {
   explicit FixedView(std::string own) : own_(std::move(own)) {}
   std::shared_ptr<const sharding::ShardState> Current() const override { return state_; }
   const std::string& own_group() const override { return own_; }
-  void Set(sharding::ShardMap map) {
+  void Set(sharding::ShardMap map,
+           sharding::GroupAddresses b = {"b-0:1", {"b-0:1", "b-1:1", "b-2:1"}}) {
     auto state = std::make_shared<sharding::ShardState>();
     state->map = std::move(map);
     state->groups["a"] = {"a-0:1", {"a-0:1", "a-1:1"}};
-    state->groups["b"] = {"b-0:1", {"b-0:1", "b-1:1", "b-2:1"}};
+    state->groups["b"] = std::move(b);
     state->groups["c"] = {"", {}};  // no pod up
     state_ = std::move(state);
   }
@@ -189,6 +195,69 @@ TEST_F(ShardRouterTest, FiguresAndDescriptionSayWhatThePodHolds) {
   EXPECT_EQ(figures.slots, 16U);
   EXPECT_EQ(figures.slots_owned, 6U);
   EXPECT_EQ(figures.refused, 1U);
+}
+
+// A pod of group b that answers every MightContain "present", counting them.
+class PresentEverywhere final : public bloom::v1::BloomFilterService::Service {
+ public:
+  grpc::Status MightContain(grpc::ServerContext* /*context*/,
+                            const bloom::v1::MightContainRequest* request,
+                            bloom::v1::MightContainResponse* response) override {
+    calls.fetch_add(1);
+    for (int i = 0; i < request->raw_items_size(); ++i) response->add_present(true);
+    return grpc::Status::OK;
+  }
+  std::atomic<int> calls{0};
+};
+
+TEST_F(ShardRouterTest, AReadThatMeetsAMemberDownGoesToTheNext) {
+  PresentEverywhere service;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  const std::string up = "127.0.0.1:" + std::to_string(port);
+  const std::string down = "127.0.0.1:1";  // nothing listens there: refused at once
+  // Group b: its primary is up, and so is one of its two other members.
+  view_.Set(map_, {up, {down, up, down}});
+  ShardRouter router(&view_, [](const std::string& address) {
+    return grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  });
+  const std::string name = NameIn(6, 10);
+  for (int i = 0; i < 6; ++i) {
+    const absl::string_view names[] = {name};
+    const ShardRouter::Decision route =
+        router.Decide(rpcs::Info(rpcs::Rpc::kMightContain), names, nullptr);
+    ASSERT_FALSE(route.here);
+    ASSERT_TRUE(route.refusal.ok());
+    bloom::v1::MightContainRequest request;
+    request.set_name(name);
+    request.add_raw_items("x");
+    bloom::v1::MightContainResponse response;
+    std::promise<grpc::Status> done;
+    router.ForwardMessage(nullptr, route, rpcs::Info(rpcs::Rpc::kMightContain).path, request,
+                          &response, [&done](grpc::Status status) { done.set_value(status); });
+    const grpc::Status status = done.get_future().get();
+    EXPECT_TRUE(status.ok()) << "read " << i << " (to " << route.address
+                             << "): " << status.error_message();
+    EXPECT_EQ(response.present_size(), 1);
+  }
+  EXPECT_EQ(service.calls.load(), 6);
+  // A write goes to the primary only, and a primary down fails it (the client retries).
+  view_.Set(map_, {down, {down, up}});
+  const absl::string_view names[] = {name};
+  const ShardRouter::Decision write = router.Decide(rpcs::Info(rpcs::Rpc::kAdd), names, nullptr);
+  ASSERT_EQ(write.address, down);
+  bloom::v1::AddRequest add;
+  add.set_name(name);
+  bloom::v1::AddResponse added;
+  std::promise<grpc::Status> done;
+  router.ForwardMessage(nullptr, write, rpcs::Info(rpcs::Rpc::kAdd).path, add, &added,
+                        [&done](grpc::Status status) { done.set_value(status); });
+  EXPECT_EQ(done.get_future().get().error_code(), grpc::StatusCode::UNAVAILABLE);
+  server->Shutdown();
 }
 
 }  // namespace
