@@ -187,6 +187,20 @@ void ShardMapWatch::PublishLocked() {
   auto state = std::make_shared<sharding::ShardState>();
   state->map = map_;
   state->groups = groups_;
+  // The pause figures carry over from state to state.
+  const sharding::ShardState& before = *current_;
+  const absl::Time now = absl::Now();
+  const bool paused =
+      map_.move().has_value() && map_.move()->phase == sharding::SlotMove::Phase::kPaused;
+  const bool was_paused = before.paused_since != absl::InfiniteFuture();
+  state->pauses_ended = before.pauses_ended;
+  state->paused_total = before.paused_total;
+  if (paused) {
+    state->paused_since = was_paused ? before.paused_since : now;
+  } else if (was_paused) {
+    ++state->pauses_ended;
+    state->paused_total += now - before.paused_since;
+  }
   current_ = std::move(state);
   changed_.NotifyAll();
 }

@@ -225,6 +225,29 @@ class StateCollector final : public prometheus::Collectable {
                           "pod up in the owning group, or forwarded here by a pod holding "
                           "another version.",
                           static_cast<double>(f.refused)));
+    out.push_back(Gauge("bloom_shard_move_in_progress",
+                        "1 while the shard map this pod holds records a slot move.",
+                        f.moving ? 1 : 0));
+    out.push_back(Gauge("bloom_shard_move_writes_paused",
+                        "1 while the shard map this pod holds pauses writes to moving slots.",
+                        f.writes_paused ? 1 : 0));
+    out.push_back(Gauge("bloom_shard_move_paused_seconds",
+                        "How long this pod has refused writes to the moving slots, for the "
+                        "current pause (0: none).",
+                        f.paused_seconds));
+    out.push_back(Counter("bloom_shard_move_pauses_total",
+                          "Write pauses of slot moves this pod saw end (flip or abort).",
+                          static_cast<double>(f.pauses_ended)));
+    out.push_back(Counter("bloom_shard_move_paused_seconds_total",
+                          "The total length of the write pauses this pod saw end.",
+                          f.paused_seconds_total));
+    out.push_back(Counter("bloom_shard_move_copied_bytes_total",
+                          "Bytes of filters slot movers imported into this pod (whole copies).",
+                          static_cast<double>(f.move_bytes_copied)));
+    out.push_back(Counter("bloom_shard_move_caught_up_items_total",
+                          "Item hashes slot movers added to copies at this pod from their "
+                          "owner's journal (ApplyJournal).",
+                          static_cast<double>(f.move_items_caught_up)));
   }
 
   static void AddReplication(const ReplicationFigures& r, std::vector<MetricFamily>& out) {

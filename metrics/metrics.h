@@ -83,6 +83,16 @@ struct ShardFigures {
   // owner's group, or forwarded here by a pod holding another version).
   std::vector<std::pair<std::string, uint64_t>> forwarded;
   uint64_t refused = 0;
+  // Slot moves, as this pod sees them: one in the map; its writes paused, and for how long so
+  // far; the pauses that ended, and their total length; what movers copied into this pod
+  // (Import, whole filters) and caught up here (ApplyJournal, item hashes).
+  bool moving = false;
+  bool writes_paused = false;
+  double paused_seconds = 0;
+  uint64_t pauses_ended = 0;
+  double paused_seconds_total = 0;
+  uint64_t move_bytes_copied = 0;
+  uint64_t move_items_caught_up = 0;
 };
 
 class ServerMetrics {

@@ -110,6 +110,7 @@ grpc::Status ReplicationService::ApplyJournal(grpc::ServerContext* context,
       continue;
     }
     result->set_new_items(*added);
+    if (options_.on_caught_up) options_.on_caught_up(delta.hashes_size());
   }
   response->set_sequence(store_->LatestSequence());
   return grpc::Status::OK;

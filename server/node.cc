@@ -168,6 +168,11 @@ absl::Status StartNode(Node& node, const ServerConfig& config, service::ServerOp
   replication_options.allow_unauthenticated = config.replication.allow_unauthenticated;
   // A follower's stream that stops moving is ended as a client's transfer is.
   replication_options.idle_timeout = config.server.limits.transfer_idle_timeout;
+  if (service::ShardRouter* router = options.hooks.router; router != nullptr) {
+    replication_options.on_caught_up = [router](uint64_t items) {
+      router->CountMoveCatchUp(items);
+    };
+  }
   node.replication = std::make_unique<replication::ReplicationService>(
       node.store.get(), options.hooks.auth, config.store.data_dir, replication_options);
   options.extra_services.push_back(node.replication.get());

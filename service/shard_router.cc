@@ -302,6 +302,15 @@ metrics::ShardFigures ShardRouter::Figures() const {
     if (state->map.groups()[i] == view_->own_group()) figures.slots_owned = owned[i];
   }
   figures.refused = refused_.load(std::memory_order_relaxed);
+  figures.moving = state->map.move().has_value();
+  figures.writes_paused = state->paused_since != absl::InfiniteFuture();
+  if (figures.writes_paused) {
+    figures.paused_seconds = absl::ToDoubleSeconds(absl::Now() - state->paused_since);
+  }
+  figures.pauses_ended = state->pauses_ended;
+  figures.paused_seconds_total = absl::ToDoubleSeconds(state->paused_total);
+  figures.move_bytes_copied = move_bytes_copied_.load(std::memory_order_relaxed);
+  figures.move_items_caught_up = move_items_caught_up_.load(std::memory_order_relaxed);
   bloomsync::BlockingLock lock(&mu_);
   figures.forwarded.assign(forwarded_.begin(), forwarded_.end());
   return figures;

@@ -129,8 +129,12 @@ class ShardRouter {
 
   // GetShardMap's answer: the map this pod holds and where each group is reached.
   bloom::v1::GetShardMapResponse Describe() const;
-  // What metrics report: the map held, and the calls forwarded and refused so far.
+  // What metrics report: the map held, the calls forwarded and refused so far, and slot
+  // moves: their pauses, and what movers copied here (counted by the Import and ApplyJournal
+  // handlers through these).
   metrics::ShardFigures Figures() const;
+  void CountMoveCopy(uint64_t bytes) { move_bytes_copied_.fetch_add(bytes); }
+  void CountMoveCatchUp(uint64_t items) { move_items_caught_up_.fetch_add(items); }
   const sharding::ShardView& view() const { return *view_; }
 
  private:
@@ -155,6 +159,8 @@ class ShardRouter {
 
   std::atomic<uint64_t> next_member_{0};  // reads go to a group's members in turn
   std::atomic<uint64_t> refused_{0};
+  std::atomic<uint64_t> move_bytes_copied_{0};
+  std::atomic<uint64_t> move_items_caught_up_{0};
   mutable bloomsync::BlockingMutex mu_;
   std::map<std::string, std::shared_ptr<Peer>> peers_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, uint64_t> forwarded_ ABSL_GUARDED_BY(mu_);  // by group

@@ -160,6 +160,10 @@ class ImportReactor final : public grpc::ServerReadReactor<ImportChunk> {
     if (service_->draining()) return ShuttingDown();
     // FinishOnce, which resets the ticket, runs only after this reaction.
     ticket_->Touch(chunk_.name().size() + chunk_.data().size());
+    if (ShardRouter* router = service_->hooks().router;
+        router != nullptr && ShardRouter::MoverCall(context_)) {
+      router->CountMoveCopy(chunk_.data().size());
+    }
     if (import_ == nullptr) {
       RETURN_IF_ERROR(
           service_->CheckOwnedHere(chunk_.name(), "Import", rpcs::Rpc::kImport, context_));

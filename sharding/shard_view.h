@@ -34,6 +34,13 @@ struct ShardState {
   ShardMap map;  // version 0: none read yet
   std::map<std::string, GroupAddresses, std::less<>> groups;
 
+  // Write pauses of slot moves as this pod saw them, for metrics: when it took the map pausing
+  // the current move's writes (InfiniteFuture while none is paused), and the pauses it saw end
+  // (by the flip or an abort) and their total length.
+  absl::Time paused_since = absl::InfiniteFuture();
+  uint64_t pauses_ended = 0;
+  absl::Duration paused_total;
+
   // Null for a group whose records were not read (yet).
   const GroupAddresses* Find(absl::string_view group) const {
     auto it = groups.find(group);

@@ -179,6 +179,20 @@ TEST_F(ShardingTest, MovingSlotsUnderWritesLosesNoAcknowledgedAdd) {
   absl::StatusOr<bloom::v1::ShardMap> map = MapAt(0);
   ASSERT_TRUE(map.ok());
   EXPECT_FALSE(map->has_move());
+  // The move's metrics: every pod saw the write pause end; the target's primary (pod 2) took
+  // the copies and the catch-up.
+  for (int pod = 0; pod < 3; ++pod) {
+    const std::string metrics = HttpGet(pods_[pod]->metrics_port(), "/metrics");
+    EXPECT_EQ(PrometheusSample(metrics, "bloom_shard_move_in_progress"), 0) << pod;
+    EXPECT_EQ(PrometheusSample(metrics, "bloom_shard_move_writes_paused"), 0) << pod;
+    EXPECT_GE(PrometheusSample(metrics, "bloom_shard_move_pauses_total"), 1) << pod;
+    EXPECT_GT(PrometheusSample(metrics, "bloom_shard_move_paused_seconds_total"), 0) << pod;
+  }
+  const std::string target = HttpGet(pods_[2]->metrics_port(), "/metrics");
+  EXPECT_GT(PrometheusSample(target, "bloom_shard_move_copied_bytes_total"), 0);
+  if (absl::StrContains(moved.out, "round 1:")) {
+    EXPECT_GT(PrometheusSample(target, "bloom_shard_move_caught_up_items_total"), 0);
+  }
   ASSERT_GE(map->ranges_size(), 3);
   EXPECT_EQ(map->ranges(0).group(), kGroupB);
   EXPECT_EQ(map->ranges(0).last(), 7U);
