@@ -199,6 +199,16 @@ class StateCollector final : public prometheus::Collectable {
   }
 
   static void AddShards(const ShardFigures& f, std::vector<MetricFamily>& out) {
+    MetricFamily group{"bloom_shard_group",
+                       "1, labelled with the group (--cluster) this pod serves in the shard map: "
+                       "join on it to sum any metric by group.",
+                       MetricType::Gauge,
+                       {}};
+    ClientMetric member;
+    member.label = {{"group", f.group}};
+    member.gauge.value = 1;
+    group.metric.push_back(std::move(member));
+    out.push_back(std::move(group));
     out.push_back(Gauge("bloom_shard_map_version",
                         "The version of the shard map this pod holds (0: none read yet).",
                         static_cast<double>(f.map_version)));

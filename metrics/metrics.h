@@ -75,6 +75,7 @@ struct ReplicationFigures {
 
 // A sharded pod's figures (--shard_map), read at scrape time from its shard router.
 struct ShardFigures {
+  std::string group;         // this pod's
   uint64_t map_version = 0;  // 0: no map read yet
   size_t groups = 0;
   uint32_t slots = 0;        // the deployment's slot count

@@ -294,6 +294,7 @@ void ShardRouter::ForwardMessage(grpc::ServerContextBase* caller, const Decision
 metrics::ShardFigures ShardRouter::Figures() const {
   metrics::ShardFigures figures;
   const std::shared_ptr<const sharding::ShardState> state = view_->Current();
+  figures.group = view_->own_group();
   figures.map_version = state->map.version();
   figures.groups = state->map.groups().size();
   figures.slots = state->map.slot_count();

@@ -140,6 +140,8 @@ TEST_F(ShardingTest, GetShardMapDescribesTheDeploymentAndForwardedAnswersCarryIt
   // Pod 0's metrics count it, and say which map it holds.
   const std::string metrics = HttpGet(pods_[0]->metrics_port(), "/metrics");
   EXPECT_EQ(PrometheusSample(metrics, "bloom_shard_map_version"), 1);
+  EXPECT_EQ(PrometheusSample(metrics, absl::StrCat("bloom_shard_group{group=\"", kGroupA, "\"}")),
+            1);
   EXPECT_EQ(PrometheusSample(metrics, "bloom_shard_slots_owned"), kSlots / 2);
   EXPECT_GE(PrometheusSample(metrics,
                              absl::StrCat("bloom_shard_forwarded_total{group=\"", kGroupB, "\"}")),
