@@ -117,8 +117,8 @@ absl::Status ShardRouter::ExportFromOwner(
   }
   const Decision route = ToGroup(*state, state->map.OwnerOfName(name), /*primary=*/true);
   if (!route.refusal.ok()) {
-    return absl::Status(static_cast<absl::StatusCode>(route.refusal.error_code()),
-                        route.refusal.error_message());
+    return {static_cast<absl::StatusCode>(route.refusal.error_code()),
+            route.refusal.error_message()};
   }
   std::shared_ptr<grpc::ClientContext> context = ForwardedCallContext(caller, /*stream=*/true);
   context->AddMetadata(kShardHopHeader, absl::StrCat(route.version));
@@ -142,9 +142,9 @@ absl::Status ShardRouter::ExportFromOwner(
   }
   if (!sunk.ok()) return sunk.code() == kEnough ? absl::OkStatus() : sunk;
   if (status.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                      absl::StrCat("reading filter \"", name, "\" from group ", route.group, ": ",
-                                   status.error_message()));
+  return {static_cast<absl::StatusCode>(status.error_code()),
+          absl::StrCat("reading filter \"", name, "\" from group ", route.group, ": ",
+                       status.error_message())};
 }
 
 ShardRouter::Decision ShardRouter::ToGroup(const sharding::ShardState& state,
