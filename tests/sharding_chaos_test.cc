@@ -410,7 +410,8 @@ TEST_F(ShardingChaosTest, MovesUnderFaultsLoseNoAcknowledgedAddAndNoSlotHasTwoOw
     WaitForReaders();
     StartMover();
     for (size_t n = 0; n < faults.size(); ++n) {
-      const auto& [kind, group] = faults[n];
+      const std::string kind = faults[n].first;  // (not a structured binding: lambdas use it)
+      const int group = faults[n].second;
       absl::SleepFor(absl::Milliseconds(500 + random() % 1500));  // moves and load meanwhile
       if (kind == "kill" || kind == "stop") {
         const int primary = Primary(group);

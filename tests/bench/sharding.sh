@@ -16,6 +16,8 @@
 #
 #   tests/bench/sharding.sh                          # 3 rounds of 10 s runs
 #   ROUNDS=5 DURATION=20s tests/bench/sharding.sh
+#   TRANSPORT=client tests/bench/sharding.sh         # the pipelined client: Pipeline streams,
+#                                                    # whose operations the pod forwards in `hop`
 #
 # Needs the README's set-up (./scripts/test.sh has built everything) and etcd (etcd-server).
 set -euo pipefail
@@ -25,6 +27,7 @@ DURATION=${DURATION:-10s}
 ROUNDS=${ROUNDS:-3}
 CLIENTS=${CLIENTS:-8}
 BATCH=${BATCH:-100}
+TRANSPORT=${TRANSPORT:-unary}  # bloom-bench --transport: unary calls, or client (pipelined)
 FILTERS=${FILTERS:-1024}
 # Every run is offered the same load (bloom-bench --rate), below what two servers and the
 # clients sustain together on this machine: at saturation, CPU per key measures contention
@@ -107,7 +110,7 @@ done
 run() {
   local label=$1 rate=$2 address=$3 routing=$4 pid=$5 more=${6:-}
   BLOOM_BENCH_SHARD_ROUTING=$routing "$BENCH" --target=bloom --address="$address" \
-    --clients="$CLIENTS" --batch="$BATCH" --mix=both --filters="$FILTERS" \
+    --transport="$TRANSPORT" --clients="$CLIENTS" --batch="$BATCH" --mix=both --filters="$FILTERS" \
     --capacity="$CAPACITY" --error_rate=0.01 --duration="$DURATION" --rate="$rate" \
     --server_pid="$pid" \
     --more_server_pids="$more" --label="$label" >"$WORK/$label.out"
