@@ -64,6 +64,10 @@ absl::StatusOr<std::unique_ptr<BloomServer>> BloomServer::Start(storage::FilterS
   builder.RegisterService(&server->health_);
   builder.RegisterService(&server->reflection_);
   for (grpc::Service* extra : options.extra_services) builder.RegisterService(extra);
+  // gRPC sets SO_REUSEPORT on Linux by default: a second server started on this port (another
+  // pod's process on a shared host, a misconfigured instance) would bind it too and take half
+  // the connections, silently. Refused instead: "address in use".
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_concurrent_streams);
   // The pods' own channels to each other (a follower's to its primary, and its forwarder's)
@@ -102,6 +106,7 @@ absl::StatusOr<std::unique_ptr<BloomServer>> BloomServer::Start(storage::FilterS
   if (!options.health_listen.empty()) {
     // A server with the health service only.
     grpc::ServerBuilder health;
+    health.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     health.AddListeningPort(options.health_listen, grpc::InsecureServerCredentials(),
                             &server->health_port_);
     health.RegisterService(&server->health_port_health_);

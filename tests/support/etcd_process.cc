@@ -14,9 +14,11 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "tests/support/files.h"
 
@@ -158,7 +160,10 @@ bool EtcdCluster::Restart(int member, absl::Duration timeout) {
   return WaitHealthy(restarted, absl::Now() + timeout);
 }
 
-int FreeLoopbackPort() {
+namespace {
+
+// Any port free now (the kernel picks it).
+int AnyFreeLoopbackPort() {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return 0;
   sockaddr_in address{};
@@ -172,6 +177,21 @@ int FreeLoopbackPort() {
   }
   close(fd);
   return port;
+}
+
+}  // namespace
+
+int FreeLoopbackPort() {
+  // Never the same port twice in one test process: a port handed out is free until its user
+  // binds it, and the kernel may hand it out again meanwhile.
+  static absl::Mutex mu(absl::kConstInit);
+  static auto* given = new absl::flat_hash_set<int>();
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const int port = AnyFreeLoopbackPort();
+    absl::MutexLock lock(&mu);
+    if (port == 0 || given->insert(port).second) return port;
+  }
+  return 0;
 }
 
 std::unique_ptr<EtcdProcess> EtcdProcess::Start(absl::Duration timeout) {
