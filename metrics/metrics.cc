@@ -55,6 +55,7 @@ class StateCollector final : public prometheus::Collectable {
     if (store_ != nullptr) AddStore(families);
     if (replication_) AddReplication(replication_(), families);
     if (shards_) AddShards(shards_(), families);
+    if (certificates_) AddCertificates(certificates_(), families);
     AddProcess(families);
     return families;
   }
@@ -70,6 +71,10 @@ class StateCollector final : public prometheus::Collectable {
   void SetShardSource(std::function<ShardFigures()> source) {
     bloomsync::BlockingLock lock(&mu_);
     shards_ = std::move(source);
+  }
+  void SetCertificateSource(std::function<ServerMetrics::CertificateExpiries()> source) {
+    bloomsync::BlockingLock lock(&mu_);
+    certificates_ = std::move(source);
   }
 
  private:
@@ -115,6 +120,14 @@ class StateCollector final : public prometheus::Collectable {
               "The --memory_limit for resident filters (bits plus bookkeeping) in bytes; 0 means "
               "no limit.",
               static_cast<double>(f.memory_limit_bytes)));
+    if (f.disk_size_bytes > 0) {
+      out.push_back(Gauge("bloom_data_dir_size_bytes",
+                          "The size of the file system holding the data dir.",
+                          static_cast<double>(f.disk_size_bytes)));
+      out.push_back(Gauge("bloom_data_dir_free_bytes",
+                          "Bytes free to this server on the file system holding the data dir.",
+                          static_cast<double>(f.disk_free_bytes)));
+    }
     out.push_back(Gauge("bloom_journal_pending_bytes",
                         "Journal bytes not yet covered by a checkpoint (replayed on restart).",
                         static_cast<double>(f.journal_pending_bytes)));
@@ -196,6 +209,24 @@ class StateCollector final : public prometheus::Collectable {
                         static_cast<double>(p.max_fds)));
     out.push_back(Gauge("process_start_time_seconds", "Start time since the epoch, in seconds.",
                         p.start_time_seconds));
+  }
+
+  static void AddCertificates(const ServerMetrics::CertificateExpiries& certificates,
+                              std::vector<MetricFamily>& out) {
+    if (certificates.empty()) return;
+    MetricFamily expiry{"bloom_tls_certificate_expiry_timestamp_seconds",
+                        "When each certificate this server presents or checks against expires "
+                        "(its notAfter, seconds since the epoch), read from its file at each "
+                        "scrape, so a rotated certificate shows at once.",
+                        MetricType::Gauge,
+                        {}};
+    for (const auto& [name, expires] : certificates) {
+      ClientMetric metric;
+      metric.label = {{"certificate", name}};
+      metric.gauge.value = absl::ToDoubleSeconds(expires - absl::UnixEpoch());
+      expiry.metric.push_back(std::move(metric));
+    }
+    out.push_back(std::move(expiry));
   }
 
   static void AddShards(const ShardFigures& f, std::vector<MetricFamily>& out) {
@@ -337,6 +368,7 @@ class StateCollector final : public prometheus::Collectable {
   storage::FiguresSource* store_ ABSL_GUARDED_BY(mu_);
   std::function<ReplicationFigures()> replication_ ABSL_GUARDED_BY(mu_);
   std::function<ShardFigures()> shards_ ABSL_GUARDED_BY(mu_);
+  std::function<ServerMetrics::CertificateExpiries()> certificates_ ABSL_GUARDED_BY(mu_);
 };
 
 // The metrics listener (CivetWeb, one worker thread per connection being served): how many
@@ -430,6 +462,10 @@ void ServerMetrics::SetStore(storage::FiguresSource* store) {
 
 void ServerMetrics::SetShardSource(std::function<ShardFigures()> source) {
   static_cast<StateCollector*>(state_.get())->SetShardSource(std::move(source));
+}
+
+void ServerMetrics::SetCertificateSource(std::function<CertificateExpiries()> source) {
+  static_cast<StateCollector*>(state_.get())->SetCertificateSource(std::move(source));
 }
 
 void ServerMetrics::SetReplicationSource(std::function<ReplicationFigures()> source) {

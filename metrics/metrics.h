@@ -126,6 +126,10 @@ class ServerMetrics {
   void SetReplicationSource(std::function<ReplicationFigures()> source);
   // Where scrapes read a sharded pod's figures from; unset: none reported.
   void SetShardSource(std::function<ShardFigures()> source);
+  // The certificates this server presents or checks against, read at each scrape: a name
+  // ("server", "client_ca", ...) and when it expires; none without TLS.
+  using CertificateExpiries = std::vector<std::pair<std::string, absl::Time>>;
+  void SetCertificateSource(std::function<CertificateExpiries()> source);
 
   // Everything in the Prometheus text format, as a scrape would return it.
   std::string Render() const;

@@ -44,6 +44,7 @@
 #include "server/signals.h"
 #include "service/auth.h"
 #include "service/server.h"
+#include "service/tls.h"
 #include "storage/filter_store.h"
 
 // jemalloc's start-up options (read by jemalloc when it serves malloc, common/heap.h; unused
@@ -421,6 +422,28 @@ absl::StatusOr<std::unique_ptr<server::Failover>> JoinCluster(const server::Serv
   return started;
 }
 
+// The certificates of --tls_cert_file, --tls_client_ca_file, --replication_cert_file and
+// --replication_ca_file, read at each scrape for their expiry (a file that does not read is
+// left out: the server's own checks say why).
+std::function<metrics::ServerMetrics::CertificateExpiries()> CertificateSource(
+    const server::ServerConfig& config) {
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {"server", config.server.tls.cert_file},
+      {"client_ca", config.server.tls.client_ca_file},
+      {"replication_client", config.replication.cert_file},
+      {"replication_ca", config.replication.ca_file}};
+  return [files] {
+    metrics::ServerMetrics::CertificateExpiries expiries;
+    for (const auto& [name, path] : files) {
+      if (path.empty()) continue;
+      if (absl::StatusOr<absl::Time> expires = service::CertificateExpiry(path); expires.ok()) {
+        expiries.emplace_back(name, *expires);
+      }
+    }
+    return expiries;
+  };
+}
+
 // The ack log of --ack_log; null without.
 absl::StatusOr<std::unique_ptr<server::AckLog>> OpenAckLog(
     const server::ReplicationConfig& config) {
@@ -485,6 +508,7 @@ int main(int argc, char** argv) {
   LogHostLimits(container);
 
   std::unique_ptr<metrics::ServerMetrics> server_metrics = metrics::ServerMetrics::Create(nullptr);
+  server_metrics->SetCertificateSource(CertificateSource(*config));
   if (!config->metrics_listen.empty()) {
     if (absl::Status serving = server_metrics->Serve(config->metrics_listen); !serving.ok()) {
       return Fail(serving.ToString());

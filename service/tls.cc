@@ -8,6 +8,7 @@
 #include <openssl/x509.h>
 
 #include <algorithm>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 
@@ -84,6 +85,19 @@ absl::Status CheckTlsFiles(const TlsOptions& options) {
     }
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<absl::Time> CertificateExpiry(const std::string& path) {
+  absl::StatusOr<std::string> pem = ReadFile(path, "certificate");
+  if (!pem.ok()) return pem.status();
+  absl::StatusOr<X509Ptr> cert = ParseCertificate(*pem, path);
+  if (!cert.ok()) return cert.status();
+  std::tm expiry{};
+  if (ASN1_TIME_to_tm(X509_get0_notAfter(cert->get()), &expiry) != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": the certificate's expiry does not parse: ", OpenSslError()));
+  }
+  return absl::FromUnixSeconds(timegm(&expiry));
 }
 
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeTlsServerCredentials(

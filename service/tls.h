@@ -32,6 +32,11 @@ struct TlsOptions {
 // INVALID_ARGUMENT naming the file and the problem; NOT_FOUND if one is missing.
 absl::Status CheckTlsFiles(const TlsOptions& options);
 
+// When the first certificate in the PEM file at `path` expires (its notAfter), read now: a
+// rotated file's new certificate counts from its next read. For metrics
+// (bloom_tls_certificate_expiry_timestamp_seconds).
+absl::StatusOr<absl::Time> CertificateExpiry(const std::string& path);
+
 // CheckTlsFiles, then credentials that watch the files for changes.
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeTlsServerCredentials(
     const TlsOptions& options);

@@ -1,5 +1,7 @@
 #include "storage/filter_store.h"
 
+#include <sys/statvfs.h>
+
 #include <algorithm>
 #include <atomic>
 #include <random>
@@ -175,6 +177,10 @@ StoreFigures FilterStore::Figures() const {
   figures.wal_sync_requests = wal_sync_requests();
   figures.group_commits = committer_.batches();
   figures.group_commit_jobs = committer_.jobs();
+  if (struct statvfs fs{}; statvfs(options_.data_dir.c_str(), &fs) == 0) {
+    figures.disk_size_bytes = static_cast<uint64_t>(fs.f_blocks) * fs.f_frsize;
+    figures.disk_free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+  }
   const absl::Time now = absl::Now();
   for (const std::shared_ptr<StoredFilter>& filter : registry_.Snapshot()) {
     ++figures.filters;

@@ -60,6 +60,10 @@ struct StoreFigures {
   uint64_t group_commits = 0;
   uint64_t group_commit_jobs = 0;
   RocksDbFigures rocksdb;
+  // The file system holding the data dir: its size, and the bytes free to this process
+  // (statvfs: f_blocks and f_bavail); both 0 if it could not be read.
+  uint64_t disk_size_bytes = 0;
+  uint64_t disk_free_bytes = 0;
 };
 
 // Where the figures come from: FilterStore, or a test's stand-in.

@@ -66,6 +66,17 @@ TEST(ObservabilityTest, MetricsFollowTrafficAndPassPromtool) {
             bloomtest::PrometheusSample(after, "bloom_filter_memory_bytes"));
   EXPECT_GE(bloomtest::PrometheusSample(after, "bloom_rocksdb_live_sst_bytes"), 0);
   EXPECT_EQ(bloomtest::PrometheusSample(after, "bloom_rocksdb_write_stopped"), 0);
+  // The data dir's file system, as df sees it.
+  const double size = bloomtest::PrometheusSample(after, "bloom_data_dir_size_bytes");
+  const double free = bloomtest::PrometheusSample(after, "bloom_data_dir_free_bytes");
+  EXPECT_GT(size, 0);
+  EXPECT_GT(free, 0);
+  EXPECT_LE(free, size);
+  const bloomtest::CommandResult df =
+      bloomtest::RunCommand("df -B1 --output=size " + data.path() + " | tail -1");
+  EXPECT_EQ(size, std::stod(df.out)) << df.out;
+  // Without TLS, no certificate.
+  EXPECT_EQ(after.find("bloom_tls_certificate_expiry_timestamp_seconds"), std::string::npos);
 
   // The exposition format is what Prometheus accepts.
   bloomtest::TempDir scratch;

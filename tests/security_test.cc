@@ -106,9 +106,21 @@ TEST_F(SecurityTest, RotatedCertificatesAreServedWithoutARestart) {
   };
   install("server1");
   auto server = ServerProcess::Start(
-      data_.path(),
-      {"--tls_cert_file=" + cert, "--tls_key_file=" + key, "--tls_reload_interval=1s"});
+      data_.path(), {"--tls_cert_file=" + cert, "--tls_key_file=" + key, "--tls_reload_interval=1s",
+                     "--metrics_listen=127.0.0.1:0"});
   ASSERT_NE(server, nullptr);
+  // The metrics say when the certificate in the file expires, read at each scrape.
+  auto expiry_of = [](const std::string& file) {
+    const bloomtest::CommandResult end = RunCommand(
+        "date -d \"$(openssl x509 -enddate -noout -in " + file + " | cut -d= -f2)\" +%s");
+    return std::stod(end.out);
+  };
+  auto scraped_expiry = [&] {
+    return bloomtest::PrometheusSample(
+        bloomtest::HttpGet(server->metrics_port(), "/metrics"),
+        R"(bloom_tls_certificate_expiry_timestamp_seconds{certificate="server"})");
+  };
+  EXPECT_EQ(scraped_expiry(), expiry_of(pki_.Path("server1.crt")));
   auto old_client = TlsClient(*server, pki_.Path("ca1.crt"));
   ASSERT_EQ(Probe(*old_client), absl::StatusCode::kNotFound);
   auto new_client = TlsClient(*server, pki_.Path("ca2.crt"));
@@ -124,6 +136,7 @@ TEST_F(SecurityTest, RotatedCertificatesAreServedWithoutARestart) {
     code = Probe(*new_client);
   }
   EXPECT_EQ(code, absl::StatusCode::kNotFound) << "the new certificate was never served";
+  EXPECT_EQ(scraped_expiry(), expiry_of(pki_.Path("server2.crt")));
   // Same process; the connection made before the rotation still works.
   EXPECT_EQ(Probe(*old_client), absl::StatusCode::kNotFound);
   EXPECT_NE(server->ReadLog().find("SIGHUP: TLS files are valid"), std::string::npos)
