@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
@@ -448,11 +450,10 @@ TEST_F(HelmChartTest, ShardingGroupsAreStatefulSetsWithTheirOwnPdbAndOneMap) {
     const std::string label = absl::StrCat("g", group);
     EXPECT_EQ(sts["spec"]["selector"]["matchLabels"]["bloom-server.io/group"].as<std::string>(),
               label);
-    EXPECT_EQ(sts["spec"]["template"]["metadata"]["labels"]["bloom-server.io/group"]
-                  .as<std::string>(),
-              label);
-    std::map<std::string, std::string> env =
-        Env(sts["spec"]["template"]["spec"]["containers"][0]);
+    EXPECT_EQ(
+        sts["spec"]["template"]["metadata"]["labels"]["bloom-server.io/group"].as<std::string>(),
+        label);
+    std::map<std::string, std::string> env = Env(sts["spec"]["template"]["spec"]["containers"][0]);
     EXPECT_EQ(env["BLOOM_CLUSTER"], "rel-bloom-server/" + label);
     EXPECT_EQ(env["BLOOM_SHARD_MAP"], "rel-bloom-server/shardmap");
     EXPECT_EQ(env["BLOOM_SHARD_MAP_GROUPS"],
@@ -462,9 +463,10 @@ TEST_F(HelmChartTest, ShardingGroupsAreStatefulSetsWithTheirOwnPdbAndOneMap) {
     clusters.insert(env["BLOOM_CLUSTER"]);
     // Its own budget: a group keeps its quorum whatever the others do.
     ASSERT_EQ(objects.count("PodDisruptionBudget/" + name), 1u) << name;
-    EXPECT_EQ(objects.at("PodDisruptionBudget/" + name)["spec"]["selector"]["matchLabels"]
-                         ["bloom-server.io/group"]
-                             .as<std::string>(),
+    EXPECT_EQ(objects
+                  .at("PodDisruptionBudget/" +
+                      name)["spec"]["selector"]["matchLabels"]["bloom-server.io/group"]
+                  .as<std::string>(),
               label);
   }
   EXPECT_EQ(clusters.size(), 3u);
@@ -489,3 +491,127 @@ TEST_F(HelmChartTest, ShardingGroupsAreStatefulSetsWithTheirOwnPdbAndOneMap) {
 }
 
 }  // namespace
+
+namespace {
+
+// The chart's PrometheusRule rendered with `args`, its groups written as a rules file into
+// `dir` beside the promtool unit tests (tests/helm/alerts_test.yaml); the promtool run's output.
+CommandResult TestAlerts(const std::string& dir, const std::string& args) {
+  auto objects = Render(absl::StrCat("--set metrics.prometheusRule.enabled=true ", args));
+  EXPECT_EQ(objects.count("PrometheusRule/rel-bloom-server"), 1u);
+  YAML::Emitter rules;
+  rules << objects["PrometheusRule/rel-bloom-server"]["spec"];
+  {
+    std::FILE* out = std::fopen((dir + "/rules.yaml").c_str(), "w");
+    EXPECT_NE(out, nullptr);
+    if (out == nullptr) return {-1, "cannot write rules.yaml"};
+    std::fputs(rules.c_str(), out);
+    std::fclose(out);
+  }
+  const CommandResult checked = Shell(absl::StrCat("promtool check rules ", dir, "/rules.yaml"));
+  EXPECT_EQ(checked.exit_code, 0) << checked.out;
+  EXPECT_TRUE(absl::StrContains(checked.out, "SUCCESS: 19 rules found")) << checked.out;
+  Shell(absl::StrCat("cp ", BLOOM_SOURCE_DIR, "/tests/helm/alerts_test.yaml ", dir));
+  return Shell(absl::StrCat("cd ", dir, " && promtool test rules alerts_test.yaml"));
+}
+
+}  // namespace
+
+TEST_F(HelmChartTest, AlertsFireWhenTheyShouldAndStayQuietOtherwiseInPromtool) {
+  EXPECT_EQ(Render().count("PrometheusRule/rel-bloom-server"), 0u) << "off by default";
+  EXPECT_EQ(Render("--set metrics.prometheusRule.enabled=true --set metrics.enabled=false")
+                .count("PrometheusRule/rel-bloom-server"),
+            0u)
+      << "no rules without metrics";
+  // Every metric an alert reads is one the server exports (the documented ones).
+  std::ifstream operations(std::string(BLOOM_SOURCE_DIR) + "/docs/operations.md");
+  const std::string documented((std::istreambuf_iterator<char>(operations)),
+                               std::istreambuf_iterator<char>());
+  const auto default_rules = Render("--set metrics.prometheusRule.enabled=true");
+  for (const YAML::Node& rule :
+       default_rules.at("PrometheusRule/rel-bloom-server")["spec"]["groups"][0]["rules"]) {
+    const std::string expr = rule["expr"].as<std::string>();
+    for (absl::string_view word : absl::StrSplit(expr, absl::ByAnyChar("(){}[] ,-/*\n"))) {
+      if (!absl::StartsWith(word, "bloom_")) continue;
+      std::string metric(word);
+      if (absl::EndsWith(metric, "_bucket")) metric.resize(metric.size() - strlen("_bucket"));
+      EXPECT_TRUE(absl::StrContains(documented, "`" + metric))
+          << rule["alert"].as<std::string>() << " uses " << metric << ", which operations.md lacks";
+    }
+    // And has a runbook there.
+    std::string anchor = absl::AsciiStrToLower(rule["alert"].as<std::string>());
+    EXPECT_TRUE(absl::StrContains(documented, "#### " + rule["alert"].as<std::string>() + "\n"))
+        << "no runbook for " << rule["alert"].as<std::string>();
+    EXPECT_TRUE(absl::EndsWith(rule["annotations"]["runbook_url"].as<std::string>(), "#" + anchor));
+  }
+  bloomtest::TempDir dir;
+  const CommandResult tested = TestAlerts(dir.path(), "");
+  EXPECT_EQ(tested.exit_code, 0) << tested.out;
+  EXPECT_TRUE(absl::StrContains(tested.out, "SUCCESS")) << tested.out;
+  // The unit tests follow the thresholds: with a higher error ratio, the one in eleven calls
+  // failing no longer alerts, and promtool says which test expected it.
+  bloomtest::TempDir other;
+  const CommandResult raised =
+      TestAlerts(other.path(), "--set-json metrics.prometheusRule.thresholds.errorRatio=0.5");
+  EXPECT_NE(raised.exit_code, 0) << raised.out;
+  EXPECT_TRUE(absl::StrContains(raised.out, "BloomServerErrorRatioHigh")) << raised.out;
+  // Another selector (a Prometheus discovering pods by annotation) reaches every expression.
+  const auto objects = Render(
+      "--set metrics.prometheusRule.enabled=true "
+      "--set-string metrics.prometheusRule.selector='kubernetes_namespace=\"db\"'");
+  YAML::Emitter rendered;
+  rendered << objects.at("PrometheusRule/rel-bloom-server")["spec"];
+  EXPECT_FALSE(absl::StrContains(rendered.c_str(), "job=\"rel-bloom-server\""));
+  EXPECT_TRUE(absl::StrContains(rendered.c_str(), "bloom_replica_connected{kubernetes_namespace"));
+}
+
+TEST_F(HelmChartTest, TheDashboardIsAConfigMapForGrafanasSidecarWithEveryPanelTemplated) {
+  EXPECT_EQ(Render().count("ConfigMap/rel-bloom-server-dashboard"), 0u) << "off by default";
+  auto objects = Render(
+      "--set metrics.dashboard.enabled=true --set metrics.dashboard.namespace=monitoring "
+      "--set metrics.dashboard.annotations.grafana_folder=Databases");
+  ASSERT_EQ(objects.count("ConfigMap/rel-bloom-server-dashboard"), 1u);
+  const YAML::Node config_map = objects.at("ConfigMap/rel-bloom-server-dashboard");
+  EXPECT_EQ(config_map["metadata"]["labels"]["grafana_dashboard"].as<std::string>(), "1");
+  EXPECT_EQ(config_map["metadata"]["namespace"].as<std::string>(), "monitoring");
+  EXPECT_EQ(config_map["metadata"]["annotations"]["grafana_folder"].as<std::string>(), "Databases");
+  // The JSON is the file shipped for importing by hand, unchanged by Helm.
+  const std::string json = config_map["data"]["bloom-server.json"].as<std::string>();
+  std::ifstream file(kChart + "/dashboards/bloom-server.json");
+  const std::string shipped((std::istreambuf_iterator<char>(file)),
+                            std::istreambuf_iterator<char>());
+  EXPECT_EQ(absl::StripTrailingAsciiWhitespace(json), absl::StripTrailingAsciiWhitespace(shipped));
+  const YAML::Node dashboard = YAML::Load(json);
+  std::set<std::string> variables;
+  for (const YAML::Node& variable : dashboard["templating"]["list"]) {
+    variables.insert(variable["name"].as<std::string>());
+  }
+  EXPECT_EQ(variables, (std::set<std::string>{"datasource", "namespace", "job", "pod"}));
+  // Every panel asks for this release's pods only, and names metrics the server exports (the
+  // documented ones).
+  std::ifstream operations(std::string(BLOOM_SOURCE_DIR) + "/docs/operations.md");
+  const std::string documented((std::istreambuf_iterator<char>(operations)),
+                               std::istreambuf_iterator<char>());
+  int panels = 0;
+  for (const YAML::Node& panel : dashboard["panels"]) {
+    if (panel["type"].as<std::string>() == "row") continue;
+    ++panels;
+    const std::string title = panel["title"].as<std::string>();
+    ASSERT_GT(panel["targets"].size(), 0u) << title;
+    for (const YAML::Node& target : panel["targets"]) {
+      const std::string expr = target["expr"].as<std::string>();
+      EXPECT_TRUE(absl::StrContains(expr, R"(namespace="$namespace",job="$job",pod=~"$pod")"))
+          << title << ": " << expr;
+      for (absl::string_view word : absl::StrSplit(expr, absl::ByAnyChar("(){}[] ,-/*"))) {
+        if (!absl::StartsWith(word, "bloom_")) continue;
+        std::string metric(word);
+        for (const char* suffix : {"_bucket"}) {
+          if (absl::EndsWith(metric, suffix)) metric.resize(metric.size() - strlen(suffix));
+        }
+        EXPECT_TRUE(absl::StrContains(documented, "`" + metric))
+            << title << " uses " << metric << ", which operations.md lacks";
+      }
+    }
+  }
+  EXPECT_GE(panels, 25);
+}
