@@ -25,7 +25,7 @@ if [[ "${BLOOM_QUICK:-0}" == 1 ]]; then exit 0; fi
 # FailoverChaosTest runs the real binaries through 21 faults for minutes: once, like the crash
 # and soak tests. InstallTest, PackageTest and DebianPackageTest check what the packages put
 # where, which no sanitizer changes.
-not_under_sanitizers='CrashTest|SoakTest|FailoverChaosTest|ShardingChaosTest|ImpostorTest|ImpostorEtcdTest|LeaderKeyTest|PartitionTest|HelmChartTest|ImageTest|HostileClientTest|HostileLimitsTest|go_build|go_client|go_stubs|node_client|java_build|java_client|java_stubs|PolyglotTest|ApiContractTest|InstallTest|PackageTest|DebianPackageTest'
+not_under_sanitizers='CrashTest|SoakTest|FailoverChaosTest|ShardingChaosTest|PrometheusTest|ImpostorTest|ImpostorEtcdTest|LeaderKeyTest|PartitionTest|HelmChartTest|ImageTest|HostileClientTest|HostileLimitsTest|go_build|go_client|go_stubs|node_client|java_build|java_client|java_stubs|PolyglotTest|ApiContractTest|InstallTest|PackageTest|DebianPackageTest'
 # Under TSan, the property tests that run on one thread (the filter maths, windows, cuckoo
 # tables, a scan of RocksDB) have no race to find, and are its slowest: ASan runs them.
 single_threaded='WindowedFilterTest|FalsePositiveRateTest|DatabaseTest.ScansOfOneGeneration|CuckooFilterTest|CuckooTableTest|CuckooLayoutTest'
