@@ -80,7 +80,7 @@ void Forwarder::WhenApplied(uint64_t min_sequence, const grpc::ServerContextBase
 }
 
 std::unique_ptr<grpc::ClientContext> ForwardedCallContext(const grpc::ServerContextBase* caller,
-                                                          bool stream) {
+                                                          bool stream, bool keep_hop) {
   auto context = std::make_unique<grpc::ClientContext>();
   // A unary call without a deadline still gets a bound: a primary that stopped answering
   // (paused, or cut off) must not hold the call, or this follower's next change of role, for
@@ -97,6 +97,7 @@ std::unique_ptr<grpc::ClientContext> ForwardedCallContext(const grpc::ServerCont
   // The token, and the marks of a call another group's pod forwarded here and of a slot
   // mover's call (shard_router.h): a follower passing it on to its primary keeps what it is.
   for (const char* header : {"authorization", "bloom-shard-hop", "bloom-shard-move"}) {
+    if (!keep_hop && std::string_view(header) == "bloom-shard-hop") continue;
     if (auto it = metadata.find(header); it != metadata.end()) {
       context->AddMetadata(header, std::string(it->second.data(), it->second.size()));
     }

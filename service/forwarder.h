@@ -31,11 +31,12 @@
 
 namespace service {
 
-// A client context for a call forwarded on behalf of `caller` (its token and shard hop mark
-// copied, and its deadline; a unary call's at most a minute away). `caller` may be null
-// (in-process).
+// A client context for a call forwarded on behalf of `caller` (its token, its shard hop mark
+// unless `keep_hop` is false (the shard router sets its own), and its deadline; a unary call's
+// at most a minute away). `caller` may be null (in-process).
 std::unique_ptr<grpc::ClientContext> ForwardedCallContext(const grpc::ServerContextBase* caller,
-                                                          bool stream = false);
+                                                          bool stream = false,
+                                                          bool keep_hop = true);
 // A message as a forwarded call's bytes, and back (false if they do not parse).
 grpc::ByteBuffer SerializeToBuffer(const google::protobuf::Message& message);
 bool ParseFromBuffer(const grpc::ByteBuffer& buffer, google::protobuf::Message* message);

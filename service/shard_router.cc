@@ -72,7 +72,10 @@ ShardRouter::Decision ShardRouter::Decide(const rpcs::RpcInfo& info,
   if (*owner == own) return decision;  // served here
   decision.here = false;
   uint64_t sender_version = 0;
-  if (ForwardedHere(caller, &sender_version)) {
+  // A call forwarded here by a pod holding an older map than this pod's goes on to the owner
+  // this map names: each hop carries a newer version than the one before, so a call cannot
+  // loop, and a pod whose map lags (its etcd watch cut off a moment) fails no call.
+  if (ForwardedHere(caller, &sender_version) && map.version() <= sender_version) {
     decision.refusal = Unavailable(
         absl::StrCat("filter \"", names.front(), "\" (slot ", slot, ") belongs to group ", *owner,
                      " at shard map version ", map.version(), ", held by this pod of group ", own,
@@ -120,7 +123,8 @@ absl::Status ShardRouter::ExportFromOwner(
     return {static_cast<absl::StatusCode>(route.refusal.error_code()),
             route.refusal.error_message()};
   }
-  std::shared_ptr<grpc::ClientContext> context = ForwardedCallContext(caller, /*stream=*/true);
+  std::shared_ptr<grpc::ClientContext> context =
+      ForwardedCallContext(caller, /*stream=*/true, /*keep_hop=*/false);
   context->AddMetadata(kShardHopHeader, absl::StrCat(route.version));
   std::shared_ptr<Peer> peer = PeerAt(route);
   {
@@ -216,7 +220,8 @@ void ShardRouter::ForwardTo(grpc::ServerContextBase* caller, const Decision& dec
                             const char* method, const grpc::ByteBuffer& request,
                             grpc::ByteBuffer* response, std::function<void(grpc::Status)> done,
                             size_t tries) {
-  std::shared_ptr<grpc::ClientContext> context = ForwardedCallContext(caller);
+  std::shared_ptr<grpc::ClientContext> context =
+      ForwardedCallContext(caller, /*stream=*/false, /*keep_hop=*/false);
   context->AddMetadata(kShardHopHeader, absl::StrCat(decision.version));
   std::shared_ptr<Peer> peer = PeerAt(decision);
   {

@@ -12,10 +12,12 @@
 // - while slots move (sharding/shard_map.h's SlotMove), writes to them are refused UNAVAILABLE
 //   everywhere once the move is paused, until the map names their new owner; the mover's own
 //   calls (kShardMoveHeader) reach the target group's copies;
-// - a call forwarded here by another pod (it carries `bloom-shard-hop`) is never forwarded
-//   again: if this pod's group does not own the filter either (the two pods hold different
-//   versions, for the moment a change takes to reach every pod), it is refused UNAVAILABLE
-//   with a message naming both versions, which clients retry.
+// - a call forwarded here by another pod (it carries `bloom-shard-hop`, with the version the
+//   sender held) for a filter this pod's group does not own either (the two pods hold
+//   different versions, for the moment a change takes to reach every pod) goes on to the owner
+//   if this pod holds a newer version than the sender's (each hop's version is newer than the
+//   last, so no call loops), and is refused UNAVAILABLE naming both versions otherwise, which
+//   clients retry.
 //
 //   ShardRouter router(view, connect);
 //   ShardRouter::Decision route = router.Decide(rpcs::Info(rpcs::Rpc::kAdd), {name}, context);

@@ -1,6 +1,7 @@
 // Helpers for the tests whose pods elect their primary through a real etcd (impostor, leader
-// key and partition tests): which pod the leader key names, one add or a presence check through
-// a pod, and the ack logs' check that no two pods led one term.
+// key, partition and chaos tests): which pod the leader key names, a pod's replication status
+// and whether a cluster is healthy, one add or a presence check through a pod, and the ack
+// logs' check that no two pods led one term.
 //
 // Thread-safety: plain functions; an EtcdClient is thread-safe.
 #ifndef TESTS_ELECTED_CLUSTER_H_
@@ -14,7 +15,9 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "bloom/replication/v1/replication.grpc.pb.h"
 #include "client/bloom_client.h"
 #include "coordination/cluster_state.h"
 #include "coordination/etcd_client.h"
@@ -40,6 +43,42 @@ inline int NamedPrimary(coordination::EtcdClient& etcd, const std::string& clust
   if (!record.ok()) return -1;
   auto it = std::find(addresses.begin(), addresses.end(), record->address);
   return it == addresses.end() ? -1 : static_cast<int>(it - addresses.begin());
+}
+
+// The replication Status of the pod at `target` (within 2 s); UNAVAILABLE if it did not answer.
+inline absl::StatusOr<bloom::replication::v1::StatusResponse> ReplicationStatusOf(
+    const std::string& target) {
+  auto stub = bloom::replication::v1::ReplicationService::NewStub(
+      grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+  bloom::replication::v1::StatusResponse status;
+  const grpc::Status called = stub->Status(&context, {}, &status);
+  if (!called.ok()) return absl::UnavailableError(called.error_message());
+  return status;
+}
+
+// Whether the pods at `targets` (plaintext) are a healthy `cluster`: etcd names one of them the
+// primary, which says so with every other pod in its sync set, each a follower connected to it.
+inline bool ClusterHealthy(coordination::EtcdClient& etcd, const std::string& cluster,
+                           const std::vector<std::string>& targets) {
+  using Status = bloom::replication::v1::StatusResponse;
+  const int primary = NamedPrimary(etcd, cluster, targets);
+  if (primary < 0) return false;
+  absl::StatusOr<Status> status = ReplicationStatusOf(targets[primary]);
+  if (!status.ok() || status->role() != Status::ROLE_PRIMARY ||
+      status->cluster().sync_set_size() != static_cast<int>(targets.size()) - 1) {
+    return false;
+  }
+  for (size_t i = 0; i < targets.size(); ++i) {
+    if (static_cast<int>(i) == primary) continue;
+    absl::StatusOr<Status> follower = ReplicationStatusOf(targets[i]);
+    if (!follower.ok() || follower->role() != Status::ROLE_FOLLOWER || !follower->connected() ||
+        follower->cluster().leader_address() != targets[primary]) {
+      return false;
+    }
+  }
+  return true;
 }
 
 // Adds `item` to `filter` (made as needed) through the pod at `target`: whether the add was

@@ -43,6 +43,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/chaos_writers.h"
+#include "tests/elected_cluster.h"
 #include "tests/replication_cluster.h"
 #include "tests/support/etcd_process.h"
 #include "tests/support/server_process.h"
@@ -166,36 +167,10 @@ class FailoverChaosTest : public ::testing::Test {
     return -1;
   }
 
-  absl::StatusOr<v1::StatusResponse> Status(int i) {
-    auto stub = v1::ReplicationService::NewStub(
-        grpc::CreateChannel(Target(i), grpc::InsecureChannelCredentials()));
-    grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
-    v1::StatusResponse status;
-    const grpc::Status called = stub->Status(&context, {}, &status);
-    if (!called.ok()) return absl::UnavailableError(called.error_message());
-    return status;
-  }
+  absl::StatusOr<v1::StatusResponse> Status(int i) { return ReplicationStatusOf(Target(i)); }
 
   // Healthy: a primary whose sync set holds both other pods, each connected and serving.
-  bool Healthy() {
-    const int primary = Primary();
-    if (primary < 0) return false;
-    absl::StatusOr<v1::StatusResponse> status = Status(primary);
-    if (!status.ok() || status->role() != v1::StatusResponse::ROLE_PRIMARY ||
-        status->cluster().sync_set_size() != kPods - 1) {
-      return false;
-    }
-    for (int i = 0; i < kPods; ++i) {
-      if (i == primary) continue;
-      absl::StatusOr<v1::StatusResponse> follower = Status(i);
-      if (!follower.ok() || follower->role() != v1::StatusResponse::ROLE_FOLLOWER ||
-          !follower->connected() || follower->cluster().leader_address() != Target(primary)) {
-        return false;
-      }
-    }
-    return true;
-  }
+  bool Healthy() { return ClusterHealthy(*etcd_client_, kCluster, Targets()); }
 
   // The time until a write through a pod other than `faulted` is acknowledged again.
   absl::Duration WriteUnavailability(absl::Time since, int faulted) {

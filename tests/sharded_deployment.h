@@ -26,6 +26,10 @@ inline constexpr char kMapKey[] = "shard-test/shardmap";
 inline constexpr char kGroupA[] = "shard-test/a";
 inline constexpr char kGroupB[] = "shard-test/b";
 inline constexpr uint32_t kSlots = 64;
+// The bloom-shard-hop header of a call the tests send as if forwarded by a pod holding a map
+// newer than any: a pod serves it from its own group's store or refuses it, never forwarding
+// it again.
+inline constexpr char kHopFromTheFuture[] = "18446744073709551615";
 
 // The first name "<prefix><n>" whose slot `map` gives to `group`.
 inline std::string NameIn(const sharding::ShardMap& map, const std::string& group,
@@ -139,7 +143,7 @@ class ShardingTest : public ::testing::Test {
   grpc::Status HopTo(int pod, const std::string& name, const std::string& item, bool* present) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-    context.AddMetadata("bloom-shard-hop", "1");
+    context.AddMetadata("bloom-shard-hop", kHopFromTheFuture);
     bloom::v1::MightContainRequest request;
     request.set_name(name);
     request.add_items(item);
@@ -155,7 +159,7 @@ class ShardingTest : public ::testing::Test {
                                      const std::vector<std::string>& items) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    context.AddMetadata("bloom-shard-hop", "1");
+    context.AddMetadata("bloom-shard-hop", kHopFromTheFuture);
     bloom::v1::MightContainRequest request;
     request.set_name(name);
     for (const std::string& item : items) request.add_items(item);

@@ -172,6 +172,18 @@ TEST_F(ShardingTest, AChangeOfTheMapSendsCallsToTheNewOwner) {
   EXPECT_TRUE(HeldBy(2, in_a_, "moved"));
   bool present = false;
   EXPECT_EQ(HopTo(0, in_a_, "moved", &present).error_code(), grpc::StatusCode::UNAVAILABLE);
+  // Forwarded to pod 0 (group a) by a pod still holding version 1, where group a owned it: pod
+  // 0 holds version 2, newer, so it forwards the call on to group b rather than refuse it.
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  context.AddMetadata("bloom-shard-hop", "1");
+  bloom::v1::MightContainRequest request;
+  request.set_name(in_a_);
+  request.add_items("moved");
+  bloom::v1::MightContainResponse response;
+  const grpc::Status stale_sender = Stub(0)->MightContain(&context, request, &response);
+  ASSERT_TRUE(stale_sender.ok()) << stale_sender.error_message();
+  EXPECT_TRUE(response.present(0));
 }
 
 }  // namespace
