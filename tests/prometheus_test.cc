@@ -224,7 +224,6 @@ TEST_F(PrometheusTest, EveryPanelReturnsDataAndKillsAndStopsFireTheirAlerts) {
     }
   });
   ASSERT_TRUE(WaitFor([&] { return acknowledged.load() > 200; }, absl::Seconds(30)));
-  absl::SleepFor(absl::Seconds(5));  // a few scrapes of it
 
   // Every panel of the shipped dashboard, its variables filled in as Grafana would.
   const std::string dashboard = ReadAll(kChart + "/dashboards/bloom-server.json");
