@@ -3,6 +3,7 @@
 
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace coordination {
@@ -39,11 +40,32 @@ pb::RequestOp PutOp(const std::string& key, const std::string& value, int64_t le
   return op;
 }
 
+// A failure to reach the member (or to hear from it in time): the next member may answer.
+bool IsTransportFailure(const grpc::Status& status) {
+  return status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+         status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+}
+
+// etcd refused the call's auth token, not the call: the token expired (etcd's
+// --auth-token-ttl), the member restarted and forgot it, or the auth store changed after it
+// was issued. A fresh token may be accepted.
+bool TokenRefused(const grpc::Status& status) {
+  const std::string& message = status.error_message();
+  return status.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
+         absl::StrContains(message, "invalid auth token") ||
+         absl::StrContains(message, "revision of auth store is old") ||
+         absl::StrContains(message, "user name is empty");
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Connect(std::vector<std::string> endpoints,
-                                                                absl::Duration call_timeout) {
+                                                                absl::Duration call_timeout,
+                                                                EtcdSecurity security) {
   if (endpoints.empty()) return absl::InvalidArgumentError("no etcd endpoints");
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      EtcdChannelCredentials(security);
+  if (!credentials.ok()) return credentials.status();
   std::vector<Endpoint> connected;
   for (std::string& address : endpoints) {
     if (address.empty()) return absl::InvalidArgumentError("an empty etcd endpoint");
@@ -56,18 +78,22 @@ absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Connect(std::vector<std:
     args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-    endpoint.channel =
-        grpc::CreateCustomChannel(endpoint.address, grpc::InsecureChannelCredentials(), args);
+    endpoint.channel = grpc::CreateCustomChannel(endpoint.address, *credentials, args);
     endpoint.kv = pb::KV::NewStub(endpoint.channel);
     endpoint.lease = pb::Lease::NewStub(endpoint.channel);
     endpoint.watch = pb::Watch::NewStub(endpoint.channel);
+    endpoint.auth = pb::Auth::NewStub(endpoint.channel);
     connected.push_back(std::move(endpoint));
   }
-  return std::unique_ptr<EtcdClient>(new EtcdClient(std::move(connected), call_timeout));
+  return std::unique_ptr<EtcdClient>(
+      new EtcdClient(std::move(connected), call_timeout, std::move(security)));
 }
 
-EtcdClient::EtcdClient(std::vector<Endpoint> endpoints, absl::Duration call_timeout)
-    : endpoints_(std::move(endpoints)), call_timeout_(call_timeout) {}
+EtcdClient::EtcdClient(std::vector<Endpoint> endpoints, absl::Duration call_timeout,
+                       EtcdSecurity security)
+    : endpoints_(std::move(endpoints)),
+      call_timeout_(call_timeout),
+      security_(std::move(security)) {}
 
 const EtcdClient::Endpoint& EtcdClient::Current() const {
   return endpoints_[current_.load() % endpoints_.size()];
@@ -75,37 +101,95 @@ const EtcdClient::Endpoint& EtcdClient::Current() const {
 
 std::string EtcdClient::current_endpoint() const { return Current().address; }
 
-void EtcdClient::Deadline(grpc::ClientContext& context) const {
+absl::StatusOr<std::string> EtcdClient::Token(const Endpoint& endpoint) {
+  {
+    bloomsync::MutexLock lock(&token_mu_);
+    if (!token_.empty()) return token_;
+  }
+  grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(absl::Now() + call_timeout_));
+  pb::AuthenticateRequest request;
+  request.set_name(security_.username);
+  request.set_password(security_.password);
+  pb::AuthenticateResponse response;
+  const grpc::Status status = endpoint.auth->Authenticate(&context, request, &response);
+  if (!status.ok()) {
+    absl::Status checked = Checked(endpoint, status, "");
+    if (IsTransportFailure(status)) return checked;
+    // etcd says "authentication failed, invalid user ID or password" (INVALID_ARGUMENT), or
+    // that its auth is not enabled: either way the settings are wrong, not the network.
+    return absl::UnauthenticatedError(
+        absl::StrCat("etcd ", endpoint.address, " refused to authenticate user \"",
+                     security_.username, "\": ", status.error_message()));
+  }
+  bloomsync::MutexLock lock(&token_mu_);
+  token_ = response.token();
+  return token_;
 }
 
-absl::Status EtcdClient::Checked(const Endpoint& endpoint, const grpc::Status& status) {
+absl::Status EtcdClient::Prepare(const Endpoint& endpoint, grpc::ClientContext& context,
+                                 bool deadline, std::string& token) {
+  if (deadline) context.set_deadline(absl::ToChronoTime(absl::Now() + call_timeout_));
+  token.clear();
+  if (!security_.authenticates()) return absl::OkStatus();
+  absl::StatusOr<std::string> fetched = Token(endpoint);
+  if (!fetched.ok()) return fetched.status();
+  token = *std::move(fetched);
+  context.AddMetadata("token", token);  // etcd's name for it (clientv3 sends the same)
+  return absl::OkStatus();
+}
+
+absl::Status EtcdClient::Checked(const Endpoint& endpoint, const grpc::Status& status,
+                                 const std::string& token) {
   if (status.ok()) return absl::OkStatus();
   const grpc::StatusCode code = status.error_code();
-  if (code == grpc::StatusCode::UNAVAILABLE || code == grpc::StatusCode::DEADLINE_EXCEEDED) {
+  if (IsTransportFailure(status)) {
     // The next call tries the next member, unless another call moved on already.
     size_t seen = current_.load();
     if (&endpoints_[seen % endpoints_.size()] == &endpoint) {
       current_.compare_exchange_strong(seen, seen + 1);
     }
   }
+  if (!token.empty() && TokenRefused(status)) {
+    bloomsync::MutexLock lock(&token_mu_);
+    if (token_ == token) token_.clear();  // the next call fetches a new one
+  }
   return {static_cast<absl::StatusCode>(code),
           absl::StrCat("etcd ", endpoint.address, ": ", status.error_message())};
+}
+
+template <typename Call>
+absl::Status EtcdClient::Unary(Call call) {
+  for (int attempt = 0;; ++attempt) {
+    const Endpoint& endpoint = Current();
+    grpc::ClientContext context;
+    std::string token;
+    if (absl::Status prepared = Prepare(endpoint, context, /*deadline=*/true, token);
+        !prepared.ok()) {
+      return prepared;
+    }
+    const grpc::Status status = call(endpoint, context);
+    absl::Status checked = Checked(endpoint, status, token);
+    // etcd refused the token before doing anything, so the call can be made again.
+    if (attempt == 0 && !token.empty() && TokenRefused(status)) continue;
+    return checked;
+  }
 }
 
 absl::StatusOr<EtcdLease> EtcdClient::GrantLease(absl::Duration ttl) {
   const int64_t seconds = absl::ToInt64Seconds(ttl);
   if (seconds < 1) return absl::InvalidArgumentError("an etcd lease lasts at least 1s");
-  const Endpoint& endpoint = Current();
-  grpc::ClientContext context;
-  Deadline(context);
   pb::LeaseGrantRequest request;
   request.set_ttl(seconds);
   pb::LeaseGrantResponse response;
-  absl::Status status = Checked(endpoint, endpoint.lease->LeaseGrant(&context, request, &response));
+  std::string address;
+  absl::Status status = Unary([&](const Endpoint& endpoint, grpc::ClientContext& context) {
+    address = endpoint.address;
+    return endpoint.lease->LeaseGrant(&context, request, &response);
+  });
   if (!status.ok()) return status;
   if (!response.error().empty()) {
-    return absl::UnavailableError(absl::StrCat("etcd ", endpoint.address, ": ", response.error()));
+    return absl::UnavailableError(absl::StrCat("etcd ", address, ": ", response.error()));
   }
   return EtcdLease{response.id(), absl::Seconds(response.ttl())};
 }
@@ -113,7 +197,11 @@ absl::StatusOr<EtcdLease> EtcdClient::GrantLease(absl::Duration ttl) {
 absl::StatusOr<absl::Duration> EtcdClient::KeepAliveOnce(int64_t lease) {
   const Endpoint& endpoint = Current();
   grpc::ClientContext context;
-  Deadline(context);
+  std::string token;
+  if (absl::Status prepared = Prepare(endpoint, context, /*deadline=*/true, token);
+      !prepared.ok()) {
+    return prepared;
+  }
   auto stream = endpoint.lease->LeaseKeepAlive(&context);
   pb::LeaseKeepAliveRequest request;
   request.set_id(lease);
@@ -121,8 +209,9 @@ absl::StatusOr<absl::Duration> EtcdClient::KeepAliveOnce(int64_t lease) {
   const bool exchanged = stream->Write(request) && stream->Read(&response);
   stream->WritesDone();
   if (!exchanged) {
-    // The stream is over (a failed Write or Read says so): its status says why.
-    absl::Status status = Checked(endpoint, stream->Finish());
+    // The stream is over (a failed Write or Read says so): its status says why. A refused
+    // token is dropped, and the keeper's next renewal fetches another.
+    absl::Status status = Checked(endpoint, stream->Finish(), token);
     if (status.ok()) status = absl::UnavailableError("etcd ended the keep-alive stream");
     return status;
   }
@@ -135,26 +224,23 @@ absl::StatusOr<absl::Duration> EtcdClient::KeepAliveOnce(int64_t lease) {
 }
 
 absl::Status EtcdClient::RevokeLease(int64_t lease) {
-  const Endpoint& endpoint = Current();
-  grpc::ClientContext context;
-  Deadline(context);
   pb::LeaseRevokeRequest request;
   request.set_id(lease);
   pb::LeaseRevokeResponse response;
-  absl::Status status =
-      Checked(endpoint, endpoint.lease->LeaseRevoke(&context, request, &response));
+  absl::Status status = Unary([&](const Endpoint& endpoint, grpc::ClientContext& context) {
+    return endpoint.lease->LeaseRevoke(&context, request, &response);
+  });
   if (absl::IsNotFound(status)) return absl::OkStatus();  // "requested lease not found"
   return status;
 }
 
 absl::StatusOr<KeyValue> EtcdClient::Get(const std::string& key, int64_t* revision) {
-  const Endpoint& endpoint = Current();
-  grpc::ClientContext context;
-  Deadline(context);
   pb::RangeRequest request;
   request.set_key(key);
   pb::RangeResponse response;
-  absl::Status status = Checked(endpoint, endpoint.kv->Range(&context, request, &response));
+  absl::Status status = Unary([&](const Endpoint& endpoint, grpc::ClientContext& context) {
+    return endpoint.kv->Range(&context, request, &response);
+  });
   if (!status.ok()) return status;
   if (revision != nullptr) *revision = response.header().revision();
   if (response.kvs_size() == 0) return absl::NotFoundError(absl::StrCat("no etcd key ", key));
@@ -163,14 +249,13 @@ absl::StatusOr<KeyValue> EtcdClient::Get(const std::string& key, int64_t* revisi
 
 absl::StatusOr<std::vector<KeyValue>> EtcdClient::GetPrefix(const std::string& prefix,
                                                             int64_t* revision) {
-  const Endpoint& endpoint = Current();
-  grpc::ClientContext context;
-  Deadline(context);
   pb::RangeRequest request;
   request.set_key(prefix);
   request.set_range_end(PrefixEnd(prefix));
   pb::RangeResponse response;
-  absl::Status status = Checked(endpoint, endpoint.kv->Range(&context, request, &response));
+  absl::Status status = Unary([&](const Endpoint& endpoint, grpc::ClientContext& context) {
+    return endpoint.kv->Range(&context, request, &response);
+  });
   if (!status.ok()) return status;
   if (revision != nullptr) *revision = response.header().revision();
   std::vector<KeyValue> out;
@@ -181,25 +266,23 @@ absl::StatusOr<std::vector<KeyValue>> EtcdClient::GetPrefix(const std::string& p
 
 absl::StatusOr<int64_t> EtcdClient::Put(const std::string& key, const std::string& value,
                                         int64_t lease) {
-  const Endpoint& endpoint = Current();
-  grpc::ClientContext context;
-  Deadline(context);
   pb::PutRequest request;
   request.set_key(key);
   request.set_value(value);
   request.set_lease(lease);
   pb::PutResponse response;
-  absl::Status status = Checked(endpoint, endpoint.kv->Put(&context, request, &response));
+  absl::Status status = Unary([&](const Endpoint& endpoint, grpc::ClientContext& context) {
+    return endpoint.kv->Put(&context, request, &response);
+  });
   if (!status.ok()) return status;
   return response.header().revision();
 }
 
 absl::StatusOr<pb::TxnResponse> EtcdClient::Txn(const pb::TxnRequest& request) {
-  const Endpoint& endpoint = Current();
-  grpc::ClientContext context;
-  Deadline(context);
   pb::TxnResponse response;
-  absl::Status status = Checked(endpoint, endpoint.kv->Txn(&context, request, &response));
+  absl::Status status = Unary([&](const Endpoint& endpoint, grpc::ClientContext& context) {
+    return endpoint.kv->Txn(&context, request, &response);
+  });
   if (!status.ok()) return status;
   return response;
 }
@@ -292,6 +375,11 @@ absl::StatusOr<std::unique_ptr<EtcdWatch>> EtcdClient::Watch(const std::string& 
   std::unique_ptr<EtcdWatch> watch(new EtcdWatch());
   watch->endpoint_ = endpoint.address;
   // No deadline: a watch lasts. gRPC's keep-alive (Connect) notices a member that went away.
+  std::string token;
+  if (absl::Status prepared = Prepare(endpoint, watch->context_, /*deadline=*/false, token);
+      !prepared.ok()) {
+    return prepared;
+  }
   watch->stream_ = endpoint.watch->Watch(&watch->context_);
   pb::WatchRequest request;
   pb::WatchCreateRequest* create = request.mutable_create_request();
@@ -301,7 +389,7 @@ absl::StatusOr<std::unique_ptr<EtcdWatch>> EtcdClient::Watch(const std::string& 
   pb::WatchResponse created;
   if (!watch->stream_->Write(request) || !watch->stream_->Read(&created)) {
     // The stream is over (a failed Write or Read says so): its status says why.
-    absl::Status status = Checked(endpoint, watch->stream_->Finish());
+    absl::Status status = Checked(endpoint, watch->stream_->Finish(), token);
     // Finished: ~EtcdWatch must not finish it again (gRPC aborts on a second Finish).
     watch->stream_.reset();
     if (status.ok()) status = absl::UnavailableError("etcd ended the watch stream");

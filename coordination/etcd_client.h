@@ -12,6 +12,12 @@
 // retried here: a write that timed out may have been applied, and only its caller knows whether
 // repeating it is harmless).
 //
+// Security (etcd_security.h): TLS to etcd, a client certificate, and a user of etcd's auth.
+// With a user, the client fetches a token (etcd's Authenticate) before its first call and
+// sends it with each; a call etcd refuses for its token (expired, issued before the auth store
+// changed, unknown to a restarted member) was not applied, so it is repeated once with a
+// fresh token.
+//
 // Errors are absl::Status with gRPC's code and etcd's message, prefixed with the endpoint.
 //
 // Thread-safety: thread-safe. A Watch is used by one thread at a time.
@@ -28,6 +34,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/mutex.h"
+#include "coordination/etcd_security.h"
 #include "etcd/etcdserver/etcdserverpb/rpc.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 
@@ -57,10 +65,13 @@ class EtcdWatch;
 
 class EtcdClient {
  public:
-  // `endpoints` are host:port of etcd members (plaintext). `call_timeout` bounds every unary
-  // call. Fails INVALID_ARGUMENT without endpoints; it does not wait for etcd to answer.
+  // `endpoints` are host:port of etcd members, reached as `security` says (by default in
+  // plaintext, without auth). `call_timeout` bounds every unary call. Fails INVALID_ARGUMENT
+  // without endpoints or with settings that do not go together; it does not wait for etcd to
+  // answer.
   static absl::StatusOr<std::unique_ptr<EtcdClient>> Connect(std::vector<std::string> endpoints,
-                                                             absl::Duration call_timeout);
+                                                             absl::Duration call_timeout,
+                                                             EtcdSecurity security = {});
 
   // A lease of `ttl` (whole seconds, at least 1: etcd's unit).
   absl::StatusOr<EtcdLease> GrantLease(absl::Duration ttl);
@@ -132,18 +143,33 @@ class EtcdClient {
     std::unique_ptr<etcdserverpb::KV::Stub> kv;
     std::unique_ptr<etcdserverpb::Lease::Stub> lease;
     std::unique_ptr<etcdserverpb::Watch::Stub> watch;
+    std::unique_ptr<etcdserverpb::Auth::Stub> auth;
   };
 
-  EtcdClient(std::vector<Endpoint> endpoints, absl::Duration call_timeout);
+  EtcdClient(std::vector<Endpoint> endpoints, absl::Duration call_timeout, EtcdSecurity security);
   const Endpoint& Current() const;
-  // Converts a call's status; a transport failure moves calls to the next endpoint.
-  absl::Status Checked(const Endpoint& endpoint, const grpc::Status& status);
-  void Deadline(grpc::ClientContext& context) const;
+  // Converts a call's status; a transport failure moves calls to the next endpoint, and a
+  // refused token is dropped (the next call fetches another).
+  absl::Status Checked(const Endpoint& endpoint, const grpc::Status& status,
+                       const std::string& token);
+  // Readies a call's context: its deadline (unless `deadline` is false: a watch lasts) and,
+  // with a user, the token. `token` receives the token sent (empty without auth).
+  absl::Status Prepare(const Endpoint& endpoint, grpc::ClientContext& context, bool deadline,
+                       std::string& token);
+  // The token to send, fetched from `endpoint` if there is none.
+  absl::StatusOr<std::string> Token(const Endpoint& endpoint);
+  // A unary call on the current endpoint: `call(endpoint, context)` is the stub's call. A
+  // refused token is replaced and the call made once more.
+  template <typename Call>
+  absl::Status Unary(Call call);
   absl::StatusOr<etcdserverpb::TxnResponse> Txn(const etcdserverpb::TxnRequest& request);
 
   const std::vector<Endpoint> endpoints_;
   const absl::Duration call_timeout_;
+  const EtcdSecurity security_;
   std::atomic<size_t> current_{0};
+  bloomsync::Mutex token_mu_;
+  std::string token_ ABSL_GUARDED_BY(token_mu_);  // empty: none yet (or dropped)
 };
 
 // A watch's stream. Next() blocks for the next batch of events.

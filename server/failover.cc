@@ -9,6 +9,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
+#include "server/etcd_access.h"
 
 namespace server {
 namespace {
@@ -33,7 +34,7 @@ absl::StatusOr<std::unique_ptr<Failover>> Failover::Start(const ReplicationConfi
   }
   failover->switchover_cooldown_ = config.switchover_cooldown;
   absl::StatusOr<std::unique_ptr<coordination::EtcdClient>> etcd =
-      coordination::EtcdClient::Connect(config.etcd_endpoints, kEtcdCallTimeout);
+      ConnectToEtcd(config, kEtcdCallTimeout);
   if (!etcd.ok()) return etcd.status();
   failover->etcd_ = *std::move(etcd);
   coordination::ClusterMemberOptions options;

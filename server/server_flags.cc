@@ -167,6 +167,19 @@ ABSL_FLAG(absl::Duration, leader_ttl, absl::Seconds(5),
           "with --etcd_endpoints: the TTL of the primary's lease in etcd; a primary that "
           "cannot renew it stops acknowledging writes before it can expire, and a new primary "
           "is elected after it expired");
+ABSL_FLAG(std::string, etcd_ca_file, "",
+          "with --etcd_endpoints: PEM CA that etcd's certificates chain to: TLS to etcd, "
+          "verifying etcd (re-read every 5s, so a rotated file takes effect); empty: plaintext");
+ABSL_FLAG(std::string, etcd_cert_file, "",
+          "with --etcd_ca_file: PEM client certificate shown to an etcd run with "
+          "--client-cert-auth (re-read every 5s); with --etcd_key_file");
+ABSL_FLAG(std::string, etcd_key_file, "", "PEM private key of --etcd_cert_file");
+ABSL_FLAG(std::string, etcd_username, "",
+          "with --etcd_endpoints: a user of etcd's auth (etcdctl user add) whose role may read "
+          "and write the keys under --cluster/ (and --shard_map); with --etcd_password_file");
+ABSL_FLAG(std::string, etcd_password_file, "",
+          "the file holding --etcd_username's password (read at start; surrounding whitespace "
+          "is dropped)");
 ABSL_FLAG(std::string, shard_map, "",
           "with --etcd_endpoints: the etcd key of the shard map of a deployment of several "
           "groups (each group a --cluster); this pod serves the filters whose slots its group "
@@ -207,6 +220,34 @@ bool NamesThisHost(absl::string_view primary, absl::string_view hostname) {
 }
 
 namespace {
+
+// The flags of how this pod reaches etcd; their files are read by server/etcd_access.h.
+absl::Status EtcdAccessFromFlags(ReplicationConfig& replication) {
+  replication.etcd_ca_file = absl::GetFlag(FLAGS_etcd_ca_file);
+  replication.etcd_cert_file = absl::GetFlag(FLAGS_etcd_cert_file);
+  replication.etcd_key_file = absl::GetFlag(FLAGS_etcd_key_file);
+  replication.etcd_username = absl::GetFlag(FLAGS_etcd_username);
+  replication.etcd_password_file = absl::GetFlag(FLAGS_etcd_password_file);
+  const bool any = !replication.etcd_ca_file.empty() || !replication.etcd_cert_file.empty() ||
+                   !replication.etcd_key_file.empty() || !replication.etcd_username.empty() ||
+                   !replication.etcd_password_file.empty();
+  if (any && replication.etcd_endpoints.empty()) {
+    return Invalid(
+        "--etcd_ca_file, --etcd_cert_file, --etcd_key_file, --etcd_username and "
+        "--etcd_password_file need --etcd_endpoints");
+  }
+  if (replication.etcd_cert_file.empty() != replication.etcd_key_file.empty()) {
+    return Invalid("--etcd_cert_file and --etcd_key_file go together");
+  }
+  if (!replication.etcd_cert_file.empty() && replication.etcd_ca_file.empty()) {
+    return Invalid(
+        "--etcd_cert_file is a TLS client certificate: it needs --etcd_ca_file (TLS to etcd)");
+  }
+  if (replication.etcd_username.empty() != replication.etcd_password_file.empty()) {
+    return Invalid("--etcd_username and --etcd_password_file go together");
+  }
+  return absl::OkStatus();
+}
 
 absl::Status ReplicationFromFlags(ServerConfig& config) {
   ReplicationConfig& replication = config.replication;
@@ -261,6 +302,7 @@ absl::Status ReplicationFromFlags(ServerConfig& config) {
   replication.advertise_address = absl::GetFlag(FLAGS_advertise_address);
   replication.leader_ttl = absl::GetFlag(FLAGS_leader_ttl);
   replication.ack_log = absl::GetFlag(FLAGS_ack_log);
+  if (absl::Status etcd = EtcdAccessFromFlags(replication); !etcd.ok()) return etcd;
   replication.shard_map = absl::GetFlag(FLAGS_shard_map);
   if (!replication.shard_map.empty()) {
     if (replication.etcd_endpoints.empty()) {

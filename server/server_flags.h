@@ -55,6 +55,14 @@ struct ReplicationConfig {
   std::string cluster = "bloom";
   std::string advertise_address;
   absl::Duration leader_ttl = absl::Seconds(5);
+  // How this pod reaches etcd (server/etcd_access.h): the CA etcd's certificate chains to
+  // (empty: plaintext), a client certificate and its key, and a user of etcd's auth with the
+  // file holding its password (empty: no user).
+  std::string etcd_ca_file;
+  std::string etcd_cert_file;
+  std::string etcd_key_file;
+  std::string etcd_username;
+  std::string etcd_password_file;
   // The etcd key of the deployment's shard map (--shard_map); empty: not sharded. The pod's
   // group is its cluster.
   std::string shard_map;

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "absl/flags/reflection.h"
 #include "absl/strings/match.h"
@@ -148,6 +150,44 @@ TEST_F(FlagsTest, AFollowersClientCertificateNeedsItsKeyAndTls) {
   ASSERT_OK(mutual.status());
   EXPECT_EQ(mutual->replication.cert_file, "/tls/client.crt");
   EXPECT_EQ(mutual->replication.key_file, "/tls/client.key");
+}
+
+TEST_F(FlagsTest, EtcdCredentialsNeedEtcdAndComeInPairs) {
+  SetFlag("etcd_ca_file", "/etcd/ca.crt");
+  absl::StatusOr<ServerConfig> without_etcd = ConfigFromFlags(container_);
+  ASSERT_FALSE(without_etcd.ok());
+  EXPECT_TRUE(absl::StrContains(without_etcd.status().message(), "--etcd_endpoints"));
+  SetFlag("etcd_endpoints", "127.0.0.1:2379");
+  SetFlag("advertise_address", "127.0.0.1:50051");
+  ASSERT_OK(ConfigFromFlags(container_).status());
+  struct Case {
+    std::vector<std::pair<const char*, const char*>> flags;
+    const char* named;
+  };
+  const Case kCases[] = {
+      {{{"etcd_cert_file", "/etcd/tls.crt"}}, "--etcd_key_file"},
+      {{{"etcd_ca_file", ""}, {"etcd_cert_file", "/etcd/tls.crt"}, {"etcd_key_file", "/k"}},
+       "--etcd_ca_file"},
+      {{{"etcd_username", "bloom"}}, "--etcd_password_file"},
+      {{{"etcd_password_file", "/etcd/password"}}, "--etcd_username"},
+  };
+  for (const Case& bad : kCases) {
+    absl::FlagSaver restore;
+    for (const auto& [flag, value] : bad.flags) SetFlag(flag, value);
+    absl::StatusOr<ServerConfig> config = ConfigFromFlags(container_);
+    ASSERT_FALSE(config.ok()) << bad.named;
+    EXPECT_TRUE(absl::StrContains(config.status().message(), bad.named)) << config.status();
+  }
+  SetFlag("etcd_cert_file", "/etcd/tls.crt");
+  SetFlag("etcd_key_file", "/etcd/tls.key");
+  SetFlag("etcd_username", "bloom");
+  SetFlag("etcd_password_file", "/etcd/password");
+  absl::StatusOr<ServerConfig> secured = ConfigFromFlags(container_);
+  ASSERT_OK(secured.status());
+  EXPECT_EQ(secured->replication.etcd_ca_file, "/etcd/ca.crt");
+  EXPECT_EQ(secured->replication.etcd_key_file, "/etcd/tls.key");
+  EXPECT_EQ(secured->replication.etcd_username, "bloom");
+  EXPECT_EQ(secured->replication.etcd_password_file, "/etcd/password");
 }
 
 TEST_F(FlagsTest, TheFirstShardMapsGroupsNeedTheMapAndThisPodsGroup) {

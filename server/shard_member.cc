@@ -10,6 +10,7 @@
 #include "common/slot.h"
 #include "coordination/shard_map_record.h"
 #include "grpcpp/grpcpp.h"
+#include "server/etcd_access.h"
 #include "server/node.h"
 
 namespace server {
@@ -73,7 +74,7 @@ absl::StatusOr<std::unique_ptr<ShardMember>> JoinShards(const ServerConfig& conf
   auto member = std::make_unique<ShardMember>();
   member->map_key = replication.shard_map;
   absl::StatusOr<std::unique_ptr<coordination::EtcdClient>> etcd =
-      coordination::EtcdClient::Connect(replication.etcd_endpoints, absl::Seconds(2));
+      ConnectToEtcd(replication, absl::Seconds(2));
   if (!etcd.ok()) return etcd.status();
   member->etcd = *std::move(etcd);
   if (!replication.shard_map_groups.empty()) CreateFirstMap(*member, replication, wait_for_map);

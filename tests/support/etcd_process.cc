@@ -195,11 +195,17 @@ int FreeLoopbackPort() {
 }
 
 std::unique_ptr<EtcdProcess> EtcdProcess::Start(absl::Duration timeout) {
+  return StartWith(EtcdSettings{}, timeout);
+}
+
+std::unique_ptr<EtcdProcess> EtcdProcess::StartWith(const EtcdSettings& settings,
+                                                    absl::Duration timeout) {
   if (access(kEtcdBinary, X_OK) != 0) {
     ADD_FAILURE() << kEtcdBinary << " is missing: install etcd-server (scripts/install-deps.sh)";
     return nullptr;
   }
   auto etcd = std::unique_ptr<EtcdProcess>(new EtcdProcess());
+  etcd->settings_ = settings;
   for (int attempt = 0; attempt < 3; ++attempt) {
     if (etcd->TryStart(timeout)) return etcd;
   }
@@ -213,26 +219,40 @@ bool EtcdProcess::TryStart(absl::Duration timeout) {
   log_path_ = scratch_->path() + "/etcd.log";
   client_port_ = FreeLoopbackPort();
   const int peer_port = FreeLoopbackPort();
-  const std::string client_url = absl::StrCat("http://127.0.0.1:", client_port_);
+  const bool tls = !settings_.cert_file.empty();
+  const std::string client_url =
+      absl::StrCat(tls ? "https" : "http", "://127.0.0.1:", client_port_);
   const std::string peer_url = absl::StrCat("http://127.0.0.1:", peer_port);
-  const pid_t pid = SpawnEtcd(
-      {
-          "--name=test",
-          "--data-dir=" + scratch_->path() + "/data",
-          "--listen-client-urls=" + client_url,
-          "--advertise-client-urls=" + client_url,
-          "--listen-peer-urls=" + peer_url,
-          "--initial-advertise-peer-urls=" + peer_url,
-          "--initial-cluster=test=" + peer_url,
-          // Elections and heartbeats at etcd's defaults; no metrics listener of its own.
-          "--log-level=warn",
-          "--logger=zap",
-      },
-      log_path_);
+  std::vector<std::string> args = {
+      "--name=test",
+      "--data-dir=" + scratch_->path() + "/data",
+      "--listen-client-urls=" + client_url,
+      "--advertise-client-urls=" + client_url,
+      "--listen-peer-urls=" + peer_url,
+      "--initial-advertise-peer-urls=" + peer_url,
+      "--initial-cluster=test=" + peer_url,
+      // Elections and heartbeats at etcd's defaults.
+      "--log-level=warn",
+      "--logger=zap",
+  };
+  // Health is asked over plaintext HTTP: the client URL's own, or a metrics URL beside TLS.
+  int health_port = client_port_;
+  if (tls) {
+    health_port = FreeLoopbackPort();
+    args.push_back(absl::StrCat("--listen-metrics-urls=http://127.0.0.1:", health_port));
+    args.push_back("--cert-file=" + settings_.cert_file);
+    args.push_back("--key-file=" + settings_.key_file);
+    if (!settings_.client_ca_file.empty()) {
+      args.push_back("--trusted-ca-file=" + settings_.client_ca_file);
+      args.push_back("--client-cert-auth");
+    }
+  }
+  args.insert(args.end(), settings_.extra_flags.begin(), settings_.extra_flags.end());
+  const pid_t pid = SpawnEtcd(std::move(args), log_path_);
   pid_ = pid;
   const absl::Time deadline = absl::Now() + timeout;
   while (absl::Now() < deadline) {
-    if (absl::StrContains(HttpGet(client_port_, "/health"), R"("health":"true")")) return true;
+    if (absl::StrContains(HttpGet(health_port, "/health"), R"("health":"true")")) return true;
     int status = 0;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {  // lost a port to someone else, perhaps
       pid_ = -1;

@@ -23,11 +23,25 @@
 
 namespace bloomtest {
 
+// How to run etcd beyond the defaults. With `cert_file`: TLS on the client URL with that
+// serving certificate (for 127.0.0.1) and key, and with `client_ca_file` the CA that client
+// certificates must chain to (etcd's --client-cert-auth). `extra_flags` are added as given
+// (e.g. "--auth-token-ttl=1").
+struct EtcdSettings {
+  std::string cert_file;
+  std::string key_file;
+  std::string client_ca_file;
+  std::vector<std::string> extra_flags;
+};
+
 class EtcdProcess {
  public:
   // Starts etcd and waits (up to `timeout`) until it answers. nullptr, with a test failure, if
   // it does not.
   static std::unique_ptr<EtcdProcess> Start(absl::Duration timeout = absl::Seconds(30));
+  // The same with `settings` (with TLS, its health is asked on a plaintext metrics URL).
+  static std::unique_ptr<EtcdProcess> StartWith(const EtcdSettings& settings,
+                                                absl::Duration timeout = absl::Seconds(30));
   // SIGKILL if still running; prints the tail of its log if the test failed.
   ~EtcdProcess();
 
@@ -45,6 +59,7 @@ class EtcdProcess {
 
   pid_t pid_ = -1;
   int client_port_ = 0;
+  EtcdSettings settings_;
   std::string log_path_;
   std::unique_ptr<TempDir> scratch_;  // data dir and log
 };
