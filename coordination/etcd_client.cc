@@ -63,14 +63,26 @@ absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Connect(std::vector<std:
                                                                 absl::Duration call_timeout,
                                                                 EtcdSecurity security) {
   if (endpoints.empty()) return absl::InvalidArgumentError("no etcd endpoints");
-  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
-      EtcdChannelCredentials(security);
-  if (!credentials.ok()) return credentials.status();
-  std::vector<Endpoint> connected;
-  for (std::string& address : endpoints) {
+  for (const std::string& address : endpoints) {
     if (address.empty()) return absl::InvalidArgumentError("an empty etcd endpoint");
+  }
+  if (absl::Status checked = CheckEtcdSecurity(security); !checked.ok()) return checked;
+  absl::StatusOr<EtcdTlsFiles> files = ReadEtcdTlsFiles(security);
+  if (!files.ok()) return files.status();
+  std::shared_ptr<const Channels> channels = MakeChannels(endpoints, *std::move(files));
+  return std::unique_ptr<EtcdClient>(
+      new EtcdClient(std::move(endpoints), std::move(channels), call_timeout, std::move(security)));
+}
+
+std::shared_ptr<const EtcdClient::Channels> EtcdClient::MakeChannels(
+    const std::vector<std::string>& addresses, EtcdTlsFiles files) {
+  auto channels = std::make_shared<Channels>();
+  const std::shared_ptr<grpc::ChannelCredentials> credentials = EtcdChannelCredentials(files);
+  channels->files = std::move(files);
+  for (const std::string& address : addresses) {
     Endpoint endpoint;
-    endpoint.address = std::move(address);
+    endpoint.address = address;
+    endpoint.index = channels->endpoints.size();
     grpc::ChannelArguments args;
     // A member that went away is noticed within seconds, not after TCP's own timeouts.
     args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 2000);
@@ -78,32 +90,57 @@ absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Connect(std::vector<std:
     args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-    endpoint.channel = grpc::CreateCustomChannel(endpoint.address, *credentials, args);
+    endpoint.channel = grpc::CreateCustomChannel(address, credentials, args);
     endpoint.kv = pb::KV::NewStub(endpoint.channel);
     endpoint.lease = pb::Lease::NewStub(endpoint.channel);
     endpoint.watch = pb::Watch::NewStub(endpoint.channel);
     endpoint.auth = pb::Auth::NewStub(endpoint.channel);
-    connected.push_back(std::move(endpoint));
+    channels->endpoints.push_back(std::move(endpoint));
   }
-  return std::unique_ptr<EtcdClient>(
-      new EtcdClient(std::move(connected), call_timeout, std::move(security)));
+  return channels;
 }
 
-EtcdClient::EtcdClient(std::vector<Endpoint> endpoints, absl::Duration call_timeout,
-                       EtcdSecurity security)
-    : endpoints_(std::move(endpoints)),
+EtcdClient::EtcdClient(std::vector<std::string> addresses, std::shared_ptr<const Channels> channels,
+                       absl::Duration call_timeout, EtcdSecurity security)
+    : addresses_(std::move(addresses)),
       call_timeout_(call_timeout),
-      security_(std::move(security)) {}
-
-const EtcdClient::Endpoint& EtcdClient::Current() const {
-  return endpoints_[current_.load() % endpoints_.size()];
+      security_(std::move(security)) {
+  bloomsync::MutexLock lock(&mu_);  // not yet shared: taken for the analysis
+  channels_ = std::move(channels);
+  next_file_check_ = absl::Now() + security_.reload_interval;
 }
 
-std::string EtcdClient::current_endpoint() const { return Current().address; }
+EtcdClient::Target EtcdClient::Current() {
+  std::shared_ptr<const Channels> channels;
+  bool check_files = false;
+  {
+    bloomsync::MutexLock lock(&mu_);
+    channels = channels_;
+    const absl::Time now = absl::Now();
+    if (security_.tls() && now >= next_file_check_) {
+      next_file_check_ = now + security_.reload_interval;
+      check_files = true;
+    }
+  }
+  if (check_files) {
+    // Files that do not read now (a Secret being swapped) are read again next time.
+    absl::StatusOr<EtcdTlsFiles> files = ReadEtcdTlsFiles(security_);
+    if (files.ok() && !(*files == channels->files)) {
+      std::shared_ptr<const Channels> fresh = MakeChannels(addresses_, *std::move(files));
+      bloomsync::MutexLock lock(&mu_);
+      channels_ = fresh;
+      channels = std::move(fresh);
+    }
+  }
+  const Endpoint* endpoint = &channels->endpoints[current_.load() % channels->endpoints.size()];
+  return Target{std::move(channels), endpoint};
+}
+
+std::string EtcdClient::current_endpoint() { return Current().endpoint->address; }
 
 absl::StatusOr<std::string> EtcdClient::Token(const Endpoint& endpoint) {
   {
-    bloomsync::MutexLock lock(&token_mu_);
+    bloomsync::MutexLock lock(&mu_);
     if (!token_.empty()) return token_;
   }
   grpc::ClientContext context;
@@ -122,7 +159,7 @@ absl::StatusOr<std::string> EtcdClient::Token(const Endpoint& endpoint) {
         absl::StrCat("etcd ", endpoint.address, " refused to authenticate user \"",
                      security_.username, "\": ", status.error_message()));
   }
-  bloomsync::MutexLock lock(&token_mu_);
+  bloomsync::MutexLock lock(&mu_);
   token_ = response.token();
   return token_;
 }
@@ -146,12 +183,12 @@ absl::Status EtcdClient::Checked(const Endpoint& endpoint, const grpc::Status& s
   if (IsTransportFailure(status)) {
     // The next call tries the next member, unless another call moved on already.
     size_t seen = current_.load();
-    if (&endpoints_[seen % endpoints_.size()] == &endpoint) {
+    if (seen % addresses_.size() == endpoint.index) {
       current_.compare_exchange_strong(seen, seen + 1);
     }
   }
   if (!token.empty() && TokenRefused(status)) {
-    bloomsync::MutexLock lock(&token_mu_);
+    bloomsync::MutexLock lock(&mu_);
     if (token_ == token) token_.clear();  // the next call fetches a new one
   }
   return {static_cast<absl::StatusCode>(code),
@@ -161,7 +198,8 @@ absl::Status EtcdClient::Checked(const Endpoint& endpoint, const grpc::Status& s
 template <typename Call>
 absl::Status EtcdClient::Unary(Call call) {
   for (int attempt = 0;; ++attempt) {
-    const Endpoint& endpoint = Current();
+    const Target target = Current();
+    const Endpoint& endpoint = *target.endpoint;
     grpc::ClientContext context;
     std::string token;
     if (absl::Status prepared = Prepare(endpoint, context, /*deadline=*/true, token);
@@ -195,7 +233,8 @@ absl::StatusOr<EtcdLease> EtcdClient::GrantLease(absl::Duration ttl) {
 }
 
 absl::StatusOr<absl::Duration> EtcdClient::KeepAliveOnce(int64_t lease) {
-  const Endpoint& endpoint = Current();
+  const Target target = Current();
+  const Endpoint& endpoint = *target.endpoint;
   grpc::ClientContext context;
   std::string token;
   if (absl::Status prepared = Prepare(endpoint, context, /*deadline=*/true, token);
@@ -371,9 +410,11 @@ absl::StatusOr<bool> EtcdClient::DeleteIfValue(const std::string& key, const std
 
 absl::StatusOr<std::unique_ptr<EtcdWatch>> EtcdClient::Watch(const std::string& key, bool prefix,
                                                              int64_t start_revision) {
-  const Endpoint& endpoint = Current();
+  Target target = Current();
+  const Endpoint& endpoint = *target.endpoint;
   std::unique_ptr<EtcdWatch> watch(new EtcdWatch());
   watch->endpoint_ = endpoint.address;
+  watch->channels_ = std::move(target.channels);
   // No deadline: a watch lasts. gRPC's keep-alive (Connect) notices a member that went away.
   std::string token;
   if (absl::Status prepared = Prepare(endpoint, watch->context_, /*deadline=*/false, token);

@@ -134,20 +134,36 @@ class EtcdClient {
                                                    int64_t start_revision);
 
   // The endpoint calls go to now.
-  std::string current_endpoint() const;
+  std::string current_endpoint();
 
  private:
   struct Endpoint {
     std::string address;
+    size_t index = 0;  // in Channels::endpoints
     std::shared_ptr<grpc::Channel> channel;
     std::unique_ptr<etcdserverpb::KV::Stub> kv;
     std::unique_ptr<etcdserverpb::Lease::Stub> lease;
     std::unique_ptr<etcdserverpb::Watch::Stub> watch;
     std::unique_ptr<etcdserverpb::Auth::Stub> auth;
   };
+  // A channel to each endpoint, made with the TLS files' contents `files`.
+  struct Channels {
+    std::vector<Endpoint> endpoints;
+    EtcdTlsFiles files;
+  };
+  // The endpoint calls go to now, and the channels it belongs to, which the call keeps.
+  struct Target {
+    std::shared_ptr<const Channels> channels;
+    const Endpoint* endpoint = nullptr;
+  };
 
-  EtcdClient(std::vector<Endpoint> endpoints, absl::Duration call_timeout, EtcdSecurity security);
-  const Endpoint& Current() const;
+  static std::shared_ptr<const Channels> MakeChannels(const std::vector<std::string>& addresses,
+                                                      EtcdTlsFiles files);
+  EtcdClient(std::vector<std::string> addresses, std::shared_ptr<const Channels> channels,
+             absl::Duration call_timeout, EtcdSecurity security);
+  // The current endpoint, after making the channels anew if the TLS files changed since (read
+  // at most once a reload_interval).
+  Target Current();
   // Converts a call's status; a transport failure moves calls to the next endpoint, and a
   // refused token is dropped (the next call fetches another).
   absl::Status Checked(const Endpoint& endpoint, const grpc::Status& status,
@@ -164,12 +180,14 @@ class EtcdClient {
   absl::Status Unary(Call call);
   absl::StatusOr<etcdserverpb::TxnResponse> Txn(const etcdserverpb::TxnRequest& request);
 
-  const std::vector<Endpoint> endpoints_;
+  const std::vector<std::string> addresses_;
   const absl::Duration call_timeout_;
   const EtcdSecurity security_;
   std::atomic<size_t> current_{0};
-  bloomsync::Mutex token_mu_;
-  std::string token_ ABSL_GUARDED_BY(token_mu_);  // empty: none yet (or dropped)
+  bloomsync::Mutex mu_;
+  std::shared_ptr<const Channels> channels_ ABSL_GUARDED_BY(mu_);
+  absl::Time next_file_check_ ABSL_GUARDED_BY(mu_);
+  std::string token_ ABSL_GUARDED_BY(mu_);  // empty: none yet (or dropped)
 };
 
 // A watch's stream. Next() blocks for the next batch of events.
@@ -191,6 +209,7 @@ class EtcdWatch {
   EtcdWatch() = default;
 
   std::string endpoint_;
+  std::shared_ptr<const void> channels_;  // the stream's channel stays while it lasts
   grpc::ClientContext context_;
   std::unique_ptr<grpc::ClientReaderWriter<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse>>
       stream_;

@@ -1,19 +1,31 @@
-// EtcdChannelCredentials (etcd_security.h).
+// EtcdChannelCredentials and the TLS files behind them (etcd_security.h).
 #include "coordination/etcd_security.h"
 
-#include <algorithm>
+#include <fstream>
+#include <sstream>
 
-#include "grpcpp/security/tls_certificate_provider.h"
-#include "grpcpp/security/tls_credentials_options.h"
+#include "absl/strings/str_cat.h"
 
 namespace coordination {
+namespace {
 
-absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> EtcdChannelCredentials(
-    const EtcdSecurity& security) {
+absl::StatusOr<std::string> ReadWhole(const std::string& path) {
+  if (path.empty()) return std::string();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  std::ostringstream text;
+  text << in.rdbuf();
+  // Empty (a Secret not yet filled): never a reason to fall back to plaintext.
+  if (text.str().empty()) return absl::InvalidArgumentError(absl::StrCat(path, " is empty"));
+  return text.str();
+}
+
+}  // namespace
+
+absl::Status CheckEtcdSecurity(const EtcdSecurity& security) {
   if (security.cert_file.empty() != security.key_file.empty()) {
     return absl::InvalidArgumentError(
-        "an etcd client certificate needs its key, and a key its "
-        "certificate");
+        "an etcd client certificate needs its key, and a key its certificate");
   }
   if (!security.cert_file.empty() && !security.tls()) {
     return absl::InvalidArgumentError(
@@ -23,27 +35,28 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> EtcdChannelCredentials
   if (!security.password.empty() && !security.authenticates()) {
     return absl::InvalidArgumentError("an etcd password needs its user name");
   }
-  if (!security.tls()) return grpc::InsecureChannelCredentials();
-  const auto interval = static_cast<unsigned int>(
-      std::max<int64_t>(1, absl::ToInt64Seconds(security.reload_interval)));
-  std::shared_ptr<grpc::experimental::CertificateProviderInterface> provider;
-  grpc::experimental::TlsChannelCredentialsOptions options;
-  if (security.cert_file.empty()) {
-    provider = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
-        security.ca_file, interval);
-  } else {
-    provider = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
-        security.key_file, security.cert_file, security.ca_file, interval);
-    options.watch_identity_key_cert_pairs();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<EtcdTlsFiles> ReadEtcdTlsFiles(const EtcdSecurity& security) {
+  EtcdTlsFiles files;
+  for (auto [path, contents] :
+       {std::pair{&security.ca_file, &files.ca}, std::pair{&security.cert_file, &files.cert},
+        std::pair{&security.key_file, &files.key}}) {
+    absl::StatusOr<std::string> read = ReadWhole(*path);
+    if (!read.ok()) return read.status();
+    *contents = *std::move(read);
   }
-  options.set_certificate_provider(provider);
-  options.watch_root_certs();
-  // The server's certificate is verified against the CA and the endpoint's host name (gRPC's
-  // default), as etcdctl does.
-  std::shared_ptr<grpc::ChannelCredentials> credentials =
-      grpc::experimental::TlsCredentials(options);
-  if (credentials == nullptr) return absl::InternalError("gRPC refused the etcd TLS options");
-  return credentials;
+  return files;
+}
+
+std::shared_ptr<grpc::ChannelCredentials> EtcdChannelCredentials(const EtcdTlsFiles& files) {
+  if (files.ca.empty()) return grpc::InsecureChannelCredentials();
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = files.ca;
+  ssl.pem_cert_chain = files.cert;
+  ssl.pem_private_key = files.key;
+  return grpc::SslCredentials(ssl);  // verifies etcd's certificate and host name, as etcdctl
 }
 
 }  // namespace coordination

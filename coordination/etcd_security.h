@@ -8,8 +8,10 @@
 //   security.key_file = "/etc/etcd-tls/tls.key";
 //   ASSIGN_OR_RETURN(auto etcd, EtcdClient::Connect(endpoints, absl::Seconds(2), security));
 //
-// The certificate files are watched like the server's own (gRPC's file watcher re-reads them
-// every reload_interval), so a rotated Secret is used for new connections without a restart.
+// The certificate files are read again every reload_interval while calls are made; when they
+// changed (a rotated Secret), the client's channels are made anew with them, so new
+// connections use the new files without a restart and calls in flight finish on the old ones.
+// (gRPC 1.51's own file watcher did not reach a client channel's later connections.)
 //
 // Thread-safety: plain values; the functions only read files.
 #ifndef COORDINATION_ETCD_SECURITY_H_
@@ -18,6 +20,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "grpcpp/security/credentials.h"
@@ -42,12 +45,26 @@ struct EtcdSecurity {
   bool authenticates() const { return !username.empty(); }
 };
 
-// The channel credentials `security` asks for: insecure without a CA, else TLS over gRPC's
-// file watcher. INVALID_ARGUMENT for settings that cannot work together (a certificate
-// without a key or without a CA, a password without a user); the files' contents are checked
-// by the caller, who knows the flags' names.
-absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> EtcdChannelCredentials(
-    const EtcdSecurity& security);
+// INVALID_ARGUMENT for settings that cannot work together: a certificate without a key or
+// without a CA, a password without a user. The files' contents are checked by the caller, who
+// knows the flags' names.
+absl::Status CheckEtcdSecurity(const EtcdSecurity& security);
+
+// The contents of the TLS files `security` names (empty strings for those it does not).
+struct EtcdTlsFiles {
+  std::string ca;
+  std::string cert;
+  std::string key;
+  bool operator==(const EtcdTlsFiles& other) const {
+    return ca == other.ca && cert == other.cert && key == other.key;
+  }
+};
+// NOT_FOUND naming a file that does not read.
+absl::StatusOr<EtcdTlsFiles> ReadEtcdTlsFiles(const EtcdSecurity& security);
+
+// Channel credentials from `files`: TLS verifying etcd's certificate and host name with the CA,
+// showing the client certificate if there is one; without a CA, plaintext.
+std::shared_ptr<grpc::ChannelCredentials> EtcdChannelCredentials(const EtcdTlsFiles& files);
 
 }  // namespace coordination
 

@@ -4,6 +4,8 @@
 // accepting is replaced without the caller seeing it.
 #include "coordination/etcd_security.h"
 
+#include <cstdio>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <utility>
@@ -12,6 +14,7 @@
 #include "absl/time/clock.h"
 #include "coordination/etcd_client.h"
 #include "gtest/gtest.h"
+#include "tests/support/files.h"
 #include "tests/support/secure_etcd.h"
 #include "tests/support/test_pki.h"
 #include "tests/support/testing.h"
@@ -143,6 +146,35 @@ TEST_F(EtcdSecurityTest, AWrongPasswordOrNoUserIsRefusedAndOtherKeysAreOutOfReac
   absl::Status no_user = anonymous->Put("c1/leader", "impostor").status();
   EXPECT_TRUE(absl::IsPermissionDenied(no_user)) << no_user;
   EXPECT_TRUE(absl::IsNotFound(client->Get("c1/leader").status()));
+}
+
+TEST_F(EtcdSecurityTest, ARotatedClientCertificateIsUsedWithoutANewClient) {
+  // The files start with a certificate of a CA etcd does not trust, as an expired or wrong one
+  // would; then the right one is written over them, as a renewed Secret is.
+  bloomtest::TempDir files;
+  const std::string cert = files.path() + "/tls.crt";
+  const std::string key = files.path() + "/tls.key";
+  auto install = [&](const std::string& name) {
+    // Key first, then certificate, each replaced at once (as a Secret's update is).
+    for (const auto& [from, to] :
+         {std::pair{pki_.Path(name + ".key"), key}, std::pair{pki_.Path(name + ".crt"), cert}}) {
+      std::ofstream(to + ".new") << bloomtest::ReadFile(from);
+      ASSERT_EQ(std::rename((to + ".new").c_str(), to.c_str()), 0);
+    }
+  };
+  install("client2");
+  EtcdSecurity security = Trusted();
+  security.cert_file = cert;
+  security.key_file = key;
+  security.reload_interval = absl::Seconds(1);
+  std::unique_ptr<EtcdClient> client = Client(security);
+  ASSERT_NE(client, nullptr);
+  EXPECT_TRUE(absl::IsUnavailable(client->Put("c1/members/a", "1").status()));
+  install("client1");
+  // Within the reload interval and a reconnection's backoff.
+  EXPECT_TRUE(
+      bloomtest::WaitFor([&] { return client->Put("c1/members/a", "1").ok(); }, absl::Seconds(10)))
+      << client->Put("c1/members/a", "1").status();
 }
 
 TEST_F(EtcdSecurityTest, SettingsThatDoNotGoTogetherAreRefused) {

@@ -5,16 +5,21 @@
 // rejoins as a follower with everything; a SIGTERMed primary hands over at once; a planned
 // switchover (the Switchover call, bloom-cli switchover) moves the primary losing nothing; a
 // primary paused (SIGSTOP) past its lease acknowledges nothing when it resumes; a pod that cannot
-// reach etcd never serves as a primary.
+// reach etcd never serves as a primary. Each FailoverTest runs twice: against a plaintext etcd,
+// and against one with TLS, client certificates required and etcd's users on
+// (tests/support/secure_etcd.h), where the pods reach it as a user that may write only the
+// cluster's keys.
 #include <algorithm>
 #include <atomic>
 #include <csignal>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "bloom/replication/v1/replication.grpc.pb.h"
@@ -23,6 +28,7 @@
 #include "coordination/etcd_client.h"
 #include "gtest/gtest.h"
 #include "tests/support/etcd_process.h"
+#include "tests/support/secure_etcd.h"
 #include "tests/support/server_process.h"
 #include "tests/support/testing.h"
 
@@ -38,13 +44,32 @@ bloom::v1::FilterSpec Spec() {
   return spec;
 }
 
-class FailoverTest : public ::testing::Test {
+// Whether etcd runs with TLS, client certificates and users.
+using SecuredEtcd = bool;
+
+class FailoverTest : public ::testing::TestWithParam<SecuredEtcd> {
  protected:
   void SetUp() override {
-    etcd_ = EtcdProcess::Start();
-    ASSERT_NE(etcd_, nullptr);
+    coordination::EtcdSecurity root;  // the test reads the leader key as etcd's root
+    if (GetParam()) {
+      pki_ = std::make_unique<TestPki>();
+      secure_etcd_ = SecureEtcd::Start(*pki_, absl::StrCat(kCluster, "/"));
+      ASSERT_NE(secure_etcd_, nullptr);
+      etcd_endpoint_ = secure_etcd_->endpoint();
+      etcd_flags_ = secure_etcd_->PodFlags();
+      root.ca_file = pki_->Path("ca1.crt");
+      root.cert_file = pki_->Path("client1.crt");
+      root.key_file = pki_->Path("client1.key");
+      root.username = "root";
+      root.password = SecureEtcd::kRootPassword;
+    } else {
+      etcd_ = EtcdProcess::Start();
+      ASSERT_NE(etcd_, nullptr);
+      etcd_endpoint_ = etcd_->endpoint();
+      etcd_flags_ = {"--etcd_endpoints=" + etcd_endpoint_};
+    }
     absl::StatusOr<std::unique_ptr<coordination::EtcdClient>> client =
-        coordination::EtcdClient::Connect({etcd_->endpoint()}, absl::Seconds(2));
+        coordination::EtcdClient::Connect({etcd_endpoint_}, absl::Seconds(2), root);
     ASSERT_TRUE(client.ok()) << client.status();
     etcd_client_ = *std::move(client);
     for (int i = 0; i < 3; ++i) {
@@ -56,12 +81,16 @@ class FailoverTest : public ::testing::Test {
 
   void StartPod(int i) {
     const std::string address = absl::StrCat("127.0.0.1:", ports_[i]);
-    pods_[i] = ServerProcess::Start(
-        data_dirs_[i]->path(),
-        {"--listen=" + address, "--advertise_address=" + address,
-         "--etcd_endpoints=" + etcd_->endpoint(), absl::StrCat("--cluster=", kCluster),
-         "--leader_ttl=3s", "--min_replica_acks=1", "--replica_ack_timeout=3s",
-         "--allow_unauthenticated_replication", "--switchover_cooldown=0"});
+    std::vector<std::string> flags = {"--listen=" + address,
+                                      "--advertise_address=" + address,
+                                      absl::StrCat("--cluster=", kCluster),
+                                      "--leader_ttl=3s",
+                                      "--min_replica_acks=1",
+                                      "--replica_ack_timeout=3s",
+                                      "--allow_unauthenticated_replication",
+                                      "--switchover_cooldown=0"};
+    flags.insert(flags.end(), etcd_flags_.begin(), etcd_flags_.end());
+    pods_[i] = ServerProcess::Start(data_dirs_[i]->path(), flags);
     ASSERT_NE(pods_[i], nullptr);
   }
 
@@ -112,7 +141,11 @@ class FailoverTest : public ::testing::Test {
     }
   }
 
+  std::unique_ptr<TestPki> pki_;
+  std::unique_ptr<SecureEtcd> secure_etcd_;  // or:
   std::unique_ptr<EtcdProcess> etcd_;
+  std::string etcd_endpoint_;
+  std::vector<std::string> etcd_flags_;  // the pods' flags to reach it
   std::unique_ptr<coordination::EtcdClient> etcd_client_;
   std::vector<std::unique_ptr<TempDir>> data_dirs_;
   std::vector<int> ports_;
@@ -120,7 +153,7 @@ class FailoverTest : public ::testing::Test {
   std::vector<std::string> acknowledged_;
 };
 
-TEST_F(FailoverTest, AKilledPrimaryIsReplacedAndRejoinsAsAFollower) {
+TEST_P(FailoverTest, AKilledPrimaryIsReplacedAndRejoinsAsAFollower) {
   int primary = -1;
   ASSERT_TRUE(WaitFor([&] { return (primary = Primary()) >= 0; }));
   // Writes through every pod, acknowledged once a follower in the sync set holds them.
@@ -163,7 +196,7 @@ TEST_F(FailoverTest, AKilledPrimaryIsReplacedAndRejoinsAsAFollower) {
   ExpectAllAcknowledgedPresent(primary);
 }
 
-TEST_F(FailoverTest, StatusSaysTheTermThePrimaryAndItsSyncSet) {
+TEST_P(FailoverTest, StatusSaysTheTermThePrimaryAndItsSyncSet) {
   int primary = -1;
   ASSERT_TRUE(WaitFor([&] { return (primary = Primary()) >= 0; }));
   absl::StatusOr<coordination::KeyValue> leader =
@@ -196,7 +229,7 @@ TEST_F(FailoverTest, StatusSaysTheTermThePrimaryAndItsSyncSet) {
   }
 }
 
-TEST_F(FailoverTest, AStoppedPrimaryHandsOverAtOnce) {
+TEST_P(FailoverTest, AStoppedPrimaryHandsOverAtOnce) {
   int primary = -1;
   ASSERT_TRUE(WaitFor([&] { return (primary = Primary()) >= 0; }));
   int batch = 0;
@@ -215,7 +248,7 @@ TEST_F(FailoverTest, AStoppedPrimaryHandsOverAtOnce) {
   }
 }
 
-TEST_F(FailoverTest, APlannedSwitchoverMovesThePrimaryLosingNothing) {
+TEST_P(FailoverTest, APlannedSwitchoverMovesThePrimaryLosingNothing) {
   namespace v1 = bloom::replication::v1;
   int primary = -1;
   ASSERT_TRUE(WaitFor([&] { return (primary = Primary()) >= 0; }));
@@ -305,7 +338,7 @@ TEST_F(FailoverTest, APlannedSwitchoverMovesThePrimaryLosingNothing) {
   EXPECT_NE(again.out.find("is the primary already"), std::string::npos) << again.out;
 }
 
-TEST_F(FailoverTest, APrimaryPausedPastItsLeaseAcknowledgesNothingWhenItResumes) {
+TEST_P(FailoverTest, APrimaryPausedPastItsLeaseAcknowledgesNothingWhenItResumes) {
   int primary = -1;
   ASSERT_TRUE(WaitFor([&] { return (primary = Primary()) >= 0; }));
   int batch = 0;
@@ -344,6 +377,11 @@ TEST_F(FailoverTest, APrimaryPausedPastItsLeaseAcknowledgesNothingWhenItResumes)
     if (i != primary) ExpectAllAcknowledgedPresent(i);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Etcd, FailoverTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<SecuredEtcd>& info) {
+                           return info.param ? "TlsCertificatesAndUsers" : "Plaintext";
+                         });
 
 TEST(FailoverAloneTest, ASwitchoverWithoutEtcdIsRefusedNamingWhatItNeeds) {
   TempDir data;
@@ -391,6 +429,114 @@ TEST(FailoverAloneTest, APodThatCannotReachEtcdNeverServesAsPrimary) {
   absl::Status added = client->Add("alone", {"x"}, &spec).status();
   EXPECT_FALSE(added.ok());
   EXPECT_TRUE(absl::IsUnavailable(added) || absl::IsDeadlineExceeded(added)) << added;
+}
+
+// The flags of a pod of the cluster "secured" on `etcd`, with `changes` made: each replaces the
+// flag of its name ("--name=value"; "--name=" drops it).
+std::vector<std::string> SecuredPodFlags(const SecureEtcd& etcd, const std::string& address,
+                                         const std::vector<std::string>& changes) {
+  std::vector<std::string> flags = {"--listen=" + address, "--advertise_address=" + address,
+                                    "--cluster=secured", "--leader_ttl=2s"};
+  const std::vector<std::string> etcd_flags = etcd.PodFlags();
+  flags.insert(flags.end(), etcd_flags.begin(), etcd_flags.end());
+  std::vector<std::string> changed;
+  for (std::string flag : flags) {
+    for (const std::string& change : changes) {
+      if (absl::StartsWith(flag, change.substr(0, change.find('=') + 1))) flag = change;
+    }
+    if (flag.back() != '=') changed.push_back(flag);
+  }
+  return changed;
+}
+
+TEST(SecuredEtcdTest, APodWithAWrongCaCertificateOrPasswordNeverLeadsAndSaysWhichFlag) {
+  TestPki pki;
+  std::unique_ptr<SecureEtcd> etcd = SecureEtcd::Start(pki, "secured/");
+  ASSERT_NE(etcd, nullptr);
+  TempDir data;
+  const std::string address = absl::StrCat("127.0.0.1:", FreeLoopbackPort());
+  const std::string wrong_password = data.path() + "/wrong-password";
+  std::ofstream(wrong_password) << "guess\n";
+  struct Case {
+    std::vector<std::string> changes;
+    std::string named;  // in the error the pod exits with
+  };
+  const Case kExits[] = {
+      {{"--etcd_ca_file=" + pki.Path("ca2.crt")}, "--etcd_ca_file"},
+      {{"--etcd_password_file=" + wrong_password}, "--etcd_password_file"},
+      {{"--etcd_ca_file=" + pki.Path("nothing-here.crt")}, "--etcd_ca_file"},
+      // Another cluster's keys: the user's role may write only "secured/".
+      {{"--cluster=elsewhere"}, "readwrite"},
+  };
+  for (const Case& bad : kExits) {
+    std::vector<std::string> flags = SecuredPodFlags(*etcd, address, bad.changes);
+    flags.push_back("--data_dir=" + data.path());
+    std::string output;
+    EXPECT_EQ(ServerProcess::RunToExit(flags, &output), 1) << output;
+    EXPECT_NE(output.find(bad.named), std::string::npos) << bad.named << ": " << output;
+    EXPECT_EQ(output.find("is now primary"), std::string::npos) << output;
+  }
+
+  // Without a client certificate etcd closes the connection, which may also be an etcd that
+  // is down: the pod says what to check and waits, never leading.
+  std::unique_ptr<ServerProcess> pod = ServerProcess::Spawn(
+      data.path(), SecuredPodFlags(*etcd, address, {"--etcd_cert_file=", "--etcd_key_file="}));
+  ASSERT_TRUE(WaitFor([&] { return pod->ReadLog().find("--etcd_cert_file") != std::string::npos; }))
+      << pod->ReadLog();
+  absl::SleepFor(absl::Seconds(3));  // more than a TTL
+  EXPECT_EQ(pod->ReadLog().find("is now primary"), std::string::npos) << pod->ReadLog();
+  EXPECT_EQ(etcd->Etcdctl("get --prefix secured/").out, "");  // no leader, no member
+}
+
+TEST(SecuredEtcdTest, AClientWithoutThePodsCredentialsCannotWriteTheLeaderKey) {
+  TestPki pki;
+  std::unique_ptr<SecureEtcd> etcd = SecureEtcd::Start(pki, "secured/");
+  ASSERT_NE(etcd, nullptr);
+  TempDir data;
+  const std::string address = absl::StrCat("127.0.0.1:", FreeLoopbackPort());
+  std::unique_ptr<ServerProcess> pod =
+      ServerProcess::Start(data.path(), SecuredPodFlags(*etcd, address, {}));
+  ASSERT_NE(pod, nullptr);
+  const std::string leader_key = coordination::LeaderKey("secured");
+  ASSERT_TRUE(WaitFor([&] {
+    return etcd->Etcdctl("get --print-value-only " + leader_key).out.find(address) !=
+           std::string::npos;
+  }));
+
+  coordination::EtcdSecurity trusted;  // the pods' CA and certificate
+  trusted.ca_file = pki.Path("ca1.crt");
+  trusted.cert_file = pki.Path("client1.crt");
+  trusted.key_file = pki.Path("client1.key");
+  coordination::EtcdSecurity plaintext;
+  coordination::EtcdSecurity certificate_only = trusted;  // etcd's user: its common name
+  coordination::EtcdSecurity guessed = trusted;
+  guessed.username = SecureEtcd::kUser;
+  guessed.password = "guess";
+  coordination::EtcdSecurity foreign;
+  foreign.ca_file = pki.Path("ca1.crt");
+  foreign.cert_file = pki.Path("client2.crt");
+  foreign.key_file = pki.Path("client2.key");
+  for (const coordination::EtcdSecurity& intruder :
+       {plaintext, certificate_only, guessed, foreign}) {
+    absl::StatusOr<std::unique_ptr<coordination::EtcdClient>> client =
+        coordination::EtcdClient::Connect({etcd->endpoint()}, absl::Seconds(2), intruder);
+    ASSERT_TRUE(client.ok()) << client.status();
+    const absl::Status put = (*client)->Put(leader_key, "127.0.0.1:1").status();
+    EXPECT_FALSE(put.ok());
+    const absl::Status erased = (*client)->DeleteIfValue(leader_key, "anything").status();
+    EXPECT_FALSE(erased.ok());
+  }
+  // etcdctl as an operator without credentials gets nowhere either.
+  const CommandResult bare = RunCommand(absl::StrCat(
+      "ETCDCTL_API=3 etcdctl --endpoints=https://", etcd->endpoint(),
+      " --cacert=", pki.Path("ca1.crt"), " put ", leader_key, " x --command-timeout=3s 2>&1"));
+  EXPECT_NE(bare.exit_code, 0) << bare.out;
+  EXPECT_NE(etcd->Etcdctl("get --print-value-only " + leader_key).out.find(address),
+            std::string::npos);
+  // And the pod leads on, its writes acknowledged.
+  std::unique_ptr<bloomclient::BloomClient> client = bloomclient::BloomClient::Connect(address);
+  const bloom::v1::FilterSpec spec = Spec();
+  EXPECT_TRUE(client->Add("secured", {"x"}, &spec).ok());
 }
 
 }  // namespace
