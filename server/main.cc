@@ -422,8 +422,8 @@ absl::StatusOr<std::unique_ptr<server::Failover>> JoinCluster(const server::Serv
   return started;
 }
 
-// The certificates of --tls_cert_file, --tls_client_ca_file, --replication_cert_file and
-// --replication_ca_file, read at each scrape for their expiry (a file that does not read is
+// The certificates of --tls_cert_file, --tls_client_ca_file, --replication_cert_file,
+// --replication_ca_file, --etcd_cert_file and --etcd_ca_file, read at each scrape for their expiry (a file that does not read is
 // left out: the server's own checks say why).
 std::function<metrics::ServerMetrics::CertificateExpiries()> CertificateSource(
     const server::ServerConfig& config) {
@@ -431,7 +431,9 @@ std::function<metrics::ServerMetrics::CertificateExpiries()> CertificateSource(
       {"server", config.server.tls.cert_file},
       {"client_ca", config.server.tls.client_ca_file},
       {"replication_client", config.replication.cert_file},
-      {"replication_ca", config.replication.ca_file}};
+      {"replication_ca", config.replication.ca_file},
+      {"etcd_client", config.replication.etcd_cert_file},
+      {"etcd_ca", config.replication.etcd_ca_file}};
   return [files] {
     metrics::ServerMetrics::CertificateExpiries expiries;
     for (const auto& [name, path] : files) {

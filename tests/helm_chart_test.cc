@@ -200,6 +200,73 @@ TEST_F(HelmChartTest, EtcdElectsThePrimaryWhenGivenOrDeployed) {
             0);
 }
 
+TEST_F(HelmChartTest, EtcdOverTlsWithClientCertificatesAndAUser) {
+  const std::string replicated = "--set replicas=3 --set replication.allowUnauthenticated=true ";
+  // The release's own etcd: TLS for clients and peers, certificates required of both.
+  auto objects = Render(
+      replicated +
+      "--set etcd.deploy=true --set etcd.tls.enabled=true "
+      "--set etcd.tls.clientSecretName=etcd-client --set etcd.tls.serverSecretName=etcd-server "
+      "--set etcd.auth.username=bloom --set etcd.auth.passwordSecretName=etcd-password");
+  const YAML::Node etcd =
+      objects.at("StatefulSet/rel-bloom-server-etcd")["spec"]["template"]["spec"];
+  std::set<std::string> args;
+  for (const YAML::Node& arg : etcd["containers"][0]["command"]) args.insert(arg.as<std::string>());
+  for (const char* expected :
+       {"--listen-client-urls=https://0.0.0.0:2379", "--listen-peer-urls=https://0.0.0.0:2380",
+        "--cert-file=/etc/etcd/tls/tls.crt", "--trusted-ca-file=/etc/etcd/tls/ca.crt",
+        "--client-cert-auth", "--peer-cert-file=/etc/etcd/tls/tls.crt",
+        "--peer-trusted-ca-file=/etc/etcd/tls/ca.crt", "--peer-client-cert-auth"}) {
+    EXPECT_TRUE(args.count(expected)) << expected;
+  }
+  EXPECT_EQ(etcd["volumes"][0]["secret"]["secretName"].as<std::string>(), "etcd-server");
+  const YAML::Node pod = objects.at("StatefulSet/rel-bloom-server")["spec"]["template"]["spec"];
+  std::map<std::string, std::string> env = Env(pod["containers"][0]);
+  EXPECT_EQ(env["BLOOM_ETCD_CA_FILE"], "/etc/bloom/etcd-tls/ca.crt");
+  EXPECT_EQ(env["BLOOM_ETCD_CERT_FILE"], "/etc/bloom/etcd-tls/tls.crt");
+  EXPECT_EQ(env["BLOOM_ETCD_KEY_FILE"], "/etc/bloom/etcd-tls/tls.key");
+  EXPECT_EQ(env["BLOOM_ETCD_USERNAME"], "bloom");
+  EXPECT_EQ(env["BLOOM_ETCD_PASSWORD_FILE"], "/etc/bloom/etcd-auth/password");
+  std::map<std::string, std::string> secrets;  // volume name -> Secret
+  for (const YAML::Node& volume : pod["volumes"]) {
+    if (volume["secret"]) {
+      secrets[volume["name"].as<std::string>()] = volume["secret"]["secretName"].as<std::string>();
+    }
+  }
+  EXPECT_EQ(secrets["etcd-tls"], "etcd-client");
+  EXPECT_EQ(secrets["etcd-auth"], "etcd-password");
+  std::set<std::string> mounts;
+  for (const YAML::Node& mount : pod["containers"][0]["volumeMounts"]) {
+    mounts.insert(mount["mountPath"].as<std::string>());
+  }
+  EXPECT_TRUE(mounts.count("/etc/bloom/etcd-tls"));
+  EXPECT_TRUE(mounts.count("/etc/bloom/etcd-auth"));
+
+  // An existing etcd takes the same settings; nothing of etcd's own is rendered.
+  objects = Render(replicated +
+                   "--set etcd.endpoints=etcd:2379 --set etcd.tls.enabled=true "
+                   "--set etcd.tls.clientSecretName=etcd-client");
+  EXPECT_EQ(objects.count("StatefulSet/rel-bloom-server-etcd"), 0u);
+  env =
+      Env(objects.at("StatefulSet/rel-bloom-server")["spec"]["template"]["spec"]["containers"][0]);
+  EXPECT_EQ(env["BLOOM_ETCD_CA_FILE"], "/etc/bloom/etcd-tls/ca.crt");
+  EXPECT_EQ(env.count("BLOOM_ETCD_USERNAME"), 0u);
+
+  // A Secret missing is a failed render naming the value.
+  for (const auto& [values, named] :
+       {std::pair<std::string, std::string>{"--set etcd.deploy=true --set etcd.tls.enabled=true "
+                                            "--set etcd.tls.clientSecretName=c",
+                                            "etcd.tls.serverSecretName"},
+        {"--set etcd.deploy=true --set etcd.tls.enabled=true", "etcd.tls.clientSecretName"},
+        {"--set etcd.deploy=true --set etcd.auth.username=bloom",
+         "etcd.auth.passwordSecretName"}}) {
+    const CommandResult run =
+        Shell(absl::StrCat(Helm(), " template rel ", kChart, " ", replicated, values));
+    EXPECT_NE(run.exit_code, 0) << values;
+    EXPECT_TRUE(absl::StrContains(run.out, named)) << run.out;
+  }
+}
+
 TEST_F(HelmChartTest, EnvironmentIsWiredToValuesAndEveryVariableIsAServerFlag) {
   auto objects = Render(
       "--set config.maxBatch=500 --set config.sync=true --set config.logLevel=debug "
