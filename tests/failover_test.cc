@@ -494,9 +494,20 @@ TEST(SecuredEtcdTest, AClientWithoutThePodsCredentialsCannotWriteTheLeaderKey) {
   ASSERT_NE(etcd, nullptr);
   TempDir data;
   const std::string address = absl::StrCat("127.0.0.1:", FreeLoopbackPort());
-  std::unique_ptr<ServerProcess> pod =
-      ServerProcess::Start(data.path(), SecuredPodFlags(*etcd, address, {}));
+  std::vector<std::string> flags = SecuredPodFlags(*etcd, address, {});
+  flags.push_back("--metrics_listen=127.0.0.1:0");
+  std::unique_ptr<ServerProcess> pod = ServerProcess::Start(data.path(), flags);
   ASSERT_NE(pod, nullptr);
+  // The etcd certificates' expiry is exported, for the alert that warns before they expire.
+  const std::string metrics = HttpGet(pod->metrics_port(), "/metrics");
+  for (const char* certificate : {"etcd_client", "etcd_ca"}) {
+    EXPECT_GT(
+        PrometheusSample(metrics, absl::StrCat("bloom_tls_certificate_expiry_timestamp_seconds{"
+                                               "certificate=\"",
+                                               certificate, "\"}")),
+        absl::ToUnixSeconds(absl::Now()))
+        << certificate;
+  }
   const std::string leader_key = coordination::LeaderKey("secured");
   ASSERT_TRUE(WaitFor([&] {
     return etcd->Etcdctl("get --print-value-only " + leader_key).out.find(address) !=
