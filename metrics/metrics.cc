@@ -209,6 +209,18 @@ class StateCollector final : public prometheus::Collectable {
                         static_cast<double>(p.max_fds)));
     out.push_back(Gauge("process_start_time_seconds", "Start time since the epoch, in seconds.",
                         p.start_time_seconds));
+    MetricFamily connections{"bloom_connections",
+                             "Established TCP connections accepted on each port this process "
+                             "listens on (gRPC, health, metrics), read at each scrape.",
+                             MetricType::Gauge,
+                             {}};
+    for (const auto& [port, count] : InboundConnections()) {
+      ClientMetric metric;
+      metric.label = {{"port", std::to_string(port)}};
+      metric.gauge.value = static_cast<double>(count);
+      connections.metric.push_back(std::move(metric));
+    }
+    if (!connections.metric.empty()) out.push_back(std::move(connections));
   }
 
   static void AddCertificates(const ServerMetrics::CertificateExpiries& certificates,

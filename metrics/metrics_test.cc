@@ -1,6 +1,12 @@
 #include "metrics/metrics.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -130,6 +136,43 @@ TEST(WindowMetricsTest, RetiredSlicesAndExpiredFiltersAreCounted) {
   // 50 s have: six.
   EXPECT_EQ(bloomtest::PrometheusSample(text, "bloom_window_slices_retired_total"), 6) << text;
   EXPECT_EQ(bloomtest::PrometheusSample(text, "bloom_filters_expired_total"), 1);
+}
+
+TEST_F(MetricsTest, ConnectionsAreCountedByTheirListeningPort) {
+  // A listener of this process with three connections accepted, and one without any.
+  auto listen_on_loopback = [] {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+    EXPECT_EQ(listen(fd, 8), 0);
+    socklen_t length = sizeof(address);
+    getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+    return std::pair<int, int>{fd, ntohs(address.sin_port)};
+  };
+  const auto [listener, port] = listen_on_loopback();
+  const auto [idle_listener, idle_port] = listen_on_loopback();
+  std::vector<int> sockets = {listener, idle_listener};
+  for (int i = 0; i < 3; ++i) {
+    const int client = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(port);
+    ASSERT_EQ(connect(client, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+    sockets.push_back(client);
+    sockets.push_back(accept(listener, nullptr, nullptr));
+  }
+  const std::string text = metrics_->Render();
+  EXPECT_EQ(
+      bloomtest::PrometheusSample(text, absl::StrCat("bloom_connections{port=\"", port, "\"}")), 3)
+      << text;
+  EXPECT_EQ(bloomtest::PrometheusSample(
+                text, absl::StrCat("bloom_connections{port=\"", idle_port, "\"}")),
+            0)
+      << text;
+  for (int fd : sockets) close(fd);
 }
 
 TEST_F(MetricsTest, ProcessFiguresArePlausible) {

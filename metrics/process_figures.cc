@@ -4,8 +4,10 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -35,7 +37,56 @@ uint64_t CountOpenFds() {
   return count > 0 ? count - 1 : 0;  // not the descriptor of the listing itself
 }
 
+// The inodes of this process's sockets ("socket:[inode]" links under /proc/self/fd).
+std::set<uint64_t> OwnSocketInodes() {
+  std::set<uint64_t> inodes;
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) return inodes;
+  char target[64];
+  while (const dirent* entry = readdir(dir)) {
+    if (entry->d_name[0] == '.') continue;
+    const std::string link = std::string("/proc/self/fd/") + entry->d_name;
+    const ssize_t length = readlink(link.c_str(), target, sizeof(target) - 1);
+    if (length <= 0) continue;
+    target[length] = '\0';
+    unsigned long long inode = 0;  // NOLINT(google-runtime-int): sscanf's %llu
+    if (std::sscanf(target, "socket:[%llu]", &inode) == 1) inodes.insert(inode);
+  }
+  closedir(dir);
+  return inodes;
+}
+
 }  // namespace
+
+std::map<int, uint64_t> InboundConnections() {
+  const std::set<uint64_t> own = OwnSocketInodes();
+  std::set<int> listening;
+  std::map<int, uint64_t> established;  // by local port
+  for (const char* table : {"/proc/self/net/tcp", "/proc/self/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);  // the header
+    while (std::getline(in, line)) {
+      // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
+      std::istringstream fields(line);
+      std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout;
+      uint64_t inode = 0;
+      if (!(fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >>
+            timeout >> inode) ||
+          own.count(inode) == 0) {
+        continue;
+      }
+      const size_t colon = local.rfind(':');
+      if (colon == std::string::npos) continue;
+      const int port = static_cast<int>(std::strtol(local.c_str() + colon + 1, nullptr, 16));
+      if (state == "0A") listening.insert(port);  // TCP_LISTEN
+      if (state == "01") ++established[port];     // TCP_ESTABLISHED
+    }
+  }
+  std::map<int, uint64_t> inbound;
+  for (int port : listening) inbound[port] = established[port];
+  return inbound;
+}
 
 ProcessFigures ReadProcessFigures() {
   ProcessFigures figures;

@@ -5,6 +5,7 @@
 #define METRICS_PROCESS_FIGURES_H_
 
 #include <cstdint>
+#include <map>
 
 namespace metrics {
 
@@ -19,6 +20,12 @@ struct ProcessFigures {
 
 // Fields that cannot be read stay 0.
 ProcessFigures ReadProcessFigures();
+
+// The established TCP connections this process accepted, by the port it listens on (each of
+// its listening sockets, with 0 for one without connections): its sockets (/proc/self/fd)
+// found in the network namespace's tables (/proc/self/net/tcp and tcp6). Empty if they cannot
+// be read.
+std::map<int, uint64_t> InboundConnections();
 
 }  // namespace metrics
 

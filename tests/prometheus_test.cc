@@ -223,6 +223,15 @@ TEST_F(PrometheusTest, EveryPanelReturnsDataAndKillsAndStopsFireTheirAlerts) {
       absl::SleepFor(absl::Milliseconds(5));
     }
   });
+  // Stopped and joined however the test ends (a failed ASSERT returns early).
+  struct StopAndJoin {
+    std::atomic<bool>& stop;
+    std::thread& thread;
+    ~StopAndJoin() {
+      stop.store(true);
+      thread.join();
+    }
+  } join_writer{stop, writer};
   ASSERT_TRUE(WaitFor([&] { return acknowledged.load() > 200; }, absl::Seconds(30)));
 
   // Every panel of the shipped dashboard, its variables filled in as Grafana would.
@@ -268,17 +277,20 @@ TEST_F(PrometheusTest, EveryPanelReturnsDataAndKillsAndStopsFireTheirAlerts) {
   const int new_primary = PrimaryOfA();
   ASSERT_GE(new_primary, 0);
   const int follower = new_primary == 0 ? 1 : 0;
-  ASSERT_TRUE(WaitFor([&] {
-    return absl::StrContains(Query("bloom_replication_follower_lag_sequences"),
-                             absl::StrCat("\"follower\":\"", Target(follower)));
-  })) << Query("bloom_replication_follower_lag_sequences");
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return absl::StrContains(Query("bloom_replication_follower_lag_sequences"),
+                                 absl::StrCat("\"follower\":\"", Target(follower)));
+      },
+      absl::Seconds(40)))
+      << "primary " << Target(new_primary) << ", follower " << Target(follower) << ": "
+      << Query("bloom_replication_follower_lag_sequences") << "\nup: " << Query("up")
+      << "\nroles: " << Query("bloom_replication_role");
   EXPECT_FALSE(Firing("BloomServerFollowerBehind"));
   pods_[follower]->Signal(SIGSTOP);
   EXPECT_TRUE(WaitFor([&] { return Firing("BloomServerFollowerBehind"); }, absl::Seconds(60)))
       << Get("/api/v1/alerts");
   pods_[follower]->Signal(SIGCONT);
-  stop.store(true);
-  writer.join();
 }
 
 }  // namespace
