@@ -34,7 +34,7 @@ void SetStatus(const absl::Status& status, Answer* answer) {
 grpc::Status ReplicationService::ReadJournal(grpc::ServerContext* context,
                                              const v1::ReadJournalRequest* request,
                                              v1::ReadJournalResponse* response) {
-  if (grpc::Status admitted = Admit(context, service::Role::kWrite, /*primary_only=*/true);
+  if (grpc::Status admitted = Admit(context, service::Role::kAdmin, /*primary_only=*/true);
       !admitted.ok()) {
     return admitted;
   }
@@ -85,7 +85,7 @@ grpc::Status ReplicationService::ReadJournal(grpc::ServerContext* context,
 grpc::Status ReplicationService::ApplyJournal(grpc::ServerContext* context,
                                               const v1::ApplyJournalRequest* request,
                                               v1::ApplyJournalResponse* response) {
-  if (grpc::Status admitted = Admit(context, service::Role::kWrite, /*primary_only=*/true);
+  if (grpc::Status admitted = Admit(context, service::Role::kAdmin, /*primary_only=*/true);
       !admitted.ok()) {
     return admitted;
   }

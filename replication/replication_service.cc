@@ -270,7 +270,7 @@ void ReplicationService::SetShardMapHandler(ShardMapHandler handler) {
 grpc::Status ReplicationService::ChangeShardMap(grpc::ServerContext* context,
                                                 const v1::ChangeShardMapRequest* request,
                                                 v1::ChangeShardMapResponse* response) {
-  if (grpc::Status admitted = Admit(context, service::Role::kWrite, /*primary_only=*/false);
+  if (grpc::Status admitted = Admit(context, service::Role::kAdmin, /*primary_only=*/false);
       !admitted.ok()) {
     return admitted;
   }
@@ -297,7 +297,7 @@ void ReplicationService::SetSwitchoverHandler(SwitchoverHandler handler) {
 grpc::Status ReplicationService::Switchover(grpc::ServerContext* context,
                                             const v1::SwitchoverRequest* request,
                                             v1::SwitchoverResponse* response) {
-  if (grpc::Status admitted = Admit(context, service::Role::kWrite, /*primary_only=*/false);
+  if (grpc::Status admitted = Admit(context, service::Role::kAdmin, /*primary_only=*/false);
       !admitted.ok()) {
     return admitted;
   }

@@ -139,7 +139,8 @@ class ReplicationService final
 
  private:
   // A primary's calls (Snapshot, Tail) need the replication role; Status the read role, on any
-  // server; Switchover the write role. Sets `caller` to whom per-caller shares count.
+  // server; Switchover, ChangeShardMap and the journal calls the admin role. Sets `caller` to
+  // whom per-caller shares count.
   grpc::Status Admit(grpc::ServerContextBase* context, service::Role role, bool primary_only,
                      std::string* caller = nullptr) const;
   // Takes one of the caller's Tail slots; false when it or the server has none left.

@@ -59,7 +59,8 @@ ABSL_FLAG(std::string, tls_client_ca_file, "",
 ABSL_FLAG(absl::Duration, tls_reload_interval, absl::Seconds(5),
           "how often the TLS files are checked for changes (rotation without restart)");
 ABSL_FLAG(std::string, auth_token_file, "",
-          "file of '<sha256 of token> <read|write> [label]' lines; if set, every call but health "
+          "file of '<sha256 of token> <read|write|admin|replication> [label]' lines; if set, every "
+          "call but health "
           "checking needs 'authorization: Bearer <token>' (re-read on change and on SIGHUP)");
 ABSL_FLAG(
     std::string, open_methods, "health",

@@ -45,6 +45,8 @@ const char* RoleName(Role role) {
       return "write";
     case Role::kReplication:
       return "replication";
+    case Role::kAdmin:
+      return "admin";
   }
   return "unknown";
 }
@@ -79,7 +81,7 @@ absl::Status TokenAuthenticator::Parse(const std::string& path, std::vector<Entr
           absl::StrCat("token file ", path, " line ", number, ": ", why));
     };
     if (fields.size() < 2 || fields.size() > 3) {
-      return bad("expected '<sha256 hex> <read|write|replication> [label]'");
+      return bad("expected '<sha256 hex> <read|write|admin|replication> [label]'");
     }
     Entry entry;
     if (!ParseHexDigest(fields[0], entry.digest)) {
@@ -91,8 +93,11 @@ absl::Status TokenAuthenticator::Parse(const std::string& path, std::vector<Entr
       entry.caller.role = Role::kWrite;
     } else if (fields[1] == "replication") {
       entry.caller.role = Role::kReplication;
+    } else if (fields[1] == "admin") {
+      entry.caller.role = Role::kAdmin;
     } else {
-      return bad(absl::StrCat("role must be read, write or replication, not '", fields[1], "'"));
+      return bad(
+          absl::StrCat("role must be read, write, admin or replication, not '", fields[1], "'"));
     }
     if (fields.size() == 3) entry.caller.label.assign(fields[2].data(), fields[2].size());
     for (const Entry& other : entries) {
@@ -189,12 +194,29 @@ Role RoleFor(rpcs::Rpc rpc) {
 }
 
 absl::Status RequireRole(const Caller& caller, Role required, absl::string_view method) {
-  const bool allowed =
-      required == Role::kRead ? caller.role != Role::kReplication : caller.role == required;
+  bool allowed = false;
+  const char* needed = "";
+  switch (required) {
+    case Role::kRead:
+      allowed = caller.role != Role::kReplication;
+      needed = "read, write or admin";
+      break;
+    case Role::kWrite:
+      allowed = caller.role == Role::kWrite || caller.role == Role::kAdmin;
+      needed = "write or admin";
+      break;
+    case Role::kAdmin:
+      allowed = caller.role == Role::kAdmin;
+      needed = "admin";
+      break;
+    case Role::kReplication:
+      allowed = caller.role == Role::kReplication;
+      needed = "replication";
+      break;
+  }
   if (allowed) return absl::OkStatus();
   return absl::PermissionDeniedError(absl::StrCat(
-      method, " needs a token with role ",
-      required == Role::kRead ? "read or write" : RoleName(required), "; this token",
+      method, " needs a token with role ", needed, "; this token",
       caller.label.empty() ? "" : absl::StrCat(" (", caller.label, ")"), " has role ",
       RoleName(caller.role),
       caller.role == Role::kReplication ? ", which may only replicate (Tail, Snapshot)" : ""));

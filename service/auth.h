@@ -6,8 +6,9 @@
 //   9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08 write  ingest-job
 //   60303ae22b998861bce3b28f33eec1be758a213c86c93c076dbe9f558c11c752 read   web-frontend
 //
-// `read` may call MightContain, Stats, List and Export; `write` may call everything but
-// replication; `replication` may call only what a follower calls on its primary
+// `read` may call MightContain, Stats, List and Export; `write` may call every filter RPC;
+// `admin` may also change the cluster (Switchover, ChangeShardMap, and a slot move's
+// ReadJournal and ApplyJournal); `replication` may call only what a follower calls on its primary
 // (bloom.replication.v1 Tail and Snapshot) and nothing else, so that a client's token can
 // neither copy the whole database nor pose as a follower whose acknowledgements count. The label
 // names the caller in logs (the token never appears in a log). Make tokens long and random
@@ -41,11 +42,14 @@
 
 namespace service {
 
-// kRead < kWrite: a write token may read. kReplication stands apart: it may do only what needs
-// it, and nothing needs it but a follower's Tail and Snapshot.
-enum class Role { kRead, kWrite, kReplication };
+// kRead < kWrite < kAdmin: a write token may read, an admin token may write. kAdmin alone may
+// change the cluster: Switchover, ChangeShardMap and the journal calls of a slot move
+// (ReadJournal, ApplyJournal), which can pause writes, hold journals, or give a slot to a group
+// that holds none of its filters. kReplication stands apart: it may do only what needs it, and
+// nothing needs it but a follower's Tail and Snapshot.
+enum class Role { kRead, kWrite, kReplication, kAdmin };
 
-// "read", "write" or "replication".
+// "read", "write", "replication" or "admin".
 const char* RoleName(Role role);
 
 // What an authenticated caller is.

@@ -51,7 +51,7 @@ TEST_F(AuthTest, RolesDecideWhatATokenMayDo) {
 
   absl::Status denied = (*auth)->Authorize("Bearer reader-secret", Role::kWrite, "Add").status();
   EXPECT_EQ(denied.code(), absl::StatusCode::kPermissionDenied);
-  EXPECT_NE(denied.message().find("Add needs a token with role write"), std::string::npos);
+  EXPECT_NE(denied.message().find("Add needs a token with role write or admin"), std::string::npos);
   EXPECT_EQ(denied.message().find("reader-secret"), std::string::npos) << "token leaked";
 }
 
@@ -85,6 +85,31 @@ TEST_F(AuthTest, TheReplicationRoleStandsApart) {
             absl::StatusCode::kUnauthenticated);
 }
 
+// An admin token may do what a write token may and also change the cluster (Switchover,
+// ChangeShardMap, a slot move's journal calls); a write token may not.
+TEST_F(AuthTest, OnlyTheAdminRoleChangesTheCluster) {
+  WriteTokens(absl::StrCat(TokenAuthenticator::HashToken("writer-secret"), " write ingest\n",
+                           TokenAuthenticator::HashToken("admin-secret"), " admin ops\n",
+                           TokenAuthenticator::HashToken("replica-secret"), " replication\n"));
+  absl::StatusOr<std::unique_ptr<TokenAuthenticator>> auth = TokenAuthenticator::Load(path_);
+  ASSERT_OK(auth.status());
+  for (Role role : {Role::kRead, Role::kWrite, Role::kAdmin}) {
+    absl::StatusOr<Caller> admin = (*auth)->Authorize("Bearer admin-secret", role, "Anything");
+    ASSERT_OK(admin.status());
+    EXPECT_EQ(admin->role, Role::kAdmin);
+  }
+  for (const char* token : {"Bearer writer-secret", "Bearer replica-secret"}) {
+    absl::Status denied = (*auth)->Authorize(token, Role::kAdmin, "ChangeShardMap").status();
+    EXPECT_EQ(denied.code(), absl::StatusCode::kPermissionDenied) << token;
+    EXPECT_NE(denied.message().find("ChangeShardMap needs a token with role admin"),
+              std::string::npos)
+        << denied.message();
+  }
+  // Replication stays apart: admin is no follower.
+  EXPECT_EQ((*auth)->Authorize("Bearer admin-secret", Role::kReplication, "Tail").status().code(),
+            absl::StatusCode::kPermissionDenied);
+}
+
 TEST_F(AuthTest, MissingMalformedOrUnknownTokensAreUnauthenticated) {
   WriteTokens(TokenAuthenticator::HashToken("good") + " write\n");
   absl::StatusOr<std::unique_ptr<TokenAuthenticator>> auth = TokenAuthenticator::Load(path_);
@@ -109,8 +134,8 @@ TEST_F(AuthTest, MalformedFilesAreRefusedWithTheLine) {
   };
   for (const Case& c : std::vector<Case>{
            {"plain-token write\n", "line 1: the first field must be 64 hex digits"},
-           {"# ok\n" + digest + " admin\n",
-            "line 2: role must be read, write or replication, not 'admin'"},
+           {"# ok\n" + digest + " root\n",
+            "line 2: role must be read, write, admin or replication, not 'root'"},
            {digest + "\n", "line 1: expected"},
            {digest + " read a b\n", "line 1: expected"},
            {digest + " read\n" + digest + " write\n", "line 2: this token digest is listed twice"},

@@ -9,11 +9,14 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "bloom/replication/v1/replication.grpc.pb.h"
 #include "client/bloom_client.h"
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/support/server_process.h"
 #include "tests/support/test_pki.h"
@@ -233,6 +236,76 @@ TEST_F(SecurityTest, TokensAndRolesGateEveryRpc) {
   EXPECT_NE(log.find("refused"), std::string::npos) << log;
   EXPECT_EQ(log.find("guess"), std::string::npos) << log;
   EXPECT_EQ(log.find("reader-token"), std::string::npos) << log;
+}
+
+// The calls that change the cluster need the admin role: a write token cannot move the
+// primary, change the shard map (which could give a slot to a group holding none of its
+// filters), or hold and read a slot move's journals.
+TEST_F(SecurityTest, OnlyAdminTokensChangeTheCluster) {
+  bloomtest::TempDir secrets;
+  const std::string tokens = secrets.path() + "/tokens";
+  std::ofstream(tokens) << absl::StrCat(bloomtest::TokenDigest("writer-token"), " write ingest\n",
+                                        bloomtest::TokenDigest("admin-token"), " admin ops\n");
+  auto server = ServerProcess::Start(data_.path(), {"--auth_token_file=" + tokens});
+  ASSERT_NE(server, nullptr);
+  namespace v1 = bloom::replication::v1;
+  auto stub = v1::ReplicationService::NewStub(
+      grpc::CreateChannel(server->target(), grpc::InsecureChannelCredentials()));
+  using Call = std::function<grpc::Status(grpc::ClientContext&)>;
+  const std::vector<std::pair<std::string, Call>> calls = {
+      {"Switchover",
+       [&](grpc::ClientContext& context) {
+         v1::SwitchoverRequest request;
+         v1::SwitchoverResponse response;
+         return stub->Switchover(&context, request, &response);
+       }},
+      {"ChangeShardMap",
+       [&](grpc::ClientContext& context) {
+         v1::ChangeShardMapRequest request;
+         request.set_add_group("bloom/g9");
+         v1::ChangeShardMapResponse response;
+         return stub->ChangeShardMap(&context, request, &response);
+       }},
+      {"ReadJournal",
+       [&](grpc::ClientContext& context) {
+         v1::ReadJournalRequest request;
+         request.add_cursors()->set_name("f");
+         v1::ReadJournalResponse response;
+         return stub->ReadJournal(&context, request, &response);
+       }},
+      {"ApplyJournal",
+       [&](grpc::ClientContext& context) {
+         v1::ApplyJournalRequest request;
+         request.add_deltas()->set_name("f");
+         v1::ApplyJournalResponse response;
+         return stub->ApplyJournal(&context, request, &response);
+       }},
+  };
+  for (const auto& [name, call] : calls) {
+    SCOPED_TRACE(name);
+    grpc::ClientContext as_writer;
+    as_writer.AddMetadata("authorization", "Bearer writer-token");
+    const grpc::Status refused = call(as_writer);
+    EXPECT_EQ(refused.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+    EXPECT_NE(refused.error_message().find("needs a token with role admin"), std::string::npos)
+        << refused.error_message();
+    // An admin token gets past the gate (this lone, unsharded pod then refuses for its own
+    // reasons, or answers).
+    grpc::ClientContext as_admin;
+    as_admin.AddMetadata("authorization", "Bearer admin-token");
+    const grpc::Status admitted = call(as_admin);
+    EXPECT_NE(admitted.error_code(), grpc::StatusCode::PERMISSION_DENIED)
+        << admitted.error_message();
+    EXPECT_NE(admitted.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  }
+  // And an admin token may do what a write token may.
+  ClientOptions options;
+  options.token = "admin-token";
+  auto admin = BloomClient::Connect(server->target(), options);
+  bloom::v1::FilterSpec spec;
+  spec.set_capacity(1000);
+  spec.set_error_rate(0.01);
+  EXPECT_OK(admin->Add("f", {"a"}, &spec).status());
 }
 
 TEST_F(SecurityTest, TokenFileChangesApplyWithoutARestart) {
