@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/rpcs.h"
+#include "service/shard_router.h"
 
 namespace service {
 namespace {
@@ -32,12 +33,14 @@ class GateProcessor final : public grpc::AuthMetadataProcessor {
                        OutputMetadata* /*consumed*/, OutputMetadata* /*response*/) override {
     absl::string_view path;
     absl::optional<absl::string_view> authorization;
+    bool mover_call = false;
     for (const auto& [key, value] : metadata) {
       const absl::string_view k(key.data(), key.size());
       if (k == ":path") path = absl::string_view(value.data(), value.size());
       if (k == "authorization") authorization = absl::string_view(value.data(), value.size());
+      if (k == kShardMoveHeader) mover_call = true;
     }
-    const absl::Status status = gate_->Check(path, authorization);
+    const absl::Status status = gate_->Check(path, authorization, mover_call);
     if (status.ok()) return grpc::Status::OK;
     const absl::string_view message = status.message();
     return {static_cast<grpc::StatusCode>(status.code()), {message.data(), message.size()}};
@@ -81,13 +84,15 @@ class GatedPlaintextCredentials final : public grpc::ServerCredentials {
                       size_t count, grpc_process_auth_metadata_done_cb done, void* user_data) {
     absl::string_view path;
     absl::optional<absl::string_view> authorization;
+    bool mover_call = false;
     for (size_t i = 0; i < count; ++i) {
       const absl::string_view key = View(metadata[i].key);
       if (key == ":path") path = View(metadata[i].value);
       if (key == "authorization") authorization = View(metadata[i].value);
+      if (key == kShardMoveHeader) mover_call = true;
     }
-    const absl::Status status =
-        (*static_cast<std::shared_ptr<const TokenGate>*>(state))->Check(path, authorization);
+    const absl::Status status = (*static_cast<std::shared_ptr<const TokenGate>*>(state))
+                                    ->Check(path, authorization, mover_call);
     if (status.ok()) {
       done(user_data, nullptr, 0, nullptr, 0, GRPC_STATUS_OK, nullptr);
       return;
@@ -135,12 +140,23 @@ bool TokenGate::IsOpen(absl::string_view path) const {
 }
 
 absl::Status TokenGate::Check(absl::string_view path,
-                              absl::optional<absl::string_view> authorization) const {
-  if (IsOpen(path)) return absl::OkStatus();
+                              absl::optional<absl::string_view> authorization,
+                              bool mover_call) const {
+  if (IsOpen(path) && !mover_call) return absl::OkStatus();
   bloomsync::ReaderMutexLock lock(&mu_);
   if (closed_) return absl::UnavailableError("the server is shutting down");
   // Any valid token passes here; its role is checked by the handler, which knows the method.
   absl::StatusOr<Caller> caller = auth_->Authenticate(authorization);
+  if (caller.ok() && mover_call) {
+    // Such a call may write a group's copy of a slot moving to it, which the move then
+    // replaces: from anyone but the mover, an add that could be lost.
+    absl::Status admin =
+        RequireRole(*caller, Role::kAdmin, "a slot mover's call (bloom-shard-move)");
+    if (!admin.ok()) {
+      if (on_refusal_) on_refusal_(admin, path);
+      return admin;
+    }
+  }
   if (caller.ok()) return absl::OkStatus();
   if (on_refusal_) on_refusal_(caller.status(), path);
   return caller.status();

@@ -20,7 +20,9 @@
 //
 // Health checking passes without a token by default (the kubelet's probes send none); server
 // reflection can be opened too (grpcurl without -H). Every other method needs a token that the
-// authenticator knows; roles are checked by the handlers. OpenMethods says which stay open.
+// authenticator knows; roles are checked by the handlers, except for a slot mover's calls
+// (the bloom-shard-move header, which lets a call reach a group's copies of slots moving to
+// it), which only an admin token may make. OpenMethods says which stay open.
 // Health reads its requests with a bound of its own (health.h); reflection, like every other
 // method, receives a request whole before it can check its size (reflection.h), so it is
 // closed by default.
@@ -65,8 +67,11 @@ class TokenGate {
       : auth_(auth), on_refusal_(std::move(on_refusal)), open_(open) {}
 
   // OK if a call to `path` ("/package.Service/Method") with this authorization metadata may
-  // proceed to its handler; UNAUTHENTICATED otherwise, and UNAVAILABLE once closed.
-  absl::Status Check(absl::string_view path, absl::optional<absl::string_view> authorization) const;
+  // proceed to its handler; UNAUTHENTICATED otherwise, PERMISSION_DENIED for a slot mover's
+  // call (`mover_call`: it carries the bloom-shard-move header) without an admin token, and
+  // UNAVAILABLE once closed.
+  absl::Status Check(absl::string_view path, absl::optional<absl::string_view> authorization,
+                     bool mover_call = false) const;
 
   // From now on the gate uses neither `auth` nor `on_refusal`. Waits for the checks running.
   void Close();

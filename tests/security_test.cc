@@ -298,6 +298,29 @@ TEST_F(SecurityTest, OnlyAdminTokensChangeTheCluster) {
         << admitted.error_message();
     EXPECT_NE(admitted.error_code(), grpc::StatusCode::UNAUTHENTICATED);
   }
+  // A slot mover's calls (the bloom-shard-move header reaches a group's copy of a slot moving
+  // to it, which the move replaces) are refused to a write token as their headers arrive.
+  auto filters = bloom::v1::BloomFilterService::NewStub(
+      grpc::CreateChannel(server->target(), grpc::InsecureChannelCredentials()));
+  for (const char* token : {"writer-token", "admin-token"}) {
+    grpc::ClientContext context;
+    context.AddMetadata("authorization", absl::StrCat("Bearer ", token));
+    context.AddMetadata("bloom-shard-move", "1");
+    bloom::v1::AddRequest add;
+    add.set_name("moved");
+    add.add_items("x");
+    add.mutable_create_if_missing()->set_capacity(1000);
+    add.mutable_create_if_missing()->set_error_rate(0.01);
+    bloom::v1::AddResponse added;
+    const grpc::Status status = filters->Add(&context, add, &added);
+    if (std::string(token) == "writer-token") {
+      EXPECT_EQ(status.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+      EXPECT_NE(status.error_message().find("needs a token with role admin"), std::string::npos)
+          << status.error_message();
+    } else {
+      EXPECT_TRUE(status.ok()) << status.error_message();
+    }
+  }
   // And an admin token may do what a write token may.
   ClientOptions options;
   options.token = "admin-token";
