@@ -5,6 +5,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -33,15 +34,17 @@ constexpr int kAttempts = 50;  // 10 s of kRetryPause: longer than a failover
 // Catch-up rounds before the pause: until one moves fewer item hashes than this (the last
 // round, while writes pause, then moves about as many), or this many rounds.
 constexpr uint64_t kSmallRound = 20'000;
+// ... and copies fewer bytes of changed CUCKOO and windowed filters whole than this.
+constexpr uint64_t kSmallRoundBytes = 16 << 20;
 constexpr int kMaxCatchUpRounds = 10;
 
-// A filter of the moving slots, as List showed it.
-struct Seen {
-  // A BLOOM filter without a window: its copy follows the owner's journal
-  // (client/move_catch_up.h). A CUCKOO or windowed filter is copied whole once writes pause
-  // (its journal does not replay as adds elsewhere).
-  bool tracked = false;
-};
+// A filter of the moving slots, as List showed it. Every filter's copy follows the owner's
+// journal (client/move_catch_up.h): a BLOOM filter's copy is caught up with the items added
+// since, a CUCKOO or windowed filter's copied again only if it changed since (its journal does
+// not replay as adds elsewhere). So the pause copies what changed in the last round, not every
+// CUCKOO filter. (A pod too old to follow one answers FAILED_PRECONDITION: that filter is then
+// copied once writes pause.)
+struct Seen {};
 
 // Whether a call that failed so may succeed once a primary is elected (a failover).
 bool Transient(const absl::Status& status) {
@@ -65,10 +68,10 @@ class Mover {
   // The filters of the moving slots that the pod at `address` holds itself.
   absl::StatusOr<std::map<std::string, Seen>> ListHeld(const std::string& address);
   // Copies `name` from the owner's primary to the target's, replacing the copy there; retried
-  // across failovers. A `tracked` filter's journal is held first, and its copy followed from
-  // there (cursors_).
-  absl::Status Copy(const std::string& name, bool tracked);
-  absl::Status CopyOnce(const std::string& name, bool tracked);
+  // across failovers. The filter's journal is held first, and its copy followed from there
+  // (cursors_), unless the owner cannot follow it (unfollowed_).
+  absl::Status Copy(const std::string& name);
+  absl::Status CopyOnce(const std::string& name);
   absl::Status DeleteAt(const std::string& group, const std::string& name);
   // Whether `group` owns every slot of the move in `map`.
   bool OwnedBy(const bloom::v1::ShardMap& map, const std::string& group) const;
@@ -98,8 +101,10 @@ class Mover {
   std::map<std::string, Seen> copied_;            // the filters copied
   std::map<std::string, JournalCursor> cursors_;  // where each followed copy stands
   uint64_t bytes_ = 0;
-  uint64_t round_hashes_ = 0;  // item hashes the last round's catch-up moved
-  uint64_t hashes_ = 0;        // ... all rounds'
+  std::set<std::string> unfollowed_;  // filters the owner cannot follow (an older pod)
+  uint64_t round_hashes_ = 0;         // item hashes the last round's catch-up moved
+  uint64_t round_bytes_ = 0;          // bytes the last round copied whole
+  uint64_t hashes_ = 0;               // ... all rounds'
 };
 
 void Mover::Prepare(grpc::ClientContext& context) const {
@@ -183,29 +188,27 @@ absl::StatusOr<std::map<std::string, Seen>> Mover::ListHeld(const std::string& a
     for (const bloom::v1::FilterStats& stats : page.filters()) {
       const uint32_t slot = slots::SlotOf(stats.name(), slot_count_);
       if (slot < first_ || slot > last_) continue;
-      Seen seen;
-      seen.tracked =
-          stats.spec().kind() != bloom::v1::FILTER_KIND_CUCKOO && !stats.spec().has_window();
-      held.emplace(stats.name(), seen);
+      held.emplace(stats.name(), Seen{});
     }
     token = page.next_page_token();
   } while (!token.empty());
   return held;
 }
 
-absl::Status Mover::CopyOnce(const std::string& name, bool tracked) {
+absl::Status Mover::CopyOnce(const std::string& name) {
   absl::StatusOr<std::string> from = PrimaryOf(from_);
   if (!from.ok()) return from.status();
   cursors_.erase(name);
   absl::optional<JournalCursor> cursor;
-  if (tracked) {  // held before the export: the copy holds every add up to the cursor
-    absl::StatusOr<JournalCursor> at = StartJournal(
-        Pod(*from).channel(), name, [this](grpc::ClientContext& context) { Prepare(context); });
-    if (at.ok()) {
-      cursor = *at;
-    } else if (!absl::IsFailedPrecondition(at.status())) {
-      return at.status();  // FAILED_PRECONDITION: not followed, copied whole at the pause
-    }
+  // Held before the export: the copy holds every change up to the cursor.
+  absl::StatusOr<JournalCursor> at = StartJournal(
+      Pod(*from).channel(), name, [this](grpc::ClientContext& context) { Prepare(context); });
+  if (at.ok()) {
+    cursor = *at;
+  } else if (absl::IsFailedPrecondition(at.status())) {
+    unfollowed_.insert(name);  // copied whole again once writes pause
+  } else {
+    return at.status();
   }
   std::ostringstream dump;
   if (absl::Status exported = Pod(*from).Export(name, dump); !exported.ok()) return exported;
@@ -295,9 +298,10 @@ int Mover::Run(uint32_t first, uint32_t last, const std::string& to, bool abort)
     for (int round = 1; round <= kMaxCatchUpRounds; ++round) {
       absl::StatusOr<size_t> copied = CopyRound(/*paused=*/false);
       if (!copied.ok()) return Error(copied.status());
-      std::cout << "round " << round << ": copied " << *copied << " filters whole, caught "
-                << cursors_.size() << " up by " << round_hashes_ << " items" << std::endl;
-      if (round_hashes_ < kSmallRound) break;
+      std::cout << "round " << round << ": copied " << *copied << " filters whole (" << round_bytes_
+                << " bytes), caught " << cursors_.size() << " up by " << round_hashes_ << " items"
+                << std::endl;
+      if (round_hashes_ < kSmallRound && round_bytes_ < kSmallRoundBytes) break;
     }
     absl::StatusOr<uint64_t> paused = Step(rv1::MoveStep::STEP_PAUSE);
     if (!paused.ok()) return Error(paused.status());
@@ -361,10 +365,10 @@ absl::StatusOr<size_t> Mover::DeleteLeftovers(const bloom::v1::ShardMap& map) {
   return deleted;
 }
 
-absl::Status Mover::Copy(const std::string& name, bool tracked) {
+absl::Status Mover::Copy(const std::string& name) {
   absl::Status copied;
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
-    copied = CopyOnce(name, tracked);
+    copied = CopyOnce(name);
     // Filters deleted meanwhile are not copied (the last round deletes their copies).
     if (copied.ok() || absl::IsNotFound(copied)) return absl::OkStatus();
     if (!Transient(copied)) break;
@@ -482,11 +486,12 @@ absl::StatusOr<size_t> Mover::CopyRoundOnce(bool paused) {
   absl::StatusOr<std::map<std::string, Seen>> held = ListHeld(*from);
   if (!held.ok()) return held.status();
   size_t copied = 0;
+  const uint64_t bytes_before = bytes_;
   for (const auto& [name, seen] : *held) {
-    // A followed copy is caught up below. Filters whose journal cannot be followed are
-    // copied once writes pause, and only then.
-    if (seen.tracked ? cursors_.count(name) != 0 : !paused) continue;
-    if (absl::Status done = Copy(name, seen.tracked); !done.ok()) return done;
+    // A followed copy is caught up below. A filter the owner cannot follow is copied once
+    // before writes pause and once while they do.
+    if (unfollowed_.count(name) != 0 ? !paused : cursors_.count(name) != 0) continue;
+    if (absl::Status done = Copy(name); !done.ok()) return done;
     copied_[name] = seen;
     ++copied;
   }
@@ -499,11 +504,11 @@ absl::StatusOr<size_t> Mover::CopyRoundOnce(bool paused) {
   round_hashes_ = round->hashes;
   hashes_ += round->hashes;
   for (const std::string& name : round->copy_whole) {
-    auto listed = held->find(name);
-    if (listed == held->end()) continue;  // gone since: deleted below once paused
-    if (absl::Status done = Copy(name, listed->second.tracked); !done.ok()) return done;
+    if (held->count(name) == 0) continue;  // gone since: deleted below once paused
+    if (absl::Status done = Copy(name); !done.ok()) return done;
     ++copied;
   }
+  round_bytes_ = bytes_ - bytes_before;
   if (paused) {
     // Copies of filters deleted (or never there) at the owner go too.
     absl::StatusOr<std::map<std::string, Seen>> copies = ListHeld(*to);

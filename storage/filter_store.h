@@ -125,14 +125,15 @@ class FilterStore final : public FiguresSource, public ReplicatedStore {
   //   AddHashes(name, delta.hashes); at = delta.to;                   // and again
   // Holds `name`'s journal (journal_holds.h: checkpoints keep its later records) for `hold`,
   // and answers the position every add so far is at: a copy of its bits made after this holds
-  // every add up to it, and ReadJournal from it gives every later one. FAILED_PRECONDITION for
-  // a CUCKOO or windowed filter (copy those whole); NOT_FOUND.
+  // every add up to it, and ReadJournal from it gives every later one (for a CUCKOO or
+  // windowed filter, only whether it changed since). NOT_FOUND.
   absl::StatusOr<JournalPosition> StartJournal(absl::string_view name, absl::Duration hold) final;
   // The hashes of the items added to `name` after `from` (whole journal records, up to about
   // `max_hashes`), and the position they reach; renews the hold. FAILED_PRECONDITION (copy it
   // whole, then StartJournal again) when the filter is not `from`'s generation any more (it
-  // was deleted and reserved again), or its records after `from` were not held throughout (the
-  // hold lapsed: a checkpoint may have trimmed them); NOT_FOUND when it is gone.
+  // was deleted and reserved again), its records after `from` were not held throughout (the
+  // hold lapsed: a checkpoint may have trimmed them, or a merge wrote pages), or it is a
+  // CUCKOO or windowed filter that changed since `from`; NOT_FOUND when it is gone.
   absl::StatusOr<JournalDelta> ReadJournal(absl::string_view name, JournalPosition from,
                                            size_t max_hashes, absl::Duration hold) final;
   // Adds to `name` the items of `hashes` (ReadJournal's, from a filter made alike: the same

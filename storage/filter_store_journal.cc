@@ -3,8 +3,10 @@
 // from this store's journal: each add's record holds the hashes of the items it made new
 // (storage/format/encoding.h), which the copy adds as its own adds (AddHashes). So the last
 // catch-up, while the slot's writes pause, moves what was added since the previous one, not
-// the whole filter. JournalHolds (filter/journal_holds.h) keeps checkpoints from trimming
-// records the mover has not read yet.
+// the whole filter. A CUCKOO or windowed filter's journal cannot be replayed so, but it says
+// whether the filter changed since a copy: only those that did are copied again, so the pause
+// copies the ones written since the last round, not every one of them. JournalHolds
+// (filter/journal_holds.h) keeps checkpoints from trimming records the mover has not read yet.
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,14 +26,10 @@ namespace {
 absl::string_view View(const rocksdb::Slice& slice) { return {slice.data(), slice.size()}; }
 
 // Only a BLOOM filter without a window journals what a copy can replay as adds: a CUCKOO
-// filter's records are table changes, a window's name slices that age.
-absl::Status RequireReplayableJournal(const StoredFilter& filter) {
-  if (filter.cuckoo() != nullptr || filter.windowed()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "filter '", filter.name(), "' is ", filter.cuckoo() != nullptr ? "a CUCKOO" : "a windowed",
-        " filter: its journal does not replay as adds elsewhere; copy it whole"));
-  }
-  return absl::OkStatus();
+// filter's records are table changes, a window's name slices that age. Their journal still
+// says whether they changed since a position: a mover copies them early and again only if so.
+bool ReplayableJournal(const StoredFilter& filter) {
+  return filter.cuckoo() == nullptr && !filter.windowed();
 }
 
 }  // namespace
@@ -41,7 +39,12 @@ absl::StatusOr<JournalPosition> FilterStore::StartJournal(absl::string_view name
   bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
   RETURN_IF_ERROR(CheckOpen());
   ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> filter, FindUsable(name));
-  RETURN_IF_ERROR(RequireReplayableJournal(*filter));
+  if (filter->creation_pending()) {
+    // Its first add writes pages, not a journal record: a position read now could miss it.
+    // That write is a moment away.
+    return absl::UnavailableError(
+        absl::StrCat("filter '", name, "' is being created by its first add: retry"));
+  }
   // The hold first, keeping everything not trimmed yet: a checkpoint that missed it took its
   // sequence before the one read below, so it trims nothing after that one.
   const uint64_t generation = filter->generation();
@@ -56,7 +59,6 @@ absl::StatusOr<JournalDelta> FilterStore::ReadJournal(absl::string_view name, Jo
   bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
   RETURN_IF_ERROR(CheckOpen());
   ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> filter, FindUsable(name));
-  RETURN_IF_ERROR(RequireReplayableJournal(*filter));
   if (filter->generation() != from.generation) {
     return absl::FailedPreconditionError(
         absl::StrCat("filter '", name,
@@ -77,6 +79,13 @@ absl::StatusOr<JournalDelta> FilterStore::ReadJournal(absl::string_view name, Jo
   if (filter->last_journal_seq() <= from.seq) {
     journal_holds_.Hold(from.generation, from.seq, options_.clock->Now(), hold);
     return delta;
+  }
+  if (!ReplayableJournal(*filter)) {
+    // Changed since (a merge into it releases the hold, caught above): only a new copy has it.
+    return absl::FailedPreconditionError(absl::StrCat(
+        "filter '", name, "' is ", filter->cuckoo() != nullptr ? "a CUCKOO" : "a windowed",
+        " filter changed since sequence ", from.seq,
+        ": its journal does not replay as adds elsewhere; copy it whole"));
   }
   // Only records whose adds have set their bits: a later one may sit before an earlier one
   // still being written, which a reader must not skip.

@@ -164,13 +164,13 @@ TEST_F(ShardingTest, MovingSlotsUnderWritesLosesNoAcknowledgedAdd) {
       << moved.out;
   EXPECT_LT(std::stoi(paused[1]), 5000) << moved.out;
   // While writes paused, the BLOOM filters' copies were caught up from the owner's journal:
-  // only the cuckoo and the windowed filter were copied whole. (Unless the first run was
-  // killed after it paused writes: the second then copies everything whole, knowing nothing
-  // of the copies' journal positions.)
+  // at most the cuckoo and the windowed filter were copied whole, and only if written since
+  // the last round. (Unless the first run was killed after it paused writes: the second then
+  // copies everything whole, knowing nothing of the copies' journal positions.)
   std::smatch last;
   ASSERT_TRUE(std::regex_search(moved.out, last, std::regex("([0-9]+) filters copied whole and")))
       << moved.out;
-  if (absl::StrContains(moved.out, "round 1:")) EXPECT_EQ(last[1], "2") << moved.out;
+  if (absl::StrContains(moved.out, "round 1:")) EXPECT_LE(std::stoi(last[1]), 2) << moved.out;
   // Writes go on at the new owner.
   ASSERT_TRUE(WaitFor([&] { return writers.acknowledged() >= before + 100; }));
   writers.Stop();

@@ -222,6 +222,9 @@ class StoredFilter {
   bool has_idle_ttl() const { return rare_ != nullptr && rare_->idle_ttl_micros != 0; }
   // An unreadable filter's empty chain has no window.
   bool windowed() const { return chain_.windowed(); }
+  // Made by an add (create_if_missing) whose write, which creates it, is not done yet: that
+  // first write stores pages, not a journal record.
+  bool creation_pending() const { return flags_.Has(kCreationPending); }
   // Nullopt without an idle_ttl (or for an unusable filter).
   absl::optional<absl::Time> IdleExpiresAt() const;
   // What an add on an evicted object answers (see IsEvicted).
