@@ -39,6 +39,7 @@
 #include "server/ack_log.h"
 #include "server/failover.h"
 #include "server/node.h"
+#include "server/role_change.h"
 #include "server/server_flags.h"
 #include "server/shard_member.h"
 #include "server/signals.h"
@@ -211,27 +212,6 @@ absl::Status WritePortFile(const std::string& port_file, int port, int metrics_p
   return absl::OkStatus();
 }
 
-// With failover, the term whose log the data dir continues, kept beside the data so that a
-// pod restarted in the same term is not copied anew (a copy wipes the dir, this file too).
-constexpr char kDataTermFile[] = "REPLICATION_TERM";
-
-int64_t ReadDataTerm(const std::string& data_dir) {
-  std::ifstream in(std::filesystem::path(data_dir) / kDataTermFile);
-  int64_t term = 0;
-  if (!(in >> term) || term < 0) return 0;  // none, or unreadable: not known
-  return term;
-}
-
-// Best effort: without it (or with an older term), the pod is copied anew when it need not be.
-void WriteDataTerm(const std::string& data_dir, int64_t term) {
-  const std::filesystem::path path = std::filesystem::path(data_dir) / kDataTermFile;
-  const std::string tmp = path.string() + ".tmp";
-  { std::ofstream(tmp) << term << "\n"; }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    bloomlog::LogWarning(absl::StrCat("cannot write ", path.string()));
-  }
-}
-
 // Serves until SIGTERM or SIGINT (re-reading credentials on SIGHUP and when they change);
 // returns the signal. On a follower, also refreshes its health and returns 0 when it needs a
 // new snapshot of its primary; with failover, returns 0 when `role_changed` says so.
@@ -259,51 +239,6 @@ int ServeUntilStopped(service::TokenAuthenticator* auth, const service::TlsOptio
 std::string WithPort(const std::string& listen, int port) {
   const size_t colon = listen.rfind(':');
   return absl::StrCat(colon == std::string::npos ? listen : listen.substr(0, colon), ":", port);
-}
-
-// Each incarnation's settings for the role etcd gave it: a primary's acknowledgement fence and
-// ack log, or a follower of the elected primary (and its `follower_options`). Sets
-// `copy_again` when this pod holds writes the new primary never had (this pod led, or
-// followed one that led, past the point where the new primary took over): they were never
-// acknowledged, and a fresh copy drops them. `data_term`: the term whose log the data
-// continues.
-absl::StatusOr<server::ServerConfig> ConfigForRole(
-    const server::ServerConfig& base, const coordination::Role& role, server::Failover& failover,
-    server::AckLog* ack_log, int64_t data_term,
-    absl::StatusOr<replication::FollowerOptions>& follower_options, bool& copy_again) {
-  server::ServerConfig config = base;
-  if (role.kind == coordination::Role::Kind::kPrimary) {
-    config.store.replica = false;
-    config.store.may_acknowledge = failover.Fence();
-    if (ack_log != nullptr) {
-      ack_log->BeginTerm(role.term, role.leader.start_sequence);
-      config.store.on_acknowledged = [ack_log](uint64_t sequence) {
-        ack_log->Acknowledged(sequence);
-      };
-    }
-    return config;
-  }
-  config.store.replica = true;
-  config.replication.replicate_from = role.leader.address;
-  // The primary's sync set names followers as their members do.
-  if (config.replication.name.empty()) {
-    config.replication.name = config.replication.advertise_address;
-  }
-  follower_options = server::FollowerOptionsFromConfig(config.replication, config.server.listen);
-  if (!follower_options.ok()) {  // worded as at start-up (main)
-    return absl::Status(follower_options.status().code(),
-                        absl::StrCat("replication: ", follower_options.status().message()));
-  }
-  // The primary counts this pod's stream as its member's only with the member's secret.
-  follower_options->member_secret = failover.member()->secret();
-  if (role.term != data_term && failover.held() > role.leader.start_sequence) {
-    bloomlog::LogWarning(absl::StrCat(
-        "this pod holds sequence ", failover.held(), ", past ", role.leader.start_sequence,
-        " where the primary ", role.leader.name,
-        " took over: copying its data anew (writes only this pod had were never acknowledged)"));
-    copy_again = true;
-  }
-  return config;
 }
 
 // Opens the store of a new incarnation and starts its servers; with failover, connects it to
@@ -357,52 +292,6 @@ void LogStopping(int signal_number, bool needs_snapshot) {
   }
 }
 
-// Steps down from `role`'s term, then waits (within the lease) until the member's role changed.
-// A stop signal that arrives meanwhile is left in `signal_number`.
-void StepDownAndWait(server::Failover& failover, const coordination::Role& role,
-                     uint64_t role_version, int& signal_number) {
-  if (absl::Status stepped = failover.member()->StepDown(role.term); !stepped.ok()) {
-    bloomlog::LogWarning(absl::StrCat("etcd: stepping down: ", stepped.ToString()));
-  }
-  const absl::Time give_up = absl::Now() + absl::Seconds(10);
-  while (!failover.RoleChangedSince(role_version) && absl::Now() < give_up &&
-         (signal_number = server::StopSignalArrived()) == 0) {
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-}
-
-// An elected primary serves only if it holds what it said when it took over (its leader
-// record's start sequence): a pod whose copy of the data was interrupted, or lost, steps down
-// at once so that an election on what it really holds replaces it, rather than leading without
-// the writes it claimed (or retrying a copy from a primary that is gone with its port closed).
-// Returns whether it serves; if not, waits (within the lease) until the member's role changed.
-// A stop signal that arrives meanwhile is left in `signal_number`.
-bool ServesAsElected(server::Failover& failover, const coordination::Role& role,
-                     const std::string& data_dir, uint64_t role_version, int& signal_number) {
-  if (replication::DiscardIncompleteCopy(data_dir)) failover.SetHeld(0);
-  const uint64_t held = failover.held();
-  if (held >= role.leader.start_sequence) return true;
-  bloomlog::LogError(absl::StrCat("elected primary of term ", role.term, " at sequence ",
-                                  role.leader.start_sequence, " but this pod holds ", held,
-                                  " (its copy of the data was interrupted): stepping down"));
-  StepDownAndWait(failover, role, role_version, signal_number);
-  return false;
-}
-
-// A sharded pod elected primary takes writes only with the shard map etcd holds now: a slot
-// move may have paused writes that its watch has not delivered yet. If its view cannot catch
-// up (etcd unreachable), it steps down as ServesAsElected does.
-bool ShardViewCaughtUp(server::Failover& failover, const server::ShardMember& shards,
-                       const coordination::Role& role, uint64_t role_version, int& signal_number) {
-  const absl::Status caught_up = shards.watch->CatchUp(absl::Now() + kFirstShardMapWait);
-  if (caught_up.ok()) return true;
-  bloomlog::LogError(absl::StrCat("elected primary of term ", role.term,
-                                  " but its shard map is not the one etcd holds (",
-                                  caught_up.ToString(), "): stepping down"));
-  StepDownAndWait(failover, role, role_version, signal_number);
-  return false;
-}
-
 // With --etcd_endpoints, joins the cluster holding what the data dir holds; null without.
 absl::StatusOr<std::unique_ptr<server::Failover>> JoinCluster(const server::ServerConfig& config) {
   if (config.replication.etcd_endpoints.empty()) return nullptr;
@@ -423,8 +312,8 @@ absl::StatusOr<std::unique_ptr<server::Failover>> JoinCluster(const server::Serv
 }
 
 // The certificates of --tls_cert_file, --tls_client_ca_file, --replication_cert_file,
-// --replication_ca_file, --etcd_cert_file and --etcd_ca_file, read at each scrape for their expiry (a file that does not read is
-// left out: the server's own checks say why).
+// --replication_ca_file, --etcd_cert_file and --etcd_ca_file, read at each scrape for their expiry
+// (a file that does not read is left out: the server's own checks say why).
 std::function<metrics::ServerMetrics::CertificateExpiries()> CertificateSource(
     const server::ServerConfig& config) {
   const std::vector<std::pair<std::string, std::string>> files = {
@@ -565,7 +454,7 @@ int main(int argc, char** argv) {
   // The term of the primary whose log this pod's data continues (it led that term, or followed
   // it): writes past that primary's start sequence are its own, not writes it never had. 0:
   // not known.
-  int64_t data_term = failover != nullptr ? ReadDataTerm(config->store.data_dir) : 0;
+  int64_t data_term = failover != nullptr ? server::ReadDataTerm(config->store.data_dir) : 0;
   bool port_file_written = false;
   int signal_number = 0;
   absl::Time stop_start;
@@ -580,18 +469,20 @@ int main(int argc, char** argv) {
           [&signal_number] { return (signal_number = server::StopSignalArrived()) != 0; },
           &role_version);
       if (signal_number != 0) break;
-      absl::StatusOr<server::ServerConfig> for_role = ConfigForRole(
+      absl::StatusOr<server::ServerConfig> for_role = server::ConfigForRole(
           base, role, *failover, ack_log->get(), data_term, follower_options, copy_again);
       if (!for_role.ok()) return Fail(for_role.status().message());
       *config = *std::move(for_role);
       data_term = role.term;
       if (role.kind == coordination::Role::Kind::kPrimary &&
-          !ServesAsElected(*failover, role, config->store.data_dir, role_version, signal_number)) {
+          !server::ServesAsElected(*failover, role, config->store.data_dir, role_version,
+                                   signal_number)) {
         if (signal_number != 0) break;
         continue;
       }
       if (role.kind == coordination::Role::Kind::kPrimary && shards != nullptr &&
-          !ShardViewCaughtUp(*failover, *shards, role, role_version, signal_number)) {
+          !server::ShardViewCaughtUp(*failover, *shards, role, role_version, kFirstShardMapWait,
+                                     signal_number)) {
         if (signal_number != 0) break;
         continue;
       }
@@ -631,7 +522,7 @@ int main(int argc, char** argv) {
       }
       port_file_written = true;
     }
-    if (failover != nullptr) WriteDataTerm(config->store.data_dir, data_term);
+    if (failover != nullptr) server::WriteDataTerm(config->store.data_dir, data_term);
     // Rebuilt on the port it got (a port 0 in --listen was picked now).
     base.server.listen = WithPort(base.server.listen, node.server->port());
     config->server.listen = base.server.listen;
@@ -649,7 +540,7 @@ int main(int argc, char** argv) {
           !server::RetargetInPlace(node, *failover, *follower_options, role_version, data_term)) {
         break;
       }
-      WriteDataTerm(config->store.data_dir, data_term);
+      server::WriteDataTerm(config->store.data_dir, data_term);
     }
     stop_start = absl::Now();
     if (signal_number != 0 && failover != nullptr &&
