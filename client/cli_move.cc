@@ -295,6 +295,8 @@ int Mover::Run(uint32_t first, uint32_t last, const std::string& to, bool abort)
   if (!map->move().paused()) {
     // Round 1 copies every filter; the next ones catch the copies up from the owner's journal,
     // until a round moves little: the last one, while writes pause, moves about as much.
+    uint64_t previous_hashes = 0;
+    uint64_t previous_bytes = 0;
     for (int round = 1; round <= kMaxCatchUpRounds; ++round) {
       absl::StatusOr<size_t> copied = CopyRound(/*paused=*/false);
       if (!copied.ok()) return Error(copied.status());
@@ -302,6 +304,11 @@ int Mover::Run(uint32_t first, uint32_t last, const std::string& to, bool abort)
                 << " bytes), caught " << cursors_.size() << " up by " << round_hashes_ << " items"
                 << std::endl;
       if (round_hashes_ < kSmallRound && round_bytes_ < kSmallRoundBytes) break;
+      // No smaller than the round before (the same filters written throughout): more rounds
+      // would not shorten the pause.
+      if (round > 1 && round_hashes_ >= previous_hashes && round_bytes_ >= previous_bytes) break;
+      previous_hashes = round_hashes_;
+      previous_bytes = round_bytes_;
     }
     absl::StatusOr<uint64_t> paused = Step(rv1::MoveStep::STEP_PAUSE);
     if (!paused.ok()) return Error(paused.status());

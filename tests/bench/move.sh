@@ -9,10 +9,14 @@
 # default), a writer adds batches of 1,000 new items to the moving filters throughout the move
 # (Python, routing by the map, retrying what the pause refuses): its slowest batch is the
 # pause as a writer sees it, and the mover's rounds catch the copies up from the owner's
-# journal instead of copying them again.
+# journal instead of copying them again. KIND=cuckoo makes CUCKOO filters, which a move copies
+# again (they do not replay from the journal) when they changed since the last round; WRITTEN
+# is how many of the filters the writer adds to (default: all), so that the rest stay unchanged
+# as most per-user filters are at any moment.
 #
 #   tests/bench/move.sh                      # 1 GB of filters
 #   SIZE_MB=256 WRITE_BATCHES=0 tests/bench/move.sh
+#   KIND=cuckoo WRITTEN=4 tests/bench/move.sh
 #
 # Needs the README's set-up (./scripts/test.sh has built everything) and etcd (etcd-server).
 set -euo pipefail
@@ -22,6 +26,8 @@ SIZE_MB=${SIZE_MB:-1024}
 FILTERS=${FILTERS:-64}
 RATE=${RATE:-200000}
 WRITE_BATCHES=${WRITE_BATCHES:-1}
+KIND=${KIND:-bloom}
+WRITTEN=${WRITTEN:-$FILTERS}
 SERVER=$BUILD/server/bloom-server
 BENCH=$BUILD/loadtest/bloom-bench
 CLI=${CLI:-$BUILD/client/bloom-cli}  # another bloom-cli: compare movers
@@ -69,11 +75,12 @@ wait_serving "127.0.0.1:$B_PORT"
 
 # The filters to move: FILTERS names in slots 0-1023, each about SIZE_MB/FILTERS MB of bits
 # (a BLOOM filter at 1% takes about 1.2 bytes per item of capacity).
-PYTHONPATH=$BUILD/protos/python:client/python /usr/bin/python3 - "$A_PORT" "$FILTERS" "$SIZE_MB" <<'PY'
+PYTHONPATH=$BUILD/protos/python:client/python /usr/bin/python3 - "$A_PORT" "$FILTERS" "$SIZE_MB" \
+  "$KIND" <<'PY'
 import sys
 from bloom_client import BloomClient
 from bloom_shards import slot_of
-port, filters, size_mb = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+port, filters, size_mb, kind = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 capacity = int(size_mb * 1e6 / filters / 1.2)
 client = BloomClient(f"127.0.0.1:{port}", timeout=60)
 made, n = 0, 0
@@ -82,7 +89,7 @@ while made < filters:
     n += 1
     if slot_of(name, 4096) > 1023:
         continue
-    client.reserve(name, capacity=capacity, error_rate=0.01, non_scaling=True)
+    client.reserve(name, capacity=capacity, error_rate=0.01, non_scaling=True, kind=kind)
     client.add(name, [f"item-{i}" for i in range(1000)])
     made += 1
 PY
@@ -98,15 +105,15 @@ load 60s during >/dev/null &
 LOAD=$!
 if [[ $WRITE_BATCHES == 1 ]]; then
   # Adds to the moving filters until $WORK/stop exists; prints the batches' latencies.
-  PYTHONPATH=$BUILD/protos/python:client/python /usr/bin/python3 - "$A_PORT" "$WORK" <<'PY' \
-    >"$WORK/writer.out" &
+  PYTHONPATH=$BUILD/protos/python:client/python /usr/bin/python3 - "$A_PORT" "$WORK" "$WRITTEN" \
+    <<'PY' >"$WORK/writer.out" &
 import os, sys, time
 import grpc
 from bloom_client import BloomClient
 from bloom_shards import slot_of
-port, work = int(sys.argv[1]), sys.argv[2]
+port, work, written = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 names, n = [], 0
-while len(names) < 64:
+while len(names) < written:
     name = f"moving-{n}"
     n += 1
     if slot_of(name, 4096) <= 1023:
