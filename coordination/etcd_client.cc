@@ -195,21 +195,20 @@ absl::Status EtcdClient::Checked(const Endpoint& endpoint, const grpc::Status& s
           absl::StrCat("etcd ", endpoint.address, ": ", status.error_message())};
 }
 
-template <typename Call>
-absl::Status EtcdClient::Unary(Call call) {
+absl::Status EtcdClient::Begin(Call& call) {
+  call.target = Current();
+  return Prepare(call.endpoint(), call.context, /*deadline=*/true, call.token);
+}
+
+template <typename Rpc>
+absl::Status EtcdClient::Unary(Rpc rpc) {
   for (int attempt = 0;; ++attempt) {
-    const Target target = Current();
-    const Endpoint& endpoint = *target.endpoint;
-    grpc::ClientContext context;
-    std::string token;
-    if (absl::Status prepared = Prepare(endpoint, context, /*deadline=*/true, token);
-        !prepared.ok()) {
-      return prepared;
-    }
-    const grpc::Status status = call(endpoint, context);
-    absl::Status checked = Checked(endpoint, status, token);
+    Call call;
+    if (absl::Status begun = Begin(call); !begun.ok()) return begun;
+    const grpc::Status status = rpc(call.endpoint(), call.context);
+    absl::Status checked = Checked(call.endpoint(), status, call.token);
     // etcd refused the token before doing anything, so the call can be made again.
-    if (attempt == 0 && !token.empty() && TokenRefused(status)) continue;
+    if (attempt == 0 && !call.token.empty() && TokenRefused(status)) continue;
     return checked;
   }
 }
@@ -233,14 +232,10 @@ absl::StatusOr<EtcdLease> EtcdClient::GrantLease(absl::Duration ttl) {
 }
 
 absl::StatusOr<absl::Duration> EtcdClient::KeepAliveOnce(int64_t lease) {
-  const Target target = Current();
-  const Endpoint& endpoint = *target.endpoint;
-  grpc::ClientContext context;
-  std::string token;
-  if (absl::Status prepared = Prepare(endpoint, context, /*deadline=*/true, token);
-      !prepared.ok()) {
-    return prepared;
-  }
+  Call call;
+  if (absl::Status begun = Begin(call); !begun.ok()) return begun;
+  const Endpoint& endpoint = call.endpoint();
+  grpc::ClientContext& context = call.context;
   auto stream = endpoint.lease->LeaseKeepAlive(&context);
   pb::LeaseKeepAliveRequest request;
   request.set_id(lease);
@@ -250,7 +245,7 @@ absl::StatusOr<absl::Duration> EtcdClient::KeepAliveOnce(int64_t lease) {
   if (!exchanged) {
     // The stream is over (a failed Write or Read says so): its status says why. A refused
     // token is dropped, and the keeper's next renewal fetches another.
-    absl::Status status = Checked(endpoint, stream->Finish(), token);
+    absl::Status status = Checked(endpoint, stream->Finish(), call.token);
     if (status.ok()) status = absl::UnavailableError("etcd ended the keep-alive stream");
     return status;
   }

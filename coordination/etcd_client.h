@@ -174,10 +174,18 @@ class EtcdClient {
                        std::string& token);
   // The token to send, fetched from `endpoint` if there is none.
   absl::StatusOr<std::string> Token(const Endpoint& endpoint);
-  // A unary call on the current endpoint: `call(endpoint, context)` is the stub's call. A
+  // A call on the current endpoint, readied by Begin (Prepare with a deadline).
+  struct Call {
+    Target target;
+    grpc::ClientContext context;
+    std::string token;
+    const Endpoint& endpoint() const { return *target.endpoint; }
+  };
+  absl::Status Begin(Call& call);
+  // A unary call on the current endpoint: `rpc(endpoint, context)` is the stub's call. A
   // refused token is replaced and the call made once more.
-  template <typename Call>
-  absl::Status Unary(Call call);
+  template <typename Rpc>
+  absl::Status Unary(Rpc rpc);
   absl::StatusOr<etcdserverpb::TxnResponse> Txn(const etcdserverpb::TxnRequest& request);
 
   const std::vector<std::string> addresses_;

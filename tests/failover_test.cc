@@ -449,12 +449,25 @@ std::vector<std::string> SecuredPodFlags(const SecureEtcd& etcd, const std::stri
   return changed;
 }
 
-TEST(SecuredEtcdTest, APodWithAWrongCaCertificateOrPasswordNeverLeadsAndSaysWhichFlag) {
-  TestPki pki;
-  std::unique_ptr<SecureEtcd> etcd = SecureEtcd::Start(pki, "secured/");
-  ASSERT_NE(etcd, nullptr);
-  TempDir data;
-  const std::string address = absl::StrCat("127.0.0.1:", FreeLoopbackPort());
+// A pod of the cluster "secured" on an etcd with TLS, client certificates and users.
+class SecuredEtcdTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    etcd_ = SecureEtcd::Start(pki_, "secured/");
+    ASSERT_NE(etcd_, nullptr);
+  }
+
+  TestPki pki_;
+  std::unique_ptr<SecureEtcd> etcd_;
+  TempDir data_;
+  const std::string address_ = absl::StrCat("127.0.0.1:", FreeLoopbackPort());
+};
+
+TEST_F(SecuredEtcdTest, APodWithAWrongCaCertificateOrPasswordNeverLeadsAndSaysWhichFlag) {
+  SecureEtcd* etcd = etcd_.get();
+  const TestPki& pki = pki_;
+  const TempDir& data = data_;
+  const std::string& address = address_;
   const std::string wrong_password = data.path() + "/wrong-password";
   std::ofstream(wrong_password) << "guess\n";
   struct Case {
@@ -488,12 +501,11 @@ TEST(SecuredEtcdTest, APodWithAWrongCaCertificateOrPasswordNeverLeadsAndSaysWhic
   EXPECT_EQ(etcd->Etcdctl("get --prefix secured/").out, "");  // no leader, no member
 }
 
-TEST(SecuredEtcdTest, AClientWithoutThePodsCredentialsCannotWriteTheLeaderKey) {
-  TestPki pki;
-  std::unique_ptr<SecureEtcd> etcd = SecureEtcd::Start(pki, "secured/");
-  ASSERT_NE(etcd, nullptr);
-  TempDir data;
-  const std::string address = absl::StrCat("127.0.0.1:", FreeLoopbackPort());
+TEST_F(SecuredEtcdTest, AClientWithoutThePodsCredentialsCannotWriteTheLeaderKey) {
+  SecureEtcd* etcd = etcd_.get();
+  const TestPki& pki = pki_;
+  const TempDir& data = data_;
+  const std::string& address = address_;
   std::vector<std::string> flags = SecuredPodFlags(*etcd, address, {});
   flags.push_back("--metrics_listen=127.0.0.1:0");
   std::unique_ptr<ServerProcess> pod = ServerProcess::Start(data.path(), flags);
