@@ -81,6 +81,9 @@ class PrometheusTest : public ::testing::Test {
     for (int i = 0; i < kPods; ++i) {
       dirs_.push_back(std::make_unique<TempDir>());
       ports_.push_back(FreeLoopbackPort());
+      // Kept across a pod's restart, so that Prometheus goes on scraping a restarted pod (it
+      // may be elected primary again).
+      metrics_ports_.push_back(FreeLoopbackPort());
     }
     pods_.resize(kPods);
     for (int i = 0; i < kPods; ++i) StartPod(i);
@@ -104,7 +107,8 @@ class PrometheusTest : public ::testing::Test {
          absl::StrCat("--shard_map=", kMapKey), "--leader_ttl=2s",
          // Group b's pod has no follower to acknowledge its writes.
          absl::StrCat("--min_replica_acks=", i < 3 ? 1 : 0), "--replica_ack_timeout=2s",
-         "--metrics_listen=127.0.0.1:0", "--tls_cert_file=" + pki_.Path("server1.crt"),
+         absl::StrCat("--metrics_listen=127.0.0.1:", metrics_ports_[i]),
+         "--tls_cert_file=" + pki_.Path("server1.crt"),
          "--tls_key_file=" + pki_.Path("server1.key"),
          "--replication_ca_file=" + pki_.Path("ca1.crt"), "--allow_unauthenticated_replication"});
     ASSERT_NE(pods_[i], nullptr);
@@ -192,6 +196,7 @@ class PrometheusTest : public ::testing::Test {
   sharding::ShardMap map_;
   std::vector<std::unique_ptr<TempDir>> dirs_;
   std::vector<int> ports_;
+  std::vector<int> metrics_ports_;
   std::vector<std::unique_ptr<ServerProcess>> pods_;
   std::vector<std::unique_ptr<ServerProcess>> stopped_;
   int prometheus_port_ = 0;
