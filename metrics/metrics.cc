@@ -128,6 +128,14 @@ class StateCollector final : public prometheus::Collectable {
                           "Bytes free to this server on the file system holding the data dir.",
                           static_cast<double>(f.disk_free_bytes)));
     }
+    out.push_back(Gauge("bloom_shard_move_journal_held_filters",
+                        "Filters whose journal a slot move out of this pod holds (it copies them "
+                        "elsewhere and catches the copies up from their journals).",
+                        static_cast<double>(f.journal_held_filters)));
+    out.push_back(Gauge("bloom_shard_move_journal_lag_records",
+                        "Journal records written to those filters since the mover last read "
+                        "them: what its next catch-up reads.",
+                        static_cast<double>(f.journal_hold_lag_records)));
     out.push_back(Gauge("bloom_journal_pending_bytes",
                         "Journal bytes not yet covered by a checkpoint (replayed on restart).",
                         static_cast<double>(f.journal_pending_bytes)));

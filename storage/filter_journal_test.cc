@@ -115,6 +115,18 @@ TEST_F(FilterJournalTest, ACopyCaughtUpFromTheJournalHoldsEveryItemAcrossCheckpo
   ASSERT_OK(idle.status());
   EXPECT_TRUE(idle->hashes.empty());
   EXPECT_FALSE(idle->more);
+  // The source's figures: one filter held, and nothing left for the next catch-up to read.
+  StoreFigures figures = store_->Figures();
+  EXPECT_EQ(figures.journal_held_filters, 1u);
+  EXPECT_EQ(figures.journal_hold_lag_records, 0u);
+  for (int add = 0; add < 3; ++add) {
+    ASSERT_OK(store_->Add("f", Views(Items(absl::StrCat("lag", add), 0, 10)), nullptr).status());
+  }
+  EXPECT_EQ(store_->Figures().journal_hold_lag_records, 3u);  // three adds' records
+  CatchUp("f", *at, 1'000);
+  EXPECT_EQ(store_->Figures().journal_hold_lag_records, 0u);
+  clock_.Advance(kHold + absl::Seconds(1));  // a lapsed hold is no move's
+  EXPECT_EQ(store_->Figures().journal_held_filters, 0u);
 }
 
 TEST_F(FilterJournalTest, ALapsedHoldAMergeOrAFilterMadeAgainMeansCopyItWhole) {

@@ -182,12 +182,20 @@ StoreFigures FilterStore::Figures() const {
     figures.disk_free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
   }
   const absl::Time now = absl::Now();
+  const bool moving = !journal_holds_.empty();  // a slot move is reading journals
+  const absl::Time holds_now = options_.clock->Now();
   for (const std::shared_ptr<StoredFilter>& filter : registry_.Snapshot()) {
     ++figures.filters;
     ++figures.resident_filters;
     if (const absl::Status usable = filter->Usable(); !usable.ok()) {
       if (usable.code() == absl::StatusCode::kDataLoss) ++figures.unreadable_filters;
       if (usable.code() == absl::StatusCode::kResourceExhausted) ++figures.unloaded_filters;
+    }
+    if (uint64_t held_after = 0;
+        moving && journal_holds_.HeldAfter(filter->generation(), holds_now, &held_after)) {
+      ++figures.journal_held_filters;
+      const uint64_t last = filter->last_journal_seq();
+      if (last > held_after) figures.journal_hold_lag_records += last - held_after;
     }
     const uint64_t pending = filter->journal_bytes();
     if (pending == 0) continue;

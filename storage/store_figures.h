@@ -64,6 +64,10 @@ struct StoreFigures {
   // (statvfs: f_blocks and f_bavail); both 0 if it could not be read.
   uint64_t disk_size_bytes = 0;
   uint64_t disk_free_bytes = 0;
+  // Resident filters whose journal a slot move holds (journal_holds.h), and the journal
+  // records written to them since the mover last read them: what its next catch-up reads.
+  uint64_t journal_held_filters = 0;
+  uint64_t journal_hold_lag_records = 0;
 };
 
 // Where the figures come from: FilterStore, or a test's stand-in.

@@ -60,6 +60,19 @@ class JournalHolds {
     return std::min(to_seq, it->second.after_seq);
   }
 
+  // Whether a hold on `generation` is live at `now`; if so, `after_seq` receives its sequence
+  // (the records after it are what the mover has not read yet).
+  bool HeldAfter(uint64_t generation, absl::Time now, uint64_t* after_seq) const {
+    bloomsync::ReaderMutexLock lock(&mu_);
+    auto it = holds_.find(generation);
+    if (it == holds_.end() || it->second.until <= now) return false;
+    *after_seq = it->second.after_seq;
+    return true;
+  }
+
+  // No hold at all (live or lapsed): the usual case, read without the lock.
+  bool empty() const { return count_.load(std::memory_order_acquire) == 0; }
+
   void Release(uint64_t generation) {
     bloomsync::MutexLock lock(&mu_);
     holds_.erase(generation);
