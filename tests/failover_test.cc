@@ -464,26 +464,22 @@ class SecuredEtcdTest : public ::testing::Test {
 };
 
 TEST_F(SecuredEtcdTest, APodWithAWrongCaCertificateOrPasswordNeverLeadsAndSaysWhichFlag) {
-  SecureEtcd* etcd = etcd_.get();
-  const TestPki& pki = pki_;
-  const TempDir& data = data_;
-  const std::string& address = address_;
-  const std::string wrong_password = data.path() + "/wrong-password";
+  const std::string wrong_password = data_.path() + "/wrong-password";
   std::ofstream(wrong_password) << "guess\n";
   struct Case {
     std::vector<std::string> changes;
     std::string named;  // in the error the pod exits with
   };
   const Case kExits[] = {
-      {{"--etcd_ca_file=" + pki.Path("ca2.crt")}, "--etcd_ca_file"},
+      {{"--etcd_ca_file=" + pki_.Path("ca2.crt")}, "--etcd_ca_file"},
       {{"--etcd_password_file=" + wrong_password}, "--etcd_password_file"},
-      {{"--etcd_ca_file=" + pki.Path("nothing-here.crt")}, "--etcd_ca_file"},
+      {{"--etcd_ca_file=" + pki_.Path("nothing-here.crt")}, "--etcd_ca_file"},
       // Another cluster's keys: the user's role may write only "secured/".
       {{"--cluster=elsewhere"}, "readwrite"},
   };
   for (const Case& bad : kExits) {
-    std::vector<std::string> flags = SecuredPodFlags(*etcd, address, bad.changes);
-    flags.push_back("--data_dir=" + data.path());
+    std::vector<std::string> flags = SecuredPodFlags(*etcd_, address_, bad.changes);
+    flags.push_back("--data_dir=" + data_.path());
     std::string output;
     EXPECT_EQ(ServerProcess::RunToExit(flags, &output), 1) << output;
     EXPECT_NE(output.find(bad.named), std::string::npos) << bad.named << ": " << output;
@@ -493,22 +489,18 @@ TEST_F(SecuredEtcdTest, APodWithAWrongCaCertificateOrPasswordNeverLeadsAndSaysWh
   // Without a client certificate etcd closes the connection, which may also be an etcd that
   // is down: the pod says what to check and waits, never leading.
   std::unique_ptr<ServerProcess> pod = ServerProcess::Spawn(
-      data.path(), SecuredPodFlags(*etcd, address, {"--etcd_cert_file=", "--etcd_key_file="}));
+      data_.path(), SecuredPodFlags(*etcd_, address_, {"--etcd_cert_file=", "--etcd_key_file="}));
   ASSERT_TRUE(WaitFor([&] { return pod->ReadLog().find("--etcd_cert_file") != std::string::npos; }))
       << pod->ReadLog();
   absl::SleepFor(absl::Seconds(3));  // more than a TTL
   EXPECT_EQ(pod->ReadLog().find("is now primary"), std::string::npos) << pod->ReadLog();
-  EXPECT_EQ(etcd->Etcdctl("get --prefix secured/").out, "");  // no leader, no member
+  EXPECT_EQ(etcd_->Etcdctl("get --prefix secured/").out, "");  // no leader, no member
 }
 
 TEST_F(SecuredEtcdTest, AClientWithoutThePodsCredentialsCannotWriteTheLeaderKey) {
-  SecureEtcd* etcd = etcd_.get();
-  const TestPki& pki = pki_;
-  const TempDir& data = data_;
-  const std::string& address = address_;
-  std::vector<std::string> flags = SecuredPodFlags(*etcd, address, {});
+  std::vector<std::string> flags = SecuredPodFlags(*etcd_, address_, {});
   flags.push_back("--metrics_listen=127.0.0.1:0");
-  std::unique_ptr<ServerProcess> pod = ServerProcess::Start(data.path(), flags);
+  std::unique_ptr<ServerProcess> pod = ServerProcess::Start(data_.path(), flags);
   ASSERT_NE(pod, nullptr);
   // The etcd certificates' expiry is exported, for the alert that warns before they expire.
   const std::string metrics = HttpGet(pod->metrics_port(), "/metrics");
@@ -522,27 +514,27 @@ TEST_F(SecuredEtcdTest, AClientWithoutThePodsCredentialsCannotWriteTheLeaderKey)
   }
   const std::string leader_key = coordination::LeaderKey("secured");
   ASSERT_TRUE(WaitFor([&] {
-    return etcd->Etcdctl("get --print-value-only " + leader_key).out.find(address) !=
+    return etcd_->Etcdctl("get --print-value-only " + leader_key).out.find(address_) !=
            std::string::npos;
   }));
 
   coordination::EtcdSecurity trusted;  // the pods' CA and certificate
-  trusted.ca_file = pki.Path("ca1.crt");
-  trusted.cert_file = pki.Path("client1.crt");
-  trusted.key_file = pki.Path("client1.key");
+  trusted.ca_file = pki_.Path("ca1.crt");
+  trusted.cert_file = pki_.Path("client1.crt");
+  trusted.key_file = pki_.Path("client1.key");
   coordination::EtcdSecurity plaintext;
   coordination::EtcdSecurity certificate_only = trusted;  // etcd's user: its common name
   coordination::EtcdSecurity guessed = trusted;
   guessed.username = SecureEtcd::kUser;
   guessed.password = "guess";
   coordination::EtcdSecurity foreign;
-  foreign.ca_file = pki.Path("ca1.crt");
-  foreign.cert_file = pki.Path("client2.crt");
-  foreign.key_file = pki.Path("client2.key");
+  foreign.ca_file = pki_.Path("ca1.crt");
+  foreign.cert_file = pki_.Path("client2.crt");
+  foreign.key_file = pki_.Path("client2.key");
   for (const coordination::EtcdSecurity& intruder :
        {plaintext, certificate_only, guessed, foreign}) {
     absl::StatusOr<std::unique_ptr<coordination::EtcdClient>> client =
-        coordination::EtcdClient::Connect({etcd->endpoint()}, absl::Seconds(2), intruder);
+        coordination::EtcdClient::Connect({etcd_->endpoint()}, absl::Seconds(2), intruder);
     ASSERT_TRUE(client.ok()) << client.status();
     const absl::Status put = (*client)->Put(leader_key, "127.0.0.1:1").status();
     EXPECT_FALSE(put.ok());
@@ -551,13 +543,13 @@ TEST_F(SecuredEtcdTest, AClientWithoutThePodsCredentialsCannotWriteTheLeaderKey)
   }
   // etcdctl as an operator without credentials gets nowhere either.
   const CommandResult bare = RunCommand(absl::StrCat(
-      "ETCDCTL_API=3 etcdctl --endpoints=https://", etcd->endpoint(),
-      " --cacert=", pki.Path("ca1.crt"), " put ", leader_key, " x --command-timeout=3s 2>&1"));
+      "ETCDCTL_API=3 etcdctl --endpoints=https://", etcd_->endpoint(),
+      " --cacert=", pki_.Path("ca1.crt"), " put ", leader_key, " x --command-timeout=3s 2>&1"));
   EXPECT_NE(bare.exit_code, 0) << bare.out;
-  EXPECT_NE(etcd->Etcdctl("get --print-value-only " + leader_key).out.find(address),
+  EXPECT_NE(etcd_->Etcdctl("get --print-value-only " + leader_key).out.find(address_),
             std::string::npos);
   // And the pod leads on, its writes acknowledged.
-  std::unique_ptr<bloomclient::BloomClient> client = bloomclient::BloomClient::Connect(address);
+  std::unique_ptr<bloomclient::BloomClient> client = bloomclient::BloomClient::Connect(address_);
   const bloom::v1::FilterSpec spec = Spec();
   EXPECT_TRUE(client->Add("secured", {"x"}, &spec).ok());
 }
