@@ -1,18 +1,26 @@
 #!/usr/bin/env bash
 # What sharding costs, in one run on this machine: the same load (bloom-bench, many filters,
 # batched adds and checks) against
-#   one     an unsharded server (the embedded default), at the whole load and at half of it
-#           (what each group's server gets below);
+#   one     an unsharded server (the embedded default);
 #   solo    one sharded group (one pod, its own etcd prefix and map), routed directly: every
 #           call is routed, and stays;
 #   direct  two groups of one pod each on a real etcd, the slots split evenly, with clients
 #           routing each call to its filter's group (BLOOM_BENCH_SHARD_ROUTING=1);
 #   hop     the same two groups, with clients sending every call to group a's pod, which
 #           forwards the calls for group b's filters there (half of them).
-# Prints each run's keys/s and the servers' CPU per key summed over the pods (and its ratio to
-# `one`'s within the round); the verdict is the median over ROUNDS rounds, the runs of a round
-# interleaved (this machine's speed drifts between runs). A first round fills the filters and is
-# not counted.
+# Prints the servers' CPU per key summed over the pods, and ratios taken within a round; the
+# verdicts are medians over ROUNDS rounds. A first round fills the filters and is not counted.
+#
+# The deployments under comparison are loaded at the same time, each by its own bloom-bench:
+# the same server's CPU per key at the same load drifts by up to 1.7x between runs a minute
+# apart on this machine, which no ratio of runs taken one after another survives. Each round:
+#   1. the same work: one, solo and direct each offered RATE keys/s by CLIENTS clients;
+#   2. the same work per group: solo offered RATE by CLIENTS clients and direct 2 x RATE by
+#      2 x CLIENTS, so that each of its groups serves what solo serves. A server's CPU per key
+#      falls as its load rises (fewer threads woken per call), so 1. charges two groups for
+#      each serving half; 2. is what adding a group costs per key, which is what scaling out
+#      by groups pays;
+#   3. hop, then direct, each alone at RATE (the forwarded hop's cost).
 #
 #   tests/bench/sharding.sh                          # 3 rounds of 10 s runs
 #   ROUNDS=5 DURATION=20s tests/bench/sharding.sh
@@ -29,11 +37,10 @@ CLIENTS=${CLIENTS:-8}
 BATCH=${BATCH:-100}
 TRANSPORT=${TRANSPORT:-unary}  # bloom-bench --transport: unary calls, or client (pipelined)
 FILTERS=${FILTERS:-1024}
-# Every run is offered the same load (bloom-bench --rate), below what two servers and the
-# clients sustain together on this machine: at saturation, CPU per key measures contention
-# between the processes for the two cores rather than each server's work. RATE=0: as fast as
-# the clients go.
-RATE=${RATE:-600000}
+# The load offered (bloom-bench --rate), below what the servers and clients of step 2 (four
+# servers' worth of load) sustain together on this machine: at saturation, CPU per key
+# measures contention for the two cores rather than each server's work.
+RATE=${RATE:-100000}
 # Many filters (per-user filters, say), so that both groups get about half of them.
 CAPACITY=${CAPACITY:-100000}
 SERVER=$BUILD/server/bloom-server
@@ -106,11 +113,13 @@ for _ in $(seq 200); do
   sleep 0.05
 done
 
-# run LABEL RATE ADDRESS ROUTING PIDS...: one measured run; prints "keys/s cpu-per-million".
+# run LABEL RATE ADDRESS ROUTING PID [MORE_PIDS]: one measured run (RUN_CLIENTS clients, or
+# CLIENTS); prints "keys/s cpu-per-million".
 run() {
   local label=$1 rate=$2 address=$3 routing=$4 pid=$5 more=${6:-}
+  local clients=${RUN_CLIENTS:-$CLIENTS}
   BLOOM_BENCH_SHARD_ROUTING=$routing "$BENCH" --target=bloom --address="$address" \
-    --transport="$TRANSPORT" --clients="$CLIENTS" --batch="$BATCH" --mix=both --filters="$FILTERS" \
+    --transport="$TRANSPORT" --clients="$clients" --batch="$BATCH" --mix=both --filters="$FILTERS" \
     --capacity="$CAPACITY" --error_rate=0.01 --duration="$DURATION" --rate="$rate" \
     --server_pid="$pid" \
     --more_server_pids="$more" --label="$label" >"$WORK/$label.out"
@@ -120,29 +129,45 @@ run() {
   echo "$keys $cpu"
 }
 
-declare -a SOLO SPLIT DIRECT HOP
+# together LABEL:RATE:CLIENTS:HOST:PORT:ROUTING:PID[:MORE_PIDS]...: the runs at once; prints
+# each one's "keys/s cpu-per-million", a line each, in order.
+together() {
+  local spec label rate clients address port routing pid more pids=()
+  for spec in "$@"; do
+    IFS=: read -r label rate clients address port routing pid more <<<"$spec"
+    RUN_CLIENTS=$clients run "$label" "$rate" "$address:$port" "$routing" "$pid" "$more" \
+      >"$WORK/$label.res" &
+    pids+=($!)
+  done
+  wait "${pids[@]}"
+  for spec in "$@"; do cat "$WORK/${spec%%:*}.res"; done
+}
+ratio() { echo "$1 / $2" | bc -l; }
+
+declare -a SOLO SAME_WORK SAME_PER_GROUP HOP
+L=127.0.0.1
 for round in $(seq 0 "$ROUNDS"); do
-  read -r one_keys one_cpu < <(run "one-$round" "$RATE" "127.0.0.1:$ONE_PORT" 0 "$ONE_PID")
-  read -r half_keys half_cpu < <(run "half-$round" "$((RATE / 2))" "127.0.0.1:$ONE_PORT" 0 "$ONE_PID")
-  read -r solo_keys solo_cpu < <(run "solo-$round" "$RATE" "127.0.0.1:$SOLO_PORT" 1 "$SOLO_PID")
-  read -r direct_keys direct_cpu < <(run "direct-$round" "$RATE" "127.0.0.1:$A_PORT" 1 "$A_PID" "$B_PID")
-  read -r hop_keys hop_cpu < <(run "hop-$round" "$RATE" "127.0.0.1:$A_PORT" 0 "$A_PID" "$B_PID")
-  solo_ratio=$(echo "$solo_cpu / $one_cpu" | bc -l)
-  split_ratio=$(echo "$direct_cpu / $one_cpu" | bc -l)
-  direct_ratio=$(echo "$direct_cpu / $half_cpu" | bc -l)
-  hop_ratio=$(echo "$hop_cpu / $direct_cpu" | bc -l)
+  { read -r _ one_cpu; read -r _ solo_cpu; read -r _ direct_cpu; } < <(together \
+    "one-$round:$RATE:$CLIENTS:$L:$ONE_PORT:0:$ONE_PID" \
+    "solo-$round:$RATE:$CLIENTS:$L:$SOLO_PORT:1:$SOLO_PID" \
+    "direct-$round:$RATE:$CLIENTS:$L:$A_PORT:1:$A_PID:$B_PID")
+  { read -r _ solo2_cpu; read -r direct2_keys direct2_cpu; } < <(together \
+    "solo2-$round:$RATE:$CLIENTS:$L:$SOLO_PORT:1:$SOLO_PID" \
+    "direct2-$round:$((RATE * 2)):$((CLIENTS * 2)):$L:$A_PORT:1:$A_PID:$B_PID")
+  read -r hop_keys hop_cpu < <(run "hop-$round" "$RATE" "$L:$A_PORT" 0 "$A_PID" "$B_PID")
+  read -r _ alone_cpu < <(run "alone-$round" "$RATE" "$L:$A_PORT" 1 "$A_PID" "$B_PID")
   if [[ $round == 0 ]]; then
     echo "round 0 (filling the filters, not counted)"
     continue
   fi
-  SOLO+=("$solo_ratio")
-  SPLIT+=("$split_ratio")
-  DIRECT+=("$direct_ratio")
-  HOP+=("$hop_ratio")
-  printf 'round %d: one %s keys/s %.3f CPU s/M, at half the load %.3f | one sharded group %.3f (%.2fx) | two groups, direct %s keys/s %.3f (%.2fx one, %.2fx one at half the load) | through one pod %s keys/s %.3f (%.2fx direct)\n' \
-    "$round" "$one_keys" "$one_cpu" "$half_cpu" "$solo_cpu" "$solo_ratio" "$direct_keys" "$direct_cpu" "$split_ratio" \
-    "$direct_ratio" "$hop_keys" "$hop_cpu" "$hop_ratio"
+  SOLO+=("$(ratio "$solo_cpu" "$one_cpu")")
+  SAME_WORK+=("$(ratio "$direct_cpu" "$solo_cpu")")
+  SAME_PER_GROUP+=("$(ratio "$direct2_cpu" "$solo2_cpu")")
+  HOP+=("$(ratio "$hop_cpu" "$alone_cpu")")
+  printf 'round %d, CPU s per million keys: 1. one %.3f, one sharded group %.3f (%.2fx), two groups %.3f (%.2fx one group) | 2. one group %.3f, two groups at twice the load %.3f (%.2fx; %s keys/s) | 3. through one pod %.3f (%s keys/s), routed directly %.3f (%.2fx)\n' \
+    "$round" "$one_cpu" "$solo_cpu" "${SOLO[-1]}" "$direct_cpu" "${SAME_WORK[-1]}" "$solo2_cpu" \
+    "$direct2_cpu" "${SAME_PER_GROUP[-1]}" "$direct2_keys" "$hop_cpu" "$hop_keys" "$alone_cpu" "${HOP[-1]}"
 done
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-printf 'median server CPU per key: one sharded group %.2fx one server (routing every call); two groups routed directly %.2fx one server at the same load per server, %.2fx one server at the whole load; half the calls forwarded once: %.2fx direct\n' \
-  "$(median "${SOLO[@]}")" "$(median "${DIRECT[@]}")" "$(median "${SPLIT[@]}")" "$(median "${HOP[@]}")"
+printf 'median server CPU per key: one sharded group %.2fx one server (routing every call); two groups routed directly %.2fx one group at the same work per group, %.2fx one group at the same work in all; half the calls forwarded once %.2fx direct\n' \
+  "$(median "${SOLO[@]}")" "$(median "${SAME_PER_GROUP[@]}")" "$(median "${SAME_WORK[@]}")" "$(median "${HOP[@]}")"
