@@ -37,9 +37,9 @@ CLIENTS=${CLIENTS:-8}
 BATCH=${BATCH:-100}
 TRANSPORT=${TRANSPORT:-unary}  # bloom-bench --transport: unary calls, or client (pipelined)
 FILTERS=${FILTERS:-1024}
-# The load offered (bloom-bench --rate), below what the servers and clients of step 2 (four
-# servers' worth of load) sustain together on this machine: at saturation, CPU per key
-# measures contention for the two cores rather than each server's work.
+# The load offered (bloom-bench --rate). Steps 1 and 2 each put three times this on the machine
+# at once, which must stay below what the servers and clients sustain together here: at
+# saturation, CPU per key measures contention for the two cores rather than each server's work.
 RATE=${RATE:-100000}
 # Many filters (per-user filters, say), so that both groups get about half of them.
 CAPACITY=${CAPACITY:-100000}
