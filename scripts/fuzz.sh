@@ -6,8 +6,12 @@
 # The fuzzers live in the AddressSanitizer build made with clang ($BUILD_DIR, default
 # build-address; see BLOOM_SANITIZE in CMakeLists.txt), which scripts/test.sh then also runs
 # the tests from: what the tests need is built once.
+# `fuzz.sh --build-only` builds and runs nothing (scripts/test.sh builds ahead of the run).
+# The two fuzzers run at once, one per core: libFuzzer runs on one thread.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+BUILD_ONLY=0
+if [[ ${1:-} == --build-only ]]; then BUILD_ONLY=1; shift; fi
 SECONDS_PER_TARGET=${1:-60}
 BUILD_DIR=${BUILD_DIR:-build-address}
 if ! command -v clang++-14 >/dev/null || [[ ! -f /usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a ]]; then
@@ -21,17 +25,25 @@ fi
 CC=clang-14 CXX=clang++-14 BUILD_DIR="$BUILD_DIR" BUILD_TARGETS="${BUILD_TARGETS:-dump_fuzzer request_fuzzer}" \
   ./scripts/build.sh -DBLOOM_SANITIZE=address -DBLOOM_BUILD_BENCHMARKS=OFF \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG"
+if [[ $BUILD_ONLY == 1 ]]; then exit 0; fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-status=0
-for target in dump request; do
+targets=(dump request)
+pids=()
+for target in "${targets[@]}"; do
   mkdir -p "$work/$target" "$work/artifacts-$target"
   cp fuzz/corpus/$target/* "$work/$target/"
   echo "fuzzing ${target}_fuzzer for ${SECONDS_PER_TARGET}s"
-  if ! "$BUILD_DIR/fuzz/${target}_fuzzer" "$work/$target" \
-      -max_total_time="$SECONDS_PER_TARGET" -rss_limit_mb=4096 -print_final_stats=1 \
-      -artifact_prefix="$work/artifacts-$target/" 2>"$work/$target.log"; then
+  "$BUILD_DIR/fuzz/${target}_fuzzer" "$work/$target" \
+    -max_total_time="$SECONDS_PER_TARGET" -rss_limit_mb=4096 -print_final_stats=1 \
+    -artifact_prefix="$work/artifacts-$target/" 2>"$work/$target.log" &
+  pids+=($!)
+done
+status=0
+for i in "${!targets[@]}"; do
+  target=${targets[$i]}
+  if ! wait "${pids[$i]}"; then
     tail -40 "$work/$target.log"
     mkdir -p fuzz/found
     cp "$work/artifacts-$target/"* fuzz/found/ 2>/dev/null || true

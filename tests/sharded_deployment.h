@@ -63,7 +63,9 @@ class ShardingTest : public ::testing::Test {
         sharding::ShardMap::EvenSplit({kGroupA, kGroupB}, kSlots);
     ASSERT_TRUE(even.ok());
     map_ = *even;
-    if (create_map) ASSERT_TRUE(coordination::CreateShardMap(*etcd_client_, kMapKey, map_).ok());
+    if (create_map) {
+      ASSERT_TRUE(coordination::CreateShardMap(*etcd_client_, kMapKey, map_).ok());
+    }
     const char* groups[] = {kGroupA, kGroupA, kGroupB};
     for (int i = 0; i < 3; ++i) {
       dirs_.push_back(std::make_unique<TempDir>());

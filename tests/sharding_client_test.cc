@@ -137,7 +137,9 @@ TEST_F(ShardingTest, PipelineStreamsServeEveryGroupsFiltersInRequestOrder) {
       } else {
         ASSERT_TRUE(answer.has_might_contain()) << id << ": " << answer.error().message();
         // Each check sees the add before it (but the one that failed).
-        if (id != 61) EXPECT_TRUE(answer.might_contain().present(0)) << id;
+        if (id != 61) {
+          EXPECT_TRUE(answer.might_contain().present(0)) << id;
+        }
       }
     }
     // Adds of group a's filter in a row, which go to it as one call (each answered alone

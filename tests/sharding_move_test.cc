@@ -170,7 +170,9 @@ TEST_F(ShardingTest, MovingSlotsUnderWritesLosesNoAcknowledgedAdd) {
   std::smatch last;
   ASSERT_TRUE(std::regex_search(moved.out, last, std::regex("([0-9]+) filters copied whole and")))
       << moved.out;
-  if (absl::StrContains(moved.out, "round 1:")) EXPECT_LE(std::stoi(last[1]), 2) << moved.out;
+  if (absl::StrContains(moved.out, "round 1:")) {
+    EXPECT_LE(std::stoi(last[1]), 2) << moved.out;
+  }
   // Writes go on at the new owner.
   ASSERT_TRUE(WaitFor([&] { return writers.acknowledged() >= before + 100; }));
   writers.Stop();
