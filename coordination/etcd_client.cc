@@ -11,10 +11,6 @@ namespace {
 
 namespace pb = etcdserverpb;
 
-KeyValue FromProto(const mvccpb::KeyValue& kv) {
-  return KeyValue{kv.key(), kv.value(), kv.create_revision(), kv.mod_revision(), kv.lease()};
-}
-
 // The end of the range of every key starting with `prefix`: the prefix with its last byte
 // that is not 0xff incremented (and what follows it dropped). "\0" (every key) if there is
 // none, as etcd defines it.
@@ -416,18 +412,14 @@ absl::StatusOr<std::unique_ptr<EtcdWatch>> EtcdClient::Watch(const std::string& 
       !prepared.ok()) {
     return prepared;
   }
-  watch->stream_ = endpoint.watch->Watch(&watch->context_);
   pb::WatchRequest request;
   pb::WatchCreateRequest* create = request.mutable_create_request();
   create->set_key(key);
   if (prefix) create->set_range_end(PrefixEnd(key));
   create->set_start_revision(start_revision);
   pb::WatchResponse created;
-  if (!watch->stream_->Write(request) || !watch->stream_->Read(&created)) {
-    // The stream is over (a failed Write or Read says so): its status says why.
-    absl::Status status = Checked(endpoint, watch->stream_->Finish(), token);
-    // Finished: ~EtcdWatch must not finish it again (gRPC aborts on a second Finish).
-    watch->stream_.reset();
+  if (grpc::Status ended; !watch->Start(*endpoint.watch, request, created, ended)) {
+    absl::Status status = Checked(endpoint, ended, token);
     if (status.ok()) status = absl::UnavailableError("etcd ended the watch stream");
     return status;
   }
@@ -441,47 +433,6 @@ absl::StatusOr<std::unique_ptr<EtcdWatch>> EtcdClient::Watch(const std::string& 
         absl::StrCat("etcd ", endpoint.address, " refused the watch: ", created.cancel_reason()));
   }
   return watch;
-}
-
-EtcdWatch::~EtcdWatch() {
-  if (stream_ == nullptr) return;
-  context_.TryCancel();
-  stream_->Finish().ok();  // cancelled on purpose: its status says nothing
-}
-
-void EtcdWatch::Cancel() { context_.TryCancel(); }
-
-absl::StatusOr<std::vector<WatchEvent>> EtcdWatch::Next() {
-  pb::WatchResponse response;
-  while (stream_->Read(&response)) {
-    if (response.canceled()) {
-      if (response.compact_revision() != 0) {
-        return absl::OutOfRangeError(absl::StrCat("etcd ", endpoint_, ": watched revision was ",
-                                                  "compacted (now ", response.compact_revision(),
-                                                  ")"));
-      }
-      return absl::UnavailableError(
-          absl::StrCat("etcd ", endpoint_, " cancelled the watch: ", response.cancel_reason()));
-    }
-    if (response.events_size() == 0) continue;  // progress notifications
-    std::vector<WatchEvent> events;
-    events.reserve(response.events_size());
-    for (const mvccpb::Event& event : response.events()) {
-      WatchEvent out;
-      out.type = event.type() == mvccpb::Event::DELETE ? WatchEvent::Type::kDelete
-                                                       : WatchEvent::Type::kPut;
-      out.kv = FromProto(event.kv());
-      events.push_back(std::move(out));
-    }
-    return events;
-  }
-  grpc::Status status = stream_->Finish();
-  stream_.reset();
-  if (status.error_code() == grpc::StatusCode::CANCELLED) {
-    return absl::CancelledError("the watch was cancelled");
-  }
-  return absl::UnavailableError(
-      absl::StrCat("etcd ", endpoint_, " ended the watch: ", status.error_message()));
 }
 
 }  // namespace coordination

@@ -36,32 +36,16 @@
 #include "absl/time/time.h"
 #include "common/mutex.h"
 #include "coordination/etcd_security.h"
+#include "coordination/etcd_watch.h"  // EtcdWatch, KeyValue
 #include "etcd/etcdserver/etcdserverpb/rpc.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 
 namespace coordination {
 
-struct KeyValue {
-  std::string key;
-  std::string value;
-  int64_t create_revision = 0;
-  int64_t mod_revision = 0;
-  int64_t lease = 0;
-};
-
 struct EtcdLease {
   int64_t id = 0;
   absl::Duration ttl;  // as etcd granted it
 };
-
-// One change a watch saw.
-struct WatchEvent {
-  enum class Type { kPut, kDelete };
-  Type type = Type::kPut;
-  KeyValue kv;  // for a delete: the key and the revision of the delete
-};
-
-class EtcdWatch;
 
 class EtcdClient {
  public:
@@ -196,31 +180,6 @@ class EtcdClient {
   std::shared_ptr<const Channels> channels_ ABSL_GUARDED_BY(mu_);
   absl::Time next_file_check_ ABSL_GUARDED_BY(mu_);
   std::string token_ ABSL_GUARDED_BY(mu_);  // empty: none yet (or dropped)
-};
-
-// A watch's stream. Next() blocks for the next batch of events.
-class EtcdWatch {
- public:
-  ~EtcdWatch();  // cancels the stream
-  EtcdWatch(const EtcdWatch&) = delete;
-  EtcdWatch& operator=(const EtcdWatch&) = delete;
-
-  // The next events (at least one), or an error when the stream ends: UNAVAILABLE if etcd
-  // went away, OUT_OF_RANGE if `start_revision` was compacted (re-read, then watch again),
-  // CANCELLED after Cancel().
-  absl::StatusOr<std::vector<WatchEvent>> Next();
-  // Ends a Next() blocked on another thread.
-  void Cancel();
-
- private:
-  friend class EtcdClient;
-  EtcdWatch() = default;
-
-  std::string endpoint_;
-  std::shared_ptr<const void> channels_;  // the stream's channel stays while it lasts
-  grpc::ClientContext context_;
-  std::unique_ptr<grpc::ClientReaderWriter<etcdserverpb::WatchRequest, etcdserverpb::WatchResponse>>
-      stream_;
 };
 
 }  // namespace coordination
