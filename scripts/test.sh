@@ -9,45 +9,12 @@
 #      synchronisation and reports every call through it.
 # The crash, soak, chart and image checks do not change with a sanitizer: step 1 only.
 # BLOOM_QUICK=1 stops after step 1, for a quick edit-and-test loop.
-#
-# Each sanitizer build runs at idle priority while the tests before it run (the address build
-# during step 1's tests, the thread build during step 2's): those tests wait on servers, etcd
-# and timers for about a third of their time, and that CPU builds the next step meanwhile.
-# An idle-priority process (chrt --idle) runs only on a core nothing else wants, so the tests'
-# timing is what it was without it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
 ./scripts/install-helm.sh >/dev/null   # for the Helm chart checks (tests/helm_chart_test.cc)
 ./scripts/install-client-deps.sh       # npm: the Node.js client and buf (protos/)
 ./scripts/build.sh
-
-logs=$(mktemp -d)
-idle_builds=()
-# Kills what is still building if a step fails (each build is its own process group).
-trap 'for pid in "${idle_builds[@]}"; do kill -- "-$pid" 2>/dev/null || true; done; rm -rf "$logs"' EXIT
-# start_idle_build NAME COMMAND...: runs COMMAND at idle priority in the background, its
-# output kept in a log that finish_idle_build NAME prints; the pid goes to $idle_build_pid.
-start_idle_build() {
-  local name=$1
-  shift
-  setsid chrt --idle 0 "$@" >"$logs/$name.log" 2>&1 &
-  idle_build_pid=$!
-  idle_builds+=("$idle_build_pid")
-}
-finish_idle_build() {  # NAME PID: waits for the build; fails the run if it failed
-  if ! wait "$2"; then
-    cat "$logs/$1.log"
-    echo "the $1 build failed (its output is above)"
-    exit 1
-  fi
-  tail -1 "$logs/$1.log"
-}
-
-if [[ "${BLOOM_QUICK:-0}" != 1 ]]; then
-  BUILD_TARGETS="sanitizer_tests" start_idle_build address ./scripts/fuzz.sh --build-only
-  address_build=$idle_build_pid
-fi
 ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -j 2 --timeout 900
 if [[ "${BLOOM_QUICK:-0}" == 1 ]]; then exit 0; fi
 
@@ -78,17 +45,13 @@ exclude="$not_under_sanitizers|_NOT_BUILT"
 #    $BLOOM_FUZZ_SECONDS (default 30) each, then the tests (the `sanitizer_tests` target: all
 #    but the run-once programs above).
 echo "== fuzzers and tests under -DBLOOM_SANITIZE=address"
-finish_idle_build address "$address_build"
-BUILD_DIR=build-thread BUILD_TARGETS=unit_tests start_idle_build thread ./scripts/build.sh \
-  -DBLOOM_SANITIZE=thread -DBLOOM_BUILD_BENCHMARKS=OFF \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG"
-thread_build=$idle_build_pid
 BUILD_TARGETS="sanitizer_tests" ./scripts/fuzz.sh "${BLOOM_FUZZ_SECONDS:-30}"
 ctest --test-dir build-address --output-on-failure -j 2 --timeout 900 -E "$exclude"
 
 # 3. ThreadSanitizer: the `unit_tests` target (the tests below the gRPC transport), -O1 with
 #    line tables as above.
 echo "== tests under -DBLOOM_SANITIZE=thread"
-finish_idle_build thread "$thread_build"
+BUILD_DIR=build-thread BUILD_TARGETS=unit_tests ./scripts/build.sh -DBLOOM_SANITIZE=thread \
+  -DBLOOM_BUILD_BENCHMARKS=OFF -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG"
 ctest --test-dir build-thread --output-on-failure -j 2 --timeout 900 \
   -E "$exclude|$over_grpc|$single_threaded"
