@@ -39,6 +39,9 @@ class Failover {
                                                          std::function<void()> on_change = {});
   ~Failover();  // stops the member (its lease expires; Resign first to hand over at once)
 
+  // The pod's client of etcd, which the shard member shares (server/shard_member.h).
+  const std::shared_ptr<coordination::EtcdClient>& etcd() const { return etcd_; }
+
   // Blocks until the member has a role other than kNone, or `stop` returns true (then kNone).
   coordination::Role WaitForRole(const std::function<bool()>& stop, uint64_t* version);
   bool RoleChangedSince(uint64_t version) const;
@@ -89,7 +92,7 @@ class Failover {
  private:
   Failover() = default;
 
-  std::unique_ptr<coordination::EtcdClient> etcd_;
+  std::shared_ptr<coordination::EtcdClient> etcd_;
   mutable bloomsync::BlockingMutex mu_;
   bloomsync::CondVar changed_;
   coordination::Role role_ ABSL_GUARDED_BY(mu_);

@@ -155,8 +155,8 @@ int main(int argc, char** argv) {
   absl::StatusOr<std::unique_ptr<server::AckLog>> ack_log = server::OpenAckLog(config->replication);
   if (!ack_log.ok()) return Fail(ack_log.status().message());
   // With --shard_map, calls for filters of other groups go there (server/shard_member.h).
-  absl::StatusOr<std::unique_ptr<server::ShardMember>> sharded =
-      server::JoinShards(*config, kFirstShardMapWait);
+  absl::StatusOr<std::unique_ptr<server::ShardMember>> sharded = server::JoinShards(
+      *config, kFirstShardMapWait, failover != nullptr ? failover->etcd() : nullptr);
   if (!sharded.ok()) return Fail(absl::StrCat("sharding: ", sharded.status().message()));
   std::unique_ptr<server::ShardMember> shards = *std::move(sharded);
   if (shards != nullptr) {

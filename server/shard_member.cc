@@ -62,8 +62,9 @@ void CreateFirstMap(ShardMember& member, const ReplicationConfig& replication,
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<ShardMember>> JoinShards(const ServerConfig& config,
-                                                        absl::Duration wait_for_map) {
+absl::StatusOr<std::unique_ptr<ShardMember>> JoinShards(
+    const ServerConfig& config, absl::Duration wait_for_map,
+    std::shared_ptr<coordination::EtcdClient> etcd) {
   const ReplicationConfig& replication = config.replication;
   if (replication.shard_map.empty()) return nullptr;
   // Other groups' pods are reached as a follower reaches its primary: the same CA and client
@@ -73,10 +74,13 @@ absl::StatusOr<std::unique_ptr<ShardMember>> JoinShards(const ServerConfig& conf
   if (!peers.ok()) return peers.status();
   auto member = std::make_unique<ShardMember>();
   member->map_key = replication.shard_map;
-  absl::StatusOr<std::unique_ptr<coordination::EtcdClient>> etcd =
-      ConnectToEtcd(replication, absl::Seconds(2));
-  if (!etcd.ok()) return etcd.status();
-  member->etcd = *std::move(etcd);
+  if (etcd == nullptr) {
+    absl::StatusOr<std::unique_ptr<coordination::EtcdClient>> connected =
+        ConnectToEtcd(replication, absl::Seconds(2));
+    if (!connected.ok()) return connected.status();
+    etcd = *std::move(connected);
+  }
+  member->etcd = std::move(etcd);
   if (!replication.shard_map_groups.empty()) CreateFirstMap(*member, replication, wait_for_map);
   absl::StatusOr<std::unique_ptr<coordination::ShardMapWatch>> watch =
       coordination::ShardMapWatch::Start(member->etcd.get(),

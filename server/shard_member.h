@@ -1,9 +1,11 @@
-// ShardMember: a pod's part in a sharded deployment (--shard_map): its own connection to etcd,
-// its view of the shard map and of every group (coordination/shard_map_watch.h), and the
+// ShardMember: a pod's part in a sharded deployment (--shard_map): its connection to etcd
+// (failover's, when the pod has failover: one connection and one check of etcd's settings per
+// pod), its view of the shard map and of every group (coordination/shard_map_watch.h), and the
 // router that sends calls for other groups' filters there (service/shard_router.h). It lives
 // across the pod's incarnations: a change of role changes neither the map nor the groups.
 //
-//   ASSIGN_OR_RETURN(std::unique_ptr<ShardMember> shards, JoinShards(config));
+//   ASSIGN_OR_RETURN(std::unique_ptr<ShardMember> shards,
+//                    JoinShards(config, wait, failover ? failover->etcd() : nullptr));
 //   if (shards != nullptr) options.hooks.router = shards->router.get();
 //
 // Thread-safety: the parts are thread-safe; built and destroyed by main()'s thread.
@@ -24,7 +26,7 @@ namespace server {
 
 struct ShardMember {
   std::string map_key;  // --shard_map
-  std::unique_ptr<coordination::EtcdClient> etcd;
+  std::shared_ptr<coordination::EtcdClient> etcd;
   std::unique_ptr<coordination::ShardMapWatch> watch;  // before the router that reads it
   std::unique_ptr<service::ShardRouter> router;
 
@@ -41,8 +43,10 @@ absl::StatusOr<bloom::replication::v1::ChangeShardMapResponse> ChangeShardMap(
 
 // Null without --shard_map. Waits up to `wait_for_map` for a first map (a pod that starts
 // before `bloom-cli cluster init` refuses calls for filters, UNAVAILABLE, until one is written).
-absl::StatusOr<std::unique_ptr<ShardMember>> JoinShards(const ServerConfig& config,
-                                                        absl::Duration wait_for_map);
+// `etcd`: the pod's client of etcd if it has one already (failover's); null to connect.
+absl::StatusOr<std::unique_ptr<ShardMember>> JoinShards(
+    const ServerConfig& config, absl::Duration wait_for_map,
+    std::shared_ptr<coordination::EtcdClient> etcd);
 
 }  // namespace server
 
