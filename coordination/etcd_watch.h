@@ -7,8 +7,8 @@
 // The stream runs on gRPC's callback API: etcd's answers arrive on gRPC's own threads, which
 // queue them for Next(). A thread blocked in a synchronous Read would instead sit in gRPC's
 // poller, which (gRPC's epoll engine has one epoll set per process) also takes the socket
-// events of a server in the same process and hands them on: the watch threads of a sharded
-// pod, the leader's and the shard map's, took a quarter of its CPU under load that way.
+// events of a server in the same process and hands them on, spending the pod's CPU on
+// wake-ups and hand-offs under load (a sharded pod watches its leader and its shard map).
 //
 // Thread-safety: Next() is called by one thread at a time; Cancel() by any thread at any time.
 #ifndef COORDINATION_ETCD_WATCH_H_

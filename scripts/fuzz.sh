@@ -6,12 +6,9 @@
 # The fuzzers live in the AddressSanitizer build made with clang ($BUILD_DIR, default
 # build-address; see BLOOM_SANITIZE in CMakeLists.txt), which scripts/test.sh then also runs
 # the tests from: what the tests need is built once.
-# `fuzz.sh --build-only` builds and runs nothing (scripts/test.sh builds ahead of the run).
 # The two fuzzers run at once, one per core: libFuzzer runs on one thread.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BUILD_ONLY=0
-if [[ ${1:-} == --build-only ]]; then BUILD_ONLY=1; shift; fi
 SECONDS_PER_TARGET=${1:-60}
 BUILD_DIR=${BUILD_DIR:-build-address}
 if ! command -v clang++-14 >/dev/null || [[ ! -f /usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a ]]; then
@@ -25,7 +22,6 @@ fi
 CC=clang-14 CXX=clang++-14 BUILD_DIR="$BUILD_DIR" BUILD_TARGETS="${BUILD_TARGETS:-dump_fuzzer request_fuzzer}" \
   ./scripts/build.sh -DBLOOM_SANITIZE=address -DBLOOM_BUILD_BENCHMARKS=OFF \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG"
-if [[ $BUILD_ONLY == 1 ]]; then exit 0; fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
