@@ -11,6 +11,7 @@
 #include "absl/random/random.h"
 #include "bloom/hash.h"
 #include "bloom/scalable_filter.h"
+#include "bloom/testing.h"
 #include "gtest/gtest.h"
 
 namespace bloom {
@@ -22,12 +23,6 @@ std::unique_ptr<BlockedBloomFilter> MakeFilter(uint64_t capacity, double p) {
   absl::StatusOr<std::unique_ptr<BlockedBloomFilter>> filter = BlockedBloomFilter::Create(*layout);
   EXPECT_TRUE(filter.ok()) << filter.status();
   return *std::move(filter);
-}
-
-std::vector<uint64_t> RandomHashes(size_t n, absl::BitGen& gen) {
-  std::vector<uint64_t> hashes(n);
-  for (uint64_t& h : hashes) h = absl::Uniform<uint64_t>(gen);
-  return hashes;
 }
 
 TEST(BlockedBloomFilterTest, RejectsInvalidLayouts) {

@@ -10,11 +10,6 @@
 #include "bloom/hash.h"
 
 namespace bloom {
-namespace {
-
-constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<CuckooFilter>> CuckooFilter::CreateEmpty(const FilterParams& spec,
                                                                         uint64_t seed) {
@@ -59,7 +54,7 @@ uint64_t CuckooFilter::KeyOf(int index) const {
 }
 
 uint64_t CuckooFilter::TableHash(uint64_t item_hash, int index) {
-  return index == 0 ? item_hash : Mix(item_hash + static_cast<uint64_t>(index) * kGolden);
+  return index == 0 ? item_hash : Mix(item_hash + static_cast<uint64_t>(index) * kGoldenGamma);
 }
 
 const uint64_t* CuckooFilter::TableHashes(absl::Span<const uint64_t> item_hashes, int index,

@@ -21,9 +21,6 @@ static_assert(std::endian::native == std::endian::little,
               "pages are persisted as little-endian fingerprints");
 static_assert(sizeof(CuckooChange) == 32, "an add records one or more changes per item");
 
-// Steps of a relocation walk draw their slot from the item's hash and the step.
-constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;
-
 // The helpers of an insert and a lookup, inlined into their loops (GCC otherwise keeps some of
 // them out of line: a call each on the hottest path).
 #define BLOOM_HOT_INLINE [[gnu::always_inline]] inline
@@ -366,7 +363,9 @@ BLOOM_HOT_INLINE bool CuckooTable::InsertProbe(const Probe& probe) {
         return true;
       }
     }
-    const int slot = static_cast<int>(Mix(probe.hash + (kick + 1) * kGolden) % kCuckooBucketSlots);
+    // Each step of the walk draws its slot from the item's hash and the step.
+    const int slot =
+        static_cast<int>(Mix(probe.hash + (kick + 1) * kGoldenGamma) % kCuckooBucketSlots);
     const uint32_t displaced = Slot(bucket, slot);
     SetSlot(bucket, slot, carried);
     walk.push_back({bucket, slot, displaced});

@@ -34,6 +34,10 @@ inline uint64_t Mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+// 2^64 / the golden ratio: successive multiples of it are spread evenly over 64 bits, which is
+// how a cuckoo filter derives a further table's hash, or a relocation step's slot, from one hash.
+inline constexpr uint64_t kGoldenGamma = 0x9e3779b97f4a7c15ULL;
+
 // A uniform value in [0, n) from 64 uniform bits (Lemire's multiply-shift, "fastrange").
 inline uint64_t FastRange(uint64_t x, uint64_t n) {
   return static_cast<uint64_t>((static_cast<unsigned __int128>(x) * n) >> 64);

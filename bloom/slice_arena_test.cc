@@ -9,6 +9,7 @@
 
 #include "absl/random/random.h"
 #include "bloom/blocked_filter.h"
+#include "bloom/testing.h"
 #include "gtest/gtest.h"
 
 namespace bloom {
@@ -16,12 +17,6 @@ namespace {
 
 // 600 blocks: three pages (256 blocks each), the last one short.
 constexpr BlockedLayout kLayout{600, 7};
-
-std::vector<uint64_t> RandomHashes(size_t n, absl::BitGen& gen) {
-  std::vector<uint64_t> hashes(n);
-  for (uint64_t& h : hashes) h = absl::Uniform<uint64_t>(gen);
-  return hashes;
-}
 
 std::vector<std::string> Pages(const BlockedBloomFilter& filter) {
   std::vector<std::string> pages;

@@ -18,11 +18,7 @@ namespace {
 
 using bloomtest::EtcdProcess;
 
-absl::Status StatusOf(const absl::Status& status) { return status; }
-template <typename T>
-absl::Status StatusOf(const absl::StatusOr<T>& value) {
-  return value.status();
-}
+using bloomtest::StatusOf;
 using bloomtest::WaitFor;
 
 class EtcdTest : public ::testing::Test {

@@ -23,11 +23,7 @@ namespace coordination {
 namespace {
 
 using bloomtest::SecureEtcd;
-
-template <typename T>
-absl::Status StatusOf(const absl::StatusOr<T>& value) {
-  return value.status();
-}
+using bloomtest::StatusOf;
 
 class EtcdSecurityTest : public ::testing::Test {
  protected:

@@ -16,14 +16,13 @@
 #include "rocksdb/iterator.h"
 #include "rocksdb/options.h"
 #include "storage/db/rocksdb_status.h"
+#include "storage/db/database.h"
 #include "storage/filter_store.h"
 #include "storage/format/encoding.h"
 
 namespace storage {
 
 namespace {
-
-absl::string_view View(const rocksdb::Slice& slice) { return {slice.data(), slice.size()}; }
 
 // Only a BLOOM filter without a window journals what a copy can replay as adds: a CUCKOO
 // filter's records are table changes, a window's name slices that age. Their journal still
@@ -105,8 +104,8 @@ absl::StatusOr<JournalDelta> FilterStore::ReadJournal(absl::string_view name, Jo
         delta.more = true;
         break;
       }
-      ASSIGN_OR_RETURN(const JournalKeyParts key, ParseJournalKey(View(it->key())));
-      RETURN_IF_ERROR(DecodeJournalRecord(View(it->value()), runs, hashes));
+      ASSIGN_OR_RETURN(const JournalKeyParts key, ParseJournalKey(ViewOf(it->key())));
+      RETURN_IF_ERROR(DecodeJournalRecord(ViewOf(it->value()), runs, hashes));
       delta.hashes.insert(delta.hashes.end(), hashes.begin(), hashes.end());
       delta.to.seq = key.seq;
     }

@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "storage/db/rocksdb_status.h"
+#include "storage/db/database.h"
 #include "storage/filter_store.h"
 #include "storage/format/encoding.h"
 #include "storage/format/page_encoding.h"
@@ -26,8 +27,6 @@ struct Replayed {
   uint64_t max_seq = 0;
   uint64_t bytes = 0;
 };
-
-absl::string_view View(const rocksdb::Slice& slice) { return {slice.data(), slice.size()}; }
 
 }  // namespace
 
@@ -64,7 +63,7 @@ absl::Status FilterStore::LoadLazily(uint64_t ceiling) {
   // Which filters have journal records to replay when they load (filter_store_residency.cc).
   std::unique_ptr<rocksdb::Iterator> it = db_->Scan(db_->journal());
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    ASSIGN_OR_RETURN(const JournalKeyParts key, ParseJournalKey(View(it->key())));
+    ASSIGN_OR_RETURN(const JournalKeyParts key, ParseJournalKey(ViewOf(it->key())));
     bloomsync::MutexLock lock(&residency_.cold_journaled_mu);
     residency_.cold_journaled.insert(key.generation);
     ++load_report_.journal_records;
@@ -90,8 +89,8 @@ absl::Status FilterStore::Load() {
 
   std::unique_ptr<rocksdb::Iterator> it = db_->Scan(db_->filters());
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    std::string name(View(it->key()));
-    absl::StatusOr<FilterRecord> record = DecodeFilterRecord(View(it->value()));
+    std::string name(ViewOf(it->key()));
+    absl::StatusOr<FilterRecord> record = DecodeFilterRecord(ViewOf(it->value()));
     if (record.ok()) max_generation = std::max(max_generation, record->generation);
     absl::StatusOr<StoredFilter::Built> filter =
         record.ok() ? StoredFilter::Build(*record, options_.clock, /*drop_expired=*/true)
@@ -153,7 +152,7 @@ absl::Status FilterStore::Load() {
   it = db_->Scan(db_->blocks());
   std::string page_scratch;
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    ASSIGN_OR_RETURN(const BlockKeyParts key, ParseBlockKey(View(it->key())));
+    ASSIGN_OR_RETURN(const BlockKeyParts key, ParseBlockKey(ViewOf(it->key())));
     auto found = by_generation.find(key.generation);
     if (found == by_generation.end()) {
       // Data of a filter left unloaded (kept), or of no filter at all.
@@ -165,7 +164,7 @@ absl::Status FilterStore::Load() {
     }
     StoredFilter& stored = *found->second;
     absl::Status loaded =
-        stored.LoadStoredPage(key.sub_filter, key.page, View(it->value()), page_scratch);
+        stored.LoadStoredPage(key.sub_filter, key.page, ViewOf(it->value()), page_scratch);
     if (!loaded.ok()) stored.MarkUnreadable(loaded);
     ++load_report_.pages;
   }
@@ -174,7 +173,7 @@ absl::Status FilterStore::Load() {
   absl::flat_hash_map<uint64_t, Replayed> replayed;
   it = db_->Scan(db_->journal());
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    ASSIGN_OR_RETURN(const JournalKeyParts key, ParseJournalKey(View(it->key())));
+    ASSIGN_OR_RETURN(const JournalKeyParts key, ParseJournalKey(ViewOf(it->key())));
     auto found = by_generation.find(key.generation);
     if (found == by_generation.end()) {
       if (!skipped_generations.contains(key.generation)) {
@@ -190,7 +189,7 @@ absl::Status FilterStore::Load() {
     }
     StoredFilter& stored = *found->second;
     if (key.seq <= stored.checkpoint_seq()) continue;  // already in the pages
-    absl::Status status = stored.ReplayJournalRecord(View(it->value()));
+    absl::Status status = stored.ReplayJournalRecord(ViewOf(it->value()));
     if (!status.ok()) stored.MarkUnreadable(status);
     Replayed& r = replayed[key.generation];
     r.max_seq = std::max(r.max_seq, key.seq);

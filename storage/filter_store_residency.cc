@@ -32,6 +32,7 @@
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "storage/db/rocksdb_status.h"
+#include "storage/db/database.h"
 #include "storage/filter_store.h"
 #include "storage/format/encoding.h"
 #include "storage/format/page_encoding.h"
@@ -49,15 +50,13 @@ constexpr uint64_t kRoundsPerScan = 4;
 constexpr uint64_t kHighWatermarkDivisor = 8;
 constexpr auto kMaxWaitForRoom = std::chrono::milliseconds(500);
 
-absl::string_view View(const rocksdb::Slice& slice) { return {slice.data(), slice.size()}; }
-
 // Loads the checkpointed pages of `generation` into `filter`.
 absl::Status LoadPages(const Database& db, uint64_t generation, StoredFilter& filter) {
   GenerationScan it(db, db.blocks(), generation);
   std::string scratch;
   for (; it->Valid(); it->Next()) {
-    ASSIGN_OR_RETURN(const BlockKeyParts key, ParseBlockKey(View(it->key())));
-    RETURN_IF_ERROR(filter.LoadStoredPage(key.sub_filter, key.page, View(it->value()), scratch));
+    ASSIGN_OR_RETURN(const BlockKeyParts key, ParseBlockKey(ViewOf(it->key())));
+    RETURN_IF_ERROR(filter.LoadStoredPage(key.sub_filter, key.page, ViewOf(it->value()), scratch));
   }
   return FromRocksDb(it->status(), "loading filter pages");
 }
@@ -68,9 +67,9 @@ absl::Status ReplayJournal(const Database& db, const FilterRecord& record, Store
                            uint64_t& max_seq, uint64_t& replayed_bytes) {
   GenerationScan it(db, db.journal(), record.generation);
   for (; it->Valid(); it->Next()) {
-    ASSIGN_OR_RETURN(const JournalKeyParts key, ParseJournalKey(View(it->key())));
+    ASSIGN_OR_RETURN(const JournalKeyParts key, ParseJournalKey(ViewOf(it->key())));
     if (key.seq <= record.checkpoint_seq) continue;  // already in the pages
-    RETURN_IF_ERROR(filter.ReplayJournalRecord(View(it->value())));
+    RETURN_IF_ERROR(filter.ReplayJournalRecord(ViewOf(it->value())));
     max_seq = std::max(max_seq, key.seq);
     replayed_bytes += it->value().size();
   }

@@ -26,6 +26,11 @@
 
 namespace storage {
 
+// The bytes of a RocksDB key or value, as the string_view the storage layer parses.
+inline absl::string_view ViewOf(const rocksdb::Slice& slice) {
+  return {slice.data(), slice.size()};
+}
+
 // How long RocksDB keeps write-ahead log files it no longer needs, so that followers can tail
 // the log (storage/replica/replication_log.h): a file is deleted once it is older than `ttl` or the
 // kept files pass `size_limit_bytes`, whichever comes first. Zeros: deleted at once.

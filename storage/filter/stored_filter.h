@@ -440,6 +440,14 @@ class StoredFilter {
   // The bits a creating add copies to compute its pages: per-user filters (capacity 1000 at
   // 1% is 1,472 bytes) and filters up to a few pages; larger ones journal their first add.
   static constexpr uint64_t kMaxCreationCheckpointBytes = 64 << 10;
+  // Checkpoints write pages in batches of about this size, so a 1 GB filter does not become one
+  // 1 GB RocksDB write (a cuckoo table's checkpoint batches the same way). Earlier batches
+  // landing without the final one is harmless: Bloom pages only gain bits, and the journal
+  // after the old checkpoint_seq is still there to replay. Paced checkpoints write smaller
+  // batches: each is a step of the pace, and what a follower receives, writes and fsyncs at
+  // once.
+  static constexpr size_t kPageBatchBytes = 8 << 20;
+  static constexpr size_t kPacedPageBatchBytes = 1 << 20;
   // The metadata record for `state`, listing the body plus `extra` (a sub-filter being opened).
   FilterRecord MakeRecord(const PersistedState& state, const bloom::SubFilter* extra) const {
     return kind().MakeRecord(*this, state, extra);

@@ -15,13 +15,6 @@
 namespace storage {
 namespace {
 
-// Checkpoints write pages in batches of about this size, so a 1 GB filter does not become one
-// 1 GB RocksDB write. Earlier batches landing without the final one is harmless: pages only
-// gain bits, and the journal after the old checkpoint_seq is still there to replay. Paced
-// checkpoints write smaller batches: each is a step of the pace, and what a follower receives,
-// writes and fsyncs at once.
-constexpr size_t kPageBatchBytes = 8 << 20;
-constexpr size_t kPacedPageBatchBytes = 1 << 20;
 // PageWrites::kOneBatch (a merge) writes its pages in one batch up to this size. The batch is
 // not charged to the memory budget, so a larger union goes out in kPageBatchBytes batches like
 // any checkpoint: a crash during that write can leave part of the union on disk (extra bits;

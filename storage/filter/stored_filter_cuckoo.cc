@@ -22,14 +22,6 @@
 #include "storage/memory/resident_charge.h"
 
 namespace storage {
-namespace {
-
-// As the Bloom checkpoint's batches (stored_filter_checkpoint.cc): a large filter's pages are
-// not one RocksDB write; a paced checkpoint writes smaller ones at the pacer's rate.
-constexpr size_t kPageBatchBytes = 8 << 20;
-constexpr size_t kPacedPageBatchBytes = 1 << 20;
-
-}  // namespace
 
 absl::Status StoredFilter::RequireCuckoo(absl::string_view call) const {
   if (cuckoo() != nullptr) return absl::OkStatus();

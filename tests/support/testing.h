@@ -15,6 +15,8 @@
 #include <iterator>
 #include <string>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/http_get.h"
@@ -54,6 +56,13 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// The status of a call that returns a Status or a StatusOr, for tests that check either.
+inline absl::Status StatusOf(const absl::Status& status) { return status; }
+template <typename T>
+absl::Status StatusOf(const absl::StatusOr<T>& value) {
+  return value.status();
+}
 
 struct CommandResult {
   int exit_code;    // -1 if it did not exit normally
