@@ -36,12 +36,6 @@ ClientOptions Pipelined(size_t streams = 1) {
   return options;
 }
 
-std::string Scrape(int port) {
-  const std::string response = bloomtest::HttpGet(port, "/metrics");
-  const size_t body = response.find("\r\n\r\n");
-  return body == std::string::npos ? "" : response.substr(body + 4);
-}
-
 class CoalescingClientTest : public ::testing::Test {
  protected:
   bloomtest::TempDir data_;
@@ -91,7 +85,7 @@ TEST_F(CoalescingClientTest, ManyThreadsSingleKeyCallsCoalesceAndEachGetsItsAnsw
   }
 
   // The calls were coalesced: fewer operations reached the server than calls were made.
-  const std::string metrics = Scrape(server->metrics_port());
+  const std::string metrics = bloomtest::ScrapeMetrics(server->metrics_port());
   const double adds = bloomtest::PrometheusSample(
       metrics, R"(bloom_rpc_requests_total{code="OK",method="Pipeline.Add"})");
   EXPECT_GT(adds, 0) << metrics;
@@ -151,7 +145,7 @@ TEST_F(CoalescingClientTest, ConcurrentRemovesCoalesceAndRemoveEachCopyOnce) {
   ASSERT_OK(counts.status());
   for (size_t i = 0; i < all.size(); ++i) EXPECT_EQ((*counts)[i], 0u) << all[i];
 
-  const std::string metrics = Scrape(server->metrics_port());
+  const std::string metrics = bloomtest::ScrapeMetrics(server->metrics_port());
   const double removes = bloomtest::PrometheusSample(
       metrics, R"(bloom_rpc_requests_total{code="OK",method="Pipeline.Remove"})");
   EXPECT_GT(removes, 0) << metrics;
@@ -199,7 +193,7 @@ TEST_F(CoalescingClientTest, ConcurrentCountsTravelOnTheStreamAndEachGetsItsOwnC
   // now on every count does.
   auto served = [&](const char* method) {
     return bloomtest::PrometheusSample(
-        Scrape(server->metrics_port()),
+        bloomtest::ScrapeMetrics(server->metrics_port()),
         absl::StrCat(R"(bloom_rpc_requests_total{code="OK",method=")", method, R"("})"));
   };
   const double pipelined = served("Pipeline.Count"), unary = served("Count");

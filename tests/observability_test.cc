@@ -15,21 +15,13 @@ namespace {
 using bloomtest::ServerProcess;
 
 // The body of GET /metrics.
-std::string Scrape(int port) {
-  const std::string response = bloomtest::HttpGet(port, "/metrics");
-  const size_t body = response.find("\r\n\r\n");
-  EXPECT_NE(body, std::string::npos) << response;
-  EXPECT_NE(response.find(" 200 "), std::string::npos) << response;
-  return body == std::string::npos ? "" : response.substr(body + 4);
-}
-
 TEST(ObservabilityTest, MetricsFollowTrafficAndPassPromtool) {
   bloomtest::TempDir data;
   auto server = ServerProcess::Start(data.path(), {"--metrics_listen=127.0.0.1:0"});
   ASSERT_NE(server, nullptr);
   ASSERT_GT(server->metrics_port(), 0);
 
-  const std::string before = Scrape(server->metrics_port());
+  const std::string before = bloomtest::ScrapeMetrics(server->metrics_port());
   EXPECT_EQ(bloomtest::PrometheusSample(before, "bloom_filters"), 0) << before;
   EXPECT_EQ(bloomtest::PrometheusSample(before, "bloom_items_added_total"), 0);
 
@@ -44,7 +36,7 @@ TEST(ObservabilityTest, MetricsFollowTrafficAndPassPromtool) {
   ASSERT_OK(client->MightContain("users", {"user-1", "nobody"}).status());
   EXPECT_EQ(client->Stats("missing").status().code(), absl::StatusCode::kNotFound);
 
-  const std::string after = Scrape(server->metrics_port());
+  const std::string after = bloomtest::ScrapeMetrics(server->metrics_port());
   EXPECT_EQ(
       bloomtest::PrometheusSample(after, R"(bloom_rpc_requests_total{code="OK",method="Reserve"})"),
       1)
@@ -103,7 +95,7 @@ TEST(ObservabilityTest, AuthFailuresAreCountedAndHealthNeedsNoToken) {
   auto reader = bloomclient::BloomClient::Connect(server->target(), options);
   EXPECT_EQ(reader->Delete("x").code(), absl::StatusCode::kPermissionDenied);
 
-  const std::string text = Scrape(server->metrics_port());
+  const std::string text = bloomtest::ScrapeMetrics(server->metrics_port());
   EXPECT_EQ(
       bloomtest::PrometheusSample(text, R"(bloom_auth_failures_total{code="UNAUTHENTICATED"})"), 1)
       << text;
@@ -136,7 +128,7 @@ TEST(ObservabilityTest, SlowClientsCannotBlindTheMetricsEndpoint) {
     slow.push_back(fd);
   }
   const absl::Time start = absl::Now();
-  const std::string text = Scrape(server->metrics_port());
+  const std::string text = bloomtest::ScrapeMetrics(server->metrics_port());
   EXPECT_LT(absl::Now() - start, absl::Seconds(2));
   EXPECT_GE(bloomtest::PrometheusSample(text, "bloom_filters"), 0) << text;
   // The server gives up on each slow request after its timeout and closes the connection.

@@ -57,6 +57,15 @@ class TempDir {
   std::string path_;
 };
 
+// The body of the server's /metrics page on `port`, checking that it answered 200.
+inline std::string ScrapeMetrics(int port) {
+  const std::string response = bloomhttp::HttpGet(port, "/metrics");
+  const size_t body = response.find("\r\n\r\n");
+  EXPECT_NE(body, std::string::npos) << response;
+  EXPECT_NE(response.find(" 200 "), std::string::npos) << response;
+  return body == std::string::npos ? "" : response.substr(body + 4);
+}
+
 // The status of a call that returns a Status or a StatusOr, for tests that check either.
 inline absl::Status StatusOf(const absl::Status& status) { return status; }
 template <typename T>
