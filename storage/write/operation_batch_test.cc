@@ -285,6 +285,7 @@ TEST_F(OperationBatchTest, BatchesRaceCheckpointsDeletesAndPlainAdds) {
   constexpr int kThreads = 4;
   std::atomic<bool> stop{false};
   std::vector<std::vector<std::string>> acked(kThreads);
+  std::atomic<size_t> acked_count{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
@@ -315,14 +316,18 @@ TEST_F(OperationBatchTest, BatchesRaceCheckpointsDeletesAndPlainAdds) {
           if (label.rfind("kept:", 0) == 0) {
             ASSERT_TRUE(added.ok()) << label << ": " << added.status();
             acked[t].push_back(label);
+            acked_count.fetch_add(1);
           }
         }
       }
     });
   }
   // The race runs for a number of the deleter's rounds (each deletes, reserves, adds and
-  // checkpoints while the batches run), not for a time: as much racing on a slow machine.
+  // checkpoints while the batches run) and of acknowledged batch adds, not for a time: as much
+  // racing on a slow machine, and on a busy one where the scheduler lets the deleter's 200
+  // rounds finish before the batch threads have acknowledged a hundred adds.
   constexpr int kDeleterRounds = 200;
+  constexpr size_t kAckedAdds = 200;
   std::atomic<int> deleter_rounds{0};
   std::thread deleter([&] {
     for (int i = 0; !stop.load(); ++i, ++deleter_rounds) {
@@ -334,8 +339,9 @@ TEST_F(OperationBatchTest, BatchesRaceCheckpointsDeletesAndPlainAdds) {
       ASSERT_OK(store_->CheckpointAll());
     }
   });
-  EXPECT_TRUE(bloomtest::WaitFor([&] { return deleter_rounds.load() >= kDeleterRounds; },
-                                 absl::Minutes(5)));
+  EXPECT_TRUE(bloomtest::WaitFor(
+      [&] { return deleter_rounds.load() >= kDeleterRounds && acked_count.load() >= kAckedAdds; },
+      absl::Minutes(5)));
   stop.store(true);
   for (std::thread& thread : threads) thread.join();
   deleter.join();
