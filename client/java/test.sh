@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs the Java client's tests (JUnit 5, through Maven's surefire plugin, offline) against the
 # real server, BLOOM_SERVER_BIN, on the classes java_build compiled into BUILD_DIR/java/target
-# (client/java/build.sh; ctest runs it first: fixture java_build). Compiling them again would
-# cost a 2-core CI run about a minute. Surefire only adds its reports there, so the
+# (client/java/build.sh; ctest runs it first: fixture java_build), instead of compiling the
+# client a second time into a directory of its own. Surefire only adds its reports there, so the
 # cross-language tests may run the Polyglot program from the same classes meanwhile. Run by
 # ctest (test java_client).
 #
