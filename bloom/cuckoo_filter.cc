@@ -303,6 +303,31 @@ absl::Status CuckooFilter::Replay(absl::Span<const CuckooChange> changes) {
   return absl::OkStatus();
 }
 
+absl::Status CuckooFilter::ReplayPersisted(absl::Span<const CuckooChange> changes,
+                                           Persist persist) {
+  bloomsync::MutexLock lock(&mu_);
+  for (const CuckooChange& change : changes) {
+    absl::Status fits =
+        change.table < tables_.size()
+            ? tables_[change.table]->CheckFits(change)
+            : absl::InvalidArgumentError(absl::StrCat("a change names cuckoo table ", change.table,
+                                                      " of a chain of ", tables_.size()));
+    if (!fits.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("the copy does not match its original (", fits.message(), ")"));
+    }
+  }
+  const int tables = static_cast<int>(tables_.size());
+  if (absl::Status persisted = persist(changes, tables, tables); !persisted.ok()) {
+    return persisted;
+  }
+  for (const CuckooChange& change : changes) {
+    // Cannot fail: checked above, under the same lock.
+    tables_[change.table]->Apply(change).IgnoreError();
+  }
+  return absl::OkStatus();
+}
+
 CuckooTableStats ExpectedCuckooTableStats(const ChainTarget& target, const CuckooLayout& layout,
                                           uint64_t items) {
   CuckooTableStats one;

@@ -137,6 +137,13 @@ class CuckooFilter {
   // InvalidArgument, with the changes before it applied, for one naming a table the chain
   // lacks or a slot past its table.
   absl::Status Replay(absl::Span<const CuckooChange> changes) ABSL_LOCKS_EXCLUDED(mu_);
+  // Catching up a copy (a slot move's target, from its owner's journal): the same writes,
+  // persisted first. Every change is checked before anything is persisted or written, so a
+  // change that does not fit this chain (one naming a table the owner grew since the copy)
+  // changes nothing: FAILED_PRECONDITION, copy the filter whole. `persist`'s error changes
+  // nothing either and is the answer.
+  absl::Status ReplayPersisted(absl::Span<const CuckooChange> changes, Persist persist)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   CuckooFilterStats Stats() const ABSL_LOCKS_EXCLUDED(mu_);
   int num_tables() const ABSL_LOCKS_EXCLUDED(mu_);

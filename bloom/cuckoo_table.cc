@@ -469,7 +469,7 @@ void CuckooTable::MarkPageDirty(uint64_t page) {
   if (page < num_pages()) dirty_[page / 64] |= uint64_t{1} << (page % 64);
 }
 
-absl::Status CuckooTable::Apply(const CuckooChange& change, bool undo) {
+absl::Status CuckooTable::CheckFits(const CuckooChange& change, bool undo) const {
   const uint32_t fingerprint = undo ? change.before : change.after;
   if (change.position >= layout_.slots() + kStashEntries || fingerprint > mask_) {
     return absl::InvalidArgumentError(absl::StrCat("a change of slot ", change.position, " to ",
@@ -477,6 +477,17 @@ absl::Status CuckooTable::Apply(const CuckooChange& change, bool undo) {
                                                    layout_.slots(), " slots of ",
                                                    layout_.fingerprint_bits, " bits"));
   }
+  if (change.position >= layout_.slots() && fingerprint != 0 &&
+      change.stash_bucket >= layout_.num_buckets) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a stash entry names bucket ", change.stash_bucket, " of ", layout_.num_buckets));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CuckooTable::Apply(const CuckooChange& change, bool undo) {
+  if (absl::Status fits = CheckFits(change, undo); !fits.ok()) return fits;
+  const uint32_t fingerprint = undo ? change.before : change.after;
   if (change.position < layout_.slots()) {
     const uint64_t bucket = change.position / kCuckooBucketSlots;
     const int slot = static_cast<int>(change.position % kCuckooBucketSlots);
@@ -486,10 +497,6 @@ absl::Status CuckooTable::Apply(const CuckooChange& change, bool undo) {
     return absl::OkStatus();
   }
   const uint64_t bucket = change.stash_bucket;
-  if (fingerprint != 0 && bucket >= layout_.num_buckets) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("a stash entry names bucket ", bucket, " of ", layout_.num_buckets));
-  }
   const int entry = static_cast<int>(change.position - layout_.slots());
   const bool was = StashAt(entry).fingerprint != 0;
   SetStash(entry, {fingerprint != 0 ? bucket : 0, fingerprint});

@@ -202,6 +202,8 @@ class CuckooTable {
   // Writes `change.after` (or, with `undo`, `change.before`) at its position, keeping
   // occupied() exact whatever the slot held. InvalidArgument for a position past the table.
   absl::Status Apply(const CuckooChange& change, bool undo = false);
+  // Whether Apply(change) would succeed: the position is in the table and the value fits.
+  absl::Status CheckFits(const CuckooChange& change, bool undo = false) const;
 
  private:
   CuckooTable(CuckooLayout layout, uint64_t key);

@@ -34,16 +34,17 @@ constexpr int kAttempts = 50;  // 10 s of kRetryPause: longer than a failover
 // Catch-up rounds before the pause: until one moves fewer item hashes than this (the last
 // round, while writes pause, then moves about as many), or this many rounds.
 constexpr uint64_t kSmallRound = 20'000;
-// ... and copies fewer bytes of changed CUCKOO and windowed filters whole than this.
+// ... and copies fewer bytes of changed windowed filters (or others that cannot be caught up)
+// whole than this.
 constexpr uint64_t kSmallRoundBytes = 16 << 20;
 constexpr int kMaxCatchUpRounds = 10;
 
 // A filter of the moving slots, as List showed it. Every filter's copy follows the owner's
 // journal (client/move_catch_up.h): a BLOOM filter's copy is caught up with the items added
-// since, a CUCKOO or windowed filter's copied again only if it changed since (its journal does
-// not replay as adds elsewhere). So the pause copies what changed in the last round, not every
-// CUCKOO filter. (A pod too old to follow one answers FAILED_PRECONDITION: that filter is then
-// copied once writes pause.)
+// since, a CUCKOO filter's with the table values its adds and removes wrote since, a windowed
+// filter's copied again only if it changed since (its journal does not replay elsewhere). So
+// the pause moves what changed in the last round, not whole filters. (A pod too old to follow
+// one answers FAILED_PRECONDITION: that filter is then copied once writes pause.)
 struct Seen {};
 
 // Whether a call that failed so may succeed once a primary is elected (a failover).
@@ -83,8 +84,8 @@ class Mover {
   // Waits until every follower of `group` has applied what its primary holds now.
   absl::Status WaitForFollowers(const std::string& group);
   // Copies every filter whose copy is missing, and catches the others up from the owner's
-  // journal (once `paused`, CUCKOO and windowed filters are copied whole too, and copies of
-  // filters gone at the owner deleted); returns how many filters it copied whole. Retried
+  // journal (once `paused`, filters the owner could not follow are copied whole too, and
+  // copies of filters gone at the owner deleted); returns how many filters it copied whole. Retried
   // across failovers.
   absl::StatusOr<size_t> CopyRound(bool paused);
   absl::StatusOr<size_t> CopyRoundOnce(bool paused);
@@ -103,6 +104,8 @@ class Mover {
   uint64_t bytes_ = 0;
   std::set<std::string> unfollowed_;  // filters the owner cannot follow (an older pod)
   uint64_t round_hashes_ = 0;         // item hashes the last round's catch-up moved
+  uint64_t round_records_ = 0;        // ... and CUCKOO filters' journal records
+  uint64_t records_ = 0;              // ... all rounds'
   uint64_t round_bytes_ = 0;          // bytes the last round copied whole
   uint64_t hashes_ = 0;               // ... all rounds'
 };
@@ -301,13 +304,15 @@ int Mover::Run(uint32_t first, uint32_t last, const std::string& to, bool abort)
       absl::StatusOr<size_t> copied = CopyRound(/*paused=*/false);
       if (!copied.ok()) return Error(copied.status());
       std::cout << "round " << round << ": copied " << *copied << " filters whole (" << round_bytes_
-                << " bytes), caught " << cursors_.size() << " up by " << round_hashes_ << " items"
-                << std::endl;
-      if (round_hashes_ < kSmallRound && round_bytes_ < kSmallRoundBytes) break;
+                << " bytes), caught " << cursors_.size() << " up by " << round_hashes_
+                << " items and " << round_records_ << " cuckoo writes" << std::endl;
+      // A cuckoo write (one add or remove of the owner's) counts as an item.
+      const uint64_t changes = round_hashes_ + round_records_;
+      if (changes < kSmallRound && round_bytes_ < kSmallRoundBytes) break;
       // No smaller than the round before (the same filters written throughout): more rounds
       // would not shorten the pause.
-      if (round > 1 && round_hashes_ >= previous_hashes && round_bytes_ >= previous_bytes) break;
-      previous_hashes = round_hashes_;
+      if (round > 1 && changes >= previous_hashes && round_bytes_ >= previous_bytes) break;
+      previous_hashes = changes;
       previous_bytes = round_bytes_;
     }
     absl::StatusOr<uint64_t> paused = Step(rv1::MoveStep::STEP_PAUSE);
@@ -334,11 +339,11 @@ int Mover::Run(uint32_t first, uint32_t last, const std::string& to, bool abort)
     }
   }
   std::cout << "moved slots " << first_ << "-" << last_ << " (" << copied_.size() << " filters, "
-            << bytes_ << " bytes copied, " << hashes_ << " items caught up) from " << from_
-            << " to " << to_ << " (shard map version " << *finished << "); writes paused "
-            << absl::ToInt64Milliseconds(pause) << " ms (" << *last_changes
-            << " filters copied whole and " << round_hashes_ << " items caught up meanwhile)"
-            << std::endl;
+            << bytes_ << " bytes copied, " << hashes_ << " items and " << records_
+            << " cuckoo writes caught up) from " << from_ << " to " << to_ << " (shard map version "
+            << *finished << "); writes paused " << absl::ToInt64Milliseconds(pause) << " ms ("
+            << *last_changes << " filters copied whole and " << round_hashes_ << " items and "
+            << round_records_ << " cuckoo writes caught up meanwhile)" << std::endl;
   return 0;
 }
 
@@ -510,6 +515,8 @@ absl::StatusOr<size_t> Mover::CopyRoundOnce(bool paused) {
   if (!round.ok()) return round.status();
   round_hashes_ = round->hashes;
   hashes_ += round->hashes;
+  round_records_ = round->cuckoo_records;
+  records_ += round->cuckoo_records;
   for (const std::string& name : round->copy_whole) {
     if (held->count(name) == 0) continue;  // gone since: deleted below once paused
     if (absl::Status done = Copy(name); !done.ok()) return done;

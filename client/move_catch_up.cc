@@ -1,6 +1,7 @@
 // The journal catch-up of a slot move (client/move_catch_up.h).
 #include "client/move_catch_up.h"
 
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -49,6 +50,7 @@ absl::StatusOr<CatchUpRound> CatchUp(const std::shared_ptr<grpc::Channel>& owner
   std::unique_ptr<rv1::ReplicationService::Stub> from = rv1::ReplicationService::NewStub(owner);
   std::unique_ptr<rv1::ReplicationService::Stub> to = rv1::ReplicationService::NewStub(target);
   std::vector<std::string> pending;  // filters whose journal has more to read
+  std::set<std::string> refused;     // filters whose changes the target refused
   pending.reserve(cursors.size());
   for (const auto& [name, cursor] : cursors) pending.push_back(name);
   while (!pending.empty()) {
@@ -56,6 +58,7 @@ absl::StatusOr<CatchUpRound> CatchUp(const std::shared_ptr<grpc::Channel>& owner
     for (size_t begin = 0; begin < pending.size(); begin += kFiltersPerCall) {
       const size_t end = std::min(pending.size(), begin + kFiltersPerCall);
       rv1::ReadJournalRequest read;
+      read.set_cuckoo_records(true);
       for (size_t i = begin; i < end; ++i) {
         const JournalCursor& at = cursors.at(pending[i]);
         rv1::JournalCursor* cursor = read.add_cursors();
@@ -83,10 +86,11 @@ absl::StatusOr<CatchUpRound> CatchUp(const std::shared_ptr<grpc::Channel>& owner
           round.gone.push_back(delta.name());
         } else if (delta.code() != 0) {
           round.copy_whole.push_back(delta.name());
-        } else if (!delta.hashes().empty()) {
-          rv1::JournalDelta* adds = apply.add_deltas();
-          adds->set_name(delta.name());
-          *adds->mutable_hashes() = delta.hashes();
+        } else if (!delta.hashes().empty() || !delta.cuckoo_records().empty()) {
+          rv1::JournalDelta* changes = apply.add_deltas();
+          changes->set_name(delta.name());
+          *changes->mutable_hashes() = delta.hashes();
+          *changes->mutable_cuckoo_records() = delta.cuckoo_records();
           applied.push_back(&delta);
         }
       }
@@ -102,13 +106,20 @@ absl::StatusOr<CatchUpRound> CatchUp(const std::shared_ptr<grpc::Channel>& owner
           return absl::InternalError("ApplyJournal answered a result per delta");
         }
         for (int i = 0; i < results.results_size(); ++i) {
-          // A copy the target lacks (or refuses): copied whole again.
-          if (results.results(i).code() != 0) round.copy_whole.push_back(applied[i]->name());
+          // A copy the target lacks (or refuses), or records it did not write (a pod that does
+          // not know them skips them): copied whole again, and read no further.
+          const rv1::JournalApplied& result = results.results(i);
+          if (result.code() != 0 ||
+              static_cast<int>(result.cuckoo_records()) != applied[i]->cuckoo_records_size()) {
+            round.copy_whole.push_back(applied[i]->name());
+            refused.insert(applied[i]->name());
+          }
         }
       }
       for (const rv1::JournalDelta& delta : deltas.deltas()) {
-        if (delta.code() != 0) continue;
+        if (delta.code() != 0 || refused.count(delta.name()) != 0) continue;
         round.hashes += delta.hashes_size();
+        round.cuckoo_records += delta.cuckoo_records_size();
         cursors[delta.name()] = {delta.generation(), delta.seq()};
         if (delta.more()) more.push_back(delta.name());
       }

@@ -1,8 +1,9 @@
 // The journal catch-up of a slot move (bloom-cli cluster move, cli_move.h): the target group's
-// copies of BLOOM filters without a window follow their owner's adds from its journal
-// (bloom.replication.v1 ReadJournal at the owner's primary, ApplyJournal at the target's), so
-// that a round, and the last one while writes pause, moves what was added since the previous
-// round instead of whole filters.
+// copies of filters without a window follow their owner's writes from its journal
+// (bloom.replication.v1 ReadJournal at the owner's primary, ApplyJournal at the target's): a
+// BLOOM filter's as the hashes of the items added, a CUCKOO filter's as the table values its
+// adds and removes wrote. So a round, and the last one while writes pause, moves what changed
+// since the previous round instead of whole filters.
 //
 //   absl::StatusOr<JournalCursor> at = StartJournal(owner, name, prepare);  // then copy it
 //   cursors[name] = *at;
@@ -31,10 +32,12 @@ struct JournalCursor {
 };
 
 struct CatchUpRound {
-  uint64_t hashes = 0;  // item hashes the round moved
-  // Filters the journal cannot catch up (a CUCKOO or windowed filter, a lapsed hold, a merge
-  // into it, a filter made again, a copy missing at the target): copy them whole again. Their
-  // cursors are dropped.
+  uint64_t hashes = 0;          // item hashes the round moved
+  uint64_t cuckoo_records = 0;  // CUCKOO filters' journal records (an add or remove each)
+  // Filters the journal cannot catch up (a windowed filter that changed, a lapsed hold, a
+  // merge into it, a filter made again, a copy missing at the target or unable to take the
+  // records, a target too old to write them): copy them whole again. Their cursors are
+  // dropped.
   std::vector<std::string> copy_whole;
   // Filters deleted at the owner meanwhile; their cursors are dropped.
   std::vector<std::string> gone;
@@ -49,9 +52,10 @@ absl::StatusOr<JournalCursor> StartJournal(const std::shared_ptr<grpc::Channel>&
                                            const std::string& name, const PrepareCall& prepare);
 
 // One round: every filter of `cursors` read from the owner's primary (in calls of up to 1,000
-// filters and 100,000 hashes) and its adds applied to the target's copy; the cursors advance.
-// A failed call fails the round (retry it: what was applied is applied again harmlessly, adds
-// of the same items being idempotent).
+// filters and 100,000 hashes) and its changes applied to the target's copy; the cursors
+// advance. A failed call fails the round (retry it: what was applied is applied again
+// harmlessly: adds of the same items, and writes of the same table values in the same order,
+// are idempotent).
 absl::StatusOr<CatchUpRound> CatchUp(const std::shared_ptr<grpc::Channel>& owner,
                                      const std::shared_ptr<grpc::Channel>& target,
                                      std::map<std::string, JournalCursor>& cursors,

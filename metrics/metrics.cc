@@ -306,8 +306,8 @@ class StateCollector final : public prometheus::Collectable {
                           "Bytes of filters slot movers imported into this pod (whole copies).",
                           static_cast<double>(f.move_bytes_copied)));
     out.push_back(Counter("bloom_shard_move_caught_up_items_total",
-                          "Item hashes slot movers added to copies at this pod from their "
-                          "owner's journal (ApplyJournal).",
+                          "Item hashes (and cuckoo slot changes) slot movers applied to "
+                          "copies at this pod from their owner's journal (ApplyJournal).",
                           static_cast<double>(f.move_items_caught_up)));
   }
 

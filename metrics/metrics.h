@@ -86,7 +86,7 @@ struct ShardFigures {
   uint64_t refused = 0;
   // Slot moves, as this pod sees them: one in the map; its writes paused, and for how long so
   // far; the pauses that ended, and their total length; what movers copied into this pod
-  // (Import, whole filters) and caught up here (ApplyJournal, item hashes).
+  // (Import, whole filters) and caught up here (ApplyJournal: item hashes, cuckoo slot changes).
   bool moving = false;
   bool writes_paused = false;
   double paused_seconds = 0;

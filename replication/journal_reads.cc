@@ -1,9 +1,13 @@
 // ReplicationService's ReadJournal and ApplyJournal (bloom.replication.v1): a slot mover
-// (bloom-cli cluster move, client/cli_move.cc) catches the target group's copies of BLOOM
-// filters up from the owner's journal (storage/filter_store_journal.cc), so the write pause at
-// the end of a move carries only the adds since the previous catch-up, not whole filters.
-// Bounded per call: cursors and deltas, and hashes, so one call holds little memory and time.
+// (bloom-cli cluster move, client/cli_move.cc) catches the target group's copies up from the
+// owner's journal (storage/filter_store_journal.cc): BLOOM filters' by the hashes of the items
+// added, CUCKOO filters' by the table values their adds and removes wrote. So the write pause
+// at the end of a move carries only the changes since the previous catch-up, not whole filters.
+// Bounded per call: cursors and deltas, and hashes (a record counting a hash per 8 bytes), so
+// one call holds little memory and time.
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "replication/replication_service.h"
@@ -69,6 +73,12 @@ grpc::Status ReplicationService::ReadJournal(grpc::ServerContext* context,
     }
     absl::StatusOr<storage::JournalDelta> read = store_->ReadJournal(
         cursor.name(), {cursor.generation(), cursor.seq()}, budget - answered, kJournalHold);
+    if (read.ok() && !read->cuckoo_records.empty() && !request->cuckoo_records()) {
+      // A mover that cannot write them (an older one) copies the filter again instead.
+      read = absl::FailedPreconditionError(absl::StrCat(
+          "filter '", cursor.name(), "' is a CUCKOO filter changed since sequence ", cursor.seq(),
+          ", and the request does not take its journal records: copy it whole"));
+    }
     if (!read.ok()) {
       SetStatus(read.status(), delta);
       continue;
@@ -78,6 +88,10 @@ grpc::Status ReplicationService::ReadJournal(grpc::ServerContext* context,
     delta->set_more(read->more);
     delta->mutable_hashes()->Add(read->hashes.begin(), read->hashes.end());
     answered += read->hashes.size();
+    for (std::string& record : read->cuckoo_records) {
+      answered += storage::CuckooRecordCost(record.size());
+      delta->add_cuckoo_records(std::move(record));
+    }
   }
   return grpc::Status::OK;
 }
@@ -95,22 +109,40 @@ grpc::Status ReplicationService::ApplyJournal(grpc::ServerContext* context,
                          request->deltas_size())};
   }
   size_t hashes = 0;
-  for (const v1::JournalDelta& delta : request->deltas()) hashes += delta.hashes_size();
+  for (const v1::JournalDelta& delta : request->deltas()) {
+    hashes += delta.hashes_size();
+    for (const std::string& record : delta.cuckoo_records()) {
+      hashes += storage::CuckooRecordCost(record.size());
+    }
+  }
   if (hashes > kMaxHashes) {
     return {grpc::StatusCode::INVALID_ARGUMENT,
-            absl::StrCat("ApplyJournal takes at most ", kMaxHashes, " hashes, not ", hashes)};
+            absl::StrCat("ApplyJournal takes at most ", kMaxHashes,
+                         " hashes (a cuckoo record counting one per 8 bytes), not ", hashes)};
   }
   for (const v1::JournalDelta& delta : request->deltas()) {
     v1::JournalApplied* result = response->add_results();
-    if (delta.hashes().empty()) continue;
-    absl::StatusOr<size_t> added = store_->AddHashes(
-        delta.name(), absl::MakeConstSpan(delta.hashes().data(), delta.hashes_size()));
-    if (!added.ok()) {
-      SetStatus(added.status(), result);
-      continue;
+    if (!delta.hashes().empty()) {
+      absl::StatusOr<size_t> added = store_->AddHashes(
+          delta.name(), absl::MakeConstSpan(delta.hashes().data(), delta.hashes_size()));
+      if (!added.ok()) {
+        SetStatus(added.status(), result);
+        continue;
+      }
+      result->set_new_items(*added);
+      if (options_.on_caught_up) options_.on_caught_up(delta.hashes_size());
     }
-    result->set_new_items(*added);
-    if (options_.on_caught_up) options_.on_caught_up(delta.hashes_size());
+    if (!delta.cuckoo_records().empty()) {
+      const std::vector<absl::string_view> records(delta.cuckoo_records().begin(),
+                                                   delta.cuckoo_records().end());
+      absl::StatusOr<size_t> written = store_->ApplyCuckooRecords(delta.name(), records);
+      if (!written.ok()) {
+        SetStatus(written.status(), result);
+        continue;
+      }
+      result->set_cuckoo_records(static_cast<uint32_t>(records.size()));
+      if (options_.on_caught_up) options_.on_caught_up(*written);
+    }
   }
   response->set_sequence(store_->LatestSequence());
   return grpc::Status::OK;

@@ -51,7 +51,8 @@ struct ReplicationServiceOptions {
   // follower reads nothing this long, is ended (ABORTED) and its slot freed
   // (--transfer_idle_timeout; zero: never).
   absl::Duration idle_timeout = absl::Seconds(30);
-  // Told the item hashes each ApplyJournal added (a slot move's catch-up), for metrics.
+  // Told the item hashes (or a CUCKOO filter's slot changes) each ApplyJournal applied (a
+  // slot move's catch-up), for metrics.
   std::function<void(uint64_t items)> on_caught_up;
 };
 

@@ -1,11 +1,14 @@
 // FilterStore's journal reads for slot moves (filter_store_journal.cc): a copy made after
-// StartJournal and caught up with ReadJournal and AddHashes holds every item, across
-// checkpoints while the hold lasts; what cannot be caught up so (a lapsed hold, a merge, a
-// filter made again, a CUCKOO or windowed filter that changed) is refused, so the mover copies
-// it whole.
+// StartJournal and caught up with ReadJournal and AddHashes (a CUCKOO filter's with
+// ApplyCuckooRecords) holds every item, across checkpoints while the hold lasts; what cannot be
+// caught up so (a lapsed hold, a merge, a filter made again, a windowed filter that changed, a
+// cuckoo record the copy cannot hold) is refused, so the mover copies it whole.
+#include <algorithm>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -160,53 +163,169 @@ TEST_F(FilterJournalTest, ALapsedHoldAMergeOrAFilterMadeAgainMeansCopyItWhole) {
   EXPECT_TRUE(absl::StrContains(again.message(), "generation")) << again;
 }
 
-// A CUCKOO or windowed filter's journal does not replay as adds elsewhere, but it says whether
-// the filter changed since a copy: the mover copies again only the ones that did.
-TEST_F(FilterJournalTest, CuckooAndWindowedFiltersAreCopiedAgainOnlyWhenTheyChanged) {
-  FilterParams cuckoo{1'000, 0.01};
-  cuckoo.kind = bloom::FilterKind::kCuckoo;
-  ASSERT_OK(store_->Reserve("c", cuckoo).status());
+// A windowed filter's journal does not replay elsewhere, but it says whether the filter
+// changed since a copy: the mover copies again only the ones that did.
+TEST_F(FilterJournalTest, WindowedFiltersAreCopiedAgainOnlyWhenTheyChanged) {
   FilterParams windowed{1'000, 0.01};
   windowed.window = absl::Hours(1);
   ASSERT_OK(store_->Reserve("w", windowed).status());
-  const std::vector<std::string> first = Items("first", 0, 200);
-  for (const char* name : {"c", "w"}) {
-    ASSERT_OK(store_->Add(name, Views(first), nullptr).status());
-  }
-  std::map<std::string, JournalPosition> at;
-  for (const char* name : {"c", "w"}) {
-    absl::StatusOr<JournalPosition> start = store_->StartJournal(name, kHold);
-    ASSERT_OK(start.status());
-    at[name] = *start;
-    CopyWhole(name);
-  }
+  ASSERT_OK(store_->Add("w", Views(Items("first", 0, 200)), nullptr).status());
+  absl::StatusOr<JournalPosition> at = store_->StartJournal("w", kHold);
+  ASSERT_OK(at.status());
+  CopyWhole("w");
   // Unchanged, across a checkpoint: nothing to do, and the position stays.
   ASSERT_OK(store_->CheckpointAll());
-  for (const char* name : {"c", "w"}) {
-    absl::StatusOr<JournalDelta> idle = store_->ReadJournal(name, at[name], 1'000, kHold);
-    ASSERT_OK(idle.status());
-    EXPECT_TRUE(idle->hashes.empty());
-    EXPECT_EQ(idle->to.seq, at[name].seq);
-  }
-  // Changed (an add; for the cuckoo filter a remove alone): copy it whole again.
+  absl::StatusOr<JournalDelta> idle = store_->ReadJournal("w", *at, 1'000, kHold);
+  ASSERT_OK(idle.status());
+  EXPECT_TRUE(idle->hashes.empty());
+  EXPECT_EQ(idle->to.seq, at->seq);
+  // Changed: copy it whole again.
   ASSERT_OK(store_->Add("w", Views(Items("later", 0, 10)), nullptr).status());
-  ASSERT_OK(store_->RemoveItems("c", Views(Items("first", 0, 1))).status());
-  for (const char* name : {"c", "w"}) {
-    const absl::Status changed = store_->ReadJournal(name, at[name], 1'000, kHold).status();
-    EXPECT_TRUE(absl::IsFailedPrecondition(changed)) << name << ": " << changed;
-    EXPECT_TRUE(absl::StrContains(changed.message(), "copy it whole")) << changed;
-  }
-  // The copy made again holds the change.
-  ASSERT_OK(target_->Delete("c"));
-  ASSERT_OK(store_->StartJournal("c", kHold).status());
-  CopyWhole("c");
-  absl::StatusOr<std::vector<uint32_t>> source = store_->Count("c", Views(first));
-  absl::StatusOr<std::vector<uint32_t>> copy = target_->Count("c", Views(first));
-  ASSERT_OK(source.status());
-  ASSERT_OK(copy.status());
-  EXPECT_EQ(*copy, *source);
-  EXPECT_EQ((*copy)[0], 0u);  // removed
+  const absl::Status changed = store_->ReadJournal("w", *at, 1'000, kHold).status();
+  EXPECT_TRUE(absl::IsFailedPrecondition(changed)) << changed;
+  EXPECT_TRUE(absl::StrContains(changed.message(), "copy it whole")) << changed;
   EXPECT_TRUE(absl::IsNotFound(store_->StartJournal("missing", kHold).status()));
+}
+
+class CuckooJournalTest : public FilterJournalTest {
+ protected:
+  static FilterParams Cuckoo(uint64_t capacity) {
+    FilterParams spec{capacity, 0.01};
+    spec.kind = bloom::FilterKind::kCuckoo;
+    return spec;
+  }
+
+  // Reads the journal from `at` and writes its records into the target's copy until caught
+  // up; answers the records moved.
+  size_t CatchUpCuckoo(absl::string_view name, JournalPosition& at, size_t max_hashes) {
+    size_t records = 0;
+    while (true) {
+      absl::StatusOr<JournalDelta> delta = store_->ReadJournal(name, at, max_hashes, kHold);
+      EXPECT_OK(delta.status());
+      if (!delta.ok()) return records;
+      EXPECT_TRUE(delta->hashes.empty());
+      const std::vector<absl::string_view> views(delta->cuckoo_records.begin(),
+                                                 delta->cuckoo_records.end());
+      EXPECT_OK(target_->ApplyCuckooRecords(name, views).status());
+      records += views.size();
+      at = delta->to;
+      if (!delta->more) return records;
+    }
+  }
+
+  // Source and copy count the same copies of every item of `items`.
+  void ExpectSameCounts(absl::string_view name, const std::vector<std::string>& items) {
+    absl::StatusOr<std::vector<uint32_t>> source = store_->Count(name, Views(items));
+    absl::StatusOr<std::vector<uint32_t>> copy = target_->Count(name, Views(items));
+    ASSERT_OK(source.status());
+    ASSERT_OK(copy.status());
+    ASSERT_EQ(source->size(), copy->size());
+    for (size_t i = 0; i < items.size(); ++i) {
+      ASSERT_EQ((*copy)[i], (*source)[i]) << items[i];
+    }
+    absl::StatusOr<FilterInfo> source_info = store_->Stats(name);
+    absl::StatusOr<FilterInfo> copy_info = target_->Stats(name);
+    ASSERT_OK(source_info.status());
+    ASSERT_OK(copy_info.status());
+    EXPECT_EQ(copy_info->stats.items_added, source_info->stats.items_added);
+  }
+
+  void ReopenTarget() {
+    target_.reset();
+    StoreOptions options;
+    options.background_checkpoints = false;
+    options.data_dir = target_dir_->path();
+    absl::StatusOr<std::unique_ptr<FilterStore>> target = FilterStore::Open(options);
+    ASSERT_OK(target.status());
+    target_ = *std::move(target);
+  }
+};
+
+// A CUCKOO filter's records hold the table values its adds and removes wrote: the copy writes
+// them in order and ends with the owner's bytes, even when it was exported while writes went
+// on (so it already held some of the records it is then given).
+TEST_F(CuckooJournalTest, ACopyWritesTheOwnersTableValuesAndEndsAsTheOwner) {
+  ASSERT_OK(store_->Reserve("c", Cuckoo(20'000)).status());
+  const std::vector<std::string> first = Items("first", 0, 2'000);
+  ASSERT_OK(store_->Add("c", Views(first), nullptr).status());
+  // Adds (an item twice in some rounds: a cuckoo filter counts copies) and removes race the
+  // position and the export.
+  std::atomic<bool> stop{false};
+  std::vector<std::string> written = first;
+  std::thread writer([&] {
+    for (int round = 0; !stop.load() || round < 20; ++round) {
+      std::vector<std::string> items = Items(absl::StrCat("w", round, "-"), 0, 50);
+      if (round % 3 == 0) items.push_back(items.front());
+      ASSERT_OK(store_->Add("c", Views(items), nullptr).status());
+      ASSERT_OK(
+          store_->RemoveItems("c", Views(Items(absl::StrCat("w", round, "-"), 0, 10))).status());
+      written.insert(written.end(), items.begin(), items.end());
+    }
+  });
+  absl::StatusOr<JournalPosition> at = store_->StartJournal("c", kHold);
+  ASSERT_OK(at.status());
+  CopyWhole("c");
+  stop.store(true);
+  writer.join();
+  // More after the copy, with checkpoints between them (the hold keeps the records) and
+  // removes of items the copy holds.
+  for (int round = 0; round < 4; ++round) {
+    std::vector<std::string> items = Items(absl::StrCat("after", round, "-"), 0, 500);
+    ASSERT_OK(store_->Add("c", Views(items), nullptr).status());
+    written.insert(written.end(), items.begin(), items.end());
+    ASSERT_OK(
+        store_->RemoveItems("c", Views(Items("first", round * 100, round * 100 + 100))).status());
+    ASSERT_OK(store_->CheckpointAll());
+  }
+  EXPECT_GT(CatchUpCuckoo("c", *at, /*max_hashes=*/64), 8u)
+      << "in pieces of about 512 bytes of records";
+  ExpectSameCounts("c", written);
+  absl::StatusOr<std::vector<uint32_t>> removed =
+      target_->Count("c", Views(Items("first", 0, 400)));
+  ASSERT_OK(removed.status());
+  for (const uint32_t count : *removed) EXPECT_LE(count, 1u);  // 0, or another's fingerprint
+  // Caught up: nothing more until the next write, and the copy is durable as it stands.
+  absl::StatusOr<JournalDelta> idle = store_->ReadJournal("c", *at, 1'000, kHold);
+  ASSERT_OK(idle.status());
+  EXPECT_TRUE(idle->cuckoo_records.empty());
+  EXPECT_FALSE(idle->more);
+  ReopenTarget();
+  ExpectSameCounts("c", written);
+  // And after the target's own checkpoint, which writes the pages the records changed.
+  ASSERT_OK(store_->RemoveItems("c", Views(Items("after0-", 0, 100))).status());
+  CatchUpCuckoo("c", *at, 1'000);
+  ASSERT_OK(target_->CheckpointAll());
+  ReopenTarget();
+  ExpectSameCounts("c", written);
+}
+
+TEST_F(CuckooJournalTest, RecordsTheCopyCannotHoldChangeNothing) {
+  ASSERT_OK(store_->Reserve("c", Cuckoo(500)).status());
+  ASSERT_OK(store_->Add("c", Views(Items("a", 0, 100)), nullptr).status());
+  absl::StatusOr<JournalPosition> at = store_->StartJournal("c", kHold);
+  ASSERT_OK(at.status());
+  CopyWhole("c");
+  // The owner's chain grows a table: a record names it, and the copy has only one.
+  ASSERT_OK(store_->Add("c", Views(Items("b", 0, 2'000)), nullptr).status());
+  absl::StatusOr<JournalDelta> grown = store_->ReadJournal("c", *at, 100'000, kHold);
+  ASSERT_OK(grown.status());
+  ASSERT_FALSE(grown->cuckoo_records.empty());
+  const std::vector<absl::string_view> records(grown->cuckoo_records.begin(),
+                                               grown->cuckoo_records.end());
+  const absl::Status refused = target_->ApplyCuckooRecords("c", records).status();
+  EXPECT_TRUE(absl::IsFailedPrecondition(refused)) << refused;
+  absl::StatusOr<std::vector<uint32_t>> untouched = target_->Count("c", Views(Items("b", 0, 100)));
+  ASSERT_OK(untouched.status());
+  EXPECT_LE(std::count(untouched->begin(), untouched->end(), 1u), 5)
+      << "only false positives: nothing was written";
+  // Into a BLOOM filter: refused; a damaged record: DATA_LOSS; a missing copy: NOT_FOUND.
+  ASSERT_OK(target_->Reserve("bloom", FilterParams{1'000, 0.01}).status());
+  EXPECT_TRUE(
+      absl::IsFailedPrecondition(target_->ApplyCuckooRecords("bloom", {records.front()}).status()));
+  std::string damaged(records.front());
+  damaged[damaged.size() / 2] ^= 0x40;
+  EXPECT_TRUE(absl::IsDataLoss(target_->ApplyCuckooRecords("c", {damaged}).status()));
+  EXPECT_TRUE(absl::IsNotFound(target_->ApplyCuckooRecords("missing", {records.front()}).status()));
 }
 
 }  // namespace

@@ -1,12 +1,18 @@
 // FilterStore's journal reads for slot moves (filter_store.h: StartJournal, ReadJournal,
-// AddHashes). A mover copies a BLOOM filter once (Export, Import), then catches the copy up
-// from this store's journal: each add's record holds the hashes of the items it made new
-// (storage/format/encoding.h), which the copy adds as its own adds (AddHashes). So the last
-// catch-up, while the slot's writes pause, moves what was added since the previous one, not
-// the whole filter. A CUCKOO or windowed filter's journal cannot be replayed so, but it says
-// whether the filter changed since a copy: only those that did are copied again, so the pause
-// copies the ones written since the last round, not every one of them. JournalHolds
-// (filter/journal_holds.h) keeps checkpoints from trimming records the mover has not read yet.
+// AddHashes, ApplyCuckooRecords). A mover copies a filter once (Export, Import), then catches
+// the copy up from this store's journal, so the last catch-up, while the slot's writes pause,
+// moves what changed since the previous one, not the whole filter:
+// - a BLOOM filter's add record holds the hashes of the items it made new
+//   (storage/format/encoding.h), which the copy adds as its own adds (AddHashes);
+// - a CUCKOO filter's record holds the table values an add or remove wrote
+//   (format/cuckoo_journal.h), which the copy writes in the same order (ApplyCuckooRecords).
+//   The copy may already hold some of them (it was exported after the position was taken):
+//   writing a value again is harmless, and each slot ends as its last record left it, as
+//   it does when a checkpoint's pages are loaded and the journal replayed over them.
+// A windowed filter's journal cannot be replayed so (its records name slices that age), but
+// it says whether the filter changed since a copy: only those that did are copied again.
+// JournalHolds (filter/journal_holds.h) keeps checkpoints from trimming records the mover has
+// not read yet.
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,21 +21,20 @@
 #include "common/status_macros.h"
 #include "rocksdb/iterator.h"
 #include "rocksdb/options.h"
-#include "storage/db/rocksdb_status.h"
 #include "storage/db/database.h"
+#include "storage/db/rocksdb_status.h"
 #include "storage/filter_store.h"
+#include "storage/format/cuckoo_journal.h"
 #include "storage/format/encoding.h"
+#include "storage/write/operation_batch.h"
 
 namespace storage {
 
 namespace {
 
-// Only a BLOOM filter without a window journals what a copy can replay as adds: a CUCKOO
-// filter's records are table changes, a window's name slices that age. Their journal still
-// says whether they changed since a position: a mover copies them early and again only if so.
-bool ReplayableJournal(const StoredFilter& filter) {
-  return filter.cuckoo() == nullptr && !filter.windowed();
-}
+// A windowed filter's records name slices that age: a copy cannot replay them. Its journal
+// still says whether it changed since a position: a mover copies it early and again only if so.
+bool ReplayableJournal(const StoredFilter& filter) { return !filter.windowed(); }
 
 }  // namespace
 
@@ -81,10 +86,9 @@ absl::StatusOr<JournalDelta> FilterStore::ReadJournal(absl::string_view name, Jo
   }
   if (!ReplayableJournal(*filter)) {
     // Changed since (a merge into it releases the hold, caught above): only a new copy has it.
-    return absl::FailedPreconditionError(absl::StrCat(
-        "filter '", name, "' is ", filter->cuckoo() != nullptr ? "a CUCKOO" : "a windowed",
-        " filter changed since sequence ", from.seq,
-        ": its journal does not replay as adds elsewhere; copy it whole"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("filter '", name, "' is a windowed filter changed since sequence ", from.seq,
+                     ": its journal does not replay elsewhere; copy it whole"));
   }
   // Only records whose adds have set their bits: a later one may sit before an earlier one
   // still being written, which a reader must not skip.
@@ -97,16 +101,30 @@ absl::StatusOr<JournalDelta> FilterStore::ReadJournal(absl::string_view name, Jo
     options.iterate_upper_bound = &upper;
     options.fill_cache = false;
     std::unique_ptr<rocksdb::Iterator> it = db_->NewIterator(options, db_->journal());
+    const bool cuckoo = filter->cuckoo() != nullptr;
     std::vector<Run> runs;
     std::vector<uint64_t> hashes;
+    size_t cost = 0;
     for (it->Seek(start); it->Valid(); it->Next()) {
-      if (delta.hashes.size() >= max_hashes) {
+      if (cost >= max_hashes) {
         delta.more = true;
         break;
       }
       ASSIGN_OR_RETURN(const JournalKeyParts key, ParseJournalKey(ViewOf(it->key())));
-      RETURN_IF_ERROR(DecodeJournalRecord(ViewOf(it->value()), runs, hashes));
-      delta.hashes.insert(delta.hashes.end(), hashes.begin(), hashes.end());
+      const absl::string_view record = ViewOf(it->value());
+      if (cuckoo) {
+        // Decoded (and its checksum checked) where it is applied.
+        if (!IsCuckooJournalRecord(record)) {
+          return absl::DataLossError(absl::StrCat("filter '", name, "': journal record ", key.seq,
+                                                  " is not a cuckoo filter's"));
+        }
+        delta.cuckoo_records.emplace_back(record);
+        cost += CuckooRecordCost(record.size());
+      } else {
+        RETURN_IF_ERROR(DecodeJournalRecord(record, runs, hashes));
+        delta.hashes.insert(delta.hashes.end(), hashes.begin(), hashes.end());
+        cost += hashes.size();
+      }
       delta.to.seq = key.seq;
     }
     RETURN_IF_ERROR(FromRocksDb(it->status(), "reading a filter's journal"));
@@ -129,6 +147,25 @@ absl::StatusOr<size_t> FilterStore::AddHashes(absl::string_view name,
   size_t fresh = 0;
   for (size_t i = 0; i < hashes.size(); ++i) fresh += (*added)[i] ? 1 : 0;
   return fresh;
+}
+
+absl::StatusOr<size_t> FilterStore::ApplyCuckooRecords(
+    absl::string_view name, absl::Span<const absl::string_view> records) {
+  std::vector<bloom::CuckooChange> changes;
+  std::vector<bloom::CuckooChange> decoded;
+  for (const absl::string_view record : records) {
+    RETURN_IF_ERROR(DecodeCuckooJournalRecord(record, decoded));
+    changes.insert(changes.end(), decoded.begin(), decoded.end());
+  }
+  if (changes.empty()) return 0;
+  absl::Status caught_up;
+  {
+    ASSIGN_OR_RETURN(std::unique_ptr<OperationBatch> batch, StartBatch());
+    caught_up = batch->CatchUpCuckoo(name, changes);
+  }
+  RETURN_IF_ERROR(caught_up);
+  RETURN_IF_ERROR(WaitReplicated());  // holding no lock
+  return changes.size();
 }
 
 }  // namespace storage

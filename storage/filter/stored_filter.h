@@ -343,6 +343,11 @@ class StoredFilter {
   absl::Status CuckooAdd(absl::Span<const uint64_t> hashes, bool* added, bool sync);
   // Removes one copy of each item; result[i] whether there was one. Durable like an add.
   absl::StatusOr<std::vector<bool>> CuckooRemove(absl::Span<const uint64_t> hashes, bool sync);
+  // A slot move's catch-up of this copy: writes the table values another store's journal
+  // records hold (its adds and removes since the copy), journalled here as this filter's own
+  // change, durable like an add. FAILED_PRECONDITION (nothing written) for a BLOOM filter or a
+  // change that does not fit the tables: copy the filter whole.
+  absl::Status CuckooCatchUp(absl::Span<const bloom::CuckooChange> changes, bool sync);
   // Copies held of each item.
   absl::StatusOr<std::vector<uint32_t>> CuckooCount(absl::Span<const uint64_t> hashes);
   // For Export: a copy of the cuckoo chain and the record describing it (live counters),

@@ -30,10 +30,16 @@ struct JournalPosition {
   uint64_t seq = 0;  // every add up to this journal sequence is in the bits
 };
 struct JournalDelta {
-  JournalPosition to;            // the position the hashes reach
+  JournalPosition to;            // the position the hashes (or records) reach
   std::vector<uint64_t> hashes;  // of the items added after `from`, in order
-  bool more = false;             // max_hashes reached: read again from `to`
+  // A CUCKOO filter's instead: its journal records after `from`, in order, as stored
+  // (storage/format/cuckoo_journal.h: the table values its adds and removes wrote).
+  std::vector<std::string> cuckoo_records;
+  bool more = false;  // max_hashes reached: read again from `to`
 };
+// What a CUCKOO filter's journal record of `bytes` counts against a read's (or an apply's)
+// bound on hashes: one per 8 bytes, about two slot changes, so answers are bounded alike.
+inline size_t CuckooRecordCost(size_t bytes) { return (bytes + 7) / 8; }
 
 class ReplicatedStore {
  public:
@@ -62,13 +68,16 @@ class ReplicatedStore {
   // The database whose write-ahead log the primary's tail streams read.
   virtual Database& database() = 0;
   // Slot moves, on a primary (bloom.replication.v1 ReadJournal and ApplyJournal): a copy of a
-  // filter caught up from its journal (FilterStore::StartJournal, ReadJournal, AddHashes).
+  // filter caught up from its journal (FilterStore::StartJournal, ReadJournal, AddHashes,
+  // ApplyCuckooRecords).
   virtual absl::StatusOr<JournalPosition> StartJournal(absl::string_view name,
                                                        absl::Duration hold) = 0;
   virtual absl::StatusOr<JournalDelta> ReadJournal(absl::string_view name, JournalPosition from,
                                                    size_t max_hashes, absl::Duration hold) = 0;
   virtual absl::StatusOr<size_t> AddHashes(absl::string_view name,
                                            absl::Span<const uint64_t> hashes) = 0;
+  virtual absl::StatusOr<size_t> ApplyCuckooRecords(
+      absl::string_view name, absl::Span<const absl::string_view> records) = 0;
 };
 
 }  // namespace storage

@@ -156,6 +156,20 @@ absl::StatusOr<std::vector<bool>> OperationBatch::RemoveItems(
   return FilterStore::DeleteRaceError(name);
 }
 
+absl::Status OperationBatch::CatchUpCuckoo(absl::string_view name,
+                                           absl::Span<const bloom::CuckooChange> changes) {
+  RETURN_IF_ERROR(CheckStoreOpen());
+  RETURN_IF_ERROR(store_->CheckWritable());
+  RETURN_IF_ERROR(ValidateFilterName(name));
+  for (int attempt = 0; attempt < FilterStore::kDeleteRaceRetries; ++attempt) {
+    ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> filter,
+                     store_->FindUsable(name, [this] { Flush(); }));
+    absl::Status caught_up = filter->CuckooCatchUp(changes, sync_);
+    if (!StoredFilter::IsEvicted(caught_up)) return caught_up;
+  }
+  return FilterStore::DeleteRaceError(name);
+}
+
 void OperationBatch::Flush() {
   if (pending_.empty()) return;
   const absl::Status written = store_->db_->Write(write_, sync_, "journaling a batch of adds");

@@ -41,6 +41,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "bloom/cuckoo_table.h"
 #include "bloom/scalable_filter.h"
 #include "rocksdb/write_batch.h"
 #include "storage/filter/stored_filter.h"
@@ -75,6 +76,9 @@ class OperationBatch {
   // for other filters are flushed first only when the lookup must wait).
   absl::StatusOr<std::vector<bool>> RemoveItems(absl::string_view name,
                                                 absl::Span<const absl::string_view> items);
+  // As FilterStore::ApplyCuckooRecords (a slot move's catch-up of a CUCKOO filter's copy),
+  // answered now, in its own write like RemoveItems.
+  absl::Status CatchUpCuckoo(absl::string_view name, absl::Span<const bloom::CuckooChange> changes);
   // As FilterStore::Count (CUCKOO filters), answered now; like a check, it sees every add
   // queued before it.
   absl::StatusOr<std::vector<uint32_t>> Count(absl::string_view name,
