@@ -54,8 +54,8 @@ namespace {
 
 namespace v1 = bloom::replication::v1;
 
-constexpr char kCluster[] = "chaos";
-constexpr int kPods = 3;
+constexpr char kChaosCluster[] = "chaos";
+constexpr int kChaosPods = 3;
 constexpr char kSeedFilter[] = "chaos:seed";
 
 // One fault, from its start until the cluster was healthy again.
@@ -115,7 +115,7 @@ class FailoverChaosTest : public ::testing::Test {
     const char* ttl = std::getenv("BLOOM_CHAOS_TTL");
     ttl_ = ttl != nullptr && *ttl != '\0' ? ttl : "2s";
     ASSERT_TRUE(absl::ParseDuration(ttl_, &ttl_duration_)) << ttl_;
-    for (int i = 0; i < kPods; ++i) {
+    for (int i = 0; i < kChaosPods; ++i) {
       data_dirs_.push_back(std::make_unique<TempDir>());
       ports_.push_back(FreeLoopbackPort());
       StartPod(i);
@@ -129,7 +129,7 @@ class FailoverChaosTest : public ::testing::Test {
     pods_[i] = ServerProcess::Start(
         data_dirs_[i]->path(),
         {"--listen=" + address, "--advertise_address=" + address,
-         "--etcd_endpoints=" + etcd_->endpoints(), absl::StrCat("--cluster=", kCluster),
+         "--etcd_endpoints=" + etcd_->endpoints(), absl::StrCat("--cluster=", kChaosCluster),
          "--leader_ttl=" + ttl_, "--min_replica_acks=1", "--replica_ack_timeout=3s",
          "--ack_log=" + AckLogPath(i), "--allow_unauthenticated_replication",
          "--switchover_cooldown=0"});
@@ -142,26 +142,26 @@ class FailoverChaosTest : public ::testing::Test {
   }
   [[nodiscard]] std::vector<std::string> Targets() const {
     std::vector<std::string> out;
-    out.reserve(kPods);
-    for (int i = 0; i < kPods; ++i) out.push_back(Target(i));
+    out.reserve(kChaosPods);
+    for (int i = 0; i < kChaosPods; ++i) out.push_back(Target(i));
     return out;
   }
 
   // The current term (the leader key's creation revision), or 0 without a primary.
   int64_t Term() {
     absl::StatusOr<coordination::KeyValue> leader =
-        etcd_client_->Get(coordination::LeaderKey(kCluster));
+        etcd_client_->Get(coordination::LeaderKey(kChaosCluster));
     return leader.ok() ? leader->create_revision : 0;
   }
 
   // The pod etcd names as the primary, or -1.
   int Primary() {
     absl::StatusOr<coordination::KeyValue> leader =
-        etcd_client_->Get(coordination::LeaderKey(kCluster));
+        etcd_client_->Get(coordination::LeaderKey(kChaosCluster));
     if (!leader.ok()) return -1;
     absl::StatusOr<coordination::LeaderRecord> record = coordination::DecodeLeader(leader->value);
     if (!record.ok()) return -1;
-    for (int i = 0; i < kPods; ++i) {
+    for (int i = 0; i < kChaosPods; ++i) {
       if (record->address == Target(i)) return i;
     }
     return -1;
@@ -170,13 +170,13 @@ class FailoverChaosTest : public ::testing::Test {
   absl::StatusOr<v1::StatusResponse> Status(int i) { return ReplicationStatusOf(Target(i)); }
 
   // Healthy: a primary whose sync set holds both other pods, each connected and serving.
-  bool Healthy() { return ClusterHealthy(*etcd_client_, kCluster, Targets()); }
+  bool Healthy() { return ClusterHealthy(*etcd_client_, kChaosCluster, Targets()); }
 
   // The time until a write through a pod other than `faulted` is acknowledged again.
   absl::Duration WriteUnavailability(absl::Time since, int faulted) {
     bloomclient::ClientOptions options;
     options.timeout = absl::Seconds(2);
-    const int through = (faulted + 1) % kPods;
+    const int through = (faulted + 1) % kChaosPods;
     std::unique_ptr<bloomclient::BloomClient> client =
         bloomclient::BloomClient::Connect(Target(through), options);
     const bloom::v1::FilterSpec spec = Spec();
@@ -193,7 +193,7 @@ class FailoverChaosTest : public ::testing::Test {
 
   // Readers: every pod, a few reads a second of items acknowledged before the chaos.
   void StartReaders(const std::vector<std::string>& seeds) {
-    for (int i = 0; i < kPods; ++i) {
+    for (int i = 0; i < kChaosPods; ++i) {
       readers_.emplace_back([this, i, seeds] {
         bloomclient::ClientOptions options;
         options.timeout = absl::Seconds(2);
@@ -285,7 +285,7 @@ TEST_F(FailoverChaosTest, NoAcknowledgedAddIsLostAndNoTwoPodsLeadOneTerm) {
   }
   // Every follower has them before a read is asked of it.
   ASSERT_TRUE(WaitFor([&] {
-    for (int i = 0; i < kPods; ++i) {
+    for (int i = 0; i < kChaosPods; ++i) {
       std::unique_ptr<bloomclient::BloomClient> client =
           bloomclient::BloomClient::Connect(Target(i));
       absl::StatusOr<std::vector<bool>> present = client->MightContain(kSeedFilter, seeds);
@@ -338,7 +338,7 @@ TEST_F(FailoverChaosTest, NoAcknowledgedAddIsLostAndNoTwoPodsLeadOneTerm) {
       } else {
         const int primary = Primary();
         ASSERT_GE(primary, 0);
-        const int target = (primary + 1 + static_cast<int>(random() % 2)) % kPods;
+        const int target = (primary + 1 + static_cast<int>(random() % 2)) % kChaosPods;
         Run({absl::StrCat("switchover ", n, " from ", primary, " to ", target), {}, {}, {}},
             [&](Fault&) {
               auto stub = v1::ReplicationService::NewStub(
@@ -369,7 +369,7 @@ TEST_F(FailoverChaosTest, NoAcknowledgedAddIsLostAndNoTwoPodsLeadOneTerm) {
     if (primary < 0) return false;
     absl::StatusOr<v1::StatusResponse> lead = Status(primary);
     if (!lead.ok()) return false;
-    for (int i = 0; i < kPods; ++i) {
+    for (int i = 0; i < kChaosPods; ++i) {
       absl::StatusOr<v1::StatusResponse> status = Status(i);
       if (!status.ok() || status->sequence() != lead->sequence()) return false;
     }
@@ -381,19 +381,19 @@ TEST_F(FailoverChaosTest, NoAcknowledgedAddIsLostAndNoTwoPodsLeadOneTerm) {
     if (name == kSeedFilter) continue;  // the readers' checks differ per pod, and dumps count them
     const std::string first = ReplicationCluster::Export(Target(0), name);
     EXPECT_FALSE(first.empty()) << name;
-    for (int i = 1; i < kPods; ++i) {
+    for (int i = 1; i < kChaosPods; ++i) {
       EXPECT_TRUE(ReplicationCluster::Export(Target(i), name) == first)
           << "pod " << i << " exports " << name << " differently from pod 0";
     }
   }
-  for (int i = 0; i < kPods; ++i) ExpectAllPresent(Target(i), all);
+  for (int i = 0; i < kChaosPods; ++i) ExpectAllPresent(Target(i), all);
 
   // The ack logs: one pod per term, and each term's primary held every write acknowledged in
   // the terms before it.
   std::map<int64_t, std::set<std::string>> acked_by;
   std::map<int64_t, uint64_t> highest_acked;
   std::map<int64_t, uint64_t> start_of;
-  for (int i = 0; i < kPods; ++i) {
+  for (int i = 0; i < kChaosPods; ++i) {
     for (const AckLine& line : ReadAckLog(AckLogPath(i))) {
       EXPECT_EQ(line.pod, Target(i));
       if (line.start) {

@@ -24,8 +24,7 @@
 namespace {
 
 using bloomtest::CommandResult;
-
-CommandResult Shell(const std::string& command) { return bloomtest::RunCommand(command); }
+using bloomtest::RunCommand;
 
 std::string Helm() {
   const char* env = std::getenv("BLOOM_HELM");
@@ -36,7 +35,7 @@ const std::string kChart = std::string(BLOOM_SOURCE_DIR) + "/helm/bloom-server";
 
 // Renders the chart with `args` and indexes the documents by "Kind/name".
 std::map<std::string, YAML::Node> Render(const std::string& args = "") {
-  const CommandResult run = Shell(absl::StrCat(Helm(), " template rel ", kChart, " ", args));
+  const CommandResult run = RunCommand(absl::StrCat(Helm(), " template rel ", kChart, " ", args));
   EXPECT_EQ(run.exit_code, 0) << run.out;
   std::map<std::string, YAML::Node> objects;
   for (const YAML::Node& doc : YAML::LoadAll(run.out)) {
@@ -57,17 +56,17 @@ std::map<std::string, std::string> Env(const YAML::Node& container) {
 class HelmChartTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const CommandResult version = Shell(Helm() + " version --short");
+    const CommandResult version = RunCommand(Helm() + " version --short");
     ASSERT_EQ(version.exit_code, 0)
         << "helm not found at " << Helm() << "; run scripts/install-helm.sh: " << version.out;
   }
 };
 
 TEST_F(HelmChartTest, LintsStrictlyWithDefaultsAndWithEverythingOn) {
-  CommandResult run = Shell(absl::StrCat(Helm(), " lint --strict ", kChart));
+  CommandResult run = RunCommand(absl::StrCat(Helm(), " lint --strict ", kChart));
   EXPECT_EQ(run.exit_code, 0) << run.out;
-  run = Shell(absl::StrCat(Helm(), " lint --strict ", kChart, " -f ", BLOOM_SOURCE_DIR,
-                           "/tests/helm/all-features.yaml"));
+  run = RunCommand(absl::StrCat(Helm(), " lint --strict ", kChart, " -f ", BLOOM_SOURCE_DIR,
+                                "/tests/helm/all-features.yaml"));
   EXPECT_EQ(run.exit_code, 0) << run.out;
 }
 
@@ -161,7 +160,7 @@ TEST_F(HelmChartTest, EtcdElectsThePrimaryWhenGivenOrDeployed) {
   EXPECT_EQ(env["BLOOM_MIN_REPLICA_ACKS"], "1");
   EXPECT_EQ(env.count("BLOOM_REPLICATE_FROM"), 0u);  // elected, not pod 0
   // Every variable is a server flag (POD_NAME is only expanded into the address).
-  const CommandResult help = Shell(absl::StrCat(BLOOM_SERVER_PATH, " --helpfull"));
+  const CommandResult help = RunCommand(absl::StrCat(BLOOM_SERVER_PATH, " --helpfull"));
   for (const auto& [name, value] : env) {
     if (!absl::StartsWith(name, "BLOOM_") || name == "BLOOM_CONTAINER_MEMORY_BYTES") continue;
     const std::string flag = absl::AsciiStrToLower(name.substr(strlen("BLOOM_")));
@@ -182,22 +181,23 @@ TEST_F(HelmChartTest, EtcdElectsThePrimaryWhenGivenOrDeployed) {
 
   // Several pods without etcd keep the static primary, and NOTES.txt says so.
   const CommandResult notes =
-      Shell(absl::StrCat(Helm(), " install --dry-run rel ", kChart,
-                         " --set replicas=3 --set replication.allowUnauthenticated=true"));
+      RunCommand(absl::StrCat(Helm(), " install --dry-run rel ", kChart,
+                              " --set replicas=3 --set replication.allowUnauthenticated=true"));
   EXPECT_EQ(notes.exit_code, 0) << notes.out;
   EXPECT_TRUE(absl::StrContains(notes.out,
                                 "No etcd is configured, so there is no automatic "
                                 "failover"))
       << notes.out;
-  const CommandResult elected = Shell(absl::StrCat(Helm(), " install --dry-run rel ", kChart,
-                                                   " --set replicas=3 --set etcd.deploy=true",
-                                                   " --set replication.allowUnauthenticated=true"));
+  const CommandResult elected = RunCommand(absl::StrCat(
+      Helm(), " install --dry-run rel ", kChart, " --set replicas=3 --set etcd.deploy=true",
+      " --set replication.allowUnauthenticated=true"));
   EXPECT_TRUE(absl::StrContains(elected.out, "Automatic failover: the pods elect their primary"))
       << elected.out;
   // A TTL etcd cannot take is refused by the schema.
-  EXPECT_NE(Shell(absl::StrCat(Helm(), " template rel ", kChart, " --set etcd.leaderTtl=1500ms"))
-                .exit_code,
-            0);
+  EXPECT_NE(
+      RunCommand(absl::StrCat(Helm(), " template rel ", kChart, " --set etcd.leaderTtl=1500ms"))
+          .exit_code,
+      0);
 }
 
 TEST_F(HelmChartTest, EtcdOverTlsWithClientCertificatesAndAUser) {
@@ -261,7 +261,7 @@ TEST_F(HelmChartTest, EtcdOverTlsWithClientCertificatesAndAUser) {
         {"--set etcd.deploy=true --set etcd.auth.username=bloom",
          "etcd.auth.passwordSecretName"}}) {
     const CommandResult run =
-        Shell(absl::StrCat(Helm(), " template rel ", kChart, " ", replicated, values));
+        RunCommand(absl::StrCat(Helm(), " template rel ", kChart, " ", replicated, values));
     EXPECT_NE(run.exit_code, 0) << values;
     EXPECT_TRUE(absl::StrContains(run.out, named)) << run.out;
   }
@@ -294,7 +294,7 @@ TEST_F(HelmChartTest, EnvironmentIsWiredToValuesAndEveryVariableIsAServerFlag) {
     env[name] = value;
   }
   EXPECT_EQ(env.count("BLOOM_TLS_CLIENT_CA_FILE"), 1u);
-  const CommandResult help = Shell(absl::StrCat(BLOOM_SERVER_PATH, " --helpfull"));
+  const CommandResult help = RunCommand(absl::StrCat(BLOOM_SERVER_PATH, " --helpfull"));
   for (const auto& [name, value] : env) {
     if (!absl::StartsWith(name, "BLOOM_")) continue;       // config.extraEnv
     if (name == "BLOOM_CONTAINER_MEMORY_BYTES") continue;  // read by --memory_limit=N%
@@ -346,11 +346,11 @@ TEST_F(HelmChartTest, ServicesPdbAndOptionalObjects) {
 TEST_F(HelmChartTest, ThreeReplicasArePodZeroAndItsFollowersSpreadOverNodes) {
   // Without auth, replication needs the operator's explicit (unsafe) consent, and says so.
   const CommandResult refused =
-      Shell(absl::StrCat(Helm(), " template rel ", kChart, " --set replicas=3"));
+      RunCommand(absl::StrCat(Helm(), " template rel ", kChart, " --set replicas=3"));
   EXPECT_NE(refused.exit_code, 0);
   EXPECT_TRUE(absl::StrContains(refused.out, "replication.allowUnauthenticated=true"))
       << refused.out;
-  const CommandResult no_token = Shell(
+  const CommandResult no_token = RunCommand(
       absl::StrCat(Helm(), " template rel ", kChart, " --set replicas=3 --set auth.enabled=true"));
   EXPECT_NE(no_token.exit_code, 0);
   EXPECT_TRUE(absl::StrContains(no_token.out, "replication.tokenSecretName")) << no_token.out;
@@ -472,7 +472,7 @@ TEST_F(HelmChartTest, TlsAndAuthMountSecretsAndProbeTheHealthPort) {
 
   // Turning TLS on without naming the Secret is an error, not a pod that cannot start.
   const CommandResult run =
-      Shell(absl::StrCat(Helm(), " template rel ", kChart, " --set tls.enabled=true"));
+      RunCommand(absl::StrCat(Helm(), " template rel ", kChart, " --set tls.enabled=true"));
   EXPECT_NE(run.exit_code, 0);
   EXPECT_TRUE(absl::StrContains(run.out, "tls.secretName is required")) << run.out;
 }
@@ -489,7 +489,7 @@ TEST_F(HelmChartTest, SchemaRejectsWrongTypesUnknownKeysAndBadEnums) {
         Case{"config.unknownOption=1", "unknownOption"}, Case{"tls.enabled=yes", "enabled"},
         Case{"auth.secretKey=a/b", "secretKey"}, Case{"health.port=0", "port"}}) {
     const CommandResult run =
-        Shell(absl::StrCat(Helm(), " template rel ", kChart, " --set ", c.set));
+        RunCommand(absl::StrCat(Helm(), " template rel ", kChart, " --set ", c.set));
     EXPECT_NE(run.exit_code, 0) << c.set << " was accepted";
     EXPECT_TRUE(absl::StrContains(run.out, c.message)) << c.set << ": " << run.out;
   }
@@ -498,7 +498,7 @@ TEST_F(HelmChartTest, SchemaRejectsWrongTypesUnknownKeysAndBadEnums) {
 TEST_F(HelmChartTest, ShardingGroupsAreStatefulSetsWithTheirOwnPdbAndOneMap) {
   // Each group elects its primary through etcd: sharding without failover is refused.
   const CommandResult refused =
-      Shell(absl::StrCat(Helm(), " template rel ", kChart, " --set sharding.groups=2"));
+      RunCommand(absl::StrCat(Helm(), " template rel ", kChart, " --set sharding.groups=2"));
   EXPECT_NE(refused.exit_code, 0);
   EXPECT_TRUE(absl::StrContains(refused.out, "sharding.groups > 1 needs failover")) << refused.out;
 
@@ -537,7 +537,7 @@ TEST_F(HelmChartTest, ShardingGroupsAreStatefulSetsWithTheirOwnPdbAndOneMap) {
               label);
   }
   EXPECT_EQ(clusters.size(), 3u);
-  const CommandResult help = Shell(absl::StrCat(BLOOM_SERVER_PATH, " --helpfull"));
+  const CommandResult help = RunCommand(absl::StrCat(BLOOM_SERVER_PATH, " --helpfull"));
   for (const char* flag : {"shard_map", "shard_map_groups", "shard_map_slots"}) {
     EXPECT_TRUE(absl::StrContains(help.out, absl::StrCat("-", flag, " "))) << flag;
   }
@@ -551,8 +551,8 @@ TEST_F(HelmChartTest, ShardingGroupsAreStatefulSetsWithTheirOwnPdbAndOneMap) {
   EXPECT_EQ(Env(one["spec"]["template"]["spec"]["containers"][0]).count("BLOOM_SHARD_MAP"), 0u);
   EXPECT_EQ(objects.count("PodDisruptionBudget/rel-bloom-server"), 1u);
   // Bad values are refused by the schema.
-  EXPECT_NE(Shell(absl::StrCat(Helm(), " template rel ", kChart, " ", failover,
-                               "--set sharding.slots=20000"))
+  EXPECT_NE(RunCommand(absl::StrCat(Helm(), " template rel ", kChart, " ", failover,
+                                    "--set sharding.slots=20000"))
                 .exit_code,
             0);
 }
@@ -575,11 +575,12 @@ CommandResult TestAlerts(const std::string& dir, const std::string& args) {
     std::fputs(rules.c_str(), out);
     std::fclose(out);
   }
-  const CommandResult checked = Shell(absl::StrCat("promtool check rules ", dir, "/rules.yaml"));
+  const CommandResult checked =
+      RunCommand(absl::StrCat("promtool check rules ", dir, "/rules.yaml"));
   EXPECT_EQ(checked.exit_code, 0) << checked.out;
   EXPECT_TRUE(absl::StrContains(checked.out, "SUCCESS: 19 rules found")) << checked.out;
-  Shell(absl::StrCat("cp ", BLOOM_SOURCE_DIR, "/tests/helm/alerts_test.yaml ", dir));
-  return Shell(absl::StrCat("cd ", dir, " && promtool test rules alerts_test.yaml"));
+  RunCommand(absl::StrCat("cp ", BLOOM_SOURCE_DIR, "/tests/helm/alerts_test.yaml ", dir));
+  return RunCommand(absl::StrCat("cd ", dir, " && promtool test rules alerts_test.yaml"));
 }
 
 }  // namespace

@@ -20,9 +20,8 @@
 
 namespace {
 
-std::string Shell(const std::string& command) { return bloomtest::RunCommand(command).out; }
-
 using bloomtest::ReadFile;
+using bloomtest::RunCommand;
 
 std::set<std::string> RuntimePackages() {
   std::set<std::string> packages;
@@ -54,7 +53,7 @@ std::map<std::string, std::string> OwningPackages(const std::set<std::string>& l
   // forms dpkg does not know are reported on stderr, which fails no line here.
   std::map<std::string, std::string> owners;
   for (absl::string_view line :
-       absl::StrSplit(bloomtest::RunCommand(command).out, '\n', absl::SkipWhitespace())) {
+       absl::StrSplit(RunCommand(command).out, '\n', absl::SkipWhitespace())) {
     const size_t path_start = line.find(": /");
     if (path_start == absl::string_view::npos) continue;
     const std::string path(line.substr(path_start + 2));
@@ -73,15 +72,15 @@ TEST(ImageTest, RuntimePackagesCoverEverySharedLibrary) {
   std::map<std::string, std::set<std::string>> libraries_of_binary;
   std::set<std::string> libraries;
   for (const char* binary : {BLOOM_SERVER_PATH, BLOOM_CLI_PATH}) {
-    const std::string ldd = Shell(absl::StrCat("ldd '", binary, "'"));
+    const std::string ldd = RunCommand(absl::StrCat("ldd '", binary, "'")).out;
     ASSERT_FALSE(absl::StrContains(ldd, "not found")) << ldd;
     for (absl::string_view line : absl::StrSplit(ldd, '\n', absl::SkipWhitespace())) {
       const size_t arrow = line.find("=> /");
       if (arrow == absl::string_view::npos) continue;
       std::string path(line.substr(arrow + 3));
       path = path.substr(0, path.find(' '));
-      const std::string resolved =
-          std::string(absl::StripAsciiWhitespace(Shell(absl::StrCat("readlink -f '", path, "'"))));
+      const std::string resolved = std::string(
+          absl::StripAsciiWhitespace(RunCommand(absl::StrCat("readlink -f '", path, "'")).out));
       libraries_of_binary[binary].insert(resolved);
       libraries.insert(resolved);
     }

@@ -44,7 +44,7 @@ namespace {
 
 namespace v1 = bloom::replication::v1;
 
-bloom::v1::FilterSpec Spec() {
+bloom::v1::FilterSpec ImpostorSpec() {
   bloom::v1::FilterSpec spec;
   spec.set_capacity(100'000);
   spec.set_error_rate(0.001);
@@ -173,7 +173,7 @@ TEST(ImpostorTest, OnlyAReplicationTokenMayTailOrSnapshot) {
   options.timeout = absl::Seconds(10);
   std::unique_ptr<bloomclient::BloomClient> writer =
       bloomclient::BloomClient::Connect(cluster.primary().target(), options);
-  const bloom::v1::FilterSpec spec = Spec();
+  const bloom::v1::FilterSpec spec = ImpostorSpec();
   ASSERT_OK(writer->Add("guarded", {"before"}, &spec).status());  // the follower acknowledged
 
   for (const char* token : {"writer-token", "reader-token"}) {
@@ -238,7 +238,7 @@ TEST(ImpostorTest, AClaimedStartCreditsNothing) {
   options.timeout = absl::Seconds(10);
   std::unique_ptr<bloomclient::BloomClient> writer =
       bloomclient::BloomClient::Connect(cluster.primary().target(), options);
-  const bloom::v1::FilterSpec spec = Spec();
+  const bloom::v1::FilterSpec spec = ImpostorSpec();
   ASSERT_OK(writer->Add("claimed", {"before"}, &spec).status());
 
   cluster.follower(0).Signal(SIGSTOP);
@@ -289,7 +289,7 @@ TEST(ImpostorTest, ReplicationSlotsAreSharedAndStreamsThatStopMovingEnd) {
   options.token = "writer";
   std::unique_ptr<bloomclient::BloomClient> writer =
       bloomclient::BloomClient::Connect(primary, options);
-  const bloom::v1::FilterSpec spec = Spec();
+  const bloom::v1::FilterSpec spec = ImpostorSpec();
   ASSERT_OK(writer->Add("slots", {"x"}, &spec).status());
 
   {

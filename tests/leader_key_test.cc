@@ -28,7 +28,7 @@
 namespace bloomtest {
 namespace {
 
-constexpr char kCluster[] = "leader-key-test";
+constexpr char kLeaderKeyCluster[] = "leader-key-test";
 
 class LeaderKeyTest : public ::testing::Test {
  protected:
@@ -50,7 +50,7 @@ class LeaderKeyTest : public ::testing::Test {
     pods_[i] = ServerProcess::Start(
         data_dirs_[i]->path(),
         {"--listen=" + Target(i), "--advertise_address=" + Target(i),
-         "--etcd_endpoints=" + etcd_->endpoint(), absl::StrCat("--cluster=", kCluster),
+         "--etcd_endpoints=" + etcd_->endpoint(), absl::StrCat("--cluster=", kLeaderKeyCluster),
          "--leader_ttl=2s", absl::StrCat("--min_replica_acks=", min_replica_acks_),
          "--replica_ack_timeout=2s", "--allow_unauthenticated_replication",
          "--ack_log=" + AckLog(i)});
@@ -63,7 +63,9 @@ class LeaderKeyTest : public ::testing::Test {
   }
 
   // The pod the leader key names (a well-formed key), or -1.
-  int Named() { return NamedPrimary(*etcd_client_, kCluster, {Target(0), Target(1), Target(2)}); }
+  int Named() {
+    return NamedPrimary(*etcd_client_, kLeaderKeyCluster, {Target(0), Target(1), Target(2)});
+  }
 
   bool Add(int pod, const std::string& item) {
     if (!AddOne(Target(pod), "keyed", item, absl::Seconds(4))) return false;
@@ -74,16 +76,16 @@ class LeaderKeyTest : public ::testing::Test {
 
   // Puts `value` as the leader key, without a lease (as `etcdctl put` does).
   void PutLeaderKey(const std::string& value) {
-    ASSERT_TRUE(etcd_client_->Put(coordination::LeaderKey(kCluster), value).ok());
+    ASSERT_TRUE(etcd_client_->Put(coordination::LeaderKey(kLeaderKeyCluster), value).ok());
   }
   void DeleteLeaderKey() {
     // Only if present; either way fine.
-    etcd_client_->DeleteIfValue(coordination::LeaderKey(kCluster), CurrentLeaderValue())
+    etcd_client_->DeleteIfValue(coordination::LeaderKey(kLeaderKeyCluster), CurrentLeaderValue())
         .IgnoreError();
   }
   std::string CurrentLeaderValue() {
     absl::StatusOr<coordination::KeyValue> leader =
-        etcd_client_->Get(coordination::LeaderKey(kCluster));
+        etcd_client_->Get(coordination::LeaderKey(kLeaderKeyCluster));
     return leader.ok() ? leader->value : "";
   }
   std::string LeaderNaming(int i) {
@@ -269,7 +271,7 @@ TEST_F(LeaderKeyAsyncTest, AnElectionEndsACopyFromAPrimaryThatIsGone) {
   pods_[wiped] = ServerProcess::Spawn(
       data_dirs_[wiped]->path(),
       {"--listen=" + Target(wiped), "--advertise_address=" + Target(wiped),
-       "--etcd_endpoints=" + etcd_->endpoint(), absl::StrCat("--cluster=", kCluster),
+       "--etcd_endpoints=" + etcd_->endpoint(), absl::StrCat("--cluster=", kLeaderKeyCluster),
        "--leader_ttl=2s", "--min_replica_acks=0", "--allow_unauthenticated_replication",
        "--ack_log=" + AckLog(wiped)});
   ASSERT_NE(pods_[wiped], nullptr);

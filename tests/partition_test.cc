@@ -37,12 +37,12 @@
 namespace bloomtest {
 namespace {
 
-constexpr char kCluster[] = "partition-test";
-constexpr int kPods = 3;
+constexpr char kPartitionCluster[] = "partition-test";
+constexpr int kPartitionPods = 3;
 // A majority elects within the lease (2 s), its settle time and the followers' catching up.
 constexpr absl::Duration kElectedWithin = absl::Seconds(15);
 
-bloom::v1::FilterSpec Spec() {
+bloom::v1::FilterSpec PartitionSpec() {
   bloom::v1::FilterSpec spec;
   spec.set_capacity(1'000'000);
   spec.set_error_rate(0.001);
@@ -57,7 +57,7 @@ class PartitionTest : public ::testing::Test {
     etcd_client_ = ConnectEtcd(etcd_->endpoint());
     ASSERT_NE(etcd_client_, nullptr);
     const int etcd_port = std::stoi(etcd_->endpoint().substr(etcd_->endpoint().rfind(':') + 1));
-    for (int i = 0; i < kPods; ++i) {
+    for (int i = 0; i < kPartitionPods; ++i) {
       data_dirs_.push_back(std::make_unique<TempDir>());
       ports_.push_back(FreeLoopbackPort());
       inbound_.push_back(TcpProxy::Start(ports_[i]));
@@ -65,13 +65,13 @@ class PartitionTest : public ::testing::Test {
       ASSERT_NE(inbound_.back(), nullptr);
       ASSERT_NE(to_etcd_.back(), nullptr);
     }
-    for (int i = 0; i < kPods; ++i) {
+    for (int i = 0; i < kPartitionPods; ++i) {
       pods_.push_back(
           ServerProcess::Start(data_dirs_[i]->path(),
                                {absl::StrCat("--listen=127.0.0.1:", ports_[i]),
                                 absl::StrCat("--advertise_address=", Advertised(i)),
                                 absl::StrCat("--etcd_endpoints=127.0.0.1:", to_etcd_[i]->port()),
-                                absl::StrCat("--cluster=", kCluster), "--leader_ttl=2s",
+                                absl::StrCat("--cluster=", kPartitionCluster), "--leader_ttl=2s",
                                 "--min_replica_acks=1", "--replica_ack_timeout=2s",
                                 "--allow_unauthenticated_replication", "--ack_log=" + AckLog(i)}));
       ASSERT_NE(pods_.back(), nullptr);
@@ -90,8 +90,8 @@ class PartitionTest : public ::testing::Test {
   // The pod etcd names as the primary (read directly, outside the partition), or -1.
   int Primary() {
     std::vector<std::string> advertised;
-    for (int i = 0; i < kPods; ++i) advertised.push_back(Advertised(i));
-    return NamedPrimary(*etcd_client_, kCluster, advertised);
+    for (int i = 0; i < kPartitionPods; ++i) advertised.push_back(Advertised(i));
+    return NamedPrimary(*etcd_client_, kPartitionCluster, advertised);
   }
 
   // Adds one new item at a time through the primary's own port, recording what was
@@ -102,7 +102,7 @@ class PartitionTest : public ::testing::Test {
       std::map<int, std::unique_ptr<bloomclient::BloomClient>> clients;
       bloomclient::ClientOptions options;
       options.timeout = absl::Seconds(2);
-      const bloom::v1::FilterSpec spec = Spec();
+      const bloom::v1::FilterSpec spec = PartitionSpec();
       for (int n = 0; writing_.load(); ++n) {
         const int primary = Primary();
         if (primary < 0) {
@@ -148,7 +148,7 @@ class PartitionTest : public ::testing::Test {
 
   void ExpectOnePrimaryPerTerm() {
     std::vector<std::string> logs;
-    for (int i = 0; i < kPods; ++i) logs.push_back(AckLog(i));
+    for (int i = 0; i < kPartitionPods; ++i) logs.push_back(AckLog(i));
     bloomtest::ExpectOnePrimaryPerTerm(logs);
   }
 
@@ -188,7 +188,7 @@ TEST_F(PartitionTest, NoCutLinkLosesAnAcknowledgedAddOrMakesTwoPrimaries) {
   };
   for (const Cut& cut : cuts) {
     ASSERT_TRUE(WaitFor([&] { return (primary = Primary()) >= 0; }, kElectedWithin)) << cut.what;
-    const int pod = cut.primary ? primary : (primary + 1) % kPods;
+    const int pod = cut.primary ? primary : (primary + 1) % kPartitionPods;
     SCOPED_TRACE(absl::StrCat(cut.what, " (pod ", pod, ")"));
     ASSERT_TRUE(AcknowledgedAfter(absl::Now(), kElectedWithin)) << "no writes before the cut";
     const absl::Time cut_at = absl::Now();
@@ -223,7 +223,8 @@ TEST_F(PartitionTest, NoCutLinkLosesAnAcknowledgedAddOrMakesTwoPrimaries) {
   writer_.join();
   ExpectNothingLost("the end");
   ExpectOnePrimaryPerTerm();
-  for (int i = 0; i < kPods; ++i) EXPECT_FALSE(pods_[i]->Exited()) << "pod " << i << " died";
+  for (int i = 0; i < kPartitionPods; ++i)
+    EXPECT_FALSE(pods_[i]->Exited()) << "pod " << i << " died";
 }
 
 }  // namespace

@@ -41,8 +41,8 @@ namespace {
 constexpr char kMapKey[] = "prom/shardmap";
 constexpr char kGroupA[] = "prom/a";
 constexpr char kGroupB[] = "prom/b";
-constexpr int kPods = 4;  // 0-2 in group a, 3 in group b
-const std::string kChart = std::string(BLOOM_SOURCE_DIR) + "/helm/bloom-server";
+constexpr int kPrometheusPods = 4;  // 0-2 in group a, 3 in group b
+const std::string kChartPath = std::string(BLOOM_SOURCE_DIR) + "/helm/bloom-server";
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path);
@@ -78,15 +78,15 @@ class PrometheusTest : public ::testing::Test {
     ASSERT_TRUE(even.ok());
     map_ = *even;
     ASSERT_TRUE(coordination::CreateShardMap(*etcd_client_, kMapKey, map_).ok());
-    for (int i = 0; i < kPods; ++i) {
+    for (int i = 0; i < kPrometheusPods; ++i) {
       dirs_.push_back(std::make_unique<TempDir>());
       ports_.push_back(FreeLoopbackPort());
       // Kept across a pod's restart, so that Prometheus goes on scraping a restarted pod (it
       // may be elected primary again).
       metrics_ports_.push_back(FreeLoopbackPort());
     }
-    pods_.resize(kPods);
-    for (int i = 0; i < kPods; ++i) StartPod(i);
+    pods_.resize(kPrometheusPods);
+    for (int i = 0; i < kPrometheusPods; ++i) StartPod(i);
   }
 
   void TearDown() override {
@@ -137,7 +137,7 @@ class PrometheusTest : public ::testing::Test {
   // them, with the chart's rules rendered by helm (`rule_args`).
   void StartPrometheus(const std::string& rule_args) {
     const CommandResult rendered = RunCommand(absl::StrCat(
-        BLOOM_HELM, " template rel ", kChart,
+        BLOOM_HELM, " template rel ", kChartPath,
         " --set metrics.prometheusRule.enabled=true --show-only templates/prometheusrule.yaml ",
         rule_args));
     ASSERT_EQ(rendered.exit_code, 0) << rendered.out;
@@ -150,7 +150,7 @@ class PrometheusTest : public ::testing::Test {
         "scrape_configs:\n"
         "  - job_name: rel-bloom-server\n"
         "    static_configs:\n");
-    for (int i = 0; i < kPods; ++i) {
+    for (int i = 0; i < kPrometheusPods; ++i) {
       absl::StrAppend(&config, "      - targets: ['127.0.0.1:", pods_[i]->metrics_port(),
                       "']\n        labels: {namespace: default, pod: ", PodName(i), "}\n");
     }
@@ -240,7 +240,7 @@ TEST_F(PrometheusTest, EveryPanelReturnsDataAndKillsAndStopsFireTheirAlerts) {
   ASSERT_TRUE(WaitFor([&] { return acknowledged.load() > 200; }, absl::Seconds(30)));
 
   // Every panel of the shipped dashboard, its variables filled in as Grafana would.
-  const std::string dashboard = ReadAll(kChart + "/dashboards/bloom-server.json");
+  const std::string dashboard = ReadAll(kChartPath + "/dashboards/bloom-server.json");
   int panels = 0;
   for (size_t at = dashboard.find("\"expr\": \""); at != std::string::npos;
        at = dashboard.find("\"expr\": \"", at + 1)) {

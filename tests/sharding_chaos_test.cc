@@ -57,10 +57,10 @@ namespace {
 
 namespace rv1 = bloom::replication::v1;
 
-constexpr char kMapKey[] = "chaos/shardmap";
+constexpr char kChaosMapKey[] = "chaos/shardmap";
 const char* const kGroups[] = {"chaos/a", "chaos/b"};
 constexpr int kPodsPerGroup = 3;
-constexpr int kPods = 2 * kPodsPerGroup;
+constexpr int kShardingPods = 2 * kPodsPerGroup;
 constexpr uint32_t kSlots = 64;
 // The ranges that move back and forth: group a's 0-15 and group b's 32-47.
 constexpr uint32_t kMovingRanges[][2] = {{0, 15}, {32, 47}};
@@ -76,14 +76,14 @@ std::string NameInSlots(uint32_t first, uint32_t last, const std::string& prefix
   }
 }
 
-struct Fault {
+struct ShardingFault {
   std::string what;
   absl::Time start;
   absl::Time healed;
   std::set<int> touched;  // pods whose reads, and reads of whose group's filters, may fail
 };
 
-struct ReadProblem {
+struct ShardingReadProblem {
   int pod = 0;
   size_t seed = 0;  // index in seeds_
   absl::Time at;
@@ -103,8 +103,8 @@ class ShardingChaosTest : public ::testing::Test {
     absl::StatusOr<sharding::ShardMap> even =
         sharding::ShardMap::EvenSplit({kGroups[0], kGroups[1]}, kSlots);
     ASSERT_TRUE(even.ok()) << even.status();
-    ASSERT_TRUE(coordination::CreateShardMap(*etcd_client_, kMapKey, *even).ok());
-    for (int i = 0; i < kPods; ++i) {
+    ASSERT_TRUE(coordination::CreateShardMap(*etcd_client_, kChaosMapKey, *even).ok());
+    for (int i = 0; i < kShardingPods; ++i) {
       data_dirs_.push_back(std::make_unique<TempDir>());
       ports_.push_back(FreeLoopbackPort());
       StartPod(i);
@@ -118,7 +118,7 @@ class ShardingChaosTest : public ::testing::Test {
         data_dirs_[i]->path(),
         {"--listen=" + address, "--advertise_address=" + address,
          "--etcd_endpoints=" + etcd_->endpoints(), absl::StrCat("--cluster=", kGroups[GroupOf(i)]),
-         absl::StrCat("--shard_map=", kMapKey), "--leader_ttl=2s", "--min_replica_acks=1",
+         absl::StrCat("--shard_map=", kChaosMapKey), "--leader_ttl=2s", "--min_replica_acks=1",
          "--replica_ack_timeout=3s", "--ack_log=" + AckLogPath(i),
          "--allow_unauthenticated_replication"});
     ASSERT_NE(pods_[i], nullptr);
@@ -130,7 +130,7 @@ class ShardingChaosTest : public ::testing::Test {
   }
   [[nodiscard]] std::vector<std::string> Targets() const {
     std::vector<std::string> out;
-    for (int i = 0; i < kPods; ++i) out.push_back(Target(i));
+    for (int i = 0; i < kShardingPods; ++i) out.push_back(Target(i));
     return out;
   }
   [[nodiscard]] std::vector<std::string> GroupTargets(int group) const {
@@ -160,14 +160,14 @@ class ShardingChaosTest : public ::testing::Test {
 
   absl::StatusOr<sharding::ShardMap> Map() {
     absl::StatusOr<coordination::StoredShardMap> stored =
-        coordination::ReadShardMap(*etcd_client_, kMapKey);
+        coordination::ReadShardMap(*etcd_client_, kChaosMapKey);
     if (!stored.ok()) return stored.status();
     return stored->map;
   }
 
   // Readers: every pod, a few reads a second of the seeds, each acknowledged before the chaos.
   void StartReaders() {
-    for (int i = 0; i < kPods; ++i) {
+    for (int i = 0; i < kShardingPods; ++i) {
       readers_.emplace_back([this, i] {
         bloomclient::ClientOptions options;
         options.timeout = absl::Seconds(2);
@@ -203,7 +203,7 @@ class ShardingChaosTest : public ::testing::Test {
     }
   }
   void WaitForReaders() {
-    ASSERT_TRUE(WaitFor([&] { return readers_ready_.load() == kPods; }, absl::Seconds(20)));
+    ASSERT_TRUE(WaitFor([&] { return readers_ready_.load() == kShardingPods; }, absl::Seconds(20)));
   }
   void StopReaders() {
     stop_readers_.store(true);
@@ -223,8 +223,8 @@ class ShardingChaosTest : public ::testing::Test {
         const std::string slots = absl::StrCat(range[0], "-", range[1]);
         bool moved = false;
         for (int attempt = 0; attempt < 40 && !moved; ++attempt) {
-          int through = (n + attempt) % kPods;
-          if (through == faulted_pod_.load()) through = (through + 1) % kPods;
+          int through = (n + attempt) % kShardingPods;
+          if (through == faulted_pod_.load()) through = (through + 1) % kShardingPods;
           // Every fifth move's first run is killed (SIGKILL) part way: the next resumes it.
           const bool kill = n % 5 == 2 && attempt == 0;
           const CommandResult run =
@@ -263,7 +263,7 @@ class ShardingChaosTest : public ::testing::Test {
   }
 
   // Runs one fault and waits until both groups are healthy and writes flow again.
-  void Run(Fault fault, const std::function<void()>& inject) {
+  void Run(ShardingFault fault, const std::function<void()>& inject) {
     const int64_t terms_before[] = {Term(0), Term(1)};
     const int primaries_before[] = {Primary(0), Primary(1)};
     fault.start = absl::Now();
@@ -285,14 +285,14 @@ class ShardingChaosTest : public ::testing::Test {
   }
 
   // Whether `problem` happened where a fault excuses it.
-  bool Excused(const ReadProblem& problem) {
+  bool Excused(const ShardingReadProblem& problem) {
     auto answered_between = [&](int pod, absl::Time from, absl::Time to) {
       const std::vector<absl::Time>& successes = read_successes_[pod];
       auto first = std::lower_bound(successes.begin(), successes.end(), from);
       return first != successes.end() && *first < to;
     };
     if (problem.what == "an acknowledged item read absent") return false;
-    for (const Fault& fault : faults_) {
+    for (const ShardingFault& fault : faults_) {
       if (problem.at < fault.start) continue;
       const bool during = problem.at <= fault.healed;
       // The reading pod: from the fault until it next answered a read.
@@ -321,7 +321,7 @@ class ShardingChaosTest : public ::testing::Test {
   std::map<int, std::unique_ptr<ServerProcess>> pods_;
   std::vector<std::unique_ptr<ServerProcess>> stopped_pods_;
   Acknowledged acknowledged_;
-  std::vector<Fault> faults_;
+  std::vector<ShardingFault> faults_;
   std::atomic<int> faulted_pod_{-1};
 
   std::vector<std::string> seeds_;
@@ -331,7 +331,7 @@ class ShardingChaosTest : public ::testing::Test {
   std::atomic<int> readers_ready_{0};
   std::vector<std::thread> readers_;
   std::mutex reads_mu_;
-  std::vector<ReadProblem> read_problems_;
+  std::vector<ShardingReadProblem> read_problems_;
   std::map<int, std::vector<absl::Time>> read_successes_;
 
   std::thread mover_;
@@ -362,7 +362,7 @@ TEST_F(ShardingChaosTest, MovesUnderFaultsLoseNoAcknowledgedAddAndNoSlotHasTwoOw
   }
   // Every pod reads them before the chaos.
   ASSERT_TRUE(WaitFor([&] {
-    for (int i = 0; i < kPods; ++i) {
+    for (int i = 0; i < kShardingPods; ++i) {
       for (const std::string& seed : seeds_) {
         if (!AllPresent(Target(i), seed, seed_items_)) return false;
       }
@@ -494,10 +494,10 @@ TEST_F(ShardingChaosTest, MovesUnderFaultsLoseNoAcknowledgedAddAndNoSlotHasTwoOw
 
   // The ack logs: one pod per term, and one group per slot under each map version.
   std::vector<std::string> logs;
-  for (int i = 0; i < kPods; ++i) logs.push_back(AckLogPath(i));
+  for (int i = 0; i < kShardingPods; ++i) logs.push_back(AckLogPath(i));
   ExpectOnePrimaryPerTerm(logs);
   std::map<std::pair<uint64_t, uint32_t>, std::set<std::string>> acknowledged_by;
-  for (int i = 0; i < kPods; ++i) {
+  for (int i = 0; i < kShardingPods; ++i) {
     std::ifstream in(AckLogPath(i));
     for (std::string line; std::getline(in, line);) {
       if (!absl::StartsWith(line, "shard ")) continue;
@@ -523,7 +523,7 @@ TEST_F(ShardingChaosTest, MovesUnderFaultsLoseNoAcknowledgedAddAndNoSlotHasTwoOw
 
   // The timeline and the moves' pauses.
   const absl::Time began = faults_.empty() ? absl::Now() : faults_.front().start;
-  for (const Fault& fault : faults_) {
+  for (const ShardingFault& fault : faults_) {
     std::printf("shard chaos: +%.1fs %s: healed after %.1fs, touching {%s}\n",
                 absl::ToDoubleSeconds(fault.start - began), fault.what.c_str(),
                 absl::ToDoubleSeconds(fault.healed - fault.start),
@@ -549,7 +549,7 @@ TEST_F(ShardingChaosTest, MovesUnderFaultsLoseNoAcknowledgedAddAndNoSlotHasTwoOw
   // Reads.
   int excused = 0;
   int unexcused = 0;
-  for (const ReadProblem& problem : read_problems_) {
+  for (const ShardingReadProblem& problem : read_problems_) {
     if (Excused(problem)) {
       ++excused;
       continue;
