@@ -140,6 +140,25 @@ absl::StatusOr<std::vector<uint32_t>> OperationBatch::Count(
 
 absl::StatusOr<std::vector<bool>> OperationBatch::RemoveItems(
     absl::string_view name, absl::Span<const absl::string_view> items) {
+  std::vector<bool> removed;
+  RETURN_IF_ERROR(WriteAlone(name, [&](StoredFilter& filter) -> absl::Status {
+    RETURN_IF_ERROR(filter.RequireCuckoo("Remove"));
+    ItemHashes hashes(items.size());
+    for (size_t i = 0; i < items.size(); ++i) hashes[i] = filter.Hash(items[i]);
+    ASSIGN_OR_RETURN(removed, filter.CuckooRemove(hashes, sync_));
+    return absl::OkStatus();
+  }));
+  return removed;
+}
+
+absl::Status OperationBatch::CatchUpCuckoo(absl::string_view name,
+                                           absl::Span<const bloom::CuckooChange> changes) {
+  return WriteAlone(name,
+                    [&](StoredFilter& filter) { return filter.CuckooCatchUp(changes, sync_); });
+}
+
+absl::Status OperationBatch::WriteAlone(
+    absl::string_view name, absl::FunctionRef<absl::Status(StoredFilter& filter)> write) {
   RETURN_IF_ERROR(CheckStoreOpen());
   RETURN_IF_ERROR(store_->CheckWritable());
   RETURN_IF_ERROR(ValidateFilterName(name));
@@ -147,25 +166,8 @@ absl::StatusOr<std::vector<bool>> OperationBatch::RemoveItems(
   for (int attempt = 0; attempt < FilterStore::kDeleteRaceRetries; ++attempt) {
     ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> filter,
                      store_->FindUsable(name, [this] { Flush(); }));
-    RETURN_IF_ERROR(filter->RequireCuckoo("Remove"));
-    ItemHashes hashes(items.size());
-    for (size_t i = 0; i < items.size(); ++i) hashes[i] = filter->Hash(items[i]);
-    absl::StatusOr<std::vector<bool>> removed = filter->CuckooRemove(hashes, sync_);
-    if (!StoredFilter::IsEvicted(removed.status())) return removed;
-  }
-  return FilterStore::DeleteRaceError(name);
-}
-
-absl::Status OperationBatch::CatchUpCuckoo(absl::string_view name,
-                                           absl::Span<const bloom::CuckooChange> changes) {
-  RETURN_IF_ERROR(CheckStoreOpen());
-  RETURN_IF_ERROR(store_->CheckWritable());
-  RETURN_IF_ERROR(ValidateFilterName(name));
-  for (int attempt = 0; attempt < FilterStore::kDeleteRaceRetries; ++attempt) {
-    ASSIGN_OR_RETURN(std::shared_ptr<StoredFilter> filter,
-                     store_->FindUsable(name, [this] { Flush(); }));
-    absl::Status caught_up = filter->CuckooCatchUp(changes, sync_);
-    if (!StoredFilter::IsEvicted(caught_up)) return caught_up;
+    absl::Status written = write(*filter);
+    if (!StoredFilter::IsEvicted(written)) return written;
   }
   return FilterStore::DeleteRaceError(name);
 }

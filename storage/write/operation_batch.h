@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -116,6 +117,10 @@ class OperationBatch {
     Operation* operation;
   };
 
+  // A cuckoo filter's own write (RemoveItems, CatchUpCuckoo): `write` on the filter `name`,
+  // looked up again when eviction raced it.
+  absl::Status WriteAlone(absl::string_view name,
+                          absl::FunctionRef<absl::Status(StoredFilter& filter)> write);
   // `hashes`, when not empty, are the items' hashes (and `items` is empty).
   absl::Status Prepare(absl::string_view name, absl::Span<const absl::string_view> items,
                        absl::Span<const uint64_t> hashes,

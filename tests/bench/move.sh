@@ -9,10 +9,11 @@
 # default), a writer adds batches of 1,000 new items to the moving filters throughout the move
 # (Python, routing by the map, retrying what the pause refuses): its slowest batch is the
 # pause as a writer sees it, and the mover's rounds catch the copies up from the owner's
-# journal instead of copying them again. KIND=cuckoo makes CUCKOO filters, which a move copies
-# again (they do not replay from the journal) when they changed since the last round; WRITTEN
-# is how many of the filters the writer adds to (default: all), so that the rest stay unchanged
-# as most per-user filters are at any moment.
+# journal instead of copying them again. KIND=cuckoo makes CUCKOO filters, whose copies the
+# rounds catch up from the journal too (the table values their adds wrote; a mover from before
+# that, CLI=..., copies each one changed since the last round whole again); WRITTEN is how many
+# of the filters the writer adds to (default: all), so that the rest stay unchanged as most
+# per-user filters are at any moment.
 #
 #   tests/bench/move.sh                      # 1 GB of filters
 #   SIZE_MB=256 WRITE_BATCHES=0 tests/bench/move.sh
