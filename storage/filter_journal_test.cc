@@ -35,10 +35,16 @@ class FilterJournalTest : public FilterStoreTest {
     options.clock = &clock_;
     Open(options);
     target_dir_ = std::make_unique<bloomtest::TempDir>();
-    StoreOptions target_options;
-    target_options.background_checkpoints = false;
-    target_options.data_dir = target_dir_->path();
-    absl::StatusOr<std::unique_ptr<FilterStore>> target = FilterStore::Open(target_options);
+    OpenTarget();
+  }
+
+  // The target store, in its own directory (again: what it holds survives a reopen).
+  void OpenTarget() {
+    target_.reset();
+    StoreOptions options;
+    options.background_checkpoints = false;
+    options.data_dir = target_dir_->path();
+    absl::StatusOr<std::unique_ptr<FilterStore>> target = FilterStore::Open(options);
     ASSERT_OK(target.status());
     target_ = *std::move(target);
   }
@@ -218,16 +224,6 @@ class CuckooJournalTest : public FilterJournalTest {
     ASSERT_OK(copy_info.status());
     EXPECT_EQ(copy_info->stats.items_added, source_info->stats.items_added);
   }
-
-  void ReopenTarget() {
-    target_.reset();
-    StoreOptions options;
-    options.background_checkpoints = false;
-    options.data_dir = target_dir_->path();
-    absl::StatusOr<std::unique_ptr<FilterStore>> target = FilterStore::Open(options);
-    ASSERT_OK(target.status());
-    target_ = *std::move(target);
-  }
 };
 
 // A CUCKOO filter's records hold the table values its adds and removes wrote: the copy writes
@@ -277,13 +273,13 @@ TEST_F(CuckooJournalTest, ACopyWritesTheOwnersTableValuesAndEndsAsTheOwner) {
   ASSERT_OK(idle.status());
   EXPECT_TRUE(idle->cuckoo_records.empty());
   EXPECT_FALSE(idle->more);
-  ReopenTarget();
+  OpenTarget();
   ExpectSameCounts("c", written);
   // And after the target's own checkpoint, which writes the pages the records changed.
   ASSERT_OK(store_->RemoveItems("c", Views(Items("after0-", 0, 100))).status());
   CatchUp("c", *at, 1'000);
   ASSERT_OK(target_->CheckpointAll());
-  ReopenTarget();
+  OpenTarget();
   ExpectSameCounts("c", written);
 }
 
