@@ -1,6 +1,7 @@
 // Where a call for a filter goes in a sharded deployment (shard_router.h).
 #include "service/shard_router.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -8,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "bloom/v1/bloom.grpc.pb.h"
 #include "common/slot.h"
+#include "grpcpp/alarm.h"
 #include "service/forwarder.h"
 
 namespace service {
@@ -32,8 +34,9 @@ bool ForwardedHere(const grpc::ServerContextBase* caller, uint64_t* sender_versi
 
 }  // namespace
 
-ShardRouter::ShardRouter(const sharding::ShardView* view, StreamConnections::Connect connect)
-    : view_(view), connect_(std::move(connect)) {}
+ShardRouter::ShardRouter(const sharding::ShardView* view, StreamConnections::Connect connect,
+                         absl::Duration read_retry_budget)
+    : view_(view), connect_(std::move(connect)), read_retry_budget_(read_retry_budget) {}
 
 ShardRouter::Decision ShardRouter::Decide(const rpcs::RpcInfo& info,
                                           absl::Span<const absl::string_view> names,
@@ -83,7 +86,10 @@ ShardRouter::Decision ShardRouter::Decide(const rpcs::RpcInfo& info,
                      ": retry once the change has reached every pod"));
     return Refused(std::move(decision));
   }
-  return ToGroup(*state, *owner, info.access == rpcs::Access::kWrite || fresh_read);
+  const bool read = info.access == rpcs::Access::kRead;
+  decision = ToGroup(*state, *owner, !read || fresh_read);
+  decision.read = read;
+  return decision;
 }
 
 absl::Status ShardRouter::SettleWrite(absl::Span<const absl::string_view> names,
@@ -206,32 +212,38 @@ void ShardRouter::Forward(grpc::ServerContextBase* caller, const Decision& decis
   if (caller != nullptr && answer == Answer::kCall) {
     caller->AddInitialMetadata(kShardMapVersionHeader, absl::StrCat(decision.version));
   }
-  size_t tries = 0;
-  if (decision.any_member) {
-    const std::shared_ptr<const sharding::ShardState> state = view_->Current();
-    if (const sharding::GroupAddresses* where = state->Find(decision.group)) {
-      tries = where->members.size();  // each other member, then the primary
+  Attempt attempt{caller, decision, method, &request, response, std::move(done)};
+  attempt.cancellations = cancellations_.load();
+  if (decision.any_member) attempt.tries = MembersAfterTheFirst(decision.group);
+  if (decision.read) {
+    attempt.retry_until = absl::Now() + read_retry_budget_;
+    if (caller != nullptr) {
+      attempt.retry_until = std::min(attempt.retry_until, absl::FromChrono(caller->deadline()));
     }
   }
-  ForwardTo(caller, decision, method, request, response, std::move(done), tries);
+  ForwardTo(std::move(attempt));
 }
 
-void ShardRouter::ForwardTo(grpc::ServerContextBase* caller, const Decision& decision,
-                            const char* method, const grpc::ByteBuffer& request,
-                            grpc::ByteBuffer* response, std::function<void(grpc::Status)> done,
-                            size_t tries) {
+size_t ShardRouter::MembersAfterTheFirst(const std::string& group) const {
+  const std::shared_ptr<const sharding::ShardState> state = view_->Current();
+  const sharding::GroupAddresses* where = state->Find(group);
+  return where == nullptr ? 0 : where->members.size();  // each other member, then the primary
+}
+
+void ShardRouter::ForwardTo(Attempt attempt) {
   std::shared_ptr<grpc::ClientContext> context =
-      ForwardedCallContext(caller, /*stream=*/false, /*keep_hop=*/false);
-  context->AddMetadata(kShardHopHeader, absl::StrCat(decision.version));
-  std::shared_ptr<Peer> peer = PeerAt(decision);
+      ForwardedCallContext(attempt.caller, /*stream=*/false, /*keep_hop=*/false);
+  context->AddMetadata(kShardHopHeader, absl::StrCat(attempt.decision.version));
+  std::shared_ptr<Peer> peer = PeerAt(attempt.decision);
   {
     bloomsync::BlockingLock lock(&mu_);
     in_flight_.emplace(context, false);
   }
+  auto* const sent = new Attempt(std::move(attempt));  // the callback below takes it back
   peer->stub.UnaryCall(
-      context.get(), method, grpc::StubOptions(), &request, response,
-      [this, context, peer, caller, decision, method, &request, response, tries,
-       done = std::move(done)](grpc::Status status) mutable {
+      context.get(), sent->method, grpc::StubOptions(), sent->request, sent->response,
+      [this, context, peer, sent](grpc::Status status) {
+        std::unique_ptr<Attempt> attempt(sent);
         bool cut = false;
         {
           bloomsync::BlockingLock lock(&mu_);
@@ -244,24 +256,71 @@ void ShardRouter::ForwardTo(grpc::ServerContextBase* caller, const Decision& dec
           status = Unavailable(
               "this pod stopped forwarding to the owning group (it is changing role or "
               "shutting down): retry the call");
-        } else if (status.error_code() == grpc::StatusCode::UNAVAILABLE && tries > 0) {
-          // Another member of the group, the primary last.
-          const std::shared_ptr<const sharding::ShardState> state = view_->Current();
-          Decision next = ToGroup(*state, decision.group, /*primary=*/tries == 1);
-          if (next.refusal.ok() && next.address == decision.address && tries > 1) {
-            next = ToGroup(*state, decision.group, /*primary=*/true);
+        } else if (status.error_code() == grpc::StatusCode::UNAVAILABLE && !cut &&
+                   cancellations_.load() == attempt->cancellations) {
+          if (attempt->tries > 0) {
+            // Another member of the group, the primary last.
+            const std::shared_ptr<const sharding::ShardState> state = view_->Current();
+            const Decision& tried = attempt->decision;
+            Decision next = ToGroup(*state, tried.group, /*primary=*/attempt->tries == 1);
+            if (next.refusal.ok() && next.address == tried.address && attempt->tries > 1) {
+              next = ToGroup(*state, tried.group, /*primary=*/true);
+            }
+            if (next.refusal.ok() && next.address != tried.address) {
+              next.version = tried.version;
+              next.read = tried.read;
+              attempt->decision = std::move(next);
+              --attempt->tries;
+              ForwardTo(std::move(*attempt));
+              return;
+            }
           }
-          if (next.refusal.ok() && next.address != decision.address) {
-            next.version = decision.version;
-            ForwardTo(caller, next, method, request, response, std::move(done), tries - 1);
+          if (absl::Now() + attempt->wait < attempt->retry_until &&
+              (attempt->caller == nullptr || !attempt->caller->IsCancelled())) {
+            RetryLater(std::move(*attempt));
             return;
           }
         }
-        done(std::move(status));
+        attempt->done(std::move(status));
       });
 }
 
+void ShardRouter::RetryLater(Attempt attempt) {
+  // 5 ms, then twice as long each time up to 100 ms: a map change reaches the owner's pods in
+  // milliseconds, a new primary takes longer.
+  attempt.wait = std::clamp(attempt.wait * 2, absl::Milliseconds(5), absl::Milliseconds(100));
+  auto* alarm = new grpc::Alarm;
+  auto* waiting = new Attempt(std::move(attempt));
+  alarm->Set(std::chrono::system_clock::now() + absl::ToChronoMicroseconds(waiting->wait),
+             [this, alarm, waiting](bool /*fired*/) {
+               // Deleting the alarm in its own callback is safe: gRPC holds it until the
+               // callback returns. Nothing cancels it, so it always fires.
+               delete alarm;
+               std::unique_ptr<Attempt> attempt(waiting);
+               if (cancellations_.load() != attempt->cancellations) {
+                 attempt->done(Unavailable(
+                     "this pod stopped forwarding to the owning group (it is changing role or "
+                     "shutting down): retry the call"));
+                 return;
+               }
+               const std::shared_ptr<const sharding::ShardState> state = view_->Current();
+               Decision next = ToGroup(*state, attempt->decision.group,
+                                       /*primary=*/!attempt->decision.any_member);
+               if (!next.refusal.ok()) {
+                 attempt->done(next.refusal);
+                 return;
+               }
+               next.version = attempt->decision.version;
+               next.read = true;
+               attempt->decision = std::move(next);
+               attempt->tries =
+                   attempt->decision.any_member ? MembersAfterTheFirst(attempt->decision.group) : 0;
+               ForwardTo(std::move(*attempt));
+             });
+}
+
 void ShardRouter::CancelInFlight() {
+  cancellations_.fetch_add(1);  // the reads waiting to be sent again are answered, not sent
   std::vector<std::shared_ptr<grpc::ClientContext>> calls;
   {
     bloomsync::BlockingLock lock(&mu_);

@@ -17,7 +17,13 @@
 //   different versions, for the moment a change takes to reach every pod) goes on to the owner
 //   if this pod holds a newer version than the sender's (each hop's version is newer than the
 //   last, so no call loops), and is refused UNAVAILABLE naming both versions otherwise, which
-//   clients retry.
+//   clients retry;
+// - a forwarded read the owner answers UNAVAILABLE (every member tried) is sent again after a
+//   short wait, for up to `read_retry_budget`: the owner's pods may hold an older map than this
+//   pod for the moment a change takes to reach them (at a move's flip, the target's pods refuse
+//   the reads the old owner's pods send them), or its primary may be changing. Reads change
+//   nothing, so sending one twice is safe; a write is not sent again (it may have been made),
+//   and its UNAVAILABLE goes to the client, which retries it.
 //
 //   ShardRouter router(view, connect);
 //   ShardRouter::Decision route = router.Decide(rpcs::Info(rpcs::Rpc::kAdd), {name}, context);
@@ -35,6 +41,7 @@
 #include <string>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "bloom/v1/bloom.pb.h"
 #include "common/blocking_mutex.h"
@@ -59,8 +66,14 @@ inline constexpr char kShardMoveHeader[] = "bloom-shard-move";
 
 class ShardRouter {
  public:
-  // `view` must outlive the router. `connect` opens a channel to a pod of another group.
-  ShardRouter(const sharding::ShardView* view, StreamConnections::Connect connect);
+  // How long a forwarded read is sent again while the owner answers UNAVAILABLE: longer than
+  // a map change takes to reach every pod, and than a primary's failover.
+  static constexpr absl::Duration kReadRetryBudget = absl::Seconds(3);
+
+  // `view` must outlive the router, and the router the calls it forwards. `connect` opens a
+  // channel to a pod of another group.
+  ShardRouter(const sharding::ShardView* view, StreamConnections::Connect connect,
+              absl::Duration read_retry_budget = kReadRetryBudget);
 
   struct Decision {
     bool here = true;         // serve it on this pod
@@ -69,6 +82,7 @@ class ShardRouter {
     std::string group;        // the group it goes to
     uint64_t version = 0;     // the map's version the decision read
     bool any_member = false;  // a read that any of the group's pods may answer
+    bool read = false;        // changes nothing: Forward may send it again (see above)
   };
   // Where a call of `info` naming `names` (one filter, or a Merge's target and sources) goes.
   // Filters of different groups in one call are refused (FAILED_PRECONDITION naming them). A
@@ -89,7 +103,8 @@ class ShardRouter {
   // was settled under (--ack_log records them). Set before the router serves a call.
   using SettledObserver = std::function<void(uint32_t slot, uint64_t version)>;
   void ObserveSettled(SettledObserver observer) { on_settled_ = std::move(observer); }
-  // A call to any pod of `group` (`primary`: its primary), as `state` says where it is.
+  // A call to any pod of `group` (`primary`: its primary), as `state` says where it is. Set
+  // the decision's `read` for a call that changes nothing.
   Decision ToGroup(const sharding::ShardState& state, const std::string& group, bool primary);
   // Whether another pod forwarded the call here (it carries kShardHopHeader).
   static bool ForwardedByAPod(const grpc::ServerContextBase* caller);
@@ -105,7 +120,8 @@ class ShardRouter {
   // answer. `request` and `response` must stay valid until `done`. The caller's token goes with
   // it, and its deadline bounded to a minute. A read that any member may answer goes to the
   // next member (or the primary) if the one it went to answers UNAVAILABLE: a member killed,
-  // restarting or changing role fails no read while another is up.
+  // restarting or changing role fails no read while another is up. A read every member
+  // refused is sent again after a wait (the header comment says why).
   void Forward(grpc::ServerContextBase* caller, const Decision& decision, const char* method,
                const grpc::ByteBuffer& request, grpc::ByteBuffer* response,
                std::function<void(grpc::Status)> done, Answer answer = Answer::kCall);
@@ -147,19 +163,36 @@ class ShardRouter {
   };
   // The connection to the decision's address (counted as forwarded to its group).
   std::shared_ptr<Peer> PeerAt(const Decision& decision);
-  // Forward's call to one pod; `tries` more members are tried for a read that finds one
-  // unavailable.
-  void ForwardTo(grpc::ServerContextBase* caller, const Decision& decision, const char* method,
-                 const grpc::ByteBuffer& request, grpc::ByteBuffer* response,
-                 std::function<void(grpc::Status)> done, size_t tries);
+  // One forwarded call on its way: where it goes now and what is left to try.
+  struct Attempt {
+    grpc::ServerContextBase* caller;
+    Decision decision;
+    const char* method;
+    const grpc::ByteBuffer* request;
+    grpc::ByteBuffer* response;
+    std::function<void(grpc::Status)> done;
+    size_t tries = 0;                               // members left for a read refused by one
+    absl::Time retry_until = absl::InfinitePast();  // a read refused by all is sent until then
+    absl::Duration wait = absl::ZeroDuration();     // before it is sent again
+    uint64_t cancellations = 0;                     // CancelInFlight's count when it began
+  };
+  // Forward's call to one pod.
+  void ForwardTo(Attempt attempt);
+  // Sends a read every member refused again after a wait, to the group's members as `view_`
+  // says then; answers UNAVAILABLE if CancelInFlight ran meanwhile.
+  void RetryLater(Attempt attempt);
+  // The members of `group` a read may try after the first (each other member, then the primary).
+  size_t MembersAfterTheFirst(const std::string& group) const;
 
   const sharding::ShardView* const view_;
   const StreamConnections::Connect connect_;
+  const absl::Duration read_retry_budget_;
   SettledObserver on_settled_;
   // Counts a refusal.
   Decision Refused(Decision decision);
 
-  std::atomic<uint64_t> next_member_{0};  // reads go to a group's members in turn
+  std::atomic<uint64_t> next_member_{0};    // reads go to a group's members in turn
+  std::atomic<uint64_t> cancellations_{0};  // CancelInFlight's calls: cuts the reads waiting
   std::atomic<uint64_t> refused_{0};
   std::atomic<uint64_t> move_bytes_copied_{0};
   std::atomic<uint64_t> move_items_caught_up_{0};

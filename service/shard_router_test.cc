@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <future>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -197,18 +199,115 @@ TEST_F(ShardRouterTest, FiguresAndDescriptionSayWhatThePodHolds) {
   EXPECT_EQ(figures.refused, 1U);
 }
 
-// A pod of group b that answers every MightContain "present", counting them.
+// A pod of group b that answers every MightContain "present", counting them; it refuses the
+// first `refusals` calls (and every Add) UNAVAILABLE, as a pod whose map lags refuses a call
+// forwarded by a pod holding a newer one.
 class PresentEverywhere final : public bloom::v1::BloomFilterService::Service {
  public:
+  explicit PresentEverywhere(int refusals = 0) : refusals_(refusals) {}
   grpc::Status MightContain(grpc::ServerContext* /*context*/,
                             const bloom::v1::MightContainRequest* request,
                             bloom::v1::MightContainResponse* response) override {
-    calls.fetch_add(1);
+    if (calls.fetch_add(1) < refusals_) return Refusal();
     for (int i = 0; i < request->raw_items_size(); ++i) response->add_present(true);
     return grpc::Status::OK;
   }
+  grpc::Status Add(grpc::ServerContext* /*context*/, const bloom::v1::AddRequest* /*request*/,
+                   bloom::v1::AddResponse* /*response*/) override {
+    calls.fetch_add(1);
+    return Refusal();
+  }
   std::atomic<int> calls{0};
+
+ private:
+  static grpc::Status Refusal() {
+    return {grpc::StatusCode::UNAVAILABLE, "held version 1; the pod that forwarded it held 2"};
+  }
+  const int refusals_;
 };
+
+// A server of `service` on a free loopback port, and its address.
+std::unique_ptr<grpc::Server> Serve(grpc::Service* service, std::string* address) {
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  *address = "127.0.0.1:" + std::to_string(port);
+  return server;
+}
+
+grpc::Status ForwardAndWait(
+    ShardRouter& router, rpcs::Rpc rpc, const std::string& name,
+    const std::function<void()>& meanwhile = [] {}) {
+  const absl::string_view names[] = {name};
+  const ShardRouter::Decision route = router.Decide(rpcs::Info(rpc), names, nullptr);
+  if (route.here || !route.refusal.ok()) return {grpc::StatusCode::INTERNAL, "not forwarded"};
+  std::promise<grpc::Status> done;
+  bloom::v1::MightContainRequest read;
+  read.set_name(name);
+  read.add_raw_items("x");
+  bloom::v1::AddRequest write;
+  write.set_name(name);
+  google::protobuf::Message* request = rpc == rpcs::Rpc::kAdd
+                                           ? static_cast<google::protobuf::Message*>(&write)
+                                           : static_cast<google::protobuf::Message*>(&read);
+  bloom::v1::MightContainResponse read_answer;
+  bloom::v1::AddResponse write_answer;
+  google::protobuf::Message* response = rpc == rpcs::Rpc::kAdd
+                                            ? static_cast<google::protobuf::Message*>(&write_answer)
+                                            : static_cast<google::protobuf::Message*>(&read_answer);
+  router.ForwardMessage(nullptr, route, rpcs::Info(rpc).path, *request, response,
+                        [&done](const grpc::Status& status) { done.set_value(status); });
+  meanwhile();
+  return done.get_future().get();
+}
+
+TEST_F(ShardRouterTest, AReadEveryMemberRefusesForAMomentIsSentAgain) {
+  PresentEverywhere lagging(/*refusals=*/7);
+  std::string up;
+  std::unique_ptr<grpc::Server> server = Serve(&lagging, &up);
+  ASSERT_NE(server, nullptr);
+  view_.Set(map_, {up, {up}});
+  ShardRouter router(&view_, [](const std::string& address) {
+    return grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  });
+  const grpc::Status read = ForwardAndWait(router, rpcs::Rpc::kMightContain, NameIn(6, 10));
+  EXPECT_TRUE(read.ok()) << read.error_message();
+  EXPECT_EQ(lagging.calls.load(), 8);
+  // A write is sent once: it may have been made, so its UNAVAILABLE goes to the client.
+  const grpc::Status write = ForwardAndWait(router, rpcs::Rpc::kAdd, NameIn(6, 10));
+  EXPECT_EQ(write.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(lagging.calls.load(), 9);
+  server->Shutdown();
+}
+
+TEST_F(ShardRouterTest, AReadRefusedForLongerThanItsBudgetFails) {
+  PresentEverywhere refusing(/*refusals=*/1'000'000);
+  std::string up;
+  std::unique_ptr<grpc::Server> server = Serve(&refusing, &up);
+  ASSERT_NE(server, nullptr);
+  view_.Set(map_, {up, {up}});
+  const auto connect = [](const std::string& address) {
+    return grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  };
+  ShardRouter briefly(&view_, connect, absl::Milliseconds(100));
+  const grpc::Status read = ForwardAndWait(briefly, rpcs::Rpc::kMightContain, NameIn(6, 10));
+  EXPECT_EQ(read.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_TRUE(absl::StrContains(read.error_message(), "held version 1")) << read.error_message();
+  EXPECT_GT(refusing.calls.load(), 2) << "sent again while the budget lasted";
+  // A pod changing role cuts the reads waiting to be sent again: they fail at once, and the
+  // caller retries them.
+  ShardRouter patient(&view_, connect);
+  const int before = refusing.calls.load();
+  const grpc::Status cut = ForwardAndWait(patient, rpcs::Rpc::kMightContain, NameIn(6, 10), [&] {
+    while (refusing.calls.load() < before + 2) std::this_thread::yield();
+    patient.CancelInFlight();
+  });
+  EXPECT_EQ(cut.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_TRUE(absl::StrContains(cut.error_message(), "stopped forwarding")) << cut.error_message();
+  server->Shutdown();
+}
 
 TEST_F(ShardRouterTest, AReadThatMeetsAMemberDownGoesToTheNext) {
   PresentEverywhere service;
@@ -238,7 +337,7 @@ TEST_F(ShardRouterTest, AReadThatMeetsAMemberDownGoesToTheNext) {
     bloom::v1::MightContainResponse response;
     std::promise<grpc::Status> done;
     router.ForwardMessage(nullptr, route, rpcs::Info(rpcs::Rpc::kMightContain).path, request,
-                          &response, [&done](grpc::Status status) { done.set_value(status); });
+                          &response, [&done](const grpc::Status& status) { done.set_value(status); });
     const grpc::Status status = done.get_future().get();
     EXPECT_TRUE(status.ok()) << "read " << i << " (to " << route.address
                              << "): " << status.error_message();
@@ -255,7 +354,7 @@ TEST_F(ShardRouterTest, AReadThatMeetsAMemberDownGoesToTheNext) {
   bloom::v1::AddResponse added;
   std::promise<grpc::Status> done;
   router.ForwardMessage(nullptr, write, rpcs::Info(rpcs::Rpc::kAdd).path, add, &added,
-                        [&done](grpc::Status status) { done.set_value(status); });
+                        [&done](const grpc::Status& status) { done.set_value(status); });
   EXPECT_EQ(done.get_future().get().error_code(), grpc::StatusCode::UNAVAILABLE);
   server->Shutdown();
 }

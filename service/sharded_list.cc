@@ -101,8 +101,9 @@ void ListEveryGroup(BloomService* core, grpc::ServerContextBase* context,
   const rpcs::RpcInfo& info = rpcs::Info(rpcs::Rpc::kList);
   for (size_t i = 0; i < groups.size(); ++i) {
     if (i == own) continue;
-    const ShardRouter::Decision route =
+    ShardRouter::Decision route =
         router->ToGroup(*state, groups[i], /*primary=*/request.min_sequence() != 0);
+    route.read = true;
     if (!route.refusal.ok()) {
       gathered->Answered(route.refusal);
       continue;
