@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace bloom {
 namespace {
@@ -23,9 +24,8 @@ FilterParams WithoutIdleTtl(FilterParams spec) {
 static_assert(sizeof(ScalableFilter) <= 32, "ScalableFilter outgrew its 32-byte size class");
 static_assert(kMaxExpansion <= std::numeric_limits<uint16_t>::max(), "expansion_ is 16 bits");
 
-absl::StatusOr<std::unique_ptr<ScalableFilter>> ScalableFilter::Create(const FilterParams& spec,
-                                                                       uint64_t seed,
-                                                                       const bloomtime::Clock* clock) {
+absl::StatusOr<std::unique_ptr<ScalableFilter>> ScalableFilter::Create(
+    const FilterParams& spec, uint64_t seed, const bloomtime::Clock* clock) {
   std::unique_ptr<ScalableFilter> filter = CreateEmpty(spec, seed, clock);
   absl::StatusOr<std::unique_ptr<SubFilter>> first = filter->MakeNextSubFilter();
   if (!first.ok()) return first.status();
@@ -33,8 +33,8 @@ absl::StatusOr<std::unique_ptr<ScalableFilter>> ScalableFilter::Create(const Fil
   return filter;
 }
 
-ScalableFilter::Window::Window(const FilterParams& window_spec, const bloomtime::Clock* window_clock,
-                               int first_index)
+ScalableFilter::Window::Window(const FilterParams& window_spec,
+                               const bloomtime::Clock* window_clock, int first_index)
     : spec(window_spec), clock(window_clock), empty_next_index(first_index) {
   absl::StatusOr<SubFilterShape> first = SubFilterShapeFor(spec, 0);
   if (first.ok()) {  // else no sub-filter can exist either
@@ -46,8 +46,8 @@ ScalableFilter::Window::Window(const FilterParams& window_spec, const bloomtime:
   }
 }
 
-ScalableFilter::ScalableFilter(const FilterParams& spec, uint64_t seed, const bloomtime::Clock* clock,
-                               int first_index)
+ScalableFilter::ScalableFilter(const FilterParams& spec, uint64_t seed,
+                               const bloomtime::Clock* clock, int first_index)
     : seed_(seed),
       head_(
           spec.windowed()
@@ -107,7 +107,8 @@ FilterParams ScalableFilter::spec() const {
 }
 
 std::unique_ptr<ScalableFilter> ScalableFilter::CreateEmpty(const FilterParams& spec, uint64_t seed,
-                                                            const bloomtime::Clock* clock, int first_index) {
+                                                            const bloomtime::Clock* clock,
+                                                            int first_index) {
   return std::unique_ptr<ScalableFilter>(new ScalableFilter(spec, seed, clock, first_index));
 }
 
@@ -490,6 +491,46 @@ absl::Status ScalableFilter::Replay(absl::Span<const Run> runs,
     offset += run.count;
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<size_t> ScalableFilter::ReplayMissing(absl::Span<const Run> runs,
+                                                     absl::Span<const uint64_t> new_hashes,
+                                                     BeforeApplyHook persist) {
+  uint64_t total = 0;
+  for (const Run& run : runs) {
+    if (run.sub_filter < 0 || run.sub_filter >= next_index()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the owner's journal names sub-filter ", run.sub_filter, ", which this copy (",
+          first_index(), "..", next_index() - 1, ") never had: copy it whole"));
+    }
+    total += run.count;
+  }
+  if (total != new_hashes.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("journal runs count ", total, " items for ", new_hashes.size(), " hashes"));
+  }
+  // What each live sub-filter lacks, in order; a hash named twice for one sub-filter once.
+  std::vector<Run> missing_runs;
+  std::vector<uint64_t> missing;
+  absl::flat_hash_set<std::pair<int, uint64_t>> chosen;
+  size_t offset = 0;
+  for (const Run& run : runs) {
+    const absl::Span<const uint64_t> hashes = new_hashes.subspan(offset, run.count);
+    offset += run.count;
+    const SubFilter* sub = sub_filter(run.sub_filter);
+    if (sub == nullptr) continue;  // retired: its items have expired
+    const size_t before = missing.size();
+    for (const uint64_t hash : hashes) {
+      if (!sub->bits().MightContain(hash) && chosen.insert({run.sub_filter, hash}).second) {
+        missing.push_back(hash);
+      }
+    }
+    if (missing.size() > before) missing_runs.push_back({run.sub_filter, missing.size() - before});
+  }
+  if (missing.empty()) return 0;
+  RETURN_IF_ERROR(persist(missing_runs, missing));
+  RETURN_IF_ERROR(Replay(missing_runs, missing));  // checked above: cannot fail
+  return missing.size();
 }
 
 void ScalableFilter::Unreserve(absl::Span<const Run> runs) {

@@ -62,15 +62,15 @@ class ScalableFilter {
  public:
   // `spec` must be normalized. Creates sub-filter 0 (of the current slice, if windowed).
   // `clock` (windows only) must outlive the filter.
-  static absl::StatusOr<std::unique_ptr<ScalableFilter>> Create(const FilterParams& spec,
-                                                                uint64_t seed,
-                                                                const bloomtime::Clock* clock = bloomtime::Clock::Real());
+  static absl::StatusOr<std::unique_ptr<ScalableFilter>> Create(
+      const FilterParams& spec, uint64_t seed,
+      const bloomtime::Clock* clock = bloomtime::Clock::Real());
   // For loading stored filters: no sub-filter yet; AppendSubFilter() the stored ones, whose
   // indexes count up from `first_index` (above 0 only for a windowed filter that retired some;
   // ignored without a window, whose chain starts at 0).
-  static std::unique_ptr<ScalableFilter> CreateEmpty(const FilterParams& spec, uint64_t seed,
-                                                     const bloomtime::Clock* clock = bloomtime::Clock::Real(),
-                                                     int first_index = 0);
+  static std::unique_ptr<ScalableFilter> CreateEmpty(
+      const FilterParams& spec, uint64_t seed,
+      const bloomtime::Clock* clock = bloomtime::Clock::Real(), int first_index = 0);
 
   // An empty chain with no spec, for an object that holds no filter (an unreadable one):
   // nothing may be asked of it.
@@ -90,7 +90,9 @@ class ScalableFilter {
   uint64_t Hash(absl::string_view item) const { return HashItem(item, seed_); }
 
   // The clock a window ages by; Clock::Real() for a filter without a window (which keeps none).
-  const bloomtime::Clock* clock() const { return windowed() ? window()->clock : bloomtime::Clock::Real(); }
+  const bloomtime::Clock* clock() const {
+    return windowed() ? window()->clock : bloomtime::Clock::Real();
+  }
   // Sub-filters in memory (for a windowed filter: expired ones not yet retired included).
   int num_sub_filters() const;
   // Index of the oldest sub-filter in memory (the next one's when there is none).
@@ -177,6 +179,20 @@ class ScalableFilter {
   // windowed filter retired are skipped.
   absl::Status Replay(absl::Span<const Run> runs, absl::Span<const uint64_t> new_hashes);
 
+  // A slot move's catch-up of a copy (storage's ApplyJournalRecords): the owner's journalled
+  // adds `runs` and `new_hashes` (naming the owner's sub-filters, whose indices a copy exported
+  // from it shares), in order. Sets, and counts as added, those their sub-filter does not hold
+  // yet: a copy exported after the owner's position holds some of them already, and counting
+  // those again would fill its sub-filters sooner than the owner's. Runs naming retired
+  // sub-filters are skipped. Checks every run first: FAILED_PRECONDITION (nothing changed) for
+  // a sub-filter this chain never had (the owner opened it after the copy: copy it whole),
+  // INVALID_ARGUMENT when the counts do not add up. `persist` gets what will be set before
+  // anything is; its error changes nothing. Answers how many hashes it set. Must not race
+  // Add, Replay or Retire.
+  absl::StatusOr<size_t> ReplayMissing(absl::Span<const Run> runs,
+                                       absl::Span<const uint64_t> new_hashes,
+                                       BeforeApplyHook persist);
+
   uint64_t items_added() const;
   // Bytes of bits held in memory (a slice arena counted whole).
   uint64_t size_bytes() const;
@@ -184,7 +200,8 @@ class ScalableFilter {
   ScalableFilterStats ComputeStats() const;
 
  private:
-  ScalableFilter(const FilterParams& spec, uint64_t seed, const bloomtime::Clock* clock, int first_index);
+  ScalableFilter(const FilterParams& spec, uint64_t seed, const bloomtime::Clock* clock,
+                 int first_index);
 
   enum class ReserveOutcome { kReserved, kNeedsSubFilter, kFull };
   // Reserves room for `remaining` new items, appending where they go to `runs` and decreasing

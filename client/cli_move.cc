@@ -305,8 +305,8 @@ int Mover::Run(uint32_t first, uint32_t last, const std::string& to, bool abort)
       if (!copied.ok()) return Error(copied.status());
       std::cout << "round " << round << ": copied " << *copied << " filters whole (" << round_bytes_
                 << " bytes), caught " << cursors_.size() << " up by " << round_hashes_
-                << " items and " << round_records_ << " cuckoo writes" << std::endl;
-      // A cuckoo write (one add or remove of the owner's) counts as an item.
+                << " items and " << round_records_ << " journal records" << std::endl;
+      // A journal record (one add or remove of the owner's) counts as an item.
       const uint64_t changes = round_hashes_ + round_records_;
       if (changes < kSmallRound && round_bytes_ < kSmallRoundBytes) break;
       // No smaller than the round before (the same filters written throughout): more rounds
@@ -340,10 +340,11 @@ int Mover::Run(uint32_t first, uint32_t last, const std::string& to, bool abort)
   }
   std::cout << "moved slots " << first_ << "-" << last_ << " (" << copied_.size() << " filters, "
             << bytes_ << " bytes copied, " << hashes_ << " items and " << records_
-            << " cuckoo writes caught up) from " << from_ << " to " << to_ << " (shard map version "
-            << *finished << "); writes paused " << absl::ToInt64Milliseconds(pause) << " ms ("
-            << *last_changes << " filters copied whole and " << round_hashes_ << " items and "
-            << round_records_ << " cuckoo writes caught up meanwhile)" << std::endl;
+            << " journal records caught up) from " << from_ << " to " << to_
+            << " (shard map version " << *finished << "); writes paused "
+            << absl::ToInt64Milliseconds(pause) << " ms (" << *last_changes
+            << " filters copied whole and " << round_hashes_ << " items and " << round_records_
+            << " journal records caught up meanwhile)" << std::endl;
   return 0;
 }
 
@@ -515,8 +516,8 @@ absl::StatusOr<size_t> Mover::CopyRoundOnce(bool paused) {
   if (!round.ok()) return round.status();
   round_hashes_ = round->hashes;
   hashes_ += round->hashes;
-  round_records_ = round->cuckoo_records;
-  records_ += round->cuckoo_records;
+  round_records_ = round->records;
+  records_ += round->records;
   for (const std::string& name : round->copy_whole) {
     if (held->count(name) == 0) continue;  // gone since: deleted below once paused
     if (absl::Status done = Copy(name); !done.ok()) return done;

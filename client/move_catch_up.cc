@@ -58,7 +58,7 @@ absl::StatusOr<CatchUpRound> CatchUp(const std::shared_ptr<grpc::Channel>& owner
     for (size_t begin = 0; begin < pending.size(); begin += kFiltersPerCall) {
       const size_t end = std::min(pending.size(), begin + kFiltersPerCall);
       rv1::ReadJournalRequest read;
-      read.set_cuckoo_records(true);
+      read.set_take_records(true);
       for (size_t i = begin; i < end; ++i) {
         const JournalCursor& at = cursors.at(pending[i]);
         rv1::JournalCursor* cursor = read.add_cursors();
@@ -86,11 +86,11 @@ absl::StatusOr<CatchUpRound> CatchUp(const std::shared_ptr<grpc::Channel>& owner
           round.gone.push_back(delta.name());
         } else if (delta.code() != 0) {
           round.copy_whole.push_back(delta.name());
-        } else if (!delta.hashes().empty() || !delta.cuckoo_records().empty()) {
+        } else if (!delta.hashes().empty() || !delta.records().empty()) {
           rv1::JournalDelta* changes = apply.add_deltas();
           changes->set_name(delta.name());
           *changes->mutable_hashes() = delta.hashes();
-          *changes->mutable_cuckoo_records() = delta.cuckoo_records();
+          *changes->mutable_records() = delta.records();
           applied.push_back(&delta);
         }
       }
@@ -110,7 +110,7 @@ absl::StatusOr<CatchUpRound> CatchUp(const std::shared_ptr<grpc::Channel>& owner
           // not know them skips them): copied whole again, and read no further.
           const rv1::JournalApplied& result = results.results(i);
           if (result.code() != 0 ||
-              static_cast<int>(result.cuckoo_records()) != applied[i]->cuckoo_records_size()) {
+              static_cast<int>(result.records()) != applied[i]->records_size()) {
             round.copy_whole.push_back(applied[i]->name());
             refused.insert(applied[i]->name());
           }
@@ -119,7 +119,7 @@ absl::StatusOr<CatchUpRound> CatchUp(const std::shared_ptr<grpc::Channel>& owner
       for (const rv1::JournalDelta& delta : deltas.deltas()) {
         if (delta.code() != 0 || refused.count(delta.name()) != 0) continue;
         round.hashes += delta.hashes_size();
-        round.cuckoo_records += delta.cuckoo_records_size();
+        round.records += delta.records_size();
         cursors[delta.name()] = {delta.generation(), delta.seq()};
         if (delta.more()) more.push_back(delta.name());
       }

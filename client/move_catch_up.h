@@ -32,8 +32,8 @@ struct JournalCursor {
 };
 
 struct CatchUpRound {
-  uint64_t hashes = 0;          // item hashes the round moved
-  uint64_t cuckoo_records = 0;  // CUCKOO filters' journal records (an add or remove each)
+  uint64_t hashes = 0;   // item hashes the round moved
+  uint64_t records = 0;  // CUCKOO and windowed filters' journal records (an add or remove each)
   // Filters the journal cannot catch up (a windowed filter that changed, a lapsed hold, a
   // merge into it, a filter made again, a copy missing at the target or unable to take the
   // records, a target too old to write them): copy them whole again. Their cursors are

@@ -73,11 +73,11 @@ grpc::Status ReplicationService::ReadJournal(grpc::ServerContext* context,
     }
     absl::StatusOr<storage::JournalDelta> read = store_->ReadJournal(
         cursor.name(), {cursor.generation(), cursor.seq()}, budget - answered, kJournalHold);
-    if (read.ok() && !read->cuckoo_records.empty() && !request->cuckoo_records()) {
-      // A mover that cannot write them (an older one) copies the filter again instead.
+    if (read.ok() && !read->records.empty() && !request->take_records()) {
+      // A mover that cannot apply them (an older one) copies the filter again instead.
       read = absl::FailedPreconditionError(absl::StrCat(
-          "filter '", cursor.name(), "' is a CUCKOO filter changed since sequence ", cursor.seq(),
-          ", and the request does not take its journal records: copy it whole"));
+          "filter '", cursor.name(), "' (a CUCKOO or windowed filter) changed since sequence ",
+          cursor.seq(), ", and the request does not take its journal records: copy it whole"));
     }
     if (!read.ok()) {
       SetStatus(read.status(), delta);
@@ -88,9 +88,9 @@ grpc::Status ReplicationService::ReadJournal(grpc::ServerContext* context,
     delta->set_more(read->more);
     delta->mutable_hashes()->Add(read->hashes.begin(), read->hashes.end());
     answered += read->hashes.size();
-    for (std::string& record : read->cuckoo_records) {
-      answered += storage::CuckooRecordCost(record.size());
-      delta->add_cuckoo_records(std::move(record));
+    for (std::string& record : read->records) {
+      answered += storage::JournalRecordCost(record.size());
+      delta->add_records(std::move(record));
     }
   }
   return grpc::Status::OK;
@@ -111,14 +111,14 @@ grpc::Status ReplicationService::ApplyJournal(grpc::ServerContext* context,
   size_t hashes = 0;
   for (const v1::JournalDelta& delta : request->deltas()) {
     hashes += delta.hashes_size();
-    for (const std::string& record : delta.cuckoo_records()) {
-      hashes += storage::CuckooRecordCost(record.size());
+    for (const std::string& record : delta.records()) {
+      hashes += storage::JournalRecordCost(record.size());
     }
   }
   if (hashes > kMaxHashes) {
     return {grpc::StatusCode::INVALID_ARGUMENT,
             absl::StrCat("ApplyJournal takes at most ", kMaxHashes,
-                         " hashes (a cuckoo record counting one per 8 bytes), not ", hashes)};
+                         " hashes (a journal record counting one per 8 bytes), not ", hashes)};
   }
   for (const v1::JournalDelta& delta : request->deltas()) {
     v1::JournalApplied* result = response->add_results();
@@ -132,15 +132,14 @@ grpc::Status ReplicationService::ApplyJournal(grpc::ServerContext* context,
       result->set_new_items(*added);
       if (options_.on_caught_up) options_.on_caught_up(delta.hashes_size());
     }
-    if (!delta.cuckoo_records().empty()) {
-      const std::vector<absl::string_view> records(delta.cuckoo_records().begin(),
-                                                   delta.cuckoo_records().end());
-      absl::StatusOr<size_t> written = store_->ApplyCuckooRecords(delta.name(), records);
+    if (!delta.records().empty()) {
+      const std::vector<absl::string_view> records(delta.records().begin(), delta.records().end());
+      absl::StatusOr<size_t> written = store_->ApplyJournalRecords(delta.name(), records);
       if (!written.ok()) {
         SetStatus(written.status(), result);
         continue;
       }
-      result->set_cuckoo_records(static_cast<uint32_t>(records.size()));
+      result->set_records(static_cast<uint32_t>(records.size()));
       if (options_.on_caught_up) options_.on_caught_up(*written);
     }
   }

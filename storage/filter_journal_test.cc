@@ -1,8 +1,8 @@
 // FilterStore's journal reads for slot moves (filter_store_journal.cc): a copy made after
-// StartJournal and caught up with ReadJournal and AddHashes (a CUCKOO filter's with
-// ApplyCuckooRecords) holds every item, across checkpoints while the hold lasts; what cannot be
-// caught up so (a lapsed hold, a merge, a filter made again, a windowed filter that changed, a
-// cuckoo record the copy cannot hold) is refused, so the mover copies it whole.
+// StartJournal and caught up with ReadJournal and AddHashes (a CUCKOO or windowed filter's with
+// ApplyJournalRecords) holds every item, across checkpoints while the hold lasts; what cannot be
+// caught up so (a lapsed hold, a merge, a filter made again, a record naming a table or slice
+// the copy lacks) is refused, so the mover copies it whole.
 #include <algorithm>
 #include <atomic>
 #include <map>
@@ -44,6 +44,7 @@ class FilterJournalTest : public FilterStoreTest {
     StoreOptions options;
     options.background_checkpoints = false;
     options.data_dir = target_dir_->path();
+    options.clock = &clock_;  // a windowed copy's slices age as the owner's do
     absl::StatusOr<std::unique_ptr<FilterStore>> target = FilterStore::Open(options);
     ASSERT_OK(target.status());
     target_ = *std::move(target);
@@ -77,13 +78,12 @@ class FilterJournalTest : public FilterStoreTest {
       EXPECT_OK(delta.status());
       if (!delta.ok()) return moved;
       if (!delta->hashes.empty()) EXPECT_OK(target_->AddHashes(name, delta->hashes).status());
-      if (!delta->cuckoo_records.empty()) {
+      if (!delta->records.empty()) {
         EXPECT_TRUE(delta->hashes.empty());
-        const std::vector<absl::string_view> records(delta->cuckoo_records.begin(),
-                                                     delta->cuckoo_records.end());
-        EXPECT_OK(target_->ApplyCuckooRecords(name, records).status());
+        const std::vector<absl::string_view> records(delta->records.begin(), delta->records.end());
+        EXPECT_OK(target_->ApplyJournalRecords(name, records).status());
       }
-      moved += delta->hashes.size() + delta->cuckoo_records.size();
+      moved += delta->hashes.size() + delta->records.size();
       EXPECT_GE(delta->to.seq, at.seq);
       at = delta->to;
       if (!delta->more) return moved;
@@ -178,25 +178,91 @@ TEST_F(FilterJournalTest, ALapsedHoldAMergeOrAFilterMadeAgainMeansCopyItWhole) {
 
 // A windowed filter's journal does not replay elsewhere, but it says whether the filter
 // changed since a copy: the mover copies again only the ones that did.
-TEST_F(FilterJournalTest, WindowedFiltersAreCopiedAgainOnlyWhenTheyChanged) {
-  FilterParams windowed{1'000, 0.01};
+// The owner and the copy answer alike for every item of `items`, and count the same items.
+void ExpectSameAnswers(FilterStore& owner, FilterStore& copy, absl::string_view name,
+                       const std::vector<std::string>& items) {
+  absl::StatusOr<std::vector<bool>> at_owner = owner.MightContain(name, Views(items));
+  absl::StatusOr<std::vector<bool>> at_copy = copy.MightContain(name, Views(items));
+  ASSERT_OK(at_owner.status());
+  ASSERT_OK(at_copy.status());
+  EXPECT_EQ(*at_copy, *at_owner);
+  absl::StatusOr<FilterInfo> owner_info = owner.Stats(name);
+  absl::StatusOr<FilterInfo> copy_info = copy.Stats(name);
+  ASSERT_OK(owner_info.status());
+  ASSERT_OK(copy_info.status());
+  EXPECT_EQ(copy_info->stats.items_added, owner_info->stats.items_added);
+}
+
+// A windowed filter's records name the slices its items went to: the copy sets them there, so
+// that they expire when they do at the owner, and counts only those it lacked (it was exported
+// after the position, with some of them already).
+TEST_F(FilterJournalTest, WindowedFiltersAreCaughtUpInTheSlicesTheirItemsWentTo) {
+  FilterParams windowed{10'000, 0.01};
   windowed.window = absl::Hours(1);
+  windowed.window_slices = 4;  // 15 minutes each
   ASSERT_OK(store_->Reserve("w", windowed).status());
-  ASSERT_OK(store_->Add("w", Views(Items("first", 0, 200)), nullptr).status());
+  // Early in a slice, so that the adds below stay in it.
+  clock_.Advance(absl::Minutes(15) - (clock_.Now() - absl::UnixEpoch()) % absl::Minutes(15));
+  const std::vector<std::string> first = Items("first", 0, 200);
+  ASSERT_OK(store_->Add("w", Views(first), nullptr).status());
   absl::StatusOr<JournalPosition> at = store_->StartJournal("w", kHold);
   ASSERT_OK(at.status());
+  const std::vector<std::string> racing = Items("racing", 0, 50);  // in the copy and the journal
+  ASSERT_OK(store_->Add("w", Views(racing), nullptr).status());
   CopyWhole("w");
-  // Unchanged, across a checkpoint: nothing to do, and the position stays.
-  ASSERT_OK(store_->CheckpointAll());
-  absl::StatusOr<JournalDelta> idle = store_->ReadJournal("w", *at, 1'000, kHold);
-  ASSERT_OK(idle.status());
-  EXPECT_TRUE(idle->hashes.empty());
-  EXPECT_EQ(idle->to.seq, at->seq);
-  // Changed: copy it whole again.
-  ASSERT_OK(store_->Add("w", Views(Items("later", 0, 10)), nullptr).status());
-  const absl::Status changed = store_->ReadJournal("w", *at, 1'000, kHold).status();
-  EXPECT_TRUE(absl::IsFailedPrecondition(changed)) << changed;
-  EXPECT_TRUE(absl::StrContains(changed.message(), "copy it whole")) << changed;
+  ASSERT_OK(store_->CheckpointAll());  // the hold keeps the records after the position
+  ASSERT_OK(store_->Add("w", Views(racing), nullptr).status());  // nothing new: no record
+  clock_.Advance(absl::Seconds(30));                             // within the hold, and the slice
+  const std::vector<std::string> later = Items("later", 0, 300);
+  ASSERT_OK(store_->Add("w", Views(later), nullptr).status());
+  absl::StatusOr<JournalDelta> delta = store_->ReadJournal("w", *at, 1'000'000, kHold);
+  ASSERT_OK(delta.status());
+  EXPECT_TRUE(delta->hashes.empty()) << "a windowed filter's changes come as records";
+  ASSERT_EQ(delta->records.size(), 2U);  // racing, later
+  // Applied in the next slice: the items still go to the one they went to at the owner.
+  clock_.Advance(absl::Minutes(15));
+  const std::vector<absl::string_view> caught_up(delta->records.begin(), delta->records.end());
+  absl::StatusOr<size_t> written = target_->ApplyJournalRecords("w", caught_up);
+  ASSERT_OK(written.status());
+  EXPECT_EQ(*written, 300U) << "the racing items were in the copy already";
+  std::vector<std::string> all = first;
+  all.insert(all.end(), racing.begin(), racing.end());
+  all.insert(all.end(), later.begin(), later.end());
+  ExpectSameAnswers(*store_, *target_, "w", all);
+  // The items' ages are the owner's, also after the copy's restart: all are remembered for the
+  // window, and forgotten alike once their slice has expired.
+  OpenTarget();
+  clock_.Advance(absl::Minutes(40));  // 55.5 minutes after `later` was added
+  ExpectSameAnswers(*store_, *target_, "w", all);
+  absl::StatusOr<std::vector<bool>> remembered = target_->MightContain("w", Views(later));
+  ASSERT_OK(remembered.status());
+  EXPECT_EQ(std::count(remembered->begin(), remembered->end(), true), 300);
+  clock_.Advance(absl::Minutes(25));  // its slice expired 75 minutes after it began
+  ExpectSameAnswers(*store_, *target_, "w", all);
+  absl::StatusOr<std::vector<bool>> forgotten = target_->MightContain("w", Views(later));
+  ASSERT_OK(forgotten.status());
+  EXPECT_LT(std::count(forgotten->begin(), forgotten->end(), true), 10);
+
+  // The owner opens a slice the copy never had: its records do not apply there, and change
+  // nothing (the mover copies the filter whole).
+  at = store_->StartJournal("w", kHold);  // the hold lapsed meanwhile
+  ASSERT_OK(at.status());
+  const std::vector<std::string> newest = Items("newest", 0, 20);
+  ASSERT_OK(store_->Add("w", Views(newest), nullptr).status());
+  absl::StatusOr<JournalDelta> grown = store_->ReadJournal("w", *at, 1'000'000, kHold);
+  ASSERT_OK(grown.status());
+  ASSERT_FALSE(grown->records.empty());
+  const std::vector<absl::string_view> records(grown->records.begin(), grown->records.end());
+  const absl::Status refused = target_->ApplyJournalRecords("w", records).status();
+  EXPECT_TRUE(absl::IsFailedPrecondition(refused)) << refused;
+  EXPECT_TRUE(absl::StrContains(refused.message(), "copy it whole")) << refused;
+  absl::StatusOr<std::vector<bool>> untouched = target_->MightContain("w", Views(newest));
+  ASSERT_OK(untouched.status());
+  EXPECT_LT(std::count(untouched->begin(), untouched->end(), true), 3);
+  // Nor do they apply to a filter without a window.
+  ASSERT_OK(target_->Reserve("plain", FilterParams{1'000, 0.01}).status());
+  EXPECT_TRUE(absl::IsFailedPrecondition(
+      target_->ApplyJournalRecords("plain", {records.front()}).status()));
   EXPECT_TRUE(absl::IsNotFound(store_->StartJournal("missing", kHold).status()));
 }
 
@@ -271,7 +337,7 @@ TEST_F(CuckooJournalTest, ACopyWritesTheOwnersTableValuesAndEndsAsTheOwner) {
   // Caught up: nothing more until the next write, and the copy is durable as it stands.
   absl::StatusOr<JournalDelta> idle = store_->ReadJournal("c", *at, 1'000, kHold);
   ASSERT_OK(idle.status());
-  EXPECT_TRUE(idle->cuckoo_records.empty());
+  EXPECT_TRUE(idle->records.empty());
   EXPECT_FALSE(idle->more);
   OpenTarget();
   ExpectSameCounts("c", written);
@@ -293,10 +359,9 @@ TEST_F(CuckooJournalTest, RecordsTheCopyCannotHoldChangeNothing) {
   ASSERT_OK(store_->Add("c", Views(Items("b", 0, 2'000)), nullptr).status());
   absl::StatusOr<JournalDelta> grown = store_->ReadJournal("c", *at, 100'000, kHold);
   ASSERT_OK(grown.status());
-  ASSERT_FALSE(grown->cuckoo_records.empty());
-  const std::vector<absl::string_view> records(grown->cuckoo_records.begin(),
-                                               grown->cuckoo_records.end());
-  const absl::Status refused = target_->ApplyCuckooRecords("c", records).status();
+  ASSERT_FALSE(grown->records.empty());
+  const std::vector<absl::string_view> records(grown->records.begin(), grown->records.end());
+  const absl::Status refused = target_->ApplyJournalRecords("c", records).status();
   EXPECT_TRUE(absl::IsFailedPrecondition(refused)) << refused;
   absl::StatusOr<std::vector<uint32_t>> untouched = target_->Count("c", Views(Items("b", 0, 100)));
   ASSERT_OK(untouched.status());
@@ -304,12 +369,13 @@ TEST_F(CuckooJournalTest, RecordsTheCopyCannotHoldChangeNothing) {
       << "only false positives: nothing was written";
   // Into a BLOOM filter: refused; a damaged record: DATA_LOSS; a missing copy: NOT_FOUND.
   ASSERT_OK(target_->Reserve("bloom", FilterParams{1'000, 0.01}).status());
-  EXPECT_TRUE(
-      absl::IsFailedPrecondition(target_->ApplyCuckooRecords("bloom", {records.front()}).status()));
+  EXPECT_TRUE(absl::IsFailedPrecondition(
+      target_->ApplyJournalRecords("bloom", {records.front()}).status()));
   std::string damaged(records.front());
   damaged[damaged.size() / 2] ^= 0x40;
-  EXPECT_TRUE(absl::IsDataLoss(target_->ApplyCuckooRecords("c", {damaged}).status()));
-  EXPECT_TRUE(absl::IsNotFound(target_->ApplyCuckooRecords("missing", {records.front()}).status()));
+  EXPECT_TRUE(absl::IsDataLoss(target_->ApplyJournalRecords("c", {damaged}).status()));
+  EXPECT_TRUE(
+      absl::IsNotFound(target_->ApplyJournalRecords("missing", {records.front()}).status()));
 }
 
 }  // namespace

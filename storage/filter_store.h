@@ -117,39 +117,40 @@ class FilterStore final : public FiguresSource, public ReplicatedStore {
   // Sources one Merge reads (each pinned and looked up: bounded work per call).
   static constexpr size_t kMaxMergeSources = 64;
 
-  // Slot moves (filter_store_journal.cc): a copy of a filter without a window, made at
-  // another store, caught up from this one's journal instead of copied again.
+  // Slot moves (filter_store_journal.cc): a copy of a filter, made at another store, caught
+  // up from this one's journal instead of copied again.
   //
   //   JournalPosition at = StartJournal(name, hold);   // then copy the filter (Export)
   //   JournalDelta delta = ReadJournal(name, at, max_hashes, hold);  // at the copy:
-  //   AddHashes(name, delta.hashes);                   // or, for a CUCKOO filter,
-  //   ApplyCuckooRecords(name, delta.cuckoo_records);  // and then
+  //   AddHashes(name, delta.hashes);                   // or, for a CUCKOO or windowed filter,
+  //   ApplyJournalRecords(name, delta.records);        // and then
   //   at = delta.to;                                   // again
   // Holds `name`'s journal (journal_holds.h: checkpoints keep its later records) for `hold`,
   // and answers the position every add so far is at: a copy of its bits made after this holds
-  // every add up to it, and ReadJournal from it gives every later one (for a windowed filter,
-  // only whether it changed since). NOT_FOUND.
+  // every add up to it, and ReadJournal from it gives every later one. NOT_FOUND.
   absl::StatusOr<JournalPosition> StartJournal(absl::string_view name, absl::Duration hold) final;
   // The hashes of the items added to `name` after `from` (whole journal records, up to about
-  // `max_hashes`), or a CUCKOO filter's records (each counted as a hash per 8 bytes), and the
-  // position they reach; renews the hold. FAILED_PRECONDITION (copy it whole, then
-  // StartJournal again) when the filter is not `from`'s generation any more (it was deleted
-  // and reserved again), its records after `from` were not held throughout (the hold lapsed:
-  // a checkpoint may have trimmed them, or a merge wrote pages), or it is a windowed filter
-  // that changed since `from`; NOT_FOUND when it is gone.
+  // `max_hashes`), or a CUCKOO or windowed filter's records (each counted as a hash per 8
+  // bytes), and the position they reach; renews the hold. FAILED_PRECONDITION (copy it whole,
+  // then StartJournal again) when the filter is not `from`'s generation any more (it was
+  // deleted and reserved again), or its records after `from` were not held throughout (the
+  // hold lapsed: a checkpoint may have trimmed them, or a merge wrote pages); NOT_FOUND when
+  // it is gone.
   absl::StatusOr<JournalDelta> ReadJournal(absl::string_view name, JournalPosition from,
                                            size_t max_hashes, absl::Duration hold) final;
   // Adds to `name` the items of `hashes` (ReadJournal's, from a filter made alike: the same
   // seed), as Add adds items: durable and acknowledged as Add, NOT_FOUND if missing. Answers
   // how many were new.
   absl::StatusOr<size_t> AddHashes(absl::string_view name, absl::Span<const uint64_t> hashes) final;
-  // Writes into the CUCKOO filter `name` the table values of `records` (ReadJournal's, from
-  // the filter this one was copied from), in order, as one change: durable and acknowledged as
-  // an add. Answers how many slot changes it wrote. NOT_FOUND if missing; DATA_LOSS for a
-  // record that does not decode; FAILED_PRECONDITION (nothing written: copy it whole) for a
-  // BLOOM filter or a change its tables cannot hold (the original grew a table since).
-  absl::StatusOr<size_t> ApplyCuckooRecords(absl::string_view name,
-                                            absl::Span<const absl::string_view> records) final;
+  // Applies to the copy `name` the journal `records` (ReadJournal's, from the filter this one
+  // was copied from), in order, as one change (StoredFilter::CatchUp): durable and
+  // acknowledged as an add. Answers how many changes it wrote (a CUCKOO filter's slot
+  // changes, a windowed filter's hashes it lacked). NOT_FOUND if missing; DATA_LOSS for a
+  // record that does not decode; FAILED_PRECONDITION (nothing written: copy it whole) for
+  // records of another kind, or naming a table or slice the copy lacks (the original grew a
+  // table, or opened a slice, since).
+  absl::StatusOr<size_t> ApplyJournalRecords(absl::string_view name,
+                                             absl::Span<const absl::string_view> records) final;
 
   // Adds items; result[i] tells whether items[i] was new. Missing filter: NOT_FOUND, unless
   // `create_if_missing` is given, then it is created with that spec (even when many callers

@@ -1,16 +1,18 @@
 // FilterStore's journal reads for slot moves (filter_store.h: StartJournal, ReadJournal,
-// AddHashes, ApplyCuckooRecords). A mover copies a filter once (Export, Import), then catches
+// AddHashes, ApplyJournalRecords). A mover copies a filter once (Export, Import), then catches
 // the copy up from this store's journal, so the last catch-up, while the slot's writes pause,
 // moves what changed since the previous one, not the whole filter:
 // - a BLOOM filter's add record holds the hashes of the items it made new
 //   (storage/format/encoding.h), which the copy adds as its own adds (AddHashes);
+// - a windowed BLOOM filter's records also name the slices (sub-filters) the hashes went to,
+//   which the copy shares with the owner: it sets them in the same slices, so that they age
+//   as they do at the owner (ApplyJournalRecords; a slice the owner opened after the copy
+//   is not there, and that filter is copied whole again);
 // - a CUCKOO filter's record holds the table values an add or remove wrote
-//   (format/cuckoo_journal.h), which the copy writes in the same order (ApplyCuckooRecords).
+//   (format/cuckoo_journal.h), which the copy writes in the same order (ApplyJournalRecords).
 //   The copy may already hold some of them (it was exported after the position was taken):
 //   writing a value again is harmless, and each slot ends as its last record left it, as
 //   it does when a checkpoint's pages are loaded and the journal replayed over them.
-// A windowed filter's journal cannot be replayed so (its records name slices that age), but
-// it says whether the filter changed since a copy: only those that did are copied again.
 // JournalHolds (filter/journal_holds.h) keeps checkpoints from trimming records the mover has
 // not read yet.
 #include <memory>
@@ -29,14 +31,6 @@
 #include "storage/write/operation_batch.h"
 
 namespace storage {
-
-namespace {
-
-// A windowed filter's records name slices that age: a copy cannot replay them. Its journal
-// still says whether it changed since a position: a mover copies it early and again only if so.
-bool ReplayableJournal(const StoredFilter& filter) { return !filter.windowed(); }
-
-}  // namespace
 
 absl::StatusOr<JournalPosition> FilterStore::StartJournal(absl::string_view name,
                                                           absl::Duration hold) {
@@ -84,12 +78,6 @@ absl::StatusOr<JournalDelta> FilterStore::ReadJournal(absl::string_view name, Jo
     journal_holds_.Hold(from.generation, from.seq, options_.clock->Now(), hold);
     return delta;
   }
-  if (!ReplayableJournal(*filter)) {
-    // Changed since (a merge into it releases the hold, caught above): only a new copy has it.
-    return absl::FailedPreconditionError(
-        absl::StrCat("filter '", name, "' is a windowed filter changed since sequence ", from.seq,
-                     ": its journal does not replay elsewhere; copy it whole"));
-  }
   // Only records whose adds have set their bits: a later one may sit before an earlier one
   // still being written, which a reader must not skip.
   const uint64_t applied = filter->AppliedJournalSeq();
@@ -101,7 +89,8 @@ absl::StatusOr<JournalDelta> FilterStore::ReadJournal(absl::string_view name, Jo
     options.iterate_upper_bound = &upper;
     options.fill_cache = false;
     std::unique_ptr<rocksdb::Iterator> it = db_->NewIterator(options, db_->journal());
-    const bool cuckoo = filter->cuckoo() != nullptr;
+    // Records, for the copy to apply as they are (decoded, and checksums checked, there).
+    const bool as_records = filter->cuckoo() != nullptr || filter->windowed();
     std::vector<Run> runs;
     std::vector<uint64_t> hashes;
     size_t cost = 0;
@@ -112,14 +101,13 @@ absl::StatusOr<JournalDelta> FilterStore::ReadJournal(absl::string_view name, Jo
       }
       ASSIGN_OR_RETURN(const JournalKeyParts key, ParseJournalKey(ViewOf(it->key())));
       const absl::string_view record = ViewOf(it->value());
-      if (cuckoo) {
-        // Decoded (and its checksum checked) where it is applied.
-        if (!IsCuckooJournalRecord(record)) {
+      if (as_records) {
+        if (filter->cuckoo() != nullptr && !IsCuckooJournalRecord(record)) {
           return absl::DataLossError(absl::StrCat("filter '", name, "': journal record ", key.seq,
                                                   " is not a cuckoo filter's"));
         }
-        delta.cuckoo_records.emplace_back(record);
-        cost += CuckooRecordCost(record.size());
+        delta.records.emplace_back(record);
+        cost += JournalRecordCost(record.size());
       } else {
         RETURN_IF_ERROR(DecodeJournalRecord(record, runs, hashes));
         delta.hashes.insert(delta.hashes.end(), hashes.begin(), hashes.end());
@@ -149,23 +137,17 @@ absl::StatusOr<size_t> FilterStore::AddHashes(absl::string_view name,
   return fresh;
 }
 
-absl::StatusOr<size_t> FilterStore::ApplyCuckooRecords(
+absl::StatusOr<size_t> FilterStore::ApplyJournalRecords(
     absl::string_view name, absl::Span<const absl::string_view> records) {
-  std::vector<bloom::CuckooChange> changes;
-  std::vector<bloom::CuckooChange> decoded;
-  for (const absl::string_view record : records) {
-    RETURN_IF_ERROR(DecodeCuckooJournalRecord(record, decoded));
-    changes.insert(changes.end(), decoded.begin(), decoded.end());
-  }
-  if (changes.empty()) return 0;
-  absl::Status caught_up;
+  if (records.empty()) return 0;
+  absl::StatusOr<size_t> written;
   {
     ASSIGN_OR_RETURN(std::unique_ptr<OperationBatch> batch, StartBatch());
-    caught_up = batch->CatchUpCuckoo(name, changes);
+    written = batch->CatchUp(name, records);
   }
-  RETURN_IF_ERROR(caught_up);
+  if (!written.ok()) return written.status();
   RETURN_IF_ERROR(WaitReplicated());  // holding no lock
-  return changes.size();
+  return *written;
 }
 
 }  // namespace storage

@@ -127,6 +127,32 @@ class BloomKind final : public FilterKind {
     return filter.chain_.Replay(runs, hashes);
   }
 
+  // Only a windowed filter's records come here: a slot move catches the others up by their
+  // hashes, added as adds (FilterStore::AddHashes). A windowed one's records name the slices
+  // (sub-filters) the items went to, which a copy shares with the owner until the owner opens
+  // another; the items' ages stay the owner's.
+  absl::StatusOr<size_t> CatchUp(StoredFilter& filter, absl::Span<const absl::string_view> records,
+                                 bool sync) const override {
+    if (!filter.has_chain_ || !filter.chain_.windowed()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "'", filter.name(), "' is not a windowed BLOOM filter here: the journal records of ",
+          "one do not apply to it (copy it whole)"));
+    }
+    std::vector<Run> runs;
+    std::vector<uint64_t> hashes;
+    std::vector<Run> record_runs;
+    std::vector<uint64_t> record_hashes;
+    for (const absl::string_view record : records) {
+      RETURN_IF_ERROR(DecodeJournalRecord(record, record_runs, record_hashes));
+      runs.insert(runs.end(), record_runs.begin(), record_runs.end());
+      hashes.insert(hashes.end(), record_hashes.begin(), record_hashes.end());
+    }
+    return filter.chain_.ReplayMissing(
+        runs, hashes, [&](absl::Span<const Run> missing_runs, absl::Span<const uint64_t> missing) {
+          return filter.PersistJournalRecord(EncodeJournalRecord(missing_runs, missing), sync);
+        });
+  }
+
   void MarkAllPagesDirty(StoredFilter& filter) const override {
     for (bloom::SubFilter* sub = filter.chain_.first(); sub != nullptr; sub = sub->next()) {
       sub->bits().MarkAllPagesDirty();

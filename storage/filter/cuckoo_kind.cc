@@ -129,6 +129,25 @@ class CuckooKind final : public FilterKind {
     return filter.rare_->cuckoo->Replay(changes);
   }
 
+  // The records hold the table values the owner's adds and removes wrote (relocations
+  // included), which the copy writes in order: each slot ends as the owner's last record left
+  // it, also where the copy, exported after the position, held some of them already.
+  absl::StatusOr<size_t> CatchUp(StoredFilter& filter, absl::Span<const absl::string_view> records,
+                                 bool sync) const override {
+    std::vector<bloom::CuckooChange> changes;
+    std::vector<bloom::CuckooChange> decoded;
+    for (const absl::string_view record : records) {
+      RETURN_IF_ERROR(DecodeCuckooJournalRecord(record, decoded));
+      changes.insert(changes.end(), decoded.begin(), decoded.end());
+    }
+    if (changes.empty()) return 0;
+    RETURN_IF_ERROR(filter.rare_->cuckoo->ReplayPersisted(
+        changes, [&](absl::Span<const bloom::CuckooChange> persisted, int before, int after) {
+          return filter.PersistCuckooChanges(persisted, before, after, sync);
+        }));
+    return changes.size();
+  }
+
   void MarkAllPagesDirty(StoredFilter& filter) const override {
     filter.rare_->cuckoo->MarkAllPagesDirty();
   }

@@ -156,6 +156,14 @@ class FilterKind {
                                 absl::string_view value, std::string& scratch) const = 0;
   // Recovery: one journal record of the filter.
   virtual absl::Status Replay(StoredFilter& filter, absl::string_view bytes) const = 0;
+  // A slot move's catch-up of a copy (StoredFilter::CatchUp, the apply lock held exclusively):
+  // the journal records of the filter it was copied from, since the copy's position, written
+  // in order as one change of its own, durable like an add (synced as `sync` says). Answers
+  // how many changes it wrote. FAILED_PRECONDITION, with nothing written, for records it
+  // cannot take (copy the filter whole).
+  virtual absl::StatusOr<size_t> CatchUp(StoredFilter& filter,
+                                         absl::Span<const absl::string_view> records,
+                                         bool sync) const = 0;
   // Import: every page is to be written by the first checkpoint.
   virtual void MarkAllPagesDirty(StoredFilter& filter) const = 0;
   // The metadata record for `state`, listing the body (and `extra`, a Bloom sub-filter being

@@ -248,6 +248,31 @@ absl::Status StoredFilter::PersistNewSubFilter(const bloom::SubFilter& sub, bool
   return absl::OkStatus();
 }
 
+absl::Status StoredFilter::PersistJournalRecord(const std::string& record, bool sync) {
+  rocksdb::WriteBatch batch;
+  const bool creating = AddPendingCreation(batch);
+  batch.Put(db()->journal(), JournalKey(generation_, next_seq_.fetch_add(1)), record);
+  RETURN_IF_ERROR(db()->Write(batch, sync, "journaling a slot move's catch-up"));
+  if (creating) flags_.Clear(kCreationPending);
+  CountJournalBytes(record.size());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<size_t> StoredFilter::CatchUp(absl::Span<const absl::string_view> records,
+                                             bool sync) {
+  size_t written = 0;
+  {
+    // Exclusively: no add or checkpoint sees it half done, and no add races a windowed
+    // chain's catch-up (ScalableFilter::ReplayMissing).
+    bloomsync::WriterMutexLock lock(&apply_mu_);
+    RETURN_IF_ERROR(Addable());
+    ASSIGN_OR_RETURN(written, kind().CatchUp(*this, records, sync));
+  }
+  if (journal_bytes_.load() > 0) MarkChanged();
+  ReportIfOverdue();
+  return written;
+}
+
 absl::Status StoredFilter::PrepareGroupAdd(absl::Span<const uint64_t> hashes, bool* added,
                                            bool sync, rocksdb::WriteBatch& batch,
                                            GroupedAdd& grouped) {

@@ -343,11 +343,12 @@ class StoredFilter {
   absl::Status CuckooAdd(absl::Span<const uint64_t> hashes, bool* added, bool sync);
   // Removes one copy of each item; result[i] whether there was one. Durable like an add.
   absl::StatusOr<std::vector<bool>> CuckooRemove(absl::Span<const uint64_t> hashes, bool sync);
-  // A slot move's catch-up of this copy: writes the table values another store's journal
-  // records hold (its adds and removes since the copy), journalled here as this filter's own
-  // change, durable like an add. FAILED_PRECONDITION (nothing written) for a BLOOM filter or a
-  // change that does not fit the tables: copy the filter whole.
-  absl::Status CuckooCatchUp(absl::Span<const bloom::CuckooChange> changes, bool sync);
+  // A slot move's catch-up of this copy from the journal records of the filter it was copied
+  // from (a CUCKOO filter's, or a windowed BLOOM filter's: FilterKind::CatchUp), journalled
+  // here as this filter's own change, durable like an add. Answers the changes written.
+  // FAILED_PRECONDITION (nothing written) for records that do not apply to it (another kind,
+  // a table or slice it lacks): copy the filter whole; DATA_LOSS for one that does not decode.
+  absl::StatusOr<size_t> CatchUp(absl::Span<const absl::string_view> records, bool sync);
   // Copies held of each item.
   absl::StatusOr<std::vector<uint32_t>> CuckooCount(absl::Span<const uint64_t> hashes);
   // For Export: a copy of the cuckoo chain and the record describing it (live counters),
@@ -473,6 +474,9 @@ class StoredFilter {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(checkpoint_mu_);
   // Writes the creation record if it is pending (the caller holds the apply lock).
   absl::Status PersistPendingCreation(bool sync);
+  // Journals `record` as this filter's next change, with a pending creation record, in one
+  // RocksDB write (a catch-up's: FilterKind::CatchUp; the caller holds the apply lock).
+  absl::Status PersistJournalRecord(const std::string& record, bool sync);
   // Adds the pending creation record, if any, to `batch`; true if it did.
   bool AddPendingCreation(rocksdb::WriteBatch& batch) const;
   // Deletes the journal records after `from_seq` up to `to_seq` (a checkpoint covers them).

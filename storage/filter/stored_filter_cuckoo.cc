@@ -134,24 +134,6 @@ absl::StatusOr<std::vector<bool>> StoredFilter::CuckooRemove(absl::Span<const ui
   return removed;
 }
 
-absl::Status StoredFilter::CuckooCatchUp(absl::Span<const bloom::CuckooChange> changes, bool sync) {
-  bloomsync::ReaderMutexLock lock(&apply_mu_);  // a checkpoint sees it whole or not at all
-  RETURN_IF_ERROR(Addable());
-  if (cuckoo() == nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("'", name(),
-                     "' is a BLOOM filter here: a CUCKOO filter's journal records "
-                     "do not apply to it (copy it whole)"));
-  }
-  RETURN_IF_ERROR(rare_->cuckoo->ReplayPersisted(
-      changes, [&](absl::Span<const bloom::CuckooChange> persisted, int before, int after) {
-        return PersistCuckooChanges(persisted, before, after, sync);
-      }));
-  if (journal_bytes_.load() > 0) MarkChanged();
-  ReportIfOverdue();
-  return absl::OkStatus();
-}
-
 absl::StatusOr<std::vector<uint32_t>> StoredFilter::CuckooCount(absl::Span<const uint64_t> hashes) {
   RETURN_IF_ERROR(Usable());
   if (has_idle_ttl()) TouchIdle(context_->clock->Now());

@@ -32,14 +32,17 @@ struct JournalPosition {
 struct JournalDelta {
   JournalPosition to;            // the position the hashes (or records) reach
   std::vector<uint64_t> hashes;  // of the items added after `from`, in order
-  // A CUCKOO filter's instead: its journal records after `from`, in order, as stored
-  // (storage/format/cuckoo_journal.h: the table values its adds and removes wrote).
-  std::vector<std::string> cuckoo_records;
+  // A CUCKOO filter's or a windowed BLOOM filter's instead: its journal records after `from`,
+  // in order, as stored (storage/format/cuckoo_journal.h: the table values its adds and
+  // removes wrote; storage/format/encoding.h: the hashes each add set and the slices they
+  // went to), which a copy applies (FilterStore::ApplyJournalRecords).
+  std::vector<std::string> records;
   bool more = false;  // max_hashes reached: read again from `to`
 };
-// What a CUCKOO filter's journal record of `bytes` counts against a read's (or an apply's)
-// bound on hashes: one per 8 bytes, about two slot changes, so answers are bounded alike.
-inline size_t CuckooRecordCost(size_t bytes) { return (bytes + 7) / 8; }
+// What a journal record of `bytes` counts against a read's (or an apply's) bound on hashes:
+// one per 8 bytes (a cuckoo record's two slot changes, a windowed record's one hash), so
+// answers are bounded alike.
+inline size_t JournalRecordCost(size_t bytes) { return (bytes + 7) / 8; }
 
 class ReplicatedStore {
  public:
@@ -69,14 +72,14 @@ class ReplicatedStore {
   virtual Database& database() = 0;
   // Slot moves, on a primary (bloom.replication.v1 ReadJournal and ApplyJournal): a copy of a
   // filter caught up from its journal (FilterStore::StartJournal, ReadJournal, AddHashes,
-  // ApplyCuckooRecords).
+  // ApplyJournalRecords).
   virtual absl::StatusOr<JournalPosition> StartJournal(absl::string_view name,
                                                        absl::Duration hold) = 0;
   virtual absl::StatusOr<JournalDelta> ReadJournal(absl::string_view name, JournalPosition from,
                                                    size_t max_hashes, absl::Duration hold) = 0;
   virtual absl::StatusOr<size_t> AddHashes(absl::string_view name,
                                            absl::Span<const uint64_t> hashes) = 0;
-  virtual absl::StatusOr<size_t> ApplyCuckooRecords(
+  virtual absl::StatusOr<size_t> ApplyJournalRecords(
       absl::string_view name, absl::Span<const absl::string_view> records) = 0;
 };
 

@@ -151,10 +151,14 @@ absl::StatusOr<std::vector<bool>> OperationBatch::RemoveItems(
   return removed;
 }
 
-absl::Status OperationBatch::CatchUpCuckoo(absl::string_view name,
-                                           absl::Span<const bloom::CuckooChange> changes) {
-  return WriteAlone(name,
-                    [&](StoredFilter& filter) { return filter.CuckooCatchUp(changes, sync_); });
+absl::StatusOr<size_t> OperationBatch::CatchUp(absl::string_view name,
+                                               absl::Span<const absl::string_view> records) {
+  size_t written = 0;
+  RETURN_IF_ERROR(WriteAlone(name, [&](StoredFilter& filter) -> absl::Status {
+    ASSIGN_OR_RETURN(written, filter.CatchUp(records, sync_));
+    return absl::OkStatus();
+  }));
+  return written;
 }
 
 absl::Status OperationBatch::WriteAlone(

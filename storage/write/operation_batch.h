@@ -77,9 +77,10 @@ class OperationBatch {
   // for other filters are flushed first only when the lookup must wait).
   absl::StatusOr<std::vector<bool>> RemoveItems(absl::string_view name,
                                                 absl::Span<const absl::string_view> items);
-  // As FilterStore::ApplyCuckooRecords (a slot move's catch-up of a CUCKOO filter's copy),
-  // answered now, in its own write like RemoveItems.
-  absl::Status CatchUpCuckoo(absl::string_view name, absl::Span<const bloom::CuckooChange> changes);
+  // As FilterStore::ApplyJournalRecords (a slot move's catch-up of a copy from the owner's
+  // journal records), answered now, in its own write like RemoveItems.
+  absl::StatusOr<size_t> CatchUp(absl::string_view name,
+                                 absl::Span<const absl::string_view> records);
   // As FilterStore::Count (CUCKOO filters), answered now; like a check, it sees every add
   // queued before it.
   absl::StatusOr<std::vector<uint32_t>> Count(absl::string_view name,
@@ -117,7 +118,7 @@ class OperationBatch {
     Operation* operation;
   };
 
-  // A cuckoo filter's own write (RemoveItems, CatchUpCuckoo): `write` on the filter `name`,
+  // A write of its own (RemoveItems, CatchUp): `write` on the filter `name`,
   // looked up again when eviction raced it.
   absl::Status WriteAlone(absl::string_view name,
                           absl::FunctionRef<absl::Status(StoredFilter& filter)> write);
