@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
@@ -509,9 +510,10 @@ absl::StatusOr<size_t> ScalableFilter::ReplayMissing(absl::Span<const Run> runs,
     return absl::InvalidArgumentError(
         absl::StrCat("journal runs count ", total, " items for ", new_hashes.size(), " hashes"));
   }
-  // What each live sub-filter lacks, in order; a hash named twice for one sub-filter once.
-  std::vector<Run> missing_runs;
-  std::vector<uint64_t> missing;
+  // What each live sub-filter lacks, one run per sub-filter (as an add's record has: a record
+  // of more runs than a chain has links does not decode), a hash named twice for it once. The
+  // order of the hashes does not matter: they only set bits.
+  std::map<int, std::vector<uint64_t>> lacking;
   absl::flat_hash_set<std::pair<int, uint64_t>> chosen;
   size_t offset = 0;
   for (const Run& run : runs) {
@@ -519,13 +521,22 @@ absl::StatusOr<size_t> ScalableFilter::ReplayMissing(absl::Span<const Run> runs,
     offset += run.count;
     const SubFilter* sub = sub_filter(run.sub_filter);
     if (sub == nullptr) continue;  // retired: its items have expired
-    const size_t before = missing.size();
     for (const uint64_t hash : hashes) {
       if (!sub->bits().MightContain(hash) && chosen.insert({run.sub_filter, hash}).second) {
-        missing.push_back(hash);
+        lacking[run.sub_filter].push_back(hash);
       }
     }
-    if (missing.size() > before) missing_runs.push_back({run.sub_filter, missing.size() - before});
+  }
+  if (lacking.size() > static_cast<size_t>(kMaxSubFilters)) {
+    return absl::FailedPreconditionError(absl::StrCat("the owner's journal names ", lacking.size(),
+                                                      " live sub-filters, more than a record ",
+                                                      "holds: copy it whole"));
+  }
+  std::vector<Run> missing_runs;
+  std::vector<uint64_t> missing;
+  for (const auto& [index, hashes] : lacking) {
+    missing_runs.push_back({index, hashes.size()});
+    missing.insert(missing.end(), hashes.begin(), hashes.end());
   }
   if (missing.empty()) return 0;
   RETURN_IF_ERROR(persist(missing_runs, missing));

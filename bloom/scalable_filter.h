@@ -181,14 +181,14 @@ class ScalableFilter {
 
   // A slot move's catch-up of a copy (storage's ApplyJournalRecords): the owner's journalled
   // adds `runs` and `new_hashes` (naming the owner's sub-filters, whose indices a copy exported
-  // from it shares), in order. Sets, and counts as added, those their sub-filter does not hold
-  // yet: a copy exported after the owner's position holds some of them already, and counting
-  // those again would fill its sub-filters sooner than the owner's. Runs naming retired
-  // sub-filters are skipped. Checks every run first: FAILED_PRECONDITION (nothing changed) for
-  // a sub-filter this chain never had (the owner opened it after the copy: copy it whole),
-  // INVALID_ARGUMENT when the counts do not add up. `persist` gets what will be set before
-  // anything is; its error changes nothing. Answers how many hashes it set. Must not race
-  // Add, Replay or Retire.
+  // from it shares). Sets, and counts as added, those their sub-filter does not hold yet
+  // (`persist` gets them as one run per sub-filter, as an add's record): a copy exported after the
+  // owner's position holds some of them already, and counting those again would fill its
+  // sub-filters sooner than the owner's. Runs naming retired sub-filters are skipped. Checks every
+  // run first: FAILED_PRECONDITION (nothing changed) for a sub-filter this chain never had (the
+  // owner opened it after the copy: copy it whole), INVALID_ARGUMENT when the counts do not add up.
+  // `persist` gets what will be set before anything is; its error changes nothing. Answers how many
+  // hashes it set. Must not race Add, Replay or Retire.
   absl::StatusOr<size_t> ReplayMissing(absl::Span<const Run> runs,
                                        absl::Span<const uint64_t> new_hashes,
                                        BeforeApplyHook persist);

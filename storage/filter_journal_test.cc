@@ -15,6 +15,8 @@
 #include "common/clock.h"
 #include "gtest/gtest.h"
 #include "storage/filter_store_fixture.h"
+#include "storage/format/cuckoo_journal.h"
+#include "storage/format/encoding.h"
 #include "tests/support/items.h"
 #include "tests/support/testing.h"
 
@@ -71,7 +73,30 @@ class FilterJournalTest : public FilterStoreTest {
 
   // Reads and applies the journal from `at` until caught up (a BLOOM filter's hashes as adds,
   // a CUCKOO filter's records as writes of their values); answers the hashes and records moved.
+  // Every record the copy journals for it decodes, as its recovery after a crash reads them
+  // (a Close checkpoints, which would hide one that does not).
   size_t CatchUp(absl::string_view name, JournalPosition& at, size_t max_hashes) {
+    absl::StatusOr<JournalPosition> copy_at = target_->StartJournal(name, kHold);
+    EXPECT_OK(copy_at.status());
+    const size_t moved = ApplyJournal(name, at, max_hashes);
+    if (copy_at.ok()) ExpectJournalDecodes(name, *copy_at);
+    return moved;
+  }
+  void ExpectJournalDecodes(absl::string_view name, JournalPosition from) {
+    absl::StatusOr<JournalDelta> journalled = target_->ReadJournal(name, from, 1'000'000, kHold);
+    ASSERT_OK(journalled.status());
+    std::vector<bloom::ScalableFilter::Run> runs;
+    std::vector<uint64_t> hashes;
+    std::vector<bloom::CuckooChange> changes;
+    for (const std::string& record : journalled->records) {
+      if (IsCuckooJournalRecord(record)) {
+        EXPECT_OK(DecodeCuckooJournalRecord(record, changes));
+      } else {
+        EXPECT_OK(DecodeJournalRecord(record, runs, hashes));
+      }
+    }
+  }
+  size_t ApplyJournal(absl::string_view name, JournalPosition& at, size_t max_hashes) {
     size_t moved = 0;
     while (true) {
       absl::StatusOr<JournalDelta> delta = store_->ReadJournal(name, at, max_hashes, kHold);
@@ -213,25 +238,43 @@ TEST_F(FilterJournalTest, WindowedFiltersAreCaughtUpInTheSlicesTheirItemsWentTo)
   ASSERT_OK(store_->CheckpointAll());  // the hold keeps the records after the position
   ASSERT_OK(store_->Add("w", Views(racing), nullptr).status());  // nothing new: no record
   clock_.Advance(absl::Seconds(30));                             // within the hold, and the slice
+  // In 100 adds: more records (and runs) than a chain has links, caught up in one change.
   const std::vector<std::string> later = Items("later", 0, 300);
-  ASSERT_OK(store_->Add("w", Views(later), nullptr).status());
+  for (size_t i = 0; i < later.size(); i += 3) {
+    const std::vector<std::string> three(later.begin() + i, later.begin() + i + 3);
+    ASSERT_OK(store_->Add("w", Views(three), nullptr).status());
+  }
   absl::StatusOr<JournalDelta> delta = store_->ReadJournal("w", *at, 1'000'000, kHold);
   ASSERT_OK(delta.status());
   EXPECT_TRUE(delta->hashes.empty()) << "a windowed filter's changes come as records";
-  ASSERT_EQ(delta->records.size(), 2U);  // racing, later
+  ASSERT_EQ(delta->records.size(), 101U);  // racing, then later's
   // Applied in the next slice: the items still go to the one they went to at the owner.
   clock_.Advance(absl::Minutes(15));
   const std::vector<absl::string_view> caught_up(delta->records.begin(), delta->records.end());
+  absl::StatusOr<JournalPosition> copy_at = target_->StartJournal("w", kHold);
+  ASSERT_OK(copy_at.status());
   absl::StatusOr<size_t> written = target_->ApplyJournalRecords("w", caught_up);
   ASSERT_OK(written.status());
   EXPECT_EQ(*written, 300U) << "the racing items were in the copy already";
+  // The copy journalled the change as one record that its recovery reads back (a crash
+  // replays it: Close's checkpoint below would hide a record that does not decode).
+  absl::StatusOr<JournalDelta> journalled = target_->ReadJournal("w", *copy_at, 1'000'000, kHold);
+  ASSERT_OK(journalled.status());
+  ASSERT_EQ(journalled->records.size(), 1U);
+  std::vector<bloom::ScalableFilter::Run> runs;
+  std::vector<uint64_t> hashes;
+  ASSERT_OK(DecodeJournalRecord(journalled->records.front(), runs, hashes));
+  EXPECT_EQ(hashes.size(), 300U);
   std::vector<std::string> all = first;
   all.insert(all.end(), racing.begin(), racing.end());
   all.insert(all.end(), later.begin(), later.end());
   ExpectSameAnswers(*store_, *target_, "w", all);
-  // The items' ages are the owner's, also after the copy's restart: all are remembered for the
-  // window, and forgotten alike once their slice has expired.
+  // The items' ages are the owner's, also after the copy's restart (which reads the change
+  // back from its journal): all are remembered for the window, and forgotten alike once their
+  // slice has expired.
   OpenTarget();
+  absl::StatusOr<FilterInfo> reopened = target_->Stats("w");
+  ASSERT_OK(reopened.status());
   clock_.Advance(absl::Minutes(40));  // 55.5 minutes after `later` was added
   ExpectSameAnswers(*store_, *target_, "w", all);
   absl::StatusOr<std::vector<bool>> remembered = target_->MightContain("w", Views(later));

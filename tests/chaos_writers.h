@@ -52,6 +52,15 @@ inline bloom::v1::FilterSpec Spec() {
   return spec;
 }
 
+// Spec() with a window of an hour in 4 slices: longer than any chaos run, so that no
+// acknowledged add expires before the checks.
+inline bloom::v1::FilterSpec WindowedSpec() {
+  bloom::v1::FilterSpec spec = Spec();
+  spec.mutable_window()->set_seconds(3600);
+  spec.set_window_slices(4);
+  return spec;
+}
+
 // Adds acknowledged by some pod, by filter: what every pod must hold afterwards.
 class Acknowledged {
  public:
@@ -92,20 +101,26 @@ inline void ExpectAllPresent(const std::string& target,
 
 // C++ writers: pipelined clients, one per pod, adding batches of new items to `filters`
 // filters (chaos:cpp0, chaos:cpp1, ...) until stopped; each acknowledged batch is recorded.
+// With `windowed_every` n > 0, every n-th filter is made with WindowedSpec().
 class CppWriters {
  public:
-  CppWriters(const std::vector<std::string>& targets, Acknowledged* acknowledged, int filters = 4)
+  CppWriters(const std::vector<std::string>& targets, Acknowledged* acknowledged, int filters = 4,
+             int windowed_every = 0)
       : acknowledged_(acknowledged) {
     for (size_t w = 0; w < targets.size(); ++w) {
-      threads_.emplace_back([this, target = targets[w], w, filters] {
+      threads_.emplace_back([this, target = targets[w], w, filters, windowed_every] {
         bloomclient::ClientOptions options;
         options.pipelined = true;
         options.timeout = absl::Seconds(8);
         std::unique_ptr<bloomclient::BloomClient> client =
             bloomclient::BloomClient::Connect(target, options);
-        const bloom::v1::FilterSpec spec = Spec();
+        const bloom::v1::FilterSpec plain = Spec();
+        const bloom::v1::FilterSpec windowed = WindowedSpec();
         for (int batch = 0; !stop_.load(); ++batch) {
-          const std::string filter = absl::StrCat("chaos:cpp", batch % filters);
+          const int index = batch % filters;
+          const std::string filter = absl::StrCat("chaos:cpp", index);
+          const bloom::v1::FilterSpec& spec =
+              windowed_every > 0 && index % windowed_every == windowed_every - 1 ? windowed : plain;
           std::vector<std::string> items;
           for (int i = 0; i < 20; ++i) items.push_back(absl::StrCat("cpp-", w, "-", batch, "-", i));
           if (client->Add(filter, items, &spec).ok()) {

@@ -530,7 +530,10 @@ TEST(HostileLimitsTest, TokenlessHealthFloodsAreBoundedWithHealthOpen) {
     }
   }
   EXPECT_EQ(ended, 720) << reports[0];
-  EXPECT_LT(server->PeakResidentKb(), 600u << 10) << "after " << sent << " bytes sent";
+  // Typically 100 to 250 MB (150 to 350 MB sent). The floods get more in before a call's
+  // 100 ms pass when the server's threads are slow to run: 610 MB held of 835 MB sent was seen
+  // once on a loaded 2-core machine. Unbounded, the server held 2.5 GB and more.
+  EXPECT_LT(server->PeakResidentKb(), 1024u << 10) << "after " << sent << " bytes sent";
   ExpectProbedAndServing(server->target(), server->target(), "a-token");
 }
 

@@ -2,9 +2,10 @@
 // failover_chaos_test.cc: two groups of three pods (each electing its primary through etcd,
 // --min_replica_acks=1), one shard map of 64 slots, a real 3-member etcd. The C++ pipelined
 // client and the Python client write through every pod, neither routing by the map (so every
-// pod forwards other groups' operations, Pipeline streams included), and readers read through
-// every pod. A mover moves two ranges of slots back and forth between the groups (bloom-cli
-// cluster move, run again until it succeeds) while the nemesis, one fault at a time:
+// pod forwards other groups' operations, Pipeline streams included), half of the C++ client's
+// filters windowed (their copies caught up in the slices their items went to), and readers
+// read through every pod. A mover moves two ranges of slots back and forth between the groups
+// (bloom-cli cluster move, run again until it succeeds) while the nemesis, one fault at a time:
 // - kills a group's primary (SIGKILL) and restarts it, 4 times;
 // - stops a group's primary (SIGSTOP) for twice its lease's TTL, then resumes it, twice;
 // - kills one etcd member and restarts it, twice.
@@ -381,7 +382,7 @@ TEST_F(ShardingChaosTest, MovesUnderFaultsLoseNoAcknowledgedAddAndNoSlotHasTwoOw
 
   StartReaders();
   {
-    CppWriters cpp(Targets(), &acknowledged_, /*filters=*/16);
+    CppWriters cpp(Targets(), &acknowledged_, /*filters=*/16, /*windowed_every=*/2);
     PolyglotWriters python(Targets(), scratch_.path(), &acknowledged_, {"python"});
     WaitForReaders();
     StartMover();

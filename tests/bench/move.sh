@@ -13,11 +13,14 @@
 # rounds catch up from the journal too (the table values their adds wrote; a mover from before
 # that, CLI=..., copies each one changed since the last round whole again); WRITTEN is how many
 # of the filters the writer adds to (default: all), so that the rest stay unchanged as most
-# per-user filters are at any moment.
+# per-user filters are at any moment. KIND=windowed makes BLOOM filters with a window (an
+# hour in 4 slices), whose copies the rounds catch up from the journal in the slices their
+# items went to (a mover from before that copies each one changed whole again).
 #
 #   tests/bench/move.sh                      # 1 GB of filters
 #   SIZE_MB=256 WRITE_BATCHES=0 tests/bench/move.sh
 #   KIND=cuckoo WRITTEN=4 tests/bench/move.sh
+#   KIND=windowed SIZE_MB=512 tests/bench/move.sh
 #
 # Needs the README's set-up (./scripts/test.sh has built everything) and etcd (etcd-server).
 set -euo pipefail
@@ -83,6 +86,11 @@ from bloom_client import BloomClient
 from bloom_shards import slot_of
 port, filters, size_mb, kind = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 capacity = int(size_mb * 1e6 / filters / 1.2)
+# A windowed filter: an hour in 4 slices, each holding a quarter of the capacity (5 of them
+# live at the turn of a slice).
+window = {"window": 3600, "window_slices": 4} if kind == "windowed" else {}
+if window:
+    kind, capacity = "bloom", int(capacity / 1.25)
 client = BloomClient(f"127.0.0.1:{port}", timeout=60)
 made, n = 0, 0
 while made < filters:
@@ -90,7 +98,8 @@ while made < filters:
     n += 1
     if slot_of(name, 4096) > 1023:
         continue
-    client.reserve(name, capacity=capacity, error_rate=0.01, non_scaling=True, kind=kind)
+    client.reserve(name, capacity=capacity, error_rate=0.01, non_scaling=True, kind=kind,
+                   **window)
     client.add(name, [f"item-{i}" for i in range(1000)])
     made += 1
 PY
