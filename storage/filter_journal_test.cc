@@ -96,6 +96,17 @@ class FilterJournalTest : public FilterStoreTest {
       }
     }
   }
+  // Applies to the copy, in one call, the records `name` journalled since `at` (there must be
+  // some), which it keeps in `read`; answers the copy's status.
+  absl::Status ApplyRecordsSince(absl::string_view name, JournalPosition at,
+                                 std::vector<std::string>& read) {
+    absl::StatusOr<JournalDelta> delta = store_->ReadJournal(name, at, 1'000'000, kHold);
+    if (!delta.ok()) return delta.status();
+    EXPECT_FALSE(delta->records.empty());
+    read = std::move(delta->records);
+    const std::vector<absl::string_view> records(read.begin(), read.end());
+    return target_->ApplyJournalRecords(name, records).status();
+  }
   size_t ApplyJournal(absl::string_view name, JournalPosition& at, size_t max_hashes) {
     size_t moved = 0;
     while (true) {
@@ -292,11 +303,8 @@ TEST_F(FilterJournalTest, WindowedFiltersAreCaughtUpInTheSlicesTheirItemsWentTo)
   ASSERT_OK(at.status());
   const std::vector<std::string> newest = Items("newest", 0, 20);
   ASSERT_OK(store_->Add("w", Views(newest), nullptr).status());
-  absl::StatusOr<JournalDelta> grown = store_->ReadJournal("w", *at, 1'000'000, kHold);
-  ASSERT_OK(grown.status());
-  ASSERT_FALSE(grown->records.empty());
-  const std::vector<absl::string_view> records(grown->records.begin(), grown->records.end());
-  const absl::Status refused = target_->ApplyJournalRecords("w", records).status();
+  std::vector<std::string> records;
+  const absl::Status refused = ApplyRecordsSince("w", *at, records);
   EXPECT_TRUE(absl::IsFailedPrecondition(refused)) << refused;
   EXPECT_TRUE(absl::StrContains(refused.message(), "copy it whole")) << refused;
   absl::StatusOr<std::vector<bool>> untouched = target_->MightContain("w", Views(newest));
@@ -305,7 +313,7 @@ TEST_F(FilterJournalTest, WindowedFiltersAreCaughtUpInTheSlicesTheirItemsWentTo)
   // Nor do they apply to a filter without a window.
   ASSERT_OK(target_->Reserve("plain", FilterParams{1'000, 0.01}).status());
   EXPECT_TRUE(absl::IsFailedPrecondition(
-      target_->ApplyJournalRecords("plain", {records.front()}).status()));
+      target_->ApplyJournalRecords("plain", {journalled->records.front()}).status()));
   EXPECT_TRUE(absl::IsNotFound(store_->StartJournal("missing", kHold).status()));
 }
 
@@ -400,12 +408,10 @@ TEST_F(CuckooJournalTest, RecordsTheCopyCannotHoldChangeNothing) {
   CopyWhole("c");
   // The owner's chain grows a table: a record names it, and the copy has only one.
   ASSERT_OK(store_->Add("c", Views(Items("b", 0, 2'000)), nullptr).status());
-  absl::StatusOr<JournalDelta> grown = store_->ReadJournal("c", *at, 100'000, kHold);
-  ASSERT_OK(grown.status());
-  ASSERT_FALSE(grown->records.empty());
-  const std::vector<absl::string_view> records(grown->records.begin(), grown->records.end());
-  const absl::Status refused = target_->ApplyJournalRecords("c", records).status();
+  std::vector<std::string> records;
+  const absl::Status refused = ApplyRecordsSince("c", *at, records);
   EXPECT_TRUE(absl::IsFailedPrecondition(refused)) << refused;
+  ASSERT_FALSE(records.empty());
   absl::StatusOr<std::vector<uint32_t>> untouched = target_->Count("c", Views(Items("b", 0, 100)));
   ASSERT_OK(untouched.status());
   EXPECT_LE(std::count(untouched->begin(), untouched->end(), 1u), 5)
