@@ -513,8 +513,7 @@ absl::StatusOr<size_t> ScalableFilter::ReplayMissing(absl::Span<const Run> runs,
   // What each live sub-filter lacks, one run per sub-filter (as an add's record has: a record
   // of more runs than a chain has links does not decode), a hash named twice for it once. The
   // order of the hashes does not matter: they only set bits.
-  std::map<int, std::vector<uint64_t>> lacking;
-  absl::flat_hash_set<std::pair<int, uint64_t>> chosen;
+  std::map<int, absl::flat_hash_set<uint64_t>> lacking;
   size_t offset = 0;
   for (const Run& run : runs) {
     const absl::Span<const uint64_t> hashes = new_hashes.subspan(offset, run.count);
@@ -522,9 +521,7 @@ absl::StatusOr<size_t> ScalableFilter::ReplayMissing(absl::Span<const Run> runs,
     const SubFilter* sub = sub_filter(run.sub_filter);
     if (sub == nullptr) continue;  // retired: its items have expired
     for (const uint64_t hash : hashes) {
-      if (!sub->bits().MightContain(hash) && chosen.insert({run.sub_filter, hash}).second) {
-        lacking[run.sub_filter].push_back(hash);
-      }
+      if (!sub->bits().MightContain(hash)) lacking[run.sub_filter].insert(hash);
     }
   }
   if (lacking.size() > static_cast<size_t>(kMaxSubFilters)) {
