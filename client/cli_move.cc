@@ -39,6 +39,10 @@ constexpr uint64_t kSmallRound = 20'000;
 constexpr uint64_t kSmallRoundBytes = 16 << 20;
 constexpr int kMaxCatchUpRounds = 10;
 
+std::string Millis(absl::Duration duration) {
+  return absl::StrCat(absl::ToInt64Milliseconds(duration), " ms");
+}
+
 // A filter of the moving slots, as List showed it. Every filter's copy follows the owner's
 // journal (client/move_catch_up.h): a BLOOM filter's copy is caught up with the items added
 // since, a CUCKOO filter's with the table values its adds and removes wrote since, a windowed
@@ -107,7 +111,12 @@ class Mover {
   uint64_t round_records_ = 0;        // ... and CUCKOO filters' journal records
   uint64_t records_ = 0;              // ... all rounds'
   uint64_t round_bytes_ = 0;          // bytes the last round copied whole
-  uint64_t hashes_ = 0;               // ... all rounds'
+  // Where the last round's time went: listing the filters held (at the owner, and once
+  // paused at the target), catching the copies up, copying filters whole.
+  absl::Duration round_listing_;
+  absl::Duration round_catching_up_;
+  absl::Duration round_copying_;
+  uint64_t hashes_ = 0;  // ... all rounds'
 };
 
 void Mover::Prepare(grpc::ClientContext& context) const {
@@ -323,9 +332,12 @@ int Mover::Run(uint32_t first, uint32_t last, const std::string& to, bool abort)
   std::cout << "writes to slots " << first_ << "-" << last_ << " paused (shard map version "
             << paused_version << ")" << std::endl;
   if (absl::Status seen = WaitForVersion(from_, paused_version); !seen.ok()) return Error(seen);
+  const absl::Duration owner_waited = absl::Now() - pause_start;
   absl::StatusOr<size_t> last_changes = CopyRound(/*paused=*/true);
   if (!last_changes.ok()) return Error(last_changes.status());
+  const absl::Time followers_start = absl::Now();
   if (absl::Status applied = WaitForFollowers(to_); !applied.ok()) return Error(applied);
+  const absl::Duration followers_waited = absl::Now() - followers_start;
   absl::StatusOr<uint64_t> finished = Step(rv1::MoveStep::STEP_FINISH);
   if (!finished.ok()) return Error(finished.status());
   const absl::Duration pause = absl::Now() - pause_start;
@@ -345,6 +357,11 @@ int Mover::Run(uint32_t first, uint32_t last, const std::string& to, bool abort)
             << absl::ToInt64Milliseconds(pause) << " ms (" << *last_changes
             << " filters copied whole and " << round_hashes_ << " items and " << round_records_
             << " journal records caught up meanwhile)" << std::endl;
+  std::cout << "the pause: " << Millis(owner_waited) << " waiting for the owner's pods, "
+            << Millis(round_listing_) << " listing filters, " << Millis(round_catching_up_)
+            << " catching " << cursors_.size() << " copies up, " << Millis(round_copying_)
+            << " copying whole, " << Millis(followers_waited)
+            << " waiting for the target's followers" << std::endl;
   return 0;
 }
 
@@ -496,8 +513,11 @@ absl::StatusOr<size_t> Mover::CopyRound(bool paused) {
 absl::StatusOr<size_t> Mover::CopyRoundOnce(bool paused) {
   absl::StatusOr<std::string> from = PrimaryOf(from_);
   if (!from.ok()) return from.status();
+  absl::Time phase = absl::Now();
   absl::StatusOr<std::map<std::string, Seen>> held = ListHeld(*from);
   if (!held.ok()) return held.status();
+  round_listing_ = absl::Now() - phase;
+  phase = absl::Now();
   size_t copied = 0;
   const uint64_t bytes_before = bytes_;
   for (const auto& [name, seen] : *held) {
@@ -508,12 +528,16 @@ absl::StatusOr<size_t> Mover::CopyRoundOnce(bool paused) {
     copied_[name] = seen;
     ++copied;
   }
+  round_copying_ = absl::Now() - phase;
   absl::StatusOr<std::string> to = PrimaryOf(to_);
   if (!to.ok()) return to.status();
+  phase = absl::Now();
   absl::StatusOr<CatchUpRound> round =
       CatchUp(Pod(*from).channel(), Pod(*to).channel(), cursors_,
               [this](grpc::ClientContext& context) { Prepare(context); });
   if (!round.ok()) return round.status();
+  round_catching_up_ = absl::Now() - phase;
+  phase = absl::Now();
   round_hashes_ = round->hashes;
   hashes_ += round->hashes;
   round_records_ = round->records;
@@ -524,10 +548,13 @@ absl::StatusOr<size_t> Mover::CopyRoundOnce(bool paused) {
     ++copied;
   }
   round_bytes_ = bytes_ - bytes_before;
+  round_copying_ += absl::Now() - phase;
   if (paused) {
     // Copies of filters deleted (or never there) at the owner go too.
+    phase = absl::Now();
     absl::StatusOr<std::map<std::string, Seen>> copies = ListHeld(*to);
     if (!copies.ok()) return copies.status();
+    round_listing_ += absl::Now() - phase;
     for (const auto& [name, seen] : *copies) {
       if (held->count(name) != 0) continue;
       absl::Status deleted = DeleteAt(to_, name);

@@ -174,6 +174,10 @@ TEST_F(ShardingTest, MovingSlotsUnderWritesLosesNoAcknowledgedAdd) {
   ASSERT_TRUE(std::regex_search(moved.out, paused, std::regex("writes paused ([0-9]+) ms")))
       << moved.out;
   EXPECT_LT(std::stoi(paused[1]), 5000) << moved.out;
+  EXPECT_TRUE(std::regex_search(
+      moved.out, std::regex("the pause: [0-9]+ ms waiting for the owner's pods, [0-9]+ ms listing "
+                            "filters, [0-9]+ ms catching [0-9]+ copies up")))
+      << moved.out;
   // While writes paused, the copies were caught up from the owner's journal: at most one filter
   // was copied whole (the windowed one if its owner opened a slice since its copy, the cuckoo
   // one if its chain grew a table). (Unless the first run was killed after it paused

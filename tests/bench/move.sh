@@ -15,12 +15,17 @@
 # of the filters the writer adds to (default: all), so that the rest stay unchanged as most
 # per-user filters are at any moment. KIND=windowed makes BLOOM filters with a window (an
 # hour in 4 slices), whose copies the rounds catch up from the journal in the slices their
-# items went to (a mover from before that copies each one changed whole again).
+# items went to (a mover from before that copies each one changed whole again). ITEMS is how
+# many items each filter is given at first (default 1,000). OTHER_FILTERS more filters
+# (capacity 1,000, one item each: per-user filters) are made first over every slot, a quarter
+# of them in the moving slots, so that the group holds many filters, as one serving a filter
+# per user does.
 #
 #   tests/bench/move.sh                      # 1 GB of filters
 #   SIZE_MB=256 WRITE_BATCHES=0 tests/bench/move.sh
 #   KIND=cuckoo WRITTEN=4 tests/bench/move.sh
 #   KIND=windowed SIZE_MB=512 tests/bench/move.sh
+#   OTHER_FILTERS=400000 FILTERS=64 SIZE_MB=64 ITEMS=10 WRITTEN=8 tests/bench/move.sh
 #
 # Needs the README's set-up (./scripts/test.sh has built everything) and etcd (etcd-server).
 set -euo pipefail
@@ -32,6 +37,8 @@ RATE=${RATE:-200000}
 WRITE_BATCHES=${WRITE_BATCHES:-1}
 KIND=${KIND:-bloom}
 WRITTEN=${WRITTEN:-$FILTERS}
+ITEMS=${ITEMS:-1000}
+OTHER_FILTERS=${OTHER_FILTERS:-0}
 SERVER=$BUILD/server/bloom-server
 BENCH=$BUILD/loadtest/bloom-bench
 CLI=${CLI:-$BUILD/client/bloom-cli}  # another bloom-cli: compare movers
@@ -77,14 +84,20 @@ wait_serving "127.0.0.1:$A_PORT"
 wait_serving "127.0.0.1:$B_PORT"
 "$CLI" --server="127.0.0.1:$A_PORT" cluster init bench/a bench/b >/dev/null
 
+if [[ $OTHER_FILTERS -gt 0 ]]; then
+  "$BENCH" --target=bloom --address="127.0.0.1:$A_PORT" --clients=4 --batch=1 --mix=query \
+    --create_filters --filters="$OTHER_FILTERS" --capacity=1000 --error_rate=0.01 \
+    --ops=1 --label=others >"$WORK/others.out"
+fi
 # The filters to move: FILTERS names in slots 0-1023, each about SIZE_MB/FILTERS MB of bits
 # (a BLOOM filter at 1% takes about 1.2 bytes per item of capacity).
 PYTHONPATH=$BUILD/protos/python:client/python /usr/bin/python3 - "$A_PORT" "$FILTERS" "$SIZE_MB" \
-  "$KIND" <<'PY'
+  "$KIND" "$ITEMS" <<'PY'
 import sys
 from bloom_client import BloomClient
 from bloom_shards import slot_of
 port, filters, size_mb, kind = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+items = int(sys.argv[5])
 capacity = int(size_mb * 1e6 / filters / 1.2)
 # A windowed filter: an hour in 4 slices, each holding a quarter of the capacity (5 of them
 # live at the turn of a slice).
@@ -100,7 +113,7 @@ while made < filters:
         continue
     client.reserve(name, capacity=capacity, error_rate=0.01, non_scaling=True, kind=kind,
                    **window)
-    client.add(name, [f"item-{i}" for i in range(1000)])
+    client.add(name, [f"item-{i}" for i in range(items)])
     made += 1
 PY
 
@@ -167,5 +180,5 @@ printf 'move of %s MB in %d filters: %.1f s, %.0f MB/s, writes to the moving slo
   "$((bytes / 1000000))" "$FILTERS" "$seconds" "$(echo "$bytes / $seconds / 1000000" | bc -l)" \
   "$paused"
 echo "load during the move: $(sed -n 's/.*latency per request: \(.*\)/\1/p' "$WORK/during.out")"
-grep '^round\|^copied\|^moved' "$WORK/move.out"
+grep '^round\|^copied\|^moved\|^the pause' "$WORK/move.out"
 if [[ $WRITE_BATCHES == 1 ]]; then echo "writer: $(cat "$WORK/writer.out")"; fi
