@@ -42,34 +42,9 @@ OTHER_FILTERS=${OTHER_FILTERS:-0}
 SERVER=$BUILD/server/bloom-server
 BENCH=$BUILD/loadtest/bloom-bench
 CLI=${CLI:-$BUILD/client/bloom-cli}  # another bloom-cli: compare movers
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for pid in "${PIDS[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-free_port() {
-  /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-wait_serving() {
-  for _ in $(seq 200); do
-    if "$CLI" --server="$1" health >/dev/null 2>&1; then return 0; fi
-    sleep 0.05
-  done
-  echo "move.sh: $1 did not start" >&2
-  exit 1
-}
-
-ETCD_PORT=$(free_port)
-PEER_PORT=$(free_port)
-etcd --data-dir="$WORK/etcd" --listen-client-urls="http://127.0.0.1:$ETCD_PORT" \
-  --advertise-client-urls="http://127.0.0.1:$ETCD_PORT" \
-  --listen-peer-urls="http://127.0.0.1:$PEER_PORT" \
-  --initial-advertise-peer-urls="http://127.0.0.1:$PEER_PORT" \
-  --initial-cluster="default=http://127.0.0.1:$PEER_PORT" --log-level=error >/dev/null 2>&1 &
-PIDS+=($!)
+# shellcheck source=tests/bench/bench_env.sh
+source tests/bench/bench_env.sh
+start_etcd
 A_PORT=$(free_port)
 B_PORT=$(free_port)
 for group in a b; do

@@ -43,75 +43,11 @@ FILTERS=${FILTERS:-1024}
 RATE=${RATE:-100000}
 # Many filters (per-user filters, say), so that both groups get about half of them.
 CAPACITY=${CAPACITY:-100000}
-SERVER=$BUILD/server/bloom-server
 BENCH=$BUILD/loadtest/bloom-bench
-CLI=$BUILD/client/bloom-cli
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for pid in "${PIDS[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-free_port() {
-  /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-wait_serving() {  # address
-  for _ in $(seq 200); do
-    if "$CLI" --server="$1" health >/dev/null 2>&1; then return 0; fi
-    sleep 0.05
-  done
-  echo "sharding.sh: $1 did not start" >&2
-  exit 1
-}
-
-ETCD_PORT=$(free_port)
-PEER_PORT=$(free_port)
-etcd --data-dir="$WORK/etcd" --listen-client-urls="http://127.0.0.1:$ETCD_PORT" \
-  --advertise-client-urls="http://127.0.0.1:$ETCD_PORT" \
-  --listen-peer-urls="http://127.0.0.1:$PEER_PORT" \
-  --initial-advertise-peer-urls="http://127.0.0.1:$PEER_PORT" \
-  --initial-cluster="default=http://127.0.0.1:$PEER_PORT" --log-level=error >/dev/null 2>&1 &
-PIDS+=($!)
-
-ONE_PORT=$(free_port)
-"$SERVER" --listen="127.0.0.1:$ONE_PORT" --data_dir="$WORK/one" >"$WORK/one.log" 2>&1 &
-ONE_PID=$!
-PIDS+=("$ONE_PID")
-A_PORT=$(free_port)
-B_PORT=$(free_port)
-start_group() {  # name port
-  "$SERVER" --listen="127.0.0.1:$2" --advertise_address="127.0.0.1:$2" --data_dir="$WORK/$1" \
-    --etcd_endpoints="127.0.0.1:$ETCD_PORT" --cluster="bench/$1" --shard_map=bench/shardmap \
-    --allow_unauthenticated_replication >"$WORK/$1.log" 2>&1 &
-  PIDS+=($!)
-}
-start_group a "$A_PORT"
-A_PID=${PIDS[-1]}
-SOLO_PORT=$(free_port)
-"$SERVER" --listen="127.0.0.1:$SOLO_PORT" --advertise_address="127.0.0.1:$SOLO_PORT" \
-  --data_dir="$WORK/solo" --etcd_endpoints="127.0.0.1:$ETCD_PORT" --cluster=solo/a \
-  --shard_map=solo/shardmap --allow_unauthenticated_replication >"$WORK/solo.log" 2>&1 &
-SOLO_PID=$!
-PIDS+=("$SOLO_PID")
-start_group b "$B_PORT"
-B_PID=${PIDS[-1]}
-wait_serving "127.0.0.1:$ONE_PORT"
-wait_serving "127.0.0.1:$A_PORT"
-wait_serving "127.0.0.1:$B_PORT"
-wait_serving "127.0.0.1:$SOLO_PORT"
-"$CLI" --server="127.0.0.1:$A_PORT" cluster init bench/a bench/b >/dev/null
-"$CLI" --server="127.0.0.1:$SOLO_PORT" cluster init solo/a >/dev/null
-# Both pods hold the map and know both primaries.
-for _ in $(seq 200); do
-  if "$CLI" --server="127.0.0.1:$B_PORT" cluster shards | grep -q "bench/a: .*primary 127" &&
-     "$CLI" --server="127.0.0.1:$A_PORT" cluster shards | grep -q "bench/b: .*primary 127"; then
-    break
-  fi
-  sleep 0.05
-done
+# shellcheck source=tests/bench/bench_env.sh
+source tests/bench/bench_env.sh
+# shellcheck source=tests/bench/sharded_deployment.sh
+source tests/bench/sharded_deployment.sh
 
 # run LABEL RATE ADDRESS ROUTING PID [MORE_PIDS]: one measured run (RUN_CLIENTS clients, or
 # CLIENTS); prints "keys/s cpu-per-million".
