@@ -11,7 +11,7 @@
 namespace storage {
 namespace {
 
-const absl::Time kStart = absl::FromUnixSeconds(1'000'000);
+constexpr absl::Time kStart = absl::FromUnixSeconds(1'000'000);
 constexpr absl::Duration kHold = absl::Minutes(1);
 
 TEST(JournalHoldsTest, AHoldCoversItsSequenceUntilItLapses) {
