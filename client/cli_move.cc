@@ -111,12 +111,12 @@ class Mover {
   uint64_t round_records_ = 0;        // ... and CUCKOO filters' journal records
   uint64_t records_ = 0;              // ... all rounds'
   uint64_t round_bytes_ = 0;          // bytes the last round copied whole
+  uint64_t hashes_ = 0;               // item hashes caught up, all rounds'
   // Where the last round's time went: listing the filters held (at the owner, and once
   // paused at the target), catching the copies up, copying filters whole.
   absl::Duration round_listing_;
   absl::Duration round_catching_up_;
   absl::Duration round_copying_;
-  uint64_t hashes_ = 0;  // ... all rounds'
 };
 
 void Mover::Prepare(grpc::ClientContext& context) const {
