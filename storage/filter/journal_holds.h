@@ -42,8 +42,8 @@ class JournalHolds {
     if (holds_.size() > sweep_above_) {
       Sweep(now);
       // The next sweep once the table has doubled: a move holds every filter of its slots,
-      // all live, and a sweep on each hold past a fixed size made a round of N holds cost N^2
-      // (25,000 filters: 1.6 s of a move's pause).
+      // all live, and sweeping on each hold past a fixed size would make a round of N holds
+      // cost N^2.
       sweep_above_ = std::max(kSweepAbove, 2 * holds_.size());
     }
     count_.store(holds_.size(), std::memory_order_release);
