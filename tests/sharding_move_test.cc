@@ -115,8 +115,9 @@ class Writers {
       absl::SleepFor(absl::Milliseconds(2));  // a steady stream, not a flood to check after
       const std::string& name = names_[(n + writer) % names_.size()];
       const std::string item = absl::StrCat("w", writer, "-", n);
-      // Each item is sent once: an add that failed may still have been made (a forwarded
-      // write whose answer was lost), and sent again a CUCKOO filter would count it twice.
+      // Each item is sent once: an add that failed may still have been made (one running when
+      // its slot's writes paused is answered "it may or may not have been made"), and sent
+      // again a CUCKOO filter would count it twice.
       const absl::Status added = client->Add(name, {item}).status();
       if (added.ok()) {
         std::lock_guard<std::mutex> lock(mu_);
@@ -242,9 +243,8 @@ TEST_F(ShardingTest, MovingSlotsUnderWritesLosesNoAcknowledgedAdd) {
   // which replaying the same record twice does not change.
   absl::StatusOr<std::vector<uint32_t>> counts = admin->Count(cuckoo, by_filter[cuckoo]);
   ASSERT_TRUE(counts.ok()) << counts.status();
-  for (const uint32_t count : *counts) {
-    EXPECT_EQ(count, 1U) << "adds that failed: " << absl::StrJoin(writers.Failed(), "; ");
-  }
+  const std::string failed = absl::StrJoin(writers.Failed(), "; ");
+  for (const uint32_t count : *counts) EXPECT_EQ(count, 1U) << "adds that failed: " << failed;
   // Group a holds no copy of the moved filters any more; it keeps its own.
   bloomclient::ClientOptions mover;
   mover.metadata.emplace_back("bloom-shard-move", "1");

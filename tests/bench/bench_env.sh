@@ -4,7 +4,8 @@
 #   free_port     prints a free port on 127.0.0.1;
 #   wait_serving  ADDRESS: waits until `$CLI health` answers there (up to $START_SECONDS, default
 #                 10), or ends the bench;
-#   start_etcd    starts a one-member etcd in $WORK/etcd and sets ETCD_PORT.
+#   start_etcd    starts a one-member etcd in $WORK/etcd and sets ETCD_PORT;
+#   ratio A B     prints A / B;  median X...  prints the median of the numbers.
 WORK=$(mktemp -d)
 PIDS=()
 cleanup() {
@@ -37,3 +38,5 @@ start_etcd() {
     --initial-cluster="default=http://127.0.0.1:$peer_port" --log-level=error >/dev/null 2>&1 &
   PIDS+=($!)
 }
+ratio() { echo "$1 / $2" | bc -l; }
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }

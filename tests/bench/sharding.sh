@@ -78,7 +78,6 @@ together() {
   wait "${pids[@]}"
   for spec in "$@"; do cat "$WORK/${spec%%:*}.res"; done
 }
-ratio() { echo "$1 / $2" | bc -l; }
 
 declare -a SOLO SAME_WORK SAME_PER_GROUP HOP
 L=127.0.0.1
@@ -104,6 +103,5 @@ for round in $(seq 0 "$ROUNDS"); do
     "$round" "$one_cpu" "$solo_cpu" "${SOLO[-1]}" "$direct_cpu" "${SAME_WORK[-1]}" "$solo2_cpu" \
     "$direct2_cpu" "${SAME_PER_GROUP[-1]}" "$direct2_keys" "$hop_cpu" "$hop_keys" "$alone_cpu" "${HOP[-1]}"
 done
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 printf 'median server CPU per key: one sharded group %.2fx one server (routing every call); two groups routed directly %.2fx one group at the same work per group, %.2fx one group at the same work in all; half the calls forwarded once %.2fx direct\n' \
   "$(median "${SOLO[@]}")" "$(median "${SAME_PER_GROUP[@]}")" "$(median "${SAME_WORK[@]}")" "$(median "${HOP[@]}")"

@@ -23,7 +23,8 @@
 # filters and is not counted; ROUNDS more follow.
 #
 #   tests/bench/sharding_instructions.sh                 # 2 rounds of 40,000 keys per group
-#   ROUNDS=3 KEYS=20000 tests/bench/sharding_instructions.sh
+#   ROUNDS=3 KEYS=60000 tests/bench/sharding_instructions.sh   # docs/performance.md's figures
+#   DEBUG=1 ...                                  # also prints each server's count per run
 #
 # Needs the README's set-up (./scripts/test.sh has built everything), etcd (etcd-server) and
 # valgrind. Under callgrind a server runs some 50 times slower: RATE stays low so that every
@@ -89,7 +90,6 @@ run() {
   [[ -n $keys && $keys -gt 0 ]] || { cat "$WORK/$label.out" >&2; exit 1; }
   echo "$counted / $keys" | bc -l
 }
-ratio() { echo "$1 / $2" | bc -l; }
 
 declare -a SOLO DIRECT HOP
 L=127.0.0.1
@@ -108,6 +108,5 @@ for round in $(seq 0 "$ROUNDS"); do
   printf 'round %d, instructions per key: one server %.0f; one sharded group %.0f (%.3fx); two groups routed directly %.0f (%.3fx one group); through one pod %.0f (%.3fx direct)\n' \
     "$round" "$one" "$solo" "${SOLO[-1]}" "$direct" "${DIRECT[-1]}" "$hop" "${HOP[-1]}"
 done
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 printf 'median instructions per key: one sharded group %.3fx one server; two groups routed directly %.3fx one group at the same work per group; half the calls forwarded once %.3fx direct\n' \
   "$(median "${SOLO[@]}")" "$(median "${DIRECT[@]}")" "$(median "${HOP[@]}")"
