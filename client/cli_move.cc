@@ -188,10 +188,16 @@ absl::StatusOr<std::map<std::string, Seen>> Mover::ListHeld(const std::string& a
   std::string token;
   do {
     grpc::ClientContext context;
-    Prepare(context);  // a mover's List: the pod's own filters only
+    Prepare(context);  // a mover's List: what the pod holds, copies included
     bloom::v1::ListRequest request;
     request.set_page_size(1000);
     request.set_page_token(token);
+    // Names alone, of the moving slots alone: the paused round lists them, and the owner may
+    // hold a filter per user in every slot. (A pod from before these fields lists everything
+    // with statistics: the slot check below keeps what moves.)
+    request.mutable_slots()->set_first(first_);
+    request.mutable_slots()->set_last(last_);
+    request.set_names_only(true);
     bloom::v1::ListResponse page;
     absl::Status listed =
         bloomclient::FromGrpcStatus(bloom::v1::BloomFilterService::NewStub(Pod(address).channel())

@@ -15,6 +15,7 @@
 #include "common/status_macros.h"
 #include "service/call_scope.h"
 #include "service/convert.h"
+#include "service/sharded_list.h"
 #include "service/stream_proxy.h"
 #include "service/transfers.h"
 
@@ -323,10 +324,23 @@ grpc::Status BloomService::HandleList(const bloom::v1::ListRequest& request,
   // As in Google's AIP-158, larger values are coerced to the maximum; 0 gets the store's
   // default page size (100).
   const uint32_t page_size = std::min(request.page_size(), kMaxPageSize);
+  absl::StatusOr<std::function<bool(absl::string_view)>> accept =
+      NamesListed(hooks_.router, request, context);
+  if (!accept.ok()) return log.Done(accept.status());
   absl::StatusOr<storage::FilterStore::ListPage> page =
-      store_->List(request.prefix(), page_size, request.page_token());
+      store_->List({.prefix = request.prefix(),
+                    .page_size = page_size,
+                    .page_token = request.page_token(),
+                    .accept = *std::move(accept),
+                    .names_only = request.names_only()});
   if (page.ok()) {
-    for (const storage::FilterInfo& info : page->filters) ToProto(info, response->add_filters());
+    for (storage::FilterInfo& info : page->filters) {
+      if (request.names_only()) {
+        response->add_filters()->set_name(std::move(info.name));
+      } else {
+        ToProto(info, response->add_filters());
+      }
+    }
     response->set_next_page_token(page->next_page_token);
   }
   return log.Done(page.status());

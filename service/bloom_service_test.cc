@@ -63,6 +63,18 @@ TEST_F(BloomServiceTest, LimitsAndCodes) {
   bloom::v1::ListResponse listed;
   EXPECT_TRUE(service_->HandleList(list, &listed).ok());
   EXPECT_EQ(listed.filters_size(), 1);
+  EXPECT_GT(listed.filters(0).capacity(), 0U);
+  list.set_names_only(true);
+  listed.Clear();
+  ASSERT_TRUE(service_->HandleList(list, &listed).ok());
+  ASSERT_EQ(listed.filters_size(), 1);
+  EXPECT_EQ(listed.filters(0).name(), "f");
+  EXPECT_EQ(listed.filters(0).capacity(), 0U);
+  // Slots exist only in a sharded deployment.
+  list.mutable_slots()->set_last(10);
+  const grpc::Status by_slot = service_->HandleList(list, &listed);
+  EXPECT_EQ(by_slot.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(by_slot.error_message().find("not sharded"), std::string::npos);
 }
 
 TEST_F(BloomServiceTest, ConcurrentHandlersOnSharedFilters) {

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/blocking_mutex.h"
 #include "common/rpcs.h"
+#include "common/slot.h"
 #include "service/shard_router.h"
 
 namespace service {
@@ -74,6 +75,38 @@ struct Gathered {
 };
 
 }  // namespace
+
+absl::StatusOr<std::function<bool(absl::string_view)>> NamesListed(
+    const ShardRouter* router, const bloom::v1::ListRequest& request,
+    const grpc::ServerContextBase* context) {
+  if (router == nullptr) {
+    if (!request.has_slots()) return nullptr;
+    return absl::FailedPreconditionError(
+        "this deployment is not sharded: a List cannot ask for slots");
+  }
+  std::shared_ptr<const sharding::ShardState> state = router->view().Current();
+  if (state->map.version() == 0) {
+    if (!request.has_slots()) return nullptr;  // as an unsharded server, until the map is read
+    return absl::UnavailableError("this pod has not read its deployment's shard map yet: retry");
+  }
+  const uint32_t slot_count = state->map.slot_count();
+  if (request.has_slots() &&
+      (request.slots().first() > request.slots().last() || request.slots().last() >= slot_count)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("slots ", request.slots().first(), "-", request.slots().last(),
+                     " are not a span of the deployment's slots, 0-", slot_count - 1));
+  }
+  const bool owned_only = !ShardRouter::MoverCall(context);
+  const bool some_slots = request.has_slots();
+  const uint32_t first = request.slots().first();
+  const uint32_t last = request.slots().last();
+  return [state = std::move(state), own = router->view().own_group(), owned_only, some_slots, first,
+          last, slot_count](absl::string_view name) {
+    const uint32_t slot = slots::SlotOf(name, slot_count);
+    if (some_slots && (slot < first || slot > last)) return false;
+    return !owned_only || state->map.OwnerOf(slot) == own;
+  };
+}
 
 void ListEveryGroup(BloomService* core, grpc::ServerContextBase* context,
                     const bloom::v1::ListRequest& request, bloom::v1::ListResponse* response,

@@ -448,10 +448,16 @@ absl::Status FilterStore::Delete(absl::string_view name, bool defer_ack) {
 
 absl::StatusOr<FilterStore::ListPage> FilterStore::List(absl::string_view prefix, size_t page_size,
                                                         absl::string_view page_token) {
+  return List(ListQuery{.prefix = prefix, .page_size = page_size, .page_token = page_token});
+}
+
+absl::StatusOr<FilterStore::ListPage> FilterStore::List(const ListQuery& query) {
   bloomsync::ReaderMutexLock lifecycle(&lifecycle_mu_);
   RETURN_IF_ERROR(CheckOpen());
+  const absl::string_view prefix = query.prefix;
+  const absl::string_view page_token = query.page_token;
   if (!page_token.empty()) RETURN_IF_ERROR(ValidateFilterName(page_token, "page_token"));
-  if (page_size == 0) page_size = kDefaultPageSize;
+  const size_t page_size = query.page_size == 0 ? kDefaultPageSize : query.page_size;
   ListPage page;
   std::unique_ptr<rocksdb::Iterator> it = db_->Scan(db_->filters());
   const absl::Time now = options_.clock->Now();
@@ -461,6 +467,7 @@ absl::StatusOr<FilterStore::ListPage> FilterStore::List(absl::string_view prefix
     const absl::string_view name(it->key().data(), it->key().size());
     if (name.substr(0, prefix.size()) != prefix) break;
     if (!page_token.empty() && name <= page_token) continue;
+    if (query.accept != nullptr && !query.accept(name)) continue;
     std::shared_ptr<StoredFilter> filter = Find(name);
     if (filter != nullptr && filter->evicted()) filter = nullptr;  // leaving memory: it is cold
     absl::StatusOr<FilterRecord> record;
@@ -477,6 +484,10 @@ absl::StatusOr<FilterStore::ListPage> FilterStore::List(absl::string_view prefix
     if (page.filters.size() == page_size) {
       page.next_page_token = page.filters.back().name;
       break;
+    }
+    if (query.names_only) {
+      page.filters.push_back(FilterInfo{.name = static_cast<std::string>(name)});
+      continue;
     }
     absl::StatusOr<FilterInfo> info =
         filter != nullptr

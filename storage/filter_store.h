@@ -218,6 +218,17 @@ class FilterStore final : public FiguresSource, public ReplicatedStore {
   // page's next_page_token; empty for the first page). Unreadable filters are skipped.
   absl::StatusOr<ListPage> List(absl::string_view prefix, size_t page_size,
                                 absl::string_view page_token);
+  struct ListQuery {
+    absl::string_view prefix;
+    size_t page_size = 0;  // 0: the default (100)
+    absl::string_view page_token;
+    // Only names it accepts (null: every name): asked before a filter is looked up, so the
+    // names it refuses cost the scan alone. A page holds page_size accepted filters.
+    std::function<bool(absl::string_view name)> accept;
+    // Only each FilterInfo's name is set: no statistics computed.
+    bool names_only = false;
+  };
+  absl::StatusOr<ListPage> List(const ListQuery& query);
 
   // Streams the dump of `name` (dump.h) to `sink` in chunks of at most 1 MiB.
   absl::Status Export(absl::string_view name,

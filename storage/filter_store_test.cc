@@ -238,6 +238,35 @@ TEST_F(FilterStoreTest, ListPagesInNameOrderWithPrefix) {
   EXPECT_EQ(store_->List("", 10, "bad token!").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST_F(FilterStoreTest, ListQueriesKeepTheNamesAcceptedAndCanListNamesAlone) {
+  for (const char* name : {"a:1", "b:1", "a:2", "b:2", "a:3"}) {
+    ASSERT_OK(store_->Reserve(name, {10, 0.01}).status());
+    ASSERT_OK(store_->Add(name, {"x"}, nullptr).status());
+  }
+  ASSERT_OK(store_->Delete("a:2"));
+  std::vector<std::string> asked;
+  FilterStore::ListQuery query{.page_size = 1, .accept = [&](absl::string_view name) {
+                                 asked.emplace_back(name);
+                                 return absl::StartsWith(name, "a:");
+                               }};
+  // A page holds page_size accepted filters; the deleted one is not listed.
+  absl::StatusOr<FilterStore::ListPage> page = store_->List(query);
+  ASSERT_OK(page.status());
+  ASSERT_EQ(page->filters.size(), 1u);
+  EXPECT_EQ(page->filters[0].name, "a:1");
+  EXPECT_EQ(page->filters[0].stats.items_added, 1u);
+  query.page_token = page->next_page_token;
+  query.page_size = 10;
+  query.names_only = true;
+  page = store_->List(query);
+  ASSERT_OK(page.status());
+  ASSERT_EQ(page->filters.size(), 1u);
+  EXPECT_EQ(page->filters[0].name, "a:3");
+  EXPECT_EQ(page->filters[0].stats.items_added, 0u) << "names only: no statistics";
+  EXPECT_TRUE(page->next_page_token.empty());
+  EXPECT_NE(std::find(asked.begin(), asked.end(), "b:2"), asked.end()) << "every name is asked";
+}
+
 TEST_F(FilterStoreTest, JournalCostsAboutEightBytesPerNewItem) {
   ASSERT_OK(store_->Reserve("cost", {200'000, 0.01}).status());
   rocksdb::Statistics* stats = store_->database().statistics();

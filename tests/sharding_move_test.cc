@@ -269,6 +269,42 @@ TEST_F(ShardingTest, AnAbortedMoveLeavesTheSlotsWithTheirOwner) {
   const std::string move =
       absl::StrCat("--server=", Target(1), " cluster move --slots=0-7 --to=", kGroupB);
   ASSERT_TRUE(RunAndKillAt(move, "round 1:"));
+  // Group b holds copies now; a List through any pod still shows each filter once, from its
+  // owner, and can ask for the slots alone, names alone.
+  std::vector<std::string> in_order = names;
+  std::sort(in_order.begin(), in_order.end());
+  for (int pod = 0; pod < 3; ++pod) {
+    std::unique_ptr<bloomclient::BloomClient> via = bloomclient::BloomClient::Connect(Target(pod));
+    absl::StatusOr<bloom::v1::ListResponse> listed = via->List("aborted:", 100, "");
+    ASSERT_TRUE(listed.ok()) << listed.status();
+    std::vector<std::string> seen;
+    for (const bloom::v1::FilterStats& stats : listed->filters()) {
+      seen.push_back(stats.name());
+      EXPECT_GT(stats.capacity(), 0U) << stats.name();
+    }
+    EXPECT_EQ(seen, in_order) << "pod " << pod;
+    bloom::v1::ListRequest request;
+    request.mutable_slots()->set_first(0);
+    request.mutable_slots()->set_last(7);
+    request.set_names_only(true);
+    grpc::ClientContext context;
+    bloom::v1::ListResponse by_slot;
+    ASSERT_TRUE(bloom::v1::BloomFilterService::NewStub(via->channel())
+                    ->List(&context, request, &by_slot)
+                    .ok());
+    seen.clear();
+    for (const bloom::v1::FilterStats& stats : by_slot.filters()) {
+      seen.push_back(stats.name());
+      EXPECT_EQ(stats.capacity(), 0U) << stats.name();
+    }
+    EXPECT_EQ(seen, in_order) << "pod " << pod;
+    request.mutable_slots()->set_last(kSlots);  // one past the last
+    grpc::ClientContext past_context;
+    EXPECT_EQ(bloom::v1::BloomFilterService::NewStub(via->channel())
+                  ->List(&past_context, request, &by_slot)
+                  .error_code(),
+              grpc::StatusCode::INVALID_ARGUMENT);
+  }
   // Another move waits for this one.
   CommandResult other = RunCommand(absl::StrCat(BLOOM_CLI_PATH, " --server=", Target(1),
                                                 " cluster move --slots=8-9 --to=", kGroupB));
