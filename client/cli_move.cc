@@ -1,12 +1,15 @@
 // bloom-cli cluster move (client/cli_move.h).
 #include "client/cli_move.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <set>
 #include <sstream>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -19,6 +22,7 @@
 #include "bloom/v1/bloom.grpc.pb.h"
 #include "client/cli_output.h"
 #include "client/move_catch_up.h"
+#include "common/blocking_mutex.h"
 #include "common/slot.h"
 
 namespace bloomcli {
@@ -38,6 +42,16 @@ constexpr uint64_t kSmallRound = 20'000;
 // whole than this.
 constexpr uint64_t kSmallRoundBytes = 16 << 20;
 constexpr int kMaxCatchUpRounds = 10;
+// Filters copied at once: a copy is a few calls that each wait on a pod, so with one at a time
+// a move of many small filters (one per user) waits on round trips, not on the pods' work.
+// As many as a pod lets one client export or import at once by default
+// (--max_transfers_per_client); a pod that lets fewer answers RESOURCE_EXHAUSTED, and the
+// copy is tried again after a pause.
+constexpr size_t kCopiesInFlight = 4;
+// A round copies filters in chunks of this many; between chunks, once this long has passed
+// since, it catches up the copies made so far, renewing the owner's journal holds (a minute).
+constexpr size_t kCopyChunk = 1000;
+constexpr absl::Duration kRenewHoldsAfter = absl::Seconds(20);
 
 std::string Millis(absl::Duration duration) {
   return absl::StrCat(absl::ToInt64Milliseconds(duration), " ms");
@@ -70,13 +84,28 @@ class Mover {
   bloomclient::BloomClient& Pod(const std::string& address);
   // The primary of `group` now (waiting out an election).
   absl::StatusOr<std::string> PrimaryOf(const std::string& group);
+  // The primary of `group` as last asked this round: the copies of a round ask the map once
+  // (a call to a primary that stepped down fails, and ForgetPrimaries makes the next attempt
+  // ask again).
+  absl::StatusOr<std::string> CachedPrimaryOf(const std::string& group);
+  void ForgetPrimaries();
   // The filters of the moving slots that the pod at `address` holds itself.
   absl::StatusOr<std::map<std::string, Seen>> ListHeld(const std::string& address);
+  // What copying one filter did.
+  struct Copied {
+    bool gone = false;                     // deleted at the owner meanwhile: not copied
+    absl::optional<JournalCursor> cursor;  // where its copy follows the owner's journal from
+    uint64_t bytes = 0;
+  };
   // Copies `name` from the owner's primary to the target's, replacing the copy there; retried
   // across failovers. The filter's journal is held first, and its copy followed from there
-  // (cursors_), unless the owner cannot follow it (unfollowed_).
-  absl::Status Copy(const std::string& name);
-  absl::Status CopyOnce(const std::string& name);
+  // (no cursor: the owner cannot follow it). Safe to call from several threads at once.
+  absl::StatusOr<Copied> Copy(const std::string& name);
+  absl::StatusOr<Copied> CopyOnce(const std::string& name);
+  // Copies `names`, kCopiesInFlight at a time, and records what each copy did (cursors_,
+  // unfollowed_, bytes_), failed copies' results too: returns how many were copied, or the
+  // first failure.
+  absl::StatusOr<size_t> CopyAll(const std::vector<std::string>& names);
   absl::Status DeleteAt(const std::string& group, const std::string& name);
   // Whether `group` owns every slot of the move in `map`.
   bool OwnedBy(const bloom::v1::ShardMap& map, const std::string& group) const;
@@ -93,11 +122,23 @@ class Mover {
   // across failovers.
   absl::StatusOr<size_t> CopyRound(bool paused);
   absl::StatusOr<size_t> CopyRoundOnce(bool paused);
+  // Catches every followed copy up from the owner's primary `from` to the target's `to`
+  // (renewing their journal holds), adding to the round's figures; appends the filters to copy
+  // whole again to `copy_whole`.
+  absl::Status CatchUpCopies(const std::string& from, const std::string& to,
+                             std::vector<std::string>& copy_whole);
   void Prepare(grpc::ClientContext& context) const;
 
   const bloomclient::BloomClient& seed_;
   const bloomclient::ClientOptions options_;
-  std::map<std::string, std::unique_ptr<bloomclient::BloomClient>> pods_;
+  // Shared by the copies in flight (CopyAll); the rest of a Mover is its calling thread's.
+  bloomsync::BlockingMutex mu_;
+  std::map<std::string, std::unique_ptr<bloomclient::BloomClient>> pods_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::string> primaries_ ABSL_GUARDED_BY(mu_);  // CachedPrimaryOf's
+  // The filters the target may hold a copy of, which a copy deletes first: those it held when
+  // this run began, and those this run imported. Until listed, every one.
+  bool target_listed_ ABSL_GUARDED_BY(mu_) = false;
+  std::set<std::string> maybe_at_target_ ABSL_GUARDED_BY(mu_);
   uint32_t first_ = 0;
   uint32_t last_ = 0;
   uint32_t slot_count_ = 0;
@@ -155,6 +196,7 @@ absl::StatusOr<uint64_t> Mover::Step(rv1::MoveStep::Step step) {
 }
 
 bloomclient::BloomClient& Mover::Pod(const std::string& address) {
+  bloomsync::BlockingLock lock(&mu_);
   std::unique_ptr<bloomclient::BloomClient>& pod = pods_[address];
   if (pod == nullptr) {
     bloomclient::ClientOptions options = options_;
@@ -181,6 +223,24 @@ absl::StatusOr<std::string> Mover::PrimaryOf(const std::string& group) {
     absl::SleepFor(kRetryPause);
   }
   return last;
+}
+
+absl::StatusOr<std::string> Mover::CachedPrimaryOf(const std::string& group) {
+  {
+    bloomsync::BlockingLock lock(&mu_);
+    auto known = primaries_.find(group);
+    if (known != primaries_.end()) return known->second;
+  }
+  absl::StatusOr<std::string> primary = PrimaryOf(group);
+  if (!primary.ok()) return primary;
+  bloomsync::BlockingLock lock(&mu_);
+  primaries_[group] = *primary;
+  return primary;
+}
+
+void Mover::ForgetPrimaries() {
+  bloomsync::BlockingLock lock(&mu_);
+  primaries_.clear();
 }
 
 absl::StatusOr<std::map<std::string, Seen>> Mover::ListHeld(const std::string& address) {
@@ -213,34 +273,93 @@ absl::StatusOr<std::map<std::string, Seen>> Mover::ListHeld(const std::string& a
   return held;
 }
 
-absl::Status Mover::CopyOnce(const std::string& name) {
-  absl::StatusOr<std::string> from = PrimaryOf(from_);
+absl::StatusOr<Mover::Copied> Mover::CopyOnce(const std::string& name) {
+  absl::StatusOr<std::string> from = CachedPrimaryOf(from_);
   if (!from.ok()) return from.status();
-  cursors_.erase(name);
-  absl::optional<JournalCursor> cursor;
+  Copied copied;
   // Held before the export: the copy holds every change up to the cursor.
   absl::StatusOr<JournalCursor> at = StartJournal(
       Pod(*from).channel(), name, [this](grpc::ClientContext& context) { Prepare(context); });
   if (at.ok()) {
-    cursor = *at;
+    copied.cursor = *at;
   } else if (absl::IsFailedPrecondition(at.status())) {
-    unfollowed_.insert(name);  // copied whole again once writes pause
+    // A follower answers so too: the primary asked for may have stepped down since.
+    ForgetPrimaries();
+    absl::StatusOr<std::string> now = PrimaryOf(from_);
+    if (!now.ok()) return now.status();
+    if (*now != *from) return absl::UnavailableError("the owner's primary changed: retry");
+    // An older pod: the filter is copied whole again once writes pause.
   } else {
     return at.status();
   }
   std::ostringstream dump;
   if (absl::Status exported = Pod(*from).Export(name, dump); !exported.ok()) return exported;
-  // The copy replaces any older one: its counters stay the owner's (a merge would add them up).
-  absl::Status deleted = DeleteAt(to_, name);
-  if (!deleted.ok() && !absl::IsNotFound(deleted)) return deleted;
-  absl::StatusOr<std::string> to = PrimaryOf(to_);
+  copied.bytes = dump.str().size();
+  absl::StatusOr<std::string> to = CachedPrimaryOf(to_);
   if (!to.ok()) return to.status();
+  // The copy replaces any older one: its counters stay the owner's (a merge would add them up).
+  auto delete_copy = [&]() -> absl::Status {
+    absl::Status deleted = DeleteAt(to_, name);
+    return deleted.ok() || absl::IsNotFound(deleted) ? absl::OkStatus() : deleted;
+  };
+  bool may_be_there = true;
+  {
+    bloomsync::BlockingLock lock(&mu_);
+    may_be_there = !target_listed_ || maybe_at_target_.count(name) != 0;
+    maybe_at_target_.insert(name);  // an import that fails may still have made it
+  }
+  if (may_be_there) {
+    if (absl::Status deleted = delete_copy(); !deleted.ok()) return deleted;
+  }
   std::istringstream in(dump.str());
   absl::StatusOr<bloom::v1::FilterStats> imported = Pod(*to).Import(name, in);
+  if (absl::IsAlreadyExists(imported.status()) && !may_be_there) {
+    // A copy made after the target was listed (another mover of the same move): replaced.
+    if (absl::Status deleted = delete_copy(); !deleted.ok()) return deleted;
+    std::istringstream again(dump.str());
+    imported = Pod(*to).Import(name, again);
+  }
   if (!imported.ok()) return imported.status();
-  bytes_ += dump.str().size();
-  if (cursor.has_value()) cursors_[name] = *cursor;
-  return absl::OkStatus();
+  return copied;
+}
+
+absl::StatusOr<size_t> Mover::CopyAll(const std::vector<std::string>& names) {
+  // A copy replaces the target's: what its cursor followed is gone with it.
+  for (const std::string& name : names) cursors_.erase(name);
+  std::vector<absl::StatusOr<Copied>> results(names.size(), absl::CancelledError("not copied"));
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  auto copy_next = [&] {
+    for (size_t i = next++; i < names.size() && !failed.load(); i = next++) {
+      results[i] = Copy(names[i]);
+      if (!results[i].ok()) failed.store(true);
+    }
+  };
+  std::vector<std::thread> helpers;
+  for (size_t i = 1; i < std::min(kCopiesInFlight, names.size()); ++i) {
+    helpers.emplace_back(copy_next);
+  }
+  copy_next();
+  for (std::thread& helper : helpers) helper.join();
+  size_t copied = 0;
+  absl::Status first_failure;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (!results[i].ok()) {
+      if (!absl::IsCancelled(results[i].status())) first_failure.Update(results[i].status());
+      continue;
+    }
+    if (results[i]->gone) continue;
+    bytes_ += results[i]->bytes;
+    if (results[i]->cursor.has_value()) {
+      cursors_[names[i]] = *results[i]->cursor;
+    } else {
+      unfollowed_.insert(names[i]);
+    }
+    copied_[names[i]] = Seen{};
+    ++copied;
+  }
+  if (!first_failure.ok()) return first_failure;
+  return copied;
 }
 
 int Mover::Run(uint32_t first, uint32_t last, const std::string& to, bool abort) {
@@ -401,26 +520,30 @@ absl::StatusOr<size_t> Mover::DeleteLeftovers(const bloom::v1::ShardMap& map) {
   return deleted;
 }
 
-absl::Status Mover::Copy(const std::string& name) {
-  absl::Status copied;
+absl::StatusOr<Mover::Copied> Mover::Copy(const std::string& name) {
+  absl::StatusOr<Copied> copied;
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
     copied = CopyOnce(name);
+    if (copied.ok()) return copied;
     // Filters deleted meanwhile are not copied (the last round deletes their copies).
-    if (copied.ok() || absl::IsNotFound(copied)) return absl::OkStatus();
-    if (!Transient(copied)) break;
+    if (absl::IsNotFound(copied.status())) return Copied{.gone = true};
+    if (!Transient(copied.status()) && !absl::IsResourceExhausted(copied.status())) break;
+    ForgetPrimaries();
     absl::SleepFor(kRetryPause);  // a primary changing: ask the map again
   }
-  return {copied.code(), absl::StrCat("copying ", name, ": ", copied.message())};
+  return absl::Status(copied.status().code(),
+                      absl::StrCat("copying ", name, ": ", copied.status().message()));
 }
 
 absl::Status Mover::DeleteAt(const std::string& group, const std::string& name) {
   absl::Status deleted;
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
-    absl::StatusOr<std::string> primary = PrimaryOf(group);
+    absl::StatusOr<std::string> primary = CachedPrimaryOf(group);
     if (!primary.ok()) return primary.status();
     deleted = Pod(*primary).Delete(name);
     if (deleted.ok() || absl::IsNotFound(deleted)) return deleted;
     if (!Transient(deleted)) return deleted;
+    ForgetPrimaries();
     absl::SleepFor(kRetryPause);
   }
   return deleted;
@@ -517,58 +640,101 @@ absl::StatusOr<size_t> Mover::CopyRound(bool paused) {
 }
 
 absl::StatusOr<size_t> Mover::CopyRoundOnce(bool paused) {
-  absl::StatusOr<std::string> from = PrimaryOf(from_);
+  ForgetPrimaries();  // asked again each round
+  absl::StatusOr<std::string> from = CachedPrimaryOf(from_);
   if (!from.ok()) return from.status();
+  absl::StatusOr<std::string> to = CachedPrimaryOf(to_);
+  if (!to.ok()) return to.status();
+  round_hashes_ = 0;
+  round_records_ = 0;
+  round_catching_up_ = absl::ZeroDuration();
   absl::Time phase = absl::Now();
   absl::StatusOr<std::map<std::string, Seen>> held = ListHeld(*from);
   if (!held.ok()) return held.status();
+  bool target_listed = false;
+  {
+    bloomsync::BlockingLock lock(&mu_);
+    target_listed = target_listed_;
+  }
+  if (!target_listed) {
+    // The copies an earlier run left at the target: with those this run imports, the only
+    // ones a copy must delete first, and the only ones the paused round may have to delete.
+    absl::StatusOr<std::map<std::string, Seen>> copies = ListHeld(*to);
+    if (!copies.ok()) return copies.status();
+    bloomsync::BlockingLock lock(&mu_);
+    for (const auto& [name, seen] : *copies) maybe_at_target_.insert(name);
+    target_listed_ = true;
+  }
   round_listing_ = absl::Now() - phase;
   phase = absl::Now();
-  size_t copied = 0;
   const uint64_t bytes_before = bytes_;
+  std::vector<std::string> to_copy;
   for (const auto& [name, seen] : *held) {
     // A followed copy is caught up below. A filter the owner cannot follow is copied once
     // before writes pause and once while they do.
     if (unfollowed_.count(name) != 0 ? !paused : cursors_.count(name) != 0) continue;
-    if (absl::Status done = Copy(name); !done.ok()) return done;
-    copied_[name] = seen;
-    ++copied;
+    to_copy.push_back(name);
   }
-  round_copying_ = absl::Now() - phase;
-  absl::StatusOr<std::string> to = PrimaryOf(to_);
-  if (!to.ok()) return to.status();
-  phase = absl::Now();
-  absl::StatusOr<CatchUpRound> round =
-      CatchUp(Pod(*from).channel(), Pod(*to).channel(), cursors_,
-              [this](grpc::ClientContext& context) { Prepare(context); });
-  if (!round.ok()) return round.status();
-  round_catching_up_ = absl::Now() - phase;
-  phase = absl::Now();
-  round_hashes_ = round->hashes;
-  hashes_ += round->hashes;
-  round_records_ = round->records;
-  records_ += round->records;
-  for (const std::string& name : round->copy_whole) {
-    if (held->count(name) == 0) continue;  // gone since: deleted below once paused
-    if (absl::Status done = Copy(name); !done.ok()) return done;
-    ++copied;
+  size_t copied = 0;
+  std::vector<std::string> again;  // what the catch-ups could not follow: copied whole
+  absl::Time holds_renewed = absl::Now();
+  for (size_t begin = 0; begin < to_copy.size(); begin += kCopyChunk) {
+    const size_t end = std::min(to_copy.size(), begin + kCopyChunk);
+    absl::StatusOr<size_t> chunk =
+        CopyAll(std::vector<std::string>(to_copy.begin() + begin, to_copy.begin() + end));
+    if (!chunk.ok()) return chunk.status();
+    copied += *chunk;
+    if (end < to_copy.size() && absl::Now() - holds_renewed > kRenewHoldsAfter) {
+      // A long round: catching the copies made so far up renews their journal holds, which
+      // would lapse before the round's catch-up (and the copies be made again).
+      if (absl::Status caught = CatchUpCopies(*from, *to, again); !caught.ok()) return caught;
+      holds_renewed = absl::Now();
+    }
   }
+  round_copying_ = absl::Now() - phase - round_catching_up_;
+  if (absl::Status caught = CatchUpCopies(*from, *to, again); !caught.ok()) return caught;
+  phase = absl::Now();
+  std::vector<std::string> held_again;
+  for (const std::string& name : std::set<std::string>(again.begin(), again.end())) {
+    if (held->count(name) != 0) held_again.push_back(name);  // else gone: deleted once paused
+  }
+  absl::StatusOr<size_t> copied_again = CopyAll(held_again);
+  if (!copied_again.ok()) return copied_again.status();
   round_bytes_ = bytes_ - bytes_before;
   round_copying_ += absl::Now() - phase;
   if (paused) {
-    // Copies of filters deleted (or never there) at the owner go too.
-    phase = absl::Now();
-    absl::StatusOr<std::map<std::string, Seen>> copies = ListHeld(*to);
-    if (!copies.ok()) return copies.status();
-    round_listing_ += absl::Now() - phase;
-    for (const auto& [name, seen] : *copies) {
+    // Copies of filters deleted (or never there) at the owner go too: of the copies the
+    // target may hold (listed when this run began, or imported since), those the owner does
+    // not hold now.
+    std::set<std::string> maybe_there;
+    {
+      bloomsync::BlockingLock lock(&mu_);
+      maybe_there = maybe_at_target_;
+    }
+    for (const std::string& name : maybe_there) {
       if (held->count(name) != 0) continue;
       absl::Status deleted = DeleteAt(to_, name);
       if (!deleted.ok() && !absl::IsNotFound(deleted)) return deleted;
     }
     copied_ = *std::move(held);  // what the owner held when writes stopped
   }
-  return copied;
+  return copied + *copied_again;
+}
+
+absl::Status Mover::CatchUpCopies(const std::string& from, const std::string& to,
+                                  std::vector<std::string>& copy_whole) {
+  const absl::Time start = absl::Now();
+  absl::StatusOr<CatchUpRound> round =
+      CatchUp(Pod(from).channel(), Pod(to).channel(), cursors_,
+              [this](grpc::ClientContext& context) { Prepare(context); });
+  if (!round.ok()) return round.status();
+  round_catching_up_ += absl::Now() - start;
+  round_hashes_ += round->hashes;
+  hashes_ += round->hashes;
+  round_records_ += round->records;
+  records_ += round->records;
+  copy_whole.insert(copy_whole.end(), round->copy_whole.begin(), round->copy_whole.end());
+  return absl::OkStatus();
 }
 
 }  // namespace

@@ -4,9 +4,9 @@
 //
 //   1. begin: the map says the slots are moving; their owner goes on serving them.
 //   2. copy: each filter of the slots is exported from the owner's primary and imported into
-//      the target's, replacing any older copy. A BLOOM filter without a window has its journal
-//      held at the owner first, and its copy then follows it (move_catch_up.h): each round
-//      adds to the copies the items added since the last, until a round moves little.
+//      the target's, replacing any older copy, several filters at once. Its journal is held
+//      at the owner first, and its copy then follows it (move_catch_up.h): each round moves
+//      to the copies what changed since the last, until a round moves little.
 //   3. pause: the map pauses writes to the slots everywhere; the mover waits until every member
 //      of the owning group holds that version, so that no pod can still take a write (and
 //      a write admitted before is not acknowledged after: ShardRouter::SettleWrite).
@@ -22,7 +22,8 @@
 // slots are the target's, deletes the copies left at other groups. `--abort` gives the move
 // up, the slots staying their owner's, and deletes the target's copies.
 //
-// Thread-safety: runs on the calling thread and prints to std::cout or stderr.
+// Thread-safety: runs on the calling thread, which starts helpers to copy filters and joins
+// them before it goes on; prints to std::cout or stderr.
 #ifndef CLIENT_CLI_MOVE_H_
 #define CLIENT_CLI_MOVE_H_
 

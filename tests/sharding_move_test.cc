@@ -146,6 +146,9 @@ TEST_F(ShardingTest, MovingSlotsUnderWritesLosesNoAcknowledgedAdd) {
   const std::vector<std::string> staying = NamesInSlots(8, 31, "staying:", 2);
   const std::string cuckoo = NamesInSlots(0, 7, "cuckoo:", 1).front();
   const std::string windowed = NamesInSlots(0, 7, "windowed:", 1).front();
+  // A copy at the target of a filter its owner does not hold, as one deleted after it was
+  // copied leaves: the move deletes it.
+  const std::string stray = NamesInSlots(0, 7, "stray:", 1).front();
   std::unique_ptr<bloomclient::BloomClient> admin = bloomclient::BloomClient::Connect(Target(2));
   for (const std::string& name : moving) ASSERT_TRUE(admin->Reserve(name, Spec()).ok());
   for (const std::string& name : staying) ASSERT_TRUE(admin->Reserve(name, Spec()).ok());
@@ -167,6 +170,13 @@ TEST_F(ShardingTest, MovingSlotsUnderWritesLosesNoAcknowledgedAdd) {
   absl::StatusOr<bloom::v1::ShardMap> midway = MapAt(2);
   ASSERT_TRUE(midway.ok());
   EXPECT_TRUE(midway->has_move());
+  {
+    bloomclient::ClientOptions as_mover;
+    as_mover.metadata.emplace_back("bloom-shard-move", "1");
+    const absl::Status made =
+        bloomclient::BloomClient::Connect(Target(2), as_mover)->Reserve(stray, Spec()).status();
+    ASSERT_TRUE(made.ok()) << made;
+  }
   const size_t before = writers.acknowledged();
   CommandResult moved = RunCommand(absl::StrCat(BLOOM_CLI_PATH, " ", move));
   ASSERT_EQ(moved.exit_code, 0) << moved.out;
@@ -257,6 +267,11 @@ TEST_F(ShardingTest, MovingSlotsUnderWritesLosesNoAcknowledgedAdd) {
     EXPECT_EQ(std::count(held.begin(), held.end(), name), 0) << name;
   }
   for (const std::string& name : staying) EXPECT_EQ(std::count(held.begin(), held.end(), name), 1);
+  for (int pod = 0; pod < 3; ++pod) {
+    EXPECT_TRUE(
+        absl::IsNotFound(bloomclient::BloomClient::Connect(Target(pod))->Stats(stray).status()))
+        << "pod " << pod;
+  }
 }
 
 TEST_F(ShardingTest, AnAbortedMoveLeavesTheSlotsWithTheirOwner) {
