@@ -22,19 +22,16 @@
 #include "bloom/v1/bloom.grpc.pb.h"
 #include "client/cli_output.h"
 #include "client/move_catch_up.h"
+#include "client/move_pods.h"
 #include "common/blocking_mutex.h"
-#include "common/slot.h"
 
 namespace bloomcli {
 namespace {
 
 namespace rv1 = bloom::replication::v1;
 
-// How long a step waits for pods (to take a map version, to apply the copies) before failing,
-// and between attempts of a call that failed for want of a primary.
-constexpr absl::Duration kWaitForPods = absl::Seconds(30);
-constexpr absl::Duration kRetryPause = absl::Milliseconds(200);
-constexpr int kAttempts = 50;  // 10 s of kRetryPause: longer than a failover
+constexpr absl::Duration kRetryPause = MovePods::kRetryPause;
+constexpr int kAttempts = MovePods::kAttempts;
 // Catch-up rounds before the pause: until one moves fewer item hashes than this (the last
 // round, while writes pause, then moves about as many), or this many rounds.
 constexpr uint64_t kSmallRound = 20'000;
@@ -57,40 +54,20 @@ std::string Millis(absl::Duration duration) {
   return absl::StrCat(absl::ToInt64Milliseconds(duration), " ms");
 }
 
-// A filter of the moving slots, as List showed it. Every filter's copy follows the owner's
-// journal (client/move_catch_up.h): a BLOOM filter's copy is caught up with the items added
-// since, a CUCKOO filter's with the table values its adds and removes wrote since, a windowed
-// filter's copied again only if it changed since (its journal does not replay elsewhere). So
-// the pause moves what changed in the last round, not whole filters. (A pod too old to follow
-// one answers FAILED_PRECONDITION: that filter is then copied once writes pause.)
-struct Seen {};
-
-// Whether a call that failed so may succeed once a primary is elected (a failover).
-bool Transient(const absl::Status& status) {
-  return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status);
-}
-
 class Mover {
  public:
   Mover(const bloomclient::BloomClient& seed, bloomclient::ClientOptions options)
-      : seed_(seed), options_(std::move(options)) {}
+      : pods_(seed, std::move(options)) {}
 
   int Run(uint32_t first, uint32_t last, const std::string& to, bool abort);
 
  private:
-  absl::StatusOr<bloom::v1::ShardMap> Map();
   // Takes a step of the move; returns the map's version after it.
   absl::StatusOr<uint64_t> Step(rv1::MoveStep::Step step);
-  bloomclient::BloomClient& Pod(const std::string& address);
-  // The primary of `group` now (waiting out an election).
-  absl::StatusOr<std::string> PrimaryOf(const std::string& group);
-  // The primary of `group` as last asked this round: the copies of a round ask the map once
-  // (a call to a primary that stepped down fails, and ForgetPrimaries makes the next attempt
-  // ask again).
-  absl::StatusOr<std::string> CachedPrimaryOf(const std::string& group);
-  void ForgetPrimaries();
   // The filters of the moving slots that the pod at `address` holds itself.
-  absl::StatusOr<std::map<std::string, Seen>> ListHeld(const std::string& address);
+  absl::StatusOr<std::set<std::string>> ListHeld(const std::string& address) {
+    return pods_.ListHeld(address, first_, last_, slot_count_);
+  }
   // What copying one filter did.
   struct Copied {
     bool gone = false;                     // deleted at the owner meanwhile: not copied
@@ -106,16 +83,11 @@ class Mover {
   // unfollowed_, bytes_), failed copies' results too: returns how many were copied, or the
   // first failure.
   absl::StatusOr<size_t> CopyAll(const std::vector<std::string>& names);
-  absl::Status DeleteAt(const std::string& group, const std::string& name);
   // Whether `group` owns every slot of the move in `map`.
   bool OwnedBy(const bloom::v1::ShardMap& map, const std::string& group) const;
   // Deletes the filters of the moving slots that groups other than the target hold (copies
   // a move left behind), once every member of every group holds `map`; returns how many.
   absl::StatusOr<size_t> DeleteLeftovers(const bloom::v1::ShardMap& map);
-  // Waits until every member of `group` holds map version `version` or later.
-  absl::Status WaitForVersion(const std::string& group, uint64_t version);
-  // Waits until every follower of `group` has applied what its primary holds now.
-  absl::Status WaitForFollowers(const std::string& group);
   // Copies every filter whose copy is missing, and catches the others up from the owner's
   // journal (once `paused`, filters the owner could not follow are copied whole too, and
   // copies of filters gone at the owner deleted); returns how many filters it copied whole. Retried
@@ -127,14 +99,14 @@ class Mover {
   // whole again to `copy_whole`.
   absl::Status CatchUpCopies(const std::string& from, const std::string& to,
                              std::vector<std::string>& copy_whole);
-  void Prepare(grpc::ClientContext& context) const;
+  // Calls for `pods_` to prepare (a lambda for move_catch_up.h).
+  PrepareCall Preparer() {
+    return [this](grpc::ClientContext& context) { pods_.Prepare(context); };
+  }
 
-  const bloomclient::BloomClient& seed_;
-  const bloomclient::ClientOptions options_;
+  MovePods pods_;
   // Shared by the copies in flight (CopyAll); the rest of a Mover is its calling thread's.
   bloomsync::BlockingMutex mu_;
-  std::map<std::string, std::unique_ptr<bloomclient::BloomClient>> pods_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::string> primaries_ ABSL_GUARDED_BY(mu_);  // CachedPrimaryOf's
   // The filters the target may hold a copy of, which a copy deletes first: those it held when
   // this run began, and those this run imported. Until listed, every one.
   bool target_listed_ ABSL_GUARDED_BY(mu_) = false;
@@ -144,8 +116,11 @@ class Mover {
   uint32_t slot_count_ = 0;
   std::string from_;
   std::string to_;
-  std::map<std::string, Seen> copied_;            // the filters copied
-  std::map<std::string, JournalCursor> cursors_;  // where each followed copy stands
+  std::set<std::string> copied_;  // the filters copied
+  // Where each followed copy stands in its filter's journal at the owner (move_catch_up.h):
+  // a round catches it up with what changed since, so the pause moves the last round's
+  // changes, not whole filters.
+  std::map<std::string, JournalCursor> cursors_;
   uint64_t bytes_ = 0;
   std::set<std::string> unfollowed_;  // filters the owner cannot follow (an older pod)
   uint64_t round_hashes_ = 0;         // item hashes the last round's catch-up moved
@@ -153,31 +128,12 @@ class Mover {
   uint64_t records_ = 0;              // ... all rounds'
   uint64_t round_bytes_ = 0;          // bytes the last round copied whole
   uint64_t hashes_ = 0;               // item hashes caught up, all rounds'
-  // Where the last round's time went: listing the filters held (at the owner, and once
-  // paused at the target), catching the copies up, copying filters whole.
+  // Where the last round's time went: listing the filters held (at the owner, and at the
+  // target in a run's first round), catching the copies up, copying filters whole.
   absl::Duration round_listing_;
   absl::Duration round_catching_up_;
   absl::Duration round_copying_;
 };
-
-void Mover::Prepare(grpc::ClientContext& context) const {
-  context.set_deadline(std::chrono::system_clock::now() +
-                       absl::ToChronoNanoseconds(options_.timeout));
-  if (!options_.token.empty()) context.AddMetadata("authorization", "Bearer " + options_.token);
-  // A mover's call (service/shard_router.h): the target serves it for the moving slots.
-  context.AddMetadata("bloom-shard-move", "1");
-}
-
-absl::StatusOr<bloom::v1::ShardMap> Mover::Map() {
-  grpc::ClientContext context;
-  Prepare(context);
-  bloom::v1::GetShardMapResponse response;
-  absl::Status called = bloomclient::FromGrpcStatus(
-      bloom::v1::BloomFilterService::NewStub(seed_.channel())
-          ->GetShardMap(&context, bloom::v1::GetShardMapRequest(), &response));
-  if (!called.ok()) return called;
-  return response.map();
-}
 
 absl::StatusOr<uint64_t> Mover::Step(rv1::MoveStep::Step step) {
   rv1::ChangeShardMapRequest request;
@@ -186,106 +142,27 @@ absl::StatusOr<uint64_t> Mover::Step(rv1::MoveStep::Step step) {
   request.mutable_move()->set_last(last_);
   request.mutable_move()->set_to(to_);
   grpc::ClientContext context;
-  Prepare(context);
+  pods_.Prepare(context);
   rv1::ChangeShardMapResponse response;
   absl::Status changed =
-      bloomclient::FromGrpcStatus(rv1::ReplicationService::NewStub(seed_.channel())
+      bloomclient::FromGrpcStatus(rv1::ReplicationService::NewStub(pods_.seed_channel())
                                       ->ChangeShardMap(&context, request, &response));
   if (!changed.ok()) return changed;
   return response.version();
 }
 
-bloomclient::BloomClient& Mover::Pod(const std::string& address) {
-  bloomsync::BlockingLock lock(&mu_);
-  std::unique_ptr<bloomclient::BloomClient>& pod = pods_[address];
-  if (pod == nullptr) {
-    bloomclient::ClientOptions options = options_;
-    options.shard_routing = false;  // the mover names the pod it means
-    options.metadata.emplace_back("bloom-shard-move", "1");
-    absl::StatusOr<std::unique_ptr<bloomclient::BloomClient>> opened =
-        bloomclient::BloomClient::Open(address, options);
-    pod = opened.ok() ? *std::move(opened) : bloomclient::BloomClient::Connect(address, options);
-  }
-  return *pod;
-}
-
-absl::StatusOr<std::string> Mover::PrimaryOf(const std::string& group) {
-  absl::Status last = absl::UnavailableError(absl::StrCat("group ", group, " has no primary"));
-  for (int attempt = 0; attempt < kAttempts; ++attempt) {
-    absl::StatusOr<bloom::v1::ShardMap> map = Map();
-    if (map.ok()) {
-      for (const bloom::v1::ShardGroup& each : map->groups()) {
-        if (each.name() == group && !each.primary().empty()) return each.primary();
-      }
-    } else {
-      last = map.status();
-    }
-    absl::SleepFor(kRetryPause);
-  }
-  return last;
-}
-
-absl::StatusOr<std::string> Mover::CachedPrimaryOf(const std::string& group) {
-  {
-    bloomsync::BlockingLock lock(&mu_);
-    auto known = primaries_.find(group);
-    if (known != primaries_.end()) return known->second;
-  }
-  absl::StatusOr<std::string> primary = PrimaryOf(group);
-  if (!primary.ok()) return primary;
-  bloomsync::BlockingLock lock(&mu_);
-  primaries_[group] = *primary;
-  return primary;
-}
-
-void Mover::ForgetPrimaries() {
-  bloomsync::BlockingLock lock(&mu_);
-  primaries_.clear();
-}
-
-absl::StatusOr<std::map<std::string, Seen>> Mover::ListHeld(const std::string& address) {
-  std::map<std::string, Seen> held;
-  std::string token;
-  do {
-    grpc::ClientContext context;
-    Prepare(context);  // a mover's List: what the pod holds, copies included
-    bloom::v1::ListRequest request;
-    request.set_page_size(1000);
-    request.set_page_token(token);
-    // Names alone, of the moving slots alone: the paused round lists them, and the owner may
-    // hold a filter per user in every slot. (A pod from before these fields lists everything
-    // with statistics: the slot check below keeps what moves.)
-    request.mutable_slots()->set_first(first_);
-    request.mutable_slots()->set_last(last_);
-    request.set_names_only(true);
-    bloom::v1::ListResponse page;
-    absl::Status listed =
-        bloomclient::FromGrpcStatus(bloom::v1::BloomFilterService::NewStub(Pod(address).channel())
-                                        ->List(&context, request, &page));
-    if (!listed.ok()) return listed;
-    for (const bloom::v1::FilterStats& stats : page.filters()) {
-      const uint32_t slot = slots::SlotOf(stats.name(), slot_count_);
-      if (slot < first_ || slot > last_) continue;
-      held.emplace(stats.name(), Seen{});
-    }
-    token = page.next_page_token();
-  } while (!token.empty());
-  return held;
-}
-
 absl::StatusOr<Mover::Copied> Mover::CopyOnce(const std::string& name) {
-  absl::StatusOr<std::string> from = CachedPrimaryOf(from_);
+  absl::StatusOr<std::string> from = pods_.CachedPrimaryOf(from_);
   if (!from.ok()) return from.status();
   Copied copied;
   // Held before the export: the copy holds every change up to the cursor.
-  absl::StatusOr<JournalCursor> at = StartJournal(
-      Pod(*from).channel(), name, [this](grpc::ClientContext& context) { Prepare(context); });
+  absl::StatusOr<JournalCursor> at = StartJournal(pods_.Pod(*from).channel(), name, Preparer());
   if (at.ok()) {
     copied.cursor = *at;
   } else if (absl::IsFailedPrecondition(at.status())) {
     // A follower answers so too: the primary asked for may have stepped down since.
-    ForgetPrimaries();
-    absl::StatusOr<std::string> now = PrimaryOf(from_);
+    pods_.ForgetPrimaries();
+    absl::StatusOr<std::string> now = pods_.PrimaryOf(from_);
     if (!now.ok()) return now.status();
     if (*now != *from) return absl::UnavailableError("the owner's primary changed: retry");
     // An older pod: the filter is copied whole again once writes pause.
@@ -293,13 +170,13 @@ absl::StatusOr<Mover::Copied> Mover::CopyOnce(const std::string& name) {
     return at.status();
   }
   std::ostringstream dump;
-  if (absl::Status exported = Pod(*from).Export(name, dump); !exported.ok()) return exported;
+  if (absl::Status exported = pods_.Pod(*from).Export(name, dump); !exported.ok()) return exported;
   copied.bytes = dump.str().size();
-  absl::StatusOr<std::string> to = CachedPrimaryOf(to_);
+  absl::StatusOr<std::string> to = pods_.CachedPrimaryOf(to_);
   if (!to.ok()) return to.status();
   // The copy replaces any older one: its counters stay the owner's (a merge would add them up).
   auto delete_copy = [&]() -> absl::Status {
-    absl::Status deleted = DeleteAt(to_, name);
+    absl::Status deleted = pods_.DeleteAt(to_, name);
     return deleted.ok() || absl::IsNotFound(deleted) ? absl::OkStatus() : deleted;
   };
   bool may_be_there = true;
@@ -312,12 +189,12 @@ absl::StatusOr<Mover::Copied> Mover::CopyOnce(const std::string& name) {
     if (absl::Status deleted = delete_copy(); !deleted.ok()) return deleted;
   }
   std::istringstream in(dump.str());
-  absl::StatusOr<bloom::v1::FilterStats> imported = Pod(*to).Import(name, in);
+  absl::StatusOr<bloom::v1::FilterStats> imported = pods_.Pod(*to).Import(name, in);
   if (absl::IsAlreadyExists(imported.status()) && !may_be_there) {
     // A copy made after the target was listed (another mover of the same move): replaced.
     if (absl::Status deleted = delete_copy(); !deleted.ok()) return deleted;
     std::istringstream again(dump.str());
-    imported = Pod(*to).Import(name, again);
+    imported = pods_.Pod(*to).Import(name, again);
   }
   if (!imported.ok()) return imported.status();
   return copied;
@@ -355,7 +232,7 @@ absl::StatusOr<size_t> Mover::CopyAll(const std::vector<std::string>& names) {
     } else {
       unfollowed_.insert(names[i]);
     }
-    copied_[names[i]] = Seen{};
+    copied_.insert(names[i]);
     ++copied;
   }
   if (!first_failure.ok()) return first_failure;
@@ -366,7 +243,7 @@ int Mover::Run(uint32_t first, uint32_t last, const std::string& to, bool abort)
   first_ = first;
   last_ = last;
   to_ = to;
-  absl::StatusOr<bloom::v1::ShardMap> map = Map();
+  absl::StatusOr<bloom::v1::ShardMap> map = pods_.Map();
   if (!map.ok()) return Error(map.status());
   slot_count_ = map->slot_count();
   if (slot_count_ == 0) {
@@ -397,11 +274,11 @@ int Mover::Run(uint32_t first, uint32_t last, const std::string& to, bool abort)
   if (!ours) {
     absl::StatusOr<uint64_t> begun = Step(rv1::MoveStep::STEP_BEGIN);
     if (!begun.ok()) return Error(begun.status());
-    map = Map();
+    map = pods_.Map();
     if (!map.ok()) return Error(map.status());
     if (!map->has_move()) {  // the seed has not seen it yet
       absl::SleepFor(kRetryPause);
-      map = Map();
+      map = pods_.Map();
       if (!map.ok() || !map->has_move()) {
         return Error(
             absl::UnavailableError("the move began, but the pod asked does not show it "
@@ -415,12 +292,12 @@ int Mover::Run(uint32_t first, uint32_t last, const std::string& to, bool abort)
   if (abort) {
     absl::StatusOr<uint64_t> aborted = Step(rv1::MoveStep::STEP_ABORT);
     if (!aborted.ok()) return Error(aborted.status());
-    absl::StatusOr<std::string> target = PrimaryOf(to_);
+    absl::StatusOr<std::string> target = pods_.PrimaryOf(to_);
     if (!target.ok()) return Error(target.status());
-    absl::StatusOr<std::map<std::string, Seen>> copies = ListHeld(*target);
+    absl::StatusOr<std::set<std::string>> copies = ListHeld(*target);
     if (!copies.ok()) return Error(copies.status());
-    for (const auto& [name, seen] : *copies) {
-      absl::Status deleted = DeleteAt(to_, name);
+    for (const std::string& name : *copies) {
+      absl::Status deleted = pods_.DeleteAt(to_, name);
       if (!deleted.ok() && !absl::IsNotFound(deleted)) return Error(deleted);
     }
     std::cout << "aborted the move of slots " << first_ << "-" << last_ << " to " << to_
@@ -456,19 +333,21 @@ int Mover::Run(uint32_t first, uint32_t last, const std::string& to, bool abort)
   const absl::Time pause_start = absl::Now();
   std::cout << "writes to slots " << first_ << "-" << last_ << " paused (shard map version "
             << paused_version << ")" << std::endl;
-  if (absl::Status seen = WaitForVersion(from_, paused_version); !seen.ok()) return Error(seen);
+  if (absl::Status seen = pods_.WaitForVersion(from_, paused_version); !seen.ok()) {
+    return Error(seen);
+  }
   const absl::Duration owner_waited = absl::Now() - pause_start;
   absl::StatusOr<size_t> last_changes = CopyRound(/*paused=*/true);
   if (!last_changes.ok()) return Error(last_changes.status());
   const absl::Time followers_start = absl::Now();
-  if (absl::Status applied = WaitForFollowers(to_); !applied.ok()) return Error(applied);
+  if (absl::Status applied = pods_.WaitForFollowers(to_); !applied.ok()) return Error(applied);
   const absl::Duration followers_waited = absl::Now() - followers_start;
   absl::StatusOr<uint64_t> finished = Step(rv1::MoveStep::STEP_FINISH);
   if (!finished.ok()) return Error(finished.status());
   const absl::Duration pause = absl::Now() - pause_start;
   // The old owner's copies, which nobody reads any more. The move is done even if this fails:
   // running the command again deletes them.
-  if (absl::StatusOr<bloom::v1::ShardMap> now = Map(); now.ok()) {
+  if (absl::StatusOr<bloom::v1::ShardMap> now = pods_.Map(); now.ok()) {
     if (absl::StatusOr<size_t> deleted = DeleteLeftovers(*now); !deleted.ok()) {
       std::cerr << "bloom-cli: the slots moved, but deleting the old copies at " << from_
                 << " failed (" << deleted.status() << "): run the same command again to delete "
@@ -502,17 +381,19 @@ absl::StatusOr<size_t> Mover::DeleteLeftovers(const bloom::v1::ShardMap& map) {
   // before the flip reads its own group's copy, which its primary's delete would take from
   // under it (a read answering NOT_FOUND mid-move).
   for (const bloom::v1::ShardGroup& group : map.groups()) {
-    if (absl::Status seen = WaitForVersion(group.name(), map.version()); !seen.ok()) return seen;
+    if (absl::Status seen = pods_.WaitForVersion(group.name(), map.version()); !seen.ok()) {
+      return seen;
+    }
   }
   size_t deleted = 0;
   for (const bloom::v1::ShardGroup& group : map.groups()) {
     if (group.name() == to_) continue;
-    absl::StatusOr<std::string> primary = PrimaryOf(group.name());
+    absl::StatusOr<std::string> primary = pods_.PrimaryOf(group.name());
     if (!primary.ok()) return primary.status();
-    absl::StatusOr<std::map<std::string, Seen>> left = ListHeld(*primary);
+    absl::StatusOr<std::set<std::string>> left = ListHeld(*primary);
     if (!left.ok()) return left.status();
-    for (const auto& [name, seen] : *left) {
-      absl::Status gone = DeleteAt(group.name(), name);
+    for (const std::string& name : *left) {
+      absl::Status gone = pods_.DeleteAt(group.name(), name);
       if (!gone.ok() && !absl::IsNotFound(gone)) return gone;
       ++deleted;
     }
@@ -528,105 +409,11 @@ absl::StatusOr<Mover::Copied> Mover::Copy(const std::string& name) {
     // Filters deleted meanwhile are not copied (the last round deletes their copies).
     if (absl::IsNotFound(copied.status())) return Copied{.gone = true};
     if (!Transient(copied.status()) && !absl::IsResourceExhausted(copied.status())) break;
-    ForgetPrimaries();
+    pods_.ForgetPrimaries();
     absl::SleepFor(kRetryPause);  // a primary changing: ask the map again
   }
   return absl::Status(copied.status().code(),
                       absl::StrCat("copying ", name, ": ", copied.status().message()));
-}
-
-absl::Status Mover::DeleteAt(const std::string& group, const std::string& name) {
-  absl::Status deleted;
-  for (int attempt = 0; attempt < kAttempts; ++attempt) {
-    absl::StatusOr<std::string> primary = CachedPrimaryOf(group);
-    if (!primary.ok()) return primary.status();
-    deleted = Pod(*primary).Delete(name);
-    if (deleted.ok() || absl::IsNotFound(deleted)) return deleted;
-    if (!Transient(deleted)) return deleted;
-    ForgetPrimaries();
-    absl::SleepFor(kRetryPause);
-  }
-  return deleted;
-}
-
-absl::Status Mover::WaitForVersion(const std::string& group, uint64_t version) {
-  const absl::Time give_up = absl::Now() + kWaitForPods;
-  while (true) {
-    absl::StatusOr<bloom::v1::ShardMap> map = Map();
-    std::vector<std::string> members;
-    if (map.ok()) {
-      for (const bloom::v1::ShardGroup& each : map->groups()) {
-        if (each.name() == group) members.assign(each.members().begin(), each.members().end());
-      }
-    }
-    // Every member up now: a member that went away must read the map again before it can
-    // serve (a pod takes no call for a filter before its first read of the map).
-    bool all = map.ok() && !members.empty();
-    std::string behind;
-    for (const std::string& member : members) {
-      grpc::ClientContext context;
-      Prepare(context);
-      bloom::v1::GetShardMapResponse response;
-      const grpc::Status status =
-          bloom::v1::BloomFilterService::NewStub(Pod(member).channel())
-              ->GetShardMap(&context, bloom::v1::GetShardMapRequest(), &response);
-      if (!status.ok() || response.map().version() < version) {
-        all = false;
-        behind = member;
-      }
-    }
-    if (all) return absl::OkStatus();
-    if (absl::Now() > give_up) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("member ", behind, " of group ", group, " has not taken shard map version ",
-                       version, " yet; run the move again to resume, or --abort it"));
-    }
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-}
-
-absl::Status Mover::WaitForFollowers(const std::string& group) {
-  const absl::Time give_up = absl::Now() + kWaitForPods;
-  while (true) {
-    absl::StatusOr<bloom::v1::ShardMap> map = Map();
-    std::vector<std::string> members;
-    std::string primary;
-    if (map.ok()) {
-      for (const bloom::v1::ShardGroup& each : map->groups()) {
-        if (each.name() != group) continue;
-        members.assign(each.members().begin(), each.members().end());
-        primary = each.primary();
-      }
-    }
-    auto status_of = [&](const std::string& address) -> absl::StatusOr<rv1::StatusResponse> {
-      grpc::ClientContext context;
-      Prepare(context);
-      rv1::StatusResponse response;
-      absl::Status called =
-          bloomclient::FromGrpcStatus(rv1::ReplicationService::NewStub(Pod(address).channel())
-                                          ->Status(&context, rv1::StatusRequest(), &response));
-      if (!called.ok()) return called;
-      return response;
-    };
-    bool all = false;
-    if (!primary.empty()) {
-      absl::StatusOr<rv1::StatusResponse> held = status_of(primary);
-      all = held.ok();
-      for (const std::string& member : members) {
-        if (!all || member == primary) continue;
-        absl::StatusOr<rv1::StatusResponse> applied = status_of(member);
-        all = applied.ok() && applied->sequence() >= held->sequence();
-      }
-    }
-    if (all) return absl::OkStatus();
-    if (absl::Now() > give_up) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("the followers of group ", group,
-                       " have not applied the copies yet; run the move "
-                       "again to resume, or --abort it"));
-    }
-    absl::SleepFor(absl::Milliseconds(20));
-  }
 }
 
 absl::StatusOr<size_t> Mover::CopyRound(bool paused) {
@@ -640,16 +427,16 @@ absl::StatusOr<size_t> Mover::CopyRound(bool paused) {
 }
 
 absl::StatusOr<size_t> Mover::CopyRoundOnce(bool paused) {
-  ForgetPrimaries();  // asked again each round
-  absl::StatusOr<std::string> from = CachedPrimaryOf(from_);
+  pods_.ForgetPrimaries();  // asked again each round
+  absl::StatusOr<std::string> from = pods_.CachedPrimaryOf(from_);
   if (!from.ok()) return from.status();
-  absl::StatusOr<std::string> to = CachedPrimaryOf(to_);
+  absl::StatusOr<std::string> to = pods_.CachedPrimaryOf(to_);
   if (!to.ok()) return to.status();
   round_hashes_ = 0;
   round_records_ = 0;
   round_catching_up_ = absl::ZeroDuration();
   absl::Time phase = absl::Now();
-  absl::StatusOr<std::map<std::string, Seen>> held = ListHeld(*from);
+  absl::StatusOr<std::set<std::string>> held = ListHeld(*from);
   if (!held.ok()) return held.status();
   bool target_listed = false;
   {
@@ -659,17 +446,17 @@ absl::StatusOr<size_t> Mover::CopyRoundOnce(bool paused) {
   if (!target_listed) {
     // The copies an earlier run left at the target: with those this run imports, the only
     // ones a copy must delete first, and the only ones the paused round may have to delete.
-    absl::StatusOr<std::map<std::string, Seen>> copies = ListHeld(*to);
+    absl::StatusOr<std::set<std::string>> copies = ListHeld(*to);
     if (!copies.ok()) return copies.status();
     bloomsync::BlockingLock lock(&mu_);
-    for (const auto& [name, seen] : *copies) maybe_at_target_.insert(name);
+    for (const std::string& name : *copies) maybe_at_target_.insert(name);
     target_listed_ = true;
   }
   round_listing_ = absl::Now() - phase;
   phase = absl::Now();
   const uint64_t bytes_before = bytes_;
   std::vector<std::string> to_copy;
-  for (const auto& [name, seen] : *held) {
+  for (const std::string& name : *held) {
     // A followed copy is caught up below. A filter the owner cannot follow is copied once
     // before writes pause and once while they do.
     if (unfollowed_.count(name) != 0 ? !paused : cursors_.count(name) != 0) continue;
@@ -713,7 +500,7 @@ absl::StatusOr<size_t> Mover::CopyRoundOnce(bool paused) {
     }
     for (const std::string& name : maybe_there) {
       if (held->count(name) != 0) continue;
-      absl::Status deleted = DeleteAt(to_, name);
+      absl::Status deleted = pods_.DeleteAt(to_, name);
       if (!deleted.ok() && !absl::IsNotFound(deleted)) return deleted;
     }
     copied_ = *std::move(held);  // what the owner held when writes stopped
@@ -725,8 +512,7 @@ absl::Status Mover::CatchUpCopies(const std::string& from, const std::string& to
                                   std::vector<std::string>& copy_whole) {
   const absl::Time start = absl::Now();
   absl::StatusOr<CatchUpRound> round =
-      CatchUp(Pod(from).channel(), Pod(to).channel(), cursors_,
-              [this](grpc::ClientContext& context) { Prepare(context); });
+      CatchUp(pods_.Pod(from).channel(), pods_.Pod(to).channel(), cursors_, Preparer());
   if (!round.ok()) return round.status();
   round_catching_up_ += absl::Now() - start;
   round_hashes_ += round->hashes;

@@ -149,10 +149,11 @@ if [[ $WRITE_BATCHES == 1 ]]; then
 fi
 wait "$LOAD"
 seconds=$(echo "$end - $start" | bc -l)
+moved=$(sed -n 's/.*(\([0-9]*\) filters, \([0-9]*\) bytes copied.*/\1/p' "$WORK/move.out")
 bytes=$(sed -n 's/.*(\([0-9]*\) filters, \([0-9]*\) bytes copied.*/\2/p' "$WORK/move.out")
 paused=$(sed -n 's/.*writes paused \([0-9]*\) ms.*/\1/p' "$WORK/move.out")
 printf 'move of %s MB in %d filters: %.1f s, %.0f MB/s, writes to the moving slots paused %s ms\n' \
-  "$((bytes / 1000000))" "$FILTERS" "$seconds" "$(echo "$bytes / $seconds / 1000000" | bc -l)" \
+  "$((bytes / 1000000))" "$moved" "$seconds" "$(echo "$bytes / $seconds / 1000000" | bc -l)" \
   "$paused"
 echo "load during the move: $(sed -n 's/.*latency per request: \(.*\)/\1/p' "$WORK/during.out")"
 grep '^round\|^copied\|^moved\|^the pause' "$WORK/move.out"
