@@ -75,6 +75,11 @@ public final class BloomProto {
     com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
       internal_static_bloom_v1_ListRequest_fieldAccessorTable;
   static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_bloom_v1_SlotSpan_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
+      internal_static_bloom_v1_SlotSpan_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
     internal_static_bloom_v1_ListResponse_descriptor;
   static final 
     com.google.protobuf.GeneratedMessageV3.FieldAccessorTable
@@ -218,96 +223,98 @@ public final class BloomProto {
       "\001(\004\"5\n\rStatsResponse\022$\n\005stats\030\001 \001(\0132\025.bl" +
       "oom.v1.FilterStats\"\035\n\rDeleteRequest\022\014\n\004n" +
       "ame\030\001 \001(\t\"\"\n\016DeleteResponse\022\020\n\010sequence\030" +
-      "\001 \001(\004\"Z\n\013ListRequest\022\016\n\006prefix\030\001 \001(\t\022\021\n\t" +
-      "page_size\030\002 \001(\r\022\022\n\npage_token\030\003 \001(\t\022\024\n\014m" +
-      "in_sequence\030\004 \001(\004\"O\n\014ListResponse\022&\n\007fil" +
-      "ters\030\001 \003(\0132\025.bloom.v1.FilterStats\022\027\n\017nex" +
-      "t_page_token\030\002 \001(\t\"3\n\rExportRequest\022\014\n\004n" +
-      "ame\030\001 \001(\t\022\024\n\014min_sequence\030\002 \001(\004\"\033\n\013Expor" +
-      "tChunk\022\014\n\004data\030\001 \001(\014\"F\n\013ImportChunk\022\014\n\004n" +
-      "ame\030\001 \001(\t\022\014\n\004data\030\002 \001(\014\022\033\n\023merge_into_ex" +
-      "isting\030\003 \001(\010\"H\n\016ImportResponse\022$\n\005stats\030" +
-      "\001 \001(\0132\025.bloom.v1.FilterStats\022\020\n\010sequence" +
-      "\030\002 \001(\004\"/\n\014MergeRequest\022\016\n\006target\030\001 \001(\t\022\017" +
-      "\n\007sources\030\002 \003(\t\"G\n\rMergeResponse\022$\n\005stat" +
-      "s\030\001 \001(\0132\025.bloom.v1.FilterStats\022\020\n\010sequen" +
-      "ce\030\002 \001(\004\"?\n\rRemoveRequest\022\014\n\004name\030\001 \001(\t\022" +
-      "\r\n\005items\030\002 \003(\t\022\021\n\traw_items\030\003 \003(\014\"3\n\016Rem" +
-      "oveResponse\022\017\n\007removed\030\001 \003(\010\022\020\n\010sequence" +
-      "\030\002 \001(\004\"T\n\014CountRequest\022\014\n\004name\030\001 \001(\t\022\r\n\005" +
-      "items\030\002 \003(\t\022\021\n\traw_items\030\003 \003(\014\022\024\n\014min_se" +
-      "quence\030\004 \001(\004\"\037\n\rCountResponse\022\016\n\006counts\030" +
-      "\001 \003(\r\"\335\001\n\016SubFilterStats\022\020\n\010capacity\030\001 \001" +
-      "(\004\022\022\n\nerror_rate\030\002 \001(\001\022\014\n\004bits\030\003 \001(\004\022\022\n\n" +
-      "hash_count\030\004 \001(\r\022\023\n\013items_added\030\005 \001(\004\022\022\n" +
-      "\nfill_ratio\030\006 \001(\001\022/\n\013slice_start\030\007 \001(\0132\032" +
-      ".google.protobuf.Timestamp\022\017\n\007buckets\030\010 " +
-      "\001(\004\022\030\n\020fingerprint_bits\030\t \001(\r\"\312\003\n\013Filter" +
-      "Stats\022\014\n\004name\030\001 \001(\t\022\"\n\004spec\030\002 \001(\0132\024.bloo" +
-      "m.v1.FilterSpec\022\020\n\010capacity\030\003 \001(\004\022\022\n\nsiz" +
-      "e_bytes\030\004 \001(\004\022\023\n\013sub_filters\030\005 \001(\r\022\023\n\013it" +
-      "ems_added\030\006 \001(\004\022\035\n\025estimated_cardinality" +
-      "\030\007 \001(\004\022\022\n\nfill_ratio\030\010 \001(\001\022\034\n\024estimated_" +
-      "error_rate\030\t \001(\001\0222\n\020sub_filter_stats\030\n \003" +
-      "(\0132\030.bloom.v1.SubFilterStats\022.\n\ncreated_" +
-      "at\030\013 \001(\0132\032.google.protobuf.Timestamp\022\016\n\006" +
-      "checks\030\014 \001(\004\022\022\n\ncheck_hits\030\r \001(\004\022.\n\nexpi" +
-      "res_at\030\016 \001(\0132\032.google.protobuf.Timestamp" +
-      "\0220\n\014window_start\030\017 \001(\0132\032.google.protobuf" +
-      ".Timestamp\"\375\001\n\017PipelineRequest\022\n\n\002id\030\001 \001" +
-      "(\004\022#\n\003add\030\002 \001(\0132\024.bloom.v1.AddRequestH\000\022" +
-      "6\n\rmight_contain\030\003 \001(\0132\035.bloom.v1.MightC" +
-      "ontainRequestH\000\022)\n\006remove\030\005 \001(\0132\027.bloom." +
-      "v1.RemoveRequestH\000\022\'\n\005count\030\006 \001(\0132\026.bloo" +
-      "m.v1.CountRequestH\000\022\'\n\004more\030\004 \003(\0132\031.bloo" +
-      "m.v1.PipelineRequestB\004\n\002op\"\262\002\n\020PipelineR" +
-      "esponse\022\n\n\002id\030\001 \001(\004\022$\n\003add\030\002 \001(\0132\025.bloom" +
-      ".v1.AddResponseH\000\0227\n\rmight_contain\030\003 \001(\013" +
-      "2\036.bloom.v1.MightContainResponseH\000\022)\n\005er" +
-      "ror\030\004 \001(\0132\030.bloom.v1.OperationErrorH\000\022*\n" +
-      "\006remove\030\006 \001(\0132\030.bloom.v1.RemoveResponseH" +
-      "\000\022(\n\005count\030\007 \001(\0132\027.bloom.v1.CountRespons" +
-      "eH\000\022(\n\004more\030\005 \003(\0132\032.bloom.v1.PipelineRes" +
-      "ponseB\010\n\006result\"/\n\016OperationError\022\014\n\004cod" +
-      "e\030\001 \001(\005\022\017\n\007message\030\002 \001(\t\"\024\n\022GetShardMapR" +
-      "equest\"6\n\023GetShardMapResponse\022\037\n\003map\030\001 \001" +
-      "(\0132\022.bloom.v1.ShardMap\"\234\001\n\010ShardMap\022\017\n\007v" +
-      "ersion\030\001 \001(\004\022\022\n\nslot_count\030\002 \001(\r\022$\n\006grou" +
-      "ps\030\003 \003(\0132\024.bloom.v1.ShardGroup\022#\n\006ranges" +
-      "\030\004 \003(\0132\023.bloom.v1.SlotRange\022 \n\004move\030\005 \001(" +
-      "\0132\022.bloom.v1.SlotMove\"Q\n\010SlotMove\022\r\n\005fir" +
-      "st\030\001 \001(\r\022\014\n\004last\030\002 \001(\r\022\014\n\004from\030\003 \001(\t\022\n\n\002" +
-      "to\030\004 \001(\t\022\016\n\006paused\030\005 \001(\010\"<\n\nShardGroup\022\014" +
-      "\n\004name\030\001 \001(\t\022\017\n\007primary\030\002 \001(\t\022\017\n\007members" +
-      "\030\003 \003(\t\"7\n\tSlotRange\022\r\n\005first\030\001 \001(\r\022\014\n\004la" +
-      "st\030\002 \001(\r\022\r\n\005group\030\003 \001(\t*X\n\nFilterKind\022\033\n" +
-      "\027FILTER_KIND_UNSPECIFIED\020\000\022\025\n\021FILTER_KIN" +
-      "D_BLOOM\020\001\022\026\n\022FILTER_KIND_CUCKOO\020\0022\302\006\n\022Bl" +
-      "oomFilterService\022>\n\007Reserve\022\030.bloom.v1.R" +
-      "eserveRequest\032\031.bloom.v1.ReserveResponse" +
-      "\0222\n\003Add\022\024.bloom.v1.AddRequest\032\025.bloom.v1" +
-      ".AddResponse\022M\n\014MightContain\022\035.bloom.v1." +
-      "MightContainRequest\032\036.bloom.v1.MightCont" +
-      "ainResponse\0228\n\005Stats\022\026.bloom.v1.StatsReq" +
-      "uest\032\027.bloom.v1.StatsResponse\022;\n\006Delete\022" +
-      "\027.bloom.v1.DeleteRequest\032\030.bloom.v1.Dele" +
-      "teResponse\0225\n\004List\022\025.bloom.v1.ListReques" +
-      "t\032\026.bloom.v1.ListResponse\022:\n\006Export\022\027.bl" +
-      "oom.v1.ExportRequest\032\025.bloom.v1.ExportCh" +
-      "unk0\001\022;\n\006Import\022\025.bloom.v1.ImportChunk\032\030" +
-      ".bloom.v1.ImportResponse(\001\0228\n\005Merge\022\026.bl" +
-      "oom.v1.MergeRequest\032\027.bloom.v1.MergeResp" +
-      "onse\022;\n\006Remove\022\027.bloom.v1.RemoveRequest\032" +
-      "\030.bloom.v1.RemoveResponse\0228\n\005Count\022\026.blo" +
-      "om.v1.CountRequest\032\027.bloom.v1.CountRespo" +
-      "nse\022E\n\010Pipeline\022\031.bloom.v1.PipelineReque" +
-      "st\032\032.bloom.v1.PipelineResponse(\0010\001\022J\n\013Ge" +
-      "tShardMap\022\034.bloom.v1.GetShardMapRequest\032" +
-      "\035.bloom.v1.GetShardMapResponseB|\n\027io.blo" +
-      "omserver.bloom.v1B\nBloomProtoP\001Z<github." +
-      "com/bloom-server/bloom-server/gen/go/blo" +
-      "om/v1;bloomv1\252\002\024BloomServer.Bloom.V1b\006pr" +
-      "oto3"
+      "\001 \001(\004\"\221\001\n\013ListRequest\022\016\n\006prefix\030\001 \001(\t\022\021\n" +
+      "\tpage_size\030\002 \001(\r\022\022\n\npage_token\030\003 \001(\t\022\024\n\014" +
+      "min_sequence\030\004 \001(\004\022!\n\005slots\030\005 \001(\0132\022.bloo" +
+      "m.v1.SlotSpan\022\022\n\nnames_only\030\006 \001(\010\"\'\n\010Slo" +
+      "tSpan\022\r\n\005first\030\001 \001(\r\022\014\n\004last\030\002 \001(\r\"O\n\014Li" +
+      "stResponse\022&\n\007filters\030\001 \003(\0132\025.bloom.v1.F" +
+      "ilterStats\022\027\n\017next_page_token\030\002 \001(\t\"3\n\rE" +
+      "xportRequest\022\014\n\004name\030\001 \001(\t\022\024\n\014min_sequen" +
+      "ce\030\002 \001(\004\"\033\n\013ExportChunk\022\014\n\004data\030\001 \001(\014\"F\n" +
+      "\013ImportChunk\022\014\n\004name\030\001 \001(\t\022\014\n\004data\030\002 \001(\014" +
+      "\022\033\n\023merge_into_existing\030\003 \001(\010\"H\n\016ImportR" +
+      "esponse\022$\n\005stats\030\001 \001(\0132\025.bloom.v1.Filter" +
+      "Stats\022\020\n\010sequence\030\002 \001(\004\"/\n\014MergeRequest\022" +
+      "\016\n\006target\030\001 \001(\t\022\017\n\007sources\030\002 \003(\t\"G\n\rMerg" +
+      "eResponse\022$\n\005stats\030\001 \001(\0132\025.bloom.v1.Filt" +
+      "erStats\022\020\n\010sequence\030\002 \001(\004\"?\n\rRemoveReque" +
+      "st\022\014\n\004name\030\001 \001(\t\022\r\n\005items\030\002 \003(\t\022\021\n\traw_i" +
+      "tems\030\003 \003(\014\"3\n\016RemoveResponse\022\017\n\007removed\030" +
+      "\001 \003(\010\022\020\n\010sequence\030\002 \001(\004\"T\n\014CountRequest\022" +
+      "\014\n\004name\030\001 \001(\t\022\r\n\005items\030\002 \003(\t\022\021\n\traw_item" +
+      "s\030\003 \003(\014\022\024\n\014min_sequence\030\004 \001(\004\"\037\n\rCountRe" +
+      "sponse\022\016\n\006counts\030\001 \003(\r\"\335\001\n\016SubFilterStat" +
+      "s\022\020\n\010capacity\030\001 \001(\004\022\022\n\nerror_rate\030\002 \001(\001\022" +
+      "\014\n\004bits\030\003 \001(\004\022\022\n\nhash_count\030\004 \001(\r\022\023\n\013ite" +
+      "ms_added\030\005 \001(\004\022\022\n\nfill_ratio\030\006 \001(\001\022/\n\013sl" +
+      "ice_start\030\007 \001(\0132\032.google.protobuf.Timest" +
+      "amp\022\017\n\007buckets\030\010 \001(\004\022\030\n\020fingerprint_bits" +
+      "\030\t \001(\r\"\312\003\n\013FilterStats\022\014\n\004name\030\001 \001(\t\022\"\n\004" +
+      "spec\030\002 \001(\0132\024.bloom.v1.FilterSpec\022\020\n\010capa" +
+      "city\030\003 \001(\004\022\022\n\nsize_bytes\030\004 \001(\004\022\023\n\013sub_fi" +
+      "lters\030\005 \001(\r\022\023\n\013items_added\030\006 \001(\004\022\035\n\025esti" +
+      "mated_cardinality\030\007 \001(\004\022\022\n\nfill_ratio\030\010 " +
+      "\001(\001\022\034\n\024estimated_error_rate\030\t \001(\001\0222\n\020sub" +
+      "_filter_stats\030\n \003(\0132\030.bloom.v1.SubFilter" +
+      "Stats\022.\n\ncreated_at\030\013 \001(\0132\032.google.proto" +
+      "buf.Timestamp\022\016\n\006checks\030\014 \001(\004\022\022\n\ncheck_h" +
+      "its\030\r \001(\004\022.\n\nexpires_at\030\016 \001(\0132\032.google.p" +
+      "rotobuf.Timestamp\0220\n\014window_start\030\017 \001(\0132" +
+      "\032.google.protobuf.Timestamp\"\375\001\n\017Pipeline" +
+      "Request\022\n\n\002id\030\001 \001(\004\022#\n\003add\030\002 \001(\0132\024.bloom" +
+      ".v1.AddRequestH\000\0226\n\rmight_contain\030\003 \001(\0132" +
+      "\035.bloom.v1.MightContainRequestH\000\022)\n\006remo" +
+      "ve\030\005 \001(\0132\027.bloom.v1.RemoveRequestH\000\022\'\n\005c" +
+      "ount\030\006 \001(\0132\026.bloom.v1.CountRequestH\000\022\'\n\004" +
+      "more\030\004 \003(\0132\031.bloom.v1.PipelineRequestB\004\n" +
+      "\002op\"\262\002\n\020PipelineResponse\022\n\n\002id\030\001 \001(\004\022$\n\003" +
+      "add\030\002 \001(\0132\025.bloom.v1.AddResponseH\000\0227\n\rmi" +
+      "ght_contain\030\003 \001(\0132\036.bloom.v1.MightContai" +
+      "nResponseH\000\022)\n\005error\030\004 \001(\0132\030.bloom.v1.Op" +
+      "erationErrorH\000\022*\n\006remove\030\006 \001(\0132\030.bloom.v" +
+      "1.RemoveResponseH\000\022(\n\005count\030\007 \001(\0132\027.bloo" +
+      "m.v1.CountResponseH\000\022(\n\004more\030\005 \003(\0132\032.blo" +
+      "om.v1.PipelineResponseB\010\n\006result\"/\n\016Oper" +
+      "ationError\022\014\n\004code\030\001 \001(\005\022\017\n\007message\030\002 \001(" +
+      "\t\"\024\n\022GetShardMapRequest\"6\n\023GetShardMapRe" +
+      "sponse\022\037\n\003map\030\001 \001(\0132\022.bloom.v1.ShardMap\"" +
+      "\234\001\n\010ShardMap\022\017\n\007version\030\001 \001(\004\022\022\n\nslot_co" +
+      "unt\030\002 \001(\r\022$\n\006groups\030\003 \003(\0132\024.bloom.v1.Sha" +
+      "rdGroup\022#\n\006ranges\030\004 \003(\0132\023.bloom.v1.SlotR" +
+      "ange\022 \n\004move\030\005 \001(\0132\022.bloom.v1.SlotMove\"Q" +
+      "\n\010SlotMove\022\r\n\005first\030\001 \001(\r\022\014\n\004last\030\002 \001(\r\022" +
+      "\014\n\004from\030\003 \001(\t\022\n\n\002to\030\004 \001(\t\022\016\n\006paused\030\005 \001(" +
+      "\010\"<\n\nShardGroup\022\014\n\004name\030\001 \001(\t\022\017\n\007primary" +
+      "\030\002 \001(\t\022\017\n\007members\030\003 \003(\t\"7\n\tSlotRange\022\r\n\005" +
+      "first\030\001 \001(\r\022\014\n\004last\030\002 \001(\r\022\r\n\005group\030\003 \001(\t" +
+      "*X\n\nFilterKind\022\033\n\027FILTER_KIND_UNSPECIFIE" +
+      "D\020\000\022\025\n\021FILTER_KIND_BLOOM\020\001\022\026\n\022FILTER_KIN" +
+      "D_CUCKOO\020\0022\302\006\n\022BloomFilterService\022>\n\007Res" +
+      "erve\022\030.bloom.v1.ReserveRequest\032\031.bloom.v" +
+      "1.ReserveResponse\0222\n\003Add\022\024.bloom.v1.AddR" +
+      "equest\032\025.bloom.v1.AddResponse\022M\n\014MightCo" +
+      "ntain\022\035.bloom.v1.MightContainRequest\032\036.b" +
+      "loom.v1.MightContainResponse\0228\n\005Stats\022\026." +
+      "bloom.v1.StatsRequest\032\027.bloom.v1.StatsRe" +
+      "sponse\022;\n\006Delete\022\027.bloom.v1.DeleteReques" +
+      "t\032\030.bloom.v1.DeleteResponse\0225\n\004List\022\025.bl" +
+      "oom.v1.ListRequest\032\026.bloom.v1.ListRespon" +
+      "se\022:\n\006Export\022\027.bloom.v1.ExportRequest\032\025." +
+      "bloom.v1.ExportChunk0\001\022;\n\006Import\022\025.bloom" +
+      ".v1.ImportChunk\032\030.bloom.v1.ImportRespons" +
+      "e(\001\0228\n\005Merge\022\026.bloom.v1.MergeRequest\032\027.b" +
+      "loom.v1.MergeResponse\022;\n\006Remove\022\027.bloom." +
+      "v1.RemoveRequest\032\030.bloom.v1.RemoveRespon" +
+      "se\0228\n\005Count\022\026.bloom.v1.CountRequest\032\027.bl" +
+      "oom.v1.CountResponse\022E\n\010Pipeline\022\031.bloom" +
+      ".v1.PipelineRequest\032\032.bloom.v1.PipelineR" +
+      "esponse(\0010\001\022J\n\013GetShardMap\022\034.bloom.v1.Ge" +
+      "tShardMapRequest\032\035.bloom.v1.GetShardMapR" +
+      "esponseB|\n\027io.bloomserver.bloom.v1B\nBloo" +
+      "mProtoP\001Z<github.com/bloom-server/bloom-" +
+      "server/gen/go/bloom/v1;bloomv1\252\002\024BloomSe" +
+      "rver.Bloom.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -386,135 +393,141 @@ public final class BloomProto {
     internal_static_bloom_v1_ListRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_bloom_v1_ListRequest_descriptor,
-        new java.lang.String[] { "Prefix", "PageSize", "PageToken", "MinSequence", });
-    internal_static_bloom_v1_ListResponse_descriptor =
+        new java.lang.String[] { "Prefix", "PageSize", "PageToken", "MinSequence", "Slots", "NamesOnly", });
+    internal_static_bloom_v1_SlotSpan_descriptor =
       getDescriptor().getMessageTypes().get(12);
+    internal_static_bloom_v1_SlotSpan_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
+        internal_static_bloom_v1_SlotSpan_descriptor,
+        new java.lang.String[] { "First", "Last", });
+    internal_static_bloom_v1_ListResponse_descriptor =
+      getDescriptor().getMessageTypes().get(13);
     internal_static_bloom_v1_ListResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_bloom_v1_ListResponse_descriptor,
         new java.lang.String[] { "Filters", "NextPageToken", });
     internal_static_bloom_v1_ExportRequest_descriptor =
-      getDescriptor().getMessageTypes().get(13);
+      getDescriptor().getMessageTypes().get(14);
     internal_static_bloom_v1_ExportRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_bloom_v1_ExportRequest_descriptor,
         new java.lang.String[] { "Name", "MinSequence", });
     internal_static_bloom_v1_ExportChunk_descriptor =
-      getDescriptor().getMessageTypes().get(14);
+      getDescriptor().getMessageTypes().get(15);
     internal_static_bloom_v1_ExportChunk_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_bloom_v1_ExportChunk_descriptor,
         new java.lang.String[] { "Data", });
     internal_static_bloom_v1_ImportChunk_descriptor =
-      getDescriptor().getMessageTypes().get(15);
+      getDescriptor().getMessageTypes().get(16);
     internal_static_bloom_v1_ImportChunk_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_bloom_v1_ImportChunk_descriptor,
         new java.lang.String[] { "Name", "Data", "MergeIntoExisting", });
     internal_static_bloom_v1_ImportResponse_descriptor =
-      getDescriptor().getMessageTypes().get(16);
+      getDescriptor().getMessageTypes().get(17);
     internal_static_bloom_v1_ImportResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_bloom_v1_ImportResponse_descriptor,
         new java.lang.String[] { "Stats", "Sequence", });
     internal_static_bloom_v1_MergeRequest_descriptor =
-      getDescriptor().getMessageTypes().get(17);
+      getDescriptor().getMessageTypes().get(18);
     internal_static_bloom_v1_MergeRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_bloom_v1_MergeRequest_descriptor,
         new java.lang.String[] { "Target", "Sources", });
     internal_static_bloom_v1_MergeResponse_descriptor =
-      getDescriptor().getMessageTypes().get(18);
+      getDescriptor().getMessageTypes().get(19);
     internal_static_bloom_v1_MergeResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_bloom_v1_MergeResponse_descriptor,
         new java.lang.String[] { "Stats", "Sequence", });
     internal_static_bloom_v1_RemoveRequest_descriptor =
-      getDescriptor().getMessageTypes().get(19);
+      getDescriptor().getMessageTypes().get(20);
     internal_static_bloom_v1_RemoveRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_bloom_v1_RemoveRequest_descriptor,
         new java.lang.String[] { "Name", "Items", "RawItems", });
     internal_static_bloom_v1_RemoveResponse_descriptor =
-      getDescriptor().getMessageTypes().get(20);
+      getDescriptor().getMessageTypes().get(21);
     internal_static_bloom_v1_RemoveResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_bloom_v1_RemoveResponse_descriptor,
         new java.lang.String[] { "Removed", "Sequence", });
     internal_static_bloom_v1_CountRequest_descriptor =
-      getDescriptor().getMessageTypes().get(21);
+      getDescriptor().getMessageTypes().get(22);
     internal_static_bloom_v1_CountRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_bloom_v1_CountRequest_descriptor,
         new java.lang.String[] { "Name", "Items", "RawItems", "MinSequence", });
     internal_static_bloom_v1_CountResponse_descriptor =
-      getDescriptor().getMessageTypes().get(22);
+      getDescriptor().getMessageTypes().get(23);
     internal_static_bloom_v1_CountResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_bloom_v1_CountResponse_descriptor,
         new java.lang.String[] { "Counts", });
     internal_static_bloom_v1_SubFilterStats_descriptor =
-      getDescriptor().getMessageTypes().get(23);
+      getDescriptor().getMessageTypes().get(24);
     internal_static_bloom_v1_SubFilterStats_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_bloom_v1_SubFilterStats_descriptor,
         new java.lang.String[] { "Capacity", "ErrorRate", "Bits", "HashCount", "ItemsAdded", "FillRatio", "SliceStart", "Buckets", "FingerprintBits", });
     internal_static_bloom_v1_FilterStats_descriptor =
-      getDescriptor().getMessageTypes().get(24);
+      getDescriptor().getMessageTypes().get(25);
     internal_static_bloom_v1_FilterStats_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_bloom_v1_FilterStats_descriptor,
         new java.lang.String[] { "Name", "Spec", "Capacity", "SizeBytes", "SubFilters", "ItemsAdded", "EstimatedCardinality", "FillRatio", "EstimatedErrorRate", "SubFilterStats", "CreatedAt", "Checks", "CheckHits", "ExpiresAt", "WindowStart", });
     internal_static_bloom_v1_PipelineRequest_descriptor =
-      getDescriptor().getMessageTypes().get(25);
+      getDescriptor().getMessageTypes().get(26);
     internal_static_bloom_v1_PipelineRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_bloom_v1_PipelineRequest_descriptor,
         new java.lang.String[] { "Id", "Add", "MightContain", "Remove", "Count", "More", "Op", });
     internal_static_bloom_v1_PipelineResponse_descriptor =
-      getDescriptor().getMessageTypes().get(26);
+      getDescriptor().getMessageTypes().get(27);
     internal_static_bloom_v1_PipelineResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_bloom_v1_PipelineResponse_descriptor,
         new java.lang.String[] { "Id", "Add", "MightContain", "Error", "Remove", "Count", "More", "Result", });
     internal_static_bloom_v1_OperationError_descriptor =
-      getDescriptor().getMessageTypes().get(27);
+      getDescriptor().getMessageTypes().get(28);
     internal_static_bloom_v1_OperationError_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_bloom_v1_OperationError_descriptor,
         new java.lang.String[] { "Code", "Message", });
     internal_static_bloom_v1_GetShardMapRequest_descriptor =
-      getDescriptor().getMessageTypes().get(28);
+      getDescriptor().getMessageTypes().get(29);
     internal_static_bloom_v1_GetShardMapRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_bloom_v1_GetShardMapRequest_descriptor,
         new java.lang.String[] { });
     internal_static_bloom_v1_GetShardMapResponse_descriptor =
-      getDescriptor().getMessageTypes().get(29);
+      getDescriptor().getMessageTypes().get(30);
     internal_static_bloom_v1_GetShardMapResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_bloom_v1_GetShardMapResponse_descriptor,
         new java.lang.String[] { "Map", });
     internal_static_bloom_v1_ShardMap_descriptor =
-      getDescriptor().getMessageTypes().get(30);
+      getDescriptor().getMessageTypes().get(31);
     internal_static_bloom_v1_ShardMap_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_bloom_v1_ShardMap_descriptor,
         new java.lang.String[] { "Version", "SlotCount", "Groups", "Ranges", "Move", });
     internal_static_bloom_v1_SlotMove_descriptor =
-      getDescriptor().getMessageTypes().get(31);
+      getDescriptor().getMessageTypes().get(32);
     internal_static_bloom_v1_SlotMove_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_bloom_v1_SlotMove_descriptor,
         new java.lang.String[] { "First", "Last", "From", "To", "Paused", });
     internal_static_bloom_v1_ShardGroup_descriptor =
-      getDescriptor().getMessageTypes().get(32);
+      getDescriptor().getMessageTypes().get(33);
     internal_static_bloom_v1_ShardGroup_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_bloom_v1_ShardGroup_descriptor,
         new java.lang.String[] { "Name", "Primary", "Members", });
     internal_static_bloom_v1_SlotRange_descriptor =
-      getDescriptor().getMessageTypes().get(33);
+      getDescriptor().getMessageTypes().get(34);
     internal_static_bloom_v1_SlotRange_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessageV3.FieldAccessorTable(
         internal_static_bloom_v1_SlotRange_descriptor,

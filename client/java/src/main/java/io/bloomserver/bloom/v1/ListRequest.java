@@ -171,6 +171,66 @@ private static final long serialVersionUID = 0L;
     return minSequence_;
   }
 
+  public static final int SLOTS_FIELD_NUMBER = 5;
+  private io.bloomserver.bloom.v1.SlotSpan slots_;
+  /**
+   * <pre>
+   * Only the filters whose slot (a sharded deployment's; GetShardMap) lies in this span.
+   * FAILED_PRECONDITION from a deployment that is not sharded, INVALID_ARGUMENT for a span
+   * past its last slot.
+   * </pre>
+   *
+   * <code>.bloom.v1.SlotSpan slots = 5;</code>
+   * @return Whether the slots field is set.
+   */
+  @java.lang.Override
+  public boolean hasSlots() {
+    return slots_ != null;
+  }
+  /**
+   * <pre>
+   * Only the filters whose slot (a sharded deployment's; GetShardMap) lies in this span.
+   * FAILED_PRECONDITION from a deployment that is not sharded, INVALID_ARGUMENT for a span
+   * past its last slot.
+   * </pre>
+   *
+   * <code>.bloom.v1.SlotSpan slots = 5;</code>
+   * @return The slots.
+   */
+  @java.lang.Override
+  public io.bloomserver.bloom.v1.SlotSpan getSlots() {
+    return slots_ == null ? io.bloomserver.bloom.v1.SlotSpan.getDefaultInstance() : slots_;
+  }
+  /**
+   * <pre>
+   * Only the filters whose slot (a sharded deployment's; GetShardMap) lies in this span.
+   * FAILED_PRECONDITION from a deployment that is not sharded, INVALID_ARGUMENT for a span
+   * past its last slot.
+   * </pre>
+   *
+   * <code>.bloom.v1.SlotSpan slots = 5;</code>
+   */
+  @java.lang.Override
+  public io.bloomserver.bloom.v1.SlotSpanOrBuilder getSlotsOrBuilder() {
+    return slots_ == null ? io.bloomserver.bloom.v1.SlotSpan.getDefaultInstance() : slots_;
+  }
+
+  public static final int NAMES_ONLY_FIELD_NUMBER = 6;
+  private boolean namesOnly_ = false;
+  /**
+   * <pre>
+   * Only each filter's name in `filters`: no statistics are read or computed, so listing many
+   * small filters (one per user) costs a fraction of a full listing.
+   * </pre>
+   *
+   * <code>bool names_only = 6;</code>
+   * @return The namesOnly.
+   */
+  @java.lang.Override
+  public boolean getNamesOnly() {
+    return namesOnly_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -197,6 +257,12 @@ private static final long serialVersionUID = 0L;
     if (minSequence_ != 0L) {
       output.writeUInt64(4, minSequence_);
     }
+    if (slots_ != null) {
+      output.writeMessage(5, getSlots());
+    }
+    if (namesOnly_ != false) {
+      output.writeBool(6, namesOnly_);
+    }
     getUnknownFields().writeTo(output);
   }
 
@@ -219,6 +285,14 @@ private static final long serialVersionUID = 0L;
     if (minSequence_ != 0L) {
       size += com.google.protobuf.CodedOutputStream
         .computeUInt64Size(4, minSequence_);
+    }
+    if (slots_ != null) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(5, getSlots());
+    }
+    if (namesOnly_ != false) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeBoolSize(6, namesOnly_);
     }
     size += getUnknownFields().getSerializedSize();
     memoizedSize = size;
@@ -243,6 +317,13 @@ private static final long serialVersionUID = 0L;
         .equals(other.getPageToken())) return false;
     if (getMinSequence()
         != other.getMinSequence()) return false;
+    if (hasSlots() != other.hasSlots()) return false;
+    if (hasSlots()) {
+      if (!getSlots()
+          .equals(other.getSlots())) return false;
+    }
+    if (getNamesOnly()
+        != other.getNamesOnly()) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -263,6 +344,13 @@ private static final long serialVersionUID = 0L;
     hash = (37 * hash) + MIN_SEQUENCE_FIELD_NUMBER;
     hash = (53 * hash) + com.google.protobuf.Internal.hashLong(
         getMinSequence());
+    if (hasSlots()) {
+      hash = (37 * hash) + SLOTS_FIELD_NUMBER;
+      hash = (53 * hash) + getSlots().hashCode();
+    }
+    hash = (37 * hash) + NAMES_ONLY_FIELD_NUMBER;
+    hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+        getNamesOnly());
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -396,6 +484,12 @@ private static final long serialVersionUID = 0L;
       pageSize_ = 0;
       pageToken_ = "";
       minSequence_ = 0L;
+      slots_ = null;
+      if (slotsBuilder_ != null) {
+        slotsBuilder_.dispose();
+        slotsBuilder_ = null;
+      }
+      namesOnly_ = false;
       return this;
     }
 
@@ -440,6 +534,14 @@ private static final long serialVersionUID = 0L;
       }
       if (((from_bitField0_ & 0x00000008) != 0)) {
         result.minSequence_ = minSequence_;
+      }
+      if (((from_bitField0_ & 0x00000010) != 0)) {
+        result.slots_ = slotsBuilder_ == null
+            ? slots_
+            : slotsBuilder_.build();
+      }
+      if (((from_bitField0_ & 0x00000020) != 0)) {
+        result.namesOnly_ = namesOnly_;
       }
     }
 
@@ -503,6 +605,12 @@ private static final long serialVersionUID = 0L;
       if (other.getMinSequence() != 0L) {
         setMinSequence(other.getMinSequence());
       }
+      if (other.hasSlots()) {
+        mergeSlots(other.getSlots());
+      }
+      if (other.getNamesOnly() != false) {
+        setNamesOnly(other.getNamesOnly());
+      }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
       return this;
@@ -549,6 +657,18 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000008;
               break;
             } // case 32
+            case 42: {
+              input.readMessage(
+                  getSlotsFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField0_ |= 0x00000010;
+              break;
+            } // case 42
+            case 48: {
+              namesOnly_ = input.readBool();
+              bitField0_ |= 0x00000020;
+              break;
+            } // case 48
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -840,6 +960,226 @@ private static final long serialVersionUID = 0L;
     public Builder clearMinSequence() {
       bitField0_ = (bitField0_ & ~0x00000008);
       minSequence_ = 0L;
+      onChanged();
+      return this;
+    }
+
+    private io.bloomserver.bloom.v1.SlotSpan slots_;
+    private com.google.protobuf.SingleFieldBuilderV3<
+        io.bloomserver.bloom.v1.SlotSpan, io.bloomserver.bloom.v1.SlotSpan.Builder, io.bloomserver.bloom.v1.SlotSpanOrBuilder> slotsBuilder_;
+    /**
+     * <pre>
+     * Only the filters whose slot (a sharded deployment's; GetShardMap) lies in this span.
+     * FAILED_PRECONDITION from a deployment that is not sharded, INVALID_ARGUMENT for a span
+     * past its last slot.
+     * </pre>
+     *
+     * <code>.bloom.v1.SlotSpan slots = 5;</code>
+     * @return Whether the slots field is set.
+     */
+    public boolean hasSlots() {
+      return ((bitField0_ & 0x00000010) != 0);
+    }
+    /**
+     * <pre>
+     * Only the filters whose slot (a sharded deployment's; GetShardMap) lies in this span.
+     * FAILED_PRECONDITION from a deployment that is not sharded, INVALID_ARGUMENT for a span
+     * past its last slot.
+     * </pre>
+     *
+     * <code>.bloom.v1.SlotSpan slots = 5;</code>
+     * @return The slots.
+     */
+    public io.bloomserver.bloom.v1.SlotSpan getSlots() {
+      if (slotsBuilder_ == null) {
+        return slots_ == null ? io.bloomserver.bloom.v1.SlotSpan.getDefaultInstance() : slots_;
+      } else {
+        return slotsBuilder_.getMessage();
+      }
+    }
+    /**
+     * <pre>
+     * Only the filters whose slot (a sharded deployment's; GetShardMap) lies in this span.
+     * FAILED_PRECONDITION from a deployment that is not sharded, INVALID_ARGUMENT for a span
+     * past its last slot.
+     * </pre>
+     *
+     * <code>.bloom.v1.SlotSpan slots = 5;</code>
+     */
+    public Builder setSlots(io.bloomserver.bloom.v1.SlotSpan value) {
+      if (slotsBuilder_ == null) {
+        if (value == null) {
+          throw new NullPointerException();
+        }
+        slots_ = value;
+      } else {
+        slotsBuilder_.setMessage(value);
+      }
+      bitField0_ |= 0x00000010;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Only the filters whose slot (a sharded deployment's; GetShardMap) lies in this span.
+     * FAILED_PRECONDITION from a deployment that is not sharded, INVALID_ARGUMENT for a span
+     * past its last slot.
+     * </pre>
+     *
+     * <code>.bloom.v1.SlotSpan slots = 5;</code>
+     */
+    public Builder setSlots(
+        io.bloomserver.bloom.v1.SlotSpan.Builder builderForValue) {
+      if (slotsBuilder_ == null) {
+        slots_ = builderForValue.build();
+      } else {
+        slotsBuilder_.setMessage(builderForValue.build());
+      }
+      bitField0_ |= 0x00000010;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Only the filters whose slot (a sharded deployment's; GetShardMap) lies in this span.
+     * FAILED_PRECONDITION from a deployment that is not sharded, INVALID_ARGUMENT for a span
+     * past its last slot.
+     * </pre>
+     *
+     * <code>.bloom.v1.SlotSpan slots = 5;</code>
+     */
+    public Builder mergeSlots(io.bloomserver.bloom.v1.SlotSpan value) {
+      if (slotsBuilder_ == null) {
+        if (((bitField0_ & 0x00000010) != 0) &&
+          slots_ != null &&
+          slots_ != io.bloomserver.bloom.v1.SlotSpan.getDefaultInstance()) {
+          getSlotsBuilder().mergeFrom(value);
+        } else {
+          slots_ = value;
+        }
+      } else {
+        slotsBuilder_.mergeFrom(value);
+      }
+      bitField0_ |= 0x00000010;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Only the filters whose slot (a sharded deployment's; GetShardMap) lies in this span.
+     * FAILED_PRECONDITION from a deployment that is not sharded, INVALID_ARGUMENT for a span
+     * past its last slot.
+     * </pre>
+     *
+     * <code>.bloom.v1.SlotSpan slots = 5;</code>
+     */
+    public Builder clearSlots() {
+      bitField0_ = (bitField0_ & ~0x00000010);
+      slots_ = null;
+      if (slotsBuilder_ != null) {
+        slotsBuilder_.dispose();
+        slotsBuilder_ = null;
+      }
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Only the filters whose slot (a sharded deployment's; GetShardMap) lies in this span.
+     * FAILED_PRECONDITION from a deployment that is not sharded, INVALID_ARGUMENT for a span
+     * past its last slot.
+     * </pre>
+     *
+     * <code>.bloom.v1.SlotSpan slots = 5;</code>
+     */
+    public io.bloomserver.bloom.v1.SlotSpan.Builder getSlotsBuilder() {
+      bitField0_ |= 0x00000010;
+      onChanged();
+      return getSlotsFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * Only the filters whose slot (a sharded deployment's; GetShardMap) lies in this span.
+     * FAILED_PRECONDITION from a deployment that is not sharded, INVALID_ARGUMENT for a span
+     * past its last slot.
+     * </pre>
+     *
+     * <code>.bloom.v1.SlotSpan slots = 5;</code>
+     */
+    public io.bloomserver.bloom.v1.SlotSpanOrBuilder getSlotsOrBuilder() {
+      if (slotsBuilder_ != null) {
+        return slotsBuilder_.getMessageOrBuilder();
+      } else {
+        return slots_ == null ?
+            io.bloomserver.bloom.v1.SlotSpan.getDefaultInstance() : slots_;
+      }
+    }
+    /**
+     * <pre>
+     * Only the filters whose slot (a sharded deployment's; GetShardMap) lies in this span.
+     * FAILED_PRECONDITION from a deployment that is not sharded, INVALID_ARGUMENT for a span
+     * past its last slot.
+     * </pre>
+     *
+     * <code>.bloom.v1.SlotSpan slots = 5;</code>
+     */
+    private com.google.protobuf.SingleFieldBuilderV3<
+        io.bloomserver.bloom.v1.SlotSpan, io.bloomserver.bloom.v1.SlotSpan.Builder, io.bloomserver.bloom.v1.SlotSpanOrBuilder> 
+        getSlotsFieldBuilder() {
+      if (slotsBuilder_ == null) {
+        slotsBuilder_ = new com.google.protobuf.SingleFieldBuilderV3<
+            io.bloomserver.bloom.v1.SlotSpan, io.bloomserver.bloom.v1.SlotSpan.Builder, io.bloomserver.bloom.v1.SlotSpanOrBuilder>(
+                getSlots(),
+                getParentForChildren(),
+                isClean());
+        slots_ = null;
+      }
+      return slotsBuilder_;
+    }
+
+    private boolean namesOnly_ ;
+    /**
+     * <pre>
+     * Only each filter's name in `filters`: no statistics are read or computed, so listing many
+     * small filters (one per user) costs a fraction of a full listing.
+     * </pre>
+     *
+     * <code>bool names_only = 6;</code>
+     * @return The namesOnly.
+     */
+    @java.lang.Override
+    public boolean getNamesOnly() {
+      return namesOnly_;
+    }
+    /**
+     * <pre>
+     * Only each filter's name in `filters`: no statistics are read or computed, so listing many
+     * small filters (one per user) costs a fraction of a full listing.
+     * </pre>
+     *
+     * <code>bool names_only = 6;</code>
+     * @param value The namesOnly to set.
+     * @return This builder for chaining.
+     */
+    public Builder setNamesOnly(boolean value) {
+      
+      namesOnly_ = value;
+      bitField0_ |= 0x00000020;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Only each filter's name in `filters`: no statistics are read or computed, so listing many
+     * small filters (one per user) costs a fraction of a full listing.
+     * </pre>
+     *
+     * <code>bool names_only = 6;</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearNamesOnly() {
+      bitField0_ = (bitField0_ & ~0x00000020);
+      namesOnly_ = false;
       onChanged();
       return this;
     }

@@ -68,4 +68,48 @@ public interface ListRequestOrBuilder extends
    * @return The minSequence.
    */
   long getMinSequence();
+
+  /**
+   * <pre>
+   * Only the filters whose slot (a sharded deployment's; GetShardMap) lies in this span.
+   * FAILED_PRECONDITION from a deployment that is not sharded, INVALID_ARGUMENT for a span
+   * past its last slot.
+   * </pre>
+   *
+   * <code>.bloom.v1.SlotSpan slots = 5;</code>
+   * @return Whether the slots field is set.
+   */
+  boolean hasSlots();
+  /**
+   * <pre>
+   * Only the filters whose slot (a sharded deployment's; GetShardMap) lies in this span.
+   * FAILED_PRECONDITION from a deployment that is not sharded, INVALID_ARGUMENT for a span
+   * past its last slot.
+   * </pre>
+   *
+   * <code>.bloom.v1.SlotSpan slots = 5;</code>
+   * @return The slots.
+   */
+  io.bloomserver.bloom.v1.SlotSpan getSlots();
+  /**
+   * <pre>
+   * Only the filters whose slot (a sharded deployment's; GetShardMap) lies in this span.
+   * FAILED_PRECONDITION from a deployment that is not sharded, INVALID_ARGUMENT for a span
+   * past its last slot.
+   * </pre>
+   *
+   * <code>.bloom.v1.SlotSpan slots = 5;</code>
+   */
+  io.bloomserver.bloom.v1.SlotSpanOrBuilder getSlotsOrBuilder();
+
+  /**
+   * <pre>
+   * Only each filter's name in `filters`: no statistics are read or computed, so listing many
+   * small filters (one per user) costs a fraction of a full listing.
+   * </pre>
+   *
+   * <code>bool names_only = 6;</code>
+   * @return The namesOnly.
+   */
+  boolean getNamesOnly();
 }
