@@ -99,6 +99,13 @@ class Mover {
   // whole again to `copy_whole`.
   absl::Status CatchUpCopies(const std::string& from, const std::string& to,
                              std::vector<std::string>& copy_whole);
+  // Brings held_ up to date at the owner's primary `from`: with the filters made since the
+  // last round (ListMade), or by listing them all, after starting the owner's log of the
+  // filters made (a first round, an owner that cannot say them all, or an older pod).
+  absl::Status UpdateHeld(const std::string& from);
+  // Calls ListMade at `from`.
+  absl::StatusOr<rv1::ListMadeResponse> ListMade(const std::string& from,
+                                                 const rv1::ListMadeRequest& request);
   // Calls for `pods_` to prepare (a lambda for move_catch_up.h).
   PrepareCall Preparer() {
     return [this](grpc::ClientContext& context) { pods_.Prepare(context); };
@@ -117,6 +124,11 @@ class Mover {
   std::string from_;
   std::string to_;
   std::set<std::string> copied_;  // the filters copied
+  // The filters of the moving slots the owner holds, as the last round saw them (a full
+  // listing, then the filters made since, less those found gone), and where the owner's log
+  // of the filters made stands (none: list them all).
+  std::set<std::string> held_;
+  absl::optional<rv1::MadePosition> made_at_;
   // Where each followed copy stands in its filter's journal at the owner (move_catch_up.h):
   // a round catches it up with what changed since, so the pause moves the last round's
   // changes, not whole filters.
@@ -225,7 +237,10 @@ absl::StatusOr<size_t> Mover::CopyAll(const std::vector<std::string>& names) {
       if (!absl::IsCancelled(results[i].status())) first_failure.Update(results[i].status());
       continue;
     }
-    if (results[i]->gone) continue;
+    if (results[i]->gone) {
+      held_.erase(names[i]);
+      continue;
+    }
     bytes_ += results[i]->bytes;
     if (results[i]->cursor.has_value()) {
       cursors_[names[i]] = *results[i]->cursor;
@@ -436,8 +451,7 @@ absl::StatusOr<size_t> Mover::CopyRoundOnce(bool paused) {
   round_records_ = 0;
   round_catching_up_ = absl::ZeroDuration();
   absl::Time phase = absl::Now();
-  absl::StatusOr<std::set<std::string>> held = ListHeld(*from);
-  if (!held.ok()) return held.status();
+  if (absl::Status updated = UpdateHeld(*from); !updated.ok()) return updated;
   bool target_listed = false;
   {
     bloomsync::BlockingLock lock(&mu_);
@@ -456,7 +470,7 @@ absl::StatusOr<size_t> Mover::CopyRoundOnce(bool paused) {
   phase = absl::Now();
   const uint64_t bytes_before = bytes_;
   std::vector<std::string> to_copy;
-  for (const std::string& name : *held) {
+  for (const std::string& name : held_) {
     // A followed copy is caught up below. A filter the owner cannot follow is copied once
     // before writes pause and once while they do.
     if (unfollowed_.count(name) != 0 ? !paused : cursors_.count(name) != 0) continue;
@@ -483,7 +497,7 @@ absl::StatusOr<size_t> Mover::CopyRoundOnce(bool paused) {
   phase = absl::Now();
   std::vector<std::string> held_again;
   for (const std::string& name : std::set<std::string>(again.begin(), again.end())) {
-    if (held->count(name) != 0) held_again.push_back(name);  // else gone: deleted once paused
+    if (held_.count(name) != 0) held_again.push_back(name);  // else gone: deleted once paused
   }
   absl::StatusOr<size_t> copied_again = CopyAll(held_again);
   if (!copied_again.ok()) return copied_again.status();
@@ -499,11 +513,11 @@ absl::StatusOr<size_t> Mover::CopyRoundOnce(bool paused) {
       maybe_there = maybe_at_target_;
     }
     for (const std::string& name : maybe_there) {
-      if (held->count(name) != 0) continue;
+      if (held_.count(name) != 0) continue;
       absl::Status deleted = pods_.DeleteAt(to_, name);
       if (!deleted.ok() && !absl::IsNotFound(deleted)) return deleted;
     }
-    copied_ = *std::move(held);  // what the owner held when writes stopped
+    copied_ = held_;  // what the owner held when writes stopped
   }
   return copied + *copied_again;
 }
@@ -520,6 +534,58 @@ absl::Status Mover::CatchUpCopies(const std::string& from, const std::string& to
   round_records_ += round->records;
   records_ += round->records;
   copy_whole.insert(copy_whole.end(), round->copy_whole.begin(), round->copy_whole.end());
+  for (const std::string& name : round->gone) held_.erase(name);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<rv1::ListMadeResponse> Mover::ListMade(const std::string& from,
+                                                      const rv1::ListMadeRequest& request) {
+  grpc::ClientContext context;
+  pods_.Prepare(context);
+  rv1::ListMadeResponse response;
+  absl::Status called =
+      bloomclient::FromGrpcStatus(rv1::ReplicationService::NewStub(pods_.Pod(from).channel())
+                                      ->ListMade(&context, request, &response));
+  if (absl::IsFailedPrecondition(called)) {
+    // A follower's answer: the primary the map named stepped down since (the round is tried
+    // again with the one it names next).
+    return absl::UnavailableError(absl::StrCat("the owner's primary changed: ", called.message()));
+  }
+  if (!called.ok()) return called;
+  return response;
+}
+
+absl::Status Mover::UpdateHeld(const std::string& from) {
+  rv1::ListMadeRequest request;
+  request.set_first(first_);
+  request.set_last(last_);
+  request.set_slot_count(slot_count_);
+  if (made_at_.has_value()) {
+    *request.mutable_since() = *made_at_;
+    absl::StatusOr<rv1::ListMadeResponse> made = ListMade(from, request);
+    if (!made.ok() && !absl::IsUnimplemented(made.status())) return made.status();
+    if (made.ok() && made->complete()) {
+      held_.insert(made->names().begin(), made->names().end());
+      made_at_ = made->next();
+      return absl::OkStatus();
+    }
+  }
+  // Every filter, the log started first: a filter made during the listing is in one or both.
+  made_at_.reset();
+  request.clear_since();
+  request.set_start(true);
+  absl::StatusOr<rv1::ListMadeResponse> started = ListMade(from, request);
+  if (started.ok()) {
+    made_at_ = started->next();
+  } else if (!absl::IsUnimplemented(started.status())) {
+    return started.status();  // (an older pod answers UNIMPLEMENTED: every round lists)
+  }
+  absl::StatusOr<std::set<std::string>> listed = ListHeld(from);
+  if (!listed.ok()) {
+    made_at_.reset();
+    return listed.status();
+  }
+  held_ = *std::move(listed);
   return absl::OkStatus();
 }
 

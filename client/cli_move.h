@@ -10,10 +10,10 @@
 //   3. pause: the map pauses writes to the slots everywhere; the mover waits until every member
 //      of the owning group holds that version, so that no pod can still take a write (and
 //      a write admitted before is not acknowledged after: ShardRouter::SettleWrite).
-//   4. the last changes: a last catch-up round, filters created since (copied whole), every
-//      CUCKOO or windowed filter (whose journal does not replay elsewhere) and any filter the
-//      journal could not follow (copied whole), and copies of filters deleted meanwhile
-//      (deleted at the target).
+//   4. the last changes: a last catch-up round, filters created since (copied whole: the
+//      owner's primary names the filters it made since the last round, ListMade, so a round
+//      need not list every filter it holds), any filter the journal could not follow (copied
+//      whole), and copies of filters deleted meanwhile (deleted at the target).
 //   5. finish: once the target's followers hold the copies, the map names the target the
 //      owner (writes resume there); then the old owner's copies are deleted.
 //

@@ -4,12 +4,14 @@
 // added, CUCKOO filters' by the table values their adds and removes wrote. So the write pause
 // at the end of a move carries only the changes since the previous catch-up, not whole filters.
 // Bounded per call: cursors and deltas, and hashes (a record counting a hash per 8 bytes), so
-// one call holds little memory and time.
+// one call holds little memory and time. ListMade tells the mover which filters the owner made
+// since its last round (storage/filter/creation_log.h), so a round need not list them all.
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/slot.h"
 #include "replication/replication_service.h"
 #include "service/convert.h"
 
@@ -22,8 +24,8 @@ namespace {
 constexpr int kMaxFiltersPerCall = 1000;
 constexpr uint32_t kDefaultMaxHashes = 100'000;
 constexpr uint32_t kMaxHashes = 1'000'000;
-// How long a read holds a filter's journal: several of a mover's rounds, and a lapse once it
-// is gone.
+// How long a read holds a filter's journal (and ListMade its log of the filters made): several
+// of a mover's rounds, and a lapse once it is gone.
 constexpr absl::Duration kJournalHold = absl::Minutes(1);
 
 // A filter's own failure, in its delta or result (the call itself succeeds).
@@ -144,6 +146,42 @@ grpc::Status ReplicationService::ApplyJournal(grpc::ServerContext* context,
     }
   }
   response->set_sequence(store_->LatestSequence());
+  return grpc::Status::OK;
+}
+
+grpc::Status ReplicationService::ListMade(grpc::ServerContext* context,
+                                          const v1::ListMadeRequest* request,
+                                          v1::ListMadeResponse* response) {
+  if (grpc::Status admitted = Admit(context, service::Role::kAdmin, /*primary_only=*/true);
+      !admitted.ok()) {
+    return admitted;
+  }
+  if (request->slot_count() == 0 || request->slot_count() > slots::kMaxSlotCount ||
+      request->first() > request->last() || request->last() >= request->slot_count()) {
+    return {grpc::StatusCode::INVALID_ARGUMENT,
+            absl::StrCat("slots ", request->first(), "-", request->last(), " of ",
+                         request->slot_count(), " are not a span of a deployment's slots")};
+  }
+  auto set_position = [](const storage::CreationLog::Position& at, v1::MadePosition* position) {
+    position->set_epoch(at.epoch);
+    position->set_count(at.count);
+  };
+  if (request->start()) {
+    set_position(store_->WatchCreations(kJournalHold), response->mutable_next());
+    response->set_complete(true);
+    return grpc::Status::OK;
+  }
+  absl::optional<storage::CreationLog::Made> made =
+      store_->CreationsSince({request->since().epoch(), request->since().count()}, kJournalHold);
+  if (!made.has_value()) return grpc::Status::OK;  // not complete: list every filter
+  response->set_complete(true);
+  set_position(made->next, response->mutable_next());
+  for (std::string& name : made->names) {
+    const uint32_t slot = slots::SlotOf(name, request->slot_count());
+    if (slot >= request->first() && slot <= request->last()) {
+      response->add_names(std::move(name));
+    }
+  }
   return grpc::Status::OK;
 }
 

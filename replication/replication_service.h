@@ -130,6 +130,9 @@ class ReplicationService final
   grpc::Status ApplyJournal(grpc::ServerContext* context,
                             const bloom::replication::v1::ApplyJournalRequest* request,
                             bloom::replication::v1::ApplyJournalResponse* response) override;
+  grpc::Status ListMade(grpc::ServerContext* context,
+                        const bloom::replication::v1::ListMadeRequest* request,
+                        bloom::replication::v1::ListMadeResponse* response) override;
 
   // Ends the Tail streams (UNAVAILABLE: the followers reconnect) and refuses new ones.
   void Stop() {

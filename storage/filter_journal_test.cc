@@ -181,6 +181,23 @@ TEST_F(FilterJournalTest, ACopyCaughtUpFromTheJournalHoldsEveryItemAcrossCheckpo
   EXPECT_EQ(store_->Figures().journal_held_filters, 0u);
 }
 
+TEST_F(FilterJournalTest, TheFiltersMadeWhileAMoverWatchesAreNamed) {
+  ASSERT_OK(store_->Reserve("before", FilterParams{1'000, 0.01}).status());
+  CreationLog::Position at = store_->WatchCreations(kHold);
+  ASSERT_OK(store_->Reserve("reserved", FilterParams{1'000, 0.01}).status());
+  const FilterParams spec{1'000, 0.01};
+  ASSERT_OK(store_->Add("added", Views(Items("x", 0, 3)), &spec).status());
+  ASSERT_OK(store_->Add("added", Views(Items("y", 0, 3)), &spec).status());  // exists now
+  ASSERT_OK(store_->ReserveLike("like", "before").status());
+  absl::optional<CreationLog::Made> made = store_->CreationsSince(at, kHold);
+  ASSERT_TRUE(made.has_value());
+  EXPECT_EQ(made->names, (std::vector<std::string>{"reserved", "added", "like"}));
+  // The log lapses a minute after the last read: then the mover must list every filter.
+  at = made->next;
+  clock_.Advance(kHold + absl::Seconds(1));
+  EXPECT_FALSE(store_->CreationsSince(at, kHold).has_value());
+}
+
 TEST_F(FilterJournalTest, ALapsedHoldAMergeOrAFilterMadeAgainMeansCopyItWhole) {
   ASSERT_OK(store_->Reserve("f", FilterParams{20'000, 0.01}).status());
   absl::StatusOr<JournalPosition> at = store_->StartJournal("f", kHold);

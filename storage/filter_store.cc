@@ -69,7 +69,10 @@ absl::Status ValidateFilterName(absl::string_view name, absl::string_view field)
 }
 
 FilterStore::FilterStore(const StoreOptions& options, std::unique_ptr<Database> db)
-    : options_(options), db_(std::move(db)), budget_(options.memory_limit_bytes) {}
+    : options_(options),
+      db_(std::move(db)),
+      budget_(options.memory_limit_bytes),
+      creations_(RandomSeed(), kCreationLogCapacity) {}
 
 absl::StatusOr<std::unique_ptr<FilterStore>> FilterStore::Open(const StoreOptions& options) {
   if (options.data_dir.empty()) return absl::InvalidArgumentError("data_dir must be set");
@@ -286,6 +289,7 @@ absl::StatusOr<std::shared_ptr<StoredFilter>> FilterStore::FindOrCreateLocked(
       StoredFilter::Make(name, record, *std::move(filter), &context_, bytes);
   if (defer_write) stored->DeferCreation();
   Insert(stored);
+  creations_.Record(name, now);
   created = true;
   return stored;
 }

@@ -46,6 +46,7 @@
 #include "storage/checkpoint/checkpoint_schedule.h"
 #include "storage/checkpoint/checkpointer.h"
 #include "storage/db/database.h"
+#include "storage/filter/creation_log.h"
 #include "storage/filter/journal_holds.h"
 #include "storage/filter/stored_filter.h"
 #include "storage/filter_registry.h"
@@ -138,6 +139,14 @@ class FilterStore final : public FiguresSource, public ReplicatedStore {
   // it is gone.
   absl::StatusOr<JournalDelta> ReadJournal(absl::string_view name, JournalPosition from,
                                            size_t max_hashes, absl::Duration hold) final;
+  // Starts or renews, for `hold`, the log of the filters this store makes (creation_log.h:
+  // a mover's rounds ask which were made since the last instead of listing every filter),
+  // and answers the position now.
+  CreationLog::Position WatchCreations(absl::Duration hold) final;
+  // The names of the filters made after `from` (Reserve, an add creating its filter,
+  // Import), renewing the watch; nullopt if the log cannot say them all (list every filter).
+  absl::optional<CreationLog::Made> CreationsSince(CreationLog::Position from,
+                                                   absl::Duration hold) final;
   // Adds to `name` the items of `hashes` (ReadJournal's, from a filter made alike: the same
   // seed), as Add adds items: durable and acknowledged as Add, NOT_FOUND if missing. Answers
   // how many were new.
@@ -415,6 +424,9 @@ class FilterStore final : public FiguresSource, public ReplicatedStore {
   // The background checkpointer's page writes (Close() stops the pacing first).
   WritePacer pacer_{options_.checkpoint_write_bytes_per_second, options_.wait_clock};
   JournalHolds journal_holds_;  // filter_store_journal.cc's
+  // The filters made while a mover watches: at most this many names between two rounds.
+  static constexpr size_t kCreationLogCapacity = 100'000;
+  CreationLog creations_;
   const StoreContext context_{
       db_.get(),      &budget_,      &slices_retired_,
       options_.clock, &schedule_,    options_.replica ? &idle_touches_ : nullptr,

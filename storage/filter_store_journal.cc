@@ -14,7 +14,8 @@
 //   writing a value again is harmless, and each slot ends as its last record left it, as
 //   it does when a checkpoint's pages are loaded and the journal replayed over them.
 // JournalHolds (filter/journal_holds.h) keeps checkpoints from trimming records the mover has
-// not read yet.
+// not read yet, and CreationLog (filter/creation_log.h) tells the mover which filters were made
+// since its last round.
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,6 +51,15 @@ absl::StatusOr<JournalPosition> FilterStore::StartJournal(absl::string_view name
   JournalPosition position{generation, filter->AppliedJournalSeq()};
   journal_holds_.Hold(generation, position.seq, options_.clock->Now(), hold);
   return position;
+}
+
+CreationLog::Position FilterStore::WatchCreations(absl::Duration hold) {
+  return creations_.Watch(options_.clock->Now(), hold);
+}
+
+absl::optional<CreationLog::Made> FilterStore::CreationsSince(CreationLog::Position from,
+                                                              absl::Duration hold) {
+  return creations_.Since(from, options_.clock->Now(), hold);
 }
 
 absl::StatusOr<JournalDelta> FilterStore::ReadJournal(absl::string_view name, JournalPosition from,

@@ -160,6 +160,7 @@ absl::StatusOr<FilterInfo> FilterStore::CommitImportLocked(PendingImport& import
   // A checkpoint writes every page and then the metadata that makes the filter exist.
   RETURN_IF_ERROR(stored->Checkpoint(options_.sync));
   Insert(stored);
+  creations_.Record(name, options_.clock->Now());
   return stored->Info();
 }
 

@@ -274,6 +274,54 @@ TEST_F(ShardingTest, MovingSlotsUnderWritesLosesNoAcknowledgedAdd) {
   }
 }
 
+// ListMade (bloom.replication.v1): the owner's primary names the filters of some slots it
+// made since a position, so that a mover's rounds need not list every filter it holds.
+TEST_F(ShardingTest, TheOwnersPrimaryNamesTheFiltersOfTheMovingSlotsMadeSinceAPosition) {
+  namespace rv1 = bloom::replication::v1;
+  const int primary = PrimaryOfA();
+  auto call = [&](int pod, const rv1::ListMadeRequest& request, rv1::ListMadeResponse* response) {
+    grpc::ClientContext context;
+    return rv1::ReplicationService::NewStub(
+               bloomclient::BloomClient::Connect(Target(pod))->channel())
+        ->ListMade(&context, request, response);
+  };
+  rv1::ListMadeRequest request;
+  request.set_first(0);
+  request.set_last(7);
+  request.set_slot_count(kSlots);
+  request.set_start(true);
+  rv1::ListMadeResponse started;
+  ASSERT_TRUE(call(primary, request, &started).ok());
+  ASSERT_TRUE(started.complete());
+  std::unique_ptr<bloomclient::BloomClient> client = bloomclient::BloomClient::Connect(Target(2));
+  const std::vector<std::string> moving = NamesInSlots(0, 7, "made:", 3);
+  for (const std::string& name : moving) ASSERT_TRUE(client->Reserve(name, Spec()).ok());
+  for (const std::string& name : NamesInSlots(8, 31, "other:", 2)) {
+    ASSERT_TRUE(client->Reserve(name, Spec()).ok());
+  }
+  request.set_start(false);
+  *request.mutable_since() = started.next();
+  rv1::ListMadeResponse made;
+  ASSERT_TRUE(call(primary, request, &made).ok());
+  ASSERT_TRUE(made.complete());
+  EXPECT_EQ(std::vector<std::string>(made.names().begin(), made.names().end()), moving);
+  // From the next position, nothing yet.
+  *request.mutable_since() = made.next();
+  ASSERT_TRUE(call(primary, request, &made).ok());
+  EXPECT_TRUE(made.complete());
+  EXPECT_EQ(made.names_size(), 0);
+  // Another pod's position means nothing here: list every filter.
+  rv1::ListMadeRequest foreign = request;
+  foreign.mutable_since()->set_epoch(request.since().epoch() + 1);
+  ASSERT_TRUE(call(primary, foreign, &made).ok());
+  EXPECT_FALSE(made.complete());
+  // Slots that are not a span, and a follower, are refused.
+  rv1::ListMadeRequest past = request;
+  past.set_last(kSlots);
+  EXPECT_EQ(call(primary, past, &made).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(call(1 - primary, request, &made).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+}
+
 TEST_F(ShardingTest, AnAbortedMoveLeavesTheSlotsWithTheirOwner) {
   const std::vector<std::string> names = NamesInSlots(0, 7, "aborted:", 4);
   std::unique_ptr<bloomclient::BloomClient> client = bloomclient::BloomClient::Connect(Target(0));

@@ -16,8 +16,10 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "absl/types/optional.h"
 #include "absl/types/span.h"
 #include "storage/db/database.h"
+#include "storage/filter/creation_log.h"
 #include "storage/replica/replica_acks.h"
 #include "storage/replica/replication_log.h"
 
@@ -81,6 +83,11 @@ class ReplicatedStore {
                                            absl::Span<const uint64_t> hashes) = 0;
   virtual absl::StatusOr<size_t> ApplyJournalRecords(
       absl::string_view name, absl::Span<const absl::string_view> records) = 0;
+  // Slot moves, on a primary (bloom.replication.v1 ListMade): the filters made while a mover
+  // watches (FilterStore::WatchCreations, CreationsSince).
+  virtual CreationLog::Position WatchCreations(absl::Duration hold) = 0;
+  virtual absl::optional<CreationLog::Made> CreationsSince(CreationLog::Position from,
+                                                           absl::Duration hold) = 0;
 };
 
 }  // namespace storage
