@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <csignal>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -40,11 +41,20 @@ std::vector<std::string> NamesInSlots(uint32_t first, uint32_t last, const std::
   return names;
 }
 
-// Runs bloom-cli and kills it (SIGKILL) once a line of its output contains `kill_at`: whether
-// it saw that line before the command ended.
-bool RunAndKillAt(const std::string& args, const std::string& kill_at) {
+// What a bloom-cli run printed, and how it ended.
+struct CliRun {
+  bool saw = false;    // a line contained the text looked for
+  int exit_code = -1;  // -1: killed
+  std::string out;
+};
+
+// Runs bloom-cli and, once a line of its output contains `at`, calls `act` with its pid (once);
+// reads what it prints until it ends.
+CliRun RunAndActAt(const std::string& args, const std::string& at,
+                   const std::function<void(pid_t)>& act) {
+  CliRun run;
   int out[2];
-  if (pipe(out) != 0) return false;
+  if (pipe(out) != 0) return run;
   const pid_t pid = fork();
   if (pid == 0) {
     dup2(out[1], STDOUT_FILENO);
@@ -55,23 +65,28 @@ bool RunAndKillAt(const std::string& args, const std::string& kill_at) {
     _exit(127);
   }
   close(out[1]);
-  std::string seen;
   char buffer[512];
-  bool killed = false;
   ssize_t got;
   while ((got = read(out[0], buffer, sizeof(buffer))) > 0) {
-    seen.append(buffer, static_cast<size_t>(got));
-    if (absl::StrContains(seen, kill_at)) {
-      kill(pid, SIGKILL);
-      killed = true;
-      break;
+    run.out.append(buffer, static_cast<size_t>(got));
+    if (!run.saw && absl::StrContains(run.out, at)) {
+      run.saw = true;
+      act(pid);
     }
   }
   close(out[0]);
   int status = 0;
   waitpid(pid, &status, 0);
-  if (!killed) ADD_FAILURE() << "bloom-cli ended before \"" << kill_at << "\": " << seen;
-  return killed;
+  if (WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
+  return run;
+}
+
+// Runs bloom-cli and kills it (SIGKILL) once a line of its output contains `kill_at`: whether
+// it saw that line before the command ended.
+bool RunAndKillAt(const std::string& args, const std::string& kill_at) {
+  const CliRun run = RunAndActAt(args, kill_at, [](pid_t pid) { kill(pid, SIGKILL); });
+  if (!run.saw) ADD_FAILURE() << "bloom-cli ended before \"" << kill_at << "\": " << run.out;
+  return run.saw;
 }
 
 // Writers adding numbered items to `names` through the pods, in turn, until stopped. A paused
@@ -272,6 +287,55 @@ TEST_F(ShardingTest, MovingSlotsUnderWritesLosesNoAcknowledgedAdd) {
         absl::IsNotFound(bloomclient::BloomClient::Connect(Target(pod))->Stats(stray).status()))
         << "pod " << pod;
   }
+}
+
+// A filter made while its slot moves is at the new owner afterwards, and one deleted is gone:
+// the first round lists the owner's filters, the later ones ask it which it made since
+// (ListMade), and a deleted filter's copy is deleted once its journal read or its copy finds
+// it gone.
+TEST_F(ShardingTest, FiltersMadeOrDeletedWhileTheirSlotsMoveEndAsTheOwnerLeftThem) {
+  std::unique_ptr<bloomclient::BloomClient> client = bloomclient::BloomClient::Connect(Target(0));
+  // Enough filters that the first round takes a while.
+  const std::vector<std::string> many = NamesInSlots(0, 7, "many:", 600);
+  for (const std::string& name : many) ASSERT_TRUE(client->Reserve(name, Spec()).ok());
+  const std::string doomed = many.back();
+  const std::string newcomer = NamesInSlots(0, 7, "newcomer:", 1).front();
+  // A write the pause refuses is made again, as a client would.
+  auto until_served = [](const std::function<absl::Status()>& write) {
+    absl::Status status;
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      status = write();
+      if (!absl::IsUnavailable(status)) break;
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    return status;
+  };
+  const CliRun run = RunAndActAt(
+      absl::StrCat("--server=", Target(2), " cluster move --slots=0-7 --to=", kGroupB),
+      "moving slots", [&](pid_t) {
+        absl::SleepFor(absl::Milliseconds(50));  // the first round's listing is done by now
+        EXPECT_OK(until_served([&] { return client->Reserve(newcomer, Spec()).status(); }));
+        EXPECT_OK(until_served([&] { return client->Add(newcomer, {"new"}).status(); }));
+        EXPECT_OK(until_served([&] { return client->Delete(doomed); }));
+      });
+  ASSERT_TRUE(run.saw) << run.out;
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  for (int pod = 0; pod < 3; ++pod) {
+    std::unique_ptr<bloomclient::BloomClient> reader =
+        bloomclient::BloomClient::Connect(Target(pod));
+    EXPECT_TRUE(absl::IsNotFound(reader->Stats(doomed).status())) << "pod " << pod;
+    absl::StatusOr<std::vector<bool>> present = reader->MightContain(newcomer, {"new"});
+    ASSERT_TRUE(present.ok()) << present.status() << " (pod " << pod << ")";
+    EXPECT_TRUE((*present)[0]) << "pod " << pod;
+    EXPECT_TRUE(reader->Stats(many.front()).ok()) << "pod " << pod;
+  }
+  // The new owner's primary holds them itself.
+  bloomclient::ClientOptions as_mover;
+  as_mover.metadata.emplace_back("bloom-shard-move", "1");
+  std::unique_ptr<bloomclient::BloomClient> target =
+      bloomclient::BloomClient::Connect(Target(2), as_mover);
+  EXPECT_TRUE(target->Stats(newcomer).ok());
+  EXPECT_TRUE(absl::IsNotFound(target->Stats(doomed).status()));
 }
 
 // ListMade (bloom.replication.v1): the owner's primary names the filters of some slots it
