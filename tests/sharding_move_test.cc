@@ -298,7 +298,7 @@ TEST_F(ShardingTest, FiltersMadeOrDeletedWhileTheirSlotsMoveEndAsTheOwnerLeftThe
   // Enough filters that the first round takes a while.
   const std::vector<std::string> many = NamesInSlots(0, 7, "many:", 600);
   for (const std::string& name : many) ASSERT_TRUE(client->Reserve(name, Spec()).ok());
-  const std::string doomed = many.back();
+  const std::string& doomed = many.back();
   const std::string newcomer = NamesInSlots(0, 7, "newcomer:", 1).front();
   // A write the pause refuses is made again, as a client would.
   auto until_served = [](const std::function<absl::Status()>& write) {
@@ -483,8 +483,9 @@ TEST_F(ShardingTest, RebalanceEvensTheGroupsByBytes) {
   ASSERT_TRUE(map.ok());
   uint32_t b_below_32 = 0;
   for (const bloom::v1::SlotRange& range : map->ranges()) {
-    if (range.group() == kGroupB && range.first() < 32)
+    if (range.group() == kGroupB && range.first() < 32) {
       b_below_32 += range.last() - range.first() + 1;
+    }
   }
   EXPECT_GT(b_below_32, 0U) << done.out;
   for (const std::string& name : names) {
