@@ -39,17 +39,22 @@ absl::StatusOr<bloom::v1::ShardMap> MovePods::Map() const {
 }
 
 bloomclient::BloomClient& MovePods::Pod(const std::string& address) {
-  bloomsync::BlockingLock lock(&mu_);
-  std::unique_ptr<bloomclient::BloomClient>& pod = pods_[address];
-  if (pod == nullptr) {
-    bloomclient::ClientOptions options = options_;
-    options.shard_routing = false;  // the mover names the pod it means
-    options.metadata.emplace_back("bloom-shard-move", "1");
-    absl::StatusOr<std::unique_ptr<bloomclient::BloomClient>> opened =
-        bloomclient::BloomClient::Open(address, options);
-    pod = opened.ok() ? *std::move(opened) : bloomclient::BloomClient::Connect(address, options);
+  {
+    bloomsync::BlockingLock lock(&mu_);
+    auto known = pods_.find(address);
+    if (known != pods_.end()) return *known->second;
   }
-  return *pod;
+  // Opened without the lock: opening may wait on the pod, and the other copies in flight
+  // should not wait with it. Of two threads opening the same pod, the first kept wins.
+  bloomclient::ClientOptions options = options_;
+  options.shard_routing = false;  // the mover names the pod it means
+  options.metadata.emplace_back("bloom-shard-move", "1");
+  absl::StatusOr<std::unique_ptr<bloomclient::BloomClient>> opened =
+      bloomclient::BloomClient::Open(address, options);
+  std::unique_ptr<bloomclient::BloomClient> pod =
+      opened.ok() ? *std::move(opened) : bloomclient::BloomClient::Connect(address, options);
+  bloomsync::BlockingLock lock(&mu_);
+  return *pods_.try_emplace(address, std::move(pod)).first->second;
 }
 
 absl::StatusOr<std::string> MovePods::PrimaryOf(const std::string& group) const {
@@ -96,8 +101,8 @@ absl::StatusOr<std::set<std::string>> MovePods::ListHeld(const std::string& addr
     bloom::v1::ListRequest request;
     request.set_page_size(1000);
     request.set_page_token(token);
-    // Names alone, of the moving slots alone: the paused round lists them, and the owner may
-    // hold a filter per user in every slot. (A pod from before these fields lists everything
+    // Names alone, of the moving slots alone: the owner may hold a filter per user in every
+    // slot. (A pod from before these fields lists everything
     // with statistics: the slot check below keeps what moves.)
     request.mutable_slots()->set_first(first);
     request.mutable_slots()->set_last(last);

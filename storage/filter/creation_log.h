@@ -87,8 +87,6 @@ class CreationLog {
     if (names_.size() > capacity_) names_.pop_front();
   }
 
-  uint64_t epoch() const { return epoch_; }
-
  private:
   void LapseIfDue(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (!watching_.load(std::memory_order_relaxed) || watched_until_ > now) return;
