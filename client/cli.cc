@@ -83,9 +83,11 @@ commands:
                               the adds since the last round (milliseconds; large CUCKOO and
                               windowed filters are copied whole then). Run it again to resume;
                               --abort gives it up (the slots stay where they were)
-  cluster rebalance [--tolerance=F] [--max-moves=N] [--dry-run]   even the groups by the
-                              bytes of their filters: moves slots from the heaviest group to
-                              the lightest until each is within F (default 0.1) of the mean
+  cluster rebalance [--tolerance=F] [--max-moves=N] [--max-filters=N] [--dry-run]   even
+                              the groups by the bytes of their filters: moves slots from the
+                              heaviest group to the lightest until each is within F (default
+                              0.1) of the mean, at most N filters a move (default 300000: the
+                              write pause grows with them; a slot holding more moves alone)
   hash-token                  read a token on stdin, print the line digest for a token file
 
 security (for servers with TLS or --auth_token_file):
@@ -290,6 +292,7 @@ int Run(const Args& args) {
       return Rebalance(*client, options,
                        {.tolerance = args.Get("tolerance"),
                         .max_moves = args.Get("max-moves"),
+                        .max_filters = args.Get("max-filters"),
                         .dry_run = args.Has("dry-run")});
     }
     if (args.positional.size() > 1 && args.positional[1] == "move") {

@@ -58,10 +58,16 @@ absl::StatusOr<SlotOwners> Owners(const bloom::v1::ShardMap& map) {
   return owners;
 }
 
-// Each slot's bytes: the size of every filter each group's primary holds itself, by slot.
-absl::StatusOr<std::vector<uint64_t>> SlotBytes(const bloom::v1::ShardMap& map,
-                                                bloomclient::ClientOptions options) {
-  std::vector<uint64_t> bytes(map.slot_count(), 0);
+// What each slot holds, by the filters each group's primary holds itself.
+struct SlotContents {
+  std::vector<uint64_t> bytes;    // the sum of their sizes
+  std::vector<uint64_t> filters;  // how many
+};
+
+absl::StatusOr<SlotContents> ListSlotContents(const bloom::v1::ShardMap& map,
+                                              bloomclient::ClientOptions options) {
+  SlotContents contents{std::vector<uint64_t>(map.slot_count(), 0),
+                        std::vector<uint64_t>(map.slot_count(), 0)};
   options.shard_routing = false;
   options.metadata.emplace_back("bloom-shard-move", "1");  // a pod's own filters only
   for (const bloom::v1::ShardGroup& group : map.groups()) {
@@ -77,27 +83,37 @@ absl::StatusOr<std::vector<uint64_t>> SlotBytes(const bloom::v1::ShardMap& map,
       absl::StatusOr<bloom::v1::ListResponse> page = (*pod)->List("", 1000, token);
       if (!page.ok()) return page.status();
       for (const bloom::v1::FilterStats& stats : page->filters()) {
-        bytes[slots::SlotOf(stats.name(), map.slot_count())] += stats.size_bytes();
+        const uint32_t slot = slots::SlotOf(stats.name(), map.slot_count());
+        contents.bytes[slot] += stats.size_bytes();
+        ++contents.filters[slot];
       }
       token = page->next_page_token();
     } while (!token.empty());
   }
-  return bytes;
+  return contents;
 }
+
+// The write pause of a move grows with the filters it moves, about 2 us each at cutover
+// (docs/performance.md, "Many small filters in a move"): 300,000 keep it near half a second.
+constexpr uint64_t kDefaultMaxFiltersPerMove = 300'000;
 
 }  // namespace
 
 int Rebalance(const bloomclient::BloomClient& client, const bloomclient::ClientOptions& options,
               const RebalanceArgs& args) {
-  double tolerance = 0.1;
+  RebalanceLimits limits{.tolerance = 0.1, .max_filters = kDefaultMaxFiltersPerMove};
   int max_moves = 16;
-  if ((!args.tolerance.empty() &&
-       (!absl::SimpleAtod(args.tolerance, &tolerance) || tolerance < 0 || tolerance > 10)) ||
+  if ((!args.tolerance.empty() && (!absl::SimpleAtod(args.tolerance, &limits.tolerance) ||
+                                   limits.tolerance < 0 || limits.tolerance > 10)) ||
       (!args.max_moves.empty() &&
-       (!absl::SimpleAtoi(args.max_moves, &max_moves) || max_moves < 1))) {
+       (!absl::SimpleAtoi(args.max_moves, &max_moves) || max_moves < 1)) ||
+      (!args.max_filters.empty() &&
+       (!absl::SimpleAtoi(args.max_filters, &limits.max_filters) || limits.max_filters < 1))) {
     std::fprintf(stderr,
                  "bloom-cli: cluster rebalance takes --tolerance=FRACTION (0 to 10, default "
-                 "0.1) and --max-moves=N (at least 1, default 16)\n");
+                 "0.1), --max-moves=N (at least 1, default 16) and --max-filters=N (filters in "
+                 "one move, at least 1, default %llu)\n",
+                 static_cast<unsigned long long>(kDefaultMaxFiltersPerMove));
     return 2;
   }
   for (int moves = 0;; ++moves) {
@@ -114,18 +130,21 @@ int Rebalance(const bloomclient::BloomClient& client, const bloomclient::ClientO
     }
     absl::StatusOr<SlotOwners> owners = Owners(*map);
     if (!owners.ok()) return Error(owners.status());
-    absl::StatusOr<std::vector<uint64_t>> bytes = SlotBytes(*map, options);
-    if (!bytes.ok()) return Error(bytes.status());
-    const absl::optional<PlannedMove> move = NextRebalanceMove(*owners, *bytes, tolerance);
+    absl::StatusOr<SlotContents> contents = ListSlotContents(*map, options);
+    if (!contents.ok()) return Error(contents.status());
+    const absl::optional<PlannedMove> move =
+        NextRebalanceMove(*owners, contents->bytes, contents->filters, limits);
     if (!move.has_value()) {
-      std::cout << "balanced: every group within " << tolerance * 100 << "% of the mean, or no "
+      std::cout << "balanced: every group within " << limits.tolerance * 100
+                << "% of the mean, or no "
                 << "move of whole slots would bring them closer (" << moves << " moves made)"
                 << std::endl;
       return 0;
     }
     const std::string slots = absl::StrCat(move->slots.first, "-", move->slots.last);
-    std::cout << "move " << moves + 1 << ": slots " << slots << " (" << move->bytes
-              << " bytes) from " << move->from << " to " << move->to << std::endl;
+    std::cout << "move " << moves + 1 << ": slots " << slots << " (" << move->bytes << " bytes, "
+              << move->filters << " filters) from " << move->from << " to " << move->to
+              << std::endl;
     if (args.dry_run) return 0;
     if (moves >= max_moves) {
       std::cout << "stopping after " << max_moves << " moves (--max-moves): run it again to go on"

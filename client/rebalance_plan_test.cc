@@ -15,7 +15,7 @@ namespace {
 // `groups` owning `slots` slots in even contiguous ranges (as a new map's).
 SlotOwners EvenSplit(std::vector<std::string> groups, uint32_t slots) {
   SlotOwners owners{std::move(groups), std::vector<uint32_t>(slots)};
-  const uint32_t n = static_cast<uint32_t>(owners.groups.size());
+  const auto n = static_cast<uint32_t>(owners.groups.size());
   for (uint32_t slot = 0; slot < slots; ++slot) {
     owners.owner[slot] = static_cast<uint32_t>(uint64_t{slot} * n / slots);
   }
@@ -35,10 +35,19 @@ std::vector<uint32_t> SlotsPerGroup(const SlotOwners& map) {
 }
 
 // Plans and applies moves until none is left; answers how many it took.
-int Rebalance(SlotOwners& map, const std::vector<uint64_t>& bytes, double tolerance) {
+int Rebalance(SlotOwners& map, const std::vector<uint64_t>& bytes,
+              const std::vector<uint64_t>& filters, const RebalanceLimits& limits) {
   for (int moves = 0; moves < 100; ++moves) {
-    const absl::optional<PlannedMove> move = NextRebalanceMove(map, bytes, tolerance);
+    const absl::optional<PlannedMove> move = NextRebalanceMove(map, bytes, filters, limits);
     if (!move.has_value()) return moves;
+    if (limits.max_filters > 0 && move->slots.first != move->slots.last) {
+      EXPECT_LE(move->filters, limits.max_filters) << "only a slot alone may hold more";
+    }
+    uint64_t moved_filters = 0;
+    for (uint32_t slot = move->slots.first; slot <= move->slots.last && !filters.empty(); ++slot) {
+      moved_filters += filters[slot];
+    }
+    EXPECT_EQ(move->filters, moved_filters);
     EXPECT_NE(move->from, move->to);
     for (uint32_t slot = move->slots.first; slot <= move->slots.last; ++slot) {
       EXPECT_EQ(map.groups[map.owner[slot]], move->from) << "slot " << slot;
@@ -65,17 +74,21 @@ int Rebalance(SlotOwners& map, const std::vector<uint64_t>& bytes, double tolera
   return -1;
 }
 
+int Rebalance(SlotOwners& map, const std::vector<uint64_t>& bytes, double tolerance) {
+  return Rebalance(map, bytes, {}, {.tolerance = tolerance});
+}
+
 TEST(RebalanceTest, AnEvenDeploymentNeedsNoMove) {
   const SlotOwners map = EvenSplit({"a", "b", "c"}, 300);
-  EXPECT_FALSE(NextRebalanceMove(map, std::vector<uint64_t>(300, 1000), 0.1).has_value());
-  EXPECT_FALSE(NextRebalanceMove(map, std::vector<uint64_t>(300, 0), 0.1).has_value());
+  EXPECT_FALSE(NextRebalanceMove(map, std::vector<uint64_t>(300, 1000), {}, {}).has_value());
+  EXPECT_FALSE(NextRebalanceMove(map, std::vector<uint64_t>(300, 0), {}, {}).has_value());
 }
 
 TEST(RebalanceTest, BytesInOneGroupAreSpreadToTheOther) {
   SlotOwners map = EvenSplit({"a", "b"}, 64);
   std::vector<uint64_t> bytes(64, 0);
   for (uint32_t slot = 0; slot < 32; ++slot) bytes[slot] = 1'000'000;  // all in a's slots
-  const absl::optional<PlannedMove> first = NextRebalanceMove(map, bytes, 0.1);
+  const absl::optional<PlannedMove> first = NextRebalanceMove(map, bytes, {}, {.tolerance = 0.1});
   ASSERT_TRUE(first.has_value());
   EXPECT_EQ(first->from, "a");
   EXPECT_EQ(first->to, "b");
@@ -85,7 +98,7 @@ TEST(RebalanceTest, BytesInOneGroupAreSpreadToTheOther) {
 
 TEST(RebalanceTest, AGroupJustAddedGetsItsShareOfSlots) {
   SlotOwners map = EvenSplit({"a", "b"}, 4096);
-  map.groups.push_back("c");  // added, owning nothing
+  map.groups.emplace_back("c");  // added, owning nothing
   const std::vector<uint64_t> empty(4096, 0);
   EXPECT_GT(Rebalance(map, empty, 0.05), 0);
   for (const uint32_t slots : SlotsPerGroup(map)) {
@@ -108,18 +121,67 @@ TEST(RebalanceTest, RandomBytesEndWithinTheToleranceOrWithNoHelpfulMove) {
     const uint64_t heaviest = *std::max_element(load.begin(), load.end());
     // Within the tolerance, or the heaviest group's edge slots are each too heavy to help.
     if (heaviest > mean * 1.1) {
-      const absl::optional<PlannedMove> none = NextRebalanceMove(map, bytes, 0.1);
+      const absl::optional<PlannedMove> none =
+          NextRebalanceMove(map, bytes, {}, {.tolerance = 0.1});
       EXPECT_FALSE(none.has_value());
     }
   }
 }
 
 TEST(RebalanceTest, OneGroupOrNoSlotsPlanNothing) {
-  EXPECT_FALSE(NextRebalanceMove(EvenSplit({"a"}, 16), std::vector<uint64_t>(16, 5), 0.1));
-  EXPECT_FALSE(NextRebalanceMove(SlotOwners(), {}, 0.1).has_value());
+  EXPECT_FALSE(NextRebalanceMove(EvenSplit({"a"}, 16), std::vector<uint64_t>(16, 5), {}, {}));
+  EXPECT_FALSE(NextRebalanceMove(SlotOwners(), {}, {}, {}).has_value());
   SlotOwners bad = EvenSplit({"a", "b"}, 16);
   bad.owner[3] = 7;  // no such group
-  EXPECT_FALSE(NextRebalanceMove(bad, std::vector<uint64_t>(16, 5), 0.1).has_value());
+  EXPECT_FALSE(NextRebalanceMove(bad, std::vector<uint64_t>(16, 5), {}, {}).has_value());
+}
+
+// A filter per user: a million small filters in group a's half of the slots. A move's write
+// pause grows with its filters, so no move carries more than the bound.
+TEST(RebalanceTest, ManySmallFiltersMoveInBoundedMoves) {
+  SlotOwners map = EvenSplit({"a", "b"}, 4096);
+  std::vector<uint64_t> filters(4096, 0);
+  std::vector<uint64_t> bytes(4096, 0);
+  for (uint32_t slot = 0; slot < 2048; ++slot) {
+    filters[slot] = 488 + slot % 3;  // about a million in all
+    bytes[slot] = filters[slot] * 1200;
+  }
+  const absl::optional<PlannedMove> unbounded = NextRebalanceMove(map, bytes, filters, {});
+  ASSERT_TRUE(unbounded.has_value());
+  EXPECT_GT(unbounded->filters, 300'000U) << "without a bound, one move takes half of them";
+
+  const RebalanceLimits limits{.tolerance = 0.05, .max_filters = 300'000};
+  const absl::optional<PlannedMove> first = NextRebalanceMove(map, bytes, filters, limits);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_LE(first->filters, 300'000U);
+  EXPECT_GT(first->filters, 290'000U) << "as many as the bound allows";
+  EXPECT_GE(Rebalance(map, bytes, filters, limits), 2);
+  const std::vector<uint64_t> load = Loads(map, bytes);
+  EXPECT_NEAR(static_cast<double>(load[0]), static_cast<double>(load[1]),
+              0.1 * static_cast<double>(load[0] + load[1]) / 2);
+}
+
+TEST(RebalanceTest, ASlotHoldingMoreThanTheBoundMovesAlone) {
+  // Group a's weight is in its last two slots, of half a million filters each.
+  SlotOwners map = EvenSplit({"a", "b"}, 64);
+  std::vector<uint64_t> filters(64, 10);
+  std::vector<uint64_t> bytes(64, 0);
+  for (const uint32_t slot : {30U, 31U}) {
+    filters[slot] = 500'000;
+    bytes[slot] = 100'000;
+  }
+  const absl::optional<PlannedMove> unbounded = NextRebalanceMove(map, bytes, filters, {});
+  ASSERT_TRUE(unbounded.has_value());
+  EXPECT_GT(unbounded->filters, 500'000U) << "slots 0-30 weigh a little more than slot 31";
+
+  const absl::optional<PlannedMove> move =
+      NextRebalanceMove(map, bytes, filters, {.tolerance = 0.1, .max_filters = 1'000});
+  ASSERT_TRUE(move.has_value());
+  EXPECT_EQ(move->from, "a");
+  EXPECT_EQ(move->slots.first, 31U);
+  EXPECT_EQ(move->slots.last, 31U) << "a slot never splits, and takes no other slot with it";
+  EXPECT_EQ(move->filters, 500'000U);
+  EXPECT_EQ(move->bytes, 100'000U);
 }
 
 }  // namespace

@@ -453,7 +453,7 @@ TEST_F(ShardingTest, AnAbortedMoveLeavesTheSlotsWithTheirOwner) {
   }
 }
 
-TEST_F(ShardingTest, RebalanceEvensTheGroupsByBytes) {
+TEST_F(ShardingTest, RebalanceEvensTheGroupsByBytesInMovesOfBoundedFilters) {
   // Every byte in group a: filters of many sizes in its slots (0-31), none in b's.
   std::unique_ptr<bloomclient::BloomClient> client = bloomclient::BloomClient::Connect(Target(0));
   const std::vector<std::string> names = NamesInSlots(0, 31, "heavy:", 16);
@@ -463,8 +463,10 @@ TEST_F(ShardingTest, RebalanceEvensTheGroupsByBytes) {
     ASSERT_TRUE(client->Reserve(names[i], spec).ok());
     ASSERT_TRUE(client->Add(names[i], {"kept"}).ok());
   }
-  const std::string rebalance =
+  // At most 4 filters a move: the 16 filters take at least two moves to even.
+  const std::string rebalance_command =
       absl::StrCat(BLOOM_CLI_PATH, " --server=", Target(2), " cluster rebalance --tolerance=0.2");
+  const std::string rebalance = rebalance_command + " --max-filters=4";
   CommandResult planned = RunCommand(rebalance + " --dry-run");
   ASSERT_EQ(planned.exit_code, 0) << planned.out;
   EXPECT_TRUE(absl::StrContains(planned.out, "from " + std::string(kGroupA) + " to " + kGroupB))
@@ -477,6 +479,14 @@ TEST_F(ShardingTest, RebalanceEvensTheGroupsByBytes) {
   ASSERT_EQ(done.exit_code, 0) << done.out;
   EXPECT_TRUE(absl::StrContains(done.out, "moved slots")) << done.out;
   EXPECT_TRUE(absl::StrContains(done.out, "balanced")) << done.out;
+  const std::regex planned_move(R"(move \d+: slots (\d+)-(\d+) \(\d+ bytes, (\d+) filters\))");
+  int moves = 0;
+  for (std::sregex_iterator line(done.out.begin(), done.out.end(), planned_move), end; line != end;
+       ++line, ++moves) {
+    const bool one_slot = (*line)[1] == (*line)[2];
+    EXPECT_TRUE(one_slot || std::stoi((*line)[3]) <= 4) << line->str();
+  }
+  EXPECT_GE(moves, 2) << done.out;
   // Group b owns some of a's former slots now, and every filter still answers, wherever it is.
   WaitForMapEverywhere(1);
   absl::StatusOr<bloom::v1::ShardMap> map = MapAt(0);
@@ -501,6 +511,8 @@ TEST_F(ShardingTest, RebalanceEvensTheGroupsByBytes) {
   // Bad flags are refused before anything changes.
   CommandResult bad = RunCommand(rebalance + " --tolerance=lots");
   EXPECT_EQ(bad.exit_code, 2) << bad.out;
+  CommandResult no_filters = RunCommand(rebalance_command + " --max-filters=0");
+  EXPECT_EQ(no_filters.exit_code, 2) << no_filters.out;
 }
 
 // Group a acknowledges a write only once its follower holds it, so that its primary can fail.
