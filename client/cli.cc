@@ -78,11 +78,13 @@ commands:
   cluster init GROUP... [--slots=N]   create the shard map: GROUPs (their --cluster keys)
                               own even ranges of N slots (default 4096, fixed for good)
   cluster add-group GROUP     a new group joins the map, owning no slot yet
-  cluster move --slots=A-B --to=GROUP [--abort]   move slots A-B (of one group) and their
-                              filters to GROUP, online: writes to them pause at the end for
-                              the adds since the last round (milliseconds; large CUCKOO and
-                              windowed filters are copied whole then). Run it again to resume;
-                              --abort gives it up (the slots stay where they were)
+  cluster move --slots=A-B --to=GROUP [--max-filters=N] [--abort]   move slots A-B (of one
+                              group) and their filters to GROUP, online: writes to them pause at
+                              the end for the adds since the last round (milliseconds; large
+                              CUCKOO and windowed filters are copied whole then; about 2 us a
+                              filter moved, so slots holding over N filters, default 300000,
+                              are refused). Run it again to resume; --abort gives it up (the
+                              slots stay where they were)
   cluster rebalance [--tolerance=F] [--max-moves=N] [--max-filters=N] [--dry-run]   even
                               the groups by the bytes of their filters: moves slots from the
                               heaviest group to the lightest until each is within F (default
@@ -296,9 +298,11 @@ int Run(const Args& args) {
                         .dry_run = args.Has("dry-run")});
     }
     if (args.positional.size() > 1 && args.positional[1] == "move") {
-      return MoveSlots(
-          *client, options,
-          {.slots = args.Get("slots"), .to = args.Get("to"), .abort = args.Has("abort")});
+      return MoveSlots(*client, options,
+                       {.slots = args.Get("slots"),
+                        .to = args.Get("to"),
+                        .max_filters = args.Get("max-filters"),
+                        .abort = args.Has("abort")});
     }
     return Cluster(*client, {args.positional.begin() + 1, args.positional.end()}, args.Get("slots"),
                    json);

@@ -59,7 +59,8 @@ class Mover {
   Mover(const bloomclient::BloomClient& seed, bloomclient::ClientOptions options)
       : pods_(seed, std::move(options)) {}
 
-  int Run(uint32_t first, uint32_t last, const std::string& to, bool abort);
+  // `max_filters`: a new move of slots holding more filters is refused.
+  int Run(uint32_t first, uint32_t last, const std::string& to, bool abort, uint64_t max_filters);
 
  private:
   // Takes a step of the move; returns the map's version after it.
@@ -83,6 +84,9 @@ class Mover {
   // unfollowed_, bytes_), failed copies' results too: returns how many were copied, or the
   // first failure.
   absl::StatusOr<size_t> CopyAll(const std::vector<std::string>& names);
+  // FAILED_PRECONDITION when the owner of the slots' first slot holds more than `max_filters`
+  // filters in them: the write pause grows with the filters a move carries.
+  absl::Status CheckFilterCount(const bloom::v1::ShardMap& map, uint64_t max_filters);
   // Whether `group` owns every slot of the move in `map`.
   bool OwnedBy(const bloom::v1::ShardMap& map, const std::string& group) const;
   // Deletes the filters of the moving slots that groups other than the target hold (copies
@@ -254,7 +258,8 @@ absl::StatusOr<size_t> Mover::CopyAll(const std::vector<std::string>& names) {
   return copied;
 }
 
-int Mover::Run(uint32_t first, uint32_t last, const std::string& to, bool abort) {
+int Mover::Run(uint32_t first, uint32_t last, const std::string& to, bool abort,
+               uint64_t max_filters) {
   first_ = first;
   last_ = last;
   to_ = to;
@@ -287,6 +292,9 @@ int Mover::Run(uint32_t first, uint32_t last, const std::string& to, bool abort)
     return 0;
   }
   if (!ours) {
+    if (absl::Status bounded = CheckFilterCount(*map, max_filters); !bounded.ok()) {
+      return Error(bounded);
+    }
     absl::StatusOr<uint64_t> begun = Step(rv1::MoveStep::STEP_BEGIN);
     if (!begun.ok()) return Error(begun.status());
     map = pods_.Map();
@@ -382,6 +390,24 @@ int Mover::Run(uint32_t first, uint32_t last, const std::string& to, bool abort)
             << " copying whole, " << Millis(followers_waited)
             << " waiting for the target's followers" << std::endl;
   return 0;
+}
+
+absl::Status Mover::CheckFilterCount(const bloom::v1::ShardMap& map, uint64_t max_filters) {
+  std::string owner;
+  for (const bloom::v1::SlotRange& range : map.ranges()) {
+    if (range.first() <= first_ && range.last() >= first_) owner = range.group();
+  }
+  if (owner.empty() || owner == to_) return absl::OkStatus();  // the map step says what is wrong
+  absl::StatusOr<std::string> primary = pods_.PrimaryOf(owner);
+  if (!primary.ok()) return primary.status();
+  absl::StatusOr<std::set<std::string>> held = ListHeld(*primary);
+  if (!held.ok()) return held.status();
+  if (held->size() <= max_filters) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "slots ", first_, "-", last_, " hold ", held->size(), " filters, more than --max-filters=",
+      max_filters, ": writes to them would pause about ", held->size() * 2 / 1000,
+      " ms at the end (about 2 us a filter). Move fewer slots at a time (cluster rebalance "
+      "plans such moves), or pass a larger --max-filters to accept the pause"));
 }
 
 bool Mover::OwnedBy(const bloom::v1::ShardMap& map, const std::string& group) const {
@@ -605,8 +631,14 @@ int MoveSlots(const bloomclient::BloomClient& client, const bloomclient::ClientO
     std::fprintf(stderr, "bloom-cli: cluster move needs --to=GROUP\n");
     return 2;
   }
+  uint64_t max_filters = kDefaultMaxFiltersPerMove;
+  if (!args.max_filters.empty() &&
+      (!absl::SimpleAtoi(args.max_filters, &max_filters) || max_filters < 1)) {
+    std::fprintf(stderr, "bloom-cli: cluster move takes --max-filters=N (at least 1)\n");
+    return 2;
+  }
   Mover mover(client, options);
-  return mover.Run(first, last, args.to, args.abort);
+  return mover.Run(first, last, args.to, args.abort, max_filters);
 }
 
 }  // namespace bloomcli

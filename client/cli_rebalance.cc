@@ -93,10 +93,6 @@ absl::StatusOr<SlotContents> ListSlotContents(const bloom::v1::ShardMap& map,
   return contents;
 }
 
-// The write pause of a move grows with the filters it moves, about 2 us each at cutover
-// (docs/performance.md, "Many small filters in a move"): 300,000 keep it near half a second.
-constexpr uint64_t kDefaultMaxFiltersPerMove = 300'000;
-
 }  // namespace
 
 int Rebalance(const bloomclient::BloomClient& client, const bloomclient::ClientOptions& options,
@@ -151,7 +147,12 @@ int Rebalance(const bloomclient::BloomClient& client, const bloomclient::ClientO
                 << std::endl;
       return 0;
     }
-    const int moved = MoveSlots(client, options, {.slots = slots, .to = move->to});
+    // The plan keeps to the bound (a slot holding more moves alone); the move checks the count
+    // again, with room for the filters made since the listing.
+    const uint64_t move_bound =
+        std::max(limits.max_filters, move->filters) + limits.max_filters / 10 + 100;
+    const int moved = MoveSlots(
+        client, options, {.slots = slots, .to = move->to, .max_filters = absl::StrCat(move_bound)});
     if (moved != 0) return moved;
   }
 }

@@ -395,7 +395,17 @@ TEST_F(ShardingTest, AnAbortedMoveLeavesTheSlotsWithTheirOwner) {
   }
   const std::string move =
       absl::StrCat("--server=", Target(1), " cluster move --slots=0-7 --to=", kGroupB);
-  ASSERT_TRUE(RunAndKillAt(move, "round 1:"));
+  // Slots holding more filters than --max-filters are refused before the move begins.
+  CommandResult too_many = RunCommand(absl::StrCat(BLOOM_CLI_PATH, " ", move, " --max-filters=3"));
+  EXPECT_EQ(too_many.exit_code, 1) << too_many.out;
+  EXPECT_TRUE(absl::StrContains(too_many.out, "hold 4 filters, more than --max-filters=3"))
+      << too_many.out;
+  absl::StatusOr<bloom::v1::ShardMap> untouched = MapAt(1);
+  ASSERT_TRUE(untouched.ok()) << untouched.status();
+  EXPECT_FALSE(untouched->has_move()) << "a refused move does not begin";
+  EXPECT_EQ(RunCommand(absl::StrCat(BLOOM_CLI_PATH, " ", move, " --max-filters=none")).exit_code,
+            2);
+  ASSERT_TRUE(RunAndKillAt(move + " --max-filters=4", "round 1:"));
   // Group b holds copies now; a List through any pod still shows each filter once, from its
   // owner, and can ask for the slots alone, names alone.
   std::vector<std::string> in_order = names;
