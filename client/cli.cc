@@ -78,13 +78,15 @@ commands:
   cluster init GROUP... [--slots=N]   create the shard map: GROUPs (their --cluster keys)
                               own even ranges of N slots (default 4096, fixed for good)
   cluster add-group GROUP     a new group joins the map, owning no slot yet
-  cluster move --slots=A-B --to=GROUP [--max-filters=N] [--abort]   move slots A-B (of one
-                              group) and their filters to GROUP, online: writes to them pause at
-                              the end for the adds since the last round (milliseconds; large
-                              CUCKOO and windowed filters are copied whole then; about 2 us a
-                              filter moved, so slots holding over N filters, default 300000,
-                              are refused). Run it again to resume; --abort gives it up (the
-                              slots stay where they were)
+  cluster move --slots=A-B --to=GROUP [--max-filters=N] [--copies=C] [--abort]   move slots
+                              A-B (of one group) and their filters to GROUP, online, C filters
+                              at once (default 4, what a pod's --max_transfers_per_client lets
+                              a client run by default): writes to them pause at the end for
+                              the adds since the last round (milliseconds; large CUCKOO and
+                              windowed filters are copied whole then; about 2 us a filter
+                              moved, so slots holding over N filters, default 300000, are
+                              refused). Run it again to resume; --abort gives it up (the slots
+                              stay where they were)
   cluster rebalance [--tolerance=F] [--max-moves=N] [--max-filters=N] [--dry-run]   even
                               the groups by the bytes of their filters: moves slots from the
                               heaviest group to the lightest until each is within F (default
@@ -302,6 +304,7 @@ int Run(const Args& args) {
                        {.slots = args.Get("slots"),
                         .to = args.Get("to"),
                         .max_filters = args.Get("max-filters"),
+                        .copies = args.Get("copies"),
                         .abort = args.Has("abort")});
     }
     return Cluster(*client, {args.positional.begin() + 1, args.positional.end()}, args.Get("slots"),

@@ -39,12 +39,14 @@ constexpr uint64_t kSmallRound = 20'000;
 // whole than this.
 constexpr uint64_t kSmallRoundBytes = 16 << 20;
 constexpr int kMaxCatchUpRounds = 10;
-// Filters copied at once: a copy is a few calls that each wait on a pod, so with one at a time
-// a move of many small filters (one per user) waits on round trips, not on the pods' work.
-// As many as a pod lets one client export or import at once by default
-// (--max_transfers_per_client); a pod that lets fewer answers RESOURCE_EXHAUSTED, and the
-// copy is tried again after a pause.
-constexpr size_t kCopiesInFlight = 4;
+// Filters copied at once by default: a copy is a few calls that each wait on a pod, so with
+// one at a time a move of many small filters (one per user) waits on round trips, not on the
+// pods' work. As many as a pod lets one client export or import at once by default
+// (--max_transfers_per_client; --copies matches pods set otherwise); a pod that lets fewer
+// answers RESOURCE_EXHAUSTED, and the copy is tried again after a pause. Fewer copies at once
+// do not spare other calls' latency (docs/performance.md): they only lengthen the move.
+constexpr size_t kDefaultCopiesInFlight = 4;
+constexpr size_t kMaxCopiesInFlight = 64;
 // A round copies filters in chunks of this many; between chunks, once this long has passed
 // since, it catches up the copies made so far, renewing the owner's journal holds (a minute).
 constexpr size_t kCopyChunk = 1000;
@@ -56,8 +58,9 @@ std::string Millis(absl::Duration duration) {
 
 class Mover {
  public:
-  Mover(const bloomclient::BloomClient& seed, bloomclient::ClientOptions options)
-      : pods_(seed, std::move(options)) {}
+  Mover(const bloomclient::BloomClient& seed, bloomclient::ClientOptions options,
+        size_t copies_in_flight)
+      : pods_(seed, std::move(options)), copies_in_flight_(copies_in_flight) {}
 
   // `max_filters`: a new move of slots holding more filters is refused.
   int Run(uint32_t first, uint32_t last, const std::string& to, bool abort, uint64_t max_filters);
@@ -80,7 +83,7 @@ class Mover {
   // (no cursor: the owner cannot follow it). Safe to call from several threads at once.
   absl::StatusOr<Copied> Copy(const std::string& name);
   absl::StatusOr<Copied> CopyOnce(const std::string& name);
-  // Copies `names`, kCopiesInFlight at a time, and records what each copy did (cursors_,
+  // Copies `names`, copies_in_flight_ at a time, and records what each copy did (cursors_,
   // unfollowed_, bytes_), failed copies' results too: returns how many were copied, or the
   // first failure.
   absl::StatusOr<size_t> CopyAll(const std::vector<std::string>& names);
@@ -133,6 +136,7 @@ class Mover {
   // of the filters made stands (none: list them all).
   std::set<std::string> held_;
   absl::optional<rv1::MadePosition> made_at_;
+  const size_t copies_in_flight_;
   // Where each followed copy stands in its filter's journal at the owner (move_catch_up.h):
   // a round catches it up with what changed since, so the pause moves the last round's
   // changes, not whole filters.
@@ -229,7 +233,7 @@ absl::StatusOr<size_t> Mover::CopyAll(const std::vector<std::string>& names) {
     }
   };
   std::vector<std::thread> helpers;
-  for (size_t i = 1; i < std::min(kCopiesInFlight, names.size()); ++i) {
+  for (size_t i = 1; i < std::min(copies_in_flight_, names.size()); ++i) {
     helpers.emplace_back(copy_next);
   }
   copy_next();
@@ -637,7 +641,14 @@ int MoveSlots(const bloomclient::BloomClient& client, const bloomclient::ClientO
     std::fprintf(stderr, "bloom-cli: cluster move takes --max-filters=N (at least 1)\n");
     return 2;
   }
-  Mover mover(client, options);
+  size_t copies = kDefaultCopiesInFlight;
+  if (!args.copies.empty() &&
+      (!absl::SimpleAtoi(args.copies, &copies) || copies < 1 || copies > kMaxCopiesInFlight)) {
+    std::fprintf(stderr, "bloom-cli: cluster move takes --copies=N (1 to %zu, default %zu)\n",
+                 kMaxCopiesInFlight, kDefaultCopiesInFlight);
+    return 2;
+  }
+  Mover mover(client, options, copies);
   return mover.Run(first, last, args.to, args.abort, max_filters);
 }
 

@@ -43,6 +43,7 @@ struct MoveArgs {
   std::string slots;        // FIRST-LAST or SLOT
   std::string to;           // the target group
   std::string max_filters;  // default kDefaultMaxFiltersPerMove
+  std::string copies;       // filters copied at once (default 4)
   bool abort = false;
 };
 

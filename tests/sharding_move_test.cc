@@ -310,8 +310,9 @@ TEST_F(ShardingTest, FiltersMadeOrDeletedWhileTheirSlotsMoveEndAsTheOwnerLeftThe
     }
     return status;
   };
+  // One copy at a time (--copies=1): the first round lasts longer still.
   const CliRun run = RunAndActAt(
-      absl::StrCat("--server=", Target(2), " cluster move --slots=0-7 --to=", kGroupB),
+      absl::StrCat("--server=", Target(2), " cluster move --slots=0-7 --copies=1 --to=", kGroupB),
       "moving slots", [&](pid_t) {
         absl::SleepFor(absl::Milliseconds(50));  // the first round's listing is done by now
         EXPECT_OK(until_served([&] { return client->Reserve(newcomer, Spec()).status(); }));
@@ -405,6 +406,7 @@ TEST_F(ShardingTest, AnAbortedMoveLeavesTheSlotsWithTheirOwner) {
   EXPECT_FALSE(untouched->has_move()) << "a refused move does not begin";
   EXPECT_EQ(RunCommand(absl::StrCat(BLOOM_CLI_PATH, " ", move, " --max-filters=none")).exit_code,
             2);
+  EXPECT_EQ(RunCommand(absl::StrCat(BLOOM_CLI_PATH, " ", move, " --copies=0")).exit_code, 2);
   ASSERT_TRUE(RunAndKillAt(move + " --max-filters=4", "round 1:"));
   // Group b holds copies now; a List through any pod still shows each filter once, from its
   // owner, and can ask for the slots alone, names alone.

@@ -19,7 +19,7 @@
 # many items each filter is given at first (default 1,000). OTHER_FILTERS more filters
 # (capacity 1,000, one item each: per-user filters) are made first over every slot, a quarter
 # of them in the moving slots, so that the group holds many filters, as one serving a filter
-# per user does.
+# per user does. MOVE_FLAGS are passed to `cluster move` (e.g. --copies=1).
 #
 #   tests/bench/move.sh                      # 1 GB of filters
 #   SIZE_MB=256 WRITE_BATCHES=0 tests/bench/move.sh
@@ -38,6 +38,7 @@ WRITE_BATCHES=${WRITE_BATCHES:-1}
 KIND=${KIND:-bloom}
 WRITTEN=${WRITTEN:-$FILTERS}
 ITEMS=${ITEMS:-1000}
+read -ra move_flags <<<"${MOVE_FLAGS:-}"
 OTHER_FILTERS=${OTHER_FILTERS:-0}
 SERVER=${SERVER:-$BUILD/server/bloom-server}  # another bloom-server: compare pods
 BENCH=$BUILD/loadtest/bloom-bench
@@ -140,7 +141,7 @@ fi
 sleep 5
 start=$(date +%s.%N)
 "$CLI" --server="127.0.0.1:$B_PORT" --timeout=120s cluster move --slots=0-1023 --to=bench/b \
-  >"$WORK/move.out"
+  "${move_flags[@]}" >"$WORK/move.out"
 end=$(date +%s.%N)
 if [[ $WRITE_BATCHES == 1 ]]; then
   sleep 2
