@@ -251,13 +251,21 @@ void ShardRouter::ForwardTo(Attempt attempt) {
           cut = it != in_flight_.end() && it->second;
           if (it != in_flight_.end()) in_flight_.erase(it);
         }
+        const bool cancelled_since = cut || cancellations_.load() != attempt->cancellations;
         if (cut && status.error_code() == grpc::StatusCode::CANCELLED) {
           // Cut by CancelInFlight, not by its caller: the caller may retry it.
           status = Unavailable(
               "this pod stopped forwarding to the owning group (it is changing role or "
               "shutting down): retry the call");
-        } else if (status.error_code() == grpc::StatusCode::UNAVAILABLE && !cut &&
-                   cancellations_.load() == attempt->cancellations) {
+        } else if (status.error_code() == grpc::StatusCode::UNAVAILABLE && cancelled_since &&
+                   attempt->decision.read) {
+          // A read refused after CancelInFlight is not sent again, as one waiting to be is not:
+          // the same answer as theirs, with the owner's reason.
+          status = Unavailable(absl::StrCat(
+              "this pod stopped forwarding to the owning group (it is changing role or "
+              "shutting down): retry the call (the group answered: ",
+              status.error_message(), ")"));
+        } else if (status.error_code() == grpc::StatusCode::UNAVAILABLE && !cancelled_since) {
           if (attempt->tries > 0) {
             // Another member of the group, the primary last.
             const std::shared_ptr<const sharding::ShardState> state = view_->Current();
