@@ -51,23 +51,22 @@ class SlotScale {
                           uint64_t spread) const {
     PlannedMove taken;
     uint32_t count = 0;
-    auto take = [&](uint32_t slot) {
-      taken.slots.first = count == 0 || slot < taken.slots.first ? slot : taken.slots.first;
-      taken.slots.last = count == 0 || slot > taken.slots.last ? slot : taken.slots.last;
+    for (; count <= range.last - range.first; ++count) {
+      const uint32_t slot = from_top ? range.last - count : range.first + count;
+      if (count > 0 && max_filters_ > 0 && taken.filters + Filters(slot) > max_filters_) break;
+      const bool past_want = taken.bytes + Weight(slot) > want;
+      if (past_want && !Closer(taken.bytes, Weight(slot), want, spread)) break;
       taken.bytes += Weight(slot);
       taken.filters += Filters(slot);
-      ++count;
-    };
-    for (uint32_t i = 0; i <= range.last - range.first; ++i) {
-      const uint32_t slot = from_top ? range.last - i : range.first + i;
-      if (count > 0 && max_filters_ > 0 && taken.filters + Filters(slot) > max_filters_) break;
-      if (taken.bytes + Weight(slot) > want) {
-        if (Closer(taken.bytes, Weight(slot), want, spread)) take(slot);
+      if (past_want) {
+        ++count;
         break;
       }
-      take(slot);
     }
-    if (count == 0) taken.bytes = 0;  // nothing taken: nothing to consider
+    if (count > 0) {
+      taken.slots = from_top ? PlannedRange{range.last - count + 1, range.last}
+                             : PlannedRange{range.first, range.first + count - 1};
+    }
     return taken;
   }
 
